@@ -1,0 +1,72 @@
+# paddock — build, test, benchmark.
+#   make            build bin/paddock and lib/libpaddock.a
+#   make test       the whole test suite (unit, isolation, residue); ends with "N passed, N failed"
+#   make bench      the side-by-side benchmark (paddock bench)
+#   make asan       the test suite under ASan+UBSan
+#   make valgrind   the unit tests and a sample of isolation cases under valgrind
+#   make examples   the bundled examples through `paddock exec`
+
+CC      ?= cc
+BUILD   ?= build
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+           -Wformat=2 -Wformat-security -Wno-format-nonliteral -Wno-format-truncation -Wpointer-arith -Wvla \
+           -Wundef -Wcast-align -Wwrite-strings -Wimplicit-fallthrough
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=gnu11 $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE -Ilib
+LDFLAGS += -pie -Wl,-z,relro,-z,now
+LDLIBS  := -lseccomp -lpthread
+
+LIB_SRC := $(wildcard lib/*.c)
+CLI_SRC := $(wildcard cli/*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+UNIT_SRC := $(wildcard tests/unit/*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+PROBE_SRC := $(wildcard tests/probes/*.c)
+PROBE_BIN := $(PROBE_SRC:tests/probes/%.c=$(BUILD)/probes/%)
+
+.PHONY: all test unit isolation bench asan valgrind examples clean format
+
+all: bin/paddock $(BUILD)/libpaddock.a
+
+$(BUILD)/%.o: %.c $(wildcard lib/*.h) $(wildcard cli/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/libpaddock.a: $(LIB_OBJ)
+	ar rcs $@ $^
+
+bin/paddock: $(CLI_OBJ) $(BUILD)/libpaddock.a
+	@mkdir -p bin
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libpaddock.a $(LDLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/tap.h $(BUILD)/libpaddock.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libpaddock.a $(LDLIBS)
+
+# probes run inside sandboxes: static, so they need nothing from the image
+$(BUILD)/probes/%: tests/probes/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -static -o $@ $<
+
+test: all $(UNIT_BIN) $(PROBE_BIN)
+	@PADDOCK_BUILD=$(BUILD) tests/run-all
+
+bench: all
+	bin/paddock bench
+
+asan:
+	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+	  LDFLAGS="-fsanitize=address,undefined" test
+
+valgrind: all $(UNIT_BIN) $(PROBE_BIN)
+	@PADDOCK_BUILD=$(BUILD) PADDOCK_VALGRIND=1 tests/run-all
+
+examples: all
+	@examples/run
+
+format:
+	clang-format -i lib/*.c lib/*.h cli/*.c cli/*.h tests/unit/*.c tests/probes/*.c
+
+clean:
+	rm -rf build build-asan bin

@@ -1,0 +1,311 @@
+/* paddock exec: run one program in a fresh sandbox and report its result. */
+#define _GNU_SOURCE
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void exec_usage(FILE *f)
+{
+	pd_limits d = pd_limits_default();
+	fprintf(f,
+		"usage: paddock exec [options] -- PROG [ARGS...]\n"
+		"\n"
+		"Runs PROG in a fresh sandbox (user, pid, mount, net, ipc, uts and cgroup namespaces;\n"
+		"overlay root; cgroup limits; seccomp; no capabilities) and passes its output through.\n"
+		"\n"
+		"result:\n"
+		"  --json                 print the result record as JSON on stdout after the run\n"
+		"                         (the program's output is then not passed through but kept in it)\n"
+		"  --result FILE          write the result record to FILE\n"
+		"  -q, --quiet            do not pass the program's output through\n"
+		"\n"
+		"environment:\n"
+		"  --image DIR            root filesystem directory (default: the host image)\n"
+		"  -e, --env K=V          set a variable (repeatable); nothing is taken from the host\n"
+		"  -C, --cwd DIR          working directory inside (default /)\n"
+		"  -i, --stdin FILE       feed FILE on stdin ('-' = paddock's stdin; default /dev/null)\n"
+		"  -b, --bind SRC:DST[:rw] bind a host path (read-only unless :rw; repeatable)\n"
+		"  --hostname NAME        hostname inside (default sandbox)\n"
+		"  --net MODE             loopback (default: own netns, only lo), none (lo down),\n"
+		"                         host (the host's network; all else stays isolated)\n"
+		"\n"
+		"limits (sizes take k/M/G, times take s or ms):\n"
+		"  -m, --memory SIZE      memory, no swap (default %lluM)\n"
+		"  -p, --pids N           processes and threads (default %u)\n"
+		"  -t, --cpu-time T       CPU time of the whole sandbox (default %llus)\n"
+		"  -w, --wall-time T      wall-clock time (default %llus)\n"
+		"  --cpus N               CPU quota in cores, e.g. 0.5 (default 1)\n"
+		"  -d, --disk SIZE        writable layer size (default %lluM)\n"
+		"  -o, --output SIZE      output kept per stream, head and tail (default %lluM)\n"
+		"  --output-kill SIZE     output after which the sandbox is killed (default %lluM)\n"
+		"  --nofile N             open files (default %u)\n"
+		"  --fsize SIZE           largest file (default: the disk size)\n"
+		"\n"
+		"audit:\n"
+		"  --audit                record opens, execs and network sends outside the allowed set\n"
+		"  --audit-allow PATH     a path prefix not to report (repeatable)\n"
+		"  --audit-deny PATH      refuse opens under PATH with EACCES and report them (repeatable)\n"
+		"  --audit-deny-net       refuse connect/send to non-loopback addresses\n"
+		"\n"
+		"exit status: 0 the program's status is OK; 1 it failed (RE, SG, TO, ML, OL);\n"
+		"             2 paddock failed (XX or setup); 64 bad usage.\n",
+		(unsigned long long)(d.memory_bytes >> 20), d.pids, (unsigned long long)(d.cpu_ms / 1000),
+		(unsigned long long)(d.wall_ms / 1000), (unsigned long long)(d.disk_bytes >> 20),
+		(unsigned long long)(d.output_bytes >> 20), (unsigned long long)(d.output_kill_bytes >> 20),
+		d.nofile);
+}
+
+static void passthrough(void *arg, int stream, const char *buf, size_t len)
+{
+	(void)arg;
+	int fd = stream == 1 ? STDOUT_FILENO : STDERR_FILENO;
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+		if (n <= 0)
+			return; /* a closed stdout must not stop the run */
+		buf += n;
+		len -= (size_t)n;
+	}
+}
+
+enum {
+	O_JSON = 256, O_RESULT, O_IMAGE, O_HOSTNAME, O_NET, O_CPUS, O_NOFILE, O_FSIZE, O_AUDIT,
+	O_AUDIT_ALLOW, O_AUDIT_DENY, O_AUDIT_DENY_NET, O_OUTPUT_KILL,
+};
+
+static int bad(const char *opt, const char *val, const char *want)
+{
+	cli_error("%s: '%s' is not %s", opt, val, want);
+	return EXIT_USAGE;
+}
+
+int cmd_exec(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"help", no_argument, 0, 'h'},       {"json", no_argument, 0, O_JSON},
+		{"result", required_argument, 0, O_RESULT}, {"quiet", no_argument, 0, 'q'},
+		{"image", required_argument, 0, O_IMAGE}, {"env", required_argument, 0, 'e'},
+		{"cwd", required_argument, 0, 'C'},  {"stdin", required_argument, 0, 'i'},
+		{"bind", required_argument, 0, 'b'}, {"hostname", required_argument, 0, O_HOSTNAME},
+		{"net", required_argument, 0, O_NET}, {"memory", required_argument, 0, 'm'},
+		{"pids", required_argument, 0, 'p'}, {"cpu-time", required_argument, 0, 't'},
+		{"wall-time", required_argument, 0, 'w'}, {"cpus", required_argument, 0, O_CPUS},
+		{"disk", required_argument, 0, 'd'}, {"output", required_argument, 0, 'o'},
+		{"output-kill", required_argument, 0, O_OUTPUT_KILL},
+		{"nofile", required_argument, 0, O_NOFILE}, {"fsize", required_argument, 0, O_FSIZE},
+		{"audit", no_argument, 0, O_AUDIT},  {"audit-allow", required_argument, 0, O_AUDIT_ALLOW},
+		{"audit-deny", required_argument, 0, O_AUDIT_DENY},
+		{"audit-deny-net", no_argument, 0, O_AUDIT_DENY_NET}, {0, 0, 0, 0},
+	};
+	pd_sandbox_opts so = {0};
+	so.limits = pd_limits_default();
+	pd_exec_opts xo = {0};
+	xo.stdin_fd = -1;
+	pd_audit_opts ao = {0};
+	bool json = false, quiet = false;
+	const char *result_file = NULL, *stdin_file = NULL;
+	static char *envv[1025];
+	size_t nenv = 0;
+	static pd_bind binds[32];
+	static const char *allow[65], *deny[65];
+	size_t nallow = 0, ndeny = 0;
+	uint64_t v;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+hqe:C:i:b:m:p:t:w:d:o:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h': exec_usage(stdout); return 0;
+		case O_JSON: json = true; break;
+		case O_RESULT: result_file = optarg; break;
+		case 'q': quiet = true; break;
+		case O_IMAGE: so.image = optarg; break;
+		case 'e':
+			if (!strchr(optarg, '=') || optarg[0] == '=')
+				return bad("--env", optarg, "K=V");
+			if (nenv == 1024)
+				return bad("--env", optarg, "within the 1024 variables allowed");
+			envv[nenv++] = optarg;
+			break;
+		case 'C': xo.cwd = optarg; break;
+		case 'i': stdin_file = optarg; break;
+		case 'b': {
+			if (so.nbinds == 32)
+				return bad("--bind", optarg, "within the 32 binds allowed");
+			char *src = optarg, *dst = strchr(src, ':');
+			if (!dst || dst == src || dst[1] != '/')
+				return bad("--bind", optarg, "SRC:/DST[:rw]");
+			*dst++ = 0;
+			char *mode = strchr(dst, ':');
+			bool rw = false;
+			if (mode) {
+				*mode++ = 0;
+				if (!strcmp(mode, "rw"))
+					rw = true;
+				else if (strcmp(mode, "ro"))
+					return bad("--bind", mode, "ro or rw");
+			}
+			binds[so.nbinds++] = (pd_bind){src, dst, rw};
+			break;
+		}
+		case O_HOSTNAME: so.hostname = optarg; break;
+		case O_NET:
+			if (!strcmp(optarg, "loopback"))
+				so.net = PD_NET_LOOPBACK;
+			else if (!strcmp(optarg, "none"))
+				so.net = PD_NET_NONE;
+			else if (!strcmp(optarg, "host"))
+				so.net = PD_NET_HOST;
+			else
+				return bad("--net", optarg, "loopback, none or host");
+			break;
+		case 'm':
+			if (pd_parse_size(optarg, &v) < 0 || v < (4 << 20))
+				return bad("--memory", optarg, "a size of at least 4M");
+			so.limits.memory_bytes = v;
+			break;
+		case 'p': {
+			char *end;
+			long n = strtol(optarg, &end, 10);
+			if (*end || n < 1 || n > 1000000)
+				return bad("--pids", optarg, "a count from 1 to 1000000");
+			so.limits.pids = (uint32_t)n;
+			break;
+		}
+		case 't':
+			if (pd_parse_duration_ms(optarg, &v) < 0 || !v)
+				return bad("--cpu-time", optarg, "a positive time");
+			so.limits.cpu_ms = v;
+			break;
+		case 'w':
+			if (pd_parse_duration_ms(optarg, &v) < 0 || !v)
+				return bad("--wall-time", optarg, "a positive time");
+			so.limits.wall_ms = v;
+			break;
+		case O_CPUS: {
+			char *end;
+			double d = strtod(optarg, &end);
+			if (*end || d < 0.01 || d > 1024)
+				return bad("--cpus", optarg, "a number of cores from 0.01 to 1024");
+			so.limits.cpu_millicores = (uint32_t)(d * 1000 + 0.5);
+			break;
+		}
+		case 'd':
+			if (pd_parse_size(optarg, &v) < 0 || v < 4096)
+				return bad("--disk", optarg, "a size of at least 4k");
+			so.limits.disk_bytes = v;
+			break;
+		case 'o':
+			if (pd_parse_size(optarg, &v) < 0 || v < 16)
+				return bad("--output", optarg, "a size of at least 16 bytes");
+			so.limits.output_bytes = v;
+			break;
+		case O_OUTPUT_KILL:
+			if (pd_parse_size(optarg, &v) < 0 || v < 16)
+				return bad("--output-kill", optarg, "a size of at least 16 bytes");
+			so.limits.output_kill_bytes = v;
+			break;
+		case O_NOFILE: {
+			char *end;
+			long n = strtol(optarg, &end, 10);
+			if (*end || n < 4 || n > 1048576)
+				return bad("--nofile", optarg, "a count from 4 to 1048576");
+			so.limits.nofile = (uint32_t)n;
+			break;
+		}
+		case O_FSIZE:
+			if (pd_parse_size(optarg, &v) < 0 || !v)
+				return bad("--fsize", optarg, "a positive size");
+			so.limits.fsize_bytes = v;
+			break;
+		case O_AUDIT: ao.enabled = true; break;
+		case O_AUDIT_ALLOW:
+		case O_AUDIT_DENY:
+			if (optarg[0] != '/')
+				return bad(c == O_AUDIT_ALLOW ? "--audit-allow" : "--audit-deny", optarg,
+					   "an absolute path");
+			if ((c == O_AUDIT_ALLOW ? nallow : ndeny) == 64)
+				return bad("--audit-allow/--audit-deny", optarg, "within the 64 paths allowed");
+			if (c == O_AUDIT_ALLOW)
+				allow[nallow++] = optarg;
+			else
+				deny[ndeny++] = optarg;
+			ao.enabled = true;
+			break;
+		case O_AUDIT_DENY_NET: ao.enabled = ao.deny_net = true; break;
+		default: exec_usage(stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		cli_error("exec: no program given (usage: paddock exec [options] -- PROG [ARGS...])");
+		return EXIT_USAGE;
+	}
+	so.binds = binds;
+	if (nenv) {
+		envv[nenv] = NULL;
+		xo.envp = envv;
+	}
+	ao.allow = allow;
+	ao.deny = deny;
+	if (ao.enabled)
+		so.audit = &ao;
+	xo.argv = argv + optind;
+	int stdin_close = -1;
+	if (stdin_file) {
+		if (!strcmp(stdin_file, "-"))
+			xo.stdin_fd = STDIN_FILENO;
+		else {
+			xo.stdin_fd = stdin_close = open(stdin_file, O_RDONLY | O_CLOEXEC);
+			if (xo.stdin_fd < 0) {
+				cli_error("--stdin %s: %s", stdin_file, strerror(errno));
+				return EXIT_USAGE;
+			}
+		}
+	}
+	if (!quiet && !json)
+		xo.on_output = passthrough;
+
+	pd_err e = {0};
+	pd_ctx *ctx = pd_ctx_new(NULL, &e);
+	if (!ctx) {
+		cli_error("%s", e.msg);
+		return EXIT_PADDOCK_FAILED;
+	}
+	pd_result r;
+	int rc = pd_run(ctx, &so, &xo, &r, &e);
+	if (stdin_close >= 0)
+		close(stdin_close);
+	if (rc < 0 && r.status != PD_XX) {
+		cli_error("%s", e.msg);
+		pd_ctx_free(ctx);
+		return EXIT_USAGE;
+	}
+	if (xo.on_output) {
+		/* the live passthrough showed the head; show what the tail kept, marked */
+		if (r.out.truncated || r.err.truncated)
+			fprintf(stderr, "\npaddock: output truncated (stdout %llu bytes, stderr %llu bytes)\n",
+				(unsigned long long)r.out.total, (unsigned long long)r.err.total);
+	}
+	if (rc < 0 || r.status == PD_XX)
+		cli_error("sandbox fault: %s", r.error[0] ? r.error : e.msg);
+	if (json && pd_result_write_json(&r, STDOUT_FILENO, true) < 0)
+		cli_error("write result: %s", strerror(errno));
+	if (result_file) {
+		int fd = open(result_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0 || pd_result_write_json(&r, fd, true) < 0)
+			cli_error("write result to %s: %s", result_file, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
+	int status = r.status == PD_OK ? EXIT_PROGRAM_OK
+		     : r.status == PD_XX ? EXIT_PADDOCK_FAILED
+					 : EXIT_PROGRAM_FAILED;
+	pd_result_free(&r);
+	pd_ctx_free(ctx);
+	return status;
+}

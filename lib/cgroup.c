@@ -1,0 +1,460 @@
+/* cgroups: one small backend table, two implementations. Everything that differs between v1 and
+ * v2 lives in this file; the rest of the runtime calls through pd_cg_ops.
+ *
+ * v2: one directory <root>/<name> with memory.max, pids.max, cpu.max; CLONE_INTO_CGROUP places the
+ *     sandbox's init atomically; cgroup.kill ends everything at once.
+ * v1: one directory per hierarchy (memory, pids, cpu, cpuacct); the pid is written to each.
+ *
+ * The v2 backend can run over a plain directory ("fake" mode) so its logic is tested on machines
+ * whose kernel gives the controllers to v1: then the interface files are created by us. */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+#include <linux/magic.h>
+
+struct pd_cg {
+	pd_cgroups *root;
+	char dirs[4][PD_PATH]; /* v2: dirs[0] only */
+	int ndirs;
+	int dirfd;             /* v2: the cgroup dir (for CLONE_INTO_CGROUP) */
+	int mem_i, pids_i, cpu_i, cpuacct_i; /* v1: which dir serves each controller */
+	uint64_t pids_peak_sampled;
+};
+
+static int cg_path(char *out, const char *dir, const char *file)
+{
+	int n = snprintf(out, PD_PATH, "%s/%s", dir, file);
+	return n >= PD_PATH ? -1 : 0;
+}
+
+static int cg_write(const char *dir, const char *file, const char *val, pd_err *e)
+{
+	char p[PD_PATH];
+	if (cg_path(p, dir, file) < 0)
+		return pd_fail(e, ENAMETOOLONG, "cgroup path %s/%s", dir, file);
+	return pd_write_file(p, val, e);
+}
+
+static int cg_write_u64(const char *dir, const char *file, uint64_t v, pd_err *e)
+{
+	char b[32];
+	snprintf(b, sizeof b, "%" PRIu64, v);
+	return cg_write(dir, file, b, e);
+}
+
+static ssize_t cg_read(const char *dir, const char *file, char *buf, size_t size)
+{
+	char p[PD_PATH];
+	if (cg_path(p, dir, file) < 0)
+		return -1;
+	return pd_read_file(p, buf, size);
+}
+
+static uint64_t cg_read_u64(const char *dir, const char *file)
+{
+	char b[64];
+	if (cg_read(dir, file, b, sizeof b) <= 0)
+		return 0;
+	if (!strncmp(b, "max", 3))
+		return UINT64_MAX;
+	return strtoull(b, NULL, 10);
+}
+
+/* rmdir of a cgroup whose last task just died can race the kernel's bookkeeping: retry briefly. */
+static int cg_rmdir(const char *dir, bool fake)
+{
+	if (fake) {
+		DIR *d = opendir(dir);
+		if (d) {
+			struct dirent *de;
+			while ((de = readdir(d)))
+				if (de->d_name[0] != '.')
+					unlinkat(dirfd(d), de->d_name, 0);
+			closedir(d);
+		}
+	}
+	for (int i = 0; i < 200; i++) {
+		if (rmdir(dir) == 0 || errno == ENOENT)
+			return 0;
+		if (errno != EBUSY)
+			return -1;
+		usleep(i < 20 ? 100 : 1000);
+	}
+	return -1;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* v2 */
+
+static const char *const v2_files[] = {"cgroup.procs", "cgroup.kill", "memory.max", "memory.swap.max",
+				       "memory.peak", "memory.events", "pids.max", "pids.current",
+				       "pids.peak", "cpu.max", "cpu.stat", "cgroup.events", NULL};
+
+static int v2_create(pd_cgroups *root, const char *name, const pd_limits *l, pd_cg **out, pd_err *e)
+{
+	pd_cg *g = calloc(1, sizeof *g);
+	if (!g)
+		return pd_fail(e, ENOMEM, "cgroup");
+	g->root = root;
+	g->ndirs = 1;
+	g->dirfd = -1;
+	if (snprintf(g->dirs[0], PD_PATH, "%s/%s", root->v2_root, name) >= PD_PATH) {
+		free(g);
+		return pd_fail(e, ENAMETOOLONG, "cgroup name %s", name);
+	}
+	if (mkdir(g->dirs[0], 0755) < 0) {
+		pd_fail(e, errno, "mkdir cgroup %s", g->dirs[0]);
+		free(g);
+		return -1;
+	}
+	if (root->fake) {
+		/* a plain directory: make the files the kernel would */
+		for (int i = 0; v2_files[i]; i++) {
+			char p[PD_PATH];
+			cg_path(p, g->dirs[0], v2_files[i]);
+			int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+			if (fd >= 0)
+				close(fd);
+		}
+	}
+	char b[64];
+	int rc = 0;
+	rc |= cg_write(g->dirs[0], "memory.max", "max", e);
+	if (l->memory_bytes) {
+		rc |= cg_write_u64(g->dirs[0], "memory.max", l->memory_bytes, e);
+		/* no swap: a memory hog must hit ML, not crawl */
+		if (cg_write(g->dirs[0], "memory.swap.max", "0", NULL) < 0 && errno != ENOENT)
+			rc = -1;
+	}
+	if (l->pids)
+		rc |= cg_write_u64(g->dirs[0], "pids.max", l->pids, e);
+	if (l->cpu_millicores) {
+		snprintf(b, sizeof b, "%" PRIu32 " 100000", l->cpu_millicores * 100u);
+		rc |= cg_write(g->dirs[0], "cpu.max", b, e);
+	}
+	if (rc) {
+		cg_rmdir(g->dirs[0], root->fake);
+		free(g);
+		return -1;
+	}
+	g->dirfd = open(g->dirs[0], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	*out = g;
+	return 0;
+}
+
+static int v2_clone_fd(pd_cg *g)
+{
+	return g->root->fake ? -1 : g->dirfd;
+}
+
+static int v2_attach(pd_cg *g, pid_t pid, pd_err *e)
+{
+	return cg_write_u64(g->dirs[0], "cgroup.procs", (uint64_t)pid, e);
+}
+
+static int v2_stats(pd_cg *g, pd_cg_stats *st)
+{
+	char b[1024];
+	memset(st, 0, sizeof *st);
+	if (cg_read(g->dirs[0], "cpu.stat", b, sizeof b) < 0)
+		return -1;
+	st->cpu_us = pd_keyed_u64(b, "usage_usec");
+	st->cpu_user_us = pd_keyed_u64(b, "user_usec");
+	st->cpu_sys_us = pd_keyed_u64(b, "system_usec");
+	st->mem_peak = cg_read_u64(g->dirs[0], "memory.peak");
+	if (cg_read(g->dirs[0], "memory.events", b, sizeof b) >= 0)
+		st->oom_kills = pd_keyed_u64(b, "oom_kill");
+	st->pids_current = cg_read_u64(g->dirs[0], "pids.current");
+	st->pids_peak = cg_read_u64(g->dirs[0], "pids.peak");
+	st->pids_peak_exact = true;
+	return 0;
+}
+
+static void v2_reset_peaks(pd_cg *g)
+{
+	/* memory.peak accepts a reset since 6.12; older kernels keep the sandbox-wide peak */
+	cg_write(g->dirs[0], "memory.peak", "reset", NULL);
+}
+
+static int kill_procs_in(const char *dir)
+{
+	char b[8192];
+	if (cg_read(dir, "cgroup.procs", b, sizeof b) < 0)
+		return -1;
+	int n = 0;
+	for (char *p = b; *p;) {
+		long pid = strtol(p, &p, 10);
+		if (pid > 0 && kill((pid_t)pid, SIGKILL) == 0)
+			n++;
+		while (*p == '\n')
+			p++;
+		if (!pid)
+			break;
+	}
+	return n;
+}
+
+static int v2_kill_all(pd_cg *g)
+{
+	if (!g->root->fake && cg_write(g->dirs[0], "cgroup.kill", "1", NULL) == 0)
+		return 0;
+	return kill_procs_in(g->dirs[0]) < 0 ? -1 : 0;
+}
+
+static int v2_destroy(pd_cg *g, pd_err *e)
+{
+	int rc = 0;
+	if (g->dirfd >= 0)
+		close(g->dirfd);
+	if (cg_rmdir(g->dirs[0], g->root->fake) < 0)
+		rc = pd_fail(e, errno, "rmdir cgroup %s", g->dirs[0]);
+	free(g);
+	return rc;
+}
+
+static bool v2_exists(pd_cg *g)
+{
+	return access(g->dirs[0], F_OK) == 0;
+}
+
+static const pd_cg_ops v2_ops = {"v2", v2_create, v2_clone_fd, v2_attach, v2_stats,
+				  v2_reset_peaks, v2_kill_all, v2_destroy, v2_exists};
+
+/* ---------------------------------------------------------------------------------------------- */
+/* v1 */
+
+enum { V1_MEMORY, V1_PIDS, V1_CPU, V1_CPUACCT };
+
+static int v1_create(pd_cgroups *root, const char *name, const pd_limits *l, pd_cg **out, pd_err *e)
+{
+	pd_cg *g = calloc(1, sizeof *g);
+	if (!g)
+		return pd_fail(e, ENOMEM, "cgroup");
+	g->root = root;
+	g->dirfd = -1;
+	int idx[4];
+	/* co-mounted controllers (cpu,cpuacct) share one directory */
+	for (int c = 0; c < 4; c++) {
+		idx[c] = -1;
+		for (int j = 0; j < g->ndirs; j++) {
+			char p[PD_PATH];
+			snprintf(p, sizeof p, "%s/%s", root->v1_dirs[c], name);
+			if (!strcmp(p, g->dirs[j]))
+				idx[c] = j;
+		}
+		if (idx[c] >= 0)
+			continue;
+		idx[c] = g->ndirs;
+		if (snprintf(g->dirs[g->ndirs], PD_PATH, "%s/%s", root->v1_dirs[c], name) >= PD_PATH)
+			goto fail_name;
+		if (mkdir(g->dirs[g->ndirs], 0755) < 0) {
+			pd_fail(e, errno, "mkdir cgroup %s", g->dirs[g->ndirs]);
+			goto fail;
+		}
+		g->ndirs++;
+	}
+	g->mem_i = idx[V1_MEMORY];
+	g->pids_i = idx[V1_PIDS];
+	g->cpu_i = idx[V1_CPU];
+	g->cpuacct_i = idx[V1_CPUACCT];
+	if (l->memory_bytes) {
+		if (cg_write_u64(g->dirs[g->mem_i], "memory.limit_in_bytes", l->memory_bytes, e) < 0)
+			goto fail;
+		/* memsw exists only with swap accounting; without swap the limit above is the limit */
+		cg_write_u64(g->dirs[g->mem_i], "memory.memsw.limit_in_bytes", l->memory_bytes, NULL);
+		cg_write(g->dirs[g->mem_i], "memory.swappiness", "0", NULL);
+	}
+	if (l->pids && cg_write_u64(g->dirs[g->pids_i], "pids.max", l->pids, e) < 0)
+		goto fail;
+	if (l->cpu_millicores) {
+		if (cg_write(g->dirs[g->cpu_i], "cpu.cfs_period_us", "100000", e) < 0 ||
+		    cg_write_u64(g->dirs[g->cpu_i], "cpu.cfs_quota_us", l->cpu_millicores * 100ull, e) < 0)
+			goto fail;
+	}
+	*out = g;
+	return 0;
+fail_name:
+	pd_fail(e, ENAMETOOLONG, "cgroup name %s", name);
+fail:
+	for (int j = 0; j < g->ndirs; j++)
+		cg_rmdir(g->dirs[j], false);
+	free(g);
+	return -1;
+}
+
+static int v1_clone_fd(pd_cg *g)
+{
+	(void)g;
+	return -1;
+}
+
+static int v1_attach(pd_cg *g, pid_t pid, pd_err *e)
+{
+	for (int j = 0; j < g->ndirs; j++)
+		if (cg_write_u64(g->dirs[j], "cgroup.procs", (uint64_t)pid, e) < 0)
+			return -1;
+	return 0;
+}
+
+static int v1_stats(pd_cg *g, pd_cg_stats *st)
+{
+	char b[1024];
+	memset(st, 0, sizeof *st);
+	st->cpu_us = cg_read_u64(g->dirs[g->cpuacct_i], "cpuacct.usage") / 1000u;
+	/* cpuacct.stat counts USER_HZ ticks: coarse, but it is what v1 has for the user/sys split */
+	if (cg_read(g->dirs[g->cpuacct_i], "cpuacct.stat", b, sizeof b) >= 0) {
+		uint64_t us_per_tick = 1000000u / (uint64_t)sysconf(_SC_CLK_TCK);
+		st->cpu_user_us = pd_keyed_u64(b, "user") * us_per_tick;
+		st->cpu_sys_us = pd_keyed_u64(b, "system") * us_per_tick;
+	}
+	st->mem_peak = cg_read_u64(g->dirs[g->mem_i], "memory.max_usage_in_bytes");
+	if (cg_read(g->dirs[g->mem_i], "memory.oom_control", b, sizeof b) >= 0)
+		st->oom_kills = pd_keyed_u64(b, "oom_kill");
+	st->pids_current = cg_read_u64(g->dirs[g->pids_i], "pids.current");
+	if (st->pids_current > g->pids_peak_sampled)
+		g->pids_peak_sampled = st->pids_current;
+	st->pids_peak = g->pids_peak_sampled;
+	st->pids_peak_exact = false;
+	return 0;
+}
+
+static void v1_reset_peaks(pd_cg *g)
+{
+	cg_write(g->dirs[g->mem_i], "memory.max_usage_in_bytes", "0", NULL);
+	g->pids_peak_sampled = 0;
+}
+
+static int v1_kill_all(pd_cg *g)
+{
+	/* the pids hierarchy sees every task; freezing first is unnecessary because the sandbox
+	 * is also a pid namespace whose init we kill */
+	return kill_procs_in(g->dirs[g->pids_i]) < 0 ? -1 : 0;
+}
+
+static int v1_destroy(pd_cg *g, pd_err *e)
+{
+	int rc = 0;
+	for (int j = 0; j < g->ndirs; j++)
+		if (cg_rmdir(g->dirs[j], false) < 0 && rc == 0)
+			rc = pd_fail(e, errno, "rmdir cgroup %s", g->dirs[j]);
+	free(g);
+	return rc;
+}
+
+static bool v1_exists(pd_cg *g)
+{
+	for (int j = 0; j < g->ndirs; j++)
+		if (access(g->dirs[j], F_OK) == 0)
+			return true;
+	return false;
+}
+
+static const pd_cg_ops v1_ops = {"v1", v1_create, v1_clone_fd, v1_attach, v1_stats,
+				  v1_reset_peaks, v1_kill_all, v1_destroy, v1_exists};
+
+/* ---------------------------------------------------------------------------------------------- */
+
+/* Finds the v1 mount of a controller in /proc/self/mountinfo (super options list controllers). */
+static int v1_mount_of(const char *ctrl, char *out)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -1;
+	char line[2048];
+	int found = -1;
+	while (fgets(line, sizeof line, f)) {
+		char *sep = strstr(line, " - ");
+		if (!sep || strncmp(sep + 3, "cgroup ", 7))
+			continue;
+		char mnt[PD_PATH];
+		if (sscanf(line, "%*s %*s %*s %*s %511s", mnt) != 1)
+			continue;
+		char *opts = strrchr(sep, ' ');
+		if (!opts)
+			continue;
+		opts++;
+		opts[strcspn(opts, "\n")] = 0;
+		for (char *tok = strtok(opts, ","); tok; tok = strtok(NULL, ","))
+			if (!strcmp(tok, ctrl)) {
+				snprintf(out, PD_PATH, "%s", mnt);
+				found = 0;
+			}
+		if (!found)
+			break;
+	}
+	fclose(f);
+	return found;
+}
+
+static int enable_v2_controllers(const char *dir, pd_err *e)
+{
+	char b[256];
+	if (cg_read(dir, "cgroup.subtree_control", b, sizeof b) < 0)
+		return pd_fail(e, errno, "read %s/cgroup.subtree_control", dir);
+	const char *need[] = {"memory", "pids", "cpu"};
+	for (int i = 0; i < 3; i++) {
+		if (strstr(b, need[i]))
+			continue;
+		char w[32];
+		snprintf(w, sizeof w, "+%s", need[i]);
+		if (cg_write(dir, "cgroup.subtree_control", w, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int pd_cgroups_init(pd_cgroups *cg, int version, const char *root, bool fake, pd_err *e)
+{
+	memset(cg, 0, sizeof *cg);
+	cg->fake = fake;
+	if (!version) {
+		struct statfs sf;
+		if (statfs("/sys/fs/cgroup", &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC)
+			version = 2;
+		else
+			version = 1;
+	}
+	cg->version = version;
+	if (version == 2) {
+		cg->ops = &v2_ops;
+		snprintf(cg->v2_root, PD_PATH, "%s", root ? root : "/sys/fs/cgroup/paddock");
+		if (pd_mkdir_p(cg->v2_root, 0755) < 0)
+			return pd_fail(e, errno, "mkdir %s", cg->v2_root);
+		if (fake)
+			return 0;
+		/* the parent must delegate the controllers to its children; it holds no task itself */
+		char parent[PD_PATH];
+		snprintf(parent, sizeof parent, "%s", cg->v2_root);
+		char *slash = strrchr(parent, '/');
+		if (slash && slash != parent) {
+			*slash = 0;
+			if (enable_v2_controllers(parent, e) < 0)
+				return -1;
+		}
+		return enable_v2_controllers(cg->v2_root, e);
+	}
+	cg->ops = &v1_ops;
+	const char *ctrls[4] = {"memory", "pids", "cpu", "cpuacct"};
+	for (int c = 0; c < 4; c++) {
+		char m[PD_PATH];
+		if (v1_mount_of(ctrls[c], m) < 0)
+			return pd_fail(e, ENOENT, "cgroup v1 controller '%s' is not mounted", ctrls[c]);
+		if (snprintf(cg->v1_dirs[c], PD_PATH, "%s/%s", m, root ? root : "paddock") >= PD_PATH)
+			return pd_fail(e, ENAMETOOLONG, "cgroup path");
+		if (pd_mkdir_p(cg->v1_dirs[c], 0755) < 0)
+			return pd_fail(e, errno, "mkdir %s", cg->v1_dirs[c]);
+	}
+	cg->v1_n = 4;
+	return 0;
+}

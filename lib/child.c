@@ -1,0 +1,640 @@
+/* The sandbox side: runs in the process clone3() made, which is root of a fresh user namespace and
+ * pid 1 of a fresh pid namespace. It builds the root filesystem, pivots into it, and then serves as
+ * the sandbox's init: it starts programs on request, reaps every zombie, and reports the exit of
+ * each program's main process. When the host side goes away (its socket closes) init exits, and the
+ * kernel kills everything left in the pid namespace.
+ *
+ * The parent may be multi-threaded, so this code runs in a copy of a process whose other threads'
+ * locks may be held: it uses no malloc and no stdio, only syscalls and stack or static buffers. */
+#define _GNU_SOURCE
+#include "proto.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <linux/mount.h>
+#include <linux/seccomp.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/securebits.h>
+
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+
+static int g_sock = -1;
+
+/* ---- tiny string helpers (no libc formatting in the child) ---------------------------------- */
+
+static size_t cat(char *dst, size_t size, const char *a, const char *b, const char *c)
+{
+	size_t n = 0;
+	const char *parts[3] = {a, b, c};
+	for (int i = 0; i < 3; i++)
+		for (const char *p = parts[i]; p && *p; p++)
+			if (n + 1 < size)
+				dst[n++] = *p;
+	dst[n] = 0;
+	return n;
+}
+
+static void utoa(unsigned long v, char *out)
+{
+	char t[24];
+	int n = 0;
+	do
+		t[n++] = (char)('0' + v % 10);
+	while ((v /= 10));
+	for (int i = 0; i < n; i++)
+		out[i] = t[n - 1 - i];
+	out[n] = 0;
+}
+
+/* A report to init through the program's report pipe; nothing to do if it fails. */
+static void report(int fd, const void *m, size_t len)
+{
+	ssize_t n = write(fd, m, len);
+	(void)n;
+}
+
+static __attribute__((noreturn)) void die(const char *what, int err)
+{
+	struct msg_error m;
+	memset(&m, 0, sizeof m);
+	m.type = MSG_ERROR;
+	m.err = err;
+	cat(m.what, sizeof m.what, what, NULL, NULL);
+	if (g_sock >= 0)
+		send(g_sock, &m, sizeof m, MSG_NOSIGNAL);
+	_exit(1);
+}
+
+static void check(int rc, const char *what)
+{
+	if (rc < 0)
+		die(what, errno);
+}
+
+/* ---- root filesystem ------------------------------------------------------------------------- */
+
+static void mkdirs(const char *path, mode_t mode)
+{
+	char t[PD_PATH];
+	cat(t, sizeof t, path, NULL, NULL);
+	for (char *p = t + 1; *p; p++)
+		if (*p == '/') {
+			*p = 0;
+			mkdir(t, mode);
+			*p = '/';
+		}
+	mkdir(t, mode);
+}
+
+static void touch(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd >= 0)
+		close(fd);
+}
+
+static void bind_file(const char *src, const char *dst, unsigned long extra)
+{
+	touch(dst);
+	check(mount(src, dst, NULL, MS_BIND, NULL), dst);
+	if (extra)
+		check(mount(NULL, dst, NULL, MS_REMOUNT | MS_BIND | extra, NULL), dst);
+}
+
+static void mount_proc(const char *root)
+{
+	char p[PD_PATH];
+	cat(p, sizeof p, root, "/proc", NULL);
+	mkdir(p, 0555);
+	check(mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL), "mount /proc");
+	/* files that leak host state or poke the kernel: hidden behind /dev/null */
+	static const char *const masked[] = {"kcore", "keys", "timer_list", "sched_debug",
+					     "kallsyms", "kmsg", "latency_stats", "sysrq-trigger",
+					     "kpagecount", "kpageflags", "kpagecgroup", "pagetypeinfo",
+					     "config.gz", NULL};
+	for (int i = 0; masked[i]; i++) {
+		char f[PD_PATH];
+		cat(f, sizeof f, p, "/", masked[i]);
+		if (access(f, F_OK) == 0)
+			check(mount("/dev/null", f, NULL, MS_BIND, NULL), f);
+	}
+	static const char *const empty[] = {"acpi", "scsi", "asound", "firmware", "driver", NULL};
+	for (int i = 0; empty[i]; i++) {
+		char f[PD_PATH];
+		cat(f, sizeof f, p, "/", empty[i]);
+		if (access(f, F_OK) == 0)
+			check(mount("tmpfs", f, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				    "size=0,mode=0555"), f);
+	}
+	static const char *const ro[] = {"sys", "irq", "bus", "fs", NULL};
+	for (int i = 0; ro[i]; i++) {
+		char f[PD_PATH];
+		cat(f, sizeof f, p, "/", ro[i]);
+		if (access(f, F_OK) != 0)
+			continue;
+		check(mount(f, f, NULL, MS_BIND | MS_REC, NULL), f);
+		check(mount(NULL, f, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV |
+				   MS_NOEXEC, NULL), f);
+	}
+}
+
+static void mount_dev(const char *root, const char *stage)
+{
+	char d[PD_PATH], p[PD_PATH];
+	cat(d, sizeof d, root, "/dev", NULL);
+	mkdir(d, 0755);
+	check(mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755"), "mount /dev");
+	static const char *const nodes[] = {"null", "zero", "full", "random", "urandom", "tty", NULL};
+	for (int i = 0; nodes[i]; i++) {
+		char src[64];
+		cat(src, sizeof src, "/dev/", nodes[i], NULL);
+		cat(p, sizeof p, d, "/", nodes[i]);
+		bind_file(src, p, MS_NOSUID | MS_NOEXEC);
+	}
+	cat(p, sizeof p, d, "/pts", NULL);
+	mkdir(p, 0755);
+	check(mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC,
+		    "newinstance,ptmxmode=0666,mode=0620,gid=5"), "mount /dev/pts");
+	cat(p, sizeof p, d, "/ptmx", NULL);
+	check(symlink("pts/ptmx", p), "/dev/ptmx");
+	/* /dev/shm lives on the staging tmpfs: it shares the sandbox's disk budget */
+	char shm[PD_PATH];
+	cat(shm, sizeof shm, stage, "/shm", NULL);
+	check(mkdir(shm, 01777), "mkdir shm");
+	check(chmod(shm, 01777), "chmod shm");
+	cat(p, sizeof p, d, "/shm", NULL);
+	mkdir(p, 01777);
+	check(mount(shm, p, NULL, MS_BIND, NULL), "/dev/shm");
+	check(mount(NULL, p, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL), "/dev/shm");
+	static const char *const links[][2] = {{"/proc/self/fd", "fd"}, {"/proc/self/fd/0", "stdin"},
+					       {"/proc/self/fd/1", "stdout"},
+					       {"/proc/self/fd/2", "stderr"}};
+	for (int i = 0; i < 4; i++) {
+		cat(p, sizeof p, d, "/", links[i][1]);
+		check(symlink(links[i][0], p), p);
+	}
+	check(mount(NULL, d, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL),
+	      "remount /dev read-only");
+}
+
+static void build_root(const child_cfg *c, const int *layer_fds, const int *bind_fds)
+{
+	const char *st = c->stage;
+	char p[PD_PATH], q[PD_PATH], opts[4096];
+	char sz[32];
+	check(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), "make / private");
+	utoa(c->disk_bytes, sz);
+	cat(opts, sizeof opts, "mode=0755,size=", sz, NULL);
+	check(mount("tmpfs", st, "tmpfs", MS_NOSUID | MS_NODEV, opts), "mount staging tmpfs");
+
+	/* layers: the detached, id-mapped mounts the host made for us */
+	for (int i = 0; i < c->nlayers; i++) {
+		char n[8];
+		utoa((unsigned long)i, n);
+		cat(p, sizeof p, st, "/l", n);
+		check(mkdir(p, 0755), "mkdir layer");
+		check((int)syscall(SYS_move_mount, layer_fds[i], "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH),
+		      "attach image layer");
+	}
+	/* the root overlay stacks every layer whose destination is "/", first on top */
+	char root[PD_PATH];
+	cat(root, sizeof root, st, "/r", NULL);
+	check(mkdir(root, 0755), "mkdir root");
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < c->nlayers; i++) {
+			bool is_root = !strcmp(c->layer_dst[i], "/");
+			if ((pass == 0) != is_root)
+				continue;
+			char n[8];
+			utoa((unsigned long)i, n);
+			char up[PD_PATH], wk[PD_PATH], lower[PD_PATH * 2];
+			cat(up, sizeof up, st, "/u", n);
+			cat(wk, sizeof wk, st, "/w", n);
+			check(mkdir(up, 0755), "mkdir upper");
+			check(mkdir(wk, 0755), "mkdir work");
+			lower[0] = 0;
+			size_t ln = 0;
+			for (int j = 0; j < c->nlayers; j++) {
+				if (strcmp(c->layer_dst[j], c->layer_dst[i]))
+					continue;
+				if (j < i)
+					break; /* this destination was mounted with layer j */
+				char m[8];
+				utoa((unsigned long)j, m);
+				ln = cat(lower + ln, sizeof lower - ln, ln ? ":" : "", st, "/l") + ln;
+				ln = cat(lower + ln, sizeof lower - ln, m, NULL, NULL) + ln;
+			}
+			if (!lower[0])
+				continue;
+			cat(opts, sizeof opts, "lowerdir=", lower, ",upperdir=");
+			cat(opts + strlen(opts), sizeof opts - strlen(opts), up, ",workdir=", wk);
+			cat(opts + strlen(opts), sizeof opts - strlen(opts), ",userxattr", NULL, NULL);
+			if (is_root) {
+				cat(q, sizeof q, root, NULL, NULL);
+			} else {
+				cat(q, sizeof q, root, c->layer_dst[i], NULL);
+				mkdirs(q, 0755);
+			}
+			check(mount("overlay", q, "overlay", MS_NOSUID | MS_NODEV, opts), "mount overlay");
+		}
+	}
+	for (int i = 0; i < c->nbinds; i++) {
+		cat(q, sizeof q, root, c->bind_dst[i], NULL);
+		if (c->bind_is_dir[i]) {
+			mkdirs(q, 0755);
+		} else {
+			char parent[PD_PATH];
+			cat(parent, sizeof parent, q, NULL, NULL);
+			char *slash = strrchr(parent, '/');
+			if (slash && slash != parent) {
+				*slash = 0;
+				mkdirs(parent, 0755);
+			}
+			touch(q);
+		}
+		check((int)syscall(SYS_move_mount, bind_fds[i], "", AT_FDCWD, q, MOVE_MOUNT_F_EMPTY_PATH),
+		      "attach bind mount");
+	}
+	mount_proc(root);
+	mount_dev(root, st);
+	cat(p, sizeof p, root, "/sys", NULL);
+	mkdir(p, 0555);
+	/* sysfs needs the network namespace we own; with the host's network there is no /sys */
+	if (c->net != PD_NET_HOST)
+		check(mount("sysfs", p, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL),
+		      "mount /sys");
+	cat(p, sizeof p, root, "/tmp", NULL);
+	mkdir(p, 01777);
+
+	check(chdir(root), "chdir new root");
+	check((int)syscall(SYS_pivot_root, ".", "."), "pivot_root");
+	/* the old root is stacked under the new one: detach it, leaving no way back */
+	check(umount2(".", MNT_DETACH), "detach old root");
+	check(chdir("/"), "chdir /");
+}
+
+static void loopback_up(void)
+{
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	check(s, "socket for lo");
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof ifr);
+	memcpy(ifr.ifr_name, "lo", 3);
+	check(ioctl(s, SIOCGIFFLAGS, &ifr), "get lo flags");
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	check(ioctl(s, SIOCSIFFLAGS, &ifr), "bring lo up");
+	close(s);
+}
+
+/* ---- running a program ------------------------------------------------------------------------ */
+
+static char g_buf[PD_EXEC_MSG_MAX + sizeof(struct msg_exec) + 64];
+static char *g_argv[PD_MAX_ARGS + 1], *g_envp[PD_MAX_ARGS + 1];
+
+static void drop_privileges(uint32_t uid, uint32_t gid)
+{
+	/* secure bits first: a later execve by uid 0 must not regain capabilities */
+	check(prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+					       SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+					       SECBIT_NO_CAP_AMBIENT_RAISE |
+					       SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED),
+	      "securebits");
+	for (int cap = 0; cap <= 63; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+			die("drop bounding capability", errno);
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	check(setgroups(0, NULL), "setgroups");
+	check(setresgid(gid, gid, gid), "setresgid");
+	check(setresuid(uid, uid, uid), "setresuid");
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct d[2];
+	memset(d, 0, sizeof d);
+	check((int)syscall(SYS_capset, &h, d), "capset");
+	check(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs");
+}
+
+static int load_filter(const pd_bpf *b, unsigned flags)
+{
+	struct sock_fprog prog = {.len = b->len, .filter = b->insns};
+	return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
+}
+
+static void set_rlimit(int res, uint64_t v)
+{
+	if (!v)
+		return;
+	struct rlimit r = {v, v};
+	check(setrlimit(res, &r), "setrlimit");
+}
+
+/* execvp with the PATH of the program's environment, not init's (libc's execvpe reads the
+ * caller's own PATH). Returns only on failure, with errno as execvp would leave it. */
+static void exec_in_path(void)
+{
+	const char *name = g_argv[0];
+	if (!*name) {
+		errno = ENOENT;
+		return;
+	}
+	if (strchr(name, '/')) {
+		execve(name, g_argv, g_envp);
+		return;
+	}
+	const char *path = "/usr/local/bin:/usr/bin:/bin";
+	for (int i = 0; g_envp[i]; i++)
+		if (!strncmp(g_envp[i], "PATH=", 5))
+			path = g_envp[i] + 5;
+	int err = ENOENT;
+	for (const char *p = path;; p++) {
+		const char *q = p;
+		while (*q && *q != ':')
+			q++;
+		char full[PD_PATH];
+		size_t dl = (size_t)(q - p);
+		if (dl + strlen(name) + 2 < sizeof full) {
+			memcpy(full, p, dl);
+			size_t n = dl;
+			if (n == 0)
+				full[n++] = '.';
+			full[n++] = '/';
+			cat(full + n, sizeof full - n, name, NULL, NULL);
+			execve(full, g_argv, g_envp);
+			if (errno == EACCES)
+				err = EACCES; /* found but not executable: report that over ENOENT */
+			else if (errno != ENOENT && errno != ENOTDIR)
+				return;
+		}
+		if (!*q)
+			break;
+		p = q;
+	}
+	errno = err;
+}
+
+/* In the forked program process: becomes the program. Reports failures through errfd. */
+static __attribute__((noreturn)) void become_program(const child_cfg *c, const struct msg_exec *x,
+							const char *cwd, int *fds, int nfds, int errfd)
+{
+	sigset_t all;
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	for (int sig = 1; sig < NSIG; sig++)
+		signal(sig, SIG_DFL);
+	setsid();
+	int in = x->has_stdin ? fds[0] : open("/dev/null", O_RDONLY | O_CLOEXEC);
+	int out = fds[x->has_stdin ? 1 : 0], err = fds[x->has_stdin ? 2 : 1];
+	(void)nfds;
+	/* move everything above 2 first so the dup2s cannot clobber each other */
+	int hi_in = fcntl(in, F_DUPFD_CLOEXEC, 10), hi_out = fcntl(out, F_DUPFD_CLOEXEC, 10),
+	    hi_err = fcntl(err, F_DUPFD_CLOEXEC, 10);
+	if (hi_in < 0 || hi_out < 0 || hi_err < 0 || dup2(hi_in, 0) < 0 || dup2(hi_out, 1) < 0 ||
+	    dup2(hi_err, 2) < 0)
+		goto fail_errno;
+	set_rlimit(RLIMIT_CORE, 0);
+	{
+		struct rlimit r0 = {0, 0};
+		setrlimit(RLIMIT_CORE, &r0);
+	}
+	set_rlimit(RLIMIT_CPU, x->rl_cpu_s);
+	set_rlimit(RLIMIT_NOFILE, x->rl_nofile);
+	set_rlimit(RLIMIT_FSIZE, x->rl_fsize);
+	set_rlimit(RLIMIT_STACK, x->rl_stack);
+	set_rlimit(RLIMIT_NPROC, x->rl_nproc);
+	if (chdir(cwd) < 0) {
+		int e = errno;
+		struct msg_error m = {MSG_EXEC_FAILED, e, "chdir to the working directory"};
+		report(errfd, &m, sizeof m);
+		_exit(127);
+	}
+	/* only 0, 1, 2 (and the CLOEXEC report pipe) cross into the program */
+	if (errfd > 3)
+		syscall(SYS_close_range, 3, errfd - 1, 0);
+	syscall(SYS_close_range, errfd + 1, ~0U, 0);
+	drop_privileges(x->uid, x->gid);
+	if (x->audit) {
+		int l = load_filter(c->bpf_audit, SECCOMP_FILTER_FLAG_NEW_LISTENER);
+		if (l < 0)
+			goto fail_errno;
+		/* tell init which fd the host should take; the fd is CLOEXEC, so the program
+		 * never holds it: its own execve waits in the kernel until the host answers */
+		struct msg_started m = {MSG_STARTED, 0, l};
+		report(errfd, &m, sizeof m);
+	}
+	if (load_filter(c->bpf_base, 0) < 0)
+		goto fail_errno;
+	exec_in_path();
+fail_errno:;
+	struct msg_error m = {MSG_EXEC_FAILED, errno, ""};
+	cat(m.what, sizeof m.what, "execute ", g_argv[0] ? g_argv[0] : "(null)", NULL);
+	report(errfd, &m, sizeof m);
+	_exit(127);
+}
+
+/* A request that never became a process still gets an exit report, so the host never waits. */
+static pid_t refuse(int err, const char *what)
+{
+	struct msg_error m;
+	memset(&m, 0, sizeof m);
+	m.type = MSG_EXEC_FAILED;
+	m.err = err;
+	cat(m.what, sizeof m.what, what, NULL, NULL);
+	send(g_sock, &m, sizeof m, MSG_NOSIGNAL);
+	struct msg_exited x = {MSG_EXITED, -1, 127 << 8};
+	send(g_sock, &x, sizeof x, MSG_NOSIGNAL);
+	return -1;
+}
+
+static pid_t start_program(const child_cfg *c, ssize_t len, int *fds, int nfds)
+{
+	struct msg_exec *x = (struct msg_exec *)g_buf;
+	char *p = g_buf + sizeof *x, *end = g_buf + len;
+	int need = (x->has_stdin ? 3 : 2);
+	if ((size_t)len < sizeof *x || x->argc == 0 || x->argc > PD_MAX_ARGS || x->envc > PD_MAX_ARGS ||
+	    nfds != need || end[-1] != 0)
+		return refuse(EINVAL, "malformed exec request");
+	const char *cwd = p;
+	p += strlen(p) + 1;
+	for (uint32_t i = 0; i < x->argc; i++) {
+		if (p >= end)
+			goto bad;
+		g_argv[i] = p;
+		p += strlen(p) + 1;
+	}
+	g_argv[x->argc] = NULL;
+	for (uint32_t i = 0; i < x->envc; i++) {
+		if (p >= end)
+			goto bad;
+		g_envp[i] = p;
+		p += strlen(p) + 1;
+	}
+	g_envp[x->envc] = NULL;
+
+	int rep[2];
+	if (pipe2(rep, O_CLOEXEC) < 0)
+		return refuse(errno, "pipe");
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(rep[0]);
+		close(g_sock);
+		become_program(c, x, cwd, fds, nfds, rep[1]);
+	}
+	int forkerr = errno;
+	close(rep[1]);
+	if (pid < 0) {
+		close(rep[0]);
+		return refuse(forkerr, "fork");
+	}
+	/* the program's first report: its audit listener (if any), then EOF on a successful execve
+	 * or an error record */
+	struct msg_started st = {MSG_STARTED, pid, -1};
+	union {
+		struct msg_started s;
+		struct msg_error e;
+	} r;
+	ssize_t n;
+	bool sent = false;
+	for (;;) {
+		do
+			n = read(rep[0], &r, sizeof r);
+		while (n < 0 && errno == EINTR);
+		if (n >= (ssize_t)sizeof r.s && r.s.type == MSG_STARTED && !sent) {
+			st.listener_fd = r.s.listener_fd;
+			send(g_sock, &st, sizeof st, MSG_NOSIGNAL);
+			sent = true;
+			continue;
+		}
+		break;
+	}
+	close(rep[0]);
+	if (n >= (ssize_t)sizeof r.e && r.e.type == MSG_EXEC_FAILED) {
+		send(g_sock, &r.e, sizeof r.e, MSG_NOSIGNAL);
+		return pid; /* still reaped and reported as exited (127) */
+	}
+	if (!sent)
+		send(g_sock, &st, sizeof st, MSG_NOSIGNAL);
+	return pid;
+bad:
+	return refuse(EINVAL, "malformed exec request");
+}
+
+static __attribute__((noreturn)) void init_loop(const child_cfg *c)
+{
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	check(sfd, "signalfd");
+	/* nothing in the sandbox may read or write init's memory, nor dump it */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	struct msg_hdr ready = {MSG_READY};
+	if (send(g_sock, &ready, sizeof ready, MSG_NOSIGNAL) < 0)
+		_exit(1);
+	pid_t mains[64];
+	int nmains = 0;
+	for (;;) {
+		struct pollfd pf[2] = {{g_sock, POLLIN, 0}, {sfd, POLLIN, 0}};
+		if (poll(pf, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			_exit(1);
+		}
+		if (pf[1].revents) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof si) > 0)
+				;
+			int ws;
+			pid_t pid;
+			while ((pid = waitpid(-1, &ws, WNOHANG | __WALL)) > 0) {
+				for (int i = 0; i < nmains; i++) {
+					if (mains[i] != pid)
+						continue;
+					struct msg_exited m = {MSG_EXITED, pid, ws};
+					send(g_sock, &m, sizeof m, MSG_NOSIGNAL);
+					mains[i] = mains[--nmains];
+					break;
+				}
+			}
+		}
+		if (pf[0].revents & (POLLHUP | POLLERR))
+			_exit(0); /* the host is gone: pid 1 exits and the kernel kills the rest */
+		if (pf[0].revents & POLLIN) {
+			int fds[4], nfds = 0;
+			ssize_t n = pd_recv_fds(g_sock, g_buf, sizeof g_buf - 1, fds, &nfds, 4);
+			if (n <= 0)
+				_exit(0);
+			g_buf[n] = 0;
+			if ((size_t)n >= sizeof(struct msg_exec) &&
+			    ((struct msg_hdr *)g_buf)->type == MSG_EXEC) {
+				if (nmains == 64) {
+					refuse(EBUSY, "too many execs at once");
+				} else {
+					pid_t pid = start_program(c, n, fds, nfds);
+					if (pid > 0)
+						mains[nmains++] = pid;
+				}
+			}
+			for (int i = 0; i < nfds; i++)
+				close(fds[i]);
+		}
+	}
+}
+
+void pd_child_main(const child_cfg *c)
+{
+	/* the host's environment stays in this copy of its memory, which nothing in the sandbox can
+	 * read (init is not dumpable); drop the reference so no code path hands it on */
+	static char *no_env[1];
+	environ = no_env;
+	/* first, drop every fd inherited from the host process except our socket: another
+	 * sandbox's socket held here would keep that sandbox alive after the host died */
+	g_sock = c->sock;
+	if (g_sock != 3) {
+		if (dup2(g_sock, 3) < 0)
+			_exit(1);
+		g_sock = 3;
+	}
+	syscall(SYS_close_range, 4, ~0U, 0);
+	syscall(SYS_close_range, 0, 2, 0);
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull >= 0 && devnull <= 2) {
+		/* keep 0..2 valid so nothing later lands on them by accident */
+		while (devnull < 2)
+			devnull = dup(devnull);
+	}
+
+	struct msg_hdr go;
+	int fds[PD_MAX_LAYERS + PD_MAX_BINDS], nfds = 0;
+	ssize_t n = pd_recv_fds(g_sock, &go, sizeof go, fds, &nfds, PD_MAX_LAYERS + PD_MAX_BINDS);
+	if (n != sizeof go || go.type != MSG_GO || nfds != c->nlayers + c->nbinds)
+		_exit(1);
+	check(setresgid(0, 0, 0), "setresgid 0");
+	check(setresuid(0, 0, 0), "setresuid 0");
+	check(unshare(CLONE_NEWCGROUP), "cgroup namespace");
+	build_root(c, fds, fds + c->nlayers);
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	check(sethostname(c->hostname, strlen(c->hostname)), "sethostname");
+	check(setdomainname("", 0), "setdomainname");
+	if (c->net == PD_NET_LOOPBACK)
+		loopback_up();
+	init_loop(c);
+}

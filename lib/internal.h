@@ -1,0 +1,112 @@
+/* Internal interfaces between the runtime's files. Not installed; not stable. */
+#ifndef PADDOCK_INTERNAL_H
+#define PADDOCK_INTERNAL_H
+
+#include "paddock.h"
+
+#include <linux/filter.h>
+#include <pthread.h>
+
+#define PD_MAX_LAYERS 8
+#define PD_MAX_BINDS 32
+#define PD_PATH 512
+
+/* ---- cgroup backend (cgroup.c): v1 and v2 behind one table ----------------------------------- */
+
+typedef struct pd_cg_stats {
+	uint64_t cpu_user_us, cpu_sys_us, cpu_us;
+	uint64_t mem_peak;
+	uint64_t oom_kills;
+	uint64_t pids_current, pids_peak;
+	bool pids_peak_exact; /* v2 pids.peak; v1 is sampled */
+} pd_cg_stats;
+
+typedef struct pd_cg pd_cg;       /* one sandbox's cgroup (one dir per hierarchy on v1) */
+typedef struct pd_cgroups pd_cgroups; /* the backend and its root(s) */
+
+typedef struct pd_cg_ops {
+	const char *name;
+	int (*create)(pd_cgroups *root, const char *name, const pd_limits *l, pd_cg **out, pd_err *e);
+	int (*clone_fd)(pd_cg *g); /* fd for CLONE_INTO_CGROUP, or -1 */
+	int (*attach)(pd_cg *g, pid_t pid, pd_err *e);
+	int (*stats)(pd_cg *g, pd_cg_stats *st);
+	void (*reset_peaks)(pd_cg *g);
+	int (*kill_all)(pd_cg *g);
+	int (*destroy)(pd_cg *g, pd_err *e); /* rmdir; returns -1 if it could not */
+	bool (*exists)(pd_cg *g);
+} pd_cg_ops;
+
+struct pd_cgroups {
+	const pd_cg_ops *ops;
+	int version;
+	bool fake;
+	char v2_root[PD_PATH];     /* v2: parent of all sandbox cgroups */
+	char v1_dirs[4][PD_PATH];  /* v1: memory, pids, cpu, cpuacct parents (may repeat) */
+	int v1_n;
+};
+
+int pd_cgroups_init(pd_cgroups *cg, int version, const char *root, bool fake, pd_err *e);
+
+/* ---- seccomp (seccomp.c): policies compiled once into BPF ------------------------------------ */
+
+typedef struct pd_bpf {
+	struct sock_filter *insns;
+	unsigned short len;
+} pd_bpf;
+
+int pd_seccomp_compile_base(pd_bpf *out, pd_err *e);
+int pd_seccomp_compile_audit(pd_bpf *out, pd_err *e);
+void pd_bpf_free(pd_bpf *b);
+
+/* ---- images (image.c) ------------------------------------------------------------------------ */
+
+typedef struct pd_layer {
+	char src[PD_PATH]; /* host directory */
+	char dst[PD_PATH]; /* "/" or a subdirectory mounted with its own overlay */
+} pd_layer;
+
+/* Builds (once, atomically) the generated root layer of the default host image in dir. */
+int pd_image_build_default(const char *dir, pd_err *e);
+/* The layers of an image: the default host image (dir = generated root) or a plain directory. */
+int pd_image_layers(const char *image_dir, bool is_default, pd_layer *out, int *n, pd_err *e);
+
+/* ---- uid slots (userns.c) -------------------------------------------------------------------- */
+
+#define PD_UID_BASE 0x40000000u /* host uid of slot 0's root; far above login and subuid ranges */
+#define PD_UID_RANGE 65536u
+#define PD_UID_SLOTS 16384u
+
+typedef struct pd_slots pd_slots;
+int pd_slots_init(pd_slots **out, const char *state_dir, pd_err *e);
+void pd_slots_free(pd_slots *s);
+/* Takes a uid range no other sandbox on this host is using (flock on a per-slot file). */
+int pd_slot_get(pd_slots *s, uint32_t *slot, pd_err *e);
+void pd_slot_put(pd_slots *s, uint32_t slot);
+
+/* ---- the context ----------------------------------------------------------------------------- */
+
+struct pd_ctx {
+	char state_dir[PD_PATH];
+	char default_image[PD_PATH];
+	char stage_dir[PD_PATH]; /* empty host dir the sandboxes mount their staging tmpfs over */
+	pd_cgroups cg;
+	pd_bpf bpf_base, bpf_audit;
+	pd_slots *slots;
+	pthread_mutex_t lock;
+	uint64_t seq;
+	uint32_t run_id;
+};
+
+/* ---- small helpers (util.c) ------------------------------------------------------------------ */
+
+int pd_write_file(const char *path, const char *data, pd_err *e);
+int pd_write_u64(const char *path, uint64_t v, pd_err *e);
+/* Reads a small file into buf (NUL-terminated). Returns length or -1 with errno. */
+ssize_t pd_read_file(const char *path, char *buf, size_t size);
+int pd_mkdir_p(const char *path, mode_t mode);
+int pd_send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds);
+ssize_t pd_recv_fds(int sock, void *buf, size_t len, int *fds, int *nfds, int maxfds);
+/* Reads "key value" lines: value of key, or 0 if absent. */
+uint64_t pd_keyed_u64(const char *text, const char *key);
+
+#endif

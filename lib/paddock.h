@@ -1,0 +1,213 @@
+/* libpaddock — the sandbox runtime.
+ *
+ * This header is the table of contents of the runtime: a context (cgroup backend, compiled seccomp
+ * policies, uid slots, images) creates sandboxes; a sandbox runs one or many execs; each exec returns
+ * a result record. Every call returns errors as values (pd_err); the library never prints or exits
+ * on the caller's behalf. One context may be used from many threads at once; one sandbox is driven
+ * by one thread at a time.
+ *
+ * Lifecycle of a sandbox (DESIGN.md §3): pd_sandbox_create() -> READY; pd_sandbox_exec() ->
+ * RUNNING -> COLLECTING -> READY (or TIMED_OUT); pd_sandbox_destroy() -> RECLAIMING -> DESTROYED,
+ * with a residue check of what the teardown left.
+ */
+#ifndef PADDOCK_H
+#define PADDOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* ---- errors ---------------------------------------------------------------------------------- */
+
+typedef struct pd_err {
+	int code;       /* errno-style cause, 0 when there is no error */
+	char msg[512];  /* what failed, with the object it concerns */
+} pd_err;
+
+/* Fills *e (if not NULL) and returns -1, so `return pd_fail(e, errno, "...")` reads naturally. */
+int pd_fail(pd_err *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- limits ---------------------------------------------------------------------------------- */
+
+typedef struct pd_limits {
+	uint64_t memory_bytes;   /* cgroup memory (no swap); 0 = unlimited */
+	uint32_t pids;           /* cgroup pids.max (whole sandbox); 0 = unlimited */
+	uint64_t cpu_ms;         /* CPU time of the whole sandbox (user+sys); 0 = unlimited */
+	uint64_t wall_ms;        /* wall-clock time of one exec; 0 = unlimited */
+	uint32_t cpu_millicores; /* CPU quota, 1000 = one core; 0 = unlimited */
+	uint64_t disk_bytes;     /* size of the writable layer (tmpfs): ENOSPC past it */
+	uint64_t output_bytes;   /* bytes of each of stdout/stderr kept (head + tail) */
+	uint64_t output_kill_bytes; /* bytes of output after which the sandbox is killed (OL) */
+	uint32_t nofile;         /* RLIMIT_NOFILE */
+	uint64_t fsize_bytes;    /* RLIMIT_FSIZE */
+	uint64_t stack_bytes;    /* RLIMIT_STACK */
+} pd_limits;
+
+/* The defaults: 512 MiB memory, 256 pids, 10 s CPU, 20 s wall, 1 core, 256 MiB disk, 1 MiB output
+ * kept per stream (killed at 64 MiB), 256 files, fsize = disk, 8 MiB stack. */
+pd_limits pd_limits_default(void);
+
+/* ---- results --------------------------------------------------------------------------------- */
+
+/* The program's own outcome, in the classic short codes (isolate's). */
+typedef enum pd_status {
+	PD_OK = 0, /* exited 0 */
+	PD_RE,     /* exited non-zero (or could not be executed: exit 127) */
+	PD_SG,     /* killed by a signal */
+	PD_TO,     /* CPU or wall time limit */
+	PD_ML,     /* memory limit (an OOM kill in the sandbox's cgroup) */
+	PD_OL,     /* output limit */
+	PD_XX,     /* sandbox fault: paddock could not run or observe the program */
+} pd_status;
+
+const char *pd_status_name(pd_status s);
+
+/* Captured output of one stream: the first head bytes and the last tail bytes, and a count of all. */
+typedef struct pd_output {
+	char *head;
+	size_t head_len;
+	char *tail; /* bytes after the head that were kept at the end (only when truncated) */
+	size_t tail_len;
+	uint64_t total; /* bytes the program wrote to the stream */
+	bool truncated; /* total > head_len + tail_len */
+} pd_output;
+
+typedef struct pd_audit_event {
+	uint64_t t_us;      /* microseconds since the exec started */
+	char kind[12];      /* "open", "exec", "connect", "sendto", "sendmsg" */
+	char target[256];   /* path or address:port */
+	bool denied;        /* a deny rule refused it (errno EACCES) */
+	int pid;            /* host pid of the caller */
+} pd_audit_event;
+
+typedef struct pd_result {
+	char sandbox_id[40];
+	pd_status status;
+	int exit_code;          /* valid when the program exited */
+	int signal;             /* valid when status is SG (or TO/ML from a kill) */
+	char error[256];        /* why, for XX or an exec failure; empty otherwise */
+	uint64_t wall_ms, cpu_ms; /* of this exec; cpu is user+sys of the whole sandbox during it */
+	uint64_t cpu_user_ms, cpu_sys_ms;
+	uint64_t memory_peak_bytes;
+	uint32_t pids_peak;
+	bool oom_killed;
+	pd_output out, err;
+	/* timings of the sandbox lifecycle as seen by this exec (setup/teardown filled by pd_run) */
+	uint64_t setup_us, exec_us, teardown_us;
+	/* residue check of the teardown: "clean", or what was left */
+	char residue[128];
+	/* audit: events (capped at audit_cap) and counts of everything seen */
+	pd_audit_event *audit;
+	size_t audit_len, audit_cap;
+	uint64_t audit_files, audit_net, audit_denied;
+} pd_result;
+
+void pd_result_free(pd_result *r);
+/* Writes r as one line of JSON (the result record) to fd. Returns 0 or -1 with errno. */
+int pd_result_write_json(const pd_result *r, int fd, bool with_output);
+
+/* ---- context --------------------------------------------------------------------------------- */
+
+typedef struct pd_ctx pd_ctx;
+
+typedef struct pd_ctx_opts {
+	const char *state_dir;   /* images and uid-slot locks; default $PADDOCK_STATE_DIR or /var/lib/paddock */
+	const char *cgroup_root; /* default: detected (v2 unified, else v1 hierarchies) */
+	int cgroup_version;      /* 0 = detect, 1, 2 */
+	bool cgroup_fake;        /* v2 backend over a plain directory (tests only) */
+} pd_ctx_opts;
+
+/* Creates a context: detects the cgroup backend, compiles the seccomp policies, builds the default
+ * image if missing. Costly (milliseconds); do it once per process. */
+pd_ctx *pd_ctx_new(const pd_ctx_opts *opts, pd_err *e);
+void pd_ctx_free(pd_ctx *c);
+/* "v1" or "v2": the cgroup backend in use. */
+const char *pd_ctx_cgroup_backend(const pd_ctx *c);
+/* Directory of the default image's generated root layer. */
+const char *pd_ctx_default_image(const pd_ctx *c);
+
+/* ---- sandboxes ------------------------------------------------------------------------------- */
+
+typedef enum pd_net {
+	PD_NET_LOOPBACK = 0, /* own network namespace, only lo, up (default) */
+	PD_NET_NONE,         /* own network namespace, lo down: no networking at all */
+	PD_NET_HOST,         /* the host's network (explicit opt-in; still all other isolation) */
+} pd_net;
+
+typedef struct pd_bind {
+	const char *src; /* host path */
+	const char *dst; /* path inside the sandbox */
+	bool rw;         /* read-only unless set */
+} pd_bind;
+
+typedef struct pd_audit_opts {
+	bool enabled;
+	const char *const *allow; /* path prefixes not reported (NULL-terminated); the image is always allowed */
+	const char *const *deny;  /* path prefixes refused with EACCES (and reported) */
+	bool deny_net;            /* refuse connect/send to any non-loopback address */
+	size_t max_events;        /* events kept per exec (counts go on); default 1024 */
+} pd_audit_opts;
+
+typedef struct pd_sandbox_opts {
+	const char *image;      /* root filesystem directory; NULL = the default host image */
+	const char *hostname;   /* default "sandbox" */
+	pd_net net;
+	const pd_bind *binds;
+	size_t nbinds;
+	pd_limits limits;       /* sandbox-wide limits; execs may narrow time/output */
+	const pd_audit_opts *audit;
+} pd_sandbox_opts;
+
+typedef struct pd_sandbox pd_sandbox;
+
+typedef enum pd_state {
+	PD_CREATING, PD_READY, PD_RUNNING, PD_COLLECTING, PD_RECLAIMING, PD_DESTROYED,
+	PD_FAILED, PD_TIMED_OUT, PD_EXPIRED,
+} pd_state;
+const char *pd_state_name(pd_state s);
+
+/* Creates a sandbox and waits until it is READY. */
+pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e);
+const char *pd_sandbox_id(const pd_sandbox *s);
+pd_state pd_sandbox_state(const pd_sandbox *s);
+/* Host pid of the sandbox's init (for tests and audits). */
+pid_t pd_sandbox_pid(const pd_sandbox *s);
+
+typedef void (*pd_output_cb)(void *arg, int stream /* 1 or 2 */, const char *buf, size_t len);
+
+typedef struct pd_exec_opts {
+	char *const *argv;     /* argv[0] is looked up in PATH of envp */
+	char *const *envp;     /* the whole environment; NULL = PATH, HOME, LANG, TERM defaults */
+	const char *cwd;       /* default "/" */
+	int stdin_fd;          /* host fd read by the program; -1 = /dev/null */
+	const char *stdin_data; /* alternative to stdin_fd: bytes fed to the program */
+	size_t stdin_len;
+	uint64_t wall_ms;      /* 0 = the sandbox's limit */
+	uint64_t cpu_ms;       /* 0 = the sandbox's limit */
+	pd_output_cb on_output; /* called with each chunk kept (live passthrough) */
+	void *cb_arg;
+} pd_exec_opts;
+
+/* Runs one command in the sandbox and fills *r. Returns 0 when a result was produced (whatever the
+ * program's status, XX included), -1 when the call itself was invalid. A TO, ML or OL kills the
+ * whole sandbox: it is then TIMED_OUT and accepts no further exec. */
+int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *x, pd_result *r, pd_err *e);
+
+/* Kills everything in the sandbox, removes its cgroup and uid slot, checks the residue.
+ * residue (may be NULL, >= 128 bytes) receives "clean" or what was left. Returns 0 when clean. */
+int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len);
+
+/* create + exec + destroy, with setup/exec/teardown times and residue in the result. */
+int pd_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd_result *r, pd_err *e);
+
+/* ---- small utilities shared by the CLI and tests --------------------------------------------- */
+
+/* Parses "512M", "1G", "4096", "64k" into bytes. Returns 0 or -1. */
+int pd_parse_size(const char *s, uint64_t *out);
+/* Parses "1.5", "2s", "250ms" into milliseconds. Returns 0 or -1. */
+int pd_parse_duration_ms(const char *s, uint64_t *out);
+/* Monotonic clock in microseconds. */
+uint64_t pd_now_us(void);
+
+#endif

@@ -1,0 +1,71 @@
+/* The private protocol between the library (host side) and a sandbox's init, over a SOCK_SEQPACKET
+ * socketpair, plus the configuration the child inherits through clone(). Host-side code and the
+ * child are the same binary, so the structs need no versioning. */
+#ifndef PADDOCK_PROTO_H
+#define PADDOCK_PROTO_H
+
+#include "internal.h"
+
+enum {
+	MSG_GO = 1,      /* host -> init: maps written, cgroup joined; fds: layer and bind mounts */
+	MSG_READY,       /* init -> host: root built, init loop running */
+	MSG_ERROR,       /* init -> host: setup failed (struct msg_error) */
+	MSG_EXEC,        /* host -> init: run a program (struct msg_exec + strings); fds: stdio */
+	MSG_STARTED,     /* init -> host: the program is about to execve (struct msg_started) */
+	MSG_EXITED,      /* init -> host: the program's main process ended (struct msg_exited) */
+	MSG_EXEC_FAILED, /* init -> host: it could not be started (struct msg_error) */
+};
+
+#define PD_EXEC_MSG_MAX (128 * 1024)
+#define PD_MAX_ARGS 4096
+
+struct msg_hdr {
+	uint32_t type;
+};
+
+struct msg_error {
+	uint32_t type;
+	int32_t err;
+	char what[240];
+};
+
+struct msg_exec {
+	uint32_t type;
+	uint32_t argc, envc;
+	uint32_t has_stdin; /* first fd is stdin; otherwise /dev/null */
+	uint32_t audit;     /* load the audit filter and hand its listener over */
+	uint32_t uid, gid;
+	uint64_t rl_cpu_s, rl_nofile, rl_fsize, rl_stack, rl_nproc;
+	/* then: cwd NUL, argc strings NUL, envc strings NUL */
+};
+
+struct msg_started {
+	uint32_t type;
+	int32_t pid;         /* in the sandbox's pid namespace */
+	int32_t listener_fd; /* audit: the fd number of the listener in that process, else -1 */
+};
+
+struct msg_exited {
+	uint32_t type;
+	int32_t pid;
+	int32_t wstatus;
+};
+
+typedef struct child_cfg {
+	int sock;
+	char stage[PD_PATH];
+	char hostname[65];
+	int net;
+	int nlayers;
+	char layer_dst[PD_MAX_LAYERS][PD_PATH];
+	int nbinds;
+	char bind_dst[PD_MAX_BINDS][PD_PATH];
+	bool bind_is_dir[PD_MAX_BINDS];
+	uint64_t disk_bytes;
+	const pd_bpf *bpf_base, *bpf_audit;
+} child_cfg;
+
+/* Runs in the child after clone3: builds the root, then serves as the sandbox's init. Never returns. */
+__attribute__((noreturn)) void pd_child_main(const child_cfg *cfg);
+
+#endif

@@ -1,0 +1,875 @@
+/* The host side of a sandbox: create (clone3 into new namespaces, map uids, hand over id-mapped
+ * layers), exec (send a request to init, capture output, enforce time and output limits, collect
+ * cgroup figures), destroy (kill, reap, remove the cgroup, check what is left). */
+#define _GNU_SOURCE
+#include "audit.h"
+#include "capture.h"
+#include "proto.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/mount.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef OPEN_TREE_CLOEXEC
+#define OPEN_TREE_CLOEXEC O_CLOEXEC
+#endif
+#ifndef MOUNT_ATTR_IDMAP
+#define MOUNT_ATTR_IDMAP 0x00100000
+#endif
+
+struct pd_sandbox {
+	pd_ctx *ctx;
+	char id[40];
+	pd_state state;
+	pid_t pid;
+	int pidfd;
+	int sock;
+	bool reaped;
+	pd_cg *cg;
+	uint32_t slot;
+	bool has_slot;
+	pd_sandbox_opts opts;
+	pd_limits lim;
+	uint64_t created_us;
+};
+
+static const char *const state_names[] = {"CREATING",    "READY",     "RUNNING",  "COLLECTING",
+					  "RECLAIMING", "DESTROYED", "FAILED",   "TIMED_OUT",
+					  "EXPIRED"};
+
+const char *pd_state_name(pd_state s)
+{
+	return (unsigned)s < sizeof state_names / sizeof state_names[0] ? state_names[s] : "?";
+}
+
+const char *pd_status_name(pd_status s)
+{
+	static const char *const n[] = {"OK", "RE", "SG", "TO", "ML", "OL", "XX"};
+	return (unsigned)s < 7 ? n[s] : "XX";
+}
+
+pd_limits pd_limits_default(void)
+{
+	pd_limits l = {
+		.memory_bytes = 512ull << 20,
+		.pids = 256,
+		.cpu_ms = 10000,
+		.wall_ms = 20000,
+		.cpu_millicores = 1000,
+		.disk_bytes = 256ull << 20,
+		.output_bytes = 1ull << 20,
+		.output_kill_bytes = 64ull << 20,
+		.nofile = 256,
+		.fsize_bytes = 0, /* = disk */
+		.stack_bytes = 8ull << 20,
+	};
+	return l;
+}
+
+/* ---- context --------------------------------------------------------------------------------- */
+
+pd_ctx *pd_ctx_new(const pd_ctx_opts *o, pd_err *e)
+{
+	pd_ctx_opts none = {0};
+	if (!o)
+		o = &none;
+	if (geteuid() != 0 && !o->cgroup_fake) {
+		pd_fail(e, EPERM, "paddock needs root: it maps uid ranges and manages cgroups");
+		return NULL;
+	}
+	pd_ctx *c = calloc(1, sizeof *c);
+	if (!c) {
+		pd_fail(e, ENOMEM, "context");
+		return NULL;
+	}
+	pthread_mutex_init(&c->lock, NULL);
+	const char *sd = o->state_dir ? o->state_dir : getenv("PADDOCK_STATE_DIR");
+	snprintf(c->state_dir, sizeof c->state_dir, "%s", sd && *sd ? sd : "/var/lib/paddock");
+	snprintf(c->default_image, sizeof c->default_image, "%s/images/host", c->state_dir);
+	snprintf(c->stage_dir, sizeof c->stage_dir, "%s/stage", c->state_dir);
+	char images[PD_PATH];
+	snprintf(images, sizeof images, "%s/images", c->state_dir);
+	if (pd_mkdir_p(images, 0755) < 0 || pd_mkdir_p(c->stage_dir, 0700) < 0) {
+		pd_fail(e, errno, "create state directory %s", c->state_dir);
+		goto fail;
+	}
+	chmod(c->state_dir, 0755);
+	if (getrandom(&c->run_id, sizeof c->run_id, 0) != sizeof c->run_id)
+		c->run_id = (uint32_t)getpid() ^ (uint32_t)pd_now_us();
+	if (pd_image_build_default(c->default_image, e) < 0)
+		goto fail;
+	if (pd_cgroups_init(&c->cg, o->cgroup_version, o->cgroup_root, o->cgroup_fake, e) < 0)
+		goto fail;
+	if (pd_seccomp_compile_base(&c->bpf_base, e) < 0 || pd_seccomp_compile_audit(&c->bpf_audit, e) < 0)
+		goto fail;
+	if (pd_slots_init(&c->slots, c->state_dir, e) < 0)
+		goto fail;
+	return c;
+fail:
+	pd_ctx_free(c);
+	return NULL;
+}
+
+void pd_ctx_free(pd_ctx *c)
+{
+	if (!c)
+		return;
+	pd_bpf_free(&c->bpf_base);
+	pd_bpf_free(&c->bpf_audit);
+	pd_slots_free(c->slots);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+const char *pd_ctx_cgroup_backend(const pd_ctx *c)
+{
+	return c->cg.ops ? c->cg.ops->name : "none";
+}
+
+const char *pd_ctx_default_image(const pd_ctx *c)
+{
+	return c->default_image;
+}
+
+/* ---- create ---------------------------------------------------------------------------------- */
+
+const char *pd_sandbox_id(const pd_sandbox *s)
+{
+	return s->id;
+}
+
+pd_state pd_sandbox_state(const pd_sandbox *s)
+{
+	return s->state;
+}
+
+pid_t pd_sandbox_pid(const pd_sandbox *s)
+{
+	return s->pid;
+}
+
+static int write_maps(pid_t pid, uint32_t slot, pd_err *e)
+{
+	char path[64], map[64];
+	snprintf(map, sizeof map, "0 %" PRIu32 " %u\n", PD_UID_BASE + slot * PD_UID_RANGE, PD_UID_RANGE);
+	snprintf(path, sizeof path, "/proc/%d/uid_map", (int)pid);
+	if (pd_write_file(path, map, e) < 0)
+		return -1;
+	snprintf(path, sizeof path, "/proc/%d/gid_map", (int)pid);
+	return pd_write_file(path, map, e);
+}
+
+/* A detached copy of a host directory, read-only, owned in the sandbox as on the host. */
+static int idmapped_tree(const char *src, int userns, bool idmap, bool rdonly, pd_err *e)
+{
+	int fd = (int)syscall(SYS_open_tree, AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (fd < 0)
+		return pd_fail(e, errno, "open_tree %s", src);
+	struct mount_attr attr = {0};
+	attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+	if (rdonly)
+		attr.attr_set |= MOUNT_ATTR_RDONLY;
+	if (idmap) {
+		attr.attr_set |= MOUNT_ATTR_IDMAP;
+		attr.userns_fd = (uint64_t)userns;
+	}
+	if (syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0) {
+		int err = errno;
+		close(fd);
+		return pd_fail(e, err, "%s %s", idmap ? "id-map mount of" : "set flags on", src);
+	}
+	return fd;
+}
+
+static int recv_msg(int sock, void *buf, size_t len, int timeout_ms)
+{
+	struct pollfd pf = {sock, POLLIN, 0};
+	int r;
+	do
+		r = poll(&pf, 1, timeout_ms);
+	while (r < 0 && errno == EINTR);
+	if (r == 0)
+		return errno = ETIMEDOUT, -1;
+	if (r < 0)
+		return -1;
+	ssize_t n = pd_recv_fds(sock, buf, len, NULL, NULL, 0);
+	if (n <= 0)
+		return errno = n == 0 ? ECONNRESET : errno, -1;
+	return (int)n;
+}
+
+static void kill_init(pd_sandbox *s)
+{
+	if (s->pidfd >= 0 && !s->reaped)
+		syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
+}
+
+static void reap(pd_sandbox *s)
+{
+	if (s->reaped || s->pidfd < 0)
+		return;
+	siginfo_t si;
+	int r;
+	do
+		r = waitid((idtype_t)P_PIDFD, (id_t)s->pidfd, &si, WEXITED | __WALL);
+	while (r < 0 && errno == EINTR);
+	s->reaped = true;
+}
+
+pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
+{
+	pd_sandbox_opts none = {0};
+	if (!o) {
+		none.limits = pd_limits_default();
+		o = &none;
+	}
+	if (o->nbinds > PD_MAX_BINDS) {
+		pd_fail(e, E2BIG, "at most %d bind mounts", PD_MAX_BINDS);
+		return NULL;
+	}
+	if (o->hostname && (strlen(o->hostname) > 64 || !*o->hostname)) {
+		pd_fail(e, EINVAL, "hostname must have 1 to 64 characters");
+		return NULL;
+	}
+	uint64_t t0 = pd_now_us();
+	pd_sandbox *s = calloc(1, sizeof *s);
+	child_cfg *cfg = calloc(1, sizeof *cfg);
+	if (!s || !cfg) {
+		free(s);
+		free(cfg);
+		pd_fail(e, ENOMEM, "sandbox");
+		return NULL;
+	}
+	s->ctx = c;
+	s->state = PD_CREATING;
+	s->pidfd = s->sock = -1;
+	s->opts = *o;
+	s->lim = o->limits;
+	s->created_us = t0;
+	if (!s->lim.disk_bytes)
+		s->lim.disk_bytes = 256ull << 20;
+	pthread_mutex_lock(&c->lock);
+	uint64_t seq = ++c->seq;
+	pthread_mutex_unlock(&c->lock);
+	snprintf(s->id, sizeof s->id, "sb-%08" PRIx32 "-%" PRIu64, c->run_id, seq);
+
+	int sv[2] = {-1, -1}, layer_fds[PD_MAX_LAYERS + PD_MAX_BINDS], nfds = 0, userns = -1;
+	pd_layer layers[PD_MAX_LAYERS];
+	int nlayers = 0;
+	bool is_default = !o->image;
+	if (pd_image_layers(is_default ? c->default_image : o->image, is_default, layers, &nlayers, e) < 0)
+		goto fail;
+	for (size_t i = 0; i < o->nbinds; i++) {
+		struct stat st;
+		if (!o->binds[i].src || !o->binds[i].dst || o->binds[i].dst[0] != '/' ||
+		    strstr(o->binds[i].dst, "..")) {
+			pd_fail(e, EINVAL, "bind mount %zu: need a host path and an absolute target without '..'", i);
+			goto fail;
+		}
+		if (stat(o->binds[i].src, &st) < 0) {
+			pd_fail(e, errno, "bind mount source %s", o->binds[i].src);
+			goto fail;
+		}
+		cfg->bind_is_dir[i] = S_ISDIR(st.st_mode);
+		snprintf(cfg->bind_dst[i], PD_PATH, "%s", o->binds[i].dst);
+	}
+	cfg->nbinds = (int)o->nbinds;
+	cfg->nlayers = nlayers;
+	for (int i = 0; i < nlayers; i++)
+		snprintf(cfg->layer_dst[i], PD_PATH, "%s", layers[i].dst);
+	snprintf(cfg->stage, sizeof cfg->stage, "%s", c->stage_dir);
+	snprintf(cfg->hostname, sizeof cfg->hostname, "%s", o->hostname ? o->hostname : "sandbox");
+	cfg->net = o->net;
+	cfg->disk_bytes = s->lim.disk_bytes;
+	cfg->bpf_base = &c->bpf_base;
+	cfg->bpf_audit = &c->bpf_audit;
+
+	if (pd_slot_get(c->slots, &s->slot, e) < 0)
+		goto fail;
+	s->has_slot = true;
+	if (c->cg.ops->create(&c->cg, s->id, &s->lim, &s->cg, e) < 0)
+		goto fail;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		pd_fail(e, errno, "socketpair");
+		goto fail;
+	}
+	cfg->sock = sv[1];
+
+	struct clone_args ca;
+	memset(&ca, 0, sizeof ca);
+	ca.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+		   CLONE_PIDFD | (o->net == PD_NET_HOST ? 0 : CLONE_NEWNET);
+	ca.pidfd = (uint64_t)(uintptr_t)&s->pidfd;
+	ca.exit_signal = 0; /* no SIGCHLD to the embedding application; we reap with __WALL */
+	int cgfd = c->cg.ops->clone_fd(s->cg);
+	if (cgfd >= 0) {
+		ca.flags |= CLONE_INTO_CGROUP;
+		ca.cgroup = (uint64_t)cgfd;
+	}
+	long pid = syscall(SYS_clone3, &ca, sizeof ca);
+	if (pid == 0)
+		pd_child_main(cfg); /* never returns */
+	if (pid < 0) {
+		pd_fail(e, errno, "clone3 into new namespaces");
+		goto fail;
+	}
+	s->pid = (pid_t)pid;
+	close(sv[1]);
+	sv[1] = -1;
+	s->sock = sv[0];
+	sv[0] = -1;
+
+	if (write_maps(s->pid, s->slot, e) < 0)
+		goto fail;
+	if (cgfd < 0 && c->cg.ops->attach(s->cg, s->pid, e) < 0)
+		goto fail;
+	char nspath[64];
+	snprintf(nspath, sizeof nspath, "/proc/%d/ns/user", (int)s->pid);
+	userns = open(nspath, O_RDONLY | O_CLOEXEC);
+	if (userns < 0) {
+		pd_fail(e, errno, "open %s", nspath);
+		goto fail;
+	}
+	for (int i = 0; i < nlayers; i++) {
+		int fd = idmapped_tree(layers[i].src, userns, true, true, e);
+		if (fd < 0)
+			goto fail;
+		layer_fds[nfds++] = fd;
+	}
+	for (size_t i = 0; i < o->nbinds; i++) {
+		/* read-only binds show host owners as in the image; writable binds are not id-mapped,
+		 * so what the sandbox writes there belongs to its unprivileged host uid, never root */
+		int fd = idmapped_tree(o->binds[i].src, userns, !o->binds[i].rw, !o->binds[i].rw, e);
+		if (fd < 0)
+			goto fail;
+		layer_fds[nfds++] = fd;
+	}
+	close(userns);
+	userns = -1;
+	struct msg_hdr go = {MSG_GO};
+	if (pd_send_fds(s->sock, &go, sizeof go, layer_fds, nfds) < 0) {
+		pd_fail(e, errno, "start sandbox");
+		goto fail;
+	}
+	for (int i = 0; i < nfds; i++)
+		close(layer_fds[i]);
+	nfds = 0;
+	union {
+		struct msg_hdr h;
+		struct msg_error err;
+	} m;
+	if (recv_msg(s->sock, &m, sizeof m, 30000) < 0) {
+		pd_fail(e, errno, "sandbox %s did not become ready", s->id);
+		goto fail;
+	}
+	if (m.h.type == MSG_ERROR) {
+		m.err.what[sizeof m.err.what - 1] = 0;
+		pd_fail(e, m.err.err, "sandbox setup: %s", m.err.what);
+		goto fail;
+	}
+	if (m.h.type != MSG_READY) {
+		pd_fail(e, EPROTO, "sandbox %s: unexpected message %u", s->id, m.h.type);
+		goto fail;
+	}
+	free(cfg);
+	s->state = PD_READY;
+	return s;
+fail:
+	for (int i = 0; i < nfds; i++)
+		close(layer_fds[i]);
+	if (userns >= 0)
+		close(userns);
+	if (sv[0] >= 0)
+		close(sv[0]);
+	if (sv[1] >= 0)
+		close(sv[1]);
+	free(cfg);
+	s->state = PD_FAILED;
+	pd_sandbox_destroy(s, NULL, 0);
+	return NULL;
+}
+
+/* ---- exec ------------------------------------------------------------------------------------ */
+
+static char env_path[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	    env_home[] = "HOME=/root", env_lang[] = "LANG=C.UTF-8", env_term[] = "TERM=dumb";
+static char *const default_env[] = {env_path, env_home, env_lang, env_term, NULL};
+
+static size_t vec_len(char *const *v)
+{
+	size_t n = 0;
+	while (v && v[n])
+		n++;
+	return n;
+}
+
+/* Host pid of the sandbox process whose pid in the sandbox is nspid (a child of init). */
+static pid_t host_pid_of(pid_t init, pid_t nspid)
+{
+	char p[96], buf[4096];
+	snprintf(p, sizeof p, "/proc/%d/task/%d/children", (int)init, (int)init);
+	if (pd_read_file(p, buf, sizeof buf) <= 0)
+		return -1;
+	for (char *q = buf; *q;) {
+		long hp = strtol(q, &q, 10);
+		if (hp <= 0)
+			break;
+		char st[2048];
+		snprintf(p, sizeof p, "/proc/%ld/status", hp);
+		if (pd_read_file(p, st, sizeof st) > 0) {
+			char *ns = strstr(st, "NSpid:");
+			if (ns) {
+				char *eol = strchr(ns, '\n');
+				if (eol)
+					*eol = 0;
+				char *last = strrchr(ns, '\t');
+				if (last && atol(last + 1) == nspid)
+					return (pid_t)hp;
+			}
+		}
+		while (*q == ' ')
+			q++;
+	}
+	return -1;
+}
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+typedef struct exec_run {
+	pd_capture cap[2];
+	int out[2];     /* read ends of stdout, stderr */
+	int in_w;       /* write end of stdin (stdin_data), or -1 */
+	size_t in_off;
+	bool started, exited, killed_to, killed_ol, init_died;
+	int wstatus;
+	pd_auditor aud;
+	bool aud_on;
+} exec_run;
+
+static void drain(exec_run *x, int i, const pd_exec_opts *o)
+{
+	char buf[65536];
+	for (;;) {
+		ssize_t n = read(x->out[i], buf, sizeof buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0 || errno != EAGAIN) {
+				close(x->out[i]);
+				x->out[i] = -1;
+			}
+			return;
+		}
+		size_t live = pd_capture_add(&x->cap[i], buf, (size_t)n);
+		if (o->on_output && live)
+			o->on_output(o->cb_arg, i + 1, buf, live);
+	}
+}
+
+static int build_exec_msg(const pd_sandbox *s, const pd_exec_opts *o, char **out, size_t *len, pd_err *e)
+{
+	char *const *envp = o->envp ? o->envp : default_env;
+	size_t argc = vec_len(o->argv), envc = vec_len(envp);
+	if (!argc)
+		return pd_fail(e, EINVAL, "exec needs a program");
+	if (argc > PD_MAX_ARGS || envc > PD_MAX_ARGS)
+		return pd_fail(e, E2BIG, "more than %d arguments or variables", PD_MAX_ARGS);
+	const char *cwd = o->cwd && *o->cwd ? o->cwd : "/";
+	size_t n = sizeof(struct msg_exec) + strlen(cwd) + 1;
+	for (size_t i = 0; i < argc; i++)
+		n += strlen(o->argv[i]) + 1;
+	for (size_t i = 0; i < envc; i++)
+		n += strlen(envp[i]) + 1;
+	if (n > PD_EXEC_MSG_MAX)
+		return pd_fail(e, E2BIG, "arguments and environment exceed %d bytes", PD_EXEC_MSG_MAX);
+	char *b = calloc(1, n);
+	if (!b)
+		return pd_fail(e, ENOMEM, "exec request");
+	struct msg_exec *x = (struct msg_exec *)b;
+	x->type = MSG_EXEC;
+	x->argc = (uint32_t)argc;
+	x->envc = (uint32_t)envc;
+	x->audit = s->opts.audit && s->opts.audit->enabled;
+	uint64_t cpu_ms = o->cpu_ms ? o->cpu_ms : s->lim.cpu_ms;
+	/* the per-process CPU rlimit is a backstop; the cgroup check ends the sandbox first */
+	x->rl_cpu_s = cpu_ms ? cpu_ms / 1000 + 2 : 0;
+	x->rl_nofile = s->lim.nofile;
+	x->rl_fsize = s->lim.fsize_bytes ? s->lim.fsize_bytes : s->lim.disk_bytes;
+	x->rl_stack = s->lim.stack_bytes;
+	char *p = b + sizeof *x;
+	p = stpcpy(p, cwd) + 1;
+	for (size_t i = 0; i < argc; i++)
+		p = stpcpy(p, o->argv[i]) + 1;
+	for (size_t i = 0; i < envc; i++)
+		p = stpcpy(p, envp[i]) + 1;
+	*out = b;
+	*len = n;
+	return 0;
+}
+
+static void on_init_msg(pd_sandbox *s, exec_run *x, pd_result *r)
+{
+	union {
+		struct msg_hdr h;
+		struct msg_error err;
+		struct msg_started st;
+		struct msg_exited ex;
+	} m;
+	ssize_t n = pd_recv_fds(s->sock, &m, sizeof m, NULL, NULL, 0);
+	if (n <= 0) {
+		x->init_died = true;
+		return;
+	}
+	switch (m.h.type) {
+	case MSG_STARTED:
+		x->started = true;
+		if (m.st.listener_fd >= 0 && s->opts.audit && !x->aud_on) {
+			pid_t hp = host_pid_of(s->pid, m.st.pid);
+			int pfd = hp > 0 ? (int)syscall(SYS_pidfd_open, hp, 0) : -1;
+			int l = pfd >= 0 ? (int)syscall(SYS_pidfd_getfd, pfd, m.st.listener_fd, 0) : -1;
+			if (pfd >= 0)
+				close(pfd);
+			if (l >= 0 && pd_auditor_init(&x->aud, l, s->opts.audit, pd_now_us(), NULL) == 0)
+				x->aud_on = true;
+			else {
+				if (l >= 0)
+					close(l);
+				/* unaudited is not acceptable when an audit was asked for */
+				snprintf(r->error, sizeof r->error, "could not take the audit listener");
+				kill_init(s);
+			}
+		}
+		break;
+	case MSG_EXEC_FAILED:
+		m.err.what[sizeof m.err.what - 1] = 0;
+		snprintf(r->error, sizeof r->error, "%s: %s", m.err.what, strerror(m.err.err));
+		break;
+	case MSG_EXITED:
+		x->exited = true;
+		x->wstatus = m.ex.wstatus;
+		break;
+	default:
+		break;
+	}
+}
+
+static uint64_t delta(uint64_t after, uint64_t before)
+{
+	return after > before ? after - before : 0;
+}
+
+int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *e)
+{
+	memset(r, 0, sizeof *r);
+	snprintf(r->sandbox_id, sizeof r->sandbox_id, "%s", s->id);
+	if (s->state != PD_READY)
+		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
+	char *msg = NULL;
+	size_t msglen = 0;
+	if (build_exec_msg(s, o, &msg, &msglen, e) < 0)
+		return -1;
+	exec_run x;
+	memset(&x, 0, sizeof x);
+	x.out[0] = x.out[1] = x.in_w = -1;
+	x.aud.listener = -1;
+	int pout[2] = {-1, -1}, perr[2] = {-1, -1}, pin[2] = {-1, -1};
+	uint64_t keep = s->lim.output_bytes ? s->lim.output_bytes : (1ull << 20);
+	uint64_t kill_at = s->lim.output_kill_bytes;
+	if (pd_capture_init(&x.cap[0], keep) < 0 || pd_capture_init(&x.cap[1], keep) < 0 ||
+	    pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0 ||
+	    (o->stdin_data && pipe2(pin, O_CLOEXEC) < 0)) {
+		pd_fail(e, errno, "exec pipes");
+		goto fail_early;
+	}
+	int fds[3], nfds = 0;
+	int stdin_fd = o->stdin_data ? pin[0] : o->stdin_fd;
+	if (stdin_fd >= 0) {
+		fds[nfds++] = stdin_fd;
+		((struct msg_exec *)msg)->has_stdin = 1;
+	}
+	fds[nfds++] = pout[1];
+	fds[nfds++] = perr[1];
+
+	pd_cg_stats before, after;
+	s->ctx->cg.ops->reset_peaks(s->cg);
+	s->ctx->cg.ops->stats(s->cg, &before);
+	uint64_t t0 = pd_now_us();
+	s->state = PD_RUNNING;
+	if (pd_send_fds(s->sock, msg, msglen, fds, nfds) < 0) {
+		pd_fail(e, errno, "send exec request to sandbox %s", s->id);
+		s->state = PD_READY;
+		goto fail_early;
+	}
+	free(msg);
+	msg = NULL;
+	close(pout[1]);
+	close(perr[1]);
+	if (pin[0] >= 0)
+		close(pin[0]);
+	x.out[0] = pout[0];
+	x.out[1] = perr[0];
+	x.in_w = pin[1];
+	set_nonblock(x.out[0]);
+	set_nonblock(x.out[1]);
+	if (x.in_w >= 0)
+		set_nonblock(x.in_w);
+
+	uint64_t wall_ms = o->wall_ms ? o->wall_ms : s->lim.wall_ms;
+	uint64_t cpu_ms = o->cpu_ms ? o->cpu_ms : s->lim.cpu_ms;
+	uint64_t deadline = wall_ms ? t0 + wall_ms * 1000 : UINT64_MAX;
+	uint64_t next_check = t0 + 20000;
+	while (!x.exited && !x.init_died) {
+		struct pollfd pf[5];
+		int np = 0, i_sock, i_out[2] = {-1, -1}, i_in = -1, i_aud = -1;
+		pf[i_sock = np++] = (struct pollfd){s->sock, POLLIN, 0};
+		for (int i = 0; i < 2; i++)
+			if (x.out[i] >= 0)
+				pf[i_out[i] = np++] = (struct pollfd){x.out[i], POLLIN, 0};
+		if (x.in_w >= 0)
+			pf[i_in = np++] = (struct pollfd){x.in_w, POLLOUT, 0};
+		if (x.aud_on)
+			pf[i_aud = np++] = (struct pollfd){x.aud.listener, POLLIN, 0};
+		uint64_t now = pd_now_us();
+		uint64_t until = next_check < deadline ? next_check : deadline;
+		int timeout = until > now ? (int)((until - now + 999) / 1000) : 0;
+		int pr = poll(pf, (nfds_t)np, timeout);
+		if (pr < 0 && errno != EINTR)
+			break;
+		if (pr > 0) {
+			if (i_aud >= 0 && pf[i_aud].revents) {
+				if ((pf[i_aud].revents & (POLLHUP | POLLERR)) || pd_auditor_handle(&x.aud, r) < 0) {
+					pd_auditor_close(&x.aud);
+					x.aud_on = false;
+				}
+			}
+			for (int i = 0; i < 2; i++)
+				if (i_out[i] >= 0 && pf[i_out[i]].revents)
+					drain(&x, i, o);
+			if (i_in >= 0 && pf[i_in].revents) {
+				ssize_t n = pf[i_in].revents & POLLOUT
+						    ? write(x.in_w, o->stdin_data + x.in_off, o->stdin_len - x.in_off)
+						    : -1;
+				if (n > 0)
+					x.in_off += (size_t)n;
+				if (n < 0 || x.in_off >= o->stdin_len) {
+					close(x.in_w);
+					x.in_w = -1;
+				}
+			}
+			if (pf[i_sock].revents)
+				on_init_msg(s, &x, r);
+		}
+		now = pd_now_us();
+		if (kill_at && x.cap[0].total + x.cap[1].total > kill_at) {
+			x.killed_ol = true;
+			kill_init(s);
+			break;
+		}
+		if (now >= deadline) {
+			x.killed_to = true;
+			kill_init(s);
+			break;
+		}
+		if (now >= next_check) {
+			next_check = now + 20000;
+			s->ctx->cg.ops->stats(s->cg, &after);
+			if (cpu_ms && delta(after.cpu_us, before.cpu_us) > cpu_ms * 1000) {
+				x.killed_to = true;
+				kill_init(s);
+				break;
+			}
+		}
+	}
+	uint64_t t1 = pd_now_us();
+	s->state = PD_COLLECTING;
+	/* what the program wrote before it ended is in the pipes: take it, but do not wait for
+	 * writers it left behind */
+	for (int i = 0; i < 2; i++)
+		if (x.out[i] >= 0) {
+			drain(&x, i, o);
+			if (x.out[i] >= 0)
+				close(x.out[i]);
+		}
+	if (x.in_w >= 0)
+		close(x.in_w);
+	if (x.aud_on)
+		pd_auditor_close(&x.aud);
+	s->ctx->cg.ops->stats(s->cg, &after);
+
+	r->wall_ms = (t1 - t0) / 1000;
+	r->exec_us = t1 - t0;
+	r->cpu_ms = delta(after.cpu_us, before.cpu_us) / 1000;
+	r->cpu_user_ms = delta(after.cpu_user_us, before.cpu_user_us) / 1000;
+	r->cpu_sys_ms = delta(after.cpu_sys_us, before.cpu_sys_us) / 1000;
+	r->memory_peak_bytes = after.mem_peak;
+	r->pids_peak = (uint32_t)(after.pids_peak > after.pids_current ? after.pids_peak : after.pids_current);
+	r->oom_killed = after.oom_kills > before.oom_kills;
+	pd_capture_finish(&x.cap[0], &r->out);
+	pd_capture_finish(&x.cap[1], &r->err);
+
+	bool killed_by_us = x.killed_to || x.killed_ol;
+	if (x.exited) {
+		if (WIFEXITED(x.wstatus))
+			r->exit_code = WEXITSTATUS(x.wstatus);
+		else if (WIFSIGNALED(x.wstatus))
+			r->signal = WTERMSIG(x.wstatus);
+	}
+	if (killed_by_us || (x.init_died && !x.exited))
+		r->signal = r->signal ? r->signal : SIGKILL;
+	if (x.killed_ol)
+		r->status = PD_OL;
+	else if (x.killed_to)
+		r->status = PD_TO;
+	else if (!x.exited) {
+		r->status = PD_XX;
+		if (!r->error[0])
+			snprintf(r->error, sizeof r->error, "sandbox init ended before the program did");
+	} else if (r->oom_killed && (r->signal || r->exit_code))
+		r->status = PD_ML;
+	else if (WIFSIGNALED(x.wstatus))
+		r->status = WTERMSIG(x.wstatus) == SIGXCPU ? PD_TO : PD_SG;
+	else if (r->exit_code)
+		r->status = PD_RE;
+	else
+		r->status = PD_OK;
+	if (r->status == PD_OK && (r->out.truncated || r->err.truncated))
+		r->status = PD_OL;
+	/* a limit kill ends the sandbox; so does an init that died under us */
+	if (killed_by_us || x.init_died)
+		s->state = killed_by_us ? PD_TIMED_OUT : PD_FAILED;
+	else
+		s->state = PD_READY;
+	return 0;
+fail_early:
+	free(msg);
+	for (int i = 0; i < 2; i++) {
+		if (pout[i] >= 0)
+			close(pout[i]);
+		if (perr[i] >= 0)
+			close(perr[i]);
+		if (pin[i] >= 0)
+			close(pin[i]);
+	}
+	pd_capture_free(&x.cap[0]);
+	pd_capture_free(&x.cap[1]);
+	return -1;
+}
+
+/* ---- destroy --------------------------------------------------------------------------------- */
+
+static void add_residue(char *buf, size_t len, const char *what)
+{
+	if (!buf || !len)
+		return;
+	size_t n = strlen(buf);
+	if (!strcmp(buf, "clean"))
+		n = 0, buf[0] = 0;
+	snprintf(buf + n, len - n, "%s%s", n ? "," : "", what);
+}
+
+int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len)
+{
+	if (!s)
+		return 0;
+	if (residue && residue_len)
+		snprintf(residue, residue_len, "clean");
+	int dirty = 0;
+	pd_ctx *c = s->ctx;
+	if (s->state != PD_FAILED)
+		s->state = PD_RECLAIMING;
+	kill_init(s);
+	if (s->cg)
+		c->cg.ops->kill_all(s->cg);
+	reap(s);
+	if (s->sock >= 0)
+		close(s->sock);
+	if (s->pidfd >= 0) {
+		/* the pidfd reports the process is gone once reaped: a last check that no init lingers */
+		if (!s->reaped) {
+			add_residue(residue, residue_len, "init-not-reaped");
+			dirty = 1;
+		}
+		close(s->pidfd);
+	}
+	if (s->cg) {
+		pd_err ce;
+		if (c->cg.ops->destroy(s->cg, &ce) < 0) {
+			add_residue(residue, residue_len, "cgroup");
+			dirty = 1;
+		}
+		s->cg = NULL;
+	}
+	/* nothing is ever mounted in the host's namespace: the staging dir must still be a plain
+	 * directory on its parent's filesystem */
+	struct stat a, b;
+	char parent[PD_PATH];
+	snprintf(parent, sizeof parent, "%s/..", c->stage_dir);
+	if (stat(c->stage_dir, &a) == 0 && stat(parent, &b) == 0 && a.st_dev != b.st_dev) {
+		add_residue(residue, residue_len, "host-mount");
+		dirty = 1;
+	}
+	if (s->has_slot)
+		pd_slot_put(c->slots, s->slot);
+	s->state = PD_DESTROYED;
+	free(s);
+	return dirty ? -1 : 0;
+}
+
+int pd_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd_result *r, pd_err *e)
+{
+	uint64_t t0 = pd_now_us();
+	pd_sandbox *s = pd_sandbox_create(c, o, e);
+	if (!s) {
+		memset(r, 0, sizeof *r);
+		r->status = PD_XX;
+		snprintf(r->error, sizeof r->error, "%s", e ? e->msg : "sandbox setup failed");
+		r->setup_us = pd_now_us() - t0;
+		snprintf(r->residue, sizeof r->residue, "not-created");
+		return -1;
+	}
+	uint64_t t1 = pd_now_us();
+	if (pd_sandbox_exec(s, x, r, e) < 0) {
+		pd_sandbox_destroy(s, NULL, 0);
+		return -1;
+	}
+	r->setup_us = t1 - t0;
+	uint64_t t2 = pd_now_us();
+	pd_sandbox_destroy(s, r->residue, sizeof r->residue);
+	r->teardown_us = pd_now_us() - t2;
+	return 0;
+}
+
+void pd_result_free(pd_result *r)
+{
+	free(r->out.head);
+	free(r->out.tail);
+	free(r->err.head);
+	free(r->err.tail);
+	free(r->audit);
+	memset(&r->out, 0, sizeof r->out);
+	memset(&r->err, 0, sizeof r->err);
+	r->audit = NULL;
+	r->audit_len = r->audit_cap = 0;
+}

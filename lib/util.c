@@ -1,0 +1,227 @@
+/* Small helpers: errors as values, file I/O on kernel interface files, fd passing, parsing. */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int pd_fail(pd_err *e, int code, const char *fmt, ...)
+{
+	if (e) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+		va_end(ap);
+		e->code = code ? code : EIO;
+		if (code) {
+			size_t n = strlen(e->msg);
+			snprintf(e->msg + n, sizeof e->msg - n, ": %s", strerror(code));
+		}
+	}
+	errno = code ? code : EIO;
+	return -1;
+}
+
+uint64_t pd_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+int pd_write_file(const char *path, const char *data, pd_err *e)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC | O_TRUNC);
+	if (fd < 0)
+		return pd_fail(e, errno, "open %s", path);
+	size_t len = strlen(data);
+	ssize_t n = write(fd, data, len);
+	int saved = errno;
+	close(fd);
+	if (n != (ssize_t)len)
+		return pd_fail(e, n < 0 ? saved : EIO, "write '%s' to %s", data, path);
+	return 0;
+}
+
+int pd_write_u64(const char *path, uint64_t v, pd_err *e)
+{
+	char buf[32];
+	snprintf(buf, sizeof buf, "%" PRIu64, v);
+	return pd_write_file(path, buf, e);
+}
+
+ssize_t pd_read_file(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t off = 0;
+	while (off + 1 < size) {
+		ssize_t n = read(fd, buf + off, size - 1 - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		off += (size_t)n;
+	}
+	close(fd);
+	buf[off] = 0;
+	return (ssize_t)off;
+}
+
+int pd_mkdir_p(const char *path, mode_t mode)
+{
+	char tmp[PD_PATH];
+	if (strlen(path) >= sizeof tmp)
+		return errno = ENAMETOOLONG, -1;
+	strcpy(tmp, path);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+int pd_send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds)
+{
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 16)];
+		struct cmsghdr align;
+	} u;
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (nfds > 16)
+		return errno = EINVAL, -1;
+	if (nfds > 0) {
+		memset(&u, 0, sizeof u);
+		m.msg_control = u.buf;
+		m.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+	}
+	ssize_t n;
+	do
+		n = sendmsg(sock, &m, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	return n == (ssize_t)len ? 0 : -1;
+}
+
+ssize_t pd_recv_fds(int sock, void *buf, size_t len, int *fds, int *nfds, int maxfds)
+{
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 16)];
+		struct cmsghdr align;
+	} u;
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			   .msg_controllen = sizeof u.buf};
+	ssize_t n;
+	do
+		n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (nfds)
+		*nfds = 0;
+	if (n < 0)
+		return -1;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		int *in = (int *)CMSG_DATA(c);
+		for (int i = 0; i < k; i++) {
+			if (fds && nfds && *nfds < maxfds)
+				fds[(*nfds)++] = in[i];
+			else
+				close(in[i]); /* never leak an fd we did not ask for */
+		}
+	}
+	return n;
+}
+
+uint64_t pd_keyed_u64(const char *text, const char *key)
+{
+	size_t kl = strlen(key);
+	for (const char *p = text; p && *p;) {
+		if (strncmp(p, key, kl) == 0 && (p[kl] == ' ' || p[kl] == '\t'))
+			return strtoull(p + kl + 1, NULL, 10);
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return 0;
+}
+
+int pd_parse_size(const char *s, uint64_t *out)
+{
+	if (!s || !*s || *s == '-')
+		return -1;
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		return -1;
+	uint64_t mul = 1;
+	switch (tolower((unsigned char)*end)) {
+	case 0: break;
+	case 'k': mul = 1ull << 10; end++; break;
+	case 'm': mul = 1ull << 20; end++; break;
+	case 'g': mul = 1ull << 30; end++; break;
+	case 't': mul = 1ull << 40; end++; break;
+	case 'b': break;
+	default: return -1;
+	}
+	if (*end == 'i' || *end == 'I')
+		end++;
+	if (*end == 'b' || *end == 'B')
+		end++;
+	if (*end)
+		return -1;
+	double r = v * (double)mul;
+	if (r > 1.8e19)
+		return -1;
+	*out = (uint64_t)r;
+	return 0;
+}
+
+int pd_parse_duration_ms(const char *s, uint64_t *out)
+{
+	if (!s || !*s || *s == '-')
+		return -1;
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		return -1;
+	double ms;
+	if (!*end || !strcmp(end, "s"))
+		ms = v * 1000.0;
+	else if (!strcmp(end, "ms"))
+		ms = v;
+	else if (!strcmp(end, "m") || !strcmp(end, "min"))
+		ms = v * 60000.0;
+	else
+		return -1;
+	if (ms > 1e15)
+		return -1;
+	*out = (uint64_t)(ms + 0.5);
+	return 0;
+}

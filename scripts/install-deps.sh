@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs every Debian package paddock needs to build, test and benchmark.
+# Idempotent: packages already present are left alone.
+set -euo pipefail
+pkgs=(build-essential pkg-config libseccomp-dev libcap-dev
+      bubblewrap hyperfine perl iproute2 procps util-linux
+      python3 nodejs g++ valgrind clang libclang-rt-14-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  [ "$(id -u)" = 0 ] || { echo "install-deps: need root to install: ${missing[*]}" >&2; exit 1; }
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+echo "install-deps: all ${#pkgs[@]} packages present"
