@@ -8,6 +8,7 @@
 
 CC      ?= cc
 BUILD   ?= build
+BIN     ?= bin
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wformat=2 -Wformat-security -Wno-format-nonliteral -Wno-format-truncation -Wpointer-arith -Wvla \
            -Wundef -Wcast-align -Wwrite-strings -Wimplicit-fallthrough
@@ -27,7 +28,7 @@ PROBE_BIN := $(PROBE_SRC:tests/probes/%.c=$(BUILD)/probes/%)
 
 .PHONY: all test unit isolation bench asan valgrind examples clean format
 
-all: bin/paddock $(BUILD)/libpaddock.a
+all: $(BIN)/paddock $(BUILD)/libpaddock.a
 
 $(BUILD)/%.o: %.c $(wildcard lib/*.h) $(wildcard cli/*.h)
 	@mkdir -p $(dir $@)
@@ -36,8 +37,8 @@ $(BUILD)/%.o: %.c $(wildcard lib/*.h) $(wildcard cli/*.h)
 $(BUILD)/libpaddock.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
-bin/paddock: $(CLI_OBJ) $(BUILD)/libpaddock.a
-	@mkdir -p bin
+$(BIN)/paddock: $(CLI_OBJ) $(BUILD)/libpaddock.a
+	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libpaddock.a $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/tap.h $(BUILD)/libpaddock.a
@@ -50,17 +51,17 @@ $(BUILD)/probes/%: tests/probes/%.c
 	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -static -o $@ $<
 
 test: all $(UNIT_BIN) $(PROBE_BIN)
-	@PADDOCK_BUILD=$(BUILD) tests/run-all
+	@PADDOCK_BUILD=$(BUILD) PADDOCK=$(BIN)/paddock tests/run-all
 
 bench: all
-	bin/paddock bench
+	$(BIN)/paddock bench
 
 asan:
-	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+	$(MAKE) BUILD=build-asan BIN=build-asan/bin CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	  LDFLAGS="-fsanitize=address,undefined" test
 
 valgrind: all $(UNIT_BIN) $(PROBE_BIN)
-	@PADDOCK_BUILD=$(BUILD) PADDOCK_VALGRIND=1 tests/run-all
+	@PADDOCK_BUILD=$(BUILD) PADDOCK=$(BIN)/paddock PADDOCK_VALGRIND=1 tests/run-all
 
 examples: all
 	@examples/run

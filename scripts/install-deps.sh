@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential pkg-config libseccomp-dev libcap-dev
       bubblewrap hyperfine perl iproute2 procps util-linux
-      python3 nodejs g++ valgrind clang libclang-rt-14-dev)
+      python3 nodejs g++ valgrind clang libclang-rt-14-dev jq)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
