@@ -5,6 +5,7 @@
 #   make asan       the test suite under ASan+UBSan
 #   make valgrind   the unit tests and a sample of isolation cases under valgrind
 #   make examples   the bundled examples through `paddock exec`
+#   make deps       install the Debian packages needed to build, test and benchmark (root)
 
 CC      ?= cc
 BUILD   ?= build
@@ -26,29 +27,34 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 PROBE_SRC := $(wildcard tests/probes/*.c)
 PROBE_BIN := $(PROBE_SRC:tests/probes/%.c=$(BUILD)/probes/%)
 
-.PHONY: all test unit isolation bench asan valgrind examples clean format
+.PHONY: all deps test bench asan valgrind examples clean format
 
 all: $(BIN)/paddock $(BUILD)/libpaddock.a
 
 $(BUILD)/%.o: %.c $(wildcard lib/*.h) $(wildcard cli/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	@echo "  CC      $<"
+	@$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/libpaddock.a: $(LIB_OBJ)
-	ar rcs $@ $^
+	@echo "  AR      $@"
+	@ar rcs $@ $^
 
 $(BIN)/paddock: $(CLI_OBJ) $(BUILD)/libpaddock.a
 	@mkdir -p $(BIN)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libpaddock.a $(LDLIBS)
+	@echo "  LD      $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libpaddock.a $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/tap.h $(BUILD)/libpaddock.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libpaddock.a $(LDLIBS)
+	@echo "  TEST    $@"
+	@$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libpaddock.a $(LDLIBS)
 
 # probes run inside sandboxes: static, so they need nothing from the image
 $(BUILD)/probes/%: tests/probes/%.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -static -o $@ $<
+	@echo "  PROBE   $@"
+	@$(CC) -std=gnu11 -O1 -g -Wall -Wextra -Werror -static -o $@ $<
 
 test: all $(UNIT_BIN) $(PROBE_BIN)
 	@PADDOCK_BUILD=$(BUILD) PADDOCK=$(BIN)/paddock tests/run-all
@@ -62,6 +68,9 @@ asan:
 
 valgrind: all $(UNIT_BIN) $(PROBE_BIN)
 	@PADDOCK_BUILD=$(BUILD) PADDOCK=$(BIN)/paddock PADDOCK_VALGRIND=1 tests/run-all
+
+deps:
+	@scripts/install-deps.sh
 
 examples: all
 	@examples/run

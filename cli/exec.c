@@ -45,7 +45,7 @@ static void exec_usage(FILE *f)
 		"  -o, --output SIZE      output kept per stream, head and tail (default %lluM)\n"
 		"  --output-kill SIZE     output after which the sandbox is killed (default %lluM)\n"
 		"  --nofile N             open files (default %u)\n"
-		"  --fsize SIZE           largest file (default: the disk size)\n"
+		"  --fsize SIZE           largest file (default: no limit beyond the disk size)\n"
 		"\n"
 		"audit:\n"
 		"  --audit                record opens, execs and network sends outside the allowed set\n"

@@ -167,7 +167,8 @@ static void mount_dev(const char *root, const char *stage)
 		char src[64];
 		cat(src, sizeof src, "/dev/", nodes[i], NULL);
 		cat(p, sizeof p, d, "/", nodes[i]);
-		bind_file(src, p, MS_NOSUID | MS_NOEXEC);
+		/* no per-node remount: nosuid and noexec mean nothing for a character device */
+		bind_file(src, p, 0);
 	}
 	cat(p, sizeof p, d, "/pts", NULL);
 	mkdir(p, 0755);

@@ -45,7 +45,7 @@ typedef struct pd_limits {
 } pd_limits;
 
 /* The defaults: 512 MiB memory, 256 pids, 10 s CPU, 20 s wall, 1 core, 256 MiB disk, 1 MiB output
- * kept per stream (killed at 64 MiB), 256 files, fsize = disk, 8 MiB stack. */
+ * kept per stream (killed at 64 MiB), 256 files, no file-size limit but the disk, 8 MiB stack. */
 pd_limits pd_limits_default(void);
 
 /* ---- results --------------------------------------------------------------------------------- */

@@ -78,7 +78,7 @@ pd_limits pd_limits_default(void)
 		.output_bytes = 1ull << 20,
 		.output_kill_bytes = 64ull << 20,
 		.nofile = 256,
-		.fsize_bytes = 0, /* = disk */
+		.fsize_bytes = 0, /* none: the disk size bounds files (ENOSPC) */
 		.stack_bytes = 8ull << 20,
 	};
 	return l;
@@ -516,7 +516,7 @@ static int build_exec_msg(const pd_sandbox *s, const pd_exec_opts *o, char **out
 	/* the per-process CPU rlimit is a backstop; the cgroup check ends the sandbox first */
 	x->rl_cpu_s = cpu_ms ? cpu_ms / 1000 + 2 : 0;
 	x->rl_nofile = s->lim.nofile;
-	x->rl_fsize = s->lim.fsize_bytes ? s->lim.fsize_bytes : s->lim.disk_bytes;
+	x->rl_fsize = s->lim.fsize_bytes; /* the disk size already bounds every file: ENOSPC */
 	x->rl_stack = s->lim.stack_bytes;
 	char *p = b + sizeof *x;
 	p = stpcpy(p, cwd) + 1;
