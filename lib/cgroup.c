@@ -324,8 +324,10 @@ static int v1_stats(pd_cg *g, pd_cg_stats *st)
 	st->pids_current = cg_read_u64(g->dirs[g->pids_i], "pids.current");
 	if (st->pids_current > g->pids_peak_sampled)
 		g->pids_peak_sampled = st->pids_current;
-	st->pids_peak = g->pids_peak_sampled;
-	st->pids_peak_exact = false;
+	/* newer kernels keep pids.peak on v1 too; older ones leave us our samples */
+	uint64_t peak = cg_read_u64(g->dirs[g->pids_i], "pids.peak");
+	st->pids_peak_exact = peak > 0;
+	st->pids_peak = peak > 0 ? peak : g->pids_peak_sampled;
 	return 0;
 }
 
@@ -457,4 +459,35 @@ int pd_cgroups_init(pd_cgroups *cg, int version, const char *root, bool fake, pd
 	}
 	cg->v1_n = 4;
 	return 0;
+}
+
+/* A paddock process killed with SIGKILL cannot remove its sandboxes' cgroups (their processes die
+ * with the sandbox's init, the directories stay). The next context removes them. */
+int pd_cgroups_sweep(pd_cgroups *cg, bool (*is_dead)(const char *owner, void *arg), void *arg)
+{
+	int removed = 0;
+	int n = cg->version == 2 ? 1 : cg->v1_n;
+	for (int i = 0; i < n; i++) {
+		const char *parent = cg->version == 2 ? cg->v2_root : cg->v1_dirs[i];
+		DIR *d = opendir(parent);
+		struct dirent *de;
+		while (d && (de = readdir(d))) {
+			char owner[16];
+			if (strncmp(de->d_name, "sb-", 3) || strlen(de->d_name) < 12 || de->d_name[11] != '-')
+				continue;
+			memcpy(owner, de->d_name + 3, 8);
+			owner[8] = 0;
+			if (!is_dead(owner, arg))
+				continue;
+			char dir[PD_PATH];
+			if (snprintf(dir, sizeof dir, "%s/%s", parent, de->d_name) >= (int)sizeof dir)
+				continue;
+			kill_procs_in(dir);
+			if (cg_rmdir(dir, cg->fake) == 0)
+				removed++;
+		}
+		if (d)
+			closedir(d);
+	}
+	return removed;
 }

@@ -46,6 +46,9 @@ struct pd_cgroups {
 };
 
 int pd_cgroups_init(pd_cgroups *cg, int version, const char *root, bool fake, pd_err *e);
+/* Removes sandbox cgroups ("sb-<owner>-<n>") whose owner is dead: is_dead(owner) says so.
+ * Returns how many were removed. */
+int pd_cgroups_sweep(pd_cgroups *cg, bool (*is_dead)(const char *owner, void *arg), void *arg);
 
 /* ---- seccomp (seccomp.c): policies compiled once into BPF ------------------------------------ */
 
@@ -95,6 +98,7 @@ struct pd_ctx {
 	pthread_mutex_t lock;
 	uint64_t seq;
 	uint32_t run_id;
+	int owner_fd; /* flock held on <state>/owners/<run_id> while this context lives */
 };
 
 /* ---- small helpers (util.c) ------------------------------------------------------------------ */

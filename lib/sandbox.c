@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -86,6 +87,39 @@ pd_limits pd_limits_default(void)
 
 /* ---- context --------------------------------------------------------------------------------- */
 
+/* An owner is dead when nobody holds the flock on its file in <state>/owners. */
+static bool owner_dead(const char *owner, void *arg)
+{
+	const pd_ctx *c = arg;
+	char self[16];
+	snprintf(self, sizeof self, "%08" PRIx32, c->run_id);
+	if (!strcmp(owner, self))
+		return false;
+	char p[PD_PATH];
+	snprintf(p, sizeof p, "%s/owners/%s", c->state_dir, owner);
+	int fd = open(p, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	bool dead = flock(fd, LOCK_EX | LOCK_NB) == 0;
+	if (dead)
+		unlink(p);
+	close(fd);
+	return dead;
+}
+
+static int take_owner_lock(pd_ctx *c, pd_err *e)
+{
+	char p[PD_PATH];
+	snprintf(p, sizeof p, "%s/owners", c->state_dir);
+	if (pd_mkdir_p(p, 0700) < 0)
+		return pd_fail(e, errno, "mkdir %s", p);
+	snprintf(p, sizeof p, "%s/owners/%08" PRIx32, c->state_dir, c->run_id);
+	c->owner_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (c->owner_fd < 0 || flock(c->owner_fd, LOCK_EX | LOCK_NB) < 0)
+		return pd_fail(e, errno, "lock %s", p);
+	return 0;
+}
+
 pd_ctx *pd_ctx_new(const pd_ctx_opts *o, pd_err *e)
 {
 	pd_ctx_opts none = {0};
@@ -101,6 +135,7 @@ pd_ctx *pd_ctx_new(const pd_ctx_opts *o, pd_err *e)
 		return NULL;
 	}
 	pthread_mutex_init(&c->lock, NULL);
+	c->owner_fd = -1;
 	const char *sd = o->state_dir ? o->state_dir : getenv("PADDOCK_STATE_DIR");
 	snprintf(c->state_dir, sizeof c->state_dir, "%s", sd && *sd ? sd : "/var/lib/paddock");
 	snprintf(c->default_image, sizeof c->default_image, "%s/images/host", c->state_dir);
@@ -118,6 +153,9 @@ pd_ctx *pd_ctx_new(const pd_ctx_opts *o, pd_err *e)
 		goto fail;
 	if (pd_cgroups_init(&c->cg, o->cgroup_version, o->cgroup_root, o->cgroup_fake, e) < 0)
 		goto fail;
+	if (take_owner_lock(c, e) < 0)
+		goto fail;
+	pd_cgroups_sweep(&c->cg, owner_dead, c);
 	if (pd_seccomp_compile_base(&c->bpf_base, e) < 0 || pd_seccomp_compile_audit(&c->bpf_audit, e) < 0)
 		goto fail;
 	if (pd_slots_init(&c->slots, c->state_dir, e) < 0)
@@ -135,6 +173,12 @@ void pd_ctx_free(pd_ctx *c)
 	pd_bpf_free(&c->bpf_base);
 	pd_bpf_free(&c->bpf_audit);
 	pd_slots_free(c->slots);
+	if (c->owner_fd >= 0) {
+		char p[PD_PATH];
+		snprintf(p, sizeof p, "%s/owners/%08" PRIx32, c->state_dir, c->run_id);
+		unlink(p);
+		close(c->owner_fd);
+	}
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }
