@@ -293,6 +293,8 @@ int cmd_exec(int argc, char **argv)
 	}
 	if (rc < 0 || r.status == PD_XX)
 		cli_error("sandbox fault: %s", r.error[0] ? r.error : e.msg);
+	else if (r.error[0])
+		cli_error("%s", r.error); /* e.g. the program could not be executed */
 	if (json && pd_result_write_json(&r, STDOUT_FILENO, true) < 0)
 		cli_error("write result: %s", strerror(errno));
 	if (result_file) {

@@ -463,6 +463,23 @@ static pid_t refuse(int err, const char *what)
 	return -1;
 }
 
+struct spawn {
+	const child_cfg *c;
+	const struct msg_exec *x;
+	const char *cwd;
+	int *fds;
+	int nfds;
+	int errfd;
+};
+
+static char g_stack[128 * 1024] __attribute__((aligned(16)));
+
+static int spawn_entry(void *arg)
+{
+	struct spawn *sp = arg;
+	become_program(sp->c, sp->x, sp->cwd, sp->fds, sp->nfds, sp->errfd);
+}
+
 static pid_t start_program(const child_cfg *c, ssize_t len, int *fds, int nfds)
 {
 	struct msg_exec *x = (struct msg_exec *)g_buf;
@@ -491,11 +508,20 @@ static pid_t start_program(const child_cfg *c, ssize_t len, int *fds, int nfds)
 	int rep[2];
 	if (pipe2(rep, O_CLOEXEC) < 0)
 		return refuse(errno, "pipe");
-	pid_t pid = fork();
-	if (pid == 0) {
-		close(rep[0]);
-		close(g_sock);
-		become_program(c, x, cwd, fds, nfds, rep[1]);
+	pid_t pid;
+	if (!x->audit) {
+		/* the fast path: the child borrows init's memory until it execs (posix_spawn's way),
+		 * so no page table is copied and init resumes only once the program runs or failed */
+		struct spawn sp = {c, x, cwd, fds, nfds, rep[1]};
+		pid = clone(spawn_entry, g_stack + sizeof g_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &sp);
+	} else {
+		/* audited: init must keep running to pass the listener on while the program's own
+		 * execve waits for the host, so the child gets a copy of init instead */
+		pid = fork();
+		if (pid == 0) {
+			close(rep[0]);
+			become_program(c, x, cwd, fds, nfds, rep[1]);
+		}
 	}
 	int forkerr = errno;
 	close(rep[1]);
@@ -503,35 +529,28 @@ static pid_t start_program(const child_cfg *c, ssize_t len, int *fds, int nfds)
 		close(rep[0]);
 		return refuse(forkerr, "fork");
 	}
-	/* the program's first report: its audit listener (if any), then EOF on a successful execve
-	 * or an error record */
-	struct msg_started st = {MSG_STARTED, pid, -1};
+	/* the program's reports: its audit listener (if any), then EOF on a successful execve or
+	 * an error record; without audit the child has already execed or exited here */
 	union {
 		struct msg_started s;
 		struct msg_error e;
 	} r;
 	ssize_t n;
-	bool sent = false;
 	for (;;) {
 		do
 			n = read(rep[0], &r, sizeof r);
 		while (n < 0 && errno == EINTR);
-		if (n >= (ssize_t)sizeof r.s && r.s.type == MSG_STARTED && !sent) {
-			st.listener_fd = r.s.listener_fd;
+		if (n >= (ssize_t)sizeof r.s && r.s.type == MSG_STARTED) {
+			struct msg_started st = {MSG_STARTED, pid, r.s.listener_fd};
 			send(g_sock, &st, sizeof st, MSG_NOSIGNAL);
-			sent = true;
 			continue;
 		}
 		break;
 	}
 	close(rep[0]);
-	if (n >= (ssize_t)sizeof r.e && r.e.type == MSG_EXEC_FAILED) {
+	if (n >= (ssize_t)sizeof r.e && r.e.type == MSG_EXEC_FAILED)
 		send(g_sock, &r.e, sizeof r.e, MSG_NOSIGNAL);
-		return pid; /* still reaped and reported as exited (127) */
-	}
-	if (!sent)
-		send(g_sock, &st, sizeof st, MSG_NOSIGNAL);
-	return pid;
+	return pid; /* reaped and reported as exited (127 if it failed) */
 bad:
 	return refuse(EINVAL, "malformed exec request");
 }
