@@ -13,8 +13,9 @@ BIN     ?= bin
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wformat=2 -Wformat-security -Wno-format-nonliteral -Wno-format-truncation -Wpointer-arith -Wvla \
            -Wundef -Wcast-align -Wwrite-strings -Wimplicit-fallthrough
-CFLAGS  ?= -O2 -g
-CFLAGS  += -std=gnu11 $(WARN) -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE -Ilib
+CFLAGS  ?= -O2 -g -D_FORTIFY_SOURCE=2
+# flags the code needs whatever CFLAGS a caller passes (make asan overrides CFLAGS)
+override CFLAGS += -std=gnu11 $(WARN) -fstack-protector-strong -fPIE -Ilib
 LDFLAGS += -pie -Wl,-z,relro,-z,now
 LDLIBS  := -lseccomp -lpthread
 

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <linux/perf_event.h>
 #include <pthread.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -22,6 +23,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -29,8 +31,8 @@
 
 extern char **environ;
 
-#define MAX_WORKERS 2   /* the throughput cells: 1 worker, then 2 */
-#define WARMUP 5        /* untimed operations before the latency phase (page cache, slot files) */
+#define MAX_WORKERS 2 /* the throughput cells: 1 worker, then 2 */
+#define WARMUP 5      /* untimed operations before the latency phase (page cache, slot files) */
 #define ERR_LEN 256
 
 static uint64_t now_ns(void)
@@ -43,9 +45,9 @@ static uint64_t now_ns(void)
 /* ---- what the workers share (read-only while they run) --------------------------------------- */
 
 typedef struct bench_env {
-	pd_ctx *ctx;            /* NULL when the library could not start: lib cases are skipped */
-	pd_sandbox_opts so;     /* full isolation, default limits */
-	pd_exec_opts xo;        /* /bin/true, stdin from /dev/null, output kept (not passed through) */
+	pd_ctx *ctx;        /* NULL when the library could not start: lib cases are skipped */
+	pd_sandbox_opts so; /* full isolation, default limits */
+	pd_exec_opts xo;    /* /bin/true, stdin /dev/null, output kept (not passed through) */
 } bench_env;
 
 typedef struct worker worker;
@@ -68,9 +70,11 @@ typedef struct tp_cell {
 	int workers;
 	uint64_t ok, failed;
 	double secs, ops_s;
-	double cpu_ms_op;  /* getrusage self + reaped children, per OK operation */
-	double host_ms_op; /* busy time of all CPUs (/proc/stat), per OK operation: includes kernel
-			    * workers (namespace teardown is deferred to them) and anything else running */
+	double max_op_ms;   /* the slowest operation: a stall shows here and in secs */
+	bool cpu_from_perf; /* cpu_ms_op from an inherited task-clock counter, else getrusage */
+	double cpu_ms_op;   /* CPU of this process and all it started, per OK operation */
+	double host_ms_op;  /* busy time of all CPUs (/proc/stat) per OK operation: adds kernel
+			     * workers (namespace teardown is deferred to them) and other load */
 } tp_cell;
 
 typedef struct bench_case {
@@ -104,6 +108,7 @@ struct worker {
 	uint64_t part_us[3];
 	/* throughput: the start signal and the end of the cell */
 	struct tp_run *run;
+	uint64_t max_op_ns;
 };
 
 static int record_failure(worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -157,7 +162,8 @@ static int spawn_op(worker *w)
 {
 	pid_t pid;
 	/* POSIX declares argv as char *const[] for historical reasons; it is never written to */
-	int err = posix_spawn(&pid, w->bc->argv[0], &w->fa, NULL, (char *const *)w->bc->argv, environ);
+	char *const *argv = (char *const *)w->bc->argv;
+	int err = posix_spawn(&pid, argv[0], &w->fa, NULL, argv, environ);
 	if (err)
 		return record_failure(w, "spawn %s: %s", w->bc->argv[0], strerror(err));
 	int st;
@@ -194,16 +200,19 @@ static void spawn_cleanup(worker *w)
 	w->nullfd = w->errfd = -1;
 }
 
-/* ---- library, in process ----------------------------------------------------------------------- */
+/* ---- library, in process --------------------------------------------------------------------- */
 
 /* A result counts only if the program ran to OK; anything else is what the row would hide. */
 static int check_result(worker *w, int rc, const pd_result *r, const pd_err *e)
 {
 	if (rc < 0 && r->status != PD_XX)
 		return record_failure(w, "%s", e->msg);
+	if (r->status == PD_XX)
+		return record_failure(w, "XX: %s", r->error[0] ? r->error : e->msg);
 	if (r->status != PD_OK)
-		return record_failure(w, "%s%s%s", pd_status_name(r->status), r->error[0] ? ": " : "",
-				      r->error[0] ? r->error : (rc < 0 ? e->msg : ""));
+		return record_failure(w, "%s after %" PRIu64 " ms (exit %d, signal %d)%s%s",
+				      pd_status_name(r->status), r->wall_ms, r->exit_code,
+				      r->signal, r->error[0] ? ": " : "", r->error);
 	return 0;
 }
 
@@ -262,7 +271,7 @@ static void lib_exec_cleanup(worker *w)
 /* One exec in this worker's long-lived sandbox: what a session pays per command. */
 static int lib_exec_op(worker *w)
 {
-	/* a sandbox that a failure left unusable is replaced, so one fault is one failure, not all */
+	/* a sandbox left unusable by a failure is replaced: one fault is one failure, not all */
 	if (!w->sb || pd_sandbox_state(w->sb) != PD_READY) {
 		lib_exec_cleanup(w);
 		if (lib_exec_setup(w) < 0)
@@ -283,7 +292,7 @@ static const bench_kind kind_lib_run = {NULL, lib_run_op, NULL};
 static const bench_kind kind_lib_create = {NULL, lib_create_op, NULL};
 static const bench_kind kind_lib_exec = {lib_exec_setup, lib_exec_op, lib_exec_cleanup};
 
-/* ---- drivers ----------------------------------------------------------------------------------- */
+/* ---- drivers --------------------------------------------------------------------------------- */
 
 static void worker_init(worker *w, const bench_env *env, const bench_case *bc)
 {
@@ -349,8 +358,12 @@ static void measure_latency(const bench_env *env, bench_case *bc, int iterations
 		double sum = 0;
 		for (size_t i = 0; i < n; i++)
 			sum += (double)ns[i];
-		bc->lat = (lat_stats){n, percentile_ms(ns, n, 50), percentile_ms(ns, n, 99),
-				      sum / (double)n / 1e6, (double)ns[0] / 1e6, (double)ns[n - 1] / 1e6};
+		bc->lat.n = n;
+		bc->lat.p50 = percentile_ms(ns, n, 50);
+		bc->lat.p99 = percentile_ms(ns, n, 99);
+		bc->lat.mean = sum / (double)n / 1e6;
+		bc->lat.min = (double)ns[0] / 1e6;
+		bc->lat.max = (double)ns[n - 1] / 1e6;
 		bc->lat_done = true;
 		bc->parts_n = n;
 		memcpy(bc->part_us, w.part_us, sizeof bc->part_us);
@@ -376,10 +389,36 @@ static void *tp_worker(void *arg)
 		pthread_cond_wait(&run->cond, &run->lock);
 	uint64_t deadline = run->deadline_ns;
 	pthread_mutex_unlock(&run->lock);
-	while (now_ns() < deadline)
-		if (w->bc->kind->op(w) == 0)
+	for (uint64_t t0 = now_ns(); t0 < deadline;) {
+		int rc = w->bc->kind->op(w);
+		uint64_t t1 = now_ns();
+		if (t1 - t0 > w->max_op_ns)
+			w->max_op_ns = t1 - t0;
+		if (rc == 0)
 			w->ok++;
+		t0 = t1;
+	}
 	return NULL;
+}
+
+/* A task-clock counter inherited by every thread and process started after it opens. Better than
+ * getrusage(RUSAGE_CHILDREN), which only sees descendants that were waited for: bwrap's outer
+ * process exits without reaping its pid-1 child, so half of bwrap's CPU would go unseen.
+ * -1 when perf events are not allowed here; getrusage is then the fallback. */
+static int cpu_counter_open(void)
+{
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.size = sizeof a;
+	a.config = PERF_COUNT_SW_TASK_CLOCK;
+	a.inherit = 1;
+	return (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static double tv_ms(struct timeval tv)
+{
+	return (double)tv.tv_sec * 1000.0 + (double)tv.tv_usec / 1000.0;
 }
 
 static double rusage_ms(void)
@@ -387,9 +426,16 @@ static double rusage_ms(void)
 	struct rusage s, c;
 	getrusage(RUSAGE_SELF, &s);
 	getrusage(RUSAGE_CHILDREN, &c);
-	double us = (double)(s.ru_utime.tv_sec + s.ru_stime.tv_sec + c.ru_utime.tv_sec + c.ru_stime.tv_sec) * 1e6 +
-		    (double)(s.ru_utime.tv_usec + s.ru_stime.tv_usec + c.ru_utime.tv_usec + c.ru_stime.tv_usec);
-	return us / 1000.0;
+	return tv_ms(s.ru_utime) + tv_ms(s.ru_stime) + tv_ms(c.ru_utime) + tv_ms(c.ru_stime);
+}
+
+/* CPU used so far by this process and its descendants that have ended, in ms. */
+static double cpu_ms(int counter)
+{
+	uint64_t ns;
+	if (counter >= 0 && read(counter, &ns, sizeof ns) == (ssize_t)sizeof ns)
+		return (double)ns / 1e6;
+	return rusage_ms();
 }
 
 /* Busy time of all CPUs since boot (user, nice, system, irq, softirq), in ms; -1 if unknown. */
@@ -399,8 +445,8 @@ static double host_busy_ms(void)
 	if (!f)
 		return -1;
 	unsigned long long user, nice, sys, idle, iowait, irq, softirq;
-	int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &user, &nice, &sys, &idle, &iowait,
-		       &irq, &softirq);
+	int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &user, &nice, &sys, &idle,
+		       &iowait, &irq, &softirq);
 	fclose(f);
 	if (n != 7)
 		return -1;
@@ -419,6 +465,8 @@ static void measure_throughput(const bench_env *env, bench_case *bc, int slot, i
 	pthread_mutex_init(&run.lock, NULL);
 	pthread_cond_init(&run.cond, NULL);
 	bool setup_ok = true;
+	/* opened before the workers exist, so that they and everything they start inherit it */
+	int counter = cpu_counter_open();
 	for (int i = 0; i < nworkers; i++) {
 		worker_init(&w[i], env, bc);
 		w[i].run = &run;
@@ -433,7 +481,7 @@ static void measure_throughput(const bench_env *env, bench_case *bc, int slot, i
 		} else
 			started[i] = true;
 	}
-	double cpu0 = rusage_ms(), host0 = host_busy_ms();
+	double cpu0 = cpu_ms(counter), host0 = host_busy_ms();
 	uint64_t t0 = now_ns();
 	pthread_mutex_lock(&run.lock);
 	/* a cell that could not start every worker releases the ones it has at once */
@@ -446,15 +494,19 @@ static void measure_throughput(const bench_env *env, bench_case *bc, int slot, i
 			pthread_join(th[i], NULL);
 	/* the cell lasts until its last operation ends: operations are never cut short */
 	uint64_t t1 = now_ns();
-	uint64_t ok = 0, failed = 0;
+	uint64_t ok = 0, failed = 0, max_op = 0;
 	for (int i = 0; i < nworkers; i++) {
 		ok += w[i].ok;
 		failed += w[i].failed;
+		if (w[i].max_op_ns > max_op)
+			max_op = w[i].max_op_ns;
 		/* cleanup comes before the CPU snapshot: a long-lived sandbox's children are only
 		 * reaped (and their CPU counted) when it is destroyed */
 		worker_done(&w[i], bc);
 	}
-	double cpu1 = rusage_ms(), host1 = host_busy_ms();
+	double cpu1 = cpu_ms(counter), host1 = host_busy_ms();
+	if (counter >= 0)
+		close(counter);
 	pthread_cond_destroy(&run.cond);
 	pthread_mutex_destroy(&run.lock);
 	if (!setup_ok)
@@ -465,11 +517,13 @@ static void measure_throughput(const bench_env *env, bench_case *bc, int slot, i
 	cell->failed = failed;
 	cell->secs = (double)(t1 - t0) / 1e9;
 	cell->ops_s = (double)ok / cell->secs;
+	cell->max_op_ms = (double)max_op / 1e6;
+	cell->cpu_from_perf = counter >= 0;
 	cell->cpu_ms_op = ok ? (cpu1 - cpu0) / (double)ok : -1;
 	cell->host_ms_op = ok && host0 >= 0 && host1 >= 0 ? (host1 - host0) / (double)ok : -1;
 }
 
-/* ---- output ------------------------------------------------------------------------------------ */
+/* ---- output ---------------------------------------------------------------------------------- */
 
 typedef struct machine {
 	long cpus;
@@ -497,16 +551,19 @@ static double ratio(const bench_case *c, const bench_case *base, int slot)
 	return c->tp[slot].ops_s / base->tp[slot].ops_s;
 }
 
-static void print_table(const machine *m, const bench_case *cases, size_t ncases, const bench_case *floor_c,
-			const bench_case *bwrap_c, int iterations, uint64_t duration_ms)
+static void print_table(const machine *m, const bench_case *cases, size_t ncases,
+			const bench_case *floor_c, const bench_case *bwrap_c, int iterations,
+			uint64_t duration_ms)
 {
 	int last = MAX_WORKERS - 1;
-	printf("paddock bench — %ld CPU%s, Linux %s, cgroup %s, %d iterations, %g s per throughput cell\n",
+	printf("paddock bench — %ld CPU%s, Linux %s, cgroup %s, %d iterations, "
+	       "%g s per throughput cell\n",
 	       m->cpus, m->cpus == 1 ? "" : "s", m->kernel, m->cgroup, iterations,
 	       (double)duration_ms / 1000.0);
 	printf("load average at start: %.2f %.2f %.2f\n\n", m->load[0], m->load[1], m->load[2]);
-	printf("%-32s %8s %8s %8s %9s %9s %11s %11s %9s %9s %6s\n", "case", "p50 ms", "p99 ms", "mean ms",
-	       "ops/s 1w", "ops/s 2w", "x floor(2w)", "x bwrap(2w)", "cpu ms/op", "host ms/op", "fails");
+	printf("%-32s %8s %8s %8s %9s %9s %11s %11s %9s %9s %6s\n", "case", "p50 ms", "p99 ms",
+	       "mean ms", "ops/s 1w", "ops/s 2w", "x floor(2w)", "x bwrap(2w)", "cpu ms/op",
+	       "host ms/op", "fails");
 	for (size_t i = 0; i < ncases; i++) {
 		const bench_case *c = &cases[i];
 		if (!c->selected)
@@ -519,8 +576,8 @@ static void print_table(const machine *m, const bench_case *cases, size_t ncases
 		cell_num(8, 2, c->lat.p50, c->lat_done);
 		cell_num(8, 2, c->lat.p99, c->lat_done);
 		cell_num(8, 2, c->lat.mean, c->lat_done);
-		cell_num(9, 0, c->tp[0].ops_s, have_tp(c, 0));
-		cell_num(9, 0, c->tp[last].ops_s, have_tp(c, last));
+		cell_num(9, 0, c->tp[0].ops_s, c->tp[0].done);
+		cell_num(9, 0, c->tp[last].ops_s, c->tp[last].done);
 		bool fl = have_tp(c, last) && have_tp(floor_c, last);
 		cell_num(11, 3, fl ? ratio(c, floor_c, last) : 0, fl);
 		bool bw = c != floor_c && have_tp(c, last) && have_tp(bwrap_c, last);
@@ -537,7 +594,17 @@ static void print_table(const machine *m, const bench_case *cases, size_t ncases
 		if (c->skip)
 			printf("  %s: skipped: %s\n", c->key, c->skip);
 		if (c->failed)
-			printf("  %s: %" PRIu64 " failed operations; first: %s\n", c->key, c->failed, c->error);
+			printf("  %s: %" PRIu64 " failed operations; first: %s\n", c->key,
+			       c->failed, c->error);
+		for (int s = 0; s < MAX_WORKERS; s++) {
+			const tp_cell *t = &c->tp[s];
+			/* operations are never cut short: one stall stretches its cell */
+			if (t->done && t->secs > 1.25 * (double)duration_ms / 1000.0)
+				printf("  %s: the %d-worker cell ran %.1f s instead of %g s: its "
+				       "slowest operation took %.0f ms\n",
+				       c->key, t->workers, t->secs, (double)duration_ms / 1000.0,
+				       t->max_op_ms);
+		}
 		if (c->parts_n && c->part_names[0]) {
 			printf("  %s: mean", c->key);
 			for (int p = 0; p < 3; p++)
@@ -547,10 +614,15 @@ static void print_table(const machine *m, const bench_case *cases, size_t ncases
 			printf(" (latency phase)\n");
 		}
 	}
-	printf("  ops/s count OK operations only; x floor/x bwrap = throughput with %d workers relative "
-	       "to that row;\n  cpu ms/op = getrusage self+children, host ms/op = all CPUs busy "
-	       "(/proc/stat, includes\n  kernel workers and other load), both over the 1-worker cell.\n",
-	       MAX_WORKERS);
+	bool rusage = false;
+	for (size_t i = 0; i < ncases; i++)
+		rusage |= cases[i].tp[0].done && !cases[i].tp[0].cpu_from_perf;
+	printf("  ops/s counts OK operations only; x floor, x bwrap: throughput with %d workers "
+	       "over that row's.\n  cpu ms/op: %s; host ms/op: all CPUs\n  busy (/proc/stat: "
+	       "adds kernel workers and anything else running); both from the 1-worker cell.\n",
+	       MAX_WORKERS,
+	       rusage ? "getrusage self+reaped children (misses orphaned descendants)"
+		      : "task-clock of the bench and all it started");
 }
 
 static void json_str(const char *s)
@@ -579,8 +651,9 @@ static void json_num(double v, bool have)
 		fputs("null", stdout);
 }
 
-static void print_json(const machine *m, const bench_case *cases, size_t ncases, const bench_case *floor_c,
-		       const bench_case *bwrap_c, int iterations, uint64_t duration_ms)
+static void print_json(const machine *m, const bench_case *cases, size_t ncases,
+		       const bench_case *floor_c, const bench_case *bwrap_c, int iterations,
+		       uint64_t duration_ms)
 {
 	printf("{\"machine\":{\"cpus\":%ld,\"kernel\":", m->cpus);
 	json_str(m->kernel);
@@ -605,20 +678,27 @@ static void print_json(const machine *m, const bench_case *cases, size_t ncases,
 		json_str(c->error[0] ? c->error : NULL);
 		printf(",\"latency_ms\":");
 		if (c->lat_done)
-			printf("{\"n\":%zu,\"p50\":%.4f,\"p99\":%.4f,\"mean\":%.4f,\"min\":%.4f,\"max\":%.4f}",
-			       c->lat.n, c->lat.p50, c->lat.p99, c->lat.mean, c->lat.min, c->lat.max);
+			printf("{\"n\":%zu,\"p50\":%.4f,\"p99\":%.4f,\"mean\":%.4f,"
+			       "\"min\":%.4f,\"max\":%.4f}",
+			       c->lat.n, c->lat.p50, c->lat.p99, c->lat.mean, c->lat.min,
+			       c->lat.max);
 		else
 			fputs("null", stdout);
 		printf(",\"throughput\":[");
 		for (int s = 0; s < MAX_WORKERS; s++) {
 			const tp_cell *t = &c->tp[s];
-			printf("%s{\"workers\":%d,\"ok\":%" PRIu64 ",\"failures\":%" PRIu64 ",\"seconds\":",
+			printf("%s{\"workers\":%d,\"ok\":%" PRIu64 ",\"failures\":%" PRIu64
+			       ",\"seconds\":",
 			       s ? "," : "", s + 1, t->ok, t->failed);
 			json_num(t->secs, t->done);
 			printf(",\"ops_per_s\":");
 			json_num(t->ops_s, t->done);
+			printf(",\"max_op_ms\":");
+			json_num(t->max_op_ms, t->done);
 			printf(",\"cpu_ms_per_op\":");
 			json_num(t->cpu_ms_op, t->done && t->cpu_ms_op >= 0);
+			printf(",\"cpu_source\":");
+			json_str(t->done ? (t->cpu_from_perf ? "task-clock" : "getrusage") : NULL);
 			printf(",\"host_cpu_ms_per_op\":");
 			json_num(t->host_ms_op, t->done && t->host_ms_op >= 0);
 			printf(",\"x_floor\":");
@@ -647,7 +727,7 @@ static void print_json(const machine *m, const bench_case *cases, size_t ncases,
 	printf("]}\n");
 }
 
-/* ---- command line ------------------------------------------------------------------------------ */
+/* ---- command line ---------------------------------------------------------------------------- */
 
 static void bench_usage(FILE *f)
 {
@@ -655,13 +735,14 @@ static void bench_usage(FILE *f)
 	      "\n"
 	      "Measures, side by side in one run, the start of /bin/true as:\n"
 	      "  floor        posix_spawn + waitpid, no isolation\n"
-	      "  bwrap        bubblewrap with the same namespaces (user, pid, net, ipc, uts, cgroup, mount)\n"
+	      "  bwrap        bubblewrap, same namespaces (user pid net ipc uts cgroup mount)\n"
 	      "  cli          the paddock command itself: paddock exec -q -- /bin/true\n"
 	      "  lib          pd_run in process: create + exec + destroy, default limits\n"
 	      "  lib-create   pd_sandbox_create + pd_sandbox_destroy, no exec\n"
 	      "  lib-exec     pd_sandbox_exec repeated in one long-lived sandbox per worker\n"
-	      "Each case: latency (p50, p99, mean) over N operations with 1 worker, then throughput\n"
-	      "with 1 and 2 workers (threads) over a fixed time, and ratios to floor and bwrap.\n"
+	      "Each case: latency (p50, p99, mean) over N operations with 1 worker, then\n"
+	      "throughput with 1 and 2 workers (threads) over a fixed time, and ratios to floor\n"
+	      "and bwrap.\n"
 	      "\n"
 	      "options:\n"
 	      "  -n, --iterations N     operations timed for latency (default 200)\n"
@@ -670,7 +751,8 @@ static void bench_usage(FILE *f)
 	      "  --only LIST            comma list of cases to run (default: all)\n"
 	      "  --json                 one JSON object with all figures on stdout\n"
 	      "\n"
-	      "exit status: 0 all operations succeeded; 2 some failed (see the notes); 64 bad usage.\n"
+	      "exit status: 0 all operations succeeded; 2 some failed (see the notes);\n"
+	      "             64 bad usage.\n"
 	      "Needs root for the paddock cases.\n",
 	      f);
 }
@@ -693,7 +775,7 @@ static bool find_in_path(const char *name, char *buf, size_t len)
 	return false;
 }
 
-/* Marks the cases named in a comma list; returns the unknown name's position, or NULL if all known. */
+/* Marks the cases named in a comma list; returns where an unknown name starts, or NULL. */
 static const char *select_cases(bench_case *cases, size_t ncases, const char *list)
 {
 	for (size_t i = 0; i < ncases; i++)
@@ -728,20 +810,27 @@ int cmd_bench(int argc, char **argv)
 	/* the namespaces paddock uses, and a root that can run /bin/true (usrmerged host) */
 	const char *const argv_bwrap[] = {
 		bwrap_path, "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc",
-		"--unshare-uts", "--unshare-cgroup", "--die-with-parent", "--ro-bind", "/usr", "/usr",
-		"--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64",
-		"/lib64", "--symlink", "usr/sbin", "/sbin", "--proc", "/proc", "--dev", "/dev", "--tmpfs",
-		"/tmp", "/bin/true", NULL};
+		"--unshare-uts", "--unshare-cgroup", "--die-with-parent",
+		"--ro-bind", "/usr", "/usr",
+		"--symlink", "usr/bin", "/bin",
+		"--symlink", "usr/lib", "/lib",
+		"--symlink", "usr/lib64", "/lib64",
+		"--symlink", "usr/sbin", "/sbin",
+		"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+		"/bin/true", NULL};
 	/* /proc/self/exe: the very binary running the bench, even if a rebuild replaced the file */
 	const char *const argv_cli[] = {"/proc/self/exe", "exec", "-q", "--", "/bin/true", NULL};
 	bench_case cases[] = {
-		{.key = "floor", .label = "floor: spawn /bin/true", .kind = &kind_spawn, .argv = argv_floor},
-		{.key = "bwrap", .label = "bwrap /bin/true", .kind = &kind_spawn, .argv = argv_bwrap},
-		{.key = "cli", .label = "paddock exec (CLI process)", .kind = &kind_spawn, .argv = argv_cli},
+		{.key = "floor", .label = "floor: spawn /bin/true", .kind = &kind_spawn,
+		 .argv = argv_floor},
+		{.key = "bwrap", .label = "bwrap /bin/true", .kind = &kind_spawn,
+		 .argv = argv_bwrap},
+		{.key = "cli", .label = "paddock exec (CLI process)", .kind = &kind_spawn,
+		 .argv = argv_cli},
 		{.key = "lib", .label = "lib pd_run create+exec+destroy", .kind = &kind_lib_run,
 		 .part_names = {"setup", "exec", "teardown"}},
-		{.key = "lib-create", .label = "lib create+destroy (no exec)", .kind = &kind_lib_create,
-		 .part_names = {"create", NULL, "destroy"}},
+		{.key = "lib-create", .label = "lib create+destroy (no exec)",
+		 .kind = &kind_lib_create, .part_names = {"create", NULL, "destroy"}},
 		{.key = "lib-exec", .label = "lib exec in a live sandbox", .kind = &kind_lib_exec},
 	};
 	const size_t ncases = sizeof cases / sizeof cases[0];
@@ -761,14 +850,16 @@ int cmd_bench(int argc, char **argv)
 			char *end;
 			long n = strtol(optarg, &end, 10);
 			if (*end || n < 1 || n > 10000000) {
-				cli_error("--iterations: '%s' is not a count from 1 to 10000000", optarg);
+				cli_error("--iterations: '%s' is not a count from 1 to 10000000",
+					  optarg);
 				return EXIT_USAGE;
 			}
 			iterations = (int)n;
 			break;
 		}
 		case 'd':
-			if (pd_parse_duration_ms(optarg, &duration_ms) < 0 || duration_ms > 3600000) {
+			if (pd_parse_duration_ms(optarg, &duration_ms) < 0 ||
+			    duration_ms > 3600000) {
 				cli_error("--duration: '%s' is not a time up to 1 hour", optarg);
 				return EXIT_USAGE;
 			}
@@ -776,8 +867,8 @@ int cmd_bench(int argc, char **argv)
 		case O_ONLY: {
 			const char *bad = select_cases(cases, ncases, optarg);
 			if (bad) {
-				cli_error("--only: unknown case '%.*s' (cases: floor, bwrap, cli, lib, "
-					  "lib-create, lib-exec)",
+				cli_error("--only: unknown case '%.*s' (cases: floor, bwrap, cli, "
+					  "lib, lib-create, lib-exec)",
 					  (int)strcspn(bad, ","), bad);
 				return EXIT_USAGE;
 			}
@@ -824,8 +915,7 @@ int cmd_bench(int argc, char **argv)
 				continue;
 			if (progress)
 				fprintf(stderr, "\r\033[Kbench: %s, %s", bc->label,
-					phase ? (phase == 1 ? "throughput 1 worker" : "throughput 2 workers")
-					      : "latency");
+					phase ? "throughput" : "latency");
 			if (phase == 0)
 				measure_latency(&env, bc, iterations);
 			else
@@ -840,9 +930,11 @@ int cmd_bench(int argc, char **argv)
 		print_json(&m, cases, ncases, floor_c, bwrap_c, iterations, duration_ms);
 	else
 		print_table(&m, cases, ncases, floor_c, bwrap_c, iterations, duration_ms);
+	/* a missing bwrap is the machine's business; a paddock case that could not run is ours */
 	bool failed = false;
 	for (size_t i = 0; i < ncases; i++)
-		if (cases[i].selected && (cases[i].failed || (cases[i].skip && cases[i].kind != &kind_spawn)))
+		if (cases[i].selected &&
+		    (cases[i].failed || (cases[i].skip && cases[i].kind != &kind_spawn)))
 			failed = true;
 	return failed ? EXIT_PADDOCK_FAILED : 0;
 }

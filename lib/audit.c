@@ -33,7 +33,9 @@
 static const char *const builtin_allow[] = {
 	"/usr", "/etc", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/dev/null", "/dev/zero",
 	"/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/pts", "/dev/ptmx",
-	"/proc/self", "/proc/thread-self", "/sys/devices/system/cpu", "/sys/fs/cgroup", NULL,
+	"/proc/self", "/proc/thread-self", "/proc/filesystems", "/proc/meminfo", "/proc/cpuinfo",
+	"/proc/stat", "/proc/loadavg", "/proc/uptime", "/sys/devices/system/cpu",
+	"/sys/devices/system/node", "/sys/fs/cgroup", NULL,
 };
 
 bool pd_path_under(const char *path, const char *const *prefixes)

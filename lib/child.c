@@ -11,7 +11,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <linux/capability.h>
 #include <linux/mount.h>
 #include <linux/seccomp.h>
@@ -37,6 +36,29 @@
 #endif
 
 static int g_sock = -1;
+
+/* glibc's set*id and setgroups broadcast to every thread the process has, and its fork takes the
+ * allocator's locks; this process is a copy of one thread of a possibly multi-threaded host, so
+ * those would wait forever on threads and locks that do not exist here. Raw system calls only. */
+static int raw_setresuid(uid_t u)
+{
+	return (int)syscall(SYS_setresuid, u, u, u);
+}
+
+static int raw_setresgid(gid_t g)
+{
+	return (int)syscall(SYS_setresgid, g, g, g);
+}
+
+static int raw_setgroups_none(void)
+{
+	return (int)syscall(SYS_setgroups, 0, NULL);
+}
+
+static pid_t raw_fork(void)
+{
+	return (pid_t)syscall(SYS_clone, SIGCHLD, 0, NULL, NULL, 0);
+}
 
 /* ---- tiny string helpers (no libc formatting in the child) ---------------------------------- */
 
@@ -322,9 +344,9 @@ static void drop_privileges(uint32_t uid, uint32_t gid)
 		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
 			die("drop bounding capability", errno);
 	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
-	check(setgroups(0, NULL), "setgroups");
-	check(setresgid(gid, gid, gid), "setresgid");
-	check(setresuid(uid, uid, uid), "setresuid");
+	check(raw_setgroups_none(), "setgroups");
+	check(raw_setresgid(gid), "setresgid");
+	check(raw_setresuid(uid), "setresuid");
 	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
 	struct __user_cap_data_struct d[2];
 	memset(d, 0, sizeof d);
@@ -517,7 +539,7 @@ static pid_t start_program(const child_cfg *c, ssize_t len, int *fds, int nfds)
 	} else {
 		/* audited: init must keep running to pass the listener on while the program's own
 		 * execve waits for the host, so the child gets a copy of init instead */
-		pid = fork();
+		pid = raw_fork();
 		if (pid == 0) {
 			close(rep[0]);
 			become_program(c, x, cwd, fds, nfds, rep[1]);
@@ -646,8 +668,8 @@ void pd_child_main(const child_cfg *c)
 	ssize_t n = pd_recv_fds(g_sock, &go, sizeof go, fds, &nfds, PD_MAX_LAYERS + PD_MAX_BINDS);
 	if (n != sizeof go || go.type != MSG_GO || nfds != c->nlayers + c->nbinds)
 		_exit(1);
-	check(setresgid(0, 0, 0), "setresgid 0");
-	check(setresuid(0, 0, 0), "setresuid 0");
+	check(raw_setresgid(0), "setresgid 0");
+	check(raw_setresuid(0), "setresuid 0");
 	check(unshare(CLONE_NEWCGROUP), "cgroup namespace");
 	build_root(c, fds, fds + c->nlayers);
 	for (int i = 0; i < nfds; i++)
