@@ -577,6 +577,85 @@ bad:
 	return refuse(EINVAL, "malformed exec request");
 }
 
+/* ---- file operations for the host, resolved strictly inside the sandbox's root ----------------- */
+
+#ifndef RESOLVE_IN_ROOT
+#define RESOLVE_NO_MAGICLINKS 0x02
+#define RESOLVE_IN_ROOT 0x10
+#endif
+
+struct open_how_ {
+	uint64_t flags, mode, resolve;
+};
+
+/* openat2 with every component, symlinks included, resolved as if "/" were the root (it is ours
+ * anyway, but a sandbox program may plant links to /proc magic links: those are refused) */
+static int open_inside(int dirfd, const char *path, int flags, mode_t mode)
+{
+	struct open_how_ how = {(uint64_t)(flags | O_CLOEXEC), mode,
+				RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+}
+
+/* Splits path into its parent (opened inside the root) and last component. */
+static int open_parent(const char *path, char *base, size_t size)
+{
+	char dir[4096];
+	cat(dir, sizeof dir, path, NULL, NULL);
+	size_t n = strlen(dir);
+	while (n > 1 && dir[n - 1] == '/')
+		dir[--n] = 0;
+	char *slash = strrchr(dir, '/');
+	const char *b = slash ? slash + 1 : dir;
+	if (!*b || !strcmp(b, ".") || !strcmp(b, ".."))
+		return errno = EINVAL, -1;
+	cat(base, size, b, NULL, NULL);
+	if (slash)
+		*(slash == dir ? slash + 1 : slash) = 0;
+	else
+		cat(dir, sizeof dir, "/", NULL, NULL);
+	return open_inside(AT_FDCWD, dir, O_PATH | O_DIRECTORY, 0);
+}
+
+static void do_fileop(const struct msg_fileop *f)
+{
+	struct msg_error r;
+	memset(&r, 0, sizeof r);
+	r.type = MSG_FILEOP_DONE;
+	int fd = -1;
+	char base[256];
+	if (memchr(f->path, 0, sizeof f->path) == NULL) {
+		r.err = ENAMETOOLONG;
+	} else if (f->op == FILEOP_OPEN) {
+		/* O_NONBLOCK: a fifo planted by the program must not hang init */
+		fd = open_inside(AT_FDCWD, f->path, (f->flags & ~O_CLOEXEC) | O_NONBLOCK | O_NOCTTY,
+				 f->mode);
+		if (fd < 0)
+			r.err = errno;
+	} else {
+		int dfd = open_parent(f->path, base, sizeof base);
+		int rc = -1;
+		if (dfd >= 0) {
+			if (f->op == FILEOP_UNLINK)
+				rc = unlinkat(dfd, base, 0);
+			else if (f->op == FILEOP_RMDIR)
+				rc = unlinkat(dfd, base, AT_REMOVEDIR);
+			else if (f->op == FILEOP_MKDIR)
+				rc = mkdirat(dfd, base, f->mode);
+			else
+				errno = EINVAL;
+			if (rc < 0)
+				r.err = errno;
+			close(dfd);
+		} else {
+			r.err = errno;
+		}
+	}
+	pd_send_fds(g_sock, &r, sizeof r, &fd, fd >= 0 ? 1 : 0);
+	if (fd >= 0)
+		close(fd);
+}
+
 static __attribute__((noreturn)) void init_loop(const child_cfg *c)
 {
 	sigset_t mask;
@@ -624,7 +703,10 @@ static __attribute__((noreturn)) void init_loop(const child_cfg *c)
 			if (n <= 0)
 				_exit(0);
 			g_buf[n] = 0;
-			if ((size_t)n >= sizeof(struct msg_exec) &&
+			if ((size_t)n == sizeof(struct msg_fileop) &&
+			    ((struct msg_hdr *)g_buf)->type == MSG_FILEOP) {
+				do_fileop((const struct msg_fileop *)g_buf);
+			} else if ((size_t)n >= sizeof(struct msg_exec) &&
 			    ((struct msg_hdr *)g_buf)->type == MSG_EXEC) {
 				if (nmains == 64) {
 					refuse(EBUSY, "too many execs at once");

@@ -198,6 +198,36 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *x, pd_result *r, pd_err *
  * residue (may be NULL, >= 128 bytes) receives "clean" or what was left. Returns 0 when clean. */
 int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len);
 
+/* ---- files inside a sandbox (for sessions) -------------------------------------------------- */
+/* Paths are resolved by the sandbox's init strictly inside the sandbox's root (openat2 with
+ * RESOLVE_IN_ROOT): symlinks and ".." cannot leave it, /proc magic links are refused, fifos and
+ * devices are refused where a regular file is needed. Not while an exec runs in the sandbox. */
+
+#include <sys/stat.h>
+
+typedef struct pd_dirent {
+	char name[256];
+	mode_t mode;   /* type and permissions (of a symlink itself, not its target) */
+	uint64_t size;
+	int64_t mtime;
+} pd_dirent;
+
+/* Opens path inside the sandbox and returns a host fd to it (caller closes), or -1. */
+int pd_sandbox_open(pd_sandbox *s, const char *path, int flags, mode_t mode, pd_err *e);
+/* Creates or truncates a regular file with data. */
+int pd_sandbox_write_file(pd_sandbox *s, const char *path, const void *data, size_t len, mode_t mode,
+			  pd_err *e);
+/* Reads a regular file; more than max bytes is an error (EFBIG). *out is malloc'd, NUL-terminated. */
+int pd_sandbox_read_file(pd_sandbox *s, const char *path, size_t max, char **out, size_t *len, pd_err *e);
+/* lstat of path inside the sandbox. */
+int pd_sandbox_stat(pd_sandbox *s, const char *path, struct stat *st, pd_err *e);
+/* Lists a directory (without . and ..); *out is malloc'd. */
+int pd_sandbox_list(pd_sandbox *s, const char *path, pd_dirent **out, size_t *n, pd_err *e);
+/* Removes a file, a symlink or an empty directory. */
+int pd_sandbox_remove(pd_sandbox *s, const char *path, pd_err *e);
+/* Creates a directory and its missing parents. */
+int pd_sandbox_mkdir(pd_sandbox *s, const char *path, mode_t mode, pd_err *e);
+
 /* create + exec + destroy, with setup/exec/teardown times and residue in the result. */
 int pd_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd_result *r, pd_err *e);
 

@@ -14,6 +14,18 @@ enum {
 	MSG_STARTED,     /* init -> host: the program is about to execve (struct msg_started) */
 	MSG_EXITED,      /* init -> host: the program's main process ended (struct msg_exited) */
 	MSG_EXEC_FAILED, /* init -> host: it could not be started (struct msg_error) */
+	MSG_FILEOP,      /* host -> init: open/unlink/mkdir a path inside (struct msg_fileop) */
+	MSG_FILEOP_DONE, /* init -> host: its result (struct msg_error); fd: the opened file */
+};
+
+enum { FILEOP_OPEN = 1, FILEOP_UNLINK, FILEOP_RMDIR, FILEOP_MKDIR };
+
+struct msg_fileop {
+	uint32_t type;
+	uint32_t op;
+	int32_t flags; /* open(2) flags for FILEOP_OPEN */
+	uint32_t mode;
+	char path[4096];
 };
 
 #define PD_EXEC_MSG_MAX (128 * 1024)

@@ -821,6 +821,15 @@ fail_early:
 	return -1;
 }
 
+/* The control socket, for file operations, while the sandbox is READY. */
+int pd_sandbox_ctl(pd_sandbox *s, pd_err *e);
+int pd_sandbox_ctl(pd_sandbox *s, pd_err *e)
+{
+	if (s->state != PD_READY)
+		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
+	return s->sock;
+}
+
 /* ---- destroy --------------------------------------------------------------------------------- */
 
 static void add_residue(char *buf, size_t len, const char *what)

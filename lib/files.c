@@ -1,0 +1,274 @@
+/* Files inside a sandbox: the host asks the sandbox's init to resolve a path within the sandbox's
+ * root and gets an fd back, then does the I/O itself. Resolving inside the sandbox (not through
+ * /proc/<pid>/root from the host) means the sandbox's own mounts, owners and permissions apply,
+ * and a link planted by the program can never lead to a host file. */
+#define _GNU_SOURCE
+#include "proto.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Defined in sandbox.c: the control socket and state a file operation needs. */
+int pd_sandbox_ctl(pd_sandbox *s, pd_err *e);
+
+static int fileop(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_t mode, int *fd_out,
+		  pd_err *e)
+{
+	int sock = pd_sandbox_ctl(s, e);
+	if (sock < 0)
+		return -1;
+	if (!path || !*path)
+		return pd_fail(e, EINVAL, "empty path");
+	size_t len = strlen(path);
+	struct msg_fileop *m = calloc(1, sizeof *m);
+	if (!m)
+		return pd_fail(e, ENOMEM, "file operation");
+	if (len >= sizeof m->path) {
+		free(m);
+		return pd_fail(e, ENAMETOOLONG, "path");
+	}
+	m->type = MSG_FILEOP;
+	m->op = op;
+	m->flags = flags;
+	m->mode = mode;
+	memcpy(m->path, path, len);
+	int rc = pd_send_fds(sock, m, sizeof *m, NULL, 0);
+	free(m);
+	if (rc < 0)
+		return pd_fail(e, errno, "send file operation");
+	struct pollfd pf = {sock, POLLIN, 0};
+	int pr;
+	do
+		pr = poll(&pf, 1, 10000);
+	while (pr < 0 && errno == EINTR);
+	if (pr <= 0)
+		return pd_fail(e, pr == 0 ? ETIMEDOUT : errno, "file operation on %s", path);
+	struct msg_error r;
+	int fds[1], nfds = 0;
+	ssize_t n = pd_recv_fds(sock, &r, sizeof r, fds, &nfds, 1);
+	if (n != (ssize_t)sizeof r || r.type != MSG_FILEOP_DONE) {
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		return pd_fail(e, EPROTO, "file operation on %s: bad reply", path);
+	}
+	if (r.err) {
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		return pd_fail(e, r.err, "%s", path);
+	}
+	if (fd_out)
+		*fd_out = nfds ? fds[0] : -1;
+	else if (nfds)
+		close(fds[0]);
+	return 0;
+}
+
+int pd_sandbox_open(pd_sandbox *s, const char *path, int flags, mode_t mode, pd_err *e)
+{
+	int fd = -1;
+	if (fileop(s, FILEOP_OPEN, path, flags, mode, &fd, e) < 0)
+		return -1;
+	/* opened non-blocking inside (fifos); the host wants ordinary blocking I/O */
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0 && !(flags & O_NONBLOCK))
+		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	return fd;
+}
+
+static int regular_or_fail(int fd, const char *path, pd_err *e)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return pd_fail(e, errno, "stat %s", path);
+	if (!S_ISREG(st.st_mode))
+		return pd_fail(e, S_ISDIR(st.st_mode) ? EISDIR : EINVAL, "%s is not a regular file", path);
+	return 0;
+}
+
+int pd_sandbox_write_file(pd_sandbox *s, const char *path, const void *data, size_t len, mode_t mode,
+			  pd_err *e)
+{
+	int fd = pd_sandbox_open(s, path, O_WRONLY | O_CREAT | O_TRUNC, mode, e);
+	if (fd < 0)
+		return -1;
+	if (regular_or_fail(fd, path, e) < 0) {
+		close(fd);
+		return -1;
+	}
+	const char *p = data;
+	size_t left = len;
+	while (left) {
+		ssize_t n = write(fd, p, left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int err = n < 0 ? errno : ENOSPC;
+			close(fd);
+			return pd_fail(e, err, "write %s", path);
+		}
+		p += n;
+		left -= (size_t)n;
+	}
+	if (close(fd) < 0)
+		return pd_fail(e, errno, "close %s", path);
+	return 0;
+}
+
+int pd_sandbox_read_file(pd_sandbox *s, const char *path, size_t max, char **out, size_t *len, pd_err *e)
+{
+	*out = NULL;
+	*len = 0;
+	int fd = pd_sandbox_open(s, path, O_RDONLY, 0, e);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	if (regular_or_fail(fd, path, e) < 0 || fstat(fd, &st) < 0) {
+		close(fd);
+		return -1;
+	}
+	if ((uint64_t)st.st_size > max) {
+		close(fd);
+		return pd_fail(e, EFBIG, "%s has %lld bytes, more than %zu", path, (long long)st.st_size, max);
+	}
+	size_t cap = (size_t)st.st_size + 1, got = 0;
+	char *buf = malloc(cap);
+	if (!buf) {
+		close(fd);
+		return pd_fail(e, ENOMEM, "read %s", path);
+	}
+	for (;;) {
+		if (got + 1 >= cap) {
+			/* the file grew while we read it */
+			if (cap > max) {
+				free(buf);
+				close(fd);
+				return pd_fail(e, EFBIG, "%s grew past %zu bytes", path, max);
+			}
+			char *nb = realloc(buf, cap * 2);
+			if (!nb) {
+				free(buf);
+				close(fd);
+				return pd_fail(e, ENOMEM, "read %s", path);
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t n = read(fd, buf + got, cap - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int err = errno;
+			free(buf);
+			close(fd);
+			return pd_fail(e, err, "read %s", path);
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	buf[got] = 0;
+	*out = buf;
+	*len = got;
+	return 0;
+}
+
+int pd_sandbox_stat(pd_sandbox *s, const char *path, struct stat *st, pd_err *e)
+{
+	int fd = pd_sandbox_open(s, path, O_PATH | O_NOFOLLOW, 0, e);
+	if (fd < 0)
+		return -1;
+	int rc = fstat(fd, st);
+	int err = errno;
+	close(fd);
+	return rc < 0 ? pd_fail(e, err, "stat %s", path) : 0;
+}
+
+int pd_sandbox_list(pd_sandbox *s, const char *path, pd_dirent **out, size_t *n, pd_err *e)
+{
+	*out = NULL;
+	*n = 0;
+	int fd = pd_sandbox_open(s, path, O_RDONLY | O_DIRECTORY, 0, e);
+	if (fd < 0)
+		return -1;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		int err = errno;
+		close(fd);
+		return pd_fail(e, err, "list %s", path);
+	}
+	size_t cap = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 32;
+			pd_dirent *p = realloc(*out, cap * sizeof *p);
+			if (!p) {
+				closedir(d);
+				free(*out);
+				*out = NULL;
+				*n = 0;
+				return pd_fail(e, ENOMEM, "list %s", path);
+			}
+			*out = p;
+		}
+		pd_dirent *ent = &(*out)[(*n)++];
+		memset(ent, 0, sizeof *ent);
+		snprintf(ent->name, sizeof ent->name, "%s", de->d_name);
+		struct stat st;
+		/* one component relative to the listed directory: nothing to traverse */
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			ent->mode = st.st_mode;
+			ent->size = (uint64_t)st.st_size;
+			ent->mtime = st.st_mtim.tv_sec;
+		}
+	}
+	closedir(d);
+	return 0;
+}
+
+int pd_sandbox_remove(pd_sandbox *s, const char *path, pd_err *e)
+{
+	pd_err tmp;
+	if (fileop(s, FILEOP_UNLINK, path, 0, 0, NULL, &tmp) == 0)
+		return 0;
+	if (tmp.code == EISDIR)
+		return fileop(s, FILEOP_RMDIR, path, 0, 0, NULL, e);
+	if (e)
+		*e = tmp;
+	return -1;
+}
+
+int pd_sandbox_mkdir(pd_sandbox *s, const char *path, mode_t mode, pd_err *e)
+{
+	char p[4096];
+	size_t len = strlen(path);
+	if (len >= sizeof p)
+		return pd_fail(e, ENAMETOOLONG, "path");
+	memcpy(p, path, len + 1);
+	for (char *q = p + 1;; q++) {
+		if (*q == '/' || *q == 0) {
+			char saved = *q;
+			*q = 0;
+			pd_err tmp;
+			if (fileop(s, FILEOP_MKDIR, p, 0, mode, NULL, &tmp) < 0 && tmp.code != EEXIST) {
+				if (e)
+					*e = tmp;
+				return -1;
+			}
+			*q = saved;
+			if (!saved)
+				break;
+		}
+	}
+	return 0;
+}
