@@ -15,13 +15,15 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototyp
            -Wundef -Wcast-align -Wwrite-strings -Wimplicit-fallthrough
 CFLAGS  ?= -O2 -g -D_FORTIFY_SOURCE=2
 # flags the code needs whatever CFLAGS a caller passes (make asan overrides CFLAGS)
-override CFLAGS += -std=gnu11 $(WARN) -fstack-protector-strong -fPIE -Ilib
+override CFLAGS += -std=gnu11 $(WARN) -fstack-protector-strong -fPIE -Ilib -Ipool
 LDFLAGS += -pie -Wl,-z,relro,-z,now
-LDLIBS  := -lseccomp -lpthread
+LDLIBS  := -lseccomp -ljansson -lpthread
 
 LIB_SRC := $(wildcard lib/*.c)
+POOL_SRC := $(wildcard pool/*.c)
 CLI_SRC := $(wildcard cli/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+POOL_OBJ := $(POOL_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -30,9 +32,11 @@ PROBE_BIN := $(PROBE_SRC:tests/probes/%.c=$(BUILD)/probes/%)
 
 .PHONY: all deps test bench asan valgrind examples clean format
 
-all: $(BIN)/paddock $(BUILD)/libpaddock.a
+LIBS    := $(BUILD)/libpaddock-pool.a $(BUILD)/libpaddock.a
 
-$(BUILD)/%.o: %.c $(wildcard lib/*.h) $(wildcard cli/*.h)
+all: $(BIN)/paddock $(LIBS)
+
+$(BUILD)/%.o: %.c $(wildcard lib/*.h) $(wildcard pool/*.h) $(wildcard cli/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	@$(CC) $(CFLAGS) -c $< -o $@
@@ -41,15 +45,19 @@ $(BUILD)/libpaddock.a: $(LIB_OBJ)
 	@echo "  AR      $@"
 	@ar rcs $@ $^
 
-$(BIN)/paddock: $(CLI_OBJ) $(BUILD)/libpaddock.a
+$(BUILD)/libpaddock-pool.a: $(POOL_OBJ)
+	@echo "  AR      $@"
+	@ar rcs $@ $^
+
+$(BIN)/paddock: $(CLI_OBJ) $(LIBS)
 	@mkdir -p $(BIN)
 	@echo "  LD      $@"
-	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libpaddock.a $(LDLIBS)
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIBS) $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/tap.h $(BUILD)/libpaddock.a
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/tap.h $(LIBS)
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
-	@$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libpaddock.a $(LDLIBS)
+	@$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
 
 # probes run inside sandboxes: static, so they need nothing from the image
 $(BUILD)/probes/%: tests/probes/%.c
@@ -77,7 +85,7 @@ examples: all
 	@examples/run
 
 format:
-	clang-format -i lib/*.c lib/*.h cli/*.c cli/*.h tests/unit/*.c tests/probes/*.c
+	clang-format -i lib/*.c lib/*.h pool/*.c pool/*.h cli/*.c cli/*.h tests/unit/*.c tests/probes/*.c
 
 clean:
 	rm -rf build build-asan bin

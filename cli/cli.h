@@ -14,6 +14,15 @@ enum {
 
 int cmd_exec(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_pool(int argc, char **argv);
+int cmd_batch(int argc, char **argv);
+
+struct pd_template;
+struct pd_pools;
+/* Loads templates from file (NULL = the built-in ones); prints the error. */
+int cli_load_templates(const char *file, struct pd_template **t, size_t *n);
+/* Prints the pools' state as a table or JSON lines. */
+void cli_print_pools(struct pd_pools *p, const struct pd_template *t, size_t n, bool json);
 
 /* Prints "paddock: <msg>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

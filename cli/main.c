@@ -26,6 +26,8 @@ static void usage(FILE *f)
 	      "\n"
 	      "commands:\n"
 	      "  exec [options] -- PROG [ARGS...]   run a program in a fresh sandbox\n"
+	      "  pool [options]                     templates, toolchains and warm pool state\n"
+	      "  batch [options] [REQUESTS.jsonl]   run many commands through the warm pools\n"
 	      "  bench [options]                    benchmark against fork+exec and bubblewrap\n"
 	      "  version                            print the version\n"
 	      "\n"
@@ -50,6 +52,10 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "exec"))
 		return cmd_exec(argc - 1, argv + 1);
+	if (!strcmp(cmd, "pool"))
+		return cmd_pool(argc - 1, argv + 1);
+	if (!strcmp(cmd, "batch"))
+		return cmd_batch(argc - 1, argv + 1);
 	if (!strcmp(cmd, "bench"))
 		return cmd_bench(argc - 1, argv + 1);
 	cli_error("unknown command '%s' (see 'paddock --help')", cmd);

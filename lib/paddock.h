@@ -106,6 +106,8 @@ typedef struct pd_result {
 void pd_result_free(pd_result *r);
 /* Writes r as one line of JSON (the result record) to fd. Returns 0 or -1 with errno. */
 int pd_result_write_json(const pd_result *r, int fd, bool with_output);
+/* The same, with extra fields (a JSON fragment like "\"id\":\"x\"") written first. */
+int pd_result_write_json_with(const pd_result *r, int fd, bool with_output, const char *extra);
 
 /* ---- context --------------------------------------------------------------------------------- */
 
@@ -151,12 +153,15 @@ typedef struct pd_audit_opts {
 
 typedef struct pd_sandbox_opts {
 	const char *image;      /* root filesystem directory; NULL = the default host image */
+	const char *const *layers; /* or: read-only layers stacked with overlayfs, top first, NULL-ended */
 	const char *hostname;   /* default "sandbox" */
 	pd_net net;
 	const pd_bind *binds;
 	size_t nbinds;
 	pd_limits limits;       /* sandbox-wide limits; execs may narrow time/output */
 	const pd_audit_opts *audit;
+	uint64_t setup_timeout_ms; /* CREATING deadline: a sandbox not READY by then is killed; 0 = 30 s */
+	uint64_t teardown_timeout_ms; /* RECLAIMING deadline for reaping its init; 0 = 10 s */
 } pd_sandbox_opts;
 
 typedef struct pd_sandbox pd_sandbox;
@@ -173,6 +178,11 @@ const char *pd_sandbox_id(const pd_sandbox *s);
 pd_state pd_sandbox_state(const pd_sandbox *s);
 /* Host pid of the sandbox's init (for tests and audits). */
 pid_t pd_sandbox_pid(const pd_sandbox *s);
+/* A pointer the caller keeps with the sandbox (the pools keep their pool there). */
+void pd_sandbox_set_user(pd_sandbox *s, void *user);
+void *pd_sandbox_user(const pd_sandbox *s);
+/* Host uid that root in the sandbox maps to. */
+uint32_t pd_sandbox_uid_base(const pd_sandbox *s);
 
 typedef void (*pd_output_cb)(void *arg, int stream /* 1 or 2 */, const char *buf, size_t len);
 
@@ -187,6 +197,9 @@ typedef struct pd_exec_opts {
 	uint64_t cpu_ms;       /* 0 = the sandbox's limit */
 	pd_output_cb on_output; /* called with each chunk kept (live passthrough) */
 	void *cb_arg;
+	bool spill;            /* also append every output byte to spill_fd[0] (stdout), [1] (stderr) */
+	int spill_fd[2];
+	uint64_t output_kill_bytes; /* 0 = the sandbox's limit */
 } pd_exec_opts;
 
 /* Runs one command in the sandbox and fills *r. Returns 0 when a result was produced (whatever the

@@ -126,8 +126,18 @@ static void put_output(sbuf *b, const char *name, const pd_output *o, bool with_
 
 int pd_result_write_json(const pd_result *r, int fd, bool with_output)
 {
+	return pd_result_write_json_with(r, fd, with_output, NULL);
+}
+
+int pd_result_write_json_with(const pd_result *r, int fd, bool with_output, const char *extra)
+{
 	sbuf b = {0};
-	put(&b, "{\"sandbox_id\":", 14);
+	put(&b, "{", 1);
+	if (extra && *extra) {
+		put(&b, extra, strlen(extra));
+		put(&b, ",", 1);
+	}
+	put(&b, "\"sandbox_id\":", 13);
 	put_cstr(&b, r->sandbox_id);
 	putf(&b, ",\"status\":\"%s\",\"exit_code\":%d,\"signal\":%d", pd_status_name(r->status),
 	     r->exit_code, r->signal);

@@ -50,6 +50,7 @@ struct pd_sandbox {
 	pd_sandbox_opts opts;
 	pd_limits lim;
 	uint64_t created_us;
+	void *user;
 };
 
 static const char *const state_names[] = {"CREATING",    "READY",     "RUNNING",  "COLLECTING",
@@ -210,6 +211,21 @@ pid_t pd_sandbox_pid(const pd_sandbox *s)
 	return s->pid;
 }
 
+void pd_sandbox_set_user(pd_sandbox *s, void *user)
+{
+	s->user = user;
+}
+
+void *pd_sandbox_user(const pd_sandbox *s)
+{
+	return s->user;
+}
+
+uint32_t pd_sandbox_uid_base(const pd_sandbox *s)
+{
+	return PD_UID_BASE + s->slot * PD_UID_RANGE;
+}
+
 static int write_maps(pid_t pid, uint32_t slot, pd_err *e)
 {
 	char path[64], map[64];
@@ -266,16 +282,31 @@ static void kill_init(pd_sandbox *s)
 		syscall(SYS_pidfd_send_signal, s->pidfd, SIGKILL, NULL, 0);
 }
 
-static void reap(pd_sandbox *s)
+/* Waits up to timeout_ms for init to end (its pid namespace is empty by then) and reaps it.
+ * A process stuck in the kernel can outlast SIGKILL: then we give up and report it. */
+static void reap(pd_sandbox *s, uint64_t timeout_ms)
 {
 	if (s->reaped || s->pidfd < 0)
 		return;
-	siginfo_t si;
-	int r;
-	do
-		r = waitid((idtype_t)P_PIDFD, (id_t)s->pidfd, &si, WEXITED | __WALL);
-	while (r < 0 && errno == EINTR);
-	s->reaped = true;
+	uint64_t deadline = pd_now_us() + timeout_ms * 1000;
+	for (;;) {
+		siginfo_t si;
+		memset(&si, 0, sizeof si);
+		int r = waitid((idtype_t)P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOHANG | __WALL);
+		if (r == 0 && si.si_pid != 0) {
+			s->reaped = true;
+			return;
+		}
+		if (r < 0 && errno != EINTR) {
+			s->reaped = errno == ECHILD; /* already reaped elsewhere */
+			return;
+		}
+		uint64_t now = pd_now_us();
+		if (now >= deadline)
+			return;
+		struct pollfd pf = {s->pidfd, POLLIN, 0};
+		poll(&pf, 1, (int)((deadline - now) / 1000 + 1));
+	}
 }
 
 pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
@@ -318,9 +349,27 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 	int sv[2] = {-1, -1}, layer_fds[PD_MAX_LAYERS + PD_MAX_BINDS], nfds = 0, userns = -1;
 	pd_layer layers[PD_MAX_LAYERS];
 	int nlayers = 0;
-	bool is_default = !o->image;
-	if (pd_image_layers(is_default ? c->default_image : o->image, is_default, layers, &nlayers, e) < 0)
-		goto fail;
+	if (o->layers && o->layers[0]) {
+		for (; o->layers[nlayers]; nlayers++) {
+			struct stat lst;
+			if (nlayers == PD_MAX_LAYERS - 1) {
+				pd_fail(e, E2BIG, "at most %d image layers", PD_MAX_LAYERS - 1);
+				goto fail;
+			}
+			int serr = stat(o->layers[nlayers], &lst) < 0 ? errno : S_ISDIR(lst.st_mode) ? 0 : ENOTDIR;
+			if (serr) {
+				pd_fail(e, serr, "image layer %s", o->layers[nlayers]);
+				goto fail;
+			}
+			snprintf(layers[nlayers].src, PD_PATH, "%s", o->layers[nlayers]);
+			snprintf(layers[nlayers].dst, PD_PATH, "/");
+		}
+	} else {
+		bool is_default = !o->image;
+		if (pd_image_layers(is_default ? c->default_image : o->image, is_default, layers, &nlayers,
+				    e) < 0)
+			goto fail;
+	}
 	for (size_t i = 0; i < o->nbinds; i++) {
 		struct stat st;
 		if (!o->binds[i].src || !o->binds[i].dst || o->binds[i].dst[0] != '/' ||
@@ -420,7 +469,9 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 		struct msg_hdr h;
 		struct msg_error err;
 	} m;
-	if (recv_msg(s->sock, &m, sizeof m, 30000) < 0) {
+	int setup_ms = o->setup_timeout_ms ? (int)(o->setup_timeout_ms > 600000 ? 600000 : o->setup_timeout_ms)
+					    : 30000;
+	if (recv_msg(s->sock, &m, sizeof m, setup_ms) < 0) {
 		pd_fail(e, errno, "sandbox %s did not become ready", s->id);
 		goto fail;
 	}
@@ -510,6 +561,7 @@ typedef struct exec_run {
 	int wstatus;
 	pd_auditor aud;
 	bool aud_on;
+	bool spill_failed[2];
 } exec_run;
 
 static void drain(exec_run *x, int i, const pd_exec_opts *o)
@@ -529,6 +581,19 @@ static void drain(exec_run *x, int i, const pd_exec_opts *o)
 		size_t live = pd_capture_add(&x->cap[i], buf, (size_t)n);
 		if (o->on_output && live)
 			o->on_output(o->cb_arg, i + 1, buf, live);
+		if (o->spill && o->spill_fd[i] >= 0 && !x->spill_failed[i]) {
+			/* a full spill file must not stop the run: keep the capture, note the loss */
+			for (ssize_t off = 0; off < n;) {
+				ssize_t w = write(o->spill_fd[i], buf + off, (size_t)(n - off));
+				if (w < 0 && errno == EINTR)
+					continue;
+				if (w <= 0) {
+					x->spill_failed[i] = true;
+					break;
+				}
+				off += w;
+			}
+		}
 	}
 }
 
@@ -640,7 +705,7 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 	x.aud.listener = -1;
 	int pout[2] = {-1, -1}, perr[2] = {-1, -1}, pin[2] = {-1, -1};
 	uint64_t keep = s->lim.output_bytes ? s->lim.output_bytes : (1ull << 20);
-	uint64_t kill_at = s->lim.output_kill_bytes;
+	uint64_t kill_at = o->output_kill_bytes ? o->output_kill_bytes : s->lim.output_kill_bytes;
 	if (pd_capture_init(&x.cap[0], keep) < 0 || pd_capture_init(&x.cap[1], keep) < 0 ||
 	    pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0 ||
 	    (o->stdin_data && pipe2(pin, O_CLOEXEC) < 0)) {
@@ -855,7 +920,13 @@ int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len)
 	kill_init(s);
 	if (s->cg)
 		c->cg.ops->kill_all(s->cg);
-	reap(s);
+	uint64_t td = s->opts.teardown_timeout_ms ? s->opts.teardown_timeout_ms : 10000;
+	reap(s, td);
+	if (!s->reaped && s->cg) {
+		/* forced: kill whatever the cgroup still holds and wait once more */
+		c->cg.ops->kill_all(s->cg);
+		reap(s, td);
+	}
 	if (s->sock >= 0)
 		close(s->sock);
 	if (s->pidfd >= 0) {

@@ -1,0 +1,393 @@
+/* paddock batch: run many commands, each in a clean sandbox taken from the warm pools.
+ *
+ * Input: JSON lines, one request each:
+ *   {"id": "r1", "template": "python", "cmd": ["python3", "main.py"],
+ *    "files": {"/work/main.py": "print(1)"}, "stdin": "", "wall_time": 5, "cpu_time": 2}
+ * ("shell": "..." runs a command line with sh -c instead of "cmd".)
+ * Output: one result record per request (JSON lines, in completion order, with "id" and
+ * "template"), a progress line on a terminal, and a summary on stderr. */
+#define _GNU_SOURCE
+#include "cli.h"
+#include "pool.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+
+typedef struct req {
+	int line;
+	json_t *j;      /* the parsed request, or NULL */
+	char error[256]; /* why the line is not a request */
+} req;
+
+typedef struct batch {
+	pd_pools *pools;
+	req *reqs;
+	size_t n, next, done;
+	pthread_mutex_t mu;
+	uint64_t t0;
+	double *lat_ms;
+	uint64_t status_count[7];
+	uint64_t bad_requests, hits;
+	bool progress;
+	int out_fd;
+} batch;
+
+static void emit_error(batch *b, const req *r, const char *id, const char *msg)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "line", json_integer(r->line));
+	if (id)
+		json_object_set_new(o, "id", json_string(id));
+	json_object_set_new(o, "status", json_string("XX"));
+	json_object_set_new(o, "error", json_string(msg));
+	char *s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	pthread_mutex_lock(&b->mu);
+	if (s) {
+		dprintf(b->out_fd, "%s\n", s);
+		free(s);
+	}
+	b->bad_requests++;
+	b->done++;
+	pthread_mutex_unlock(&b->mu);
+}
+
+/* Runs one request; returns after its result line is written. */
+static void run_one(batch *b, req *r)
+{
+	if (!r->j) {
+		emit_error(b, r, NULL, r->error);
+		return;
+	}
+	json_t *j = r->j;
+	const char *id = json_string_value(json_object_get(j, "id"));
+	json_t *tj = json_object_get(j, "template");
+	const char *tpl = tj ? json_string_value(tj) : "bash";
+	if (!tpl) {
+		emit_error(b, r, id, "template: must be a string");
+		return;
+	}
+	char *argv[257] = {0};
+	static char sh[] = "/bin/sh", dash_c[] = "-c";
+	json_t *cmd = json_object_get(j, "cmd"), *shell = json_object_get(j, "shell");
+	if (cmd && json_is_array(cmd) && json_array_size(cmd) > 0 && json_array_size(cmd) <= 256) {
+		size_t i;
+		json_t *a;
+		json_array_foreach(cmd, i, a) {
+			if (!json_is_string(a)) {
+				emit_error(b, r, id, "cmd: every element must be a string");
+				return;
+			}
+			argv[i] = (char *)json_string_value(a);
+		}
+	} else if (shell && json_is_string(shell) && !cmd) {
+		argv[0] = sh;
+		argv[1] = dash_c;
+		argv[2] = (char *)json_string_value(shell);
+	} else {
+		emit_error(b, r, id, "give \"cmd\" (a list of 1 to 256 strings) or \"shell\" (a string)");
+		return;
+	}
+	pd_exec_opts x = {0};
+	x.argv = argv;
+	x.stdin_fd = -1;
+	json_t *in = json_object_get(j, "stdin");
+	if (in && json_is_string(in)) {
+		x.stdin_data = json_string_value(in);
+		x.stdin_len = json_string_length(in);
+	}
+	json_t *v;
+	if ((v = json_object_get(j, "wall_time")) && json_is_number(v) && json_number_value(v) > 0)
+		x.wall_ms = (uint64_t)(json_number_value(v) * 1000);
+	if ((v = json_object_get(j, "cpu_time")) && json_is_number(v) && json_number_value(v) > 0)
+		x.cpu_ms = (uint64_t)(json_number_value(v) * 1000);
+	const pd_template *t = pd_pools_template(b->pools, tpl);
+	if (t) {
+		x.envp = t->env[0] ? t->env : NULL;
+		x.cwd = t->cwd;
+	}
+	if ((v = json_object_get(j, "cwd")) && json_is_string(v))
+		x.cwd = json_string_value(v);
+
+	uint64_t t0 = pd_now_us();
+	pd_err e = {0};
+	bool hit = false;
+	pd_sandbox *s = pd_pool_acquire(b->pools, tpl, &hit, &e);
+	if (!s) {
+		emit_error(b, r, id, e.msg);
+		return;
+	}
+	json_t *files = json_object_get(j, "files");
+	const char *path;
+	json_t *content;
+	json_object_foreach(files, path, content) {
+		char dir[512];
+		snprintf(dir, sizeof dir, "%s", path);
+		char *slash = strrchr(dir, '/');
+		if (slash && slash != dir) {
+			*slash = 0;
+			pd_sandbox_mkdir(s, dir, 0755, NULL);
+		}
+		if (!json_is_string(content) ||
+		    pd_sandbox_write_file(s, path, json_string_value(content), json_string_length(content),
+					  0644, &e) < 0) {
+			char msg[600];
+			snprintf(msg, sizeof msg, "files.%s: %s", path,
+				 json_is_string(content) ? e.msg : "must be a string");
+			pd_pool_release(b->pools, s);
+			emit_error(b, r, id, msg);
+			return;
+		}
+	}
+	pd_result res;
+	int rc = pd_sandbox_exec(s, &x, &res, &e);
+	pd_pool_release(b->pools, s);
+	double ms = (pd_now_us() - t0) / 1000.0;
+	if (rc < 0) {
+		emit_error(b, r, id, e.msg);
+		return;
+	}
+	json_t *extra = json_object();
+	json_object_set_new(extra, "line", json_integer(r->line));
+	if (id)
+		json_object_set_new(extra, "id", json_string(id));
+	json_object_set_new(extra, "template", json_string(tpl));
+	json_object_set_new(extra, "pool_hit", json_boolean(hit));
+	json_object_set_new(extra, "latency_ms", json_real(ms));
+	char *ex = json_dumps(extra, JSON_COMPACT);
+	json_decref(extra);
+	/* drop the braces: pd_result_write_json_with takes the fields */
+	if (ex) {
+		size_t l = strlen(ex);
+		memmove(ex, ex + 1, l);
+		ex[l - 2] = 0;
+	}
+	pthread_mutex_lock(&b->mu);
+	pd_result_write_json_with(&res, b->out_fd, true, ex ? ex : "");
+	b->lat_ms[b->done] = ms;
+	b->status_count[res.status]++;
+	b->hits += hit;
+	b->done++;
+	pthread_mutex_unlock(&b->mu);
+	free(ex);
+	pd_result_free(&res);
+}
+
+static void *worker(void *arg)
+{
+	batch *b = arg;
+	for (;;) {
+		pthread_mutex_lock(&b->mu);
+		size_t i = b->next < b->n ? b->next++ : b->n;
+		pthread_mutex_unlock(&b->mu);
+		if (i >= b->n)
+			return NULL;
+		run_one(b, &b->reqs[i]);
+	}
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double pct(const double *v, size_t n, double p)
+{
+	if (!n)
+		return 0;
+	size_t i = (size_t)ceil(p / 100.0 * (double)n);
+	return v[i ? i - 1 : 0];
+}
+
+static void batch_usage(FILE *f)
+{
+	fputs("usage: paddock batch [--templates FILE] [-j N] [--warm N] [-o OUT] [REQUESTS.jsonl|-]\n"
+	      "\n"
+	      "Runs each request (a JSON line: id, template, cmd or shell, files, stdin, wall_time,\n"
+	      "cpu_time, cwd) in a clean sandbox from the template's warm pool, with N workers\n"
+	      "(default 2). Writes one result record per line to OUT (default stdout), shows progress\n"
+	      "on a terminal and a summary on stderr. Exit: 0 all OK, 1 some program failed,\n"
+	      "2 a request could not run.\n",
+	      f);
+}
+
+int cmd_batch(int argc, char **argv)
+{
+	static const struct option opts[] = {{"help", no_argument, 0, 'h'},
+					     {"templates", required_argument, 0, 't'},
+					     {"jobs", required_argument, 0, 'j'},
+					     {"warm", required_argument, 0, 'n'},
+					     {"output", required_argument, 0, 'o'},
+					     {0, 0, 0, 0}};
+	const char *file = NULL, *outfile = NULL;
+	long jobs = 2, warm = -1;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "ht:j:n:o:", opts, NULL)) != -1) {
+		char *end;
+		switch (c) {
+		case 'h': batch_usage(stdout); return 0;
+		case 't': file = optarg; break;
+		case 'j':
+			jobs = strtol(optarg, &end, 10);
+			if (*end || jobs < 1 || jobs > 1024) {
+				cli_error("--jobs: '%s' is not a count from 1 to 1024", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'n':
+			warm = strtol(optarg, &end, 10);
+			if (*end || warm < 0 || warm > 10000) {
+				cli_error("--warm: '%s' is not a count from 0 to 10000", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'o': outfile = optarg; break;
+		default: batch_usage(stderr); return EXIT_USAGE;
+		}
+	}
+	FILE *in = stdin;
+	if (optind < argc && strcmp(argv[optind], "-")) {
+		in = fopen(argv[optind], "re");
+		if (!in) {
+			cli_error("%s: %s", argv[optind], strerror(errno));
+			return EXIT_USAGE;
+		}
+	}
+	batch b;
+	memset(&b, 0, sizeof b);
+	pthread_mutex_init(&b.mu, NULL);
+	size_t cap = 0;
+	char *line = NULL;
+	size_t lcap = 0;
+	ssize_t len;
+	int lineno = 0;
+	while ((len = getline(&line, &lcap, in)) >= 0) {
+		lineno++;
+		if (strspn(line, " \t\r\n") == (size_t)len)
+			continue;
+		if (b.n == cap) {
+			cap = cap ? cap * 2 : 256;
+			req *nr = realloc(b.reqs, cap * sizeof *nr);
+			if (!nr) {
+				cli_error("out of memory reading requests");
+				return EXIT_PADDOCK_FAILED;
+			}
+			b.reqs = nr;
+		}
+		req *r = &b.reqs[b.n++];
+		memset(r, 0, sizeof *r);
+		r->line = lineno;
+		json_error_t je;
+		r->j = json_loadb(line, (size_t)len, 0, &je);
+		if (!r->j)
+			snprintf(r->error, sizeof r->error, "line %d: not JSON: %s", lineno, je.text);
+		else if (!json_is_object(r->j)) {
+			json_decref(r->j);
+			r->j = NULL;
+			snprintf(r->error, sizeof r->error, "line %d: a request must be a JSON object", lineno);
+		}
+	}
+	free(line);
+	if (in != stdin)
+		fclose(in);
+	b.out_fd = STDOUT_FILENO;
+	if (outfile) {
+		FILE *o = fopen(outfile, "we");
+		if (!o) {
+			cli_error("%s: %s", outfile, strerror(errno));
+			return EXIT_USAGE;
+		}
+		b.out_fd = dup(fileno(o));
+		fclose(o);
+	}
+	b.lat_ms = calloc(b.n ? b.n : 1, sizeof *b.lat_ms);
+	pd_template *t;
+	size_t nt;
+	if (!b.lat_ms || cli_load_templates(file, &t, &nt) < 0)
+		return EXIT_USAGE;
+	for (size_t i = 0; i < nt; i++) {
+		uint32_t w = warm >= 0 ? (uint32_t)warm : (uint32_t)jobs;
+		if (t[i].pool_min < w)
+			t[i].pool_min = w;
+		if (t[i].pool_max < t[i].pool_min)
+			t[i].pool_max = t[i].pool_min;
+	}
+	pd_err e = {0};
+	pd_ctx *ctx = pd_ctx_new(NULL, &e);
+	if (!ctx) {
+		cli_error("%s", e.msg);
+		return EXIT_PADDOCK_FAILED;
+	}
+	b.pools = pd_pools_new(ctx, t, nt, NULL, &e);
+	if (!b.pools) {
+		cli_error("%s", e.msg);
+		return EXIT_PADDOCK_FAILED;
+	}
+	for (size_t i = 0; i < nt; i++)
+		if (!t[i].available) {
+			pd_template tc = t[i];
+			pd_template_check(ctx, &tc);
+			if (!tc.available)
+				fprintf(stderr, "paddock: template %s: dependency_missing: %s\n", tc.name, tc.missing);
+		}
+	pd_pools_wait_ready(b.pools, 10000);
+	b.progress = isatty(STDERR_FILENO);
+	b.t0 = pd_now_us();
+	pthread_t *th = calloc((size_t)jobs, sizeof *th);
+	for (long i = 0; i < jobs; i++)
+		pthread_create(&th[i], NULL, worker, &b);
+	while (b.progress) {
+		pthread_mutex_lock(&b.mu);
+		size_t done = b.done;
+		pthread_mutex_unlock(&b.mu);
+		double secs = (pd_now_us() - b.t0) / 1e6, rate = secs > 0 ? done / secs : 0;
+		int width = 30, fill = b.n ? (int)(width * done / b.n) : width;
+		fprintf(stderr, "\r[%.*s%*s] %zu/%zu  %.1f/s  ETA %.0fs ", fill,
+			"==============================", width - fill, "", done, b.n, rate,
+			rate > 0 ? (double)(b.n - done) / rate : 0.0);
+		if (done >= b.n)
+			break;
+		usleep(200000);
+	}
+	for (long i = 0; i < jobs; i++)
+		pthread_join(th[i], NULL);
+	free(th);
+	double secs = (pd_now_us() - b.t0) / 1e6;
+	if (b.progress)
+		fputc('\n', stderr);
+	size_t ran = 0;
+	for (int s = 0; s < 7; s++)
+		ran += b.status_count[s];
+	qsort(b.lat_ms, ran, sizeof *b.lat_ms, cmp_double);
+	fprintf(stderr,
+		"paddock batch: %zu requests in %.2f s (%.1f/s), %ld workers; latency p50 %.1f ms, "
+		"p90 %.1f ms, p99 %.1f ms; pool hits %llu of %zu\n",
+		b.n, secs, secs > 0 ? b.n / secs : 0, jobs, pct(b.lat_ms, ran, 50), pct(b.lat_ms, ran, 90),
+		pct(b.lat_ms, ran, 99), (unsigned long long)b.hits, ran);
+	fprintf(stderr, "  status:");
+	for (int s = 0; s < 7; s++)
+		fprintf(stderr, " %s %llu", pd_status_name((pd_status)s), (unsigned long long)b.status_count[s]);
+	fprintf(stderr, "; requests that could not run: %llu\n", (unsigned long long)b.bad_requests);
+	pd_pools_free(b.pools);
+	pd_templates_free(t, nt);
+	pd_ctx_free(ctx);
+	for (size_t i = 0; i < b.n; i++)
+		json_decref(b.reqs[i].j);
+	free(b.reqs);
+	free(b.lat_ms);
+	if (b.out_fd != STDOUT_FILENO)
+		close(b.out_fd);
+	if (b.bad_requests)
+		return EXIT_PADDOCK_FAILED;
+	return b.status_count[PD_OK] == ran ? 0 : EXIT_PROGRAM_FAILED;
+}

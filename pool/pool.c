@@ -1,0 +1,557 @@
+/* Warm pools: a builder thread keeps READY sandboxes per template, sized by demand; a reclaimer
+ * thread destroys released sandboxes off the request path and enforces every state's deadline.
+ *
+ * Sizing: each pool tracks the peak number of its sandboxes in use over the current and the last
+ * window (10 s). The target of READY sandboxes covers that peak with 20% headroom, within the
+ * template's min/max and the pools' memory budget. So a pool grows as soon as acquires miss (they
+ * raise the in-use peak) and shrinks after two quiet windows, its surplus reclaimed once idle for
+ * the template's idle TTL. */
+#define _GNU_SOURCE
+#include "pool_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysinfo.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WINDOW_US 10000000ull
+
+static char *xstrdup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/* Deep copy, so the pools own their templates whatever the caller does with theirs. */
+static int tpl_clone(pd_template *dst, const pd_template *src)
+{
+	*dst = *src;
+	memset(dst->layers, 0, sizeof dst->layers);
+	memset(dst->env, 0, sizeof dst->env);
+	memset(dst->requires, 0, sizeof dst->requires);
+	dst->cwd = NULL;
+	for (size_t k = 0; k < src->nfiles; k++)
+		dst->files[k].path = dst->files[k].data = NULL;
+	bool bad = false;
+	for (int k = 0; src->layers[k]; k++)
+		bad |= !(dst->layers[k] = xstrdup(src->layers[k]));
+	for (int k = 0; src->env[k]; k++)
+		bad |= !(dst->env[k] = xstrdup(src->env[k]));
+	for (int k = 0; src->requires[k]; k++)
+		bad |= !(dst->requires[k] = xstrdup(src->requires[k]));
+	if (src->cwd)
+		bad |= !(dst->cwd = xstrdup(src->cwd));
+	for (size_t k = 0; k < src->nfiles; k++) {
+		dst->files[k].path = xstrdup(src->files[k].path);
+		dst->files[k].data = malloc(src->files[k].len + 1);
+		bad |= !dst->files[k].path || !dst->files[k].data;
+		if (dst->files[k].data)
+			memcpy(dst->files[k].data, src->files[k].data, src->files[k].len + 1);
+	}
+	return bad ? -1 : 0;
+}
+
+void pd_template_release(pd_template *tt)
+{
+	for (int k = 0; tt->layers[k]; k++)
+		free(tt->layers[k]);
+	for (int k = 0; tt->env[k]; k++)
+		free(tt->env[k]);
+	for (int k = 0; tt->requires[k]; k++)
+		free(tt->requires[k]);
+	for (size_t k = 0; k < tt->nfiles; k++) {
+		free(tt->files[k].path);
+		free(tt->files[k].data);
+	}
+	free(tt->cwd);
+	memset(tt, 0, sizeof *tt);
+}
+
+void pd_sandbox_set_owner(pd_sandbox *s, pd_pool *pl)
+{
+	pd_sandbox_set_user(s, pl);
+}
+
+pd_pool *pd_pool_of(pd_pools *p, pd_sandbox *s)
+{
+	pd_pool *pl = pd_sandbox_user(s);
+	return pl >= p->pools && pl < p->pools + p->n ? pl : NULL;
+}
+
+static pd_pool *find(pd_pools *p, const char *name)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (!strcmp(p->pools[i].t.name, name))
+			return &p->pools[i];
+	return NULL;
+}
+
+const pd_template *pd_pools_template(pd_pools *p, const char *name)
+{
+	pd_pool *pl = find(p, name);
+	return pl ? &pl->t : NULL;
+}
+
+/* Creates a sandbox for the template and places what the template puts in it before use. */
+pd_sandbox *pd_pool_make(pd_pools *p, pd_pool *pl, pd_err *e)
+{
+	pd_sandbox *s = pd_sandbox_create(p->ctx, &pl->sopts, e);
+	if (!s)
+		return NULL;
+	pd_sandbox_set_owner(s, pl);
+	if (pl->t.cwd && pd_sandbox_mkdir(s, pl->t.cwd, 0755, e) < 0)
+		goto fail;
+	for (size_t i = 0; i < pl->t.nfiles; i++) {
+		const pd_tpl_file *f = &pl->t.files[i];
+		char dir[PD_PATH];
+		snprintf(dir, sizeof dir, "%s", f->path);
+		char *slash = strrchr(dir, '/');
+		if (slash && slash != dir) {
+			*slash = 0;
+			if (pd_sandbox_mkdir(s, dir, 0755, e) < 0)
+				goto fail;
+		}
+		if (pd_sandbox_write_file(s, f->path, f->data, f->len, f->mode, e) < 0)
+			goto fail;
+	}
+	return s;
+fail:
+	pd_sandbox_destroy(s, NULL, 0);
+	return NULL;
+}
+
+/* Target READY count of a pool; called with the lock held. */
+static uint32_t target_of(pd_pools *p, pd_pool *pl)
+{
+	if (!pl->t.available)
+		return 0;
+	uint64_t peak = pl->win_peak > pl->prev_win_peak ? pl->win_peak : pl->prev_win_peak;
+	uint64_t want_total = (peak * 12 + 9) / 10; /* peak concurrency + 20% */
+	uint64_t want = want_total > pl->in_use ? want_total - pl->in_use : 0;
+	if (peak > 0 && want == 0)
+		want = 1; /* in demand: keep one ready for the next acquire */
+	if (want < pl->t.pool_min)
+		want = pl->t.pool_min;
+	uint64_t room = pl->t.pool_max > pl->in_use ? pl->t.pool_max - pl->in_use : 0;
+	if (want > room)
+		want = room;
+	/* the memory budget caps what all pools hold ready (in-use sandboxes were asked for) */
+	uint64_t held = 0;
+	for (size_t i = 0; i < p->n; i++)
+		held += p->pools[i].nready + p->pools[i].creating;
+	uint64_t mine = pl->nready + pl->creating;
+	uint64_t cap = p->opts.memory_budget / p->opts.idle_cost_bytes;
+	uint64_t others = held - mine;
+	uint64_t allowed = cap > others ? cap - others : 0;
+	if (want > allowed)
+		want = allowed;
+	return (uint32_t)want;
+}
+
+static void note_demand(pd_pool *pl, uint64_t now)
+{
+	if (now - pl->win_start >= WINDOW_US) {
+		/* two quiet windows forget a burst */
+		pl->prev_win_peak = now - pl->win_start >= 2 * WINDOW_US ? pl->in_use : pl->win_peak;
+		pl->win_peak = pl->in_use;
+		pl->win_start = now;
+	}
+	if (pl->in_use > pl->win_peak)
+		pl->win_peak = pl->in_use;
+	if (pl->in_use > pl->st.peak_in_use)
+		pl->st.peak_in_use = pl->in_use;
+}
+
+static void *builder_main(void *arg)
+{
+	pd_pools *p = arg;
+	pthread_mutex_lock(&p->mu);
+	unsigned backoff = 0;
+	while (!p->stop) {
+		uint64_t now = pd_now_us();
+		pd_pool *best = NULL;
+		int64_t best_deficit = 0;
+		for (size_t i = 0; i < p->n; i++) {
+			pd_pool *pl = &p->pools[i];
+			note_demand(pl, now);
+			pl->target = target_of(p, pl);
+			int64_t deficit = (int64_t)pl->target - (int64_t)(pl->nready + pl->creating);
+			if (deficit > best_deficit && now >= pl->retry_at) {
+				best = pl;
+				best_deficit = deficit;
+			}
+		}
+		if (!best) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			uint64_t ns = (uint64_t)ts.tv_nsec + p->opts.tick_ms * 1000000ull;
+			ts.tv_sec += (time_t)(ns / 1000000000ull);
+			ts.tv_nsec = (long)(ns % 1000000000ull);
+			pthread_cond_timedwait(&p->cv_builder, &p->mu, &ts);
+			continue;
+		}
+		best->creating++;
+		pthread_mutex_unlock(&p->mu);
+		pd_err e = {0};
+		pd_sandbox *s = pd_pool_make(p, best, &e);
+		pthread_mutex_lock(&p->mu);
+		best->creating--;
+		if (!s) {
+			best->st.create_failures++;
+			snprintf(best->last_error, sizeof best->last_error, "%s", e.msg);
+			/* a failing template must not spin: back off up to ~6 s */
+			backoff = backoff < 6 ? backoff + 1 : backoff;
+			best->retry_at = pd_now_us() + (100000ull << backoff);
+			continue;
+		}
+		backoff = 0;
+		best->st.created++;
+		pd_sandbox_set_owner(s, best);
+		pd_entry *en = calloc(1, sizeof *en);
+		if (!en) {
+			pd_pool_reclaim_locked(p, best, s);
+			continue;
+		}
+		en->sb = s;
+		en->since = pd_now_us();
+		en->next = best->ready;
+		best->ready = en;
+		best->nready++;
+		pthread_cond_broadcast(&p->cv_ready);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+void pd_pool_reclaim_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
+{
+	pd_entry *en = calloc(1, sizeof *en);
+	if (!en) {
+		/* no memory for the queue: destroy right here rather than leak */
+		pthread_mutex_unlock(&p->mu);
+		char residue[128];
+		int dirty = pd_sandbox_destroy(s, residue, sizeof residue);
+		pthread_mutex_lock(&p->mu);
+		pl->st.destroyed++;
+		pl->st.residue_failures += dirty != 0;
+		return;
+	}
+	en->sb = s;
+	en->pool = pl;
+	en->since = pd_now_us();
+	en->next = p->reclaim;
+	p->reclaim = en;
+	pl->nreclaiming++;
+	pthread_cond_signal(&p->cv_reclaimer);
+}
+
+/* Idle READY sandboxes above target, past the idle TTL, and expired sessions go to reclaim. */
+static void expire_locked(pd_pools *p, uint64_t now)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		pd_pool *pl = &p->pools[i];
+		pd_entry **pp = &pl->ready;
+		while (*pp) {
+			pd_entry *en = *pp;
+			bool surplus = pl->nready > pl->target;
+			if (surplus && now - en->since > pl->t.pool_idle_ttl_ms * 1000) {
+				*pp = en->next;
+				pl->nready--;
+				pl->st.expired++;
+				pd_pool_reclaim_locked(p, pl, en->sb);
+				free(en);
+				continue;
+			}
+			pp = &en->next;
+		}
+	}
+	pd_sessions_expire_locked(p, now);
+}
+
+static void *reclaimer_main(void *arg)
+{
+	pd_pools *p = arg;
+	pthread_mutex_lock(&p->mu);
+	uint64_t next_tick = 0;
+	for (;;) {
+		uint64_t now = pd_now_us();
+		if (now >= next_tick) {
+			expire_locked(p, now);
+			next_tick = now + p->opts.tick_ms * 1000;
+		}
+		if (p->reclaim) {
+			pd_entry *en = p->reclaim;
+			p->reclaim = en->next;
+			pthread_mutex_unlock(&p->mu);
+			char residue[128];
+			uint64_t t0 = pd_now_us();
+			int dirty = pd_sandbox_destroy(en->sb, residue, sizeof residue);
+			uint64_t took = pd_now_us() - t0;
+			pthread_mutex_lock(&p->mu);
+			pd_pool *pl = en->pool;
+			pl->nreclaiming--;
+			pl->st.destroyed++;
+			if (dirty)
+				pl->st.residue_failures++;
+			/* a teardown that needed the forced path, or outlived its deadline, is counted */
+			if (dirty || took > p->opts.teardown_timeout_ms * 1000)
+				pl->st.forced_reclaims++;
+			free(en);
+			continue;
+		}
+		if (p->stop)
+			break;
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t ns = (uint64_t)ts.tv_nsec + p->opts.tick_ms * 1000000ull;
+		ts.tv_sec += (time_t)(ns / 1000000000ull);
+		ts.tv_nsec = (long)(ns % 1000000000ull);
+		pthread_cond_timedwait(&p->cv_reclaimer, &p->mu, &ts);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+pd_pools *pd_pools_new(pd_ctx *c, const pd_template *t, size_t n, const pd_pools_opts *o, pd_err *e)
+{
+	pd_pools *p = calloc(1, sizeof *p);
+	if (!p || !(p->pools = calloc(n ? n : 1, sizeof *p->pools))) {
+		free(p);
+		pd_fail(e, ENOMEM, "pools");
+		return NULL;
+	}
+	p->ctx = c;
+	if (o)
+		p->opts = *o;
+	if (!p->opts.memory_budget) {
+		struct sysinfo si;
+		p->opts.memory_budget = sysinfo(&si) == 0 ? (uint64_t)si.totalram * si.mem_unit / 2 : (1ull << 30);
+	}
+	if (!p->opts.idle_cost_bytes)
+		p->opts.idle_cost_bytes = 1ull << 20;
+	if (!p->opts.setup_timeout_ms)
+		p->opts.setup_timeout_ms = 10000;
+	if (!p->opts.teardown_timeout_ms)
+		p->opts.teardown_timeout_ms = 10000;
+	if (!p->opts.tick_ms)
+		p->opts.tick_ms = 100;
+	p->n = n;
+	for (size_t i = 0; i < n; i++) {
+		pd_pool *pl = &p->pools[i];
+		if (tpl_clone(&pl->t, &t[i]) < 0) {
+			p->n = i + 1;
+			pd_fail(e, ENOMEM, "templates");
+			goto fail;
+		}
+		pd_template_check(c, &pl->t);
+		pd_template_sandbox_opts(&pl->t, &pl->sopts);
+		pl->sopts.setup_timeout_ms = p->opts.setup_timeout_ms;
+		pl->sopts.teardown_timeout_ms = p->opts.teardown_timeout_ms;
+		pl->win_start = pd_now_us();
+	}
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv_builder, NULL);
+	pthread_cond_init(&p->cv_reclaimer, NULL);
+	pthread_cond_init(&p->cv_ready, NULL);
+	p->threads_ok = true;
+	if (pthread_create(&p->builder, NULL, builder_main, p) != 0) {
+		p->threads_ok = false;
+		pd_fail(e, EAGAIN, "start the pool builder thread");
+		goto fail;
+	}
+	if (pthread_create(&p->reclaimer, NULL, reclaimer_main, p) != 0) {
+		pthread_mutex_lock(&p->mu);
+		p->stop = true;
+		pthread_cond_broadcast(&p->cv_builder);
+		pthread_mutex_unlock(&p->mu);
+		pthread_join(p->builder, NULL);
+		p->threads_ok = false;
+		pd_fail(e, EAGAIN, "start the pool reclaimer thread");
+		goto fail;
+	}
+	return p;
+fail:
+	for (size_t i = 0; i < p->n; i++)
+		pd_template_release(&p->pools[i].t);
+	free(p->pools);
+	free(p);
+	return NULL;
+}
+
+void pd_pools_free(pd_pools *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->stop = true;
+	/* every sandbox still held ready goes to the reclaimer, which drains before it stops */
+	for (size_t i = 0; i < p->n; i++) {
+		pd_pool *pl = &p->pools[i];
+		while (pl->ready) {
+			pd_entry *en = pl->ready;
+			pl->ready = en->next;
+			pl->nready--;
+			pd_pool_reclaim_locked(p, pl, en->sb);
+			free(en);
+		}
+	}
+	pthread_cond_broadcast(&p->cv_builder);
+	pthread_cond_broadcast(&p->cv_reclaimer);
+	pthread_mutex_unlock(&p->mu);
+	pthread_join(p->builder, NULL);
+	/* the builder may have finished one more sandbox after the drain above */
+	pthread_mutex_lock(&p->mu);
+	for (size_t i = 0; i < p->n; i++) {
+		pd_pool *pl = &p->pools[i];
+		while (pl->ready) {
+			pd_entry *en = pl->ready;
+			pl->ready = en->next;
+			pl->nready--;
+			pd_pool_reclaim_locked(p, pl, en->sb);
+			free(en);
+		}
+	}
+	pthread_cond_broadcast(&p->cv_reclaimer);
+	pthread_mutex_unlock(&p->mu);
+	pthread_join(p->reclaimer, NULL);
+	pd_sessions_free_all(p);
+	for (size_t i = 0; i < p->n; i++)
+		pd_template_release(&p->pools[i].t);
+	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->cv_builder);
+	pthread_cond_destroy(&p->cv_reclaimer);
+	pthread_cond_destroy(&p->cv_ready);
+	free(p->pools);
+	free(p);
+}
+
+pd_sandbox *pd_pool_acquire_locked_pool(pd_pools *p, pd_pool *pl, bool *hit, pd_err *e);
+
+pd_sandbox *pd_pool_acquire(pd_pools *p, const char *name, bool *hit, pd_err *e)
+{
+	pthread_mutex_lock(&p->mu);
+	pd_pool *pl = find(p, name);
+	if (!pl) {
+		pthread_mutex_unlock(&p->mu);
+		pd_fail(e, ENOENT, "no template named '%s'", name);
+		return NULL;
+	}
+	return pd_pool_acquire_locked_pool(p, pl, hit, e);
+}
+
+/* Called with the lock held; returns with it released. */
+pd_sandbox *pd_pool_acquire_locked_pool(pd_pools *p, pd_pool *pl, bool *hit, pd_err *e)
+{
+	if (!pl->t.available) {
+		pthread_mutex_unlock(&p->mu);
+		pd_fail(e, ENOENT, "dependency_missing: template '%s' needs %s, which its image lacks",
+			pl->t.name, pl->t.missing);
+		return NULL;
+	}
+	pl->st.acquires++;
+	pl->in_use++;
+	note_demand(pl, pd_now_us());
+	if (pl->ready) {
+		pd_entry *en = pl->ready;
+		pl->ready = en->next;
+		pl->nready--;
+		pl->st.hits++;
+		pthread_cond_signal(&p->cv_builder); /* refill */
+		pthread_mutex_unlock(&p->mu);
+		pd_sandbox *s = en->sb;
+		free(en);
+		if (hit)
+			*hit = true;
+		return s;
+	}
+	pl->st.misses++;
+	pthread_cond_signal(&p->cv_builder); /* demand: grow */
+	pthread_mutex_unlock(&p->mu);
+	if (hit)
+		*hit = false;
+	/* an empty pool creates on the spot rather than fail */
+	uint64_t t0 = pd_now_us();
+	pd_sandbox *s = pd_pool_make(p, pl, e);
+	pthread_mutex_lock(&p->mu);
+	pl->st.waits_ms_total += (pd_now_us() - t0) / 1000;
+	if (s) {
+		pl->st.created++;
+		pd_sandbox_set_owner(s, pl);
+	} else {
+		pl->st.create_failures++;
+		pl->in_use--;
+	}
+	pthread_mutex_unlock(&p->mu);
+	return s;
+}
+
+void pd_pool_release(pd_pools *p, pd_sandbox *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&p->mu);
+	pd_pool *pl = pd_pool_of(p, s);
+	if (!pl) {
+		/* not ours: destroy it here rather than file it under a pool */
+		pthread_mutex_unlock(&p->mu);
+		pd_sandbox_destroy(s, NULL, 0);
+		return;
+	}
+	if (pl->in_use)
+		pl->in_use--;
+	pd_pool_reclaim_locked(p, pl, s);
+	pthread_mutex_unlock(&p->mu);
+}
+
+pd_pool_stats *pd_pools_stats(pd_pools *p, size_t *n)
+{
+	pd_pool_stats *st = calloc(p->n ? p->n : 1, sizeof *st);
+	*n = 0;
+	if (!st)
+		return NULL;
+	pthread_mutex_lock(&p->mu);
+	for (size_t i = 0; i < p->n; i++) {
+		pd_pool *pl = &p->pools[i];
+		st[i] = pl->st;
+		snprintf(st[i].template_name, sizeof st[i].template_name, "%s", pl->t.name);
+		st[i].available = pl->t.available;
+		st[i].ready = pl->nready;
+		st[i].in_use = pl->in_use;
+		st[i].creating = pl->creating;
+		st[i].reclaiming = pl->nreclaiming;
+		st[i].target = pl->target;
+	}
+	*n = p->n;
+	pthread_mutex_unlock(&p->mu);
+	return st;
+}
+
+int pd_pools_wait_ready(pd_pools *p, uint64_t timeout_ms)
+{
+	uint64_t deadline = pd_now_us() + timeout_ms * 1000;
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		bool all = true;
+		for (size_t i = 0; i < p->n; i++) {
+			pd_pool *pl = &p->pools[i];
+			uint32_t t = target_of(p, pl);
+			if (pl->t.available && pl->nready < t)
+				all = false;
+		}
+		uint64_t now = pd_now_us();
+		if (all || now >= deadline) {
+			pthread_mutex_unlock(&p->mu);
+			return all ? 0 : -1;
+		}
+		pthread_cond_signal(&p->cv_builder);
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t ns = (uint64_t)ts.tv_nsec + 50000000ull;
+		ts.tv_sec += (time_t)(ns / 1000000000ull);
+		ts.tv_nsec = (long)(ns % 1000000000ull);
+		pthread_cond_timedwait(&p->cv_ready, &p->mu, &ts);
+	}
+}

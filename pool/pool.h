@@ -1,0 +1,127 @@
+/* paddock pools: templates, warm pools of READY sandboxes, and sessions over libpaddock.
+ *
+ * A template is a named sandbox recipe (image layers, limits, network, env, cwd, files placed
+ * before use, the toolchain it serves). Each template has a pool of sandboxes created ahead of
+ * time by a builder thread, sized by demand; acquire takes one (or creates one on the spot when
+ * the pool is empty), release hands it to a reclaimer thread that destroys it off the request
+ * path. Sandboxes are used once: nothing is reused after a reset (see README, "Reuse").
+ *
+ * Every sandbox the pools own has a state and a deadline for it; the reclaimer kills and counts
+ * any that overstay (a create that never finishes, an idle sandbox past its TTL, a session past its
+ * lifetime, a teardown that hangs). */
+#ifndef PADDOCK_POOL_H
+#define PADDOCK_POOL_H
+
+#include "paddock.h"
+
+/* ---- templates ------------------------------------------------------------------------------- */
+
+#define PD_TPL_MAX_LAYERS 6
+#define PD_TPL_MAX_ENV 64
+#define PD_TPL_MAX_FILES 32
+#define PD_TPL_MAX_REQUIRES 8
+
+typedef struct pd_tpl_file {
+	char *path;
+	char *data;
+	size_t len;
+	mode_t mode;
+} pd_tpl_file;
+
+typedef struct pd_template {
+	char name[64];
+	char language[32];
+	char *layers[PD_TPL_MAX_LAYERS + 1]; /* top first; none = the default host image */
+	char *env[PD_TPL_MAX_ENV + 1];       /* K=V; none = paddock's defaults */
+	char *cwd;
+	pd_tpl_file files[PD_TPL_MAX_FILES];
+	size_t nfiles;
+	char *requires[PD_TPL_MAX_REQUIRES + 1]; /* programs the image must have, e.g. "python3" */
+	pd_limits limits;
+	pd_net net;
+	uint32_t pool_min, pool_max;
+	uint64_t pool_idle_ttl_ms;   /* READY sandboxes above the target are reclaimed after this */
+	uint64_t session_idle_ttl_ms, session_max_ms;
+	/* filled by pd_template_check */
+	bool available;
+	char missing[128];
+} pd_template;
+
+/* Parses a templates file (JSON, schema in README). On error, e names the field. */
+int pd_templates_load(const char *path, pd_template **out, size_t *n, pd_err *e);
+/* Parses templates from a JSON text. */
+int pd_templates_parse(const char *json, size_t len, pd_template **out, size_t *n, pd_err *e);
+/* The built-in templates: bash, python, c, cpp, node on the default host image. */
+int pd_templates_default(pd_template **out, size_t *n, pd_err *e);
+/* Checks that the template's image has its toolchain; sets available and missing. */
+void pd_template_check(pd_ctx *c, pd_template *t);
+void pd_templates_free(pd_template *t, size_t n);
+/* Sandbox options for a template (pointers into t; valid while t lives). */
+void pd_template_sandbox_opts(const pd_template *t, pd_sandbox_opts *o);
+
+/* ---- pools ----------------------------------------------------------------------------------- */
+
+typedef struct pd_pools pd_pools;
+
+typedef struct pd_pools_opts {
+	uint64_t memory_budget;    /* bytes for all pooled sandboxes; 0 = half the machine */
+	uint64_t idle_cost_bytes;  /* host memory one idle sandbox costs (estimate); 0 = 1 MiB */
+	uint64_t setup_timeout_ms; /* CREATING deadline; 0 = 10 s */
+	uint64_t teardown_timeout_ms; /* RECLAIMING deadline; 0 = 10 s */
+	uint64_t tick_ms;          /* how often deadlines and targets are checked; 0 = 100 ms */
+	bool prewarm;              /* fill every available pool to its minimum at start */
+} pd_pools_opts;
+
+typedef struct pd_pool_stats {
+	char template_name[64];
+	bool available;
+	uint32_t ready, in_use, creating, reclaiming, target;
+	uint64_t acquires, hits, misses, waits_ms_total;
+	uint64_t created, create_failures, destroyed, expired, forced_reclaims, residue_failures;
+	uint64_t peak_in_use;
+} pd_pool_stats;
+
+/* Starts pools for the templates (copied in) and their builder and reclaimer threads. */
+pd_pools *pd_pools_new(pd_ctx *c, const pd_template *t, size_t n, const pd_pools_opts *o, pd_err *e);
+/* Stops the threads, destroys every sandbox the pools hold; sessions must be closed first. */
+void pd_pools_free(pd_pools *p);
+const pd_template *pd_pools_template(pd_pools *p, const char *name);
+/* Takes a READY sandbox of the template (hit), or creates one on the spot (miss). */
+pd_sandbox *pd_pool_acquire(pd_pools *p, const char *template_name, bool *hit, pd_err *e);
+/* Gives a sandbox back: it is destroyed (with the residue check) by the reclaimer thread. */
+void pd_pool_release(pd_pools *p, pd_sandbox *s);
+/* Per-template figures; *n receives the count. Returns a malloc'd array. */
+pd_pool_stats *pd_pools_stats(pd_pools *p, size_t *n);
+/* Waits until every pool has reached its target (or timeout_ms passed). Returns 0 if reached. */
+int pd_pools_wait_ready(pd_pools *p, uint64_t timeout_ms);
+
+/* ---- sessions -------------------------------------------------------------------------------- */
+
+typedef struct pd_session pd_session;
+
+typedef struct pd_session_opts {
+	uint64_t idle_ttl_ms;    /* 0 = the template's */
+	uint64_t max_lifetime_ms; /* 0 = the template's */
+	const char *metadata;    /* free text kept with the session (e.g. task ids) */
+} pd_session_opts;
+
+/* Opens a session: one sandbox held across many execs and file operations. */
+pd_session *pd_session_open(pd_pools *p, const char *template_name, const pd_session_opts *o, pd_err *e);
+const char *pd_session_id(const pd_session *s);
+pd_sandbox *pd_session_sandbox(pd_session *s);
+/* Runs a command. With a request_id seen before, returns the recorded result instead of running
+ * it again (a client retrying after a network hiccup must not double side effects). Full output
+ * beyond the kept head/tail is spilled to files fetchable with pd_session_output_path. */
+int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *request_id, pd_result *r, pd_err *e);
+/* Path of the full stdout (stream 1) or stderr (2) of the exec with that request id or number. */
+int pd_session_output_path(pd_session *s, const char *request_id, int stream, char *path, size_t len,
+			   pd_err *e);
+/* Unpacks a tar stream (read from fd) into dir inside the sandbox; packs dir into fd. */
+int pd_session_upload_tar(pd_session *s, const char *dir, int tar_fd, pd_err *e);
+int pd_session_download_tar(pd_session *s, const char *dir, int tar_fd, pd_err *e);
+/* Whether the session outlived its idle TTL or lifetime (then it is closed by the pools). */
+bool pd_session_expired(const pd_session *s, uint64_t now_us);
+/* Ends the session; its sandbox goes to the reclaimer. */
+void pd_session_close(pd_session *s);
+
+#endif

@@ -1,0 +1,52 @@
+/* Internals shared by the pool layer's files. */
+#ifndef PADDOCK_POOL_INTERNAL_H
+#define PADDOCK_POOL_INTERNAL_H
+
+#include "internal.h"
+#include "pool.h"
+
+#include <pthread.h>
+
+typedef struct pd_pool pd_pool;
+
+typedef struct pd_entry {
+	pd_sandbox *sb;
+	pd_pool *pool;
+	uint64_t since;
+	struct pd_entry *next;
+} pd_entry;
+
+struct pd_pool {
+	pd_template t;
+	pd_sandbox_opts sopts;
+	pd_entry *ready; /* READY sandboxes, newest first */
+	uint32_t nready, in_use, creating, nreclaiming, target;
+	uint64_t win_start, win_peak, prev_win_peak;
+	uint64_t retry_at;
+	char last_error[256];
+	pd_pool_stats st;
+};
+
+struct pd_pools {
+	pd_ctx *ctx;
+	pd_pool *pools;
+	size_t n;
+	pd_pools_opts opts;
+	pthread_mutex_t mu;
+	pthread_cond_t cv_builder, cv_reclaimer, cv_ready;
+	pthread_t builder, reclaimer;
+	bool threads_ok, stop;
+	pd_entry *reclaim;       /* sandboxes waiting to be destroyed */
+	struct pd_session *sessions; /* open sessions, for their deadlines */
+	uint64_t session_seq;
+};
+
+pd_sandbox *pd_pool_make(pd_pools *p, pd_pool *pl, pd_err *e);
+void pd_pool_reclaim_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s);
+pd_pool *pd_pool_of(pd_pools *p, pd_sandbox *s);
+void pd_sandbox_set_owner(pd_sandbox *s, pd_pool *pl);
+void pd_template_release(pd_template *t);
+void pd_sessions_expire_locked(pd_pools *p, uint64_t now);
+void pd_sessions_free_all(pd_pools *p);
+
+#endif

@@ -1,0 +1,378 @@
+/* Sessions: one sandbox held across many execs and file operations (an agent's episode).
+ *
+ * Each exec may carry a client request id; a repeated id returns the recorded result, so a client
+ * that retries after a network hiccup never runs a command twice. Every output byte (up to the
+ * output-kill limit) is spilled to a file under <state>/sessions/<id>/, so output beyond the kept
+ * head and tail can be fetched later. The reclaimer closes sessions past their idle TTL or maximum
+ * lifetime; a session in use is never cut mid-exec. */
+#define _GNU_SOURCE
+#include "pool_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SESSION_RECORDS 64
+
+typedef struct record {
+	char request_id[128];
+	unsigned n; /* exec number in this session */
+	pd_result r;
+} record;
+
+struct pd_session {
+	pd_pools *p;
+	pd_pool *pl;
+	pd_sandbox *sb;
+	char id[48];
+	char dir[PD_PATH];
+	char *metadata;
+	uint64_t created_us, last_used_us, idle_ttl_ms, max_ms;
+	bool busy, dead, closed_by_pools;
+	char dead_reason[128];
+	unsigned nexec;
+	record rec[SESSION_RECORDS];
+	unsigned nrec;
+	struct pd_session *next;
+};
+
+static void result_free_copy(pd_result *r)
+{
+	pd_result_free(r);
+	memset(r, 0, sizeof *r);
+}
+
+static char *dupbuf(const char *p, size_t n)
+{
+	if (!p || !n)
+		return NULL;
+	char *d = malloc(n);
+	if (d)
+		memcpy(d, p, n);
+	return d;
+}
+
+static void result_copy(pd_result *dst, const pd_result *src)
+{
+	*dst = *src;
+	dst->out.head = dupbuf(src->out.head, src->out.head_len);
+	dst->out.tail = dupbuf(src->out.tail, src->out.tail_len);
+	dst->err.head = dupbuf(src->err.head, src->err.head_len);
+	dst->err.tail = dupbuf(src->err.tail, src->err.tail_len);
+	dst->audit = src->audit_len ? (pd_audit_event *)dupbuf((const char *)src->audit,
+								 src->audit_len * sizeof *src->audit)
+				    : NULL;
+	dst->audit_cap = dst->audit ? src->audit_len : 0;
+	/* a copy that lost a buffer to ENOMEM says so rather than pretend the output was empty */
+	if ((src->out.head_len && !dst->out.head) || (src->err.head_len && !dst->err.head))
+		snprintf(dst->error, sizeof dst->error, "recorded output lost: out of memory");
+	if (!dst->out.head)
+		dst->out.head_len = 0;
+	if (!dst->out.tail)
+		dst->out.tail_len = 0;
+	if (!dst->err.head)
+		dst->err.head_len = 0;
+	if (!dst->err.tail)
+		dst->err.tail_len = 0;
+	if (!dst->audit)
+		dst->audit_len = 0;
+}
+
+static void rm_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (d) {
+		struct dirent *de;
+		while ((de = readdir(d)))
+			if (de->d_name[0] != '.')
+				unlinkat(dirfd(d), de->d_name, 0);
+		closedir(d);
+	}
+	rmdir(dir);
+}
+
+const char *pd_session_id(const pd_session *s)
+{
+	return s->id;
+}
+
+pd_sandbox *pd_session_sandbox(pd_session *s)
+{
+	return s->sb;
+}
+
+pd_session *pd_session_open(pd_pools *p, const char *name, const pd_session_opts *o, pd_err *e)
+{
+	pd_session *s = calloc(1, sizeof *s);
+	if (!s) {
+		pd_fail(e, ENOMEM, "session");
+		return NULL;
+	}
+	s->sb = pd_pool_acquire(p, name, NULL, e);
+	if (!s->sb) {
+		free(s);
+		return NULL;
+	}
+	s->p = p;
+	s->pl = pd_pool_of(p, s->sb);
+	s->created_us = s->last_used_us = pd_now_us();
+	s->idle_ttl_ms = o && o->idle_ttl_ms ? o->idle_ttl_ms : s->pl->t.session_idle_ttl_ms;
+	s->max_ms = o && o->max_lifetime_ms ? o->max_lifetime_ms : s->pl->t.session_max_ms;
+	if (o && o->metadata)
+		s->metadata = strdup(o->metadata);
+	pthread_mutex_lock(&p->mu);
+	uint64_t seq = ++p->session_seq;
+	pthread_mutex_unlock(&p->mu);
+	snprintf(s->id, sizeof s->id, "ss-%08" PRIx32 "-%" PRIu64, p->ctx->run_id, seq);
+	snprintf(s->dir, sizeof s->dir, "%s/sessions/%s", p->ctx->state_dir, s->id);
+	if (pd_mkdir_p(s->dir, 0700) < 0) {
+		pd_fail(e, errno, "session directory %s", s->dir);
+		pd_pool_release(p, s->sb);
+		free(s->metadata);
+		free(s);
+		return NULL;
+	}
+	pthread_mutex_lock(&p->mu);
+	s->next = p->sessions;
+	p->sessions = s;
+	pthread_mutex_unlock(&p->mu);
+	return s;
+}
+
+bool pd_session_expired(const pd_session *s, uint64_t now)
+{
+	return (s->idle_ttl_ms && now - s->last_used_us > s->idle_ttl_ms * 1000) ||
+	       (s->max_ms && now - s->created_us > s->max_ms * 1000);
+}
+
+/* Marks the session in use; fails if it has ended. */
+static int enter(pd_session *s, pd_err *e)
+{
+	pthread_mutex_lock(&s->p->mu);
+	if (s->dead) {
+		pthread_mutex_unlock(&s->p->mu);
+		return pd_fail(e, ESRCH, "session %s has ended: %s", s->id, s->dead_reason);
+	}
+	if (s->busy) {
+		pthread_mutex_unlock(&s->p->mu);
+		return pd_fail(e, EBUSY, "session %s is busy with another request", s->id);
+	}
+	s->busy = true;
+	pthread_mutex_unlock(&s->p->mu);
+	return 0;
+}
+
+static void leave(pd_session *s)
+{
+	pthread_mutex_lock(&s->p->mu);
+	s->busy = false;
+	s->last_used_us = pd_now_us();
+	pd_state st = pd_sandbox_state(s->sb);
+	if (!s->dead && st != PD_READY) {
+		/* a limit kill (TO, ML, OL) ended the sandbox, and so the session */
+		s->dead = true;
+		snprintf(s->dead_reason, sizeof s->dead_reason, "its sandbox is %s", pd_state_name(st));
+	}
+	pthread_mutex_unlock(&s->p->mu);
+}
+
+static record *find_record(pd_session *s, const char *rid)
+{
+	for (unsigned i = 0; i < s->nrec && i < SESSION_RECORDS; i++)
+		if (!strcmp(s->rec[i].request_id, rid))
+			return &s->rec[i];
+	return NULL;
+}
+
+int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_result *r, pd_err *e)
+{
+	memset(r, 0, sizeof *r);
+	if (rid && (!*rid || strlen(rid) >= sizeof s->rec[0].request_id))
+		return pd_fail(e, EINVAL, "request id must have 1 to 127 characters");
+	if (enter(s, e) < 0)
+		return -1;
+	if (rid) {
+		record *rec = find_record(s, rid);
+		if (rec) {
+			result_copy(r, &rec->r);
+			leave(s);
+			return 0;
+		}
+	}
+	unsigned n = ++s->nexec;
+	char out[PD_PATH], err[PD_PATH];
+	snprintf(out, sizeof out, "%s/%u.stdout", s->dir, n);
+	snprintf(err, sizeof err, "%s/%u.stderr", s->dir, n);
+	pd_exec_opts xo = *x;
+	xo.spill = true;
+	xo.spill_fd[0] = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	xo.spill_fd[1] = open(err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (!xo.envp && s->pl->t.env[0])
+		xo.envp = s->pl->t.env;
+	if (!xo.cwd && s->pl->t.cwd)
+		xo.cwd = s->pl->t.cwd;
+	int rc = pd_sandbox_exec(s->sb, &xo, r, e);
+	if (xo.spill_fd[0] >= 0)
+		close(xo.spill_fd[0]);
+	if (xo.spill_fd[1] >= 0)
+		close(xo.spill_fd[1]);
+	if (rc == 0) {
+		/* keep the last SESSION_RECORDS results; the oldest goes first */
+		record *rec = &s->rec[s->nrec % SESSION_RECORDS];
+		if (s->nrec >= SESSION_RECORDS)
+			result_free_copy(&rec->r);
+		snprintf(rec->request_id, sizeof rec->request_id, "%s", rid ? rid : "");
+		if (!rid)
+			snprintf(rec->request_id, sizeof rec->request_id, "#%u", n);
+		rec->n = n;
+		result_copy(&rec->r, r);
+		s->nrec++;
+	}
+	leave(s);
+	return rc;
+}
+
+int pd_session_output_path(pd_session *s, const char *rid, int stream, char *path, size_t len, pd_err *e)
+{
+	if (stream != 1 && stream != 2)
+		return pd_fail(e, EINVAL, "stream must be 1 (stdout) or 2 (stderr)");
+	unsigned n = 0;
+	pthread_mutex_lock(&s->p->mu);
+	record *rec = find_record(s, rid);
+	if (rec)
+		n = rec->n;
+	pthread_mutex_unlock(&s->p->mu);
+	if (!n)
+		return pd_fail(e, ENOENT, "session %s has no exec with request id '%s'", s->id, rid);
+	snprintf(path, len, "%s/%u.%s", s->dir, n, stream == 1 ? "stdout" : "stderr");
+	return 0;
+}
+
+/* tar runs inside the sandbox: whatever links the archive or the directory holds, it can only
+ * reach what the sandbox itself can */
+static int run_tar(pd_session *s, char **argv, int in_fd, int out_fd, pd_err *e)
+{
+	pd_exec_opts x = {0};
+	x.argv = argv;
+	x.stdin_fd = in_fd;
+	x.cwd = "/";
+	if (out_fd >= 0) {
+		x.spill = true;
+		x.spill_fd[0] = out_fd;
+		x.spill_fd[1] = -1;
+		x.output_kill_bytes = UINT64_MAX; /* the archive is the output: the disk bounds it */
+	}
+	pd_result r;
+	if (pd_sandbox_exec(s->sb, &x, &r, e) < 0)
+		return -1;
+	int rc = 0;
+	if (r.status != PD_OK && !(out_fd >= 0 && r.status == PD_OL)) {
+		char msg[200] = "";
+		if (r.err.head_len)
+			snprintf(msg, sizeof msg, ": %.*s", (int)(r.err.head_len > 150 ? 150 : r.err.head_len),
+				 r.err.head);
+		rc = pd_fail(e, EIO, "tar in session %s: %s exit %d%s", s->id, pd_status_name(r.status),
+			     r.exit_code, msg);
+	}
+	pd_result_free(&r);
+	return rc;
+}
+
+int pd_session_upload_tar(pd_session *s, const char *dir, int tar_fd, pd_err *e)
+{
+	if (enter(s, e) < 0)
+		return -1;
+	int rc = pd_sandbox_mkdir(s->sb, dir, 0755, e);
+	if (rc == 0) {
+		static char tar[] = "tar", x[] = "-x", C[] = "-C", f[] = "-f", dash[] = "-",
+			    noown[] = "--no-same-owner";
+		char *d = strdup(dir);
+		char *argv[] = {tar, x, noown, C, d, f, dash, NULL};
+		rc = d ? run_tar(s, argv, tar_fd, -1, e) : pd_fail(e, ENOMEM, "tar");
+		free(d);
+	}
+	leave(s);
+	return rc;
+}
+
+int pd_session_download_tar(pd_session *s, const char *dir, int tar_fd, pd_err *e)
+{
+	if (enter(s, e) < 0)
+		return -1;
+	static char tar[] = "tar", c[] = "-c", C[] = "-C", f[] = "-f", dash[] = "-", dot[] = ".";
+	char *d = strdup(dir);
+	char *argv[] = {tar, c, C, d, f, dash, dot, NULL};
+	int rc = d ? run_tar(s, argv, -1, tar_fd, e) : pd_fail(e, ENOMEM, "tar");
+	free(d);
+	leave(s);
+	return rc;
+}
+
+static void session_free(pd_session *s)
+{
+	for (unsigned i = 0; i < s->nrec && i < SESSION_RECORDS; i++)
+		pd_result_free(&s->rec[i].r);
+	rm_dir(s->dir);
+	free(s->metadata);
+	free(s);
+}
+
+void pd_session_close(pd_session *s)
+{
+	if (!s)
+		return;
+	pd_pools *p = s->p;
+	pthread_mutex_lock(&p->mu);
+	for (pd_session **pp = &p->sessions; *pp; pp = &(*pp)->next)
+		if (*pp == s) {
+			*pp = s->next;
+			break;
+		}
+	bool released = s->closed_by_pools;
+	pthread_mutex_unlock(&p->mu);
+	if (!released)
+		pd_pool_release(p, s->sb);
+	session_free(s);
+}
+
+/* Called by the reclaimer with the lock held: ends sessions past their deadlines. The session
+ * object stays (its owner still holds the pointer) until pd_session_close. */
+void pd_sessions_expire_locked(pd_pools *p, uint64_t now)
+{
+	for (pd_session *s = p->sessions; s; s = s->next) {
+		if (s->dead || s->busy || !pd_session_expired(s, now))
+			continue;
+		s->dead = true;
+		s->closed_by_pools = true;
+		bool idle = s->idle_ttl_ms && now - s->last_used_us > s->idle_ttl_ms * 1000;
+		snprintf(s->dead_reason, sizeof s->dead_reason, "%s",
+			 idle ? "idle TTL passed (EXPIRED)" : "maximum lifetime passed (EXPIRED)");
+		pd_pool *pl = pd_pool_of(p, s->sb);
+		if (pl) {
+			if (pl->in_use)
+				pl->in_use--;
+			pl->st.expired++;
+		}
+		pd_pool_reclaim_locked(p, pl ? pl : s->pl, s->sb);
+	}
+}
+
+void pd_sessions_free_all(pd_pools *p)
+{
+	/* sessions still open at shutdown: their sandboxes were reclaimed with the pools */
+	while (p->sessions) {
+		pd_session *s = p->sessions;
+		p->sessions = s->next;
+		if (!s->closed_by_pools) {
+			char residue[128];
+			pd_sandbox_destroy(s->sb, residue, sizeof residue);
+		}
+		session_free(s);
+	}
+}

@@ -1,0 +1,558 @@
+/* Templates: parsed from JSON with jansson; every error names the field it concerns, e.g.
+ * "templates[2].limits.memory: '5X' is not a size". */
+#define _GNU_SOURCE
+#include "pool.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void pd_templates_free(pd_template *t, size_t n)
+{
+	for (size_t i = 0; t && i < n; i++) {
+		for (int k = 0; t[i].layers[k]; k++)
+			free(t[i].layers[k]);
+		for (int k = 0; t[i].env[k]; k++)
+			free(t[i].env[k]);
+		for (int k = 0; t[i].requires[k]; k++)
+			free(t[i].requires[k]);
+		for (size_t k = 0; k < t[i].nfiles; k++) {
+			free(t[i].files[k].path);
+			free(t[i].files[k].data);
+		}
+		free(t[i].cwd);
+	}
+	free(t);
+}
+
+static void tpl_defaults(pd_template *t)
+{
+	memset(t, 0, sizeof *t);
+	t->limits = pd_limits_default();
+	t->net = PD_NET_LOOPBACK;
+	t->pool_min = 0;
+	t->pool_max = 64;
+	t->pool_idle_ttl_ms = 60000;
+	t->session_idle_ttl_ms = 300000;
+	t->session_max_ms = 3600000;
+}
+
+/* ---- field readers: each fails with the field's full name ------------------------------------ */
+
+static int need_string(json_t *v, const char *where, const char **out, pd_err *e)
+{
+	*out = "";
+	if (!json_is_string(v))
+		return pd_fail(e, EINVAL, "%s: must be a string", where);
+	*out = json_string_value(v);
+	return 0;
+}
+
+static int get_size(json_t *v, const char *where, uint64_t *out, pd_err *e)
+{
+	if (json_is_integer(v) && json_integer_value(v) >= 0) {
+		*out = (uint64_t)json_integer_value(v);
+		return 0;
+	}
+	if (json_is_string(v) && pd_parse_size(json_string_value(v), out) == 0)
+		return 0;
+	return pd_fail(e, EINVAL, "%s: '%s' is not a size (bytes, or a string like \"512M\")", where,
+		       json_is_string(v) ? json_string_value(v) : "(not a string)");
+}
+
+static int get_duration(json_t *v, const char *where, uint64_t *out, pd_err *e)
+{
+	if (json_is_number(v) && json_number_value(v) >= 0) {
+		*out = (uint64_t)(json_number_value(v) * 1000.0 + 0.5);
+		return 0;
+	}
+	if (json_is_string(v) && pd_parse_duration_ms(json_string_value(v), out) == 0)
+		return 0;
+	return pd_fail(e, EINVAL, "%s: '%s' is not a duration (seconds, or a string like \"250ms\")",
+		       where, json_is_string(v) ? json_string_value(v) : "(not a string)");
+}
+
+static int get_count(json_t *v, const char *where, uint64_t lo, uint64_t hi, uint64_t *out, pd_err *e)
+{
+	if (!json_is_integer(v) || json_integer_value(v) < (json_int_t)lo ||
+	    (uint64_t)json_integer_value(v) > hi)
+		return pd_fail(e, EINVAL, "%s: must be a whole number from %llu to %llu", where,
+			       (unsigned long long)lo, (unsigned long long)hi);
+	*out = (uint64_t)json_integer_value(v);
+	return 0;
+}
+
+static int unknown_keys(json_t *obj, const char *where, const char *const *known, pd_err *e)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach(obj, k, v) {
+		bool ok = false;
+		for (int i = 0; known[i]; i++)
+			ok |= !strcmp(k, known[i]);
+		if (!ok)
+			return pd_fail(e, EINVAL, "%s: unknown field '%s'", where, k);
+	}
+	return 0;
+}
+
+static int parse_limits(json_t *o, const char *where, pd_limits *l, pd_err *e)
+{
+	static const char *const known[] = {"memory", "pids", "cpu_time", "wall_time", "cpus", "disk",
+					    "output", "output_kill", "nofile", "fsize", "stack", NULL};
+	if (!json_is_object(o))
+		return pd_fail(e, EINVAL, "%s: must be an object", where);
+	if (unknown_keys(o, where, known, e) < 0)
+		return -1;
+	char w[160];
+	json_t *v;
+	uint64_t x;
+#define FIELD(name) (snprintf(w, sizeof w, "%s.%s", where, name), v = json_object_get(o, name))
+	if (FIELD("memory") && get_size(v, w, &l->memory_bytes, e) < 0)
+		return -1;
+	if (FIELD("pids")) {
+		if (get_count(v, w, 1, 1000000, &x, e) < 0)
+			return -1;
+		l->pids = (uint32_t)x;
+	}
+	if (FIELD("cpu_time") && get_duration(v, w, &l->cpu_ms, e) < 0)
+		return -1;
+	if (FIELD("wall_time") && get_duration(v, w, &l->wall_ms, e) < 0)
+		return -1;
+	if (FIELD("cpus")) {
+		if (!json_is_number(v) || json_number_value(v) < 0.01 || json_number_value(v) > 1024)
+			return pd_fail(e, EINVAL, "%s: must be a number of cores from 0.01 to 1024", w);
+		l->cpu_millicores = (uint32_t)(json_number_value(v) * 1000 + 0.5);
+	}
+	if (FIELD("disk") && get_size(v, w, &l->disk_bytes, e) < 0)
+		return -1;
+	if (FIELD("output") && get_size(v, w, &l->output_bytes, e) < 0)
+		return -1;
+	if (FIELD("output_kill") && get_size(v, w, &l->output_kill_bytes, e) < 0)
+		return -1;
+	if (FIELD("nofile")) {
+		if (get_count(v, w, 4, 1048576, &x, e) < 0)
+			return -1;
+		l->nofile = (uint32_t)x;
+	}
+	if (FIELD("fsize") && get_size(v, w, &l->fsize_bytes, e) < 0)
+		return -1;
+	if (FIELD("stack") && get_size(v, w, &l->stack_bytes, e) < 0)
+		return -1;
+#undef FIELD
+	if (l->disk_bytes && l->disk_bytes < 4096)
+		return pd_fail(e, EINVAL, "%s.disk: at least 4k", where);
+	if (l->memory_bytes && l->memory_bytes < (4u << 20))
+		return pd_fail(e, EINVAL, "%s.memory: at least 4M", where);
+	return 0;
+}
+
+static int b64val(int ch)
+{
+	if (ch >= 'A' && ch <= 'Z')
+		return ch - 'A';
+	if (ch >= 'a' && ch <= 'z')
+		return ch - 'a' + 26;
+	if (ch >= '0' && ch <= '9')
+		return ch - '0' + 52;
+	if (ch == '+' || ch == '-')
+		return 62;
+	if (ch == '/' || ch == '_')
+		return 63;
+	return -1;
+}
+
+/* Standard or URL-safe base64, padding optional. */
+static int b64decode(const char *in, char **out, size_t *len)
+{
+	size_t n = strlen(in);
+	char *buf = malloc(n / 4 * 3 + 4);
+	if (!buf)
+		return -1;
+	size_t o = 0;
+	unsigned acc = 0;
+	int bits = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (in[i] == '=' || in[i] == '\n' || in[i] == '\r')
+			continue;
+		int v = b64val((unsigned char)in[i]);
+		if (v < 0) {
+			free(buf);
+			return -1;
+		}
+		acc = (acc << 6) | (unsigned)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			buf[o++] = (char)((acc >> bits) & 0xff);
+		}
+	}
+	buf[o] = 0;
+	*out = buf;
+	*len = o;
+	return 0;
+}
+
+static int dup_str(char **dst, const char *s, const char *where, pd_err *e)
+{
+	*dst = strdup(s);
+	return *dst ? 0 : pd_fail(e, ENOMEM, "%s", where);
+}
+
+static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
+{
+	static const char *const known[] = {"name", "language", "image", "layers", "requires", "env",
+					    "cwd", "files", "limits", "network", "pool", "session", NULL};
+	if (!json_is_object(o))
+		return pd_fail(e, EINVAL, "%s: must be an object", where);
+	if (unknown_keys(o, where, known, e) < 0)
+		return -1;
+	char w[160];
+	const char *s = NULL;
+	json_t *v;
+#define FIELD(name) (snprintf(w, sizeof w, "%s.%s", where, name), v = json_object_get(o, name))
+	if (!FIELD("name"))
+		return pd_fail(e, EINVAL, "%s.name: required", where);
+	if (need_string(v, w, &s, e) < 0)
+		return -1;
+	if (!*s || strlen(s) >= sizeof t->name || strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_.-") != strlen(s))
+		return pd_fail(e, EINVAL, "%s: '%s' must be 1-63 characters of a-z 0-9 _ . -", w, s);
+	snprintf(t->name, sizeof t->name, "%s", s);
+	if (FIELD("language")) {
+		if (need_string(v, w, &s, e) < 0)
+			return -1;
+		snprintf(t->language, sizeof t->language, "%s", s);
+	} else {
+		snprintf(t->language, sizeof t->language, "%s", t->name);
+	}
+	json_t *img = json_object_get(o, "image"), *layers = json_object_get(o, "layers");
+	if (img && layers)
+		return pd_fail(e, EINVAL, "%s: give image or layers, not both", where);
+	if (img && !json_is_null(img)) {
+		snprintf(w, sizeof w, "%s.image", where);
+		if (need_string(img, w, &s, e) < 0 || dup_str(&t->layers[0], s, w, e) < 0)
+			return -1;
+		if (s[0] != '/')
+			return pd_fail(e, EINVAL, "%s: '%s' must be an absolute path", w, s);
+	}
+	if (layers) {
+		snprintf(w, sizeof w, "%s.layers", where);
+		if (!json_is_array(layers) || json_array_size(layers) == 0 ||
+		    json_array_size(layers) > PD_TPL_MAX_LAYERS)
+			return pd_fail(e, EINVAL, "%s: must be a list of 1 to %d directories", w, PD_TPL_MAX_LAYERS);
+		size_t i;
+		json_array_foreach(layers, i, v) {
+			snprintf(w, sizeof w, "%s.layers[%zu]", where, i);
+			if (need_string(v, w, &s, e) < 0 || dup_str(&t->layers[i], s, w, e) < 0)
+				return -1;
+			if (s[0] != '/')
+				return pd_fail(e, EINVAL, "%s: '%s' must be an absolute path", w, s);
+		}
+	}
+	if (FIELD("requires")) {
+		if (!json_is_array(v) || json_array_size(v) > PD_TPL_MAX_REQUIRES)
+			return pd_fail(e, EINVAL, "%s: must be a list of at most %d program names", w,
+				       PD_TPL_MAX_REQUIRES);
+		size_t i;
+		json_t *r;
+		json_array_foreach(v, i, r) {
+			snprintf(w, sizeof w, "%s.requires[%zu]", where, i);
+			if (need_string(r, w, &s, e) < 0)
+				return -1;
+			if (!*s || strchr(s, '/') || strlen(s) > 64)
+				return pd_fail(e, EINVAL, "%s: '%s' must be a program name", w, s);
+			if (dup_str(&t->requires[i], s, w, e) < 0)
+				return -1;
+		}
+	}
+	if (FIELD("env")) {
+		if (!json_is_object(v) || json_object_size(v) > PD_TPL_MAX_ENV)
+			return pd_fail(e, EINVAL, "%s: must be an object of at most %d strings", w, PD_TPL_MAX_ENV);
+		const char *k;
+		json_t *x;
+		size_t i = 0;
+		json_object_foreach(v, k, x) {
+			snprintf(w, sizeof w, "%s.env.%s", where, k);
+			if (!*k || strchr(k, '='))
+				return pd_fail(e, EINVAL, "%s: a variable name cannot be empty or hold '='", w);
+			if (need_string(x, w, &s, e) < 0)
+				return -1;
+			if (asprintf(&t->env[i], "%s=%s", k, s) < 0)
+				return pd_fail(e, ENOMEM, "%s", w);
+			i++;
+		}
+	}
+	if (FIELD("cwd")) {
+		if (need_string(v, w, &s, e) < 0)
+			return -1;
+		if (s[0] != '/')
+			return pd_fail(e, EINVAL, "%s: '%s' must be an absolute path", w, s);
+		if (dup_str(&t->cwd, s, w, e) < 0)
+			return -1;
+	}
+	if (FIELD("files")) {
+		if (!json_is_array(v) || json_array_size(v) > PD_TPL_MAX_FILES)
+			return pd_fail(e, EINVAL, "%s: must be a list of at most %d files", w, PD_TPL_MAX_FILES);
+		size_t i;
+		json_t *f;
+		json_array_foreach(v, i, f) {
+			char fw[200];
+			snprintf(fw, sizeof fw, "%s.files[%zu]", where, i);
+			static const char *const fknown[] = {"path", "content", "content_base64", "mode", NULL};
+			if (!json_is_object(f))
+				return pd_fail(e, EINVAL, "%s: must be an object", fw);
+			if (unknown_keys(f, fw, fknown, e) < 0)
+				return -1;
+			pd_tpl_file *tf = &t->files[t->nfiles++];
+			tf->mode = 0644;
+			snprintf(w, sizeof w, "%s.path", fw);
+			json_t *p = json_object_get(f, "path");
+			if (!p)
+				return pd_fail(e, EINVAL, "%s: required", w);
+			if (need_string(p, w, &s, e) < 0)
+				return -1;
+			if (s[0] != '/')
+				return pd_fail(e, EINVAL, "%s: '%s' must be an absolute path", w, s);
+			if (dup_str(&tf->path, s, w, e) < 0)
+				return -1;
+			json_t *c = json_object_get(f, "content"), *c64 = json_object_get(f, "content_base64");
+			if (!!c == !!c64)
+				return pd_fail(e, EINVAL, "%s: give exactly one of content, content_base64", fw);
+			if (c) {
+				snprintf(w, sizeof w, "%s.content", fw);
+				if (need_string(c, w, &s, e) < 0)
+					return -1;
+				tf->len = json_string_length(c);
+				tf->data = malloc(tf->len + 1);
+				if (!tf->data)
+					return pd_fail(e, ENOMEM, "%s", w);
+				memcpy(tf->data, s, tf->len + 1);
+			} else {
+				snprintf(w, sizeof w, "%s.content_base64", fw);
+				if (need_string(c64, w, &s, e) < 0)
+					return -1;
+				if (b64decode(s, &tf->data, &tf->len) < 0)
+					return pd_fail(e, EINVAL, "%s: not valid base64", w);
+			}
+			json_t *m = json_object_get(f, "mode");
+			if (m) {
+				snprintf(w, sizeof w, "%s.mode", fw);
+				char *end = NULL;
+				long mode = json_is_string(m) ? strtol(json_string_value(m), &end, 8) : -1;
+				if (!json_is_string(m) || *end || mode < 0 || mode > 07777)
+					return pd_fail(e, EINVAL, "%s: must be an octal string like \"0644\"", w);
+				tf->mode = (mode_t)mode;
+			}
+		}
+	}
+	if (FIELD("limits")) {
+		if (parse_limits(v, w, &t->limits, e) < 0)
+			return -1;
+	}
+	if (FIELD("network")) {
+		if (need_string(v, w, &s, e) < 0)
+			return -1;
+		if (!strcmp(s, "loopback"))
+			t->net = PD_NET_LOOPBACK;
+		else if (!strcmp(s, "none"))
+			t->net = PD_NET_NONE;
+		else if (!strcmp(s, "host"))
+			t->net = PD_NET_HOST;
+		else
+			return pd_fail(e, EINVAL, "%s: '%s' must be loopback, none or host", w, s);
+	}
+	if (FIELD("pool")) {
+		static const char *const pknown[] = {"min", "max", "idle_ttl", NULL};
+		char pw[160];
+		snprintf(pw, sizeof pw, "%s", w);
+		if (!json_is_object(v))
+			return pd_fail(e, EINVAL, "%s: must be an object", pw);
+		if (unknown_keys(v, pw, pknown, e) < 0)
+			return -1;
+		json_t *x;
+		uint64_t n;
+		if ((x = json_object_get(v, "min"))) {
+			snprintf(w, sizeof w, "%s.min", pw);
+			if (get_count(x, w, 0, 100000, &n, e) < 0)
+				return -1;
+			t->pool_min = (uint32_t)n;
+		}
+		if ((x = json_object_get(v, "max"))) {
+			snprintf(w, sizeof w, "%s.max", pw);
+			if (get_count(x, w, 0, 100000, &n, e) < 0)
+				return -1;
+			t->pool_max = (uint32_t)n;
+		}
+		if ((x = json_object_get(v, "idle_ttl"))) {
+			snprintf(w, sizeof w, "%s.idle_ttl", pw);
+			if (get_duration(x, w, &t->pool_idle_ttl_ms, e) < 0)
+				return -1;
+		}
+		if (t->pool_min > t->pool_max)
+			return pd_fail(e, EINVAL, "%s: min (%u) is above max (%u)", pw, t->pool_min, t->pool_max);
+	}
+	if (FIELD("session")) {
+		static const char *const sknown[] = {"idle_ttl", "max_lifetime", NULL};
+		char sw[160];
+		snprintf(sw, sizeof sw, "%s", w);
+		if (!json_is_object(v))
+			return pd_fail(e, EINVAL, "%s: must be an object", sw);
+		if (unknown_keys(v, sw, sknown, e) < 0)
+			return -1;
+		json_t *x;
+		if ((x = json_object_get(v, "idle_ttl"))) {
+			snprintf(w, sizeof w, "%s.idle_ttl", sw);
+			if (get_duration(x, w, &t->session_idle_ttl_ms, e) < 0)
+				return -1;
+		}
+		if ((x = json_object_get(v, "max_lifetime"))) {
+			snprintf(w, sizeof w, "%s.max_lifetime", sw);
+			if (get_duration(x, w, &t->session_max_ms, e) < 0)
+				return -1;
+		}
+	}
+#undef FIELD
+	return 0;
+}
+
+int pd_templates_parse(const char *text, size_t len, pd_template **out, size_t *n, pd_err *e)
+{
+	*out = NULL;
+	*n = 0;
+	json_error_t je;
+	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	if (!root)
+		return pd_fail(e, EINVAL, "line %d column %d: %s", je.line, je.column, je.text);
+	json_t *arr = json_is_object(root) ? json_object_get(root, "templates") : NULL;
+	int rc = -1;
+	if (!arr || !json_is_array(arr)) {
+		pd_fail(e, EINVAL, "templates: the file must be an object with a list \"templates\"");
+		goto out;
+	}
+	if (json_object_size(root) != 1) {
+		static const char *const known[] = {"templates", NULL};
+		if (unknown_keys(root, "(top level)", known, e) < 0)
+			goto out;
+	}
+	size_t count = json_array_size(arr);
+	pd_template *t = calloc(count ? count : 1, sizeof *t);
+	if (!t) {
+		pd_fail(e, ENOMEM, "templates");
+		goto out;
+	}
+	for (size_t i = 0; i < count; i++) {
+		char where[64];
+		snprintf(where, sizeof where, "templates[%zu]", i);
+		tpl_defaults(&t[i]);
+		if (parse_one(json_array_get(arr, i), where, &t[i], e) < 0) {
+			pd_templates_free(t, i + 1);
+			goto out;
+		}
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(t[j].name, t[i].name)) {
+				pd_fail(e, EINVAL, "%s.name: '%s' is already the name of templates[%zu]", where,
+					t[i].name, j);
+				pd_templates_free(t, i + 1);
+				goto out;
+			}
+	}
+	*out = t;
+	*n = count;
+	rc = 0;
+out:
+	json_decref(root);
+	return rc;
+}
+
+int pd_templates_load(const char *path, pd_template **out, size_t *n, pd_err *e)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return pd_fail(e, errno, "templates file %s", path);
+	char *buf = NULL;
+	size_t cap = 0, len = 0;
+	for (;;) {
+		if (len + 4096 > cap) {
+			if (cap > (16u << 20)) {
+				free(buf);
+				fclose(f);
+				return pd_fail(e, EFBIG, "templates file %s is over 16 MiB", path);
+			}
+			cap = cap ? cap * 2 : 8192;
+			char *nb = realloc(buf, cap);
+			if (!nb) {
+				free(buf);
+				fclose(f);
+				return pd_fail(e, ENOMEM, "templates file %s", path);
+			}
+			buf = nb;
+		}
+		size_t k = fread(buf + len, 1, cap - len, f);
+		len += k;
+		if (k == 0)
+			break;
+	}
+	fclose(f);
+	int rc = pd_templates_parse(buf, len, out, n, e);
+	if (rc < 0 && e) {
+		char m[sizeof e->msg];
+		snprintf(m, sizeof m, "%s: %s", path, e->msg);
+		snprintf(e->msg, sizeof e->msg, "%s", m);
+	}
+	free(buf);
+	return rc;
+}
+
+static const char default_templates[] =
+	"{\"templates\": ["
+	"{\"name\": \"bash\", \"requires\": [\"bash\"], \"cwd\": \"/work\"},"
+	"{\"name\": \"python\", \"requires\": [\"python3\"], \"cwd\": \"/work\","
+	" \"env\": {\"PATH\": \"/usr/local/bin:/usr/bin:/bin\", \"HOME\": \"/root\", \"LANG\": \"C.UTF-8\","
+	"          \"PYTHONDONTWRITEBYTECODE\": \"1\", \"PYTHONUNBUFFERED\": \"1\"}},"
+	"{\"name\": \"c\", \"requires\": [\"gcc\", \"as\", \"ld\"], \"cwd\": \"/work\"},"
+	"{\"name\": \"cpp\", \"requires\": [\"g++\", \"as\", \"ld\"], \"cwd\": \"/work\"},"
+	"{\"name\": \"node\", \"language\": \"nodejs\", \"requires\": [\"node\"], \"cwd\": \"/work\"}"
+	"]}";
+
+int pd_templates_default(pd_template **out, size_t *n, pd_err *e)
+{
+	return pd_templates_parse(default_templates, sizeof default_templates - 1, out, n, e);
+}
+
+void pd_template_check(pd_ctx *c, pd_template *t)
+{
+	static const char *const bins[] = {"usr/local/bin", "usr/bin", "bin", "usr/sbin", "sbin", NULL};
+	t->available = true;
+	t->missing[0] = 0;
+	for (int r = 0; t->requires[r]; r++) {
+		bool found = false;
+		/* the default image's programs are the host's /usr */
+		const char *roots_default[] = {"/", NULL};
+		const char *const *roots = t->layers[0] ? (const char *const *)t->layers : roots_default;
+		for (int l = 0; roots[l] && !found; l++)
+			for (int b = 0; bins[b] && !found; b++) {
+				char p[1024];
+				snprintf(p, sizeof p, "%s/%s/%s", roots[l], bins[b], t->requires[r]);
+				found = access(p, X_OK) == 0;
+			}
+		if (!found) {
+			size_t len = strlen(t->missing);
+			snprintf(t->missing + len, sizeof t->missing - len, "%s%s", len ? " " : "",
+				 t->requires[r]);
+			t->available = false;
+		}
+	}
+	(void)c;
+}
+
+void pd_template_sandbox_opts(const pd_template *t, pd_sandbox_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->layers = t->layers[0] ? (const char *const *)t->layers : NULL;
+	o->net = t->net;
+	o->limits = t->limits;
+}
