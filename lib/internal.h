@@ -88,6 +88,15 @@ void pd_slot_put(pd_slots *s, uint32_t slot);
 
 /* ---- the context ----------------------------------------------------------------------------- */
 
+/* A sandbox whose init outlived SIGKILL and the teardown deadline (a task stuck in the kernel):
+ * kept here and reaped later, so the cgroup and the pidfd are not lost. */
+typedef struct pd_stuck {
+	int pidfd;
+	pd_cg *cg;
+	char id[40];
+	struct pd_stuck *next;
+} pd_stuck;
+
 struct pd_ctx {
 	char state_dir[PD_PATH];
 	char default_image[PD_PATH];
@@ -99,6 +108,8 @@ struct pd_ctx {
 	uint64_t seq;
 	uint32_t run_id;
 	int owner_fd; /* flock held on <state>/owners/<run_id> while this context lives */
+	pd_stuck *stuck;
+	uint64_t nstuck, nstuck_total;
 };
 
 /* ---- small helpers (util.c) ------------------------------------------------------------------ */

@@ -171,6 +171,15 @@ void pd_ctx_free(pd_ctx *c)
 {
 	if (!c)
 		return;
+	for (int i = 0; i < 50 && c->stuck && pd_ctx_reap_stuck(c); i++)
+		usleep(20000);
+	while (c->stuck) {
+		/* still stuck at exit: the kernel reaps them when we are gone */
+		pd_stuck *st = c->stuck;
+		c->stuck = st->next;
+		close(st->pidfd);
+		free(st);
+	}
 	pd_bpf_free(&c->bpf_base);
 	pd_bpf_free(&c->bpf_audit);
 	pd_slots_free(c->slots);
@@ -187,6 +196,56 @@ void pd_ctx_free(pd_ctx *c)
 const char *pd_ctx_cgroup_backend(const pd_ctx *c)
 {
 	return c->cg.ops ? c->cg.ops->name : "none";
+}
+
+void pd_ctx_stuck(pd_ctx *c, uint64_t *now, uint64_t *total)
+{
+	pthread_mutex_lock(&c->lock);
+	if (now)
+		*now = c->nstuck;
+	if (total)
+		*total = c->nstuck_total;
+	pthread_mutex_unlock(&c->lock);
+}
+
+uint64_t pd_ctx_reap_stuck(pd_ctx *c)
+{
+	pthread_mutex_lock(&c->lock);
+	pd_stuck *list = c->stuck;
+	c->stuck = NULL;
+	pthread_mutex_unlock(&c->lock);
+	pd_stuck *keep = NULL;
+	uint64_t left = 0;
+	while (list) {
+		pd_stuck *st = list;
+		list = st->next;
+		siginfo_t si;
+		memset(&si, 0, sizeof si);
+		syscall(SYS_pidfd_send_signal, st->pidfd, SIGKILL, NULL, 0);
+		if (st->cg)
+			c->cg.ops->kill_all(st->cg);
+		int r = waitid((idtype_t)P_PIDFD, (id_t)st->pidfd, &si, WEXITED | WNOHANG | __WALL);
+		if ((r == 0 && si.si_pid) || (r < 0 && errno == ECHILD)) {
+			close(st->pidfd);
+			if (st->cg)
+				c->cg.ops->destroy(st->cg, NULL);
+			free(st);
+			continue;
+		}
+		st->next = keep;
+		keep = st;
+		left++;
+	}
+	pthread_mutex_lock(&c->lock);
+	while (keep) {
+		pd_stuck *st = keep;
+		keep = st->next;
+		st->next = c->stuck;
+		c->stuck = st;
+	}
+	c->nstuck = left;
+	pthread_mutex_unlock(&c->lock);
+	return left;
 }
 
 const char *pd_ctx_default_image(const pd_ctx *c)
@@ -325,6 +384,8 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 		return NULL;
 	}
 	uint64_t t0 = pd_now_us();
+	if (__atomic_load_n(&c->nstuck, __ATOMIC_RELAXED))
+		pd_ctx_reap_stuck(c);
 	pd_sandbox *s = calloc(1, sizeof *s);
 	child_cfg *cfg = calloc(1, sizeof *cfg);
 	if (!s || !cfg) {
@@ -472,7 +533,7 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 	int setup_ms = o->setup_timeout_ms ? (int)(o->setup_timeout_ms > 600000 ? 600000 : o->setup_timeout_ms)
 					    : 30000;
 	if (recv_msg(s->sock, &m, sizeof m, setup_ms) < 0) {
-		pd_fail(e, errno, "sandbox %s did not become ready", s->id);
+		pd_fail(e, errno, "sandbox %s did not become ready within %d ms", s->id, setup_ms);
 		goto fail;
 	}
 	if (m.h.type == MSG_ERROR) {
@@ -929,14 +990,27 @@ int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len)
 	}
 	if (s->sock >= 0)
 		close(s->sock);
-	if (s->pidfd >= 0) {
-		/* the pidfd reports the process is gone once reaped: a last check that no init lingers */
-		if (!s->reaped) {
-			add_residue(residue, residue_len, "init-not-reaped");
-			dirty = 1;
+	if (s->pidfd >= 0 && !s->reaped) {
+		/* a task outlived SIGKILL past the deadline: park it with its cgroup for a later reap */
+		add_residue(residue, residue_len, "init-not-reaped");
+		dirty = 1;
+		pd_stuck *st = calloc(1, sizeof *st);
+		if (st) {
+			st->pidfd = s->pidfd;
+			st->cg = s->cg;
+			snprintf(st->id, sizeof st->id, "%s", s->id);
+			s->pidfd = -1;
+			s->cg = NULL;
+			pthread_mutex_lock(&c->lock);
+			st->next = c->stuck;
+			c->stuck = st;
+			c->nstuck++;
+			c->nstuck_total++;
+			pthread_mutex_unlock(&c->lock);
 		}
-		close(s->pidfd);
 	}
+	if (s->pidfd >= 0)
+		close(s->pidfd);
 	if (s->cg) {
 		pd_err ce;
 		if (c->cg.ops->destroy(s->cg, &ce) < 0) {

@@ -18,8 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define WINDOW_US 10000000ull
-
 static char *xstrdup(const char *s)
 {
 	return s ? strdup(s) : NULL;
@@ -151,11 +149,12 @@ static uint32_t target_of(pd_pools *p, pd_pool *pl)
 	return (uint32_t)want;
 }
 
-static void note_demand(pd_pool *pl, uint64_t now)
+static void note_demand(pd_pools *p, pd_pool *pl, uint64_t now)
 {
-	if (now - pl->win_start >= WINDOW_US) {
+	uint64_t window = p->opts.window_ms * 1000;
+	if (now - pl->win_start >= window) {
 		/* two quiet windows forget a burst */
-		pl->prev_win_peak = now - pl->win_start >= 2 * WINDOW_US ? pl->in_use : pl->win_peak;
+		pl->prev_win_peak = now - pl->win_start >= 2 * window ? pl->in_use : pl->win_peak;
 		pl->win_peak = pl->in_use;
 		pl->win_start = now;
 	}
@@ -176,7 +175,7 @@ static void *builder_main(void *arg)
 		int64_t best_deficit = 0;
 		for (size_t i = 0; i < p->n; i++) {
 			pd_pool *pl = &p->pools[i];
-			note_demand(pl, now);
+			note_demand(p, pl, now);
 			pl->target = target_of(p, pl);
 			int64_t deficit = (int64_t)pl->target - (int64_t)(pl->nready + pl->creating);
 			if (deficit > best_deficit && now >= pl->retry_at) {
@@ -201,6 +200,8 @@ static void *builder_main(void *arg)
 		best->creating--;
 		if (!s) {
 			best->st.create_failures++;
+			if (e.code == ETIMEDOUT)
+				best->st.forced_reclaims++; /* CREATING past its deadline: killed */
 			snprintf(best->last_error, sizeof best->last_error, "%s", e.msg);
 			/* a failing template must not spin: back off up to ~6 s */
 			backoff = backoff < 6 ? backoff + 1 : backoff;
@@ -338,6 +339,8 @@ pd_pools *pd_pools_new(pd_ctx *c, const pd_template *t, size_t n, const pd_pools
 		p->opts.teardown_timeout_ms = 10000;
 	if (!p->opts.tick_ms)
 		p->opts.tick_ms = 100;
+	if (!p->opts.window_ms)
+		p->opts.window_ms = 10000;
 	p->n = n;
 	for (size_t i = 0; i < n; i++) {
 		pd_pool *pl = &p->pools[i];
@@ -453,7 +456,7 @@ pd_sandbox *pd_pool_acquire_locked_pool(pd_pools *p, pd_pool *pl, bool *hit, pd_
 	}
 	pl->st.acquires++;
 	pl->in_use++;
-	note_demand(pl, pd_now_us());
+	note_demand(p, pl, pd_now_us());
 	if (pl->ready) {
 		pd_entry *en = pl->ready;
 		pl->ready = en->next;
@@ -482,6 +485,8 @@ pd_sandbox *pd_pool_acquire_locked_pool(pd_pools *p, pd_pool *pl, bool *hit, pd_
 		pd_sandbox_set_owner(s, pl);
 	} else {
 		pl->st.create_failures++;
+		if (e && e->code == ETIMEDOUT)
+			pl->st.forced_reclaims++;
 		pl->in_use--;
 	}
 	pthread_mutex_unlock(&p->mu);

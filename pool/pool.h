@@ -69,6 +69,7 @@ typedef struct pd_pools_opts {
 	uint64_t setup_timeout_ms; /* CREATING deadline; 0 = 10 s */
 	uint64_t teardown_timeout_ms; /* RECLAIMING deadline; 0 = 10 s */
 	uint64_t tick_ms;          /* how often deadlines and targets are checked; 0 = 100 ms */
+	uint64_t window_ms;        /* demand window: a burst is forgotten after two; 0 = 10 s */
 	bool prewarm;              /* fill every available pool to its minimum at start */
 } pd_pools_opts;
 
