@@ -141,6 +141,59 @@ static void bind_file(const char *src, const char *dst, unsigned long extra)
 		check(mount(NULL, dst, NULL, MS_REMOUNT | MS_BIND | extra, NULL), dst);
 }
 
+#ifndef MOVE_MOUNT_T_EMPTY_PATH
+#define MOVE_MOUNT_T_EMPTY_PATH 0x00000040
+#endif
+
+static int open_inside(int dirfd, const char *path, int flags, mode_t mode);
+
+/* Resolves path inside the root at rootfd, creating missing directories (and, if !is_dir, the
+ * final file) there; returns an O_PATH fd to mount on. */
+static int make_inside(int rootfd, const char *path, bool is_dir)
+{
+	char prefix[PD_PATH];
+	size_t len = strlen(path);
+	if (len == 0 || len >= sizeof prefix)
+		return errno = ENAMETOOLONG, -1;
+	for (size_t i = 1; i <= len; i++) {
+		if (path[i] != '/' && path[i] != 0)
+			continue;
+		memcpy(prefix, path, i);
+		prefix[i] = 0;
+		bool last = path[i] == 0;
+		int fd = open_inside(rootfd, prefix, O_PATH, 0);
+		if (fd >= 0) {
+			if (last)
+				return fd;
+			close(fd);
+			continue;
+		}
+		if (errno != ENOENT)
+			return -1;
+		/* create this component in its parent, itself resolved inside the root */
+		char *slash = strrchr(prefix, '/');
+		*slash = 0;
+		int pfd = open_inside(rootfd, *prefix ? prefix : "/", O_PATH | O_DIRECTORY, 0);
+		if (pfd < 0)
+			return -1;
+		const char *name = slash + 1;
+		int rc;
+		if (last && !is_dir) {
+			int ffd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+			rc = ffd < 0 ? -1 : close(ffd);
+		} else {
+			rc = mkdirat(pfd, name, 0755);
+		}
+		close(pfd);
+		if (rc < 0 && errno != EEXIST)
+			return -1;
+		*slash = '/';
+		if (last)
+			return open_inside(rootfd, prefix, O_PATH, 0);
+	}
+	return errno = EINVAL, -1;
+}
+
 static void mount_proc(const char *root)
 {
 	char p[PD_PATH];
@@ -279,23 +332,29 @@ static void build_root(const child_cfg *c, const int *layer_fds, const int *bind
 			check(mount("overlay", q, "overlay", MS_NOSUID | MS_NODEV, opts), "mount overlay");
 		}
 	}
+	int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	check(rootfd, "open new root");
+	/* an image may hold symlinks anywhere (even absolute ones to host paths): every bind target is
+	 * resolved inside the new root and its missing parts created there, never on the host */
 	for (int i = 0; i < c->nbinds; i++) {
-		cat(q, sizeof q, root, c->bind_dst[i], NULL);
-		if (c->bind_is_dir[i]) {
-			mkdirs(q, 0755);
-		} else {
-			char parent[PD_PATH];
-			cat(parent, sizeof parent, q, NULL, NULL);
-			char *slash = strrchr(parent, '/');
-			if (slash && slash != parent) {
-				*slash = 0;
-				mkdirs(parent, 0755);
-			}
-			touch(q);
-		}
-		check((int)syscall(SYS_move_mount, bind_fds[i], "", AT_FDCWD, q, MOVE_MOUNT_F_EMPTY_PATH),
+		int tfd = make_inside(rootfd, c->bind_dst[i], c->bind_is_dir[i]);
+		check(tfd, c->bind_dst[i]);
+		check((int)syscall(SYS_move_mount, bind_fds[i], "", tfd, "",
+				   MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH),
 		      "attach bind mount");
+		close(tfd);
 	}
+	/* the points we mount on must be plain directories of the root, not an image's links */
+	static const char *const points[] = {"proc", "dev", "sys", "tmp", NULL};
+	for (int i = 0; points[i]; i++) {
+		struct stat pst;
+		if (fstatat(rootfd, points[i], &pst, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(pst.st_mode))
+			check(unlinkat(rootfd, points[i], 0), points[i]);
+		if (mkdirat(rootfd, points[i], !strcmp(points[i], "tmp") ? 01777 : 0755) < 0 &&
+		    errno != EEXIST)
+			die(points[i], errno);
+	}
+	close(rootfd);
 	mount_proc(root);
 	mount_dev(root, st);
 	cat(p, sizeof p, root, "/sys", NULL);
@@ -627,9 +686,12 @@ static void do_fileop(const struct msg_fileop *f)
 	if (memchr(f->path, 0, sizeof f->path) == NULL) {
 		r.err = ENAMETOOLONG;
 	} else if (f->op == FILEOP_OPEN) {
-		/* O_NONBLOCK: a fifo planted by the program must not hang init */
-		fd = open_inside(AT_FDCWD, f->path, (f->flags & ~O_CLOEXEC) | O_NONBLOCK | O_NOCTTY,
-				 f->mode);
+		/* O_NONBLOCK: a fifo planted by the program must not hang init (openat2 refuses
+		 * any extra flag with O_PATH, which opens nothing anyway) */
+		int fl = f->flags & ~O_CLOEXEC;
+		if (!(fl & O_PATH))
+			fl |= O_NONBLOCK | O_NOCTTY;
+		fd = open_inside(AT_FDCWD, f->path, fl, (fl & (O_CREAT | O_TMPFILE)) ? f->mode : 0);
 		if (fd < 0)
 			r.err = errno;
 	} else {
@@ -722,12 +784,56 @@ static __attribute__((noreturn)) void init_loop(const child_cfg *c)
 	}
 }
 
+/* init is a copy of the host process, argv and environment strings included, and
+ * /proc/1/cmdline shows argv to anyone in the sandbox: zero both in this copy. */
+static void wipe_host_args(void)
+{
+	char st[1024];
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, st, sizeof st - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	st[n] = 0;
+	/* fields after the command name (which may hold spaces) start past the last ')' */
+	char *p = strrchr(st, ')');
+	if (!p)
+		return;
+	unsigned long v[64];
+	int k = 2; /* the next field is field 3 */
+	for (p++; *p && k < 52; k++) {
+		while (*p == ' ')
+			p++;
+		unsigned long x = 0;
+		bool num = *p >= '0' && *p <= '9';
+		while (*p && *p != ' ') {
+			if (num && *p >= '0' && *p <= '9')
+				x = x * 10 + (unsigned long)(*p - '0');
+			else
+				num = false;
+			p++;
+		}
+		v[k] = num ? x : 0;
+	}
+	if (k < 52)
+		return;
+	/* fields 48-51: arg_start arg_end env_start env_end */
+	unsigned long as = v[47], ae = v[48], es = v[49], ee = v[50];
+	if (as && ae > as && ae - as < (1ul << 24))
+		memset((void *)as, 0, ae - as);
+	if (es && ee > es && ee - es < (1ul << 24))
+		memset((void *)es, 0, ee - es);
+}
+
 void pd_child_main(const child_cfg *c)
 {
 	/* the host's environment stays in this copy of its memory, which nothing in the sandbox can
 	 * read (init is not dumpable); drop the reference so no code path hands it on */
 	static char *no_env[1];
 	environ = no_env;
+	wipe_host_args();
 	/* first, drop every fd inherited from the host process except our socket: another
 	 * sandbox's socket held here would keep that sandbox alive after the host died */
 	g_sock = c->sock;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -118,6 +119,21 @@ int pd_seccomp_compile_base(pd_bpf *out, pd_err *e)
 	}
 	if (rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL, e) < 0)
 		goto fail;
+	/* socket families: unix, inet, inet6 and netlink only. Others are either not namespaced
+	 * (vsock reaches the hypervisor and the VM's agents) or rarely used attack surface. */
+	for (unsigned fam = 0; fam < 64; fam++) {
+		if (fam == AF_UNIX || fam == AF_INET || fam == AF_INET6 || fam == AF_NETLINK)
+			continue;
+		struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_EQ, fam);
+		if (rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), "socket", 1, &c, e) < 0 ||
+		    rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), "socketpair", 1, &c, e) < 0)
+			goto fail;
+	}
+	{
+		struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_GE, 64);
+		if (rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), "socket", 1, &c, e) < 0)
+			goto fail;
+	}
 	/* faking terminal input into another process's tty */
 	static const unsigned long ioctls[] = {TIOCSTI, TIOCLINUX};
 	for (size_t i = 0; i < 2; i++) {

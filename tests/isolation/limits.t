@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Limits: memory (ML), processes (a fork bomb stays inside its pids budget and the host stays
+# responsive), CPU and wall time (TO, and every process of the sandbox is gone afterwards),
+# rlimits (open files, file size, no core dumps) and output (OL with bounded memory in paddock).
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/iso.sh"
+plan 26
+
+gone() {  # gone BASE MARKER: no live host process in the sandbox's uid range nor with the marker
+  [ -n "$1" ] && [ -z "$(procs_in_range "$1")" ] && ! pgrep -f "^$2" >/dev/null
+}
+
+# --- memory ------------------------------------------------------------------------------------
+sbt 60 -m 64M -- python3 -c 'x = b"\x01" * (200 << 20); print("survived")'
+is "$(jf status)" ML "-m 64M, allocating 200 MB: status ML"
+is "$(jf oom_killed)" true "the result records the OOM kill"
+is "$(so)" "" "the allocation did not succeed"
+peak=$(jf memory_peak_bytes)
+[ -n "$peak" ] && [ "$peak" -le $((64 << 20)) ]
+ok $? "peak memory is within 64 MiB ($peak)"
+
+# --- fork bomb -------------------------------------------------------------------------------
+M=$TAG-bomb
+( timeout -k 3 60 "$PADDOCK" exec --json --quiet -p 64 -w 3 -- bash -c \
+    'cat /proc/self/uid_map; (exec -a '"$M"' sleep 100) & :(){ :|:& };:; exec sleep 2' >"$TMPD/bomb.json" 2>/dev/null
+  echo $? >"$TMPD/bomb.rc" ) &
+bomb=$!
+sleep 1
+worst=0
+for i in 1 2 3; do
+  t0=$(date +%s%N)
+  timeout 10 true
+  t=$((($(date +%s%N) - t0) / 1000000))
+  [ "$t" -gt "$worst" ] && worst=$t
+  sleep 0.3
+done
+[ "$worst" -lt 5000 ]
+ok $? "the host stays responsive during the bomb (slowest 'true' took ${worst} ms)"
+wait "$bomb"
+OUT=$(cat "$TMPD/bomb.json")
+[ -n "$OUT" ] || OUT='{}'
+[ "$(cat "$TMPD/bomb.rc")" != 124 ] && [ "$(jf status)" != null ]
+ok $? "the fork bomb's run returns a result (status $(jf status))"
+like "$(jf status)" '^(OK|RE|TO)$' "the bomb ends as OK, RE or TO (not XX)"
+pp=$(jf pids_peak)
+[ "$pp" -ge 8 ] && [ "$pp" -le 64 ]
+ok $? "pids_peak stays within -p 64 ($pp) and shows the bomb ran"
+base=$(uid_base "$(so)")
+gone "$base" "$M"
+ok $? "no process of the bomb's uid range ($base) or marker is left"
+
+# --- CPU and wall time ---------------------------------------------------------------------
+M=$TAG-cpu
+sbt 60 -t 1 -- bash -c 'cat /proc/self/uid_map; (exec -a '"$M"' sleep 100) & while :; do :; done'
+is "$(jf status)" TO "-t 1 with a busy loop: status TO"
+cpu=$(jf cpu_ms)
+wall=$(jf wall_ms)
+[ "$cpu" -ge 900 ] && [ "$wall" -lt 10000 ]
+ok $? "it was stopped after about 1 s of CPU (cpu $cpu ms, wall $wall ms)"
+base=$(uid_base "$(so)")
+gone "$base" "$M"
+ok $? "after the CPU TO every process of the sandbox is gone (uid range $base, marker)"
+M=$TAG-wall
+sbt 60 -w 1 -- bash -c 'cat /proc/self/uid_map; (exec -a '"$M"' sleep 100) & sleep 10'
+is "$(jf status)" TO "-w 1 with sleep 10: status TO"
+wall=$(jf wall_ms)
+[ "$wall" -ge 900 ] && [ "$wall" -lt 5000 ]
+ok $? "it was stopped after about 1 s of wall time ($wall ms)"
+base=$(uid_base "$(so)")
+gone "$base" "$M"
+ok $? "after the wall TO every process of the sandbox is gone (uid range $base, marker)"
+
+# --- rlimits ------------------------------------------------------------------------------------
+sbt 30 --nofile 50 -- bash -c 'echo "$(ulimit -Sn) $(ulimit -Hn)"; python3 -c "
+import os
+fds = []
+try:
+    for i in range(100): fds.append(os.open(\"/dev/null\", os.O_RDONLY))
+except OSError as e:
+    print(len(fds), e.errno)"'
+is "$(so | head -1)" "50 50" "--nofile 50: soft and hard RLIMIT_NOFILE are 50"
+like "$(so | tail -1)" '^4[5-7] 24$' "opening past 50 files fails with EMFILE"
+sbt 30 --fsize 1M -- bash -c 'dd if=/dev/zero of=/tmp/f bs=1M count=2 2>/dev/null; echo "rc=$?";
+  stat -c "size=%s" /tmp/f; trap "" XFSZ; dd if=/dev/zero of=/tmp/g bs=1M count=2 2>&1 | grep -o "File too large"'
+like "$(so)" 'rc=153
+size=1048576
+File too large' "--fsize 1M: a 2M write is stopped at 1 MiB (SIGXFSZ, or EFBIG when ignored)"
+sbt 30 -- bash -c 'echo "$(ulimit -Sc) $(ulimit -Hc)"'
+is "$(so)" "0 0" "core dumps are off: RLIMIT_CORE soft and hard are 0"
+sbt 30 -C /tmp -- bash -c 'python3 -c "import os; os.abort()"; echo "rc=$?"; ls -A /tmp'
+is "$(so)" "rc=134" "an abort leaves no core file"
+sbt 30 --fsize 1M -- dd if=/dev/zero of=/tmp/f bs=1M count=2
+is "$(jf status) $(jf signal)" "SG 25" "a program killed by SIGXFSZ is reported SG 25"
+
+# --- output --------------------------------------------------------------------------------
+if [ -x /usr/bin/time ]; then
+  timeout -k 3 60 /usr/bin/time -v -o "$TMPD/time" "$PADDOCK" exec --json -- yes >"$TMPD/yes.json" 2>/dev/null
+  rss=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$TMPD/time")
+else
+  timeout -k 3 60 "$PADDOCK" exec --json -- yes >"$TMPD/yes.json" 2>/dev/null
+  rss=""
+fi
+OUT=$(cat "$TMPD/yes.json")
+[ -n "$OUT" ] || OUT='{}'
+is "$(jf status)" OL "yes: status OL"
+is "$(jf stdout_truncated)" true "yes: stdout_truncated is true"
+tot=$(jf stdout_bytes)
+[ "$tot" -gt $((8 << 20)) ]
+ok $? "yes: the total written is counted ($tot bytes)"
+size=$(stat -c %s "$TMPD/yes.json")
+[ "$size" -lt $((4 << 20)) ]
+ok $? "yes: the JSON result is small ($size bytes < 4 MiB)"
+if [ -n "$rss" ]; then
+  [ "$rss" -lt $((48 << 10)) ]
+  ok $? "yes: paddock's own max RSS stays bounded (${rss} KiB < 48 MiB)"
+else
+  skip "/usr/bin/time is not installed"
+fi
+
+done_testing

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The program's process: its exit status and signals are reported faithfully, it starts with only
+# fds 0, 1 and 2 and a clean environment, nothing it leaves behind (daemons) outlives the sandbox,
+# and the sandbox dies with the paddock process that runs it.
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/iso.sh"
+plan 26
+
+# --- exit codes and signals -----------------------------------------------------------------
+for c in 0 1 42 255; do
+  sbt 30 -- sh -c "exit $c"
+  want=RE
+  [ "$c" = 0 ] && want=OK
+  is "$(jf status) $(jf exit_code) $(jf signal)" "$want $c 0" "exit $c is reported as $want with exit_code $c"
+done
+sbt 30 -- bash -c 'kill -SEGV $$'
+is "$(jf status) $(jf signal)" "SG 11" "kill -SEGV \$\$ is reported as SG, signal 11"
+sbt 30 -- python3 -c 'import os; os.abort()'
+is "$(jf status) $(jf signal)" "SG 6" "abort() is reported as SG, signal 6"
+sbt 30 -- /nonexistent/program
+is "$(jf status) $(jf exit_code)" "RE 127" "a program that cannot be executed is RE with exit_code 127"
+like "$(jf error)" 'No such file or directory' "and the error says why"
+
+# --- file descriptors --------------------------------------------------------------------------
+# the host side holds pipes, sockets, the uid-slot lock and more: none may cross into the program
+exec 7<"$TMPD" 8>"$TMPD/held"
+sbp -- /probes/fdlist
+is "$(so | sed -n 's/^count //p')" 3 "only fds 0, 1 and 2 are open in the program"
+like "$(so)" '^fd 0 -> /dev/null
+fd 1 -> pipe:\[[0-9]+\]
+fd 2 -> pipe:\[[0-9]+\]
+count 3$' "stdin is /dev/null, stdout and stderr are pipes"
+sbt 30 --audit "${BINDP[@]}" -- /probes/fdlist
+is "$(so | sed -n 's/^count //p')" 3 "with --audit too (the notification listener stays out)"
+exec 7<&- 8>&-
+
+# --- daemons do not outlive the sandbox --------------------------------------------------------
+M=$TAG-daemon
+sbt 30 -- bash -c 'cat /proc/self/uid_map; (setsid bash -c "exec -a '"$M"' sleep 300" </dev/null >/dev/null 2>&1 &);
+  for i in $(seq 50); do pgrep -f "^'"$M"'" >/dev/null && break; sleep 0.1; done; pgrep -f "^'"$M"'" >/dev/null && echo daemon-running'
+like "$(so)" 'daemon-running' "control: the double-forked, setsid daemon was running inside"
+base=$(uid_base "$(so)")
+! pgrep -f "^$M" >/dev/null
+ok $? "after the run no process with the daemon's marker exists on the host"
+is "$(procs_in_range "$base")" "" "no process of the sandbox's uid range ($base) remains"
+M2=$TAG-holder
+t0=$(date +%s)
+sbt 30 -- bash -c '(setsid bash -c "exec -a '"$M2"' sleep 300" &); echo started'
+is "$(jf status) $(so)" "OK started" "a daemon that keeps stdout open does not hold the result back"
+[ $(($(date +%s) - t0)) -lt 15 ]
+ok $? "the run returned promptly"
+! pgrep -f "^$M2" >/dev/null
+ok $? "and that daemon is gone too"
+
+# --- killing paddock kills the sandbox ---------------------------------------------------------
+M3=$TAG-orphan
+"$PADDOCK" exec -- bash -c 'cat /proc/self/uid_map; exec -a '"$M3"' sleep 1000' >"$TMPD/orphan.out" 2>&1 &
+pd=$!
+cleanup "kill -9 $pd"
+wait_for 10 pgrep -f "^$M3" >/dev/null
+ok $? "control: the sandboxed marker process is running"
+base=$(uid_base "$(cat "$TMPD/orphan.out")")
+kill -9 "$pd"
+wait "$pd" 2>/dev/null
+wait_for 2 eval '! pgrep -f "^$M3" >/dev/null'
+ok $? "within 2 s of kill -9 on paddock the marker process is gone"
+wait_for 2 eval '[ -z "$(procs_in_range "$base")" ]'
+ok $? "and no process of its uid range ($base) remains"
+
+# --- environment, cwd, stdin -------------------------------------------------------------------
+export SECRET_CANARY="secret-$TAG"
+sbt 30 -- env
+unlike "$(so)" "SECRET_CANARY|secret-$TAG" "a host variable (SECRET_CANARY) does not leak in"
+is "$(so | cut -d= -f1 | sort | tr '\n' ' ')" "HOME LANG PATH TERM " "the default environment is PATH, HOME, LANG and TERM only"
+sbt 30 -e K=V -e "X=a b" -- env
+like "$(so)" '(^|
+)K=V
+X=a b(
+|$)' "-e K=V sets variables"
+unlike "$(so)" "SECRET_CANARY" "-e adds nothing from the host"
+sbt 30 -C /tmp -- pwd
+is "$(so)" "/tmp" "-C /tmp sets the working directory"
+printf 'line one\nline two\n' >"$TMPD/stdin"
+sbt 30 --stdin "$TMPD/stdin" -- sh -c 'wc -l; echo done'
+is "$(so)" "2
+done" "--stdin FILE feeds the file"
+unset SECRET_CANARY
+
+done_testing

@@ -1,0 +1,388 @@
+/* The pool layer end to end: templates, warm pools (refill, growth, shrink, deadlines, forced
+ * reclaim), sessions (files and escapes, idempotent execs, spilled output, tar, TTL). */
+#define _GNU_SOURCE
+#include "internal.h"
+#include "pool.h"
+#include "tap.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static pd_ctx *ctx;
+
+static int parse_err(const char *json, char *msg, size_t len)
+{
+	pd_template *t = NULL;
+	size_t n = 0;
+	pd_err e = {0};
+	int rc = pd_templates_parse(json, strlen(json), &t, &n, &e);
+	snprintf(msg, len, "%s", e.msg);
+	pd_templates_free(t, n);
+	return rc;
+}
+
+static void test_templates(void)
+{
+	char m[512];
+	ok(parse_err("{\"templates\":[{\"name\":\"a\",\"limits\":{\"memory\":\"5X\"}}]}", m, sizeof m) < 0 &&
+		   strstr(m, "templates[0].limits.memory") && strstr(m, "5X"),
+	   "a bad size names its field: %s", m);
+	ok(parse_err("{\"templates\":[{\"name\":\"a\"},{\"name\":\"b\",\"colour\":1}]}", m, sizeof m) < 0 &&
+		   strstr(m, "templates[1]") && strstr(m, "colour"),
+	   "an unknown field is named: %s", m);
+	ok(parse_err("{\"templates\":[{\"name\":\"a\"},{\"name\":\"a\"}]}", m, sizeof m) < 0 &&
+		   strstr(m, "templates[1].name"),
+	   "a duplicate name is refused: %s", m);
+	ok(parse_err("{\"templates\":[{\"name\":\"a\",\"pool\":{\"min\":5,\"max\":2}}]}", m, sizeof m) < 0 &&
+		   strstr(m, "templates[0].pool"),
+	   "min above max is refused: %s", m);
+	ok(parse_err("{\"templates\":[{\"name\":\"a\",\"cwd\":\"work\"}]}", m, sizeof m) < 0 &&
+		   strstr(m, "templates[0].cwd"),
+	   "a relative cwd is refused: %s", m);
+	ok(parse_err("{\"templates\":[{\"name\":\"a\",\"files\":[{\"path\":\"/x\",\"content_base64\":\"!!\"}]}]}",
+		     m, sizeof m) < 0 && strstr(m, "templates[0].files[0].content_base64"),
+	   "bad base64 is refused: %s", m);
+	ok(parse_err("{\"templates\": [", m, sizeof m) < 0 && strstr(m, "line 1"),
+	   "a JSON syntax error gives its position: %s", m);
+	ok(parse_err("{\"templates\":[{\"name\":\"a\",\"network\":\"wifi\"}]}", m, sizeof m) < 0 &&
+		   strstr(m, "templates[0].network"),
+	   "a bad network policy is named: %s", m);
+
+	pd_template *t;
+	size_t n;
+	pd_err e;
+	ok(pd_templates_default(&t, &n, &e) == 0 && n == 5, "five built-in templates");
+	int avail = 0;
+	for (size_t i = 0; i < n; i++) {
+		pd_template_check(ctx, &t[i]);
+		avail += t[i].available;
+	}
+	is_int(avail, 5, "bash, python, c, cpp and node all find their toolchain on this host");
+	pd_templates_free(t, n);
+}
+
+static pd_pools *pools_of(const char *json, pd_pools_opts *o)
+{
+	pd_template *t;
+	size_t n;
+	pd_err e = {0};
+	if (pd_templates_parse(json, strlen(json), &t, &n, &e) < 0) {
+		printf("# %s\n", e.msg);
+		return NULL;
+	}
+	pd_pools *p = pd_pools_new(ctx, t, n, o, &e);
+	if (!p)
+		printf("# %s\n", e.msg);
+	pd_templates_free(t, n);
+	return p;
+}
+
+static pd_pool_stats stat_of(pd_pools *p, const char *name)
+{
+	size_t n;
+	pd_pool_stats *st = pd_pools_stats(p, &n), r;
+	memset(&r, 0, sizeof r);
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(st[i].template_name, name))
+			r = st[i];
+	free(st);
+	return r;
+}
+
+static int run_in(pd_sandbox *s, const char *cmd, pd_result *r)
+{
+	static char sh[] = "/bin/sh", c[] = "-c";
+	char *argv[] = {sh, c, (char *)cmd, NULL};
+	pd_exec_opts x = {0};
+	x.argv = argv;
+	x.stdin_fd = -1;
+	pd_err e;
+	return pd_sandbox_exec(s, &x, r, &e);
+}
+
+static void test_pools(void)
+{
+	pd_pools_opts o = {0};
+	o.window_ms = 300;
+	o.tick_ms = 20;
+	pd_pools *p = pools_of("{\"templates\":[{\"name\":\"w\",\"cwd\":\"/work\","
+			       "\"files\":[{\"path\":\"/work/hello.txt\",\"content\":\"hi\\n\"}],"
+			       "\"pool\":{\"min\":3,\"max\":12,\"idle_ttl\":0.2}},"
+			       "{\"name\":\"gone\",\"requires\":[\"no-such-program-xyz\"]}]}",
+			       &o);
+	if (!ok(p != NULL, "pools start"))
+		return;
+	ok(pd_pools_wait_ready(p, 20000) == 0, "the pool warms to its minimum");
+	pd_pool_stats st = stat_of(p, "w");
+	is_int(st.ready, 3, "3 READY sandboxes");
+
+	pd_err e;
+	bool hit = false;
+	pd_sandbox *s = pd_pool_acquire(p, "w", &hit, &e);
+	ok(s && hit, "acquire takes a READY sandbox (hit)");
+	pd_result r;
+	ok(s && run_in(s, "cat /work/hello.txt", &r) == 0 && r.out.head_len == 3 &&
+		   !memcmp(r.out.head, "hi\n", 3),
+	   "the template's files are placed before use");
+	pd_result_free(&r);
+	pd_pool_release(p, s);
+
+	pd_sandbox *g = pd_pool_acquire(p, "gone", NULL, &e);
+	ok(!g && strstr(e.msg, "dependency_missing") && strstr(e.msg, "no-such-program-xyz"),
+	   "a template whose toolchain is missing is refused clearly: %s", e.msg);
+
+	/* demand: hold 8 at once; the pool misses, creates on the spot, then grows */
+	pd_sandbox *held[8];
+	int got = 0;
+	for (int i = 0; i < 8; i++)
+		if ((held[i] = pd_pool_acquire(p, "w", NULL, &e)))
+			got++;
+	is_int(got, 8, "8 acquires succeed even when the pool runs dry (created on the spot)");
+	st = stat_of(p, "w");
+	ok(st.misses >= 1, "some acquires missed (%llu)", (unsigned long long)st.misses);
+	usleep(100000);
+	st = stat_of(p, "w");
+	ok(st.target >= 2, "with 8 in use the target covers the peak plus 20%% (target %u)", st.target);
+	for (int i = 0; i < 8; i++)
+		if (held[i])
+			pd_pool_release(p, held[i]);
+	pd_pools_wait_ready(p, 20000);
+	st = stat_of(p, "w");
+	ok(st.ready >= 3 && st.ready <= 12, "the pool refilled after the burst (ready %u)", st.ready);
+	/* two quiet windows later the burst is forgotten and the surplus reclaimed after idle TTL */
+	for (int i = 0; i < 100; i++) {
+		usleep(50000);
+		st = stat_of(p, "w");
+		if (st.ready == 3 && st.target == 3)
+			break;
+	}
+	ok(st.ready == 3 && st.target == 3, "idle, it shrinks back to its minimum (ready %u target %u)",
+	   st.ready, st.target);
+	ok(st.expired >= 1, "surplus READY sandboxes expired after their idle TTL (%llu)",
+	   (unsigned long long)st.expired);
+	is_int(st.residue_failures, 0, "every reclaimed sandbox left nothing behind");
+	pd_pools_free(p);
+
+	/* a create that cannot finish in time is killed and counted */
+	pd_pools_opts slow = {0};
+	slow.setup_timeout_ms = 1;
+	slow.tick_ms = 20;
+	p = pools_of("{\"templates\":[{\"name\":\"s\",\"pool\":{\"min\":4,\"max\":4}}]}", &slow);
+	for (int i = 0; i < 100; i++) {
+		st = stat_of(p, "s");
+		if (st.create_failures >= 1)
+			break;
+		usleep(50000);
+	}
+	/* a 1 ms deadline is missed by nearly every create; each miss is killed and counted */
+	ok(st.create_failures >= 1 && st.forced_reclaims == st.create_failures,
+	   "CREATING past its deadline is reclaimed by force and counted (%llu of %llu failed creates)",
+	   (unsigned long long)st.forced_reclaims, (unsigned long long)st.create_failures);
+	pd_pools_free(p);
+}
+
+/* A teardown that outlives SIGKILL: the sandbox's tasks frozen by a cgroup v1 freezer. */
+static void test_stuck_teardown(void)
+{
+	char fz[256];
+	snprintf(fz, sizeof fz, "/sys/fs/cgroup/freezer/paddock-test-%d", (int)getpid());
+	if (access("/sys/fs/cgroup/freezer", F_OK) != 0 || mkdir(fz, 0755) < 0) {
+		ok(1, "# SKIP no cgroup v1 freezer to make a teardown hang");
+		ok(1, "# SKIP");
+		ok(1, "# SKIP");
+		return;
+	}
+	pd_sandbox_opts so = {0};
+	so.limits = pd_limits_default();
+	so.teardown_timeout_ms = 150;
+	pd_err e;
+	pd_sandbox *s = pd_sandbox_create(ctx, &so, &e);
+	pd_result r;
+	run_in(s, "sleep 1000 & true", &r);
+	pd_result_free(&r);
+	/* freeze init and everything under it */
+	char procs[300], buf[64];
+	snprintf(procs, sizeof procs, "%s/cgroup.procs", fz);
+	snprintf(buf, sizeof buf, "%d", (int)pd_sandbox_pid(s));
+	pd_write_file(procs, buf, NULL);
+	char children[128], list[1024];
+	snprintf(children, sizeof children, "/proc/%d/task/%d/children", (int)pd_sandbox_pid(s),
+		 (int)pd_sandbox_pid(s));
+	if (pd_read_file(children, list, sizeof list) > 0)
+		for (char *q = list; *q;) {
+			long pid = strtol(q, &q, 10);
+			if (pid <= 0)
+				break;
+			snprintf(buf, sizeof buf, "%ld", pid);
+			pd_write_file(procs, buf, NULL);
+			while (*q == ' ')
+				q++;
+		}
+	char state[300];
+	snprintf(state, sizeof state, "%s/freezer.state", fz);
+	pd_write_file(state, "FROZEN", NULL);
+	usleep(50000);
+	char residue[128];
+	uint64_t t0 = pd_now_us();
+	int rc = pd_sandbox_destroy(s, residue, sizeof residue);
+	uint64_t took = (pd_now_us() - t0) / 1000;
+	uint64_t now = 0, total = 0;
+	pd_ctx_stuck(ctx, &now, &total);
+	ok(rc != 0 && strstr(residue, "init-not-reaped") && now == 1,
+	   "a teardown stuck past its deadline returns in bounded time (%llu ms), reports '%s' and is "
+	   "parked (%llu stuck)",
+	   (unsigned long long)took, residue, (unsigned long long)now);
+	pd_write_file(state, "THAWED", NULL);
+	uint64_t left = 1;
+	for (int i = 0; i < 100 && left; i++) {
+		usleep(20000);
+		left = pd_ctx_reap_stuck(ctx);
+	}
+	is_int(left, 0, "once the tasks can die, the parked sandbox is reaped");
+	int rm = -1;
+	for (int i = 0; i < 50 && rm < 0; i++) {
+		rm = rmdir(fz);
+		if (rm < 0)
+			usleep(20000);
+	}
+	ok(rm == 0, "nothing of it is left in the freezer cgroup");
+}
+
+static void test_sessions(void)
+{
+	pd_pools_opts o = {0};
+	o.tick_ms = 20;
+	pd_pools *p = pools_of("{\"templates\":[{\"name\":\"sess\",\"cwd\":\"/work\","
+			       "\"pool\":{\"min\":1,\"max\":4},\"session\":{\"idle_ttl\":0.3}}]}",
+			       &o);
+	pd_err e;
+	pd_session *s = pd_session_open(p, "sess", NULL, &e);
+	if (!ok(s != NULL, "a session opens"))
+		return;
+	pd_sandbox *sb = pd_session_sandbox(s);
+	static char sh[] = "/bin/sh", c[] = "-c", append[] = "echo run >> /work/log; wc -l < /work/log";
+	char *argv[] = {sh, c, append, NULL};
+	pd_exec_opts x = {0};
+	x.argv = argv;
+	x.stdin_fd = -1;
+	pd_result r1, r2, r3;
+	pd_session_exec(s, &x, "req-1", &r1, &e);
+	pd_session_exec(s, &x, "req-1", &r2, &e);
+	pd_session_exec(s, &x, "req-2", &r3, &e);
+	ok(r1.out.head_len && r2.out.head_len && !strncmp(r1.out.head, "1", 1) &&
+		   !strncmp(r2.out.head, "1", 1) && r3.out.head_len && !strncmp(r3.out.head, "2", 1),
+	   "a repeated request id returns the recorded result without running again");
+	pd_result_free(&r1);
+	pd_result_free(&r2);
+	pd_result_free(&r3);
+
+	/* output over the cap is kept whole in a file */
+	static char big[] = "head -c 3000000 /dev/zero | tr '\\\\0' x";
+	char *argv2[] = {sh, c, big, NULL};
+	x.argv = argv2;
+	pd_session_exec(s, &x, "big", &r1, &e);
+	char path[PD_PATH];
+	struct stat st;
+	ok(r1.out.truncated && pd_session_output_path(s, "big", 1, path, sizeof path, &e) == 0 &&
+		   stat(path, &st) == 0 && st.st_size == 3000000,
+	   "3 MB of output: the record keeps head and tail, the spill file all of it");
+	pd_result_free(&r1);
+
+	/* files: write, read back, and the escapes a hostile program can plant */
+	ok(pd_sandbox_write_file(sb, "/work/in/a.txt", "abc", 3, 0644, &e) < 0,
+	   "writing into a missing directory fails (no silent mkdir)");
+	ok(pd_sandbox_mkdir(sb, "/work/in", 0755, &e) == 0 &&
+		   pd_sandbox_write_file(sb, "/work/in/a.txt", "abc", 3, 0644, &e) == 0,
+	   "mkdir then write");
+	static char plant[] = "cd /work && ln -s /etc/hostname rel && ln -s ../../../../../etc/passwd up && "
+			      "ln -s /proc/1/root/etc magic && mkfifo fifo && ln in/a.txt hard && "
+			      "ln -s /proc/self/fd/0 fd0";
+	char *argv3[] = {sh, c, plant, NULL};
+	x.argv = argv3;
+	pd_session_exec(s, &x, NULL, &r1, &e);
+	is_int(r1.status, PD_OK, "the program plants links, a fifo and a hard link");
+	pd_result_free(&r1);
+	char *buf;
+	size_t len;
+	ok(pd_sandbox_read_file(sb, "/work/up", 1 << 20, &buf, &len, &e) == 0 &&
+		   strstr(buf, "sandbox:x:1000") && !strstr(buf, "systemd"),
+	   "a '..' symlink resolves to the sandbox's own /etc/passwd, never the host's");
+	free(buf);
+	ok(pd_sandbox_read_file(sb, "../../../../etc/passwd", 1 << 20, &buf, &len, &e) == 0 &&
+		   strstr(buf, "sandbox:x:1000"),
+	   "'..' in the requested path stays inside the root");
+	free(buf);
+	ok(pd_sandbox_read_file(sb, "/work/magic/hostname", 1 << 20, &buf, &len, &e) < 0 &&
+		   e.code == ELOOP,
+	   "a link through /proc magic links is refused (ELOOP)");
+	ok(pd_sandbox_read_file(sb, "/work/fd0", 1 << 20, &buf, &len, &e) < 0,
+	   "a link to /proc/self/fd is refused");
+	ok(pd_sandbox_read_file(sb, "/work/fifo", 1 << 20, &buf, &len, &e) < 0 && e.code == EINVAL,
+	   "a fifo is refused without hanging");
+	ok(pd_sandbox_write_file(sb, "/work/hard", "xyz", 3, 0644, &e) == 0 &&
+		   pd_sandbox_read_file(sb, "/work/in/a.txt", 100, &buf, &len, &e) == 0 &&
+		   !strcmp(buf, "xyz"),
+	   "a hard link only reaches a file of the sandbox itself");
+	free(buf);
+	struct stat lst;
+	ok(pd_sandbox_stat(sb, "/work/rel", &lst, &e) == 0 && S_ISLNK(lst.st_mode),
+	   "stat does not follow the final symlink");
+	pd_dirent *d;
+	size_t nd;
+	int lrc = pd_sandbox_list(sb, "/work", &d, &nd, &e);
+	ok(lrc == 0 && nd >= 7, "list /work (%zu entries)", nd);
+	free(d);
+	ok(pd_sandbox_remove(sb, "/work/fifo", &e) == 0 && pd_sandbox_stat(sb, "/work/fifo", &lst, &e) < 0,
+	   "remove a file");
+
+	/* tar: pack /work/in, unpack it elsewhere */
+	char tmp[] = "/tmp/paddock-tar-XXXXXX";
+	int fd = mkstemp(tmp);
+	e.msg[0] = 0;
+	int trc = pd_session_download_tar(s, "/work/in", fd, &e);
+	ok(trc == 0 && lseek(fd, 0, SEEK_END) > 0, "download a directory as tar %s", e.msg);
+	lseek(fd, 0, SEEK_SET);
+	trc = pd_session_upload_tar(s, "/work/copy", fd, &e);
+	ok(trc == 0 && pd_sandbox_read_file(sb, "/work/copy/a.txt", 100, &buf, &len, &e) == 0 &&
+		   !strcmp(buf, "xyz"),
+	   "upload it back into another directory %s", trc ? e.msg : "");
+	free(buf);
+	close(fd);
+	unlink(tmp);
+
+	/* idle TTL */
+	usleep(600000);
+	static char echo[] = "echo late";
+	char *argv4[] = {sh, c, echo, NULL};
+	x.argv = argv4;
+	ok(pd_session_exec(s, &x, NULL, &r1, &e) < 0 && e.code == ESRCH && strstr(e.msg, "EXPIRED"),
+	   "past its idle TTL the session has ended: %s", e.msg);
+	pd_session_close(s);
+	pd_pool_stats st2 = stat_of(p, "sess");
+	ok(st2.expired >= 1, "the expiry is counted");
+	pd_pools_free(p);
+}
+
+int main(void)
+{
+	plan(47);
+	pd_err e;
+	ctx = pd_ctx_new(NULL, &e);
+	if (!ok(ctx != NULL, "context: %s", ctx ? "ok" : e.msg))
+		return 1;
+	test_templates();
+	test_pools();
+	test_stuck_teardown();
+	test_sessions();
+	pd_ctx_free(ctx);
+	return done();
+}
