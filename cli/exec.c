@@ -27,8 +27,11 @@ static void exec_usage(FILE *f)
 		"\n"
 		"environment:\n"
 		"  --image DIR            root filesystem directory (default: the host image)\n"
-		"  -e, --env K=V          set a variable (repeatable); nothing is taken from the host\n"
+		"  -e, --env K=V          set a variable (repeatable), over the defaults PATH, HOME,\n"
+		"                         LANG, TERM; nothing is taken from the host\n"
 		"  -C, --cwd DIR          working directory inside (default /)\n"
+		"  -u, --user UID[:GID]   run as this user inside (numbers, or root, sandbox, nobody;\n"
+		"                         default root: the sandbox's root, with no capabilities)\n"
 		"  -i, --stdin FILE       feed FILE on stdin ('-' = paddock's stdin; default /dev/null)\n"
 		"  -b, --bind SRC:DST[:rw] bind a host path (read-only unless :rw; repeatable)\n"
 		"  --hostname NAME        hostname inside (default sandbox)\n"
@@ -74,6 +77,68 @@ static void passthrough(void *arg, int stream, const char *buf, size_t len)
 	}
 }
 
+static int parse_id(const char *s, uint32_t *out)
+{
+	static const struct {
+		const char *name;
+		uint32_t id;
+	} names[] = {{"root", 0}, {"sandbox", 1000}, {"nobody", 65534}, {"nogroup", 65534}};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (!strcmp(s, names[i].name)) {
+			*out = names[i].id;
+			return 0;
+		}
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (!*s || *end || v < 0 || v > 65535)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int parse_user(const char *arg, uint32_t *uid, uint32_t *gid)
+{
+	char buf[64];
+	snprintf(buf, sizeof buf, "%s", arg);
+	char *colon = strchr(buf, ':');
+	if (colon)
+		*colon++ = 0;
+	if (parse_id(buf, uid) < 0)
+		return -1;
+	*gid = *uid;
+	return colon ? parse_id(colon, gid) : 0;
+}
+
+/* The CLI's environment: paddock's defaults, then each --env over them by name. */
+static char **merge_env(char **over, size_t n)
+{
+	static char d_path[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		    d_home[] = "HOME=/root", d_lang[] = "LANG=C.UTF-8", d_term[] = "TERM=dumb";
+	static char *defaults[] = {d_path, d_home, d_lang, d_term};
+	char **env = calloc(n + 5, sizeof *env);
+	if (!env)
+		return NULL;
+	size_t k = 0;
+	for (size_t i = 0; i < 4; i++) {
+		size_t kl = (size_t)(strchr(defaults[i], '=') - defaults[i]) + 1;
+		bool replaced = false;
+		for (size_t j = 0; j < n; j++)
+			replaced |= !strncmp(over[j], defaults[i], kl);
+		if (!replaced)
+			env[k++] = defaults[i];
+	}
+	for (size_t j = 0; j < n; j++) {
+		/* a later --env of the same name wins */
+		size_t kl = (size_t)(strchr(over[j], '=') - over[j]) + 1;
+		bool later = false;
+		for (size_t m = j + 1; m < n; m++)
+			later |= !strncmp(over[m], over[j], kl);
+		if (!later)
+			env[k++] = over[j];
+	}
+	return env;
+}
+
 enum {
 	O_JSON = 256, O_RESULT, O_IMAGE, O_HOSTNAME, O_NET, O_CPUS, O_NOFILE, O_FSIZE, O_AUDIT,
 	O_AUDIT_ALLOW, O_AUDIT_DENY, O_AUDIT_DENY_NET, O_OUTPUT_KILL,
@@ -92,6 +157,7 @@ int cmd_exec(int argc, char **argv)
 		{"result", required_argument, 0, O_RESULT}, {"quiet", no_argument, 0, 'q'},
 		{"image", required_argument, 0, O_IMAGE}, {"env", required_argument, 0, 'e'},
 		{"cwd", required_argument, 0, 'C'},  {"stdin", required_argument, 0, 'i'},
+		{"user", required_argument, 0, 'u'},
 		{"bind", required_argument, 0, 'b'}, {"hostname", required_argument, 0, O_HOSTNAME},
 		{"net", required_argument, 0, O_NET}, {"memory", required_argument, 0, 'm'},
 		{"pids", required_argument, 0, 'p'}, {"cpu-time", required_argument, 0, 't'},
@@ -118,7 +184,7 @@ int cmd_exec(int argc, char **argv)
 	uint64_t v;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+hqe:C:i:b:m:p:t:w:d:o:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+hqe:C:i:b:m:p:t:w:d:o:u:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'h': exec_usage(stdout); return 0;
 		case O_JSON: json = true; break;
@@ -133,6 +199,10 @@ int cmd_exec(int argc, char **argv)
 			envv[nenv++] = optarg;
 			break;
 		case 'C': xo.cwd = optarg; break;
+		case 'u':
+			if (parse_user(optarg, &xo.uid, &xo.gid) < 0)
+				return bad("--user", optarg, "UID[:GID] below 65536, or root, sandbox, nobody");
+			break;
 		case 'i': stdin_file = optarg; break;
 		case 'b': {
 			if (so.nbinds == 32)
@@ -246,9 +316,14 @@ int cmd_exec(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	so.binds = binds;
+	char **merged = NULL;
 	if (nenv) {
-		envv[nenv] = NULL;
-		xo.envp = envv;
+		merged = merge_env(envv, nenv);
+		if (!merged) {
+			cli_error("out of memory");
+			return EXIT_PADDOCK_FAILED;
+		}
+		xo.envp = merged;
 	}
 	ao.allow = allow;
 	ao.deny = deny;
@@ -309,5 +384,6 @@ int cmd_exec(int argc, char **argv)
 					 : EXIT_PROGRAM_FAILED;
 	pd_result_free(&r);
 	pd_ctx_free(ctx);
+	free(merged);
 	return status;
 }

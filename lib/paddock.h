@@ -194,6 +194,7 @@ typedef struct pd_exec_opts {
 	char *const *argv;     /* argv[0] is looked up in PATH of envp */
 	char *const *envp;     /* the whole environment; NULL = PATH, HOME, LANG, TERM defaults */
 	const char *cwd;       /* default "/" */
+	uint32_t uid, gid;     /* inside the sandbox (0..65535); default 0, its root without capabilities */
 	int stdin_fd;          /* host fd read by the program; -1 = /dev/null */
 	const char *stdin_data; /* alternative to stdin_fd: bytes fed to the program */
 	size_t stdin_len;

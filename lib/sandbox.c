@@ -682,6 +682,12 @@ static int build_exec_msg(const pd_sandbox *s, const pd_exec_opts *o, char **out
 	x->argc = (uint32_t)argc;
 	x->envc = (uint32_t)envc;
 	x->audit = s->opts.audit && s->opts.audit->enabled;
+	if (o->uid >= PD_UID_RANGE || o->gid >= PD_UID_RANGE) {
+		free(b);
+		return pd_fail(e, EINVAL, "uid and gid must be below %u", PD_UID_RANGE);
+	}
+	x->uid = o->uid;
+	x->gid = o->gid;
 	uint64_t cpu_ms = o->cpu_ms ? o->cpu_ms : s->lim.cpu_ms;
 	/* the per-process CPU rlimit is a backstop; the cgroup check ends the sandbox first */
 	x->rl_cpu_s = cpu_ms ? cpu_ms / 1000 + 2 : 0;
