@@ -5,6 +5,7 @@
 #   make asan       the test suite under ASan+UBSan
 #   make valgrind   the unit tests and a sample of isolation cases under valgrind
 #   make examples   the bundled examples through `paddock exec`
+#   make soak       100,000 sandbox lifecycles through the pools, then a residue count
 #   make deps       install the Debian packages needed to build, test and benchmark (root)
 
 CC      ?= cc
@@ -30,7 +31,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 PROBE_SRC := $(wildcard tests/probes/*.c)
 PROBE_BIN := $(PROBE_SRC:tests/probes/%.c=$(BUILD)/probes/%)
 
-.PHONY: all deps test bench asan valgrind examples clean format
+.PHONY: all deps test bench asan valgrind examples soak clean format
 
 LIBS    := $(BUILD)/libpaddock-pool.a $(BUILD)/libpaddock.a
 
@@ -54,7 +55,7 @@ $(BIN)/paddock: $(CLI_OBJ) $(LIBS)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIBS) $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/tap.h $(LIBS)
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/tap.h tests/hostcount.h $(LIBS)
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
 	@$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
@@ -67,6 +68,13 @@ $(BUILD)/probes/%: tests/probes/%.c
 
 test: all $(UNIT_BIN) $(PROBE_BIN)
 	@PADDOCK_BUILD=$(BUILD) PADDOCK=$(BIN)/paddock tests/run-all
+
+$(BUILD)/soak: tests/soak/soak.c tests/hostcount.h tests/unit/tap.h $(LIBS)
+	@echo "  SOAK    $@"
+	@$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
+
+soak: $(BUILD)/soak
+	$(BUILD)/soak
 
 bench: all
 	$(BIN)/paddock bench

@@ -38,13 +38,53 @@ static const char *const builtin_allow[] = {
 	"/sys/devices/system/node", "/sys/fs/cgroup", NULL,
 };
 
+/* "/a//b/./c/../d" -> "/a/b/d", as the kernel walks it (".." at the root stays there). Lexical:
+ * a symlink in the path is not followed. Returns 0 when the result does not fit. */
+static size_t normalize(const char *in, char *out, size_t size)
+{
+	size_t n = 0;
+	out[n++] = '/';
+	for (const char *p = in; *p;) {
+		while (*p == '/')
+			p++;
+		const char *q = p;
+		while (*q && *q != '/')
+			q++;
+		size_t len = (size_t)(q - p);
+		if (!len)
+			break;
+		if (len == 2 && p[0] == '.' && p[1] == '.') {
+			while (n > 1 && out[n - 1] != '/')
+				n--;
+			if (n > 1)
+				n--;
+		} else if (!(len == 1 && p[0] == '.')) {
+			if (n + len + 2 > size)
+				return 0;
+			if (n > 1)
+				out[n++] = '/';
+			memcpy(out + n, p, len);
+			n += len;
+		}
+		p = q;
+	}
+	out[n] = 0;
+	return n;
+}
+
 bool pd_path_under(const char *path, const char *const *prefixes)
 {
+	char norm[4096];
+	if (!path || path[0] != '/' || !normalize(path, norm, sizeof norm))
+		return false;
 	for (int i = 0; prefixes && prefixes[i]; i++) {
-		size_t n = strlen(prefixes[i]);
-		while (n > 1 && prefixes[i][n - 1] == '/')
+		const char *pre = prefixes[i];
+		size_t n = strlen(pre);
+		if (!n || pre[0] != '/') /* no path at all: covers nothing */
+			continue;
+		while (n > 1 && pre[n - 1] == '/')
 			n--;
-		if (!strncmp(path, prefixes[i], n) && (path[n] == 0 || path[n] == '/' || n == 1))
+		if (n == 1 || (!strncmp(norm, pre, n) && (norm[n] == 0 || norm[n] == '/')))
 			return true;
 	}
 	return false;

@@ -122,7 +122,8 @@ static int v2_create(pd_cgroups *root, const char *name, const pd_limits *l, pd_
 		/* a plain directory: make the files the kernel would */
 		for (int i = 0; v2_files[i]; i++) {
 			char p[PD_PATH];
-			cg_path(p, g->dirs[0], v2_files[i]);
+			if (cg_path(p, g->dirs[0], v2_files[i]) < 0)
+				continue; /* the write below reports it */
 			int fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
 			if (fd >= 0)
 				close(fd);
@@ -134,13 +135,17 @@ static int v2_create(pd_cgroups *root, const char *name, const pd_limits *l, pd_
 	if (l->memory_bytes) {
 		rc |= cg_write_u64(g->dirs[0], "memory.max", l->memory_bytes, e);
 		/* no swap: a memory hog must hit ML, not crawl */
-		if (cg_write(g->dirs[0], "memory.swap.max", "0", NULL) < 0 && errno != ENOENT)
+		pd_err se;
+		if (cg_write(g->dirs[0], "memory.swap.max", "0", &se) < 0 && se.code != ENOENT) {
+			if (e)
+				*e = se;
 			rc = -1;
+		}
 	}
 	if (l->pids)
 		rc |= cg_write_u64(g->dirs[0], "pids.max", l->pids, e);
 	if (l->cpu_millicores) {
-		snprintf(b, sizeof b, "%" PRIu32 " 100000", l->cpu_millicores * 100u);
+		snprintf(b, sizeof b, "%" PRIu64 " 100000", (uint64_t)l->cpu_millicores * 100u);
 		rc |= cg_write(g->dirs[0], "cpu.max", b, e);
 	}
 	if (rc) {

@@ -30,6 +30,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/securebits.h>
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#endif
 
 #ifndef MOVE_MOUNT_F_EMPTY_PATH
 #define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
@@ -594,6 +597,11 @@ static pid_t start_program(const child_cfg *c, ssize_t len, int *fds, int nfds)
 		/* the fast path: the child borrows init's memory until it execs (posix_spawn's way),
 		 * so no page table is copied and init resumes only once the program runs or failed */
 		struct spawn sp = {c, x, cwd, fds, nfds, rep[1]};
+#ifdef __SANITIZE_ADDRESS__
+		/* the previous program's frames never returned (it execed): their redzones are still
+		 * poisoned in the shadow of this shared stack */
+		ASAN_UNPOISON_MEMORY_REGION(g_stack, sizeof g_stack);
+#endif
 		pid = clone(spawn_entry, g_stack + sizeof g_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &sp);
 	} else {
 		/* audited: init must keep running to pass the listener on while the program's own

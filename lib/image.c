@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define IMAGE_FORMAT 1
+#define IMAGE_FORMAT 2
 
 /* top-level entries that are symlinks on merged-/usr hosts and real directories elsewhere */
 static const char *const usr_links[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32", NULL};
@@ -204,7 +204,7 @@ static int build(const char *tmp)
 		"passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\n"
 		"protocols: files\nservices: files\nethers: files\nrpc: files\n", 0644) < 0 ||
 	    put(etc, "resolv.conf", "", 0644) < 0 ||
-	    put(etc, "machine-id", "70616464 6f636b00000000000000000\n", 0444) < 0)
+	    put(etc, "machine-id", "706164646f636b000000000000000000\n", 0444) < 0)
 		return -1;
 	char stamp[64];
 	snprintf(stamp, sizeof stamp, "paddock-image %d\n", IMAGE_FORMAT);

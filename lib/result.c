@@ -72,7 +72,7 @@ static void put_str(sbuf *b, const char *s, size_t n)
 			put(b, s + i, 1);
 			i++;
 		} else {
-			size_t len = ch >= 0xf0 && ch < 0xf5 ? 4 : ch >= 0xe0 ? 3 : ch >= 0xc2 && ch < 0xe0 ? 2 : 0;
+			size_t len = ch >= 0xf5 ? 0 : ch >= 0xf0 ? 4 : ch >= 0xe0 ? 3 : ch >= 0xc2 ? 2 : 0;
 			bool ok = len && i + len <= n;
 			for (size_t k = 1; ok && k < len; k++)
 				ok = (u[i + k] & 0xc0) == 0x80;

@@ -625,6 +625,28 @@ typedef struct exec_run {
 	bool spill_failed[2];
 } exec_run;
 
+/* write() that cannot end the embedding process with SIGPIPE: the program may stop reading its
+ * stdin at any moment, and a spill fd may be a pipe */
+static ssize_t write_nosig(int fd, const void *buf, size_t len)
+{
+	sigset_t pipe_set, old, pending;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	sigpending(&pending);
+	bool was_pending = sigismember(&pending, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	ssize_t n = write(fd, buf, len);
+	int err = errno;
+	if (n < 0 && err == EPIPE && !was_pending) {
+		struct timespec zero = {0, 0};
+		while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+			;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = err;
+	return n;
+}
+
 static void drain(exec_run *x, int i, const pd_exec_opts *o)
 {
 	char buf[65536];
@@ -645,7 +667,7 @@ static void drain(exec_run *x, int i, const pd_exec_opts *o)
 		if (o->spill && o->spill_fd[i] >= 0 && !x->spill_failed[i]) {
 			/* a full spill file must not stop the run: keep the capture, note the loss */
 			for (ssize_t off = 0; off < n;) {
-				ssize_t w = write(o->spill_fd[i], buf + off, (size_t)(n - off));
+				ssize_t w = write_nosig(o->spill_fd[i], buf + off, (size_t)(n - off));
 				if (w < 0 && errno == EINTR)
 					continue;
 				if (w <= 0) {
@@ -845,7 +867,7 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 					drain(&x, i, o);
 			if (i_in >= 0 && pf[i_in].revents) {
 				ssize_t n = pf[i_in].revents & POLLOUT
-						    ? write(x.in_w, o->stdin_data + x.in_off, o->stdin_len - x.in_off)
+						    ? write_nosig(x.in_w, o->stdin_data + x.in_off, o->stdin_len - x.in_off)
 						    : -1;
 				if (n > 0)
 					x.in_off += (size_t)n;
@@ -904,6 +926,11 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 	r->oom_killed = after.oom_kills > before.oom_kills;
 	pd_capture_finish(&x.cap[0], &r->out);
 	pd_capture_finish(&x.cap[1], &r->err);
+	/* the live callback saw the heads; a tail that joins its head (nothing dropped) is the rest */
+	if (o->on_output && r->out.tail_len && !r->out.truncated)
+		o->on_output(o->cb_arg, 1, r->out.tail, r->out.tail_len);
+	if (o->on_output && r->err.tail_len && !r->err.truncated)
+		o->on_output(o->cb_arg, 2, r->err.tail, r->err.tail_len);
 
 	bool killed_by_us = x.killed_to || x.killed_ol;
 	if (x.exited) {

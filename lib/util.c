@@ -93,8 +93,13 @@ int pd_mkdir_p(const char *path, mode_t mode)
 			return -1;
 		*p = '/';
 	}
-	if (mkdir(tmp, mode) < 0 && errno != EEXIST)
-		return -1;
+	if (mkdir(tmp, mode) < 0) {
+		struct stat st;
+		if (errno != EEXIST || stat(tmp, &st) < 0)
+			return -1;
+		if (!S_ISDIR(st.st_mode))
+			return errno = ENOTDIR, -1;
+	}
 	return 0;
 }
 
@@ -172,13 +177,22 @@ uint64_t pd_keyed_u64(const char *text, const char *key)
 
 int pd_parse_size(const char *s, uint64_t *out)
 {
-	if (!s || !*s || *s == '-')
+	/* digits first: no sign, space, "nan", "inf" or hex that strtod would take */
+	if (!s || !(isdigit((unsigned char)*s) || (*s == '.' && isdigit((unsigned char)s[1]))))
 		return -1;
 	char *end;
 	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || v < 0)
+	unsigned long long whole = strtoull(s, &end, 10); /* exact: a double loses bytes past 2^53 */
+	if (errno)
 		return -1;
+	double frac = 0;
+	if (*end == '.') {
+		char *fe;
+		frac = strtod(end, &fe);
+		if (fe == end)
+			return -1;
+		end = fe;
+	}
 	uint64_t mul = 1;
 	switch (tolower((unsigned char)*end)) {
 	case 0: break;
@@ -195,16 +209,19 @@ int pd_parse_size(const char *s, uint64_t *out)
 		end++;
 	if (*end)
 		return -1;
-	double r = v * (double)mul;
-	if (r > 1.8e19)
+	if (whole > UINT64_MAX / mul)
 		return -1;
-	*out = (uint64_t)r;
+	uint64_t r = (uint64_t)whole * mul;
+	double fr = frac * (double)mul;
+	if (fr >= (double)(UINT64_MAX - r))
+		return -1;
+	*out = r + (uint64_t)fr;
 	return 0;
 }
 
 int pd_parse_duration_ms(const char *s, uint64_t *out)
 {
-	if (!s || !*s || *s == '-')
+	if (!s || !(isdigit((unsigned char)*s) || (*s == '.' && isdigit((unsigned char)s[1]))))
 		return -1;
 	char *end;
 	errno = 0;

@@ -1,0 +1,308 @@
+/* cgroup_v1.c: the v1 backend on this machine's real hierarchies (memory, pids, cpu, cpuacct):
+ * limits land in the kernel's files, a process is attached and counted, killed, and the
+ * directories go away. Skipped where there is no cgroup v1 memory hierarchy. */
+#define _GNU_SOURCE
+#include "internal.h"
+#include "tap.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static pd_cgroups cg;
+
+static const char *rd(const char *dir, const char *file)
+{
+	static char buf[4][256];
+	static int k;
+	char p[PD_PATH * 2];
+	char *b = buf[k++ % 4];
+	snprintf(p, sizeof p, "%s/%s", dir, file);
+	if (pd_read_file(p, b, 256) < 0)
+		snprintf(b, 256, "(missing: %s)", strerror(errno));
+	b[strcspn(b, "\n")] = 0;
+	return b;
+}
+
+static bool is_dir(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool all_dirs(const char *name, bool want)
+{
+	for (int c = 0; c < 4; c++) {
+		char p[PD_PATH * 2];
+		snprintf(p, sizeof p, "%s/%s", cg.v1_dirs[c], name);
+		if (is_dir(p) != want)
+			return false;
+	}
+	return true;
+}
+
+static bool procs_has(const char *dir, pid_t pid)
+{
+	char p[PD_PATH * 2], b[4096];
+	snprintf(p, sizeof p, "%s/cgroup.procs", dir);
+	if (pd_read_file(p, b, sizeof b) < 0)
+		return false;
+	for (char *q = b; *q;) {
+		long v = strtol(q, &q, 10);
+		if (v == pid)
+			return true;
+		if (!v)
+			break;
+		while (*q == '\n')
+			q++;
+	}
+	return false;
+}
+
+/* A child that waits for a byte on `go`, then runs prog (sleep, or a memory hog). */
+static pid_t spawn(int *go_w, int *exec_r, const char *mode)
+{
+	int go[2], ex[2];
+	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ex, O_CLOEXEC) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		char c;
+		if (read(go[0], &c, 1) != 1)
+			_exit(1);
+		if (!strcmp(mode, "sleep")) {
+			execlp("sleep", "sleep", "1000", (char *)NULL);
+			_exit(127);
+		}
+		close(ex[1]);
+		/* touch far more memory than the limit */
+		for (int i = 0; i < 64; i++) {
+			char *m = malloc(1 << 20);
+			if (m)
+				memset(m, i + 1, 1 << 20);
+		}
+		_exit(0);
+	}
+	close(go[0]);
+	close(ex[1]);
+	*go_w = go[1];
+	*exec_r = ex[0];
+	return pid;
+}
+
+/* Waits until pid runs sleep and is asleep in it: it has been switched out at least once, so the
+ * scheduler has charged its CPU time to the cgroup. Gives up after 5 s. */
+static bool wait_sleeping(pid_t pid)
+{
+	for (int i = 0; i < 5000; i++) {
+		char p[64], b[256];
+		snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+		if (pd_read_file(p, b, sizeof b) > 0 && strstr(b, "(sleep) S "))
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+/* Removes whatever a failed test left under this test's own parents, then the parents. */
+static void cleanup_root(void)
+{
+	for (int c = 3; c >= 0; c--) {
+		if (!cg.v1_dirs[c][0])
+			continue;
+		DIR *d = opendir(cg.v1_dirs[c]);
+		struct dirent *de;
+		while (d && (de = readdir(d))) {
+			if (de->d_type != DT_DIR || de->d_name[0] == '.')
+				continue;
+			char p[PD_PATH * 2];
+			snprintf(p, sizeof p, "%s/%s", cg.v1_dirs[c], de->d_name);
+			printf("# removing leftover %s\n", p);
+			rmdir(p);
+		}
+		if (d)
+			closedir(d);
+		rmdir(cg.v1_dirs[c]);
+	}
+}
+
+int main(void)
+{
+	if (access("/sys/fs/cgroup/memory", F_OK) < 0 || geteuid() != 0) {
+		printf("1..0 # SKIP no cgroup v1 (or not root)\n");
+		return 0;
+	}
+	plan(47);
+	char rootname[64];
+	snprintf(rootname, sizeof rootname, "paddock-unit-%d", (int)getpid());
+	pd_err e = {0};
+	int rc = pd_cgroups_init(&cg, 1, rootname, false, &e);
+	ok(rc == 0, "init v1 with root %s (%s)", rootname, e.msg);
+	if (rc < 0)
+		return done();
+	ok(cg.ops && !strcmp(cg.ops->name, "v1") && cg.version == 1 && cg.v1_n == 4, "backend v1, 4 controllers");
+	int dirs = 0;
+	for (int c = 0; c < 4; c++)
+		dirs += is_dir(cg.v1_dirs[c]) && strstr(cg.v1_dirs[c], rootname) != NULL;
+	is_int(dirs, 4, "a parent directory per controller");
+	ok(strstr(cg.v1_dirs[0], "memory") && strstr(cg.v1_dirs[1], "pids") && strstr(cg.v1_dirs[2], "cpu") &&
+		   strstr(cg.v1_dirs[3], "cpuacct"),
+	   "memory, pids, cpu, cpuacct in that order (%s, %s, %s, %s)", cg.v1_dirs[0], cg.v1_dirs[1],
+	   cg.v1_dirs[2], cg.v1_dirs[3]);
+	const pd_cg_ops *ops = cg.ops;
+	const char *mem = cg.v1_dirs[0], *pids = cg.v1_dirs[1], *cpu = cg.v1_dirs[2];
+	char memd[PD_PATH * 2], pidsd[PD_PATH * 2], cpud[PD_PATH * 2], acctd[PD_PATH * 2];
+	snprintf(memd, sizeof memd, "%s/sb-1", mem);
+	snprintf(pidsd, sizeof pidsd, "%s/sb-1", pids);
+	snprintf(cpud, sizeof cpud, "%s/sb-1", cpu);
+	snprintf(acctd, sizeof acctd, "%s/sb-1", cg.v1_dirs[3]);
+
+	/* ---- create with limits ---- */
+	pd_limits l;
+	memset(&l, 0, sizeof l);
+	l.memory_bytes = 64ull << 20;
+	l.pids = 32;
+	l.cpu_millicores = 1500;
+	pd_cg *g = NULL;
+	memset(&e, 0, sizeof e);
+	rc = ops->create(&cg, "sb-1", &l, &g, &e);
+	ok(rc == 0 && g, "create sb-1 (%s)", e.msg);
+	if (rc < 0) {
+		cleanup_root();
+		return done();
+	}
+	ok(all_dirs("sb-1", true), "a directory in every hierarchy");
+	is_str(rd(memd, "memory.limit_in_bytes"), "67108864", "memory.limit_in_bytes = 64 MiB");
+	const char *memsw = rd(memd, "memory.memsw.limit_in_bytes");
+	ok(!strncmp(memsw, "(missing", 8) || !strcmp(memsw, "67108864"), "memsw limit equals the memory limit where it exists (%s)", memsw);
+	is_str(rd(memd, "memory.swappiness"), "0", "memory.swappiness = 0");
+	is_str(rd(pidsd, "pids.max"), "32", "pids.max = 32");
+	is_str(rd(cpud, "cpu.cfs_quota_us"), "150000", "cpu.cfs_quota_us = 150000 (1.5 cores)");
+	is_str(rd(cpud, "cpu.cfs_period_us"), "100000", "cpu.cfs_period_us = 100000");
+	ok(ops->exists(g), "exists()");
+	is_int(ops->clone_fd(g), -1, "v1 has no CLONE_INTO_CGROUP fd");
+
+	/* ---- the same name again ---- */
+	pd_cg *dup = NULL;
+	memset(&e, 0, sizeof e);
+	rc = ops->create(&cg, "sb-1", &l, &dup, &e);
+	ok(rc == -1 && dup == NULL && e.code == EEXIST, "a second create of sb-1 fails with EEXIST (%s)", e.msg);
+	ok(all_dirs("sb-1", true) && !strcmp(rd(memd, "memory.limit_in_bytes"), "67108864") &&
+		   !strcmp(rd(pidsd, "pids.max"), "32"),
+	   "... and the first is intact");
+
+	/* ---- attach a process, count it, kill it ---- */
+	int go = -1, ex = -1;
+	pid_t kid = spawn(&go, &ex, "sleep");
+	memset(&e, 0, sizeof e);
+	ok(kid > 0 && ops->attach(g, kid, &e) == 0, "attach a forked child (%s)", e.msg);
+	if (write(go, "x", 1) != 1)
+		printf("# could not start the child\n");
+	char c;
+	ok(read(ex, &c, 1) == 0 && wait_sleeping(kid), "the child exec'd sleep and sleeps");
+	close(go);
+	close(ex);
+	ok(procs_has(memd, kid) && procs_has(pidsd, kid) && procs_has(cpud, kid) && procs_has(acctd, kid),
+	   "the child is in every hierarchy's cgroup.procs");
+	pd_cg_stats s;
+	memset(&s, 0, sizeof s);
+	ok(ops->stats(g, &s) == 0, "stats");
+	is_int(s.pids_current, 1, "pids_current 1");
+	/* newer kernels have pids.peak on v1 as well: then the peak is exact */
+	char pk[PD_PATH * 2];
+	snprintf(pk, sizeof pk, "%s/pids.peak", pidsd);
+	bool kernel_peak = access(pk, F_OK) == 0;
+	ok(s.pids_peak == 1 && s.pids_peak_exact == kernel_peak, "pids_peak 1, %s", kernel_peak ? "exact (pids.peak)" : "sampled");
+	ok(s.mem_peak > 0, "memory peak counted (%llu bytes)", (unsigned long long)s.mem_peak);
+	ok(s.cpu_us > 0, "cpu usage counted (%llu us)", (unsigned long long)s.cpu_us);
+	is_int(s.oom_kills, 0, "no OOM kill yet");
+	ok(ops->kill_all(g) == 0, "kill_all");
+	int ws = 0;
+	ok(waitpid(kid, &ws, 0) == kid && WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL, "the child died of SIGKILL");
+	ops->stats(g, &s);
+	is_int(s.pids_current, 0, "pids_current 0 after the kill");
+	ok(s.pids_peak >= 1, "the sampled peak is kept until a reset");
+	ops->reset_peaks(g);
+	ops->stats(g, &s);
+	if (kernel_peak)
+		ok(s.pids_peak == 1 && s.pids_peak_exact, "the kernel's pids.peak is not resettable: still 1");
+	else
+		ok(s.pids_peak == 0, "reset_peaks clears the sampled pids peak");
+	ok(s.mem_peak < (1u << 20), "reset_peaks resets memory.max_usage_in_bytes (%llu)", (unsigned long long)s.mem_peak);
+
+	/* ---- an OOM kill is counted ---- */
+	pd_limits lo;
+	memset(&lo, 0, sizeof lo);
+	lo.memory_bytes = 16ull << 20;
+	pd_cg *go_cg = NULL;
+	ok(ops->create(&cg, "sb-oom", &lo, &go_cg, &e) == 0, "create sb-oom with 16 MiB (%s)", e.msg);
+	kid = spawn(&go, &ex, "hog");
+	ok(kid > 0 && go_cg && ops->attach(go_cg, kid, &e) == 0, "attach a memory hog");
+	if (write(go, "x", 1) != 1)
+		printf("# could not start the hog\n");
+	close(go);
+	close(ex);
+	ws = 0;
+	waitpid(kid, &ws, 0);
+	ok(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL, "the hog was killed (status 0x%x)", ws);
+	memset(&s, 0, sizeof s);
+	if (go_cg)
+		ops->stats(go_cg, &s);
+	ok(s.oom_kills >= 1, "oom_kills counted (%llu)", (unsigned long long)s.oom_kills);
+	ok(s.mem_peak >= (15ull << 20) && s.mem_peak <= (16ull << 20), "memory peak at the limit (%llu)",
+	   (unsigned long long)s.mem_peak);
+	ok(go_cg && ops->destroy(go_cg, &e) == 0 && all_dirs("sb-oom", false), "destroy sb-oom");
+
+	/* ---- destroy ---- */
+	memset(&e, 0, sizeof e);
+	ok(ops->destroy(g, &e) == 0, "destroy sb-1 (%s)", e.msg);
+	ok(all_dirs("sb-1", false), "every hierarchy's directory is gone");
+
+	/* ---- names ---- */
+	char lname[600];
+	memset(lname, 'n', sizeof lname - 1);
+	lname[sizeof lname - 1] = 0;
+	pd_cg *gl = NULL;
+	memset(&e, 0, sizeof e);
+	rc = ops->create(&cg, lname, &l, &gl, &e);
+	ok(rc == -1 && e.code == ENAMETOOLONG, "a 599-character name: ENAMETOOLONG (%s)", e.msg);
+	ok(gl == NULL, "... and no cgroup is handed out");
+
+	/* ---- a failure half-way through leaves nothing ---- */
+	char blocker[PD_PATH * 2];
+	snprintf(blocker, sizeof blocker, "%s/sb-half", pids);
+	ok(mkdir(blocker, 0755) == 0, "pre-create sb-half in the pids hierarchy only");
+	pd_cg *gh = NULL;
+	memset(&e, 0, sizeof e);
+	rc = ops->create(&cg, "sb-half", &l, &gh, &e);
+	ok(rc == -1 && e.code == EEXIST, "create sb-half fails on the pids hierarchy");
+	char p[PD_PATH * 2];
+	snprintf(p, sizeof p, "%s/sb-half", mem);
+	ok(!is_dir(p), "the memory directory it made first was removed");
+	ok(is_dir(blocker), "the directory it did not make is left alone");
+	rmdir(blocker);
+
+	/* a cpu quota under the kernel's 1 ms minimum */
+	pd_limits lc;
+	memset(&lc, 0, sizeof lc);
+	lc.cpu_millicores = 5;
+	pd_cg *gc = NULL;
+	memset(&e, 0, sizeof e);
+	rc = ops->create(&cg, "sb-cpu", &lc, &gc, &e);
+	ok(rc == -1 && e.code == EINVAL && all_dirs("sb-cpu", false),
+	   "0.005 cores (quota 500 us < 1 ms) is refused with EINVAL and nothing left (%s)", e.msg);
+	if (rc == 0)
+		ops->destroy(gc, NULL);
+
+	cleanup_root();
+	int left = 0;
+	for (int i = 0; i < 4; i++)
+		left += is_dir(cg.v1_dirs[i]);
+	is_int(left, 0, "the test's parent directories are removed");
+	return done();
+}

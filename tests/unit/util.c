@@ -1,0 +1,374 @@
+/* util.c: size and duration parsing, keyed files, mkdir -p, small file I/O, fd passing, pd_fail. */
+#define _GNU_SOURCE
+#include "internal.h"
+#include "tap.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char tmp[] = "/tmp/paddock-unit-util-XXXXXX";
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+static void rm_rf(const char *path)
+{
+	char cmd[PD_PATH + 16];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+	if (system(cmd) != 0)
+		printf("# could not remove %s\n", path);
+}
+
+static void size_ok(const char *s, uint64_t want)
+{
+	uint64_t v = 0xdeadbeef;
+	int rc = pd_parse_size(s, &v);
+	if (!ok(rc == 0 && v == want, "pd_parse_size(\"%s\") = %llu", s, (unsigned long long)want))
+		printf("#   rc %d, got %llu\n", rc, (unsigned long long)v);
+}
+
+static void size_bad(const char *s)
+{
+	uint64_t v = 0xdeadbeef;
+	int rc = pd_parse_size(s, &v);
+	if (!ok(rc == -1 && v == 0xdeadbeef, "pd_parse_size(\"%s\") is refused and leaves *out alone", s))
+		printf("#   rc %d, got %llu\n", rc, (unsigned long long)v);
+}
+
+static void dur_ok(const char *s, uint64_t want)
+{
+	uint64_t v = 0xdeadbeef;
+	int rc = pd_parse_duration_ms(s, &v);
+	if (!ok(rc == 0 && v == want, "pd_parse_duration_ms(\"%s\") = %llu ms", s, (unsigned long long)want))
+		printf("#   rc %d, got %llu\n", rc, (unsigned long long)v);
+}
+
+static void dur_bad(const char *s)
+{
+	uint64_t v = 0xdeadbeef;
+	int rc = pd_parse_duration_ms(s, &v);
+	if (!ok(rc == -1 && v == 0xdeadbeef, "pd_parse_duration_ms(\"%s\") is refused", s))
+		printf("#   rc %d, got %llu\n", rc, (unsigned long long)v);
+}
+
+static void test_parse(void)
+{
+	size_ok("0", 0);
+	size_ok("4096", 4096);
+	size_ok("1b", 1);
+	size_ok("64k", 64ull << 10);
+	size_ok("64K", 64ull << 10);
+	size_ok("512M", 512ull << 20);
+	size_ok("1G", 1ull << 30);
+	size_ok("2T", 2ull << 40);
+	size_ok("1KiB", 1024);
+	size_ok("3MiB", 3ull << 20);
+	size_ok("1MB", 1ull << 20);
+	size_ok("2gb", 2ull << 30);
+	size_ok("1.5G", 3ull << 29);
+	size_ok("0.5k", 512);
+	/* a plain byte count must be exact, also past 2^53 where a double loses integers */
+	size_ok("9007199254740993", 9007199254740993ull);
+	size_bad("");
+	size_bad("-1");
+	size_bad("-0");
+	size_bad("12x");
+	size_bad("1kk");
+	size_bad("1iB");
+	size_bad("k");
+	size_bad("12 ");
+	size_bad("100000000T"); /* 1e8 TiB > 2^64 */
+	size_bad("99999999999999999999");
+	size_bad("inf");
+	size_bad("nan");
+	uint64_t v = 0;
+	ok(pd_parse_size(NULL, &v) == -1, "pd_parse_size(NULL) is refused");
+
+	dur_ok("1.5", 1500);
+	dur_ok("2", 2000);
+	dur_ok("2s", 2000);
+	dur_ok("250ms", 250);
+	dur_ok("0.25s", 250);
+	dur_ok("1m", 60000);
+	dur_ok("2min", 120000);
+	dur_ok("0", 0);
+	dur_bad("");
+	dur_bad("-1");
+	dur_bad("abc");
+	dur_bad("5h");
+	dur_bad("1 s");
+	dur_bad("ms");
+	dur_bad("1sec");
+	dur_bad("nan");
+	dur_bad("inf");
+	dur_bad("1e300");
+	ok(pd_parse_duration_ms(NULL, &v) == -1, "pd_parse_duration_ms(NULL) is refused");
+}
+
+static void test_keyed(void)
+{
+	const char *t = "usage_usec 123456\nuser_usec 100000\nsystem_usec\t23456\n"
+			"nr_periods 7\nuser 9\n";
+	is_int(pd_keyed_u64(t, "usage_usec"), 123456, "keyed: first line");
+	is_int(pd_keyed_u64(t, "user_usec"), 100000, "keyed: middle line");
+	is_int(pd_keyed_u64(t, "system_usec"), 23456, "keyed: tab separator");
+	is_int(pd_keyed_u64(t, "user"), 9, "keyed: a key that is a prefix of another key");
+	is_int(pd_keyed_u64(t, "usage"), 0, "keyed: a prefix of a key is not the key");
+	is_int(pd_keyed_u64(t, "sec"), 0, "keyed: a suffix of a key is not the key");
+	is_int(pd_keyed_u64(t, "nope"), 0, "keyed: absent key gives 0");
+	is_int(pd_keyed_u64("a 1\nb 18446744073709551615", "b"), UINT64_MAX, "keyed: last line without newline, u64 max");
+	is_int(pd_keyed_u64("", "a"), 0, "keyed: empty text");
+	is_int(pd_keyed_u64(NULL, "a"), 0, "keyed: NULL text");
+	is_int(pd_keyed_u64("x a 5\na 6\n", "a"), 6, "keyed: only matches at the start of a line");
+}
+
+static void test_files(void)
+{
+	char p[PD_PATH], q[PD_PATH];
+	struct stat st;
+	mode_t old = umask(0);
+	snprintf(p, sizeof p, "%s/a/b/c", tmp);
+	ok(pd_mkdir_p(p, 0700) == 0 && stat(p, &st) == 0 && S_ISDIR(st.st_mode), "mkdir_p creates nested dirs");
+	is_int(st.st_mode & 07777, 0700, "mkdir_p uses the mode");
+	snprintf(q, sizeof q, "%s/a", tmp);
+	ok(stat(q, &st) == 0 && (st.st_mode & 07777) == 0700, "mkdir_p gives intermediate dirs the mode");
+	ok(pd_mkdir_p(p, 0700) == 0, "mkdir_p of an existing dir succeeds");
+	snprintf(p, sizeof p, "%s/x/y/", tmp);
+	ok(pd_mkdir_p(p, 0755) == 0 && stat(p, &st) == 0 && S_ISDIR(st.st_mode), "mkdir_p with a trailing slash");
+	umask(old);
+
+	char big[PD_PATH + 10];
+	memset(big, 'a', sizeof big - 1);
+	big[0] = '/';
+	big[sizeof big - 1] = 0;
+	errno = 0;
+	ok(pd_mkdir_p(big, 0755) == -1 && errno == ENAMETOOLONG, "mkdir_p of a too long path: ENAMETOOLONG");
+
+	snprintf(p, sizeof p, "%s/file", tmp);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	close(fd);
+	snprintf(q, sizeof q, "%s/file/sub", tmp);
+	errno = 0;
+	ok(pd_mkdir_p(q, 0755) == -1 && errno == ENOTDIR, "mkdir_p through a regular file fails with ENOTDIR");
+	errno = 0;
+	int rc = pd_mkdir_p(p, 0755);
+	if (!ok(rc == -1, "mkdir_p of a path that is a regular file fails (not a directory)"))
+		printf("#   rc %d errno %d: the caller is told a directory exists where there is a file\n", rc, errno);
+
+	pd_err e = {0};
+	ok(pd_write_file(p, "hello world", &e) == 0 && e.code == 0, "write_file to an existing file");
+	char buf[64];
+	is_int(pd_read_file(p, buf, sizeof buf), 11, "read_file returns the length");
+	is_str(buf, "hello world", "read_file reads what write_file wrote");
+	ok(pd_write_file(p, "bye", &e) == 0, "write_file again");
+	pd_read_file(p, buf, sizeof buf);
+	is_str(buf, "bye", "write_file truncates the previous content");
+	is_int(pd_read_file(p, buf, 3), 2, "read_file into a small buffer keeps size-1 bytes");
+	is_str(buf, "by", "read_file NUL-terminates a cut read");
+	ok(pd_write_u64(p, 18446744073709551615ull, &e) == 0 && pd_read_file(p, buf, sizeof buf) == 20 &&
+		   !strcmp(buf, "18446744073709551615"),
+	   "write_u64 writes decimal");
+
+	snprintf(q, sizeof q, "%s/missing", tmp);
+	memset(&e, 0, sizeof e);
+	ok(pd_write_file(q, "x", &e) == -1 && e.code == ENOENT, "write_file never creates: ENOENT");
+	ok(strstr(e.msg, q) != NULL, "write_file error names the path (%s)", e.msg);
+	ok(access(q, F_OK) < 0, "no file was created");
+	errno = 0;
+	ok(pd_read_file(q, buf, sizeof buf) == -1 && errno == ENOENT, "read_file of a missing file: -1, ENOENT");
+	ok(pd_write_file("/proc/self/status", "x", NULL) == -1, "write_file to a read-only file fails, NULL pd_err is fine");
+
+	/* a large file: reads until the buffer is full */
+	fd = open(p, O_WRONLY | O_TRUNC);
+	char chunk[4096];
+	memset(chunk, 'z', sizeof chunk);
+	for (int i = 0; i < 4; i++)
+		if (write(fd, chunk, sizeof chunk) != (ssize_t)sizeof chunk)
+			break;
+	close(fd);
+	char *large = malloc(20000);
+	is_int(pd_read_file(p, large, 20000), 16384, "read_file reads a file larger than one read");
+	free(large);
+}
+
+static bool same_file(int a, int b)
+{
+	struct stat sa, sb;
+	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+static void test_fds(void)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		ok(0, "socketpair: %s", strerror(errno));
+		return;
+	}
+	int p1[2], p2[2];
+	if (pipe(p1) < 0 || pipe(p2) < 0)
+		return;
+	int base = count_fds();
+
+	/* three fds and a payload */
+	int send3[3] = {p1[1], p2[1], p1[0]};
+	ok(pd_send_fds(sv[0], "abc", 3, send3, 3) == 0, "send 3 fds");
+	char buf[16] = {0};
+	int got[8] = {-1, -1, -1, -1, -1, -1, -1, -1}, n = -1;
+	ssize_t r = pd_recv_fds(sv[1], buf, sizeof buf, got, &n, 8);
+	ok(r == 3 && !memcmp(buf, "abc", 3), "payload arrives");
+	is_int(n, 3, "3 fds arrive");
+	ok(n == 3 && same_file(got[0], p1[1]) && same_file(got[1], p2[1]) && same_file(got[2], p1[0]),
+	   "each received fd is the file that was sent, in order");
+	ok(n >= 1 && write(got[0], "Z", 1) == 1 && read(p1[0], buf, 1) == 1 && buf[0] == 'Z',
+	   "a received pipe end works");
+	ok(n >= 1 && (fcntl(got[0], F_GETFD) & FD_CLOEXEC), "received fds are close-on-exec");
+	for (int i = 0; i < n; i++)
+		close(got[i]);
+	is_int(count_fds(), base, "closing the received fds restores the fd count");
+
+	/* more fds than the receiver asks for: the extra ones are closed, not leaked */
+	int send5[5] = {p1[0], p1[1], p2[0], p2[1], sv[0]};
+	ok(pd_send_fds(sv[0], "x", 1, send5, 5) == 0, "send 5 fds");
+	r = pd_recv_fds(sv[1], buf, sizeof buf, got, &n, 2);
+	ok(r == 1 && n == 2, "receiver with maxfds 2 gets 2 (n=%d)", n);
+	ok(n == 2 && same_file(got[0], p1[0]) && same_file(got[1], p1[1]), "the first 2 are kept");
+	for (int i = 0; i < n; i++)
+		close(got[i]);
+	is_int(count_fds(), base, "the 3 extra fds were closed");
+
+	ok(pd_send_fds(sv[0], "y", 1, send3, 3) == 0, "send 3 fds to a receiver that wants none");
+	r = pd_recv_fds(sv[1], buf, sizeof buf, NULL, NULL, 0);
+	is_int(r, 1, "payload still arrives");
+	is_int(count_fds(), base, "unwanted fds are all closed");
+
+	ok(pd_send_fds(sv[0], "z", 1, send3, 3) == 0, "send 3 fds, receive with nfds but maxfds 0");
+	n = 99;
+	r = pd_recv_fds(sv[1], buf, sizeof buf, got, &n, 0);
+	ok(r == 1 && n == 0, "nfds is 0");
+	is_int(count_fds(), base, "no fd kept");
+
+	/* no fds at all */
+	ok(pd_send_fds(sv[0], "plain", 5, NULL, 0) == 0, "send without fds");
+	n = 99;
+	r = pd_recv_fds(sv[1], buf, sizeof buf, got, &n, 8);
+	ok(r == 5 && n == 0, "receive without fds: nfds 0");
+
+	int many[17];
+	for (int i = 0; i < 17; i++)
+		many[i] = p1[0];
+	errno = 0;
+	ok(pd_send_fds(sv[0], "m", 1, many, 17) == -1 && errno == EINVAL, "sending more than 16 fds: EINVAL");
+	ok(pd_send_fds(sv[0], "m", 1, many, 16) == 0, "sending 16 fds works");
+	r = pd_recv_fds(sv[1], buf, sizeof buf, got, &n, 4);
+	ok(r == 1 && n == 4, "received 4 of 16");
+	for (int i = 0; i < n; i++)
+		close(got[i]);
+	is_int(count_fds(), base, "the other 12 were closed");
+
+	/* a raw sender passing more fds than the receive buffer holds: the kernel drops the rest */
+	{
+		int twenty[20];
+		for (int i = 0; i < 20; i++)
+			twenty[i] = p2[0];
+		union {
+			char b[CMSG_SPACE(sizeof twenty)];
+			struct cmsghdr align;
+		} u;
+		memset(&u, 0, sizeof u);
+		struct iovec iov = {.iov_base = (void *)"r", .iov_len = 1};
+		struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
+				   .msg_controllen = sizeof u.b};
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof twenty);
+		memcpy(CMSG_DATA(c), twenty, sizeof twenty);
+		ok(sendmsg(sv[0], &m, 0) == 1, "raw send of 20 fds");
+		r = pd_recv_fds(sv[1], buf, sizeof buf, got, &n, 8);
+		ok(r == 1 && n == 8, "received 8 of 20");
+		for (int i = 0; i < n; i++)
+			close(got[i]);
+		is_int(count_fds(), base, "none of the 20 leaked");
+	}
+
+	/* the peer is gone */
+	close(sv[0]);
+	n = 99;
+	r = pd_recv_fds(sv[1], buf, sizeof buf, got, &n, 8);
+	ok(r == 0 && n == 0, "recv after the peer closed: 0 bytes, no fds");
+	errno = 0;
+	ok(pd_send_fds(sv[1], "q", 1, NULL, 0) == -1 && errno == EPIPE,
+	   "send to a closed peer: -1, EPIPE, and no SIGPIPE kills us");
+	close(sv[1]);
+	close(p1[0]);
+	close(p1[1]);
+	close(p2[0]);
+	close(p2[1]);
+}
+
+static void test_fail(void)
+{
+	pd_err e = {0};
+	errno = 0;
+	int rc = pd_fail(&e, ENOENT, "open %s", "/x/y");
+	ok(rc == -1, "pd_fail returns -1");
+	is_int(e.code, ENOENT, "pd_fail sets the code");
+	is_str(e.msg, "open /x/y: No such file or directory", "pd_fail formats and appends strerror");
+	is_int(errno, ENOENT, "pd_fail sets errno");
+
+	memset(&e, 0, sizeof e);
+	rc = pd_fail(&e, 0, "no cause %d", 42);
+	ok(rc == -1 && e.code == EIO && errno == EIO, "code 0 becomes EIO");
+	is_str(e.msg, "no cause 42", "code 0: no strerror suffix");
+
+	errno = 0;
+	ok(pd_fail(NULL, EPERM, "nobody listens") == -1 && errno == EPERM, "NULL pd_err: -1 and errno");
+
+	char lng[700];
+	memset(lng, 'q', sizeof lng - 1);
+	lng[sizeof lng - 1] = 0;
+	rc = pd_fail(&e, EACCES, "%s", lng);
+	ok(rc == -1 && strlen(e.msg) == sizeof e.msg - 1, "a long message is cut to the buffer and terminated");
+	is_int(e.code, EACCES, "long message: code kept");
+
+	/* the message may quote the previous error in the same pd_err */
+	pd_fail(&e, ENOENT, "inner");
+	char prev[sizeof e.msg];
+	snprintf(prev, sizeof prev, "%s", e.msg);
+	pd_fail(&e, EIO, "outer (%s)", prev);
+	is_str(e.msg, "outer (inner: No such file or directory): Input/output error", "nested message");
+}
+
+int main(void)
+{
+	plan(118);
+	if (!mkdtemp(tmp)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	test_parse();
+	test_keyed();
+	test_files();
+	test_fds();
+	test_fail();
+	rm_rf(tmp);
+	return done();
+}
