@@ -332,6 +332,7 @@ int cmd_exec(int argc, char **argv)
 	xo.argv = argv + optind;
 	int stdin_close = -1;
 	if (stdin_file) {
+		xo.stdin_from_fd = true;
 		if (!strcmp(stdin_file, "-"))
 			xo.stdin_fd = STDIN_FILENO;
 		else {

@@ -101,8 +101,18 @@ static const char *const v2_files[] = {"cgroup.procs", "cgroup.kill", "memory.ma
 				       "memory.peak", "memory.events", "pids.max", "pids.current",
 				       "pids.peak", "cpu.max", "cpu.stat", "cgroup.events", NULL};
 
+/* A cgroup name is one path component of our own making; refuse anything else. */
+static int bad_name(const char *name, pd_err *e)
+{
+	if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+		return pd_fail(e, EINVAL, "cgroup name '%s'", name);
+	return 0;
+}
+
 static int v2_create(pd_cgroups *root, const char *name, const pd_limits *l, pd_cg **out, pd_err *e)
 {
+	if (bad_name(name, e) < 0)
+		return -1;
 	pd_cg *g = calloc(1, sizeof *g);
 	if (!g)
 		return pd_fail(e, ENOMEM, "cgroup");
@@ -243,6 +253,8 @@ enum { V1_MEMORY, V1_PIDS, V1_CPU, V1_CPUACCT };
 
 static int v1_create(pd_cgroups *root, const char *name, const pd_limits *l, pd_cg **out, pd_err *e)
 {
+	if (bad_name(name, e) < 0)
+		return -1;
 	pd_cg *g = calloc(1, sizeof *g);
 	if (!g)
 		return pd_fail(e, ENOMEM, "cgroup");

@@ -40,11 +40,13 @@ static int copy_file(const char *src, const char *dst, const struct stat *st)
 	int in = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (in < 0)
 		return -1;
-	int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st->st_mode & 0755);
+	int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (out < 0) {
 		close(in);
 		return -1;
 	}
+	/* modes set explicitly: the caller's umask is none of our business (and process-wide) */
+	fchmod(out, st->st_mode & 0755);
 	char buf[65536];
 	ssize_t n;
 	int rc = 0;
@@ -88,7 +90,7 @@ static int copy_tree(const char *src, const char *dst, int depth)
 {
 	if (depth > 8)
 		return 0;
-	if (mkdir(dst, 0755) < 0 && errno != EEXIST)
+	if ((mkdir(dst, 0755) < 0 && errno != EEXIST) || chmod(dst, 0755) < 0)
 		return -1;
 	DIR *d = opendir(src);
 	if (!d)
@@ -113,9 +115,10 @@ static int put(const char *dir, const char *name, const char *text, mode_t mode)
 {
 	char p[PD_PATH];
 	snprintf(p, sizeof p, "%s/%s", dir, name);
-	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -1;
+	fchmod(fd, mode);
 	size_t len = strlen(text);
 	int rc = write(fd, text, len) == (ssize_t)len ? 0 : -1;
 	close(fd);
@@ -147,7 +150,7 @@ static int rm_rf(const char *path)
 
 static int build(const char *tmp)
 {
-	if (mkdir(tmp, 0755) < 0)
+	if (mkdir(tmp, 0755) < 0 || chmod(tmp, 0755) < 0)
 		return -1;
 	static const struct {
 		const char *name;
@@ -177,7 +180,7 @@ static int build(const char *tmp)
 		if (S_ISLNK(st.st_mode)) {
 			if (copy_entry(src, dst, 0) < 0)
 				return -1;
-		} else if (S_ISDIR(st.st_mode) && mkdir(dst, 0755) < 0) {
+		} else if (S_ISDIR(st.st_mode) && (mkdir(dst, 0755) < 0 || chmod(dst, 0755) < 0)) {
 			return -1; /* a mount point: the host directory is its own layer */
 		}
 	}
@@ -222,9 +225,7 @@ int pd_image_build_default(const char *dir, pd_err *e)
 	if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", dir, (int)getpid()) >= (int)sizeof tmp)
 		return pd_fail(e, ENAMETOOLONG, "image path %s", dir);
 	rm_rf(tmp);
-	mode_t old = umask(022);
 	int rc = build(tmp);
-	umask(old);
 	if (rc < 0) {
 		int saved = errno;
 		rm_rf(tmp);

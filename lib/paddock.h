@@ -195,7 +195,9 @@ typedef struct pd_exec_opts {
 	char *const *envp;     /* the whole environment; NULL = PATH, HOME, LANG, TERM defaults */
 	const char *cwd;       /* default "/" */
 	uint32_t uid, gid;     /* inside the sandbox (0..65535); default 0, its root without capabilities */
-	int stdin_fd;          /* host fd read by the program; -1 = /dev/null */
+	bool stdin_from_fd;    /* feed stdin_fd to the program (a zeroed struct must not hand the
+				* caller's own fd 0 to a sandbox: without this, stdin is /dev/null) */
+	int stdin_fd;          /* host fd read by the program */
 	const char *stdin_data; /* alternative to stdin_fd: bytes fed to the program */
 	size_t stdin_len;
 	uint64_t wall_ms;      /* 0 = the sandbox's limit */

@@ -151,8 +151,11 @@ int pd_result_write_json_with(const pd_result *r, int fd, bool with_output, cons
 	     r->oom_killed ? "true" : "false");
 	put_output(&b, "stdout", &r->out, with_output);
 	put_output(&b, "stderr", &r->err, with_output);
-	putf(&b, ",\"setup_ms\":%.3f,\"exec_ms\":%.3f,\"teardown_ms\":%.3f", r->setup_us / 1000.0,
-	     r->exec_us / 1000.0, r->teardown_us / 1000.0);
+	/* milliseconds with three decimals from integers: %f would follow LC_NUMERIC (a comma) */
+	putf(&b, ",\"setup_ms\":%" PRIu64 ".%03" PRIu64 ",\"exec_ms\":%" PRIu64 ".%03" PRIu64
+		 ",\"teardown_ms\":%" PRIu64 ".%03" PRIu64,
+	     r->setup_us / 1000, r->setup_us % 1000, r->exec_us / 1000, r->exec_us % 1000,
+	     r->teardown_us / 1000, r->teardown_us % 1000);
 	put(&b, ",\"residue\":", 11);
 	put_cstr(&b, r->residue[0] ? r->residue : "unchecked");
 	putf(&b, ",\"audit_file_events\":%" PRIu64 ",\"audit_net_events\":%" PRIu64
@@ -160,8 +163,10 @@ int pd_result_write_json_with(const pd_result *r, int fd, bool with_output, cons
 	     r->audit_files, r->audit_net, r->audit_denied);
 	for (size_t i = 0; i < r->audit_len; i++) {
 		const pd_audit_event *ev = &r->audit[i];
-		putf(&b, "%s{\"t_ms\":%.3f,\"kind\":\"%s\",\"target\":", i ? "," : "", ev->t_us / 1000.0,
-		     ev->kind);
+		putf(&b, "%s{\"t_ms\":%" PRIu64 ".%03" PRIu64 ",\"kind\":", i ? "," : "", ev->t_us / 1000,
+		     ev->t_us % 1000);
+		put_cstr(&b, ev->kind);
+		put(&b, ",\"target\":", 10);
 		put_cstr(&b, ev->target);
 		putf(&b, ",\"denied\":%s,\"pid\":%d}", ev->denied ? "true" : "false", ev->pid);
 	}

@@ -802,7 +802,7 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 		goto fail_early;
 	}
 	int fds[3], nfds = 0;
-	int stdin_fd = o->stdin_data ? pin[0] : o->stdin_fd;
+	int stdin_fd = o->stdin_data ? pin[0] : o->stdin_from_fd ? o->stdin_fd : -1;
 	if (stdin_fd >= 0) {
 		fds[nfds++] = stdin_fd;
 		((struct msg_exec *)msg)->has_stdin = 1;

@@ -99,7 +99,11 @@ int pd_slot_get(pd_slots *s, uint32_t *slot, pd_err *e)
 void pd_slot_put(pd_slots *s, uint32_t slot)
 {
 	pthread_mutex_lock(&s->lock);
-	if (slot < PD_UID_SLOTS && s->fds[slot] >= 0)
+	/* a slot put twice would be handed to two live sandboxes: refuse the second */
+	bool listed = false;
+	for (uint32_t i = 0; i < s->nfree && !listed; i++)
+		listed = s->free[i] == slot;
+	if (slot < PD_UID_SLOTS && s->fds[slot] >= 0 && !listed && s->nfree < PD_UID_SLOTS)
 		s->free[s->nfree++] = slot;
 	pthread_mutex_unlock(&s->lock);
 }

@@ -261,6 +261,7 @@ static int run_tar(pd_session *s, char **argv, int in_fd, int out_fd, pd_err *e)
 	pd_exec_opts x = {0};
 	x.argv = argv;
 	x.stdin_fd = in_fd;
+	x.stdin_from_fd = in_fd >= 0;
 	x.cwd = "/";
 	if (out_fd >= 0) {
 		x.spill = true;

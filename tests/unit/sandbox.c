@@ -148,6 +148,7 @@ static void test_session(void)
 		close(p[1]);
 		x = xo(ARGV("cat"));
 		x.stdin_fd = p[0];
+		x.stdin_from_fd = true;
 		run(s, &x, &r);
 		close(p[0]);
 		is_str(text(&r.out), "piped\n", "stdin_fd: a host pipe");
