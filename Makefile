@@ -16,15 +16,17 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototyp
            -Wundef -Wcast-align -Wwrite-strings -Wimplicit-fallthrough
 CFLAGS  ?= -O2 -g -D_FORTIFY_SOURCE=2
 # flags the code needs whatever CFLAGS a caller passes (make asan overrides CFLAGS)
-override CFLAGS += -std=gnu11 $(WARN) -fstack-protector-strong -fPIE -Ilib -Ipool
+override CFLAGS += -std=gnu11 $(WARN) -fstack-protector-strong -fPIE -Ilib -Ipool -Iserver
 LDFLAGS += -pie -Wl,-z,relro,-z,now
-LDLIBS  := -lseccomp -ljansson -lpthread
+LDLIBS  := -lmicrohttpd -lsqlite3 -lseccomp -ljansson -lpthread
 
 LIB_SRC := $(wildcard lib/*.c)
 POOL_SRC := $(wildcard pool/*.c)
+SERVER_SRC := $(wildcard server/*.c)
 CLI_SRC := $(wildcard cli/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 POOL_OBJ := $(POOL_SRC:%.c=$(BUILD)/%.o)
+SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -33,11 +35,11 @@ PROBE_BIN := $(PROBE_SRC:tests/probes/%.c=$(BUILD)/probes/%)
 
 .PHONY: all deps test bench asan valgrind examples soak clean format
 
-LIBS    := $(BUILD)/libpaddock-pool.a $(BUILD)/libpaddock.a
+LIBS    := $(BUILD)/libpaddock-server.a $(BUILD)/libpaddock-pool.a $(BUILD)/libpaddock.a
 
 all: $(BIN)/paddock $(LIBS)
 
-$(BUILD)/%.o: %.c $(wildcard lib/*.h) $(wildcard pool/*.h) $(wildcard cli/*.h)
+$(BUILD)/%.o: %.c $(wildcard lib/*.h) $(wildcard pool/*.h) $(wildcard server/*.h) $(wildcard cli/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	@$(CC) $(CFLAGS) -c $< -o $@
@@ -47,6 +49,10 @@ $(BUILD)/libpaddock.a: $(LIB_OBJ)
 	@ar rcs $@ $^
 
 $(BUILD)/libpaddock-pool.a: $(POOL_OBJ)
+	@echo "  AR      $@"
+	@ar rcs $@ $^
+
+$(BUILD)/libpaddock-server.a: $(SERVER_OBJ)
 	@echo "  AR      $@"
 	@ar rcs $@ $^
 
@@ -93,7 +99,7 @@ examples: all
 	@examples/run
 
 format:
-	clang-format -i lib/*.c lib/*.h pool/*.c pool/*.h cli/*.c cli/*.h tests/unit/*.c tests/probes/*.c
+	clang-format -i lib/*.c lib/*.h pool/*.c pool/*.h server/*.c server/*.h cli/*.c cli/*.h tests/unit/*.c tests/probes/*.c
 
 clean:
 	rm -rf build build-asan bin

@@ -16,6 +16,8 @@ int cmd_exec(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_pool(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 
 struct pd_template;
 struct pd_pools;

@@ -25,6 +25,8 @@ static void usage(FILE *f)
 	      "Sandboxes for training and evaluating AI agents, built from kernel primitives.\n"
 	      "\n"
 	      "commands:\n"
+	      "  run REQUESTS.jsonl                 run a batch of requests (the main job)\n"
+	      "  serve [options]                    the HTTP daemon (native, SandboxFusion, Piston APIs)\n"
 	      "  exec [options] -- PROG [ARGS...]   run a program in a fresh sandbox\n"
 	      "  pool [options]                     templates, toolchains and warm pool state\n"
 	      "  batch [options] [REQUESTS.jsonl]   run many commands through the warm pools\n"
@@ -52,6 +54,10 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "exec"))
 		return cmd_exec(argc - 1, argv + 1);
+	if (!strcmp(cmd, "serve"))
+		return cmd_serve(argc - 1, argv + 1);
+	if (!strcmp(cmd, "run"))
+		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(cmd, "pool"))
 		return cmd_pool(argc - 1, argv + 1);
 	if (!strcmp(cmd, "batch"))

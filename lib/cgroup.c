@@ -243,8 +243,15 @@ static bool v2_exists(pd_cg *g)
 	return access(g->dirs[0], F_OK) == 0;
 }
 
+static int v2_set_memory(pd_cg *g, uint64_t bytes, pd_err *e)
+{
+	if (!bytes)
+		return cg_write(g->dirs[0], "memory.max", "max", e);
+	return cg_write_u64(g->dirs[0], "memory.max", bytes, e);
+}
+
 static const pd_cg_ops v2_ops = {"v2", v2_create, v2_clone_fd, v2_attach, v2_stats,
-				  v2_reset_peaks, v2_kill_all, v2_destroy, v2_exists};
+				  v2_reset_peaks, v2_kill_all, v2_destroy, v2_exists, v2_set_memory};
 
 /* ---------------------------------------------------------------------------------------------- */
 /* v1 */
@@ -379,8 +386,20 @@ static bool v1_exists(pd_cg *g)
 	return false;
 }
 
+static int v1_set_memory(pd_cg *g, uint64_t bytes, pd_err *e)
+{
+	/* -1 is v1's "unlimited"; memsw must stay >= the limit, so order the writes */
+	const char *d = g->dirs[g->mem_i];
+	if (!bytes)
+		return cg_write(d, "memory.limit_in_bytes", "-1", e);
+	cg_write_u64(d, "memory.memsw.limit_in_bytes", UINT64_MAX >> 2, NULL);
+	int rc = cg_write_u64(d, "memory.limit_in_bytes", bytes, e);
+	cg_write_u64(d, "memory.memsw.limit_in_bytes", bytes, NULL);
+	return rc;
+}
+
 static const pd_cg_ops v1_ops = {"v1", v1_create, v1_clone_fd, v1_attach, v1_stats,
-				  v1_reset_peaks, v1_kill_all, v1_destroy, v1_exists};
+				  v1_reset_peaks, v1_kill_all, v1_destroy, v1_exists, v1_set_memory};
 
 /* ---------------------------------------------------------------------------------------------- */
 

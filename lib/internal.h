@@ -34,6 +34,7 @@ typedef struct pd_cg_ops {
 	int (*kill_all)(pd_cg *g);
 	int (*destroy)(pd_cg *g, pd_err *e); /* rmdir; returns -1 if it could not */
 	bool (*exists)(pd_cg *g);
+	int (*set_memory)(pd_cg *g, uint64_t bytes, pd_err *e); /* 0 = unlimited */
 } pd_cg_ops;
 
 struct pd_cgroups {

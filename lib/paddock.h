@@ -185,6 +185,8 @@ pid_t pd_sandbox_pid(const pd_sandbox *s);
 /* A pointer the caller keeps with the sandbox (the pools keep their pool there). */
 void pd_sandbox_set_user(pd_sandbox *s, void *user);
 void *pd_sandbox_user(const pd_sandbox *s);
+/* Changes the sandbox's memory limit (0 = unlimited), e.g. per request on a pooled sandbox. */
+int pd_sandbox_set_memory(pd_sandbox *s, uint64_t bytes, pd_err *e);
 /* Host uid that root in the sandbox maps to. */
 uint32_t pd_sandbox_uid_base(const pd_sandbox *s);
 

@@ -280,6 +280,16 @@ void *pd_sandbox_user(const pd_sandbox *s)
 	return s->user;
 }
 
+int pd_sandbox_set_memory(pd_sandbox *s, uint64_t bytes, pd_err *e)
+{
+	if (s->state != PD_READY)
+		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
+	if (s->ctx->cg.ops->set_memory(s->cg, bytes, e) < 0)
+		return -1;
+	s->lim.memory_bytes = bytes;
+	return 0;
+}
+
 uint32_t pd_sandbox_uid_base(const pd_sandbox *s)
 {
 	return PD_UID_BASE + s->slot * PD_UID_RANGE;

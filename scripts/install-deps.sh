@@ -2,7 +2,7 @@
 # Installs every Debian package paddock needs to build, test and benchmark.
 # Idempotent: packages already present are left alone.
 set -euo pipefail
-pkgs=(build-essential pkg-config libseccomp-dev libcap-dev libjansson-dev
+pkgs=(build-essential pkg-config libseccomp-dev libcap-dev libjansson-dev libmicrohttpd-dev libsqlite3-dev curl
       bubblewrap hyperfine perl iproute2 procps util-linux
       python3 nodejs g++ valgrind clang libclang-rt-14-dev jq)
 missing=()

@@ -1,0 +1,338 @@
+/* paddock run FILE.jsonl: the main job. Every line is a run request (native schema, or
+ * SandboxFusion's /run_code with "schema": "run_code" or its timeout fields); they go through the
+ * same scheduler and warm pools as the daemon, in this process. Results are JSON lines (the same
+ * records as the API, plus "line"), progress shows on a terminal, a summary ends the run. */
+#define _GNU_SOURCE
+#include "cli.h"
+#include "server.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct run_state {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	size_t total, done, bad_lines;
+	FILE *out;
+	double *lat;
+	size_t nlat;
+	uint64_t status[8];
+	uint64_t failure[PD_F_COUNT];
+} run_state;
+
+typedef struct line_ctx {
+	run_state *st;
+	int line;
+	bool run_code;
+	uint64_t t0;
+} line_ctx;
+
+static void line_done(pd_job *j, void *arg)
+{
+	line_ctx *lc = arg;
+	run_state *st = lc->st;
+	json_t *o = lc->run_code ? pd_job_to_run_code(j) : pd_job_to_json(j);
+	json_object_set_new(o, "line", json_integer(lc->line));
+	if (lc->run_code)
+		json_object_set_new(o, "task_id", json_string(j->task_id));
+	char *text = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	const pd_result *r = j->ran ? &j->run_r : j->compiled ? &j->compile_r : NULL;
+	pthread_mutex_lock(&st->mu);
+	if (text)
+		fprintf(st->out, "%s\n", text);
+	st->lat[st->nlat++] = (pd_now_us() - lc->t0) / 1000.0;
+	st->status[r ? r->status : 7]++;
+	st->failure[j->failure]++;
+	st->done++;
+	pthread_cond_broadcast(&st->cv);
+	pthread_mutex_unlock(&st->mu);
+	free(text);
+	pd_job_free(j);
+	free(lc);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double pct(const double *v, size_t n, double p)
+{
+	if (!n)
+		return 0;
+	size_t i = (size_t)ceil(p / 100.0 * (double)n);
+	return v[i ? i - 1 : 0];
+}
+
+static void run_usage(FILE *f)
+{
+	fputs("usage: paddock run [options] REQUESTS.jsonl|-\n"
+	      "\n"
+	      "Runs every request line through the scheduler and warm pools in this process (no\n"
+	      "server needed) and writes one result line each. A line is a native run request\n"
+	      "(language+code, or template+cmd/shell, files, stdin, limits, ids) or a SandboxFusion\n"
+	      "/run_code request (with \"schema\": \"run_code\", or its compile_timeout/run_timeout/\n"
+	      "memory_limit_MB fields).\n"
+	      "\n"
+	      "  -o, --output FILE      results (default stdout)\n"
+	      "  -j, --workers N        concurrent jobs (default 2 x CPUs)\n"
+	      "  --templates FILE       templates (default: built-in)\n"
+	      "  --warm N               READY sandboxes per template (default 2)\n"
+	      "  --retries N            infrastructure retries (default 2)\n"
+	      "  -q, --quiet            no progress bar\n"
+	      "\n"
+	      "exit: 0 when every request ran (whatever the programs' verdicts), 2 when some could not.\n",
+	      f);
+}
+
+static bool is_run_code(json_t *o)
+{
+	json_t *sch = json_object_get(o, "schema");
+	if (sch)
+		return json_is_string(sch) && !strcmp(json_string_value(sch), "run_code");
+	return json_object_get(o, "compile_timeout") || json_object_get(o, "run_timeout") ||
+	       json_object_get(o, "memory_limit_MB");
+}
+
+int cmd_run(int argc, char **argv)
+{
+	static const struct option opts[] = {{"help", no_argument, 0, 'h'},
+					     {"output", required_argument, 0, 'o'},
+					     {"workers", required_argument, 0, 'j'},
+					     {"templates", required_argument, 0, 't'},
+					     {"warm", required_argument, 0, 'n'},
+					     {"retries", required_argument, 0, 'r'},
+					     {"quiet", no_argument, 0, 'q'},
+					     {0, 0, 0, 0}};
+	const char *outfile = NULL, *tfile = NULL;
+	long workers = 0, warm = 2, retries = 2;
+	bool quiet = false;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "ho:j:q", opts, NULL)) != -1) {
+		char *end = NULL;
+		long v = optarg ? strtol(optarg, &end, 10) : 0;
+		bool num = optarg && end && !*end && v >= 0;
+		switch (c) {
+		case 'h': run_usage(stdout); return 0;
+		case 'o': outfile = optarg; break;
+		case 'j':
+			if (!num || v < 1 || v > 1024) {
+				cli_error("--workers: '%s' is not a count from 1 to 1024", optarg);
+				return EXIT_USAGE;
+			}
+			workers = v;
+			break;
+		case 't': tfile = optarg; break;
+		case 'n':
+			if (!num || v > 1000) {
+				cli_error("--warm: '%s' is not a count from 0 to 1000", optarg);
+				return EXIT_USAGE;
+			}
+			warm = v;
+			break;
+		case 'r':
+			if (!num || v > 10) {
+				cli_error("--retries: '%s' is not a count from 0 to 10", optarg);
+				return EXIT_USAGE;
+			}
+			retries = v;
+			break;
+		case 'q': quiet = true; break;
+		default: run_usage(stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		cli_error("run: which requests? (usage: paddock run REQUESTS.jsonl)");
+		return EXIT_USAGE;
+	}
+	FILE *in = strcmp(argv[optind], "-") ? fopen(argv[optind], "re") : stdin;
+	if (!in) {
+		cli_error("%s: %s", argv[optind], strerror(errno));
+		return EXIT_USAGE;
+	}
+	/* read and validate every line first: a bad line is reported, the rest still run */
+	json_t **reqs = NULL;
+	int *lines = NULL;
+	size_t n = 0, cap = 0, bad = 0;
+	char *line = NULL;
+	size_t lcap = 0;
+	ssize_t len;
+	int lineno = 0;
+	run_state st;
+	memset(&st, 0, sizeof st);
+	st.out = stdout;
+	if (outfile && !(st.out = fopen(outfile, "we"))) {
+		cli_error("%s: %s", outfile, strerror(errno));
+		return EXIT_USAGE;
+	}
+	while ((len = getline(&line, &lcap, in)) >= 0) {
+		lineno++;
+		if (strspn(line, " \t\r\n") == (size_t)len)
+			continue;
+		json_error_t je;
+		json_t *o = json_loadb(line, (size_t)len, 0, &je);
+		if (!o || !json_is_object(o)) {
+			fprintf(st.out, "{\"line\":%d,\"status\":\"XX\",\"failure_class\":\"internal_error\","
+					"\"error\":\"not a JSON object: %s\"}\n",
+				lineno, o ? "a JSON value of another type" : "malformed JSON");
+			json_decref(o);
+			bad++;
+			continue;
+		}
+		if (n == cap) {
+			cap = cap ? cap * 2 : 256;
+			reqs = realloc(reqs, cap * sizeof *reqs);
+			lines = realloc(lines, cap * sizeof *lines);
+			if (!reqs || !lines) {
+				cli_error("out of memory");
+				return EXIT_PADDOCK_FAILED;
+			}
+		}
+		reqs[n] = o;
+		lines[n++] = lineno;
+	}
+	free(line);
+	if (in != stdin)
+		fclose(in);
+
+	pd_template *t;
+	size_t nt;
+	if (cli_load_templates(tfile, &t, &nt) < 0)
+		return EXIT_USAGE;
+	for (size_t i = 0; i < nt; i++)
+		if (t[i].pool_min < (uint32_t)warm) {
+			t[i].pool_min = (uint32_t)warm;
+			if (t[i].pool_max < t[i].pool_min)
+				t[i].pool_max = t[i].pool_min;
+		}
+	pd_err e = {0};
+	pd_ctx *ctx = pd_ctx_new(NULL, &e);
+	if (!ctx) {
+		cli_error("%s", e.msg);
+		return EXIT_PADDOCK_FAILED;
+	}
+	for (size_t i = 0; i < nt; i++) {
+		pd_template_check(ctx, &t[i]);
+		if (!t[i].available)
+			fprintf(stderr, "paddock: template %s: dependency_missing: %s\n", t[i].name, t[i].missing);
+	}
+	pd_pools *pools = pd_pools_new(ctx, t, nt, NULL, &e);
+	if (!pools) {
+		cli_error("%s", e.msg);
+		return EXIT_PADDOCK_FAILED;
+	}
+	pd_metrics *m = pd_metrics_new();
+	pd_sched_opts so = {0};
+	so.workers = (unsigned)workers;
+	so.retries = (unsigned)retries;
+	so.queue_max = n + 16; /* a batch is admitted whole: it is ours, not a flood */
+	so.breaker_wait_ms = 24ull * 3600 * 1000;
+	pd_sched *sched = pd_sched_new(pools, NULL, m, &so, &e);
+	if (!sched) {
+		cli_error("%s", e.msg);
+		return EXIT_PADDOCK_FAILED;
+	}
+	pd_pools_wait_ready(pools, 20000);
+	pthread_mutex_init(&st.mu, NULL);
+	pthread_cond_init(&st.cv, NULL);
+	st.total = n;
+	st.lat = calloc(n ? n : 1, sizeof *st.lat);
+	uint64_t t0 = pd_now_us();
+	size_t rejected = 0;
+	for (size_t i = 0; i < n; i++) {
+		bool rc = is_run_code(reqs[i]);
+		json_object_del(reqs[i], "schema");
+		pd_err pe = {0};
+		pd_job *j = rc ? pd_job_from_run_code(reqs[i], &pe) : pd_job_from_native(reqs[i], &pe);
+		json_decref(reqs[i]);
+		if (!j) {
+			char *colon = strstr(pe.msg, ": Invalid argument");
+			if (colon)
+				*colon = 0;
+			json_t *o = json_pack("{s:i,s:s,s:s,s:s}", "line", lines[i], "status", "XX", "failure_class",
+					      "internal_error", "error", pe.msg);
+			char *text = json_dumps(o, JSON_COMPACT);
+			json_decref(o);
+			pthread_mutex_lock(&st.mu);
+			fprintf(st.out, "%s\n", text ? text : "{}");
+			st.done++;
+			rejected++;
+			pthread_mutex_unlock(&st.mu);
+			free(text);
+			continue;
+		}
+		if (!j->task_id[0])
+			snprintf(j->task_id, sizeof j->task_id, "line-%d", lines[i]);
+		line_ctx *lc = calloc(1, sizeof *lc);
+		lc->st = &st;
+		lc->line = lines[i];
+		lc->run_code = rc;
+		lc->t0 = pd_now_us();
+		j->done = line_done;
+		j->done_arg = lc;
+		snprintf(j->client, sizeof j->client, "run");
+		if (pd_sched_submit(sched, j) != PD_ADMIT_OK) {
+			pd_job_free(j);
+			free(lc);
+			pthread_mutex_lock(&st.mu);
+			st.done++;
+			rejected++;
+			pthread_mutex_unlock(&st.mu);
+		}
+	}
+	free(reqs);
+	bool tty = !quiet && isatty(STDERR_FILENO);
+	pthread_mutex_lock(&st.mu);
+	while (st.done < st.total) {
+		if (tty) {
+			double secs = (pd_now_us() - t0) / 1e6, rate = secs > 0 ? st.done / secs : 0;
+			int width = 30, fill = st.total ? (int)(width * st.done / st.total) : width;
+			fprintf(stderr, "\r[%.*s%*s] %zu/%zu  %.1f/s  ETA %.0fs   ", fill,
+				"==============================", width - fill, "", st.done, st.total, rate,
+				rate > 0 ? (double)(st.total - st.done) / rate : 0.0);
+		}
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 200000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&st.cv, &st.mu, &ts);
+	}
+	pthread_mutex_unlock(&st.mu);
+	double secs = (pd_now_us() - t0) / 1e6;
+	if (tty)
+		fputc('\n', stderr);
+	pd_sched_drain(sched);
+	qsort(st.lat, st.nlat, sizeof *st.lat, cmp_double);
+	fprintf(stderr, "paddock run: %zu requests in %.2f s: %.1f/s; latency p50 %.0f ms, p90 %.0f ms, p99 %.0f ms\n",
+		n + bad, secs, secs > 0 ? (n + bad) / secs : 0.0, pct(st.lat, st.nlat, 50), pct(st.lat, st.nlat, 90),
+		pct(st.lat, st.nlat, 99));
+	fprintf(stderr, "  status:");
+	for (int s = 0; s < 7; s++)
+		fprintf(stderr, " %s %llu", pd_status_name((pd_status)s), (unsigned long long)st.status[s]);
+	fprintf(stderr, "\n  failure classes:");
+	for (int f = 0; f < PD_F_COUNT; f++)
+		fprintf(stderr, " %s %llu", pd_failure_name((pd_failure)f), (unsigned long long)st.failure[f]);
+	fprintf(stderr, "\n  requests refused before running (bad line or field): %zu\n", bad + rejected);
+	pd_sched_free(sched);
+	pd_metrics_free(m);
+	pd_pools_free(pools);
+	pd_templates_free(t, nt);
+	pd_ctx_free(ctx);
+	free(st.lat);
+	free(lines);
+	if (st.out != stdout)
+		fclose(st.out);
+	return bad + rejected ? EXIT_PADDOCK_FAILED : 0;
+}

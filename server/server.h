@@ -1,0 +1,195 @@
+/* paddock server layer: run requests, languages, the scheduler, the store, metrics, HTTP.
+ *
+ * A request (native, SandboxFusion /run_code or Piston /api/v2/execute) is parsed into a job: a
+ * template, files, an optional compile step and a run step, limits, a priority and a deadline.
+ * The scheduler queues jobs by priority with per-client round robin, runs them on worker threads
+ * through the warm pools, retries infrastructure failures in a fresh sandbox, and records every
+ * attempt in the store before the caller is answered. */
+#ifndef PADDOCK_SERVER_H
+#define PADDOCK_SERVER_H
+
+#include "paddock.h"
+#include "pool.h"
+
+#include <jansson.h>
+
+/* ---- failure classes (DESIGN.md §4) ---------------------------------------------------------- */
+
+typedef enum pd_failure {
+	PD_F_NONE = 0,
+	PD_F_STARTUP,     /* startup_failure: the environment could not be created */
+	PD_F_DEPENDENCY,  /* dependency_missing: the template lacks the toolchain */
+	PD_F_TIMEOUT,     /* exec_timeout */
+	PD_F_JUDGE,       /* judge_error */
+	PD_F_OOM,         /* oom */
+	PD_F_OUTPUT,      /* output_limit */
+	PD_F_POLICY,      /* policy_violation */
+	PD_F_QUEUE,       /* queue_timeout: the deadline passed before a sandbox was free */
+	PD_F_CANCELLED,   /* cancelled */
+	PD_F_INTERNAL,    /* internal_error */
+	PD_F_COUNT
+} pd_failure;
+
+const char *pd_failure_name(pd_failure f);
+
+/* ---- languages ------------------------------------------------------------------------------- */
+
+typedef struct pd_language {
+	const char *name;     /* as clients say it: python, cpp, nodejs... */
+	const char *template; /* the template it runs on */
+	const char *source;   /* where the code goes, e.g. /work/main.py */
+	const char *compile;  /* shell command, or NULL */
+	const char *run;      /* shell command; "$@" receives the request's args */
+	const char *version;  /* reported by /api/v2/runtimes */
+	const char *requires; /* program the image must have */
+} pd_language;
+
+const pd_language *pd_language_find(const char *name);
+const pd_language *pd_languages(size_t *n);
+
+/* ---- jobs ------------------------------------------------------------------------------------ */
+
+typedef struct pd_step {
+	char **argv;      /* NULL = no such step */
+	char *stdin_data;
+	size_t stdin_len;
+	uint64_t wall_ms, cpu_ms;
+} pd_step;
+
+typedef struct pd_file {
+	char *path;
+	char *data;
+	size_t len;
+} pd_file;
+
+enum { PD_PRIO_HIGH = 0, PD_PRIO_NORMAL, PD_PRIO_LOW, PD_PRIO_COUNT };
+
+typedef struct pd_job {
+	/* what to run */
+	char template_name[64];
+	char language[32];
+	pd_file *files;
+	size_t nfiles;
+	pd_step compile, run;
+	char **env; /* NULL = the template's */
+	char *cwd;
+	char **fetch; /* files to return after the run */
+	size_t nfetch;
+	uint64_t memory_bytes; /* 0 = the template's */
+	/* scheduling */
+	int priority;
+	uint64_t deadline_us; /* monotonic; 0 = none */
+	char client[64];
+	/* ids */
+	char task_id[64], problem_id[128], problem_version[32];
+	/* results */
+	pd_failure failure;
+	char error[512];
+	bool compiled, ran;
+	pd_result compile_r, run_r;
+	pd_file *fetched; /* data NULL: could not be read (error in path's place) */
+	size_t nfetched;
+	unsigned attempts;
+	uint64_t queued_us, started_us, finished_us;
+	char sandbox_id[40];
+	/* completion: called once, from a worker thread */
+	void (*done)(struct pd_job *j, void *arg);
+	void *done_arg;
+	struct pd_job *next; /* scheduler queue link */
+} pd_job;
+
+pd_job *pd_job_new(void);
+void pd_job_free(pd_job *j);
+/* Parses a native run request; on error returns NULL and e names the field. */
+pd_job *pd_job_from_native(json_t *req, pd_err *e);
+/* Parses a SandboxFusion /run_code request. */
+pd_job *pd_job_from_run_code(json_t *req, pd_err *e);
+/* Parses a Piston /api/v2/execute request. */
+pd_job *pd_job_from_piston(json_t *req, pd_err *e);
+/* Native result record of a job (observation record, DESIGN.md §5). */
+json_t *pd_job_to_json(const pd_job *j);
+/* SandboxFusion response. */
+json_t *pd_job_to_run_code(const pd_job *j);
+/* Piston response. */
+json_t *pd_job_to_piston(const pd_job *j);
+/* Base64 helpers for files. */
+char *pd_b64_encode(const char *data, size_t len);
+int pd_b64_decode(const char *in, char **out, size_t *len);
+
+/* Runs a job's attempts (retrying infrastructure failures) in sandboxes from the pools. */
+void pd_job_execute(pd_pools *pools, pd_job *j, unsigned max_retries);
+
+/* ---- store ----------------------------------------------------------------------------------- */
+
+typedef struct pd_store pd_store;
+pd_store *pd_store_open(const char *path, pd_err *e);
+void pd_store_close(pd_store *s);
+/* Records a finished job (one row per job, with its attempts count and record). */
+int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e);
+/* Rows stored so far. */
+long pd_store_count(pd_store *s);
+
+/* ---- metrics --------------------------------------------------------------------------------- */
+
+typedef struct pd_metrics pd_metrics;
+pd_metrics *pd_metrics_new(void);
+void pd_metrics_free(pd_metrics *m);
+void pd_metrics_job(pd_metrics *m, const pd_job *j);
+void pd_metrics_http(pd_metrics *m, int status);
+/* Prometheus text exposition; extra is appended (pools, queues, breaker). malloc'd. */
+char *pd_metrics_render(pd_metrics *m, const char *extra);
+
+/* ---- scheduler ------------------------------------------------------------------------------- */
+
+typedef struct pd_sched pd_sched;
+
+typedef struct pd_sched_opts {
+	unsigned workers;        /* default 2 x CPUs */
+	size_t queue_max;        /* per priority; default 4096 */
+	unsigned retries;        /* infrastructure retries; default 2 */
+	uint64_t breaker_wait_ms; /* queue wait (p90 of recent jobs) that opens the breaker; 0 = 30 s */
+	double breaker_fail_ratio; /* creation-failure ratio that opens it; 0 = 0.5 */
+	uint64_t breaker_min_free; /* MemAvailable below which it opens; 0 = 256 MiB */
+	uint64_t breaker_cooldown_ms; /* 0 = 5 s */
+} pd_sched_opts;
+
+typedef enum { PD_ADMIT_OK = 0, PD_ADMIT_FULL, PD_ADMIT_BREAKER, PD_ADMIT_STOPPING } pd_admit;
+
+pd_sched *pd_sched_new(pd_pools *pools, pd_store *store, pd_metrics *m, const pd_sched_opts *o, pd_err *e);
+/* Queues a job; j->done is called when it finished. Refused jobs are not queued (caller frees). */
+pd_admit pd_sched_submit(pd_sched *s, pd_job *j);
+/* Seconds a refused client should wait before retrying. */
+unsigned pd_sched_retry_after(pd_sched *s);
+/* Stops taking jobs, runs everything queued, joins the workers. */
+void pd_sched_drain(pd_sched *s);
+void pd_sched_free(pd_sched *s);
+/* Prometheus lines for the queues and the breaker. malloc'd. */
+char *pd_sched_metrics(pd_sched *s);
+bool pd_sched_breaker_open(pd_sched *s);
+
+/* ---- the HTTP server ------------------------------------------------------------------------- */
+
+typedef struct pd_server pd_server;
+
+typedef struct pd_server_opts {
+	const char *listen;         /* "127.0.0.1:8080", "0.0.0.0:8080" or "unix:/path" */
+	const char *token;          /* bearer token; required unless listening on loopback or unix */
+	const char *templates_file; /* NULL = the built-in templates */
+	const char *db_path;        /* NULL = <state>/paddock.db */
+	size_t max_body;            /* bytes; 0 = 16 MiB */
+	unsigned max_connections;   /* 0 = 4096 */
+	unsigned warm;              /* READY sandboxes per template at start; 0 = templates' min */
+	pd_sched_opts sched;
+} pd_server_opts;
+
+pd_server *pd_server_start(const pd_server_opts *o, pd_err *e);
+/* The address actually bound (port 0 picks one). */
+const char *pd_server_address(const pd_server *s);
+/* Graceful: stop accepting, finish running and queued work, answer it, close. */
+void pd_server_stop(pd_server *s);
+
+/* Structured log line to stderr: {"ts":..., "level":..., "msg":..., <fields>} */
+void pd_log(const char *level, const char *msg, const char *fields_fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif

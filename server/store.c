@@ -1,0 +1,132 @@
+/* The store: one SQLite row per finished job — its observation record (DESIGN.md §5) as columns
+ * for the questions operators ask, plus the whole record as JSON. WAL mode, so readers never
+ * block the writers; a busy timeout, so concurrent workers queue instead of failing. */
+#define _GNU_SOURCE
+#include "server.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct pd_store {
+	sqlite3 *db;
+	sqlite3_stmt *put;
+	pthread_mutex_t mu;
+};
+
+static const char schema[] =
+	"PRAGMA journal_mode=WAL;"
+	"PRAGMA synchronous=NORMAL;"
+	"CREATE TABLE IF NOT EXISTS attempts ("
+	" id INTEGER PRIMARY KEY,"
+	" task_id TEXT, attempt INTEGER, sandbox_id TEXT, problem_id TEXT, problem_version TEXT,"
+	" template TEXT, language TEXT, node TEXT,"
+	" queued_at INTEGER, started_at INTEGER, finished_at INTEGER, queue_ms INTEGER,"
+	" status TEXT, failure_class TEXT, exit_code INTEGER, signal INTEGER,"
+	" wall_ms INTEGER, cpu_ms INTEGER, memory_peak_bytes INTEGER,"
+	" record TEXT NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS attempts_task ON attempts(task_id);"
+	"CREATE INDEX IF NOT EXISTS attempts_failure ON attempts(failure_class);";
+
+pd_store *pd_store_open(const char *path, pd_err *e)
+{
+	pd_store *s = calloc(1, sizeof *s);
+	if (!s) {
+		pd_fail(e, ENOMEM, "store");
+		return NULL;
+	}
+	pthread_mutex_init(&s->mu, NULL);
+	if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+			    NULL) != SQLITE_OK) {
+		pd_fail(e, EIO, "open store %s: %s", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
+		goto fail;
+	}
+	sqlite3_busy_timeout(s->db, 10000);
+	char *err = NULL;
+	if (sqlite3_exec(s->db, schema, NULL, NULL, &err) != SQLITE_OK) {
+		pd_fail(e, EIO, "store %s: %s", path, err ? err : "schema");
+		sqlite3_free(err);
+		goto fail;
+	}
+	if (sqlite3_prepare_v2(s->db,
+			       "INSERT INTO attempts (task_id, attempt, sandbox_id, problem_id, problem_version,"
+			       " template, language, node, queued_at, started_at, finished_at, queue_ms, status,"
+			       " failure_class, exit_code, signal, wall_ms, cpu_ms, memory_peak_bytes, record)"
+			       " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       -1, &s->put, NULL) != SQLITE_OK) {
+		pd_fail(e, EIO, "store %s: %s", path, sqlite3_errmsg(s->db));
+		goto fail;
+	}
+	return s;
+fail:
+	if (s->db)
+		sqlite3_close(s->db);
+	pthread_mutex_destroy(&s->mu);
+	free(s);
+	return NULL;
+}
+
+void pd_store_close(pd_store *s)
+{
+	if (!s)
+		return;
+	sqlite3_finalize(s->put);
+	sqlite3_close(s->db);
+	pthread_mutex_destroy(&s->mu);
+	free(s);
+}
+
+int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
+{
+	json_t *rec = pd_job_to_json(j);
+	char *text = rec ? json_dumps(rec, JSON_COMPACT) : NULL;
+	json_decref(rec);
+	if (!text)
+		return pd_fail(e, ENOMEM, "record");
+	const pd_result *r = j->ran ? &j->run_r : j->compiled ? &j->compile_r : NULL;
+	pthread_mutex_lock(&s->mu);
+	sqlite3_stmt *st = s->put;
+	sqlite3_reset(st);
+	sqlite3_bind_text(st, 1, j->task_id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int(st, 2, (int)j->attempts);
+	sqlite3_bind_text(st, 3, j->sandbox_id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 4, j->problem_id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 5, j->problem_version, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 6, j->template_name, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 7, j->language, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 8, node, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 9, (sqlite3_int64)(j->queued_us / 1000));
+	sqlite3_bind_int64(st, 10, (sqlite3_int64)(j->started_us / 1000));
+	sqlite3_bind_int64(st, 11, (sqlite3_int64)(j->finished_us / 1000));
+	sqlite3_bind_int64(st, 12, j->started_us > j->queued_us ? (sqlite3_int64)((j->started_us - j->queued_us) / 1000) : 0);
+	sqlite3_bind_text(st, 13, r ? pd_status_name(r->status) : "XX", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 14, pd_failure_name(j->failure), -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 15, r ? r->exit_code : 0);
+	sqlite3_bind_int(st, 16, r ? r->signal : 0);
+	sqlite3_bind_int64(st, 17, r ? (sqlite3_int64)r->wall_ms : 0);
+	sqlite3_bind_int64(st, 18, r ? (sqlite3_int64)r->cpu_ms : 0);
+	sqlite3_bind_int64(st, 19, r ? (sqlite3_int64)r->memory_peak_bytes : 0);
+	sqlite3_bind_text(st, 20, text, -1, SQLITE_TRANSIENT);
+	int rc = sqlite3_step(st);
+	int out = rc == SQLITE_DONE ? 0 : pd_fail(e, rc == SQLITE_FULL ? ENOSPC : EIO, "store: %s", sqlite3_errmsg(s->db));
+	sqlite3_reset(st);
+	pthread_mutex_unlock(&s->mu);
+	free(text);
+	return out;
+}
+
+long pd_store_count(pd_store *s)
+{
+	sqlite3_stmt *st;
+	long n = -1;
+	pthread_mutex_lock(&s->mu);
+	if (sqlite3_prepare_v2(s->db, "SELECT COUNT(*) FROM attempts", -1, &st, NULL) == SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			n = (long)sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return n;
+}
