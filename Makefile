@@ -4,6 +4,7 @@
 #   make bench      the side-by-side benchmark (paddock bench)
 #   make asan       the test suite under ASan+UBSan
 #   make valgrind   the unit tests and a sample of isolation cases under valgrind
+#   make run        the main job: the bundled requests through `paddock run` (results in build/)
 #   make examples   the bundled examples through `paddock exec`
 #   make soak       100,000 sandbox lifecycles through the pools, then a residue count
 #   make deps       install the Debian packages needed to build, test and benchmark (root)
@@ -33,7 +34,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 PROBE_SRC := $(wildcard tests/probes/*.c)
 PROBE_BIN := $(PROBE_SRC:tests/probes/%.c=$(BUILD)/probes/%)
 
-.PHONY: all deps test bench asan valgrind examples soak clean format
+.PHONY: all deps run test bench asan valgrind examples soak fuzz clean format
 
 LIBS    := $(BUILD)/libpaddock-server.a $(BUILD)/libpaddock-pool.a $(BUILD)/libpaddock.a
 
@@ -94,6 +95,11 @@ valgrind: all $(UNIT_BIN) $(PROBE_BIN)
 
 deps:
 	@scripts/install-deps.sh
+
+run: all
+	@mkdir -p $(BUILD)
+	$(BIN)/paddock run -j 4 examples/requests.jsonl -o $(BUILD)/results.jsonl
+	@echo "results: $(BUILD)/results.jsonl (one JSON record per request)"
 
 examples: all
 	@examples/run
