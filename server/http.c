@@ -28,6 +28,8 @@
 
 typedef struct sess_entry {
 	pd_session *s;
+	int ops;      /* requests using it now: it is closed only when this drops to 0 */
+	bool closing; /* DELETE arrived while in use */
 	char id[48];
 	char template_name[64];
 	uint64_t created_ms;
@@ -269,7 +271,7 @@ static void submit(req *r, kind k)
 static sess_entry *find_session(pd_server *s, const char *id)
 {
 	for (int i = 0; i < MAX_SESSIONS; i++)
-		if (s->sessions[i].s && !strcmp(s->sessions[i].id, id))
+		if (s->sessions[i].s && !s->sessions[i].closing && !strcmp(s->sessions[i].id, id))
 			return &s->sessions[i];
 	return NULL;
 }
@@ -524,6 +526,8 @@ static void session_output(req *r, sess_entry *se)
 	set_resp(r, 200, "application/octet-stream", buf, (size_t)st.st_size);
 }
 
+static void session_create(req *r);
+
 static void *session_op_main(void *arg)
 {
 	req *r = arg;
@@ -533,8 +537,12 @@ static void *session_op_main(void *arg)
 	sscanf(r->url, "/v1/sessions/%47[^/]/%31s", id, op);
 	pthread_mutex_lock(&s->mu);
 	sess_entry *se = find_session(s, id);
+	if (se)
+		se->ops++;
 	pthread_mutex_unlock(&s->mu);
-	if (!se)
+	if (!strcmp(r->url, "/v1/sessions"))
+		session_create(r);
+	else if (!se)
 		set_error(r, 404, "no session %s", id);
 	else if (!strcmp(op, "exec") && !strcmp(r->method, "POST"))
 		session_exec(r, se);
@@ -551,6 +559,16 @@ static void *session_op_main(void *arg)
 	else
 		set_error(r, 404, "no such session operation: %s %s", r->method, op);
 	struct MHD_Connection *conn = r->conn; /* r belongs to the event thread once resumed */
+	pd_session *to_close = NULL;
+	pthread_mutex_lock(&s->mu);
+	if (se && --se->ops == 0 && se->closing) {
+		to_close = se->s;
+		se->s = NULL;
+		se->closing = false;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (to_close)
+		pd_session_close(to_close);
 	pthread_mutex_lock(&s->mu);
 	s->session_ops--;
 	pthread_cond_broadcast(&s->ops_cv);
@@ -622,6 +640,22 @@ static void session_create(req *r)
 	for (int i = 0; i < MAX_SESSIONS && !slot; i++)
 		if (!s->sessions[i].s)
 			slot = &s->sessions[i];
+	if (!slot) {
+		/* full: forget sessions the pools already ended (their sandboxes are gone; a client
+		 * asking about one now gets 404 rather than 410) */
+		uint64_t now = pd_now_us();
+		for (int i = 0; i < MAX_SESSIONS; i++) {
+			pd_session *old = s->sessions[i].s;
+			if (old && !s->sessions[i].ops && pd_session_expired(old, now)) {
+				s->sessions[i].s = NULL;
+				pthread_mutex_unlock(&s->mu);
+				pd_session_close(old);
+				pthread_mutex_lock(&s->mu);
+				if (!slot && !s->sessions[i].s)
+					slot = &s->sessions[i];
+			}
+		}
+	}
 	if (slot) {
 		slot->s = ss;
 		snprintf(slot->id, sizeof slot->id, "%s", pd_session_id(ss));
@@ -646,15 +680,21 @@ static void session_delete(req *r, const char *id)
 	pd_server *s = r->srv;
 	pthread_mutex_lock(&s->mu);
 	sess_entry *se = find_session(s, id);
-	pd_session *ss = se ? se->s : NULL;
-	if (se)
+	pd_session *ss = NULL;
+	bool found = se != NULL;
+	if (se && se->ops) {
+		se->closing = true; /* the last request using it closes it */
+	} else if (se) {
+		ss = se->s;
 		se->s = NULL;
+	}
 	pthread_mutex_unlock(&s->mu);
-	if (!ss) {
+	if (!found) {
 		set_error(r, 404, "no session %s", id);
 		return;
 	}
-	pd_session_close(ss);
+	if (ss)
+		pd_session_close(ss);
 	pd_log("info", "session closed", "\"session_id\":\"%s\"", id);
 	set_json(r, 200, json_pack("{s:s,s:b}", "session_id", id, "closed", 1));
 }
@@ -835,7 +875,10 @@ static void route(req *r, const char *url, const char *method)
 	} else if (!strcmp(url, "/v1/pools") && get) {
 		set_json(r, 200, json_pack("{s:o}", "pools", pools_json(s)));
 	} else if (!strcmp(url, "/v1/sessions") && post) {
-		session_create(r);
+		/* the pool may be empty and the sandbox made on the spot: not on the event thread */
+		snprintf(r->url, sizeof r->url, "%s", url);
+		snprintf(r->method, sizeof r->method, "%s", method);
+		session_async(r);
 	} else if (!strcmp(url, "/v1/sessions") && get) {
 		session_list(r);
 	} else if (!strncmp(url, "/v1/sessions/", 13)) {
