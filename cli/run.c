@@ -88,6 +88,7 @@ static void run_usage(FILE *f)
 	      "  --warm N               READY sandboxes per template (default 2)\n"
 	      "  --retries N            infrastructure retries (default 2)\n"
 	      "  -q, --quiet            no progress bar\n"
+	      "  -v, --verbose          the daemon's JSON log lines on stderr\n"
 	      "\n"
 	      "exit: 0 when every request ran (whatever the programs' verdicts), 2 when some could not.\n",
 	      f);
@@ -111,13 +112,15 @@ int cmd_run(int argc, char **argv)
 					     {"warm", required_argument, 0, 'n'},
 					     {"retries", required_argument, 0, 'r'},
 					     {"quiet", no_argument, 0, 'q'},
+					     {"verbose", no_argument, 0, 'v'},
 					     {0, 0, 0, 0}};
 	const char *outfile = NULL, *tfile = NULL;
 	long workers = 0, warm = 2, retries = 2;
 	bool quiet = false;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "ho:j:q", opts, NULL)) != -1) {
+	pd_log_enable(false);
+	while ((c = getopt_long(argc, argv, "ho:j:qv", opts, NULL)) != -1) {
 		char *end = NULL;
 		long v = optarg ? strtol(optarg, &end, 10) : 0;
 		bool num = optarg && end && !*end && v >= 0;
@@ -147,6 +150,7 @@ int cmd_run(int argc, char **argv)
 			retries = v;
 			break;
 		case 'q': quiet = true; break;
+		case 'v': pd_log_enable(true); break;
 		default: run_usage(stderr); return EXIT_USAGE;
 		}
 	}

@@ -80,8 +80,17 @@ typedef struct req {
 	bool query_list;
 } req;
 
+static bool log_on = true;
+
+void pd_log_enable(bool on)
+{
+	__atomic_store_n(&log_on, on, __ATOMIC_RELAXED);
+}
+
 void pd_log(const char *level, const char *msg, const char *fmt, ...)
 {
+	if (!__atomic_load_n(&log_on, __ATOMIC_RELAXED))
+		return;
 	char fields[1024] = "";
 	if (fmt && *fmt) {
 		va_list ap;

@@ -188,6 +188,8 @@ const char *pd_server_address(const pd_server *s);
 /* Graceful: stop accepting, finish running and queued work, answer it, close. */
 void pd_server_stop(pd_server *s);
 
+/* Whether pd_log writes (default yes; the batch runner turns it off unless asked). */
+void pd_log_enable(bool on);
 /* Structured log line to stderr: {"ts":..., "level":..., "msg":..., <fields>} */
 void pd_log(const char *level, const char *msg, const char *fields_fmt, ...)
 	__attribute__((format(printf, 3, 4)));
