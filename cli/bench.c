@@ -65,10 +65,10 @@ typedef struct bench_kind {
 	int (*setup)(worker *w);
 	int (*op)(worker *w);
 	void (*cleanup)(worker *w);
-	/* State the workers of a case share for one phase (the pools): begin runs before the workers
-	 * start, untimed; drain after they stop, timed (a cell lasts until the work its operations
-	 * queued is done); end after the figures are taken. phase: 0 latency, 1 + slot for a
-	 * throughput cell. */
+	/* State the workers of a case share for one phase (the pools): begin runs before the
+	 * workers start, untimed; drain after they stop, timed (a cell lasts until the work its
+	 * operations queued is done); end after the figures are taken. phase: 0 latency, 1 + slot
+	 * for a throughput cell. */
 	int (*begin)(bench_case *bc, const bench_env *env, int phase, int nworkers);
 	void (*drain)(bench_case *bc, int phase);
 	uint64_t (*end)(bench_case *bc, int phase); /* returns failures found after the fact */
@@ -108,10 +108,10 @@ typedef struct pool_phase {
 	int workers;
 	uint64_t acquires, hits, misses, created, destroyed, create_failures, residue_failures;
 	uint64_t forced;
-	uint32_t backlog;  /* sandboxes queued for the reclaimer when the requests ended */
-	double drain_s;    /* time the reclaimer then took to empty its queue */
+	uint32_t backlog; /* sandboxes queued for the reclaimer when the requests ended */
+	double drain_s;	  /* time the reclaimer then took to empty its queue */
 	bool drain_timeout;
-	leftovers left;    /* after pd_pools_free */
+	leftovers left; /* after pd_pools_free */
 } pool_phase;
 
 struct bench_case {
@@ -122,9 +122,9 @@ struct bench_case {
 	const pd_sandbox_opts *so; /* lib kinds: NULL = the env's */
 	const pd_exec_opts *xo;
 	bench_case *twin; /* latency measured in the same loop, alternating with this one */
-	bool optional;    /* not in the default run */
+	bool optional;	  /* not in the default run */
 	bool selected;
-	bool paired;      /* its latency was measured with the case it is the twin of */
+	bool paired;	  /* its latency was measured with the case it is the twin of */
 	const char *skip; /* why it was not measured */
 	/* results */
 	bool lat_done;
@@ -371,12 +371,12 @@ static int case_failure(bench_case *bc, const char *fmt, ...)
  * context keeps every slot it used locked until it is freed, so while ours lives, a process under
  * the uids of one of our slots can only be a leftover of ours; other sandboxes on a shared host
  * run in the same range and must not be taken for ours. */
-#define SB_UID_BASE 0x40000000u
+#define SB_UID_BASE  0x40000000u
 #define SB_UID_RANGE 65536u
-#define SB_SLOTS 16384u
+#define SB_SLOTS     16384u
 
 static uint64_t our_slots[SB_SLOTS / 64]; /* a bit per slot one of our sandboxes had */
-static char our_prefix[24];               /* "sb-<run id>-": our sandbox ids and cgroup names */
+static char our_prefix[24];		  /* "sb-<run id>-": our sandbox ids and cgroup names */
 static bool our_prefix_set;
 static pthread_mutex_t our_prefix_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -477,14 +477,15 @@ static void count_leftovers(leftovers *l)
 
 static uint64_t leftovers_bad(const leftovers *l)
 {
-	return (uint64_t)(l->procs > 0 ? l->procs : 0) + (uint64_t)(l->cgroups > 0 ? l->cgroups : 0);
+	return (uint64_t)(l->procs > 0 ? l->procs : 0) +
+	       (uint64_t)(l->cgroups > 0 ? l->cgroups : 0);
 }
 
 /* ---- warm pools ------------------------------------------------------------------------------ */
 
 #define POOL_TEMPLATE "bash"
-#define POOL_MAX 64        /* far above what 2 workers hold: never what limits the pool */
-#define POOL_WAIT_MS 60000 /* filling or draining the pool longer than this is a fault */
+#define POOL_MAX      64    /* far above what 2 workers hold: never what limits the pool */
+#define POOL_WAIT_MS  60000 /* filling or draining the pool longer than this is a fault */
 
 static pd_pool_stats pool_stats(pd_pools *p)
 {
@@ -548,11 +549,13 @@ static int pool_begin(bench_case *bc, const bench_env *env, int phase, int nwork
 	const pd_template *pt = pd_pools_template(bc->pools, POOL_TEMPLATE);
 	int rc = 0;
 	if (pt && !pt->available)
-		rc = case_failure(bc, "template %s: its image lacks %s", POOL_TEMPLATE, pt->missing);
+		rc =
+		    case_failure(bc, "template %s: its image lacks %s", POOL_TEMPLATE, pt->missing);
 	else if (pd_pools_wait_ready(bc->pools, POOL_WAIT_MS) < 0 ||
 		 !pool_quiet(bc->pools, POOL_WAIT_MS, NULL)) {
 		pd_pool_stats st = pool_stats(bc->pools);
-		rc = case_failure(bc, "the pool did not fill in %d s (%u ready of %u, %" PRIu64
+		rc = case_failure(bc,
+				  "the pool did not fill in %d s (%u ready of %u, %" PRIu64
 				  " creates failed)",
 				  POOL_WAIT_MS / 1000, st.ready, st.target, st.create_failures);
 	}
@@ -599,8 +602,9 @@ static uint64_t pool_end(bench_case *bc, int phase)
 		case_failure(bc, "the reclaimer did not drain in %d s", POOL_WAIT_MS / 1000);
 	uint64_t bad = pp->residue_failures + leftovers_bad(&pp->left);
 	if (bad) {
-		case_failure(bc, "residue: %" PRIu64 " teardowns not clean, %ld processes left in our "
-				 "uid slots, %ld cgroups left",
+		case_failure(bc,
+			     "residue: %" PRIu64 " teardowns not clean, %ld processes left in our "
+			     "uid slots, %ld cgroups left",
 			     pp->residue_failures, pp->left.procs, pp->left.cgroups);
 		bc->failed += bad - 1; /* case_failure counted one */
 	}
@@ -648,16 +652,21 @@ static int pool_op(worker *w)
 	return ret;
 }
 
-static const bench_kind kind_spawn = {.setup = spawn_setup, .op = spawn_op, .cleanup = spawn_cleanup};
+static const bench_kind kind_spawn = {
+    .setup = spawn_setup, .op = spawn_op, .cleanup = spawn_cleanup};
 static const bench_kind kind_lib_run = {.op = lib_run_op};
 static const bench_kind kind_lib_create = {.op = lib_create_op};
 static const bench_kind kind_lib_exec = {
-	.setup = lib_exec_setup, .op = lib_exec_op, .cleanup = lib_exec_cleanup};
-static const bench_kind kind_pool_exec = {.op = pool_op, .begin = pool_begin, .drain = pool_drain,
-					  .end = pool_end, .pace = pool_pace, .no_throughput = true};
-static const bench_kind kind_pool_tp = {.op = pool_op, .begin = pool_begin, .drain = pool_drain,
-					.end = pool_end, .no_latency = true};
-/* the audit pair: a program that opens ~100 files, long enough that per-exec costs matter little */
+    .setup = lib_exec_setup, .op = lib_exec_op, .cleanup = lib_exec_cleanup};
+static const bench_kind kind_pool_exec = {.op = pool_op,
+					  .begin = pool_begin,
+					  .drain = pool_drain,
+					  .end = pool_end,
+					  .pace = pool_pace,
+					  .no_throughput = true};
+static const bench_kind kind_pool_tp = {
+    .op = pool_op, .begin = pool_begin, .drain = pool_drain, .end = pool_end, .no_latency = true};
+/* the audit pair: python3 start-up, ~55 opens (strace on the host) and some 30 ms of work */
 static const bench_kind kind_audit = {.op = lib_run_op, .no_throughput = true};
 static const bench_kind kind_density = {.apart = true};
 
@@ -940,27 +949,29 @@ static void measure_throughput(const bench_env *env, bench_case *bc, int slot, i
 /* ---- density: N idle sandboxes at once ------------------------------------------------------- */
 
 #define DENSITY_DEFAULT 1000
-#define DENSITY_MAX 10000
-#define DENSITY_SAMPLE 100 /* inits whose memory is read one by one */
-#define DENSITY_FDS_PER 3  /* host fds a live sandbox holds: its init's pidfd, its socket, and the
-			    * lock of its uid slot (kept by the context even after the sandbox) */
+#define DENSITY_MAX	10000
+#define DENSITY_SAMPLE	100 /* inits whose memory is read one by one */
+/* host fds a live sandbox holds: its init's pidfd, its socket, and the lock of its uid slot (which
+ * the context keeps even after the sandbox) */
+#define DENSITY_FDS_PER 3
 #define DENSITY_MAX_FAILS 5 /* failed creates after which the case stops: a limit was reached */
 
 /* The /proc/meminfo fields the case reads, in KiB. */
 typedef struct meminfo {
 	long long total, avail, free, slab, sreclaimable, sunreclaim, pagetables, kstack, percpu,
-		shmem, vmalloc;
+	    shmem, vmalloc;
 } meminfo;
 
 static int read_meminfo(meminfo *m)
 {
 	memset(m, 0, sizeof *m);
-	const char *const names[] = {"MemTotal:",   "MemAvailable:", "MemFree:",     "Slab:",
-				     "SReclaimable:", "SUnreclaim:", "PageTables:",  "KernelStack:",
-				     "Percpu:",     "Shmem:",        "VmallocUsed:"};
-	long long *const dst[] = {&m->total,      &m->avail,      &m->free,       &m->slab,
-				  &m->sreclaimable, &m->sunreclaim, &m->pagetables, &m->kstack,
-				  &m->percpu,     &m->shmem,      &m->vmalloc};
+	/* field names, and where each goes */
+	const char *const names[] = {"MemTotal:", "MemAvailable:", "MemFree:", "Slab:",
+				     "SReclaimable:", "SUnreclaim:", "PageTables:",
+				     "KernelStack:", "Percpu:", "Shmem:", "VmallocUsed:"};
+	long long *const dst[] = {&m->total, &m->avail, &m->free, &m->slab,
+				  &m->sreclaimable, &m->sunreclaim, &m->pagetables,
+				  &m->kstack, &m->percpu, &m->shmem, &m->vmalloc};
 	FILE *f = fopen("/proc/meminfo", "re");
 	if (!f)
 		return -1;
@@ -989,12 +1000,12 @@ static void sleep_ms(unsigned ms)
 typedef struct settled {
 	meminfo m;
 	double waited_s; /* from the end of the creates or destroys to the reading */
-	bool settled;    /* MemAvailable moved less than SETTLE_TOL_KB over SETTLE_WINDOW_MS */
+	bool settled;	 /* MemAvailable moved less than SETTLE_TOL_KB over SETTLE_WINDOW_MS */
 } settled;
 
-#define SETTLE_STEP_MS 500
+#define SETTLE_STEP_MS	 500
 #define SETTLE_WINDOW_MS 3000
-#define SETTLE_TOL_KB 1024
+#define SETTLE_TOL_KB	 1024
 
 /* Waits at least min_ms, then until MemAvailable moved less than 1 MiB over the last 3 s, or
  * max_ms passed. */
@@ -1054,7 +1065,8 @@ static bool memcg_mount(bool v2, char *out, size_t len)
 		char mnt[512], type[32], opts[512];
 		if (sscanf(line, "%*s %511s %31s %511s", mnt, type, opts) != 3)
 			continue;
-		if (v2 ? !strcmp(type, "cgroup2") : !strcmp(type, "cgroup") && has_token(opts, "memory"))
+		if (v2 ? !strcmp(type, "cgroup2")
+		       : !strcmp(type, "cgroup") && has_token(opts, "memory"))
 			found = (size_t)snprintf(out, len, "%s", mnt) < len;
 	}
 	fclose(f);
@@ -1092,7 +1104,8 @@ static long long memcg_bytes(pid_t pid)
 	char mnt[512];
 	if (!cg[0] || !strcmp(cg, "/") || !memcg_mount(v2, mnt, sizeof mnt))
 		return -1; /* the root cgroup's figure is the whole host's */
-	snprintf(path, sizeof path, "%s%s/%s", mnt, cg, v2 ? "memory.current" : "memory.usage_in_bytes");
+	snprintf(path, sizeof path, "%s%s/%s", mnt, cg,
+		 v2 ? "memory.current" : "memory.usage_in_bytes");
 	char buf[64];
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -1166,12 +1179,12 @@ typedef struct density_report {
 	char limits[ERR_LEN];  /* the limits that bound N, and what was raised */
 	double create_s, destroy_s;
 	double create_p50, create_p99, destroy_p50, destroy_p99; /* ms */
-	settled before, after, end; /* before the creates, with all N idle, after the destroys */
-	int sampled;                /* inits whose memory was read */
+	settled before, after, end;    /* before the creates, with all N idle, after the destroys */
+	int sampled;		       /* inits whose memory was read */
 	double rss_kb, pss_kb, uss_kb; /* means over them */
 	int memcg_n;
-	double memcg_kb;          /* mean charged to a sandbox's own memory cgroup */
-	long long own_memcg_kb;   /* growth of ours over the creates (what clone charged to us) */
+	double memcg_kb;	/* mean charged to a sandbox's own memory cgroup */
+	long long own_memcg_kb; /* growth of ours over the creates (what clone charged to us) */
 	bool own_memcg_ok;
 	leftovers left;
 } density_report;
@@ -1181,11 +1194,13 @@ static bool density_room(int n, density_report *rep)
 {
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0) {
-		snprintf(rep->stopped, sizeof rep->stopped, "getrlimit(RLIMIT_NOFILE): %s", strerror(errno));
+		snprintf(rep->stopped, sizeof rep->stopped, "getrlimit(RLIMIT_NOFILE): %s",
+			 strerror(errno));
 		return false;
 	}
 	rlim_t soft0 = rl.rlim_cur, hard0 = rl.rlim_max;
-	rlim_t need = (rlim_t)(count_fds() > 0 ? count_fds() : 0) + (rlim_t)n * DENSITY_FDS_PER + 64;
+	rlim_t need =
+	    (rlim_t)(count_fds() > 0 ? count_fds() : 0) + (rlim_t)n * DENSITY_FDS_PER + 64;
 	/* up to the hard limit is anyone's to take */
 	rl.rlim_cur = rl.rlim_max;
 	setrlimit(RLIMIT_NOFILE, &rl);
@@ -1195,8 +1210,8 @@ static bool density_room(int n, density_report *rep)
 		struct rlimit up = {need, need};
 		if (setrlimit(RLIMIT_NOFILE, &up) < 0) {
 			snprintf(rep->stopped, sizeof rep->stopped,
-				 "%d sandboxes need about %llu open files (%d each); RLIMIT_NOFILE's hard "
-				 "limit is %llu and could not be raised: %s",
+				 "%d sandboxes need about %llu open files (%d each); "
+				 "RLIMIT_NOFILE's hard limit is %llu and could not be raised: %s",
 				 n, (unsigned long long)need, DENSITY_FDS_PER,
 				 (unsigned long long)rl.rlim_max, strerror(errno));
 			return false;
@@ -1212,12 +1227,12 @@ static bool density_room(int n, density_report *rep)
 			tasks = -1;
 		fclose(f);
 	}
-	int len = snprintf(rep->limits, sizeof rep->limits,
-			   "RLIMIT_NOFILE %llu/%llu -> %llu/%llu (soft/hard); %lld tasks of pid_max "
-			   "%lld",
-			   (unsigned long long)soft0, (unsigned long long)hard0,
-			   (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, tasks,
-			   pid_max);
+	int len = snprintf(
+	    rep->limits, sizeof rep->limits,
+	    "RLIMIT_NOFILE %llu/%llu -> %llu/%llu (soft/hard); %lld tasks of pid_max "
+	    "%lld",
+	    (unsigned long long)soft0, (unsigned long long)hard0, (unsigned long long)rl.rlim_cur,
+	    (unsigned long long)rl.rlim_max, tasks, pid_max);
 	/* every idle sandbox is one task (its init) */
 	long long lim = pid_max < threads_max || threads_max < 0 ? pid_max : threads_max;
 	if (lim > 0 && tasks >= 0 && tasks + n + 256 > lim) {
@@ -1236,7 +1251,8 @@ static bool density_room(int n, density_report *rep)
 		long long m = read_ll(p);
 		if (m >= 0 && m < n + 64) {
 			snprintf(rep->stopped, sizeof rep->stopped,
-				 "%d sandboxes need %d %s namespaces; %s is %lld", n, n, ns[i], p, m);
+				 "%d sandboxes need %d %s namespaces; %s is %lld", n, n, ns[i], p,
+				 m);
 			return false;
 		}
 		if (!strcmp(ns[i], "user") && len > 0 && (size_t)len < sizeof rep->limits)
@@ -1249,12 +1265,12 @@ static bool density_room(int n, density_report *rep)
 typedef struct density_run {
 	const bench_env *env;
 	pd_sandbox **sb;
-	bool *made;         /* which creates succeeded */
-	uint64_t *ns;       /* time of each create, then of each destroy */
+	bool *made;   /* which creates succeeded */
+	uint64_t *ns; /* time of each create, then of each destroy */
 	int n;
-	int next;           /* the next index to take (atomic) */
-	bool stop;          /* atomic */
-	int running;        /* threads not finished (atomic): for the progress line */
+	int next;	    /* the next index to take (atomic) */
+	bool stop;	    /* atomic */
+	int running;	    /* threads not finished (atomic): for the progress line */
 	long long floor_kb; /* creates stop when MemAvailable falls below this */
 	pthread_mutex_t lock;
 	uint64_t failures, residue_failures;
@@ -1276,8 +1292,8 @@ static void *density_create_main(void *arg)
 			pthread_mutex_lock(&d->lock);
 			if (!d->stopped[0])
 				snprintf(d->stopped, sizeof d->stopped,
-					 "stopped near %d sandboxes: MemAvailable %lld MiB fell below the "
-					 "%lld MiB kept free",
+					 "stopped near %d sandboxes: MemAvailable %lld MiB fell "
+					 "below the %lld MiB kept free",
 					 i, m.avail / 1024, d->floor_kb / 1024);
 			pthread_mutex_unlock(&d->lock);
 			__atomic_store_n(&d->stop, true, __ATOMIC_RELAXED);
@@ -1328,7 +1344,8 @@ static void *density_destroy_main(void *arg)
 			pthread_mutex_lock(&d->lock);
 			d->residue_failures++;
 			if (!d->error[0])
-				snprintf(d->error, sizeof d->error, "teardown left residue: %s", residue);
+				snprintf(d->error, sizeof d->error, "teardown left residue: %s",
+					 residue);
 			pthread_mutex_unlock(&d->lock);
 		}
 	}
@@ -1351,14 +1368,16 @@ static double density_phase(density_run *d, void *(*fn)(void *), const char *wha
 			__atomic_fetch_sub(&d->running, 1, __ATOMIC_RELEASE);
 			pthread_mutex_lock(&d->lock);
 			if (!d->error[0])
-				snprintf(d->error, sizeof d->error, "pthread_create: %s", strerror(err));
+				snprintf(d->error, sizeof d->error, "pthread_create: %s",
+					 strerror(err));
 			pthread_mutex_unlock(&d->lock);
 		} else
 			started[i] = true;
 	}
 	while (progress && __atomic_load_n(&d->running, __ATOMIC_ACQUIRE) > 0) {
 		int at = __atomic_load_n(&d->next, __ATOMIC_RELAXED);
-		fprintf(stderr, "\r\033[Kbench: density, %s %d/%d", what, at < d->n ? at : d->n, d->n);
+		fprintf(stderr, "\r\033[Kbench: density, %s %d/%d", what, at < d->n ? at : d->n,
+			d->n);
 		sleep_ms(250);
 	}
 	for (int i = 0; i < MAX_WORKERS; i++)
@@ -1507,7 +1526,8 @@ static void print_residue(const pool_phase *pp)
 	if (!pp->residue_failures && !leftovers_bad(&pp->left))
 		printf("residue: clean");
 	else
-		printf("residue: %" PRIu64 " teardowns not clean, %ld processes left in our uid slots, "
+		printf("residue: %" PRIu64
+		       " teardowns not clean, %ld processes left in our uid slots, "
 		       "%ld cgroups left",
 		       pp->residue_failures, pp->left.procs, pp->left.cgroups);
 	if (pp->left.others > 0)
@@ -1529,11 +1549,12 @@ static void print_case_notes(const bench_case *c, const bench_case *cases, size_
 		printf("\n");
 	}
 	if (c->kind == &kind_pool_exec && pl->done) {
-		printf("  %s: pool hits %" PRIu64 "/%" PRIu64 " (%.1f%%; a miss is a create on the "
-		       "request path);\n    each acquire waited, untimed, for a full pool and an idle "
-		       "reclaimer; ",
-		       c->key, pl->hits, pl->acquires,
-		       pl->acquires ? 100.0 * (double)pl->hits / (double)pl->acquires : 0.0);
+		printf(
+		    "  %s: pool hits %" PRIu64 "/%" PRIu64 " (%.1f%%; a miss is a create on the "
+		    "request path);\n    each acquire waited, untimed, for a full pool and an idle "
+		    "reclaimer; ",
+		    c->key, pl->hits, pl->acquires,
+		    pl->acquires ? 100.0 * (double)pl->hits / (double)pl->acquires : 0.0);
 		print_residue(pl);
 		printf("\n");
 	}
@@ -1571,14 +1592,14 @@ static void print_case_notes(const bench_case *c, const bench_case *cases, size_
 	if (c->kind == &kind_audit && c->lat_done && c->so && c->so->audit) {
 		printf("  %s: p50", c->key);
 		if (off && off->lat_done && off->lat.p50 > 0)
-			printf(" without audit %.2f ms, with %.2f ms: %+.2f ms (%+.1f%%)", off->lat.p50,
-			       c->lat.p50, c->lat.p50 - off->lat.p50,
+			printf(" without audit %.2f ms, with %.2f ms: %+.2f ms (%+.1f%%)",
+			       off->lat.p50, c->lat.p50, c->lat.p50 - off->lat.p50,
 			       100.0 * (c->lat.p50 - off->lat.p50) / off->lat.p50);
 		else
 			printf(" with audit %.2f ms (no unaudited run to compare)", c->lat.p50);
 		if (c->audit_runs)
-			printf(";\n    per audited run %.1f events reported (opens, execs, sends outside "
-			       "the allowed paths), %.1f kept",
+			printf(";\n    per audited run %.1f events reported (opens, execs, sends "
+			       "outside the allowed paths), %.1f kept",
 			       (double)c->audit_reported / (double)c->audit_runs,
 			       (double)c->audit_kept / (double)c->audit_runs);
 		printf("\n");
@@ -1587,7 +1608,8 @@ static void print_case_notes(const bench_case *c, const bench_case *cases, size_
 
 static void print_density(const density_report *r)
 {
-	printf("\ndensity: %d idle sandboxes at once (pd_sandbox_create, default limits, %d threads)\n",
+	printf("\ndensity: %d idle sandboxes at once (pd_sandbox_create, default limits, "
+	       "%d threads)\n",
 	       r->asked, r->threads);
 	if (r->limits[0])
 		printf("  limits: %s\n", r->limits);
@@ -1598,8 +1620,8 @@ static void print_density(const density_report *r)
 	double n = r->created;
 	const meminfo *b = &r->before.m, *a = &r->after.m, *e = &r->end.m;
 	printf("  create   %d in %.1f s: %.1f/s (p50 %.2f ms, p99 %.2f ms)%s%s\n", r->created,
-	       r->create_s, n / r->create_s, r->create_p50, r->create_p99, r->stopped[0] ? "; " : "",
-	       r->stopped);
+	       r->create_s, n / r->create_s, r->create_p50, r->create_p99,
+	       r->stopped[0] ? "; " : "", r->stopped);
 	printf("  destroy  %d in %.1f s: %.1f/s (p50 %.2f ms, p99 %.2f ms)\n", r->created,
 	       r->destroy_s, n / r->destroy_s, r->destroy_p50, r->destroy_p99);
 	double total = (double)(b->avail - a->avail) / n;
@@ -1609,14 +1631,15 @@ static void print_density(const density_report *r)
 	printf("    total   %.1f (MemAvailable drop; MemFree drop %.1f)\n", total,
 	       (double)(b->free - a->free) / n);
 	if (r->sampled)
-		printf("    user    %.1f Pss (Rss %.1f, private %.1f): mean of %d inits\n", r->pss_kb,
-		       r->rss_kb, r->uss_kb, r->sampled);
-	printf("    kernel  Slab %.1f (unreclaimable %.1f), PageTables %.1f, KernelStack %.1f, Percpu "
-	       "%.1f, Shmem %.1f, Vmalloc %.1f\n",
-	       (double)(a->slab - b->slab) / n, (double)(a->sunreclaim - b->sunreclaim) / n,
-	       (double)(a->pagetables - b->pagetables) / n, (double)(a->kstack - b->kstack) / n,
-	       (double)(a->percpu - b->percpu) / n, (double)(a->shmem - b->shmem) / n,
-	       (double)(a->vmalloc - b->vmalloc) / n);
+		printf("    user    %.1f Pss (Rss %.1f, private %.1f): mean of %d inits\n",
+		       r->pss_kb, r->rss_kb, r->uss_kb, r->sampled);
+	printf(
+	    "    kernel  Slab %.1f (unreclaimable %.1f), PageTables %.1f, KernelStack %.1f, Percpu "
+	    "%.1f, Shmem %.1f, Vmalloc %.1f\n",
+	    (double)(a->slab - b->slab) / n, (double)(a->sunreclaim - b->sunreclaim) / n,
+	    (double)(a->pagetables - b->pagetables) / n, (double)(a->kstack - b->kstack) / n,
+	    (double)(a->percpu - b->percpu) / n, (double)(a->shmem - b->shmem) / n,
+	    (double)(a->vmalloc - b->vmalloc) / n);
 	if (r->memcg_n || r->own_memcg_ok) {
 		/* memory cgroups see only what they are charged, but see it whatever else the host
 		 * does: a steadier figure than meminfo's on a shared machine */
@@ -1624,20 +1647,21 @@ static void print_density(const density_report *r)
 		       r->memcg_kb, r->memcg_n);
 		if (r->own_memcg_ok) {
 			double acc = r->memcg_kb + (double)r->own_memcg_kb / n;
-			printf(" + %.1f to the bench's\n            (what clone3 and the cgroup mkdirs "
-			       "allocate before init moves in) = %.1f accounted;\n            %.1f of "
-			       "the total is charged to no memory cgroup",
+			printf(" + %.1f to the bench's\n            (what clone3 and the cgroup "
+			       "mkdirs allocate before init moves in) = %.1f accounted;\n"
+			       "            %.1f of the total is charged to no memory cgroup",
 			       (double)r->own_memcg_kb / n, acc, total - acc);
 		}
 		printf("\n");
 	}
-	printf("  issue target <= 400 KiB per idle sandbox: %.1f KiB, %.2fx the target: %s\n", total,
-	       total / 400.0, total <= 400.0 ? "met" : "not met");
-	printf("  %.1f s after destroying all%s: MemAvailable %+.1f MiB from the start (%+.1f KiB per "
-	       "sandbox);\n    Slab %+.1f MiB, Percpu %+.1f MiB\n",
-	       r->end.waited_s, r->end.settled ? " (settled)" : " (still moving)",
-	       (double)(e->avail - b->avail) / 1024.0, (double)(e->avail - b->avail) / n,
-	       (double)(e->slab - b->slab) / 1024.0, (double)(e->percpu - b->percpu) / 1024.0);
+	printf("  issue target <= 400 KiB per idle sandbox: %.1f KiB, %.2fx the target: %s\n",
+	       total, total / 400.0, total <= 400.0 ? "met" : "not met");
+	printf(
+	    "  %.1f s after destroying all%s: MemAvailable %+.1f MiB from the start (%+.1f KiB per "
+	    "sandbox);\n    Slab %+.1f MiB, Percpu %+.1f MiB\n",
+	    r->end.waited_s, r->end.settled ? " (settled)" : " (still moving)",
+	    (double)(e->avail - b->avail) / 1024.0, (double)(e->avail - b->avail) / n,
+	    (double)(e->slab - b->slab) / 1024.0, (double)(e->percpu - b->percpu) / 1024.0);
 	printf("  ");
 	pool_phase pp;
 	memset(&pp, 0, sizeof pp);
@@ -1948,7 +1972,8 @@ static void print_json(const machine *m, const bench_case *cases, size_t ncases,
 			printf(",\"audit\":{\"enabled\":%s,\"runs\":%" PRIu64
 			       ",\"reported_per_run\":",
 			       c->so && c->so->audit ? "true" : "false", c->audit_runs);
-			json_num(c->audit_runs ? (double)c->audit_reported / (double)c->audit_runs : 0,
+			json_num(c->audit_runs ? (double)c->audit_reported / (double)c->audit_runs
+					       : 0,
 				 c->audit_runs > 0);
 			printf(",\"kept_per_run\":");
 			json_num(c->audit_runs ? (double)c->audit_kept / (double)c->audit_runs : 0,
@@ -2073,10 +2098,13 @@ static const pd_audit_opts audit_opts = {.enabled = true};
 int cmd_bench(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"help", no_argument, 0, 'h'},           {"iterations", required_argument, 0, 'n'},
-		{"duration", required_argument, 0, 'd'}, {"only", required_argument, 0, O_ONLY},
-		{"json", no_argument, 0, O_JSON},        {"density", required_argument, 0, O_DENSITY},
-		{0, 0, 0, 0},
+	    {"help", no_argument, 0, 'h'},
+	    {"iterations", required_argument, 0, 'n'},
+	    {"duration", required_argument, 0, 'd'},
+	    {"only", required_argument, 0, O_ONLY},
+	    {"json", no_argument, 0, O_JSON},
+	    {"density", required_argument, 0, O_DENSITY},
+	    {0, 0, 0, 0},
 	};
 	char bwrap_path[4096];
 	bool have_bwrap = find_in_path("bwrap", bwrap_path, sizeof bwrap_path);
@@ -2095,27 +2123,46 @@ int cmd_bench(int argc, char **argv)
 	/* /proc/self/exe: the very binary running the bench, even if a rebuild replaced the file */
 	const char *const argv_cli[] = {"/proc/self/exe", "exec", "-q", "--", "/bin/true", NULL};
 	bench_case cases[] = {
-		{.key = "floor", .label = "floor: spawn /bin/true", .kind = &kind_spawn,
-		 .argv = argv_floor},
-		{.key = "bwrap", .label = "bwrap /bin/true", .kind = &kind_spawn,
-		 .argv = argv_bwrap},
-		{.key = "cli", .label = "paddock exec (CLI process)", .kind = &kind_spawn,
-		 .argv = argv_cli},
-		{.key = "lib", .label = "lib pd_run create+exec+destroy", .kind = &kind_lib_run,
-		 .part_names = {"setup", "exec", "teardown"}},
-		{.key = "lib-create", .label = "lib create+destroy (no exec)",
-		 .kind = &kind_lib_create, .part_names = {"create", NULL, "destroy"}},
-		{.key = "lib-exec", .label = "lib exec in a live sandbox", .kind = &kind_lib_exec},
-		{.key = "pool-exec", .label = "pool acquire+exec+release (warm)",
-		 .kind = &kind_pool_exec, .part_names = {"acquire", "exec", "release"}},
-		{.key = "pool-throughput", .label = "pool exec, fresh sandbox each",
-		 .kind = &kind_pool_tp},
-		{.key = "audit-off", .group = "audit", .label = "lib pd_run python3, no audit",
-		 .kind = &kind_audit, .xo = &py_xo},
-		{.key = "audit-on", .group = "audit", .label = "lib pd_run python3, audit on",
-		 .kind = &kind_audit, .so = &audit_so, .xo = &py_xo},
-		{.key = "density", .label = "density: idle sandboxes", .kind = &kind_density,
-		 .optional = true},
+	    {.key = "floor",
+	     .label = "floor: spawn /bin/true",
+	     .kind = &kind_spawn,
+	     .argv = argv_floor},
+	    {.key = "bwrap", .label = "bwrap /bin/true", .kind = &kind_spawn, .argv = argv_bwrap},
+	    {.key = "cli",
+	     .label = "paddock exec (CLI process)",
+	     .kind = &kind_spawn,
+	     .argv = argv_cli},
+	    {.key = "lib",
+	     .label = "lib pd_run create+exec+destroy",
+	     .kind = &kind_lib_run,
+	     .part_names = {"setup", "exec", "teardown"}},
+	    {.key = "lib-create",
+	     .label = "lib create+destroy (no exec)",
+	     .kind = &kind_lib_create,
+	     .part_names = {"create", NULL, "destroy"}},
+	    {.key = "lib-exec", .label = "lib exec in a live sandbox", .kind = &kind_lib_exec},
+	    {.key = "pool-exec",
+	     .label = "pool acquire+exec+release (warm)",
+	     .kind = &kind_pool_exec,
+	     .part_names = {"acquire", "exec", "release"}},
+	    {.key = "pool-throughput",
+	     .label = "pool exec, fresh sandbox each",
+	     .kind = &kind_pool_tp},
+	    {.key = "audit-off",
+	     .group = "audit",
+	     .label = "lib pd_run python3, no audit",
+	     .kind = &kind_audit,
+	     .xo = &py_xo},
+	    {.key = "audit-on",
+	     .group = "audit",
+	     .label = "lib pd_run python3, audit on",
+	     .kind = &kind_audit,
+	     .so = &audit_so,
+	     .xo = &py_xo},
+	    {.key = "density",
+	     .label = "density: idle sandboxes",
+	     .kind = &kind_density,
+	     .optional = true},
 	};
 	const size_t ncases = sizeof cases / sizeof cases[0];
 	bench_case *floor_c = &cases[0], *bwrap_c = &cases[1];
@@ -2207,7 +2254,7 @@ int cmd_bench(int argc, char **argv)
 	static char *const true_argv[] = {(char *)"/bin/true", NULL};
 	env.xo.argv = true_argv;
 	env.xo.stdin_fd = -1;
-	/* the audit pair: interpreter start-up, ~100 opens of the image's files, one of /etc */
+	/* the audit pair: interpreter start-up, ~55 opens of the image's files, one of /etc */
 	static char *py_argv[] = {(char *)"python3", (char *)"-c",
 				  (char *)"import json,os; open(\"/etc/hostname\").read()", NULL};
 	if (access("/usr/bin/python3", X_OK) == 0)

@@ -319,12 +319,13 @@ int cmd_run(int argc, char **argv)
 		fputc('\n', stderr);
 	pd_sched_drain(sched);
 	qsort(st.lat, st.nlat, sizeof *st.lat, cmp_double);
-	fprintf(stderr, "paddock run: %zu requests in %.2f s: %.1f/s; latency p50 %.0f ms, p90 %.0f ms, p99 %.0f ms\n",
+	fprintf(stderr, "paddock run: %zu requests in %.2f s: %.1f/s; latency from submission (queue included) p50 %.0f ms, p90 %.0f ms, p99 %.0f ms\n",
 		n + bad, secs, secs > 0 ? (n + bad) / secs : 0.0, pct(st.lat, st.nlat, 50), pct(st.lat, st.nlat, 90),
 		pct(st.lat, st.nlat, 99));
 	fprintf(stderr, "  status:");
 	for (int s = 0; s < 7; s++)
 		fprintf(stderr, " %s %llu", pd_status_name((pd_status)s), (unsigned long long)st.status[s]);
+	fprintf(stderr, ", never ran %llu", (unsigned long long)st.status[7]);
 	fprintf(stderr, "\n  failure classes:");
 	for (int f = 0; f < PD_F_COUNT; f++)
 		fprintf(stderr, " %s %llu", pd_failure_name((pd_failure)f), (unsigned long long)st.failure[f]);

@@ -65,12 +65,17 @@ int cmd_serve(int argc, char **argv)
 	pd_server_opts o = {0};
 	char *token = getenv("PADDOCK_TOKEN") ? strdup(getenv("PADDOCK_TOKEN")) : NULL;
 	/* a config file first, so that flags given alongside override it */
-	for (int i = 1; i < argc - 1; i++)
-		if (!strcmp(argv[i], "--config")) {
+	for (int i = 1; i < argc; i++) {
+		const char *cfile = !strncmp(argv[i], "--config=", 9) ? argv[i] + 9
+				    : !strcmp(argv[i], "--config") && i + 1 < argc ? argv[i + 1]
+										: NULL;
+		if (!cfile)
+			continue;
+		{
 			json_error_t je;
-			json_t *cfg = json_load_file(argv[i + 1], 0, &je);
+			json_t *cfg = json_load_file(cfile, 0, &je);
 			if (!cfg || !json_is_object(cfg)) {
-				cli_error("--config %s: line %d: %s", argv[i + 1], je.line, cfg ? "not an object" : je.text);
+				cli_error("--config %s: line %d: %s", cfile, je.line, cfg ? "not an object" : je.text);
 				return EXIT_USAGE;
 			}
 			const char *k;
@@ -97,13 +102,14 @@ int cmd_serve(int argc, char **argv)
 				else if (!strcmp(k, "max_body") && iv > 0)
 					o.max_body = (size_t)iv;
 				else {
-					cli_error("--config %s: unknown or mistyped key '%s'", argv[i + 1], k);
+					cli_error("--config %s: unknown or mistyped key '%s'", cfile, k);
 					json_decref(cfg);
 					return EXIT_USAGE;
 				}
 			}
 			json_decref(cfg);
 		}
+	}
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "hl:", opts, NULL)) != -1) {

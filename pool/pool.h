@@ -114,12 +114,18 @@ pd_sandbox *pd_session_sandbox(pd_session *s);
  * it again (a client retrying after a network hiccup must not double side effects). Full output
  * beyond the kept head/tail is spilled to files fetchable with pd_session_output_path. */
 int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *request_id, pd_result *r, pd_err *e);
+/* How many execs the session has run (the last one without a request id is "#<count>"). */
+unsigned pd_session_exec_count(pd_session *s);
 /* Path of the full stdout (stream 1) or stderr (2) of the exec with that request id or number. */
 int pd_session_output_path(pd_session *s, const char *request_id, int stream, char *path, size_t len,
 			   pd_err *e);
 /* Unpacks a tar stream (read from fd) into dir inside the sandbox; packs dir into fd. */
 int pd_session_upload_tar(pd_session *s, const char *dir, int tar_fd, pd_err *e);
 int pd_session_download_tar(pd_session *s, const char *dir, int tar_fd, pd_err *e);
+/* Marks the session in use for operations on its sandbox made directly (files, stat): fails with
+ * EBUSY while another request uses it, ESRCH once it has ended. Pair with pd_session_end. */
+int pd_session_begin(pd_session *s, pd_err *e);
+void pd_session_end(pd_session *s);
 /* Whether the session outlived its idle TTL or lifetime (then it is closed by the pools). */
 bool pd_session_expired(const pd_session *s, uint64_t now_us);
 /* Ends the session; its sandbox goes to the reclaimer. */

@@ -182,6 +182,21 @@ static void leave(pd_session *s)
 	pthread_mutex_unlock(&s->p->mu);
 }
 
+unsigned pd_session_exec_count(pd_session *s)
+{
+	return s->nexec;
+}
+
+int pd_session_begin(pd_session *s, pd_err *e)
+{
+	return enter(s, e);
+}
+
+void pd_session_end(pd_session *s)
+{
+	leave(s);
+}
+
 static record *find_record(pd_session *s, const char *rid)
 {
 	for (unsigned i = 0; i < s->nrec && i < SESSION_RECORDS; i++)

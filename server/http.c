@@ -378,8 +378,10 @@ static void session_exec(req *r, sess_entry *se)
 	}
 	json_t *o = result_brief(&res);
 	json_object_set_new(o, "session_id", json_string(se->id));
-	if (rid)
-		json_object_set_new(o, "request_id", json_string(json_string_value(rid)));
+	/* without a client id, the exec is recorded as "#<n>": say which, for /output */
+	char auto_id[32];
+	snprintf(auto_id, sizeof auto_id, "#%u", pd_session_exec_count(se->s));
+	json_object_set_new(o, "request_id", json_string(rid ? json_string_value(rid) : auto_id));
 	pd_result_free(&res);
 	set_json(r, 200, o);
 out:
@@ -389,15 +391,35 @@ out:
 	json_decref(b);
 }
 
+/* 409 while another request uses the session, 410 once it has ended */
+static bool session_enter(req *r, sess_entry *se)
+{
+	pd_err e = {0};
+	if (pd_session_begin(se->s, &e) == 0)
+		return true;
+	set_error(r, e.code == EBUSY ? 409 : 410, "%s", e.msg);
+	return false;
+}
+
+static void session_files_in(req *r, sess_entry *se);
+
 static void session_files(req *r, sess_entry *se)
+{
+	if (!*r->query_path) {
+		set_error(r, 400, "path: required (?path=/work/file)");
+		return;
+	}
+	if (!session_enter(r, se))
+		return;
+	session_files_in(r, se);
+	pd_session_end(se->s);
+}
+
+static void session_files_in(req *r, sess_entry *se)
 {
 	pd_sandbox *sb = pd_session_sandbox(se->s);
 	pd_err e = {0};
 	const char *path = r->query_path;
-	if (!*path) {
-		set_error(r, 400, "path: required (?path=/work/file)");
-		return;
-	}
 	if (!strcmp(r->method, "PUT")) {
 		char dir[1024];
 		snprintf(dir, sizeof dir, "%s", path);
@@ -456,7 +478,11 @@ static void session_stat(req *r, sess_entry *se)
 {
 	struct stat st;
 	pd_err e = {0};
-	if (pd_sandbox_stat(pd_session_sandbox(se->s), r->query_path, &st, &e) < 0) {
+	if (!session_enter(r, se))
+		return;
+	int rc = pd_sandbox_stat(pd_session_sandbox(se->s), r->query_path, &st, &e);
+	pd_session_end(se->s);
+	if (rc < 0) {
 		set_error(r, e.code == ENOENT ? 404 : 400, "%s", e.msg);
 		return;
 	}
@@ -489,14 +515,14 @@ static void session_tar(req *r, sess_entry *se, bool upload)
 		}
 		lseek(fd, 0, SEEK_SET);
 		if (pd_session_upload_tar(se->s, dir, fd, &e) < 0)
-			set_error(r, 400, "%s", e.msg);
+			set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 400, "%s", e.msg);
 		else
 			set_json(r, 200, json_pack("{s:s,s:I}", "dir", dir, "bytes", (json_int_t)r->len));
 		close(fd);
 		return;
 	}
 	if (pd_session_download_tar(se->s, dir, fd, &e) < 0) {
-		set_error(r, 400, "%s", e.msg);
+		set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 400, "%s", e.msg);
 		close(fd);
 		return;
 	}
@@ -625,7 +651,9 @@ static void session_create(req *r)
 		return;
 	}
 	json_t *t = json_object_get(b, "template");
-	const char *tpl = t && json_is_string(t) ? json_string_value(t) : "bash";
+	/* copied: the request JSON is freed before the name is used */
+	char tpl[64];
+	snprintf(tpl, sizeof tpl, "%s", t && json_is_string(t) ? json_string_value(t) : "bash");
 	pd_session_opts so = {0};
 	json_t *ttl = json_object_get(b, "ttl"), *life = json_object_get(b, "max_lifetime"),
 	       *meta = json_object_get(b, "metadata");
@@ -669,7 +697,9 @@ static void session_create(req *r)
 		slot->s = ss;
 		snprintf(slot->id, sizeof slot->id, "%s", pd_session_id(ss));
 		snprintf(slot->template_name, sizeof slot->template_name, "%s", tpl);
-		slot->created_ms = pd_now_us() / 1000;
+		struct timeval tv;
+		gettimeofday(&tv, NULL);
+		slot->created_ms = (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
 	}
 	pthread_mutex_unlock(&s->mu);
 	if (!slot) {

@@ -25,31 +25,32 @@ const char *pd_failure_name(pd_failure f)
 
 /* ---- languages ------------------------------------------------------------------------------- */
 
-/* Each runs in its template's /work; compile and run are sh -c command lines. */
+/* Each runs in its template's /work; compile and run are sh -c command lines. The run line execs
+ * the program, so a crash is reported as the program's signal, not as a shell's exit 128+n. */
 static const pd_language languages[] = {
-	{"python", "python", "/work/main.py", NULL, "python3 main.py \"$@\"", "3.11", "python3"},
-	{"python3", "python", "/work/main.py", NULL, "python3 main.py \"$@\"", "3.11", "python3"},
-	{"bash", "bash", "/work/main.sh", NULL, "bash main.sh \"$@\"", "5.2", "bash"},
-	{"c", "c", "/work/main.c", "gcc -O2 -std=gnu11 -o main main.c -lm", "./main \"$@\"", "12.2",
+	{"python", "python", "/work/main.py", NULL, "exec python3 main.py \"$@\"", "3.11", "python3"},
+	{"python3", "python", "/work/main.py", NULL, "exec python3 main.py \"$@\"", "3.11", "python3"},
+	{"bash", "bash", "/work/main.sh", NULL, "exec bash main.sh \"$@\"", "5.2", "bash"},
+	{"c", "c", "/work/main.c", "gcc -O2 -std=gnu11 -o main main.c -lm", "exec ./main \"$@\"", "12.2",
 	 "gcc"},
-	{"cpp", "cpp", "/work/main.cpp", "g++ -O2 -std=gnu++17 -o main main.cpp", "./main \"$@\"",
+	{"cpp", "cpp", "/work/main.cpp", "g++ -O2 -std=gnu++17 -o main main.cpp", "exec ./main \"$@\"",
 	 "12.2", "g++"},
-	{"c++", "cpp", "/work/main.cpp", "g++ -O2 -std=gnu++17 -o main main.cpp", "./main \"$@\"",
+	{"c++", "cpp", "/work/main.cpp", "g++ -O2 -std=gnu++17 -o main main.cpp", "exec ./main \"$@\"",
 	 "12.2", "g++"},
-	{"nodejs", "node", "/work/main.js", NULL, "node main.js \"$@\"", "20", "node"},
-	{"javascript", "node", "/work/main.js", NULL, "node main.js \"$@\"", "20", "node"},
-	{"node", "node", "/work/main.js", NULL, "node main.js \"$@\"", "20", "node"},
-	{"perl", "bash", "/work/main.pl", NULL, "perl main.pl \"$@\"", "5.36", "perl"},
-	{"java", "bash", "/work/Main.java", "javac -J-Xmx256m Main.java", "java -Xmx256m Main \"$@\"",
+	{"nodejs", "node", "/work/main.js", NULL, "exec node main.js \"$@\"", "20", "node"},
+	{"javascript", "node", "/work/main.js", NULL, "exec node main.js \"$@\"", "20", "node"},
+	{"node", "node", "/work/main.js", NULL, "exec node main.js \"$@\"", "20", "node"},
+	{"perl", "bash", "/work/main.pl", NULL, "exec perl main.pl \"$@\"", "5.36", "perl"},
+	{"java", "bash", "/work/Main.java", "javac -J-Xmx256m Main.java", "exec java -Xmx256m Main \"$@\"",
 	 "17", "javac"},
-	{"go", "bash", "/work/main.go", "go build -o main main.go", "./main \"$@\"", "1.19", "go"},
-	{"rust", "bash", "/work/main.rs", "rustc -O -o main main.rs", "./main \"$@\"", "1.63", "rustc"},
-	{"ruby", "bash", "/work/main.rb", NULL, "ruby main.rb \"$@\"", "3.1", "ruby"},
-	{"lua", "bash", "/work/main.lua", NULL, "lua main.lua \"$@\"", "5.4", "lua"},
-	{"php", "bash", "/work/main.php", NULL, "php main.php \"$@\"", "8.2", "php"},
-	{"pascal", "bash", "/work/main.pas", "fpc -O2 -omain main.pas >/dev/null", "./main \"$@\"", "3.2",
+	{"go", "bash", "/work/main.go", "go build -o main main.go", "exec ./main \"$@\"", "1.19", "go"},
+	{"rust", "bash", "/work/main.rs", "rustc -O -o main main.rs", "exec ./main \"$@\"", "1.63", "rustc"},
+	{"ruby", "bash", "/work/main.rb", NULL, "exec ruby main.rb \"$@\"", "3.1", "ruby"},
+	{"lua", "bash", "/work/main.lua", NULL, "exec lua main.lua \"$@\"", "5.4", "lua"},
+	{"php", "bash", "/work/main.php", NULL, "exec php main.php \"$@\"", "8.2", "php"},
+	{"pascal", "bash", "/work/main.pas", "fpc -O2 -omain main.pas >/dev/null", "exec ./main \"$@\"", "3.2",
 	 "fpc"},
-	{"fortran", "bash", "/work/main.f90", "gfortran -O2 -o main main.f90", "./main \"$@\"", "12.2",
+	{"fortran", "bash", "/work/main.f90", "gfortran -O2 -o main main.f90", "exec ./main \"$@\"", "12.2",
 	 "gfortran"},
 };
 
@@ -387,6 +388,28 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 		j->run.argv = NULL;
 		if (cmd && !(j->run.argv = str_array(cmd, "cmd", 4096, e)))
 			goto fail;
+		if (cmd && args && json_array_size(args)) {
+			/* args follow the command, as they follow a language's program */
+			size_t nc = 0, na = json_array_size(args);
+			while (j->run.argv[nc])
+				nc++;
+			char **av = realloc(j->run.argv, (nc + na + 1) * sizeof *av);
+			if (!av) {
+				pd_fail(e, ENOMEM, "args");
+				goto fail;
+			}
+			j->run.argv = av;
+			for (size_t i = 0; i < na; i++) {
+				json_t *a = json_array_get(args, i);
+				if (!json_is_string(a)) {
+					av[nc + i] = NULL;
+					pd_fail(e, EINVAL, "args[%zu]: must be a string", i);
+					goto fail;
+				}
+				av[nc + i] = strdup(json_string_value(a));
+			}
+			av[nc + na] = NULL;
+		}
 		if (shell) {
 			if (!json_is_string(shell)) {
 				pd_fail(e, EINVAL, "shell: must be a string");
@@ -792,18 +815,50 @@ static pd_failure failure_of(const pd_result *r)
 	}
 }
 
+/* The request's variables over the template's (or paddock's defaults), by name. */
+static char **merged_env(const pd_job *j, const pd_template *t)
+{
+	static char d_path[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		    d_home[] = "HOME=/root", d_lang[] = "LANG=C.UTF-8", d_term[] = "TERM=dumb";
+	static char *defaults[] = {d_path, d_home, d_lang, d_term, NULL};
+	char *const *base = t && t->env[0] ? t->env : defaults;
+	size_t nb = 0, nj = 0;
+	while (base[nb])
+		nb++;
+	while (j->env[nj])
+		nj++;
+	char **env = calloc(nb + nj + 1, sizeof *env);
+	if (!env)
+		return NULL;
+	size_t k = 0;
+	for (size_t i = 0; i < nb; i++) {
+		size_t kl = (size_t)(strchr(base[i], '=') - base[i]) + 1;
+		bool over = false;
+		for (size_t m = 0; m < nj && !over; m++)
+			over = !strncmp(j->env[m], base[i], kl);
+		if (!over)
+			env[k++] = base[i];
+	}
+	for (size_t m = 0; m < nj; m++)
+		env[k++] = j->env[m];
+	return env;
+}
+
 static int run_step(pd_sandbox *s, const pd_job *j, const pd_step *st, const pd_template *t,
 		    pd_result *r, pd_err *e)
 {
 	pd_exec_opts x = {0};
 	x.argv = st->argv;
-	x.envp = j->env ? j->env : (t && t->env[0] ? t->env : NULL);
+	char **env = j->env ? merged_env(j, t) : NULL;
+	x.envp = env ? env : (t && t->env[0] ? t->env : NULL);
 	x.cwd = j->cwd ? j->cwd : t ? t->cwd : NULL;
 	x.stdin_data = st->stdin_data;
 	x.stdin_len = st->stdin_len;
 	x.wall_ms = st->wall_ms;
 	x.cpu_ms = st->cpu_ms;
-	return pd_sandbox_exec(s, &x, r, e);
+	int rc = pd_sandbox_exec(s, &x, r, e);
+	free(env); /* the strings belong to the job and the template */
+	return rc;
 }
 
 static uint64_t wall_us(void)
@@ -1005,6 +1060,8 @@ static json_t *result_json(const pd_result *r)
 	json_object_set_new(o, "error", json_string(r->error));
 	json_object_set_new(o, "wall_ms", json_integer((json_int_t)r->wall_ms));
 	json_object_set_new(o, "cpu_ms", json_integer((json_int_t)r->cpu_ms));
+	json_object_set_new(o, "cpu_user_ms", json_integer((json_int_t)r->cpu_user_ms));
+	json_object_set_new(o, "cpu_sys_ms", json_integer((json_int_t)r->cpu_sys_ms));
 	json_object_set_new(o, "memory_peak_bytes", json_integer((json_int_t)r->memory_peak_bytes));
 	json_object_set_new(o, "pids_peak", json_integer(r->pids_peak));
 	json_object_set_new(o, "oom_killed", json_boolean(r->oom_killed));
@@ -1017,6 +1074,7 @@ static json_t *result_json(const pd_result *r)
 	json_object_set_new(o, "exec_ms", json_real(r->exec_us / 1000.0));
 	json_object_set_new(o, "audit_file_events", json_integer((json_int_t)r->audit_files));
 	json_object_set_new(o, "audit_net_events", json_integer((json_int_t)r->audit_net));
+	json_object_set_new(o, "audit_denied", json_integer((json_int_t)r->audit_denied));
 	return o;
 }
 
