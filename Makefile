@@ -90,8 +90,11 @@ asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan/bin CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	  LDFLAGS="-fsanitize=address,undefined" test
 
-valgrind: all $(UNIT_BIN) $(PROBE_BIN)
-	@PADDOCK_BUILD=$(BUILD) PADDOCK=$(BIN)/paddock PADDOCK_VALGRIND=1 tests/run-all
+# valgrind 3.19 does not know clone3 or seccomp's flags: the modules that make sandboxes are
+# checked by `make asan` instead
+VALGRIND_UNITS := util capture result cgroup_v2 audit image
+valgrind: all $(UNIT_BIN)
+	@PADDOCK_BUILD=$(BUILD) PADDOCK=$(BIN)/paddock PADDOCK_VALGRIND=1 tests/run-all $(VALGRIND_UNITS:%=$(BUILD)/tests/%)
 
 deps:
 	@scripts/install-deps.sh
