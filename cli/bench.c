@@ -1865,9 +1865,9 @@ static void json_density(const density_report *r)
 	json_num(r->memcg_kb, have && r->memcg_n);
 	printf(",\"memcg_bench\":");
 	json_num((double)r->own_memcg_kb / n, have && r->own_memcg_ok);
-	printf(",\"seconds_after_create\":%.1f,\"settled\":%s", r->after.waited_s,
+	printf("},\"after_create\":{\"seconds_after\":%.1f,\"settled\":%s}", r->after.waited_s,
 	       r->after.settled ? "true" : "false");
-	printf("},\"sampled_inits\":%d,\"target_kib\":400,\"after_destroy\":{"
+	printf(",\"sampled_inits\":%d,\"target_kib\":400,\"after_destroy\":{"
 	       "\"memavailable_delta_kib\":",
 	       r->sampled);
 	json_num((double)(e->avail - b->avail), have);

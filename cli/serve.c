@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static void serve_usage(FILE *f)
@@ -170,6 +171,14 @@ int cmd_serve(int argc, char **argv)
 		}
 	}
 	o.token = token;
+	/* every connection and sandbox holds fds: take the hard limit, and keep connections within it */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 8192)
+		o.max_connections = (unsigned)(rl.rlim_cur / 2);
 	signal(SIGPIPE, SIG_IGN);
 	struct sigaction sa = {0};
 	sa.sa_handler = on_signal;

@@ -114,6 +114,9 @@ pd_sandbox *pd_session_sandbox(pd_session *s);
  * it again (a client retrying after a network hiccup must not double side effects). Full output
  * beyond the kept head/tail is spilled to files fetchable with pd_session_output_path. */
 int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *request_id, pd_result *r, pd_err *e);
+/* The session's sandbox id and state ("EXPIRED" once the pools ended it), read safely even while
+ * the reclaimer tears an ended session's sandbox down. */
+void pd_session_info(pd_session *s, char *sandbox_id, size_t id_len, char *state, size_t state_len);
 /* How many execs the session has run (the last one without a request id is "#<count>"). */
 unsigned pd_session_exec_count(pd_session *s);
 /* Path of the full stdout (stream 1) or stderr (2) of the exec with that request id or number. */

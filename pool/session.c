@@ -31,6 +31,7 @@ struct pd_session {
 	pd_pool *pl;
 	pd_sandbox *sb;
 	char id[48];
+	char sandbox_id[40];
 	char dir[PD_PATH];
 	char *metadata;
 	uint64_t created_us, last_used_us, idle_ttl_ms, max_ms;
@@ -121,6 +122,7 @@ pd_session *pd_session_open(pd_pools *p, const char *name, const pd_session_opts
 	}
 	s->p = p;
 	s->pl = pd_pool_of(p, s->sb);
+	snprintf(s->sandbox_id, sizeof s->sandbox_id, "%s", pd_sandbox_id(s->sb));
 	s->created_us = s->last_used_us = pd_now_us();
 	s->idle_ttl_ms = o && o->idle_ttl_ms ? o->idle_ttl_ms : s->pl->t.session_idle_ttl_ms;
 	s->max_ms = o && o->max_lifetime_ms ? o->max_lifetime_ms : s->pl->t.session_max_ms;
@@ -179,6 +181,16 @@ static void leave(pd_session *s)
 		s->dead = true;
 		snprintf(s->dead_reason, sizeof s->dead_reason, "its sandbox is %s", pd_state_name(st));
 	}
+	pthread_mutex_unlock(&s->p->mu);
+}
+
+void pd_session_info(pd_session *s, char *sandbox_id, size_t id_len, char *state, size_t state_len)
+{
+	pthread_mutex_lock(&s->p->mu);
+	/* not dead under the lock means the sandbox has not been handed to the reclaimer */
+	snprintf(sandbox_id, id_len, "%s", s->sandbox_id);
+	snprintf(state, state_len, "%s", s->dead ? (s->closed_by_pools ? "EXPIRED" : "ENDED")
+					       : pd_state_name(pd_sandbox_state(s->sb)));
 	pthread_mutex_unlock(&s->p->mu);
 }
 

@@ -248,7 +248,8 @@ static void submit(req *r, kind k)
 	}
 	if (!j->task_id[0]) {
 		static uint64_t seq;
-		snprintf(j->task_id, sizeof j->task_id, "t-%" PRIu64 "-%" PRIu64, pd_now_us() / 1000000,
+		/* the context's random run id keeps ids of two daemons (or restarts) apart */
+		snprintf(j->task_id, sizeof j->task_id, "t-%08" PRIx32 "-%" PRIu64, r->srv->ctx->run_id,
 			 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
 	}
 	client_of(r->conn, j->client, sizeof j->client);
@@ -748,11 +749,11 @@ static void session_list(req *r)
 		sess_entry *se = &s->sessions[i];
 		if (!se->s)
 			continue;
-		pd_sandbox *sb = pd_session_sandbox(se->s);
+		char sid[40], state[32];
+		pd_session_info(se->s, sid, sizeof sid, state, sizeof state);
 		json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:s,s:I,s:b}", "session_id", se->id,
-						     "sandbox_id", pd_sandbox_id(sb), "template", se->template_name,
-						     "state", pd_state_name(pd_sandbox_state(sb)), "created_ms",
-						     (json_int_t)se->created_ms, "expired",
+						     "sandbox_id", sid, "template", se->template_name, "state",
+						     state, "created_ms", (json_int_t)se->created_ms, "expired",
 						     pd_session_expired(se->s, now)));
 	}
 	pthread_mutex_unlock(&s->mu);
@@ -927,10 +928,13 @@ static void route(req *r, const char *url, const char *method)
 		else if (!strchr(rest, '/') && get) {
 			pthread_mutex_lock(&s->mu);
 			sess_entry *se = find_session(s, rest);
-			json_t *o = se ? json_pack("{s:s,s:s,s:s,s:s}", "session_id", se->id, "sandbox_id",
-						   pd_sandbox_id(pd_session_sandbox(se->s)), "template", se->template_name,
-						   "state", pd_state_name(pd_sandbox_state(pd_session_sandbox(se->s))))
-				       : NULL;
+			json_t *o = NULL;
+			if (se) {
+				char sid[40], state[32];
+				pd_session_info(se->s, sid, sizeof sid, state, sizeof state);
+				o = json_pack("{s:s,s:s,s:s,s:s}", "session_id", se->id, "sandbox_id", sid,
+					      "template", se->template_name, "state", state);
+			}
 			pthread_mutex_unlock(&s->mu);
 			if (o)
 				set_json(r, 200, o);

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The daemon's plain endpoints: /healthz, /readyz, /v1/ping, /metrics (Prometheus text with every
+# failure class, the queues and the pools), /v1/pools, and 404s for what does not exist.
+source "$(dirname "$0")/api.sh"
+plan 27
+
+start_daemon
+ok $? "the daemon starts on a kernel-picked loopback port ($U)"
+
+req GET /healthz
+is "$CODE" 200 "/healthz: 200"
+is "$(jb .status)" ok "/healthz: {\"status\":\"ok\"}"
+like "$(hdr Content-Type)" '^application/json' "/healthz: Content-Type application/json"
+
+req GET /readyz
+is "$CODE" 200 "/readyz: 200 when idle"
+is "$(jb '[.status, .breaker_open] | @tsv')" "$(printf 'ready\tfalse')" "/readyz: ready, breaker closed"
+
+req GET /v1/ping
+is "$CODE" 200 "/v1/ping: 200"
+is "$(jb .)" pong "/v1/ping: the JSON string \"pong\" (SandboxFusion's liveness answer)"
+
+# one run first, so the job counters have something in them
+post_json /v1/runs '{"cmd":["true"]}'
+is "$CODE" 200 "a native run before scraping /metrics"
+
+req GET /metrics
+M=$(body)
+is "$CODE" 200 "/metrics: 200"
+like "$(hdr Content-Type)" '^text/plain' "/metrics: Content-Type text/plain"
+# every sample line: name{labels} value, or name value
+bad=$(grep -v '^#' <<<"$M" | grep -v '^$' |
+  grep -Ev '^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*"(,[a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*")*,?)?\})? [-+]?([0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?|\.[0-9]+|NaN|[-+]?Inf)$')
+is "$bad" "" "/metrics: every sample line is 'name{labels} value'"
+bad=$(grep '^#' <<<"$M" | grep -Ev '^# (HELP [a-zA-Z_:][a-zA-Z0-9_:]* .*|TYPE [a-zA-Z_:][a-zA-Z0-9_:]* (counter|gauge|histogram|summary|untyped))$')
+is "$bad" "" "/metrics: every comment line is a well-formed HELP or TYPE"
+nsamples=$(grep -cv '^#' <<<"$M")
+[ "$nsamples" -gt 50 ]
+ok $? "/metrics: has samples ($nsamples)"
+missing=""
+for c in none startup_failure dependency_missing exec_timeout judge_error oom output_limit policy_violation \
+  queue_timeout cancelled internal_error; do
+  grep -Eq "^paddock_failures_total\{class=\"$c\"\} [0-9]+$" <<<"$M" || missing="$missing $c"
+done
+is "$missing" "" "/metrics: paddock_failures_total has all 11 failure classes"
+is "$(grep -c '^paddock_failures_total{' <<<"$M")" 11 "/metrics: and no other class"
+is "$(grep -E '^paddock_failures_total\{class="none"\} ' <<<"$M" | awk '{print $2}')" 1 \
+  "/metrics: the run counted in class none"
+missing=""
+for p in high normal low; do
+  grep -Eq "^paddock_queue_length\{priority=\"$p\"\} 0$" <<<"$M" || missing="$missing $p"
+done
+is "$missing" "" "/metrics: paddock_queue_length for high, normal and low (all 0 when idle)"
+missing=""
+for t in bash python c cpp node; do
+  for g in ready in_use creating reclaiming target; do
+    grep -Eq "^paddock_pool_${g}\{template=\"$t\"\} [0-9]+$" <<<"$M" || missing="$missing $g/$t"
+  done
+done
+is "$missing" "" "/metrics: pool gauges (ready, in_use, creating, reclaiming, target) for every template"
+dups=$(grep -v '^#' <<<"$M" | awk '{print $1}' | sort | uniq -d)
+is "$dups" "" "/metrics: no series appears twice"
+
+req GET /v1/pools
+is "$CODE" 200 "/v1/pools: 200"
+is "$(jb '[.pools[].template] | sort | join(",")')" "bash,c,cpp,node,python" "/v1/pools: the five built-in templates"
+
+req GET /no/such/endpoint
+is "$CODE" 404 "unknown endpoint: 404"
+like "$(jb .error)" 'no such endpoint' "unknown endpoint: JSON with \"error\""
+req DELETE /healthz
+like "$CODE" '^40[45]$' "a known path with the wrong method: 404 or 405"
+is_json && [ -n "$(jb '.error // empty')" ]
+ok $? "wrong method: JSON with \"error\""
+
+stop_daemon
+is "$DAEMON_RC" 0 "SIGTERM stops the daemon with exit 0"
+
+done_testing

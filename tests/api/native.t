@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# The native API: POST /v1/runs with language+code, template+cmd, shell+files+stdin, fetch_files;
+# the observation record's fields; failure classes exec_timeout, oom, output_limit; input
+# validation (400 naming the field) and the body size limit (413).
+source "$(dirname "$0")/api.sh"
+plan 63
+
+start_daemon --max-body 64k
+ok $? "daemon started with --max-body 64k"
+
+# --- language + code, with ids ---------------------------------------------------------------------
+post_json /v1/runs '{"language":"python","code":"import sys\nprint(sum(map(int, sys.argv[1:])))","args":["20","22"],
+  "task_id":"task-native-1","problem_id":"prob-7","problem_version":"v3"}'
+is "$CODE" 200 "language+code: 200"
+is "$(jb .run.stdout)" 42 "language+code: stdout exact (args passed)"
+is "$(jb '[.status, .failure_class] | join(" ")')" "OK none" "language+code: status OK, failure_class none"
+REC=$(body)
+
+# every field of the observation record, with its type
+fields='task_id:string attempt:number sandbox_id:string problem_id:string problem_version:string
+  template:string node:string queued_at:number started_at:number finished_at:number queue_ms:number
+  setup_ms:number exec_ms:number status:string failure_class:string verdict:object run:object'
+missing=""
+for f in $fields; do
+  name=${f%%:*} type=${f##*:}
+  [ "$(jq -r --arg n "$name" '.[$n] | type' <<<"$REC")" = "$type" ] || missing="$missing $name"
+done
+is "$missing" "" "record: every observation field present with its type"
+is "$(jq -r '[.task_id, .problem_id, .problem_version, .template, (.attempt | tostring)] | join(" ")' <<<"$REC")" \
+  "task-native-1 prob-7 v3 python 1" "record: ids echoed, template python, attempt 1"
+is "$(jq -r '.verdict | [has("output"), has("process"), has("resources")] | all' <<<"$REC")" true \
+  "record: verdict has output, process and resources"
+is "$(jq -r '.verdict | [.process, .resources] | join(" ")' <<<"$REC")" "pass pass" "record: verdict process and resources pass"
+like "$(jq -r .sandbox_id <<<"$REC")" '^sb-' "record: sandbox_id ($(jq -r .sandbox_id <<<"$REC"))"
+is "$(jq -r '.run.sandbox_id == .sandbox_id' <<<"$REC")" true "record: run.sandbox_id is the record's"
+is "$(jq -r .node <<<"$REC")" "$(hostname)" "record: node is this host"
+now_ms=$(($(date +%s%N) / 1000000))
+jq -e --argjson now "$now_ms" '.queued_at <= .started_at and .started_at <= .finished_at and
+  .finished_at <= $now and .queued_at > $now - 120000' <<<"$REC" >/dev/null
+ok $? "record: queued_at <= started_at <= finished_at, all wall-clock ms of the last 2 minutes"
+jq -e '.queue_ms >= 0 and .setup_ms >= 0 and .exec_ms > 0 and
+  (.finished_at - .started_at) + 2 >= (.exec_ms + .setup_ms | floor)' <<<"$REC" >/dev/null
+ok $? "record: queue_ms, setup_ms, exec_ms non-negative and setup+exec fit in started..finished"
+missing=""
+for f in status exit_code signal wall_ms cpu_ms memory_peak_bytes stdout stderr stdout_bytes stdout_truncated; do
+  [ "$(jq -r --arg n "$f" '.run | has($n)' <<<"$REC")" = true ] || missing="$missing $f"
+done
+is "$missing" "" "record: run has status, exit_code, signal, wall_ms, cpu_ms, memory_peak_bytes, output"
+is "$(jq -r '.compile' <<<"$REC")" null "record: compile null for python"
+
+# the record is in the store too
+stored=$(sqlite3 "$DB" "SELECT problem_id || ' ' || failure_class FROM attempts WHERE task_id = 'task-native-1'" 2>&1)
+is "$stored" "prob-7 none" "record: stored in --db before the answer"
+
+# --- template + cmd ---------------------------------------------------------------------------------
+post_json /v1/runs '{"template":"python","cmd":["python3","-c","import os; print(os.getcwd(), os.environ.get(\"PYTHONUNBUFFERED\"))"]}'
+is "$CODE" 200 "template+cmd: 200"
+is "$(jb .run.stdout)" "/work 1" "template+cmd: runs in the template (cwd /work, its env)"
+is "$(jb .template)" python "template+cmd: template recorded"
+
+post_json /v1/runs '{"template":"c","files":{"p.c":"#include <stdio.h>\nint main(){puts(\"compiled\");}"},"compile":["gcc","-o","p","p.c"],"cmd":["./p"]}'
+is "$(jb '[.compile.status, .run.status, .run.stdout] | join(" ")')" "OK OK compiled" "template+compile+cmd: compile then run"
+
+# --- shell + files + stdin ------------------------------------------------------------------------
+post_json /v1/runs '{"shell":"cat data/a.txt; tr a-z A-Z; cat /work/abs.txt","files":{"data/a.txt":"file-a\n","/work/abs.txt":"absolute\n"},"stdin":"from stdin\n"}'
+is "$CODE" 200 "shell+files+stdin: 200"
+is "$(jb .run.stdout)" "$(printf 'file-a\nFROM STDIN\nabsolute')" "shell+files+stdin: relative and absolute files, stdin"
+is "$(jb .template)" bash "shell without a template: the bash template"
+
+post_json /v1/runs "{\"shell\":\"cat blob | od -An -tx1 | tr -d ' \\\\n'\",\"files_base64\":{\"blob\":\"$(printf '\000\001\377' | base64)\"}}"
+is "$(jb .run.stdout)" "0001ff" "files_base64: binary file placed exactly"
+
+# --- fetch_files ----------------------------------------------------------------------------------
+post_json /v1/runs '{"shell":"echo result > out.txt; mkdir -p d; printf \"\\000\\001\\002\" > d/b.bin","fetch_files":["out.txt","/work/d/b.bin","nothere"]}'
+is "$(jb '.files["out.txt"]' | base64 -d)" result "fetch_files: a relative path, base64"
+is "$(jb '.files["/work/d/b.bin"]' | base64 -d | od -An -tx1 | tr -d ' \n')" 000102 "fetch_files: an absolute path, binary exact"
+is "$(jb '.files | has("nothere")')" true "fetch_files: a missing file is named"
+is "$(jb '.files["nothere"]')" null "fetch_files: ...with null"
+
+# --- failure classes --------------------------------------------------------------------------
+post_json /v1/runs '{"cmd":["sleep","5"],"limits":{"wall_time":1}}'
+is "$(jb '[.failure_class, .status, .run.status] | join(" ")')" "exec_timeout TO TO" "sleep 5, wall_time 1: exec_timeout, TO"
+is "$(jb .verdict.resources)" fail "exec_timeout: verdict.resources fail"
+w=$(jb .run.wall_ms)
+[[ $w =~ ^[0-9]+$ ]] && [ "$w" -ge 900 ] && [ "$w" -lt 4000 ]
+ok $? "exec_timeout: killed near 1 s (wall_ms $w)"
+
+post_json /v1/runs '{"language":"python","code":"x = bytearray(300 * 1024 * 1024)\nprint(\"allocated\")","limits":{"memory":"64M"}}'
+is "$(jb '[.failure_class, .status] | join(" ")')" "oom ML" "300 MB hog under 64M: failure_class oom, status ML"
+is "$(jb .run.oom_killed)" true "oom: run.oom_killed true"
+peak=$(jb .run.memory_peak_bytes)
+[[ $peak =~ ^[0-9]+$ ]] && [ "$peak" -le $((64 * 1024 * 1024)) ] && [ "$peak" -gt $((32 * 1024 * 1024)) ]
+ok $? "oom: memory_peak_bytes at the 64M limit ($peak)"
+is "$(jb .verdict.resources)" fail "oom: verdict.resources fail"
+
+post_json /v1/runs '{"cmd":["yes"],"limits":{"wall_time":20}}'
+is "$(jb '[.failure_class, .status] | join(" ")')" "output_limit OL" "yes: output_limit, OL"
+is "$(jb .run.stdout_truncated)" true "output_limit: stdout_truncated"
+sz=$(jb '.run.stdout | length')
+[ "$sz" -le $((2 * 1024 * 1024)) ]
+ok $? "output_limit: the answer keeps a bounded part of the output ($sz characters)"
+
+post_json /v1/runs '{"shell":"exit 7"}'
+is "$(jb '[.failure_class, .status, (.run.exit_code | tostring)] | join(" ")')" "none RE 7" "exit 7: failure_class none (the program's own), RE, exit_code 7"
+
+post_json /v1/runs '{"template":"no-such-template","cmd":["true"]}'
+is "$(jb .failure_class)" dependency_missing "an unknown template: dependency_missing"
+like "$(jb .error)" 'no-such-template' "an unknown template: the error names it"
+
+# --- malformed input: 400 naming the field ---------------------------------------------------------
+bad() {  # bad BODY FIELD-REGEX DESCRIPTION
+  post_json /v1/runs "$1"
+  is "$CODE" 400 "$3: 400"
+  like "$(jb '.error // empty')" "$2" "$3: the error names the field"
+}
+bad 'this is { not json' 'not JSON' "body not JSON"
+bad '{"cmd":"ls -l"}' '^cmd' '"cmd" a string, not a list'
+bad '{"cmd":["ls", 3]}' '^cmd\[1\]' '"cmd" with a number in it'
+bad '{"cmd":["true"],"frobnicate":1}' '^frobnicate' "an unknown field"
+bad '{"cmd":["true"],"limits":{"memory":"5X"}}' '^limits\.memory' 'limits.memory "5X"'
+bad '{"cmd":["true"],"limits":{"wal_time":1}}' '^limits\.wal_time' "an unknown field in limits"
+bad '{"cmd":["true"],"priority":"urgent"}' '^priority' 'priority "urgent"'
+bad '{"cmd":["true"],"deadline_ms":-5}' '^deadline_ms' "a negative deadline_ms"
+bad '[1,2,3]' 'request|object' "a JSON array instead of an object"
+
+# --- body size limit ---------------------------------------------------------------------------
+python3 -c 'import json; print(json.dumps({"shell": "true", "stdin": "x" * 100000}))' >"$TMPD/big.json"
+req POST /v1/runs -H 'Content-Type: application/json' --data-binary @"$TMPD/big.json"
+is "$CODE" 413 "a 100 kB body over --max-body 64k: 413"
+like "$(jb .error)" '65536' "413: the error says the limit"
+python3 -c 'import json; print(json.dumps({"shell": "wc -c", "stdin": "x" * 60000}))' >"$TMPD/fits.json"
+req POST /v1/runs -H 'Content-Type: application/json' --data-binary @"$TMPD/fits.json"
+is "$(jb .run.stdout)" 60000 "a 60 kB body under the limit is taken whole"
+
+req GET /healthz
+is "$CODE" 200 "still healthy"
+
+done_testing
