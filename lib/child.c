@@ -523,8 +523,7 @@ static __attribute__((noreturn)) void become_program(const child_cfg *c, const s
 		struct msg_started m = {MSG_STARTED, 0, l};
 		report(errfd, &m, sizeof m);
 	}
-	if (load_filter(c->bpf_base, 0) < 0)
-		goto fail_errno;
+	/* the base filter is already ours: init loaded it once, and filters are inherited */
 	exec_in_path();
 fail_errno:;
 	struct msg_error m = {MSG_EXEC_FAILED, errno, ""};
@@ -736,6 +735,11 @@ static __attribute__((noreturn)) void init_loop(const child_cfg *c)
 	check(sfd, "signalfd");
 	/* nothing in the sandbox may read or write init's memory, nor dump it */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	/* the base policy once, here, for init and everything it will start: a program inherits it
+	 * instead of each exec compiling it into the kernel again (~0.16 ms an exec). Setup is done:
+	 * init needs nothing the policy denies from here on. */
+	if (load_filter(c->bpf_base, 0) < 0)
+		die("load the seccomp policy", errno);
 	struct msg_hdr ready = {MSG_READY};
 	if (send(g_sock, &ready, sizeof ready, MSG_NOSIGNAL) < 0)
 		_exit(1);

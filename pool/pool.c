@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,9 +179,18 @@ static void note_demand(pd_pools *p, pd_pool *pl, uint64_t now)
 		pl->st.peak_in_use = pl->in_use;
 }
 
+/* Background work yields to requests: a refill must not preempt the thread that just acquired.
+ * RESET_ON_FORK: the sandboxes these threads create get ordinary scheduling. */
+static void background_priority(void)
+{
+	struct sched_param sp = {0};
+	sched_setscheduler(0, SCHED_BATCH | SCHED_RESET_ON_FORK, &sp);
+}
+
 static void *builder_main(void *arg)
 {
 	pd_pools *p = arg;
+	background_priority();
 	pthread_mutex_lock(&p->mu);
 	unsigned backoff = 0;
 	while (!p->stop) {
@@ -289,6 +299,7 @@ static void expire_locked(pd_pools *p, uint64_t now)
 static void *reclaimer_main(void *arg)
 {
 	pd_pools *p = arg;
+	background_priority();
 	pthread_mutex_lock(&p->mu);
 	uint64_t next_tick = 0;
 	for (;;) {

@@ -99,9 +99,9 @@ int main(void)
 	is_int(after.cgroups, before.cgroups, "no sandbox cgroup left");
 	is_int(after.procs, 0, "no process in the sandboxes' uid ranges");
 	is_int(after.stage, 0, "staging directory empty");
-	ok(after.netns <= before.netns + 2, "network namespaces back to %ld (now %ld)", before.netns,
+	ok(after.netns <= before.netns + NS_SLACK, "network namespaces back to %ld (now %ld)", before.netns,
 	   after.netns);
-	ok(after.pidns <= before.pidns + 2 && after.userns <= before.userns + 2,
+	ok(after.pidns <= before.pidns + NS_SLACK && after.userns <= before.userns + NS_SLACK,
 	   "pid and user namespaces back (%ld/%ld, now %ld/%ld)", before.pidns, before.userns,
 	   after.pidns, after.userns);
 	pd_ctx_free(c);
