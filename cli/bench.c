@@ -2041,6 +2041,9 @@ static void bench_usage(FILE *f)
 	      "                         costs more until reboot (the kernel sizes each one's\n"
 	      "                         shrinker map by the most superblocks ever alive)\n"
 	      "  --json                 one JSON object with all figures on stdout\n"
+	      "  --http                 instead: the daemon's section (POST /run_code python print(1)\n"
+	      "                         against python3 -c 'print(1)' on the host, GET /healthz);\n"
+	      "                         takes --iterations and --duration\n"
 	      "\n"
 	      "exit status: 0 all operations succeeded; 2 some failed (see the notes);\n"
 	      "             64 bad usage.\n"
@@ -2097,6 +2100,10 @@ static const pd_audit_opts audit_opts = {.enabled = true};
 
 int cmd_bench(int argc, char **argv)
 {
+	/* the daemon's own section: a server, clients and python3, not the lifecycle rows */
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--http"))
+			return cmd_bench_http(argc, argv);
 	static const struct option opts[] = {
 	    {"help", no_argument, 0, 'h'},
 	    {"iterations", required_argument, 0, 'n'},

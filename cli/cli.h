@@ -14,6 +14,8 @@ enum {
 
 int cmd_exec(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+/* paddock bench --http: the daemon against python3 on the host. */
+int cmd_bench_http(int argc, char **argv);
 int cmd_pool(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
 int cmd_serve(int argc, char **argv);

@@ -1,0 +1,243 @@
+/* paddock bench --http: the daemon measured side by side with its floor in one run.
+ *
+ *   floor      python3 -c 'print(1)' spawned and waited on the host
+ *   run_code   POST /run_code {"language":"python","code":"print(1)"} over a keep-alive
+ *              connection to an in-process `paddock serve` on loopback
+ *   healthz    GET /healthz over keep-alive: what the HTTP layer alone costs
+ *
+ * p50/p99 with one client, then throughput with 1 and 2 clients. */
+#define _GNU_SOURCE
+#include "cli.h"
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+typedef struct hconn {
+	int fd;
+	char buf[65536];
+	size_t len;
+} hconn;
+
+static int hconnect(hconn *c, int port)
+{
+	c->len = 0;
+	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	int one = 1;
+	setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	return connect(c->fd, (struct sockaddr *)&sa, sizeof sa);
+}
+
+/* One request on a keep-alive connection; returns the status code, body in c->buf. */
+static int hrequest(hconn *c, const char *method, const char *path, const char *body)
+{
+	char head[512];
+	size_t bl = body ? strlen(body) : 0;
+	int hl = snprintf(head, sizeof head,
+			  "%s %s HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+			  "Content-Length: %zu\r\n\r\n",
+			  method, path, bl);
+	if (write(c->fd, head, (size_t)hl) != hl || (bl && write(c->fd, body, bl) != (ssize_t)bl))
+		return -1;
+	c->len = 0;
+	for (;;) {
+		ssize_t n = read(c->fd, c->buf + c->len, sizeof c->buf - 1 - c->len);
+		if (n <= 0)
+			return -1;
+		c->len += (size_t)n;
+		c->buf[c->len] = 0;
+		char *end = strstr(c->buf, "\r\n\r\n");
+		if (!end)
+			continue;
+		char *cl = strcasestr(c->buf, "Content-Length:");
+		size_t want = cl && cl < end ? strtoul(cl + 15, NULL, 10) : 0;
+		size_t have = c->len - (size_t)(end + 4 - c->buf);
+		if (have >= want) {
+			int status = atoi(c->buf + 9);
+			memmove(c->buf, end + 4, have);
+			c->buf[have] = 0;
+			return status;
+		}
+		if (c->len >= sizeof c->buf - 1)
+			return -1;
+	}
+}
+
+typedef enum { OP_FLOOR, OP_RUN_CODE, OP_HEALTHZ } op_kind;
+
+static const char run_code_body[] = "{\"language\":\"python\",\"code\":\"print(1)\"}";
+
+/* One operation; true if it succeeded. */
+static bool op(op_kind k, hconn *c)
+{
+	if (k == OP_FLOOR) {
+		static char py[] = "python3", dc[] = "-c", prog[] = "print(1)";
+		char *argv[] = {py, dc, prog, NULL};
+		pid_t pid;
+		posix_spawn_file_actions_t fa;
+		posix_spawn_file_actions_init(&fa);
+		posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+		/* the interpreter the sandbox runs, not whatever python3 PATH finds first */
+		int rc = posix_spawn(&pid, "/usr/bin/python3", &fa, NULL, argv, environ);
+		posix_spawn_file_actions_destroy(&fa);
+		int st;
+		return rc == 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	}
+	if (k == OP_RUN_CODE)
+		return hrequest(c, "POST", "/run_code", run_code_body) == 200 &&
+		       strstr(c->buf, "\"status\":\"Success\"") && strstr(c->buf, "\"stdout\":\"1\\n\"");
+	return hrequest(c, "GET", "/healthz", NULL) == 200;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+typedef struct tput {
+	op_kind k;
+	int port;
+	double secs;
+	uint64_t ok, bad;
+} tput;
+
+static void *tput_main(void *arg)
+{
+	tput *t = arg;
+	hconn c;
+	if (t->k != OP_FLOOR && hconnect(&c, t->port) < 0)
+		return NULL;
+	uint64_t end = pd_now_us() + (uint64_t)(t->secs * 1e6);
+	while (pd_now_us() < end) {
+		if (op(t->k, &c))
+			t->ok++;
+		else
+			t->bad++;
+	}
+	if (t->k != OP_FLOOR)
+		close(c.fd);
+	return NULL;
+}
+
+static double throughput(op_kind k, int port, int clients, double secs, uint64_t *bad)
+{
+	tput t[8];
+	pthread_t th[8];
+	for (int i = 0; i < clients; i++) {
+		t[i] = (tput){k, port, secs, 0, 0};
+		pthread_create(&th[i], NULL, tput_main, &t[i]);
+	}
+	uint64_t ok = 0;
+	for (int i = 0; i < clients; i++) {
+		pthread_join(th[i], NULL);
+		ok += t[i].ok;
+		*bad += t[i].bad;
+	}
+	return ok / secs;
+}
+
+int cmd_bench_http(int argc, char **argv)
+{
+	int iterations = 100;
+	double secs = 3;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--iterations") && i + 1 < argc)
+			iterations = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--duration") && i + 1 < argc)
+			secs = atof(argv[++i]);
+	}
+	if (iterations < 10 || iterations > 100000 || secs <= 0 || secs > 600) {
+		cli_error("bench --http: --iterations 10..100000, --duration 0..600 s");
+		return EXIT_USAGE;
+	}
+	pd_log_enable(false);
+	char db[] = "/tmp/paddock-bench-http-XXXXXX";
+	int dfd = mkstemp(db);
+	if (dfd >= 0)
+		close(dfd);
+	pd_server_opts o = {0};
+	o.listen = "127.0.0.1:0";
+	o.db_path = db;
+	o.warm = 4;
+	pd_err e = {0};
+	pd_server *s = pd_server_start(&o, &e);
+	if (!s) {
+		cli_error("%s", e.msg);
+		unlink(db);
+		return EXIT_PADDOCK_FAILED;
+	}
+	int port = atoi(strrchr(pd_server_address(s), ':') + 1);
+	sleep(1); /* let the pools warm */
+	printf("paddock bench --http — %ld CPUs, %d iterations, %.0f s per throughput cell, daemon on %s\n\n",
+	       sysconf(_SC_NPROCESSORS_ONLN), iterations, secs, pd_server_address(s));
+	printf("%-44s %8s %8s %10s %10s %10s %6s\n", "case", "p50 ms", "p99 ms", "ops/s 1c", "ops/s 2c",
+	       "x floor", "fails");
+	static const char *const names[] = {"floor: /usr/bin/python3 -c 'print(1)'",
+					    "POST /run_code python print(1)", "GET /healthz (keep-alive)"};
+	double p50[3] = {0}, t2[3] = {0};
+	int rc = 0;
+	for (int k = 0; k < 3; k++) {
+		hconn c;
+		if (k != OP_FLOOR && hconnect(&c, port) < 0) {
+			cli_error("connect: %s", strerror(errno));
+			rc = EXIT_PADDOCK_FAILED;
+			break;
+		}
+		double *lat = calloc((size_t)iterations, sizeof *lat);
+		uint64_t bad = 0;
+		for (int i = 0; i < 5; i++)
+			op((op_kind)k, &c); /* warm-up */
+		for (int i = 0; i < iterations; i++) {
+			uint64_t t0 = pd_now_us();
+			if (!op((op_kind)k, &c))
+				bad++;
+			lat[i] = (pd_now_us() - t0) / 1000.0;
+		}
+		if (k != OP_FLOOR)
+			close(c.fd);
+		qsort(lat, (size_t)iterations, sizeof *lat, cmp_double);
+		p50[k] = lat[iterations / 2];
+		double p99 = lat[(int)ceil(iterations * 0.99) - 1];
+		double t1 = throughput((op_kind)k, port, 1, secs, &bad);
+		t2[k] = throughput((op_kind)k, port, 2, secs, &bad);
+		char ratio[32] = "1.00";
+		if (k == OP_RUN_CODE)
+			snprintf(ratio, sizeof ratio, "%.2f", t2[0] > 0 ? t2[k] / t2[0] : 0);
+		else if (k == OP_HEALTHZ)
+			snprintf(ratio, sizeof ratio, "—");
+		printf("%-44s %8.2f %8.2f %10.0f %10.0f %10s %6llu\n", names[k], p50[k], p99, t1, t2[k], ratio,
+		       (unsigned long long)bad);
+		if (bad)
+			rc = EXIT_PADDOCK_FAILED;
+		free(lat);
+	}
+	if (p50[0] > 0)
+		printf("\n  /run_code p50 = %.2fx the floor's p50 (issue target <= 1.3x); throughput at 2 "
+		       "clients = %.2fx the floor's (target >= 0.8x)\n",
+		       p50[1] / p50[0], t2[0] > 0 ? t2[1] / t2[0] : 0);
+	pd_server_stop(s);
+	unlink(db);
+	char wal[64];
+	snprintf(wal, sizeof wal, "%s-wal", db);
+	unlink(wal);
+	snprintf(wal, sizeof wal, "%s-shm", db);
+	unlink(wal);
+	return rc;
+}
