@@ -105,6 +105,11 @@ run: all
 	$(BIN)/paddock run -j 4 examples/requests.jsonl -o $(BUILD)/results.jsonl
 	@echo "results: $(BUILD)/results.jsonl (one JSON record per request)"
 
+# libFuzzer on every parser of untrusted bytes, FUZZ_SECONDS each (clang)
+FUZZ_SECONDS ?= 60
+fuzz:
+	$(MAKE) -C fuzz run FUZZ_SECONDS=$(FUZZ_SECONDS)
+
 examples: all
 	@examples/run
 
