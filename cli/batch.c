@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,20 +193,6 @@ static void *worker(void *arg)
 	}
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double pct(const double *v, size_t n, double p)
-{
-	if (!n)
-		return 0;
-	size_t i = (size_t)ceil(p / 100.0 * (double)n);
-	return v[i ? i - 1 : 0];
-}
-
 static void batch_usage(FILE *f)
 {
 	fputs("usage: paddock batch [--templates FILE] [-j N] [--warm N] [-o OUT] [REQUESTS.jsonl|-]\n"
@@ -350,11 +335,7 @@ int cmd_batch(int argc, char **argv)
 		pthread_mutex_lock(&b.mu);
 		size_t done = b.done;
 		pthread_mutex_unlock(&b.mu);
-		double secs = (pd_now_us() - b.t0) / 1e6, rate = secs > 0 ? done / secs : 0;
-		int width = 30, fill = b.n ? (int)(width * done / b.n) : width;
-		fprintf(stderr, "\r[%.*s%*s] %zu/%zu  %.1f/s  ETA %.0fs ", fill,
-			"==============================", width - fill, "", done, b.n, rate,
-			rate > 0 ? (double)(b.n - done) / rate : 0.0);
+		cli_progress(done, b.n, b.t0);
 		if (done >= b.n)
 			break;
 		usleep(200000);
@@ -368,12 +349,12 @@ int cmd_batch(int argc, char **argv)
 	size_t ran = 0;
 	for (int s = 0; s < 7; s++)
 		ran += b.status_count[s];
-	qsort(b.lat_ms, ran, sizeof *b.lat_ms, cmp_double);
+	cli_sort_latencies(b.lat_ms, ran);
 	fprintf(stderr,
 		"paddock batch: %zu requests in %.2f s (%.1f/s), %ld workers; latency p50 %.1f ms, "
 		"p90 %.1f ms, p99 %.1f ms; pool hits %llu of %zu\n",
-		b.n, secs, secs > 0 ? b.n / secs : 0, jobs, pct(b.lat_ms, ran, 50), pct(b.lat_ms, ran, 90),
-		pct(b.lat_ms, ran, 99), (unsigned long long)b.hits, ran);
+		b.n, secs, secs > 0 ? b.n / secs : 0, jobs, cli_percentile(b.lat_ms, ran, 50), cli_percentile(b.lat_ms, ran, 90),
+		cli_percentile(b.lat_ms, ran, 99), (unsigned long long)b.hits, ran);
 	fprintf(stderr, "  status:");
 	for (int s = 0; s < 7; s++)
 		fprintf(stderr, " %s %llu", pd_status_name((pd_status)s), (unsigned long long)b.status_count[s]);

@@ -28,6 +28,12 @@ int cli_load_templates(const char *file, struct pd_template **t, size_t *n);
 /* Prints the pools' state as a table or JSON lines. */
 void cli_print_pools(struct pd_pools *p, const struct pd_template *t, size_t n, bool json);
 
+/* A progress line on stderr ("\r[====  ] done/total  rate/s  ETA"). */
+void cli_progress(size_t done, size_t total, uint64_t t0_us);
+/* Sorts latencies; then the p-th percentile (nearest rank) of the sorted values. */
+void cli_sort_latencies(double *v, size_t n);
+double cli_percentile(const double *sorted, size_t n, double p);
+
 /* Prints "paddock: <msg>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,20 +55,6 @@ static void line_done(pd_job *j, void *arg)
 	free(text);
 	pd_job_free(j);
 	free(lc);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double pct(const double *v, size_t n, double p)
-{
-	if (!n)
-		return 0;
-	size_t i = (size_t)ceil(p / 100.0 * (double)n);
-	return v[i ? i - 1 : 0];
 }
 
 static void run_usage(FILE *f)
@@ -297,13 +282,8 @@ int cmd_run(int argc, char **argv)
 	bool tty = !quiet && isatty(STDERR_FILENO);
 	pthread_mutex_lock(&st.mu);
 	while (st.done < st.total) {
-		if (tty) {
-			double secs = (pd_now_us() - t0) / 1e6, rate = secs > 0 ? st.done / secs : 0;
-			int width = 30, fill = st.total ? (int)(width * st.done / st.total) : width;
-			fprintf(stderr, "\r[%.*s%*s] %zu/%zu  %.1f/s  ETA %.0fs   ", fill,
-				"==============================", width - fill, "", st.done, st.total, rate,
-				rate > 0 ? (double)(st.total - st.done) / rate : 0.0);
-		}
+		if (tty)
+			cli_progress(st.done, st.total, t0);
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += 200000000;
@@ -318,10 +298,10 @@ int cmd_run(int argc, char **argv)
 	if (tty)
 		fputc('\n', stderr);
 	pd_sched_drain(sched);
-	qsort(st.lat, st.nlat, sizeof *st.lat, cmp_double);
+	cli_sort_latencies(st.lat, st.nlat);
 	fprintf(stderr, "paddock run: %zu requests in %.2f s: %.1f/s; latency from submission (queue included) p50 %.0f ms, p90 %.0f ms, p99 %.0f ms\n",
-		n + bad, secs, secs > 0 ? (n + bad) / secs : 0.0, pct(st.lat, st.nlat, 50), pct(st.lat, st.nlat, 90),
-		pct(st.lat, st.nlat, 99));
+		n + bad, secs, secs > 0 ? (n + bad) / secs : 0.0, cli_percentile(st.lat, st.nlat, 50), cli_percentile(st.lat, st.nlat, 90),
+		cli_percentile(st.lat, st.nlat, 99));
 	fprintf(stderr, "  status:");
 	for (int s = 0; s < 7; s++)
 		fprintf(stderr, " %s %llu", pd_status_name((pd_status)s), (unsigned long long)st.status[s]);

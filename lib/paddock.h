@@ -259,6 +259,10 @@ int pd_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd_result
 int pd_parse_size(const char *s, uint64_t *out);
 /* Parses "1.5", "2s", "250ms" into milliseconds. Returns 0 or -1. */
 int pd_parse_duration_ms(const char *s, uint64_t *out);
+/* Base64 (files in requests and templates). Encode returns a malloc'd string; decode fills *out
+ * (malloc'd, NUL-terminated) and returns 0, or -1 on a character outside base64. */
+char *pd_b64_encode(const char *data, size_t len);
+int pd_b64_decode(const char *in, char **out, size_t *len);
 /* Monotonic clock in microseconds. */
 uint64_t pd_now_us(void);
 

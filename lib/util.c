@@ -242,3 +242,68 @@ int pd_parse_duration_ms(const char *s, uint64_t *out)
 	*out = (uint64_t)(ms + 0.5);
 	return 0;
 }
+
+/* Base64: standard alphabet out; standard or URL-safe in, padding optional. */
+
+char *pd_b64_encode(const char *data, size_t len)
+{
+	static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	char *out = malloc((len + 2) / 3 * 4 + 1);
+	if (!out)
+		return NULL;
+	const unsigned char *u = (const unsigned char *)data;
+	size_t o = 0, i = 0;
+	for (; i + 2 < len; i += 3) {
+		unsigned v = (unsigned)u[i] << 16 | (unsigned)u[i + 1] << 8 | u[i + 2];
+		out[o++] = t[v >> 18];
+		out[o++] = t[(v >> 12) & 63];
+		out[o++] = t[(v >> 6) & 63];
+		out[o++] = t[v & 63];
+	}
+	if (i < len) {
+		unsigned v = (unsigned)u[i] << 16 | (i + 1 < len ? (unsigned)u[i + 1] << 8 : 0);
+		out[o++] = t[v >> 18];
+		out[o++] = t[(v >> 12) & 63];
+		out[o++] = i + 1 < len ? t[(v >> 6) & 63] : '=';
+		out[o++] = '=';
+	}
+	out[o] = 0;
+	return out;
+}
+
+int pd_b64_decode(const char *in, char **out, size_t *len)
+{
+	size_t n = strlen(in);
+	char *buf = malloc(n / 4 * 3 + 4);
+	if (!buf)
+		return -1;
+	size_t o = 0;
+	unsigned acc = 0;
+	int bits = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)in[i];
+		int v = ch >= 'A' && ch <= 'Z'   ? ch - 'A'
+			: ch >= 'a' && ch <= 'z' ? ch - 'a' + 26
+			: ch >= '0' && ch <= '9' ? ch - '0' + 52
+			: ch == '+' || ch == '-' ? 62
+			: ch == '/' || ch == '_' ? 63
+						 : -1;
+		if (ch == '=' || ch == '\n' || ch == '\r')
+			continue;
+		if (v < 0) {
+			free(buf);
+			return -1;
+		}
+		acc = (acc << 6) | (unsigned)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			buf[o++] = (char)((acc >> bits) & 0xff);
+		}
+	}
+	buf[o] = 0;
+	*out = buf;
+	*len = o;
+	return 0;
+}
+

@@ -409,39 +409,35 @@ fail:
 	return NULL;
 }
 
+/* Every sandbox held ready goes to the reclaimer, which drains its queue before it stops. */
+static void drain_ready_locked(pd_pools *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		pd_pool *pl = &p->pools[i];
+		while (pl->ready) {
+			pd_entry *en = pl->ready;
+			pl->ready = en->next;
+			pl->nready--;
+			pd_pool_reclaim_locked(p, pl, en->sb);
+			free(en);
+		}
+	}
+}
+
 void pd_pools_free(pd_pools *p)
 {
 	if (!p)
 		return;
 	pthread_mutex_lock(&p->mu);
 	p->stop = true;
-	/* every sandbox still held ready goes to the reclaimer, which drains before it stops */
-	for (size_t i = 0; i < p->n; i++) {
-		pd_pool *pl = &p->pools[i];
-		while (pl->ready) {
-			pd_entry *en = pl->ready;
-			pl->ready = en->next;
-			pl->nready--;
-			pd_pool_reclaim_locked(p, pl, en->sb);
-			free(en);
-		}
-	}
+	drain_ready_locked(p);
 	pthread_cond_broadcast(&p->cv_builder);
 	pthread_cond_broadcast(&p->cv_reclaimer);
 	pthread_mutex_unlock(&p->mu);
 	pthread_join(p->builder, NULL);
 	/* the builder may have finished one more sandbox after the drain above */
 	pthread_mutex_lock(&p->mu);
-	for (size_t i = 0; i < p->n; i++) {
-		pd_pool *pl = &p->pools[i];
-		while (pl->ready) {
-			pd_entry *en = pl->ready;
-			pl->ready = en->next;
-			pl->nready--;
-			pd_pool_reclaim_locked(p, pl, en->sb);
-			free(en);
-		}
-	}
+	drain_ready_locked(p);
 	pthread_cond_broadcast(&p->cv_reclaimer);
 	pthread_mutex_unlock(&p->mu);
 	pthread_join(p->reclaimer, NULL);

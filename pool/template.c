@@ -151,52 +151,6 @@ static int parse_limits(json_t *o, const char *where, pd_limits *l, pd_err *e)
 	return 0;
 }
 
-static int b64val(int ch)
-{
-	if (ch >= 'A' && ch <= 'Z')
-		return ch - 'A';
-	if (ch >= 'a' && ch <= 'z')
-		return ch - 'a' + 26;
-	if (ch >= '0' && ch <= '9')
-		return ch - '0' + 52;
-	if (ch == '+' || ch == '-')
-		return 62;
-	if (ch == '/' || ch == '_')
-		return 63;
-	return -1;
-}
-
-/* Standard or URL-safe base64, padding optional. */
-static int b64decode(const char *in, char **out, size_t *len)
-{
-	size_t n = strlen(in);
-	char *buf = malloc(n / 4 * 3 + 4);
-	if (!buf)
-		return -1;
-	size_t o = 0;
-	unsigned acc = 0;
-	int bits = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (in[i] == '=' || in[i] == '\n' || in[i] == '\r')
-			continue;
-		int v = b64val((unsigned char)in[i]);
-		if (v < 0) {
-			free(buf);
-			return -1;
-		}
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			buf[o++] = (char)((acc >> bits) & 0xff);
-		}
-	}
-	buf[o] = 0;
-	*out = buf;
-	*len = o;
-	return 0;
-}
-
 static int dup_str(char **dst, const char *s, const char *where, pd_err *e)
 {
 	*dst = strdup(s);
@@ -335,7 +289,7 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 				snprintf(w, sizeof w, "%s.content_base64", fw);
 				if (need_string(c64, w, &s, e) < 0)
 					return -1;
-				if (b64decode(s, &tf->data, &tf->len) < 0)
+				if (pd_b64_decode(s, &tf->data, &tf->len) < 0)
 					return pd_fail(e, EINVAL, "%s: not valid base64", w);
 			}
 			json_t *m = json_object_get(f, "mode");

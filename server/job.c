@@ -68,70 +68,6 @@ const pd_language *pd_language_find(const char *name)
 	return NULL;
 }
 
-/* ---- base64 ---------------------------------------------------------------------------------- */
-
-char *pd_b64_encode(const char *data, size_t len)
-{
-	static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	char *out = malloc((len + 2) / 3 * 4 + 1);
-	if (!out)
-		return NULL;
-	const unsigned char *u = (const unsigned char *)data;
-	size_t o = 0, i = 0;
-	for (; i + 2 < len; i += 3) {
-		unsigned v = (unsigned)u[i] << 16 | (unsigned)u[i + 1] << 8 | u[i + 2];
-		out[o++] = t[v >> 18];
-		out[o++] = t[(v >> 12) & 63];
-		out[o++] = t[(v >> 6) & 63];
-		out[o++] = t[v & 63];
-	}
-	if (i < len) {
-		unsigned v = (unsigned)u[i] << 16 | (i + 1 < len ? (unsigned)u[i + 1] << 8 : 0);
-		out[o++] = t[v >> 18];
-		out[o++] = t[(v >> 12) & 63];
-		out[o++] = i + 1 < len ? t[(v >> 6) & 63] : '=';
-		out[o++] = '=';
-	}
-	out[o] = 0;
-	return out;
-}
-
-int pd_b64_decode(const char *in, char **out, size_t *len)
-{
-	size_t n = strlen(in);
-	char *buf = malloc(n / 4 * 3 + 4);
-	if (!buf)
-		return -1;
-	size_t o = 0;
-	unsigned acc = 0;
-	int bits = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)in[i];
-		int v = ch >= 'A' && ch <= 'Z'   ? ch - 'A'
-			: ch >= 'a' && ch <= 'z' ? ch - 'a' + 26
-			: ch >= '0' && ch <= '9' ? ch - '0' + 52
-			: ch == '+' || ch == '-' ? 62
-			: ch == '/' || ch == '_' ? 63
-						 : -1;
-		if (ch == '=' || ch == '\n' || ch == '\r')
-			continue;
-		if (v < 0) {
-			free(buf);
-			return -1;
-		}
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			buf[o++] = (char)((acc >> bits) & 0xff);
-		}
-	}
-	buf[o] = 0;
-	*out = buf;
-	*len = o;
-	return 0;
-}
-
 /* ---- jobs ------------------------------------------------------------------------------------ */
 
 pd_job *pd_job_new(void)
@@ -246,6 +182,41 @@ static int set_language(pd_job *j, const char *lang, const char *code, size_t co
 		return pd_fail(e, ENOMEM, "run");
 	free(j->cwd);
 	j->cwd = strdup("/work");
+	return 0;
+}
+
+/* "stdin": a string fed to the run step (null or absent: none). */
+static int parse_stdin(pd_job *j, json_t *in, pd_err *e)
+{
+	if (!in || json_is_null(in))
+		return 0;
+	if (!json_is_string(in))
+		return pd_fail(e, EINVAL, "stdin: must be a string");
+	j->run.stdin_len = json_string_length(in);
+	j->run.stdin_data = malloc(j->run.stdin_len + 1);
+	if (!j->run.stdin_data)
+		return pd_fail(e, ENOMEM, "stdin");
+	memcpy(j->run.stdin_data, json_string_value(in), j->run.stdin_len + 1);
+	return 0;
+}
+
+/* "fetch_files": paths to return after the run. */
+static int parse_fetch(pd_job *j, json_t *fetch, pd_err *e)
+{
+	if (!fetch || json_is_null(fetch))
+		return 0;
+	if (!json_is_array(fetch) || json_array_size(fetch) > 64)
+		return pd_fail(e, EINVAL, "fetch_files: must be a list of at most 64 paths");
+	j->fetch = calloc(json_array_size(fetch) + 1, sizeof *j->fetch);
+	if (!j->fetch)
+		return pd_fail(e, ENOMEM, "fetch_files");
+	size_t i;
+	json_t *v;
+	json_array_foreach(fetch, i, v) {
+		if (!json_is_string(v))
+			return pd_fail(e, EINVAL, "fetch_files[%zu]: must be a string", i);
+		j->fetch[j->nfetch++] = strdup(json_string_value(v));
+	}
 	return 0;
 }
 
@@ -475,20 +446,8 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 			}
 		}
 	}
-	json_t *in = json_object_get(req, "stdin");
-	if (in) {
-		if (!json_is_string(in)) {
-			pd_fail(e, EINVAL, "stdin: must be a string");
-			goto fail;
-		}
-		j->run.stdin_len = json_string_length(in);
-		j->run.stdin_data = malloc(j->run.stdin_len + 1);
-		if (!j->run.stdin_data) {
-			pd_fail(e, ENOMEM, "stdin");
-			goto fail;
-		}
-		memcpy(j->run.stdin_data, json_string_value(in), j->run.stdin_len + 1);
-	}
+	if (parse_stdin(j, json_object_get(req, "stdin"), e) < 0)
+		goto fail;
 	json_t *lim = json_object_get(req, "limits");
 	if (lim) {
 		if (!json_is_object(lim)) {
@@ -551,22 +510,8 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 		free(j->cwd);
 		j->cwd = strdup(json_string_value(cwd));
 	}
-	json_t *fetch = json_object_get(req, "fetch_files");
-	if (fetch) {
-		if (!json_is_array(fetch) || json_array_size(fetch) > 64) {
-			pd_fail(e, EINVAL, "fetch_files: must be a list of at most 64 paths");
-			goto fail;
-		}
-		j->fetch = calloc(json_array_size(fetch) + 1, sizeof *j->fetch);
-		size_t i;
-		json_array_foreach(fetch, i, v) {
-			if (!json_is_string(v)) {
-				pd_fail(e, EINVAL, "fetch_files[%zu]: must be a string", i);
-				goto fail;
-			}
-			j->fetch[j->nfetch++] = strdup(json_string_value(v));
-		}
-	}
+	if (parse_fetch(j, json_object_get(req, "fetch_files"), e) < 0)
+		goto fail;
 	if (common_ids(j, req, e) < 0)
 		goto fail;
 	return j;
@@ -624,16 +569,8 @@ pd_job *pd_job_from_run_code(json_t *req, pd_err *e)
 			j->memory_bytes = (uint64_t)(mb * 1048576.0);
 		}
 	}
-	json_t *in = json_object_get(req, "stdin");
-	if (in && !json_is_null(in)) {
-		if (!json_is_string(in)) {
-			pd_fail(e, EINVAL, "stdin: must be a string");
-			goto fail;
-		}
-		j->run.stdin_len = json_string_length(in);
-		j->run.stdin_data = malloc(j->run.stdin_len + 1);
-		memcpy(j->run.stdin_data, json_string_value(in), j->run.stdin_len + 1);
-	}
+	if (parse_stdin(j, json_object_get(req, "stdin"), e) < 0)
+		goto fail;
 	json_t *files = json_object_get(req, "files");
 	if (files && !json_is_null(files)) {
 		if (!json_is_object(files)) {
@@ -661,23 +598,8 @@ pd_job *pd_job_from_run_code(json_t *req, pd_err *e)
 			}
 		}
 	}
-	json_t *fetch = json_object_get(req, "fetch_files");
-	if (fetch && !json_is_null(fetch)) {
-		if (!json_is_array(fetch) || json_array_size(fetch) > 64) {
-			pd_fail(e, EINVAL, "fetch_files: must be a list of at most 64 paths");
-			goto fail;
-		}
-		j->fetch = calloc(json_array_size(fetch) + 1, sizeof *j->fetch);
-		size_t i;
-		json_t *v;
-		json_array_foreach(fetch, i, v) {
-			if (!json_is_string(v)) {
-				pd_fail(e, EINVAL, "fetch_files[%zu]: must be a string", i);
-				goto fail;
-			}
-			j->fetch[j->nfetch++] = strdup(json_string_value(v));
-		}
-	}
+	if (parse_fetch(j, json_object_get(req, "fetch_files"), e) < 0)
+		goto fail;
 	if (common_ids(j, req, e) < 0)
 		goto fail;
 	return j;

@@ -112,9 +112,6 @@ json_t *pd_job_to_json(const pd_job *j);
 json_t *pd_job_to_run_code(const pd_job *j);
 /* Piston response. */
 json_t *pd_job_to_piston(const pd_job *j);
-/* Base64 helpers for files. */
-char *pd_b64_encode(const char *data, size_t len);
-int pd_b64_decode(const char *in, char **out, size_t *len);
 
 /* Runs a job's attempts (retrying infrastructure failures) in sandboxes from the pools. */
 void pd_job_execute(pd_pools *pools, pd_job *j, unsigned max_retries);
