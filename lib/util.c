@@ -15,17 +15,35 @@
 #include <time.h>
 #include <unistd.h>
 
+/* A message cut at the end of its buffer must not end inside a UTF-8 sequence: messages quote
+ * clients' strings and go into JSON, where jansson refuses a text that is not UTF-8. */
+static void trim_cut_utf8(char *s)
+{
+	size_t n = strlen(s), i = n;
+	while (i > 0 && n - i < 3 && ((unsigned char)s[i - 1] & 0xc0) == 0x80)
+		i--;
+	if (i == 0)
+		return;
+	unsigned char lead = (unsigned char)s[i - 1];
+	size_t need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+	if (lead >= 0xc0 && n - (i - 1) < need)
+		s[i - 1] = 0;
+}
+
 int pd_fail(pd_err *e, int code, const char *fmt, ...)
 {
 	if (e) {
 		va_list ap;
 		va_start(ap, fmt);
-		vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+		int len = vsnprintf(e->msg, sizeof e->msg, fmt, ap);
 		va_end(ap);
+		if (len >= (int)sizeof e->msg)
+			trim_cut_utf8(e->msg);
 		e->code = code ? code : EIO;
 		if (code) {
 			size_t n = strlen(e->msg);
-			snprintf(e->msg + n, sizeof e->msg - n, ": %s", strerror(code));
+			if (snprintf(e->msg + n, sizeof e->msg - n, ": %s", strerror(code)) >= (int)(sizeof e->msg - n))
+				trim_cut_utf8(e->msg);
 		}
 	}
 	errno = code ? code : EIO;
@@ -187,11 +205,14 @@ int pd_parse_size(const char *s, uint64_t *out)
 		return -1;
 	double frac = 0;
 	if (*end == '.') {
-		char *fe;
-		frac = strtod(end, &fe);
-		if (fe == end)
+		/* digits only: strtod would also take an exponent, and "1.5e3" would be 1 + 1500 */
+		size_t nd = strspn(end + 1, "0123456789");
+		char digits[32] = "0.";
+		if (!nd)
 			return -1;
-		end = fe;
+		memcpy(digits + 2, end + 1, nd < sizeof digits - 3 ? nd : sizeof digits - 3);
+		frac = strtod(digits, NULL);
+		end += 1 + nd;
 	}
 	uint64_t mul = 1;
 	switch (tolower((unsigned char)*end)) {
@@ -213,7 +234,7 @@ int pd_parse_size(const char *s, uint64_t *out)
 		return -1;
 	uint64_t r = (uint64_t)whole * mul;
 	double fr = frac * (double)mul;
-	if (fr >= (double)(UINT64_MAX - r))
+	if (fr >= 1 && fr >= (double)(UINT64_MAX - r)) /* (below 1, it adds nothing: UINT64_MAX fits) */
 		return -1;
 	*out = r + (uint64_t)fr;
 	return 0;
@@ -228,6 +249,10 @@ int pd_parse_duration_ms(const char *s, uint64_t *out)
 	double v = strtod(s, &end);
 	if (errno || end == s || v < 0)
 		return -1;
+	/* decimal only: strtod also reads hex ("0x10" would be 16 s) */
+	for (const char *p = s; p < end; p++)
+		if (!strchr("0123456789.eE+-", *p))
+			return -1;
 	double ms;
 	if (!*end || !strcmp(end, "s"))
 		ms = v * 1000.0;

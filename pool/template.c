@@ -66,7 +66,8 @@ static int get_size(json_t *v, const char *where, uint64_t *out, pd_err *e)
 
 static int get_duration(json_t *v, const char *where, uint64_t *out, pd_err *e)
 {
-	if (json_is_number(v) && json_number_value(v) >= 0) {
+	/* at most 10^12 s, as pd_parse_duration_ms: a larger double does not convert to uint64_t */
+	if (json_is_number(v) && json_number_value(v) >= 0 && json_number_value(v) <= 1e12) {
 		*out = (uint64_t)(json_number_value(v) * 1000.0 + 0.5);
 		return 0;
 	}

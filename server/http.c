@@ -150,10 +150,11 @@ static void set_error(req *r, int status, const char *fmt, ...)
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	json_t *j = json_object();
-	json_object_set_new(j, "error", json_string(msg));
+	/* pd_json_text: msg may quote a client's bytes (jansson's "invalid escape near '\xc3'") */
+	json_object_set_new(j, "error", pd_json_text(msg));
 	/* Piston's clients read "message" */
 	if (r->k == K_PISTON)
-		json_object_set_new(j, "message", json_string(msg));
+		json_object_set_new(j, "message", pd_json_text(msg));
 	set_json(r, status, j);
 }
 
@@ -189,7 +190,7 @@ static void job_done(pd_job *j, void *arg)
 	if (r->k == K_PISTON && j->failure == PD_F_DEPENDENCY) {
 		json_decref(out);
 		out = json_object();
-		json_object_set_new(out, "message", json_string(j->error));
+		json_object_set_new(out, "message", pd_json_text(j->error));
 		status = 400;
 	}
 	set_json(r, status, out);

@@ -283,8 +283,10 @@ static int common_ids(pd_job *j, json_t *req, pd_err *e)
 	}
 	json_t *d = json_object_get(req, "deadline_ms");
 	if (d && !json_is_null(d)) {
-		if (!json_is_integer(d) || json_integer_value(d) <= 0)
-			return pd_fail(e, EINVAL, "deadline_ms: must be a positive whole number of milliseconds");
+		/* bounded: pd_now_us() + 2^62 ms * 1000 would wrap into a deadline already past */
+		if (!json_is_integer(d) || json_integer_value(d) <= 0 || json_integer_value(d) > 31536000000LL)
+			return pd_fail(e, EINVAL,
+				       "deadline_ms: must be a positive whole number of milliseconds, at most a year");
 		j->deadline_us = pd_now_us() + (uint64_t)json_integer_value(d) * 1000;
 	}
 	return 0;
@@ -562,8 +564,8 @@ pd_job *pd_job_from_run_code(json_t *req, pd_err *e)
 		}
 		double mb = json_number_value(mem);
 		if (mb > 0) {
-			if (mb < 4) {
-				pd_fail(e, EINVAL, "memory_limit_MB: at least 4");
+			if (mb < 4 || mb > 16777216) {
+				pd_fail(e, EINVAL, "memory_limit_MB: from 4 to 16777216 (16 TiB)");
 				goto fail;
 			}
 			j->memory_bytes = (uint64_t)(mb * 1048576.0);
@@ -696,12 +698,15 @@ pd_job *pd_job_from_piston(json_t *req, pd_err *e)
 	j->run.wall_ms = 3000;
 	for (size_t k = 0; k < 4; k++) {
 		json_t *v = json_object_get(req, t[k].key);
-		if (!v || json_is_null(v) || (json_is_integer(v) && json_integer_value(v) < 0))
+		if (!v || json_is_null(v))
 			continue;
-		if (!json_is_number(v)) {
-			pd_fail(e, EINVAL, "%s: must be milliseconds", t[k].key);
+		/* a double outside 0..2^64 does not convert to uint64_t (undefined): bound it first */
+		if (!json_is_number(v) || json_number_value(v) > 86400000) {
+			pd_fail(e, EINVAL, "%s: must be milliseconds, at most 86400000", t[k].key);
 			goto fail;
 		}
+		if (json_number_value(v) < 0)
+			continue; /* -1 (any negative): Piston's default */
 		*(uint64_t *)((char *)j + t[k].off) = (uint64_t)json_number_value(v);
 	}
 	json_t *mem = json_object_get(req, "run_memory_limit");
@@ -925,6 +930,15 @@ void pd_job_execute(pd_pools *pools, pd_job *j, unsigned max_retries)
 
 /* ---- responses ------------------------------------------------------------------------------- */
 
+static json_t *bytes_json(const char *buf, size_t k);
+
+/* Error texts quote clients' strings and may have been cut inside a UTF-8 sequence by snprintf:
+ * with json_string() the field would vanish. */
+json_t *pd_json_text(const char *s)
+{
+	return bytes_json(s, strlen(s));
+}
+
 static json_t *output_json(const pd_output *o)
 {
 	size_t n = o->head_len + o->tail_len;
@@ -938,6 +952,13 @@ static json_t *output_json(const pd_output *o)
 				      (unsigned long long)(o->total - o->head_len - o->tail_len));
 	memcpy(buf + k, o->tail ? o->tail : "", o->tail_len);
 	k += o->tail_len;
+	json_t *s = bytes_json(buf, k);
+	free(buf);
+	return s;
+}
+
+static json_t *bytes_json(const char *buf, size_t k)
+{
 	/* invalid UTF-8 becomes U+FFFD one byte at a time: jansson refuses anything else */
 	json_t *s = json_stringn(buf, k);
 	if (!s) {
@@ -968,7 +989,6 @@ static json_t *output_json(const pd_output *o)
 		s = clean ? json_stringn(clean, c) : NULL;
 		free(clean);
 	}
-	free(buf);
 	return s ? s : json_string("");
 }
 
@@ -979,7 +999,7 @@ static json_t *result_json(const pd_result *r)
 	json_object_set_new(o, "status", json_string(pd_status_name(r->status)));
 	json_object_set_new(o, "exit_code", json_integer(r->exit_code));
 	json_object_set_new(o, "signal", json_integer(r->signal));
-	json_object_set_new(o, "error", json_string(r->error));
+	json_object_set_new(o, "error", pd_json_text(r->error));
 	json_object_set_new(o, "wall_ms", json_integer((json_int_t)r->wall_ms));
 	json_object_set_new(o, "cpu_ms", json_integer((json_int_t)r->cpu_ms));
 	json_object_set_new(o, "cpu_user_ms", json_integer((json_int_t)r->cpu_user_ms));
@@ -1028,7 +1048,7 @@ json_t *pd_job_to_json(const pd_job *j)
 	const pd_result *r = j->ran ? &j->run_r : j->compiled ? &j->compile_r : NULL;
 	json_object_set_new(o, "status", json_string(r ? pd_status_name(r->status) : "XX"));
 	json_object_set_new(o, "failure_class", json_string(pd_failure_name(j->failure)));
-	json_object_set_new(o, "error", json_string(j->error));
+	json_object_set_new(o, "error", pd_json_text(j->error));
 	json_t *verdict = json_object();
 	json_object_set_new(verdict, "output", json_string("not_judged"));
 	json_object_set_new(verdict, "process",
@@ -1081,7 +1101,7 @@ json_t *pd_job_to_run_code(const pd_job *j)
 		status = "Failed";
 	}
 	json_object_set_new(o, "status", json_string(status));
-	json_object_set_new(o, "message", json_string(message));
+	json_object_set_new(o, "message", pd_json_text(message));
 	json_object_set_new(o, "compile_result", j->compiled ? fusion_result(&j->compile_r) : json_null());
 	json_object_set_new(o, "run_result", j->ran ? fusion_result(&j->run_r) : json_null());
 	char host[64] = "";
@@ -1136,7 +1156,7 @@ static json_t *piston_stage(const pd_result *r)
 					      : NULL;
 	json_object_set_new(o, "status", st ? json_string(st) : json_null());
 	json_object_set_new(o, "message", r->status == PD_ML ? json_string("memory limit exceeded")
-					  : r->error[0]     ? json_string(r->error)
+					  : r->error[0]     ? pd_json_text(r->error)
 							    : json_null());
 	json_object_set_new(o, "cpu_time", json_integer((json_int_t)r->cpu_ms));
 	json_object_set_new(o, "wall_time", json_integer((json_int_t)r->wall_ms));

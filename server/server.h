@@ -112,6 +112,9 @@ json_t *pd_job_to_json(const pd_job *j);
 json_t *pd_job_to_run_code(const pd_job *j);
 /* Piston response. */
 json_t *pd_job_to_piston(const pd_job *j);
+/* A C text as a JSON string: bytes that are not UTF-8 (a client's string cut by snprintf, jansson's
+ * own error texts) become U+FFFD, where json_string() would refuse the whole text. */
+json_t *pd_json_text(const char *s);
 
 /* Runs a job's attempts (retrying infrastructure failures) in sandboxes from the pools. */
 void pd_job_execute(pd_pools *pools, pd_job *j, unsigned max_retries);

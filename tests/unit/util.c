@@ -99,6 +99,9 @@ static void test_parse(void)
 	size_bad("99999999999999999999");
 	size_bad("inf");
 	size_bad("nan");
+	size_bad("1.5e3"); /* an exponent applied to the fraction alone gave 1 + 1500 */
+	size_bad("1.0e3k");
+	size_ok("18446744073709551615", UINT64_MAX);
 	uint64_t v = 0;
 	ok(pd_parse_size(NULL, &v) == -1, "pd_parse_size(NULL) is refused");
 
@@ -120,6 +123,8 @@ static void test_parse(void)
 	dur_bad("nan");
 	dur_bad("inf");
 	dur_bad("1e300");
+	dur_bad("0x10"); /* strtod reads hex: this was 16 s */
+	dur_bad("0x1p3");
 	ok(pd_parse_duration_ms(NULL, &v) == -1, "pd_parse_duration_ms(NULL) is refused");
 }
 
@@ -349,6 +354,14 @@ static void test_fail(void)
 	ok(rc == -1 && strlen(e.msg) == sizeof e.msg - 1, "a long message is cut to the buffer and terminated");
 	is_int(e.code, EACCES, "long message: code kept");
 
+	/* cut inside a UTF-8 character: the partial character goes, so the text stays UTF-8 (JSON) */
+	char u8[700] = "ab";
+	for (int i = 0; i < 300; i++)
+		strcat(u8, "\xc3\xa9");
+	pd_fail(&e, 0, "%s", u8);
+	ok(strlen(e.msg) == sizeof e.msg - 2 && (unsigned char)e.msg[strlen(e.msg) - 1] == 0xa9,
+	   "a message cut inside a UTF-8 character drops the partial character");
+
 	/* the message may quote the previous error in the same pd_err */
 	pd_fail(&e, ENOENT, "inner");
 	char prev[sizeof e.msg];
@@ -359,7 +372,7 @@ static void test_fail(void)
 
 int main(void)
 {
-	plan(118);
+	plan(124);
 	if (!mkdtemp(tmp)) {
 		perror("mkdtemp");
 		return 1;
