@@ -41,6 +41,9 @@ static int tpl_clone(pd_template *dst, const pd_template *src)
 		bad |= !(dst->env[k] = xstrdup(src->env[k]));
 	for (int k = 0; src->requires[k]; k++)
 		bad |= !(dst->requires[k] = xstrdup(src->requires[k]));
+	memset(dst->warmup, 0, sizeof dst->warmup);
+	for (int k = 0; src->warmup[k]; k++)
+		bad |= !(dst->warmup[k] = xstrdup(src->warmup[k]));
 	if (src->cwd)
 		bad |= !(dst->cwd = xstrdup(src->cwd));
 	for (size_t k = 0; k < src->nfiles; k++) {
@@ -61,6 +64,8 @@ void pd_template_release(pd_template *tt)
 		free(tt->env[k]);
 	for (int k = 0; tt->requires[k]; k++)
 		free(tt->requires[k]);
+	for (int k = 0; tt->warmup[k]; k++)
+		free(tt->warmup[k]);
 	for (size_t k = 0; k < tt->nfiles; k++) {
 		free(tt->files[k].path);
 		free(tt->files[k].data);
@@ -121,7 +126,10 @@ pd_sandbox *pd_pool_make(pd_pools *p, pd_pool *pl, pd_err *e)
 	static char t_true[] = "/bin/true";
 	char *argv[] = {t_true, NULL};
 	pd_exec_opts x = {0};
-	x.argv = argv;
+	/* the template's own interpreter warms the files its requests will open first */
+	x.argv = pl->t.warmup[0] ? pl->t.warmup : argv;
+	x.envp = pl->t.env[0] ? pl->t.env : NULL;
+	x.cwd = pl->t.cwd;
 	pd_result r;
 	if (pd_sandbox_exec(s, &x, &r, e) < 0 || r.status != PD_OK) {
 		if (r.status != PD_OK)

@@ -37,6 +37,7 @@ typedef struct pd_template {
 	pd_tpl_file files[PD_TPL_MAX_FILES];
 	size_t nfiles;
 	char *requires[PD_TPL_MAX_REQUIRES + 1]; /* programs the image must have, e.g. "python3" */
+	char *warmup[PD_TPL_MAX_REQUIRES + 1];  /* run once when a sandbox is built; default /bin/true */
 	pd_limits limits;
 	pd_net net;
 	uint32_t pool_min, pool_max;

@@ -20,6 +20,8 @@ void pd_templates_free(pd_template *t, size_t n)
 			free(t[i].env[k]);
 		for (int k = 0; t[i].requires[k]; k++)
 			free(t[i].requires[k]);
+		for (int k = 0; t[i].warmup[k]; k++)
+			free(t[i].warmup[k]);
 		for (size_t k = 0; k < t[i].nfiles; k++) {
 			free(t[i].files[k].path);
 			free(t[i].files[k].data);
@@ -161,7 +163,8 @@ static int dup_str(char **dst, const char *s, const char *where, pd_err *e)
 static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 {
 	static const char *const known[] = {"name", "language", "image", "layers", "requires", "env",
-					    "cwd", "files", "limits", "network", "pool", "session", NULL};
+					    "cwd", "files", "limits", "network", "pool", "session", "warmup",
+					    NULL};
 	if (!json_is_object(o))
 		return pd_fail(e, EINVAL, "%s: must be an object", where);
 	if (unknown_keys(o, where, known, e) < 0)
@@ -221,6 +224,18 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 			if (!*s || strchr(s, '/') || strlen(s) > 64)
 				return pd_fail(e, EINVAL, "%s: '%s' must be a program name", w, s);
 			if (dup_str(&t->requires[i], s, w, e) < 0)
+				return -1;
+		}
+	}
+	if (FIELD("warmup")) {
+		if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > PD_TPL_MAX_REQUIRES)
+			return pd_fail(e, EINVAL, "%s: must be a command, a list of 1 to %d strings", w,
+				       PD_TPL_MAX_REQUIRES);
+		size_t i;
+		json_t *a;
+		json_array_foreach(v, i, a) {
+			snprintf(w, sizeof w, "%s.warmup[%zu]", where, i);
+			if (need_string(a, w, &s, e) < 0 || dup_str(&t->warmup[i], s, w, e) < 0)
 				return -1;
 		}
 	}
@@ -466,11 +481,13 @@ static const char default_templates[] =
 	"{\"templates\": ["
 	"{\"name\": \"bash\", \"requires\": [\"bash\"], \"cwd\": \"/work\"},"
 	"{\"name\": \"python\", \"requires\": [\"python3\"], \"cwd\": \"/work\","
+	" \"warmup\": [\"python3\", \"-c\", \"import os, sys, json\"],"
 	" \"env\": {\"PATH\": \"/usr/local/bin:/usr/bin:/bin\", \"HOME\": \"/root\", \"LANG\": \"C.UTF-8\","
 	"          \"PYTHONDONTWRITEBYTECODE\": \"1\", \"PYTHONUNBUFFERED\": \"1\"}},"
 	"{\"name\": \"c\", \"requires\": [\"gcc\", \"as\", \"ld\"], \"cwd\": \"/work\"},"
 	"{\"name\": \"cpp\", \"requires\": [\"g++\", \"as\", \"ld\"], \"cwd\": \"/work\"},"
-	"{\"name\": \"node\", \"language\": \"nodejs\", \"requires\": [\"node\"], \"cwd\": \"/work\"}"
+	"{\"name\": \"node\", \"language\": \"nodejs\", \"requires\": [\"node\"], \"cwd\": \"/work\","
+	" \"warmup\": [\"node\", \"-e\", \"0\"]}"
 	"]}";
 
 int pd_templates_default(pd_template **out, size_t *n, pd_err *e)
