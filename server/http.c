@@ -62,7 +62,7 @@ typedef struct req {
 	struct MHD_Connection *conn;
 	char *body;
 	size_t len, cap;
-	bool too_big, suspended, answered;
+	bool too_big, suspended, answered, unauthorized;
 	/* filled by the worker that finished the request */
 	int status;
 	char *resp;
@@ -963,11 +963,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			return MHD_NO;
 		r->srv = s;
 		r->conn = c;
+		/* the headers are here already: an unauthorized body is never buffered */
+		r->unauthorized = strcmp(url, "/healthz") && strcmp(url, "/readyz") && !authorized(s, c);
 		*con_cls = r;
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		if (!r->too_big) {
+		if (!r->too_big && !r->unauthorized) {
 			if (r->len + *upload_size > s->o.max_body) {
 				r->too_big = true;
 			} else {
@@ -996,12 +998,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	if (r->answered)
 		return MHD_YES;
-	if (r->too_big) {
-		set_error(r, 413, "request body over %zu bytes", s->o.max_body);
+	if (r->unauthorized) {
+		set_error(r, 401, "a valid 'Authorization: Bearer <token>' header is required");
 		return send_resp(c, r);
 	}
-	if (strcmp(url, "/healthz") && strcmp(url, "/readyz") && !authorized(s, c)) {
-		set_error(r, 401, "a valid 'Authorization: Bearer <token>' header is required");
+	if (r->too_big) {
+		set_error(r, 413, "request body over %zu bytes", s->o.max_body);
 		return send_resp(c, r);
 	}
 	const char *q;
