@@ -5,11 +5,13 @@
  * error paths, UBSan incl. float-cast-overflow of durations):
  *  - a refusal returns -1 with *out NULL, *n 0 and an error message naming the field;
  *  - accepted templates are valid as the pools use them: names of 1-63 characters of a-z 0-9 _ . -
- *    and unique, the layers (image) absolute and NULL-ended, env entries K=V with a non-empty K,
+ *    and unique, the layers (image) absolute and NULL-ended, env entries K=V with a non-empty K, a
+ *    warm-up command of 1 to PD_TPL_MAX_REQUIRES words (or none),
  *    at most PD_TPL_MAX_* of each list, absolute file paths with data, modes within 07777, an
  *    absolute cwd, pool min <= max, memory 0 or >= 4 MiB, disk 0 or >= 4 KiB;
  *  - pd_template_sandbox_opts points at the template's own layers;
- *  - parsing is deterministic: the same text parses to the same templates a second time. */
+ *  - parsing is deterministic: the same text parses to the same templates a second time;
+ *  - the built-in templates (pd_templates_default) parse and pass the same checks. */
 #include "fuzz_common.h"
 
 static void check_template(const pd_template *t)
@@ -32,6 +34,8 @@ static void check_template(const pd_template *t)
 		FUZZ_CHECK(k < PD_TPL_MAX_REQUIRES, "too many requires");
 		FUZZ_CHECK(t->requires[k][0] && !strchr(t->requires[k], '/'), "requires '%s'", t->requires[k]);
 	}
+	for (k = 0; t->warmup[k]; k++)
+		FUZZ_CHECK(k < PD_TPL_MAX_REQUIRES, "warm-up command too long");
 	FUZZ_CHECK(!t->cwd || t->cwd[0] == '/', "cwd '%s'", t->cwd);
 	FUZZ_CHECK(t->nfiles <= PD_TPL_MAX_FILES, "nfiles %zu", t->nfiles);
 	for (size_t i = 0; i < t->nfiles; i++) {
@@ -56,11 +60,28 @@ static int same_template(const pd_template *a, const pd_template *b)
 	    a->pool_idle_ttl_ms != b->pool_idle_ttl_ms || a->session_idle_ttl_ms != b->session_idle_ttl_ms ||
 	    a->session_max_ms != b->session_max_ms || !a->cwd != !b->cwd || (a->cwd && strcmp(a->cwd, b->cwd)))
 		return 0;
+	for (int k = 0; a->warmup[k] || b->warmup[k]; k++)
+		if (!a->warmup[k] || !b->warmup[k] || strcmp(a->warmup[k], b->warmup[k]))
+			return 0;
 	for (size_t i = 0; i < a->nfiles; i++)
 		if (strcmp(a->files[i].path, b->files[i].path) || a->files[i].len != b->files[i].len ||
 		    memcmp(a->files[i].data, b->files[i].data, a->files[i].len) || a->files[i].mode != b->files[i].mode)
 			return 0;
 	return 1;
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc, (void)argv;
+	pd_template *t = NULL;
+	size_t n = 0;
+	pd_err e = {0};
+	FUZZ_CHECK(pd_templates_default(&t, &n, &e) == 0 && n > 0, "built-in templates: %s", e.msg);
+	for (size_t i = 0; i < n; i++)
+		check_template(&t[i]);
+	pd_templates_free(t, n);
+	return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
