@@ -200,6 +200,34 @@ static int parse_stdin(pd_job *j, json_t *in, pd_err *e)
 	return 0;
 }
 
+/* An object of path: base64 content (native files_base64, SandboxFusion files). */
+static int parse_b64_files(pd_job *j, json_t *files, const char *name, bool null_ok, pd_err *e)
+{
+	if (!files || (null_ok && json_is_null(files)))
+		return 0;
+	if (!json_is_object(files))
+		return pd_fail(e, EINVAL, "%s: must be an object of path: base64", name);
+	const char *k;
+	json_t *v;
+	json_object_foreach(files, k, v) {
+		if (null_ok && json_is_null(v))
+			continue;
+		char field[300];
+		snprintf(field, sizeof field, "%s.%s", name, k);
+		char *data;
+		size_t len;
+		if (check_path(field, k, e) < 0)
+			return -1;
+		if (!json_is_string(v) || pd_b64_decode(json_string_value(v), &data, &len) < 0)
+			return pd_fail(e, EINVAL, "%s: must be base64", field);
+		int rc = add_file(j, k, data, len);
+		free(data);
+		if (rc < 0)
+			return pd_fail(e, ENOMEM, "%s", field);
+	}
+	return 0;
+}
+
 /* "fetch_files": paths to return after the run. */
 static int parse_fetch(pd_job *j, json_t *fetch, pd_err *e)
 {
@@ -423,31 +451,8 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 			}
 		}
 	}
-	json_t *files64 = json_object_get(req, "files_base64");
-	if (files64) {
-		if (!json_is_object(files64)) {
-			pd_fail(e, EINVAL, "files_base64: must be an object of path: base64");
-			goto fail;
-		}
-		json_object_foreach(files64, k, v) {
-			char field[300];
-			snprintf(field, sizeof field, "files_base64.%s", k);
-			char *data;
-			size_t len;
-			if (check_path(field, k, e) < 0)
-				goto fail;
-			if (!json_is_string(v) || pd_b64_decode(json_string_value(v), &data, &len) < 0) {
-				pd_fail(e, EINVAL, "%s: must be base64", field);
-				goto fail;
-			}
-			int rc = add_file(j, k, data, len);
-			free(data);
-			if (rc < 0) {
-				pd_fail(e, ENOMEM, "%s", field);
-				goto fail;
-			}
-		}
-	}
+	if (parse_b64_files(j, json_object_get(req, "files_base64"), "files_base64", false, e) < 0)
+		goto fail;
 	if (parse_stdin(j, json_object_get(req, "stdin"), e) < 0)
 		goto fail;
 	json_t *lim = json_object_get(req, "limits");
@@ -573,33 +578,9 @@ pd_job *pd_job_from_run_code(json_t *req, pd_err *e)
 	}
 	if (parse_stdin(j, json_object_get(req, "stdin"), e) < 0)
 		goto fail;
-	json_t *files = json_object_get(req, "files");
-	if (files && !json_is_null(files)) {
-		if (!json_is_object(files)) {
-			pd_fail(e, EINVAL, "files: must be an object of path: base64");
-			goto fail;
-		}
-		const char *k;
-		json_t *v;
-		json_object_foreach(files, k, v) {
-			char *data;
-			size_t len;
-			if (json_is_null(v))
-				continue;
-			if (check_path("files", k, e) < 0)
-				goto fail;
-			if (!json_is_string(v) || pd_b64_decode(json_string_value(v), &data, &len) < 0) {
-				pd_fail(e, EINVAL, "files.%s: must be base64", k);
-				goto fail;
-			}
-			int rc = add_file(j, k, data, len);
-			free(data);
-			if (rc < 0) {
-				pd_fail(e, ENOMEM, "files");
-				goto fail;
-			}
-		}
-	}
+	/* SandboxFusion clients send null for "no files" and for a file they leave out */
+	if (parse_b64_files(j, json_object_get(req, "files"), "files", true, e) < 0)
+		goto fail;
 	if (parse_fetch(j, json_object_get(req, "fetch_files"), e) < 0)
 		goto fail;
 	if (common_ids(j, req, e) < 0)
