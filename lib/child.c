@@ -14,12 +14,10 @@
 #include <linux/capability.h>
 #include <linux/mount.h>
 #include <linux/seccomp.h>
-#include <net/if.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -274,7 +272,7 @@ static void mount_dev(const char *root, const char *stage)
 	      "remount /dev read-only");
 }
 
-static void build_root(const child_cfg *c, const int *layer_fds, const int *bind_fds)
+static void build_root(const child_cfg *c, const int *layer_fds, const int *bind_fds, int sysfs_fd)
 {
 	const char *st = c->stage;
 	char p[PD_PATH], q[PD_PATH], opts[4096];
@@ -362,9 +360,11 @@ static void build_root(const child_cfg *c, const int *layer_fds, const int *bind
 	mount_dev(root, st);
 	cat(p, sizeof p, root, "/sys", NULL);
 	mkdir(p, 0555);
-	/* sysfs needs the network namespace we own; with the host's network there is no /sys */
-	if (c->net != PD_NET_HOST)
-		check(mount("sysfs", p, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL),
+	/* sysfs shows the network devices of the namespace it was made in, and only the owner of
+	 * that namespace may make it: the host did, read-only (netns.c). With the host's network
+	 * there is no /sys. */
+	if (sysfs_fd >= 0)
+		check((int)syscall(SYS_move_mount, sysfs_fd, "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH),
 		      "mount /sys");
 	cat(p, sizeof p, root, "/tmp", NULL);
 	mkdir(p, 01777);
@@ -374,19 +374,6 @@ static void build_root(const child_cfg *c, const int *layer_fds, const int *bind
 	/* the old root is stacked under the new one: detach it, leaving no way back */
 	check(umount2(".", MNT_DETACH), "detach old root");
 	check(chdir("/"), "chdir /");
-}
-
-static void loopback_up(void)
-{
-	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	check(s, "socket for lo");
-	struct ifreq ifr;
-	memset(&ifr, 0, sizeof ifr);
-	memcpy(ifr.ifr_name, "lo", 3);
-	check(ioctl(s, SIOCGIFFLAGS, &ifr), "get lo flags");
-	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-	check(ioctl(s, SIOCSIFFLAGS, &ifr), "bring lo up");
-	close(s);
 }
 
 /* ---- running a program ------------------------------------------------------------------------ */
@@ -866,17 +853,15 @@ void pd_child_main(const child_cfg *c)
 	struct msg_hdr go;
 	int fds[PD_MAX_LAYERS + PD_MAX_BINDS], nfds = 0;
 	ssize_t n = pd_recv_fds(g_sock, &go, sizeof go, fds, &nfds, PD_MAX_LAYERS + PD_MAX_BINDS);
-	if (n != sizeof go || go.type != MSG_GO || nfds != c->nlayers + c->nbinds)
+	if (n != sizeof go || go.type != MSG_GO || nfds != c->nlayers + c->nbinds + c->has_sysfs)
 		_exit(1);
 	check(raw_setresgid(0), "setresgid 0");
 	check(raw_setresuid(0), "setresuid 0");
 	check(unshare(CLONE_NEWCGROUP), "cgroup namespace");
-	build_root(c, fds, fds + c->nlayers);
+	build_root(c, fds, fds + c->nlayers, c->has_sysfs ? fds[c->nlayers + c->nbinds] : -1);
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
 	check(sethostname(c->hostname, strlen(c->hostname)), "sethostname");
 	check(setdomainname("", 0), "setdomainname");
-	if (c->net == PD_NET_LOOPBACK)
-		loopback_up();
 	init_loop(c);
 }

@@ -87,6 +87,25 @@ void pd_slots_free(pd_slots *s);
 int pd_slot_get(pd_slots *s, uint32_t *slot, pd_err *e);
 void pd_slot_put(pd_slots *s, uint32_t slot);
 
+/* ---- network namespaces (netns.c): host-made, recycled when provably untouched -------------- */
+
+typedef struct pd_netns pd_netns;
+typedef struct pd_netpool pd_netpool;
+int pd_netpool_init(pd_netpool **out, pd_err *e);
+void pd_netpool_free(pd_netpool *p);
+void pd_netpool_stats(pd_netpool *p, pd_netns_stats *out);
+/* An idle namespace that reads exactly as a fresh one, or a new one; lo up if loopback. */
+pd_netns *pd_netns_get(pd_netpool *p, bool loopback, pd_err *e);
+/* Moves the calling thread into ns / back to the host's namespace. Between the two the thread
+ * does only what must happen inside (clone3 of the sandbox, its sysfs mount). */
+int pd_netns_enter(const pd_netns *ns, pd_err *e);
+int pd_netns_leave(pd_netpool *p, pd_err *e);
+/* A detached read-only sysfs mount for the calling thread's current network namespace. */
+int pd_netns_sysfs(pd_err *e);
+/* Gives ns back. all_gone: no process of the sandbox is left, so the namespace is compared with
+ * a fresh one and kept for reuse if equal; otherwise it is closed. */
+void pd_netns_put(pd_netpool *p, pd_netns *ns, bool all_gone);
+
 /* ---- the context ----------------------------------------------------------------------------- */
 
 /* A sandbox whose init outlived SIGKILL and the teardown deadline (a task stuck in the kernel):
@@ -105,6 +124,7 @@ struct pd_ctx {
 	pd_cgroups cg;
 	pd_bpf bpf_base, bpf_audit;
 	pd_slots *slots;
+	pd_netpool *net;
 	pthread_mutex_t lock;
 	uint64_t seq;
 	uint32_t run_id;

@@ -68,6 +68,7 @@ typedef struct child_cfg {
 	char stage[PD_PATH];
 	char hostname[65];
 	int net;
+	bool has_sysfs; /* a detached sysfs mount follows the layer and bind fds */
 	int nlayers;
 	char layer_dst[PD_MAX_LAYERS][PD_PATH];
 	int nbinds;

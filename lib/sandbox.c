@@ -47,6 +47,7 @@ struct pd_sandbox {
 	pd_cg *cg;
 	uint32_t slot;
 	bool has_slot;
+	pd_netns *netns; /* NULL with the host's network */
 	pd_sandbox_opts opts;
 	pd_limits lim;
 	uint64_t created_us;
@@ -161,6 +162,8 @@ pd_ctx *pd_ctx_new(const pd_ctx_opts *o, pd_err *e)
 		goto fail;
 	if (pd_slots_init(&c->slots, c->state_dir, e) < 0)
 		goto fail;
+	if (pd_netpool_init(&c->net, e) < 0)
+		goto fail;
 	return c;
 fail:
 	pd_ctx_free(c);
@@ -183,6 +186,7 @@ void pd_ctx_free(pd_ctx *c)
 	pd_bpf_free(&c->bpf_base);
 	pd_bpf_free(&c->bpf_audit);
 	pd_slots_free(c->slots);
+	pd_netpool_free(c->net);
 	if (c->owner_fd >= 0) {
 		char p[PD_PATH];
 		snprintf(p, sizeof p, "%s/owners/%08" PRIx32, c->state_dir, c->run_id);
@@ -196,6 +200,11 @@ void pd_ctx_free(pd_ctx *c)
 const char *pd_ctx_cgroup_backend(const pd_ctx *c)
 {
 	return c->cg.ops ? c->cg.ops->name : "none";
+}
+
+void pd_ctx_netns_stats(pd_ctx *c, pd_netns_stats *out)
+{
+	pd_netpool_stats(c->net, out);
 }
 
 void pd_ctx_stuck(pd_ctx *c, uint64_t *now, uint64_t *total)
@@ -417,7 +426,8 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 	pthread_mutex_unlock(&c->lock);
 	snprintf(s->id, sizeof s->id, "sb-%08" PRIx32 "-%" PRIu64, c->run_id, seq);
 
-	int sv[2] = {-1, -1}, layer_fds[PD_MAX_LAYERS + PD_MAX_BINDS], nfds = 0, userns = -1;
+	int sv[2] = {-1, -1}, layer_fds[PD_MAX_LAYERS + PD_MAX_BINDS + 1], nfds = 0, userns = -1;
+	int sysfs_fd = -1;
 	pd_layer layers[PD_MAX_LAYERS];
 	int nlayers = 0;
 	if (o->layers && o->layers[0]) {
@@ -476,11 +486,18 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 		goto fail;
 	}
 	cfg->sock = sv[1];
+	if (o->net != PD_NET_HOST) {
+		s->netns = pd_netns_get(c->net, o->net == PD_NET_LOOPBACK, e);
+		if (!s->netns)
+			goto fail;
+	}
+	cfg->has_sysfs = s->netns != NULL;
 
 	struct clone_args ca;
 	memset(&ca, 0, sizeof ca);
+	/* no CLONE_NEWNET: the child starts in the namespace this thread enters just before */
 	ca.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-		   CLONE_PIDFD | (o->net == PD_NET_HOST ? 0 : CLONE_NEWNET);
+		   CLONE_PIDFD;
 	ca.pidfd = (uint64_t)(uintptr_t)&s->pidfd;
 	ca.exit_signal = 0; /* no SIGCHLD to the embedding application; we reap with __WALL */
 	int cgfd = c->cg.ops->clone_fd(s->cg);
@@ -488,14 +505,27 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 		ca.flags |= CLONE_INTO_CGROUP;
 		ca.cgroup = (uint64_t)cgfd;
 	}
+	if (s->netns) {
+		if (pd_netns_enter(s->netns, e) < 0)
+			goto fail;
+		sysfs_fd = pd_netns_sysfs(e);
+		if (sysfs_fd < 0) {
+			pd_netns_leave(c->net, NULL);
+			goto fail;
+		}
+	}
 	long pid = syscall(SYS_clone3, &ca, sizeof ca);
 	if (pid == 0)
 		pd_child_main(cfg); /* never returns */
+	int cerr = errno;
+	if (pid > 0)
+		s->pid = (pid_t)pid;
+	if (s->netns && pd_netns_leave(c->net, e) < 0)
+		goto fail;
 	if (pid < 0) {
-		pd_fail(e, errno, "clone3 into new namespaces");
+		pd_fail(e, cerr, "clone3 into new namespaces");
 		goto fail;
 	}
-	s->pid = (pid_t)pid;
 	close(sv[1]);
 	sv[1] = -1;
 	s->sock = sv[0];
@@ -528,6 +558,10 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 	}
 	close(userns);
 	userns = -1;
+	if (sysfs_fd >= 0) {
+		layer_fds[nfds++] = sysfs_fd;
+		sysfs_fd = -1;
+	}
 	struct msg_hdr go = {MSG_GO};
 	if (pd_send_fds(s->sock, &go, sizeof go, layer_fds, nfds) < 0) {
 		pd_fail(e, errno, "start sandbox");
@@ -561,6 +595,8 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 fail:
 	for (int i = 0; i < nfds; i++)
 		close(layer_fds[i]);
+	if (sysfs_fd >= 0)
+		close(sysfs_fd);
 	if (userns >= 0)
 		close(userns);
 	if (sv[0] >= 0)
@@ -1071,6 +1107,10 @@ int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len)
 		add_residue(residue, residue_len, "host-mount");
 		dirty = 1;
 	}
+	/* reused only if no process of the sandbox can still be in it: init reaped (a pid namespace
+	 * empties before its init can be reaped), or the child never started */
+	if (s->netns)
+		pd_netns_put(c->net, s->netns, s->reaped || s->pid == 0);
 	if (s->has_slot)
 		pd_slot_put(c->slots, s->slot);
 	s->state = PD_DESTROYED;

@@ -4,7 +4,7 @@
 # leads out of the namespace. Only loopback addresses are ever used.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/iso.sh"
-plan 17
+plan 19
 
 # --- a host-side listener: TCP on 127.0.0.1, an abstract unix socket, a vsock port -------------
 cat >"$TMPD/server.py" <<'EOF'
@@ -116,6 +116,23 @@ except OSError as e:
     print("set=%d" % e.errno)
 print("up=%d" % (get() & 1))'
 is "$(so | tr '\n' ' ')" "set=1 up=0 " "--net none cannot be undone: bringing lo up gives EPERM"
+
+# --- the namespace belongs to the host: the sandbox's root cannot reconfigure it ----------------
+# (lib/netns.c reuses a namespace only if it reads exactly as a fresh one; that proof rests on
+# these: no address, route, flag or sysctl a sandbox could change and a later one could see)
+sbt 30 -- python3 -c '
+import fcntl, socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+get = lambda: struct.unpack("16sH14x", fcntl.ioctl(s, 0x8913, struct.pack("16sH14x", b"lo", 0)))[1]
+try:
+    fcntl.ioctl(s, 0x8914, struct.pack("16sH14x", b"lo", get() & ~1)); print("set=0")
+except OSError as e:
+    print("set=%d" % e.errno)
+print("up=%d" % (get() & 1))'
+is "$(so | tr '\n' ' ')" "set=1 up=1 " "the sandbox's root cannot take lo down: EPERM"
+sbt 30 -- sh -c 'for k in ipv4/ip_forward ipv4/ip_unprivileged_port_start core/somaxconn; do
+  (echo 5 >/proc/sys/net/$k) 2>/dev/null && echo "wrote $k"; done; echo done'
+is "$(so)" "done" "network sysctls cannot be written"
 
 # --- no way around the network namespace ------------------------------------------------------
 sbt 30 -- python3 -c 'import socket

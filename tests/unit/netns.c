@@ -1,0 +1,282 @@
+/* netns.c: network namespaces are reused only when the next sandbox cannot tell. Each dirty
+ * workload (traffic on lo, TIME_WAIT, failed routes, ping, listening and abstract unix sockets,
+ * a socket kept alive in an SCM_RIGHTS cycle, attempts to change lo, addresses, routes or
+ * sysctls) is followed by a sandbox that prints everything a sandbox can see of its network
+ * namespace; that view must equal a fresh namespace's, byte for byte. Quiet sandboxes must get a
+ * reused namespace (or the pool saves nothing), and sandboxes alive at once never share one. */
+#define _GNU_SOURCE
+#include "internal.h"
+#include "tap.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static pd_ctx *ctx;
+
+/* Everything of the namespace a sandbox can read: /proc/net (every table and counter), sockstat
+ * without its host-wide fields (orphan, alloc, mem, sockets used), the devices in /sys, and the
+ * sysctls that set what unprivileged users may do. The namespace's inode goes to stderr. */
+static const char VIEW[] =
+	"readlink /proc/self/ns/net >&2; cd /proc/net || exit 1;"
+	"for f in dev snmp snmp6 netstat unix tcp tcp6 udp udp6 udplite udplite6 raw raw6 icmp icmp6"
+	" igmp igmp6 if_inet6 route ipv6_route fib_trie fib_triestat dev_snmp6/lo packet"
+	" ptype protocols arp; do echo \"== $f\"; cat $f 2>&1; done;"
+	/* the kernel's own netlink sockets, without their addresses and inodes (which differ
+	 * between any two namespaces, fresh or not) */
+	"echo == netlink; awk '{$1=\"\"; $NF=\"\"; print}' netlink;"
+	"echo == sockstat; grep -v '^sockets:' sockstat | sed -e 's/ orphan [0-9]*//' -e 's/ alloc [0-9]*//'"
+	" -e 's/ mem [0-9]*//'; cat sockstat6;"
+	"echo == sys; ls /sys/class/net; cat /sys/class/net/lo/operstate /sys/class/net/lo/flags"
+	" /sys/class/net/lo/mtu /sys/class/net/lo/statistics/*;"
+	"echo == sysctl; cat /proc/sys/net/ipv4/ip_unprivileged_port_start"
+	" /proc/sys/net/ipv4/ping_group_range /proc/sys/net/ipv4/ip_local_port_range"
+	" /proc/sys/net/core/somaxconn";
+
+struct view {
+	char *text; /* stdout */
+	char ns[64];
+	int ok;
+};
+
+static char *dup_out(const pd_output *o)
+{
+	char *b = malloc(o->head_len + o->tail_len + 1);
+	if (!b)
+		abort();
+	memcpy(b, o->head ? o->head : "", o->head_len);
+	memcpy(b + o->head_len, o->tail ? o->tail : "", o->tail_len);
+	b[o->head_len + o->tail_len] = 0;
+	return b;
+}
+
+/* runs script in a fresh sandbox; returns its stdout and the namespace it printed to stderr */
+static struct view run(const char *script, uint32_t uid)
+{
+	struct view v = {0};
+	pd_err e = {0};
+	pd_sandbox_opts so = {.limits = pd_limits_default()};
+	static char sh[] = "/bin/sh", dash_c[] = "-c";
+	char *argv[] = {sh, dash_c, (char *)script, NULL};
+	pd_exec_opts x = {.argv = argv, .stdin_fd = -1, .uid = uid, .gid = uid};
+	pd_result r;
+	if (pd_run(ctx, &so, &x, &r, &e) < 0) {
+		printf("#   run failed: %s\n", e.msg);
+		v.text = strdup("");
+		return v;
+	}
+	v.text = dup_out(&r.out);
+	char *err = dup_out(&r.err);
+	char *nl = strstr(err, "net:[");
+	if (nl)
+		snprintf(v.ns, sizeof v.ns, "%.*s", (int)strcspn(nl, "\n"), nl);
+	v.ok = r.status == PD_OK && !strcmp(r.residue, "clean");
+	if (!v.ok)
+		printf("#   status %s exit %d residue %s stderr: %.300s\n", pd_status_name(r.status),
+		       r.exit_code, r.residue, err);
+	free(err);
+	pd_result_free(&r);
+	return v;
+}
+
+static void first_difference(const char *a, const char *b)
+{
+	size_t i = 0;
+	while (a[i] && a[i] == b[i])
+		i++;
+	size_t s = i > 200 ? i - 200 : 0;
+	printf("#   first difference at byte %zu:\n#   fresh: ...%.300s\n#   now:   ...%.300s\n", i, a + s,
+	       b + s);
+}
+
+struct workload {
+	const char *name;
+	const char *script;
+	bool traffic; /* must not be reused: it sent or tried to send */
+};
+
+#define PY "exec python3 -c "
+
+static const struct workload WORK[] = {
+	{"a TCP connection over lo, closed (TIME_WAIT)",
+	 PY "'import socket;s=socket.socket();s.bind((\"127.0.0.1\",0));s.listen();"
+	 "c=socket.create_connection(s.getsockname());a,_=s.accept();c.send(b\"x\");a.recv(1);"
+	 "c.close();a.close();s.close()'",
+	 true},
+	{"a TCP connection left open at exit (orphaned)",
+	 PY "'import socket,os;s=socket.socket();s.bind((\"::1\" if False else \"127.0.0.1\",0));"
+	 "s.listen();c=socket.create_connection(s.getsockname());a,_=s.accept();"
+	 "a.send(b\"y\"*100000);os._exit(0)'",
+	 true},
+	{"IPv6 traffic on ::1",
+	 PY "'import socket;s=socket.socket(socket.AF_INET6,socket.SOCK_DGRAM);s.bind((\"::1\",0));"
+	 "s.sendto(b\"x\",s.getsockname());s.recv(1)'",
+	 true},
+	{"a UDP datagram to a closed port on lo (ICMP unreachable)",
+	 PY "'import socket;s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM);"
+	 "s.sendto(b\"x\",(\"127.0.0.1\",9))'",
+	 true},
+	{"a datagram to an address with no route (fails, counted)",
+	 PY "'import socket;s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\ntry: s.sendto(b\"x\",(\"10.1.2.3\",9))\nexcept OSError: pass'",
+	 true},
+	{"a TCP connect to an address with no route (fails, counted)",
+	 PY "'import socket\ntry: socket.create_connection((\"192.0.2.1\",80),timeout=1)\nexcept OSError: pass'",
+	 true},
+	{"ping 127.0.0.1 with an ICMP socket",
+	 PY "'import socket;s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM,socket.IPPROTO_ICMP);"
+	 "s.sendto(bytes([8,0,0,0,0,0,0,1]),(\"127.0.0.1\",0));s.settimeout(2);s.recv(64)'",
+	 true},
+	{"a listening socket on port 80 and an abstract unix socket, no traffic",
+	 PY "'import socket;s=socket.socket();s.bind((\"0.0.0.0\",80));s.listen();"
+	 "u=socket.socket(socket.AF_UNIX);u.bind(\"\\0paddock-test\");u.listen()'",
+	 false},
+	{"a TCP listener kept alive in an SCM_RIGHTS cycle after exit",
+	 PY "'import socket,array;a,b=socket.socketpair();t=socket.socket();t.bind((\"127.0.0.1\",0));"
+	 "t.listen();a.sendmsg([b\"x\"],[(socket.SOL_SOCKET,socket.SCM_RIGHTS,"
+	 "array.array(\"i\",[a.fileno(),b.fileno(),t.fileno()]))])'",
+	 false},
+	{"attempts to change lo, addresses, routes and sysctls (all refused)",
+	 "ip link set lo down; ip link set lo mtu 1280; ip addr add 10.9.9.9/8 dev lo;"
+	 " ip route add 10.0.0.0/8 dev lo; ip link add d0 type dummy;"
+	 " echo 1 > /proc/sys/net/ipv4/ip_forward; echo 1 > /proc/sys/net/ipv4/ip_unprivileged_port_start;"
+	 " sysctl -w net.core.somaxconn=5; true",
+	 false},
+};
+#define NWORK (sizeof WORK / sizeof WORK[0])
+
+static void test_changes_refused(void)
+{
+	/* what the workload above tries must fail, not merely be undone */
+	struct view v = run("ip link set lo down 2>&1; echo rc=$?; ip addr add 10.9.9.9/8 dev lo 2>&1;"
+			    " echo rc=$?; (echo 1 > /proc/sys/net/ipv4/ip_forward) 2>&1; echo rc=$?;"
+			    " cat /sys/class/net/lo/operstate",
+			    0);
+	ok(v.ok, "a sandbox's root tries to change its network namespace");
+	ok(strstr(v.text, "rc=0") == NULL, "every change is refused:\n# %s", v.text);
+	ok(strstr(v.text, "unknown") || strstr(v.text, "up"), "lo is still up afterwards");
+	free(v.text);
+	v = run(PY "'import socket;s=socket.socket();s.bind((\"127.0.0.1\",80));print(\"bound\")'", 1000);
+	ok(v.ok && strstr(v.text, "bound"), "an unprivileged user may bind port 80 (as in a namespace it owned)");
+	free(v.text);
+}
+
+static void test_workloads(const struct view *fresh)
+{
+	pd_netns_stats st0, st1;
+	for (size_t i = 0; i < NWORK; i++) {
+		pd_ctx_netns_stats(ctx, &st0);
+		char script[2048];
+		snprintf(script, sizeof script, "readlink /proc/self/ns/net >&2; %s", WORK[i].script);
+		struct view w = run(script, 0);
+		pd_ctx_netns_stats(ctx, &st1);
+		struct view v = run(VIEW, 0);
+		ok(w.ok, "dirty workload runs: %s", WORK[i].name);
+		if (!ok(v.ok && !strcmp(v.text, fresh->text),
+			"the next sandbox sees a fresh network namespace after: %s", WORK[i].name))
+			first_difference(fresh->text, v.text);
+		if (WORK[i].traffic)
+			ok(st1.discarded > st0.discarded && w.ns[0] && strcmp(w.ns, v.ns),
+			   "its namespace was discarded, not reused (%s then %s)", w.ns, v.ns);
+		free(w.text);
+		free(v.text);
+	}
+}
+
+static void test_quiet_reuse(const struct view *fresh)
+{
+	pd_netns_stats st0, st1;
+	pd_ctx_netns_stats(ctx, &st0);
+	int same = 0, equal = 0;
+	const int n = 20;
+	char first[64] = "";
+	for (int i = 0; i < n; i++) {
+		struct view v = run(i % 2 ? VIEW : "python3 -c 'print(sum(range(1000)))'", i % 3 ? 0 : 1000);
+		if (i == 1)
+			snprintf(first, sizeof first, "%s", v.ns);
+		if (i % 2) {
+			same += !strcmp(v.ns, first);
+			equal += v.ok && !strcmp(v.text, fresh->text);
+		}
+		free(v.text);
+	}
+	pd_ctx_netns_stats(ctx, &st1);
+	is_int(equal, n / 2, "every quiet sandbox sees a fresh network namespace");
+	is_int(same, n / 2, "quiet sandboxes run one after another all get the same, reused namespace");
+	ok(st1.reused - st0.reused >= (uint64_t)n - 1 && st1.created == st0.created,
+	   "the pool reused %llu and created %llu for %d quiet sandboxes",
+	   (unsigned long long)(st1.reused - st0.reused), (unsigned long long)(st1.created - st0.created),
+	   n);
+}
+
+static void test_concurrent_distinct(void)
+{
+	enum { N = 6 };
+	pd_sandbox *s[N];
+	char ns[N][64];
+	pd_err e = {0};
+	pd_sandbox_opts so = {.limits = pd_limits_default()};
+	int made = 0;
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < N; i++) {
+			s[i] = pd_sandbox_create(ctx, &so, &e);
+			made += s[i] != NULL;
+		}
+		for (int i = 0; i < N; i++) {
+			static char rl[] = "/bin/readlink", self[] = "/proc/self/ns/net";
+			char *argv[] = {rl, self, NULL};
+			pd_exec_opts x = {.argv = argv, .stdin_fd = -1};
+			pd_result r;
+			ns[i][0] = 0;
+			if (s[i] && pd_sandbox_exec(s[i], &x, &r, &e) == 0) {
+				char *t = dup_out(&r.out);
+				snprintf(ns[i], sizeof ns[i], "%.*s", (int)strcspn(t, "\n"), t);
+				free(t);
+				pd_result_free(&r);
+			}
+		}
+		int dup = 0;
+		for (int i = 0; i < N; i++)
+			for (int j = i + 1; j < N; j++)
+				dup += !ns[i][0] || !strcmp(ns[i], ns[j]);
+		ok(dup == 0, "round %d: %d sandboxes alive at once have %d distinct network namespaces",
+		   round + 1, N, N);
+		for (int i = 0; i < N; i++)
+			pd_sandbox_destroy(s[i], NULL, 0);
+	}
+	is_int(made, 2 * N, "all sandboxes created");
+}
+
+int main(void)
+{
+	int ntraffic = 0;
+	for (size_t i = 0; i < NWORK; i++)
+		ntraffic += WORK[i].traffic;
+	plan(4 + 4 + (int)NWORK * 2 + ntraffic + 3 + 3 + 1);
+	pd_err e = {0};
+	ctx = pd_ctx_new(NULL, &e);
+	if (!ok(ctx != NULL, "context: %s", ctx ? "ok" : e.msg))
+		return 1;
+	struct view fresh = run(VIEW, 0);
+	ok(fresh.ok && strstr(fresh.text, "== snmp6") && fresh.ns[0], "a fresh namespace's view (%zu bytes, %s)",
+	   strlen(fresh.text), fresh.ns);
+	ok(strstr(fresh.text, "== sys\nlo\n") != NULL, "only lo in /sys/class/net");
+	struct view again = run(VIEW, 0);
+	ok(!strcmp(again.ns, fresh.ns) && !strcmp(again.text, fresh.text),
+	   "the namespace of a sandbox that only looked is reused, and looks the same (%s)", again.ns);
+	free(again.text);
+
+	test_changes_refused();
+	test_workloads(&fresh);
+	test_quiet_reuse(&fresh);
+	test_concurrent_distinct();
+
+	pd_netns_stats st;
+	pd_ctx_netns_stats(ctx, &st);
+	printf("# netns: created %llu reused %llu discarded %llu idle %llu\n",
+	       (unsigned long long)st.created, (unsigned long long)st.reused,
+	       (unsigned long long)st.discarded, (unsigned long long)st.idle);
+	ok(st.idle >= 1 && st.idle <= st.created, "idle namespaces are kept (%llu)", (unsigned long long)st.idle);
+	free(fresh.text);
+	pd_ctx_free(ctx);
+	return done();
+}
