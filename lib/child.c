@@ -195,7 +195,7 @@ static int make_inside(int rootfd, const char *path, bool is_dir)
 	return errno = EINVAL, -1;
 }
 
-static void mount_proc(const char *root)
+static void mount_proc(const char *root, const char *stage)
 {
 	char p[PD_PATH];
 	cat(p, sizeof p, root, "/proc", NULL);
@@ -212,13 +212,28 @@ static void mount_proc(const char *root)
 		if (access(f, F_OK) == 0)
 			check(mount("/dev/null", f, NULL, MS_BIND, NULL), f);
 	}
+	/* directories hidden behind one empty read-only directory of the staging tmpfs: binds, not
+	 * a tmpfs each, since every superblock costs kernel memory and makes each memory cgroup
+	 * on the host costlier to create and remove (the shrinker maps grow with superblocks) */
 	static const char *const empty[] = {"acpi", "scsi", "asound", "firmware", "driver", NULL};
+	char first[PD_PATH] = "";
 	for (int i = 0; empty[i]; i++) {
 		char f[PD_PATH];
 		cat(f, sizeof f, p, "/", empty[i]);
-		if (access(f, F_OK) == 0)
-			check(mount("tmpfs", f, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-				    "size=0,mode=0555"), f);
+		if (access(f, F_OK) != 0)
+			continue;
+		if (first[0]) {
+			/* a bind of a read-only mount is read-only */
+			check(mount(first, f, NULL, MS_BIND, NULL), f);
+			continue;
+		}
+		char e[PD_PATH];
+		cat(e, sizeof e, stage, "/empty", NULL);
+		check(mkdir(e, 0555), "mkdir empty");
+		check(mount(e, f, NULL, MS_BIND, NULL), f);
+		check(mount(NULL, f, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV |
+				   MS_NOEXEC, NULL), f);
+		cat(first, sizeof first, f, NULL, NULL);
 	}
 	static const char *const ro[] = {"sys", "irq", "bus", "fs", NULL};
 	for (int i = 0; ro[i]; i++) {
@@ -237,7 +252,11 @@ static void mount_dev(const char *root, const char *stage)
 	char d[PD_PATH], p[PD_PATH];
 	cat(d, sizeof d, root, "/dev", NULL);
 	mkdir(d, 0755);
-	check(mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=0755"), "mount /dev");
+	/* a directory of the staging tmpfs, not a tmpfs of its own (one superblock less); it is
+	 * read-only once populated, so it cannot take from the disk budget */
+	cat(p, sizeof p, stage, "/dev", NULL);
+	check(mkdir(p, 0755), "mkdir dev");
+	check(mount(p, d, NULL, MS_BIND, NULL), "mount /dev");
 	static const char *const nodes[] = {"null", "zero", "full", "random", "urandom", "tty", NULL};
 	for (int i = 0; nodes[i]; i++) {
 		char src[64];
@@ -268,7 +287,8 @@ static void mount_dev(const char *root, const char *stage)
 		cat(p, sizeof p, d, "/", links[i][1]);
 		check(symlink(links[i][0], p), p);
 	}
-	check(mount(NULL, d, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NOEXEC, NULL),
+	check(mount(NULL, d, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		    NULL),
 	      "remount /dev read-only");
 }
 
@@ -356,7 +376,7 @@ static void build_root(const child_cfg *c, const int *layer_fds, const int *bind
 			die(points[i], errno);
 	}
 	close(rootfd);
-	mount_proc(root);
+	mount_proc(root, st);
 	mount_dev(root, st);
 	cat(p, sizeof p, root, "/sys", NULL);
 	mkdir(p, 0555);

@@ -64,6 +64,9 @@ static const char *const PROBES[] = {"dev", "snmp", "snmp6", "netstat", "unix", 
 
 struct pd_netns {
 	int fd;
+	/* a sysfs mount of this namespace that no sandbox gets: it keeps the namespace's sysfs
+	 * superblock alive, so each sandbox's sysfs is a new mount of it, not a new superblock */
+	int sysfs_hold;
 	bool loopback;
 	pd_netns *next;
 };
@@ -78,6 +81,15 @@ struct pd_netpool {
 	pd_netns_stats st;
 	bool broken;
 };
+
+static void ns_free(pd_netns *ns)
+{
+	if (ns->sysfs_hold >= 0)
+		close(ns->sysfs_hold);
+	if (ns->fd >= 0)
+		close(ns->fd);
+	free(ns);
+}
 
 int pd_netpool_init(pd_netpool **out, pd_err *e)
 {
@@ -105,8 +117,7 @@ void pd_netpool_free(pd_netpool *p)
 		while (p->idle[m]) {
 			pd_netns *ns = p->idle[m];
 			p->idle[m] = ns->next;
-			close(ns->fd);
-			free(ns);
+			ns_free(ns);
 		}
 		free(p->fresh[m]);
 	}
@@ -190,7 +201,7 @@ static pd_netns *create(pd_netpool *p, bool loopback, pd_err *e)
 		pd_fail(e, ENOMEM, "network namespace");
 		return NULL;
 	}
-	ns->fd = -1;
+	ns->fd = ns->sysfs_hold = -1;
 	ns->loopback = loopback;
 	if (unshare(CLONE_NEWNET) < 0) {
 		pd_fail(e, errno, "new network namespace");
@@ -223,6 +234,7 @@ static pd_netns *create(pd_netpool *p, bool loopback, pd_err *e)
 		leave(p, NULL);
 		goto fail;
 	}
+	ns->sysfs_hold = pd_netns_sysfs(NULL);
 	ns->fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (ns->fd < 0) {
 		pd_fail(e, errno, "open the new network namespace");
@@ -255,9 +267,7 @@ static pd_netns *create(pd_netpool *p, bool loopback, pd_err *e)
 	pthread_mutex_unlock(&p->lock);
 	return ns;
 fail:
-	if (ns->fd >= 0)
-		close(ns->fd);
-	free(ns);
+	ns_free(ns);
 	free(buf);
 	return NULL;
 }
@@ -346,10 +356,8 @@ void pd_netns_put(pd_netpool *p, pd_netns *ns, bool all_gone)
 		p->st.discarded++;
 	}
 	pthread_mutex_unlock(&p->lock);
-	if (ns) {
-		close(ns->fd);
-		free(ns);
-	}
+	if (ns)
+		ns_free(ns);
 }
 
 void pd_netpool_stats(pd_netpool *p, pd_netns_stats *out)

@@ -161,8 +161,8 @@ static uint32_t target_of(pd_pools *p, pd_pool *pl)
 		want = room;
 	/* the memory budget caps what all pools hold ready (in-use sandboxes were asked for) */
 	uint64_t held = 0;
-	for (size_t i = 0; i < p->n; i++)
-		held += p->pools[i].nready + p->pools[i].creating;
+	for (size_t i = 0; i < p->n; i++) /* sandboxes waiting for reclaim still hold memory */
+		held += p->pools[i].nready + p->pools[i].creating + p->pools[i].nreclaiming;
 	uint64_t mine = pl->nready + pl->creating;
 	uint64_t cap = p->opts.memory_budget / p->opts.idle_cost_bytes;
 	uint64_t others = held - mine;
@@ -215,7 +215,8 @@ static void *builder_main(void *arg)
 				best_deficit = deficit;
 			}
 		}
-		if (!best) {
+		/* building while the reclaimer is behind would only add live sandboxes */
+		if (!best || p->nreclaim > p->opts.reclaim_backlog) {
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);
 			uint64_t ns = (uint64_t)ts.tv_nsec + p->opts.tick_ms * 1000000ull;
@@ -275,10 +276,45 @@ void pd_pool_reclaim_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
 	en->sb = s;
 	en->pool = pl;
 	en->since = pd_now_us();
-	en->next = p->reclaim;
-	p->reclaim = en;
+	en->next = NULL;
+	if (p->reclaim_tail)
+		p->reclaim_tail->next = en;
+	else
+		p->reclaim = en;
+	p->reclaim_tail = en;
+	p->nreclaim++;
 	pl->nreclaiming++;
 	pthread_cond_signal(&p->cv_reclaimer);
+}
+
+/* Destroys the oldest sandbox waiting for reclaim. Called with the lock held; drops it meanwhile.
+ * Returns false if there was none. */
+static bool reclaim_one_locked(pd_pools *p)
+{
+	pd_entry *en = p->reclaim;
+	if (!en)
+		return false;
+	p->reclaim = en->next;
+	if (!p->reclaim)
+		p->reclaim_tail = NULL;
+	p->nreclaim--;
+	pthread_mutex_unlock(&p->mu);
+	char residue[128];
+	uint64_t t0 = pd_now_us();
+	int dirty = pd_sandbox_destroy(en->sb, residue, sizeof residue);
+	uint64_t took = pd_now_us() - t0;
+	pthread_mutex_lock(&p->mu);
+	pd_pool *pl = en->pool;
+	pl->nreclaiming--;
+	pl->st.destroyed++;
+	if (dirty)
+		pl->st.residue_failures++;
+	/* a teardown that needed the forced path, or outlived its deadline, is counted */
+	if (dirty || took > p->opts.teardown_timeout_ms * 1000)
+		pl->st.forced_reclaims++;
+	free(en);
+	pthread_cond_broadcast(&p->cv_builder); /* it may have waited for the backlog */
+	return true;
 }
 
 /* Idle READY sandboxes above target, past the idle TTL, and expired sessions go to reclaim. */
@@ -316,26 +352,8 @@ static void *reclaimer_main(void *arg)
 			expire_locked(p, now);
 			next_tick = now + p->opts.tick_ms * 1000;
 		}
-		if (p->reclaim) {
-			pd_entry *en = p->reclaim;
-			p->reclaim = en->next;
-			pthread_mutex_unlock(&p->mu);
-			char residue[128];
-			uint64_t t0 = pd_now_us();
-			int dirty = pd_sandbox_destroy(en->sb, residue, sizeof residue);
-			uint64_t took = pd_now_us() - t0;
-			pthread_mutex_lock(&p->mu);
-			pd_pool *pl = en->pool;
-			pl->nreclaiming--;
-			pl->st.destroyed++;
-			if (dirty)
-				pl->st.residue_failures++;
-			/* a teardown that needed the forced path, or outlived its deadline, is counted */
-			if (dirty || took > p->opts.teardown_timeout_ms * 1000)
-				pl->st.forced_reclaims++;
-			free(en);
+		if (reclaim_one_locked(p))
 			continue;
-		}
 		if (p->stop)
 			break;
 		struct timespec ts;
@@ -374,6 +392,8 @@ pd_pools *pd_pools_new(pd_ctx *c, const pd_template *t, size_t n, const pd_pools
 		p->opts.tick_ms = 100;
 	if (!p->opts.window_ms)
 		p->opts.window_ms = 10000;
+	if (!p->opts.reclaim_backlog)
+		p->opts.reclaim_backlog = 8 * (uint32_t)(get_nprocs() > 0 ? get_nprocs() : 1);
 	p->n = n;
 	for (size_t i = 0; i < n; i++) {
 		pd_pool *pl = &p->pools[i];
@@ -537,6 +557,12 @@ void pd_pool_release(pd_pools *p, pd_sandbox *s)
 	if (pl->in_use)
 		pl->in_use--;
 	pd_pool_reclaim_locked(p, pl, s);
+	/* The reclaimer runs at background priority: when requests keep the CPUs busy it falls
+	 * behind, and every sandbox it has not destroyed yet is still alive (processes, memory,
+	 * cgroup). Past the bound the releasing thread pays for one destroy itself, so the backlog
+	 * stays bounded and throughput is set by what the machine can tear down. */
+	if (p->nreclaim > p->opts.reclaim_backlog)
+		reclaim_one_locked(p);
 	pthread_mutex_unlock(&p->mu);
 }
 

@@ -72,6 +72,9 @@ typedef struct pd_pools_opts {
 	uint64_t tick_ms;          /* how often deadlines and targets are checked; 0 = 100 ms */
 	uint64_t window_ms;        /* demand window: a burst is forgotten after two; 0 = 10 s */
 	bool prewarm;              /* fill every available pool to its minimum at start */
+	uint32_t reclaim_backlog;  /* released sandboxes (still alive) waiting for the reclaimer
+				    * beyond which releasing threads destroy one themselves and the
+				    * builder waits; 0 = 8 per CPU */
 } pd_pools_opts;
 
 typedef struct pd_pool_stats {
@@ -90,7 +93,8 @@ void pd_pools_free(pd_pools *p);
 const pd_template *pd_pools_template(pd_pools *p, const char *name);
 /* Takes a READY sandbox of the template (hit), or creates one on the spot (miss). */
 pd_sandbox *pd_pool_acquire(pd_pools *p, const char *template_name, bool *hit, pd_err *e);
-/* Gives a sandbox back: it is destroyed (with the residue check) by the reclaimer thread. */
+/* Gives a sandbox back: it is destroyed (with the residue check) by the reclaimer thread, or by
+ * the caller when the reclaimer is behind by more than reclaim_backlog sandboxes. */
 void pd_pool_release(pd_pools *p, pd_sandbox *s);
 /* Per-template figures; *n receives the count. Returns a malloc'd array. */
 pd_pool_stats *pd_pools_stats(pd_pools *p, size_t *n);

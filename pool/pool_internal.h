@@ -36,7 +36,8 @@ struct pd_pools {
 	pthread_cond_t cv_builder, cv_reclaimer, cv_ready;
 	pthread_t builder, reclaimer;
 	bool threads_ok, stop;
-	pd_entry *reclaim;       /* sandboxes waiting to be destroyed */
+	pd_entry *reclaim, *reclaim_tail; /* sandboxes waiting to be destroyed, oldest first */
+	uint32_t nreclaim;
 	struct pd_session *sessions; /* open sessions, for their deadlines */
 	uint64_t session_seq;
 };

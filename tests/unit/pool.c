@@ -372,9 +372,37 @@ static void test_sessions(void)
 	pd_pools_free(p);
 }
 
+/* Released sandboxes are alive until destroyed: when releases outpace the reclaimer, the
+ * releasing threads take over and the backlog never exceeds its bound. */
+static void test_reclaim_backlog(void)
+{
+	pd_pools_opts o = {0};
+	o.reclaim_backlog = 2;
+	pd_pools *p = pools_of("{\"templates\":[{\"name\":\"b\",\"pool\":{\"min\":0,\"max\":0}}]}", &o);
+	if (!ok(p != NULL, "pools with a reclaim backlog of 2"))
+		return;
+	enum { N = 24 };
+	pd_sandbox *s[N];
+	pd_err e;
+	int got = 0;
+	for (int i = 0; i < N; i++)
+		got += (s[i] = pd_pool_acquire(p, "b", NULL, &e)) != NULL;
+	uint32_t worst = 0;
+	for (int i = 0; i < N; i++) {
+		pd_pool_release(p, s[i]);
+		pd_pool_stats st = stat_of(p, "b");
+		if (st.reclaiming > worst)
+			worst = st.reclaiming;
+	}
+	/* 2 waiting, plus the one the reclaimer thread may be destroying at that moment */
+	ok(got == N && worst <= 3, "%d released at once: at most 2 wait for the reclaimer (worst %u in reclaim)",
+	   N, worst);
+	pd_pools_free(p);
+}
+
 int main(void)
 {
-	plan(47);
+	plan(49);
 	pd_err e;
 	ctx = pd_ctx_new(NULL, &e);
 	if (!ok(ctx != NULL, "context: %s", ctx ? "ok" : e.msg))
@@ -382,6 +410,7 @@ int main(void)
 	test_templates();
 	test_pools();
 	test_stuck_teardown();
+	test_reclaim_backlog();
 	test_sessions();
 	pd_ctx_free(ctx);
 	return done();
