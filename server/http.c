@@ -826,6 +826,16 @@ static char *pool_metrics(pd_server *s)
 				(unsigned long long)v);
 		}
 	}
+	pd_netns_stats ns;
+	pd_ctx_netns_stats(s->ctx, &ns);
+	fprintf(f, "# HELP paddock_netns_total Network namespaces: created, reused (proven untouched), "
+		   "discarded (used, or not provably fresh).\n# TYPE paddock_netns_total counter\n"
+		   "paddock_netns_total{outcome=\"created\"} %llu\npaddock_netns_total{outcome=\"reused\"} %llu\n"
+		   "paddock_netns_total{outcome=\"discarded\"} %llu\n"
+		   "# HELP paddock_netns_idle Network namespaces kept for reuse.\n# TYPE paddock_netns_idle gauge\n"
+		   "paddock_netns_idle %llu\n",
+		(unsigned long long)ns.created, (unsigned long long)ns.reused, (unsigned long long)ns.discarded,
+		(unsigned long long)ns.idle);
 	uint64_t stuck = 0, stuck_total = 0;
 	pd_ctx_stuck(s->ctx, &stuck, &stuck_total);
 	fprintf(f, "# HELP paddock_sandboxes_stuck Sandboxes whose teardown waits on a task that outlived SIGKILL.\n"

@@ -2,7 +2,7 @@
 # The daemon's plain endpoints: /healthz, /readyz, /v1/ping, /metrics (Prometheus text with every
 # failure class, the queues and the pools), /v1/pools, and 404s for what does not exist.
 source "$(dirname "$0")/api.sh"
-plan 27
+plan 28
 
 start_daemon
 ok $? "the daemon starts on a kernel-picked loopback port ($U)"
@@ -58,6 +58,10 @@ for t in bash python c cpp node; do
   done
 done
 is "$missing" "" "/metrics: pool gauges (ready, in_use, creating, reclaiming, target) for every template"
+created=$(sed -n 's/^paddock_netns_total{outcome="created"} //p' <<<"$M")
+[ -n "$created" ] && [ "$created" -ge 1 ] && grep -Eq '^paddock_netns_total\{outcome="reused"\} [0-9]+$' <<<"$M" &&
+  grep -Eq '^paddock_netns_total\{outcome="discarded"\} [0-9]+$' <<<"$M" && grep -Eq '^paddock_netns_idle [0-9]+$' <<<"$M"
+ok $? "/metrics: network namespaces created ($created), reused, discarded and idle"
 dups=$(grep -v '^#' <<<"$M" | awk '{print $1}' | sort | uniq -d)
 is "$dups" "" "/metrics: no series appears twice"
 
