@@ -23,6 +23,8 @@
 #include <unistd.h>
 #include <linux/magic.h>
 
+enum { CGF_CPU, CGF_CPU_STAT, CGF_MEM_PEAK, CGF_MEM_EVENTS, CGF_PIDS, CGF_PIDS_PEAK, CGF_N };
+
 struct pd_cg {
 	pd_cgroups *root;
 	char dirs[4][PD_PATH]; /* v2: dirs[0] only */
@@ -30,7 +32,68 @@ struct pd_cg {
 	int dirfd;             /* v2: the cgroup dir (for CLONE_INTO_CGROUP) */
 	int mem_i, pids_i, cpu_i, cpuacct_i; /* v1: which dir serves each controller */
 	uint64_t pids_peak_sampled;
+	/* Files read at every exec, kept open after first use and re-read with pread at offset 0:
+	 * an open of a cgroup file costs more than the read. -1: not opened yet, -2: absent.
+	 * v2's memory.peak is opened read-write, because a reset applies only to reads through the
+	 * descriptor that wrote it. */
+	int sfd[CGF_N];
 };
+
+static void cg_stats_init(pd_cg *g)
+{
+	for (int i = 0; i < CGF_N; i++)
+		g->sfd[i] = -1;
+}
+
+static void cg_stats_close(pd_cg *g)
+{
+	for (int i = 0; i < CGF_N; i++)
+		if (g->sfd[i] >= 0)
+			close(g->sfd[i]);
+}
+
+static int cg_stat_fd(pd_cg *g, int slot, const char *dir, const char *file, int flags)
+{
+	if (g->sfd[slot] == -1) {
+		char p[PD_PATH];
+		int n = snprintf(p, sizeof p, "%s/%s", dir, file);
+		int fd = n < (int)sizeof p ? open(p, flags | O_CLOEXEC) : -1;
+		g->sfd[slot] = fd >= 0 ? fd : -2;
+	}
+	return g->sfd[slot];
+}
+
+static ssize_t cg_pread(pd_cg *g, int slot, const char *dir, const char *file, char *buf, size_t size)
+{
+	int fd = cg_stat_fd(g, slot, dir, file, slot == CGF_MEM_PEAK ? O_RDWR : O_RDONLY);
+	if (fd < 0)
+		return -1;
+	ssize_t n;
+	do
+		n = pread(fd, buf, size - 1, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && (errno == EBADF || errno == EINVAL)) {
+		/* opened read-write where the file is read-only (fake cgroupfs, older kernels) */
+		close(fd);
+		g->sfd[slot] = -1;
+		fd = cg_stat_fd(g, slot, dir, file, O_RDONLY);
+		n = fd < 0 ? -1 : pread(fd, buf, size - 1, 0);
+	}
+	if (n < 0)
+		return -1;
+	buf[n] = 0;
+	return n;
+}
+
+static uint64_t cg_pread_u64(pd_cg *g, int slot, const char *dir, const char *file)
+{
+	char b[64];
+	if (cg_pread(g, slot, dir, file, b, sizeof b) <= 0)
+		return 0;
+	if (!strncmp(b, "max", 3))
+		return UINT64_MAX;
+	return strtoull(b, NULL, 10);
+}
 
 static int cg_path(char *out, const char *dir, const char *file)
 {
@@ -59,16 +122,6 @@ static ssize_t cg_read(const char *dir, const char *file, char *buf, size_t size
 	if (cg_path(p, dir, file) < 0)
 		return -1;
 	return pd_read_file(p, buf, size);
-}
-
-static uint64_t cg_read_u64(const char *dir, const char *file)
-{
-	char b[64];
-	if (cg_read(dir, file, b, sizeof b) <= 0)
-		return 0;
-	if (!strncmp(b, "max", 3))
-		return UINT64_MAX;
-	return strtoull(b, NULL, 10);
 }
 
 /* rmdir of a cgroup whose last task just died can race the kernel's bookkeeping: retry briefly. */
@@ -119,6 +172,7 @@ static int v2_create(pd_cgroups *root, const char *name, const pd_limits *l, pd_
 	g->root = root;
 	g->ndirs = 1;
 	g->dirfd = -1;
+	cg_stats_init(g);
 	if (snprintf(g->dirs[0], PD_PATH, "%s/%s", root->v2_root, name) >= PD_PATH) {
 		free(g);
 		return pd_fail(e, ENAMETOOLONG, "cgroup name %s", name);
@@ -182,24 +236,34 @@ static int v2_stats(pd_cg *g, pd_cg_stats *st)
 {
 	char b[1024];
 	memset(st, 0, sizeof *st);
-	if (cg_read(g->dirs[0], "cpu.stat", b, sizeof b) < 0)
+	const char *d = g->dirs[0];
+	if (cg_pread(g, CGF_CPU_STAT, d, "cpu.stat", b, sizeof b) < 0)
 		return -1;
 	st->cpu_us = pd_keyed_u64(b, "usage_usec");
 	st->cpu_user_us = pd_keyed_u64(b, "user_usec");
 	st->cpu_sys_us = pd_keyed_u64(b, "system_usec");
-	st->mem_peak = cg_read_u64(g->dirs[0], "memory.peak");
-	if (cg_read(g->dirs[0], "memory.events", b, sizeof b) >= 0)
+	st->mem_peak = cg_pread_u64(g, CGF_MEM_PEAK, d, "memory.peak");
+	if (cg_pread(g, CGF_MEM_EVENTS, d, "memory.events", b, sizeof b) >= 0)
 		st->oom_kills = pd_keyed_u64(b, "oom_kill");
-	st->pids_current = cg_read_u64(g->dirs[0], "pids.current");
-	st->pids_peak = cg_read_u64(g->dirs[0], "pids.peak");
+	st->pids_current = cg_pread_u64(g, CGF_PIDS, d, "pids.current");
+	st->pids_peak = cg_pread_u64(g, CGF_PIDS_PEAK, d, "pids.peak");
 	st->pids_peak_exact = true;
 	return 0;
 }
 
 static void v2_reset_peaks(pd_cg *g)
 {
-	/* memory.peak accepts a reset since 6.12; older kernels keep the sandbox-wide peak */
-	cg_write(g->dirs[0], "memory.peak", "reset", NULL);
+	/* memory.peak accepts a reset since 6.12, for later reads through the same descriptor;
+	 * older kernels keep the sandbox-wide peak */
+	int fd = cg_stat_fd(g, CGF_MEM_PEAK, g->dirs[0], "memory.peak", O_RDWR);
+	if (fd < 0)
+		return;
+	/* a fake cgroupfs is plain files: a write replaces them only if they are emptied first */
+	if (g->root->fake && ftruncate(fd, 0) < 0)
+		return;
+	if (pwrite(fd, "reset", 5, 0) < 0) {
+		/* read-only (older kernels): the descriptor still serves reads */
+	}
 }
 
 static int kill_procs_in(const char *dir)
@@ -230,6 +294,7 @@ static int v2_kill_all(pd_cg *g)
 static int v2_destroy(pd_cg *g, pd_err *e)
 {
 	int rc = 0;
+	cg_stats_close(g);
 	if (g->dirfd >= 0)
 		close(g->dirfd);
 	if (cg_rmdir(g->dirs[0], g->root->fake) < 0)
@@ -267,6 +332,7 @@ static int v1_create(pd_cgroups *root, const char *name, const pd_limits *l, pd_
 		return pd_fail(e, ENOMEM, "cgroup");
 	g->root = root;
 	g->dirfd = -1;
+	cg_stats_init(g);
 	int idx[4];
 	/* co-mounted controllers (cpu,cpuacct) share one directory */
 	for (int c = 0; c < 4; c++) {
@@ -335,21 +401,22 @@ static int v1_stats(pd_cg *g, pd_cg_stats *st)
 {
 	char b[1024];
 	memset(st, 0, sizeof *st);
-	st->cpu_us = cg_read_u64(g->dirs[g->cpuacct_i], "cpuacct.usage") / 1000u;
+	const char *ca = g->dirs[g->cpuacct_i], *m = g->dirs[g->mem_i], *pi = g->dirs[g->pids_i];
+	st->cpu_us = cg_pread_u64(g, CGF_CPU, ca, "cpuacct.usage") / 1000u;
 	/* cpuacct.stat counts USER_HZ ticks: coarse, but it is what v1 has for the user/sys split */
-	if (cg_read(g->dirs[g->cpuacct_i], "cpuacct.stat", b, sizeof b) >= 0) {
+	if (cg_pread(g, CGF_CPU_STAT, ca, "cpuacct.stat", b, sizeof b) >= 0) {
 		uint64_t us_per_tick = 1000000u / (uint64_t)sysconf(_SC_CLK_TCK);
 		st->cpu_user_us = pd_keyed_u64(b, "user") * us_per_tick;
 		st->cpu_sys_us = pd_keyed_u64(b, "system") * us_per_tick;
 	}
-	st->mem_peak = cg_read_u64(g->dirs[g->mem_i], "memory.max_usage_in_bytes");
-	if (cg_read(g->dirs[g->mem_i], "memory.oom_control", b, sizeof b) >= 0)
+	st->mem_peak = cg_pread_u64(g, CGF_MEM_PEAK, m, "memory.max_usage_in_bytes");
+	if (cg_pread(g, CGF_MEM_EVENTS, m, "memory.oom_control", b, sizeof b) >= 0)
 		st->oom_kills = pd_keyed_u64(b, "oom_kill");
-	st->pids_current = cg_read_u64(g->dirs[g->pids_i], "pids.current");
+	st->pids_current = cg_pread_u64(g, CGF_PIDS, pi, "pids.current");
 	if (st->pids_current > g->pids_peak_sampled)
 		g->pids_peak_sampled = st->pids_current;
 	/* newer kernels keep pids.peak on v1 too; older ones leave us our samples */
-	uint64_t peak = cg_read_u64(g->dirs[g->pids_i], "pids.peak");
+	uint64_t peak = cg_pread_u64(g, CGF_PIDS_PEAK, pi, "pids.peak");
 	st->pids_peak_exact = peak > 0;
 	st->pids_peak = peak > 0 ? peak : g->pids_peak_sampled;
 	return 0;
@@ -357,7 +424,9 @@ static int v1_stats(pd_cg *g, pd_cg_stats *st)
 
 static void v1_reset_peaks(pd_cg *g)
 {
-	cg_write(g->dirs[g->mem_i], "memory.max_usage_in_bytes", "0", NULL);
+	int fd = cg_stat_fd(g, CGF_MEM_PEAK, g->dirs[g->mem_i], "memory.max_usage_in_bytes", O_RDWR);
+	if (fd < 0 || pwrite(fd, "0", 1, 0) < 0)
+		cg_write(g->dirs[g->mem_i], "memory.max_usage_in_bytes", "0", NULL);
 	g->pids_peak_sampled = 0;
 }
 
@@ -371,6 +440,7 @@ static int v1_kill_all(pd_cg *g)
 static int v1_destroy(pd_cg *g, pd_err *e)
 {
 	int rc = 0;
+	cg_stats_close(g);
 	for (int j = 0; j < g->ndirs; j++)
 		if (cg_rmdir(g->dirs[j], false) < 0 && rc == 0)
 			rc = pd_fail(e, errno, "rmdir cgroup %s", g->dirs[j]);

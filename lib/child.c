@@ -401,6 +401,19 @@ static void build_root(const child_cfg *c, const int *layer_fds, const int *bind
 static char g_buf[PD_EXEC_MSG_MAX + sizeof(struct msg_exec) + 64];
 static char *g_argv[PD_MAX_ARGS + 1], *g_envp[PD_MAX_ARGS + 1];
 
+/* Once, in init before READY, what every program needs and init itself does not: an empty
+ * capability bounding set (init keeps its effective capabilities: it never executes anything)
+ * and default signal dispositions (clone3 copied the host process's handlers). Programs inherit
+ * both, so their per-exec path skips ~130 system calls. */
+static void prepare_spawning(void)
+{
+	for (int cap = 0; cap <= 63; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+			die("drop bounding capability", errno);
+	for (int sig = 1; sig < NSIG; sig++)
+		signal(sig, SIG_DFL);
+}
+
 static void drop_privileges(uint32_t uid, uint32_t gid)
 {
 	/* secure bits first: a later execve by uid 0 must not regain capabilities */
@@ -409,9 +422,7 @@ static void drop_privileges(uint32_t uid, uint32_t gid)
 					       SECBIT_NO_CAP_AMBIENT_RAISE |
 					       SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED),
 	      "securebits");
-	for (int cap = 0; cap <= 63; cap++)
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
-			die("drop bounding capability", errno);
+	/* the bounding set is already empty: init dropped it once (prepare_spawning) */
 	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 	check(raw_setgroups_none(), "setgroups");
 	check(raw_setresgid(gid), "setresgid");
@@ -485,11 +496,10 @@ static void exec_in_path(void)
 static __attribute__((noreturn)) void become_program(const child_cfg *c, const struct msg_exec *x,
 							const char *cwd, int *fds, int nfds, int errfd)
 {
+	/* dispositions are init's, all default since its setup (prepare_spawning) */
 	sigset_t all;
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
-	for (int sig = 1; sig < NSIG; sig++)
-		signal(sig, SIG_DFL);
 	setsid();
 	int in = x->has_stdin ? fds[0] : open("/dev/null", O_RDONLY | O_CLOEXEC);
 	int out = fds[x->has_stdin ? 1 : 0], err = fds[x->has_stdin ? 2 : 1];
@@ -883,5 +893,6 @@ void pd_child_main(const child_cfg *c)
 		close(fds[i]);
 	check(sethostname(c->hostname, strlen(c->hostname)), "sethostname");
 	check(setdomainname("", 0), "setdomainname");
+	prepare_spawning();
 	init_loop(c);
 }
