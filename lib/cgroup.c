@@ -573,6 +573,13 @@ int pd_cgroups_sweep(pd_cgroups *cg, bool (*is_dead)(const char *owner, void *ar
 {
 	int removed = 0;
 	int n = cg->version == 2 ? 1 : cg->v1_n;
+	/* each owner is asked once: another live paddock may hold hundreds of cgroups here */
+	enum { SEEN = 32 };
+	struct {
+		char owner[9];
+		bool dead;
+	} seen[SEEN];
+	int nseen = 0;
 	for (int i = 0; i < n; i++) {
 		const char *parent = cg->version == 2 ? cg->v2_root : cg->v1_dirs[i];
 		DIR *d = opendir(parent);
@@ -583,7 +590,20 @@ int pd_cgroups_sweep(pd_cgroups *cg, bool (*is_dead)(const char *owner, void *ar
 				continue;
 			memcpy(owner, de->d_name + 3, 8);
 			owner[8] = 0;
-			if (!is_dead(owner, arg))
+			int k = 0;
+			while (k < nseen && strcmp(seen[k].owner, owner))
+				k++;
+			bool dead;
+			if (k < nseen) {
+				dead = seen[k].dead;
+			} else {
+				dead = is_dead(owner, arg);
+				if (nseen < SEEN) {
+					memcpy(seen[nseen].owner, owner, 9);
+					seen[nseen++].dead = dead;
+				}
+			}
+			if (!dead)
 				continue;
 			char dir[PD_PATH];
 			if (snprintf(dir, sizeof dir, "%s/%s", parent, de->d_name) >= (int)sizeof dir)
