@@ -617,3 +617,20 @@ int pd_cgroups_sweep(pd_cgroups *cg, bool (*is_dead)(const char *owner, void *ar
 	}
 	return removed;
 }
+
+int pd_cgroups_owned(pd_cgroups *cg, const char *owner)
+{
+	char prefix[32];
+	snprintf(prefix, sizeof prefix, "sb-%s-", owner);
+	size_t pl = strlen(prefix);
+	int n = 0, ndirs = cg->version == 2 ? 1 : cg->v1_n;
+	for (int i = 0; i < ndirs; i++) {
+		DIR *d = opendir(cg->version == 2 ? cg->v2_root : cg->v1_dirs[i]);
+		struct dirent *de;
+		while (d && (de = readdir(d)))
+			n += !strncmp(de->d_name, prefix, pl);
+		if (d)
+			closedir(d);
+	}
+	return n;
+}

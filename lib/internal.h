@@ -50,6 +50,8 @@ int pd_cgroups_init(pd_cgroups *cg, int version, const char *root, bool fake, pd
 /* Removes sandbox cgroups ("sb-<owner>-<n>") whose owner is dead: is_dead(owner) says so.
  * Returns how many were removed. */
 int pd_cgroups_sweep(pd_cgroups *cg, bool (*is_dead)(const char *owner, void *arg), void *arg);
+/* How many sandbox cgroups of owner exist. */
+int pd_cgroups_owned(pd_cgroups *cg, const char *owner);
 
 /* ---- seccomp (seccomp.c): policies compiled once into BPF ------------------------------------ */
 
@@ -119,6 +121,7 @@ typedef struct pd_stuck {
 
 struct pd_ctx {
 	char state_dir[PD_PATH];
+	char run_dir[PD_PATH]; /* owners/ and uid-slots/, shared by every paddock on the host */
 	char default_image[PD_PATH];
 	char stage_dir[PD_PATH]; /* empty host dir the sandboxes mount their staging tmpfs over */
 	pd_cgroups cg;

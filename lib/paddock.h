@@ -114,7 +114,11 @@ int pd_result_write_json_with(const pd_result *r, int fd, bool with_output, cons
 typedef struct pd_ctx pd_ctx;
 
 typedef struct pd_ctx_opts {
-	const char *state_dir;   /* images and uid-slot locks; default $PADDOCK_STATE_DIR or /var/lib/paddock */
+	const char *state_dir;   /* images and staging; default $PADDOCK_STATE_DIR or /var/lib/paddock */
+	const char *run_dir;     /* host-wide registry of live paddock processes and the uid ranges
+				  * they hold: every paddock on the host must share it, whatever its
+				  * state_dir (cgroups and uids are host-wide); default
+				  * $PADDOCK_RUN_DIR or /run/paddock */
 	const char *cgroup_root; /* default: detected (v2 unified, else v1 hierarchies) */
 	int cgroup_version;      /* 0 = detect, 1, 2 */
 	bool cgroup_fake;        /* v2 backend over a plain directory (tests only) */

@@ -6,6 +6,7 @@
 #include "capture.h"
 #include "proto.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -98,24 +99,49 @@ static bool owner_dead(const char *owner, void *arg)
 	if (!strcmp(owner, self))
 		return false;
 	char p[PD_PATH];
-	snprintf(p, sizeof p, "%s/owners/%s", c->state_dir, owner);
+	snprintf(p, sizeof p, "%s/owners/%s", c->run_dir, owner);
+	/* no file: an owner this registry does not know (another run dir, an older paddock). Only
+	 * a registered owner whose lock is free is known to be dead: killing a live paddock's
+	 * sandboxes is far worse than leaving an empty cgroup behind. */
 	int fd = open(p, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
-		return errno == ENOENT;
+		return false;
 	bool dead = flock(fd, LOCK_EX | LOCK_NB) == 0;
-	if (dead)
-		unlink(p);
 	close(fd);
 	return dead;
+}
+
+/* Forgets dead owners once none of their cgroups is left (the sweep may not remove a cgroup
+ * whose tasks are stuck; its owner's file must stay until it can). */
+static void prune_owners(pd_ctx *c)
+{
+	char dir[PD_PATH];
+	snprintf(dir, sizeof dir, "%s/owners", c->run_dir);
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (strlen(de->d_name) != 8 || strspn(de->d_name, "0123456789abcdef") != 8 ||
+		    !owner_dead(de->d_name, c) || pd_cgroups_owned(&c->cg, de->d_name) != 0)
+			continue;
+		char p[PD_PATH];
+		snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+		int fd = open(p, O_RDWR | O_CLOEXEC);
+		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
+			unlink(p); /* still dead while we hold its lock */
+		if (fd >= 0)
+			close(fd);
+	}
+	if (d)
+		closedir(d);
 }
 
 static int take_owner_lock(pd_ctx *c, pd_err *e)
 {
 	char p[PD_PATH];
-	snprintf(p, sizeof p, "%s/owners", c->state_dir);
+	snprintf(p, sizeof p, "%s/owners", c->run_dir);
 	if (pd_mkdir_p(p, 0700) < 0)
 		return pd_fail(e, errno, "mkdir %s", p);
-	snprintf(p, sizeof p, "%s/owners/%08" PRIx32, c->state_dir, c->run_id);
+	snprintf(p, sizeof p, "%s/owners/%08" PRIx32, c->run_dir, c->run_id);
 	c->owner_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (c->owner_fd < 0 || flock(c->owner_fd, LOCK_EX | LOCK_NB) < 0)
 		return pd_fail(e, errno, "lock %s", p);
@@ -140,6 +166,11 @@ pd_ctx *pd_ctx_new(const pd_ctx_opts *o, pd_err *e)
 	c->owner_fd = -1;
 	const char *sd = o->state_dir ? o->state_dir : getenv("PADDOCK_STATE_DIR");
 	snprintf(c->state_dir, sizeof c->state_dir, "%s", sd && *sd ? sd : "/var/lib/paddock");
+	/* The owner registry and the uid slots must be one per host, not one per state dir: the
+	 * cgroup sweep kills the sandboxes of owners it does not find alive, and two state dirs
+	 * with their own slots would hand the same host uids to two live sandboxes. */
+	const char *rd = o->run_dir ? o->run_dir : getenv("PADDOCK_RUN_DIR");
+	snprintf(c->run_dir, sizeof c->run_dir, "%s", rd && *rd ? rd : "/run/paddock");
 	snprintf(c->default_image, sizeof c->default_image, "%s/images/host", c->state_dir);
 	snprintf(c->stage_dir, sizeof c->stage_dir, "%s/stage", c->state_dir);
 	char images[PD_PATH];
@@ -158,9 +189,14 @@ pd_ctx *pd_ctx_new(const pd_ctx_opts *o, pd_err *e)
 	if (take_owner_lock(c, e) < 0)
 		goto fail;
 	pd_cgroups_sweep(&c->cg, owner_dead, c);
+	prune_owners(c);
 	if (pd_seccomp_compile_base(&c->bpf_base, e) < 0 || pd_seccomp_compile_audit(&c->bpf_audit, e) < 0)
 		goto fail;
-	if (pd_slots_init(&c->slots, c->state_dir, e) < 0)
+	if (pd_mkdir_p(c->run_dir, 0700) < 0) {
+		pd_fail(e, errno, "create %s", c->run_dir);
+		goto fail;
+	}
+	if (pd_slots_init(&c->slots, c->run_dir, e) < 0)
 		goto fail;
 	if (pd_netpool_init(&c->net, e) < 0)
 		goto fail;
@@ -189,7 +225,7 @@ void pd_ctx_free(pd_ctx *c)
 	pd_netpool_free(c->net);
 	if (c->owner_fd >= 0) {
 		char p[PD_PATH];
-		snprintf(p, sizeof p, "%s/owners/%08" PRIx32, c->state_dir, c->run_id);
+		snprintf(p, sizeof p, "%s/owners/%08" PRIx32, c->run_dir, c->run_id);
 		unlink(p);
 		close(c->owner_fd);
 	}
@@ -577,7 +613,17 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 	int setup_ms = o->setup_timeout_ms ? (int)(o->setup_timeout_ms > 600000 ? 600000 : o->setup_timeout_ms)
 					    : 30000;
 	if (recv_msg(s->sock, &m, sizeof m, setup_ms) < 0) {
-		pd_fail(e, errno, "sandbox %s did not become ready within %d ms", s->id, setup_ms);
+		int err = errno;
+		siginfo_t si;
+		memset(&si, 0, sizeof si);
+		if (err == ECONNRESET &&
+		    waitid((idtype_t)P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOWAIT | __WALL) == 0 && si.si_pid)
+			/* it ended without a word: say how, or a kill from outside looks like a bug */
+			pd_fail(e, err, "sandbox %s: its init %s %d during setup", s->id,
+				si.si_code == CLD_EXITED ? "exited with status" : "was killed by signal",
+				si.si_status);
+		else
+			pd_fail(e, err, "sandbox %s did not become ready within %d ms", s->id, setup_ms);
 		goto fail;
 	}
 	if (m.h.type == MSG_ERROR) {

@@ -39,7 +39,7 @@ static inline int count_lines(const char *path)
 	return n;
 }
 
-/* the uid slots this process holds: its open lock files under <state>/uid-slots/ */
+/* the uid slots this process holds: its open lock files under <run dir>/uid-slots/ */
 static inline int held_slots(unsigned *slots, int max)
 {
 	DIR *d = opendir("/proc/self/fd");

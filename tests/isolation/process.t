@@ -4,7 +4,7 @@
 # and the sandbox dies with the paddock process that runs it.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/iso.sh"
-plan 26
+plan 31
 
 # --- exit codes and signals -----------------------------------------------------------------
 for c in 0 1 42 255; do
@@ -60,12 +60,40 @@ cleanup "kill -9 $pd"
 wait_for 10 pgrep -f "^$M3" >/dev/null
 ok $? "control: the sandboxed marker process is running"
 base=$(uid_base "$(cat "$TMPD/orphan.out")")
+cg=$(grep -o 'sb-[0-9a-f]\{8\}-[0-9]*' "/proc/$(pgrep -f "^$M3" | head -1)/cgroup" | head -1)
+owner=$(cut -d- -f2 <<<"$cg")
 kill -9 "$pd"
 wait "$pd" 2>/dev/null
 wait_for 2 eval '! pgrep -f "^$M3" >/dev/null'
 ok $? "within 2 s of kill -9 on paddock the marker process is gone"
 wait_for 2 eval '[ -z "$(procs_in_range "$base")" ]'
 ok $? "and no process of its uid range ($base) remains"
+[ -n "$cg" ] && [ -e "${PADDOCK_RUN_DIR:-/run/paddock}/owners/$owner" ]
+ok $? "control: the killed paddock left its owner entry ($owner) behind"
+"$PADDOCK" exec -- true
+[ -z "$(find /sys/fs/cgroup -maxdepth 4 -name "$cg" 2>/dev/null)" ] &&
+  [ ! -e "${PADDOCK_RUN_DIR:-/run/paddock}/owners/$owner" ]
+ok $? "the next paddock swept its cgroup ($cg) and forgot the dead owner"
+
+# --- paddock processes with different state directories share the host ------------------------
+# cgroups and host uids are host-wide: a paddock with another state dir must neither take a live
+# sandbox's uid range nor sweep its cgroup as an orphan (the owner registry is /run/paddock)
+M4=$TAG-other-state
+PADDOCK_STATE_DIR=$TMPD/state-a "$PADDOCK" exec --json --quiet -- bash -c \
+  'cat /proc/self/uid_map >&2; exec -a '"$M4"' sleep 3' >"$TMPD/a.json" 2>"$TMPD/a.err" &
+pa=$!
+cleanup "kill -9 $pa"
+wait_for 20 pgrep -f "^$M4" >/dev/null
+ok $? "control: a sandbox of a paddock with state dir A is running"
+PADDOCK_STATE_DIR=$TMPD/state-b "$PADDOCK" exec --json --quiet -- cat /proc/self/uid_map >"$TMPD/b.json" 2>/dev/null
+still=$(pgrep -f "^$M4" >/dev/null && echo yes)
+wait "$pa"
+a_base=$(uid_base "$(jq -r .stderr "$TMPD/a.json")")
+b_base=$(uid_base "$(jq -r .stdout "$TMPD/b.json")")
+[ "$still" = yes ] && [ -n "$a_base" ] && [ -n "$b_base" ] && [ "$a_base" != "$b_base" ]
+ok $? "a paddock with state dir B, run meanwhile, got another uid range ($a_base, $b_base)"
+is "$(jq -r '.status + " " + (.exit_code|tostring)' "$TMPD/a.json")" "OK 0" \
+  "A's sandbox was not swept by B: it ran to its end"
 
 # --- environment, cwd, stdin -------------------------------------------------------------------
 export SECRET_CANARY="secret-$TAG"
