@@ -60,7 +60,10 @@
 static const char *const PROBES[] = {"dev", "snmp", "snmp6", "netstat", "unix", NULL};
 
 #define PROBE_MAX (64 * 1024)
-#define IDLE_MAX 1024 /* idle namespaces kept per mode; beyond this they are closed */
+/* idle namespaces kept per mode; beyond this they are closed. In steady use the idle list only
+ * bridges teardowns and creations in flight; the cap bounds what a burst leaves behind (each
+ * idle namespace holds about 200 KiB of kernel memory, measured on Linux 6.18) */
+#define IDLE_MAX 64
 
 struct pd_netns {
 	int fd;

@@ -140,7 +140,11 @@ static inline int paddock_cgroups(const pd_ctx *c)
 typedef struct snap {
 	int fds, slot_locks, threads, mounts, cgroups, procs, stage;
 	long netns, pidns, userns;
+	long netns_idle; /* kept by the context for reuse (lib/netns.c), each with NETNS_IDLE_FDS fds */
 } snap;
+
+/* an idle network namespace holds its nsfs fd and a sysfs mount fd (lib/netns.c) */
+#define NETNS_IDLE_FDS 2
 
 /* fds of this process other than its uid-slot locks (slots are kept and recycled by design) */
 static inline int count_fds(int *slot_locks)
@@ -178,6 +182,15 @@ static inline void take(const pd_ctx *c, snap *s)
 	s->netns = slab_objects("net_namespace");
 	s->pidns = slab_objects("pid_namespace");
 	s->userns = slab_objects("user_namespace");
+	pd_netns_stats ns;
+	pd_ctx_netns_stats((pd_ctx *)c, &ns);
+	s->netns_idle = (long)ns.idle;
+}
+
+/* fds of this process, the idle network namespaces' excepted */
+static inline long own_fds(const snap *s)
+{
+	return s->fds - NETNS_IDLE_FDS * s->netns_idle;
 }
 
 
@@ -191,7 +204,8 @@ static inline void settle(const pd_ctx *c, const snap *before, snap *after)
 {
 	for (int wait = 0; wait < 1200; wait++) {
 		take(c, after);
-		if (after->procs <= before->procs && after->netns <= before->netns + NS_SLACK &&
+		if (after->procs <= before->procs &&
+		    after->netns <= before->netns + after->netns_idle + NS_SLACK &&
 		    after->pidns <= before->pidns + NS_SLACK && after->userns <= before->userns + NS_SLACK)
 			return;
 		usleep(100000);
