@@ -849,6 +849,37 @@ static char *pool_metrics(pd_server *s)
 	return out;
 }
 
+/* Piston's runtime list: each language once, by Piston's name, with its aliases and the version
+ * its toolchain reports; only those this host can run. */
+static json_t *piston_runtimes(pd_server *s)
+{
+	size_t n;
+	const pd_runtime *rt = pd_piston_runtimes(&n);
+	json_t *arr = json_array();
+	for (size_t i = 0; i < n; i++) {
+		const pd_language *l = pd_language_find(rt[i].paddock);
+		const pd_template *t = l ? pd_pools_template(s->pools, l->template) : NULL;
+		char p[256];
+		bool have = false;
+		static const char *const bins[] = {"/usr/local/bin", "/usr/bin", "/bin", NULL};
+		for (int b = 0; l && bins[b] && !have; b++) {
+			snprintf(p, sizeof p, "%s/%s", bins[b], l->requires);
+			have = access(p, X_OK) == 0;
+		}
+		if (!t || !t->available || !have)
+			continue;
+		json_t *aliases = json_array();
+		for (int a = 0; rt[i].aliases[a]; a++)
+			json_array_append_new(aliases, json_string(rt[i].aliases[a]));
+		json_t *o = json_pack("{s:s,s:s,s:o}", "language", rt[i].language, "version", pd_language_version(l),
+				      "aliases", aliases);
+		if (rt[i].runtime)
+			json_object_set_new(o, "runtime", json_string(rt[i].runtime));
+		json_array_append_new(arr, o);
+	}
+	return arr;
+}
+
 static bool authorized(pd_server *s, struct MHD_Connection *c)
 {
 	if (!s->o.token || !*s->o.token)
@@ -893,24 +924,7 @@ static void route(req *r, const char *url, const char *method)
 	} else if (!strcmp(url, "/api/v2/execute") && post) {
 		submit(r, K_PISTON);
 	} else if (!strcmp(url, "/api/v2/runtimes") && get) {
-		size_t n;
-		const pd_language *l = pd_languages(&n);
-		json_t *arr = json_array();
-		for (size_t i = 0; i < n; i++) {
-			const pd_template *t = pd_pools_template(s->pools, l[i].template);
-			char p[256];
-			bool have = false;
-			static const char *const bins[] = {"/usr/local/bin", "/usr/bin", "/bin", NULL};
-			for (int b = 0; bins[b] && !have; b++) {
-				snprintf(p, sizeof p, "%s/%s", bins[b], l[i].requires);
-				have = access(p, X_OK) == 0;
-			}
-			if (t && t->available && have)
-				json_array_append_new(arr, json_pack("{s:s,s:s,s:[],s:s}", "language", l[i].name,
-								     "version", l[i].version, "aliases", "runtime",
-								     l[i].name));
-		}
-		set_json(r, 200, arr);
+		set_json(r, 200, piston_runtimes(s));
 	} else if (!strcmp(url, "/v1/runs") && post) {
 		submit(r, K_NATIVE);
 	} else if (!strcmp(url, "/v1/pools") && get) {
@@ -1127,6 +1141,8 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 			if (s->tpl[i].pool_max < o->warm)
 				s->tpl[i].pool_max = o->warm;
 		}
+	/* versions for Piston's clients, asked of the toolchains while the pools start */
+	pd_languages_probe();
 	if (!(s->ctx = pd_ctx_new(NULL, e)))
 		goto fail;
 	for (size_t i = 0; i < s->ntpl; i++) {

@@ -40,12 +40,32 @@ typedef struct pd_language {
 	const char *source;   /* where the code goes, e.g. /work/main.py */
 	const char *compile;  /* shell command, or NULL */
 	const char *run;      /* shell command; "$@" receives the request's args */
-	const char *version;  /* reported by /api/v2/runtimes */
+	const char *version;  /* fallback for /api/v2/runtimes when the toolchain does not say */
 	const char *requires; /* program the image must have */
+	const char *probe;    /* argument that makes it print its version (--version...) */
 } pd_language;
 
 const pd_language *pd_language_find(const char *name);
 const pd_language *pd_languages(size_t *n);
+/* Starts asking each installed toolchain its version (once, in the background, at most 10 s). */
+void pd_languages_probe(void);
+/* MAJOR.MINOR.PATCH of a language: the toolchain's own once the probe ran (waits for a running
+ * probe), else the table's. */
+const char *pd_language_version(const pd_language *l);
+
+/* Piston's runtimes: its names and aliases for paddock's languages. */
+typedef struct pd_runtime {
+	const char *language;   /* Piston's name: python, c++, javascript */
+	const char *aliases[8]; /* NULL-terminated */
+	const char *runtime;    /* Piston's package when it differs from the language (gcc, node) */
+	const char *paddock;    /* the pd_language it runs as */
+} pd_runtime;
+const pd_runtime *pd_piston_runtimes(size_t *n);
+const pd_runtime *pd_piston_runtime_of(const char *paddock_language);
+/* The runtime named (or aliased) language whose version satisfies range, as Piston matches. */
+const pd_runtime *pd_piston_match(const char *language, const char *range);
+/* node-semver's satisfies(version, range): 1 yes, 0 no, -1 invalid version or range. */
+int pd_semver_satisfies(const char *version, const char *range);
 
 /* ---- jobs ------------------------------------------------------------------------------------ */
 
