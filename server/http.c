@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -25,6 +26,15 @@
 
 #define MAX_SESSIONS 4096
 #define MAX_SESSION_OPS 256
+#define MAX_EXEMPT 16
+
+/* Open connections per client address (IPv4), for the per-address limit. Only the event thread
+ * touches it (the accept policy and connection notifications both run there): no lock. A plain
+ * array, linear search: it holds only the addresses connected now, at most max_connections. */
+typedef struct ip_count {
+	uint32_t ip;
+	unsigned n;
+} ip_count;
 
 typedef struct sess_entry {
 	pd_session *s;
@@ -53,6 +63,16 @@ struct pd_server {
 	unsigned session_ops;
 	pthread_cond_t ops_cv;
 	bool stopping;
+	/* connections: the per-address limit and its figures (metrics read them from any thread) */
+	ip_count *ips;
+	size_t nips;
+	struct {
+		uint32_t net, mask;
+	} exempt[MAX_EXEMPT];
+	size_t nexempt;
+	unsigned conns_open;
+	uint64_t refused_per_ip, refused_limit;
+	uint64_t refusal_logged_us;
 };
 
 typedef enum { K_NONE, K_NATIVE, K_RUN_CODE, K_PISTON } kind;
@@ -761,6 +781,136 @@ static void session_list(req *r)
 	set_json(r, 200, json_pack("{s:o}", "sessions", arr));
 }
 
+/* ---- connections ----------------------------------------------------------------------------- */
+
+/* The client's IPv4 address, false for another family (a unix socket has none). */
+static bool client_ipv4(const struct sockaddr *sa, socklen_t len, uint32_t *ip)
+{
+	if (!sa || sa->sa_family != AF_INET || len < (socklen_t)sizeof(struct sockaddr_in))
+		return false;
+	*ip = ntohl(((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr);
+	return true;
+}
+
+static bool ip_exempt(const pd_server *s, uint32_t ip)
+{
+	for (size_t i = 0; i < s->nexempt; i++)
+		if ((ip & s->exempt[i].mask) == s->exempt[i].net)
+			return true;
+	return false;
+}
+
+static ip_count *ip_find(pd_server *s, uint32_t ip)
+{
+	for (size_t i = 0; i < s->nips; i++)
+		if (s->ips[i].ip == ip)
+			return &s->ips[i];
+	return NULL;
+}
+
+/* A refusal is logged at most once a second: a client hammering the limit must not flood the log. */
+static void log_refusal(pd_server *s, const char *reason, uint32_t ip)
+{
+	uint64_t now = pd_now_us();
+	if (now - s->refusal_logged_us < 1000000)
+		return;
+	s->refusal_logged_us = now;
+	pd_log("warn", "connection refused", "\"reason\":\"%s\",\"client\":\"%u.%u.%u.%u\",\"open\":%u", reason,
+	       ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255, __atomic_load_n(&s->conns_open, __ATOMIC_RELAXED));
+}
+
+/* libmicrohttpd's accept policy: called on the event thread for each accepted socket, before any
+ * byte is read; MHD_NO closes it at once. This is where one address is kept from taking every
+ * connection slot (libmicrohttpd's own per-IP limit would refuse as well, but without telling us,
+ * so the refusals could not be counted). */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	pd_server *s = cls;
+	uint32_t ip = 0;
+	bool v4 = client_ipv4(addr, addrlen, &ip);
+	if (__atomic_load_n(&s->conns_open, __ATOMIC_RELAXED) >= s->o.max_connections) {
+		__atomic_add_fetch(&s->refused_limit, 1, __ATOMIC_RELAXED);
+		log_refusal(s, "max_connections", ip);
+		return MHD_NO;
+	}
+	if (!v4 || s->o.max_conns_per_ip == UINT_MAX || ip_exempt(s, ip))
+		return MHD_YES;
+	ip_count *c = ip_find(s, ip);
+	if (c && c->n >= s->o.max_conns_per_ip) {
+		__atomic_add_fetch(&s->refused_per_ip, 1, __ATOMIC_RELAXED);
+		log_refusal(s, "max_connections_per_ip", ip);
+		return MHD_NO;
+	}
+	return MHD_YES;
+}
+
+/* Counts connections as libmicrohttpd starts and closes them; *socket_context remembers whether
+ * this one was counted against its address (1 + the address), so the close undoes exactly that. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	pd_server *s = cls;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		__atomic_add_fetch(&s->conns_open, 1, __ATOMIC_RELAXED);
+		*socket_context = NULL;
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		uint32_t ip;
+		if (!ci || !client_ipv4(ci->client_addr, sizeof(struct sockaddr_in), &ip) || ip_exempt(s, ip) ||
+		    s->o.max_conns_per_ip == UINT_MAX)
+			return;
+		ip_count *e = ip_find(s, ip);
+		if (!e) {
+			if (s->nips >= (size_t)s->o.max_connections + 16)
+				return; /* cannot happen within the connection limit; uncounted beats a crash */
+			e = &s->ips[s->nips++];
+			*e = (ip_count){ip, 0};
+		}
+		e->n++;
+		*socket_context = (void *)(uintptr_t)((uint64_t)ip + 1);
+		return;
+	}
+	__atomic_sub_fetch(&s->conns_open, 1, __ATOMIC_RELAXED);
+	if (!*socket_context)
+		return;
+	uint32_t ip = (uint32_t)((uintptr_t)*socket_context - 1);
+	*socket_context = NULL;
+	ip_count *e = ip_find(s, ip);
+	if (e && --e->n == 0)
+		*e = s->ips[--s->nips]; /* the last entry takes its place */
+}
+
+/* "10.0.0.0/8,192.168.1.7" into the exemption list. */
+static int parse_exempt(pd_server *s, const char *list, pd_err *e)
+{
+	s->nexempt = 0;
+	char buf[1024];
+	snprintf(buf, sizeof buf, "%s", list);
+	char *save = NULL;
+	for (char *tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+		if (!strcmp(tok, "none"))
+			continue;
+		if (s->nexempt == MAX_EXEMPT)
+			return pd_fail(e, EINVAL, "per_ip_exempt: at most %d networks", MAX_EXEMPT);
+		char *slash = strchr(tok, '/');
+		long bits = 32;
+		if (slash) {
+			char *end;
+			*slash = 0;
+			bits = strtol(slash + 1, &end, 10);
+			if (*end || end == slash + 1 || bits < 0 || bits > 32)
+				return pd_fail(e, EINVAL, "per_ip_exempt: '%s' has a bad prefix length", tok);
+		}
+		struct in_addr a;
+		if (inet_pton(AF_INET, tok, &a) != 1)
+			return pd_fail(e, EINVAL, "per_ip_exempt: '%s' is not an IPv4 address or network", tok);
+		uint32_t mask = bits ? ~0u << (32 - bits) : 0;
+		s->exempt[s->nexempt].mask = mask;
+		s->exempt[s->nexempt].net = ntohl(a.s_addr) & mask;
+		s->nexempt++;
+	}
+	return 0;
+}
+
 /* ---- routing --------------------------------------------------------------------------------- */
 
 static json_t *pools_json(pd_server *s)
@@ -844,6 +994,15 @@ static char *pool_metrics(pd_server *s)
 		l1 = strtod(mi, NULL);
 	fprintf(f, "# HELP paddock_host_load1 Host load average (1 min).\n# TYPE paddock_host_load1 gauge\n"
 		   "paddock_host_load1 %.2f\n", l1);
+	fprintf(f, "# HELP paddock_connections_open HTTP connections open now.\n"
+		   "# TYPE paddock_connections_open gauge\npaddock_connections_open %u\n"
+		   "# HELP paddock_connections_refused_total Connections closed at accept, by the limit that refused them.\n"
+		   "# TYPE paddock_connections_refused_total counter\n"
+		   "paddock_connections_refused_total{reason=\"max_connections\"} %llu\n"
+		   "paddock_connections_refused_total{reason=\"max_connections_per_ip\"} %llu\n",
+		__atomic_load_n(&s->conns_open, __ATOMIC_RELAXED),
+		(unsigned long long)__atomic_load_n(&s->refused_limit, __ATOMIC_RELAXED),
+		(unsigned long long)__atomic_load_n(&s->refused_per_ip, __ATOMIC_RELAXED));
 	fclose(f);
 	free(st);
 	return out;
@@ -1127,8 +1286,18 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 		s->o.max_body = 16u << 20;
 	if (!s->o.max_connections)
 		s->o.max_connections = 4096;
+	if (!s->o.max_conns_per_ip)
+		s->o.max_conns_per_ip = 256;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->ops_cv, NULL);
+	/* loopback by default: the host's own clients (a trainer on the node, a local proxy that
+	 * carries everyone's requests) are not one remote address hogging the slots */
+	if (parse_exempt(s, o->per_ip_exempt ? o->per_ip_exempt : "127.0.0.0/8", e) < 0)
+		goto fail;
+	if (!(s->ips = calloc((size_t)s->o.max_connections + 16, sizeof *s->ips))) {
+		pd_fail(e, ENOMEM, "connection table");
+		goto fail;
+	}
 	if (bind_listen(s, e) < 0)
 		goto fail;
 	int rc = o->templates_file ? pd_templates_load(o->templates_file, &s->tpl, &s->ntpl, e)
@@ -1163,10 +1332,13 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 	s->metrics = pd_metrics_new();
 	if (!(s->sched = pd_sched_new(s->pools, s->store, s->metrics, &o->sched, e)))
 		goto fail;
+	/* the limits are enforced (and counted) by on_accept; libmicrohttpd's own limit, a little
+	 * higher, is only the backstop */
 	s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME,
-				  0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
-				  MHD_OPTION_CONNECTION_LIMIT, s->o.max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-				  (unsigned)120, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+				  0, on_accept, s, on_request, s, MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
+				  MHD_OPTION_CONNECTION_LIMIT, s->o.max_connections + 8, MHD_OPTION_CONNECTION_TIMEOUT,
+				  (unsigned)120, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
 	if (!s->mhd) {
 		pd_fail(e, EIO, "start the HTTP server on %s", s->address);
 		goto fail;
@@ -1224,5 +1396,6 @@ void pd_server_stop(pd_server *s)
 		unlink(s->unix_path);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->ops_cv);
+	free(s->ips);
 	free(s);
 }

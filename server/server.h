@@ -198,6 +198,9 @@ typedef struct pd_server_opts {
 	const char *db_path;        /* NULL = <state>/paddock.db */
 	size_t max_body;            /* bytes; 0 = 16 MiB */
 	unsigned max_connections;   /* 0 = 4096 */
+	unsigned max_conns_per_ip;  /* open connections from one client address; 0 = 256, UINT_MAX = no limit */
+	const char *per_ip_exempt;  /* IPv4 CIDRs the per-address limit spares, comma-separated;
+				     * NULL = "127.0.0.0/8" (the host's own clients), "" = none */
 	unsigned warm;              /* READY sandboxes per template at start; 0 = templates' min */
 	pd_sched_opts sched;
 } pd_server_opts;
