@@ -204,6 +204,21 @@ static enum MHD_Result send_resp(struct MHD_Connection *c, req *r)
 static void job_done(pd_job *j, void *arg)
 {
 	req *r = arg;
+	if (j->store_errno) {
+		/* ran, but not recorded: answering the result would let it be lost, so it is an error the
+		 * client can retry (507 for a full disk) */
+		r->retry_after = j->store_errno == ENOSPC ? 30 : 5;
+		set_error(r, j->store_errno == ENOSPC ? 507 : 503,
+			  "%sthe result of %s could not be recorded (%s) and was not kept: retry later",
+			  j->store_errno == ENOSPC ? "disk full: " : "", j->task_id, j->store_error);
+		pd_job_free(j);
+		pd_server *srv = r->srv;
+		struct MHD_Connection *conn = r->conn;
+		pthread_mutex_lock(&srv->mu);
+		MHD_resume_connection(conn);
+		pthread_mutex_unlock(&srv->mu);
+		return;
+	}
 	json_t *out = r->k == K_RUN_CODE ? pd_job_to_run_code(j) : r->k == K_PISTON ? pd_job_to_piston(j)
 										    : pd_job_to_json(j);
 	int status = 200;
@@ -288,8 +303,17 @@ static void submit(req *r, kind k)
 	r->retry_after = pd_sched_retry_after(r->srv->sched);
 	/* verl's SandboxFusion client retries on 504 only: overload must say 504 there */
 	int code = k == K_RUN_CODE ? 504 : 503;
+	char why[600];
+	if (a == PD_ADMIT_DISK_FULL) {
+		/* not an overload to retry at once: the operator must free space */
+		code = 507;
+		r->retry_after = 30;
+		if (!pd_store_full(r->srv->store, why, sizeof why))
+			snprintf(why, sizeof why, "disk full: the results store cannot record results");
+	}
 	set_error(r, code, "%s", a == PD_ADMIT_FULL ? "queue full: retry later"
 			       : a == PD_ADMIT_BREAKER ? "overloaded (circuit breaker open): retry later"
+			       : a == PD_ADMIT_DISK_FULL ? why
 						       : "shutting down");
 	pd_server *srv = r->srv;
 	pthread_mutex_lock(&srv->mu);
@@ -994,6 +1018,13 @@ static char *pool_metrics(pd_server *s)
 		l1 = strtod(mi, NULL);
 	fprintf(f, "# HELP paddock_host_load1 Host load average (1 min).\n# TYPE paddock_host_load1 gauge\n"
 		   "paddock_host_load1 %.2f\n", l1);
+	uint64_t sf = 0, so = 0;
+	pd_store_failures(s->store, &sf, &so);
+	fprintf(f, "# HELP paddock_store_write_failures_total Results that could not be recorded (and were not answered as results).\n"
+		   "# TYPE paddock_store_write_failures_total counter\n"
+		   "paddock_store_write_failures_total{reason=\"disk_full\"} %llu\n"
+		   "paddock_store_write_failures_total{reason=\"other\"} %llu\n",
+		(unsigned long long)sf, (unsigned long long)so);
 	fprintf(f, "# HELP paddock_connections_open HTTP connections open now.\n"
 		   "# TYPE paddock_connections_open gauge\npaddock_connections_open %u\n"
 		   "# HELP paddock_connections_refused_total Connections closed at accept, by the limit that refused them.\n"
@@ -1062,9 +1093,11 @@ static void route(req *r, const char *url, const char *method)
 	if (!strcmp(url, "/healthz") && get) {
 		set_json(r, 200, json_pack("{s:s}", "status", "ok"));
 	} else if (!strcmp(url, "/readyz") && get) {
-		bool open = pd_sched_breaker_open(s->sched);
-		set_json(r, open || s->stopping ? 503 : 200,
-			 json_pack("{s:s,s:b}", "status", open || s->stopping ? "not ready" : "ready", "breaker_open", open));
+		bool open = pd_sched_breaker_open(s->sched), full = pd_store_full(s->store, NULL, 0);
+		bool ready = !open && !full && !s->stopping;
+		set_json(r, ready ? 200 : 503,
+			 json_pack("{s:s,s:b,s:b}", "status", ready ? "ready" : "not ready", "breaker_open", open,
+				   "disk_full", full));
 	} else if (!strcmp(url, "/metrics") && get) {
 		char *sm = pd_sched_metrics(s->sched), *pm = pool_metrics(s);
 		char *extra = NULL;

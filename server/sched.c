@@ -59,7 +59,7 @@ struct pd_sched {
 	unsigned ncreates;
 	bool open;
 	uint64_t open_until;
-	uint64_t opened_total, refused_total[4];
+	uint64_t opened_total, refused_total[PD_ADMIT_COUNT];
 };
 
 static uint64_t wall_us(void)
@@ -159,6 +159,8 @@ pd_admit pd_sched_submit(pd_sched *s, pd_job *j)
 	int pr = j->priority >= 0 && j->priority < PD_PRIO_COUNT ? j->priority : PD_PRIO_NORMAL;
 	if (s->stopping)
 		a = PD_ADMIT_STOPPING;
+	else if (s->store && pd_store_full(s->store, NULL, 0))
+		a = PD_ADMIT_DISK_FULL;
 	else if (breaker_check(s))
 		a = PD_ADMIT_BREAKER;
 	else if (s->q[pr].len >= s->o.queue_max)
@@ -218,9 +220,13 @@ static void finish(pd_sched *s, pd_job *j)
 		pd_err e = {0};
 		char host[64] = "";
 		gethostname(host, sizeof host - 1);
-		/* the result is on disk before the caller hears of it: a crash after this loses nothing */
-		if (pd_store_put(s->store, j, host, &e) < 0)
+		/* the result is on disk before the caller hears of it: a crash after this loses nothing,
+		 * and a result that could not be recorded is not reported as one (store_errno) */
+		if (pd_store_put(s->store, j, host, &e) < 0) {
+			j->store_errno = e.code ? e.code : EIO;
+			snprintf(j->store_error, sizeof j->store_error, "%s", e.msg);
 			pd_log("error", "store", "\"task_id\":\"%s\",\"error\":\"%s\"", j->task_id, e.msg);
+		}
 	}
 	if (s->metrics)
 		pd_metrics_job(s->metrics, j);
@@ -466,10 +472,12 @@ char *pd_sched_metrics(pd_sched *s)
 		   "# TYPE paddock_refused_total counter\n"
 		   "paddock_refused_total{reason=\"queue_full\"} %llu\n"
 		   "paddock_refused_total{reason=\"breaker\"} %llu\n"
-		   "paddock_refused_total{reason=\"stopping\"} %llu\n",
+		   "paddock_refused_total{reason=\"stopping\"} %llu\n"
+		   "paddock_refused_total{reason=\"disk_full\"} %llu\n",
 		(unsigned long long)s->refused_total[PD_ADMIT_FULL],
 		(unsigned long long)s->refused_total[PD_ADMIT_BREAKER],
-		(unsigned long long)s->refused_total[PD_ADMIT_STOPPING]);
+		(unsigned long long)s->refused_total[PD_ADMIT_STOPPING],
+		(unsigned long long)s->refused_total[PD_ADMIT_DISK_FULL]);
 	pthread_mutex_unlock(&s->mu);
 	fclose(f);
 	return out;

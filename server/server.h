@@ -112,6 +112,10 @@ typedef struct pd_job {
 	unsigned attempts;
 	uint64_t queued_us, started_us, finished_us;
 	char sandbox_id[40];
+	/* 0: recorded in the store before the answer; else why it could not be (ENOSPC: disk full),
+	 * and the caller must not be told the job succeeded: its record would be lost */
+	int store_errno;
+	char store_error[160];
 	/* completion: called once, from a worker thread */
 	void (*done)(struct pd_job *j, void *arg);
 	void *done_arg;
@@ -148,6 +152,12 @@ void pd_store_close(pd_store *s);
 int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e);
 /* Rows stored so far. */
 long pd_store_count(pd_store *s);
+/* True while the store cannot take a row for lack of space: set when a write fails with a full
+ * disk, cleared once the disk has room again (checked with statvfs, so a freed disk is noticed
+ * without a write). msg (may be NULL) says where and how much is free. */
+bool pd_store_full(pd_store *s, char *msg, size_t len);
+/* Writes that failed: for lack of space, and for any other reason. */
+void pd_store_failures(pd_store *s, uint64_t *full, uint64_t *other);
 
 /* ---- metrics --------------------------------------------------------------------------------- */
 
@@ -173,7 +183,14 @@ typedef struct pd_sched_opts {
 	uint64_t breaker_cooldown_ms; /* 0 = 5 s */
 } pd_sched_opts;
 
-typedef enum { PD_ADMIT_OK = 0, PD_ADMIT_FULL, PD_ADMIT_BREAKER, PD_ADMIT_STOPPING } pd_admit;
+typedef enum {
+	PD_ADMIT_OK = 0,
+	PD_ADMIT_FULL,
+	PD_ADMIT_BREAKER,
+	PD_ADMIT_STOPPING,
+	PD_ADMIT_DISK_FULL, /* the store cannot record a result: running the job would lose it */
+	PD_ADMIT_COUNT
+} pd_admit;
 
 pd_sched *pd_sched_new(pd_pools *pools, pd_store *store, pd_metrics *m, const pd_sched_opts *o, pd_err *e);
 /* Queues a job; j->done is called when it finished. Refused jobs are not queued (caller frees). */
