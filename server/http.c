@@ -7,6 +7,7 @@
 #include "server.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -73,6 +75,9 @@ struct pd_server {
 	unsigned conns_open;
 	uint64_t refused_per_ip, refused_limit;
 	uint64_t refusal_logged_us;
+	/* file descriptors: RLIMIT_NOFILE (0 = unlimited) and the work refused for lack of them */
+	uint64_t fd_limit;
+	uint64_t fd_refused;
 };
 
 typedef enum { K_NONE, K_NATIVE, K_RUN_CODE, K_PISTON } kind;
@@ -199,6 +204,64 @@ static enum MHD_Result send_resp(struct MHD_Connection *c, req *r)
 	return ret;
 }
 
+/* ---- file descriptors ------------------------------------------------------------------------ */
+
+/* Every connection and every sandbox holds descriptors (a sandbox: its init's socket, a pidfd,
+ * its uid-slot lock, and a dozen more while it is built). The connection limit keeps connections
+ * within their share of RLIMIT_NOFILE; this keeps sandboxes within theirs, so that the last
+ * descriptors are always there for accept(). Without it, sessions could take every descriptor:
+ * accept() would fail with EMFILE, libmicrohttpd would stop accepting (or, with no connection
+ * open, retry accept() in a busy loop), and clients would wait unanswered in the backlog. */
+#define FD_MARGIN 16      /* the store, logs, a pipe or two */
+#define FD_PER_SANDBOX 16 /* what building one sandbox may hold at once */
+
+static long fds_open(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return -1; /* no descriptor even for this: as short as can be */
+	long n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - 1; /* the directory's own */
+}
+
+/* Whether the template's pool has a READY sandbox: taking it needs no new descriptor (its own are
+ * open already, and counted). */
+static bool pool_has_ready(pd_server *s, const char *template_name)
+{
+	size_t n;
+	pd_pool_stats *st = pd_pools_stats(s->pools, &n);
+	bool ready = false;
+	for (size_t i = 0; st && i < n && !ready; i++)
+		ready = !strcmp(st[i].template_name, template_name) && st[i].ready > 0;
+	free(st);
+	return ready;
+}
+
+/* True (and why, in msg) when a sandbox of this template would have to be built from descriptors
+ * kept for the connections that may still come. */
+static bool fds_short(pd_server *s, const char *template_name, char *msg, size_t len)
+{
+	if (!s->fd_limit)
+		return false;
+	long open_ = fds_open();
+	unsigned conns = __atomic_load_n(&s->conns_open, __ATOMIC_RELAXED);
+	uint64_t conn_room = s->o.max_connections > conns ? s->o.max_connections - conns : 0;
+	uint64_t need = conn_room + FD_MARGIN + FD_PER_SANDBOX;
+	uint64_t free_ = open_ < 0 ? 0 : s->fd_limit > (uint64_t)open_ ? s->fd_limit - (uint64_t)open_ : 0;
+	if (free_ >= need || pool_has_ready(s, template_name))
+		return false;
+	__atomic_add_fetch(&s->fd_refused, 1, __ATOMIC_RELAXED);
+	snprintf(msg, len,
+		 "out of file descriptors: %llu of %llu free, %llu kept for connections and the daemon: retry later",
+		 (unsigned long long)free_, (unsigned long long)s->fd_limit,
+		 (unsigned long long)(conn_room + FD_MARGIN));
+	return true;
+}
+
 /* ---- jobs ------------------------------------------------------------------------------------ */
 
 static void job_done(pd_job *j, void *arg)
@@ -287,6 +350,13 @@ static void submit(req *r, kind k)
 		/* the context's random run id keeps ids of two daemons (or restarts) apart */
 		snprintf(j->task_id, sizeof j->task_id, "t-%08" PRIx32 "-%" PRIu64, r->srv->ctx->run_id,
 			 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+	}
+	char fdwhy[300];
+	if (fds_short(r->srv, j->template_name, fdwhy, sizeof fdwhy)) {
+		pd_job_free(j);
+		r->retry_after = 2;
+		set_error(r, k == K_RUN_CODE ? 504 : 503, "%s", fdwhy);
+		return;
 	}
 	client_of(r->conn, j->client, sizeof j->client);
 	j->done = job_done;
@@ -710,6 +780,14 @@ static void session_create(req *r)
 	char *metas = meta ? json_dumps(meta, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
 	so.metadata = metas;
 	pd_err e = {0};
+	char why[300];
+	if (fds_short(s, tpl, why, sizeof why)) {
+		free(metas);
+		json_decref(b);
+		r->retry_after = 2;
+		set_error(r, 503, "%s", why);
+		return;
+	}
 	/* the acquire may create a sandbox on the spot: a few ms on the event thread, bounded */
 	pd_session *ss = pd_session_open(s->pools, tpl, &so, &e);
 	free(metas);
@@ -1018,6 +1096,13 @@ static char *pool_metrics(pd_server *s)
 		l1 = strtod(mi, NULL);
 	fprintf(f, "# HELP paddock_host_load1 Host load average (1 min).\n# TYPE paddock_host_load1 gauge\n"
 		   "paddock_host_load1 %.2f\n", l1);
+	fprintf(f, "# HELP paddock_fds_open File descriptors the daemon holds.\n# TYPE paddock_fds_open gauge\n"
+		   "paddock_fds_open %ld\n# HELP paddock_fds_limit Its RLIMIT_NOFILE (0: none).\n"
+		   "# TYPE paddock_fds_limit gauge\npaddock_fds_limit %llu\n"
+		   "# HELP paddock_fd_refusals_total Runs and sessions refused to keep descriptors for connections.\n"
+		   "# TYPE paddock_fd_refusals_total counter\npaddock_fd_refusals_total %llu\n",
+		fds_open(), (unsigned long long)s->fd_limit,
+		(unsigned long long)__atomic_load_n(&s->fd_refused, __ATOMIC_RELAXED));
 	uint64_t sf = 0, so = 0;
 	pd_store_failures(s->store, &sf, &so);
 	fprintf(f, "# HELP paddock_store_write_failures_total Results that could not be recorded (and were not answered as results).\n"
@@ -1337,6 +1422,19 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 				   : pd_templates_default(&s->tpl, &s->ntpl, e);
 	if (rc < 0)
 		goto fail;
+	/* a sandbox cannot raise a hard limit (no CAP_SYS_RESOURCE where it runs): a template's nofile
+	 * above the daemon's own hard RLIMIT_NOFILE would make every exec fail, so it is lowered */
+	struct rlimit nof;
+	if (getrlimit(RLIMIT_NOFILE, &nof) == 0 && nof.rlim_cur != RLIM_INFINITY)
+		s->fd_limit = nof.rlim_cur;
+	if (getrlimit(RLIMIT_NOFILE, &nof) == 0 && nof.rlim_max != RLIM_INFINITY)
+		for (size_t i = 0; i < s->ntpl; i++)
+			if (s->tpl[i].limits.nofile > nof.rlim_max) {
+				pd_log("warn", "template nofile lowered to the daemon's hard limit",
+				       "\"template\":\"%s\",\"nofile\":%u,\"hard_limit\":%llu", s->tpl[i].name,
+				       s->tpl[i].limits.nofile, (unsigned long long)nof.rlim_max);
+				s->tpl[i].limits.nofile = (uint32_t)nof.rlim_max;
+			}
 	for (size_t i = 0; i < s->ntpl; i++)
 		if (o->warm && s->tpl[i].pool_min < o->warm) {
 			s->tpl[i].pool_min = o->warm;
