@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,12 @@ static void serve_usage(FILE *f)
 	      "  --retries N            retries of infrastructure failures in a fresh sandbox (default 2)\n"
 	      "  --warm N               READY sandboxes kept per template (default: templates' pool.min)\n"
 	      "  --max-body SIZE        largest request body (default 16M)\n"
+	      "  --max-connections-per-ip N\n"
+	      "                         open connections one client address may hold; more are closed\n"
+	      "                         at accept and counted (default 256; 0 = no limit)\n"
+	      "  --per-ip-exempt CIDRS  addresses that limit spares, comma-separated IPv4 networks\n"
+	      "                         (default 127.0.0.0/8; \"none\" = spare none); unix-socket\n"
+	      "                         clients have no address and are always spared\n"
 	      "  --config FILE          JSON object with any of the options above (flags win)\n",
 	      f);
 }
@@ -62,6 +69,7 @@ int cmd_serve(int argc, char **argv)
 		{"workers", required_argument, 0, 'w'}, {"queue-max", required_argument, 0, 'q'},
 		{"retries", required_argument, 0, 'r'}, {"warm", required_argument, 0, 'n'},
 		{"max-body", required_argument, 0, 'b'}, {"config", required_argument, 0, 'c'},
+		{"max-connections-per-ip", required_argument, 0, 'P'}, {"per-ip-exempt", required_argument, 0, 'E'},
 		{0, 0, 0, 0}};
 	pd_server_opts o = {0};
 	char *token = getenv("PADDOCK_TOKEN") ? strdup(getenv("PADDOCK_TOKEN")) : NULL;
@@ -102,6 +110,10 @@ int cmd_serve(int argc, char **argv)
 					o.warm = (unsigned)iv;
 				else if (!strcmp(k, "max_body") && iv > 0)
 					o.max_body = (size_t)iv;
+				else if (!strcmp(k, "max_connections_per_ip") && iv >= 0 && iv < UINT_MAX)
+					o.max_conns_per_ip = iv ? (unsigned)iv : UINT_MAX;
+				else if (!strcmp(k, "per_ip_exempt") && sv)
+					o.per_ip_exempt = strdup(sv);
 				else {
 					cli_error("--config %s: unknown or mistyped key '%s'", cfile, k);
 					json_decref(cfg);
@@ -166,6 +178,14 @@ int cmd_serve(int argc, char **argv)
 			}
 			o.max_body = (size_t)sz;
 			break;
+		case 'P':
+			if (!num || v > 1000000) {
+				cli_error("--max-connections-per-ip: '%s' is not a count from 0 (no limit) to 1000000", optarg);
+				return EXIT_USAGE;
+			}
+			o.max_conns_per_ip = v ? (unsigned)v : UINT_MAX;
+			break;
+		case 'E': o.per_ip_exempt = optarg; break;
 		case 'c': break; /* read above */
 		default: serve_usage(stderr); return EXIT_USAGE;
 		}

@@ -7,9 +7,11 @@
 #include "server.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -25,6 +28,15 @@
 
 #define MAX_SESSIONS 4096
 #define MAX_SESSION_OPS 256
+#define MAX_EXEMPT 16
+
+/* Open connections per client address (IPv4), for the per-address limit. Only the event thread
+ * touches it (the accept policy and connection notifications both run there): no lock. A plain
+ * array, linear search: it holds only the addresses connected now, at most max_connections. */
+typedef struct ip_count {
+	uint32_t ip;
+	unsigned n;
+} ip_count;
 
 typedef struct sess_entry {
 	pd_session *s;
@@ -53,6 +65,19 @@ struct pd_server {
 	unsigned session_ops;
 	pthread_cond_t ops_cv;
 	bool stopping;
+	/* connections: the per-address limit and its figures (metrics read them from any thread) */
+	ip_count *ips;
+	size_t nips;
+	struct {
+		uint32_t net, mask;
+	} exempt[MAX_EXEMPT];
+	size_t nexempt;
+	unsigned conns_open;
+	uint64_t refused_per_ip, refused_limit;
+	uint64_t refusal_logged_us;
+	/* file descriptors: RLIMIT_NOFILE (0 = unlimited) and the work refused for lack of them */
+	uint64_t fd_limit;
+	uint64_t fd_refused;
 };
 
 typedef enum { K_NONE, K_NATIVE, K_RUN_CODE, K_PISTON } kind;
@@ -179,11 +204,84 @@ static enum MHD_Result send_resp(struct MHD_Connection *c, req *r)
 	return ret;
 }
 
+/* ---- file descriptors ------------------------------------------------------------------------ */
+
+/* Every connection and every sandbox holds descriptors (a sandbox: its init's socket, a pidfd,
+ * its uid-slot lock, and a dozen more while it is built). The connection limit keeps connections
+ * within their share of RLIMIT_NOFILE; this keeps sandboxes within theirs, so that the last
+ * descriptors are always there for accept(). Without it, sessions could take every descriptor:
+ * accept() would fail with EMFILE, libmicrohttpd would stop accepting (or, with no connection
+ * open, retry accept() in a busy loop), and clients would wait unanswered in the backlog. */
+#define FD_MARGIN 16      /* the store, logs, a pipe or two */
+#define FD_PER_SANDBOX 16 /* what building one sandbox may hold at once */
+
+static long fds_open(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return -1; /* no descriptor even for this: as short as can be */
+	long n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - 1; /* the directory's own */
+}
+
+/* Whether the template's pool has a READY sandbox: taking it needs no new descriptor (its own are
+ * open already, and counted). */
+static bool pool_has_ready(pd_server *s, const char *template_name)
+{
+	size_t n;
+	pd_pool_stats *st = pd_pools_stats(s->pools, &n);
+	bool ready = false;
+	for (size_t i = 0; st && i < n && !ready; i++)
+		ready = !strcmp(st[i].template_name, template_name) && st[i].ready > 0;
+	free(st);
+	return ready;
+}
+
+/* True (and why, in msg) when a sandbox of this template would have to be built from descriptors
+ * kept for the connections that may still come. */
+static bool fds_short(pd_server *s, const char *template_name, char *msg, size_t len)
+{
+	if (!s->fd_limit)
+		return false;
+	long open_ = fds_open();
+	unsigned conns = __atomic_load_n(&s->conns_open, __ATOMIC_RELAXED);
+	uint64_t conn_room = s->o.max_connections > conns ? s->o.max_connections - conns : 0;
+	uint64_t need = conn_room + FD_MARGIN + FD_PER_SANDBOX;
+	uint64_t free_ = open_ < 0 ? 0 : s->fd_limit > (uint64_t)open_ ? s->fd_limit - (uint64_t)open_ : 0;
+	if (free_ >= need || pool_has_ready(s, template_name))
+		return false;
+	__atomic_add_fetch(&s->fd_refused, 1, __ATOMIC_RELAXED);
+	snprintf(msg, len,
+		 "out of file descriptors: %llu of %llu free, %llu kept for connections and the daemon: retry later",
+		 (unsigned long long)free_, (unsigned long long)s->fd_limit,
+		 (unsigned long long)(conn_room + FD_MARGIN));
+	return true;
+}
+
 /* ---- jobs ------------------------------------------------------------------------------------ */
 
 static void job_done(pd_job *j, void *arg)
 {
 	req *r = arg;
+	if (j->store_errno) {
+		/* ran, but not recorded: answering the result would let it be lost, so it is an error the
+		 * client can retry (507 for a full disk) */
+		r->retry_after = j->store_errno == ENOSPC ? 30 : 5;
+		set_error(r, j->store_errno == ENOSPC ? 507 : 503,
+			  "%sthe result of %s could not be recorded (%s) and was not kept: retry later",
+			  j->store_errno == ENOSPC ? "disk full: " : "", j->task_id, j->store_error);
+		pd_job_free(j);
+		pd_server *srv = r->srv;
+		struct MHD_Connection *conn = r->conn;
+		pthread_mutex_lock(&srv->mu);
+		MHD_resume_connection(conn);
+		pthread_mutex_unlock(&srv->mu);
+		return;
+	}
 	json_t *out = r->k == K_RUN_CODE ? pd_job_to_run_code(j) : r->k == K_PISTON ? pd_job_to_piston(j)
 										    : pd_job_to_json(j);
 	int status = 200;
@@ -253,6 +351,13 @@ static void submit(req *r, kind k)
 		snprintf(j->task_id, sizeof j->task_id, "t-%08" PRIx32 "-%" PRIu64, r->srv->ctx->run_id,
 			 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
 	}
+	char fdwhy[300];
+	if (fds_short(r->srv, j->template_name, fdwhy, sizeof fdwhy)) {
+		pd_job_free(j);
+		r->retry_after = 2;
+		set_error(r, k == K_RUN_CODE ? 504 : 503, "%s", fdwhy);
+		return;
+	}
 	client_of(r->conn, j->client, sizeof j->client);
 	j->done = job_done;
 	j->done_arg = r;
@@ -268,8 +373,17 @@ static void submit(req *r, kind k)
 	r->retry_after = pd_sched_retry_after(r->srv->sched);
 	/* verl's SandboxFusion client retries on 504 only: overload must say 504 there */
 	int code = k == K_RUN_CODE ? 504 : 503;
+	char why[600];
+	if (a == PD_ADMIT_DISK_FULL) {
+		/* not an overload to retry at once: the operator must free space */
+		code = 507;
+		r->retry_after = 30;
+		if (!pd_store_full(r->srv->store, why, sizeof why))
+			snprintf(why, sizeof why, "disk full: the results store cannot record results");
+	}
 	set_error(r, code, "%s", a == PD_ADMIT_FULL ? "queue full: retry later"
 			       : a == PD_ADMIT_BREAKER ? "overloaded (circuit breaker open): retry later"
+			       : a == PD_ADMIT_DISK_FULL ? why
 						       : "shutting down");
 	pd_server *srv = r->srv;
 	pthread_mutex_lock(&srv->mu);
@@ -666,6 +780,14 @@ static void session_create(req *r)
 	char *metas = meta ? json_dumps(meta, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
 	so.metadata = metas;
 	pd_err e = {0};
+	char why[300];
+	if (fds_short(s, tpl, why, sizeof why)) {
+		free(metas);
+		json_decref(b);
+		r->retry_after = 2;
+		set_error(r, 503, "%s", why);
+		return;
+	}
 	/* the acquire may create a sandbox on the spot: a few ms on the event thread, bounded */
 	pd_session *ss = pd_session_open(s->pools, tpl, &so, &e);
 	free(metas);
@@ -761,6 +883,136 @@ static void session_list(req *r)
 	set_json(r, 200, json_pack("{s:o}", "sessions", arr));
 }
 
+/* ---- connections ----------------------------------------------------------------------------- */
+
+/* The client's IPv4 address, false for another family (a unix socket has none). */
+static bool client_ipv4(const struct sockaddr *sa, socklen_t len, uint32_t *ip)
+{
+	if (!sa || sa->sa_family != AF_INET || len < (socklen_t)sizeof(struct sockaddr_in))
+		return false;
+	*ip = ntohl(((const struct sockaddr_in *)(const void *)sa)->sin_addr.s_addr);
+	return true;
+}
+
+static bool ip_exempt(const pd_server *s, uint32_t ip)
+{
+	for (size_t i = 0; i < s->nexempt; i++)
+		if ((ip & s->exempt[i].mask) == s->exempt[i].net)
+			return true;
+	return false;
+}
+
+static ip_count *ip_find(pd_server *s, uint32_t ip)
+{
+	for (size_t i = 0; i < s->nips; i++)
+		if (s->ips[i].ip == ip)
+			return &s->ips[i];
+	return NULL;
+}
+
+/* A refusal is logged at most once a second: a client hammering the limit must not flood the log. */
+static void log_refusal(pd_server *s, const char *reason, uint32_t ip)
+{
+	uint64_t now = pd_now_us();
+	if (now - s->refusal_logged_us < 1000000)
+		return;
+	s->refusal_logged_us = now;
+	pd_log("warn", "connection refused", "\"reason\":\"%s\",\"client\":\"%u.%u.%u.%u\",\"open\":%u", reason,
+	       ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255, __atomic_load_n(&s->conns_open, __ATOMIC_RELAXED));
+}
+
+/* libmicrohttpd's accept policy: called on the event thread for each accepted socket, before any
+ * byte is read; MHD_NO closes it at once. This is where one address is kept from taking every
+ * connection slot (libmicrohttpd's own per-IP limit would refuse as well, but without telling us,
+ * so the refusals could not be counted). */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	pd_server *s = cls;
+	uint32_t ip = 0;
+	bool v4 = client_ipv4(addr, addrlen, &ip);
+	if (__atomic_load_n(&s->conns_open, __ATOMIC_RELAXED) >= s->o.max_connections) {
+		__atomic_add_fetch(&s->refused_limit, 1, __ATOMIC_RELAXED);
+		log_refusal(s, "max_connections", ip);
+		return MHD_NO;
+	}
+	if (!v4 || s->o.max_conns_per_ip == UINT_MAX || ip_exempt(s, ip))
+		return MHD_YES;
+	ip_count *c = ip_find(s, ip);
+	if (c && c->n >= s->o.max_conns_per_ip) {
+		__atomic_add_fetch(&s->refused_per_ip, 1, __ATOMIC_RELAXED);
+		log_refusal(s, "max_connections_per_ip", ip);
+		return MHD_NO;
+	}
+	return MHD_YES;
+}
+
+/* Counts connections as libmicrohttpd starts and closes them; *socket_context remembers whether
+ * this one was counted against its address (1 + the address), so the close undoes exactly that. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	pd_server *s = cls;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		__atomic_add_fetch(&s->conns_open, 1, __ATOMIC_RELAXED);
+		*socket_context = NULL;
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		uint32_t ip;
+		if (!ci || !client_ipv4(ci->client_addr, sizeof(struct sockaddr_in), &ip) || ip_exempt(s, ip) ||
+		    s->o.max_conns_per_ip == UINT_MAX)
+			return;
+		ip_count *e = ip_find(s, ip);
+		if (!e) {
+			if (s->nips >= (size_t)s->o.max_connections + 16)
+				return; /* cannot happen within the connection limit; uncounted beats a crash */
+			e = &s->ips[s->nips++];
+			*e = (ip_count){ip, 0};
+		}
+		e->n++;
+		*socket_context = (void *)(uintptr_t)((uint64_t)ip + 1);
+		return;
+	}
+	__atomic_sub_fetch(&s->conns_open, 1, __ATOMIC_RELAXED);
+	if (!*socket_context)
+		return;
+	uint32_t ip = (uint32_t)((uintptr_t)*socket_context - 1);
+	*socket_context = NULL;
+	ip_count *e = ip_find(s, ip);
+	if (e && --e->n == 0)
+		*e = s->ips[--s->nips]; /* the last entry takes its place */
+}
+
+/* "10.0.0.0/8,192.168.1.7" into the exemption list. */
+static int parse_exempt(pd_server *s, const char *list, pd_err *e)
+{
+	s->nexempt = 0;
+	char buf[1024];
+	snprintf(buf, sizeof buf, "%s", list);
+	char *save = NULL;
+	for (char *tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+		if (!strcmp(tok, "none"))
+			continue;
+		if (s->nexempt == MAX_EXEMPT)
+			return pd_fail(e, EINVAL, "per_ip_exempt: at most %d networks", MAX_EXEMPT);
+		char *slash = strchr(tok, '/');
+		long bits = 32;
+		if (slash) {
+			char *end;
+			*slash = 0;
+			bits = strtol(slash + 1, &end, 10);
+			if (*end || end == slash + 1 || bits < 0 || bits > 32)
+				return pd_fail(e, EINVAL, "per_ip_exempt: '%s' has a bad prefix length", tok);
+		}
+		struct in_addr a;
+		if (inet_pton(AF_INET, tok, &a) != 1)
+			return pd_fail(e, EINVAL, "per_ip_exempt: '%s' is not an IPv4 address or network", tok);
+		uint32_t mask = bits ? ~0u << (32 - bits) : 0;
+		s->exempt[s->nexempt].mask = mask;
+		s->exempt[s->nexempt].net = ntohl(a.s_addr) & mask;
+		s->nexempt++;
+	}
+	return 0;
+}
+
 /* ---- routing --------------------------------------------------------------------------------- */
 
 static json_t *pools_json(pd_server *s)
@@ -854,9 +1106,63 @@ static char *pool_metrics(pd_server *s)
 		l1 = strtod(mi, NULL);
 	fprintf(f, "# HELP paddock_host_load1 Host load average (1 min).\n# TYPE paddock_host_load1 gauge\n"
 		   "paddock_host_load1 %.2f\n", l1);
+	fprintf(f, "# HELP paddock_fds_open File descriptors the daemon holds.\n# TYPE paddock_fds_open gauge\n"
+		   "paddock_fds_open %ld\n# HELP paddock_fds_limit Its RLIMIT_NOFILE (0: none).\n"
+		   "# TYPE paddock_fds_limit gauge\npaddock_fds_limit %llu\n"
+		   "# HELP paddock_fd_refusals_total Runs and sessions refused to keep descriptors for connections.\n"
+		   "# TYPE paddock_fd_refusals_total counter\npaddock_fd_refusals_total %llu\n",
+		fds_open(), (unsigned long long)s->fd_limit,
+		(unsigned long long)__atomic_load_n(&s->fd_refused, __ATOMIC_RELAXED));
+	uint64_t sf = 0, so = 0;
+	pd_store_failures(s->store, &sf, &so);
+	fprintf(f, "# HELP paddock_store_write_failures_total Results that could not be recorded (and were not answered as results).\n"
+		   "# TYPE paddock_store_write_failures_total counter\n"
+		   "paddock_store_write_failures_total{reason=\"disk_full\"} %llu\n"
+		   "paddock_store_write_failures_total{reason=\"other\"} %llu\n",
+		(unsigned long long)sf, (unsigned long long)so);
+	fprintf(f, "# HELP paddock_connections_open HTTP connections open now.\n"
+		   "# TYPE paddock_connections_open gauge\npaddock_connections_open %u\n"
+		   "# HELP paddock_connections_refused_total Connections closed at accept, by the limit that refused them.\n"
+		   "# TYPE paddock_connections_refused_total counter\n"
+		   "paddock_connections_refused_total{reason=\"max_connections\"} %llu\n"
+		   "paddock_connections_refused_total{reason=\"max_connections_per_ip\"} %llu\n",
+		__atomic_load_n(&s->conns_open, __ATOMIC_RELAXED),
+		(unsigned long long)__atomic_load_n(&s->refused_limit, __ATOMIC_RELAXED),
+		(unsigned long long)__atomic_load_n(&s->refused_per_ip, __ATOMIC_RELAXED));
 	fclose(f);
 	free(st);
 	return out;
+}
+
+/* Piston's runtime list: each language once, by Piston's name, with its aliases and the version
+ * its toolchain reports; only those this host can run. */
+static json_t *piston_runtimes(pd_server *s)
+{
+	size_t n;
+	const pd_runtime *rt = pd_piston_runtimes(&n);
+	json_t *arr = json_array();
+	for (size_t i = 0; i < n; i++) {
+		const pd_language *l = pd_language_find(rt[i].paddock);
+		const pd_template *t = l ? pd_pools_template(s->pools, l->template) : NULL;
+		char p[256];
+		bool have = false;
+		static const char *const bins[] = {"/usr/local/bin", "/usr/bin", "/bin", NULL};
+		for (int b = 0; l && bins[b] && !have; b++) {
+			snprintf(p, sizeof p, "%s/%s", bins[b], l->requires);
+			have = access(p, X_OK) == 0;
+		}
+		if (!t || !t->available || !have)
+			continue;
+		json_t *aliases = json_array();
+		for (int a = 0; rt[i].aliases[a]; a++)
+			json_array_append_new(aliases, json_string(rt[i].aliases[a]));
+		json_t *o = json_pack("{s:s,s:s,s:o}", "language", rt[i].language, "version", pd_language_version(l),
+				      "aliases", aliases);
+		if (rt[i].runtime)
+			json_object_set_new(o, "runtime", json_string(rt[i].runtime));
+		json_array_append_new(arr, o);
+	}
+	return arr;
 }
 
 static bool authorized(pd_server *s, struct MHD_Connection *c)
@@ -882,9 +1188,11 @@ static void route(req *r, const char *url, const char *method)
 	if (!strcmp(url, "/healthz") && get) {
 		set_json(r, 200, json_pack("{s:s}", "status", "ok"));
 	} else if (!strcmp(url, "/readyz") && get) {
-		bool open = pd_sched_breaker_open(s->sched);
-		set_json(r, open || s->stopping ? 503 : 200,
-			 json_pack("{s:s,s:b}", "status", open || s->stopping ? "not ready" : "ready", "breaker_open", open));
+		bool open = pd_sched_breaker_open(s->sched), full = pd_store_full(s->store, NULL, 0);
+		bool ready = !open && !full && !s->stopping;
+		set_json(r, ready ? 200 : 503,
+			 json_pack("{s:s,s:b,s:b}", "status", ready ? "ready" : "not ready", "breaker_open", open,
+				   "disk_full", full));
 	} else if (!strcmp(url, "/metrics") && get) {
 		char *sm = pd_sched_metrics(s->sched), *pm = pool_metrics(s);
 		char *extra = NULL;
@@ -903,24 +1211,7 @@ static void route(req *r, const char *url, const char *method)
 	} else if (!strcmp(url, "/api/v2/execute") && post) {
 		submit(r, K_PISTON);
 	} else if (!strcmp(url, "/api/v2/runtimes") && get) {
-		size_t n;
-		const pd_language *l = pd_languages(&n);
-		json_t *arr = json_array();
-		for (size_t i = 0; i < n; i++) {
-			const pd_template *t = pd_pools_template(s->pools, l[i].template);
-			char p[256];
-			bool have = false;
-			static const char *const bins[] = {"/usr/local/bin", "/usr/bin", "/bin", NULL};
-			for (int b = 0; bins[b] && !have; b++) {
-				snprintf(p, sizeof p, "%s/%s", bins[b], l[i].requires);
-				have = access(p, X_OK) == 0;
-			}
-			if (t && t->available && have)
-				json_array_append_new(arr, json_pack("{s:s,s:s,s:[],s:s}", "language", l[i].name,
-								     "version", l[i].version, "aliases", "runtime",
-								     l[i].name));
-		}
-		set_json(r, 200, arr);
+		set_json(r, 200, piston_runtimes(s));
 	} else if (!strcmp(url, "/v1/runs") && post) {
 		submit(r, K_NATIVE);
 	} else if (!strcmp(url, "/v1/pools") && get) {
@@ -1123,20 +1414,45 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 		s->o.max_body = 16u << 20;
 	if (!s->o.max_connections)
 		s->o.max_connections = 4096;
+	if (!s->o.max_conns_per_ip)
+		s->o.max_conns_per_ip = 256;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->ops_cv, NULL);
+	/* loopback by default: the host's own clients (a trainer on the node, a local proxy that
+	 * carries everyone's requests) are not one remote address hogging the slots */
+	if (parse_exempt(s, o->per_ip_exempt ? o->per_ip_exempt : "127.0.0.0/8", e) < 0)
+		goto fail;
+	if (!(s->ips = calloc((size_t)s->o.max_connections + 16, sizeof *s->ips))) {
+		pd_fail(e, ENOMEM, "connection table");
+		goto fail;
+	}
 	if (bind_listen(s, e) < 0)
 		goto fail;
 	int rc = o->templates_file ? pd_templates_load(o->templates_file, &s->tpl, &s->ntpl, e)
 				   : pd_templates_default(&s->tpl, &s->ntpl, e);
 	if (rc < 0)
 		goto fail;
+	/* a sandbox cannot raise a hard limit (no CAP_SYS_RESOURCE where it runs): a template's nofile
+	 * above the daemon's own hard RLIMIT_NOFILE would make every exec fail, so it is lowered */
+	struct rlimit nof;
+	if (getrlimit(RLIMIT_NOFILE, &nof) == 0 && nof.rlim_cur != RLIM_INFINITY)
+		s->fd_limit = nof.rlim_cur;
+	if (getrlimit(RLIMIT_NOFILE, &nof) == 0 && nof.rlim_max != RLIM_INFINITY)
+		for (size_t i = 0; i < s->ntpl; i++)
+			if (s->tpl[i].limits.nofile > nof.rlim_max) {
+				pd_log("warn", "template nofile lowered to the daemon's hard limit",
+				       "\"template\":\"%s\",\"nofile\":%u,\"hard_limit\":%llu", s->tpl[i].name,
+				       s->tpl[i].limits.nofile, (unsigned long long)nof.rlim_max);
+				s->tpl[i].limits.nofile = (uint32_t)nof.rlim_max;
+			}
 	for (size_t i = 0; i < s->ntpl; i++)
 		if (o->warm && s->tpl[i].pool_min < o->warm) {
 			s->tpl[i].pool_min = o->warm;
 			if (s->tpl[i].pool_max < o->warm)
 				s->tpl[i].pool_max = o->warm;
 		}
+	/* versions for Piston's clients, asked of the toolchains while the pools start */
+	pd_languages_probe();
 	if (!(s->ctx = pd_ctx_new(NULL, e)))
 		goto fail;
 	for (size_t i = 0; i < s->ntpl; i++) {
@@ -1157,10 +1473,13 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 	s->metrics = pd_metrics_new();
 	if (!(s->sched = pd_sched_new(s->pools, s->store, s->metrics, &o->sched, e)))
 		goto fail;
+	/* the limits are enforced (and counted) by on_accept; libmicrohttpd's own limit, a little
+	 * higher, is only the backstop */
 	s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME,
-				  0, NULL, NULL, on_request, s, MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
-				  MHD_OPTION_CONNECTION_LIMIT, s->o.max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-				  (unsigned)120, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+				  0, on_accept, s, on_request, s, MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
+				  MHD_OPTION_CONNECTION_LIMIT, s->o.max_connections + 8, MHD_OPTION_CONNECTION_TIMEOUT,
+				  (unsigned)120, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
 	if (!s->mhd) {
 		pd_fail(e, EIO, "start the HTTP server on %s", s->address);
 		goto fail;
@@ -1218,5 +1537,6 @@ void pd_server_stop(pd_server *s)
 		unlink(s->unix_path);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->ops_cv);
+	free(s->ips);
 	free(s);
 }

@@ -28,30 +28,32 @@ const char *pd_failure_name(pd_failure f)
 /* Each runs in its template's /work; compile and run are sh -c command lines. The run line execs
  * the program, so a crash is reported as the program's signal, not as a shell's exit 128+n. */
 static const pd_language languages[] = {
-	{"python", "python", "/work/main.py", NULL, "exec python3 main.py \"$@\"", "3.11", "python3"},
-	{"python3", "python", "/work/main.py", NULL, "exec python3 main.py \"$@\"", "3.11", "python3"},
-	{"bash", "bash", "/work/main.sh", NULL, "exec bash main.sh \"$@\"", "5.2", "bash"},
+	{"python", "python", "/work/main.py", NULL, "exec python3 main.py \"$@\"", "3.11", "python3", "--version"},
+	{"python3", "python", "/work/main.py", NULL, "exec python3 main.py \"$@\"", "3.11", "python3", "--version"},
+	{"bash", "bash", "/work/main.sh", NULL, "exec bash main.sh \"$@\"", "5.2", "bash", "--version"},
 	{"c", "c", "/work/main.c", "gcc -O2 -std=gnu11 -o main main.c -lm", "exec ./main \"$@\"", "12.2",
-	 "gcc"},
+	 "gcc", "-dumpfullversion"},
 	{"cpp", "cpp", "/work/main.cpp", "g++ -O2 -std=gnu++17 -o main main.cpp", "exec ./main \"$@\"",
-	 "12.2", "g++"},
+	 "12.2", "g++", "-dumpfullversion"},
 	{"c++", "cpp", "/work/main.cpp", "g++ -O2 -std=gnu++17 -o main main.cpp", "exec ./main \"$@\"",
-	 "12.2", "g++"},
-	{"nodejs", "node", "/work/main.js", NULL, "exec node main.js \"$@\"", "20", "node"},
-	{"javascript", "node", "/work/main.js", NULL, "exec node main.js \"$@\"", "20", "node"},
-	{"node", "node", "/work/main.js", NULL, "exec node main.js \"$@\"", "20", "node"},
-	{"perl", "bash", "/work/main.pl", NULL, "exec perl main.pl \"$@\"", "5.36", "perl"},
+	 "12.2", "g++", "-dumpfullversion"},
+	{"nodejs", "node", "/work/main.js", NULL, "exec node main.js \"$@\"", "20", "node", "--version"},
+	{"javascript", "node", "/work/main.js", NULL, "exec node main.js \"$@\"", "20", "node", "--version"},
+	{"node", "node", "/work/main.js", NULL, "exec node main.js \"$@\"", "20", "node", "--version"},
+	{"perl", "bash", "/work/main.pl", NULL, "exec perl main.pl \"$@\"", "5.36", "perl", "-v"},
 	{"java", "bash", "/work/Main.java", "javac -J-Xmx256m Main.java", "exec java -Xmx256m Main \"$@\"",
-	 "17", "javac"},
-	{"go", "bash", "/work/main.go", "go build -o main main.go", "exec ./main \"$@\"", "1.19", "go"},
-	{"rust", "bash", "/work/main.rs", "rustc -O -o main main.rs", "exec ./main \"$@\"", "1.63", "rustc"},
-	{"ruby", "bash", "/work/main.rb", NULL, "exec ruby main.rb \"$@\"", "3.1", "ruby"},
-	{"lua", "bash", "/work/main.lua", NULL, "exec lua main.lua \"$@\"", "5.4", "lua"},
-	{"php", "bash", "/work/main.php", NULL, "exec php main.php \"$@\"", "8.2", "php"},
+	 "17", "javac", "-version"},
+	{"go", "bash", "/work/main.go", "go build -o main main.go", "exec ./main \"$@\"", "1.19", "go",
+	 "version"},
+	{"rust", "bash", "/work/main.rs", "rustc -O -o main main.rs", "exec ./main \"$@\"", "1.63", "rustc",
+	 "--version"},
+	{"ruby", "bash", "/work/main.rb", NULL, "exec ruby main.rb \"$@\"", "3.1", "ruby", "--version"},
+	{"lua", "bash", "/work/main.lua", NULL, "exec lua main.lua \"$@\"", "5.4", "lua", "-v"},
+	{"php", "bash", "/work/main.php", NULL, "exec php main.php \"$@\"", "8.2", "php", "--version"},
 	{"pascal", "bash", "/work/main.pas", "fpc -O2 -omain main.pas >/dev/null", "exec ./main \"$@\"", "3.2",
-	 "fpc"},
+	 "fpc", "-iV"},
 	{"fortran", "bash", "/work/main.f90", "gfortran -O2 -o main main.f90", "exec ./main \"$@\"", "12.2",
-	 "gfortran"},
+	 "gfortran", "-dumpfullversion"},
 };
 
 const pd_language *pd_languages(size_t *n)
@@ -597,9 +599,21 @@ pd_job *pd_job_from_piston(json_t *req, pd_err *e)
 		pd_fail(e, EINVAL, "request: must be a JSON object");
 		return NULL;
 	}
-	json_t *lang = json_object_get(req, "language"), *files = json_object_get(req, "files");
+	json_t *lang = json_object_get(req, "language"), *files = json_object_get(req, "files"),
+	       *ver = json_object_get(req, "version");
 	if (!lang || !json_is_string(lang)) {
 		pd_fail(e, EINVAL, "language: required, a string");
+		return NULL;
+	}
+	/* Piston requires the version: a node-semver range ("*", "3.11", "^3", ">=3.10 <4") */
+	if (!ver || !json_is_string(ver) || !json_string_length(ver)) {
+		pd_fail(e, EINVAL, "version: required, a string (a version range such as \"*\" or \"3.11\")");
+		return NULL;
+	}
+	const pd_runtime *rt = pd_piston_match(json_string_value(lang), json_string_value(ver));
+	if (!rt) {
+		/* Piston's own words, which clients may show as they are */
+		pd_fail(e, EINVAL, "%s-%s runtime is unknown", json_string_value(lang), json_string_value(ver));
 		return NULL;
 	}
 	if (!files || !json_is_array(files) || json_array_size(files) == 0) {
@@ -643,7 +657,7 @@ pd_job *pd_job_from_piston(json_t *req, pd_err *e)
 		}
 		if (i == 0) {
 			/* the first file is the program */
-			int rc = set_language(j, json_string_value(lang), data, len, args, e);
+			int rc = set_language(j, rt->paddock, data, len, args, e);
 			free(data);
 			if (rc < 0)
 				goto fail;
@@ -1149,18 +1163,25 @@ json_t *pd_job_to_piston(const pd_job *j)
 {
 	json_t *o = json_object();
 	const pd_language *l = pd_language_find(j->language);
-	json_object_set_new(o, "language", json_string(j->language));
-	json_object_set_new(o, "version", json_string(l ? l->version : ""));
+	const pd_runtime *rt = pd_piston_runtime_of(j->language);
+	/* Piston answers with the runtime's own name (c++ for "cpp", javascript for "node") */
+	json_object_set_new(o, "language", json_string(rt ? rt->language : j->language));
+	json_object_set_new(o, "version", json_string(l ? pd_language_version(l) : ""));
 	if (j->compiled)
 		json_object_set_new(o, "compile", piston_stage(&j->compile_r));
-	if (j->ran)
+	if (j->ran) {
 		json_object_set_new(o, "run", piston_stage(&j->run_r));
-	else {
-		/* never ran (compile failed, or paddock did): Piston still reports a run stage */
+	} else if (j->compiled) {
+		/* Piston skips the run when the compile fails and, for its older clients, answers with
+		 * the compile stage in run's place (api/v2 execute: result.run = result.compile) */
+		json_object_set_new(o, "run", piston_stage(&j->compile_r));
+	} else {
+		/* paddock itself failed before anything ran: Piston would answer 500 with no body;
+		 * a run stage with status XX and the reason tells the client more */
 		pd_result none;
 		memset(&none, 0, sizeof none);
-		none.status = j->compiled ? PD_RE : PD_XX;
-		snprintf(none.error, sizeof none.error, "%s", j->compiled ? "compile failed" : j->error);
+		none.status = PD_XX;
+		snprintf(none.error, sizeof none.error, "%s", j->error);
 		json_object_set_new(o, "run", piston_stage(&none));
 	}
 	return o;

@@ -1,6 +1,9 @@
 /* The scheduler: three priority classes, each a set of per-client FIFO queues served round robin
  * (one client's flood cannot starve another), bounded in size; worker threads take the highest
- * class with work. A job whose deadline passed while queued ends as queue_timeout without running.
+ * class with work. A job whose deadline passes while queued ends as queue_timeout without running,
+ * and is answered at its deadline: a reaper thread sleeps until the earliest queued deadline
+ * (a timed wait on a monotonic condition variable, no polling), so a client is not kept waiting
+ * for a worker to free up only to hear that its deadline passed long ago.
  *
  * Admission: a full class refuses at once; a circuit breaker refuses everything while recent queue
  * waits, sandbox-creation failures or free memory cross their thresholds, and closes by itself
@@ -16,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_CLIENTS 1024
@@ -43,6 +47,11 @@ struct pd_sched {
 	pthread_t *workers;
 	unsigned nworkers, busy;
 	bool stopping;
+	/* the reaper: wakes at next_deadline (monotonic us, UINT64_MAX = no queued deadline) */
+	pthread_t reaper;
+	bool reaper_started;
+	pthread_cond_t reaper_cv;
+	uint64_t next_deadline;
 	/* breaker inputs: recent queue waits and create outcomes */
 	uint64_t waits[RECENT];
 	unsigned nwaits;
@@ -50,7 +59,7 @@ struct pd_sched {
 	unsigned ncreates;
 	bool open;
 	uint64_t open_until;
-	uint64_t opened_total, refused_total[4];
+	uint64_t opened_total, refused_total[PD_ADMIT_COUNT];
 };
 
 static uint64_t wall_us(void)
@@ -150,6 +159,8 @@ pd_admit pd_sched_submit(pd_sched *s, pd_job *j)
 	int pr = j->priority >= 0 && j->priority < PD_PRIO_COUNT ? j->priority : PD_PRIO_NORMAL;
 	if (s->stopping)
 		a = PD_ADMIT_STOPPING;
+	else if (s->store && pd_store_full(s->store, NULL, 0))
+		a = PD_ADMIT_DISK_FULL;
 	else if (breaker_check(s))
 		a = PD_ADMIT_BREAKER;
 	else if (s->q[pr].len >= s->o.queue_max)
@@ -170,6 +181,11 @@ pd_admit pd_sched_submit(pd_sched *s, pd_job *j)
 	c->len++;
 	s->q[pr].len++;
 	pthread_cond_signal(&s->cv);
+	if (j->deadline_us && j->deadline_us < s->next_deadline) {
+		/* earlier than what the reaper sleeps towards: it must re-arm */
+		s->next_deadline = j->deadline_us;
+		pthread_cond_signal(&s->reaper_cv);
+	}
 	pthread_mutex_unlock(&s->mu);
 	return PD_ADMIT_OK;
 }
@@ -204,9 +220,13 @@ static void finish(pd_sched *s, pd_job *j)
 		pd_err e = {0};
 		char host[64] = "";
 		gethostname(host, sizeof host - 1);
-		/* the result is on disk before the caller hears of it: a crash after this loses nothing */
-		if (pd_store_put(s->store, j, host, &e) < 0)
+		/* the result is on disk before the caller hears of it: a crash after this loses nothing,
+		 * and a result that could not be recorded is not reported as one (store_errno) */
+		if (pd_store_put(s->store, j, host, &e) < 0) {
+			j->store_errno = e.code ? e.code : EIO;
+			snprintf(j->store_error, sizeof j->store_error, "%s", e.msg);
 			pd_log("error", "store", "\"task_id\":\"%s\",\"error\":\"%s\"", j->task_id, e.msg);
+		}
 	}
 	if (s->metrics)
 		pd_metrics_job(s->metrics, j);
@@ -217,6 +237,89 @@ static void finish(pd_sched *s, pd_job *j)
 	       j->ran ? pd_status_name(j->run_r.status) : j->compiled ? pd_status_name(j->compile_r.status) : "XX",
 	       pd_failure_name(j->failure));
 	j->done(j, j->done_arg);
+}
+
+/* Ends a job that was never run because its deadline passed in the queue. */
+static void expire(pd_job *j, uint64_t waited_us, uint64_t now_wall)
+{
+	j->failure = PD_F_QUEUE;
+	snprintf(j->error, sizeof j->error, "the deadline passed after %llu ms in the queue",
+		 (unsigned long long)(waited_us / 1000));
+	j->started_us = j->finished_us = now_wall;
+}
+
+/* Takes every queued job whose deadline is at or before now out of the queues (into *out, linked
+ * by next) and returns the earliest deadline still queued (UINT64_MAX if none); lock held. */
+static uint64_t take_expired(pd_sched *s, uint64_t now, pd_job **out)
+{
+	uint64_t next = UINT64_MAX;
+	pd_job *expired = NULL, **tail = &expired;
+	for (int p = 0; p < PD_PRIO_COUNT; p++) {
+		prio_q *q = &s->q[p];
+		for (size_t k = 0; q->len && k < q->nclients; k++) {
+			client_q *c = &q->clients[k];
+			pd_job *prev = NULL;
+			for (pd_job *j = c->head, *nx; j; j = nx) {
+				nx = j->next;
+				if (!j->deadline_us || j->deadline_us > now) {
+					if (j->deadline_us && j->deadline_us < next)
+						next = j->deadline_us;
+					prev = j;
+					continue;
+				}
+				if (prev)
+					prev->next = nx;
+				else
+					c->head = nx;
+				if (c->tail == j)
+					c->tail = prev;
+				c->len--;
+				q->len--;
+				j->next = NULL;
+				*tail = j;
+				tail = &j->next;
+			}
+		}
+	}
+	*out = expired;
+	return next;
+}
+
+static void *reaper_main(void *arg)
+{
+	pd_sched *s = arg;
+	pthread_mutex_lock(&s->mu);
+	while (!s->stopping) {
+		uint64_t now = pd_now_us();
+		pd_job *expired = NULL;
+		s->next_deadline = take_expired(s, now, &expired);
+		if (expired) {
+			/* answered outside the lock: finishing writes to the store */
+			uint64_t now_wall = wall_us();
+			for (pd_job *j = expired; j; j = j->next) {
+				uint64_t waited = now_wall > j->queued_us ? now_wall - j->queued_us : 0;
+				s->waits[s->nwaits++ % RECENT] = waited;
+			}
+			pthread_mutex_unlock(&s->mu);
+			for (pd_job *j = expired, *nx; j; j = nx) {
+				nx = j->next;
+				j->next = NULL;
+				expire(j, now_wall > j->queued_us ? now_wall - j->queued_us : 0, now_wall);
+				finish(s, j);
+			}
+			pthread_mutex_lock(&s->mu);
+			continue; /* the queues may have changed meanwhile: scan again */
+		}
+		if (s->next_deadline == UINT64_MAX) {
+			pthread_cond_wait(&s->reaper_cv, &s->mu);
+		} else {
+			struct timespec ts = {.tv_sec = (time_t)(s->next_deadline / 1000000),
+					      .tv_nsec = (long)(s->next_deadline % 1000000) * 1000};
+			pthread_cond_timedwait(&s->reaper_cv, &s->mu, &ts);
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
 }
 
 static void *worker_main(void *arg)
@@ -235,11 +338,9 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&s->mu);
 		uint64_t now_wall = wall_us();
 		uint64_t waited = now_wall > j->queued_us ? now_wall - j->queued_us : 0;
+		/* the reaper may not have reached it yet */
 		if (j->deadline_us && pd_now_us() >= j->deadline_us) {
-			j->failure = PD_F_QUEUE;
-			snprintf(j->error, sizeof j->error, "the deadline passed after %llu ms in the queue",
-				 (unsigned long long)(waited / 1000));
-			j->started_us = j->finished_us = now_wall;
+			expire(j, waited, now_wall);
 		} else {
 			pd_job_execute(s->pools, j, s->o.retries);
 		}
@@ -285,12 +386,28 @@ pd_sched *pd_sched_new(pd_pools *pools, pd_store *store, pd_metrics *m, const pd
 		s->o.breaker_cooldown_ms = 5000;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
+	/* deadlines are pd_now_us() values: the reaper's timed wait must use the same clock */
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->reaper_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	s->next_deadline = UINT64_MAX;
 	s->workers = calloc(s->o.workers, sizeof *s->workers);
 	if (!s->workers) {
+		pthread_mutex_destroy(&s->mu);
+		pthread_cond_destroy(&s->cv);
+		pthread_cond_destroy(&s->reaper_cv);
 		free(s);
 		pd_fail(e, ENOMEM, "workers");
 		return NULL;
 	}
+	if (pthread_create(&s->reaper, NULL, reaper_main, s) != 0) {
+		pd_fail(e, EAGAIN, "start the deadline reaper");
+		pd_sched_free(s);
+		return NULL;
+	}
+	s->reaper_started = true;
 	for (unsigned i = 0; i < s->o.workers; i++) {
 		if (pthread_create(&s->workers[i], NULL, worker_main, s) != 0) {
 			pd_fail(e, EAGAIN, "start worker %u", i);
@@ -308,7 +425,12 @@ void pd_sched_drain(pd_sched *s)
 	pthread_mutex_lock(&s->mu);
 	s->stopping = true;
 	pthread_cond_broadcast(&s->cv);
+	pthread_cond_signal(&s->reaper_cv);
 	pthread_mutex_unlock(&s->mu);
+	/* the reaper stops first; whatever expires during the drain, the workers expire */
+	if (s->reaper_started)
+		pthread_join(s->reaper, NULL);
+	s->reaper_started = false;
 	for (unsigned i = 0; i < s->nworkers; i++)
 		pthread_join(s->workers[i], NULL);
 	s->nworkers = 0;
@@ -320,6 +442,7 @@ void pd_sched_free(pd_sched *s)
 		return;
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);
+	pthread_cond_destroy(&s->reaper_cv);
 	free(s->workers);
 	free(s);
 }
@@ -349,10 +472,12 @@ char *pd_sched_metrics(pd_sched *s)
 		   "# TYPE paddock_refused_total counter\n"
 		   "paddock_refused_total{reason=\"queue_full\"} %llu\n"
 		   "paddock_refused_total{reason=\"breaker\"} %llu\n"
-		   "paddock_refused_total{reason=\"stopping\"} %llu\n",
+		   "paddock_refused_total{reason=\"stopping\"} %llu\n"
+		   "paddock_refused_total{reason=\"disk_full\"} %llu\n",
 		(unsigned long long)s->refused_total[PD_ADMIT_FULL],
 		(unsigned long long)s->refused_total[PD_ADMIT_BREAKER],
-		(unsigned long long)s->refused_total[PD_ADMIT_STOPPING]);
+		(unsigned long long)s->refused_total[PD_ADMIT_STOPPING],
+		(unsigned long long)s->refused_total[PD_ADMIT_DISK_FULL]);
 	pthread_mutex_unlock(&s->mu);
 	fclose(f);
 	return out;

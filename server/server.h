@@ -40,12 +40,32 @@ typedef struct pd_language {
 	const char *source;   /* where the code goes, e.g. /work/main.py */
 	const char *compile;  /* shell command, or NULL */
 	const char *run;      /* shell command; "$@" receives the request's args */
-	const char *version;  /* reported by /api/v2/runtimes */
+	const char *version;  /* fallback for /api/v2/runtimes when the toolchain does not say */
 	const char *requires; /* program the image must have */
+	const char *probe;    /* argument that makes it print its version (--version...) */
 } pd_language;
 
 const pd_language *pd_language_find(const char *name);
 const pd_language *pd_languages(size_t *n);
+/* Starts asking each installed toolchain its version (once, in the background, at most 10 s). */
+void pd_languages_probe(void);
+/* MAJOR.MINOR.PATCH of a language: the toolchain's own once the probe ran (waits for a running
+ * probe), else the table's. */
+const char *pd_language_version(const pd_language *l);
+
+/* Piston's runtimes: its names and aliases for paddock's languages. */
+typedef struct pd_runtime {
+	const char *language;   /* Piston's name: python, c++, javascript */
+	const char *aliases[8]; /* NULL-terminated */
+	const char *runtime;    /* Piston's package when it differs from the language (gcc, node) */
+	const char *paddock;    /* the pd_language it runs as */
+} pd_runtime;
+const pd_runtime *pd_piston_runtimes(size_t *n);
+const pd_runtime *pd_piston_runtime_of(const char *paddock_language);
+/* The runtime named (or aliased) language whose version satisfies range, as Piston matches. */
+const pd_runtime *pd_piston_match(const char *language, const char *range);
+/* node-semver's satisfies(version, range): 1 yes, 0 no, -1 invalid version or range. */
+int pd_semver_satisfies(const char *version, const char *range);
 
 /* ---- jobs ------------------------------------------------------------------------------------ */
 
@@ -92,6 +112,10 @@ typedef struct pd_job {
 	unsigned attempts;
 	uint64_t queued_us, started_us, finished_us;
 	char sandbox_id[40];
+	/* 0: recorded in the store before the answer; else why it could not be (ENOSPC: disk full),
+	 * and the caller must not be told the job succeeded: its record would be lost */
+	int store_errno;
+	char store_error[160];
 	/* completion: called once, from a worker thread */
 	void (*done)(struct pd_job *j, void *arg);
 	void *done_arg;
@@ -128,6 +152,12 @@ void pd_store_close(pd_store *s);
 int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e);
 /* Rows stored so far. */
 long pd_store_count(pd_store *s);
+/* True while the store cannot take a row for lack of space: set when a write fails with a full
+ * disk, cleared once the disk has room again (checked with statvfs, so a freed disk is noticed
+ * without a write). msg (may be NULL) says where and how much is free. */
+bool pd_store_full(pd_store *s, char *msg, size_t len);
+/* Writes that failed: for lack of space, and for any other reason. */
+void pd_store_failures(pd_store *s, uint64_t *full, uint64_t *other);
 
 /* ---- metrics --------------------------------------------------------------------------------- */
 
@@ -153,7 +183,14 @@ typedef struct pd_sched_opts {
 	uint64_t breaker_cooldown_ms; /* 0 = 5 s */
 } pd_sched_opts;
 
-typedef enum { PD_ADMIT_OK = 0, PD_ADMIT_FULL, PD_ADMIT_BREAKER, PD_ADMIT_STOPPING } pd_admit;
+typedef enum {
+	PD_ADMIT_OK = 0,
+	PD_ADMIT_FULL,
+	PD_ADMIT_BREAKER,
+	PD_ADMIT_STOPPING,
+	PD_ADMIT_DISK_FULL, /* the store cannot record a result: running the job would lose it */
+	PD_ADMIT_COUNT
+} pd_admit;
 
 pd_sched *pd_sched_new(pd_pools *pools, pd_store *store, pd_metrics *m, const pd_sched_opts *o, pd_err *e);
 /* Queues a job; j->done is called when it finished. Refused jobs are not queued (caller frees). */
@@ -178,6 +215,9 @@ typedef struct pd_server_opts {
 	const char *db_path;        /* NULL = <state>/paddock.db */
 	size_t max_body;            /* bytes; 0 = 16 MiB */
 	unsigned max_connections;   /* 0 = 4096 */
+	unsigned max_conns_per_ip;  /* open connections from one client address; 0 = 256, UINT_MAX = no limit */
+	const char *per_ip_exempt;  /* IPv4 CIDRs the per-address limit spares, comma-separated;
+				     * NULL = "127.0.0.0/8" (the host's own clients), "" = none */
 	unsigned warm;              /* READY sandboxes per template at start; 0 = templates' min */
 	pd_sched_opts sched;
 } pd_server_opts;

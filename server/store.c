@@ -5,15 +5,25 @@
 #include "server.h"
 
 #include <errno.h>
+#include <libgen.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
+
+/* Free space the store must see before it takes rows again after a full disk: a row with its
+ * record is a few KiB, the WAL grows by pages, and a checkpoint needs room too. */
+#define ROOM_BYTES (4u << 20)
 
 struct pd_store {
 	sqlite3 *db;
 	sqlite3_stmt *put;
 	pthread_mutex_t mu;
+	char dir[4096];
+	bool full;
+	uint64_t failed_full, failed_other;
 };
 
 static const char schema[] =
@@ -38,6 +48,11 @@ pd_store *pd_store_open(const char *path, pd_err *e)
 		return NULL;
 	}
 	pthread_mutex_init(&s->mu, NULL);
+	{
+		char tmp[sizeof s->dir];
+		snprintf(tmp, sizeof tmp, "%s", path);
+		snprintf(s->dir, sizeof s->dir, "%s", dirname(tmp));
+	}
 	if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
 			    NULL) != SQLITE_OK) {
 		pd_fail(e, EIO, "open store %s: %s", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
@@ -110,7 +125,20 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	sqlite3_bind_int64(st, 19, r ? (sqlite3_int64)r->memory_peak_bytes : 0);
 	sqlite3_bind_text(st, 20, text, -1, SQLITE_TRANSIENT);
 	int rc = sqlite3_step(st);
-	int out = rc == SQLITE_DONE ? 0 : pd_fail(e, rc == SQLITE_FULL ? ENOSPC : EIO, "store: %s", sqlite3_errmsg(s->db));
+	int out = 0;
+	if (rc != SQLITE_DONE) {
+		/* a full disk shows as SQLITE_FULL, or as an I/O error whose errno is ENOSPC (a WAL or
+		 * journal write that found no room) */
+		bool nospace = rc == SQLITE_FULL || sqlite3_system_errno(s->db) == ENOSPC ||
+			       sqlite3_system_errno(s->db) == EDQUOT;
+		out = pd_fail(e, nospace ? ENOSPC : EIO, "store: %s", sqlite3_errmsg(s->db));
+		if (nospace) {
+			s->full = true;
+			s->failed_full++;
+		} else {
+			s->failed_other++;
+		}
+	}
 	sqlite3_reset(st);
 	pthread_mutex_unlock(&s->mu);
 	free(text);
@@ -129,4 +157,29 @@ long pd_store_count(pd_store *s)
 	}
 	pthread_mutex_unlock(&s->mu);
 	return n;
+}
+
+bool pd_store_full(pd_store *s, char *msg, size_t len)
+{
+	pthread_mutex_lock(&s->mu);
+	bool full = s->full;
+	if (full) {
+		struct statvfs v;
+		uint64_t avail = statvfs(s->dir, &v) == 0 ? (uint64_t)v.f_bavail * v.f_frsize : 0;
+		if (avail >= ROOM_BYTES)
+			full = s->full = false; /* the next write tells whether that was enough */
+		else if (msg)
+			snprintf(msg, len, "disk full: the results store in %s cannot record results (%llu KiB free)",
+				 s->dir, (unsigned long long)(avail >> 10));
+	}
+	pthread_mutex_unlock(&s->mu);
+	return full;
+}
+
+void pd_store_failures(pd_store *s, uint64_t *full, uint64_t *other)
+{
+	pthread_mutex_lock(&s->mu);
+	*full = s->failed_full;
+	*other = s->failed_other;
+	pthread_mutex_unlock(&s->mu);
 }

@@ -2,9 +2,10 @@
 # Admission and scheduling: with --workers 1 --queue-max 1 an overload is refused at once (504 with
 # Retry-After on /run_code, since SandboxFusion clients retry only on 504; 503 with Retry-After on
 # /v1/runs) and every accepted request is answered whole; a deadline that passes in the queue ends
-# as queue_timeout; a high-priority job overtakes queued low ones; clients are served round robin.
+# as queue_timeout, answered at the deadline rather than when a worker frees up; a high-priority job
+# overtakes queued low ones; clients are served round robin.
 source "$(dirname "$0")/api.sh"
-plan 30
+plan 40
 
 cat >"$TMPD/client.py" <<'EOF'
 # client.py URL MODE: concurrent requests; prints one JSON line per request
@@ -173,5 +174,45 @@ ok $? "round robin: client-b's one job ran before client-a's second (position $b
 hs=$(jq -r .started_at "$TMPD/high-1.json") l1=$(jq -r .started_at "$TMPD/low-1.json")
 [ "$hs" -le "$l1" ]
 ok $? "the records agree: high started_at <= low-1 started_at ($hs <= $l1)"
+
+# --- a queued deadline is answered when it passes, not when a worker frees up -------------------
+stop_daemon
+start_daemon --workers 1 --queue-max 16
+ok $? "daemon with --workers 1 --queue-max 16 (deadlines)"
+curl -s -m 60 -o "$TMPD/long.json" -H 'Content-Type: application/json' \
+  -d '{"shell":"sleep 12; echo long","task_id":"long"}' "$U/v1/runs" &
+long=$!
+wait_for 10 workers_busy
+ok $? "a 12 s job occupies the only worker"
+# the later deadline is queued first: the reaper, asleep until 3 s, must re-arm for the 0.3 s one
+( curl -s -m 60 -o "$TMPD/late.json" -H 'Content-Type: application/json' \
+    -d '{"shell":"echo late","deadline_ms":3000,"task_id":"dl-late"}' "$U/v1/runs"
+  date +%s%N >"$TMPD/late.t" ) &
+late=$!
+wait_for 5 qlen normal 1
+( curl -s -m 60 -o "$TMPD/early.json" -H 'Content-Type: application/json' \
+    -d '{"language":"python","code":"print(1)","deadline_ms":300,"task_id":"dl-early"}' "$U/v1/runs"
+  date +%s%N >"$TMPD/early.t" ) &
+early=$!
+# and one without a deadline, which must stay queued and run after the long job
+curl -s -m 60 -o "$TMPD/patient.json" -H 'Content-Type: application/json' \
+  -d '{"shell":"echo patient","task_id":"patient"}' "$U/v1/runs" &
+patient=$!
+wait "$early" "$late"
+kill -0 "$long" 2>/dev/null
+ok $? "both deadline jobs were answered while the 12 s job still ran (not when the worker freed up)"
+is "$(jq -r '[.failure_class, (.run | tostring)] | join(" ")' "$TMPD/early.json")" "queue_timeout null" \
+  "deadline_ms 300: queue_timeout, never ran"
+is "$(jq -r '[.failure_class, (.run | tostring)] | join(" ")' "$TMPD/late.json")" "queue_timeout null" \
+  "deadline_ms 3000: queue_timeout, never ran"
+[ "$(cat "$TMPD/early.t")" -lt "$(cat "$TMPD/late.t")" ]
+ok $? "the earlier deadline was answered first, though queued second"
+qlen normal 1
+ok $? "only the job without a deadline is still queued"
+is "$(sqlite3 "$DB" "SELECT group_concat(failure_class) FROM (SELECT failure_class FROM attempts WHERE task_id IN ('dl-early','dl-late') ORDER BY task_id)" 2>&1)" \
+  "queue_timeout,queue_timeout" "both expiries are recorded in the store before the answer"
+wait "$long" "$patient"
+is "$(jq -r .run.stdout "$TMPD/long.json")" long "the long job completed"
+is "$(jq -r .run.stdout "$TMPD/patient.json")" patient "the job without a deadline ran after it"
 
 done_testing

@@ -4,7 +4,7 @@
 # "run_timeout","compile_memory_limit","run_memory_limit"}, times in ms), and Piston's stage fields:
 # stdout, stderr, output, code, signal, status (null | RE | SG | TO | OL | XX).
 source "$(dirname "$0")/api.sh"
-plan 48
+plan 88
 
 start_daemon
 ok $? "daemon started"
@@ -27,13 +27,24 @@ req GET /api/v2/runtimes
 is "$CODE" 200 "runtimes: 200"
 is "$(jb 'type')" array "runtimes: a JSON array"
 missing=""
-for l in python bash c cpp nodejs; do
+# Piston's names: c++ (not cpp), javascript (not nodejs); versions are full semver, as Piston's are
+for l in python bash c c++ javascript; do
   v=$(jb "[.[] | select(.language == \"$l\")][0].version // empty")
-  [[ $v =~ ^[0-9]+(\.[0-9]+)*$ ]] || missing="$missing $l($v)"
+  [[ $v =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || missing="$missing $l($v)"
 done
-is "$missing" "" "runtimes: python, bash, c, cpp and nodejs listed, each with a version"
+is "$missing" "" "runtimes: python, bash, c, c++ and javascript listed, each with a MAJOR.MINOR.PATCH version"
 is "$(jb '[.[] | has("language") and has("version") and (.aliases | type == "array")] | all')" true \
   "runtimes: every entry has language, version and an aliases list"
+is "$(jb '[.[] | .language] | length == (unique | length)')" true "runtimes: each language listed once"
+is "$(jb '[.[] | select(.language == "c++")][0] | [(.aliases | index("cpp") != null), .runtime] | map(tostring) | join(" ")')" \
+  "true gcc" "runtimes: c++ has the alias cpp and the runtime gcc"
+is "$(jb '[.[] | select(.language == "javascript")][0] | [(.aliases | index("js") != null), (.aliases | index("nodejs") != null), .runtime] | map(tostring) | join(" ")')" \
+  "true true node" "runtimes: javascript has the aliases js and nodejs and the runtime node"
+PYV=$(jb '[.[] | select(.language == "python")][0].version')
+# the version is the toolchain's own, not a table's
+host_py=$(/usr/bin/python3 -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>/dev/null)
+is "$PYV" "$host_py" "runtimes: python's version is what the image's python3 says ($host_py)"
+PYMAJ=${PYV%%.*} PYMIN=$(cut -d. -f2 <<<"$PYV")
 
 # --- python: args, stdin, output ----------------------------------------------------------------
 px python 'import sys
@@ -80,6 +91,53 @@ like "$(jb .compile.output)" missing_symbol "c compile error: ...and in compile.
 px nodejs 'console.log([1, 2, 3].map(x => x * x).join(","))'
 is "$(jb .run.stdout)" "1,4,9" "nodejs: run.stdout exact"
 is "$(stage run)" "null 0 null" "nodejs: code 0"
+
+# --- a compile error: Piston's shape -----------------------------------------------------------
+# Piston runs nothing after a failed compile and, for its older clients, answers with the compile
+# stage in run's place (api/v2 /execute: result.run = result.compile)
+px c '#include <stdio.h>
+int main(void) { puts("ran") return 0; }'
+is "$CODE" 200 "c syntax error: 200"
+is "$(jb '.compile | [has("stdout"), has("stderr"), has("output"), has("code"), has("signal")] | all')" true \
+  "c syntax error: compile stage has stdout, stderr, output, code, signal"
+is "$(jb '[(.compile.code > 0), .compile.signal] | map(tostring) | join(" ")')" "true null" \
+  "c syntax error: compile.code non-zero, signal null"
+like "$(jb .compile.stderr)" "error" "c syntax error: the compiler's diagnostics in compile.stderr"
+is "$(jb '.run == .compile')" true "c syntax error: run is the compile stage, as Piston answers (no program ran)"
+unlike "$(jb .run.stdout)" ran "c syntax error: the program never ran"
+px cpp 'int main() { return 0 }'
+is "$(jb '[.language, (.compile.code > 0 | tostring), (.run == .compile | tostring)] | join(" ")')" "c++ true true" \
+  "c++ syntax error: language c++, compile.code non-zero, run is the compile stage"
+
+# --- version ranges and aliases, as Piston matches them (node-semver satisfies) -----------------
+# pv LANGUAGE VERSION: python print(7) with that language name and version range
+pv() {
+  post_json /api/v2/execute "$(jq -cn --arg l "$1" --arg v "$2" '{language: $l, version: $v, files: [{content: "print(7)"}]}')"
+}
+for range in '*' 'x' "$PYV" "=$PYV" "$PYMAJ" "$PYMAJ.$PYMIN" "$PYMAJ.x" "~$PYMAJ.$PYMIN" "^$PYMAJ.$PYMIN" \
+             ">=$PYMAJ <$((PYMAJ + 1))" "<=$PYV" "1.x || $PYMAJ.x" "$PYMAJ.0.0 - $PYMAJ.99"; do
+  pv python "$range"
+  is "$CODE $(jb .run.stdout) $(jb .version)" "200 7 $PYV" "version '$range' matches python $PYV"
+done
+for range in "$((PYMAJ + 1))" "^$((PYMAJ + 1)).0" ">$PYV" "<$PYMAJ" "$PYMAJ.$((PYMIN + 1)).0" "latest" "3.x.y.z"; do
+  pv python "$range"
+  is "$CODE $(jb .message)" "400 python-$range runtime is unknown" "version '$range' does not match python $PYV: 400, Piston's message"
+done
+post_json /api/v2/execute '{"language":"python","files":[{"content":"print(7)"}]}'
+is "$CODE" 400 "no version: 400 (Piston requires one)"
+like "$(jb .message)" version "no version: the message names the field"
+for alias in py py3 python3; do
+  pv "$alias" '*'
+  is "$CODE $(jb .language) $(jb .run.stdout)" "200 python 7" "alias $alias runs python and answers language python"
+done
+post_json /api/v2/execute '{"language":"js","version":"*","files":[{"content":"console.log(6*7)"}]}'
+is "$(jb '[.language, .run.stdout] | join(" ")')" "javascript 42" "alias js: language javascript"
+post_json /api/v2/execute '{"language":"sh","version":"*","files":[{"content":"echo $((6*7))"}]}'
+is "$(jb '[.language, .run.stdout] | join(" ")')" "bash 42" "alias sh: language bash"
+post_json /api/v2/execute '{"language":"g++","version":"*","files":[{"content":"#include <cstdio>\nint main(){std::puts(\"42\");}"}]}'
+is "$(jb '[.language, .run.stdout] | join(" ")')" "c++ 42" "alias g++: language c++"
+pv python2 '*'
+is "$CODE" 400 "python2 is no alias of python: 400"
 
 # --- crash, timeout, non-zero exit -------------------------------------------------------------
 px c '#include <stdio.h>
