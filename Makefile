@@ -19,7 +19,8 @@ CFLAGS  ?= -O2 -g -D_FORTIFY_SOURCE=2
 # flags the code needs whatever CFLAGS a caller passes (make asan overrides CFLAGS)
 override CFLAGS += -std=gnu11 $(WARN) -fstack-protector-strong -fPIE -Ilib -Ipool -Iserver
 LDFLAGS += -pie -Wl,-z,relro,-z,now
-LDLIBS  := -lmicrohttpd -lsqlite3 -lseccomp -ljansson -lpthread
+# libmicrohttpd is not linked: server/mhd.c loads it when a server starts (see mhd.h)
+LDLIBS  := -lsqlite3 -lseccomp -ljansson -lpthread
 
 LIB_SRC := $(wildcard lib/*.c)
 POOL_SRC := $(wildcard pool/*.c)

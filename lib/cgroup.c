@@ -32,8 +32,9 @@ struct pd_cg {
 	int dirfd;             /* v2: the cgroup dir (for CLONE_INTO_CGROUP) */
 	int mem_i, pids_i, cpu_i, cpuacct_i; /* v1: which dir serves each controller */
 	uint64_t pids_peak_sampled;
-	/* Files read at every exec, kept open after first use and re-read with pread at offset 0:
-	 * an open of a cgroup file costs more than the read. -1: not opened yet, -2: absent.
+	/* Files read at every exec, kept open from the first read to the end of the exec (rest)
+	 * and re-read with pread at offset 0: an open of a cgroup file costs more than the read,
+	 * but a sandbox at rest holds no descriptor for them. -1: not opened yet, -2: absent.
 	 * v2's memory.peak is opened read-write, because a reset applies only to reads through the
 	 * descriptor that wrote it. */
 	int sfd[CGF_N];
@@ -47,9 +48,11 @@ static void cg_stats_init(pd_cg *g)
 
 static void cg_stats_close(pd_cg *g)
 {
-	for (int i = 0; i < CGF_N; i++)
+	for (int i = 0; i < CGF_N; i++) {
 		if (g->sfd[i] >= 0)
 			close(g->sfd[i]);
+		g->sfd[i] = -1;
+	}
 }
 
 static int cg_stat_fd(pd_cg *g, int slot, const char *dir, const char *file, int flags)
@@ -315,8 +318,9 @@ static int v2_set_memory(pd_cg *g, uint64_t bytes, pd_err *e)
 	return cg_write_u64(g->dirs[0], "memory.max", bytes, e);
 }
 
-static const pd_cg_ops v2_ops = {"v2", v2_create, v2_clone_fd, v2_attach, v2_stats,
-				  v2_reset_peaks, v2_kill_all, v2_destroy, v2_exists, v2_set_memory};
+static const pd_cg_ops v2_ops = {"v2",         v2_create,  v2_clone_fd, v2_attach,
+				  v2_stats,     v2_reset_peaks, v2_kill_all, v2_destroy,
+				  v2_exists,    v2_set_memory,  cg_stats_close};
 
 /* ---------------------------------------------------------------------------------------------- */
 /* v1 */
@@ -468,8 +472,9 @@ static int v1_set_memory(pd_cg *g, uint64_t bytes, pd_err *e)
 	return rc;
 }
 
-static const pd_cg_ops v1_ops = {"v1", v1_create, v1_clone_fd, v1_attach, v1_stats,
-				  v1_reset_peaks, v1_kill_all, v1_destroy, v1_exists, v1_set_memory};
+static const pd_cg_ops v1_ops = {"v1",         v1_create,  v1_clone_fd, v1_attach,
+				  v1_stats,     v1_reset_peaks, v1_kill_all, v1_destroy,
+				  v1_exists,    v1_set_memory,  cg_stats_close};
 
 /* ---------------------------------------------------------------------------------------------- */
 

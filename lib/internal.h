@@ -35,6 +35,7 @@ typedef struct pd_cg_ops {
 	int (*destroy)(pd_cg *g, pd_err *e); /* rmdir; returns -1 if it could not */
 	bool (*exists)(pd_cg *g);
 	int (*set_memory)(pd_cg *g, uint64_t bytes, pd_err *e); /* 0 = unlimited */
+	void (*rest)(pd_cg *g); /* closes the files stats keeps open during an exec */
 } pd_cg_ops;
 
 struct pd_cgroups {
@@ -102,6 +103,11 @@ pd_netns *pd_netns_get(pd_netpool *p, bool loopback, pd_err *e);
  * does only what must happen inside (clone3 of the sandbox, its sysfs mount). */
 int pd_netns_enter(const pd_netns *ns, pd_err *e);
 int pd_netns_leave(pd_netpool *p, pd_err *e);
+/* While its sandbox lives, the namespace is held by the sandbox's init, not by an fd of ours (a
+ * daemon near its descriptor limit needs every one): detach after the clone, reattach from the
+ * init (/proc/<pid>/ns/net, pid not yet reaped) before tearing it down. */
+void pd_netns_detach(pd_netns *ns);
+void pd_netns_reattach(pd_netns *ns, pid_t pid);
 /* A detached read-only sysfs mount for the calling thread's current network namespace. */
 int pd_netns_sysfs(pd_err *e);
 /* Gives ns back. all_gone: no process of the sandbox is left, so the namespace is compared with

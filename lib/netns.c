@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -60,16 +61,25 @@
 static const char *const PROBES[] = {"dev", "snmp", "snmp6", "netstat", "unix", NULL};
 
 #define PROBE_MAX (64 * 1024)
-/* idle namespaces kept per mode; beyond this they are closed. In steady use the idle list only
- * bridges teardowns and creations in flight; the cap bounds what a burst leaves behind (each
- * idle namespace holds about 200 KiB of kernel memory, measured on Linux 6.18) */
+/* Idle namespaces kept per mode; beyond this they are closed. In steady use the idle list only
+ * bridges teardowns and creations in flight; the cap bounds what a burst leaves behind: each
+ * idle namespace holds about 200 KiB of kernel memory (measured on Linux 6.18) and two fds, and
+ * a process under a low RLIMIT_NOFILE needs its fds for connections and sandboxes.
+ * (Each sandbox gets a new sysfs superblock: keeping one alive per namespace would cost an fd
+ * per sandbox, which a daemon at its descriptor limit cannot spare.) */
 #define IDLE_MAX 64
+
+static unsigned idle_cap(void)
+{
+	struct rlimit r;
+	if (getrlimit(RLIMIT_NOFILE, &r) < 0 || r.rlim_cur == RLIM_INFINITY)
+		return IDLE_MAX;
+	rlim_t cap = r.rlim_cur / 128; /* 8 at the usual 1024, 1 at 128 */
+	return cap > IDLE_MAX ? IDLE_MAX : (unsigned)cap;
+}
 
 struct pd_netns {
 	int fd;
-	/* a sysfs mount of this namespace that no sandbox gets: it keeps the namespace's sysfs
-	 * superblock alive, so each sandbox's sysfs is a new mount of it, not a new superblock */
-	int sysfs_hold;
 	bool loopback;
 	pd_netns *next;
 };
@@ -87,8 +97,6 @@ struct pd_netpool {
 
 static void ns_free(pd_netns *ns)
 {
-	if (ns->sysfs_hold >= 0)
-		close(ns->sysfs_hold);
 	if (ns->fd >= 0)
 		close(ns->fd);
 	free(ns);
@@ -204,7 +212,7 @@ static pd_netns *create(pd_netpool *p, bool loopback, pd_err *e)
 		pd_fail(e, ENOMEM, "network namespace");
 		return NULL;
 	}
-	ns->fd = ns->sysfs_hold = -1;
+	ns->fd = -1;
 	ns->loopback = loopback;
 	if (unshare(CLONE_NEWNET) < 0) {
 		pd_fail(e, errno, "new network namespace");
@@ -237,7 +245,6 @@ static pd_netns *create(pd_netpool *p, bool loopback, pd_err *e)
 		leave(p, NULL);
 		goto fail;
 	}
-	ns->sysfs_hold = pd_netns_sysfs(NULL);
 	ns->fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (ns->fd < 0) {
 		pd_fail(e, errno, "open the new network namespace");
@@ -298,6 +305,21 @@ pd_netns *pd_netns_get(pd_netpool *p, bool loopback, pd_err *e)
 	return create(p, loopback, e);
 }
 
+void pd_netns_detach(pd_netns *ns)
+{
+	if (ns->fd >= 0)
+		close(ns->fd);
+	ns->fd = -1;
+}
+
+void pd_netns_reattach(pd_netns *ns, pid_t pid)
+{
+	char p[64];
+	snprintf(p, sizeof p, "/proc/%d/ns/net", (int)pid);
+	if (ns->fd < 0)
+		ns->fd = open(p, O_RDONLY | O_CLOEXEC);
+}
+
 int pd_netns_enter(const pd_netns *ns, pd_err *e)
 {
 	if (setns(ns->fd, CLONE_NEWNET) < 0)
@@ -333,10 +355,19 @@ void pd_netns_put(pd_netpool *p, pd_netns *ns, bool all_gone)
 {
 	if (!ns)
 		return;
+	if (ns->fd < 0) {
+		/* the sandbox's init was gone before its namespace could be taken back */
+		pthread_mutex_lock(&p->lock);
+		p->st.discarded++;
+		pthread_mutex_unlock(&p->lock);
+		free(ns);
+		return;
+	}
 	int m = ns->loopback;
 	bool fresh = false;
+	unsigned cap = idle_cap();
 	pthread_mutex_lock(&p->lock);
-	bool room = all_gone && !p->broken && p->fresh[m] && p->nidle[m] < IDLE_MAX;
+	bool room = all_gone && !p->broken && p->fresh[m] && p->nidle[m] < cap;
 	pthread_mutex_unlock(&p->lock);
 	char *buf = room ? malloc(PROBE_MAX) : NULL;
 	if (buf && setns(ns->fd, CLONE_NEWNET) == 0) {
@@ -350,7 +381,7 @@ void pd_netns_put(pd_netpool *p, pd_netns *ns, bool all_gone)
 	}
 	free(buf);
 	pthread_mutex_lock(&p->lock);
-	if (fresh && p->nidle[m] < IDLE_MAX) {
+	if (fresh && p->nidle[m] < cap) {
 		ns->next = p->idle[m];
 		p->idle[m] = ns;
 		p->nidle[m]++;

@@ -558,6 +558,8 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 		s->pid = (pid_t)pid;
 	if (s->netns && pd_netns_leave(c->net, e) < 0)
 		goto fail;
+	if (s->netns && pid > 0)
+		pd_netns_detach(s->netns);
 	if (pid < 0) {
 		pd_fail(e, cerr, "clone3 into new namespaces");
 		goto fail;
@@ -1007,6 +1009,7 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 	if (x.aud_on)
 		pd_auditor_close(&x.aud);
 	s->ctx->cg.ops->stats(s->cg, &after);
+	s->ctx->cg.ops->rest(s->cg);
 
 	r->wall_ms = (t1 - t0) / 1000;
 	r->exec_us = t1 - t0;
@@ -1103,6 +1106,8 @@ int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len)
 	pd_ctx *c = s->ctx;
 	if (s->state != PD_FAILED)
 		s->state = PD_RECLAIMING;
+	if (s->netns && s->pid > 0 && !s->reaped)
+		pd_netns_reattach(s->netns, s->pid);
 	kill_init(s);
 	if (s->cg)
 		c->cg.ops->kill_all(s->cg);

@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/resource.h>
 #include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
@@ -195,6 +197,28 @@ static void background_priority(void)
 	sched_setscheduler(0, SCHED_BATCH | SCHED_RESET_ON_FORK, &sp);
 }
 
+/* Whether a build leaves the reserved descriptors free. A READY sandbox taken by an acquire is
+ * replaced by the builder: without this check, acquires a daemon admitted within its descriptor
+ * budget would have their replacements built past it, until accept() had nothing left. */
+static bool fds_allow_build(const pd_pools *p)
+{
+	if (!p->opts.fd_reserve)
+		return true;
+	struct rlimit r;
+	if (getrlimit(RLIMIT_NOFILE, &r) < 0 || r.rlim_cur == RLIM_INFINITY)
+		return true;
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return false;
+	rlim_t n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	/* a build holds up to ~16 at once (layers, pipes, the socket pair) */
+	return n + 16 + p->opts.fd_reserve <= r.rlim_cur;
+}
+
 static void *builder_main(void *arg)
 {
 	pd_pools *p = arg;
@@ -216,6 +240,13 @@ static void *builder_main(void *arg)
 			}
 		}
 		/* building while the reclaimer is behind would only add live sandboxes */
+		if (best && p->opts.fd_reserve) {
+			pthread_mutex_unlock(&p->mu);
+			bool fds_ok = fds_allow_build(p);
+			pthread_mutex_lock(&p->mu);
+			if (!fds_ok)
+				best = NULL;
+		}
 		if (!best || p->nreclaim > p->opts.reclaim_backlog) {
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);

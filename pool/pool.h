@@ -75,6 +75,8 @@ typedef struct pd_pools_opts {
 	uint32_t reclaim_backlog;  /* released sandboxes (still alive) waiting for the reclaimer
 				    * beyond which releasing threads destroy one themselves and the
 				    * builder waits; 0 = 8 per CPU */
+	uint32_t fd_reserve;       /* descriptors the builder must leave free (a daemon's share for
+				    * connections); 0 = no check. Counted in /proc/self/fd per build. */
 } pd_pools_opts;
 
 typedef struct pd_pool_stats {

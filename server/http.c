@@ -12,7 +12,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <microhttpd.h>
+#include "mhd.h" /* <microhttpd.h>, its functions loaded on first use */
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -1403,6 +1403,8 @@ const char *pd_server_address(const pd_server *s)
 
 pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 {
+	if (pd_mhd_load(e) < 0)
+		return NULL;
 	pd_server *s = calloc(1, sizeof *s);
 	if (!s) {
 		pd_fail(e, ENOMEM, "server");
@@ -1461,7 +1463,12 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 			pd_log("warn", "template unavailable", "\"template\":\"%s\",\"failure_class\":\"dependency_missing\",\"missing\":\"%s\"",
 			       s->tpl[i].name, s->tpl[i].missing);
 	}
-	if (!(s->pools = pd_pools_new(s->ctx, s->tpl, s->ntpl, NULL, e)))
+	/* refills of the warm pools stay out of the connections' share of descriptors too (at a
+	 * large limit the share is never reached and the per-build count is not worth it) */
+	pd_pools_opts po = {0};
+	if (s->fd_limit && s->fd_limit <= 65536)
+		po.fd_reserve = s->o.max_connections + FD_MARGIN;
+	if (!(s->pools = pd_pools_new(s->ctx, s->tpl, s->ntpl, &po, e)))
 		goto fail;
 	char db[PD_PATH];
 	if (o->db_path)

@@ -143,8 +143,8 @@ typedef struct snap {
 	long netns_idle; /* kept by the context for reuse (lib/netns.c), each with NETNS_IDLE_FDS fds */
 } snap;
 
-/* an idle network namespace holds its nsfs fd and a sysfs mount fd (lib/netns.c) */
-#define NETNS_IDLE_FDS 2
+/* an idle network namespace holds its nsfs fd (lib/netns.c) */
+#define NETNS_IDLE_FDS 1
 
 /* fds of this process other than its uid-slot locks (slots are kept and recycled by design) */
 static inline int count_fds(int *slot_locks)
