@@ -139,6 +139,49 @@ void pd_metrics_http(pd_metrics *m, int status);
 /* Prometheus text exposition; extra is appended (pools, queues, breaker). malloc'd. */
 char *pd_metrics_render(pd_metrics *m, const char *extra);
 
+/* ---- session requests (server/session_req.c) ------------------------------------------------- */
+/* The client's bytes of the session API, parsed apart from the HTTP plumbing (http.c calls these,
+ * and so does the fuzzer). A refusal fills e (code EINVAL, a message naming the field, without
+ * strerror's suffix): the server answers 400 with it. */
+
+/* /v1/sessions/<id>[/<op>]: the session id and the operation ("" for none). Returns 0, or -1 when
+ * url is not of that form. */
+int pd_session_url(const char *url, char *id, size_t id_size, char *op, size_t op_size);
+
+/* The query parameters a session operation reads (?path=, ?dir=, ?request_id=, ?stream=, ?list=). */
+typedef struct pd_session_query {
+	char path[1024];       /* files, stat */
+	char dir[1024];        /* upload, download; "" = absent */
+	char request_id[128];  /* output */
+	bool stderr_stream;    /* output: stream=stderr (else stdout, the default) */
+	bool list;             /* files: "1" or "true" */
+	char error[200];       /* the first parameter refused, "" when all are good */
+} pd_session_query;
+
+/* Takes one parameter as the HTTP layer decoded it (value: len bytes, NULL = given without a
+ * value, which counts as absent). Keys other than the five are ignored. */
+void pd_session_query_set(pd_session_query *q, const char *key, const char *value, size_t len);
+
+/* POST /v1/sessions: {"template", "ttl", "max_lifetime", "metadata"}; an empty body is {}. */
+typedef struct pd_session_create_req {
+	char template_name[64]; /* default "bash" */
+	pd_session_opts o;      /* TTLs in ms (0 = the template's); o.metadata is compact JSON, owned */
+} pd_session_create_req;
+int pd_session_create_parse(const char *body, size_t len, pd_session_create_req *q, pd_err *e);
+void pd_session_create_req_free(pd_session_create_req *q);
+
+/* POST /v1/sessions/<id>/exec: {"cmd" | "shell", "stdin", "cwd", "timeout", "request_id"}. */
+typedef struct pd_session_exec_req {
+	pd_exec_opts x;         /* argv (owned), stdin, cwd and wall_ms; strings point into body */
+	const char *request_id; /* NULL = none */
+	json_t *body;           /* owned */
+} pd_session_exec_req;
+int pd_session_exec_parse(const char *body, size_t len, pd_session_exec_req *q, pd_err *e);
+void pd_session_exec_req_free(pd_session_exec_req *q);
+
+/* The JSON of a session exec's result (http.c). */
+json_t *pd_session_result_json(const pd_result *x);
+
 /* ---- scheduler ------------------------------------------------------------------------------- */
 
 typedef struct pd_sched pd_sched;
