@@ -58,6 +58,21 @@ void pd_session_query_set(pd_session_query *q, const char *key, const char *v, s
 
 /* ---- bodies -------------------------------------------------------------------------------- */
 
+/* Seconds as a number from 0 to max, or null/absent (0: the template's) -> truncated ms. The bound
+ * keeps the double's conversion defined (1e300 x 1000 does not fit 64 bits: undefined behaviour) and
+ * ms x 1000 (the pools compare in us) within 64 bits. */
+static int seconds(json_t *b, const char *key, double max, uint64_t *ms, pd_err *e)
+{
+	json_t *v = json_object_get(b, key);
+	*ms = 0;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_number(v) || !(json_number_value(v) >= 0) || json_number_value(v) > max)
+		return refuse(e, "%s: must be a number of seconds from 0 to %.0f (0: the template's)", key, max);
+	*ms = (uint64_t)(json_number_value(v) * 1000);
+	return 0;
+}
+
 int pd_session_create_parse(const char *body, size_t len, pd_session_create_req *q, pd_err *e)
 {
 	memset(q, 0, sizeof *q);
@@ -70,12 +85,13 @@ int pd_session_create_parse(const char *body, size_t len, pd_session_create_req 
 	json_t *t = json_object_get(b, "template");
 	snprintf(q->template_name, sizeof q->template_name, "%s",
 		 t && json_is_string(t) ? json_string_value(t) : "bash");
-	json_t *ttl = json_object_get(b, "ttl"), *life = json_object_get(b, "max_lifetime"),
-	       *meta = json_object_get(b, "metadata");
-	if (ttl && json_is_number(ttl) && json_number_value(ttl) > 0)
-		q->o.idle_ttl_ms = (uint64_t)(json_number_value(ttl) * 1000);
-	if (life && json_is_number(life) && json_number_value(life) > 0)
-		q->o.max_lifetime_ms = (uint64_t)(json_number_value(life) * 1000);
+	/* the templates file's bound on session durations: 10^12 s */
+	if (seconds(b, "ttl", 1e12, &q->o.idle_ttl_ms, e) < 0 ||
+	    seconds(b, "max_lifetime", 1e12, &q->o.max_lifetime_ms, e) < 0) {
+		json_decref(b);
+		return -1;
+	}
+	json_t *meta = json_object_get(b, "metadata");
 	q->o.metadata = meta ? json_dumps(meta, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
 	json_decref(b);
 	return 0;
@@ -135,9 +151,9 @@ int pd_session_exec_parse(const char *body, size_t len, pd_session_exec_req *q, 
 	json_t *cwd = json_object_get(b, "cwd");
 	if (cwd && json_is_string(cwd))
 		q->x.cwd = json_string_value(cwd);
-	json_t *t = json_object_get(b, "timeout");
-	if (t && json_is_number(t) && json_number_value(t) > 0)
-		q->x.wall_ms = (uint64_t)(json_number_value(t) * 1000);
+	/* native limits.wall_time's bound */
+	if (seconds(b, "timeout", 86400, &q->x.wall_ms, e) < 0)
+		goto fail;
 	json_t *rid = json_object_get(b, "request_id");
 	if (rid && !json_is_string(rid)) {
 		refuse(e, "request_id: must be a string");
