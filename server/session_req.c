@@ -28,6 +28,13 @@ static int refuse(pd_err *e, const char *fmt, ...)
 	return -1;
 }
 
+/* A JSON string that is a C string: no NUL inside, which strdup(), the kernel or a strcmp would
+ * cut it at. */
+static bool c_string(json_t *v)
+{
+	return json_is_string(v) && strlen(json_string_value(v)) == json_string_length(v);
+}
+
 /* ---- URL and query ------------------------------------------------------------------------- */
 
 int pd_session_url(const char *url, char *id, size_t id_size, char *op, size_t op_size)
@@ -82,9 +89,18 @@ int pd_session_create_parse(const char *body, size_t len, pd_session_create_req 
 		json_decref(b);
 		return refuse(e, "request body must be a JSON object");
 	}
+	/* given, the name is taken whole or refused: cut to 63 bytes or at a NUL, or replaced by bash
+	 * when not a string, it would open a session on a template the client did not ask for */
 	json_t *t = json_object_get(b, "template");
-	snprintf(q->template_name, sizeof q->template_name, "%s",
-		 t && json_is_string(t) ? json_string_value(t) : "bash");
+	snprintf(q->template_name, sizeof q->template_name, "bash");
+	if (t && !json_is_null(t)) {
+		if (!c_string(t) || !json_string_length(t) || json_string_length(t) >= sizeof q->template_name) {
+			json_decref(b);
+			return refuse(e, "template: must be a template name of 1 to %zu characters",
+				      sizeof q->template_name - 1);
+		}
+		memcpy(q->template_name, json_string_value(t), json_string_length(t) + 1);
+	}
 	/* the templates file's bound on session durations: 10^12 s */
 	if (seconds(b, "ttl", 1e12, &q->o.idle_ttl_ms, e) < 0 ||
 	    seconds(b, "max_lifetime", 1e12, &q->o.max_lifetime_ms, e) < 0) {
