@@ -130,6 +130,10 @@ int pd_session_exec_parse(const char *body, size_t len, pd_session_exec_req *q, 
 	}
 	json_t *cmd = json_object_get(b, "cmd"), *shell = json_object_get(b, "shell");
 	char **argv = NULL;
+	if (cmd && shell) {
+		refuse(e, "cmd: give cmd or shell, not both");
+		goto fail;
+	}
 	if (cmd && json_is_array(cmd) && json_array_size(cmd) > 0 && json_array_size(cmd) <= MAX_ARGV) {
 		q->x.argv = argv = calloc(json_array_size(cmd) + 1, sizeof *argv);
 		if (!argv) {
@@ -139,13 +143,14 @@ int pd_session_exec_parse(const char *body, size_t len, pd_session_exec_req *q, 
 		size_t i;
 		json_t *a;
 		json_array_foreach(cmd, i, a) {
-			if (!json_is_string(a)) {
-				refuse(e, "cmd[%zu]: must be a string", i);
+			if (!c_string(a)) {
+				refuse(e, "cmd[%zu]: must be a string%s", i,
+				       json_is_string(a) ? " without NUL bytes" : "");
 				goto fail;
 			}
 			argv[i] = (char *)json_string_value(a);
 		}
-	} else if (shell && json_is_string(shell) && !cmd) {
+	} else if (shell && c_string(shell)) {
 		q->x.argv = argv = calloc(4, sizeof *argv);
 		if (!argv) {
 			refuse(e, "shell: out of memory");
@@ -156,26 +161,40 @@ int pd_session_exec_parse(const char *body, size_t len, pd_session_exec_req *q, 
 		argv[1] = dash_c;
 		argv[2] = (char *)json_string_value(shell);
 	} else {
-		refuse(e, "cmd: give cmd (a list of strings) or shell (a string)");
+		refuse(e, "cmd: give cmd (a list of 1 to %d strings) or shell (a string), without NUL bytes",
+		       MAX_ARGV);
 		goto fail;
 	}
 	json_t *in = json_object_get(b, "stdin");
-	if (in && json_is_string(in)) {
-		q->x.stdin_data = json_string_value(in);
+	if (in && !json_is_null(in)) {
+		if (!json_is_string(in)) {
+			refuse(e, "stdin: must be a string");
+			goto fail;
+		}
+		q->x.stdin_data = json_string_value(in); /* NUL bytes and all */
 		q->x.stdin_len = json_string_length(in);
 	}
 	json_t *cwd = json_object_get(b, "cwd");
-	if (cwd && json_is_string(cwd))
+	if (cwd && !json_is_null(cwd)) {
+		if (!c_string(cwd) || json_string_length(cwd) > 1023) {
+			refuse(e, "cwd: must be a path of at most 1023 bytes, without NUL bytes");
+			goto fail;
+		}
 		q->x.cwd = json_string_value(cwd);
+	}
 	/* native limits.wall_time's bound */
 	if (seconds(b, "timeout", 86400, &q->x.wall_ms, e) < 0)
 		goto fail;
+	/* the idempotency key: "a\u0000x" must not be taken as "a" (the recorded answer of another
+	 * request) */
 	json_t *rid = json_object_get(b, "request_id");
-	if (rid && !json_is_string(rid)) {
-		refuse(e, "request_id: must be a string");
-		goto fail;
+	if (rid) {
+		if (!c_string(rid) || !json_string_length(rid) || json_string_length(rid) > 127) {
+			refuse(e, "request_id: must be a string of 1 to 127 characters, without NUL bytes");
+			goto fail;
+		}
+		q->request_id = json_string_value(rid);
 	}
-	q->request_id = rid ? json_string_value(rid) : NULL;
 	return 0;
 fail:
 	pd_session_exec_req_free(q);
