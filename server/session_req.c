@@ -37,12 +37,34 @@ static bool c_string(json_t *v)
 
 /* ---- URL and query ------------------------------------------------------------------------- */
 
+static bool url_part(const char *p, size_t n, char *out, size_t size)
+{
+	if (n >= size)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)p[i] <= 0x20 || p[i] == 0x7f)
+			return false;
+	memcpy(out, p, n);
+	out[n] = 0;
+	return true;
+}
+
+/* (it was sscanf "%47[^/]/%31s": "exec junk" ran exec, and an over-long id was cut to 47 bytes) */
 int pd_session_url(const char *url, char *id, size_t id_size, char *op, size_t op_size)
 {
-	(void)id_size;
-	(void)op_size;
+	static const char prefix[] = "/v1/sessions/";
+	if (!id_size || !op_size)
+		return -1;
 	id[0] = op[0] = 0;
-	sscanf(url, "/v1/sessions/%47[^/]/%31s", id, op);
+	if (!url || strncmp(url, prefix, sizeof prefix - 1))
+		return -1;
+	const char *p = url + sizeof prefix - 1, *slash = strchr(p, '/');
+	size_t idn = slash ? (size_t)(slash - p) : strlen(p);
+	const char *o = slash ? slash + 1 : "";
+	if (!idn || !url_part(p, idn, id, id_size) || strchr(o, '/') || !url_part(o, strlen(o), op, op_size)) {
+		id[0] = op[0] = 0;
+		return -1;
+	}
 	return 0;
 }
 
