@@ -150,16 +150,18 @@ int pd_session_url(const char *url, char *id, size_t id_size, char *op, size_t o
 
 /* The query parameters a session operation reads (?path=, ?dir=, ?request_id=, ?stream=, ?list=). */
 typedef struct pd_session_query {
-	char path[1024];       /* files, stat */
-	char dir[1024];        /* upload, download; "" = absent */
-	char request_id[128];  /* output */
+	char path[1024];       /* files, stat: at most 1023 bytes, no NUL */
+	char dir[1024];        /* upload, download: likewise; "" = absent */
+	char request_id[128];  /* output: at most 127 bytes, no NUL */
 	bool stderr_stream;    /* output: stream=stderr (else stdout, the default) */
 	bool list;             /* files: "1" or "true" */
 	char error[200];       /* the first parameter refused, "" when all are good */
 } pd_session_query;
 
 /* Takes one parameter as the HTTP layer decoded it (value: len bytes, NULL = given without a
- * value, which counts as absent). Keys other than the five are ignored. */
+ * value, which counts as absent). Keys other than the five are ignored. A value that does not fit,
+ * holds a NUL byte or is not one of the allowed words is not taken: q->error says why (the first);
+ * the session operation answers 400 with it. */
 void pd_session_query_set(pd_session_query *q, const char *key, const char *value, size_t len);
 
 /* POST /v1/sessions: {"template", "ttl", "max_lifetime", "metadata"}; an empty body is {}. */

@@ -68,21 +68,59 @@ int pd_session_url(const char *url, char *id, size_t id_size, char *op, size_t o
 	return 0;
 }
 
+static void query_refuse(pd_session_query *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void query_refuse(pd_session_query *q, const char *fmt, ...)
+{
+	if (q->error[0])
+		return; /* the first one is reported */
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(q->error, sizeof q->error, fmt, ap);
+	va_end(ap);
+}
+
+/* Whole or refused: a path cut to fit (or at a %00) would name another file, and PUT or DELETE
+ * would act on it. */
+static void query_text(pd_session_query *q, const char *key, char *dst, size_t size, const char *v, size_t len)
+{
+	if (len >= size)
+		query_refuse(q, "%s: at most %zu bytes", key, size - 1);
+	else if (memchr(v, 0, len))
+		query_refuse(q, "%s: must not contain a NUL byte (%%00)", key);
+	else {
+		memcpy(dst, v, len);
+		dst[len] = 0;
+	}
+}
+
+static bool word(const char *v, size_t len, const char *w)
+{
+	return len == strlen(w) && !memcmp(v, w, len);
+}
+
 void pd_session_query_set(pd_session_query *q, const char *key, const char *v, size_t len)
 {
-	(void)len;
 	if (!key || !v)
 		return;
 	if (!strcmp(key, "path"))
-		snprintf(q->path, sizeof q->path, "%s", v);
+		query_text(q, key, q->path, sizeof q->path, v, len);
 	else if (!strcmp(key, "dir"))
-		snprintf(q->dir, sizeof q->dir, "%s", v);
+		query_text(q, key, q->dir, sizeof q->dir, v, len);
 	else if (!strcmp(key, "request_id"))
-		snprintf(q->request_id, sizeof q->request_id, "%s", v);
-	else if (!strcmp(key, "stream"))
-		q->stderr_stream = !strcmp(v, "stderr");
-	else if (!strcmp(key, "list"))
-		q->list = !strcmp(v, "1") || !strcmp(v, "true");
+		query_text(q, key, q->request_id, sizeof q->request_id, v, len);
+	else if (!strcmp(key, "stream")) {
+		if (word(v, len, "stdout") || word(v, len, "stderr"))
+			q->stderr_stream = word(v, len, "stderr");
+		else
+			query_refuse(q, "stream: must be stdout or stderr");
+	} else if (!strcmp(key, "list")) {
+		if (word(v, len, "1") || word(v, len, "true"))
+			q->list = true;
+		else if (word(v, len, "0") || word(v, len, "false") || !len)
+			q->list = false;
+		else
+			query_refuse(q, "list: must be 1, true, 0 or false");
+	}
 }
 
 /* ---- bodies -------------------------------------------------------------------------------- */
