@@ -290,7 +290,7 @@ json_t *pd_session_result_json(const pd_result *x)
 	json_object_set_new(o, "status", json_string(pd_status_name(x->status)));
 	json_object_set_new(o, "exit_code", json_integer(x->exit_code));
 	json_object_set_new(o, "signal", json_integer(x->signal));
-	json_object_set_new(o, "error", json_string(x->error));
+	json_object_set_new(o, "error", pd_json_text(x->error));
 	json_object_set_new(o, "wall_ms", json_integer((json_int_t)x->wall_ms));
 	json_object_set_new(o, "cpu_ms", json_integer((json_int_t)x->cpu_ms));
 	json_object_set_new(o, "memory_peak_bytes", json_integer((json_int_t)x->memory_peak_bytes));
