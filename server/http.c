@@ -383,12 +383,12 @@ static void session_files_in(req *r, sess_entry *se)
 		if (pd_sandbox_write_file(sb, path, r->body ? r->body : "", r->len, 0644, &e) < 0)
 			set_error(r, e.code == ENOSPC ? 507 : 400, "%s", e.msg);
 		else
-			set_json(r, 200, json_pack("{s:s,s:I}", "path", path, "bytes", (json_int_t)r->len));
+			set_json(r, 200, json_pack("{s:o,s:I}", "path", pd_json_text(path), "bytes", (json_int_t)r->len));
 	} else if (!strcmp(r->method, "DELETE")) {
 		if (pd_sandbox_remove(sb, path, &e) < 0)
 			set_error(r, e.code == ENOENT ? 404 : 400, "%s", e.msg);
 		else
-			set_json(r, 200, json_pack("{s:s,s:b}", "path", path, "deleted", 1));
+			set_json(r, 200, json_pack("{s:o,s:b}", "path", pd_json_text(path), "deleted", 1));
 	} else {
 		struct stat st;
 		if (pd_sandbox_stat(sb, path, &st, &e) < 0) {
@@ -404,7 +404,7 @@ static void session_files_in(req *r, sess_entry *se)
 			}
 			json_t *arr = json_array();
 			for (size_t i = 0; i < n; i++)
-				json_array_append_new(arr, json_pack("{s:s,s:s,s:I,s:o,s:I}", "name", d[i].name, "type",
+				json_array_append_new(arr, json_pack("{s:o,s:s,s:I,s:o,s:I}", "name", pd_json_text(d[i].name), "type",
 								     S_ISDIR(d[i].mode)   ? "dir"
 								     : S_ISLNK(d[i].mode) ? "symlink"
 								     : S_ISREG(d[i].mode) ? "file"
@@ -413,7 +413,7 @@ static void session_files_in(req *r, sess_entry *se)
 								     json_integer(d[i].mode & 07777), "mtime",
 								     (json_int_t)d[i].mtime));
 			free(d);
-			set_json(r, 200, json_pack("{s:s,s:o}", "path", path, "entries", arr));
+			set_json(r, 200, json_pack("{s:o,s:o}", "path", pd_json_text(path), "entries", arr));
 			return;
 		}
 		char *buf;
@@ -438,7 +438,7 @@ static void session_stat(req *r, sess_entry *se)
 		set_error(r, e.code == ENOENT ? 404 : 400, "%s", e.msg);
 		return;
 	}
-	set_json(r, 200, json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I}", "path", r->q.path, "type",
+	set_json(r, 200, json_pack("{s:o,s:s,s:I,s:I,s:I,s:I,s:I}", "path", pd_json_text(r->q.path), "type",
 				   S_ISDIR(st.st_mode)   ? "dir"
 				   : S_ISLNK(st.st_mode) ? "symlink"
 				   : S_ISREG(st.st_mode) ? "file"
@@ -469,7 +469,7 @@ static void session_tar(req *r, sess_entry *se, bool upload)
 		if (pd_session_upload_tar(se->s, dir, fd, &e) < 0)
 			set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 400, "%s", e.msg);
 		else
-			set_json(r, 200, json_pack("{s:s,s:I}", "dir", dir, "bytes", (json_int_t)r->len));
+			set_json(r, 200, json_pack("{s:o,s:I}", "dir", pd_json_text(dir), "bytes", (json_int_t)r->len));
 		close(fd);
 		return;
 	}
