@@ -117,11 +117,9 @@ pd_job *cli_run_job(json_t *o, bool *run_code, pd_err *e)
 
 char *cli_run_refusal(int line, const char *msg)
 {
-	char m[sizeof ((pd_err *)0)->msg];
-	snprintf(m, sizeof m, "%s", msg);
-	char *colon = strstr(m, ": Invalid argument");
-	if (colon)
-		*colon = 0;
+	pd_err e = {0};
+	snprintf(e.msg, sizeof e.msg, "%s", msg);
+	const char *m = pd_refusal_text(&e);
 	json_t *o = json_pack("{s:i,s:s,s:s,s:s}", "line", line, "status", "XX", "failure_class", "internal_error",
 			      "error", m);
 	char *text = json_dumps(o, JSON_COMPACT);

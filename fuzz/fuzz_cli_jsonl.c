@@ -161,12 +161,8 @@ static void run(json_t *j, int line)
 	FUZZ_CHECK(!json_object_get(c, "schema"), "schema left in the request");
 	if (!job) {
 		fz_check_refusal(&e);
-		char want_msg[sizeof e.msg];
-		snprintf(want_msg, sizeof want_msg, "%s", e.msg);
-		char *colon = strstr(want_msg, ": Invalid argument"); /* run strips strerror */
-		if (colon)
-			*colon = 0;
-		check_error_line(cli_run_refusal(line, e.msg), line, NULL, want_msg, "run refusal");
+		pd_err shown = e; /* run strips strerror */
+		check_error_line(cli_run_refusal(line, e.msg), line, NULL, pd_refusal_text(&shown), "run refusal");
 	} else {
 		fz_check_job(job, c, t0, 1);
 		fz_render_job(job, NULL, NULL, NULL);

@@ -236,11 +236,7 @@ static void submit(req *r, kind k)
 				    : pd_job_from_native(body, &e);
 	json_decref(body);
 	if (!j) {
-		/* pd_fail appended strerror: the field and the reason are what a client needs */
-		char *colon = strstr(e.msg, ": Invalid argument");
-		if (colon)
-			*colon = 0;
-		set_error(r, 400, "%s", e.msg);
+		set_error(r, 400, "%s", pd_refusal_text(&e));
 		return;
 	}
 	if (!j->task_id[0]) {

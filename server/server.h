@@ -12,6 +12,7 @@
 #include "pool.h"
 
 #include <jansson.h>
+#include <string.h>
 
 /* ---- failure classes (DESIGN.md §4) ---------------------------------------------------------- */
 
@@ -115,6 +116,17 @@ json_t *pd_job_to_piston(const pd_job *j);
 /* A C text as a JSON string: bytes that are not UTF-8 (a client's string cut by snprintf, jansson's
  * own error texts) become U+FFFD, where json_string() would refuse the whole text. */
 json_t *pd_json_text(const char *s);
+/* A refusal's text for the client: e->msg without the ": Invalid argument" pd_fail appended (the
+ * field and the reason are what a client needs). Only at the end: a client's text quoted in the
+ * message may hold those words too, and cutting there could leave nothing. */
+static inline const char *pd_refusal_text(pd_err *e)
+{
+	static const char suffix[] = ": Invalid argument";
+	size_t n = strnlen(e->msg, sizeof e->msg), sl = sizeof suffix - 1;
+	if (n >= sl && n < sizeof e->msg && !memcmp(e->msg + n - sl, suffix, sl))
+		e->msg[n - sl] = 0;
+	return e->msg;
+}
 
 /* Runs a job's attempts (retrying infrastructure failures) in sandboxes from the pools. */
 void pd_job_execute(pd_pools *pools, pd_job *j, unsigned max_retries);
