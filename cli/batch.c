@@ -40,7 +40,7 @@ typedef struct batch {
 	int out_fd;
 } batch;
 
-static void emit_error(batch *b, const req *r, const char *id, const char *msg)
+static void emit_error(batch *b, const req *r, json_t *id, const char *msg)
 {
 	char *s = cli_batch_error_line(r->line, id, msg);
 	pthread_mutex_lock(&b->mu);
@@ -66,7 +66,8 @@ static void run_one(batch *b, req *r)
 		emit_error(b, r, q.id, why);
 		return;
 	}
-	const char *id = q.id, *tpl = q.template_name;
+	json_t *id = q.id;
+	const char *tpl = q.template_name;
 	pd_exec_opts x = q.x;
 	x.argv = q.argv;
 	const pd_template *t = pd_pools_template(b->pools, tpl);
@@ -88,7 +89,7 @@ static void run_one(batch *b, req *r)
 	const char *path;
 	json_t *content;
 	json_object_foreach(files, path, content) {
-		char dir[512];
+		char dir[1024]; /* paths have at most 1023 bytes (cli_batch_parse) */
 		snprintf(dir, sizeof dir, "%s", path);
 		char *slash = strrchr(dir, '/');
 		if (slash && slash != dir) {
@@ -117,7 +118,7 @@ static void run_one(batch *b, req *r)
 	json_t *extra = json_object();
 	json_object_set_new(extra, "line", json_integer(r->line));
 	if (id)
-		json_object_set_new(extra, "id", json_string(id));
+		json_object_set(extra, "id", id);
 	json_object_set_new(extra, "template", json_string(tpl));
 	json_object_set_new(extra, "pool_hit", json_boolean(hit));
 	json_object_set_new(extra, "latency_ms", json_real(ms));

@@ -21,7 +21,7 @@ int cli_jsonl_next(FILE *in, char **line, size_t *cap, int *lineno, json_t **out
 #define CLI_BATCH_MAX_ARGV 256
 
 typedef struct cli_batch_req {
-	const char *id;            /* echoed in the result line; NULL when none */
+	json_t *id;                /* echoed in the result line as given (any JSON); NULL when none */
 	const char *template_name; /* "bash" when none */
 	char *argv[CLI_BATCH_MAX_ARGV + 1];
 	pd_exec_opts x;            /* argv, stdin, wall and cpu limits, cwd (NULL: the template's) */
@@ -29,11 +29,13 @@ typedef struct cli_batch_req {
 } cli_batch_req;
 
 /* A request line: {"id", "template", "cmd" | "shell", "files", "stdin", "wall_time", "cpu_time",
- * "cwd"}. Strings point into j. Returns 0, or -1 with the reason in err. */
+ * "cwd"}. Every value is taken whole or refused (err says why, in UTF-8; -1): strings with a NUL
+ * byte, cmd and shell together, a stdin, cwd or limit of the wrong type, files that are not an
+ * object of path (1 to 1023 bytes) to text. Strings point into j. */
 int cli_batch_parse(json_t *j, cli_batch_req *r, char *err, size_t errlen);
 
 /* The result line of a request that could not run (no newline). malloc'd. */
-char *cli_batch_error_line(int line, const char *id, const char *msg);
+char *cli_batch_error_line(int line, json_t *id, const char *msg);
 
 /* ---- paddock run --------------------------------------------------------------------------- */
 

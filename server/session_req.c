@@ -29,7 +29,7 @@ static int refuse(pd_err *e, const char *fmt, ...)
 }
 
 /* A JSON string that is a C string: no NUL inside, which strdup(), the kernel or a strcmp would
- * cut it at. */
+ * cut it at. Defensive: bodies are loaded without JSON_ALLOW_NUL, so jansson refuses \u0000. */
 static bool c_string(json_t *v)
 {
 	return json_is_string(v) && strlen(json_string_value(v)) == json_string_length(v);
