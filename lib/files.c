@@ -3,7 +3,7 @@
  * /proc/<pid>/root from the host) means the sandbox's own mounts, owners and permissions apply,
  * and a link planted by the program can never lead to a host file. */
 #define _GNU_SOURCE
-#include "proto.h"
+#include "initmsg.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -53,6 +53,16 @@ static int fileop(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_
 	struct msg_error r;
 	int fds[1], nfds = 0;
 	ssize_t n = pd_recv_fds(sock, &r, sizeof r, fds, &nfds, 1);
+	return pd_fileop_reply(op, &r, n, fds, nfds, fd_out, path, e);
+}
+
+int pd_fileop_reply(uint32_t op, const void *buf, ssize_t n, int *fds, int nfds, int *fd_out,
+		    const char *path, pd_err *e)
+{
+	(void)op;
+	struct msg_error r;
+	if (n == (ssize_t)sizeof r)
+		memcpy(&r, buf, sizeof r);
 	if (n != (ssize_t)sizeof r || r.type != MSG_FILEOP_DONE) {
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
