@@ -176,8 +176,9 @@ char *cli_run_refusal(int line, const char *msg)
 	pd_err e = {0};
 	snprintf(e.msg, sizeof e.msg, "%s", msg);
 	const char *m = pd_refusal_text(&e);
-	json_t *o = json_pack("{s:i,s:s,s:s,s:s}", "line", line, "status", "XX", "failure_class", "internal_error",
-			      "error", m);
+	/* pd_json_text: the message may quote a client's text (a field name) */
+	json_t *o = json_pack("{s:i,s:s,s:s,s:o}", "line", line, "status", "XX", "failure_class", "internal_error",
+			      "error", pd_json_text(m));
 	char *text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return text;
