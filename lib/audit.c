@@ -139,35 +139,25 @@ static ssize_t peek(pid_t pid, uint64_t addr, void *buf, size_t len)
 	return got ? (ssize_t)got : -1;
 }
 
-static int peek_string(pid_t pid, uint64_t addr, char *out, size_t size)
+void pd_audit_judge_path(const char *raw, size_t len, const char *base, ssize_t blen, const pd_audit_opts *o,
+			 char *target, size_t size, bool *deny, bool *report)
 {
-	if (!addr)
-		return -1;
-	ssize_t n = peek(pid, addr, out, size - 1);
-	if (n < 0)
-		return -1;
-	out[n] = 0;
-	out[strnlen(out, (size_t)n)] = 0;
-	return 0;
-}
-
-/* Makes a relative path absolute with the process's cwd or dirfd, as the host sees it. */
-static void absolutize(pid_t pid, int dirfd, char *path, size_t size)
-{
-	if (path[0] == '/')
-		return;
-	char link[64], base[PD_PATH];
-	if (dirfd == AT_FDCWD)
-		snprintf(link, sizeof link, "/proc/%d/cwd", (int)pid);
-	else
-		snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)pid, dirfd);
-	ssize_t n = readlink(link, base, sizeof base - 1);
-	if (n <= 0)
-		return;
-	base[n] = 0;
-	char tmp[PD_PATH];
-	snprintf(tmp, sizeof tmp, "%s%s%s", base, base[n - 1] == '/' ? "" : "/", path);
-	snprintf(path, size, "%s", tmp);
+	/* the path as read (a string cut to the buffer), made absolute with the process's cwd or
+	 * dirfd as the host sees it */
+	size_t n = len < size - 1 ? len : size - 1;
+	memcpy(target, raw, n);
+	target[n] = 0;
+	target[strnlen(target, n)] = 0;
+	if (target[0] != '/' && blen > 0) {
+		char b[PD_PATH], tmp[PD_PATH];
+		size_t bl = (size_t)blen < sizeof b - 1 ? (size_t)blen : sizeof b - 1;
+		memcpy(b, base, bl);
+		b[bl] = 0;
+		snprintf(tmp, sizeof tmp, "%s%s%s", b, b[bl - 1] == '/' ? "" : "/", target);
+		snprintf(target, size, "%s", tmp);
+	}
+	*deny = pd_path_under(target, o->deny);
+	*report = *deny || !(pd_path_under(target, builtin_allow) || pd_path_under(target, o->allow));
 }
 
 static void format_addr(const struct sockaddr_storage *ss, socklen_t len, char *out, size_t size)
@@ -258,11 +248,19 @@ int pd_auditor_handle(pd_auditor *a, pd_result *r)
 	}
 	if (path_arg >= 0) {
 		file = true;
-		if (peek_string(pid, arg[path_arg], target, sizeof target) == 0) {
-			absolutize(pid, dirfd, target, sizeof target);
-			deny = pd_path_under(target, a->opts->deny);
-			report = deny || !(pd_path_under(target, builtin_allow) ||
-					   pd_path_under(target, a->opts->allow));
+		char raw[PD_AUDIT_READ];
+		ssize_t n = arg[path_arg] ? peek(pid, arg[path_arg], raw, sizeof raw - 1) : -1;
+		if (n > 0) {
+			char base[PD_AUDIT_READ], link[64];
+			ssize_t bl = -1;
+			if (raw[0] != '/') {
+				if (dirfd == AT_FDCWD)
+					snprintf(link, sizeof link, "/proc/%d/cwd", (int)pid);
+				else
+					snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)pid, dirfd);
+				bl = readlink(link, base, sizeof base - 1);
+			}
+			pd_audit_judge_path(raw, (size_t)n, base, bl, a->opts, target, sizeof target, &deny, &report);
 		} else {
 			snprintf(target, sizeof target, "(unreadable path)");
 			report = true;
