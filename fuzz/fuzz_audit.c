@@ -101,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 
 	/* what pd_auditor_handle gives pd_audit_judge_path */
-	size_t n = rawlen < PD_AUDIT_READ - 1 ? rawlen : PD_AUDIT_READ - 1;
+	size_t n = rawlen < PD_AUDIT_READ ? rawlen : PD_AUDIT_READ;
 	if (!n) {
 		free(cwd);
 		return 0; /* peek read nothing: "(unreadable path)" */
@@ -110,13 +110,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(rbuf, raw, n);
 	ssize_t blen = -1;
 	if (rbuf[0] != '/' && !cwd_unknown)
-		blen = (ssize_t)(strlen(cwd) < PD_AUDIT_READ - 1 ? strlen(cwd) : PD_AUDIT_READ - 1); /* readlink cuts */
+		blen = (ssize_t)(strlen(cwd) < PD_AUDIT_READ ? strlen(cwd) : PD_AUDIT_READ); /* readlink cuts */
 	pd_audit_opts o = {.enabled = true, .allow = allow_list, .deny = deny_list};
 	char target[4096 * 3];
 	memset(target, 0x5a, sizeof target);
 	bool deny = false, report = false;
-	pd_audit_judge_path(rbuf, n, cwd, blen, &o, target, PD_AUDIT_READ, &deny, &report);
-	FUZZ_CHECK(memchr(target, 0, PD_AUDIT_READ), "target not NUL-terminated in its buffer");
+	/* (pd_auditor_handle's target is 512 bytes: the record keeps 255 of them) */
+	pd_audit_judge_path(rbuf, n, cwd, blen, &o, target, 512, &deny, &report);
+	FUZZ_CHECK(memchr(target, 0, 512), "target not NUL-terminated in its buffer");
 
 	/* pd_path_under against the reference, on what the host saw */
 	if (target[0] == '/') {
@@ -137,13 +138,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		else
 			sprintf(kpath, "%s/%.*s", cwd, (int)kl, raw);
 		char *kn = ref_normalize(kpath);
+		/* pd_path_under on the whole path, as the judge gives it (up to a cwd, '/', a path) */
+		static const char *const root[] = {"/", NULL};
+		if (strlen(kpath) <= 2 * PD_AUDIT_READ) {
+			FUZZ_CHECK(pd_path_under(kpath, root), "'%.100s' (%zu bytes) not under /", kpath, strlen(kpath));
+			FUZZ_CHECK(pd_path_under(kpath, deny_list) == ref_under(kn, deny_list), "pd_path_under(%.100s)", kpath);
+		}
 		bool kdeny = ref_under(kn, deny_list), kreport = !ref_under(kn, image) && !ref_under(kn, allow_list);
 		FUZZ_CHECK(!kdeny || deny, "the kernel opens '%.120s' (under the deny list), the audit lets it: host saw '%.120s'",
 			   kn, target);
 		FUZZ_CHECK(!kreport || report, "the kernel opens '%.120s' (not allowed), the audit does not report it: host saw '%.120s'",
 			   kn, target);
-		bool known = raw[0] == '/' || !cwd_unknown;
-		if (known && strlen(kpath) < PD_AUDIT_READ)
+		bool known = raw[0] == '/' || (!cwd_unknown && strlen(cwd) < PD_AUDIT_READ);
+		if (known)
 			FUZZ_CHECK(deny == kdeny, "'%.200s' denied %d, the kernel's path '%.200s' is under the deny list: %d",
 				   target, deny, kn, kdeny);
 		free(kn);
