@@ -8,6 +8,7 @@
  * "template"), a progress line on a terminal, and a summary on stderr. */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "jsonl.h"
 #include "pool.h"
 
 #include <errno.h>
@@ -39,16 +40,9 @@ typedef struct batch {
 	int out_fd;
 } batch;
 
-static void emit_error(batch *b, const req *r, const char *id, const char *msg)
+static void emit_error(batch *b, const req *r, json_t *id, const char *msg)
 {
-	json_t *o = json_object();
-	json_object_set_new(o, "line", json_integer(r->line));
-	if (id)
-		json_object_set_new(o, "id", json_string(id));
-	json_object_set_new(o, "status", json_string("XX"));
-	json_object_set_new(o, "error", json_string(msg));
-	char *s = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
+	char *s = cli_batch_error_line(r->line, id, msg);
 	pthread_mutex_lock(&b->mu);
 	if (s) {
 		dprintf(b->out_fd, "%s\n", s);
@@ -66,55 +60,22 @@ static void run_one(batch *b, req *r)
 		emit_error(b, r, NULL, r->error);
 		return;
 	}
-	json_t *j = r->j;
-	const char *id = json_string_value(json_object_get(j, "id"));
-	json_t *tj = json_object_get(j, "template");
-	const char *tpl = tj ? json_string_value(tj) : "bash";
-	if (!tpl) {
-		emit_error(b, r, id, "template: must be a string");
+	cli_batch_req q;
+	char why[256];
+	if (cli_batch_parse(r->j, &q, why, sizeof why) < 0) {
+		emit_error(b, r, q.id, why);
 		return;
 	}
-	char *argv[257] = {0};
-	static char sh[] = "/bin/sh", dash_c[] = "-c";
-	json_t *cmd = json_object_get(j, "cmd"), *shell = json_object_get(j, "shell");
-	if (cmd && json_is_array(cmd) && json_array_size(cmd) > 0 && json_array_size(cmd) <= 256) {
-		size_t i;
-		json_t *a;
-		json_array_foreach(cmd, i, a) {
-			if (!json_is_string(a)) {
-				emit_error(b, r, id, "cmd: every element must be a string");
-				return;
-			}
-			argv[i] = (char *)json_string_value(a);
-		}
-	} else if (shell && json_is_string(shell) && !cmd) {
-		argv[0] = sh;
-		argv[1] = dash_c;
-		argv[2] = (char *)json_string_value(shell);
-	} else {
-		emit_error(b, r, id, "give \"cmd\" (a list of 1 to 256 strings) or \"shell\" (a string)");
-		return;
-	}
-	pd_exec_opts x = {0};
-	x.argv = argv;
-	x.stdin_fd = -1;
-	json_t *in = json_object_get(j, "stdin");
-	if (in && json_is_string(in)) {
-		x.stdin_data = json_string_value(in);
-		x.stdin_len = json_string_length(in);
-	}
-	json_t *v;
-	if ((v = json_object_get(j, "wall_time")) && json_is_number(v) && json_number_value(v) > 0)
-		x.wall_ms = (uint64_t)(json_number_value(v) * 1000);
-	if ((v = json_object_get(j, "cpu_time")) && json_is_number(v) && json_number_value(v) > 0)
-		x.cpu_ms = (uint64_t)(json_number_value(v) * 1000);
+	json_t *id = q.id;
+	const char *tpl = q.template_name;
+	pd_exec_opts x = q.x;
+	x.argv = q.argv;
 	const pd_template *t = pd_pools_template(b->pools, tpl);
 	if (t) {
 		x.envp = t->env[0] ? t->env : NULL;
-		x.cwd = t->cwd;
+		if (!x.cwd)
+			x.cwd = t->cwd;
 	}
-	if ((v = json_object_get(j, "cwd")) && json_is_string(v))
-		x.cwd = json_string_value(v);
 
 	uint64_t t0 = pd_now_us();
 	pd_err e = {0};
@@ -124,11 +85,11 @@ static void run_one(batch *b, req *r)
 		emit_error(b, r, id, e.msg);
 		return;
 	}
-	json_t *files = json_object_get(j, "files");
+	json_t *files = q.files;
 	const char *path;
 	json_t *content;
 	json_object_foreach(files, path, content) {
-		char dir[512];
+		char dir[1024]; /* paths have at most 1023 bytes (cli_batch_parse) */
 		snprintf(dir, sizeof dir, "%s", path);
 		char *slash = strrchr(dir, '/');
 		if (slash && slash != dir) {
@@ -157,7 +118,7 @@ static void run_one(batch *b, req *r)
 	json_t *extra = json_object();
 	json_object_set_new(extra, "line", json_integer(r->line));
 	if (id)
-		json_object_set_new(extra, "id", json_string(id));
+		json_object_set(extra, "id", id);
 	json_object_set_new(extra, "template", json_string(tpl));
 	json_object_set_new(extra, "pool_hit", json_boolean(hit));
 	json_object_set_new(extra, "latency_ms", json_real(ms));
@@ -254,12 +215,10 @@ int cmd_batch(int argc, char **argv)
 	size_t cap = 0;
 	char *line = NULL;
 	size_t lcap = 0;
-	ssize_t len;
-	int lineno = 0;
-	while ((len = getline(&line, &lcap, in)) >= 0) {
-		lineno++;
-		if (strspn(line, " \t\r\n") == (size_t)len)
-			continue;
+	int lineno = 0, st;
+	json_t *j;
+	json_error_t je;
+	while ((st = cli_jsonl_next(in, &line, &lcap, &lineno, &j, &je)) != CLI_LINE_EOF) {
 		if (b.n == cap) {
 			cap = cap ? cap * 2 : 256;
 			req *nr = realloc(b.reqs, cap * sizeof *nr);
@@ -272,15 +231,11 @@ int cmd_batch(int argc, char **argv)
 		req *r = &b.reqs[b.n++];
 		memset(r, 0, sizeof *r);
 		r->line = lineno;
-		json_error_t je;
-		r->j = json_loadb(line, (size_t)len, 0, &je);
-		if (!r->j)
+		r->j = j;
+		if (st == CLI_LINE_NOT_JSON)
 			snprintf(r->error, sizeof r->error, "line %d: not JSON: %s", lineno, je.text);
-		else if (!json_is_object(r->j)) {
-			json_decref(r->j);
-			r->j = NULL;
+		else if (st == CLI_LINE_NOT_OBJECT)
 			snprintf(r->error, sizeof r->error, "line %d: a request must be a JSON object", lineno);
-		}
 	}
 	free(line);
 	if (in != stdin)

@@ -4,6 +4,7 @@
  * records as the API, plus "line"), progress shows on a terminal, a summary ends the run. */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "jsonl.h"
 #include "server.h"
 
 #include <errno.h>
@@ -79,15 +80,6 @@ static void run_usage(FILE *f)
 	      f);
 }
 
-static bool is_run_code(json_t *o)
-{
-	json_t *sch = json_object_get(o, "schema");
-	if (sch)
-		return json_is_string(sch) && !strcmp(json_string_value(sch), "run_code");
-	return json_object_get(o, "compile_timeout") || json_object_get(o, "run_timeout") ||
-	       json_object_get(o, "memory_limit_MB");
-}
-
 int cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {{"help", no_argument, 0, 'h'},
@@ -154,8 +146,7 @@ int cmd_run(int argc, char **argv)
 	size_t n = 0, cap = 0, bad = 0;
 	char *line = NULL;
 	size_t lcap = 0;
-	ssize_t len;
-	int lineno = 0;
+	int lineno = 0, lst;
 	run_state st;
 	memset(&st, 0, sizeof st);
 	st.out = stdout;
@@ -163,17 +154,13 @@ int cmd_run(int argc, char **argv)
 		cli_error("%s: %s", outfile, strerror(errno));
 		return EXIT_USAGE;
 	}
-	while ((len = getline(&line, &lcap, in)) >= 0) {
-		lineno++;
-		if (strspn(line, " \t\r\n") == (size_t)len)
-			continue;
-		json_error_t je;
-		json_t *o = json_loadb(line, (size_t)len, 0, &je);
-		if (!o || !json_is_object(o)) {
+	json_t *o;
+	json_error_t je;
+	while ((lst = cli_jsonl_next(in, &line, &lcap, &lineno, &o, &je)) != CLI_LINE_EOF) {
+		if (lst != CLI_LINE_OK) {
 			fprintf(st.out, "{\"line\":%d,\"status\":\"XX\",\"failure_class\":\"internal_error\","
 					"\"error\":\"not a JSON object: %s\"}\n",
-				lineno, o ? "a JSON value of another type" : "malformed JSON");
-			json_decref(o);
+				lineno, lst == CLI_LINE_NOT_OBJECT ? "a JSON value of another type" : "malformed JSON");
 			bad++;
 			continue;
 		}
@@ -238,19 +225,12 @@ int cmd_run(int argc, char **argv)
 	uint64_t t0 = pd_now_us();
 	size_t rejected = 0;
 	for (size_t i = 0; i < n; i++) {
-		bool rc = is_run_code(reqs[i]);
-		json_object_del(reqs[i], "schema");
+		bool rc;
 		pd_err pe = {0};
-		pd_job *j = rc ? pd_job_from_run_code(reqs[i], &pe) : pd_job_from_native(reqs[i], &pe);
+		pd_job *j = cli_run_job(reqs[i], &rc, &pe);
 		json_decref(reqs[i]);
 		if (!j) {
-			char *colon = strstr(pe.msg, ": Invalid argument");
-			if (colon)
-				*colon = 0;
-			json_t *o = json_pack("{s:i,s:s,s:s,s:s}", "line", lines[i], "status", "XX", "failure_class",
-					      "internal_error", "error", pe.msg);
-			char *text = json_dumps(o, JSON_COMPACT);
-			json_decref(o);
+			char *text = cli_run_refusal(lines[i], pe.msg);
 			pthread_mutex_lock(&st.mu);
 			fprintf(st.out, "%s\n", text ? text : "{}");
 			st.done++;

@@ -113,11 +113,14 @@ static inline char *fz_cstr(const uint8_t *data, size_t size)
 /* ---- request parsers ------------------------------------------------------------------------- */
 
 /* A refused request: the server answers 400 with e.msg (minus ": Invalid argument") as a JSON
- * string (http.c set_error). The message must say something, and be UTF-8, or jansson refuses it
- * and the client gets "{}" with no reason. */
+ * string (http.c set_error), paddock run writes it in a result line. The message must say
+ * something, and be UTF-8: a renderer using json_string() would drop it (the client got "{}" with
+ * no reason), and pd_json_text() shows the half character as U+FFFD. */
 static inline void fz_check_refusal(const pd_err *e)
 {
 	FUZZ_CHECK(e->msg[0], "a refused request must have an error message");
+	pd_err shown = *e;
+	FUZZ_CHECK(pd_refusal_text(&shown)[0], "the error shown to the client is empty: [%s]", e->msg);
 	size_t n = strnlen(e->msg, sizeof e->msg);
 	FUZZ_CHECK(n < sizeof e->msg, "error message not NUL-terminated");
 	FUZZ_CHECK(fz_utf8_valid(e->msg, n), "error message is not UTF-8 (the 400 response would have no "

@@ -59,7 +59,7 @@ static size_t normalize(const char *in, char *out, size_t size)
 			if (n > 1)
 				n--;
 		} else if (!(len == 1 && p[0] == '.')) {
-			if (n + len + 2 > size)
+			if (n + (n > 1) + len + 1 > size) /* separator, component, NUL */
 				return 0;
 			if (n > 1)
 				out[n++] = '/';
@@ -74,7 +74,7 @@ static size_t normalize(const char *in, char *out, size_t size)
 
 bool pd_path_under(const char *path, const char *const *prefixes)
 {
-	char norm[4096];
+	char norm[2 * PD_AUDIT_READ + 2]; /* any path pd_audit_judge_path makes: a cwd, '/', a path */
 	if (!path || path[0] != '/' || !normalize(path, norm, sizeof norm))
 		return false;
 	for (int i = 0; prefixes && prefixes[i]; i++) {
@@ -139,35 +139,37 @@ static ssize_t peek(pid_t pid, uint64_t addr, void *buf, size_t len)
 	return got ? (ssize_t)got : -1;
 }
 
-static int peek_string(pid_t pid, uint64_t addr, char *out, size_t size)
+void pd_audit_judge_path(const char *raw, size_t len, const char *base, ssize_t blen, const pd_audit_opts *o,
+			 char *target, size_t size, bool *deny, bool *report)
 {
-	if (!addr)
-		return -1;
-	ssize_t n = peek(pid, addr, out, size - 1);
-	if (n < 0)
-		return -1;
-	out[n] = 0;
-	out[strnlen(out, (size_t)n)] = 0;
-	return 0;
-}
-
-/* Makes a relative path absolute with the process's cwd or dirfd, as the host sees it. */
-static void absolutize(pid_t pid, int dirfd, char *path, size_t size)
-{
-	if (path[0] == '/')
-		return;
-	char link[64], base[PD_PATH];
-	if (dirfd == AT_FDCWD)
-		snprintf(link, sizeof link, "/proc/%d/cwd", (int)pid);
+	/* Judged whole or not at all: a path cut to a buffer, or joined with a cut cwd, is another
+	 * path. "/" x 600 + "etc/passwd" read as 511 slashes was "/", and so not under a deny prefix,
+	 * while the kernel opened /etc/passwd. The kernel takes a path up to its NUL within PATH_MAX
+	 * bytes (PD_AUDIT_READ): without a NUL in what was read, the call fails there too. */
+	const char *nul = memchr(raw, 0, len);
+	size_t pl = nul ? (size_t)(nul - raw) : len;
+	bool rel = !pl || raw[0] != '/';
+	/* readlink fills its buffer when the directory's path is longer (or fails: a process can make
+	 * its cwd deeper than a page): then where a relative path leads is unknown */
+	bool base_ok = blen > 0 && blen < PD_AUDIT_READ && base[0] == '/';
+	char full[2 * PD_AUDIT_READ + 2];
+	if (rel && base_ok)
+		snprintf(full, sizeof full, "%.*s%s%.*s", (int)blen, base, base[blen - 1] == '/' ? "" : "/", (int)pl,
+			 raw);
 	else
-		snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)pid, dirfd);
-	ssize_t n = readlink(link, base, sizeof base - 1);
-	if (n <= 0)
+		snprintf(full, sizeof full, "%.*s", (int)pl, raw);
+	snprintf(target, size, "%s", full); /* for the record: it keeps the head */
+	if (!nul || (rel && !base_ok)) {
+		/* cannot tell what the kernel opens: refused where a deny list is set, and reported */
+		bool any_deny = false;
+		for (int i = 0; o->deny && o->deny[i]; i++)
+			any_deny |= o->deny[i][0] == '/';
+		*deny = any_deny;
+		*report = true;
 		return;
-	base[n] = 0;
-	char tmp[PD_PATH];
-	snprintf(tmp, sizeof tmp, "%s%s%s", base, base[n - 1] == '/' ? "" : "/", path);
-	snprintf(path, size, "%s", tmp);
+	}
+	*deny = pd_path_under(full, o->deny);
+	*report = *deny || !(pd_path_under(full, builtin_allow) || pd_path_under(full, o->allow));
 }
 
 static void format_addr(const struct sockaddr_storage *ss, socklen_t len, char *out, size_t size)
@@ -258,11 +260,19 @@ int pd_auditor_handle(pd_auditor *a, pd_result *r)
 	}
 	if (path_arg >= 0) {
 		file = true;
-		if (peek_string(pid, arg[path_arg], target, sizeof target) == 0) {
-			absolutize(pid, dirfd, target, sizeof target);
-			deny = pd_path_under(target, a->opts->deny);
-			report = deny || !(pd_path_under(target, builtin_allow) ||
-					   pd_path_under(target, a->opts->allow));
+		char raw[PD_AUDIT_READ];
+		ssize_t n = arg[path_arg] ? peek(pid, arg[path_arg], raw, sizeof raw) : -1;
+		if (n > 0) {
+			char base[PD_AUDIT_READ], link[64];
+			ssize_t bl = -1;
+			if (raw[0] != '/') {
+				if (dirfd == AT_FDCWD)
+					snprintf(link, sizeof link, "/proc/%d/cwd", (int)pid);
+				else
+					snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)pid, dirfd);
+				bl = readlink(link, base, sizeof base);
+			}
+			pd_audit_judge_path(raw, (size_t)n, base, bl, a->opts, target, sizeof target, &deny, &report);
 		} else {
 			snprintf(target, sizeof target, "(unreadable path)");
 			report = true;

@@ -3,7 +3,7 @@
  * /proc/<pid>/root from the host) means the sandbox's own mounts, owners and permissions apply,
  * and a link planted by the program can never lead to a host file. */
 #define _GNU_SOURCE
-#include "proto.h"
+#include "initmsg.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -53,20 +53,26 @@ static int fileop(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_
 	struct msg_error r;
 	int fds[1], nfds = 0;
 	ssize_t n = pd_recv_fds(sock, &r, sizeof r, fds, &nfds, 1);
-	if (n != (ssize_t)sizeof r || r.type != MSG_FILEOP_DONE) {
+	return pd_fileop_reply(op, &r, n, fds, nfds, fd_out, path, e);
+}
+
+int pd_fileop_reply(uint32_t op, const void *buf, ssize_t n, int *fds, int nfds, int *fd_out,
+		    const char *path, pd_err *e)
+{
+	pd_init_msg r;
+	/* an open that "succeeded" without an fd would hand -1 to the caller, which then reported an
+	 * empty error; an errno out of range (negative, say) is no errno */
+	bool ok = pd_init_msg_decode(buf, n, &r) == MSG_FILEOP_DONE && (r.err || op != FILEOP_OPEN || nfds > 0);
+	if (!ok || r.err) {
 		for (int i = 0; i < nfds; i++)
 			close(fds[i]);
-		return pd_fail(e, EPROTO, "file operation on %s: bad reply", path);
+		return ok ? pd_fail(e, r.err, "%s", path) : pd_fail(e, EPROTO, "file operation on %s: bad reply", path);
 	}
-	if (r.err) {
-		for (int i = 0; i < nfds; i++)
-			close(fds[i]);
-		return pd_fail(e, r.err, "%s", path);
-	}
+	int first = 0;
 	if (fd_out)
-		*fd_out = nfds ? fds[0] : -1;
-	else if (nfds)
-		close(fds[0]);
+		*fd_out = nfds ? fds[first++] : -1;
+	for (int i = first; i < nfds; i++)
+		close(fds[i]);
 	return 0;
 }
 

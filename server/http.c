@@ -98,11 +98,7 @@ typedef struct req {
 	/* session operations */
 	char method[8];
 	char url[512];
-	char query_path[1024];
-	char query_dir[1024];
-	char query_rid[128];
-	char query_stream[16];
-	bool query_list;
+	pd_session_query q;
 } req;
 
 static bool log_on = true;
@@ -338,11 +334,7 @@ static void submit(req *r, kind k)
 				    : pd_job_from_native(body, &e);
 	json_decref(body);
 	if (!j) {
-		/* pd_fail appended strerror: the field and the reason are what a client needs */
-		char *colon = strstr(e.msg, ": Invalid argument");
-		if (colon)
-			*colon = 0;
-		set_error(r, 400, "%s", e.msg);
+		set_error(r, 400, "%s", pd_refusal_text(&e));
 		return;
 	}
 	if (!j->task_id[0]) {
@@ -401,14 +393,14 @@ static sess_entry *find_session(pd_server *s, const char *id)
 	return NULL;
 }
 
-static json_t *result_brief(const pd_result *x)
+json_t *pd_session_result_json(const pd_result *x)
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "sandbox_id", json_string(x->sandbox_id));
 	json_object_set_new(o, "status", json_string(pd_status_name(x->status)));
 	json_object_set_new(o, "exit_code", json_integer(x->exit_code));
 	json_object_set_new(o, "signal", json_integer(x->signal));
-	json_object_set_new(o, "error", json_string(x->error));
+	json_object_set_new(o, "error", pd_json_text(x->error));
 	json_object_set_new(o, "wall_ms", json_integer((json_int_t)x->wall_ms));
 	json_object_set_new(o, "cpu_ms", json_integer((json_int_t)x->cpu_ms));
 	json_object_set_new(o, "memory_peak_bytes", json_integer((json_int_t)x->memory_peak_bytes));
@@ -437,74 +429,28 @@ static json_t *result_brief(const pd_result *x)
 
 static void session_exec(req *r, sess_entry *se)
 {
-	json_error_t je;
-	json_t *b = json_loadb(r->body ? r->body : "", r->len, 0, &je);
-	if (!b || !json_is_object(b)) {
-		set_error(r, 400, "request body must be a JSON object");
-		json_decref(b);
+	pd_session_exec_req q;
+	pd_err e = {0};
+	if (pd_session_exec_parse(r->body, r->len, &q, &e) < 0) {
+		set_error(r, 400, "%s", e.msg);
 		return;
 	}
-	json_t *cmd = json_object_get(b, "cmd"), *shell = json_object_get(b, "shell");
-	char **argv = NULL;
-	size_t n = 0;
-	if (cmd && json_is_array(cmd) && json_array_size(cmd) > 0 && json_array_size(cmd) <= 4096) {
-		argv = calloc(json_array_size(cmd) + 1, sizeof *argv);
-		size_t i;
-		json_t *a;
-		json_array_foreach(cmd, i, a) {
-			if (!json_is_string(a)) {
-				set_error(r, 400, "cmd[%zu]: must be a string", i);
-				goto out;
-			}
-			argv[n++] = strdup(json_string_value(a));
-		}
-	} else if (shell && json_is_string(shell) && !cmd) {
-		argv = calloc(4, sizeof *argv);
-		argv[0] = strdup("/bin/sh");
-		argv[1] = strdup("-c");
-		argv[2] = strdup(json_string_value(shell));
-		n = 3;
-	} else {
-		set_error(r, 400, "cmd: give cmd (a list of strings) or shell (a string)");
-		goto out;
-	}
-	pd_exec_opts x = {0};
-	x.argv = argv;
-	json_t *in = json_object_get(b, "stdin");
-	if (in && json_is_string(in)) {
-		x.stdin_data = json_string_value(in);
-		x.stdin_len = json_string_length(in);
-	}
-	json_t *cwd = json_object_get(b, "cwd");
-	if (cwd && json_is_string(cwd))
-		x.cwd = json_string_value(cwd);
-	json_t *t = json_object_get(b, "timeout");
-	if (t && json_is_number(t) && json_number_value(t) > 0)
-		x.wall_ms = (uint64_t)(json_number_value(t) * 1000);
-	json_t *rid = json_object_get(b, "request_id");
-	if (rid && !json_is_string(rid)) {
-		set_error(r, 400, "request_id: must be a string");
-		goto out;
-	}
+	const char *rid = q.request_id;
 	pd_result res;
-	pd_err e = {0};
-	if (pd_session_exec(se->s, &x, rid ? json_string_value(rid) : NULL, &res, &e) < 0) {
+	if (pd_session_exec(se->s, &q.x, rid, &res, &e) < 0) {
 		set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 400, "%s", e.msg);
 		goto out;
 	}
-	json_t *o = result_brief(&res);
+	json_t *o = pd_session_result_json(&res);
 	json_object_set_new(o, "session_id", json_string(se->id));
 	/* without a client id, the exec is recorded as "#<n>": say which, for /output */
 	char auto_id[32];
 	snprintf(auto_id, sizeof auto_id, "#%u", pd_session_exec_count(se->s));
-	json_object_set_new(o, "request_id", json_string(rid ? json_string_value(rid) : auto_id));
+	json_object_set_new(o, "request_id", json_string(rid ? rid : auto_id));
 	pd_result_free(&res);
 	set_json(r, 200, o);
 out:
-	for (size_t i = 0; argv && argv[i]; i++)
-		free(argv[i]);
-	free(argv);
-	json_decref(b);
+	pd_session_exec_req_free(&q);
 }
 
 /* 409 while another request uses the session, 410 once it has ended */
@@ -521,7 +467,7 @@ static void session_files_in(req *r, sess_entry *se);
 
 static void session_files(req *r, sess_entry *se)
 {
-	if (!*r->query_path) {
+	if (!*r->q.path) {
 		set_error(r, 400, "path: required (?path=/work/file)");
 		return;
 	}
@@ -535,7 +481,7 @@ static void session_files_in(req *r, sess_entry *se)
 {
 	pd_sandbox *sb = pd_session_sandbox(se->s);
 	pd_err e = {0};
-	const char *path = r->query_path;
+	const char *path = r->q.path;
 	if (!strcmp(r->method, "PUT")) {
 		char dir[1024];
 		snprintf(dir, sizeof dir, "%s", path);
@@ -547,19 +493,19 @@ static void session_files_in(req *r, sess_entry *se)
 		if (pd_sandbox_write_file(sb, path, r->body ? r->body : "", r->len, 0644, &e) < 0)
 			set_error(r, e.code == ENOSPC ? 507 : 400, "%s", e.msg);
 		else
-			set_json(r, 200, json_pack("{s:s,s:I}", "path", path, "bytes", (json_int_t)r->len));
+			set_json(r, 200, json_pack("{s:o,s:I}", "path", pd_json_text(path), "bytes", (json_int_t)r->len));
 	} else if (!strcmp(r->method, "DELETE")) {
 		if (pd_sandbox_remove(sb, path, &e) < 0)
 			set_error(r, e.code == ENOENT ? 404 : 400, "%s", e.msg);
 		else
-			set_json(r, 200, json_pack("{s:s,s:b}", "path", path, "deleted", 1));
+			set_json(r, 200, json_pack("{s:o,s:b}", "path", pd_json_text(path), "deleted", 1));
 	} else {
 		struct stat st;
 		if (pd_sandbox_stat(sb, path, &st, &e) < 0) {
 			set_error(r, e.code == ENOENT ? 404 : 400, "%s", e.msg);
 			return;
 		}
-		if (S_ISDIR(st.st_mode) || r->query_list) {
+		if (S_ISDIR(st.st_mode) || r->q.list) {
 			pd_dirent *d;
 			size_t n;
 			if (pd_sandbox_list(sb, path, &d, &n, &e) < 0) {
@@ -568,7 +514,7 @@ static void session_files_in(req *r, sess_entry *se)
 			}
 			json_t *arr = json_array();
 			for (size_t i = 0; i < n; i++)
-				json_array_append_new(arr, json_pack("{s:s,s:s,s:I,s:o,s:I}", "name", d[i].name, "type",
+				json_array_append_new(arr, json_pack("{s:o,s:s,s:I,s:o,s:I}", "name", pd_json_text(d[i].name), "type",
 								     S_ISDIR(d[i].mode)   ? "dir"
 								     : S_ISLNK(d[i].mode) ? "symlink"
 								     : S_ISREG(d[i].mode) ? "file"
@@ -577,7 +523,7 @@ static void session_files_in(req *r, sess_entry *se)
 								     json_integer(d[i].mode & 07777), "mtime",
 								     (json_int_t)d[i].mtime));
 			free(d);
-			set_json(r, 200, json_pack("{s:s,s:o}", "path", path, "entries", arr));
+			set_json(r, 200, json_pack("{s:o,s:o}", "path", pd_json_text(path), "entries", arr));
 			return;
 		}
 		char *buf;
@@ -596,13 +542,13 @@ static void session_stat(req *r, sess_entry *se)
 	pd_err e = {0};
 	if (!session_enter(r, se))
 		return;
-	int rc = pd_sandbox_stat(pd_session_sandbox(se->s), r->query_path, &st, &e);
+	int rc = pd_sandbox_stat(pd_session_sandbox(se->s), r->q.path, &st, &e);
 	pd_session_end(se->s);
 	if (rc < 0) {
 		set_error(r, e.code == ENOENT ? 404 : 400, "%s", e.msg);
 		return;
 	}
-	set_json(r, 200, json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I}", "path", r->query_path, "type",
+	set_json(r, 200, json_pack("{s:o,s:s,s:I,s:I,s:I,s:I,s:I}", "path", pd_json_text(r->q.path), "type",
 				   S_ISDIR(st.st_mode)   ? "dir"
 				   : S_ISLNK(st.st_mode) ? "symlink"
 				   : S_ISREG(st.st_mode) ? "file"
@@ -614,7 +560,7 @@ static void session_stat(req *r, sess_entry *se)
 
 static void session_tar(req *r, sess_entry *se, bool upload)
 {
-	const char *dir = *r->query_dir ? r->query_dir : "/work";
+	const char *dir = *r->q.dir ? r->q.dir : "/work";
 	char tmp[] = "/tmp/paddock-tar-XXXXXX";
 	int fd = mkstemp(tmp);
 	if (fd < 0) {
@@ -633,7 +579,7 @@ static void session_tar(req *r, sess_entry *se, bool upload)
 		if (pd_session_upload_tar(se->s, dir, fd, &e) < 0)
 			set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 400, "%s", e.msg);
 		else
-			set_json(r, 200, json_pack("{s:s,s:I}", "dir", dir, "bytes", (json_int_t)r->len));
+			set_json(r, 200, json_pack("{s:o,s:I}", "dir", pd_json_text(dir), "bytes", (json_int_t)r->len));
 		close(fd);
 		return;
 	}
@@ -657,8 +603,8 @@ static void session_output(req *r, sess_entry *se)
 {
 	char path[PD_PATH];
 	pd_err e = {0};
-	int stream = !strcmp(r->query_stream, "stderr") ? 2 : 1;
-	if (pd_session_output_path(se->s, r->query_rid, stream, path, sizeof path, &e) < 0) {
+	int stream = r->q.stderr_stream ? 2 : 1;
+	if (pd_session_output_path(se->s, r->q.request_id, stream, path, sizeof path, &e) < 0) {
 		set_error(r, 404, "%s", e.msg);
 		return;
 	}
@@ -685,7 +631,7 @@ static void *session_op_main(void *arg)
 	pd_server *s = r->srv;
 	/* /v1/sessions/<id>/<op> */
 	char id[48] = "", op[32] = "";
-	sscanf(r->url, "/v1/sessions/%47[^/]/%31s", id, op);
+	bool url_ok = pd_session_url(r->url, id, sizeof id, op, sizeof op) == 0;
 	pthread_mutex_lock(&s->mu);
 	sess_entry *se = find_session(s, id);
 	if (se)
@@ -693,8 +639,12 @@ static void *session_op_main(void *arg)
 	pthread_mutex_unlock(&s->mu);
 	if (!strcmp(r->url, "/v1/sessions"))
 		session_create(r);
+	else if (!url_ok)
+		set_error(r, 404, "no such session operation: %s %s", r->method, r->url);
 	else if (!se)
 		set_error(r, 404, "no session %s", id);
+	else if (r->q.error[0])
+		set_error(r, 400, "%s", r->q.error);
 	else if (!strcmp(op, "exec") && !strcmp(r->method, "POST"))
 		session_exec(r, se);
 	else if (!strcmp(op, "files"))
@@ -759,39 +709,23 @@ static void session_async(req *r)
 static void session_create(req *r)
 {
 	pd_server *s = r->srv;
-	json_error_t je;
-	json_t *b = r->len ? json_loadb(r->body, r->len, 0, &je) : json_object();
-	if (!b || !json_is_object(b)) {
-		set_error(r, 400, "request body must be a JSON object");
-		json_decref(b);
+	pd_session_create_req q;
+	pd_err e = {0};
+	if (pd_session_create_parse(r->body, r->len, &q, &e) < 0) {
+		set_error(r, 400, "%s", e.msg);
 		return;
 	}
-	json_t *t = json_object_get(b, "template");
-	/* copied: the request JSON is freed before the name is used */
-	char tpl[64];
-	snprintf(tpl, sizeof tpl, "%s", t && json_is_string(t) ? json_string_value(t) : "bash");
-	pd_session_opts so = {0};
-	json_t *ttl = json_object_get(b, "ttl"), *life = json_object_get(b, "max_lifetime"),
-	       *meta = json_object_get(b, "metadata");
-	if (ttl && json_is_number(ttl) && json_number_value(ttl) > 0)
-		so.idle_ttl_ms = (uint64_t)(json_number_value(ttl) * 1000);
-	if (life && json_is_number(life) && json_number_value(life) > 0)
-		so.max_lifetime_ms = (uint64_t)(json_number_value(life) * 1000);
-	char *metas = meta ? json_dumps(meta, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-	so.metadata = metas;
-	pd_err e = {0};
 	char why[300];
-	if (fds_short(s, tpl, why, sizeof why)) {
-		free(metas);
-		json_decref(b);
+	if (fds_short(s, q.template_name, why, sizeof why)) {
+		pd_session_create_req_free(&q);
 		r->retry_after = 2;
 		set_error(r, 503, "%s", why);
 		return;
 	}
 	/* the acquire may create a sandbox on the spot: a few ms on the event thread, bounded */
-	pd_session *ss = pd_session_open(s->pools, tpl, &so, &e);
-	free(metas);
-	json_decref(b);
+	pd_session *ss = pd_session_open(s->pools, q.template_name, &q.o, &e);
+	pd_session_create_req_free(&q);
+	const char *tpl = q.template_name;
 	if (!ss) {
 		set_error(r, e.code == ENOENT ? 400 : 503, "%s", e.msg);
 		return;
@@ -1307,17 +1241,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		set_error(r, 413, "request body over %zu bytes", s->o.max_body);
 		return send_resp(c, r);
 	}
-	const char *q;
-	if ((q = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "path")))
-		snprintf(r->query_path, sizeof r->query_path, "%s", q);
-	if ((q = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "dir")))
-		snprintf(r->query_dir, sizeof r->query_dir, "%s", q);
-	if ((q = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "request_id")))
-		snprintf(r->query_rid, sizeof r->query_rid, "%s", q);
-	if ((q = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "stream")))
-		snprintf(r->query_stream, sizeof r->query_stream, "%s", q);
-	if ((q = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "list")))
-		r->query_list = !strcmp(q, "1") || !strcmp(q, "true");
+	/* with their lengths: a %00 in a value must not shorten it silently */
+	static const char *const keys[] = {"path", "dir", "request_id", "stream", "list"};
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		const char *v = NULL;
+		size_t vlen = 0;
+		if (MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND, keys[i], strlen(keys[i]), &v, &vlen) == MHD_YES)
+			pd_session_query_set(&r->q, keys[i], v, vlen);
+	}
 	route(r, url, method);
 	if (r->suspended)
 		return MHD_YES;

@@ -159,6 +159,21 @@ static int add_file(pd_job *j, const char *path, const char *data, size_t len)
 	return 0;
 }
 
+/* "<name>.<key>" naming a field in an error message, cut (to fit) at a character boundary: the key
+ * is a client's UTF-8, and half a character would make the message invalid UTF-8. */
+static void field_name(char *out, size_t size, const char *name, const char *key)
+{
+	if (snprintf(out, size, "%s.%s", name, key) < (int)size)
+		return;
+	size_t j = size - 2; /* the last byte kept */
+	while (j && ((unsigned char)out[j] & 0xc0) == 0x80)
+		j--;
+	unsigned char lead = (unsigned char)out[j];
+	size_t need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+	if (size - 1 - j < need)
+		out[j] = 0;
+}
+
 /* A relative path from a client must not climb out of /work by text alone; the sandbox resolves
  * it inside its own root anyway, so this only keeps requests honest. */
 static int check_path(const char *field, const char *p, pd_err *e)
@@ -215,7 +230,7 @@ static int parse_b64_files(pd_job *j, json_t *files, const char *name, bool null
 		if (null_ok && json_is_null(v))
 			continue;
 		char field[300];
-		snprintf(field, sizeof field, "%s.%s", name, k);
+		field_name(field, sizeof field, name, k);
 		char *data;
 		size_t len;
 		if (check_path(field, k, e) < 0)
@@ -440,7 +455,7 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 		}
 		json_object_foreach(files, k, v) {
 			char field[300];
-			snprintf(field, sizeof field, "files.%s", k);
+			field_name(field, sizeof field, "files", k);
 			if (check_path(field, k, e) < 0)
 				goto fail;
 			if (!json_is_string(v)) {

@@ -20,6 +20,7 @@
 	X(MHD_get_connection_info)                                                               \
 	X(MHD_get_daemon_info)                                                                   \
 	X(MHD_lookup_connection_value)                                                           \
+	X(MHD_lookup_connection_value_n)                                                         \
 	X(MHD_queue_response)                                                                    \
 	X(MHD_quiesce_daemon)                                                                    \
 	X(MHD_resume_connection)                                                                 \
@@ -45,6 +46,7 @@ int pd_mhd_load(pd_err *e);
 #define MHD_get_connection_info pd_mhd.MHD_get_connection_info
 #define MHD_get_daemon_info pd_mhd.MHD_get_daemon_info
 #define MHD_lookup_connection_value pd_mhd.MHD_lookup_connection_value
+#define MHD_lookup_connection_value_n pd_mhd.MHD_lookup_connection_value_n
 #define MHD_queue_response pd_mhd.MHD_queue_response
 #define MHD_quiesce_daemon pd_mhd.MHD_quiesce_daemon
 #define MHD_resume_connection pd_mhd.MHD_resume_connection

@@ -12,6 +12,7 @@
 #include "pool.h"
 
 #include <jansson.h>
+#include <string.h>
 
 /* ---- failure classes (DESIGN.md §4) ---------------------------------------------------------- */
 
@@ -139,6 +140,17 @@ json_t *pd_job_to_piston(const pd_job *j);
 /* A C text as a JSON string: bytes that are not UTF-8 (a client's string cut by snprintf, jansson's
  * own error texts) become U+FFFD, where json_string() would refuse the whole text. */
 json_t *pd_json_text(const char *s);
+/* A refusal's text for the client: e->msg without the ": Invalid argument" pd_fail appended (the
+ * field and the reason are what a client needs). Only at the end: a client's text quoted in the
+ * message may hold those words too, and cutting there could leave nothing. */
+static inline const char *pd_refusal_text(pd_err *e)
+{
+	static const char suffix[] = ": Invalid argument";
+	size_t n = strnlen(e->msg, sizeof e->msg), sl = sizeof suffix - 1;
+	if (n >= sl && n < sizeof e->msg && !memcmp(e->msg + n - sl, suffix, sl))
+		e->msg[n - sl] = 0;
+	return e->msg;
+}
 
 /* Runs a job's attempts (retrying infrastructure failures) in sandboxes from the pools. */
 void pd_job_execute(pd_pools *pools, pd_job *j, unsigned max_retries);
@@ -168,6 +180,51 @@ void pd_metrics_job(pd_metrics *m, const pd_job *j);
 void pd_metrics_http(pd_metrics *m, int status);
 /* Prometheus text exposition; extra is appended (pools, queues, breaker). malloc'd. */
 char *pd_metrics_render(pd_metrics *m, const char *extra);
+
+/* ---- session requests (server/session_req.c) ------------------------------------------------- */
+/* The client's bytes of the session API, parsed apart from the HTTP plumbing (http.c calls these,
+ * and so does the fuzzer). A refusal fills e (code EINVAL, a message naming the field, without
+ * strerror's suffix): the server answers 400 with it. */
+
+/* /v1/sessions/<id>[/<op>]: the session id and the operation ("" for none). Returns 0, or -1 when
+ * url is not of that form. */
+int pd_session_url(const char *url, char *id, size_t id_size, char *op, size_t op_size);
+
+/* The query parameters a session operation reads (?path=, ?dir=, ?request_id=, ?stream=, ?list=). */
+typedef struct pd_session_query {
+	char path[1024];       /* files, stat: at most 1023 bytes, no NUL */
+	char dir[1024];        /* upload, download: likewise; "" = absent */
+	char request_id[128];  /* output: at most 127 bytes, no NUL */
+	bool stderr_stream;    /* output: stream=stderr (else stdout, the default) */
+	bool list;             /* files: "1" or "true" */
+	char error[200];       /* the first parameter refused, "" when all are good */
+} pd_session_query;
+
+/* Takes one parameter as the HTTP layer decoded it (value: len bytes, NULL = given without a
+ * value, which counts as absent). Keys other than the five are ignored. A value that does not fit,
+ * holds a NUL byte or is not one of the allowed words is not taken: q->error says why (the first);
+ * the session operation answers 400 with it. */
+void pd_session_query_set(pd_session_query *q, const char *key, const char *value, size_t len);
+
+/* POST /v1/sessions: {"template", "ttl", "max_lifetime", "metadata"}; an empty body is {}. */
+typedef struct pd_session_create_req {
+	char template_name[64]; /* default "bash" */
+	pd_session_opts o;      /* TTLs in ms (0 = the template's); o.metadata is compact JSON, owned */
+} pd_session_create_req;
+int pd_session_create_parse(const char *body, size_t len, pd_session_create_req *q, pd_err *e);
+void pd_session_create_req_free(pd_session_create_req *q);
+
+/* POST /v1/sessions/<id>/exec: {"cmd" | "shell", "stdin", "cwd", "timeout", "request_id"}. */
+typedef struct pd_session_exec_req {
+	pd_exec_opts x;         /* argv (owned), stdin, cwd and wall_ms; strings point into body */
+	const char *request_id; /* NULL = none */
+	json_t *body;           /* owned */
+} pd_session_exec_req;
+int pd_session_exec_parse(const char *body, size_t len, pd_session_exec_req *q, pd_err *e);
+void pd_session_exec_req_free(pd_session_exec_req *q);
+
+/* The JSON of a session exec's result (http.c). */
+json_t *pd_session_result_json(const pd_result *x);
 
 /* ---- scheduler ------------------------------------------------------------------------------- */
 

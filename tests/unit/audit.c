@@ -4,6 +4,18 @@
 #include "audit.h"
 #include "tap.h"
 
+/* pd_audit_judge_path on a path argument (and the cwd readlink gave, NULL: it failed) */
+static void judged(const char *raw, const char *cwd, bool want_deny, const char *what)
+{
+	static const char *const deny[] = {"/judge", NULL};
+	pd_audit_opts o = {.enabled = true, .deny = deny};
+	char target[512];
+	bool d = false, r = false;
+	pd_audit_judge_path(raw, strlen(raw) + 1, cwd, cwd ? (ssize_t)strlen(cwd) : -1, &o, target, sizeof target, &d, &r);
+	if (!ok(d == want_deny && r, "%s: %s", what, want_deny ? "refused" : "let through"))
+		printf("#   denied %d, reported %d, target %.80s\n", d, r, target);
+}
+
 static void under(const char *path, const char *const *list, bool want, const char *listname)
 {
 	bool got = pd_path_under(path, list);
@@ -13,7 +25,7 @@ static void under(const char *path, const char *const *list, bool want, const ch
 
 int main(void)
 {
-	plan(47);
+	plan(55);
 	static const char *const usr[] = {"/usr", NULL};
 	under("/usr", usr, true, "/usr");
 	under("/usr/bin", usr, true, "/usr");
@@ -81,5 +93,31 @@ int main(void)
 	under("/usr/./../etc", usr, false, "/usr");
 	under("/usr/bin/../lib", usr, true, "/usr");
 	under("/../../usr/bin", usr, true, "/usr");
+
+	/* the verdict on a path argument: judged whole, however long it is spelled (a path cut to a
+	 * 511-byte buffer read "/" x 600 + "judge/answers" as "/", and let it through) */
+	char pad[4096];
+	memset(pad, '/', 600);
+	snprintf(pad + 600, sizeof pad - 600, "judge/answers");
+	judged(pad, "/work", true, "600 slashes, then judge/answers");
+	snprintf(pad, sizeof pad, "/work");
+	for (int i = 0; i < 300; i++)
+		strcat(pad, "/.");
+	strcat(pad, "/../judge/answers");
+	judged(pad, "/work", true, "/work, 300 \"/.\", then ../judge/answers");
+	pad[0] = 0;
+	for (int i = 0; i < 300; i++)
+		strcat(pad, "./");
+	strcat(pad, "answers");
+	judged(pad, "/judge", true, "a relative path padded with ./, cwd /judge");
+	judged("answers", NULL, true, "a relative path, the cwd unknown (readlink failed)");
+	judged("../tmp/x", "/judge", false, "../tmp/x from /judge");
+	judged("/tmp/x", NULL, false, "an absolute path with the cwd unknown");
+	judged("main.py", "/work", false, "main.py in /work");
+	char deep[4200];
+	memset(deep, 'd', sizeof deep - 1);
+	deep[0] = '/';
+	deep[sizeof deep - 1] = 0;
+	judged("x", deep, true, "a relative path from a cwd longer than PATH_MAX");
 	return done();
 }

@@ -1,0 +1,270 @@
+/* Session requests: the client's bytes of the session API (URL, query parameters, the create and
+ * exec bodies), parsed apart from the HTTP plumbing, so that http.c and the fuzzer
+ * (fuzz/fuzz_session_*.c) run the same code. */
+#define _GNU_SOURCE
+#include "server.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ARGV 4096 /* the runtime's PD_MAX_ARGS */
+
+/* A refusal: code EINVAL and the message alone (the client needs the field and the reason, not
+ * strerror's "Invalid argument"). The messages quote no client bytes, so they are ASCII. */
+static int refuse(pd_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int refuse(pd_err *e, const char *fmt, ...)
+{
+	if (e) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+		va_end(ap);
+		e->code = EINVAL;
+	}
+	errno = EINVAL;
+	return -1;
+}
+
+/* A JSON string that is a C string: no NUL inside, which strdup(), the kernel or a strcmp would
+ * cut it at. Defensive: bodies are loaded without JSON_ALLOW_NUL, so jansson refuses \u0000. */
+static bool c_string(json_t *v)
+{
+	return json_is_string(v) && strlen(json_string_value(v)) == json_string_length(v);
+}
+
+/* ---- URL and query ------------------------------------------------------------------------- */
+
+static bool url_part(const char *p, size_t n, char *out, size_t size)
+{
+	if (n >= size)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)p[i] <= 0x20 || p[i] == 0x7f)
+			return false;
+	memcpy(out, p, n);
+	out[n] = 0;
+	return true;
+}
+
+/* (it was sscanf "%47[^/]/%31s": "exec junk" ran exec, and an over-long id was cut to 47 bytes) */
+int pd_session_url(const char *url, char *id, size_t id_size, char *op, size_t op_size)
+{
+	static const char prefix[] = "/v1/sessions/";
+	if (!id_size || !op_size)
+		return -1;
+	id[0] = op[0] = 0;
+	if (!url || strncmp(url, prefix, sizeof prefix - 1))
+		return -1;
+	const char *p = url + sizeof prefix - 1, *slash = strchr(p, '/');
+	size_t idn = slash ? (size_t)(slash - p) : strlen(p);
+	const char *o = slash ? slash + 1 : "";
+	if (!idn || !url_part(p, idn, id, id_size) || strchr(o, '/') || !url_part(o, strlen(o), op, op_size)) {
+		id[0] = op[0] = 0;
+		return -1;
+	}
+	return 0;
+}
+
+static void query_refuse(pd_session_query *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void query_refuse(pd_session_query *q, const char *fmt, ...)
+{
+	if (q->error[0])
+		return; /* the first one is reported */
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(q->error, sizeof q->error, fmt, ap);
+	va_end(ap);
+}
+
+/* Whole or refused: a path cut to fit (or at a %00) would name another file, and PUT or DELETE
+ * would act on it. */
+static void query_text(pd_session_query *q, const char *key, char *dst, size_t size, const char *v, size_t len)
+{
+	if (len >= size)
+		query_refuse(q, "%s: at most %zu bytes", key, size - 1);
+	else if (memchr(v, 0, len))
+		query_refuse(q, "%s: must not contain a NUL byte (%%00)", key);
+	else {
+		memcpy(dst, v, len);
+		dst[len] = 0;
+	}
+}
+
+static bool word(const char *v, size_t len, const char *w)
+{
+	return len == strlen(w) && !memcmp(v, w, len);
+}
+
+void pd_session_query_set(pd_session_query *q, const char *key, const char *v, size_t len)
+{
+	if (!key || !v)
+		return;
+	if (!strcmp(key, "path"))
+		query_text(q, key, q->path, sizeof q->path, v, len);
+	else if (!strcmp(key, "dir"))
+		query_text(q, key, q->dir, sizeof q->dir, v, len);
+	else if (!strcmp(key, "request_id"))
+		query_text(q, key, q->request_id, sizeof q->request_id, v, len);
+	else if (!strcmp(key, "stream")) {
+		if (word(v, len, "stdout") || word(v, len, "stderr"))
+			q->stderr_stream = word(v, len, "stderr");
+		else
+			query_refuse(q, "stream: must be stdout or stderr");
+	} else if (!strcmp(key, "list")) {
+		if (word(v, len, "1") || word(v, len, "true"))
+			q->list = true;
+		else if (word(v, len, "0") || word(v, len, "false") || !len)
+			q->list = false;
+		else
+			query_refuse(q, "list: must be 1, true, 0 or false");
+	}
+}
+
+/* ---- bodies -------------------------------------------------------------------------------- */
+
+/* Seconds as a number from 0 to max, or null/absent (0: the template's) -> truncated ms. The bound
+ * keeps the double's conversion defined (1e300 x 1000 does not fit 64 bits: undefined behaviour) and
+ * ms x 1000 (the pools compare in us) within 64 bits. */
+static int seconds(json_t *b, const char *key, double max, uint64_t *ms, pd_err *e)
+{
+	json_t *v = json_object_get(b, key);
+	*ms = 0;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_number(v) || !(json_number_value(v) >= 0) || json_number_value(v) > max)
+		return refuse(e, "%s: must be a number of seconds from 0 to %.0f (0: the template's)", key, max);
+	*ms = (uint64_t)(json_number_value(v) * 1000);
+	return 0;
+}
+
+int pd_session_create_parse(const char *body, size_t len, pd_session_create_req *q, pd_err *e)
+{
+	memset(q, 0, sizeof *q);
+	json_error_t je;
+	json_t *b = len ? json_loadb(body, len, 0, &je) : json_object();
+	if (!b || !json_is_object(b)) {
+		json_decref(b);
+		return refuse(e, "request body must be a JSON object");
+	}
+	/* given, the name is taken whole or refused: cut to 63 bytes or at a NUL, or replaced by bash
+	 * when not a string, it would open a session on a template the client did not ask for */
+	json_t *t = json_object_get(b, "template");
+	snprintf(q->template_name, sizeof q->template_name, "bash");
+	if (t && !json_is_null(t)) {
+		if (!c_string(t) || !json_string_length(t) || json_string_length(t) >= sizeof q->template_name) {
+			json_decref(b);
+			return refuse(e, "template: must be a template name of 1 to %zu characters",
+				      sizeof q->template_name - 1);
+		}
+		memcpy(q->template_name, json_string_value(t), json_string_length(t) + 1);
+	}
+	/* the templates file's bound on session durations: 10^12 s */
+	if (seconds(b, "ttl", 1e12, &q->o.idle_ttl_ms, e) < 0 ||
+	    seconds(b, "max_lifetime", 1e12, &q->o.max_lifetime_ms, e) < 0) {
+		json_decref(b);
+		return -1;
+	}
+	json_t *meta = json_object_get(b, "metadata");
+	q->o.metadata = meta ? json_dumps(meta, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+	json_decref(b);
+	return 0;
+}
+
+void pd_session_create_req_free(pd_session_create_req *q)
+{
+	free((char *)q->o.metadata);
+	q->o.metadata = NULL;
+}
+
+int pd_session_exec_parse(const char *body, size_t len, pd_session_exec_req *q, pd_err *e)
+{
+	memset(q, 0, sizeof *q);
+	json_error_t je;
+	json_t *b = q->body = json_loadb(body ? body : "", len, 0, &je);
+	if (!b || !json_is_object(b)) {
+		refuse(e, "request body must be a JSON object");
+		goto fail;
+	}
+	json_t *cmd = json_object_get(b, "cmd"), *shell = json_object_get(b, "shell");
+	char **argv = NULL;
+	if (cmd && shell) {
+		refuse(e, "cmd: give cmd or shell, not both");
+		goto fail;
+	}
+	if (cmd && json_is_array(cmd) && json_array_size(cmd) > 0 && json_array_size(cmd) <= MAX_ARGV) {
+		q->x.argv = argv = calloc(json_array_size(cmd) + 1, sizeof *argv);
+		if (!argv) {
+			refuse(e, "cmd: out of memory");
+			goto fail;
+		}
+		size_t i;
+		json_t *a;
+		json_array_foreach(cmd, i, a) {
+			if (!c_string(a)) {
+				refuse(e, "cmd[%zu]: must be a string%s", i,
+				       json_is_string(a) ? " without NUL bytes" : "");
+				goto fail;
+			}
+			argv[i] = (char *)json_string_value(a);
+		}
+	} else if (shell && c_string(shell)) {
+		q->x.argv = argv = calloc(4, sizeof *argv);
+		if (!argv) {
+			refuse(e, "shell: out of memory");
+			goto fail;
+		}
+		static char sh[] = "/bin/sh", dash_c[] = "-c";
+		argv[0] = sh;
+		argv[1] = dash_c;
+		argv[2] = (char *)json_string_value(shell);
+	} else {
+		refuse(e, "cmd: give cmd (a list of 1 to %d strings) or shell (a string), without NUL bytes",
+		       MAX_ARGV);
+		goto fail;
+	}
+	json_t *in = json_object_get(b, "stdin");
+	if (in && !json_is_null(in)) {
+		if (!json_is_string(in)) {
+			refuse(e, "stdin: must be a string");
+			goto fail;
+		}
+		q->x.stdin_data = json_string_value(in); /* NUL bytes and all */
+		q->x.stdin_len = json_string_length(in);
+	}
+	json_t *cwd = json_object_get(b, "cwd");
+	if (cwd && !json_is_null(cwd)) {
+		if (!c_string(cwd) || json_string_length(cwd) > 1023) {
+			refuse(e, "cwd: must be a path of at most 1023 bytes, without NUL bytes");
+			goto fail;
+		}
+		q->x.cwd = json_string_value(cwd);
+	}
+	/* native limits.wall_time's bound */
+	if (seconds(b, "timeout", 86400, &q->x.wall_ms, e) < 0)
+		goto fail;
+	/* the idempotency key: "a\u0000x" must not be taken as "a" (the recorded answer of another
+	 * request) */
+	json_t *rid = json_object_get(b, "request_id");
+	if (rid) {
+		if (!c_string(rid) || !json_string_length(rid) || json_string_length(rid) > 127) {
+			refuse(e, "request_id: must be a string of 1 to 127 characters, without NUL bytes");
+			goto fail;
+		}
+		q->request_id = json_string_value(rid);
+	}
+	return 0;
+fail:
+	pd_session_exec_req_free(q);
+	return -1;
+}
+
+void pd_session_exec_req_free(pd_session_exec_req *q)
+{
+	free((void *)q->x.argv);
+	q->x.argv = NULL;
+	json_decref(q->body);
+	q->body = NULL;
+}
