@@ -881,8 +881,8 @@ void pd_child_main(const child_cfg *c)
 	}
 
 	struct msg_hdr go;
-	int fds[PD_MAX_LAYERS + PD_MAX_BINDS], nfds = 0;
-	ssize_t n = pd_recv_fds(g_sock, &go, sizeof go, fds, &nfds, PD_MAX_LAYERS + PD_MAX_BINDS);
+	int fds[PD_MAX_PASS_FDS], nfds = 0;
+	ssize_t n = pd_recv_fds(g_sock, &go, sizeof go, fds, &nfds, PD_MAX_PASS_FDS);
 	if (n != sizeof go || go.type != MSG_GO || nfds != c->nlayers + c->nbinds + c->has_sysfs)
 		_exit(1);
 	check(raw_setresgid(0), "setresgid 0");

@@ -10,6 +10,8 @@
 #define PD_MAX_LAYERS 8
 #define PD_MAX_BINDS 32
 #define PD_PATH 512
+/* fds one message may carry: a sandbox's layers, its binds and its sysfs */
+#define PD_MAX_PASS_FDS (PD_MAX_LAYERS + PD_MAX_BINDS + 1)
 
 /* ---- cgroup backend (cgroup.c): v1 and v2 behind one table ----------------------------------- */
 

@@ -125,11 +125,11 @@ int pd_send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds)
 {
 	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
 	union {
-		char buf[CMSG_SPACE(sizeof(int) * 16)];
+		char buf[CMSG_SPACE(sizeof(int) * PD_MAX_PASS_FDS)];
 		struct cmsghdr align;
 	} u;
 	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-	if (nfds > 16)
+	if (nfds > PD_MAX_PASS_FDS)
 		return errno = EINVAL, -1;
 	if (nfds > 0) {
 		memset(&u, 0, sizeof u);
@@ -152,7 +152,7 @@ ssize_t pd_recv_fds(int sock, void *buf, size_t len, int *fds, int *nfds, int ma
 {
 	struct iovec iov = {.iov_base = buf, .iov_len = len};
 	union {
-		char buf[CMSG_SPACE(sizeof(int) * 16)];
+		char buf[CMSG_SPACE(sizeof(int) * PD_MAX_PASS_FDS)];
 		struct cmsghdr align;
 	} u;
 	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
@@ -165,6 +165,7 @@ ssize_t pd_recv_fds(int sock, void *buf, size_t len, int *fds, int *nfds, int ma
 		*nfds = 0;
 	if (n < 0)
 		return -1;
+	bool lost = m.msg_flags & MSG_CTRUNC; /* fds the kernel could not hand over: refuse it all */
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
 			continue;
@@ -176,6 +177,13 @@ ssize_t pd_recv_fds(int sock, void *buf, size_t len, int *fds, int *nfds, int ma
 			else
 				close(in[i]); /* never leak an fd we did not ask for */
 		}
+	}
+	if (lost) {
+		for (int i = 0; fds && nfds && i < *nfds; i++)
+			close(fds[i]);
+		if (nfds)
+			*nfds = 0;
+		return errno = EPROTO, -1;
 	}
 	return n;
 }

@@ -4,7 +4,7 @@
 # bind writes as the sandbox's unprivileged host uid. Nothing can be mounted. The disk is capped.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/iso.sh"
-plan 27
+plan 28
 
 STATE=${PADDOCK_STATE_DIR:-/var/lib/paddock}
 IMG_PASSWD=$STATE/images/host/etc/passwd
@@ -102,5 +102,14 @@ like "$(so)" 'size=[0-9]+
 after=$(find "$STATE/stage" -mindepth 1 2>/dev/null | wc -l)
 [ "$before" = 0 ] && [ "$after" = 0 ]
 ok $? "the host's staging directory holds no file (writes went to the sandbox's tmpfs)"
+
+# the most bind mounts a sandbox takes (32): all their fds reach init in one message
+binds=()
+for i in $(seq 1 32); do
+  mkdir -p "$TMPD/many/d$i" && echo "$i" >"$TMPD/many/d$i/f"
+  binds+=(--bind "$TMPD/many/d$i:/many/d$i")
+done
+sbt 30 "${binds[@]}" -- sh -c 'cat /many/d1/f /many/d32/f; ls /many | wc -l'
+is "$(so | tr '\n' ' ')" "1 32 32 " "32 bind mounts, each in place"
 
 done_testing
