@@ -276,11 +276,12 @@ static void test_fds(void)
 	r = pd_recv_fds(sv[1], buf, sizeof buf, got, &n, 8);
 	ok(r == 5 && n == 0, "receive without fds: nfds 0");
 
-	int many[17];
-	for (int i = 0; i < 17; i++)
+	int many[PD_MAX_PASS_FDS + 1];
+	for (int i = 0; i <= PD_MAX_PASS_FDS; i++)
 		many[i] = p1[0];
 	errno = 0;
-	ok(pd_send_fds(sv[0], "m", 1, many, 17) == -1 && errno == EINVAL, "sending more than 16 fds: EINVAL");
+	ok(pd_send_fds(sv[0], "m", 1, many, PD_MAX_PASS_FDS + 1) == -1 && errno == EINVAL,
+	   "sending more than %d fds (layers, binds, sysfs): EINVAL", PD_MAX_PASS_FDS);
 	ok(pd_send_fds(sv[0], "m", 1, many, 16) == 0, "sending 16 fds works");
 	r = pd_recv_fds(sv[1], buf, sizeof buf, got, &n, 4);
 	ok(r == 1 && n == 4, "received 4 of 16");
