@@ -260,6 +260,17 @@ static bool fds_short(pd_server *s, const char *template_name, char *msg, size_t
 
 /* ---- jobs ------------------------------------------------------------------------------------ */
 
+/* Hands an answered request back to the event thread. Once resumed, the event thread may answer
+ * and free r at any moment: r is not touched after the resume. */
+static void resume(req *r)
+{
+	pd_server *srv = r->srv;
+	struct MHD_Connection *conn = r->conn;
+	pthread_mutex_lock(&srv->mu);
+	MHD_resume_connection(conn);
+	pthread_mutex_unlock(&srv->mu);
+}
+
 static void job_done(pd_job *j, void *arg)
 {
 	req *r = arg;
@@ -271,11 +282,7 @@ static void job_done(pd_job *j, void *arg)
 			  "%sthe result of %s could not be recorded (%s) and was not kept: retry later",
 			  j->store_errno == ENOSPC ? "disk full: " : "", j->task_id, j->store_error);
 		pd_job_free(j);
-		pd_server *srv = r->srv;
-		struct MHD_Connection *conn = r->conn;
-		pthread_mutex_lock(&srv->mu);
-		MHD_resume_connection(conn);
-		pthread_mutex_unlock(&srv->mu);
+		resume(r);
 		return;
 	}
 	json_t *out = r->k == K_RUN_CODE ? pd_job_to_run_code(j) : r->k == K_PISTON ? pd_job_to_piston(j)
@@ -289,12 +296,7 @@ static void job_done(pd_job *j, void *arg)
 	}
 	set_json(r, status, out);
 	pd_job_free(j);
-	/* once resumed, the event thread may answer and free r at any moment: touch it no more */
-	pd_server *srv = r->srv;
-	struct MHD_Connection *conn = r->conn;
-	pthread_mutex_lock(&srv->mu);
-	MHD_resume_connection(conn);
-	pthread_mutex_unlock(&srv->mu);
+	resume(r);
 }
 
 static const char *client_of(struct MHD_Connection *c, char *buf, size_t len)
