@@ -107,7 +107,7 @@ typedef struct pool_phase {
 	bool done;
 	int workers;
 	uint64_t acquires, hits, misses, created, destroyed, create_failures, residue_failures;
-	uint64_t forced;
+	uint64_t forced, resets, reset_refusals;
 	uint32_t backlog; /* sandboxes queued for the reclaimer when the requests ended */
 	double drain_s;	  /* time the reclaimer then took to empty its queue */
 	bool drain_timeout;
@@ -592,6 +592,8 @@ static uint64_t pool_end(bench_case *bc, int phase)
 	pp->create_failures = st.create_failures;
 	pp->residue_failures = st.residue_failures;
 	pp->forced = st.forced_reclaims;
+	pp->resets = st.resets;
+	pp->reset_refusals = st.reset_refusals;
 	/* the spare READY sandboxes are destroyed here: their residue is not in the stats above
 	 * any more, but what they could leave (processes, cgroups) is counted just after */
 	pd_pools_free(bc->pools);
@@ -623,7 +625,8 @@ static void pool_pace(worker *w)
 }
 
 /* acquire a READY sandbox + exec /bin/true + release: what a request costs with warm pools. The
- * sandbox is used once; the reclaimer destroys it off the request path (and counts its residue). */
+ * reclaimer resets it for the next acquire (or destroys it) off the request path, and counts
+ * its residue. */
 static int pool_op(worker *w)
 {
 	pd_pools *p = w->bc->pools;
@@ -1563,11 +1566,12 @@ static void print_case_notes(const bench_case *c, const bench_case *cases, size_
 		if (!pp->done)
 			continue;
 		printf("  %s %dw: pool hits %" PRIu64 "/%" PRIu64 " (%.1f%%: %" PRIu64
-		       " created on the request path);\n    reclaimer backlog %u when the requests "
+		       " created on the request path); sandboxes created %" PRIu64 ", reset %" PRIu64
+		       " (%" PRIu64 " resets refused);\n    reclaimer backlog %u when the requests "
 		       "ended, drained in %.2f s (in the cell's time); ",
 		       c->key, pp->workers, pp->hits, pp->acquires,
 		       pp->acquires ? 100.0 * (double)pp->hits / (double)pp->acquires : 0.0,
-		       pp->misses, pp->backlog, pp->drain_s);
+		       pp->misses, pp->created, pp->resets, pp->reset_refusals, pp->backlog, pp->drain_s);
 		print_residue(pp);
 		printf("\n");
 	}
@@ -1793,13 +1797,14 @@ static void json_pool_phase(const pool_phase *pp, const char *phase)
 	       ",\"hit_rate\":",
 	       phase, pp->workers, pp->acquires, pp->hits);
 	json_num(pp->acquires ? (double)pp->hits / (double)pp->acquires : 0, pp->acquires > 0);
-	printf(",\"created\":%" PRIu64 ",\"destroyed\":%" PRIu64 ",\"create_failures\":%" PRIu64
+	printf(",\"created\":%" PRIu64 ",\"resets\":%" PRIu64 ",\"reset_refusals\":%" PRIu64
+	       ",\"destroyed\":%" PRIu64 ",\"create_failures\":%" PRIu64
 	       ",\"residue_failures\":%" PRIu64 ",\"forced_reclaims\":%" PRIu64
 	       ",\"reclaim_backlog\":%u,\"drain_s\":%.4f,\"drain_timeout\":%s,"
 	       "\"leftover_processes\":%ld,\"leftover_cgroups\":%ld,\"others_processes\":%ld,"
 	       "\"residue_clean\":%s}",
-	       pp->created, pp->destroyed, pp->create_failures, pp->residue_failures, pp->forced,
-	       pp->backlog, pp->drain_s, pp->drain_timeout ? "true" : "false", pp->left.procs,
+	       pp->created, pp->resets, pp->reset_refusals, pp->destroyed, pp->create_failures,
+	       pp->residue_failures, pp->forced, pp->backlog, pp->drain_s, pp->drain_timeout ? "true" : "false", pp->left.procs,
 	       pp->left.cgroups, pp->left.others,
 	       !pp->residue_failures && !leftovers_bad(&pp->left) ? "true" : "false");
 }
@@ -2014,10 +2019,12 @@ static void bench_usage(FILE *f)
 	      "               min = workers + 2) + exec + pd_pool_release; latency only, each\n"
 	      "               acquire waiting (untimed) for a full pool and an idle reclaimer;\n"
 	      "               p50 against the floor's p50, and the pool's hit rate\n"
-	      "  pool-throughput  the same through the pools, each exec in a fresh sandbox used\n"
-	      "               once, back to back; throughput only; a cell ends when the\n"
-	      "               reclaimer has destroyed every sandbox it used, then the residue\n"
-	      "               is checked (teardowns, processes in our uid slots, cgroups)\n"
+	      "  pool-throughput  the same through the pools, back to back, each exec in a clean\n"
+	      "               sandbox: fresh, or reset for reuse (pd_sandbox_reset, proven by\n"
+	      "               tests/unit/reset.c); throughput only; a cell ends when the\n"
+	      "               reclaimer has reset or destroyed every sandbox it was given, then\n"
+	      "               the residue is checked (teardowns, processes in our uid slots,\n"
+	      "               cgroups)\n"
 	      "  audit        (audit-off, audit-on) pd_run of python3 -c 'import json,os; ...'\n"
 	      "               without and with the audit, alternating; latency only; overhead\n"
 	      "               of the audit in ms and %, and audit events per run\n"
@@ -2153,7 +2160,7 @@ int cmd_bench(int argc, char **argv)
 	     .kind = &kind_pool_exec,
 	     .part_names = {"acquire", "exec", "release"}},
 	    {.key = "pool-throughput",
-	     .label = "pool exec, fresh sandbox each",
+	     .label = "pool exec, clean sandbox each",
 	     .kind = &kind_pool_tp},
 	    {.key = "audit-off",
 	     .group = "audit",

@@ -33,9 +33,9 @@ void cli_print_pools(pd_pools *p, const pd_template *t, size_t n, bool json)
 	size_t ns = 0;
 	pd_pool_stats *st = pd_pools_stats(p, &ns);
 	if (!json)
-		printf("%-10s %-9s %-22s %6s %6s %6s %6s %8s %8s %8s %8s %8s\n", "template", "language",
+		printf("%-10s %-9s %-22s %6s %6s %6s %6s %8s %8s %8s %8s %8s %8s\n", "template", "language",
 		       "toolchain", "target", "ready", "in_use", "creat.", "acquires", "hits", "created",
-		       "destroy", "forced");
+		       "reset", "destroy", "forced");
 	for (size_t i = 0; i < ns && st; i++) {
 		const pd_template *tt = pd_pools_template(p, st[i].template_name);
 		char tc[64];
@@ -45,20 +45,22 @@ void cli_print_pools(pd_pools *p, const pd_template *t, size_t n, bool json)
 			       "\"target\":%u,\"ready\":%u,\"in_use\":%u,\"creating\":%u,\"reclaiming\":%u,"
 			       "\"acquires\":%llu,\"hits\":%llu,\"misses\":%llu,\"created\":%llu,"
 			       "\"create_failures\":%llu,\"destroyed\":%llu,\"expired\":%llu,"
-			       "\"forced_reclaims\":%llu,\"residue_failures\":%llu,\"peak_in_use\":%llu}\n",
+			       "\"forced_reclaims\":%llu,\"residue_failures\":%llu,\"resets\":%llu,"
+			       "\"reset_refusals\":%llu,\"peak_in_use\":%llu}\n",
 			       st[i].template_name, tt->language, tt->available ? "true" : "false", tt->missing,
 			       st[i].target, st[i].ready, st[i].in_use, st[i].creating, st[i].reclaiming,
 			       (unsigned long long)st[i].acquires, (unsigned long long)st[i].hits,
 			       (unsigned long long)st[i].misses, (unsigned long long)st[i].created,
 			       (unsigned long long)st[i].create_failures, (unsigned long long)st[i].destroyed,
 			       (unsigned long long)st[i].expired, (unsigned long long)st[i].forced_reclaims,
-			       (unsigned long long)st[i].residue_failures,
-			       (unsigned long long)st[i].peak_in_use);
+			       (unsigned long long)st[i].residue_failures, (unsigned long long)st[i].resets,
+			       (unsigned long long)st[i].reset_refusals, (unsigned long long)st[i].peak_in_use);
 		else
-			printf("%-10s %-9s %-22s %6u %6u %6u %6u %8llu %8llu %8llu %8llu %8llu\n",
+			printf("%-10s %-9s %-22s %6u %6u %6u %6u %8llu %8llu %8llu %8llu %8llu %8llu\n",
 			       st[i].template_name, tt->language, tc, st[i].target, st[i].ready, st[i].in_use,
 			       st[i].creating, (unsigned long long)st[i].acquires,
 			       (unsigned long long)st[i].hits, (unsigned long long)st[i].created,
+			       (unsigned long long)st[i].resets,
 			       (unsigned long long)st[i].destroyed, (unsigned long long)st[i].forced_reclaims);
 	}
 	(void)t;

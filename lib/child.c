@@ -18,6 +18,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -37,6 +38,13 @@
 #endif
 
 static int g_sock = -1;
+/* Set while this code runs as a sandbox reset's helper (pd_reset_root): a thread of the host
+ * suspended in vfork lends the helper its memory and its thread-local storage, so a failure is
+ * written here instead of into a socket. */
+static __thread pd_reset_report *t_rep;
+/* init's handle on /proc/sys/kernel/ns_last_pid, opened before /proc/sys turns read-only: a
+ * reset winds the pid counter back so the next user's programs get the pids a fresh one would */
+static int g_lastpid = -1;
 
 /* glibc's set*id and setgroups broadcast to every thread the process has, and its fork takes the
  * allocator's locks; this process is a copy of one thread of a possibly multi-threaded host, so
@@ -101,6 +109,11 @@ static __attribute__((noreturn)) void die(const char *what, int err)
 	m.type = MSG_ERROR;
 	m.err = err;
 	cat(m.what, sizeof m.what, what, NULL, NULL);
+	if (t_rep) {
+		t_rep->err = err;
+		cat(t_rep->what, sizeof t_rep->what, what, NULL, NULL);
+		_exit(1);
+	}
 	if (g_sock >= 0)
 		send(g_sock, &m, sizeof m, MSG_NOSIGNAL);
 	_exit(1);
@@ -195,6 +208,37 @@ static int make_inside(int rootfd, const char *path, bool is_dir)
 	return errno = EINVAL, -1;
 }
 
+/* Directories of /proc that show host hardware, hidden behind one empty read-only directory of the
+ * staging tmpfs: binds, not a tmpfs each, since every superblock costs kernel memory and makes
+ * each memory cgroup on the host costlier to create and remove (the shrinker maps grow with
+ * superblocks). again: a reset moved this /proc from the previous root, whose staging tmpfs
+ * the old binds still hold: take them off first. */
+static void hide_proc_dirs(const char *p, const char *stage, bool again)
+{
+	static const char *const empty[] = {"acpi", "scsi", "asound", "firmware", "driver", NULL};
+	char first[PD_PATH] = "";
+	for (int i = 0; empty[i]; i++) {
+		char f[PD_PATH];
+		cat(f, sizeof f, p, "/", empty[i]);
+		if (again)
+			umount2(f, MNT_DETACH | UMOUNT_NOFOLLOW);
+		if (access(f, F_OK) != 0)
+			continue;
+		if (first[0]) {
+			/* a bind of a read-only mount is read-only */
+			check(mount(first, f, NULL, MS_BIND, NULL), f);
+			continue;
+		}
+		char e[PD_PATH];
+		cat(e, sizeof e, stage, "/empty", NULL);
+		check(mkdir(e, 0555), "mkdir empty");
+		check(mount(e, f, NULL, MS_BIND, NULL), f);
+		check(mount(NULL, f, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV |
+				   MS_NOEXEC, NULL), f);
+		cat(first, sizeof first, f, NULL, NULL);
+	}
+}
+
 static void mount_proc(const char *root, const char *stage)
 {
 	char p[PD_PATH];
@@ -212,32 +256,14 @@ static void mount_proc(const char *root, const char *stage)
 		if (access(f, F_OK) == 0)
 			check(mount("/dev/null", f, NULL, MS_BIND, NULL), f);
 	}
-	/* directories hidden behind one empty read-only directory of the staging tmpfs: binds, not
-	 * a tmpfs each, since every superblock costs kernel memory and makes each memory cgroup
-	 * on the host costlier to create and remove (the shrinker maps grow with superblocks) */
-	static const char *const empty[] = {"acpi", "scsi", "asound", "firmware", "driver", NULL};
-	char first[PD_PATH] = "";
-	for (int i = 0; empty[i]; i++) {
-		char f[PD_PATH];
-		cat(f, sizeof f, p, "/", empty[i]);
-		if (access(f, F_OK) != 0)
-			continue;
-		if (first[0]) {
-			/* a bind of a read-only mount is read-only */
-			check(mount(first, f, NULL, MS_BIND, NULL), f);
-			continue;
-		}
-		char e[PD_PATH];
-		cat(e, sizeof e, stage, "/empty", NULL);
-		check(mkdir(e, 0555), "mkdir empty");
-		check(mount(e, f, NULL, MS_BIND, NULL), f);
-		check(mount(NULL, f, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV |
-				   MS_NOEXEC, NULL), f);
-		cat(first, sizeof first, f, NULL, NULL);
-	}
+	hide_proc_dirs(p, stage, false);
+	/* before /proc/sys turns read-only; the kernel checks CAP_SYS_ADMIN over the pid namespace
+	 * at each write, which no program has */
+	char f[PD_PATH];
+	cat(f, sizeof f, p, "/sys/kernel/ns_last_pid", NULL);
+	g_lastpid = open(f, O_WRONLY | O_CLOEXEC);
 	static const char *const ro[] = {"sys", "irq", "bus", "fs", NULL};
 	for (int i = 0; ro[i]; i++) {
-		char f[PD_PATH];
 		cat(f, sizeof f, p, "/", ro[i]);
 		if (access(f, F_OK) != 0)
 			continue;
@@ -292,28 +318,31 @@ static void mount_dev(const char *root, const char *stage)
 	      "remount /dev read-only");
 }
 
-static void build_root(const child_cfg *c, const int *layer_fds, const int *bind_fds, int sysfs_fd)
+/* The staging tmpfs mounted at st, the image layers attached in it, the overlays stacked at st/r
+ * (root), the binds attached inside that root and the directories the rest is mounted on. */
+static void build_tree(const child_cfg *c, const char *st, const int *layer_fds, const int *bind_fds,
+		       char root[PD_PATH])
 {
-	const char *st = c->stage;
 	char p[PD_PATH], q[PD_PATH], opts[4096];
 	char sz[32];
-	check(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), "make / private");
 	utoa(c->disk_bytes, sz);
 	cat(opts, sizeof opts, "mode=0755,size=", sz, NULL);
 	check(mount("tmpfs", st, "tmpfs", MS_NOSUID | MS_NODEV, opts), "mount staging tmpfs");
+	/* overlay shows its layer paths as given in /proc/self/mountinfo: relative to the staging
+	 * tmpfs, they read the same in a fresh sandbox and a reset one, and name no host path */
+	check(chdir(st), "chdir staging");
 
 	/* layers: the detached, id-mapped mounts the host made for us */
 	for (int i = 0; i < c->nlayers; i++) {
 		char n[8];
 		utoa((unsigned long)i, n);
-		cat(p, sizeof p, st, "/l", n);
+		cat(p, sizeof p, "l", n, NULL);
 		check(mkdir(p, 0755), "mkdir layer");
 		check((int)syscall(SYS_move_mount, layer_fds[i], "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH),
 		      "attach image layer");
 	}
 	/* the root overlay stacks every layer whose destination is "/", first on top */
-	char root[PD_PATH];
-	cat(root, sizeof root, st, "/r", NULL);
+	cat(root, PD_PATH, st, "/r", NULL);
 	check(mkdir(root, 0755), "mkdir root");
 	for (int pass = 0; pass < 2; pass++) {
 		for (int i = 0; i < c->nlayers; i++) {
@@ -322,9 +351,9 @@ static void build_root(const child_cfg *c, const int *layer_fds, const int *bind
 				continue;
 			char n[8];
 			utoa((unsigned long)i, n);
-			char up[PD_PATH], wk[PD_PATH], lower[PD_PATH * 2];
-			cat(up, sizeof up, st, "/u", n);
-			cat(wk, sizeof wk, st, "/w", n);
+			char up[16], wk[16], lower[PD_MAX_LAYERS * 8];
+			cat(up, sizeof up, "u", n, NULL);
+			cat(wk, sizeof wk, "w", n, NULL);
 			check(mkdir(up, 0755), "mkdir upper");
 			check(mkdir(wk, 0755), "mkdir work");
 			lower[0] = 0;
@@ -336,8 +365,7 @@ static void build_root(const child_cfg *c, const int *layer_fds, const int *bind
 					break; /* this destination was mounted with layer j */
 				char m[8];
 				utoa((unsigned long)j, m);
-				ln = cat(lower + ln, sizeof lower - ln, ln ? ":" : "", st, "/l") + ln;
-				ln = cat(lower + ln, sizeof lower - ln, m, NULL, NULL) + ln;
+				ln = cat(lower + ln, sizeof lower - ln, ln ? ":" : "", "l", m) + ln;
 			}
 			if (!lower[0])
 				continue;
@@ -376,6 +404,25 @@ static void build_root(const child_cfg *c, const int *layer_fds, const int *bind
 			die(points[i], errno);
 	}
 	close(rootfd);
+}
+
+/* Makes root the root of this mount namespace, for every process in it whose root was the old
+ * one (pivot_root moves them all), and detaches the old root, leaving no way back. */
+static void enter_root(const char *root)
+{
+	check(chdir(root), "chdir new root");
+	check((int)syscall(SYS_pivot_root, ".", "."), "pivot_root");
+	/* the old root is stacked under the new one: detach it */
+	check(umount2(".", MNT_DETACH), "detach old root");
+	check(chdir("/"), "chdir /");
+}
+
+static void build_root(const child_cfg *c, const int *layer_fds, const int *bind_fds, int sysfs_fd)
+{
+	const char *st = c->stage;
+	char p[PD_PATH], root[PD_PATH];
+	check(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), "make / private");
+	build_tree(c, st, layer_fds, bind_fds, root);
 	mount_proc(root, st);
 	mount_dev(root, st);
 	cat(p, sizeof p, root, "/sys", NULL);
@@ -386,14 +433,92 @@ static void build_root(const child_cfg *c, const int *layer_fds, const int *bind
 	if (sysfs_fd >= 0)
 		check((int)syscall(SYS_move_mount, sysfs_fd, "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH),
 		      "mount /sys");
-	cat(p, sizeof p, root, "/tmp", NULL);
-	mkdir(p, 01777);
+	enter_root(root);
+}
 
-	check(chdir(root), "chdir new root");
-	check((int)syscall(SYS_pivot_root, ".", "."), "pivot_root");
-	/* the old root is stacked under the new one: detach it, leaving no way back */
-	check(umount2(".", MNT_DETACH), "detach old root");
-	check(chdir("/"), "chdir /");
+/* ---- reset: a fresh root in a live sandbox ----------------------------------------------------- */
+
+struct reset_arg {
+	const child_cfg *c;
+	int pidfd;
+	const int *fds;
+};
+
+/* Runs in the helper pd_reset_root starts: a vfork-style child of a host thread, sharing its
+ * memory, so the same rules hold as for init (no malloc, no stdio, raw set*id). */
+static int reset_entry(void *arg)
+{
+	const struct reset_arg *ra = arg;
+	const child_cfg *c = ra->c;
+	/* user namespace first (the kernel orders them): capabilities there, and over the mount
+	 * namespace the sandbox owns; uid 0 inside, so what we create is owned as at creation */
+	check(setns(ra->pidfd, CLONE_NEWUSER | CLONE_NEWNS), "enter the sandbox's namespaces");
+	check(raw_setresgid(0), "setresgid 0");
+	check(raw_setresuid(0), "setresuid 0");
+	/* The new staging tmpfs goes over /dev/shm: a mount point inside the read-only /dev, so no
+	 * path the last user could have replaced with a link, and no space it could have used up.
+	 * It is detached with the old root at the end, like the first staging mount was. */
+	const char *st = "/dev/shm";
+	char root[PD_PATH], p[PD_PATH];
+	build_tree(c, st, ra->fds, ra->fds + c->nlayers, root);
+	/* procfs must be mounted from inside the pid namespace, which this helper is not in: the
+	 * sandbox's own /proc moves over, with its masks; the hidden directories are bound again
+	 * from the new staging tmpfs so that nothing holds the old one. (In creation's order, so
+	 * the staging tmpfs numbers its inodes as a fresh one does.) */
+	cat(p, sizeof p, root, "/proc", NULL);
+	check(mount("/proc", p, NULL, MS_MOVE, NULL), "move /proc");
+	hide_proc_dirs(p, st, true);
+	/* /dev anew (device nodes bound from the current /dev, which holds only the host's nodes;
+	 * a new devpts instance; /dev/shm on the new staging tmpfs) */
+	mount_dev(root, st);
+	if (c->has_sysfs) {
+		cat(p, sizeof p, root, "/sys", NULL);
+		check(mount("/sys", p, NULL, MS_MOVE, NULL), "move /sys");
+	}
+	enter_root(root);
+	return 0;
+}
+
+int pd_reset_root(const child_cfg *c, int pidfd, const int *fds, pd_reset_report *rep)
+{
+	memset(rep, 0, sizeof *rep);
+	const size_t size = 256 * 1024;
+	char *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
+			   -1, 0);
+	if (stack == MAP_FAILED) {
+		rep->err = errno;
+		cat(rep->what, sizeof rep->what, "stack for the reset helper", NULL, NULL);
+		return -1;
+	}
+	struct reset_arg ra = {c, pidfd, fds};
+	int saved_errno = errno;
+	t_rep = rep;
+	/* CLONE_VM | CLONE_VFORK: no copy of the host's memory; this thread waits until the helper
+	 * ends. No CLONE_FS (setns needs its own root and cwd) and no CLONE_FILES (what a failed
+	 * step leaves open dies with the helper's copy of the table). */
+	pid_t pid = clone(reset_entry, stack + size, CLONE_VM | CLONE_VFORK, &ra);
+	int cerr = errno;
+	t_rep = NULL;
+	int ws = 0;
+	pid_t w = -1;
+	if (pid > 0)
+		do
+			w = waitpid(pid, &ws, __WALL);
+		while (w < 0 && errno == EINTR);
+	munmap(stack, size);
+	errno = saved_errno;
+	if (pid < 0) {
+		rep->err = cerr;
+		cat(rep->what, sizeof rep->what, "start the reset helper", NULL, NULL);
+		return -1;
+	}
+	if (w == pid && WIFEXITED(ws) && WEXITSTATUS(ws) == 0)
+		return 0;
+	if (!rep->err) {
+		rep->err = EIO;
+		cat(rep->what, sizeof rep->what, "the reset helper died", NULL, NULL);
+	}
+	return -1;
 }
 
 /* ---- running a program ------------------------------------------------------------------------ */
@@ -655,6 +780,7 @@ static pid_t start_program(const child_cfg *c, ssize_t len, int *fds, int nfds)
 	close(rep[0]);
 	if (n >= (ssize_t)sizeof r.e && r.e.type == MSG_EXEC_FAILED)
 		send(g_sock, &r.e, sizeof r.e, MSG_NOSIGNAL);
+
 	return pid; /* reaped and reported as exited (127 if it failed) */
 bad:
 	return refuse(EINVAL, "malformed exec request");
@@ -742,6 +868,35 @@ static void do_fileop(const struct msg_fileop *f)
 		close(fd);
 }
 
+/* The sandbox's half of a reset: nothing of the last user may run on. kill(-1) from pid 1
+ * reaches every process of the namespace; orphans are init's children, so when wait reports no
+ * child at all, none is left. Then a new IPC namespace (SysV objects, POSIX queues and their id
+ * counters as a fresh sandbox has them) and the pid counter back to where a fresh one starts. */
+static void do_reset(int sfd)
+{
+	struct msg_error r;
+	memset(&r, 0, sizeof r);
+	r.type = MSG_RESET_DONE;
+	kill(-1, SIGKILL);
+	for (;;) {
+		int ws;
+		pid_t pid = waitpid(-1, &ws, __WALL);
+		if (pid < 0 && errno != EINTR)
+			break;
+	}
+	struct signalfd_siginfo si;
+	while (read(sfd, &si, sizeof si) > 0)
+		;
+	if (unshare(CLONE_NEWIPC) < 0) {
+		r.err = errno;
+		cat(r.what, sizeof r.what, "new IPC namespace", NULL, NULL);
+	} else if (g_lastpid < 0 || pwrite(g_lastpid, "1", 1, 0) != 1) {
+		r.err = g_lastpid < 0 ? ENOENT : errno;
+		cat(r.what, sizeof r.what, "rewind the pid counter", NULL, NULL);
+	}
+	send(g_sock, &r, sizeof r, MSG_NOSIGNAL);
+}
+
 static __attribute__((noreturn)) void init_loop(const child_cfg *c)
 {
 	sigset_t mask;
@@ -797,6 +952,10 @@ static __attribute__((noreturn)) void init_loop(const child_cfg *c)
 			if ((size_t)n == sizeof(struct msg_fileop) &&
 			    ((struct msg_hdr *)g_buf)->type == MSG_FILEOP) {
 				do_fileop((const struct msg_fileop *)g_buf);
+			} else if ((size_t)n == sizeof(struct msg_hdr) &&
+				   ((struct msg_hdr *)g_buf)->type == MSG_RESET) {
+				do_reset(sfd);
+				nmains = 0;
 			} else if ((size_t)n >= sizeof(struct msg_exec) &&
 			    ((struct msg_hdr *)g_buf)->type == MSG_EXEC) {
 				if (nmains == 64) {
@@ -885,6 +1044,15 @@ void pd_child_main(const child_cfg *c)
 	ssize_t n = pd_recv_fds(g_sock, &go, sizeof go, fds, &nfds, PD_MAX_PASS_FDS);
 	if (n != sizeof go || go.type != MSG_GO || nfds != c->nlayers + c->nbinds + c->has_sysfs)
 		_exit(1);
+	/* The OOM killer takes sandboxes first in a host-wide shortage, not the daemon; programs
+	 * inherit this. Raising needs no privilege, but the file is ours only while we are still
+	 * dumpable: before the uid change below (which makes us not dumpable) */
+	int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (oom >= 0) { /* best effort: a host process that is not dumpable cannot */
+		ssize_t w = write(oom, "1000", 4);
+		(void)w;
+		close(oom);
+	}
 	check(raw_setresgid(0), "setresgid 0");
 	check(raw_setresuid(0), "setresuid 0");
 	check(unshare(CLONE_NEWCGROUP), "cgroup namespace");

@@ -38,6 +38,9 @@ typedef struct pd_cg_ops {
 	bool (*exists)(pd_cg *g);
 	int (*set_memory)(pd_cg *g, uint64_t bytes, pd_err *e); /* 0 = unlimited */
 	void (*rest)(pd_cg *g); /* closes the files stats keeps open during an exec */
+	/* reclaims what the cgroup's memory counter holds that no process needs (page cache the
+	 * last user faulted in), so the next user's figures start where a fresh cgroup's do */
+	void (*reclaim)(pd_cg *g);
 } pd_cg_ops;
 
 struct pd_cgroups {
@@ -115,6 +118,9 @@ int pd_netns_sysfs(pd_err *e);
 /* Gives ns back. all_gone: no process of the sandbox is left, so the namespace is compared with
  * a fresh one and kept for reuse if equal; otherwise it is closed. */
 void pd_netns_put(pd_netpool *p, pd_netns *ns, bool all_gone);
+/* Whether ns, still held by the live init pid (and no other process), reads exactly as a fresh
+ * namespace: the network half of a sandbox reset. */
+bool pd_netns_fresh(pd_netpool *p, const pd_netns *ns, pid_t pid);
 
 /* ---- the context ----------------------------------------------------------------------------- */
 

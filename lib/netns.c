@@ -394,6 +394,30 @@ void pd_netns_put(pd_netpool *p, pd_netns *ns, bool all_gone)
 		ns_free(ns);
 }
 
+bool pd_netns_fresh(pd_netpool *p, const pd_netns *ns, pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	int m = ns->loopback;
+	bool fresh = false;
+	char *buf = malloc(PROBE_MAX);
+	if (buf && setns(fd, CLONE_NEWNET) == 0) {
+		ssize_t len = read_probes(buf, PROBE_MAX);
+		if (leave(p, NULL) == 0) {
+			pthread_mutex_lock(&p->lock);
+			fresh = p->fresh[m] && len >= 0 && (size_t)len == p->fresh_len[m] &&
+				!memcmp(buf, p->fresh[m], (size_t)len);
+			pthread_mutex_unlock(&p->lock);
+		}
+	}
+	free(buf);
+	close(fd);
+	return fresh;
+}
+
 void pd_netpool_stats(pd_netpool *p, pd_netns_stats *out)
 {
 	pthread_mutex_lock(&p->lock);

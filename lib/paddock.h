@@ -226,6 +226,18 @@ typedef struct pd_exec_opts {
  * whole sandbox: it is then TIMED_OUT and accepts no further exec. */
 int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *x, pd_result *r, pd_err *e);
 
+/* Makes a READY sandbox indistinguishable from a fresh one, for its next user: every process
+ * killed, a new root (staging tmpfs, overlay, /dev), /tmp and /dev/shm empty, a new IPC namespace,
+ * the pid counter back where a fresh sandbox starts, the memory limit as created; the network
+ * namespace must read exactly as a fresh one and only init may be left in the cgroup. The
+ * cgroup's counters are not reset (results are deltas over each exec; peaks are reset per exec).
+ * Refused for sandboxes with a writable bind or the host's network. On failure the sandbox is
+ * FAILED: destroy it. tests/unit/reset.c runs dirty workloads and compares the next user's view
+ * with a fresh sandbox's. */
+int pd_sandbox_reset(pd_sandbox *s, pd_err *e);
+/* How many times s was reset. */
+uint32_t pd_sandbox_resets(const pd_sandbox *s);
+
 /* Kills everything in the sandbox, removes its cgroup and uid slot, checks the residue.
  * residue (may be NULL, >= 128 bytes) receives "clean" or what was left. Returns 0 when clean. */
 int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len);

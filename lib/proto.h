@@ -16,6 +16,8 @@ enum {
 	MSG_EXEC_FAILED, /* init -> host: it could not be started (struct msg_error) */
 	MSG_FILEOP,      /* host -> init: open/unlink/mkdir a path inside (struct msg_fileop) */
 	MSG_FILEOP_DONE, /* init -> host: its result (struct msg_error); fd: the opened file */
+	MSG_RESET,       /* host -> init: kill and reap every process, new IPC namespace, pids back */
+	MSG_RESET_DONE,  /* init -> host: done (struct msg_error; err 0 on success) */
 };
 
 enum { FILEOP_OPEN = 1, FILEOP_UNLINK, FILEOP_RMDIR, FILEOP_MKDIR };
@@ -80,5 +82,19 @@ typedef struct child_cfg {
 
 /* Runs in the child after clone3: builds the root, then serves as the sandbox's init. Never returns. */
 __attribute__((noreturn)) void pd_child_main(const child_cfg *cfg);
+
+/* What a reset's helper reports when it fails. */
+typedef struct pd_reset_report {
+	int err;
+	char what[240];
+} pd_reset_report;
+
+/* Gives the sandbox whose init is pidfd a fresh root, as its creation did: a new staging tmpfs,
+ * the layers (fds: detached id-mapped mounts, then the binds) under a new overlay, a new /dev;
+ * /proc and /sys move over from the old root, which is then detached with everything the last
+ * user wrote. Runs in a short-lived helper that enters the sandbox's user and mount namespaces
+ * (never its pid namespace: it mounts no procfs); init, whose root was the old one, is moved by
+ * pivot_root. Call only when no process but init is left in the sandbox. */
+int pd_reset_root(const child_cfg *cfg, int pidfd, const int *fds, pd_reset_report *rep);
 
 #endif

@@ -52,6 +52,7 @@ struct pd_sandbox {
 	pd_sandbox_opts opts;
 	pd_limits lim;
 	uint64_t created_us;
+	uint32_t resets;
 	void *user;
 };
 
@@ -325,14 +326,19 @@ void *pd_sandbox_user(const pd_sandbox *s)
 	return s->user;
 }
 
-int pd_sandbox_set_memory(pd_sandbox *s, uint64_t bytes, pd_err *e)
+static int pd_sandbox_set_memory_(pd_sandbox *s, uint64_t bytes, pd_err *e)
 {
-	if (s->state != PD_READY)
-		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
 	if (s->ctx->cg.ops->set_memory(s->cg, bytes, e) < 0)
 		return -1;
 	s->lim.memory_bytes = bytes;
 	return 0;
+}
+
+int pd_sandbox_set_memory(pd_sandbox *s, uint64_t bytes, pd_err *e)
+{
+	if (s->state != PD_READY)
+		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
+	return pd_sandbox_set_memory_(s, bytes, e);
 }
 
 uint32_t pd_sandbox_uid_base(const pd_sandbox *s)
@@ -423,6 +429,80 @@ static void reap(pd_sandbox *s, uint64_t timeout_ms)
 	}
 }
 
+/* The layers and binds of o, checked, into cfg (what init, or a reset's helper, mounts). */
+static int resolve_layout(pd_ctx *c, const pd_sandbox_opts *o, uint64_t disk_bytes, child_cfg *cfg,
+			  pd_layer *layers, int *nlayers_out, pd_err *e)
+{
+	int nlayers = 0;
+	if (o->layers && o->layers[0]) {
+		for (; o->layers[nlayers]; nlayers++) {
+			struct stat lst;
+			if (nlayers == PD_MAX_LAYERS - 1)
+				return pd_fail(e, E2BIG, "at most %d image layers", PD_MAX_LAYERS - 1);
+			int serr = stat(o->layers[nlayers], &lst) < 0 ? errno : S_ISDIR(lst.st_mode) ? 0 : ENOTDIR;
+			if (serr)
+				return pd_fail(e, serr, "image layer %s", o->layers[nlayers]);
+			snprintf(layers[nlayers].src, PD_PATH, "%s", o->layers[nlayers]);
+			snprintf(layers[nlayers].dst, PD_PATH, "/");
+		}
+	} else {
+		bool is_default = !o->image;
+		if (pd_image_layers(is_default ? c->default_image : o->image, is_default, layers, &nlayers,
+				    e) < 0)
+			return -1;
+	}
+	for (size_t i = 0; i < o->nbinds; i++) {
+		struct stat st;
+		if (!o->binds[i].src || !o->binds[i].dst || o->binds[i].dst[0] != '/' ||
+		    strstr(o->binds[i].dst, ".."))
+			return pd_fail(e, EINVAL,
+				       "bind mount %zu: need a host path and an absolute target without '..'", i);
+		if (stat(o->binds[i].src, &st) < 0)
+			return pd_fail(e, errno, "bind mount source %s", o->binds[i].src);
+		cfg->bind_is_dir[i] = S_ISDIR(st.st_mode);
+		snprintf(cfg->bind_dst[i], PD_PATH, "%s", o->binds[i].dst);
+	}
+	cfg->nbinds = (int)o->nbinds;
+	cfg->nlayers = nlayers;
+	for (int i = 0; i < nlayers; i++)
+		snprintf(cfg->layer_dst[i], PD_PATH, "%s", layers[i].dst);
+	snprintf(cfg->stage, sizeof cfg->stage, "%s", c->stage_dir);
+	cfg->net = o->net;
+	cfg->disk_bytes = disk_bytes;
+	*nlayers_out = nlayers;
+	return 0;
+}
+
+/* Detached mounts of the layers, then the binds, id-mapped into the user namespace of pid. */
+static int layout_fds(const pd_sandbox_opts *o, const pd_layer *layers, int nlayers, pid_t pid,
+		      int *fds, int *nfds, pd_err *e)
+{
+	char nspath[64];
+	snprintf(nspath, sizeof nspath, "/proc/%d/ns/user", (int)pid);
+	int userns = open(nspath, O_RDONLY | O_CLOEXEC);
+	if (userns < 0)
+		return pd_fail(e, errno, "open %s", nspath);
+	int rc = 0;
+	for (int i = 0; i < nlayers && rc == 0; i++) {
+		int fd = idmapped_tree(layers[i].src, userns, true, true, e);
+		if (fd < 0)
+			rc = -1;
+		else
+			fds[(*nfds)++] = fd;
+	}
+	for (size_t i = 0; i < o->nbinds && rc == 0; i++) {
+		/* read-only binds show host owners as in the image; writable binds are not id-mapped,
+		 * so what the sandbox writes there belongs to its unprivileged host uid, never root */
+		int fd = idmapped_tree(o->binds[i].src, userns, !o->binds[i].rw, !o->binds[i].rw, e);
+		if (fd < 0)
+			rc = -1;
+		else
+			fds[(*nfds)++] = fd;
+	}
+	close(userns);
+	return rc;
+}
+
 pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 {
 	pd_sandbox_opts none = {0};
@@ -462,53 +542,13 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 	pthread_mutex_unlock(&c->lock);
 	snprintf(s->id, sizeof s->id, "sb-%08" PRIx32 "-%" PRIu64, c->run_id, seq);
 
-	int sv[2] = {-1, -1}, layer_fds[PD_MAX_LAYERS + PD_MAX_BINDS + 1], nfds = 0, userns = -1;
+	int sv[2] = {-1, -1}, layer_fds[PD_MAX_LAYERS + PD_MAX_BINDS + 1], nfds = 0;
 	int sysfs_fd = -1;
 	pd_layer layers[PD_MAX_LAYERS];
 	int nlayers = 0;
-	if (o->layers && o->layers[0]) {
-		for (; o->layers[nlayers]; nlayers++) {
-			struct stat lst;
-			if (nlayers == PD_MAX_LAYERS - 1) {
-				pd_fail(e, E2BIG, "at most %d image layers", PD_MAX_LAYERS - 1);
-				goto fail;
-			}
-			int serr = stat(o->layers[nlayers], &lst) < 0 ? errno : S_ISDIR(lst.st_mode) ? 0 : ENOTDIR;
-			if (serr) {
-				pd_fail(e, serr, "image layer %s", o->layers[nlayers]);
-				goto fail;
-			}
-			snprintf(layers[nlayers].src, PD_PATH, "%s", o->layers[nlayers]);
-			snprintf(layers[nlayers].dst, PD_PATH, "/");
-		}
-	} else {
-		bool is_default = !o->image;
-		if (pd_image_layers(is_default ? c->default_image : o->image, is_default, layers, &nlayers,
-				    e) < 0)
-			goto fail;
-	}
-	for (size_t i = 0; i < o->nbinds; i++) {
-		struct stat st;
-		if (!o->binds[i].src || !o->binds[i].dst || o->binds[i].dst[0] != '/' ||
-		    strstr(o->binds[i].dst, "..")) {
-			pd_fail(e, EINVAL, "bind mount %zu: need a host path and an absolute target without '..'", i);
-			goto fail;
-		}
-		if (stat(o->binds[i].src, &st) < 0) {
-			pd_fail(e, errno, "bind mount source %s", o->binds[i].src);
-			goto fail;
-		}
-		cfg->bind_is_dir[i] = S_ISDIR(st.st_mode);
-		snprintf(cfg->bind_dst[i], PD_PATH, "%s", o->binds[i].dst);
-	}
-	cfg->nbinds = (int)o->nbinds;
-	cfg->nlayers = nlayers;
-	for (int i = 0; i < nlayers; i++)
-		snprintf(cfg->layer_dst[i], PD_PATH, "%s", layers[i].dst);
-	snprintf(cfg->stage, sizeof cfg->stage, "%s", c->stage_dir);
+	if (resolve_layout(c, o, s->lim.disk_bytes, cfg, layers, &nlayers, e) < 0)
+		goto fail;
 	snprintf(cfg->hostname, sizeof cfg->hostname, "%s", o->hostname ? o->hostname : "sandbox");
-	cfg->net = o->net;
-	cfg->disk_bytes = s->lim.disk_bytes;
 	cfg->bpf_base = &c->bpf_base;
 	cfg->bpf_audit = &c->bpf_audit;
 
@@ -573,29 +613,8 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 		goto fail;
 	if (cgfd < 0 && c->cg.ops->attach(s->cg, s->pid, e) < 0)
 		goto fail;
-	char nspath[64];
-	snprintf(nspath, sizeof nspath, "/proc/%d/ns/user", (int)s->pid);
-	userns = open(nspath, O_RDONLY | O_CLOEXEC);
-	if (userns < 0) {
-		pd_fail(e, errno, "open %s", nspath);
+	if (layout_fds(o, layers, nlayers, s->pid, layer_fds, &nfds, e) < 0)
 		goto fail;
-	}
-	for (int i = 0; i < nlayers; i++) {
-		int fd = idmapped_tree(layers[i].src, userns, true, true, e);
-		if (fd < 0)
-			goto fail;
-		layer_fds[nfds++] = fd;
-	}
-	for (size_t i = 0; i < o->nbinds; i++) {
-		/* read-only binds show host owners as in the image; writable binds are not id-mapped,
-		 * so what the sandbox writes there belongs to its unprivileged host uid, never root */
-		int fd = idmapped_tree(o->binds[i].src, userns, !o->binds[i].rw, !o->binds[i].rw, e);
-		if (fd < 0)
-			goto fail;
-		layer_fds[nfds++] = fd;
-	}
-	close(userns);
-	userns = -1;
 	if (sysfs_fd >= 0) {
 		layer_fds[nfds++] = sysfs_fd;
 		sysfs_fd = -1;
@@ -645,8 +664,6 @@ fail:
 		close(layer_fds[i]);
 	if (sysfs_fd >= 0)
 		close(sysfs_fd);
-	if (userns >= 0)
-		close(userns);
 	if (sv[0] >= 0)
 		close(sv[0]);
 	if (sv[1] >= 0)
@@ -1082,6 +1099,117 @@ int pd_sandbox_ctl(pd_sandbox *s, pd_err *e)
 	if (s->state != PD_READY)
 		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
 	return s->sock;
+}
+
+/* ---- reset ----------------------------------------------------------------------------------- */
+
+uint32_t pd_sandbox_resets(const pd_sandbox *s)
+{
+	return s->resets;
+}
+
+int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
+{
+	pd_ctx *c = s->ctx;
+	if (s->state != PD_READY)
+		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
+	for (size_t i = 0; i < s->opts.nbinds; i++)
+		if (s->opts.binds[i].rw)
+			return pd_fail(e, EPERM,
+				       "sandbox %s has a writable bind mount (%s): what was written there "
+				       "would stay, so it is not reset",
+				       s->id, s->opts.binds[i].dst);
+	if (!s->netns)
+		return pd_fail(e, EPERM,
+			       "sandbox %s uses the host's network, which a reset cannot prove clean", s->id);
+	uint64_t t0 = pd_now_us();
+	uint64_t td = s->opts.teardown_timeout_ms ? s->opts.teardown_timeout_ms : 10000;
+	child_cfg *cfg = NULL;
+	int fds[PD_MAX_LAYERS + PD_MAX_BINDS], nfds = 0;
+	s->state = PD_RECLAIMING;
+
+	/* 1. init kills and reaps every process, takes a new IPC namespace, rewinds the pids */
+	struct msg_hdr h = {MSG_RESET};
+	if (send(s->sock, &h, sizeof h, MSG_NOSIGNAL) != (ssize_t)sizeof h) {
+		pd_fail(e, errno, "sandbox %s: send the reset request", s->id);
+		goto fail;
+	}
+	for (;;) {
+		union {
+			struct msg_hdr h;
+			struct msg_error err;
+			struct msg_exited x;
+		} m;
+		uint64_t now = pd_now_us(), end = t0 + td * 1000;
+		if (recv_msg(s->sock, &m, sizeof m, now < end ? (int)((end - now) / 1000 + 1) : 0) < 0) {
+			pd_fail(e, errno, "sandbox %s: no reset within %" PRIu64 " ms", s->id, td);
+			goto fail;
+		}
+		if (m.h.type != MSG_RESET_DONE)
+			continue; /* the report of a program that ended before: nobody waits for it */
+		if (m.err.err) {
+			m.err.what[sizeof m.err.what - 1] = 0;
+			pd_fail(e, m.err.err, "sandbox %s: reset: %s", s->id, m.err.what);
+			goto fail;
+		}
+		break;
+	}
+	/* 2. the cgroup agrees that init is all that is left; page cache the last user faulted in
+	 * is reclaimed, or the next user's memory peak would count it */
+	c->cg.ops->reclaim(s->cg);
+	pd_cg_stats st;
+	memset(&st, 0, sizeof st);
+	c->cg.ops->stats(s->cg, &st);
+	c->cg.ops->rest(s->cg);
+	if (st.pids_current > 1) {
+		pd_fail(e, EBUSY, "sandbox %s: %" PRIu64 " tasks left after the reset", s->id,
+			st.pids_current - 1);
+		goto fail;
+	}
+	/* 3. the network namespace reads as a fresh one (no socket, no traffic left) */
+	if (!pd_netns_fresh(c->net, s->netns, s->pid)) {
+		pd_fail(e, EADDRINUSE,
+			"sandbox %s: its network namespace differs from a fresh one (traffic or sockets "
+			"left), so it is not reused",
+			s->id);
+		goto fail;
+	}
+	/* 4. a fresh root: new staging tmpfs, overlay, /dev; the old root goes with all it holds */
+	cfg = calloc(1, sizeof *cfg);
+	if (!cfg) {
+		pd_fail(e, ENOMEM, "reset");
+		goto fail;
+	}
+	pd_layer layers[PD_MAX_LAYERS];
+	int nlayers = 0;
+	if (resolve_layout(c, &s->opts, s->lim.disk_bytes, cfg, layers, &nlayers, e) < 0 ||
+	    layout_fds(&s->opts, layers, nlayers, s->pid, fds, &nfds, e) < 0)
+		goto fail;
+	cfg->has_sysfs = true; /* a sandbox with its own network namespace has /sys (create) */
+	pd_reset_report rep;
+	if (pd_reset_root(cfg, s->pidfd, fds, &rep) < 0) {
+		rep.what[sizeof rep.what - 1] = 0;
+		pd_fail(e, rep.err, "sandbox %s: reset: %s", s->id, rep.what);
+		goto fail;
+	}
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	nfds = 0;
+	free(cfg);
+	cfg = NULL;
+	/* 5. limits as created (a request may have changed the memory limit) */
+	if (s->lim.memory_bytes != s->opts.limits.memory_bytes &&
+	    pd_sandbox_set_memory_(s, s->opts.limits.memory_bytes, e) < 0)
+		goto fail;
+	s->resets++;
+	s->state = PD_READY;
+	return 0;
+fail:
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	free(cfg);
+	s->state = PD_FAILED; /* destroy it */
+	return -1;
 }
 
 /* ---- destroy --------------------------------------------------------------------------------- */

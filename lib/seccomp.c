@@ -34,8 +34,8 @@ static const char *const denied[] = {
 	"mount", "umount2", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount", "fspick",
 	"move_mount", "open_tree", "mount_setattr", "open_by_handle_at", "name_to_handle_at",
 	"fanotify_init",
-	/* namespaces */
-	"unshare", "setns",
+	/* namespaces (and unshare, below) */
+	"setns",
 	/* other processes */
 	"ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd",
 	/* NUMA policy can pin memory on other nodes */
@@ -108,6 +108,14 @@ int pd_seccomp_compile_base(pd_bpf *out, pd_err *e)
 	for (int i = 0; denied[i]; i++)
 		if (rule(ctx, eperm, denied[i], 0, NULL, e) < 0)
 			goto fail;
+	/* unshare, but for exactly CLONE_NEWIPC: a reset has init (which keeps its capabilities in
+	 * the sandbox's user namespace) start a fresh IPC namespace. A program has no capability
+	 * there, so the kernel answers it EPERM too. */
+	{
+		struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_NE, CLONE_NEWIPC);
+		if (rule(ctx, eperm, "unshare", 1, &c, e) < 0)
+			goto fail;
+	}
 	/* clone() with any namespace flag; clone3 hides its flags in memory BPF cannot read, so it
 	 * answers ENOSYS and libc falls back to clone() */
 	static const unsigned long ns_flags[] = {CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER,

@@ -42,6 +42,9 @@ typedef struct pd_template {
 	pd_net net;
 	uint32_t pool_min, pool_max;
 	uint64_t pool_idle_ttl_ms;   /* READY sandboxes above the target are reclaimed after this */
+	/* a released sandbox the pool still needs is reset (pd_sandbox_reset) and used again
+	 * instead of destroyed; default on (the reset is proven by tests/unit/reset.c) */
+	bool pool_reuse;
 	uint64_t session_idle_ttl_ms, session_max_ms;
 	/* filled by pd_template_check */
 	bool available;
@@ -85,6 +88,7 @@ typedef struct pd_pool_stats {
 	uint32_t ready, in_use, creating, reclaiming, target;
 	uint64_t acquires, hits, misses, waits_ms_total;
 	uint64_t created, create_failures, destroyed, expired, forced_reclaims, residue_failures;
+	uint64_t resets, reset_refusals; /* released sandboxes reset for reuse; resets refused */
 	uint64_t peak_in_use;
 } pd_pool_stats;
 
@@ -95,8 +99,10 @@ void pd_pools_free(pd_pools *p);
 const pd_template *pd_pools_template(pd_pools *p, const char *name);
 /* Takes a READY sandbox of the template (hit), or creates one on the spot (miss). */
 pd_sandbox *pd_pool_acquire(pd_pools *p, const char *template_name, bool *hit, pd_err *e);
-/* Gives a sandbox back: it is destroyed (with the residue check) by the reclaimer thread, or by
- * the caller when the reclaimer is behind by more than reclaim_backlog sandboxes. */
+/* Gives a sandbox back. The reclaimer thread (or the caller, when the reclaimer is behind by
+ * more than reclaim_backlog sandboxes) resets it for the next user if the template reuses
+ * sandboxes and the pool is below its target, and destroys it (with the residue check)
+ * otherwise, or if the reset is refused. */
 void pd_pool_release(pd_pools *p, pd_sandbox *s);
 /* Per-template figures; *n receives the count. Returns a malloc'd array. */
 pd_pool_stats *pd_pools_stats(pd_pools *p, size_t *n);

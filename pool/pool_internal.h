@@ -13,6 +13,7 @@ typedef struct pd_entry {
 	pd_sandbox *sb;
 	pd_pool *pool;
 	uint64_t since;
+	bool no_reuse; /* expired surplus: destroy, never reset */
 	struct pd_entry *next;
 } pd_entry;
 
@@ -24,6 +25,7 @@ struct pd_pool {
 	uint64_t win_start, win_peak, prev_win_peak;
 	uint64_t retry_at;
 	char last_error[256];
+	char last_reset_error[256];
 	pd_pool_stats st;
 };
 

@@ -39,6 +39,7 @@ static void tpl_defaults(pd_template *t)
 	t->pool_min = 0;
 	t->pool_max = 64;
 	t->pool_idle_ttl_ms = 60000;
+	t->pool_reuse = true;
 	t->session_idle_ttl_ms = 300000;
 	t->session_max_ms = 3600000;
 }
@@ -336,7 +337,7 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 			return pd_fail(e, EINVAL, "%s: '%s' must be loopback, none or host", w, s);
 	}
 	if (FIELD("pool")) {
-		static const char *const pknown[] = {"min", "max", "idle_ttl", NULL};
+		static const char *const pknown[] = {"min", "max", "idle_ttl", "reuse", NULL};
 		char pw[160];
 		snprintf(pw, sizeof pw, "%s", w);
 		if (!json_is_object(v))
@@ -361,6 +362,11 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 			snprintf(w, sizeof w, "%s.idle_ttl", pw);
 			if (get_duration(x, w, &t->pool_idle_ttl_ms, e) < 0)
 				return -1;
+		}
+		if ((x = json_object_get(v, "reuse"))) {
+			if (!json_is_boolean(x))
+				return pd_fail(e, EINVAL, "%s.reuse: must be true or false", pw);
+			t->pool_reuse = json_is_true(x);
 		}
 		if (t->pool_min > t->pool_max)
 			return pd_fail(e, EINVAL, "%s: min (%u) is above max (%u)", pw, t->pool_min, t->pool_max);

@@ -4,7 +4,7 @@
 # rlimits (open files, file size, no core dumps) and output (OL with bounded memory in paddock).
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/iso.sh"
-plan 26
+plan 27
 
 gone() {  # gone BASE MARKER: no live host process in the sandbox's uid range nor with the marker
   [ -n "$1" ] && [ -z "$(procs_in_range "$1")" ] && ! pgrep -f "^$2" >/dev/null
@@ -18,6 +18,9 @@ is "$(so)" "" "the allocation did not succeed"
 peak=$(jf memory_peak_bytes)
 [ -n "$peak" ] && [ "$peak" -le $((64 << 20)) ]
 ok $? "peak memory is within 64 MiB ($peak)"
+
+sbt 30 -- sh -c 'cat /proc/1/oom_score_adj /proc/self/oom_score_adj'
+is "$(so | tr '\n' ' ')" "1000 1000 " "in a host-wide shortage the OOM killer takes sandboxes first (oom_score_adj 1000)"
 
 # --- fork bomb -------------------------------------------------------------------------------
 M=$TAG-bomb

@@ -1,6 +1,7 @@
 /* Soak: PADDOCK_SOAK_N (default 100,000) sandbox lifecycles through the warm pools with 2
- * workers; every 100th run is a dirty workload (a daemon, files, /dev/shm, SysV IPC). Then the
- * host is counted: nothing may be left. Run with `make soak`. */
+ * workers; every 100th run is a dirty workload (a daemon, files, /dev/shm, SysV IPC). Released
+ * sandboxes are reset and reused (the default) or destroyed; the dirty runs' sandboxes go through
+ * the same reset. Then the host is counted: nothing may be left. Run with `make soak`. */
 #define _GNU_SOURCE
 #include "internal.h"
 #include "pool.h"
@@ -78,16 +79,20 @@ int main(void)
 	double secs = (pd_now_us() - t0) / 1e6;
 	size_t ns;
 	pd_pool_stats *st = pd_pools_stats(pools, &ns);
-	uint64_t residue = 0, created = 0, forced = 0;
+	uint64_t residue = 0, created = 0, forced = 0, resets = 0, refusals = 0;
 	for (size_t i = 0; i < ns; i++) {
 		residue += st[i].residue_failures;
 		created += st[i].created;
 		forced += st[i].forced_reclaims;
+		resets += st[i].resets;
+		refusals += st[i].reset_refusals;
 	}
 	free(st);
 	pd_pools_free(pools);
-	printf("# %ld lifecycles (%ld dirty) in %.1f s: %.0f/s; %llu sandboxes created\n", total,
-	       dirty_runs, secs, total / secs, (unsigned long long)created);
+	printf("# %ld lifecycles (%ld dirty) in %.1f s: %.0f/s; %llu sandboxes created, %llu resets "
+	       "(%llu refused)\n",
+	       total, dirty_runs, secs, total / secs, (unsigned long long)created,
+	       (unsigned long long)resets, (unsigned long long)refusals);
 	is_int(bad, 0, "every run OK %s", first_bad);
 	is_int(residue, 0, "every teardown clean");
 	is_int(forced, 0, "no forced reclaim was needed");

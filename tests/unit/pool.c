@@ -56,6 +56,9 @@ static void test_templates(void)
 	ok(parse_err("{\"templates\":[{\"name\":\"a\",\"network\":\"wifi\"}]}", m, sizeof m) < 0 &&
 		   strstr(m, "templates[0].network"),
 	   "a bad network policy is named: %s", m);
+	ok(parse_err("{\"templates\":[{\"name\":\"a\",\"pool\":{\"reuse\":\"yes\"}}]}", m, sizeof m) < 0 &&
+		   strstr(m, "templates[0].pool.reuse"),
+	   "a non-boolean pool.reuse is named: %s", m);
 
 	pd_template *t;
 	size_t n;
@@ -400,9 +403,83 @@ static void test_reclaim_backlog(void)
 	pd_pools_free(p);
 }
 
+/* Released sandboxes the pool needs are reset and served again: the next user finds the
+ * template's files and nothing of the last user; network traffic makes the reset refuse; with
+ * "reuse": false every sandbox is used once. (tests/unit/reset.c proves the reset itself.) */
+static void test_reuse(void)
+{
+	pd_pools_opts o = {0};
+	o.tick_ms = 20;
+	pd_pools *p = pools_of("{\"templates\":[{\"name\":\"r\",\"cwd\":\"/work\","
+			       "\"files\":[{\"path\":\"/work/hello.txt\",\"content\":\"hi\\n\"}],"
+			       "\"pool\":{\"min\":1,\"max\":2}},"
+			       "{\"name\":\"once\",\"pool\":{\"min\":1,\"max\":2,\"reuse\":false}}]}",
+			       &o);
+	if (!ok(p != NULL, "pools with reuse on and off"))
+		return;
+	pd_pools_wait_ready(p, 20000);
+	pd_err e;
+	pd_result r;
+	pd_sandbox *s = pd_pool_acquire(p, "r", NULL, &e);
+	const char *first = s ? pd_sandbox_id(s) : "";
+	char id[64];
+	snprintf(id, sizeof id, "%s", first);
+	if (s && run_in(s, "echo dirt > /tmp/dirt; echo more >> /work/hello.txt; sleep 100 & true", &r) == 0)
+		pd_result_free(&r);
+	pd_pool_release(p, s);
+	pd_pool_stats st;
+	for (int i = 0; i < 400; i++) {
+		st = stat_of(p, "r");
+		if (st.resets >= 1 && st.ready == 2)
+			break;
+		usleep(25000);
+	}
+	ok(st.resets == 1 && st.reset_refusals == 0, "the released sandbox was reset (resets %llu)",
+	   (unsigned long long)st.resets);
+	s = pd_pool_acquire(p, "r", NULL, &e);
+	ok(s && !strcmp(pd_sandbox_id(s), id), "and served to the next acquire (%s)", id);
+	int good = 0;
+	/* the template's file as placed, an empty /tmp, no sleep left running */
+	if (s && run_in(s, "cat /work/hello.txt; ls -A /tmp; cat /proc/[0-9]*/comm | grep -c sleep; true",
+			&r) == 0) {
+		good = r.status == PD_OK && r.out.head_len == 5 && !memcmp(r.out.head, "hi\n0\n", 5);
+		if (!good)
+			printf("#   got: %.*s\n", (int)r.out.head_len, r.out.head);
+		pd_result_free(&r);
+	}
+	ok(good, "it holds the template's files as placed and nothing of the last user");
+	/* traffic on lo: not provably clean, destroyed instead */
+	if (s && run_in(s, "python3 -c 'import socket;s=socket.socket();s.bind((\"127.0.0.1\",0));s.listen();"
+			   "c=socket.create_connection(s.getsockname());a,_=s.accept();c.close();a.close()'",
+			&r) == 0)
+		pd_result_free(&r);
+	pd_pool_release(p, s);
+	for (int i = 0; i < 400; i++) {
+		st = stat_of(p, "r");
+		if (st.reset_refusals >= 1 && st.ready >= 1 && !st.reclaiming)
+			break;
+		usleep(25000);
+	}
+	ok(st.reset_refusals == 1 && st.destroyed >= 1 && st.ready >= 1,
+	   "a sandbox that used the network is refused a reset, destroyed and replaced (refusals %llu)",
+	   (unsigned long long)st.reset_refusals);
+
+	s = pd_pool_acquire(p, "once", NULL, &e);
+	pd_pool_release(p, s);
+	for (int i = 0; i < 400; i++) {
+		st = stat_of(p, "once");
+		if (st.destroyed >= 1 && st.ready >= 1 && !st.reclaiming)
+			break;
+		usleep(25000);
+	}
+	ok(st.resets == 0 && st.destroyed == 1, "with reuse off the sandbox is destroyed, never reset");
+	is_int(st.residue_failures + stat_of(p, "r").residue_failures, 0, "nothing left behind");
+	pd_pools_free(p);
+}
+
 int main(void)
 {
-	plan(49);
+	plan(57);
 	pd_err e;
 	ctx = pd_ctx_new(NULL, &e);
 	if (!ok(ctx != NULL, "context: %s", ctx ? "ok" : e.msg))
@@ -411,6 +488,7 @@ int main(void)
 	test_pools();
 	test_stuck_teardown();
 	test_reclaim_backlog();
+	test_reuse();
 	test_sessions();
 	pd_ctx_free(ctx);
 	return done();

@@ -1,0 +1,336 @@
+/* reset.c: a reset sandbox is indistinguishable from a fresh one. Each dirty workload (files
+ * everywhere, deleted and re-moded image files, fifos, links, a full disk, daemons that ignore
+ * signals, stopped and orphaned processes, SysV and POSIX IPC objects, an OOM kill, a process
+ * flood, a listening socket, a changed memory limit) runs in a sandbox; the sandbox is reset;
+ * then a program prints everything a user can see of its sandbox (VIEW) and the result must
+ * equal, byte for byte, what the same program prints in a fresh sandbox, and its result record
+ * must agree (status, OOM flag, memory peak within a margin). Workloads that leave network
+ * state, and sandboxes that timed out or share writable binds, must be refused. */
+#define _GNU_SOURCE
+#include "internal.h"
+#include "tap.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static pd_ctx *ctx;
+
+/* Everything a user can read of its sandbox that a previous user could have changed. Times and
+ * the ids the kernel numbers host-wide (mount ids, device numbers) are left out; the rest is
+ * printed in full. The first line is the pid of the shell: pids are part of the view. */
+static const char VIEW[] =
+	"echo \"== pid $$\";"
+	"echo == procs; for d in /proc/[0-9]*; do echo \"${d#/proc/} $(cut -d' ' -f2 $d/stat 2>&1)\"; done;"
+	/* /proc's own link count follows the host's process count: not part of the view */
+	"echo == tree; find / -xdev \\( -path /usr -o -path /proc \\) -prune -o"
+	" -printf '%p %y %m %U %G %s %n %i %l\\n' | sort;"
+	"echo == usr; ls -lan --time-style=+ /usr /usr/bin /usr/share /usr/lib | md5sum;"
+	"echo == dev; ls -lanR --time-style=+ /dev;"
+	"echo == df; df -k / /tmp /dev/shm /usr | tr -s ' ';"
+	"echo == sysvipc; cat /proc/sysvipc/shm /proc/sysvipc/msg /proc/sysvipc/sem;"
+	"echo == ipc; python3 -c 'import ctypes\n"
+	"c=ctypes.CDLL(None,use_errno=True)\n"
+	"r=ctypes.CDLL(\"librt.so.1\",use_errno=True)\n"
+	"q=r.mq_open(b\"/pd-dirty\",0); print(\"mq\",q,ctypes.get_errno())\n"
+	"i=c.shmget(0,4096,0o600); print(\"shmid\",i); c.shmctl(i,0,None)\n"
+	"i=c.msgget(0,0o600); print(\"msqid\",i); c.msgctl(i,0,None)\n"
+	"i=c.semget(0,1,0o600); print(\"semid\",i); c.semctl(i,0,0)\n"
+	"for k in (1234,4321,5678): print(k, c.shmget(k,0,0), c.msgget(k,0), c.semget(k,0,0))';"
+	"echo == who; id; umask; hostname; ulimit -a; env | sort; pwd;"
+	"echo == status; grep -E '^(Cap|NoNewPrivs|Seccomp|Uid|Gid|Groups)' /proc/self/status;"
+	"echo == mounts; awk '{$1=$2=$3=\"\"; print}' /proc/self/mountinfo | sort;"
+	"echo == net; cat /proc/net/dev /proc/net/snmp /proc/net/unix /proc/net/tcp /proc/net/udp;"
+	"echo == cgroup; cat /proc/self/cgroup; ls /sys/fs/cgroup 2>&1;"
+	"echo == pids-after; echo $$; sh -c 'echo $$'";
+
+static char *dup_out(const pd_output *o)
+{
+	char *b = malloc(o->head_len + o->tail_len + 1);
+	if (!b)
+		abort();
+	memcpy(b, o->head ? o->head : "", o->head_len);
+	memcpy(b + o->head_len, o->tail ? o->tail : "", o->tail_len);
+	b[o->head_len + o->tail_len] = 0;
+	return b;
+}
+
+static int sh(pd_sandbox *s, const char *script, uint32_t uid, pd_result *r)
+{
+	static char shp[] = "/bin/sh", dash_c[] = "-c";
+	char *argv[] = {shp, dash_c, (char *)script, NULL};
+	pd_exec_opts x = {.argv = argv, .stdin_fd = -1, .uid = uid, .gid = uid};
+	pd_err e = {0};
+	if (pd_sandbox_exec(s, &x, r, &e) < 0) {
+		printf("#   exec failed: %s\n", e.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static pd_sandbox *make(void)
+{
+	pd_err e = {0};
+	pd_sandbox_opts so = {.limits = pd_limits_default()};
+	so.limits.memory_bytes = 256ull << 20;
+	so.limits.disk_bytes = 64ull << 20;
+	pd_sandbox *s = pd_sandbox_create(ctx, &so, &e);
+	if (!s)
+		printf("#   create failed: %s\n", e.msg);
+	return s;
+}
+
+struct view {
+	char *text;
+	pd_result r;
+};
+
+static struct view look(pd_sandbox *s)
+{
+	struct view v;
+	memset(&v, 0, sizeof v);
+	if (sh(s, VIEW, 0, &v.r) < 0) {
+		v.text = strdup("(exec failed)");
+		return v;
+	}
+	v.text = dup_out(&v.r.out);
+	if (v.r.status != PD_OK) {
+		char *err = dup_out(&v.r.err);
+		printf("#   view: status %s exit %d: %.300s\n", pd_status_name(v.r.status), v.r.exit_code, err);
+		free(err);
+	}
+	return v;
+}
+
+static void first_difference(const char *a, const char *b)
+{
+	size_t i = 0;
+	while (a[i] && a[i] == b[i])
+		i++;
+	size_t s = i > 300 ? i - 300 : 0;
+	printf("#   first difference at byte %zu:\n#   fresh: ...%.500s\n#   reset: ...%.500s\n", i, a + s,
+	       b + s);
+}
+
+struct workload {
+	const char *name;
+	const char *script;
+	uint32_t uid;
+	pd_status want; /* the workload's own status */
+};
+
+#define PY "python3 -c "
+
+static const struct workload WORK[] = {
+	{"files everywhere: /, /etc, /tmp, /var/tmp, /root, /dev/shm; image files changed, deleted, "
+	 "re-moded; fifo, hard and symbolic links, a directory made opaque; hostname attempts",
+	 "set -e; echo pwned >> /etc/passwd; echo x > /etc/new; mkdir -p /opt/a/b; echo y > /opt/a/b/c;"
+	 " echo t > /tmp/a; ln /tmp/a /tmp/hard; ln -s /etc/shadow /tmp/link; mkfifo /tmp/fifo;"
+	 " echo v > /var/tmp/v; echo r > /root/.profile; echo s > /dev/shm/seg;"
+	 " rm -f /usr/bin/ls; chmod 700 /usr/share; rm -rf /usr/lib/python3/dist-packages;"
+	 " mkdir /usr/lib/python3/dist-packages; touch /usr/lib/python3/dist-packages/evil.py;"
+	 " rm -rf /tmp/gone; mkdir /tmp/gone; cd /; chmod 700 /tmp; chmod 700 /;"
+	 " hostname evil 2>/dev/null || true; domainname evil 2>/dev/null || true",
+	 0, PD_OK},
+	{"the same as an unprivileged user (uid 1000): /tmp, /dev/shm, /var/tmp",
+	 "echo a > /tmp/u; echo b > /dev/shm/u; echo c > /var/tmp/u; mkdir /tmp/ud; chmod 777 /tmp/ud",
+	 1000, PD_OK},
+	{"the disk filled to ENOSPC (tmpfs) and /dev/shm filled too",
+	 "dd if=/dev/zero of=/tmp/fill bs=1M 2>/dev/null; dd if=/dev/zero of=/dev/shm/fill bs=1M 2>/dev/null;"
+	 " df -k / | tail -1; true",
+	 0, PD_OK},
+	{"daemons left running: setsid, double fork, SIGTERM/SIGHUP ignored, a stopped process",
+	 "setsid sh -c 'trap \"\" TERM HUP INT; while :; do sleep 1; done' </dev/null >/dev/null 2>&1 &"
+	 " (sh -c 'sleep 1000 & exit 0' &) ; sleep 999 </dev/null >/dev/null 2>&1 & kill -STOP $!;"
+	 " nohup sleep 998 >/dev/null 2>&1 & sleep 0.2",
+	 0, PD_OK},
+	{"200 sleeping processes", "for i in $(seq 200); do sleep 1000 & done; sleep 0.2", 0, PD_OK},
+	{"SysV shared memory, message queue and semaphore set; a POSIX message queue",
+	 PY "'import ctypes\nc=ctypes.CDLL(None,use_errno=True)\nr=ctypes.CDLL(\"librt.so.1\",use_errno=True)\n"
+	 "assert c.shmget(1234,65536,0o1666)>=0\nassert c.msgget(4321,0o1666)>=0\n"
+	 "assert c.semget(5678,4,0o1666)>=0\nassert r.mq_open(b\"/pd-dirty\",0o102,0o666,None)>=0\n"
+	 "for i in range(5): c.shmget(0,4096,0o600); c.msgget(0,0o600)'",
+	 0, PD_OK},
+	{"memory over the limit (OOM kill)",
+	 PY "'x=bytearray(400<<20); print(len(x))'", 0, PD_ML},
+	{"page cache and a listening socket, no traffic",
+	 "cat /usr/bin/* > /dev/null 2>&1; " PY
+	 "'import socket,os,time;s=socket.socket();s.bind((\"0.0.0.0\",80));s.listen()\n"
+	 "if os.fork()==0: time.sleep(1000)'",
+	 0, PD_OK},
+};
+#define NWORK (sizeof WORK / sizeof WORK[0])
+
+static void check_against(const struct view *fresh, const struct view *now, const char *what)
+{
+	bool same = !strcmp(fresh->text, now->text);
+	if (!ok(same, "after %s: the view equals a fresh sandbox's (%zu bytes)", what, strlen(now->text)))
+		first_difference(fresh->text, now->text);
+	bool rec = now->r.status == PD_OK && !now->r.oom_killed && now->r.signal == 0 &&
+		   now->r.exit_code == 0;
+	/* peaks are per exec; what a reset cannot take back is page cache the last user faulted in
+	 * that others share, so allow a margin, far below any workload here */
+	uint64_t a = fresh->r.memory_peak_bytes, b = now->r.memory_peak_bytes;
+	bool mem = b <= a + (16u << 20);
+	ok(rec && mem, "after %s: the record agrees (status %s, oom %d, memory peak %llu KiB vs %llu fresh)",
+	   what, pd_status_name(now->r.status), now->r.oom_killed, (unsigned long long)(b >> 10),
+	   (unsigned long long)(a >> 10));
+}
+
+static void view_free(struct view *v)
+{
+	free(v->text);
+	pd_result_free(&v->r);
+}
+
+static void test_workloads(const struct view *fresh)
+{
+	for (size_t i = 0; i < NWORK; i++) {
+		pd_sandbox *s = make();
+		if (!s) {
+			ok(0, "%s: sandbox", WORK[i].name);
+			ok(0, "skipped");
+			ok(0, "skipped");
+			continue;
+		}
+		pd_result r;
+		if (sh(s, WORK[i].script, WORK[i].uid, &r) == 0) {
+			if (r.status != WORK[i].want) {
+				char *err = dup_out(&r.err);
+				printf("#   workload status %s exit %d: %.300s\n", pd_status_name(r.status), r.exit_code,
+				       err);
+				free(err);
+			}
+			pd_result_free(&r);
+		}
+		pd_err e = {0};
+		uint64_t t0 = pd_now_us();
+		int rc = pd_sandbox_reset(s, &e);
+		uint64_t took = pd_now_us() - t0;
+		if (!ok(rc == 0, "%s: reset (%.2f ms)", WORK[i].name, (double)took / 1000))
+			printf("#   %s\n", e.msg);
+		if (rc == 0) {
+			struct view v = look(s);
+			check_against(fresh, &v, WORK[i].name);
+			view_free(&v);
+		} else {
+			ok(0, "skipped");
+			ok(0, "skipped");
+		}
+		char residue[128];
+		if (pd_sandbox_destroy(s, residue, sizeof residue) != 0)
+			printf("#   residue: %s\n", residue);
+	}
+}
+
+/* A sandbox is reset many times over, with a dirty workload each time: nothing accumulates. */
+static void test_repeated(const struct view *fresh)
+{
+	pd_sandbox *s = make();
+	int fails = 0;
+	for (int i = 0; s && i < 20; i++) {
+		pd_result r;
+		if (sh(s, WORK[i % 2 ? 0 : 5].script, 0, &r) == 0)
+			pd_result_free(&r);
+		pd_err e = {0};
+		if (pd_sandbox_reset(s, &e) < 0) {
+			printf("#   reset %d: %s\n", i, e.msg);
+			fails++;
+			break;
+		}
+	}
+	ok(s && fails == 0 && pd_sandbox_resets(s) == 20, "20 dirty uses and resets of one sandbox");
+	if (s && !fails) {
+		struct view v = look(s);
+		check_against(fresh, &v, "20 resets");
+		view_free(&v);
+	} else {
+		ok(0, "skipped");
+		ok(0, "skipped");
+	}
+	char residue[128] = "";
+	ok(s && pd_sandbox_destroy(s, residue, sizeof residue) == 0, "then it is destroyed clean (%s)", residue);
+}
+
+/* Network state a fresh namespace does not have makes the reset refuse. */
+static void test_refused(void)
+{
+	pd_sandbox *s = make();
+	pd_result r;
+	pd_err e = {0};
+	if (s && sh(s, PY "'import socket;s=socket.socket();s.bind((\"127.0.0.1\",0));s.listen();"
+			"c=socket.create_connection(s.getsockname());a,_=s.accept();c.send(b\"x\");a.recv(1);"
+			"c.close();a.close()'",
+		    0, &r) == 0)
+		pd_result_free(&r);
+	int rc = s ? pd_sandbox_reset(s, &e) : 0;
+	ok(s && rc < 0 && pd_sandbox_state(s) == PD_FAILED, "traffic on lo (TIME_WAIT): reset refused (%s)",
+	   e.msg);
+	char residue[128] = "";
+	ok(s && pd_sandbox_destroy(s, residue, sizeof residue) == 0, "and the sandbox is destroyed clean (%s)",
+	   residue);
+
+	s = make();
+	static char sl[] = "/bin/sleep", ten[] = "10";
+	char *argv[] = {sl, ten, NULL};
+	pd_exec_opts x = {.argv = argv, .stdin_fd = -1, .wall_ms = 100};
+	if (s && pd_sandbox_exec(s, &x, &r, &e) == 0)
+		pd_result_free(&r);
+	rc = s ? pd_sandbox_reset(s, &e) : 0;
+	ok(s && rc < 0, "a sandbox whose exec timed out is not reset (%s)", e.msg);
+	ok(s && pd_sandbox_destroy(s, NULL, 0) == 0, "and is destroyed clean");
+
+	pd_bind b = {.src = "/tmp", .dst = "/mnt/rw", .rw = true};
+	pd_sandbox_opts so = {.limits = pd_limits_default(), .binds = &b, .nbinds = 1};
+	s = pd_sandbox_create(ctx, &so, &e);
+	rc = s ? pd_sandbox_reset(s, &e) : 0;
+	ok(s && rc < 0 && pd_sandbox_state(s) == PD_READY, "a sandbox with a writable bind is not reset (%s)",
+	   e.msg);
+	ok(s && pd_sandbox_destroy(s, NULL, 0) == 0, "and is destroyed clean");
+}
+
+/* A memory limit a request changed is back to the sandbox's own after a reset. */
+static void test_memory_limit(void)
+{
+	pd_sandbox *s = make();
+	pd_err e = {0};
+	pd_result r;
+	int st1 = -1, st2 = -1;
+	const char *hog = PY "'x=bytearray(100<<20); print(len(x))'";
+	if (s && pd_sandbox_set_memory(s, 32u << 20, &e) == 0 && sh(s, hog, 0, &r) == 0) {
+		st1 = r.status;
+		pd_result_free(&r);
+	}
+	if (s && pd_sandbox_reset(s, &e) == 0 && sh(s, hog, 0, &r) == 0) {
+		st2 = r.status;
+		pd_result_free(&r);
+	}
+	ok(st1 == PD_ML && st2 == PD_OK, "a lowered memory limit (ML at 32 MiB) is restored by the reset (%s)",
+	   st2 >= 0 ? pd_status_name((pd_status)st2) : e.msg);
+	if (s)
+		pd_sandbox_destroy(s, NULL, 0);
+}
+
+int main(void)
+{
+	plan(2 + (int)NWORK * 3 + 4 + 6 + 1);
+	pd_err e = {0};
+	ctx = pd_ctx_new(NULL, &e);
+	if (!ok(ctx != NULL, "context: %s", ctx ? "ok" : e.msg))
+		return 1;
+	pd_sandbox *s = make();
+	struct view fresh = look(s);
+	ok(s && fresh.r.status == PD_OK && strstr(fresh.text, "== pid 2\n") && strstr(fresh.text, "== mounts"),
+	   "a fresh sandbox's view (%zu bytes; its shell is pid 2)", strlen(fresh.text));
+	if (s)
+		pd_sandbox_destroy(s, NULL, 0);
+	if (getenv("PD_RESET_SHOW"))
+		fputs(fresh.text, stderr);
+	test_workloads(&fresh);
+	test_repeated(&fresh);
+	test_refused();
+	test_memory_limit();
+	view_free(&fresh);
+	pd_ctx_free(ctx);
+	return done();
+}
