@@ -362,6 +362,12 @@ static bool reuse_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
 	bool ok = pd_sandbox_reset(s, &e) == 0 && prepare(pl, s, warm, &e) == 0;
 	pd_entry *en = ok ? calloc(1, sizeof *en) : NULL;
 	pthread_mutex_lock(&p->mu);
+	if (p->stop) {
+		/* the pools closed meanwhile and have drained their READY lists: not to be filed
+		 * there now, where nothing would ever destroy it */
+		free(en);
+		return false;
+	}
 	if (!en) {
 		pl->st.reset_refusals++;
 		snprintf(pl->last_reset_error, sizeof pl->last_reset_error, "%s",

@@ -4,6 +4,7 @@
 #include "internal.h"
 #include "pool.h"
 #include "tap.h"
+#include "../hostcount.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -475,11 +476,29 @@ static void test_reuse(void)
 	ok(st.resets == 0 && st.destroyed == 1, "with reuse off the sandbox is destroyed, never reset");
 	is_int(st.residue_failures + stat_of(p, "r").residue_failures, 0, "nothing left behind");
 	pd_pools_free(p);
+
+	/* pools closed while the reclaimer resets a sandbox: it must be destroyed, not filed as
+	 * READY after the pools drained their lists (the soak once lost one that way) */
+	int lost = 0;
+	for (int round = 0; round < 5; round++) {
+		int before = paddock_cgroups(ctx);
+		p = pools_of("{\"templates\":[{\"name\":\"r\",\"pool\":{\"min\":1,\"max\":4}}]}", &o);
+		if (!p)
+			break;
+		pd_pools_wait_ready(p, 20000);
+		for (int i = 0; i < 3; i++) {
+			s = pd_pool_acquire(p, "r", NULL, &e);
+			pd_pool_release(p, s);
+		}
+		pd_pools_free(p);
+		lost += paddock_cgroups(ctx) - before;
+	}
+	is_int(lost, 0, "closing the pools during resets leaves no sandbox behind");
 }
 
 int main(void)
 {
-	plan(57);
+	plan(58);
 	pd_err e;
 	ctx = pd_ctx_new(NULL, &e);
 	if (!ok(ctx != NULL, "context: %s", ctx ? "ok" : e.msg))
