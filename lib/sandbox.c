@@ -225,9 +225,14 @@ void pd_ctx_free(pd_ctx *c)
 	pd_slots_free(c->slots);
 	pd_netpool_free(c->net);
 	if (c->owner_fd >= 0) {
-		char p[PD_PATH];
-		snprintf(p, sizeof p, "%s/owners/%08" PRIx32, c->run_dir, c->run_id);
-		unlink(p);
+		char p[PD_PATH], self[16];
+		snprintf(self, sizeof self, "%08" PRIx32, c->run_id);
+		snprintf(p, sizeof p, "%s/owners/%s", c->run_dir, self);
+		/* cgroups of ours still there (sandboxes the caller never destroyed, tasks stuck past
+		 * the deadline): keep the registration, unlocked, so the next paddock knows them for
+		 * a dead owner's and sweeps them; an unknown owner's are never touched */
+		if (pd_cgroups_owned(&c->cg, self) == 0)
+			unlink(p);
 		close(c->owner_fd);
 	}
 	pthread_mutex_destroy(&c->lock);
