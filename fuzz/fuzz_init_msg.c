@@ -32,7 +32,8 @@ static size_t type_size(uint32_t t)
 {
 	switch (t) {
 	case MSG_READY: return sizeof(struct msg_hdr);
-	case MSG_ERROR: case MSG_EXEC_FAILED: case MSG_FILEOP_DONE: return sizeof(struct msg_error);
+	case MSG_ERROR: case MSG_EXEC_FAILED: case MSG_FILEOP_DONE: case MSG_RESET_DONE:
+		return sizeof(struct msg_error);
 	case MSG_STARTED: return sizeof(struct msg_started);
 	case MSG_EXITED: return sizeof(struct msg_exited);
 	default: return 0;
@@ -65,7 +66,8 @@ static void decode(const uint8_t *p, size_t len)
 		   m.type, n, type_size(m.type));
 	FUZZ_CHECK(m.err >= 0 && m.err < 4096, "errno %d", m.err);
 	FUZZ_CHECK(memchr(m.what, 0, sizeof m.what), "text not NUL-terminated");
-	if (m.type == MSG_ERROR || m.type == MSG_EXEC_FAILED || m.type == MSG_FILEOP_DONE)
+	if (m.type == MSG_ERROR || m.type == MSG_EXEC_FAILED || m.type == MSG_FILEOP_DONE ||
+	    m.type == MSG_RESET_DONE)
 		FUZZ_CHECK(m.err == u.err.err && !strncmp(m.what, u.err.what, sizeof m.what - 1), "error fields");
 	if (m.type == MSG_STARTED)
 		FUZZ_CHECK(m.pid > 0 && m.pid == u.st.pid && m.listener_fd >= -1 && m.listener_fd == u.st.listener_fd,

@@ -32,7 +32,8 @@ int pd_init_msg_decode(const void *buf, ssize_t n, pd_init_msg *m)
 		break;
 	case MSG_ERROR:
 	case MSG_EXEC_FAILED:
-	case MSG_FILEOP_DONE: {
+	case MSG_FILEOP_DONE:
+	case MSG_RESET_DONE: {
 		struct msg_error x;
 		if (n != (ssize_t)sizeof x)
 			return -1;

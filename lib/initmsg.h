@@ -8,8 +8,9 @@
 
 /* A message from init, decoded. */
 typedef struct pd_init_msg {
-	uint32_t type;       /* MSG_READY, MSG_ERROR, MSG_STARTED, MSG_EXITED, MSG_EXEC_FAILED or MSG_FILEOP_DONE */
-	int32_t err;         /* ERROR, EXEC_FAILED, FILEOP_DONE: an errno, 0 to 4095 */
+	uint32_t type;       /* MSG_READY, MSG_ERROR, MSG_STARTED, MSG_EXITED, MSG_EXEC_FAILED,
+				MSG_FILEOP_DONE or MSG_RESET_DONE */
+	int32_t err;         /* ERROR, EXEC_FAILED, FILEOP_DONE, RESET_DONE: an errno, 0 to 4095 */
 	char what[240];      /* ERROR, EXEC_FAILED: NUL-terminated (bytes, not necessarily UTF-8) */
 	int32_t pid;         /* STARTED: > 0; EXITED: > 0, or -1 when the program could not be forked */
 	int32_t wstatus;     /* EXITED: an exit (0-255) or a death by a signal, nothing else */

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "audit.h"
 #include "capture.h"
+#include "initmsg.h"
 #include "proto.h"
 
 #include <dirent.h>
@@ -1140,21 +1141,23 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 		goto fail;
 	}
 	for (;;) {
-		union {
-			struct msg_hdr h;
-			struct msg_error err;
-			struct msg_exited x;
-		} m;
+		char buf[sizeof(struct msg_error) + 16];
 		uint64_t now = pd_now_us(), end = t0 + td * 1000;
-		if (recv_msg(s->sock, &m, sizeof m, now < end ? (int)((end - now) / 1000 + 1) : 0) < 0) {
+		int n = recv_msg(s->sock, buf, sizeof buf, now < end ? (int)((end - now) / 1000 + 1) : 0);
+		if (n < 0) {
 			pd_fail(e, errno, "sandbox %s: no reset within %" PRIu64 " ms", s->id, td);
 			goto fail;
 		}
-		if (m.h.type != MSG_RESET_DONE)
+		pd_init_msg m;
+		int type = pd_init_msg_decode(buf, n, &m);
+		if (type < 0) {
+			pd_fail(e, EPROTO, "sandbox %s: a malformed message from init during the reset", s->id);
+			goto fail;
+		}
+		if (type != MSG_RESET_DONE)
 			continue; /* the report of a program that ended before: nobody waits for it */
-		if (m.err.err) {
-			m.err.what[sizeof m.err.what - 1] = 0;
-			pd_fail(e, m.err.err, "sandbox %s: reset: %s", s->id, m.err.what);
+		if (m.err) {
+			pd_fail(e, m.err, "sandbox %s: reset: %s", s->id, m.what);
 			goto fail;
 		}
 		break;
