@@ -11,12 +11,9 @@ int pd_capture_init(pd_capture *c, uint64_t keep)
 		keep = 1ull << 30;
 	c->head_cap = (size_t)(keep - keep / 4);
 	c->ring_cap = (size_t)(keep / 4);
-	/* the head grows as output arrives: most programs print a few bytes */
-	if (c->ring_cap) {
-		c->ring = malloc(c->ring_cap);
-		if (!c->ring)
-			return -1;
-	}
+	/* the head grows as output arrives and the ring is allocated only once the head is full:
+	 * most programs print a few bytes, and a ring of 256 KiB per stream per exec is an mmap
+	 * and an munmap (with its TLB shootdown across the process's threads) every time */
 	return 0;
 }
 
@@ -54,6 +51,10 @@ size_t pd_capture_add(pd_capture *c, const char *buf, size_t len)
 	len -= to_head;
 	if (!c->ring_cap || !len)
 		return to_head;
+	if (!c->ring && !(c->ring = malloc(c->ring_cap))) {
+		c->ring_cap = 0; /* out of memory: count the rest, keep nothing more */
+		return to_head;
+	}
 	if (len >= c->ring_cap) {
 		memcpy(c->ring, buf + len - c->ring_cap, c->ring_cap);
 		c->ring_pos = 0;

@@ -292,21 +292,28 @@ static void test_refused(void)
 /* A memory limit a request changed is back to the sandbox's own after a reset. */
 static void test_memory_limit(void)
 {
-	pd_sandbox *s = make();
 	pd_err e = {0};
 	pd_result r;
 	int st1 = -1, st2 = -1;
 	const char *hog = PY "'x=bytearray(100<<20); print(len(x))'";
+	/* the lowered limit applies (the OOM killer may pick init, a copy of this process, when
+	 * this process is the bigger one, as under ASan: then the exec ends XX) */
+	pd_sandbox *s = make();
 	if (s && pd_sandbox_set_memory(s, 32u << 20, &e) == 0 && sh(s, hog, 0, &r) == 0) {
 		st1 = r.status;
 		pd_result_free(&r);
 	}
-	if (s && pd_sandbox_reset(s, &e) == 0 && sh(s, hog, 0, &r) == 0) {
+	if (s)
+		pd_sandbox_destroy(s, NULL, 0);
+	s = make();
+	if (s && pd_sandbox_set_memory(s, 32u << 20, &e) == 0 && pd_sandbox_reset(s, &e) == 0 &&
+	    sh(s, hog, 0, &r) == 0) {
 		st2 = r.status;
 		pd_result_free(&r);
 	}
-	ok(st1 == PD_ML && st2 == PD_OK, "a lowered memory limit (ML at 32 MiB) is restored by the reset (%s)",
-	   st2 >= 0 ? pd_status_name((pd_status)st2) : e.msg);
+	ok((st1 == PD_ML || st1 == PD_XX) && st2 == PD_OK,
+	   "a lowered memory limit (32 MiB: %s for 100 MB) is restored by the reset (then %s)",
+	   st1 >= 0 ? pd_status_name((pd_status)st1) : "?", st2 >= 0 ? pd_status_name((pd_status)st2) : e.msg);
 	if (s)
 		pd_sandbox_destroy(s, NULL, 0);
 }
