@@ -31,7 +31,8 @@ struct pd_cg {
 	int ndirs;
 	int dirfd;             /* v2: the cgroup dir (for CLONE_INTO_CGROUP) */
 	int mem_i, pids_i, cpu_i, cpuacct_i; /* v1: which dir serves each controller */
-	uint64_t pids_peak_sampled;
+	uint64_t pids_peak_sampled; /* the highest pids.current read since reset_peaks */
+	uint64_t pids_peak_base;    /* pids.peak when reset_peaks ran */
 	/* Files read at every exec, kept open from the first read to the end of the exec (rest)
 	 * and re-read with pread at offset 0: an open of a cgroup file costs more than the read,
 	 * but a sandbox at rest holds no descriptor for them. -1: not opened yet, -2: absent.
@@ -165,6 +166,17 @@ static int bad_name(const char *name, pd_err *e)
 	return 0;
 }
 
+/* pids.peak is the cgroup's lifetime high, and no write resets it: it is this exec's peak only
+ * if the exec set a new high (above what it was when the exec began, which for a sandbox
+ * reset for a new user may be the last user's); otherwise the highest pids.current we read. */
+static void pids_peak_since_reset(pd_cg *g, pd_cg_stats *st, uint64_t lifetime)
+{
+	if (st->pids_current > g->pids_peak_sampled)
+		g->pids_peak_sampled = st->pids_current;
+	st->pids_peak_exact = lifetime > g->pids_peak_base;
+	st->pids_peak = st->pids_peak_exact ? lifetime : g->pids_peak_sampled;
+}
+
 static int v2_create(pd_cgroups *root, const char *name, const pd_limits *l, pd_cg **out, pd_err *e)
 {
 	if (bad_name(name, e) < 0)
@@ -249,13 +261,14 @@ static int v2_stats(pd_cg *g, pd_cg_stats *st)
 	if (cg_pread(g, CGF_MEM_EVENTS, d, "memory.events", b, sizeof b) >= 0)
 		st->oom_kills = pd_keyed_u64(b, "oom_kill");
 	st->pids_current = cg_pread_u64(g, CGF_PIDS, d, "pids.current");
-	st->pids_peak = cg_pread_u64(g, CGF_PIDS_PEAK, d, "pids.peak");
-	st->pids_peak_exact = true;
+	pids_peak_since_reset(g, st, cg_pread_u64(g, CGF_PIDS_PEAK, d, "pids.peak"));
 	return 0;
 }
 
 static void v2_reset_peaks(pd_cg *g)
 {
+	g->pids_peak_base = cg_pread_u64(g, CGF_PIDS_PEAK, g->dirs[0], "pids.peak");
+	g->pids_peak_sampled = 0;
 	/* memory.peak accepts a reset since 6.12, for later reads through the same descriptor;
 	 * older kernels keep the sandbox-wide peak */
 	int fd = cg_stat_fd(g, CGF_MEM_PEAK, g->dirs[0], "memory.peak", O_RDWR);
@@ -319,19 +332,24 @@ static int v2_set_memory(pd_cg *g, uint64_t bytes, pd_err *e)
 }
 
 /* Reclaiming walks every shrinker on the host (~6 ms here, whatever there is to free): only
- * when the sandbox holds more page cache than a fresh one would notice. */
-#define RECLAIM_MIN (4u << 20)
+ * when the sandbox holds more than a fresh one would notice: page cache the last user faulted
+ * in, or kernel memory (dentries, say: a stat of a million missing names under /usr) still
+ * charged here. A fresh sandbox's cgroup holds 1-3 MiB. */
+#define RECLAIM_CACHE (4u << 20)
+#define RECLAIM_USAGE (8u << 20)
 
-static void v2_reclaim(pd_cg *g)
+static uint64_t v2_reclaim(pd_cg *g)
 {
 	char b[4096];
-	if (cg_read(g->dirs[0], "memory.stat", b, sizeof b) <= 0 || pd_keyed_u64(b, "file") < RECLAIM_MIN)
-		return;
-	if (cg_read(g->dirs[0], "memory.current", b, sizeof b) <= 0)
-		return;
+	uint64_t usage = cg_read(g->dirs[0], "memory.current", b, sizeof b) > 0 ? strtoull(b, NULL, 10) : 0;
+	if (usage < RECLAIM_USAGE &&
+	    (cg_read(g->dirs[0], "memory.stat", b, sizeof b) <= 0 || pd_keyed_u64(b, "file") < RECLAIM_CACHE))
+		return usage;
 	/* asks for everything: the kernel stops (EAGAIN) when only what is in use is left */
-	b[strcspn(b, "\n")] = 0;
-	cg_write(g->dirs[0], "memory.reclaim", b, NULL);
+	char want[32];
+	snprintf(want, sizeof want, "%llu", (unsigned long long)usage);
+	cg_write(g->dirs[0], "memory.reclaim", want, NULL);
+	return cg_read(g->dirs[0], "memory.current", b, sizeof b) > 0 ? strtoull(b, NULL, 10) : 0;
 }
 
 static const pd_cg_ops v2_ops = {"v2",         v2_create,  v2_clone_fd, v2_attach,
@@ -433,12 +451,8 @@ static int v1_stats(pd_cg *g, pd_cg_stats *st)
 	if (cg_pread(g, CGF_MEM_EVENTS, m, "memory.oom_control", b, sizeof b) >= 0)
 		st->oom_kills = pd_keyed_u64(b, "oom_kill");
 	st->pids_current = cg_pread_u64(g, CGF_PIDS, pi, "pids.current");
-	if (st->pids_current > g->pids_peak_sampled)
-		g->pids_peak_sampled = st->pids_current;
 	/* newer kernels keep pids.peak on v1 too; older ones leave us our samples */
-	uint64_t peak = cg_pread_u64(g, CGF_PIDS_PEAK, pi, "pids.peak");
-	st->pids_peak_exact = peak > 0;
-	st->pids_peak = peak > 0 ? peak : g->pids_peak_sampled;
+	pids_peak_since_reset(g, st, cg_pread_u64(g, CGF_PIDS_PEAK, pi, "pids.peak"));
 	return 0;
 }
 
@@ -447,6 +461,7 @@ static void v1_reset_peaks(pd_cg *g)
 	int fd = cg_stat_fd(g, CGF_MEM_PEAK, g->dirs[g->mem_i], "memory.max_usage_in_bytes", O_RDWR);
 	if (fd < 0 || pwrite(fd, "0", 1, 0) < 0)
 		cg_write(g->dirs[g->mem_i], "memory.max_usage_in_bytes", "0", NULL);
+	g->pids_peak_base = cg_pread_u64(g, CGF_PIDS_PEAK, g->dirs[g->pids_i], "pids.peak");
 	g->pids_peak_sampled = 0;
 }
 
@@ -488,14 +503,18 @@ static int v1_set_memory(pd_cg *g, uint64_t bytes, pd_err *e)
 	return rc;
 }
 
-static void v1_reclaim(pd_cg *g)
+static uint64_t v1_reclaim(pd_cg *g)
 {
 	char b[4096];
-	if (cg_read(g->dirs[g->mem_i], "memory.stat", b, sizeof b) <= 0 ||
-	    pd_keyed_u64(b, "cache") < RECLAIM_MIN)
-		return;
-	/* reclaims until only what cannot be reclaimed (init's own pages) is left */
-	cg_write(g->dirs[g->mem_i], "memory.force_empty", "0", NULL);
+	const char *m = g->dirs[g->mem_i];
+	uint64_t usage = cg_read(m, "memory.usage_in_bytes", b, sizeof b) > 0 ? strtoull(b, NULL, 10) : 0;
+	if (usage < RECLAIM_USAGE &&
+	    (cg_read(m, "memory.stat", b, sizeof b) <= 0 || pd_keyed_u64(b, "cache") < RECLAIM_CACHE))
+		return usage;
+	/* reclaims until only what cannot be reclaimed (init's own pages) is left; it shrinks this
+	 * cgroup's slab objects too */
+	cg_write(m, "memory.force_empty", "0", NULL);
+	return cg_read(m, "memory.usage_in_bytes", b, sizeof b) > 0 ? strtoull(b, NULL, 10) : 0;
 }
 
 static const pd_cg_ops v1_ops = {"v1",         v1_create,  v1_clone_fd, v1_attach,

@@ -244,7 +244,10 @@ static void mount_proc(const char *root, const char *stage)
 	char p[PD_PATH];
 	cat(p, sizeof p, root, "/proc", NULL);
 	mkdir(p, 0555);
-	check(mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL), "mount /proc");
+	/* hidepid=invisible: a program sees only the processes it could ptrace-read, never init
+	 * (not dumpable, and more capable): none of init's counters, which every program the last
+	 * user of a reset sandbox started has moved, nor its limits, fds or command line */
+	check(mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible"), "mount /proc");
 	/* files that leak host state or poke the kernel: hidden behind /dev/null */
 	static const char *const masked[] = {"kcore", "keys", "timer_list", "sched_debug",
 					     "kallsyms", "kmsg", "latency_stats", "sysrq-trigger",
@@ -645,6 +648,24 @@ static __attribute__((noreturn)) void become_program(const child_cfg *c, const s
 	set_rlimit(RLIMIT_FSIZE, x->rl_fsize);
 	set_rlimit(RLIMIT_STACK, x->rl_stack);
 	set_rlimit(RLIMIT_NPROC, x->rl_nproc);
+	/* The OOM killer takes the highest score: the program, before init (a copy of the host
+	 * process, whose shared pages count as its own, so by size alone it could be the one a
+	 * program over its memory limit gets killed instead of) and before the daemon in a
+	 * host-wide shortage. Raising needs no privilege, but /proc/self is ours only while our
+	 * memory is dumpable, and it is init's (vfork) until the execve: dumpable for these three
+	 * calls. (Init's own /proc files are then writable by its uid too: the reset checks that
+	 * init's score is still what the host set.) */
+	prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+	int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	ssize_t oomw = oom >= 0 ? write(oom, "1000", 4) : -1;
+	int oom_err = errno;
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	if (oom >= 0)
+		close(oom);
+	if (oomw != 4) {
+		errno = oom_err;
+		goto fail_errno;
+	}
 	if (chdir(cwd) < 0) {
 		int e = errno;
 		struct msg_error m = {MSG_EXEC_FAILED, e, "chdir to the working directory"};
@@ -868,6 +889,15 @@ static void do_fileop(const struct msg_fileop *f)
 		close(fd);
 }
 
+/* The next process gets pid 2, as the first program of a fresh sandbox does. */
+static void rewind_pids(struct msg_error *r)
+{
+	if (g_lastpid < 0 || pwrite(g_lastpid, "1", 1, 0) != 1) {
+		r->err = g_lastpid < 0 ? ENOENT : errno;
+		cat(r->what, sizeof r->what, "rewind the pid counter", NULL, NULL);
+	}
+}
+
 /* The sandbox's half of a reset: nothing of the last user may run on. kill(-1) from pid 1
  * reaches every process of the namespace; orphans are init's children, so when wait reports no
  * child at all, none is left. Then a new IPC namespace (SysV objects, POSIX queues and their id
@@ -890,9 +920,8 @@ static void do_reset(int sfd)
 	if (unshare(CLONE_NEWIPC) < 0) {
 		r.err = errno;
 		cat(r.what, sizeof r.what, "new IPC namespace", NULL, NULL);
-	} else if (g_lastpid < 0 || pwrite(g_lastpid, "1", 1, 0) != 1) {
-		r.err = g_lastpid < 0 ? ENOENT : errno;
-		cat(r.what, sizeof r.what, "rewind the pid counter", NULL, NULL);
+	} else {
+		rewind_pids(&r);
 	}
 	send(g_sock, &r, sizeof r, MSG_NOSIGNAL);
 }
@@ -956,6 +985,13 @@ static __attribute__((noreturn)) void init_loop(const child_cfg *c)
 				   ((struct msg_hdr *)g_buf)->type == MSG_RESET) {
 				do_reset(sfd);
 				nmains = 0;
+			} else if ((size_t)n == sizeof(struct msg_hdr) &&
+				   ((struct msg_hdr *)g_buf)->type == MSG_REWIND) {
+				struct msg_error r;
+				memset(&r, 0, sizeof r);
+				r.type = MSG_RESET_DONE;
+				rewind_pids(&r);
+				send(g_sock, &r, sizeof r, MSG_NOSIGNAL);
 			} else if ((size_t)n >= sizeof(struct msg_exec) &&
 			    ((struct msg_hdr *)g_buf)->type == MSG_EXEC) {
 				if (nmains == 64) {
@@ -1044,17 +1080,12 @@ void pd_child_main(const child_cfg *c)
 	ssize_t n = pd_recv_fds(g_sock, &go, sizeof go, fds, &nfds, PD_MAX_PASS_FDS);
 	if (n != sizeof go || go.type != MSG_GO || nfds != c->nlayers + c->nbinds + c->has_sysfs)
 		_exit(1);
-	/* The OOM killer takes sandboxes first in a host-wide shortage, not the daemon; programs
-	 * inherit this. Raising needs no privilege, but the file is ours only while we are still
-	 * dumpable: before the uid change below (which makes us not dumpable) */
-	int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-	if (oom >= 0) { /* best effort: a host process that is not dumpable cannot */
-		ssize_t w = write(oom, "1000", 4);
-		(void)w;
-		close(oom);
-	}
 	check(raw_setresgid(0), "setresgid 0");
-	check(raw_setresuid(0), "setresuid 0");
+	/* effective uid 0 (the owner of what init creates for the host's file operations), real
+	 * and saved uid PD_INIT_UID, which no program has: a program of the sandbox, even as uid
+	 * 0, then cannot lower init's rlimits (which the next user of a reset sandbox would
+	 * inherit) nor signal it */
+	check((int)syscall(SYS_setresuid, PD_INIT_UID, 0, PD_INIT_UID), "setresuid");
 	check(unshare(CLONE_NEWCGROUP), "cgroup namespace");
 	build_root(c, fds, fds + c->nlayers, c->has_sysfs ? fds[c->nlayers + c->nbinds] : -1);
 	for (int i = 0; i < nfds; i++)

@@ -39,8 +39,9 @@ typedef struct pd_cg_ops {
 	int (*set_memory)(pd_cg *g, uint64_t bytes, pd_err *e); /* 0 = unlimited */
 	void (*rest)(pd_cg *g); /* closes the files stats keeps open during an exec */
 	/* reclaims what the cgroup's memory counter holds that no process needs (page cache the
-	 * last user faulted in), so the next user's figures start where a fresh cgroup's do */
-	void (*reclaim)(pd_cg *g);
+	 * last user faulted in, kernel objects charged here), so the next user's figures start
+	 * where a fresh cgroup's do; returns the usage then, in bytes (0 if unknown) */
+	uint64_t (*reclaim)(pd_cg *g);
 } pd_cg_ops;
 
 struct pd_cgroups {
@@ -87,6 +88,10 @@ int pd_image_layers(const char *image_dir, bool is_default, pd_layer *out, int *
 #define PD_UID_BASE 0x40000000u /* host uid of slot 0's root; far above login and subuid ranges */
 #define PD_UID_RANGE 65536u
 #define PD_UID_SLOTS 16384u
+/* init's real and saved uid inside the sandbox (its effective uid is 0): no program may run as
+ * it, so no program matches init's ids, which is what the kernel asks of an unprivileged
+ * process that changes another's rlimits (prlimit) or signals it */
+#define PD_INIT_UID 65533u
 
 typedef struct pd_slots pd_slots;
 int pd_slots_init(pd_slots **out, const char *state_dir, pd_err *e);

@@ -235,6 +235,9 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *x, pd_result *r, pd_err *
  * FAILED: destroy it. tests/unit/reset.c runs dirty workloads and compares the next user's view
  * with a fresh sandbox's. */
 int pd_sandbox_reset(pd_sandbox *s, pd_err *e);
+/* Winds the pid counter back, so the next program gets pid 2 as a fresh sandbox's first does
+ * (after a warm-up exec, say). */
+int pd_sandbox_rewind_pids(pd_sandbox *s, pd_err *e);
 /* How many times s was reset. */
 uint32_t pd_sandbox_resets(const pd_sandbox *s);
 

@@ -18,6 +18,7 @@ enum {
 	MSG_FILEOP_DONE, /* init -> host: its result (struct msg_error); fd: the opened file */
 	MSG_RESET,       /* host -> init: kill and reap every process, new IPC namespace, pids back */
 	MSG_RESET_DONE,  /* init -> host: done (struct msg_error; err 0 on success) */
+	MSG_REWIND,      /* host -> init: pid counter back to a fresh sandbox's; answered RESET_DONE */
 };
 
 enum { FILEOP_OPEN = 1, FILEOP_UNLINK, FILEOP_RMDIR, FILEOP_MKDIR };

@@ -54,6 +54,7 @@ struct pd_sandbox {
 	pd_limits lim;
 	uint64_t created_us;
 	uint32_t resets;
+	int init_oom_adj; /* what init's oom_score_adj was set to (checked by a reset) */
 	void *user;
 };
 
@@ -435,6 +436,21 @@ static void reap(pd_sandbox *s, uint64_t timeout_ms)
 	}
 }
 
+static int read_oom_adj(pid_t pid)
+{
+	char p[64], b[32];
+	snprintf(p, sizeof p, "/proc/%d/oom_score_adj", (int)pid);
+	return pd_read_file(p, b, sizeof b) > 0 ? atoi(b) : INT32_MIN;
+}
+
+static int set_oom_adj(pid_t pid, int v)
+{
+	char p[64], b[16];
+	snprintf(p, sizeof p, "/proc/%d/oom_score_adj", (int)pid);
+	snprintf(b, sizeof b, "%d", v);
+	return pd_write_file(p, b, NULL);
+}
+
 /* The layers and binds of o, checked, into cfg (what init, or a reset's helper, mounts). */
 static int resolve_layout(pd_ctx *c, const pd_sandbox_opts *o, uint64_t disk_bytes, child_cfg *cfg,
 			  pd_layer *layers, int *nlayers_out, pd_err *e)
@@ -617,6 +633,12 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 
 	if (write_maps(s->pid, s->slot, e) < 0)
 		goto fail;
+	/* init must not be the task the memory cgroup's OOM killer takes (it is a copy of this
+	 * process: by size it could be): exempt it where we may (CAP_SYS_RESOURCE, which some
+	 * containers withhold); programs raise themselves to +1000 before their execve anyway */
+	s->init_oom_adj = read_oom_adj(s->pid);
+	if (set_oom_adj(s->pid, -1000) == 0)
+		s->init_oom_adj = -1000;
 	if (cgfd < 0 && c->cg.ops->attach(s->cg, s->pid, e) < 0)
 		goto fail;
 	if (layout_fds(o, layers, nlayers, s->pid, layer_fds, &nfds, e) < 0)
@@ -639,7 +661,10 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 	} m;
 	int setup_ms = o->setup_timeout_ms ? (int)(o->setup_timeout_ms > 600000 ? 600000 : o->setup_timeout_ms)
 					    : 30000;
-	if (recv_msg(s->sock, &m, sizeof m, setup_ms) < 0) {
+	/* the deadline counts from the start of the create (CREATING), not from the GO message */
+	uint64_t ready_by = t0 + (uint64_t)setup_ms * 1000, now_us = pd_now_us();
+	int left_ms = ready_by > now_us ? (int)((ready_by - now_us + 999) / 1000) : 0;
+	if (recv_msg(s->sock, &m, sizeof m, left_ms) < 0) {
 		int err = errno;
 		siginfo_t si;
 		memset(&si, 0, sizeof si);
@@ -824,6 +849,10 @@ static int build_exec_msg(const pd_sandbox *s, const pd_exec_opts *o, char **out
 	if (o->uid >= PD_UID_RANGE || o->gid >= PD_UID_RANGE) {
 		free(b);
 		return pd_fail(e, EINVAL, "uid and gid must be below %u", PD_UID_RANGE);
+	}
+	if (o->uid == PD_INIT_UID) {
+		free(b);
+		return pd_fail(e, EINVAL, "uid %u is reserved for the sandbox's init", PD_INIT_UID);
 	}
 	x->uid = o->uid;
 	x->gid = o->gid;
@@ -1109,6 +1138,39 @@ int pd_sandbox_ctl(pd_sandbox *s, pd_err *e)
 
 /* ---- reset ----------------------------------------------------------------------------------- */
 
+/* Sends a one-word request to init and waits for its RESET_DONE (skipping reports of programs
+ * that ended before), until deadline_us. */
+static int init_request(pd_sandbox *s, uint32_t type, uint64_t deadline_us, pd_err *e)
+{
+	struct msg_hdr h = {type};
+	if (send(s->sock, &h, sizeof h, MSG_NOSIGNAL) != (ssize_t)sizeof h)
+		return pd_fail(e, errno, "sandbox %s: send a request to init", s->id);
+	for (;;) {
+		char buf[sizeof(struct msg_error) + 16];
+		uint64_t now = pd_now_us();
+		int n = recv_msg(s->sock, buf, sizeof buf,
+				 now < deadline_us ? (int)((deadline_us - now) / 1000 + 1) : 0);
+		if (n < 0)
+			return pd_fail(e, errno, "sandbox %s: no answer from init in time", s->id);
+		pd_init_msg m;
+		int t = pd_init_msg_decode(buf, n, &m);
+		if (t < 0)
+			return pd_fail(e, EPROTO, "sandbox %s: a malformed message from init", s->id);
+		if (t != MSG_RESET_DONE)
+			continue; /* the report of a program that ended before: nobody waits for it */
+		if (m.err)
+			return pd_fail(e, m.err, "sandbox %s: %s", s->id, m.what);
+		return 0;
+	}
+}
+
+int pd_sandbox_rewind_pids(pd_sandbox *s, pd_err *e)
+{
+	if (s->state != PD_READY)
+		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
+	return init_request(s, MSG_REWIND, pd_now_us() + 10000000u, e);
+}
+
 uint32_t pd_sandbox_resets(const pd_sandbox *s)
 {
 	return s->resets;
@@ -1135,36 +1197,9 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 	s->state = PD_RECLAIMING;
 
 	/* 1. init kills and reaps every process, takes a new IPC namespace, rewinds the pids */
-	struct msg_hdr h = {MSG_RESET};
-	if (send(s->sock, &h, sizeof h, MSG_NOSIGNAL) != (ssize_t)sizeof h) {
-		pd_fail(e, errno, "sandbox %s: send the reset request", s->id);
+	if (init_request(s, MSG_RESET, t0 + td * 1000, e) < 0)
 		goto fail;
-	}
-	for (;;) {
-		char buf[sizeof(struct msg_error) + 16];
-		uint64_t now = pd_now_us(), end = t0 + td * 1000;
-		int n = recv_msg(s->sock, buf, sizeof buf, now < end ? (int)((end - now) / 1000 + 1) : 0);
-		if (n < 0) {
-			pd_fail(e, errno, "sandbox %s: no reset within %" PRIu64 " ms", s->id, td);
-			goto fail;
-		}
-		pd_init_msg m;
-		int type = pd_init_msg_decode(buf, n, &m);
-		if (type < 0) {
-			pd_fail(e, EPROTO, "sandbox %s: a malformed message from init during the reset", s->id);
-			goto fail;
-		}
-		if (type != MSG_RESET_DONE)
-			continue; /* the report of a program that ended before: nobody waits for it */
-		if (m.err) {
-			pd_fail(e, m.err, "sandbox %s: reset: %s", s->id, m.what);
-			goto fail;
-		}
-		break;
-	}
-	/* 2. the cgroup agrees that init is all that is left; page cache the last user faulted in
-	 * is reclaimed, or the next user's memory peak would count it */
-	c->cg.ops->reclaim(s->cg);
+	/* 2. the cgroup agrees that init is all that is left */
 	pd_cg_stats st;
 	memset(&st, 0, sizeof st);
 	c->cg.ops->stats(s->cg, &st);
@@ -1172,6 +1207,12 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 	if (st.pids_current > 1) {
 		pd_fail(e, EBUSY, "sandbox %s: %" PRIu64 " tasks left after the reset", s->id,
 			st.pids_current - 1);
+		goto fail;
+	}
+	/* init's OOM score is as created (its /proc files are briefly its uid's while a program
+	 * starts, and a program of the last user could have raised it) */
+	if (read_oom_adj(s->pid) != s->init_oom_adj) {
+		pd_fail(e, EPERM, "sandbox %s: init's oom_score_adj was changed", s->id);
 		goto fail;
 	}
 	/* 3. the network namespace reads as a fresh one (no socket, no traffic left) */
@@ -1205,7 +1246,16 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 	nfds = 0;
 	free(cfg);
 	cfg = NULL;
-	/* 5. limits as created (a request may have changed the memory limit) */
+	/* 5. page cache the last user faulted in and kernel objects still charged to the cgroup
+	 * (its old root's memory is gone with that root now) are reclaimed, or the next user's
+	 * memory peak would count them */
+	uint64_t left = c->cg.ops->reclaim(s->cg);
+	if (left > (32u << 20)) {
+		pd_fail(e, EBUSY, "sandbox %s: %llu KiB still charged to its memory cgroup after reclaim",
+			s->id, (unsigned long long)(left >> 10));
+		goto fail;
+	}
+	/* 6. limits as created (a request may have changed the memory limit) */
 	if (s->lim.memory_bytes != s->opts.limits.memory_bytes &&
 	    pd_sandbox_set_memory_(s, s->opts.limits.memory_bytes, e) < 0)
 		goto fail;

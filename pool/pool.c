@@ -139,7 +139,8 @@ static int prepare(pd_pool *pl, pd_sandbox *s, bool warm, pd_err *e)
 		return -1;
 	}
 	pd_result_free(&r);
-	return 0;
+	/* the user's first program gets pid 2, warmed or not, fresh or reset */
+	return pd_sandbox_rewind_pids(s, e);
 }
 
 /* Creates a sandbox for the template and places what the template puts in it before use. */

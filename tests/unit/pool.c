@@ -187,7 +187,8 @@ static void test_pools(void)
 			break;
 		usleep(50000);
 	}
-	/* a 1 ms deadline is missed by nearly every create; each miss is killed and counted */
+	/* a 1 ms deadline, counted from the start of the create, is missed by every create (the
+	 * host's part alone takes longer); each miss is killed and counted */
 	ok(st.create_failures >= 1 && st.forced_reclaims == st.create_failures,
 	   "CREATING past its deadline is reclaimed by force and counted (%llu of %llu failed creates)",
 	   (unsigned long long)st.forced_reclaims, (unsigned long long)st.create_failures);
@@ -437,8 +438,17 @@ static void test_reuse(void)
 	}
 	ok(st.resets == 1 && st.reset_refusals == 0, "the released sandbox was reset (resets %llu)",
 	   (unsigned long long)st.resets);
-	s = pd_pool_acquire(p, "r", NULL, &e);
-	ok(s && !strcmp(pd_sandbox_id(s), id), "and served to the next acquire (%s)", id);
+	/* the pool holds it and the builder's replacement (max 2), in an order that depends on
+	 * which finished first: take both */
+	pd_sandbox *both[2] = {pd_pool_acquire(p, "r", NULL, &e), pd_pool_acquire(p, "r", NULL, &e)};
+	s = NULL;
+	for (int i = 0; i < 2; i++) {
+		if (both[i] && !strcmp(pd_sandbox_id(both[i]), id))
+			s = both[i];
+		else if (both[i])
+			pd_pool_release(p, both[i]);
+	}
+	ok(s != NULL, "and served again (%s)", id);
 	int good = 0;
 	/* the template's file as placed, an empty /tmp, no sleep left running */
 	if (s && run_in(s, "cat /work/hello.txt; ls -A /tmp; cat /proc/[0-9]*/comm | grep -c sleep; true",
@@ -457,7 +467,7 @@ static void test_reuse(void)
 	pd_pool_release(p, s);
 	for (int i = 0; i < 400; i++) {
 		st = stat_of(p, "r");
-		if (st.reset_refusals >= 1 && st.ready >= 1 && !st.reclaiming)
+		if (st.reset_refusals >= 1 && st.ready >= 1 && !st.reclaiming && !st.creating)
 			break;
 		usleep(25000);
 	}

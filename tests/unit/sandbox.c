@@ -389,13 +389,50 @@ static void test_fd_leak(void)
 	is_int(count_fds(), before, "no fd leaked in the calling process across 50 pd_run");
 }
 
+/* init must not be what the OOM killer takes, nor something a program can tamper with */
+static void test_init_guarded(void)
+{
+	pd_err e = {0};
+	pd_sandbox *s = pd_sandbox_create(ctx, NULL, &e);
+	if (!ok(s != NULL, "sandbox for init's guards (%s)", e.msg))
+		return;
+	char p[64], b[32] = "";
+	snprintf(p, sizeof p, "/proc/%d/oom_score_adj", (int)pd_sandbox_pid(s));
+	FILE *f = fopen(p, "r");
+	if (f) {
+		if (!fgets(b, sizeof b, f))
+			b[0] = 0;
+		fclose(f);
+	}
+	/* -1000 where the host holds CAP_SYS_RESOURCE, else 0; programs run at 1000 */
+	ok(b[0] && atoi(b) <= 0, "init's oom_score_adj is %d, below every program's 1000", atoi(b));
+	static char shp[] = "/bin/sh", c[] = "-c",
+		    cmd[] = "prlimit --pid 1 --nofile=3:3 2>/dev/null && echo lowered; "
+			    "kill -STOP 1 2>/dev/null && echo signalled; ls -d /proc/1 2>/dev/null; true";
+	char *argv[] = {shp, c, cmd, NULL};
+	pd_exec_opts x = {.argv = argv, .stdin_fd = -1};
+	pd_result r;
+	if (pd_sandbox_exec(s, &x, &r, &e) == 0) {
+		ok(r.status == PD_OK && r.out.head_len == 0,
+		   "a program (uid 0) can neither lower init's rlimits, nor signal it, nor see it (%.*s)",
+		   (int)r.out.head_len, r.out.head ? r.out.head : "");
+		pd_result_free(&r);
+	} else {
+		ok(0, "exec: %s", e.msg);
+	}
+	x.uid = PD_INIT_UID;
+	ok(pd_sandbox_exec(s, &x, &r, &e) < 0 && e.code == EINVAL, "init's uid is refused for programs: %s",
+	   e.msg);
+	pd_sandbox_destroy(s, NULL, 0);
+}
+
 int main(void)
 {
 	if (geteuid() != 0) {
 		printf("1..0 # SKIP the runtime needs root\n");
 		return 0;
 	}
-	plan(54);
+	plan(58);
 	pd_err e = {0};
 	ctx = pd_ctx_new(NULL, &e);
 	ok(ctx != NULL, "pd_ctx_new (%s)", e.msg);
@@ -408,6 +445,7 @@ int main(void)
 	test_errors();
 	test_live_output();
 	test_sigpipe();
+	test_init_guarded();
 	/* warm up: the threads' uid slots stay held (and their lock fds open) by the context */
 	test_threads();
 	test_fd_leak();
