@@ -63,7 +63,7 @@ $(BIN)/paddock: $(CLI_OBJ) $(LIBS)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIBS) $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/tap.h tests/hostcount.h $(LIBS)
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/tap.h tests/unit/output.h tests/hostcount.h $(LIBS)
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
 	@$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)

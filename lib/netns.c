@@ -351,6 +351,24 @@ int pd_netns_sysfs(pd_err *e)
 	return m;
 }
 
+/* Whether the namespace at fd reads exactly as a fresh one of mode m (its PROBES). */
+static bool reads_fresh(pd_netpool *p, int fd, int m)
+{
+	bool fresh = false;
+	char *buf = malloc(PROBE_MAX);
+	if (buf && setns(fd, CLONE_NEWNET) == 0) {
+		ssize_t len = read_probes(buf, PROBE_MAX);
+		if (leave(p, NULL) == 0) {
+			pthread_mutex_lock(&p->lock);
+			fresh = p->fresh[m] && len >= 0 && (size_t)len == p->fresh_len[m] &&
+				!memcmp(buf, p->fresh[m], (size_t)len);
+			pthread_mutex_unlock(&p->lock);
+		}
+	}
+	free(buf);
+	return fresh;
+}
+
 void pd_netns_put(pd_netpool *p, pd_netns *ns, bool all_gone)
 {
 	if (!ns)
@@ -369,17 +387,8 @@ void pd_netns_put(pd_netpool *p, pd_netns *ns, bool all_gone)
 	pthread_mutex_lock(&p->lock);
 	bool room = all_gone && !p->broken && p->fresh[m] && p->nidle[m] < cap;
 	pthread_mutex_unlock(&p->lock);
-	char *buf = room ? malloc(PROBE_MAX) : NULL;
-	if (buf && setns(ns->fd, CLONE_NEWNET) == 0) {
-		ssize_t len = read_probes(buf, PROBE_MAX);
-		if (leave(p, NULL) == 0) {
-			pthread_mutex_lock(&p->lock);
-			fresh = len >= 0 && (size_t)len == p->fresh_len[m] &&
-				!memcmp(buf, p->fresh[m], (size_t)len);
-			pthread_mutex_unlock(&p->lock);
-		}
-	}
-	free(buf);
+	if (room)
+		fresh = reads_fresh(p, ns->fd, m);
 	pthread_mutex_lock(&p->lock);
 	if (fresh && p->nidle[m] < cap) {
 		ns->next = p->idle[m];
@@ -401,19 +410,7 @@ bool pd_netns_fresh(pd_netpool *p, const pd_netns *ns, pid_t pid)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
-	int m = ns->loopback;
-	bool fresh = false;
-	char *buf = malloc(PROBE_MAX);
-	if (buf && setns(fd, CLONE_NEWNET) == 0) {
-		ssize_t len = read_probes(buf, PROBE_MAX);
-		if (leave(p, NULL) == 0) {
-			pthread_mutex_lock(&p->lock);
-			fresh = p->fresh[m] && len >= 0 && (size_t)len == p->fresh_len[m] &&
-				!memcmp(buf, p->fresh[m], (size_t)len);
-			pthread_mutex_unlock(&p->lock);
-		}
-	}
-	free(buf);
+	bool fresh = reads_fresh(p, fd, ns->loopback);
 	close(fd);
 	return fresh;
 }

@@ -333,7 +333,8 @@ void *pd_sandbox_user(const pd_sandbox *s)
 	return s->user;
 }
 
-static int pd_sandbox_set_memory_(pd_sandbox *s, uint64_t bytes, pd_err *e)
+/* The cgroup's memory limit, and the sandbox's record of it. */
+static int apply_memory(pd_sandbox *s, uint64_t bytes, pd_err *e)
 {
 	if (s->ctx->cg.ops->set_memory(s->cg, bytes, e) < 0)
 		return -1;
@@ -345,7 +346,7 @@ int pd_sandbox_set_memory(pd_sandbox *s, uint64_t bytes, pd_err *e)
 {
 	if (s->state != PD_READY)
 		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
-	return pd_sandbox_set_memory_(s, bytes, e);
+	return apply_memory(s, bytes, e);
 }
 
 uint32_t pd_sandbox_uid_base(const pd_sandbox *s)
@@ -1257,7 +1258,7 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 	}
 	/* 6. limits as created (a request may have changed the memory limit) */
 	if (s->lim.memory_bytes != s->opts.limits.memory_bytes &&
-	    pd_sandbox_set_memory_(s, s->opts.limits.memory_bytes, e) < 0)
+	    apply_memory(s, s->opts.limits.memory_bytes, e) < 0)
 		goto fail;
 	s->resets++;
 	s->state = PD_READY;

@@ -157,6 +157,27 @@ pd_sandbox *pd_pool_make(pd_pools *p, pd_pool *pl, pd_err *e)
 	return s;
 }
 
+/* Sandboxes all pools hold against the memory budget: READY, being built, and waiting for the
+ * reclaimer (still alive). Called with the lock held. */
+static uint64_t held_locked(const pd_pools *p)
+{
+	uint64_t held = 0;
+	for (size_t i = 0; i < p->n; i++)
+		held += p->pools[i].nready + p->pools[i].creating + p->pools[i].nreclaiming;
+	return held;
+}
+
+/* Files s at the front of pl's READY list (newest first) and wakes waiting acquires. */
+static void file_ready_locked(pd_pools *p, pd_pool *pl, pd_entry *en, pd_sandbox *s)
+{
+	en->sb = s;
+	en->since = pd_now_us();
+	en->next = pl->ready;
+	pl->ready = en;
+	pl->nready++;
+	pthread_cond_broadcast(&p->cv_ready);
+}
+
 /* Target READY count of a pool; called with the lock held. */
 static uint32_t target_of(pd_pools *p, pd_pool *pl)
 {
@@ -173,9 +194,7 @@ static uint32_t target_of(pd_pools *p, pd_pool *pl)
 	if (want > room)
 		want = room;
 	/* the memory budget caps what all pools hold ready (in-use sandboxes were asked for) */
-	uint64_t held = 0;
-	for (size_t i = 0; i < p->n; i++) /* sandboxes waiting for reclaim still hold memory */
-		held += p->pools[i].nready + p->pools[i].creating + p->pools[i].nreclaiming;
+	uint64_t held = held_locked(p);
 	uint64_t mine = pl->nready + pl->creating;
 	uint64_t cap = p->opts.memory_budget / p->opts.idle_cost_bytes;
 	uint64_t others = held - mine;
@@ -293,12 +312,7 @@ static void *builder_main(void *arg)
 			pd_pool_reclaim_locked(p, best, s);
 			continue;
 		}
-		en->sb = s;
-		en->since = pd_now_us();
-		en->next = best->ready;
-		best->ready = en;
-		best->nready++;
-		pthread_cond_broadcast(&p->cv_ready);
+		file_ready_locked(p, best, en, s);
 	}
 	pthread_mutex_unlock(&p->mu);
 	return NULL;
@@ -349,11 +363,8 @@ static bool reuse_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
 	/* Kept up to the pool's max and the memory budget, not just its target: the builder has
 	 * usually replaced the sandbox when it was acquired, and a reset is far cheaper than the
 	 * next create. A surplus expires after the pool's idle TTL. */
-	uint64_t held = 0;
-	for (size_t i = 0; i < p->n; i++)
-		held += p->pools[i].nready + p->pools[i].creating + p->pools[i].nreclaiming;
 	if (pl->nready + pl->creating >= pl->t.pool_max ||
-	    held > p->opts.memory_budget / p->opts.idle_cost_bytes)
+	    held_locked(p) > p->opts.memory_budget / p->opts.idle_cost_bytes)
 		return false;
 	/* The warm-up exec (~0.9 ms of CPU) saves the next user ~0.1-0.7 ms of cold lookups: worth
 	 * it when the reclaimer has slack, not when releases queue up behind it (throughput) */
@@ -371,17 +382,10 @@ static bool reuse_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
 	}
 	if (!en) {
 		pl->st.reset_refusals++;
-		snprintf(pl->last_reset_error, sizeof pl->last_reset_error, "%s",
-			 ok ? "out of memory" : e.msg);
 		return false;
 	}
 	pl->st.resets++;
-	en->sb = s;
-	en->since = pd_now_us();
-	en->next = pl->ready;
-	pl->ready = en;
-	pl->nready++;
-	pthread_cond_broadcast(&p->cv_ready);
+	file_ready_locked(p, pl, en, s);
 	return true;
 }
 

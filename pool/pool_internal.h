@@ -25,7 +25,6 @@ struct pd_pool {
 	uint64_t win_start, win_peak, prev_win_peak;
 	uint64_t retry_at;
 	char last_error[256];
-	char last_reset_error[256];
 	pd_pool_stats st;
 };
 

@@ -6,6 +6,7 @@
  * reused namespace (or the pool saves nothing), and sandboxes alive at once never share one. */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "output.h"
 #include "tap.h"
 
 #include <stdlib.h>
@@ -39,17 +40,6 @@ struct view {
 	int ok;
 };
 
-static char *dup_out(const pd_output *o)
-{
-	char *b = malloc(o->head_len + o->tail_len + 1);
-	if (!b)
-		abort();
-	memcpy(b, o->head ? o->head : "", o->head_len);
-	memcpy(b + o->head_len, o->tail ? o->tail : "", o->tail_len);
-	b[o->head_len + o->tail_len] = 0;
-	return b;
-}
-
 /* runs script in a fresh sandbox; returns its stdout and the namespace it printed to stderr */
 static struct view run(const char *script, uint32_t uid)
 {
@@ -77,16 +67,6 @@ static struct view run(const char *script, uint32_t uid)
 	free(err);
 	pd_result_free(&r);
 	return v;
-}
-
-static void first_difference(const char *a, const char *b)
-{
-	size_t i = 0;
-	while (a[i] && a[i] == b[i])
-		i++;
-	size_t s = i > 200 ? i - 200 : 0;
-	printf("#   first difference at byte %zu:\n#   fresh: ...%.300s\n#   now:   ...%.300s\n", i, a + s,
-	       b + s);
 }
 
 struct workload {
@@ -173,7 +153,7 @@ static void test_workloads(const struct view *fresh)
 		ok(w.ok, "dirty workload runs: %s", WORK[i].name);
 		if (!ok(v.ok && !strcmp(v.text, fresh->text),
 			"the next sandbox sees a fresh network namespace after: %s", WORK[i].name))
-			first_difference(fresh->text, v.text);
+			first_difference(fresh->text, v.text, "now");
 		if (WORK[i].traffic)
 			ok(st1.discarded > st0.discarded && w.ns[0] && strcmp(w.ns, v.ns),
 			   "its namespace was discarded, not reused (%s then %s)", w.ns, v.ns);

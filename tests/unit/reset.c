@@ -8,6 +8,7 @@
  * state, and sandboxes that timed out or share writable binds, must be refused. */
 #define _GNU_SOURCE
 #include "internal.h"
+#include "output.h"
 #include "tap.h"
 
 #include <stdlib.h>
@@ -44,17 +45,6 @@ static const char VIEW[] =
 	"echo == net; cat /proc/net/dev /proc/net/snmp /proc/net/unix /proc/net/tcp /proc/net/udp;"
 	"echo == cgroup; cat /proc/self/cgroup; ls /sys/fs/cgroup 2>&1;"
 	"echo == pids-after; echo $$; sh -c 'echo $$'";
-
-static char *dup_out(const pd_output *o)
-{
-	char *b = malloc(o->head_len + o->tail_len + 1);
-	if (!b)
-		abort();
-	memcpy(b, o->head ? o->head : "", o->head_len);
-	memcpy(b + o->head_len, o->tail ? o->tail : "", o->tail_len);
-	b[o->head_len + o->tail_len] = 0;
-	return b;
-}
 
 static int sh(pd_sandbox *s, const char *script, uint32_t uid, pd_result *r)
 {
@@ -101,16 +91,6 @@ static struct view look(pd_sandbox *s)
 		free(err);
 	}
 	return v;
-}
-
-static void first_difference(const char *a, const char *b)
-{
-	size_t i = 0;
-	while (a[i] && a[i] == b[i])
-		i++;
-	size_t s = i > 300 ? i - 300 : 0;
-	printf("#   first difference at byte %zu:\n#   fresh: ...%.500s\n#   reset: ...%.500s\n", i, a + s,
-	       b + s);
 }
 
 struct workload {
@@ -172,7 +152,7 @@ static void check_against(const struct view *fresh, const struct view *now, cons
 {
 	bool same = !strcmp(fresh->text, now->text);
 	if (!ok(same, "after %s: the view equals a fresh sandbox's (%zu bytes)", what, strlen(now->text)))
-		first_difference(fresh->text, now->text);
+		first_difference(fresh->text, now->text, "reset");
 	bool rec = now->r.status == PD_OK && !now->r.oom_killed && now->r.signal == 0 &&
 		   now->r.exit_code == 0;
 	/* peaks are per exec; what a reset cannot take back is page cache the last user faulted in
