@@ -40,7 +40,7 @@ typedef struct pd_language {
 	const char *template; /* the template it runs on */
 	const char *source;   /* where the code goes, e.g. /work/main.py */
 	const char *compile;  /* shell command, or NULL */
-	const char *run;      /* shell command; "$@" receives the request's args */
+	const char *run[4];   /* the program's argv (exec'd directly); the request's args follow */
 	const char *version;  /* fallback for /api/v2/runtimes when the toolchain does not say */
 	const char *requires; /* program the image must have */
 	const char *probe;    /* argument that makes it print its version (--version...) */
