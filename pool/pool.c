@@ -366,12 +366,12 @@ static bool reuse_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
 	if (pl->nready + pl->creating >= pl->t.pool_max ||
 	    held_locked(p) > p->opts.memory_budget / p->opts.idle_cost_bytes)
 		return false;
-	/* The warm-up exec (~0.9 ms of CPU) saves the next user ~0.1-0.7 ms of cold lookups: worth
-	 * it when the reclaimer has slack, not when releases queue up behind it (throughput) */
-	bool warm = p->nreclaim == 0;
+	/* No warm-up exec after a reset: the image's files are in the page cache and their lower
+	 * dentries cached since the sandbox's first user, and the template's warm-up is often a whole
+	 * interpreter (python: ~10 ms of CPU, as much as the request it would speed up by < 1 ms) */
 	pthread_mutex_unlock(&p->mu); /* still counted in nreclaiming: the builder expects it back */
 	pd_err e = {0};
-	bool ok = pd_sandbox_reset(s, &e) == 0 && prepare(pl, s, warm, &e) == 0;
+	bool ok = pd_sandbox_reset(s, &e) == 0 && prepare(pl, s, false, &e) == 0;
 	pd_entry *en = ok ? calloc(1, sizeof *en) : NULL;
 	pthread_mutex_lock(&p->mu);
 	if (p->stop) {
