@@ -18,7 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define IMAGE_FORMAT 2
+/* 3: copies keep their source's timestamps (python checks a .pyc against its source's mtime: a
+ * copied sitecustomize.py with a new mtime was recompiled at every interpreter start, ~0.9 ms) */
+#define IMAGE_FORMAT 3
 
 /* top-level entries that are symlinks on merged-/usr hosts and real directories elsewhere */
 static const char *const usr_links[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32", NULL};
@@ -57,6 +59,9 @@ static int copy_file(const char *src, const char *dst, const struct stat *st)
 		}
 	if (n < 0)
 		rc = -1;
+	const struct timespec times[2] = {st->st_atim, st->st_mtim};
+	if (!rc && futimens(out, times) < 0)
+		rc = -1;
 	close(in);
 	if (close(out) < 0)
 		rc = -1;
@@ -74,13 +79,22 @@ static int copy_entry(const char *src, const char *dst, int depth)
 		if (n < 0)
 			return -1;
 		t[n] = 0;
-		return symlink(t, dst) < 0 && errno != EEXIST ? -1 : 0;
+		if (symlink(t, dst) < 0 && errno != EEXIST)
+			return -1;
+		const struct timespec times[2] = {st.st_atim, st.st_mtim};
+		utimensat(AT_FDCWD, dst, times, AT_SYMLINK_NOFOLLOW); /* cosmetic: nothing checks them */
+		return 0;
 	}
 	/* default deny: what the host keeps from other users stays out of the sandbox */
 	if (!(st.st_mode & S_IROTH))
 		return 0;
-	if (S_ISDIR(st.st_mode))
-		return copy_tree(src, dst, depth + 1);
+	if (S_ISDIR(st.st_mode)) {
+		if (copy_tree(src, dst, depth + 1) < 0)
+			return -1;
+		/* after its entries, whose creation moved it */
+		const struct timespec times[2] = {st.st_atim, st.st_mtim};
+		return utimensat(AT_FDCWD, dst, times, 0);
+	}
 	if (S_ISREG(st.st_mode))
 		return copy_file(src, dst, &st);
 	return 0; /* no devices, fifos or sockets */

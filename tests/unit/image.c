@@ -54,7 +54,7 @@ static bool absent(const char *rel)
 }
 
 /* walk of the image's /etc: copied regular files must be world-readable on the host and here */
-static int n_files, n_unreadable, n_host_unreadable, n_special, n_not_from_host;
+static int n_files, n_unreadable, n_host_unreadable, n_special, n_not_from_host, n_new_mtime;
 static const char *const generated[] = {"passwd", "group", "hosts", "hostname", "nsswitch.conf",
 					"resolv.conf", "machine-id", NULL};
 
@@ -80,6 +80,11 @@ static int visit(const char *path, const struct stat *st, int type, struct FTW *
 			} else if (!(hs.st_mode & S_IROTH)) {
 				n_host_unreadable++;
 				printf("#   %s: not world-readable on the host\n", rel);
+			} else if (hs.st_mtim.tv_sec != st->st_mtim.tv_sec ||
+				   hs.st_mtim.tv_nsec != st->st_mtim.tv_nsec) {
+				n_new_mtime++;
+				printf("#   %s: mtime %lld, on the host %lld\n", rel, (long long)st->st_mtim.tv_sec,
+				       (long long)hs.st_mtim.tv_sec);
 			}
 		}
 	} else if (!S_ISDIR(st->st_mode) && !S_ISLNK(st->st_mode)) {
@@ -109,7 +114,7 @@ int main(void)
 		printf("1..0 # SKIP building the image needs root (chown)\n");
 		return 0;
 	}
-	plan(49);
+	plan(50);
 	if (!mkdtemp(tmp)) {
 		perror("mkdtemp");
 		return 1;
@@ -182,6 +187,8 @@ int main(void)
 	is_int(n_unreadable, 0, "every file is world-readable, none setuid or world-writable");
 	is_int(n_host_unreadable, 0, "every copied file is world-readable on the host");
 	is_int(n_not_from_host, 0, "every file not generated comes from the host's /etc");
+	/* python (and others) check caches against the source's mtime: a .pyc of sitecustomize.py */
+	is_int(n_new_mtime, 0, "every copied file keeps its host mtime");
 	is_int(n_special, 0, "no device, fifo or socket");
 
 	/* symlinks as on the host */
