@@ -101,9 +101,11 @@ const pd_template *pd_pools_template(pd_pools *p, const char *name)
 	return pl ? &pl->t : NULL;
 }
 
+typedef enum { WARM_NONE, WARM_TRUE, WARM_TEMPLATE } warm_kind;
+
 /* What the template puts in a new (or reset) sandbox before use: its working directory, its
- * files, and (if warm) a warm-up exec. */
-static int prepare(pd_pool *pl, pd_sandbox *s, bool warm, pd_err *e)
+ * files, and a warm-up exec: the template's own (a new sandbox), /bin/true (a reset one), or none. */
+static int prepare(pd_pool *pl, pd_sandbox *s, warm_kind warm, pd_err *e)
 {
 	if (pl->t.cwd && pd_sandbox_mkdir(s, pl->t.cwd, 0755, e) < 0)
 		return -1;
@@ -120,7 +122,7 @@ static int prepare(pd_pool *pl, pd_sandbox *s, bool warm, pd_err *e)
 		if (pd_sandbox_write_file(s, f->path, f->data, f->len, f->mode, e) < 0)
 			return -1;
 	}
-	if (!warm)
+	if (warm == WARM_NONE)
 		return 0;
 	/* a fresh overlay has cold lookups: the first exec in a sandbox costs ~0.7 ms more than the
 	 * next. Pay that here, off the request path, with a program that changes nothing. */
@@ -128,7 +130,7 @@ static int prepare(pd_pool *pl, pd_sandbox *s, bool warm, pd_err *e)
 	char *argv[] = {t_true, NULL};
 	pd_exec_opts x = {0};
 	/* the template's own interpreter warms the files its requests will open first */
-	x.argv = pl->t.warmup[0] ? pl->t.warmup : argv;
+	x.argv = warm == WARM_TEMPLATE && pl->t.warmup[0] ? pl->t.warmup : argv;
 	x.envp = pl->t.env[0] ? pl->t.env : NULL;
 	x.cwd = pl->t.cwd;
 	pd_result r;
@@ -150,7 +152,7 @@ pd_sandbox *pd_pool_make(pd_pools *p, pd_pool *pl, pd_err *e)
 	if (!s)
 		return NULL;
 	pd_sandbox_set_owner(s, pl);
-	if (prepare(pl, s, true, e) < 0) {
+	if (prepare(pl, s, WARM_TEMPLATE, e) < 0) {
 		pd_sandbox_destroy(s, NULL, 0);
 		return NULL;
 	}
@@ -366,12 +368,15 @@ static bool reuse_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
 	if (pl->nready + pl->creating >= pl->t.pool_max ||
 	    held_locked(p) > p->opts.memory_budget / p->opts.idle_cost_bytes)
 		return false;
-	/* No warm-up exec after a reset: the image's files are in the page cache and their lower
-	 * dentries cached since the sandbox's first user, and the template's warm-up is often a whole
-	 * interpreter (python: ~10 ms of CPU, as much as the request it would speed up by < 1 ms) */
+	/* After a reset the image's files are in the page cache since the sandbox's first user; only
+	 * the new overlay's own dentries are cold (~0.3-0.4 ms on the next exec). /bin/true warms them
+	 * for ~0.7 ms of CPU, when the reclaimer has slack; never the template's warm-up, which is
+	 * often a whole interpreter (python: ~10 ms of CPU, as much as the request it would speed up;
+	 * with it, /run_code used ~25% more CPU per request at 2 clients). */
+	warm_kind warm = p->nreclaim == 0 ? WARM_TRUE : WARM_NONE;
 	pthread_mutex_unlock(&p->mu); /* still counted in nreclaiming: the builder expects it back */
 	pd_err e = {0};
-	bool ok = pd_sandbox_reset(s, &e) == 0 && prepare(pl, s, false, &e) == 0;
+	bool ok = pd_sandbox_reset(s, &e) == 0 && prepare(pl, s, warm, &e) == 0;
 	pd_entry *en = ok ? calloc(1, sizeof *en) : NULL;
 	pthread_mutex_lock(&p->mu);
 	if (p->stop) {
