@@ -16,13 +16,15 @@
 static pd_ctx *ctx;
 
 /* Everything of the namespace a sandbox can read: /proc/net (every table and counter), sockstat
- * without its host-wide fields (orphan, alloc, mem, sockets used), the devices in /sys, and the
+ * without its host-wide fields (orphan, alloc, mem, sockets used), protocols without its
+ * host-wide memory column (any socket anywhere on the host moves it), the devices in /sys, and the
  * sysctls that set what unprivileged users may do. The namespace's inode goes to stderr. */
 static const char VIEW[] =
 	"readlink /proc/self/ns/net >&2; cd /proc/net || exit 1;"
 	"for f in dev snmp snmp6 netstat unix tcp tcp6 udp udp6 udplite udplite6 raw raw6 icmp icmp6"
 	" igmp igmp6 if_inet6 route ipv6_route fib_trie fib_triestat dev_snmp6/lo packet"
-	" ptype protocols arp; do echo \"== $f\"; cat $f 2>&1; done;"
+	" ptype arp; do echo \"== $f\"; cat $f 2>&1; done;"
+	"echo == protocols; awk '{$4=\"\"; print}' protocols;"
 	/* the kernel's own netlink sockets, without their addresses and inodes (which differ
 	 * between any two namespaces, fresh or not) */
 	"echo == netlink; awk '{$1=\"\"; $NF=\"\"; print}' netlink;"
