@@ -121,23 +121,6 @@ void pd_job_free(pd_job *j)
 	free(j);
 }
 
-static char **sh_argv(const char *cmd, json_t *args)
-{
-	size_t na = json_is_array(args) ? json_array_size(args) : 0;
-	char **v = calloc(na + 5, sizeof *v);
-	if (!v)
-		return NULL;
-	v[0] = strdup("/bin/sh");
-	v[1] = strdup("-c");
-	v[2] = strdup(cmd);
-	v[3] = strdup("sh");
-	for (size_t i = 0; i < na; i++) {
-		json_t *a = json_array_get(args, i);
-		v[4 + i] = strdup(json_is_string(a) ? json_string_value(a) : "");
-	}
-	return v;
-}
-
 /* prefix + the request's args (non-strings as ""), NULL-terminated */
 static char **run_argv(const char *const *prefix, json_t *args)
 {
@@ -156,6 +139,13 @@ static char **run_argv(const char *const *prefix, json_t *args)
 		}
 	}
 	return v;
+}
+
+/* sh -c CMD, the request's args as $1... */
+static char **sh_argv(const char *cmd, json_t *args)
+{
+	const char *const prefix[] = {"/bin/sh", "-c", cmd, "sh", NULL};
+	return run_argv(prefix, args);
 }
 
 static int add_file(pd_job *j, const char *path, const char *data, size_t len)
@@ -426,29 +416,23 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 	if (cmd || shell) {
 		free_vec(j->run.argv);
 		j->run.argv = NULL;
-		if (cmd && !(j->run.argv = str_array(cmd, "cmd", 4096, e)))
+		char **base = cmd ? str_array(cmd, "cmd", 4096, e) : NULL;
+		if (cmd && !base)
 			goto fail;
-		if (cmd && args && json_array_size(args)) {
-			/* args follow the command, as they follow a language's program */
-			size_t nc = 0, na = json_array_size(args);
-			while (j->run.argv[nc])
-				nc++;
-			char **av = realloc(j->run.argv, (nc + na + 1) * sizeof *av);
-			if (!av) {
+		for (size_t i = 0; cmd && args && i < json_array_size(args); i++)
+			if (!json_is_string(json_array_get(args, i))) {
+				free_vec(base);
+				pd_fail(e, EINVAL, "args[%zu]: must be a string", i);
+				goto fail;
+			}
+		/* args follow the command, as they follow a language's program */
+		if (base) {
+			j->run.argv = run_argv((const char *const *)base, args);
+			free_vec(base);
+			if (!j->run.argv) {
 				pd_fail(e, ENOMEM, "args");
 				goto fail;
 			}
-			j->run.argv = av;
-			for (size_t i = 0; i < na; i++) {
-				json_t *a = json_array_get(args, i);
-				if (!json_is_string(a)) {
-					av[nc + i] = NULL;
-					pd_fail(e, EINVAL, "args[%zu]: must be a string", i);
-					goto fail;
-				}
-				av[nc + i] = strdup(json_string_value(a));
-			}
-			av[nc + na] = NULL;
 		}
 		if (shell) {
 			if (!json_is_string(shell)) {
