@@ -355,6 +355,20 @@ static void reclaim_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s, bool no_reus
 	pthread_cond_signal(&p->cv_reclaimer);
 }
 
+/* Whether a CPU is idle now: fewer runnable tasks than CPUs, not counting the caller
+ * (/proc/loadavg's fourth field, "runnable/total", is the kernel's instantaneous count). */
+static bool cpu_idle_now(void)
+{
+	char b[128];
+	if (pd_read_file("/proc/loadavg", b, sizeof b) <= 0)
+		return false;
+	unsigned long runnable = 0;
+	if (sscanf(b, "%*s %*s %*s %lu/", &runnable) != 1)
+		return false;
+	long ncpu = get_nprocs();
+	return runnable < 1 || (long)(runnable - 1) < (ncpu > 0 ? ncpu : 1);
+}
+
 /* Resets s for the next user and files it as READY: true. False if the pool does not need it
  * or the reset was refused (the caller destroys it). Called with the lock held; drops it
  * meanwhile. */
@@ -370,10 +384,12 @@ static bool reuse_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
 		return false;
 	/* After a reset the image's files are in the page cache since the sandbox's first user; only
 	 * the new overlay's own dentries are cold (~0.3-0.4 ms on the next exec). /bin/true warms them
-	 * for ~0.7 ms of CPU, when the reclaimer has slack; never the template's warm-up, which is
-	 * often a whole interpreter (python: ~10 ms of CPU, as much as the request it would speed up;
-	 * with it, /run_code used ~25% more CPU per request at 2 clients). */
-	warm_kind warm = p->nreclaim == 0 ? WARM_TRUE : WARM_NONE;
+	 * for ~0.7 ms of CPU: worth it only when that CPU would otherwise idle, so only with no
+	 * backlog and a CPU idle now (under load it cost more CPU than the exec it sped up saved).
+	 * Never the template's warm-up, which is often a whole interpreter (python: ~10 ms of CPU, as
+	 * much as the request it would speed up; with it, /run_code used ~25% more CPU per request
+	 * at 2 clients). */
+	warm_kind warm = p->nreclaim == 0 && cpu_idle_now() ? WARM_TRUE : WARM_NONE;
 	pthread_mutex_unlock(&p->mu); /* still counted in nreclaiming: the builder expects it back */
 	pd_err e = {0};
 	bool ok = pd_sandbox_reset(s, &e) == 0 && prepare(pl, s, warm, &e) == 0;
