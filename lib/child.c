@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/magic.h>
 #include <linux/mount.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -22,9 +23,11 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/inotify.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,6 +35,18 @@
 #ifdef __SANITIZE_ADDRESS__
 #include <sanitizer/asan_interface.h>
 #endif
+
+/* openat2's arguments (linux/openat2.h, which glibc's headers may lack) */
+#ifndef RESOLVE_IN_ROOT
+#define RESOLVE_NO_MAGICLINKS 0x02
+#define RESOLVE_NO_SYMLINKS 0x04
+#define RESOLVE_BENEATH 0x08
+#define RESOLVE_IN_ROOT 0x10
+#endif
+
+struct open_how_ {
+	uint64_t flags, mode, resolve;
+};
 
 #ifndef MOVE_MOUNT_F_EMPTY_PATH
 #define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
@@ -354,24 +369,65 @@ static int new_stage(uint64_t disk_bytes)
 	return m;
 }
 
+#define UPPER "us" /* mount point, in the staging tmpfs, of the layers-mounted-elsewhere's uppers */
+/* everything that happens in a watched directory, opens and reads included (upperwatch.c) */
+#define UPPER_EVENTS (IN_ALL_EVENTS | IN_ONLYDIR | IN_DONT_FOLLOW)
+
+/* The old root's overlay mounted at dst (one component below "/"): resolved without links from
+ * the old root, and checked to be an overlay's root, or the reset fails. A user cannot rename,
+ * remove or cover a mount point, nor make one, so at depth one this is the overlay made there. */
+static int kept_overlay(int oldroot, const char *dst)
+{
+	struct open_how_ how = {O_PATH | O_CLOEXEC, 0,
+				RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH};
+	int fd = (int)syscall(SYS_openat2, oldroot, dst + 1, &how, sizeof how);
+	check(fd, "find the overlay to keep");
+	struct statx sx;
+	struct statfs sf;
+	if (statx(fd, "", AT_EMPTY_PATH, 0, &sx) < 0 || !(sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
+	    !(sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) || fstatfs(fd, &sf) < 0 ||
+	    sf.f_type != OVERLAYFS_SUPER_MAGIC)
+		die("the overlay to keep is not one", EINVAL);
+	return fd;
+}
+
 /* In the staging tmpfs (the working directory): the image layers attached, the overlays stacked
  * at ROOT, the binds attached inside that root and the directories the rest is mounted on.
  * Every path is relative, so overlay shows its layers as l0, u0... in /proc/self/mountinfo: the
- * same in a fresh sandbox and a reset one, and no host path. */
-static void build_tree(const child_cfg *c, const int *layer_fds, const int *bind_fds)
+ * same in a fresh sandbox and a reset one, and no host path. The uppers of layers mounted
+ * elsewhere than "/" live on a tmpfs of their own at UPPER, so that a reset can keep those
+ * overlays (c->keep_upper: moved over from oldroot) while their tmpfs is as a fresh one; with
+ * c->uwatch_fd, the new ones are watched and rep gets the watches. Directories are made in the
+ * same order whatever is kept, so the staging tmpfs numbers its inodes as a fresh one does. */
+static void build_tree(const child_cfg *c, const int *layer_fds, const int *bind_fds, int oldroot,
+		       pd_reset_report *rep)
 {
 	char opts[4096], q[PD_PATH];
+	bool elsewhere = false;
+	for (int i = 0; i < c->nlayers; i++)
+		elsewhere |= strcmp(c->layer_dst[i], "/") != 0;
 	/* layers: the detached, id-mapped mounts the host made for us */
-	for (int i = 0; i < c->nlayers; i++) {
+	for (int i = 0, k = 0; i < c->nlayers; i++) {
 		char n[8], p[16];
 		utoa((unsigned long)i, n);
 		cat(p, sizeof p, "l", n, NULL);
 		check(mkdir(p, 0755), "mkdir layer");
-		check((int)syscall(SYS_move_mount, layer_fds[i], "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH),
+		if (c->keep_upper && strcmp(c->layer_dst[i], "/"))
+			continue;
+		check((int)syscall(SYS_move_mount, layer_fds[k++], "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH),
 		      "attach image layer");
 	}
-	/* the root overlay stacks every layer whose destination is "/", first on top */
 	check(mkdir(ROOT, 0755), "mkdir root");
+	if (elsewhere) {
+		check(mkdir(UPPER, 0755), "mkdir upper");
+		if (!c->keep_upper) {
+			int up = new_stage(c->disk_bytes);
+			check((int)syscall(SYS_move_mount, up, "", AT_FDCWD, UPPER, MOVE_MOUNT_F_EMPTY_PATH),
+			      "attach upper tmpfs");
+			close(up);
+		}
+	}
+	/* the root overlay stacks every layer whose destination is "/", first on top */
 	for (int pass = 0; pass < 2; pass++) {
 		for (int i = 0; i < c->nlayers; i++) {
 			bool is_root = !strcmp(c->layer_dst[i], "/");
@@ -380,10 +436,8 @@ static void build_tree(const child_cfg *c, const int *layer_fds, const int *bind
 			char n[8];
 			utoa((unsigned long)i, n);
 			char up[16], wk[16], lower[PD_MAX_LAYERS * 8];
-			cat(up, sizeof up, "u", n, NULL);
-			cat(wk, sizeof wk, "w", n, NULL);
-			check(mkdir(up, 0755), "mkdir upper");
-			check(mkdir(wk, 0755), "mkdir work");
+			cat(up, sizeof up, is_root ? "" : UPPER "/", "u", n);
+			cat(wk, sizeof wk, is_root ? "" : UPPER "/", "w", n);
 			lower[0] = 0;
 			size_t ln = 0;
 			for (int j = 0; j < c->nlayers; j++) {
@@ -397,16 +451,40 @@ static void build_tree(const child_cfg *c, const int *layer_fds, const int *bind
 			}
 			if (!lower[0])
 				continue;
-			cat(opts, sizeof opts, "lowerdir=", lower, ",upperdir=");
-			cat(opts + strlen(opts), sizeof opts - strlen(opts), up, ",workdir=", wk);
-			cat(opts + strlen(opts), sizeof opts - strlen(opts), ",userxattr", NULL, NULL);
 			if (is_root) {
 				cat(q, sizeof q, ROOT, NULL, NULL);
 			} else {
 				cat(q, sizeof q, ROOT, c->layer_dst[i], NULL);
 				mkdirs(q, 0755);
 			}
+			if (!is_root && c->keep_upper) {
+				int fd = kept_overlay(oldroot, c->layer_dst[i]);
+				check((int)syscall(SYS_move_mount, fd, "", AT_FDCWD, q, MOVE_MOUNT_F_EMPTY_PATH),
+				      "move the kept overlay");
+				close(fd);
+				continue;
+			}
+			check(mkdir(up, 0755), "mkdir upper");
+			check(mkdir(wk, 0755), "mkdir work");
+			cat(opts, sizeof opts, "lowerdir=", lower, ",upperdir=");
+			cat(opts + strlen(opts), sizeof opts - strlen(opts), up, ",workdir=", wk);
+			cat(opts + strlen(opts), sizeof opts - strlen(opts), ",userxattr", NULL, NULL);
 			check(mount("overlay", q, "overlay", MS_NOSUID | MS_NODEV, opts), "mount overlay");
+			/* after the mount: overlay's own checks at mount time write in the work directory */
+			if (!is_root && c->uwatch_fd >= 0 && rep && rep->nwd + 2 > 2 * PD_MAX_LAYERS)
+				rep->nwd = -1;
+			if (!is_root && c->uwatch_fd >= 0 && rep && rep->nwd >= 0) {
+				char wwork[24];
+				cat(wwork, sizeof wwork, wk, "/work", NULL);
+				int a = inotify_add_watch(c->uwatch_fd, up, UPPER_EVENTS);
+				int b = a < 0 ? -1 : inotify_add_watch(c->uwatch_fd, wwork, UPPER_EVENTS);
+				if (a >= 0)
+					rep->wd[rep->nwd++] = a;
+				if (b >= 0)
+					rep->wd[rep->nwd++] = b;
+				if (a < 0 || b < 0)
+					rep->nwd = -1; /* unwatched: the next reset rebuilds it */
+			}
 		}
 	}
 	int rootfd = open(ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -460,7 +538,7 @@ static void build_root(const child_cfg *c, const int *layer_fds, const int *bind
 	      "attach staging tmpfs");
 	check(fchdir(st), "enter staging tmpfs");
 	close(st);
-	build_tree(c, layer_fds, bind_fds);
+	build_tree(c, layer_fds, bind_fds, -1, NULL);
 	mount_proc(ROOT, skel);
 	mount_dev(ROOT, skel);
 	mount_shm(ROOT);
@@ -481,6 +559,7 @@ struct reset_arg {
 	const child_cfg *c;
 	int pidfd;
 	const int *fds;
+	pd_reset_report *rep;
 };
 
 /* Runs in the helper pd_reset_root starts: a vfork-style child of a host thread, sharing its
@@ -499,12 +578,18 @@ static int reset_entry(void *arg)
 	 * user could have replaced with a link. Absolute paths still start at the old root (path
 	 * lookup does not cross mounts stacked on the starting directory); the new tree is built
 	 * from the working directory. */
+	int oldroot = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	check(oldroot, "open the old root");
 	int st = new_stage(c->disk_bytes);
 	check((int)syscall(SYS_move_mount, st, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH),
 	      "attach staging tmpfs");
 	check(fchdir(st), "enter staging tmpfs");
 	close(st);
-	build_tree(c, ra->fds, ra->fds + c->nlayers);
+	int nlayer_fds = 0;
+	for (int i = 0; i < c->nlayers; i++)
+		nlayer_fds += !c->keep_upper || !strcmp(c->layer_dst[i], "/");
+	build_tree(c, ra->fds, ra->fds + nlayer_fds, oldroot, ra->rep);
+	close(oldroot);
 	/* procfs must be mounted from inside the pid namespace, which this helper is not in: the
 	 * sandbox's own /proc moves over, with its masks; /dev and /sys too. They are read-only
 	 * mounts, so nothing of the last user is in them but its ptys (if it left them open) and
@@ -535,7 +620,7 @@ int pd_reset_root(const child_cfg *c, int pidfd, const int *fds, pd_reset_report
 		cat(rep->what, sizeof rep->what, "stack for the reset helper", NULL, NULL);
 		return -1;
 	}
-	struct reset_arg ra = {c, pidfd, fds};
+	struct reset_arg ra = {c, pidfd, fds, rep};
 	int saved_errno = errno;
 	t_rep = rep;
 	/* CLONE_VM | CLONE_VFORK: no copy of the host's memory; this thread waits until the helper
@@ -850,15 +935,6 @@ bad:
 }
 
 /* ---- file operations for the host, resolved strictly inside the sandbox's root ----------------- */
-
-#ifndef RESOLVE_IN_ROOT
-#define RESOLVE_NO_MAGICLINKS 0x02
-#define RESOLVE_IN_ROOT 0x10
-#endif
-
-struct open_how_ {
-	uint64_t flags, mode, resolve;
-};
 
 /* openat2 with every component, symlinks included, resolved as if "/" were the root (it is ours
  * anyway, but a sandbox program may plant links to /proc magic links: those are refused) */

@@ -153,7 +153,22 @@ struct pd_ctx {
 	int owner_fd; /* flock held on <state>/owners/<run_id> while this context lives */
 	pd_stuck *stuck;
 	uint64_t nstuck, nstuck_total;
+	struct pd_uwatch *uwatch; /* upperwatch.c */
 };
+
+/* ---- kept overlays of layers mounted elsewhere than "/" (upperwatch.c) ------------------------ */
+
+typedef struct pd_uwatch pd_uwatch;
+pd_uwatch *pd_uwatch_new(void);
+void pd_uwatch_free(pd_uwatch *w);
+/* The inotify instance (made on first use), or -1. */
+int pd_uwatch_fd(pd_uwatch *w);
+/* Files the watches wds (added on pd_uwatch_fd's instance) as s's, with *dirty its flag, cleared. */
+int pd_uwatch_add(pd_uwatch *w, pd_sandbox *s, bool *dirty, const int *wds, int n);
+/* Whether s has watches and none has seen an event since they were added. */
+bool pd_uwatch_clean(pd_uwatch *w, pd_sandbox *s, bool *dirty);
+/* Drops s's watches (before a rebuild, and when s is destroyed). */
+void pd_uwatch_forget(pd_uwatch *w, pd_sandbox *s);
 
 /* ---- small helpers (util.c) ------------------------------------------------------------------ */
 

@@ -240,6 +240,9 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e);
 int pd_sandbox_rewind_pids(pd_sandbox *s, pd_err *e);
 /* How many times s was reset. */
 uint32_t pd_sandbox_resets(const pd_sandbox *s);
+/* Of those, how many kept the overlays of layers mounted elsewhere (the default image's /usr):
+ * the last user had not touched them. */
+uint32_t pd_sandbox_resets_kept(const pd_sandbox *s);
 
 /* Kills everything in the sandbox, removes its cgroup and uid slot, checks the residue.
  * residue (may be NULL, >= 128 bytes) receives "clean" or what was left. Returns 0 when clean. */

@@ -79,6 +79,11 @@ typedef struct child_cfg {
 	bool bind_is_dir[PD_MAX_BINDS];
 	uint64_t disk_bytes;
 	const pd_bpf *bpf_base, *bpf_audit;
+	/* reset only: keep_upper moves the old root's overlays of layers mounted elsewhere than "/"
+	 * (whose fds are then not passed) instead of building them; uwatch_fd (or -1) is the
+	 * inotify instance the helper watches newly built ones with (upperwatch.c) */
+	bool keep_upper;
+	int uwatch_fd;
 } child_cfg;
 
 /* Runs in the child after clone3: builds the root, then serves as the sandbox's init. Never returns. */
@@ -88,12 +93,15 @@ __attribute__((noreturn)) void pd_child_main(const child_cfg *cfg);
 typedef struct pd_reset_report {
 	int err;
 	char what[240];
+	int wd[2 * PD_MAX_LAYERS]; /* the watches it added (upper and work directories) */
+	int nwd;
 } pd_reset_report;
 
 /* Gives the sandbox whose init is pidfd a fresh root, as its creation did: a new staging tmpfs,
- * the layers (fds: detached id-mapped mounts, then the binds) under a new overlay, a new /dev;
- * /proc and /sys move over from the old root, which is then detached with everything the last
- * user wrote. Runs in a short-lived helper that enters the sandbox's user and mount namespaces
+ * the layers (fds: detached id-mapped mounts, then the binds) under a new overlay, a new devpts
+ * and /dev/shm; /proc, /dev and /sys move over from the old root, and so do the overlays of
+ * layers mounted elsewhere with cfg->keep_upper. The old root is then detached with everything
+ * the last user wrote. Runs in a short-lived helper that enters the sandbox's user and mount namespaces
  * (never its pid namespace: it mounts no procfs); init, whose root was the old one, is moved by
  * pivot_root. Call only when no process but init is left in the sandbox. */
 int pd_reset_root(const child_cfg *cfg, int pidfd, const int *fds, pd_reset_report *rep);

@@ -54,6 +54,8 @@ struct pd_sandbox {
 	pd_limits lim;
 	uint64_t created_us;
 	uint32_t resets;
+	uint32_t resets_kept; /* resets that kept the overlays of layers mounted elsewhere */
+	bool upper_dirty;     /* their watches saw an event (upperwatch.c; under its lock) */
 	int init_oom_adj; /* what init's oom_score_adj was set to (checked by a reset) */
 	void *user;
 };
@@ -203,6 +205,7 @@ pd_ctx *pd_ctx_new(const pd_ctx_opts *o, pd_err *e)
 		goto fail;
 	if (pd_netpool_init(&c->net, e) < 0)
 		goto fail;
+	c->uwatch = pd_uwatch_new(); /* none (ENOMEM): every reset rebuilds every overlay */
 	return c;
 fail:
 	pd_ctx_free(c);
@@ -226,6 +229,7 @@ void pd_ctx_free(pd_ctx *c)
 	pd_bpf_free(&c->bpf_audit);
 	pd_slots_free(c->slots);
 	pd_netpool_free(c->net);
+	pd_uwatch_free(c->uwatch);
 	if (c->owner_fd >= 0) {
 		char p[PD_PATH], self[16];
 		snprintf(self, sizeof self, "%08" PRIx32, c->run_id);
@@ -492,13 +496,15 @@ static int resolve_layout(pd_ctx *c, const pd_sandbox_opts *o, uint64_t disk_byt
 	snprintf(cfg->stage, sizeof cfg->stage, "%s", c->stage_dir);
 	cfg->net = o->net;
 	cfg->disk_bytes = disk_bytes;
+	cfg->uwatch_fd = -1;
 	*nlayers_out = nlayers;
 	return 0;
 }
 
-/* Detached mounts of the layers, then the binds, id-mapped into the user namespace of pid. */
-static int layout_fds(const pd_sandbox_opts *o, const pd_layer *layers, int nlayers, pid_t pid,
-		      int *fds, int *nfds, pd_err *e)
+/* Detached mounts of the layers (with only_root, only those mounted at "/"), then the binds,
+ * id-mapped into the user namespace of pid. */
+static int layout_fds(const pd_sandbox_opts *o, const pd_layer *layers, int nlayers, bool only_root,
+		      pid_t pid, int *fds, int *nfds, pd_err *e)
 {
 	char nspath[64];
 	snprintf(nspath, sizeof nspath, "/proc/%d/ns/user", (int)pid);
@@ -507,6 +513,8 @@ static int layout_fds(const pd_sandbox_opts *o, const pd_layer *layers, int nlay
 		return pd_fail(e, errno, "open %s", nspath);
 	int rc = 0;
 	for (int i = 0; i < nlayers && rc == 0; i++) {
+		if (only_root && strcmp(layers[i].dst, "/"))
+			continue;
 		int fd = idmapped_tree(layers[i].src, userns, true, true, e);
 		if (fd < 0)
 			rc = -1;
@@ -642,7 +650,7 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 		s->init_oom_adj = -1000;
 	if (cgfd < 0 && c->cg.ops->attach(s->cg, s->pid, e) < 0)
 		goto fail;
-	if (layout_fds(o, layers, nlayers, s->pid, layer_fds, &nfds, e) < 0)
+	if (layout_fds(o, layers, nlayers, false, s->pid, layer_fds, &nfds, e) < 0)
 		goto fail;
 	if (sysfs_fd >= 0) {
 		layer_fds[nfds++] = sysfs_fd;
@@ -1177,6 +1185,26 @@ uint32_t pd_sandbox_resets(const pd_sandbox *s)
 	return s->resets;
 }
 
+/* Whether the layout has layers mounted elsewhere than "/", all one component below it. */
+static bool keepable(const child_cfg *cfg)
+{
+	bool any = false;
+	for (int i = 0; i < cfg->nlayers; i++) {
+		const char *d = cfg->layer_dst[i];
+		if (!strcmp(d, "/"))
+			continue;
+		if (d[0] != '/' || !d[1] || strchr(d + 1, '/'))
+			return false;
+		any = true;
+	}
+	return any;
+}
+
+uint32_t pd_sandbox_resets_kept(const pd_sandbox *s)
+{
+	return s->resets_kept;
+}
+
 int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 {
 	pd_ctx *c = s->ctx;
@@ -1232,16 +1260,29 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 	}
 	pd_layer layers[PD_MAX_LAYERS];
 	int nlayers = 0;
-	if (resolve_layout(c, &s->opts, s->lim.disk_bytes, cfg, layers, &nlayers, e) < 0 ||
-	    layout_fds(&s->opts, layers, nlayers, s->pid, fds, &nfds, e) < 0)
+	if (resolve_layout(c, &s->opts, s->lim.disk_bytes, cfg, layers, &nlayers, e) < 0)
+		goto fail;
+	/* the overlays of layers mounted elsewhere than "/" (the default image's /usr) are kept when
+	 * the last user provably did not touch them (upperwatch.c), and only one component below "/"
+	 * (kept_overlay in child.c) */
+	bool keep = keepable(cfg) && pd_uwatch_clean(c->uwatch, s, &s->upper_dirty);
+	if (!keep)
+		pd_uwatch_forget(c->uwatch, s);
+	if (layout_fds(&s->opts, layers, nlayers, keep, s->pid, fds, &nfds, e) < 0)
 		goto fail;
 	cfg->has_sysfs = true; /* a sandbox with its own network namespace has /sys (create) */
+	cfg->keep_upper = keep;
+	cfg->uwatch_fd = keep || !keepable(cfg) ? -1 : pd_uwatch_fd(c->uwatch);
 	pd_reset_report rep;
 	if (pd_reset_root(cfg, s->pidfd, fds, &rep) < 0) {
 		rep.what[sizeof rep.what - 1] = 0;
 		pd_fail(e, rep.err, "sandbox %s: reset: %s", s->id, rep.what);
 		goto fail;
 	}
+	if (keep)
+		s->resets_kept++;
+	else if (rep.nwd > 0)
+		pd_uwatch_add(c->uwatch, s, &s->upper_dirty, rep.wd, rep.nwd);
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
 	nfds = 0;
@@ -1352,6 +1393,7 @@ int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len)
 	if (s->has_slot)
 		pd_slot_put(c->slots, s->slot);
 	s->state = PD_DESTROYED;
+	pd_uwatch_forget(c->uwatch, s);
 	free(s);
 	return dirty ? -1 : 0;
 }

@@ -309,9 +309,73 @@ static void test_memory_limit(void)
 		pd_sandbox_destroy(s, NULL, 0);
 }
 
+/* The overlay of /usr (the default image's layer mounted elsewhere than "/") is kept by a reset
+ * when the last user did not touch it, and rebuilt when it did anything there, reading the
+ * directory or opening it included: each case is reset, then /usr's device number (its overlay
+ * superblock) says which happened. A kept one must leave a view equal to a fresh sandbox's. */
+static char *usr_dev(pd_sandbox *s)
+{
+	pd_result r;
+	if (sh(s, "stat -c %d /usr", 0, &r) < 0)
+		return strdup("?");
+	char *t = dup_out(&r.out);
+	pd_result_free(&r);
+	return t;
+}
+
+static void test_kept(const struct view *fresh)
+{
+	static const struct {
+		const char *name, *script;
+		bool keeps;
+	} CASES[] = {
+		{"reads only (python imports, cat of /usr files, stat of /usr)",
+		 PY "'import json, email.parser'; cat /usr/bin/env > /dev/null; stat /usr > /dev/null", true},
+		{"a file created and deleted in /usr (its tmpfs counts inodes)", "touch /usr/x; rm /usr/x", false},
+		{"/usr listed", "ls /usr > /dev/null", false},
+		{"/usr opened only (as an ioctl on it needs)", "exec 3</usr", false},
+		{"/usr chmod'ed to its own mode", "chmod 755 /usr", false},
+		{"/usr's access time set", "touch -a -d @1000 /usr", false},
+		{"a file written deep under /usr", "echo x > /usr/lib/pd-new", false},
+		{"an image file deleted", "rm -f /usr/bin/env", false},
+		{"nothing at all", "true", true},
+	};
+	pd_err e = {0};
+	pd_sandbox *s = make();
+	/* the first reset builds the watched overlay (creation's is not watched) */
+	bool first = s && pd_sandbox_reset(s, &e) == 0 && pd_sandbox_resets_kept(s) == 0;
+	ok(first, "the first reset rebuilds /usr, watched from then on (%s)", first ? "ok" : e.msg);
+	for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+		pd_result r;
+		char *before = s ? usr_dev(s) : strdup("?");
+		uint32_t kept0 = s ? pd_sandbox_resets_kept(s) : 0;
+		if (s && sh(s, CASES[i].script, 0, &r) == 0)
+			pd_result_free(&r);
+		int rc = s ? pd_sandbox_reset(s, &e) : -1;
+		char *after = s && rc == 0 ? usr_dev(s) : strdup("?");
+		bool kept = s && rc == 0 && pd_sandbox_resets_kept(s) == kept0 + 1;
+		bool same = !strcmp(before, after);
+		ok(rc == 0 && kept == CASES[i].keeps && same == CASES[i].keeps,
+		   "%s: /usr %s (device %s -> %s)", CASES[i].name, CASES[i].keeps ? "kept" : "rebuilt",
+		   strtok(before, "\n") ? before : "?", strtok(after, "\n") ? after : "?");
+		free(before);
+		free(after);
+		if (CASES[i].keeps && s && rc == 0) {
+			/* the pids as a fresh sandbox's: the view's shell must be pid 2 again */
+			pd_sandbox_rewind_pids(s, &e);
+			struct view v = look(s); /* lists /usr: the next reset rebuilds */
+			check_against(fresh, &v, CASES[i].name);
+			view_free(&v);
+			if (pd_sandbox_reset(s, &e) < 0)
+				break;
+		}
+	}
+	ok(s && pd_sandbox_destroy(s, NULL, 0) == 0, "and the sandbox is destroyed clean");
+}
+
 int main(void)
 {
-	plan(2 + (int)NWORK * 3 + 4 + 6 + 1);
+	plan(2 + (int)NWORK * 3 + 4 + 6 + 1 + 1 + 9 + 2 * 2 + 1);
 	pd_err e = {0};
 	ctx = pd_ctx_new(NULL, &e);
 	if (!ok(ctx != NULL, "context: %s", ctx ? "ok" : e.msg))
@@ -328,6 +392,7 @@ int main(void)
 	test_repeated(&fresh);
 	test_refused();
 	test_memory_limit();
+	test_kept(&fresh);
 	view_free(&fresh);
 	pd_ctx_free(ctx);
 	return done();
