@@ -352,9 +352,15 @@ static uint64_t v2_reclaim(pd_cg *g)
 	return cg_read(g->dirs[0], "memory.current", b, sizeof b) > 0 ? strtoull(b, NULL, 10) : 0;
 }
 
+static uint64_t v2_tasks(pd_cg *g)
+{
+	return cg_pread_u64(g, CGF_PIDS, g->dirs[0], "pids.current");
+}
+
 static const pd_cg_ops v2_ops = {"v2",         v2_create,  v2_clone_fd, v2_attach,
 				  v2_stats,     v2_reset_peaks, v2_kill_all, v2_destroy,
-				  v2_exists,    v2_set_memory,  cg_stats_close, v2_reclaim};
+				  v2_exists,    v2_set_memory,  cg_stats_close, v2_reclaim,
+				  v2_tasks};
 
 /* ---------------------------------------------------------------------------------------------- */
 /* v1 */
@@ -517,9 +523,15 @@ static uint64_t v1_reclaim(pd_cg *g)
 	return cg_read(m, "memory.usage_in_bytes", b, sizeof b) > 0 ? strtoull(b, NULL, 10) : 0;
 }
 
+static uint64_t v1_tasks(pd_cg *g)
+{
+	return cg_pread_u64(g, CGF_PIDS, g->dirs[g->pids_i], "pids.current");
+}
+
 static const pd_cg_ops v1_ops = {"v1",         v1_create,  v1_clone_fd, v1_attach,
 				  v1_stats,     v1_reset_peaks, v1_kill_all, v1_destroy,
-				  v1_exists,    v1_set_memory,  cg_stats_close, v1_reclaim};
+				  v1_exists,    v1_set_memory,  cg_stats_close, v1_reclaim,
+				  v1_tasks};
 
 /* ---------------------------------------------------------------------------------------------- */
 

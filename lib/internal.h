@@ -42,6 +42,7 @@ typedef struct pd_cg_ops {
 	 * last user faulted in, kernel objects charged here), so the next user's figures start
 	 * where a fresh cgroup's do; returns the usage then, in bytes (0 if unknown) */
 	uint64_t (*reclaim)(pd_cg *g);
+	uint64_t (*tasks)(pd_cg *g); /* pids.current alone (a reset's check: one file, not stats' six) */
 } pd_cg_ops;
 
 struct pd_cgroups {

@@ -151,14 +151,14 @@ static int leave(pd_netpool *p, pd_err *e)
 	return pd_fail(e, err, "return to the host network namespace");
 }
 
-/* The PROBES of the calling thread's current namespace, concatenated, each with its name.
+/* The PROBES of a namespace (dir: its /proc/.../net), concatenated, each with its name.
  * Returns the length, or -1 (too large to be fresh, or unreadable). */
-static ssize_t read_probes(char *buf, size_t cap)
+static ssize_t read_probes(const char *dir, char *buf, size_t cap)
 {
 	size_t n = 0;
 	for (int i = 0; PROBES[i]; i++) {
-		char path[64];
-		snprintf(path, sizeof path, "/proc/thread-self/net/%s", PROBES[i]);
+		char path[96];
+		snprintf(path, sizeof path, "%s/%s", dir, PROBES[i]);
 		int w = snprintf(buf + n, cap - n, "\n== %s\n", PROBES[i]);
 		if (w < 0 || (size_t)w >= cap - n)
 			return -1;
@@ -256,7 +256,7 @@ static pd_netns *create(pd_netpool *p, bool loopback, pd_err *e)
 	pthread_mutex_lock(&p->lock);
 	bool need = !p->fresh[m];
 	pthread_mutex_unlock(&p->lock);
-	ssize_t len = need ? read_probes(buf, PROBE_MAX) : -1;
+	ssize_t len = need ? read_probes("/proc/thread-self/net", buf, PROBE_MAX) : -1;
 	if (leave(p, e) < 0)
 		goto fail;
 	if (len >= 0) {
@@ -352,18 +352,24 @@ int pd_netns_sysfs(pd_err *e)
 }
 
 /* Whether the namespace at fd reads exactly as a fresh one of mode m (its PROBES). */
+static bool same_as_fresh(pd_netpool *p, int m, const char *buf, ssize_t len)
+{
+	pthread_mutex_lock(&p->lock);
+	bool fresh = p->fresh[m] && len >= 0 && (size_t)len == p->fresh_len[m] &&
+		     !memcmp(buf, p->fresh[m], (size_t)len);
+	pthread_mutex_unlock(&p->lock);
+	return fresh;
+}
+
+/* A namespace held by fd only (its sandbox is gone): read from inside it. */
 static bool reads_fresh(pd_netpool *p, int fd, int m)
 {
 	bool fresh = false;
 	char *buf = malloc(PROBE_MAX);
 	if (buf && setns(fd, CLONE_NEWNET) == 0) {
-		ssize_t len = read_probes(buf, PROBE_MAX);
-		if (leave(p, NULL) == 0) {
-			pthread_mutex_lock(&p->lock);
-			fresh = p->fresh[m] && len >= 0 && (size_t)len == p->fresh_len[m] &&
-				!memcmp(buf, p->fresh[m], (size_t)len);
-			pthread_mutex_unlock(&p->lock);
-		}
+		ssize_t len = read_probes("/proc/thread-self/net", buf, PROBE_MAX);
+		if (leave(p, NULL) == 0)
+			fresh = same_as_fresh(p, m, buf, len);
 	}
 	free(buf);
 	return fresh;
@@ -405,13 +411,15 @@ void pd_netns_put(pd_netpool *p, pd_netns *ns, bool all_gone)
 
 bool pd_netns_fresh(pd_netpool *p, const pd_netns *ns, pid_t pid)
 {
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	/* /proc/PID/net shows the namespace of PID (the sandbox's init, alive and ours): no setns
+	 * there and back */
+	char dir[48];
+	snprintf(dir, sizeof dir, "/proc/%d/net", (int)pid);
+	char *buf = malloc(PROBE_MAX);
+	if (!buf)
 		return false;
-	bool fresh = reads_fresh(p, fd, ns->loopback);
-	close(fd);
+	bool fresh = same_as_fresh(p, ns->loopback, buf, read_probes(dir, buf, PROBE_MAX));
+	free(buf);
 	return fresh;
 }
 

@@ -1229,13 +1229,10 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 	if (init_request(s, MSG_RESET, t0 + td * 1000, e) < 0)
 		goto fail;
 	/* 2. the cgroup agrees that init is all that is left */
-	pd_cg_stats st;
-	memset(&st, 0, sizeof st);
-	c->cg.ops->stats(s->cg, &st);
+	uint64_t tasks = c->cg.ops->tasks(s->cg);
 	c->cg.ops->rest(s->cg);
-	if (st.pids_current > 1) {
-		pd_fail(e, EBUSY, "sandbox %s: %" PRIu64 " tasks left after the reset", s->id,
-			st.pids_current - 1);
+	if (tasks > 1) {
+		pd_fail(e, EBUSY, "sandbox %s: %" PRIu64 " tasks left after the reset", s->id, tasks - 1);
 		goto fail;
 	}
 	/* init's OOM score is as created (its /proc files are briefly its uid's while a program
