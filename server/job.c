@@ -865,14 +865,19 @@ static bool attempt(pd_pools *pools, pd_job *j)
 		goto out;
 	}
 	for (size_t i = 0; i < j->nfiles; i++) {
+		/* the parent is usually there (the template's working directory): made only when the
+		 * write says it is missing, which saves a round trip to init per file */
+		int w = pd_sandbox_write_file(s, j->files[i].path, j->files[i].data, j->files[i].len, 0644, &e);
 		char dir[1100];
 		snprintf(dir, sizeof dir, "%s", j->files[i].path);
 		char *slash = strrchr(dir, '/');
-		if (slash && slash != dir) {
+		if (w < 0 && e.code == ENOENT && slash && slash != dir) {
 			*slash = 0;
 			pd_sandbox_mkdir(s, dir, 0755, NULL);
+			memset(&e, 0, sizeof e);
+			w = pd_sandbox_write_file(s, j->files[i].path, j->files[i].data, j->files[i].len, 0644, &e);
 		}
-		if (pd_sandbox_write_file(s, j->files[i].path, j->files[i].data, j->files[i].len, 0644, &e) < 0) {
+		if (w < 0) {
 			/* a bad path is the client's; a full disk too */
 			j->failure = PD_F_NONE;
 			snprintf(j->error, sizeof j->error, "file %s: %s", j->files[i].path, e.msg);
