@@ -143,7 +143,7 @@ struct pd_ctx {
 	char state_dir[PD_PATH];
 	char run_dir[PD_PATH]; /* owners/ and uid-slots/, shared by every paddock on the host */
 	char default_image[PD_PATH];
-	char stage_dir[PD_PATH]; /* empty host dir the sandboxes mount their staging tmpfs over */
+	char stage_dir[PD_PATH]; /* empty host dir each sandbox mounts its skeleton tmpfs over (child.c) */
 	pd_cgroups cg;
 	pd_bpf bpf_base, bpf_audit;
 	pd_slots *slots;
