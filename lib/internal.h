@@ -162,7 +162,7 @@ struct pd_ctx {
 typedef struct pd_uwatch pd_uwatch;
 pd_uwatch *pd_uwatch_new(void);
 void pd_uwatch_free(pd_uwatch *w);
-/* The inotify instance (made on first use), or -1. */
+/* The inotify instance, or -1. */
 int pd_uwatch_fd(pd_uwatch *w);
 /* Files the watches wds (added on pd_uwatch_fd's instance) as s's, with *dirty its flag, cleared. */
 int pd_uwatch_add(pd_uwatch *w, pd_sandbox *s, bool *dirty, const int *wds, int n);

@@ -36,7 +36,9 @@ pd_uwatch *pd_uwatch_new(void)
 	if (!w)
 		return NULL;
 	pthread_mutex_init(&w->mu, NULL);
-	w->fd = -1;
+	/* made now, so that a context's descriptors are all there from its start (none: every
+	 * reset rebuilds, as when the limit on inotify instances is reached) */
+	w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	return w;
 }
 
@@ -53,14 +55,7 @@ void pd_uwatch_free(pd_uwatch *w)
 
 int pd_uwatch_fd(pd_uwatch *w)
 {
-	if (!w)
-		return -1;
-	pthread_mutex_lock(&w->mu);
-	if (w->fd < 0)
-		w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC); /* none (limits): every reset rebuilds */
-	int fd = w->fd;
-	pthread_mutex_unlock(&w->mu);
-	return fd;
+	return w ? w->fd : -1;
 }
 
 /* Reads every queued event and marks the sandboxes they concern. Called with mu held. */
