@@ -392,7 +392,9 @@ static bool reuse_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
 	warm_kind warm = p->nreclaim == 0 && cpu_idle_now() ? WARM_TRUE : WARM_NONE;
 	pthread_mutex_unlock(&p->mu); /* still counted in nreclaiming: the builder expects it back */
 	pd_err e = {0};
+	uint32_t kept0 = pd_sandbox_resets_kept(s);
 	bool ok = pd_sandbox_reset(s, &e) == 0 && prepare(pl, s, warm, &e) == 0;
+	bool kept = ok && pd_sandbox_resets_kept(s) != kept0;
 	pd_entry *en = ok ? calloc(1, sizeof *en) : NULL;
 	pthread_mutex_lock(&p->mu);
 	if (p->stop) {
@@ -406,6 +408,7 @@ static bool reuse_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
 		return false;
 	}
 	pl->st.resets++;
+	pl->st.resets_kept += kept;
 	file_ready_locked(p, pl, en, s);
 	return true;
 }

@@ -5,7 +5,7 @@
 # it. The next /run_code user of a reset sandbox must not see the previous one's files either.
 # With "reuse": false in the template, sandboxes are never reset.
 source "$(dirname "$0")/api.sh"
-plan 20
+plan 23
 
 cat >"$TMPD/tpl.json" <<'EOF'
 {"templates": [
@@ -71,6 +71,17 @@ done
 is "$seen" 0 "the next six /run_code requests never see it"
 ok "$([ "$(metric resets_total bash)" -ge $((r0 + 3)) ] && echo 0 || echo 1)" \
   "they ran in reset sandboxes (resets $(metric resets_total bash))"
+# /usr's overlay is kept by resets only while untouched: a write there is gone for the next users
+post_json /run_code '{"code":"echo leak > /usr/local/pd-leak; echo written","language":"bash"}'
+is "$(jb .run_result.stdout)" "$(printf 'written\n')" "a /run_code request writes /usr/local/pd-leak"
+seen=0
+for i in 1 2 3 4 5 6; do
+  post_json /run_code '{"code":"cat /usr/local/pd-leak 2>/dev/null || echo clean","language":"bash"}'
+  [ "$(jb .run_result.stdout)" = "$(printf 'clean\n')" ] || seen=1
+done
+is "$seen" 0 "the next six /run_code requests never see it"
+ok "$([ "$(metric resets_kept_total bash)" -ge 1 ] 2>/dev/null && echo 0 || echo 1)" \
+  "resets that found /usr untouched kept it (paddock_pool_resets_kept_total $(metric resets_kept_total bash))"
 
 # --- reuse off ------------------------------------------------------------------------------------
 settle
