@@ -226,10 +226,11 @@ static int make_inside(int rootfd, const char *path, bool is_dir)
 /* Two tmpfs hold what the root is built from. The skeleton, mounted once per sandbox, holds what
  * no user can change and every reset keeps: /dev (read-only once populated) and the empty
  * directory /proc's hardware directories are hidden behind. The staging tmpfs, new at creation
- * and at every reset, holds what a user writes: the overlays' upper and work directories and
- * /dev/shm, so it is the sandbox's disk budget; the image layers and the root are attached in it.
- * A reset so builds only the staging tmpfs and the overlays, and moves /proc, /dev and /sys over
- * whole: each mount made costs, and each one taken off costs a grace period of RCU. */
+ * and at every reset, holds what a user writes: the root overlay's upper and work directories
+ * and /dev/shm, so it is the sandbox's disk budget; the image layers and the root are attached
+ * in it. (Layers mounted elsewhere than "/" have a third tmpfs for theirs: build_tree.) A reset
+ * so builds only the staging tmpfs and the overlays, and moves /proc, /dev and /sys over whole:
+ * each mount made costs, and each one taken off costs a grace period of RCU. */
 #define SKELETON_OPTS "mode=0755,size=64k,nr_inodes=64"
 #define ROOT "r" /* the new root, in the staging tmpfs (the working directory while building) */
 
