@@ -164,12 +164,13 @@ pd_uwatch *pd_uwatch_new(void);
 void pd_uwatch_free(pd_uwatch *w);
 /* The inotify instance, or -1. */
 int pd_uwatch_fd(pd_uwatch *w);
-/* Files the watches wds (added on pd_uwatch_fd's instance) as s's, with *dirty its flag, cleared. */
-int pd_uwatch_add(pd_uwatch *w, pd_sandbox *s, bool *dirty, const int *wds, int n);
-/* Whether s has watches and none has seen an event since they were added. */
-bool pd_uwatch_clean(pd_uwatch *w, pd_sandbox *s, bool *dirty);
-/* Drops s's watches (before a rebuild, and when s is destroyed). */
-void pd_uwatch_forget(pd_uwatch *w, pd_sandbox *s);
+/* A sandbox is known by its flag, dirty, which the watches' events set. */
+/* Files the watches wds (added on pd_uwatch_fd's instance) as dirty's sandbox's; clears *dirty. */
+int pd_uwatch_add(pd_uwatch *w, bool *dirty, const int *wds, int n);
+/* Whether that sandbox has watches and none has seen an event since they were added. */
+bool pd_uwatch_clean(pd_uwatch *w, bool *dirty);
+/* Drops its watches (before a rebuild, and when the sandbox is destroyed). */
+void pd_uwatch_forget(pd_uwatch *w, bool *dirty);
 
 /* ---- small helpers (util.c) ------------------------------------------------------------------ */
 

@@ -1262,14 +1262,15 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 	/* the overlays of layers mounted elsewhere than "/" (the default image's /usr) are kept when
 	 * the last user provably did not touch them (upperwatch.c), and only one component below "/"
 	 * (kept_overlay in child.c) */
-	bool keep = keepable(cfg) && pd_uwatch_clean(c->uwatch, s, &s->upper_dirty);
+	bool elsewhere = keepable(cfg);
+	bool keep = elsewhere && pd_uwatch_clean(c->uwatch, &s->upper_dirty);
 	if (!keep)
-		pd_uwatch_forget(c->uwatch, s);
+		pd_uwatch_forget(c->uwatch, &s->upper_dirty);
 	if (layout_fds(&s->opts, layers, nlayers, keep, s->pid, fds, &nfds, e) < 0)
 		goto fail;
 	cfg->has_sysfs = true; /* a sandbox with its own network namespace has /sys (create) */
 	cfg->keep_upper = keep;
-	cfg->uwatch_fd = keep || !keepable(cfg) ? -1 : pd_uwatch_fd(c->uwatch);
+	cfg->uwatch_fd = keep || !elsewhere ? -1 : pd_uwatch_fd(c->uwatch);
 	pd_reset_report rep;
 	if (pd_reset_root(cfg, s->pidfd, fds, &rep) < 0) {
 		rep.what[sizeof rep.what - 1] = 0;
@@ -1279,7 +1280,7 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 	if (keep)
 		s->resets_kept++;
 	else if (rep.nwd > 0)
-		pd_uwatch_add(c->uwatch, s, &s->upper_dirty, rep.wd, rep.nwd);
+		pd_uwatch_add(c->uwatch, &s->upper_dirty, rep.wd, rep.nwd);
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
 	nfds = 0;
@@ -1390,7 +1391,7 @@ int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len)
 	if (s->has_slot)
 		pd_slot_put(c->slots, s->slot);
 	s->state = PD_DESTROYED;
-	pd_uwatch_forget(c->uwatch, s);
+	pd_uwatch_forget(c->uwatch, &s->upper_dirty);
 	free(s);
 	return dirty ? -1 : 0;
 }

@@ -24,8 +24,7 @@ struct pd_uwatch {
 	int fd;
 	struct ent {
 		int wd;
-		pd_sandbox *s;
-		bool *dirty; /* the sandbox's flag, written under mu */
+		bool *dirty; /* its sandbox's flag (and so its identity), written under mu */
 	} *ents;
 	size_t n, cap;
 };
@@ -85,7 +84,7 @@ static void drain_locked(pd_uwatch *w)
 	}
 }
 
-bool pd_uwatch_clean(pd_uwatch *w, pd_sandbox *s, bool *dirty)
+bool pd_uwatch_clean(pd_uwatch *w, bool *dirty)
 {
 	if (!w)
 		return false;
@@ -93,13 +92,13 @@ bool pd_uwatch_clean(pd_uwatch *w, pd_sandbox *s, bool *dirty)
 	drain_locked(w);
 	bool watched = false;
 	for (size_t i = 0; i < w->n && !watched; i++)
-		watched = w->ents[i].s == s;
+		watched = w->ents[i].dirty == dirty;
 	bool clean = watched && !*dirty;
 	pthread_mutex_unlock(&w->mu);
 	return clean;
 }
 
-int pd_uwatch_add(pd_uwatch *w, pd_sandbox *s, bool *dirty, const int *wds, int n)
+int pd_uwatch_add(pd_uwatch *w, bool *dirty, const int *wds, int n)
 {
 	if (!w || n <= 0)
 		return -1;
@@ -122,19 +121,19 @@ int pd_uwatch_add(pd_uwatch *w, pd_sandbox *s, bool *dirty, const int *wds, int 
 		w->cap = cap;
 	}
 	for (int i = 0; i < n; i++)
-		w->ents[w->n++] = (struct ent){wds[i], s, dirty};
+		w->ents[w->n++] = (struct ent){wds[i], dirty};
 	*dirty = false;
 	pthread_mutex_unlock(&w->mu);
 	return 0;
 }
 
-void pd_uwatch_forget(pd_uwatch *w, pd_sandbox *s)
+void pd_uwatch_forget(pd_uwatch *w, bool *dirty)
 {
 	if (!w)
 		return;
 	pthread_mutex_lock(&w->mu);
 	for (size_t i = 0; i < w->n;) {
-		if (w->ents[i].s != s) {
+		if (w->ents[i].dirty != dirty) {
 			i++;
 			continue;
 		}

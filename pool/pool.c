@@ -357,7 +357,7 @@ static void reclaim_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s, bool no_reus
 
 /* Whether a CPU is idle now: fewer runnable tasks than CPUs, not counting the caller
  * (/proc/loadavg's fourth field, "runnable/total", is the kernel's instantaneous count). */
-static bool cpu_idle_now(void)
+static bool cpu_idle_now(const pd_pools *p)
 {
 	char b[128];
 	if (pd_read_file("/proc/loadavg", b, sizeof b) <= 0)
@@ -365,8 +365,7 @@ static bool cpu_idle_now(void)
 	unsigned long runnable = 0;
 	if (sscanf(b, "%*s %*s %*s %lu/", &runnable) != 1)
 		return false;
-	long ncpu = get_nprocs();
-	return runnable < 1 || (long)(runnable - 1) < (ncpu > 0 ? ncpu : 1);
+	return runnable < 1 || runnable - 1 < p->ncpu;
 }
 
 /* Resets s for the next user and files it as READY: true. False if the pool does not need it
@@ -389,7 +388,7 @@ static bool reuse_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
 	 * Never the template's warm-up, which is often a whole interpreter (python: ~10 ms of CPU, as
 	 * much as the request it would speed up; with it, /run_code used ~25% more CPU per request
 	 * at 2 clients). */
-	warm_kind warm = p->nreclaim == 0 && cpu_idle_now() ? WARM_TRUE : WARM_NONE;
+	warm_kind warm = p->nreclaim == 0 && cpu_idle_now(p) ? WARM_TRUE : WARM_NONE;
 	pthread_mutex_unlock(&p->mu); /* still counted in nreclaiming: the builder expects it back */
 	pd_err e = {0};
 	uint32_t kept0 = pd_sandbox_resets_kept(s);
@@ -508,6 +507,7 @@ pd_pools *pd_pools_new(pd_ctx *c, const pd_template *t, size_t n, const pd_pools
 		return NULL;
 	}
 	p->ctx = c;
+	p->ncpu = get_nprocs() > 0 ? (unsigned long)get_nprocs() : 1;
 	if (o)
 		p->opts = *o;
 	if (!p->opts.memory_budget) {
@@ -525,7 +525,7 @@ pd_pools *pd_pools_new(pd_ctx *c, const pd_template *t, size_t n, const pd_pools
 	if (!p->opts.window_ms)
 		p->opts.window_ms = 10000;
 	if (!p->opts.reclaim_backlog)
-		p->opts.reclaim_backlog = 8 * (uint32_t)(get_nprocs() > 0 ? get_nprocs() : 1);
+		p->opts.reclaim_backlog = 8 * (uint32_t)p->ncpu;
 	p->n = n;
 	for (size_t i = 0; i < n; i++) {
 		pd_pool *pl = &p->pools[i];

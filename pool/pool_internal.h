@@ -36,6 +36,7 @@ struct pd_pools {
 	pthread_mutex_t mu;
 	pthread_cond_t cv_builder, cv_reclaimer, cv_ready;
 	pthread_t builder, reclaimer;
+	unsigned long ncpu; /* online CPUs when the pools started (get_nprocs reads sysfs) */
 	bool threads_ok, stop;
 	pd_entry *reclaim, *reclaim_tail; /* sandboxes waiting to be destroyed, oldest first */
 	uint32_t nreclaim;

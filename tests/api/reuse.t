@@ -61,25 +61,21 @@ req DELETE "/v1/sessions/$B"
 is "$CODE" 200 "session B closed"
 
 # --- /run_code through reset sandboxes ------------------------------------------------------------
-post_json /run_code '{"code":"echo leak > /tmp/leak.txt; echo written","language":"bash"}'
-is "$(jb .run_result.stdout)" "$(printf 'written\n')" "a /run_code request writes /tmp/leak.txt"
-seen=0
-for i in 1 2 3 4 5 6; do
-  post_json /run_code '{"code":"cat /tmp/leak.txt 2>/dev/null || echo clean","language":"bash"}'
-  [ "$(jb .run_result.stdout)" = "$(printf 'clean\n')" ] || seen=1
-done
-is "$seen" 0 "the next six /run_code requests never see it"
+unseen_after_write() {  # unseen_after_write PATH: a /run_code request writes PATH, the next six miss it
+  post_json /run_code "{\"code\":\"echo leak > $1; echo written\",\"language\":\"bash\"}"
+  is "$(jb .run_result.stdout)" "$(printf 'written\n')" "a /run_code request writes $1"
+  local seen=0 i
+  for i in 1 2 3 4 5 6; do
+    post_json /run_code "{\"code\":\"cat $1 2>/dev/null || echo clean\",\"language\":\"bash\"}"
+    [ "$(jb .run_result.stdout)" = "$(printf 'clean\n')" ] || seen=1
+  done
+  is "$seen" 0 "the next six /run_code requests never see it"
+}
+unseen_after_write /tmp/leak.txt
 ok "$([ "$(metric resets_total bash)" -ge $((r0 + 3)) ] && echo 0 || echo 1)" \
   "they ran in reset sandboxes (resets $(metric resets_total bash))"
 # /usr's overlay is kept by resets only while untouched: a write there is gone for the next users
-post_json /run_code '{"code":"echo leak > /usr/local/pd-leak; echo written","language":"bash"}'
-is "$(jb .run_result.stdout)" "$(printf 'written\n')" "a /run_code request writes /usr/local/pd-leak"
-seen=0
-for i in 1 2 3 4 5 6; do
-  post_json /run_code '{"code":"cat /usr/local/pd-leak 2>/dev/null || echo clean","language":"bash"}'
-  [ "$(jb .run_result.stdout)" = "$(printf 'clean\n')" ] || seen=1
-done
-is "$seen" 0 "the next six /run_code requests never see it"
+unseen_after_write /usr/local/pd-leak
 ok "$([ "$(metric resets_kept_total bash)" -ge 1 ] 2>/dev/null && echo 0 || echo 1)" \
   "resets that found /usr untouched kept it (paddock_pool_resets_kept_total $(metric resets_kept_total bash))"
 
