@@ -673,7 +673,9 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 	/* the deadline counts from the start of the create (CREATING), not from the GO message */
 	uint64_t ready_by = t0 + (uint64_t)setup_ms * 1000, now_us = pd_now_us();
 	int left_ms = ready_by > now_us ? (int)((ready_by - now_us + 999) / 1000) : 0;
-	if (recv_msg(s->sock, &m, sizeof m, left_ms) < 0) {
+	/* Past the deadline already (this thread was slow to get here): a timeout, even if READY is
+	 * waiting, or whether a create missed its deadline would depend on when we looked. */
+	if ((left_ms == 0 && (errno = ETIMEDOUT)) || recv_msg(s->sock, &m, sizeof m, left_ms) < 0) {
 		int err = errno;
 		siginfo_t si;
 		memset(&si, 0, sizeof si);

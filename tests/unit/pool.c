@@ -190,8 +190,10 @@ static void test_pools(void)
 	/* a 1 ms deadline, counted from the start of the create, is missed by every create (the
 	 * host's part alone takes longer); each miss is killed and counted */
 	ok(st.create_failures >= 1 && st.forced_reclaims == st.create_failures,
-	   "CREATING past its deadline is reclaimed by force and counted (%llu of %llu failed creates)",
-	   (unsigned long long)st.forced_reclaims, (unsigned long long)st.create_failures);
+	   "CREATING past its deadline is reclaimed by force and counted (%llu of %llu failed creates; "
+	   "%llu created)",
+	   (unsigned long long)st.forced_reclaims, (unsigned long long)st.create_failures,
+	   (unsigned long long)st.created);
 	pd_pools_free(p);
 }
 
