@@ -137,11 +137,9 @@ static void *tput_main(void *arg)
 	return NULL;
 }
 
-/* The python pool's count of `field` in GET /v1/pools; -1 if unreadable. */
-static long pool_count(hconn *c, const char *field)
+/* The python pool's count of `field` in the last GET /v1/pools response (in c->buf); -1 if absent. */
+static long pool_count(const hconn *c, const char *field)
 {
-	if (hrequest(c, "GET", "/v1/pools", NULL) != 200)
-		return -1;
 	const char *p = strstr(c->buf, "\"template\":\"python\"");
 	char key[32];
 	snprintf(key, sizeof key, "\"%s\":", field);
@@ -158,10 +156,8 @@ static void pool_quiet(int port)
 	if (hconnect(&c, port) < 0)
 		return;
 	uint64_t deadline = pd_now_us() + 30 * 1000000u;
-	while (pd_now_us() < deadline) {
-		long r = pool_count(&c, "reclaiming"), n = pool_count(&c, "creating");
-		if (r <= 0 && n <= 0)
-			break;
+	while (pd_now_us() < deadline && hrequest(&c, "GET", "/v1/pools", NULL) == 200 &&
+	       (pool_count(&c, "reclaiming") > 0 || pool_count(&c, "creating") > 0)) {
 		struct timespec ts = {0, 1000000}; /* a reset takes a few ms: poll every 1 ms */
 		nanosleep(&ts, NULL);
 	}

@@ -675,7 +675,8 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 	int left_ms = ready_by > now_us ? (int)((ready_by - now_us + 999) / 1000) : 0;
 	/* Past the deadline already (this thread was slow to get here): a timeout, even if READY is
 	 * waiting, or whether a create missed its deadline would depend on when we looked. */
-	if ((left_ms == 0 && (errno = ETIMEDOUT)) || recv_msg(s->sock, &m, sizeof m, left_ms) < 0) {
+	int got = left_ms > 0 ? recv_msg(s->sock, &m, sizeof m, left_ms) : (errno = ETIMEDOUT, -1);
+	if (got < 0) {
 		int err = errno;
 		siginfo_t si;
 		memset(&si, 0, sizeof si);
