@@ -38,10 +38,11 @@ typedef struct pd_cg_ops {
 	bool (*exists)(pd_cg *g);
 	int (*set_memory)(pd_cg *g, uint64_t bytes, pd_err *e); /* 0 = unlimited */
 	void (*rest)(pd_cg *g); /* closes the files stats keeps open during an exec */
-	/* reclaims what the cgroup's memory counter holds that no process needs (page cache the
-	 * last user faulted in, kernel objects charged here), so the next user's figures start
-	 * where a fresh cgroup's do; returns the usage then, in bytes (0 if unknown) */
-	uint64_t (*reclaim)(pd_cg *g);
+	/* brings the cgroup's memory counter down to keep bytes, if it is over, by reclaiming what
+	 * no process needs (page cache, kernel objects charged here) coldest first, so that the
+	 * page cache every sandbox shares stays cached; returns the usage then, in bytes (0 if
+	 * unknown, UINT64_MAX if the limit could not be put back) */
+	uint64_t (*reclaim)(pd_cg *g, uint64_t keep);
 	uint64_t (*tasks)(pd_cg *g); /* pids.current alone (a reset's check: one file, not stats' six) */
 } pd_cg_ops;
 

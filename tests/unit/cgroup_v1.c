@@ -10,11 +10,13 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 static pd_cgroups cg;
+static const char *g_cold, *g_hot; /* files the "cache" child reads once and three times */
 
 static const char *rd(const char *dir, const char *file)
 {
@@ -80,6 +82,18 @@ static pid_t spawn(int *go_w, int *exec_r, const char *mode)
 			_exit(127);
 		}
 		close(ex[1]);
+		if (!strcmp(mode, "cache")) {
+			/* page cache charged to this cgroup: the cold file read once, the hot one
+			 * three times (the kernel moves pages read again to its active list) */
+			static char b[1 << 16];
+			for (int round = 0; round < 4; round++) {
+				int fd = open(round ? g_hot : g_cold, O_RDONLY);
+				while (fd >= 0 && read(fd, b, sizeof b) > 0) {
+				}
+				close(fd);
+			}
+			_exit(0);
+		}
 		/* touch far more memory than the limit */
 		for (int i = 0; i < 64; i++) {
 			char *m = malloc(1 << 20);
@@ -110,6 +124,104 @@ static bool wait_sleeping(pid_t pid)
 }
 
 /* Removes whatever a failed test left under this test's own parents, then the parents. */
+/* A file of mb MiB not in the page cache, so that the first to read it is charged for it. */
+static char *uncached_file(int mb)
+{
+	char *p = strdup("/var/tmp/pd-cg-cache-XXXXXX");
+	int fd = p ? mkstemp(p) : -1;
+	if (fd < 0)
+		return NULL;
+	static char b[1 << 20];
+	memset(b, 'x', sizeof b);
+	bool okw = true;
+	for (int i = 0; i < mb; i++)
+		okw &= write(fd, b, sizeof b) == (ssize_t)sizeof b;
+	okw &= fdatasync(fd) == 0 && posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0;
+	close(fd);
+	if (!okw) {
+		unlink(p);
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* Share of a file's pages in the page cache, 0..1. */
+static double resident(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || !st.st_size)
+		return -1;
+	void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return -1;
+	size_t pages = ((size_t)st.st_size + 4095) / 4096, in = 0;
+	unsigned char *v = malloc(pages);
+	if (v && mincore(m, (size_t)st.st_size, v) == 0)
+		for (size_t i = 0; i < pages; i++)
+			in += v[i] & 1;
+	free(v);
+	munmap(m, (size_t)st.st_size);
+	return (double)in / (double)pages;
+}
+
+static void test_reclaim(const pd_cg_ops *ops)
+{
+	char *cold = uncached_file(40), *hot = uncached_file(12);
+	pd_limits lr;
+	memset(&lr, 0, sizeof lr);
+	lr.memory_bytes = 256ull << 20;
+	pd_cg *gr = NULL;
+	pd_err e = {0};
+	if (!ok(cold && hot && ops->create(&cg, "sb-cache", &lr, &gr, &e) == 0,
+		"files of 40 and 12 MiB out of the page cache, and a cgroup of 256 MiB (%s)", e.msg)) {
+		for (int i = 0; i < 6; i++)
+			ok(0, "skipped: no cgroup or files for the reclaim test");
+		goto out;
+	}
+	char memd[PD_PATH * 2];
+	snprintf(memd, sizeof memd, "%s/sb-cache", cg.v1_dirs[0]);
+	g_cold = cold;
+	g_hot = hot;
+	int go = -1, ex = -1;
+	pid_t kid = spawn(&go, &ex, "cache");
+	ok(kid > 0 && ops->attach(gr, kid, &e) == 0, "attach a reader of both files (%s)", e.msg);
+	if (write(go, "x", 1) != 1)
+		printf("# could not start the reader\n");
+	close(go);
+	close(ex);
+	int ws = 0;
+	waitpid(kid, &ws, 0);
+	uint64_t usage = strtoull(rd(memd, "memory.usage_in_bytes"), NULL, 10);
+	ok(WIFEXITED(ws) && usage >= (48ull << 20),
+	   "the reader is gone and its page cache stays charged (%llu KiB)", (unsigned long long)(usage >> 10));
+	pd_cg_stats s;
+	ops->reset_peaks(gr);
+	ops->stats(gr, &s);
+	ok(s.mem_peak < (1u << 20), "the next exec's peak does not count it (%llu bytes)",
+	   (unsigned long long)s.mem_peak);
+	is_int(ops->reclaim(gr, 64ull << 20), usage, "under what may stay (64 MiB) nothing is reclaimed");
+	uint64_t left = ops->reclaim(gr, 24ull << 20);
+	ok(left <= (25ull << 20), "over what may stay (24 MiB) the rest is reclaimed (%llu KiB left)",
+	   (unsigned long long)(left >> 10));
+	is_str(rd(memd, "memory.limit_in_bytes"), "268435456", "the limit is put back");
+	double rh = resident(hot), rc = resident(cold);
+	ok(rh >= 0.9 && rc <= 0.5,
+	   "coldest first: the file read three times stays cached (%.0f%%), the one read once goes "
+	   "(%.0f%% left)",
+	   rh * 100, rc * 100);
+	ops->destroy(gr, NULL);
+out:
+	if (cold)
+		unlink(cold);
+	if (hot)
+		unlink(hot);
+	free(cold);
+	free(hot);
+}
+
 static void cleanup_root(void)
 {
 	for (int c = 3; c >= 0; c--) {
@@ -137,7 +249,7 @@ int main(void)
 		printf("1..0 # SKIP no cgroup v1 (or not root)\n");
 		return 0;
 	}
-	plan(47);
+	plan(55);
 	char rootname[64];
 	snprintf(rootname, sizeof rootname, "paddock-unit-%d", (int)getpid());
 	pd_err e = {0};
@@ -256,6 +368,9 @@ int main(void)
 	ok(s.mem_peak >= (15ull << 20) && s.mem_peak <= (16ull << 20), "memory peak at the limit (%llu)",
 	   (unsigned long long)s.mem_peak);
 	ok(go_cg && ops->destroy(go_cg, &e) == 0 && all_dirs("sb-oom", false), "destroy sb-oom");
+
+	/* ---- reclaim: what is over what may stay goes, coldest first, and the limit is kept ---- */
+	test_reclaim(ops);
 
 	/* ---- destroy ---- */
 	memset(&e, 0, sizeof e);

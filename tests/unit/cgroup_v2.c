@@ -92,7 +92,7 @@ static pd_limits lim(uint64_t mem, uint32_t pids, uint32_t millicores)
 
 int main(void)
 {
-	plan(79);
+	plan(86);
 	if (!mkdtemp(tmp)) {
 		perror("mkdtemp");
 		return 1;
@@ -214,6 +214,36 @@ int main(void)
 	/* ---- reset_peaks ---- */
 	ops->reset_peaks(g);
 	is_str(rd("sb-1", "memory.peak"), "reset", "reset_peaks writes 'reset' to memory.peak");
+
+	/* the peak is reported over what the cgroup held at the reset (page cache an earlier user
+	 * was first to read), unless the exec reached the limit ("max" events) */
+	wr("sb-1", "memory.events", "low 0\nhigh 0\nmax 12\noom 3\noom_kill 2\n");
+	wr("sb-1", "memory.current", "6000000\n");
+	ops->reset_peaks(g);
+	wr("sb-1", "memory.peak", "9000000\n");
+	ops->stats(g, &s);
+	is_int(s.mem_peak, 3000000, "the peak counts from the usage at reset_peaks (9000000 - 6000000)");
+	wr("sb-1", "memory.peak", "5000000\n");
+	ops->stats(g, &s);
+	is_int(s.mem_peak, 5000000, "a peak under that base (cache reclaimed meanwhile) is read whole");
+	wr("sb-1", "memory.peak", "268435456\n");
+	wr("sb-1", "memory.events", "low 0\nhigh 0\nmax 13\noom 3\noom_kill 2\n");
+	ops->stats(g, &s);
+	is_int(s.mem_peak, 268435456, "an exec that reached the limit gets the whole peak");
+	wr("sb-1", "memory.current", "0\n");
+	ops->reset_peaks(g);
+	wr("sb-1", "memory.peak", "268435456\n");
+	ops->stats(g, &s);
+	is_int(s.mem_peak, 268435456, "with nothing held at the reset the peak is read as it is");
+
+	/* ---- reclaim: only what is over what may stay ---- */
+	wr("sb-1", "memory.reclaim", "");
+	wr("sb-1", "memory.current", "1000000\n");
+	is_int(ops->reclaim(g, 8u << 20), 1000000, "reclaim under what may stay returns the usage");
+	is_str(rd("sb-1", "memory.reclaim"), "", "... and reclaims nothing");
+	wr("sb-1", "memory.current", "100000000\n");
+	ops->reclaim(g, 64u << 20);
+	is_str(rd("sb-1", "memory.reclaim"), "32891136", "over it: memory.reclaim asks for the excess only");
 
 	/* ---- attach and kill_all ---- */
 	pid_t kids[2];
