@@ -11,8 +11,12 @@
 #include "output.h"
 #include "tap.h"
 
+#include <fcntl.h>
+#include <glob.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static pd_ctx *ctx;
@@ -309,6 +313,98 @@ static void test_memory_limit(void)
 		pd_sandbox_destroy(s, NULL, 0);
 }
 
+/* Share of the pages of the image's python sources in the page cache, 0..1; with drop, evicted
+ * first (the files are not mapped by anyone, so fadvise takes them out). */
+static double py_sources(bool drop)
+{
+	glob_t g;
+	if (glob("/usr/lib/python3*/*.py", 0, NULL, &g) != 0)
+		return -1;
+	size_t pages = 0, in = 0;
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		int fd = open(g.gl_pathv[i], O_RDONLY | O_CLOEXEC);
+		struct stat st;
+		if (fd < 0 || fstat(fd, &st) < 0 || !st.st_size) {
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		if (drop)
+			posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+		void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+		close(fd);
+		if (m == MAP_FAILED)
+			continue;
+		size_t n = ((size_t)st.st_size + 4095) / 4096;
+		unsigned char *v = malloc(n);
+		if (v && mincore(m, (size_t)st.st_size, v) == 0) {
+			for (size_t k = 0; k < n; k++)
+				in += v[k] & 1;
+			pages += n;
+		}
+		free(v);
+		munmap(m, (size_t)st.st_size);
+	}
+	globfree(&g);
+	return pages ? (double)in / (double)pages : -1;
+}
+
+/* What a user was first to read of the image stays in the page cache across the reset (evicting
+ * it made every next program read it from disk again), and the next exec's memory peak does not
+ * count it; what one user read beyond an eighth of the limit is reclaimed. */
+static void test_page_cache(void)
+{
+	pd_sandbox *s = make();
+	double before = py_sources(true);
+	pd_result r;
+	int st = -1;
+	if (s && sh(s, "cat /usr/lib/python3*/*.py > /dev/null", 0, &r) == 0) {
+		st = r.status;
+		pd_result_free(&r);
+	}
+	double read = py_sources(false);
+	pd_err e = {0};
+	bool reset = s && pd_sandbox_reset(s, &e) == 0;
+	double after = py_sources(false);
+	ok(st == PD_OK && before < 0.2 && read > 0.9 && reset && after > 0.9,
+	   "the image's files a user read first stay cached across the reset (%.0f%% before, "
+	   "%.0f%% read, %.0f%% after) %s",
+	   before * 100, read * 100, after * 100, reset ? "" : e.msg);
+	uint64_t peak = UINT64_MAX;
+	if (reset && sh(s, "true", 0, &r) == 0) {
+		peak = r.memory_peak_bytes;
+		pd_result_free(&r);
+	}
+	ok(peak < (2u << 20), "and the next exec's memory peak does not count them (%llu KiB)",
+	   (unsigned long long)(peak >> 10));
+	/* 80 MiB of the image's files read once: over the eighth of 256 MiB that may stay */
+	static const char big[] = "find /usr/lib -type f -size +100k | head -400 | xargs cat |"
+				  " head -c 80M > /dev/null";
+	st = -1;
+	if (reset && sh(s, big, 0, &r) == 0) {
+		st = r.status;
+		pd_result_free(&r);
+	}
+	reset = st == PD_OK && pd_sandbox_reset(s, &e) == 0;
+	/* the sandbox's memory cgroup, v1 or v2, as this machine has it */
+	char p1[256], p2[256], b[64] = "";
+	if (reset) {
+		const char *id = pd_sandbox_id(s);
+		snprintf(p1, sizeof p1, "/sys/fs/cgroup/memory/paddock/%s/memory.usage_in_bytes", id);
+		snprintf(p2, sizeof p2, "/sys/fs/cgroup/paddock/%s/memory.current", id);
+		if (pd_read_file(p1, b, sizeof b) <= 0)
+			pd_read_file(p2, b, sizeof b);
+	}
+	/* 32 MiB, and what the kernel's per-CPU charge batches hold */
+	uint64_t left = strtoull(b, NULL, 10);
+	ok(reset && b[0] && left <= (34u << 20),
+	   "a user who read 80 MiB of the image: the reset leaves at most an eighth of the limit "
+	   "charged (%llu KiB; %s)",
+	   (unsigned long long)(left >> 10), reset ? "reset" : e.msg);
+	if (s)
+		pd_sandbox_destroy(s, NULL, 0);
+}
+
 /* The overlay of /usr (the default image's layer mounted elsewhere than "/") is kept by a reset
  * when the last user did not touch it, and rebuilt when it did anything there, reading the
  * directory or opening it included: each case is reset, then /usr's device number (its overlay
@@ -375,7 +471,7 @@ static void test_kept(const struct view *fresh)
 
 int main(void)
 {
-	plan(2 + (int)NWORK * 3 + 4 + 6 + 1 + 1 + 9 + 2 * 2 + 1);
+	plan(2 + (int)NWORK * 3 + 4 + 6 + 1 + 3 + 1 + 9 + 2 * 2 + 1);
 	pd_err e = {0};
 	ctx = pd_ctx_new(NULL, &e);
 	if (!ok(ctx != NULL, "context: %s", ctx ? "ok" : e.msg))
@@ -392,6 +488,7 @@ int main(void)
 	test_repeated(&fresh);
 	test_refused();
 	test_memory_limit();
+	test_page_cache();
 	test_kept(&fresh);
 	view_free(&fresh);
 	pd_ctx_free(ctx);
