@@ -23,7 +23,17 @@
 #include <unistd.h>
 #include <linux/magic.h>
 
-enum { CGF_CPU, CGF_CPU_STAT, CGF_MEM_PEAK, CGF_MEM_EVENTS, CGF_MEM_FAIL, CGF_MEM_USAGE, CGF_PIDS, CGF_PIDS_PEAK, CGF_N };
+enum {
+	CGF_CPU,
+	CGF_CPU_STAT,
+	CGF_MEM_PEAK,
+	CGF_MEM_EVENTS,
+	CGF_MEM_FAIL,  /* v1 memory.failcnt: limit hits */
+	CGF_MEM_USAGE, /* the usage when the peak is reset */
+	CGF_PIDS,
+	CGF_PIDS_PEAK,
+	CGF_N
+};
 
 struct pd_cg {
 	pd_cgroups *root;
@@ -291,9 +301,9 @@ static void v2_reset_peaks(pd_cg *g)
 	g->mem_hits_base = cg_pread(g, CGF_MEM_EVENTS, g->dirs[0], "memory.events", b, sizeof b) >= 0
 				   ? pd_keyed_u64(b, "max")
 				   : 0;
-	/* memory.peak accepts a reset since 6.12, for later reads through the same descriptor,
-	 * from the usage at the reset; older kernels keep the sandbox-wide peak,
-	 * reported whole */
+	/* memory.peak accepts a reset since 6.12, for later reads through the same descriptor
+	 * (the peak then starts at the usage of that moment, the base); older kernels keep the
+	 * sandbox-wide peak, which is reported whole */
 	int fd = cg_stat_fd(g, CGF_MEM_PEAK, g->dirs[0], "memory.peak", O_RDWR);
 	if (fd < 0)
 		return;

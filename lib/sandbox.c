@@ -1299,10 +1299,10 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 	free(cfg);
 	cfg = NULL;
 	/* 5. what the last user left charged to the cgroup (its old root's memory is gone with that
-	 * root now) is brought down to a small share of the limit: the page cache of image files
-	 * it was first to read, which the next programs of every sandbox want, stays up to that
-	 * share; peaks are reported over what an exec starts with (cgroup.c), so the next user's
-	 * figures do not count it. Kernel memory or files a user made to stay charged are not. */
+	 * root now: this is page cache of image files it was first to read, and kernel objects)
+	 * is brought down to a small share of the limit, coldest first, so the page cache the
+	 * next programs of every sandbox want stays; peaks are counted from what an exec starts
+	 * with (cgroup.c), so the next user's figures do not include it */
 	uint64_t kept = reset_keep(s->opts.limits.memory_bytes);
 	uint64_t left = c->cg.ops->reclaim(s->cg, kept);
 	if (left > kept + (16u << 20)) {
