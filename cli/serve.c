@@ -26,6 +26,8 @@ static void serve_usage(FILE *f)
 	      "                         (also $PADDOCK_TOKEN; --token-file FILE reads it from a file)\n"
 	      "  --templates FILE       templates (JSON); default: built-in bash, python, c, cpp, node\n"
 	      "  --db FILE              results store (SQLite); default <state>/paddock.db\n"
+	      "  --store-max SIZE       size the store's records may take; past it the oldest are\n"
+	      "                         deleted (default 1G; 0 = no cap, at least 16M otherwise)\n"
 	      "  --workers N            concurrent jobs (default 2 x CPUs)\n"
 	      "  --queue-max N          queued jobs per priority class before refusing (default 4096)\n"
 	      "  --retries N            retries of infrastructure failures in a fresh sandbox (default 2)\n"
@@ -60,6 +62,21 @@ static char *read_small(const char *path)
 	return strdup(buf);
 }
 
+/* The store's cap from a size string (or, from a config file, a number of bytes): 0 means no
+ * cap (UINT64_MAX for the server); anything else must leave room for a few full records. */
+static int store_max(const char *text, long long bytes, uint64_t *out)
+{
+	uint64_t v;
+	if (text ? pd_parse_size(text, &v) < 0 : bytes < 0)
+		return -1;
+	if (!text)
+		v = (uint64_t)bytes;
+	if (v && v < (16u << 20))
+		return -1;
+	*out = v ? v : UINT64_MAX;
+	return 0;
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -70,6 +87,7 @@ int cmd_serve(int argc, char **argv)
 		{"retries", required_argument, 0, 'r'}, {"warm", required_argument, 0, 'n'},
 		{"max-body", required_argument, 0, 'b'}, {"config", required_argument, 0, 'c'},
 		{"max-connections-per-ip", required_argument, 0, 'P'}, {"per-ip-exempt", required_argument, 0, 'E'},
+		{"store-max", required_argument, 0, 'S'},
 		{0, 0, 0, 0}};
 	pd_server_opts o = {0};
 	char *token = getenv("PADDOCK_TOKEN") ? strdup(getenv("PADDOCK_TOKEN")) : NULL;
@@ -100,6 +118,13 @@ int cmd_serve(int argc, char **argv)
 					o.templates_file = strdup(sv);
 				else if (!strcmp(k, "db") && sv)
 					o.db_path = strdup(sv);
+				else if (!strcmp(k, "store_max") && (sv || iv >= 0)) {
+					if (store_max(sv, iv, &o.store_max) < 0) {
+						cli_error("--config %s: store_max: not 0 or a size of at least 16M", cfile);
+						json_decref(cfg);
+						return EXIT_USAGE;
+					}
+				}
 				else if (!strcmp(k, "workers") && iv > 0)
 					o.sched.workers = (unsigned)iv;
 				else if (!strcmp(k, "queue_max") && iv > 0)
@@ -186,6 +211,12 @@ int cmd_serve(int argc, char **argv)
 			o.max_conns_per_ip = v ? (unsigned)v : UINT_MAX;
 			break;
 		case 'E': o.per_ip_exempt = optarg; break;
+		case 'S':
+			if (store_max(optarg, -1, &o.store_max) < 0) {
+				cli_error("--store-max: '%s' is not 0 (no cap) or a size of at least 16M", optarg);
+				return EXIT_USAGE;
+			}
+			break;
 		case 'c': break; /* read above */
 		default: serve_usage(stderr); return EXIT_USAGE;
 		}

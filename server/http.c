@@ -1064,8 +1064,11 @@ static char *pool_metrics(pd_server *s)
 	fprintf(f, "# HELP paddock_store_write_failures_total Results that could not be recorded (and were not answered as results).\n"
 		   "# TYPE paddock_store_write_failures_total counter\n"
 		   "paddock_store_write_failures_total{reason=\"disk_full\"} %llu\n"
-		   "paddock_store_write_failures_total{reason=\"other\"} %llu\n",
-		(unsigned long long)sf, (unsigned long long)so);
+		   "paddock_store_write_failures_total{reason=\"other\"} %llu\n"
+		   "# HELP paddock_store_pruned_records_total Oldest records deleted to keep the store under its cap.\n"
+		   "# TYPE paddock_store_pruned_records_total counter\n"
+		   "paddock_store_pruned_records_total %llu\n",
+		(unsigned long long)sf, (unsigned long long)so, (unsigned long long)pd_store_pruned(s->store));
 	fprintf(f, "# HELP paddock_connections_open HTTP connections open now.\n"
 		   "# TYPE paddock_connections_open gauge\npaddock_connections_open %u\n"
 		   "# HELP paddock_connections_refused_total Connections closed at accept, by the limit that refused them.\n"
@@ -1418,7 +1421,8 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 		snprintf(db, sizeof db, "%s", o->db_path);
 	else
 		snprintf(db, sizeof db, "%s/paddock.db", s->ctx->state_dir);
-	if (!(s->store = pd_store_open(db, e)))
+	uint64_t cap = o->store_max ? o->store_max : (1ull << 30);
+	if (!(s->store = pd_store_open(db, cap == UINT64_MAX ? 0 : cap, e)))
 		goto fail;
 	s->metrics = pd_metrics_new();
 	if (!(s->sched = pd_sched_new(s->pools, s->store, s->metrics, &o->sched, e)))

@@ -158,7 +158,8 @@ void pd_job_execute(pd_pools *pools, pd_job *j, unsigned max_retries);
 /* ---- store ----------------------------------------------------------------------------------- */
 
 typedef struct pd_store pd_store;
-pd_store *pd_store_open(const char *path, pd_err *e);
+/* max_bytes: what the records may use before the oldest are deleted (0: no cap). */
+pd_store *pd_store_open(const char *path, uint64_t max_bytes, pd_err *e);
 void pd_store_close(pd_store *s);
 /* Records a finished job (one row per job, with its attempts count and record). */
 int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e);
@@ -170,6 +171,8 @@ long pd_store_count(pd_store *s);
 bool pd_store_full(pd_store *s, char *msg, size_t len);
 /* Writes that failed: for lack of space, and for any other reason. */
 void pd_store_failures(pd_store *s, uint64_t *full, uint64_t *other);
+/* Records deleted to keep the store under its cap. */
+uint64_t pd_store_pruned(pd_store *s);
 
 /* ---- metrics --------------------------------------------------------------------------------- */
 
@@ -270,6 +273,7 @@ typedef struct pd_server_opts {
 	const char *token;          /* bearer token; required unless listening on loopback or unix */
 	const char *templates_file; /* NULL = the built-in templates */
 	const char *db_path;        /* NULL = <state>/paddock.db */
+	uint64_t store_max;         /* bytes the store's records may use; 0 = 1 GiB, UINT64_MAX = no cap */
 	size_t max_body;            /* bytes; 0 = 16 MiB */
 	unsigned max_connections;   /* 0 = 4096 */
 	unsigned max_conns_per_ip;  /* open connections from one client address; 0 = 256, UINT_MAX = no limit */

@@ -1,6 +1,12 @@
 /* The store: one SQLite row per finished job — its observation record (DESIGN.md §5) as columns
  * for the questions operators ask, plus the whole record as JSON. WAL mode, so readers never
- * block the writers; a busy timeout, so concurrent workers queue instead of failing. */
+ * block the writers; a busy timeout, so concurrent workers queue instead of failing.
+ *
+ * It has a size cap: a record keeps up to a MiB of each output stream, so programs that flood
+ * their output (an RL policy's endless print loop) would otherwise fill the disk at the request
+ * rate, and a full disk stops the daemon from answering anyone. Past the cap the oldest records
+ * are deleted; their pages go to SQLite's free list and new records reuse them, so the file
+ * stays near the cap. */
 #define _GNU_SOURCE
 #include "server.h"
 
@@ -24,6 +30,9 @@ struct pd_store {
 	char dir[4096];
 	bool full;
 	uint64_t failed_full, failed_other;
+	uint64_t max;	 /* bytes the records may use; 0: no cap */
+	uint64_t since;	 /* bytes written since the last look at the size */
+	uint64_t pruned; /* records deleted for the cap */
 };
 
 static const char schema[] =
@@ -40,7 +49,62 @@ static const char schema[] =
 	"CREATE INDEX IF NOT EXISTS attempts_task ON attempts(task_id);"
 	"CREATE INDEX IF NOT EXISTS attempts_failure ON attempts(failure_class);";
 
-pd_store *pd_store_open(const char *path, pd_err *e)
+static int64_t query_i64(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st;
+	int64_t v = -1;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			v = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	return v;
+}
+
+/* Bytes of the database in use: its pages less the free ones. */
+static uint64_t used_bytes(sqlite3 *db)
+{
+	int64_t pages = query_i64(db, "PRAGMA page_count"), free_pages = query_i64(db, "PRAGMA freelist_count"),
+		size = query_i64(db, "PRAGMA page_size");
+	return pages > free_pages && free_pages >= 0 && size > 0 ? (uint64_t)(pages - free_pages) * (uint64_t)size : 0;
+}
+
+/* Over the cap, deletes the oldest records until the database uses 1/32 less than it: a few
+ * looks at the size later (one per 64th of the cap written), not at every write, and little
+ * at a time, so the writer holding the store's lock is not kept long. Row ids grow by one per
+ * record and only the oldest are ever deleted, so the range of ids counts the records, and the
+ * average size says how many to take. */
+static void prune_locked(pd_store *s)
+{
+	uint64_t used = used_bytes(s->db), target = s->max - s->max / 32, removed = 0;
+	for (int round = 0; round < 8 && used > target; round++) {
+		int64_t lo = query_i64(s->db, "SELECT MIN(id) FROM attempts"),
+			hi = query_i64(s->db, "SELECT MAX(id) FROM attempts");
+		if (lo <= 0 || hi < lo)
+			break;
+		uint64_t avg = used / (uint64_t)(hi - lo + 1);
+		int64_t n = (int64_t)((used - target) / (avg ? avg : 1)) + 1;
+		sqlite3_stmt *st;
+		if (sqlite3_prepare_v2(s->db, "DELETE FROM attempts WHERE id < ?", -1, &st, NULL) != SQLITE_OK)
+			break;
+		sqlite3_bind_int64(st, 1, lo + n);
+		int rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+		int changed = sqlite3_changes(s->db);
+		if (rc != SQLITE_DONE || changed <= 0)
+			break;
+		removed += (uint64_t)changed;
+		used = used_bytes(s->db);
+	}
+	if (!removed)
+		return;
+	s->pruned += removed;
+	pd_log("info", "results store over its cap: the oldest records deleted",
+	       "\"deleted\":%llu,\"used_bytes\":%llu,\"cap_bytes\":%llu", (unsigned long long)removed,
+	       (unsigned long long)used, (unsigned long long)s->max);
+}
+
+pd_store *pd_store_open(const char *path, uint64_t max_bytes, pd_err *e)
 {
 	pd_store *s = calloc(1, sizeof *s);
 	if (!s) {
@@ -74,6 +138,10 @@ pd_store *pd_store_open(const char *path, pd_err *e)
 		pd_fail(e, EIO, "store %s: %s", path, sqlite3_errmsg(s->db));
 		goto fail;
 	}
+	/* a store kept from an earlier run under a larger cap is brought under this one now */
+	s->max = max_bytes;
+	if (s->max)
+		prune_locked(s);
 	return s;
 fail:
 	if (s->db)
@@ -138,6 +206,14 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 		} else {
 			s->failed_other++;
 		}
+	} else if (s->max) {
+		/* a look at the size (three pragmas) for every 64th of the cap written */
+		s->since += strlen(text) + 512;
+		if (s->since >= s->max / 64) {
+			s->since = 0;
+			if (used_bytes(s->db) > s->max)
+				prune_locked(s);
+		}
 	}
 	sqlite3_reset(st);
 	pthread_mutex_unlock(&s->mu);
@@ -174,6 +250,14 @@ bool pd_store_full(pd_store *s, char *msg, size_t len)
 	}
 	pthread_mutex_unlock(&s->mu);
 	return full;
+}
+
+uint64_t pd_store_pruned(pd_store *s)
+{
+	pthread_mutex_lock(&s->mu);
+	uint64_t n = s->pruned;
+	pthread_mutex_unlock(&s->mu);
+	return n;
 }
 
 void pd_store_failures(pd_store *s, uint64_t *full, uint64_t *other)
