@@ -85,6 +85,15 @@ static void result_copy(pd_result *dst, const pd_result *src)
 		dst->audit_len = 0;
 }
 
+static void spill_unlink(const pd_session *s, unsigned n)
+{
+	char p[PD_PATH];
+	snprintf(p, sizeof p, "%s/%u.stdout", s->dir, n);
+	unlink(p);
+	snprintf(p, sizeof p, "%s/%u.stderr", s->dir, n);
+	unlink(p);
+}
+
 static void rm_dir(const char *dir)
 {
 	DIR *d = opendir(dir);
@@ -249,11 +258,21 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_re
 		close(xo.spill_fd[0]);
 	if (xo.spill_fd[1] >= 0)
 		close(xo.spill_fd[1]);
+	if (rc < 0) {
+		/* no record points at them: nothing could fetch them */
+		unlink(out);
+		unlink(err);
+	}
 	if (rc == 0) {
-		/* keep the last SESSION_RECORDS results; the oldest goes first */
+		/* keep the last SESSION_RECORDS results; the oldest goes first, with its spilled
+		 * output (only a kept record's output can be fetched: a session of many execs
+		 * would otherwise hold every exec's output, up to the output kill each, until it
+		 * ends) */
 		record *rec = &s->rec[s->nrec % SESSION_RECORDS];
-		if (s->nrec >= SESSION_RECORDS)
+		if (s->nrec >= SESSION_RECORDS) {
 			result_free_copy(&rec->r);
+			spill_unlink(s, rec->n);
+		}
 		snprintf(rec->request_id, sizeof rec->request_id, "%s", rid ? rid : "");
 		if (!rid)
 			snprintf(rec->request_id, sizeof rec->request_id, "#%u", n);

@@ -304,6 +304,36 @@ static void test_sessions(void)
 	   "3 MB of output: the record keeps head and tail, the spill file all of it");
 	pd_result_free(&r1);
 
+	/* only the kept records' output stays on disk: 70 more execs, 64 records kept */
+	static char tiny[] = "echo x; echo y >&2";
+	char *argv5[] = {sh, c, tiny, NULL};
+	x.argv = argv5;
+	int failed = 0;
+	for (int i = 0; i < 70; i++) {
+		if (pd_session_exec(s, &x, NULL, &r1, &e) < 0)
+			failed++;
+		else
+			pd_result_free(&r1);
+	}
+	char *slash = strrchr(path, '/');
+	int spilled = -1;
+	if (slash) {
+		*slash = 0;
+		DIR *sd = opendir(path);
+		struct dirent *de;
+		spilled = 0;
+		while (sd && (de = readdir(sd)))
+			spilled += de->d_name[0] != '.';
+		if (sd)
+			closedir(sd);
+	}
+	ok(!failed && spilled == 2 * 64,
+	   "after 70 more execs the session directory holds the output of the 64 kept records only "
+	   "(%d files)",
+	   spilled);
+	ok(pd_session_output_path(s, "big", 1, path, sizeof path, &e) < 0 && e.code == ENOENT,
+	   "and an exec whose record is gone has no output to fetch");
+
 	/* files: write, read back, and the escapes a hostile program can plant */
 	ok(pd_sandbox_write_file(sb, "/work/in/a.txt", "abc", 3, 0644, &e) < 0,
 	   "writing into a missing directory fails (no silent mkdir)");
@@ -510,7 +540,7 @@ static void test_reuse(void)
 
 int main(void)
 {
-	plan(58);
+	plan(60);
 	pd_err e;
 	ctx = pd_ctx_new(NULL, &e);
 	if (!ok(ctx != NULL, "context: %s", ctx ? "ok" : e.msg))
