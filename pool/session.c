@@ -19,10 +19,16 @@
 #include <unistd.h>
 
 #define SESSION_RECORDS 64
+/* Output the records hold in memory: a record keeps up to the capture's head and tail of each
+ * stream (1 MiB each by default), so 64 of them could hold 128 MiB per session. The newest
+ * records keep theirs up to this; older ones drop their buffers and a retry of one reads its
+ * head and tail back from its spill files, which hold the whole output. */
+#define SESSION_OUTPUT_BYTES (8u << 20)
 
 typedef struct record {
 	char request_id[128];
 	unsigned n; /* exec number in this session */
+	bool slim;  /* output buffers dropped (lengths kept): read back from the spill files */
 	pd_result r;
 } record;
 
@@ -83,6 +89,85 @@ static void result_copy(pd_result *dst, const pd_result *src)
 		dst->err.tail_len = 0;
 	if (!dst->audit)
 		dst->audit_len = 0;
+}
+
+static size_t held_bytes(const pd_result *r)
+{
+	return (r->out.head ? r->out.head_len : 0) + (r->out.tail ? r->out.tail_len : 0) +
+	       (r->err.head ? r->err.head_len : 0) + (r->err.tail ? r->err.tail_len : 0);
+}
+
+/* Newest first, the records keep their output buffers while the total stays within
+ * SESSION_OUTPUT_BYTES; the older ones drop them. Called with the session entered. */
+static void slim_records(pd_session *s)
+{
+	unsigned kept = s->nrec < SESSION_RECORDS ? s->nrec : SESSION_RECORDS;
+	size_t total = 0;
+	for (unsigned k = 0; k < kept; k++) {
+		record *rec = &s->rec[(s->nrec - 1 - k) % SESSION_RECORDS];
+		size_t h = held_bytes(&rec->r);
+		if (rec->slim || total + h <= SESSION_OUTPUT_BYTES) {
+			total += h;
+			continue;
+		}
+		pd_output *o[2] = {&rec->r.out, &rec->r.err};
+		for (int i = 0; i < 2; i++) {
+			free(o[i]->head);
+			free(o[i]->tail);
+			o[i]->head = o[i]->tail = NULL;
+		}
+		rec->slim = true;
+	}
+}
+
+/* The head and tail of a slim record's stream, from its spill file: the whole stream, so its
+ * first head_len and last tail_len bytes are what the capture kept. 0, or -1 if the file does
+ * not hold the stream whole (a spill that failed for lack of space, say). */
+static int read_back(const pd_session *s, unsigned n, const char *stream, pd_output *o)
+{
+	char p[PD_PATH];
+	snprintf(p, sizeof p, "%s/%u.%s", s->dir, n, stream);
+	if (!o->head_len && !o->tail_len)
+		return 0;
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	int rc = -1;
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) == 0 && (uint64_t)st.st_size == o->total &&
+	    (uint64_t)st.st_size >= o->head_len + o->tail_len) {
+		o->head = o->head_len ? malloc(o->head_len) : NULL;
+		o->tail = o->tail_len ? malloc(o->tail_len) : NULL;
+		if ((!o->head_len || (o->head && pread(fd, o->head, o->head_len, 0) == (ssize_t)o->head_len)) &&
+		    (!o->tail_len || (o->tail && pread(fd, o->tail, o->tail_len, st.st_size - (off_t)o->tail_len) ==
+							  (ssize_t)o->tail_len)))
+			rc = 0;
+	}
+	close(fd);
+	if (rc < 0) {
+		free(o->head);
+		free(o->tail);
+		o->head = o->tail = NULL;
+		o->head_len = o->tail_len = 0;
+	}
+	return rc;
+}
+
+/* A copy of a record's result, its output read back from the spill files if the record is slim. */
+static void record_result(const pd_session *s, const record *rec, pd_result *r)
+{
+	if (!rec->slim) {
+		result_copy(r, &rec->r);
+		return;
+	}
+	pd_result src = rec->r;
+	src.out.head_len = src.out.tail_len = src.err.head_len = src.err.tail_len = 0;
+	result_copy(r, &src); /* the rest (the audit events) */
+	r->out = rec->r.out;
+	r->err = rec->r.err;
+	int a = read_back(s, rec->n, "stdout", &r->out), b = read_back(s, rec->n, "stderr", &r->err);
+	if (a < 0 || b < 0)
+		snprintf(r->error, sizeof r->error, "recorded output lost: its spill file does not hold it whole");
 }
 
 static void spill_unlink(const pd_session *s, unsigned n)
@@ -203,6 +288,18 @@ void pd_session_info(pd_session *s, char *sandbox_id, size_t id_len, char *state
 	pthread_mutex_unlock(&s->p->mu);
 }
 
+size_t pd_session_output_memory(pd_session *s)
+{
+	size_t total = 0;
+	pthread_mutex_lock(&s->p->mu);
+	if (s->busy)
+		total = SIZE_MAX; /* the exec running owns the records */
+	for (unsigned i = 0; total != SIZE_MAX && i < s->nrec && i < SESSION_RECORDS; i++)
+		total += held_bytes(&s->rec[i].r);
+	pthread_mutex_unlock(&s->p->mu);
+	return total;
+}
+
 unsigned pd_session_exec_count(pd_session *s)
 {
 	return s->nexec;
@@ -236,7 +333,7 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_re
 	if (rid) {
 		record *rec = find_record(s, rid);
 		if (rec) {
-			result_copy(r, &rec->r);
+			record_result(s, rec, r);
 			leave(s);
 			return 0;
 		}
@@ -273,12 +370,14 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_re
 			result_free_copy(&rec->r);
 			spill_unlink(s, rec->n);
 		}
+		rec->slim = false;
 		snprintf(rec->request_id, sizeof rec->request_id, "%s", rid ? rid : "");
 		if (!rid)
 			snprintf(rec->request_id, sizeof rec->request_id, "#%u", n);
 		rec->n = n;
 		result_copy(&rec->r, r);
 		s->nrec++;
+		slim_records(s);
 	}
 	leave(s);
 	return rc;

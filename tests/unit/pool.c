@@ -334,6 +334,46 @@ static void test_sessions(void)
 	ok(pd_session_output_path(s, "big", 1, path, sizeof path, &e) < 0 && e.code == ENOENT,
 	   "and an exec whose record is gone has no output to fetch");
 
+	/* 12 execs of ~2.6 MB on stdout and stderr: their records would hold ~24 MiB; the oldest
+	 * drop their buffers, and a retry reads them back from the spill files, unchanged */
+	pd_result orig[12];
+	int nbig = 0;
+	for (int i = 0; i < 12; i++) {
+		char cmd[160], rid[16];
+		snprintf(cmd, sizeof cmd, "seq -f 'out-%d %%g' 1 250000; seq -f 'err-%d %%g' 1 250000 >&2", i, i);
+		snprintf(rid, sizeof rid, "o-%d", i);
+		char *argv6[] = {sh, c, cmd, NULL};
+		x.argv = argv6;
+		nbig += pd_session_exec(s, &x, rid, &orig[i], &e) == 0 && orig[i].out.truncated &&
+			orig[i].err.truncated;
+	}
+	size_t mem = pd_session_output_memory(s);
+	ok(nbig == 12 && mem <= (8u << 20) && mem >= (6u << 20),
+	   "12 execs with ~2.6 MB on each stream (%d truncated): the records hold %zu KiB of it in "
+	   "memory, at most 8 MiB",
+	   nbig, mem >> 10);
+	int same = 0;
+	for (int i = 0; i < 12; i++) {
+		char rid[16];
+		snprintf(rid, sizeof rid, "o-%d", i);
+		pd_result again;
+		if (pd_session_exec(s, &x, rid, &again, &e) < 0)
+			continue;
+		const pd_output *a[2] = {&orig[i].out, &orig[i].err}, *b[2] = {&again.out, &again.err};
+		bool eq = !again.error[0];
+		for (int k = 0; k < 2; k++)
+			eq &= a[k]->head_len == b[k]->head_len && a[k]->tail_len == b[k]->tail_len &&
+			      a[k]->total == b[k]->total && a[k]->truncated == b[k]->truncated &&
+			      !memcmp(a[k]->head, b[k]->head, a[k]->head_len) &&
+			      !memcmp(a[k]->tail, b[k]->tail, a[k]->tail_len);
+		same += eq;
+		pd_result_free(&again);
+	}
+	for (int i = 0; i < 12; i++)
+		pd_result_free(&orig[i]);
+	is_int(same, 12, "a retry of each returns its record unchanged, head and tail included");
+	is_int(pd_session_output_memory(s), mem, "and the retries did not grow what the records hold");
+
 	/* files: write, read back, and the escapes a hostile program can plant */
 	ok(pd_sandbox_write_file(sb, "/work/in/a.txt", "abc", 3, 0644, &e) < 0,
 	   "writing into a missing directory fails (no silent mkdir)");
@@ -540,7 +580,7 @@ static void test_reuse(void)
 
 int main(void)
 {
-	plan(60);
+	plan(63);
 	pd_err e;
 	ctx = pd_ctx_new(NULL, &e);
 	if (!ok(ctx != NULL, "context: %s", ctx ? "ok" : e.msg))
