@@ -180,6 +180,10 @@ int pd_sandbox_read_file(pd_sandbox *s, const char *path, size_t max, char **out
 		got += (size_t)n;
 	}
 	close(fd);
+	if (got > max) { /* it grew past max in the last doubling */
+		free(buf);
+		return pd_fail(e, EFBIG, "%s grew past %zu bytes", path, max);
+	}
 	buf[got] = 0;
 	*out = buf;
 	*len = got;

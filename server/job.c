@@ -257,6 +257,9 @@ static int parse_b64_files(pd_job *j, json_t *files, const char *name, bool null
 	return 0;
 }
 
+#define FETCH_FILE_MAX (16u << 20)
+#define FETCH_TOTAL_MAX (64u << 20)
+
 /* "fetch_files": paths to return after the run. */
 static int parse_fetch(pd_job *j, json_t *fetch, pd_err *e)
 {
@@ -908,6 +911,10 @@ static bool attempt(pd_pools *pools, pd_job *j)
 	j->ran = true;
 	j->failure = failure_of(&j->run_r);
 	retry = j->failure == PD_F_INTERNAL;
+	/* each file up to 16 MiB, and 64 MiB in all: the sandbox chooses what the files hold, and
+	 * each byte is held several times over (data, base64, the JSON answer, the stored record)
+	 * while the answer is built; a file past either comes back null */
+	size_t budget = FETCH_TOTAL_MAX;
 	if (pd_sandbox_state(s) == PD_READY)
 		for (size_t i = 0; i < j->nfetch; i++) {
 			pd_file *nf = realloc(j->fetched, (j->nfetched + 1) * sizeof *nf);
@@ -923,8 +930,12 @@ static bool attempt(pd_pools *pools, pd_job *j)
 			out->path = strdup(j->fetch[i]);
 			out->data = NULL;
 			out->len = 0;
-			if (pd_sandbox_read_file(s, path, 16u << 20, &out->data, &out->len, &e) < 0)
+			size_t max = budget < FETCH_FILE_MAX ? budget : FETCH_FILE_MAX;
+			if (!max || pd_sandbox_read_file(s, path, max, &out->data, &out->len, &e) < 0) {
 				out->data = NULL;
+				out->len = 0;
+			}
+			budget -= out->len;
 		}
 out:
 	pd_pool_release(pools, s);

@@ -3,7 +3,7 @@
 # the observation record's fields; failure classes exec_timeout, oom, output_limit; input
 # validation (400 naming the field) and the body size limit (413).
 source "$(dirname "$0")/api.sh"
-plan 63
+plan 64
 
 start_daemon --max-body 64k
 ok $? "daemon started with --max-body 64k"
@@ -76,6 +76,10 @@ is "$(jb '.files["out.txt"]' | base64 -d)" result "fetch_files: a relative path,
 is "$(jb '.files["/work/d/b.bin"]' | base64 -d | od -An -tx1 | tr -d ' \n')" 000102 "fetch_files: an absolute path, binary exact"
 is "$(jb '.files | has("nothere")')" true "fetch_files: a missing file is named"
 is "$(jb '.files["nothere"]')" null "fetch_files: ...with null"
+# what the sandbox wrote decides the size: 16 MiB a file, 64 MiB in all, past either null
+post_json /v1/runs '{"shell":"for i in 1 2 3 4 5; do head -c 15728640 /dev/zero > f$i; done; head -c 17825792 /dev/zero > big","fetch_files":["big","f1","f2","f3","f4","f5"]}'
+got=$(jq -r '.files | to_entries | map(if .value == null then "null" else (.value | length | tostring) end) | join(" ")' <"$BODY")
+is "$got" "null 20971520 20971520 20971520 20971520 null" "fetch_files: 17 MiB is over a file's 16 MiB, and the fifth 15 MiB file over 64 MiB in all: null"
 
 # --- failure classes --------------------------------------------------------------------------
 post_json /v1/runs '{"cmd":["sleep","5"],"limits":{"wall_time":1}}'
