@@ -93,6 +93,9 @@ typedef struct pd_result {
 	uint32_t pids_peak;
 	bool oom_killed;
 	pd_output out, err;
+	/* a spill (pd_exec_opts.spill) does not hold its stream whole: a write failed (a full disk)
+	 * or spill_max was reached; the run itself went on */
+	bool spill_lost[2];
 	/* timings of the sandbox lifecycle as seen by this exec (setup/teardown filled by pd_run) */
 	uint64_t setup_us, exec_us, teardown_us;
 	/* residue check of the teardown: "clean", or what was left */
@@ -218,6 +221,7 @@ typedef struct pd_exec_opts {
 	void *cb_arg;
 	bool spill;            /* also append every output byte to spill_fd[0] (stdout), [1] (stderr) */
 	int spill_fd[2];
+	uint64_t spill_max;    /* bytes per spill fd, 0 = no cap: past it the spill stops (spill_lost) */
 	uint64_t output_kill_bytes; /* 0 = the sandbox's limit */
 } pd_exec_opts;
 

@@ -777,6 +777,7 @@ typedef struct exec_run {
 	pd_auditor aud;
 	bool aud_on;
 	bool spill_failed[2];
+	uint64_t spilled[2];
 } exec_run;
 
 /* write() that cannot end the embedding process with SIGPIPE: the program may stop reading its
@@ -818,7 +819,11 @@ static void drain(exec_run *x, int i, const pd_exec_opts *o)
 		size_t live = pd_capture_add(&x->cap[i], buf, (size_t)n);
 		if (o->on_output && live)
 			o->on_output(o->cb_arg, i + 1, buf, live);
+		if (o->spill && o->spill_fd[i] >= 0 && !x->spill_failed[i] && o->spill_max &&
+		    x->spilled[i] + (uint64_t)n > o->spill_max)
+			x->spill_failed[i] = true; /* a spill that cannot be whole is not written on */
 		if (o->spill && o->spill_fd[i] >= 0 && !x->spill_failed[i]) {
+			x->spilled[i] += (uint64_t)n;
 			/* a full spill file must not stop the run: keep the capture, note the loss */
 			for (ssize_t off = 0; off < n;) {
 				ssize_t w = write_nosig(o->spill_fd[i], buf + off, (size_t)(n - off));
@@ -1085,6 +1090,8 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 	r->oom_killed = after.oom_kills > before.oom_kills;
 	pd_capture_finish(&x.cap[0], &r->out);
 	pd_capture_finish(&x.cap[1], &r->err);
+	r->spill_lost[0] = o->spill && x.spill_failed[0];
+	r->spill_lost[1] = o->spill && x.spill_failed[1];
 	/* the live callback saw the heads; a tail that joins its head (nothing dropped) is the rest */
 	if (o->on_output && r->out.tail_len && !r->out.truncated)
 		o->on_output(o->cb_arg, 1, r->out.tail, r->out.tail_len);

@@ -24,6 +24,8 @@
  * records keep theirs up to this; older ones drop their buffers and a retry of one reads its
  * head and tail back from its spill files, which hold the whole output. */
 #define SESSION_OUTPUT_BYTES (8u << 20)
+/* The largest archive a download makes (it is written to a temporary file on the host first). */
+#define SESSION_TAR_MAX (1024u << 20)
 
 typedef struct record {
 	char request_id[128];
@@ -412,13 +414,22 @@ static int run_tar(pd_session *s, char **argv, int in_fd, int out_fd, pd_err *e)
 		x.spill = true;
 		x.spill_fd[0] = out_fd;
 		x.spill_fd[1] = -1;
-		x.output_kill_bytes = UINT64_MAX; /* the archive is the output: the disk bounds it */
+		/* the archive is the output: not killed for its size (that would end the session),
+		 * but no more than SESSION_TAR_MAX of it is written to the host */
+		x.output_kill_bytes = UINT64_MAX;
+		x.spill_max = SESSION_TAR_MAX;
 	}
 	pd_result r;
 	if (pd_sandbox_exec(s->sb, &x, &r, e) < 0)
 		return -1;
 	int rc = 0;
-	if (r.status != PD_OK && !(out_fd >= 0 && r.status == PD_OL)) {
+	if (out_fd >= 0 && r.spill_lost[0]) {
+		/* a cut archive must not be handed out as the directory */
+		rc = r.out.total > SESSION_TAR_MAX
+			     ? pd_fail(e, EFBIG, "the archive of that directory is over %u MiB: download a smaller one",
+				       SESSION_TAR_MAX >> 20)
+			     : pd_fail(e, ENOSPC, "the archive could not be written whole (no space on the host)");
+	} else if (r.status != PD_OK && !(out_fd >= 0 && r.status == PD_OL)) {
 		char msg[200] = "";
 		if (r.err.head_len)
 			snprintf(msg, sizeof msg, ": %.*s", (int)(r.err.head_len > 150 ? 150 : r.err.head_len),

@@ -92,6 +92,11 @@ typedef struct req {
 	int status;
 	char *resp;
 	size_t resp_len;
+	/* or a file sent from its descriptor (an archive, a spilled output): held whole in memory
+	 * it could take the daemon's memory; resp_fd is valid while resp_from_fd */
+	bool resp_from_fd;
+	int resp_fd;
+	uint64_t resp_fd_len;
 	const char *content_type;
 	unsigned retry_after;
 	kind k;
@@ -134,8 +139,30 @@ void pd_log(const char *level, const char *msg, const char *fmt, ...)
 
 /* ---- responses ------------------------------------------------------------------------------- */
 
+static void drop_resp_fd(req *r)
+{
+	if (r->resp_from_fd)
+		close(r->resp_fd);
+	r->resp_from_fd = false;
+}
+
+/* The body is fd's first len bytes, sent by libmicrohttpd, which closes fd. */
+static void set_resp_fd(req *r, int status, const char *ctype, int fd, uint64_t len)
+{
+	free(r->resp);
+	r->resp = NULL;
+	r->resp_len = 0;
+	drop_resp_fd(r);
+	r->status = status;
+	r->content_type = ctype;
+	r->resp_from_fd = true;
+	r->resp_fd = fd;
+	r->resp_fd_len = len;
+}
+
 static void set_resp(req *r, int status, const char *ctype, char *body, size_t len)
 {
+	drop_resp_fd(r);
 	free(r->resp);
 	r->status = status;
 	r->content_type = ctype;
@@ -182,10 +209,13 @@ static void set_error(req *r, int status, const char *fmt, ...)
 static enum MHD_Result send_resp(struct MHD_Connection *c, req *r)
 {
 	struct MHD_Response *resp =
-		MHD_create_response_from_buffer(r->resp_len, r->resp ? r->resp : (char *)"", MHD_RESPMEM_MUST_FREE);
+		r->resp_from_fd
+			? MHD_create_response_from_fd64(r->resp_fd_len, r->resp_fd)
+			: MHD_create_response_from_buffer(r->resp_len, r->resp ? r->resp : (char *)"", MHD_RESPMEM_MUST_FREE);
 	if (!resp)
-		return MHD_NO;
-	r->resp = NULL; /* MHD owns it now */
+		return MHD_NO; /* on_completed frees what is left */
+	r->resp = NULL; /* MHD owns it now (the buffer, or the descriptor) */
+	r->resp_from_fd = false;
 	MHD_add_response_header(resp, "Content-Type", r->content_type ? r->content_type : "application/json");
 	if (r->retry_after) {
 		char ra[16];
@@ -588,19 +618,18 @@ static void session_tar(req *r, sess_entry *se, bool upload)
 		return;
 	}
 	if (pd_session_download_tar(se->s, dir, fd, &e) < 0) {
-		set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 400, "%s", e.msg);
+		int code = e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : e.code == EFBIG ? 413 : 400;
+		set_error(r, e.code == ENOSPC ? 507 : code, "%s", e.msg);
 		close(fd);
 		return;
 	}
 	off_t len = lseek(fd, 0, SEEK_END);
-	char *buf = len > 0 ? malloc((size_t)len) : NULL;
-	if (len > 0 && (!buf || pread(fd, buf, (size_t)len, 0) != len)) {
-		free(buf);
-		set_error(r, 500, "read archive");
-	} else {
-		set_resp(r, 200, "application/x-tar", buf, (size_t)(len > 0 ? len : 0));
+	if (len < 0) {
+		set_error(r, 500, "archive: %s", strerror(errno));
+		close(fd);
+		return;
 	}
-	close(fd);
+	set_resp_fd(r, 200, "application/x-tar", fd, (uint64_t)len);
 }
 
 static void session_output(req *r, sess_entry *se)
@@ -612,19 +641,15 @@ static void session_output(req *r, sess_entry *se)
 		set_error(r, 404, "%s", e.msg);
 		return;
 	}
-	char *buf = NULL;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0 || !(buf = malloc((size_t)st.st_size + 1)) ||
-	    pread(fd, buf, (size_t)st.st_size, 0) != st.st_size) {
-		free(buf);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		set_error(r, 500, "read output: %s", strerror(errno));
 		if (fd >= 0)
 			close(fd);
-		set_error(r, 500, "read output: %s", strerror(errno));
 		return;
 	}
-	close(fd);
-	set_resp(r, 200, "application/octet-stream", buf, (size_t)st.st_size);
+	set_resp_fd(r, 200, "application/octet-stream", fd, (uint64_t)st.st_size);
 }
 
 static void session_create(req *r);
@@ -1280,6 +1305,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 		return;
 	free(r->body);
 	free(r->resp);
+	drop_resp_fd(r);
 	free(r);
 	*con_cls = NULL;
 }

@@ -4,7 +4,7 @@
 # tar archives) that must never reach the host's files, tar upload/download, the full output of a
 # large exec, DELETE, and the idle TTL.
 source "$(dirname "$0")/api.sh"
-plan 74
+plan 76
 
 start_daemon
 ok $? "daemon started"
@@ -168,6 +168,18 @@ mkdir -p "$TMPD/back"
 tar -C "$TMPD/back" -xf "$BODY" 2>"$TMPD/tar.err"
 diff -r --no-dereference "$TMPD/src" "$TMPD/back" >"$TMPD/diff" 2>&1
 ok $? "tar round trip: the same tree, bytes, empty file and symlink$( [ -s "$TMPD/diff" ] && echo " ($(head -c 200 "$TMPD/diff"))")"
+
+# a 150 MB download is sent from its file, not read into the daemon's memory
+hwm() { awk '/^VmHWM:/ { print $2 }' "/proc/$DPID/status"; }
+sx "$S" '{"cmd":["sh","-c","mkdir -p /work/bulk && head -c 157286400 /dev/urandom > /work/bulk/r.bin && echo made"]}'
+is "$(jb .stdout)" made "150 MB of random bytes made in the session"
+before=$(hwm)
+curl -s -m 120 -o "$TMPD/bulk.tar" "$U/v1/sessions/$S/download?dir=/work/bulk"
+after=$(hwm)
+size=$(stat -c %s "$TMPD/bulk.tar" 2>/dev/null || echo 0)
+[ "$size" -gt 157286400 ] && [ $((after - before)) -lt 51200 ]
+ok $? "download of 150 MB: the archive arrives whole ($size bytes), the daemon's peak memory grew by $(((after - before) / 1024)) MiB"
+sx "$S" '{"cmd":["rm","-rf","/work/bulk"]}'
 
 # --- the full output of a large exec ------------------------------------------------------------
 python3 -c 'import sys; [print("line %07d %s" % (i, "x" * 40)) for i in range(60000)]' >"$TMPD/want.out"

@@ -276,6 +276,43 @@ static void test_live_output(void)
 	pd_result_free(&r);
 }
 
+/* A spill holds its stream whole or says it does not: a cap (spill_max) stops it, and the
+ * result reports the loss; without a cap, or under it, it holds every byte. */
+static void test_spill(void)
+{
+	char tmpl[3][32] = {"/tmp/pd-spill-XXXXXX", "/tmp/pd-spill-XXXXXX", "/tmp/pd-spill-XXXXXX"};
+	int fds[3];
+	for (int i = 0; i < 3; i++) {
+		fds[i] = mkstemp(tmpl[i]);
+		unlink(tmpl[i]);
+	}
+	static const uint64_t caps[3] = {0, 300000, 100000};
+	int good = 0;
+	for (int i = 0; i < 3; i++) {
+		pd_sandbox_opts so = {.limits = pd_limits_default()};
+		pd_result r;
+		pd_exec_opts x = xo(ARGV("sh", "-c", "head -c 200000 /dev/zero"));
+		x.spill = true;
+		x.spill_fd[0] = fds[i];
+		x.spill_fd[1] = -1;
+		x.spill_max = caps[i];
+		pd_err e = {0};
+		if (pd_run(ctx, &so, &x, &r, &e) < 0) {
+			printf("#   %s\n", e.msg);
+			continue;
+		}
+		off_t size = lseek(fds[i], 0, SEEK_END);
+		bool whole = size == 200000 && r.out.total == 200000;
+		good += i < 2 ? whole && !r.spill_lost[0] : !whole && size <= 100000 && r.spill_lost[0];
+		pd_result_free(&r);
+	}
+	is_int(good, 3,
+	       "200,000 bytes spilled: whole with no cap and under a 300,000 cap; cut and reported lost "
+	       "with a 100,000 cap");
+	for (int i = 0; i < 3; i++)
+		close(fds[i]);
+}
+
 /* a program that stops reading its stdin_data must not get the caller killed by SIGPIPE */
 static volatile sig_atomic_t sigpipes;
 static int slow_calls;
@@ -432,7 +469,7 @@ int main(void)
 		printf("1..0 # SKIP the runtime needs root\n");
 		return 0;
 	}
-	plan(58);
+	plan(59);
 	pd_err e = {0};
 	ctx = pd_ctx_new(NULL, &e);
 	ok(ctx != NULL, "pd_ctx_new (%s)", e.msg);
@@ -444,6 +481,7 @@ int main(void)
 	test_timed_out();
 	test_errors();
 	test_live_output();
+	test_spill();
 	test_sigpipe();
 	test_init_guarded();
 	/* warm up: the threads' uid slots stay held (and their lock fds open) by the context */
