@@ -132,7 +132,7 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *request_id
  * the reclaimer tears an ended session's sandbox down. */
 void pd_session_info(pd_session *s, char *sandbox_id, size_t id_len, char *state, size_t state_len);
 /* Bytes of output the session's records hold in memory (at most 8 MiB: older records read
- * theirs back from the spill files); SIZE_MAX while an exec runs. */
+ * theirs back from the spill files, of which a session keeps 256 MiB, newest first). */
 size_t pd_session_output_memory(pd_session *s);
 /* How many execs the session has run (the last one without a request id is "#<count>"). */
 unsigned pd_session_exec_count(pd_session *s);

@@ -24,6 +24,10 @@
  * records keep theirs up to this; older ones drop their buffers and a retry of one reads its
  * head and tail back from its spill files, which hold the whole output. */
 #define SESSION_OUTPUT_BYTES (8u << 20)
+/* Spilled output a session keeps on the host's disk: past it, the oldest records' spill files
+ * go (their output can no longer be fetched), so that a session of big outputs cannot hold up to
+ * 64 x 128 MiB (the output kill of both streams) until it ends. */
+#define SESSION_SPILL_BYTES (256u << 20)
 /* The largest archive a download makes (it is written to a temporary file on the host first). */
 #define SESSION_TAR_MAX (1024u << 20)
 
@@ -31,6 +35,8 @@ typedef struct record {
 	char request_id[128];
 	unsigned n; /* exec number in this session */
 	bool slim;  /* output buffers dropped (lengths kept): read back from the spill files */
+	bool spill_gone;      /* its spill files were deleted for SESSION_SPILL_BYTES */
+	uint64_t spill_bytes; /* what its spill files hold */
 	pd_result r;
 } record;
 
@@ -50,12 +56,6 @@ struct pd_session {
 	unsigned nrec;
 	struct pd_session *next;
 };
-
-static void result_free_copy(pd_result *r)
-{
-	pd_result_free(r);
-	memset(r, 0, sizeof *r);
-}
 
 static char *dupbuf(const char *p, size_t n)
 {
@@ -100,7 +100,8 @@ static size_t held_bytes(const pd_result *r)
 }
 
 /* Newest first, the records keep their output buffers while the total stays within
- * SESSION_OUTPUT_BYTES; the older ones drop them. Called with the session entered. */
+ * SESSION_OUTPUT_BYTES; the older ones drop them. Called with the session entered and the
+ * pools' lock held. */
 static void slim_records(pd_session *s)
 {
 	unsigned kept = s->nrec < SESSION_RECORDS ? s->nrec : SESSION_RECORDS;
@@ -179,6 +180,31 @@ static void spill_unlink(const pd_session *s, unsigned n)
 	unlink(p);
 	snprintf(p, sizeof p, "%s/%u.stderr", s->dir, n);
 	unlink(p);
+}
+
+/* Newest first, the records keep their spill files while they hold at most SESSION_SPILL_BYTES
+ * together; the older ones lose theirs. Called with the session entered and the pools' lock
+ * held. */
+static void trim_spills(pd_session *s)
+{
+	unsigned kept = s->nrec < SESSION_RECORDS ? s->nrec : SESSION_RECORDS;
+	uint64_t total = 0;
+	for (unsigned k = 0; k < kept; k++) {
+		record *rec = &s->rec[(s->nrec - 1 - k) % SESSION_RECORDS];
+		if (rec->spill_gone || total + rec->spill_bytes <= SESSION_SPILL_BYTES) {
+			total += rec->spill_gone ? 0 : rec->spill_bytes;
+			continue;
+		}
+		spill_unlink(s, rec->n);
+		rec->spill_gone = true;
+		rec->spill_bytes = 0;
+	}
+}
+
+static uint64_t fd_size(int fd)
+{
+	struct stat st;
+	return fd >= 0 && fstat(fd, &st) == 0 ? (uint64_t)st.st_size : 0;
 }
 
 static void rm_dir(const char *dir)
@@ -294,9 +320,7 @@ size_t pd_session_output_memory(pd_session *s)
 {
 	size_t total = 0;
 	pthread_mutex_lock(&s->p->mu);
-	if (s->busy)
-		total = SIZE_MAX; /* the exec running owns the records */
-	for (unsigned i = 0; total != SIZE_MAX && i < s->nrec && i < SESSION_RECORDS; i++)
+	for (unsigned i = 0; i < s->nrec && i < SESSION_RECORDS; i++)
 		total += held_bytes(&s->rec[i].r);
 	pthread_mutex_unlock(&s->p->mu);
 	return total;
@@ -352,7 +376,9 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_re
 		xo.envp = s->pl->t.env;
 	if (!xo.cwd && s->pl->t.cwd)
 		xo.cwd = s->pl->t.cwd;
+	xo.spill_max = SESSION_SPILL_BYTES;
 	int rc = pd_sandbox_exec(s->sb, &xo, r, e);
+	uint64_t spilled = fd_size(xo.spill_fd[0]) + fd_size(xo.spill_fd[1]);
 	if (xo.spill_fd[0] >= 0)
 		close(xo.spill_fd[0]);
 	if (xo.spill_fd[1] >= 0)
@@ -366,20 +392,33 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_re
 		/* keep the last SESSION_RECORDS results; the oldest goes first, with its spilled
 		 * output (only a kept record's output can be fetched: a session of many execs
 		 * would otherwise hold every exec's output, up to the output kill each, until it
-		 * ends) */
+		 * ends). The records change under the pools' lock: an output fetch may be looking
+		 * them up meanwhile (pd_session_output_path). */
+		pd_result copy, old;
+		result_copy(&copy, r);
+		memset(&old, 0, sizeof old);
+		unsigned old_n = 0;
+		pthread_mutex_lock(&s->p->mu);
 		record *rec = &s->rec[s->nrec % SESSION_RECORDS];
 		if (s->nrec >= SESSION_RECORDS) {
-			result_free_copy(&rec->r);
-			spill_unlink(s, rec->n);
+			old = rec->r;
+			old_n = rec->spill_gone ? 0 : rec->n;
 		}
 		rec->slim = false;
+		rec->spill_gone = false;
+		rec->spill_bytes = spilled;
 		snprintf(rec->request_id, sizeof rec->request_id, "%s", rid ? rid : "");
 		if (!rid)
 			snprintf(rec->request_id, sizeof rec->request_id, "#%u", n);
 		rec->n = n;
-		result_copy(&rec->r, r);
+		rec->r = copy;
 		s->nrec++;
 		slim_records(s);
+		trim_spills(s);
+		pthread_mutex_unlock(&s->p->mu);
+		pd_result_free(&old);
+		if (old_n)
+			spill_unlink(s, old_n);
 	}
 	leave(s);
 	return rc;
@@ -390,13 +429,19 @@ int pd_session_output_path(pd_session *s, const char *rid, int stream, char *pat
 	if (stream != 1 && stream != 2)
 		return pd_fail(e, EINVAL, "stream must be 1 (stdout) or 2 (stderr)");
 	unsigned n = 0;
+	bool gone = false;
 	pthread_mutex_lock(&s->p->mu);
 	record *rec = find_record(s, rid);
 	if (rec)
-		n = rec->n;
+		n = rec->n, gone = rec->spill_gone;
 	pthread_mutex_unlock(&s->p->mu);
 	if (!n)
 		return pd_fail(e, ENOENT, "session %s has no exec with request id '%s'", s->id, rid);
+	if (gone)
+		return pd_fail(e, ENOENT,
+			       "the output of exec '%s' is no longer kept: a session keeps %u MiB of its "
+			       "newest execs' output",
+			       rid, SESSION_SPILL_BYTES >> 20);
 	snprintf(path, len, "%s/%u.%s", s->dir, n, stream == 1 ? "stdout" : "stderr");
 	return 0;
 }

@@ -374,6 +374,43 @@ static void test_sessions(void)
 	is_int(same, 12, "a retry of each returns its record unchanged, head and tail included");
 	is_int(pd_session_output_memory(s), mem, "and the retries did not grow what the records hold");
 
+	/* 5 execs of 30 MB on each stream (under the 64 MiB output kill): 300 MB of spill files;
+	 * the session keeps 256 MiB of them, newest first, and the oldest's output can no longer
+	 * be fetched */
+	static char flood[] = "head -c 30000000 /dev/zero; head -c 30000000 /dev/zero >&2";
+	char *argv7[] = {sh, c, flood, NULL};
+	x.argv = argv7;
+	int floods = 0;
+	for (int i = 0; i < 5; i++) {
+		char rid[16];
+		snprintf(rid, sizeof rid, "fl-%d", i);
+		if (pd_session_exec(s, &x, rid, &r1, &e) == 0 && r1.out.truncated)
+			floods++;
+		pd_result_free(&r1);
+	}
+	uint64_t on_disk = 0;
+	if (pd_session_output_path(s, "fl-4", 1, path, sizeof path, &e) == 0) {
+		char *sl = strrchr(path, '/');
+		*sl = 0;
+		DIR *sd = opendir(path);
+		struct dirent *de;
+		while (sd && (de = readdir(sd))) {
+			struct stat fst;
+			if (de->d_name[0] != '.' && fstatat(dirfd(sd), de->d_name, &fst, 0) == 0)
+				on_disk += (uint64_t)fst.st_size;
+		}
+		if (sd)
+			closedir(sd);
+	}
+	ok(floods == 5 && on_disk <= (256u << 20) && on_disk >= (200u << 20),
+	   "5 execs of 60 MB of output: %d ran, the session keeps %llu MiB of spill files, at most 256",
+	   floods, (unsigned long long)(on_disk >> 20));
+	e.msg[0] = 0;
+	ok(pd_session_output_path(s, "fl-0", 1, path, sizeof path, &e) < 0 && e.code == ENOENT &&
+		   strstr(e.msg, "no longer kept") &&
+		   pd_session_output_path(s, "fl-1", 1, path, sizeof path, &e) == 0,
+	   "the oldest's output is gone, with a message saying why (%s); the next is kept", e.msg);
+
 	/* files: write, read back, and the escapes a hostile program can plant */
 	ok(pd_sandbox_write_file(sb, "/work/in/a.txt", "abc", 3, 0644, &e) < 0,
 	   "writing into a missing directory fails (no silent mkdir)");
@@ -580,7 +617,7 @@ static void test_reuse(void)
 
 int main(void)
 {
-	plan(63);
+	plan(65);
 	pd_err e;
 	ctx = pd_ctx_new(NULL, &e);
 	if (!ok(ctx != NULL, "context: %s", ctx ? "ok" : e.msg))
