@@ -168,9 +168,17 @@ static void record_result(const pd_session *s, const record *rec, pd_result *r)
 	result_copy(r, &src); /* the rest (the audit events) */
 	r->out = rec->r.out;
 	r->err = rec->r.err;
-	int a = read_back(s, rec->n, "stdout", &r->out), b = read_back(s, rec->n, "stderr", &r->err);
-	if (a < 0 || b < 0)
+	int a = rec->spill_gone ? -1 : read_back(s, rec->n, "stdout", &r->out);
+	int b = rec->spill_gone ? -1 : read_back(s, rec->n, "stderr", &r->err);
+	if (rec->spill_gone) {
+		r->out.head_len = r->out.tail_len = r->err.head_len = r->err.tail_len = 0;
+		snprintf(r->error, sizeof r->error,
+			 "recorded output no longer kept (a session keeps %u MiB of it in memory and %u MiB "
+			 "on disk, newest first)",
+			 SESSION_OUTPUT_BYTES >> 20, SESSION_SPILL_BYTES >> 20);
+	} else if (a < 0 || b < 0) {
 		snprintf(r->error, sizeof r->error, "recorded output lost: its spill file does not hold it whole");
+	}
 }
 
 static void spill_unlink(const pd_session *s, unsigned n)

@@ -410,6 +410,10 @@ static void test_sessions(void)
 		   strstr(e.msg, "no longer kept") &&
 		   pd_session_output_path(s, "fl-1", 1, path, sizeof path, &e) == 0,
 	   "the oldest's output is gone, with a message saying why (%s); the next is kept", e.msg);
+	ok(pd_session_exec(s, &x, "fl-0", &r1, &e) == 0 && !r1.out.head_len && strstr(r1.error, "no longer kept") &&
+		   r1.out.total == 30000000,
+	   "a retry of it returns its record without the output, saying so (%s)", r1.error);
+	pd_result_free(&r1);
 
 	/* files: write, read back, and the escapes a hostile program can plant */
 	ok(pd_sandbox_write_file(sb, "/work/in/a.txt", "abc", 3, 0644, &e) < 0,
@@ -617,7 +621,7 @@ static void test_reuse(void)
 
 int main(void)
 {
-	plan(65);
+	plan(66);
 	pd_err e;
 	ctx = pd_ctx_new(NULL, &e);
 	if (!ok(ctx != NULL, "context: %s", ctx ? "ok" : e.msg))
