@@ -456,6 +456,11 @@ int pd_session_output_path(pd_session *s, const char *rid, int stream, char *pat
 
 /* tar runs inside the sandbox: whatever links the archive or the directory holds, it can only
  * reach what the sandbox itself can */
+/* The status line the download's shell writes on stderr after tar ends (tar's own exit status:
+ * the pipeline's is head's). */
+#define TAR_STATUS "paddock-tar-status "
+#define TAR_WALL_MS 300000
+
 static int run_tar(pd_session *s, char **argv, int in_fd, int out_fd, pd_err *e)
 {
 	pd_exec_opts x = {0};
@@ -463,32 +468,51 @@ static int run_tar(pd_session *s, char **argv, int in_fd, int out_fd, pd_err *e)
 	x.stdin_fd = in_fd;
 	x.stdin_from_fd = in_fd >= 0;
 	x.cwd = "/";
+	/* tar is ours, not the user's program: the template's time limits are for programs, and a
+	 * limit kill would end the session; a GiB of a cold tree takes ~16 s of wall time here */
+	x.wall_ms = TAR_WALL_MS;
+	x.cpu_ms = TAR_WALL_MS / 2;
 	if (out_fd >= 0) {
 		x.spill = true;
 		x.spill_fd[0] = out_fd;
 		x.spill_fd[1] = -1;
-		/* the archive is the output: not killed for its size (that would end the session),
-		 * but no more than SESSION_TAR_MAX of it is written to the host */
+		/* the archive is the output: not killed for its size (that would end the session);
+		 * head in the sandbox ends it one byte past SESSION_TAR_MAX, and no more than that
+		 * is written to the host */
 		x.output_kill_bytes = UINT64_MAX;
-		x.spill_max = SESSION_TAR_MAX;
+		x.spill_max = SESSION_TAR_MAX + 1ull;
 	}
 	pd_result r;
 	if (pd_sandbox_exec(s->sb, &x, &r, e) < 0)
 		return -1;
 	int rc = 0;
-	if (out_fd >= 0 && r.spill_lost[0]) {
+	/* stderr whole (it is small unless tar complained a lot: then its tail has the status) */
+	char err[1024] = "";
+	size_t n = 0;
+	const pd_output *o = &r.err;
+	if (o->head_len && !o->tail_len && o->head_len < sizeof err)
+		memcpy(err, o->head, n = o->head_len);
+	else if (o->tail_len)
+		memcpy(err, o->tail + (o->tail_len >= sizeof err ? o->tail_len - sizeof err + 1 : 0),
+		       n = o->tail_len >= sizeof err ? sizeof err - 1 : o->tail_len);
+	err[n] = 0;
+	const char *st = out_fd >= 0 ? strstr(err, TAR_STATUS) : NULL;
+	int tar_status = st ? atoi(st + strlen(TAR_STATUS)) : -1;
+	if (out_fd >= 0 && r.out.total > SESSION_TAR_MAX) {
 		/* a cut archive must not be handed out as the directory */
-		rc = r.out.total > SESSION_TAR_MAX
-			     ? pd_fail(e, EFBIG, "the archive of that directory is over %u MiB: download a smaller one",
-				       SESSION_TAR_MAX >> 20)
-			     : pd_fail(e, ENOSPC, "the archive could not be written whole (no space on the host)");
-	} else if (r.status != PD_OK && !(out_fd >= 0 && r.status == PD_OL)) {
-		char msg[200] = "";
-		if (r.err.head_len)
-			snprintf(msg, sizeof msg, ": %.*s", (int)(r.err.head_len > 150 ? 150 : r.err.head_len),
-				 r.err.head);
-		rc = pd_fail(e, EIO, "tar in session %s: %s exit %d%s", s->id, pd_status_name(r.status),
-			     r.exit_code, msg);
+		rc = pd_fail(e, EFBIG, "the archive of that directory is over %u MiB: download a smaller one",
+			     SESSION_TAR_MAX >> 20);
+	} else if (out_fd >= 0 && r.spill_lost[0]) {
+		rc = pd_fail(e, ENOSPC, "the archive could not be written whole (no space on the host)");
+	} else if ((r.status != PD_OK && !(out_fd >= 0 && r.status == PD_OL)) ||
+		   (out_fd >= 0 && tar_status != 0)) {
+		if (st)
+			*(char *)st = 0; /* the status line is ours, not tar's */
+		if (r.status == PD_OK && tar_status > 0)
+			rc = pd_fail(e, EIO, "tar in session %s exited %d: %.150s", s->id, tar_status, err);
+		else
+			rc = pd_fail(e, EIO, "tar in session %s: %s exit %d%s%.150s", s->id,
+				     pd_status_name(r.status), r.exit_code, err[0] ? ": " : "", err);
 	}
 	pd_result_free(&r);
 	return rc;
@@ -515,9 +539,15 @@ int pd_session_download_tar(pd_session *s, const char *dir, int tar_fd, pd_err *
 {
 	if (enter(s, e) < 0)
 		return -1;
-	static char tar[] = "tar", c[] = "-c", C[] = "-C", f[] = "-f", dash[] = "-", dot[] = ".";
+	/* through head, which ends tar (SIGPIPE) one byte past the cap rather than let it read a
+	 * huge tree to the end and run into the wall time, whose kill would end the session; the
+	 * directory is a positional parameter, never part of the script */
+	static char sh[] = "/bin/sh", c[] = "-c", zero[] = "sh",
+		    script[] = "{ tar -c -C \"$1\" -f - .; echo \"" TAR_STATUS "$?\" >&2; } | head -c \"$2\"";
+	char limit[24];
+	snprintf(limit, sizeof limit, "%llu", (unsigned long long)SESSION_TAR_MAX + 1);
 	char *d = strdup(dir);
-	char *argv[] = {tar, c, C, d, f, dash, dot, NULL};
+	char *argv[] = {sh, c, script, zero, d, limit, NULL};
 	int rc = d ? run_tar(s, argv, -1, tar_fd, e) : pd_fail(e, ENOMEM, "tar");
 	free(d);
 	leave(s);

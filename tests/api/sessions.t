@@ -4,7 +4,7 @@
 # tar archives) that must never reach the host's files, tar upload/download, the full output of a
 # large exec, DELETE, and the idle TTL.
 source "$(dirname "$0")/api.sh"
-plan 76
+plan 80
 
 start_daemon
 ok $? "daemon started"
@@ -180,6 +180,14 @@ size=$(stat -c %s "$TMPD/bulk.tar" 2>/dev/null || echo 0)
 [ "$size" -gt 157286400 ] && [ $((after - before)) -lt 51200 ]
 ok $? "download of 150 MB: the archive arrives whole ($size bytes), the daemon's peak memory grew by $(((after - before) / 1024)) MiB"
 sx "$S" '{"cmd":["rm","-rf","/work/bulk"]}'
+# /usr (gigabytes): refused past 1 GiB, quickly enough that no time limit ends the session
+req GET "/v1/sessions/$S/download?dir=/usr"
+is "$CODE" 413 "download of /usr, over 1 GiB: 413"
+like "$(jb .error)" 'over 1024 MiB' "... saying the archive is over 1024 MiB"
+sx "$S" '{"cmd":["echo","still here"]}'
+is "$(jb .stdout)" "still here" "and the session goes on"
+req GET "/v1/sessions/$S/download?dir=/no/such/dir"
+like "$CODE $(jb .error)" '^400 .*No such file' "download of a missing directory: 400 with tar's message"
 
 # --- the full output of a large exec ------------------------------------------------------------
 python3 -c 'import sys; [print("line %07d %s" % (i, "x" * 40)) for i in range(60000)]' >"$TMPD/want.out"
