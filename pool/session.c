@@ -496,7 +496,10 @@ static int run_tar(pd_session *s, char **argv, int in_fd, int out_fd, pd_err *e)
 		memcpy(err, o->tail + (o->tail_len >= sizeof err ? o->tail_len - sizeof err + 1 : 0),
 		       n = o->tail_len >= sizeof err ? sizeof err - 1 : o->tail_len);
 	err[n] = 0;
-	const char *st = out_fd >= 0 ? strstr(err, TAR_STATUS) : NULL;
+	/* the last one: ours comes after anything tar wrote (file names included) */
+	const char *st = NULL;
+	for (const char *q = out_fd >= 0 ? strstr(err, TAR_STATUS) : NULL; q; q = strstr(q + 1, TAR_STATUS))
+		st = q;
 	int tar_status = st ? atoi(st + strlen(TAR_STATUS)) : -1;
 	if (out_fd >= 0 && r.out.total > SESSION_TAR_MAX) {
 		/* a cut archive must not be handed out as the directory */
