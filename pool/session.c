@@ -454,13 +454,34 @@ int pd_session_output_path(pd_session *s, const char *rid, int stream, char *pat
 	return 0;
 }
 
-/* tar runs inside the sandbox: whatever links the archive or the directory holds, it can only
- * reach what the sandbox itself can */
 /* The status line the download's shell writes on stderr after tar ends (tar's own exit status:
  * the pipeline's is head's). */
 #define TAR_STATUS "paddock-tar-status "
 #define TAR_WALL_MS 300000
 
+/* The last size-1 bytes of a captured stream, head and tail joined (what it ended with). */
+static void stream_end(const pd_output *o, char *buf, size_t size)
+{
+	size_t n = 0;
+	const char *part[2] = {o->head, o->tail};
+	size_t len[2] = {o->head ? o->head_len : 0, o->tail ? o->tail_len : 0};
+	for (int i = 0; i < 2; i++) {
+		size_t take = len[i] < size - 1 ? len[i] : size - 1;
+		if (!take)
+			continue;
+		if (n + take > size - 1) { /* drop the oldest bytes */
+			size_t drop = n + take - (size - 1);
+			memmove(buf, buf + drop, n - drop);
+			n -= drop;
+		}
+		memcpy(buf + n, part[i] + len[i] - take, take);
+		n += take;
+	}
+	buf[n] = 0;
+}
+
+/* tar runs inside the sandbox: whatever links the archive or the directory holds, it can only
+ * reach what the sandbox itself can */
 static int run_tar(pd_session *s, char **argv, int in_fd, int out_fd, pd_err *e)
 {
 	pd_exec_opts x = {0};
@@ -486,16 +507,8 @@ static int run_tar(pd_session *s, char **argv, int in_fd, int out_fd, pd_err *e)
 	if (pd_sandbox_exec(s->sb, &x, &r, e) < 0)
 		return -1;
 	int rc = 0;
-	/* stderr whole (it is small unless tar complained a lot: then its tail has the status) */
-	char err[1024] = "";
-	size_t n = 0;
-	const pd_output *o = &r.err;
-	if (o->head_len && !o->tail_len && o->head_len < sizeof err)
-		memcpy(err, o->head, n = o->head_len);
-	else if (o->tail_len)
-		memcpy(err, o->tail + (o->tail_len >= sizeof err ? o->tail_len - sizeof err + 1 : 0),
-		       n = o->tail_len >= sizeof err ? sizeof err - 1 : o->tail_len);
-	err[n] = 0;
+	char err[1024];
+	stream_end(&r.err, err, sizeof err);
 	/* the last one: ours comes after anything tar wrote (file names included) */
 	const char *st = NULL;
 	for (const char *q = out_fd >= 0 ? strstr(err, TAR_STATUS) : NULL; q; q = strstr(q + 1, TAR_STATUS))
