@@ -207,10 +207,12 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 			s->failed_other++;
 		}
 	} else if (s->max) {
-		/* a look at the size (three pragmas) for every 64th of the cap written */
+		/* a look at the size (three pragmas) for every 64th of the cap written; the insert is
+		 * reset first, so that its transaction has ended before a delete begins another */
 		s->since += strlen(text) + 512;
 		if (s->since >= s->max / 64) {
 			s->since = 0;
+			sqlite3_reset(st);
 			if (used_bytes(s->db) > s->max)
 				prune_locked(s);
 		}
