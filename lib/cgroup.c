@@ -29,7 +29,7 @@ enum {
 	CGF_MEM_PEAK,
 	CGF_MEM_EVENTS,
 	CGF_MEM_FAIL,  /* v1 memory.failcnt: limit hits */
-	CGF_MEM_USAGE, /* the usage when the peak is reset */
+	CGF_MEM_USAGE, /* v2 memory.current: the usage when the peak is reset */
 	CGF_PIDS,
 	CGF_PIDS_PEAK,
 	CGF_N
@@ -496,11 +496,12 @@ static void v1_reset_peaks(pd_cg *g)
 {
 	const char *m = g->dirs[g->mem_i];
 	g->mem_hits_base = cg_pread_u64(g, CGF_MEM_FAIL, m, "memory.failcnt");
-	/* a reset sets the peak to the usage now, which is then the base */
+	/* a reset sets the peak to the usage now, which is then the base (read through the same
+	 * descriptor: one file fewer to open per exec) */
 	int fd = cg_stat_fd(g, CGF_MEM_PEAK, m, "memory.max_usage_in_bytes", O_RDWR);
 	if (fd < 0 || pwrite(fd, "0", 1, 0) < 0)
 		cg_write(m, "memory.max_usage_in_bytes", "0", NULL);
-	g->mem_base = cg_pread_u64(g, CGF_MEM_USAGE, m, "memory.usage_in_bytes");
+	g->mem_base = cg_pread_u64(g, CGF_MEM_PEAK, m, "memory.max_usage_in_bytes");
 	g->pids_peak_base = cg_pread_u64(g, CGF_PIDS_PEAK, g->dirs[g->pids_i], "pids.peak");
 	g->pids_peak_sampled = 0;
 }
