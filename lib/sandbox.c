@@ -676,6 +676,11 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 	/* Past the deadline already (this thread was slow to get here): a timeout, even if READY is
 	 * waiting, or whether a create missed its deadline would depend on when we looked. */
 	int got = left_ms > 0 ? recv_msg(s->sock, &m, sizeof m, left_ms) : (errno = ETIMEDOUT, -1);
+	/* the wait rounds up to whole milliseconds: READY after the deadline is late all the same */
+	if (got >= 0 && pd_now_us() > ready_by) {
+		got = -1;
+		errno = ETIMEDOUT;
+	}
 	if (got < 0) {
 		int err = errno;
 		siginfo_t si;
