@@ -476,10 +476,11 @@ static void *reclaimer_main(void *arg)
 	pd_pools *p = arg;
 	background_priority();
 	pthread_mutex_lock(&p->mu);
+	bool first = p->reclaimer_ids++ == 0; /* the first one also expires idle sandboxes */
 	uint64_t next_tick = 0;
 	for (;;) {
 		uint64_t now = pd_now_us();
-		if (now >= next_tick) {
+		if (first && now >= next_tick) {
 			expire_locked(p, now);
 			next_tick = now + p->opts.tick_ms * 1000;
 		}
@@ -550,7 +551,14 @@ pd_pools *pd_pools_new(pd_ctx *c, const pd_template *t, size_t n, const pd_pools
 		pd_fail(e, EAGAIN, "start the pool builder thread");
 		goto fail;
 	}
-	if (pthread_create(&p->reclaimer, NULL, reclaimer_main, p) != 0) {
+	unsigned want = p->opts.reclaimers ? p->opts.reclaimers : (unsigned)(p->ncpu / 4);
+	want = want < 1 ? 1 : want > 16 ? 16 : want;
+	for (unsigned i = 0; i < want; i++) {
+		if (pthread_create(&p->reclaimers[i], NULL, reclaimer_main, p) != 0)
+			break;
+		p->nreclaimers++;
+	}
+	if (!p->nreclaimers) {
 		pthread_mutex_lock(&p->mu);
 		p->stop = true;
 		pthread_cond_broadcast(&p->cv_builder);
@@ -600,7 +608,8 @@ void pd_pools_free(pd_pools *p)
 	drain_ready_locked(p);
 	pthread_cond_broadcast(&p->cv_reclaimer);
 	pthread_mutex_unlock(&p->mu);
-	pthread_join(p->reclaimer, NULL);
+	for (unsigned i = 0; i < p->nreclaimers; i++)
+		pthread_join(p->reclaimers[i], NULL);
 	pd_sessions_free_all(p);
 	for (size_t i = 0; i < p->n; i++)
 		pd_template_release(&p->pools[i].t);

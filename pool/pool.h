@@ -80,6 +80,7 @@ typedef struct pd_pools_opts {
 				    * builder waits; 0 = 8 per CPU */
 	uint32_t fd_reserve;       /* descriptors the builder must leave free (a daemon's share for
 				    * connections); 0 = no check. Counted in /proc/self/fd per build. */
+	uint32_t reclaimers;       /* reclaimer threads; 0 = one per 4 CPUs, 1 to 16 */
 } pd_pools_opts;
 
 typedef struct pd_pool_stats {

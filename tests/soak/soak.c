@@ -67,7 +67,11 @@ int main(void)
 		t[i].pool_min = !strcmp(t[i].name, "bash") ? 4 : 0;
 	snap before, after;
 	take(c, &before);
-	pools = pd_pools_new(c, t, n, NULL, &e);
+	/* PADDOCK_SOAK_RECLAIMERS: reclaimer threads (default: the pools' own choice) */
+	pd_pools_opts po = {0};
+	if (getenv("PADDOCK_SOAK_RECLAIMERS"))
+		po.reclaimers = (uint32_t)atoi(getenv("PADDOCK_SOAK_RECLAIMERS"));
+	pools = pd_pools_new(c, t, n, &po, &e);
 	pd_templates_free(t, n);
 	pd_pools_wait_ready(pools, 10000);
 	uint64_t t0 = pd_now_us();

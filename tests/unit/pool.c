@@ -490,6 +490,57 @@ static void test_sessions(void)
 	pd_pools_free(p);
 }
 
+/* Several reclaimer threads reset released sandboxes side by side: every one comes back clean. */
+static void test_reclaimers(void)
+{
+	pd_pools_opts o = {0};
+	o.reclaimers = 3;
+	o.reclaim_backlog = 64; /* the reclaimers do it all, not the releasing thread */
+	pd_pools *p = pools_of("{\"templates\":[{\"name\":\"r\",\"pool\":{\"min\":0,\"max\":12}}]}", &o);
+	if (!ok(p != NULL, "pools with 3 reclaimer threads")) {
+		ok(0, "skipped");
+		return;
+	}
+	enum { N = 12 };
+	pd_sandbox *s[N];
+	pd_err e;
+	int dirty = 0;
+	for (int i = 0; i < N; i++) {
+		pd_result r;
+		s[i] = pd_pool_acquire(p, "r", NULL, &e);
+		if (s[i] && run_in(s[i], "echo left > /tmp/left; sleep 1000 </dev/null >/dev/null 2>&1 &", &r) == 0) {
+			dirty += r.status == PD_OK;
+			pd_result_free(&r);
+		}
+	}
+	for (int i = 0; i < N; i++)
+		if (s[i])
+			pd_pool_release(p, s[i]);
+	pd_pool_stats st = stat_of(p, "r");
+	for (int i = 0; i < 600 && (st.reclaiming || st.resets + st.destroyed < N); i++) {
+		usleep(50000);
+		st = stat_of(p, "r");
+	}
+	int clean = 0;
+	for (int i = 0; i < N; i++) {
+		pd_result r;
+		s[i] = pd_pool_acquire(p, "r", NULL, &e);
+		if (s[i] && run_in(s[i], "test ! -e /tmp/left && ! grep -qx sleep /proc/[0-9]*/comm", &r) == 0) {
+			clean += r.status == PD_OK;
+			pd_result_free(&r);
+		}
+	}
+	for (int i = 0; i < N; i++)
+		if (s[i])
+			pd_pool_release(p, s[i]);
+	ok(dirty == N && st.resets + st.destroyed == N && st.resets >= 1 && !st.residue_failures && clean == N,
+	   "12 dirty sandboxes released at once to 3 reclaimers: %llu reset, %llu destroyed, %llu residue "
+	   "failures; %d of the next 12 users see nothing of them",
+	   (unsigned long long)st.resets, (unsigned long long)st.destroyed,
+	   (unsigned long long)st.residue_failures, clean);
+	pd_pools_free(p);
+}
+
 /* Released sandboxes are alive until destroyed: when releases outpace the reclaimer, the
  * releasing threads take over and the backlog never exceeds its bound. */
 static void test_reclaim_backlog(void)
@@ -621,7 +672,7 @@ static void test_reuse(void)
 
 int main(void)
 {
-	plan(66);
+	plan(68);
 	pd_err e;
 	ctx = pd_ctx_new(NULL, &e);
 	if (!ok(ctx != NULL, "context: %s", ctx ? "ok" : e.msg))
@@ -630,6 +681,7 @@ int main(void)
 	test_pools();
 	test_stuck_teardown();
 	test_reclaim_backlog();
+	test_reclaimers();
 	test_reuse();
 	test_sessions();
 	pd_ctx_free(ctx);
