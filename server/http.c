@@ -1094,6 +1094,13 @@ static char *pool_metrics(pd_server *s)
 		   "# TYPE paddock_store_pruned_records_total counter\n"
 		   "paddock_store_pruned_records_total %llu\n",
 		(unsigned long long)sf, (unsigned long long)so, (unsigned long long)pd_store_pruned(s->store));
+	uint64_t used = 0, cap = 0;
+	pd_store_size(s->store, &used, &cap);
+	fprintf(f, "# HELP paddock_store_bytes Bytes the results store's records use.\n"
+		   "# TYPE paddock_store_bytes gauge\npaddock_store_bytes %llu\n"
+		   "# HELP paddock_store_cap_bytes Its cap (--store-max; 0: none).\n"
+		   "# TYPE paddock_store_cap_bytes gauge\npaddock_store_cap_bytes %llu\n",
+		(unsigned long long)used, (unsigned long long)cap);
 	fprintf(f, "# HELP paddock_connections_open HTTP connections open now.\n"
 		   "# TYPE paddock_connections_open gauge\npaddock_connections_open %u\n"
 		   "# HELP paddock_connections_refused_total Connections closed at accept, by the limit that refused them.\n"

@@ -173,6 +173,8 @@ bool pd_store_full(pd_store *s, char *msg, size_t len);
 void pd_store_failures(pd_store *s, uint64_t *full, uint64_t *other);
 /* Records deleted to keep the store under its cap. */
 uint64_t pd_store_pruned(pd_store *s);
+/* Bytes the records use now, and the cap (0: none). */
+void pd_store_size(pd_store *s, uint64_t *used, uint64_t *cap);
 
 /* ---- metrics --------------------------------------------------------------------------------- */
 

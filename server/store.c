@@ -254,6 +254,14 @@ bool pd_store_full(pd_store *s, char *msg, size_t len)
 	return full;
 }
 
+void pd_store_size(pd_store *s, uint64_t *used, uint64_t *cap)
+{
+	pthread_mutex_lock(&s->mu);
+	*used = used_bytes(s->db);
+	*cap = s->max;
+	pthread_mutex_unlock(&s->mu);
+}
+
 uint64_t pd_store_pruned(pd_store *s)
 {
 	pthread_mutex_lock(&s->mu);

@@ -5,7 +5,7 @@
 # paddock_store_pruned_records_total; a store kept from a run with a larger cap is brought under
 # the new one at start; bad values are refused with a message.
 source "$(dirname "$0")/api.sh"
-plan 14
+plan 15
 
 # sqlite figures of a store: records, oldest and newest task ids, MiB in use, file MiB
 cat >"$TMPD/figures.py" <<'EOF_PY'
@@ -49,6 +49,10 @@ ok $? "the store uses at most its cap ($used MiB), its file stays near it ($file
 req GET /metrics
 pruned=$(awk '$1 == "paddock_store_pruned_records_total" { print $2 }' "$BODY")
 is "$pruned" "$((40 - n))" "paddock_store_pruned_records_total counts the deleted records"
+sb=$(awk '$1 == "paddock_store_bytes" { print $2 }' "$BODY")
+cb=$(awk '$1 == "paddock_store_cap_bytes" { print $2 }' "$BODY")
+[ "$cb" = 16777216 ] && [ -n "$sb" ] && [ "$sb" -gt $((8 << 20)) ] && [ "$sb" -le "$cb" ]
+ok $? "paddock_store_bytes ($sb) is under paddock_store_cap_bytes ($cb)"
 grep -q '"msg":"results store over its cap' "$DLOG"
 ok $? "a log line says the store deleted records for its cap"
 stop_daemon
