@@ -4,7 +4,7 @@
 # tar archives) that must never reach the host's files, tar upload/download, the full output of a
 # large exec, DELETE, and the idle TTL.
 source "$(dirname "$0")/api.sh"
-plan 80
+plan 83
 
 start_daemon
 ok $? "daemon started"
@@ -169,8 +169,22 @@ tar -C "$TMPD/back" -xf "$BODY" 2>"$TMPD/tar.err"
 diff -r --no-dereference "$TMPD/src" "$TMPD/back" >"$TMPD/diff" 2>&1
 ok $? "tar round trip: the same tree, bytes, empty file and symlink$( [ -s "$TMPD/diff" ] && echo " ($(head -c 200 "$TMPD/diff"))")"
 
-# a 150 MB download is sent from its file, not read into the daemon's memory
 hwm() { awk '/^VmHWM:/ { print $2 }' "/proc/$DPID/status"; }
+# files and downloads are sent from their files, not read into the daemon's memory: a 60 MB GET
+# costs it nothing; over 64 MiB, 413
+sx "$S" '{"cmd":["sh","-c","head -c 62914560 /dev/urandom > /work/f60 && head -c 70000000 /dev/zero > /work/f70 && mkfifo /work/ff && echo ok"]}'
+before=$(hwm)
+size=$(curl -s -m 60 -o "$TMPD/f60" -w '%{size_download}' "$U/v1/sessions/$S/files?path=/work/f60")
+after=$(hwm)
+[ "$size" = 62914560 ] && [ $((after - before)) -lt 10240 ]
+ok $? "GET of a 60 MB file: all of it ($size bytes), the daemon's peak memory grew by $(((after - before) / 1024)) MiB"
+req GET "/v1/sessions/$S/files?path=/work/f70"
+like "$CODE $(jb .error)" '^413 .*more than' "GET of a 70 MB file: 413, saying it is over the limit"
+REQ_TIMEOUT=10 req GET "/v1/sessions/$S/files?path=/work/ff"
+is "$CODE" 400 "GET of a fifo: 400, without hanging"
+sx "$S" '{"cmd":["rm","-f","/work/f60","/work/f70","/work/ff"]}'
+
+# a 150 MB download is sent from its file, not read into the daemon's memory
 sx "$S" '{"cmd":["sh","-c","mkdir -p /work/bulk && head -c 157286400 /dev/urandom > /work/bulk/r.bin && echo made"]}'
 is "$(jb .stdout)" made "150 MB of random bytes made in the session"
 before=$(hwm)
