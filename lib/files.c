@@ -127,10 +127,8 @@ int pd_sandbox_write_file(pd_sandbox *s, const char *path, const void *data, siz
 	return 0;
 }
 
-int pd_sandbox_read_file(pd_sandbox *s, const char *path, size_t max, char **out, size_t *len, pd_err *e)
+int pd_sandbox_open_regular(pd_sandbox *s, const char *path, uint64_t max, uint64_t *size, pd_err *e)
 {
-	*out = NULL;
-	*len = 0;
 	int fd = pd_sandbox_open(s, path, O_RDONLY, 0, e);
 	if (fd < 0)
 		return -1;
@@ -141,9 +139,22 @@ int pd_sandbox_read_file(pd_sandbox *s, const char *path, size_t max, char **out
 	}
 	if ((uint64_t)st.st_size > max) {
 		close(fd);
-		return pd_fail(e, EFBIG, "%s has %lld bytes, more than %zu", path, (long long)st.st_size, max);
+		return pd_fail(e, EFBIG, "%s has %lld bytes, more than %llu", path, (long long)st.st_size,
+			       (unsigned long long)max);
 	}
-	size_t cap = (size_t)st.st_size + 1, got = 0;
+	*size = (uint64_t)st.st_size;
+	return fd;
+}
+
+int pd_sandbox_read_file(pd_sandbox *s, const char *path, size_t max, char **out, size_t *len, pd_err *e)
+{
+	*out = NULL;
+	*len = 0;
+	uint64_t size;
+	int fd = pd_sandbox_open_regular(s, path, max, &size, e);
+	if (fd < 0)
+		return -1;
+	size_t cap = (size_t)size + 1, got = 0;
 	char *buf = malloc(cap);
 	if (!buf) {
 		close(fd);

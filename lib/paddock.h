@@ -273,6 +273,9 @@ int pd_sandbox_write_file(pd_sandbox *s, const char *path, const void *data, siz
 			  pd_err *e);
 /* Reads a regular file; more than max bytes is an error (EFBIG). *out is malloc'd, NUL-terminated. */
 int pd_sandbox_read_file(pd_sandbox *s, const char *path, size_t max, char **out, size_t *len, pd_err *e);
+/* Opens a regular file inside the sandbox for reading, of at most max bytes (EFBIG past it;
+ * EISDIR or EINVAL if not a regular file); returns the fd and its size. */
+int pd_sandbox_open_regular(pd_sandbox *s, const char *path, uint64_t max, uint64_t *size, pd_err *e);
 /* lstat of path inside the sandbox. */
 int pd_sandbox_stat(pd_sandbox *s, const char *path, struct stat *st, pd_err *e);
 /* Lists a directory (without . and ..); *out is malloc'd. */

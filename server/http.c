@@ -562,24 +562,13 @@ static void session_files_in(req *r, sess_entry *se)
 		}
 		/* sent from the file itself, not read into memory first: up to MAX_SESSION_OPS of
 		 * these may run at once */
-		int fd = pd_sandbox_open(sb, path, O_RDONLY, 0, &e);
+		uint64_t size;
+		int fd = pd_sandbox_open_regular(sb, path, 64u << 20, &size, &e);
 		if (fd < 0) {
-			set_error(r, 400, "%s", e.msg);
+			set_error(r, e.code == EFBIG ? 413 : 400, "%s", e.msg);
 			return;
 		}
-		struct stat fst;
-		if (fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode)) {
-			set_error(r, 400, "%s is not a regular file", path);
-			close(fd);
-			return;
-		}
-		if (fst.st_size > (64 << 20)) {
-			set_error(r, 413, "%s has %lld bytes, more than %u (download its directory as tar instead)",
-				  path, (long long)fst.st_size, 64u << 20);
-			close(fd);
-			return;
-		}
-		set_resp_fd(r, 200, "application/octet-stream", fd, (uint64_t)fst.st_size);
+		set_resp_fd(r, 200, "application/octet-stream", fd, size);
 	}
 }
 

@@ -90,6 +90,20 @@ static pd_limits lim(uint64_t mem, uint32_t pids, uint32_t millicores)
 	return l;
 }
 
+/* The memory peak stats reports once sb-1's memory.peak reads peak (and memory.events events,
+ * if given). */
+static uint64_t peak_read(const pd_cg_ops *ops, pd_cg *g, const char *peak, const char *events)
+{
+	char b[64];
+	snprintf(b, sizeof b, "%s\n", peak);
+	wr("sb-1", "memory.peak", b);
+	if (events)
+		wr("sb-1", "memory.events", events);
+	pd_cg_stats st;
+	ops->stats(g, &st);
+	return st.mem_peak;
+}
+
 int main(void)
 {
 	plan(86);
@@ -220,21 +234,16 @@ int main(void)
 	wr("sb-1", "memory.events", "low 0\nhigh 0\nmax 12\noom 3\noom_kill 2\n");
 	wr("sb-1", "memory.current", "6000000\n");
 	ops->reset_peaks(g);
-	wr("sb-1", "memory.peak", "9000000\n");
-	ops->stats(g, &s);
-	is_int(s.mem_peak, 3000000, "the peak counts from the usage at reset_peaks (9000000 - 6000000)");
-	wr("sb-1", "memory.peak", "5000000\n");
-	ops->stats(g, &s);
-	is_int(s.mem_peak, 5000000, "a peak under that base (cache reclaimed meanwhile) is read whole");
-	wr("sb-1", "memory.peak", "268435456\n");
-	wr("sb-1", "memory.events", "low 0\nhigh 0\nmax 13\noom 3\noom_kill 2\n");
-	ops->stats(g, &s);
-	is_int(s.mem_peak, 268435456, "an exec that reached the limit gets the whole peak");
+	is_int(peak_read(ops, g, "9000000", NULL), 3000000,
+	       "the peak counts from the usage at reset_peaks (9000000 - 6000000)");
+	is_int(peak_read(ops, g, "5000000", NULL), 5000000,
+	       "a peak under that base (cache reclaimed meanwhile) is read whole");
+	is_int(peak_read(ops, g, "268435456", "low 0\nhigh 0\nmax 13\noom 3\noom_kill 2\n"), 268435456,
+	       "an exec that reached the limit gets the whole peak");
 	wr("sb-1", "memory.current", "0\n");
 	ops->reset_peaks(g);
-	wr("sb-1", "memory.peak", "268435456\n");
-	ops->stats(g, &s);
-	is_int(s.mem_peak, 268435456, "with nothing held at the reset the peak is read as it is");
+	is_int(peak_read(ops, g, "268435456", NULL), 268435456,
+	       "with nothing held at the reset the peak is read as it is");
 
 	/* ---- reclaim: only what is over what may stay ---- */
 	wr("sb-1", "memory.reclaim", "");

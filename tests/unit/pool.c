@@ -490,6 +490,27 @@ static void test_sessions(void)
 	pd_pools_free(p);
 }
 
+/* Acquires n sandboxes of the template at once, runs cmd in each, releases them all together;
+ * returns how many ran it with status OK. */
+static int run_in_n(pd_pools *p, const char *tpl, int n, const char *cmd)
+{
+	pd_sandbox *s[64];
+	pd_err e;
+	int good = 0;
+	for (int i = 0; i < n && i < 64; i++) {
+		pd_result r;
+		s[i] = pd_pool_acquire(p, tpl, NULL, &e);
+		if (s[i] && run_in(s[i], cmd, &r) == 0) {
+			good += r.status == PD_OK;
+			pd_result_free(&r);
+		}
+	}
+	for (int i = 0; i < n && i < 64; i++)
+		if (s[i])
+			pd_pool_release(p, s[i]);
+	return good;
+}
+
 /* Several reclaimer threads reset released sandboxes side by side: every one comes back clean. */
 static void test_reclaimers(void)
 {
@@ -502,37 +523,13 @@ static void test_reclaimers(void)
 		return;
 	}
 	enum { N = 12 };
-	pd_sandbox *s[N];
-	pd_err e;
-	int dirty = 0;
-	for (int i = 0; i < N; i++) {
-		pd_result r;
-		s[i] = pd_pool_acquire(p, "r", NULL, &e);
-		if (s[i] && run_in(s[i], "echo left > /tmp/left; sleep 1000 </dev/null >/dev/null 2>&1 &", &r) == 0) {
-			dirty += r.status == PD_OK;
-			pd_result_free(&r);
-		}
-	}
-	for (int i = 0; i < N; i++)
-		if (s[i])
-			pd_pool_release(p, s[i]);
+	int dirty = run_in_n(p, "r", N, "echo left > /tmp/left; sleep 1000 </dev/null >/dev/null 2>&1 &");
 	pd_pool_stats st = stat_of(p, "r");
 	for (int i = 0; i < 600 && (st.reclaiming || st.resets + st.destroyed < N); i++) {
 		usleep(50000);
 		st = stat_of(p, "r");
 	}
-	int clean = 0;
-	for (int i = 0; i < N; i++) {
-		pd_result r;
-		s[i] = pd_pool_acquire(p, "r", NULL, &e);
-		if (s[i] && run_in(s[i], "test ! -e /tmp/left && ! grep -qx sleep /proc/[0-9]*/comm", &r) == 0) {
-			clean += r.status == PD_OK;
-			pd_result_free(&r);
-		}
-	}
-	for (int i = 0; i < N; i++)
-		if (s[i])
-			pd_pool_release(p, s[i]);
+	int clean = run_in_n(p, "r", N, "test ! -e /tmp/left && ! grep -qx sleep /proc/[0-9]*/comm");
 	ok(dirty == N && st.resets + st.destroyed == N && st.resets >= 1 && !st.residue_failures && clean == N,
 	   "12 dirty sandboxes released at once to 3 reclaimers: %llu reset, %llu destroyed, %llu residue "
 	   "failures; %d of the next 12 users see nothing of them",
