@@ -223,14 +223,17 @@ static int make_inside(int rootfd, const char *path, bool is_dir)
 	return errno = EINVAL, -1;
 }
 
-/* Two tmpfs hold what the root is built from. The skeleton, mounted once per sandbox, holds what
+/* Four tmpfs hold what the root is built from. The skeleton, mounted once per sandbox, holds what
  * no user can change and every reset keeps: /dev (read-only once populated) and the empty
- * directory /proc's hardware directories are hidden behind. The staging tmpfs, new at creation
- * and at every reset, holds what a user writes: the root overlay's upper and work directories
- * and /dev/shm, so it is the sandbox's disk budget; the image layers and the root are attached
- * in it. (Layers mounted elsewhere than "/" have a third tmpfs for theirs: build_tree.) A reset
- * so builds only the staging tmpfs and the overlays, and moves /proc, /dev and /sys over whole:
- * each mount made costs, and each one taken off costs a grace period of RCU. */
+ * directory /proc's hardware directories are hidden behind. The upper tmpfs holds the overlays'
+ * upper and work directories (what a user writes to "/" and /usr); the staging tmpfs, new at
+ * creation and at every reset, holds /tmp, /work and /dev/shm (binds of its directories), and
+ * while a root is built, the image layers and the root are attached in it. Each is the size of
+ * the sandbox's disk. Most programs write only to the scratch directories, so a reset keeps the
+ * root, its overlays and their upper tmpfs when they provably saw nothing (upperwatch.c), and
+ * makes only a new staging tmpfs and devpts; otherwise it builds the upper tmpfs and overlays
+ * anew and moves /proc, /dev and /sys over whole: each mount made costs, and each one taken
+ * off costs the kernel's teardown. */
 #define SKELETON_OPTS "mode=0755,size=64k,nr_inodes=64"
 #define ROOT "r" /* the new root, in the staging tmpfs (the working directory while building) */
 
@@ -306,15 +309,62 @@ static void mount_pts(const char *pts)
 		    "newinstance,ptmxmode=0666,mode=0620,gid=5"), "mount /dev/pts");
 }
 
-/* /dev/shm: the staging tmpfs's shm (the working directory's), so it shares the disk budget */
-static void mount_shm(const char *root)
+/* The scratch directories of the staging tmpfs, bound at /tmp, /work and /dev/shm: what a user
+ * writes there shares the disk budget, and a reset replaces them whole. Made first in every
+ * staging tmpfs, so they are numbered alike whatever else a build puts there. */
+static const struct {
+	const char *name, *dst;
+	mode_t mode;
+} scratch[] = {{"tmp", "/tmp", 01777}, {"work", "/work", 0755}, {"shm", "/dev/shm", 01777}};
+#define NSCRATCH (sizeof scratch / sizeof scratch[0])
+
+static void make_scratch(int dfd)
 {
-	char p[PD_PATH];
-	check(mkdir("shm", 01777), "mkdir shm");
-	check(chmod("shm", 01777), "chmod shm");
-	cat(p, sizeof p, root, "/dev/shm", NULL);
-	check(mount("shm", p, NULL, MS_BIND, NULL), "/dev/shm");
-	check(mount(NULL, p, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL), "/dev/shm");
+	for (size_t i = 0; i < NSCRATCH; i++) {
+		check(mkdirat(dfd, scratch[i].name, scratch[i].mode), "mkdir scratch");
+		check(fchmodat(dfd, scratch[i].name, scratch[i].mode, 0), "chmod scratch");
+	}
+}
+
+/* Whether the root's directory name (checked to be one) is empty, and its mode and owner. */
+static pd_scratch_attr image_dir(int rootfd, const char *name)
+{
+	pd_scratch_attr a = {true, 0, 0, 0};
+	int fd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	check(fd, name);
+	struct stat st;
+	check(fstat(fd, &st), name);
+	a.mode = st.st_mode & 07777;
+	a.uid = st.st_uid;
+	a.gid = st.st_gid;
+	char buf[1024] __attribute__((aligned(8)));
+	long n;
+	while (a.on && (n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0)
+		for (long off = 0; off < n;) {
+			/* struct linux_dirent64: ino, off, reclen, type, name */
+			unsigned short reclen;
+			memcpy(&reclen, buf + off + 16, sizeof reclen);
+			const char *d = buf + off + 19;
+			if (strcmp(d, ".") && strcmp(d, ".."))
+				a.on = false;
+			off += reclen;
+		}
+	close(fd);
+	return a;
+}
+
+static void set_attr(int dfd, const char *name, const pd_scratch_attr *a)
+{
+	/* owner first: a chown may clear the mode's set-id bits */
+	check(fchownat(dfd, name, a->uid, a->gid, AT_SYMLINK_NOFOLLOW), "chown scratch");
+	check(fchmodat(dfd, name, a->mode, 0), "chmod scratch");
+}
+
+/* A bind of the staging tmpfs's directory src at dst, nosuid and nodev as that tmpfs is. */
+static void bind_scratch(const char *src, const char *dst)
+{
+	check(mount(src, dst, NULL, MS_BIND, NULL), dst);
+	check(mount(NULL, dst, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL), dst);
 }
 
 static void mount_dev(const char *root, const char *skel)
@@ -370,64 +420,39 @@ static int new_stage(uint64_t disk_bytes)
 	return m;
 }
 
-#define UPPER "us" /* mount point, in the staging tmpfs, of the layers-mounted-elsewhere's uppers */
+#define UPPER "us" /* mount point, in the staging tmpfs, of the upper tmpfs */
 /* everything that happens in a watched directory, opens and reads included (upperwatch.c) */
 #define UPPER_EVENTS (IN_ALL_EVENTS | IN_ONLYDIR | IN_DONT_FOLLOW)
 
-/* The old root's overlay mounted at dst (one component below "/"): resolved without links from
- * the old root, and checked to be an overlay's root, or the reset fails. A user cannot rename,
- * remove or cover a mount point, nor make one, so at depth one this is the overlay made there. */
-static int kept_overlay(int oldroot, const char *dst)
-{
-	struct open_how_ how = {O_PATH | O_CLOEXEC, 0,
-				RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH};
-	int fd = (int)syscall(SYS_openat2, oldroot, dst + 1, &how, sizeof how);
-	check(fd, "find the overlay to keep");
-	struct statx sx;
-	struct statfs sf;
-	if (statx(fd, "", AT_EMPTY_PATH, 0, &sx) < 0 || !(sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
-	    !(sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) || fstatfs(fd, &sf) < 0 ||
-	    sf.f_type != OVERLAYFS_SUPER_MAGIC)
-		die("the overlay to keep is not one", EINVAL);
-	return fd;
-}
-
-/* In the staging tmpfs (the working directory): the image layers attached, the overlays stacked
- * at ROOT, the binds attached inside that root and the directories the rest is mounted on.
- * Every path is relative, so overlay shows its layers as l0, u0... in /proc/self/mountinfo: the
- * same in a fresh sandbox and a reset one, and no host path. The uppers of layers mounted
- * elsewhere than "/" live on a tmpfs of their own at UPPER, so that a reset can keep those
- * overlays (c->keep_upper: moved over from oldroot) while their tmpfs is as a fresh one; with
- * c->uwatch_fd, the new ones are watched and rep gets the watches. Directories are made in the
- * same order whatever is kept, so the staging tmpfs numbers its inodes as a fresh one does. */
-static void build_tree(const child_cfg *c, const int *layer_fds, const int *bind_fds, int oldroot,
+/* In the staging tmpfs (the working directory, its scratch directories made): the image layers
+ * attached, the overlays stacked at ROOT with their uppers in a new upper tmpfs, the scratch
+ * directories and the binds attached inside that root, and the directories the rest is mounted
+ * on. Every path is relative, so overlay shows its layers as l0, us/u0... in
+ * /proc/self/mountinfo: the same in a fresh sandbox and a reset one, and no host path. With
+ * c->uwatch_fd, every overlay's upper directory and work directory is watched from when the
+ * build no longer writes there, and rep gets the watches. Directories are made in the same order
+ * in every build, so the tmpfs number their inodes alike. */
+static void build_tree(const child_cfg *c, const int *layer_fds, const int *bind_fds,
 		       pd_reset_report *rep)
 {
 	char opts[4096], q[PD_PATH];
-	bool elsewhere = false;
-	for (int i = 0; i < c->nlayers; i++)
-		elsewhere |= strcmp(c->layer_dst[i], "/") != 0;
+	char watch[2 * PD_MAX_LAYERS][24];
+	int nwatch = 0;
 	/* layers: the detached, id-mapped mounts the host made for us */
-	for (int i = 0, k = 0; i < c->nlayers; i++) {
+	for (int i = 0; i < c->nlayers; i++) {
 		char n[8], p[16];
 		utoa((unsigned long)i, n);
 		cat(p, sizeof p, "l", n, NULL);
 		check(mkdir(p, 0755), "mkdir layer");
-		if (c->keep_upper && strcmp(c->layer_dst[i], "/"))
-			continue;
-		check((int)syscall(SYS_move_mount, layer_fds[k++], "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH),
+		check((int)syscall(SYS_move_mount, layer_fds[i], "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH),
 		      "attach image layer");
 	}
 	check(mkdir(ROOT, 0755), "mkdir root");
-	if (elsewhere) {
-		check(mkdir(UPPER, 0755), "mkdir upper");
-		if (!c->keep_upper) {
-			int up = new_stage(c->disk_bytes);
-			check((int)syscall(SYS_move_mount, up, "", AT_FDCWD, UPPER, MOVE_MOUNT_F_EMPTY_PATH),
-			      "attach upper tmpfs");
-			close(up);
-		}
-	}
+	check(mkdir(UPPER, 0755), "mkdir upper");
+	int ut = new_stage(c->disk_bytes);
+	check((int)syscall(SYS_move_mount, ut, "", AT_FDCWD, UPPER, MOVE_MOUNT_F_EMPTY_PATH),
+	      "attach upper tmpfs");
+	close(ut);
 	/* the root overlay stacks every layer whose destination is "/", first on top */
 	for (int pass = 0; pass < 2; pass++) {
 		for (int i = 0; i < c->nlayers; i++) {
@@ -437,8 +462,8 @@ static void build_tree(const child_cfg *c, const int *layer_fds, const int *bind
 			char n[8];
 			utoa((unsigned long)i, n);
 			char up[16], wk[16], lower[PD_MAX_LAYERS * 8];
-			cat(up, sizeof up, is_root ? "" : UPPER "/", "u", n);
-			cat(wk, sizeof wk, is_root ? "" : UPPER "/", "w", n);
+			cat(up, sizeof up, UPPER "/", "u", n);
+			cat(wk, sizeof wk, UPPER "/", "w", n);
 			lower[0] = 0;
 			size_t ln = 0;
 			for (int j = 0; j < c->nlayers; j++) {
@@ -458,50 +483,21 @@ static void build_tree(const child_cfg *c, const int *layer_fds, const int *bind
 				cat(q, sizeof q, ROOT, c->layer_dst[i], NULL);
 				mkdirs(q, 0755);
 			}
-			if (!is_root && c->keep_upper) {
-				int fd = kept_overlay(oldroot, c->layer_dst[i]);
-				check((int)syscall(SYS_move_mount, fd, "", AT_FDCWD, q, MOVE_MOUNT_F_EMPTY_PATH),
-				      "move the kept overlay");
-				close(fd);
-				continue;
-			}
 			check(mkdir(up, 0755), "mkdir upper");
 			check(mkdir(wk, 0755), "mkdir work");
 			cat(opts, sizeof opts, "lowerdir=", lower, ",upperdir=");
 			cat(opts + strlen(opts), sizeof opts - strlen(opts), up, ",workdir=", wk);
-			cat(opts + strlen(opts), sizeof opts - strlen(opts), ",userxattr", NULL, NULL);
+			cat(opts + strlen(opts), sizeof opts - strlen(opts), ",userxattr,xino=on", NULL, NULL);
 			check(mount("overlay", q, "overlay", MS_NOSUID | MS_NODEV, opts), "mount overlay");
-			/* after the mount: overlay's own checks at mount time write in the work directory */
-			if (!is_root && c->uwatch_fd >= 0 && rep && rep->nwd + 2 > 2 * PD_MAX_LAYERS)
-				rep->nwd = -1;
-			if (!is_root && c->uwatch_fd >= 0 && rep && rep->nwd >= 0) {
-				char wwork[24];
-				cat(wwork, sizeof wwork, wk, "/work", NULL);
-				int a = inotify_add_watch(c->uwatch_fd, up, UPPER_EVENTS);
-				int b = a < 0 ? -1 : inotify_add_watch(c->uwatch_fd, wwork, UPPER_EVENTS);
-				if (a >= 0)
-					rep->wd[rep->nwd++] = a;
-				if (b >= 0)
-					rep->wd[rep->nwd++] = b;
-				if (a < 0 || b < 0)
-					rep->nwd = -1; /* unwatched: the next reset rebuilds it */
-			}
+			/* overlay's own checks at mount time write in the work directory: after them */
+			cat(watch[nwatch++], sizeof watch[0], up, NULL, NULL);
+			cat(watch[nwatch++], sizeof watch[0], wk, "/work", NULL);
 		}
 	}
 	int rootfd = open(ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	check(rootfd, "open new root");
-	/* an image may hold symlinks anywhere (even absolute ones to host paths): every bind target is
-	 * resolved inside the new root and its missing parts created there, never on the host */
-	for (int i = 0; i < c->nbinds; i++) {
-		int tfd = make_inside(rootfd, c->bind_dst[i], c->bind_is_dir[i]);
-		check(tfd, c->bind_dst[i]);
-		check((int)syscall(SYS_move_mount, bind_fds[i], "", tfd, "",
-				   MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH),
-		      "attach bind mount");
-		close(tfd);
-	}
 	/* the points we mount on must be plain directories of the root, not an image's links */
-	static const char *const points[] = {"proc", "dev", "sys", "tmp", NULL};
+	static const char *const points[] = {"proc", "dev", "sys", "tmp", "work", NULL};
 	for (int i = 0; points[i]; i++) {
 		struct stat pst;
 		if (fstatat(rootfd, points[i], &pst, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(pst.st_mode))
@@ -510,7 +506,39 @@ static void build_tree(const child_cfg *c, const int *layer_fds, const int *bind
 		    errno != EEXIST)
 			die(points[i], errno);
 	}
+	/* /tmp and /work are scratch mounts like the image's directories, unless the image has files
+	 * there (a checkout in /work, say): those stay, in the root overlay */
+	for (size_t i = 0; i < PD_SCRATCH_IMG; i++) {
+		pd_scratch_attr a = image_dir(rootfd, scratch[i].dst + 1);
+		if (rep)
+			rep->scr[i] = a;
+		if (!a.on)
+			continue;
+		set_attr(AT_FDCWD, scratch[i].name, &a);
+		cat(q, sizeof q, ROOT, scratch[i].dst, NULL);
+		bind_scratch(scratch[i].name, q);
+	}
+	/* an image may hold symlinks anywhere (even absolute ones to host paths): every bind target is
+	 * resolved inside the new root and its missing parts created there, never on the host; after
+	 * the scratch binds, so that one under /tmp or /work is not covered by them */
+	for (int i = 0; i < c->nbinds; i++) {
+		int tfd = make_inside(rootfd, c->bind_dst[i], c->bind_is_dir[i]);
+		check(tfd, c->bind_dst[i]);
+		check((int)syscall(SYS_move_mount, bind_fds[i], "", tfd, "",
+				   MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH),
+		      "attach bind mount");
+		close(tfd);
+	}
 	close(rootfd);
+	/* the build writes in the uppers no more: from here on, any event is a user's */
+	if (c->uwatch_fd >= 0 && rep)
+		for (int i = 0; i < nwatch && rep->nwd >= 0; i++) {
+			int wd = inotify_add_watch(c->uwatch_fd, watch[i], UPPER_EVENTS);
+			if (wd < 0)
+				rep->nwd = -1; /* unwatched: the next reset rebuilds it */
+			else
+				rep->wd[rep->nwd++] = wd;
+		}
 }
 
 /* Makes ROOT the root of this mount namespace, for every process in it whose root was the old
@@ -539,10 +567,11 @@ static void build_root(const child_cfg *c, const int *layer_fds, const int *bind
 	      "attach staging tmpfs");
 	check(fchdir(st), "enter staging tmpfs");
 	close(st);
-	build_tree(c, layer_fds, bind_fds, -1, NULL);
+	make_scratch(AT_FDCWD);
+	build_tree(c, layer_fds, bind_fds, NULL);
 	mount_proc(ROOT, skel);
 	mount_dev(ROOT, skel);
-	mount_shm(ROOT);
+	bind_scratch("shm", ROOT "/dev/shm");
 	cat(p, sizeof p, ROOT, "/sys", NULL);
 	mkdir(p, 0555);
 	/* sysfs shows the network devices of the namespace it was made in, and only the owner of
@@ -563,6 +592,41 @@ struct reset_arg {
 	pd_reset_report *rep;
 };
 
+/* A reset that keeps the root (c->keep_root): the last user wrote nowhere but in the scratch
+ * directories and perhaps a pty, so only those are replaced. The new staging tmpfs goes over the
+ * old /dev/shm (a scratch mount in every sandbox) for a moment, so that its directories can be
+ * bound (a bind's source must be in this namespace on every kernel); then it and the old
+ * /dev/shm are taken off. Runs in the sandbox's mount namespace with no process of the sandbox
+ * but init left. */
+static void keep_root(const child_cfg *c)
+{
+	int st = new_stage(c->disk_bytes);
+	make_scratch(st);
+	for (size_t i = 0; i < PD_SCRATCH_IMG; i++)
+		if (c->scr[i].on)
+			set_attr(st, scratch[i].name, &c->scr[i]);
+	check((int)syscall(SYS_move_mount, st, "", AT_FDCWD, "/dev/shm", MOVE_MOUNT_F_EMPTY_PATH),
+	      "attach staging tmpfs");
+	close(st);
+	for (size_t i = 0; i < PD_SCRATCH_IMG; i++) {
+		if (!c->scr[i].on)
+			continue;
+		char src[24];
+		cat(src, sizeof src, "/dev/shm/", scratch[i].name, NULL);
+		check(umount2(scratch[i].dst, MNT_DETACH), "detach the old scratch");
+		bind_scratch(src, scratch[i].dst);
+	}
+	int shm = (int)syscall(SYS_open_tree, AT_FDCWD, "/dev/shm/shm", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	check(shm, "clone the new /dev/shm");
+	check(umount2("/dev/shm", MNT_DETACH), "detach the staging tmpfs");
+	check(umount2("/dev/shm", MNT_DETACH), "detach the old /dev/shm");
+	check((int)syscall(SYS_move_mount, shm, "", AT_FDCWD, "/dev/shm", MOVE_MOUNT_F_EMPTY_PATH),
+	      "attach the new /dev/shm");
+	close(shm);
+	check(umount2("/dev/pts", MNT_DETACH), "detach the old /dev/pts");
+	mount_pts("/dev/pts");
+}
+
 /* Runs in the helper pd_reset_root starts: a vfork-style child of a host thread, sharing its
  * memory, so the same rules hold as for init (no malloc, no stdio, raw set*id). Every process of
  * the sandbox is gone (init killed them), so nothing in the old root moves while this runs. */
@@ -575,22 +639,21 @@ static int reset_entry(void *arg)
 	check(setns(ra->pidfd, CLONE_NEWUSER | CLONE_NEWNS), "enter the sandbox's namespaces");
 	check(raw_setresgid(0), "setresgid 0");
 	check(raw_setresuid(0), "setresuid 0");
+	if (c->keep_root) {
+		keep_root(c);
+		return 0;
+	}
 	/* The new staging tmpfs goes over the old root's own root directory: the one mount point no
 	 * user could have replaced with a link. Absolute paths still start at the old root (path
 	 * lookup does not cross mounts stacked on the starting directory); the new tree is built
 	 * from the working directory. */
-	int oldroot = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	check(oldroot, "open the old root");
 	int st = new_stage(c->disk_bytes);
 	check((int)syscall(SYS_move_mount, st, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH),
 	      "attach staging tmpfs");
 	check(fchdir(st), "enter staging tmpfs");
 	close(st);
-	int nlayer_fds = 0;
-	for (int i = 0; i < c->nlayers; i++)
-		nlayer_fds += !c->keep_upper || !strcmp(c->layer_dst[i], "/");
-	build_tree(c, ra->fds, ra->fds + nlayer_fds, oldroot, ra->rep);
-	close(oldroot);
+	make_scratch(AT_FDCWD);
+	build_tree(c, ra->fds, ra->fds + c->nlayers, ra->rep);
 	/* procfs must be mounted from inside the pid namespace, which this helper is not in: the
 	 * sandbox's own /proc moves over, with its masks; /dev and /sys too. They are read-only
 	 * mounts, so nothing of the last user is in them but its ptys (if it left them open) and
@@ -604,7 +667,7 @@ static int reset_entry(void *arg)
 	check(mount(ROOT "/dev/pts", "/proc", NULL, MS_MOVE, NULL), "park the old /dev/pts");
 	check(mount(ROOT "/dev/shm", "/dev", NULL, MS_MOVE, NULL), "park the old /dev/shm");
 	mount_pts(ROOT "/dev/pts");
-	mount_shm(ROOT);
+	bind_scratch("shm", ROOT "/dev/shm");
 	/* over the new root: the old root, and over that the new staging tmpfs */
 	enter_root(2);
 	return 0;

@@ -36,7 +36,8 @@ typedef struct pd_limits {
 	uint64_t cpu_ms;         /* CPU time of the whole sandbox (user+sys); 0 = unlimited */
 	uint64_t wall_ms;        /* wall-clock time of one exec; 0 = unlimited */
 	uint32_t cpu_millicores; /* CPU quota, 1000 = one core; 0 = unlimited */
-	uint64_t disk_bytes;     /* size of the writable layer (tmpfs): ENOSPC past it */
+	uint64_t disk_bytes;     /* ENOSPC past it: the size of the tmpfs /tmp, /work and /dev/shm
+				  * share, and of the one the image's writable layers share */
 	uint64_t output_bytes;   /* bytes of each of stdout/stderr kept (head + tail) */
 	uint64_t output_kill_bytes; /* bytes of output after which the sandbox is killed (OL) */
 	uint32_t nofile;         /* RLIMIT_NOFILE */
@@ -189,7 +190,9 @@ typedef enum pd_state {
 } pd_state;
 const char *pd_state_name(pd_state s);
 
-/* Creates a sandbox and waits until it is READY. */
+/* Creates a sandbox and waits until it is READY. Its root is the image under a writable overlay;
+ * /tmp, /work (empty, for programs and their files) and /dev/shm are scratch directories of
+ * their own (a reset replaces them without touching the root). */
 pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e);
 const char *pd_sandbox_id(const pd_sandbox *s);
 pd_state pd_sandbox_state(const pd_sandbox *s);
@@ -231,7 +234,8 @@ typedef struct pd_exec_opts {
 int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *x, pd_result *r, pd_err *e);
 
 /* Makes a READY sandbox indistinguishable from a fresh one, for its next user: every process
- * killed, a new root (staging tmpfs, overlay, /dev), /tmp and /dev/shm empty, a new IPC namespace,
+ * killed, new empty /tmp, /work and /dev/shm (a new staging tmpfs) and devpts, a new root
+ * (overlays and their upper tmpfs) unless the last user provably left it untouched, a new IPC namespace,
  * the pid counter back where a fresh sandbox starts, the memory limit as created; the network
  * namespace must read exactly as a fresh one and only init may be left in the cgroup. The
  * cgroup's counters are not reset (results are deltas over each exec; peaks are reset per exec).
@@ -244,8 +248,8 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e);
 int pd_sandbox_rewind_pids(pd_sandbox *s, pd_err *e);
 /* How many times s was reset. */
 uint32_t pd_sandbox_resets(const pd_sandbox *s);
-/* Of those, how many kept the overlays of layers mounted elsewhere (the default image's /usr):
- * the last user had not touched them. */
+/* Of those, how many kept the root and the image's overlays: the last user had written only to
+ * /tmp, /work and /dev/shm (replaced at every reset) and had not even listed "/" or /usr. */
 uint32_t pd_sandbox_resets_kept(const pd_sandbox *s);
 
 /* Kills everything in the sandbox, removes its cgroup and uid slot, checks the residue.

@@ -66,6 +66,14 @@ struct msg_exited {
 	int32_t wstatus;
 };
 
+/* /tmp or /work as a scratch mount (on), with the mode and owner of the image's directory it
+ * covers; off when the image has files there, which then stay in the root overlay. */
+typedef struct pd_scratch_attr {
+	bool on;
+	uint32_t mode, uid, gid;
+} pd_scratch_attr;
+#define PD_SCRATCH_IMG 2 /* /tmp and /work */
+
 typedef struct child_cfg {
 	int sock;
 	char stage[PD_PATH];
@@ -79,10 +87,11 @@ typedef struct child_cfg {
 	bool bind_is_dir[PD_MAX_BINDS];
 	uint64_t disk_bytes;
 	const pd_bpf *bpf_base, *bpf_audit;
-	/* reset only: keep_upper moves the old root's overlays of layers mounted elsewhere than "/"
-	 * (whose fds are then not passed) instead of building them; uwatch_fd (or -1) is the
-	 * inotify instance the helper watches newly built ones with (upperwatch.c) */
-	bool keep_upper;
+	/* reset only: keep_root keeps the root and its overlays (no fds are then passed) and
+	 * replaces only the scratch mounts and devpts; uwatch_fd (or -1) is the inotify instance
+	 * the helper watches the uppers of newly built overlays with (upperwatch.c) */
+	bool keep_root;
+	pd_scratch_attr scr[PD_SCRATCH_IMG]; /* keep_root: what the last build found */
 	int uwatch_fd;
 } child_cfg;
 
@@ -95,13 +104,14 @@ typedef struct pd_reset_report {
 	char what[240];
 	int wd[2 * PD_MAX_LAYERS]; /* the watches it added (upper and work directories) */
 	int nwd;
+	pd_scratch_attr scr[PD_SCRATCH_IMG]; /* a build's /tmp and /work (for a later keep_root) */
 } pd_reset_report;
 
-/* Gives the sandbox whose init is pidfd a fresh root, as its creation did: a new staging tmpfs,
- * the layers (fds: detached id-mapped mounts, then the binds) under a new overlay, a new devpts
- * and /dev/shm; /proc, /dev and /sys move over from the old root, and so do the overlays of
- * layers mounted elsewhere with cfg->keep_upper. The old root is then detached with everything
- * the last user wrote. Runs in a short-lived helper that enters the sandbox's user and mount namespaces
+/* Gives the sandbox whose init is pidfd a fresh root, as its creation did: a new staging tmpfs
+ * (/tmp, /work, /dev/shm), the layers (fds: detached id-mapped mounts, then the binds) under new
+ * overlays with a new upper tmpfs, a new devpts; /proc, /dev and /sys move over from the old
+ * root, which is then detached with everything the last user wrote. With cfg->keep_root, only
+ * the staging tmpfs and devpts are new. Runs in a short-lived helper that enters the sandbox's user and mount namespaces
  * (never its pid namespace: it mounts no procfs); init, whose root was the old one, is moved by
  * pivot_root. Call only when no process but init is left in the sandbox. */
 int pd_reset_root(const child_cfg *cfg, int pidfd, const int *fds, pd_reset_report *rep);

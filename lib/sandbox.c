@@ -54,8 +54,9 @@ struct pd_sandbox {
 	pd_limits lim;
 	uint64_t created_us;
 	uint32_t resets;
-	uint32_t resets_kept; /* resets that kept the overlays of layers mounted elsewhere */
+	uint32_t resets_kept; /* resets that kept the root and its overlays */
 	bool upper_dirty;     /* their watches saw an event (upperwatch.c; under its lock) */
+	pd_scratch_attr scr[PD_SCRATCH_IMG]; /* /tmp and /work as the last rebuild made them */
 	int init_oom_adj; /* what init's oom_score_adj was set to (checked by a reset) */
 	void *user;
 };
@@ -505,10 +506,9 @@ static int resolve_layout(pd_ctx *c, const pd_sandbox_opts *o, uint64_t disk_byt
 	return 0;
 }
 
-/* Detached mounts of the layers (with only_root, only those mounted at "/"), then the binds,
- * id-mapped into the user namespace of pid. */
-static int layout_fds(const pd_sandbox_opts *o, const pd_layer *layers, int nlayers, bool only_root,
-		      pid_t pid, int *fds, int *nfds, pd_err *e)
+/* Detached mounts of the layers, then the binds, id-mapped into the user namespace of pid. */
+static int layout_fds(const pd_sandbox_opts *o, const pd_layer *layers, int nlayers, pid_t pid,
+		      int *fds, int *nfds, pd_err *e)
 {
 	char nspath[64];
 	snprintf(nspath, sizeof nspath, "/proc/%d/ns/user", (int)pid);
@@ -517,8 +517,6 @@ static int layout_fds(const pd_sandbox_opts *o, const pd_layer *layers, int nlay
 		return pd_fail(e, errno, "open %s", nspath);
 	int rc = 0;
 	for (int i = 0; i < nlayers && rc == 0; i++) {
-		if (only_root && strcmp(layers[i].dst, "/"))
-			continue;
 		int fd = idmapped_tree(layers[i].src, userns, true, true, e);
 		if (fd < 0)
 			rc = -1;
@@ -654,7 +652,7 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 		s->init_oom_adj = -1000;
 	if (cgfd < 0 && c->cg.ops->attach(s->cg, s->pid, e) < 0)
 		goto fail;
-	if (layout_fds(o, layers, nlayers, false, s->pid, layer_fds, &nfds, e) < 0)
+	if (layout_fds(o, layers, nlayers, s->pid, layer_fds, &nfds, e) < 0)
 		goto fail;
 	if (sysfs_fd >= 0) {
 		layer_fds[nfds++] = sysfs_fd;
@@ -1204,21 +1202,6 @@ uint32_t pd_sandbox_resets(const pd_sandbox *s)
 	return s->resets;
 }
 
-/* Whether the layout has layers mounted elsewhere than "/", all one component below it. */
-static bool keepable(const child_cfg *cfg)
-{
-	bool any = false;
-	for (int i = 0; i < cfg->nlayers; i++) {
-		const char *d = cfg->layer_dst[i];
-		if (!strcmp(d, "/"))
-			continue;
-		if (d[0] != '/' || !d[1] || strchr(d + 1, '/'))
-			return false;
-		any = true;
-	}
-	return any;
-}
-
 uint32_t pd_sandbox_resets_kept(const pd_sandbox *s)
 {
 	return s->resets_kept;
@@ -1277,38 +1260,44 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 			s->id);
 		goto fail;
 	}
-	/* 4. a fresh root: new staging tmpfs, overlay, /dev; the old root goes with all it holds */
+	/* 4. a fresh root: new scratch mounts and devpts; new overlays, with their upper tmpfs,
+	 * unless the last user provably did not touch them (upperwatch.c). A sandbox with binds
+	 * always gets new ones: a bind's missing parent directories are in the root's upper, where
+	 * writes below them are not watched, and one under /tmp or /work goes with the scratch. */
 	cfg = calloc(1, sizeof *cfg);
 	if (!cfg) {
 		pd_fail(e, ENOMEM, "reset");
 		goto fail;
 	}
-	pd_layer layers[PD_MAX_LAYERS];
-	int nlayers = 0;
-	if (resolve_layout(c, &s->opts, s->lim.disk_bytes, cfg, layers, &nlayers, e) < 0)
-		goto fail;
-	/* the overlays of layers mounted elsewhere than "/" (the default image's /usr) are kept when
-	 * the last user provably did not touch them (upperwatch.c), and only one component below "/"
-	 * (kept_overlay in child.c) */
-	bool elsewhere = keepable(cfg);
-	bool keep = elsewhere && pd_uwatch_clean(c->uwatch, &s->upper_dirty);
-	if (!keep)
+	bool keep = !s->opts.nbinds && pd_uwatch_clean(c->uwatch, &s->upper_dirty);
+	if (keep) {
+		cfg->disk_bytes = s->lim.disk_bytes;
+		cfg->keep_root = true;
+		memcpy(cfg->scr, s->scr, sizeof cfg->scr);
+		cfg->uwatch_fd = -1;
+	} else {
 		pd_uwatch_forget(c->uwatch, &s->upper_dirty);
-	if (layout_fds(&s->opts, layers, nlayers, keep, s->pid, fds, &nfds, e) < 0)
-		goto fail;
-	cfg->has_sysfs = true; /* a sandbox with its own network namespace has /sys (create) */
-	cfg->keep_upper = keep;
-	cfg->uwatch_fd = keep || !elsewhere ? -1 : pd_uwatch_fd(c->uwatch);
+		pd_layer layers[PD_MAX_LAYERS];
+		int nlayers = 0;
+		if (resolve_layout(c, &s->opts, s->lim.disk_bytes, cfg, layers, &nlayers, e) < 0 ||
+		    layout_fds(&s->opts, layers, nlayers, s->pid, fds, &nfds, e) < 0)
+			goto fail;
+		cfg->has_sysfs = true; /* a sandbox with its own network namespace has /sys (create) */
+		cfg->uwatch_fd = pd_uwatch_fd(c->uwatch);
+	}
 	pd_reset_report rep;
 	if (pd_reset_root(cfg, s->pidfd, fds, &rep) < 0) {
 		rep.what[sizeof rep.what - 1] = 0;
 		pd_fail(e, rep.err, "sandbox %s: reset: %s", s->id, rep.what);
 		goto fail;
 	}
-	if (keep)
+	if (keep) {
 		s->resets_kept++;
-	else if (rep.nwd > 0)
-		pd_uwatch_add(c->uwatch, &s->upper_dirty, rep.wd, rep.nwd);
+	} else {
+		memcpy(s->scr, rep.scr, sizeof s->scr);
+		if (rep.nwd > 0)
+			pd_uwatch_add(c->uwatch, &s->upper_dirty, rep.wd, rep.nwd);
+	}
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
 	nfds = 0;

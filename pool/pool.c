@@ -107,7 +107,8 @@ typedef enum { WARM_NONE, WARM_TRUE, WARM_TEMPLATE } warm_kind;
  * files, and a warm-up exec: the template's own (a new sandbox), /bin/true (a reset one), or none. */
 static int prepare(pd_pool *pl, pd_sandbox *s, warm_kind warm, pd_err *e)
 {
-	if (pl->t.cwd && pd_sandbox_mkdir(s, pl->t.cwd, 0755, e) < 0)
+	/* every sandbox has /work (paddock.h): no round trip to init for it */
+	if (pl->t.cwd && strcmp(pl->t.cwd, "/work") && pd_sandbox_mkdir(s, pl->t.cwd, 0755, e) < 0)
 		return -1;
 	for (size_t i = 0; i < pl->t.nfiles; i++) {
 		const pd_tpl_file *f = &pl->t.files[i];

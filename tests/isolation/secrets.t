@@ -8,6 +8,10 @@ plan 20
 STATE=${PADDOCK_STATE_DIR:-/var/lib/paddock}
 echo "secret-$TAG" >"/tmp/$TAG-secret"
 cleanup "rm -f /tmp/$TAG-secret"
+# a directory only the host has, at the top of its tree (/work is the sandbox's own)
+HOSTDIR=/$TAG-host-only
+mkdir -p "$HOSTDIR/main"
+cleanup "rm -rf $HOSTDIR"
 
 # --- host secrets and private directories ---------------------------------------------------
 n=0
@@ -33,17 +37,17 @@ done
 is "$leaked" "" "no host account in the sandbox's /etc/passwd (inside: $inside_users)"
 
 # --- the old root --------------------------------------------------------------------------
-sbt 30 -- sh -c "for p in /work '$STATE' '$STATE/stage' '$PWD' '$TMPD' /var/lib/dpkg /etc/paddock; do
+sbt 30 -- sh -c "for p in '$HOSTDIR' '$HOSTDIR/main' '$STATE' '$STATE/stage' '$PWD' '$TMPD' /var/lib/dpkg /etc/paddock; do
   [ -e \"\$p\" ] && echo \"visible=\$p\"; done; true"
-is "$(so)" "" "no host-only path is visible ($STATE, /work, $PWD, /var/lib/dpkg...)"
+is "$(so)" "" "no host-only path is visible ($STATE, $HOSTDIR, $PWD, /var/lib/dpkg...)"
 sbt 30 -- sh -c 'ls -A /sys/fs/cgroup; true'
 is "$(so)" "" "/sys/fs/cgroup is empty (no host cgroup tree)"
 sbt 30 -- cat /proc/self/mountinfo
 mi=$(so)
 [ -n "$mi" ]
 ok $? "mountinfo is readable"
-bad=$(awk '{ print $5 }' <<<"$mi" | grep -vxE '/|/usr|/bin|/sbin|/lib|/lib32|/lib64|/libx32|/sys|/proc(/[a-z_.-]+)?|/dev(/[a-z]+)?')
-is "$bad" "" "every mount point is one the sandbox made (/, image layers, /proc, /dev, /sys)"
+bad=$(awk '{ print $5 }' <<<"$mi" | grep -vxE '/|/usr|/bin|/sbin|/lib|/lib32|/lib64|/libx32|/sys|/proc(/[a-z_.-]+)?|/dev(/[a-z]+)?|/tmp|/work')
+is "$bad" "" "every mount point is one the sandbox made (/, image layers, /proc, /dev, /sys, /tmp, /work)"
 root_type=$(awk '$5 == "/" { for (i = 7; i <= NF; i++) if ($i == "-") { print $(i + 1); exit } }' <<<"$mi")
 is "$root_type" overlay "/ is the sandbox's overlay"
 host_devs=$(awk '{ for (i = 7; i <= NF; i++) if ($i == "-") { if ($(i + 2) ~ "^/dev/") print $(i + 2); break } }' /proc/self/mountinfo | sort -u)
@@ -57,12 +61,12 @@ sbt 30 -- sh -c 'ls -di / /.. /../.. | awk "{print \$1}" | sort -u | wc -l'
 is "$(so)" 1 "/.. is / (no way up from the root)"
 
 # --- chroot escape ---------------------------------------------------------------------------
-sbp -- /probes/chroot_escape /work "$STATE" "$PWD" /etc/shadow /usr/bin
+sbp -- /probes/chroot_escape "$HOSTDIR" "$STATE" "$PWD" /etc/shadow /usr/bin
 out=$(so)
 like "$out" 'chroot1=EPERM' "chroot() gives EPERM"
 like "$out" 'chroot2=EPERM' "the second chroot(\".\") of the escape gives EPERM"
 like "$out" 'cwd_is_root=1' "walking up with chdir(\"..\") stops at the sandbox's root"
-like "$out" '/work=ENOENT' "after the escape attempt /work is still absent"
+like "$out" "$HOSTDIR=ENOENT" "after the escape attempt $HOSTDIR is still absent"
 like "$out" "$STATE=ENOENT" "after the escape attempt $STATE is still absent"
 like "$out" '/etc/shadow=ENOENT' "after the escape attempt /etc/shadow is still absent"
 like "$out" '/usr/bin=OK' "control: the probe sees the sandbox's own /usr/bin"

@@ -11,12 +11,14 @@
 #include "output.h"
 #include "tap.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 static pd_ctx *ctx;
@@ -28,7 +30,8 @@ static const char VIEW[] =
 	"echo \"== pid $$\";"
 	"echo == procs; for d in /proc/[0-9]*; do echo \"${d#/proc/} $(cut -d' ' -f2 $d/stat 2>&1)\"; done;"
 	/* /proc's own link count follows the host's process count: not part of the view */
-	"echo == tree; find / -xdev \\( -path /usr -o -path /proc \\) -prune -o"
+	/* the scratch mounts are listed on their own: -xdev stops at them */
+	"echo == tree; find / /tmp /work /dev/shm -xdev \\( -path /usr -o -path /proc \\) -prune -o"
 	" -printf '%p %y %m %U %G %s %n %i %l\\n' | sort;"
 	"echo == usr; ls -lan --time-style=+ /usr /usr/bin /usr/share /usr/lib | md5sum;"
 	"echo == dev; ls -lanR --time-style=+ /dev;"
@@ -409,10 +412,11 @@ static void test_page_cache(void)
  * when the last user did not touch it, and rebuilt when it did anything there, reading the
  * directory or opening it included: each case is reset, then /usr's device number (its overlay
  * superblock) says which happened. A kept one must leave a view equal to a fresh sandbox's. */
-static char *usr_dev(pd_sandbox *s)
+/* The devices of "/" and /usr: an overlay rebuilt is a new device. */
+static char *root_dev(pd_sandbox *s)
 {
 	pd_result r;
-	if (sh(s, "stat -c %d /usr", 0, &r) < 0)
+	if (sh(s, "stat -c %d / /usr | paste -sd/", 0, &r) < 0)
 		return strdup("?");
 	char *t = dup_out(&r.out);
 	pd_result_free(&r);
@@ -426,7 +430,18 @@ static void test_kept(const struct view *fresh)
 		bool keeps;
 	} CASES[] = {
 		{"reads only (python imports, cat of /usr files, stat of /usr)",
-		 PY "'import json, email.parser'; cat /usr/bin/env > /dev/null; stat /usr > /dev/null", true},
+		 "cd /work; " PY "'import json, email.parser'; cat /usr/bin/env > /dev/null; stat /usr > /dev/null", true},
+		{"a program run from /work, files left in /tmp, /work and /dev/shm, a pty opened",
+		 "printf 'import os\\nprint(os.getcwd())\\n' > /work/main.py && cd /work && python3 main.py &&"
+		 " echo t > /tmp/t && mkdir /tmp/d && echo s > /dev/shm/s && chmod 700 /tmp /work &&"
+		 " python3 -c 'import os; os.openpty()' && cat /etc/passwd /etc/hostname > /dev/null",
+		 true},
+		{"a file written to /etc", "echo x >> /etc/passwd", false},
+		{"a file written to /root (the image's, not scratch)", "echo x > /root/.profile", false},
+		{"a file written to /var/tmp", "echo x > /var/tmp/x", false},
+		{"/ listed", "ls / > /dev/null", false},
+		{"/ chmod'ed to its own mode", "chmod 755 /", false},
+		{"a directory made at the top of /", "mkdir /data", false},
 		{"a file created and deleted in /usr (its tmpfs counts inodes)", "touch /usr/x; rm /usr/x", false},
 		{"/usr listed", "ls /usr > /dev/null", false},
 		{"/usr opened only (as an ioctl on it needs)", "exec 3</usr", false},
@@ -440,26 +455,26 @@ static void test_kept(const struct view *fresh)
 	pd_sandbox *s = make();
 	/* the first reset builds the watched overlay (creation's is not watched) */
 	bool first = s && pd_sandbox_reset(s, &e) == 0 && pd_sandbox_resets_kept(s) == 0;
-	ok(first, "the first reset rebuilds /usr, watched from then on (%s)", first ? "ok" : e.msg);
+	ok(first, "the first reset rebuilds / and /usr, watched from then on (%s)", first ? "ok" : e.msg);
 	for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
 		pd_result r;
-		char *before = s ? usr_dev(s) : strdup("?");
+		char *before = s ? root_dev(s) : strdup("?");
 		uint32_t kept0 = s ? pd_sandbox_resets_kept(s) : 0;
 		if (s && sh(s, CASES[i].script, 0, &r) == 0)
 			pd_result_free(&r);
 		int rc = s ? pd_sandbox_reset(s, &e) : -1;
-		char *after = s && rc == 0 ? usr_dev(s) : strdup("?");
+		char *after = s && rc == 0 ? root_dev(s) : strdup("?");
 		bool kept = s && rc == 0 && pd_sandbox_resets_kept(s) == kept0 + 1;
 		bool same = !strcmp(before, after);
 		ok(rc == 0 && kept == CASES[i].keeps && same == CASES[i].keeps,
-		   "%s: /usr %s (device %s -> %s)", CASES[i].name, CASES[i].keeps ? "kept" : "rebuilt",
+		   "%s: / and /usr %s (devices %s -> %s)", CASES[i].name, CASES[i].keeps ? "kept" : "rebuilt",
 		   strtok(before, "\n") ? before : "?", strtok(after, "\n") ? after : "?");
 		free(before);
 		free(after);
 		if (CASES[i].keeps && s && rc == 0) {
 			/* the pids as a fresh sandbox's: the view's shell must be pid 2 again */
 			pd_sandbox_rewind_pids(s, &e);
-			struct view v = look(s); /* lists /usr: the next reset rebuilds */
+			struct view v = look(s); /* lists / and /usr: the next reset rebuilds */
 			check_against(fresh, &v, CASES[i].name);
 			view_free(&v);
 			if (pd_sandbox_reset(s, &e) < 0)
@@ -469,9 +484,76 @@ static void test_kept(const struct view *fresh)
 	ok(s && pd_sandbox_destroy(s, NULL, 0) == 0, "and the sandbox is destroyed clean");
 }
 
+static char *probe(pd_sandbox *s, const char *script, uint32_t uid)
+{
+	pd_result r;
+	if (sh(s, script, uid, &r) < 0)
+		return strdup("(exec failed)");
+	char *t = dup_out(&r.out);
+	pd_result_free(&r);
+	for (char *c = t; *c; c++)
+		if (*c == '\n')
+			*c = '|'; /* one line of TAP */
+	return t;
+}
+
+/* An image's own /work with files in it stays (in the root overlay, so writes there make the
+ * reset rebuild); its own empty /tmp, mode 0770 and owned by uid 1000, becomes the scratch mount
+ * with that mode and owner, after resets that rebuild and that keep the root. The image is
+ * stacked over the host's "/" (for a shell; from another file system, as overlay wants), its
+ * two directories opaque. */
+static void test_image_dirs(void)
+{
+	char dir[] = "/dev/shm/pd-reset-img-XXXXXX", p[128];
+	bool made = mkdtemp(dir) != NULL;
+	snprintf(p, sizeof p, "%s/work", dir);
+	made = made && mkdir(p, 0755) == 0 && chmod(p, 0755) == 0 &&
+	       setxattr(p, "user.overlay.opaque", "y", 1, 0) == 0;
+	snprintf(p, sizeof p, "%s/work/keep.txt", dir);
+	FILE *f = made ? fopen(p, "w") : NULL;
+	made = f && fputs("from the image\n", f) >= 0;
+	if (f)
+		fclose(f);
+	snprintf(p, sizeof p, "%s/tmp", dir);
+	made = made && mkdir(p, 0770) == 0 && chown(p, 1000, 1000) == 0 && chmod(p, 0770) == 0 &&
+	       setxattr(p, "user.overlay.opaque", "y", 1, 0) == 0;
+	const char *layers[] = {dir, "/", NULL};
+	pd_err e = {0};
+	pd_sandbox_opts so = {.limits = pd_limits_default(), .layers = layers};
+	pd_sandbox *s = made ? pd_sandbox_create(ctx, &so, &e) : NULL;
+	if (!made || !s)
+		printf("#   image: %s\n", made ? e.msg : strerror(errno));
+	static const char PROBE[] =
+		"cd /work; stat -c '%a %u %g' /tmp /work; cat /work/keep.txt; ls -A /tmp | wc -l;"
+		" grep -c ' /tmp ' /proc/self/mountinfo; grep -c ' /work ' /proc/self/mountinfo";
+	static const char WANT[] = "770 1000 1000|755 0 0|from the image|0|1|0|";
+	char *fresh = s ? probe(s, PROBE, 0) : strdup("?");
+	ok(!strcmp(fresh, WANT), "an image's own /tmp (empty, 0770, uid 1000) is the scratch mount with its mode "
+	   "and owner; its /work with files stays: %s", fresh);
+	free(fresh);
+	/* a rebuild (the first reset), then a reset that keeps the root: a user wrote only to /tmp */
+	for (int round = 0; round < 2; round++) {
+		uint32_t kept0 = s ? pd_sandbox_resets_kept(s) : 0;
+		char *w = s ? probe(s, "echo x > /tmp/x && echo ok", 1000) : strdup("?");
+		int rc = s ? pd_sandbox_reset(s, &e) : -1;
+		bool kept = s && pd_sandbox_resets_kept(s) == kept0 + 1;
+		char *now = s && rc == 0 ? probe(s, PROBE, 0) : strdup("?");
+		ok(!strcmp(w, "ok|") && rc == 0 && kept == (round == 1) && !strcmp(now, WANT),
+		   "after a reset that %s the root: the same (%s)", round ? "keeps" : "rebuilds", now);
+		free(w);
+		free(now);
+	}
+	char residue[128] = "";
+	ok(s && pd_sandbox_destroy(s, residue, sizeof residue) == 0, "and the sandbox is destroyed clean (%s)",
+	   residue);
+	snprintf(p, sizeof p, "rm -rf '%s'", dir);
+	if (system(p) != 0)
+		printf("#   could not remove %s\n", dir);
+}
+
 int main(void)
 {
-	plan(2 + (int)NWORK * 3 + 4 + 6 + 1 + 3 + 1 + 9 + 2 * 2 + 1);
+	plan(2 + (int)NWORK * 3 + 4 + 6 + 1 + 3 + 1 + 16 + 3 * 2 + 1 + 4);
 	pd_err e = {0};
 	ctx = pd_ctx_new(NULL, &e);
 	if (!ok(ctx != NULL, "context: %s", ctx ? "ok" : e.msg))
@@ -490,6 +572,7 @@ int main(void)
 	test_memory_limit();
 	test_page_cache();
 	test_kept(&fresh);
+	test_image_dirs();
 	view_free(&fresh);
 	pd_ctx_free(ctx);
 	return done();
