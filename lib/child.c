@@ -594,37 +594,39 @@ struct reset_arg {
 
 /* A reset that keeps the root (c->keep_root): the last user wrote nowhere but in the scratch
  * directories and perhaps a pty, so only those are replaced. The new staging tmpfs goes over the
- * old /dev/shm (a scratch mount in every sandbox) for a moment, so that its directories can be
- * bound (a bind's source must be in this namespace on every kernel); then it and the old
- * /dev/shm are taken off. Runs in the sandbox's mount namespace with no process of the sandbox
- * but init left. */
+ * root's own root directory, as in a rebuild (absolute paths still start at the root below it),
+ * with the directories a build makes there, so that it numbers its inodes alike; the old
+ * scratch mounts and devpts are moved onto one of them, and all go with the staging tmpfs in one
+ * detach: each unmount call waits for a grace period of RCU, which costs CPU time on every CPU. */
 static void keep_root(const child_cfg *c)
 {
 	int st = new_stage(c->disk_bytes);
-	make_scratch(st);
+	check((int)syscall(SYS_move_mount, st, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH),
+	      "attach staging tmpfs");
+	check(fchdir(st), "enter staging tmpfs");
+	close(st);
+	make_scratch(AT_FDCWD);
 	for (size_t i = 0; i < PD_SCRATCH_IMG; i++)
 		if (c->scr[i].on)
-			set_attr(st, scratch[i].name, &c->scr[i]);
-	check((int)syscall(SYS_move_mount, st, "", AT_FDCWD, "/dev/shm", MOVE_MOUNT_F_EMPTY_PATH),
-	      "attach staging tmpfs");
-	close(st);
-	for (size_t i = 0; i < PD_SCRATCH_IMG; i++) {
-		if (!c->scr[i].on)
-			continue;
-		char src[24];
-		cat(src, sizeof src, "/dev/shm/", scratch[i].name, NULL);
-		check(umount2(scratch[i].dst, MNT_DETACH), "detach the old scratch");
-		bind_scratch(src, scratch[i].dst);
+			set_attr(AT_FDCWD, scratch[i].name, &c->scr[i]);
+	for (int i = 0; i < c->nlayers; i++) {
+		char n[8], p[16];
+		utoa((unsigned long)i, n);
+		cat(p, sizeof p, "l", n, NULL);
+		check(mkdir(p, 0755), "mkdir layer");
 	}
-	int shm = (int)syscall(SYS_open_tree, AT_FDCWD, "/dev/shm/shm", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-	check(shm, "clone the new /dev/shm");
-	check(umount2("/dev/shm", MNT_DETACH), "detach the staging tmpfs");
-	check(umount2("/dev/shm", MNT_DETACH), "detach the old /dev/shm");
-	check((int)syscall(SYS_move_mount, shm, "", AT_FDCWD, "/dev/shm", MOVE_MOUNT_F_EMPTY_PATH),
-	      "attach the new /dev/shm");
-	close(shm);
-	check(umount2("/dev/pts", MNT_DETACH), "detach the old /dev/pts");
+	check(mkdir(ROOT, 0755), "mkdir root");
+	check(mkdir(UPPER, 0755), "mkdir upper");
+	for (size_t i = 0; i < NSCRATCH; i++) {
+		if (i < PD_SCRATCH_IMG && !c->scr[i].on)
+			continue;
+		check(mount(scratch[i].dst, ROOT, NULL, MS_MOVE, NULL), "park the old scratch");
+		bind_scratch(scratch[i].name, scratch[i].dst);
+	}
+	check(mount("/dev/pts", ROOT, NULL, MS_MOVE, NULL), "park the old /dev/pts");
 	mount_pts("/dev/pts");
+	check(umount2(".", MNT_DETACH), "detach the staging tmpfs");
+	check(chdir("/"), "chdir /");
 }
 
 /* Runs in the helper pd_reset_root starts: a vfork-style child of a host thread, sharing its

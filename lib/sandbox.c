@@ -57,6 +57,7 @@ struct pd_sandbox {
 	uint32_t resets_kept; /* resets that kept the root and its overlays */
 	bool upper_dirty;     /* their watches saw an event (upperwatch.c; under its lock) */
 	pd_scratch_attr scr[PD_SCRATCH_IMG]; /* /tmp and /work as the last rebuild made them */
+	int nlayers;                         /* and how many image layers it attached */
 	int init_oom_adj; /* what init's oom_score_adj was set to (checked by a reset) */
 	void *user;
 };
@@ -1274,6 +1275,7 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 		cfg->disk_bytes = s->lim.disk_bytes;
 		cfg->keep_root = true;
 		memcpy(cfg->scr, s->scr, sizeof cfg->scr);
+		cfg->nlayers = s->nlayers;
 		cfg->uwatch_fd = -1;
 	} else {
 		pd_uwatch_forget(c->uwatch, &s->upper_dirty);
@@ -1295,6 +1297,7 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 		s->resets_kept++;
 	} else {
 		memcpy(s->scr, rep.scr, sizeof s->scr);
+		s->nlayers = cfg->nlayers;
 		if (rep.nwd > 0)
 			pd_uwatch_add(c->uwatch, &s->upper_dirty, rep.wd, rep.nwd);
 	}
