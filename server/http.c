@@ -1037,7 +1037,7 @@ static char *pool_metrics(pd_server *s)
 		{"residue_failures_total", "teardowns that left something behind"},
 		{"resets_total", "released sandboxes reset for the next user instead of destroyed"},
 		{"reset_refusals_total", "resets refused (network state or processes left): destroyed instead"},
-		{"resets_kept_total", "resets that kept the untouched overlay of a layer mounted elsewhere (/usr)"}};
+		{"resets_kept_total", "resets that kept the untouched root (only /tmp, /work, /dev/shm and devpts new)"}};
 	for (size_t c = 0; c < 11; c++) {
 		fprintf(f, "# HELP paddock_pool_%s Pool %s, per template.\n# TYPE paddock_pool_%s counter\n",
 			counters[c][0], counters[c][1], counters[c][0]);

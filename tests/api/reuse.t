@@ -5,7 +5,7 @@
 # it. The next /run_code user of a reset sandbox must not see the previous one's files either.
 # With "reuse": false in the template, sandboxes are never reset.
 source "$(dirname "$0")/api.sh"
-plan 23
+plan 27
 
 cat >"$TMPD/tpl.json" <<'EOF'
 {"templates": [
@@ -74,10 +74,12 @@ unseen_after_write() {  # unseen_after_write PATH: a /run_code request writes PA
 unseen_after_write /tmp/leak.txt
 ok "$([ "$(metric resets_total bash)" -ge $((r0 + 3)) ] && echo 0 || echo 1)" \
   "they ran in reset sandboxes (resets $(metric resets_total bash))"
-# /usr's overlay is kept by resets only while untouched: a write there is gone for the next users
+unseen_after_write /work/leak.txt
+# the root and /usr are kept by resets only while untouched: a write there is gone for the next users
 unseen_after_write /usr/local/pd-leak
+unseen_after_write /etc/pd-leak
 ok "$([ "$(metric resets_kept_total bash)" -ge 1 ] 2>/dev/null && echo 0 || echo 1)" \
-  "resets that found /usr untouched kept it (paddock_pool_resets_kept_total $(metric resets_kept_total bash))"
+  "resets that found the root untouched kept it (paddock_pool_resets_kept_total $(metric resets_kept_total bash))"
 
 # --- reuse off ------------------------------------------------------------------------------------
 settle
