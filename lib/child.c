@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
-#include <linux/magic.h>
 #include <linux/mount.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -27,7 +26,6 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -660,8 +658,7 @@ static int reset_entry(void *arg)
 	 * sandbox's own /proc moves over, with its masks; /dev and /sys too. They are read-only
 	 * mounts, so nothing of the last user is in them but its ptys (if it left them open) and
 	 * /dev/shm, the old staging tmpfs's: both are parked on the old root's vacated /dev and
-	 * /proc, to be detached with it, and replaced. (In creation's order, so the staging tmpfs
-	 * numbers its inodes as a fresh one does.) */
+	 * /proc, to be detached with it, and replaced. */
 	check(mount("/proc", ROOT "/proc", NULL, MS_MOVE, NULL), "move /proc");
 	check(mount("/dev", ROOT "/dev", NULL, MS_MOVE, NULL), "move /dev");
 	if (c->has_sysfs)
