@@ -594,19 +594,13 @@ struct reset_arg {
 };
 
 /* A reset that keeps the root (c->keep_root): the last user wrote nowhere but in the scratch
- * directories and perhaps a pty, so only those are replaced. The new staging tmpfs goes over the
- * root's own root directory, as in a rebuild (absolute paths still start at the root below it),
- * with the directories a build makes there, so that it numbers its inodes alike; the old
- * scratch mounts and devpts are moved onto one of them, and all go with the staging tmpfs in one
- * detach: each unmount call waits for a grace period of RCU, which costs CPU time on every CPU. */
+ * directories and perhaps a pty, so only those are replaced. Runs in the new staging tmpfs (the
+ * working directory, its scratch directories made), which gets the other directories a build
+ * makes there, so that it numbers its inodes alike; the old scratch mounts and devpts are moved
+ * onto one of them, and all go with the staging tmpfs in one detach: each unmount call waits for
+ * a grace period of RCU, which costs CPU time on every CPU. */
 static void keep_root(const child_cfg *c)
 {
-	int st = new_stage(c->disk_bytes);
-	check((int)syscall(SYS_move_mount, st, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH),
-	      "attach staging tmpfs");
-	check(fchdir(st), "enter staging tmpfs");
-	close(st);
-	make_scratch(AT_FDCWD);
 	for (size_t i = 0; i < PD_SCRATCH_IMG; i++)
 		if (c->scr[i].on)
 			set_attr(AT_FDCWD, scratch[i].name, &c->scr[i]);
@@ -642,13 +636,9 @@ static int reset_entry(void *arg)
 	check(setns(ra->pidfd, CLONE_NEWUSER | CLONE_NEWNS), "enter the sandbox's namespaces");
 	check(raw_setresgid(0), "setresgid 0");
 	check(raw_setresuid(0), "setresuid 0");
-	if (c->keep_root) {
-		keep_root(c);
-		return 0;
-	}
 	/* The new staging tmpfs goes over the old root's own root directory: the one mount point no
 	 * user could have replaced with a link. Absolute paths still start at the old root (path
-	 * lookup does not cross mounts stacked on the starting directory); the new tree is built
+	 * lookup does not cross mounts stacked on the starting directory); what is new is made
 	 * from the working directory. */
 	int st = new_stage(c->disk_bytes);
 	check((int)syscall(SYS_move_mount, st, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH),
@@ -656,6 +646,10 @@ static int reset_entry(void *arg)
 	check(fchdir(st), "enter staging tmpfs");
 	close(st);
 	make_scratch(AT_FDCWD);
+	if (c->keep_root) {
+		keep_root(c);
+		return 0;
+	}
 	build_tree(c, ra->fds, ra->fds + c->nlayers, ra->rep);
 	/* procfs must be mounted from inside the pid namespace, which this helper is not in: the
 	 * sandbox's own /proc moves over, with its masks; /dev and /sys too. They are read-only
