@@ -382,19 +382,21 @@ static bool reuse_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
 	if (pl->nready + pl->creating >= pl->t.pool_max ||
 	    held_locked(p) > p->opts.memory_budget / p->opts.idle_cost_bytes)
 		return false;
-	/* After a reset the image's files are in the page cache since the sandbox's first user; only
-	 * the new overlay's own dentries are cold (~0.3-0.4 ms on the next exec). /bin/true warms them
-	 * for ~0.7 ms of CPU: worth it only when that CPU would otherwise idle, so only with no
-	 * backlog and a CPU idle now (under load it cost more CPU than the exec it sped up saved).
-	 * Never the template's warm-up, which is often a whole interpreter (python: ~10 ms of CPU, as
-	 * much as the request it would speed up; with it, /run_code used ~25% more CPU per request
-	 * at 2 clients). */
-	warm_kind warm = p->nreclaim == 0 && cpu_idle_now(p) ? WARM_TRUE : WARM_NONE;
+	bool backlog = p->nreclaim != 0;
 	pthread_mutex_unlock(&p->mu); /* still counted in nreclaiming: the builder expects it back */
 	pd_err e = {0};
 	uint32_t kept0 = pd_sandbox_resets_kept(s);
-	bool ok = pd_sandbox_reset(s, &e) == 0 && prepare(pl, s, warm, &e) == 0;
+	bool ok = pd_sandbox_reset(s, &e) == 0;
 	bool kept = ok && pd_sandbox_resets_kept(s) != kept0;
+	/* After a reset the image's files are in the page cache since the sandbox's first user; only
+	 * a new overlay's own dentries are cold (~0.3-0.4 ms on the next exec), and a reset that kept
+	 * the root made none. /bin/true warms a new one for ~0.7 ms of CPU: worth it only when that
+	 * CPU would otherwise idle, so only with no backlog and a CPU idle now (under load it cost
+	 * more CPU than the exec it sped up saved). Never the template's warm-up, which is often a
+	 * whole interpreter (python: ~10 ms of CPU, as much as the request it would speed up; with
+	 * it, /run_code used ~25% more CPU per request at 2 clients). */
+	warm_kind warm = !kept && !backlog && cpu_idle_now(p) ? WARM_TRUE : WARM_NONE;
+	ok = ok && prepare(pl, s, warm, &e) == 0;
 	pd_entry *en = ok ? calloc(1, sizeof *en) : NULL;
 	pthread_mutex_lock(&p->mu);
 	if (p->stop) {
