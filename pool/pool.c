@@ -252,6 +252,28 @@ static bool fds_allow_build(const pd_pools *p)
 	return n + 16 + p->opts.fd_reserve <= r.rlim_cur;
 }
 
+/* How many sandboxes pl lacks: its target (which this updates) less those READY, being built
+ * and, with reuse, being reset to come back. Called with the lock held. */
+static int64_t deficit_locked(pd_pools *p, pd_pool *pl)
+{
+	pl->target = target_of(p, pl);
+	int64_t coming = pl->t.pool_reuse ? pl->nreclaiming : 0;
+	return (int64_t)pl->target - (int64_t)(pl->nready + pl->creating) - coming;
+}
+
+/* Wakes the builder if a pool lacks a sandbox. In steady use none does: an acquire takes a READY
+ * sandbox and its release comes back reset, and waking the builder on each of both, to find
+ * nothing to do, cost four context switches a request (it also looks every tick). Every pool,
+ * not just the caller's: a reset shortens the backlog another pool's build may wait for. */
+static void wake_builder_locked(pd_pools *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (deficit_locked(p, &p->pools[i]) > 0) {
+			pthread_cond_signal(&p->cv_builder);
+			return;
+		}
+}
+
 static void *builder_main(void *arg)
 {
 	pd_pools *p = arg;
@@ -265,10 +287,7 @@ static void *builder_main(void *arg)
 		for (size_t i = 0; i < p->n; i++) {
 			pd_pool *pl = &p->pools[i];
 			note_demand(p, pl, now);
-			pl->target = target_of(p, pl);
-			/* with reuse, released sandboxes come back once reset: count them as coming */
-			int64_t coming = pl->t.pool_reuse ? pl->nreclaiming : 0;
-			int64_t deficit = (int64_t)pl->target - (int64_t)(pl->nready + pl->creating) - coming;
+			int64_t deficit = deficit_locked(p, pl);
 			if (deficit > best_deficit && now >= pl->retry_at) {
 				best = pl;
 				best_deficit = deficit;
@@ -431,7 +450,7 @@ static bool reclaim_one_locked(pd_pools *p)
 	if (!en->no_reuse && reuse_locked(p, pl, en->sb)) {
 		pl->nreclaiming--;
 		free(en);
-		pthread_cond_broadcast(&p->cv_builder);
+		wake_builder_locked(p);
 		return true;
 	}
 	pthread_mutex_unlock(&p->mu);
@@ -655,7 +674,7 @@ pd_sandbox *pd_pool_acquire_locked_pool(pd_pools *p, pd_pool *pl, bool *hit, pd_
 		pl->ready = en->next;
 		pl->nready--;
 		pl->st.hits++;
-		pthread_cond_signal(&p->cv_builder); /* refill */
+		wake_builder_locked(p); /* refill */
 		pthread_mutex_unlock(&p->mu);
 		pd_sandbox *s = en->sb;
 		free(en);
