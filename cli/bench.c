@@ -2050,7 +2050,9 @@ static void bench_usage(FILE *f)
 	      "  --json                 one JSON object with all figures on stdout\n"
 	      "  --http                 instead: the daemon's section (POST /run_code python print(1)\n"
 	      "                         against python3 -c 'print(1)' on the host, GET /healthz);\n"
-	      "                         takes --iterations and --duration\n"
+	      "                         takes --iterations (default 100) and --duration\n"
+	      "  --rounds N             with --http: the whole measure N times over (default 1),\n"
+	      "                         each round's two ratios, then medians and ranges\n"
 	      "\n"
 	      "exit status: 0 all operations succeeded; 2 some failed (see the notes);\n"
 	      "             64 bad usage.\n"
@@ -2108,9 +2110,17 @@ static const pd_audit_opts audit_opts = {.enabled = true};
 int cmd_bench(int argc, char **argv)
 {
 	/* the daemon's own section: a server, clients and python3, not the lifecycle rows */
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--http"))
-			return cmd_bench_http(argc, argv);
+	bool http = false, help = false;
+	for (int i = 1; i < argc; i++) {
+		http |= !strcmp(argv[i], "--http");
+		help |= !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
+	}
+	if (http && help) {
+		bench_usage(stdout);
+		return 0;
+	}
+	if (http)
+		return cmd_bench_http(argc, argv);
 	static const struct option opts[] = {
 	    {"help", no_argument, 0, 'h'},
 	    {"iterations", required_argument, 0, 'n'},

@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -188,20 +189,118 @@ static uint64_t throughput(op_kind k, int port, int clients, double secs, uint64
 	return ok;
 }
 
+enum { NK = 3 };
+
+/* One round's figures, per case. */
+typedef struct hround {
+	double p50[NK], p99[NK], t1[NK], t2[NK];
+	uint64_t bad[NK];
+} hround;
+
+/* Latency with one client, then throughput with one and with two; the cases interleaved, op by
+ * op for latency and in 0.5 s slices for throughput: on a shared machine the speed drifts by
+ * 10-20% over tens of seconds, and cases measured one after the other would carry that drift
+ * into their ratio. */
+static void measure(int port, hconn *c, int iterations, double secs, hround *h)
+{
+	double e1[NK] = {0}, e2[NK] = {0};
+	memset(h, 0, sizeof *h);
+	double *lat[NK];
+	for (int k = 0; k < NK; k++)
+		lat[k] = calloc((size_t)iterations, sizeof *lat[k]);
+	for (int i = 0; i < iterations; i++)
+		for (int k = 0; k < NK; k++) {
+			uint64_t t0 = pd_now_us();
+			if (!op((op_kind)k, &c[k]))
+				h->bad[k]++;
+			if (lat[k])
+				lat[k][i] = (pd_now_us() - t0) / 1000.0;
+		}
+	const double slice = 0.5;
+	int slices = (int)ceil(secs / slice);
+	for (int r = 0; r < slices; r++)
+		for (int k = 0; k < NK; k++) {
+			h->t1[k] += (double)throughput((op_kind)k, port, 1, slice, &h->bad[k], &e1[k]);
+			h->t2[k] += (double)throughput((op_kind)k, port, 2, slice, &h->bad[k], &e2[k]);
+		}
+	for (int k = 0; k < NK; k++) {
+		h->t1[k] = e1[k] > 0 ? h->t1[k] / e1[k] : 0;
+		h->t2[k] = e2[k] > 0 ? h->t2[k] / e2[k] : 0;
+		if (!lat[k])
+			continue;
+		qsort(lat[k], (size_t)iterations, sizeof *lat[k], cmp_double);
+		h->p50[k] = lat[k][iterations / 2];
+		h->p99[k] = lat[k][(int)ceil(iterations * 0.99) - 1];
+		free(lat[k]);
+	}
+}
+
+static double ratio(double a, double b)
+{
+	return b > 0 ? a / b : 0;
+}
+
+/* The median of n values (sorted in place). */
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 int cmd_bench_http(int argc, char **argv)
 {
-	int iterations = 100;
-	double secs = 3;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--iterations") && i + 1 < argc)
-			iterations = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--duration") && i + 1 < argc)
-			secs = atof(argv[++i]);
+	static const struct option opts[] = {
+	    {"http", no_argument, 0, 'H'},
+	    {"iterations", required_argument, 0, 'n'},
+	    {"duration", required_argument, 0, 'd'},
+	    {"rounds", required_argument, 0, 'r'},
+	    {0, 0, 0, 0},
+	};
+	int iterations = 100, rounds = 1;
+	uint64_t duration_ms = 3000;
+	int ch;
+	while ((ch = getopt_long(argc, argv, "n:d:", opts, NULL)) != -1) {
+		char *end;
+		long v;
+		switch (ch) {
+		case 'H':
+			break;
+		case 'n':
+			v = strtol(optarg, &end, 10);
+			if (*end || v < 10 || v > 100000) {
+				cli_error("bench --http: --iterations: '%s' is not a count from 10 to 100000",
+					  optarg);
+				return EXIT_USAGE;
+			}
+			iterations = (int)v;
+			break;
+		case 'd':
+			if (pd_parse_duration_ms(optarg, &duration_ms) < 0 || duration_ms < 500 ||
+			    duration_ms > 600000) {
+				cli_error("bench --http: --duration: '%s' is not a time from 500ms to 600s",
+					  optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'r':
+			v = strtol(optarg, &end, 10);
+			if (*end || v < 1 || v > 100) {
+				cli_error("bench --http: --rounds: '%s' is not a count from 1 to 100", optarg);
+				return EXIT_USAGE;
+			}
+			rounds = (int)v;
+			break;
+		default:
+			cli_error("bench --http takes --iterations, --duration and --rounds "
+				  "(see paddock bench --help)");
+			return EXIT_USAGE;
+		}
 	}
-	if (iterations < 10 || iterations > 100000 || secs <= 0 || secs > 600) {
-		cli_error("bench --http: --iterations 10..100000, --duration 0..600 s");
+	if (optind < argc) {
+		cli_error("bench --http: unexpected argument '%s'", argv[optind]);
 		return EXIT_USAGE;
 	}
+	double secs = duration_ms / 1000.0;
 	pd_log_enable(false);
 	char db[] = "/tmp/paddock-bench-http-XXXXXX";
 	int dfd = mkstemp(db);
@@ -220,25 +319,19 @@ int cmd_bench_http(int argc, char **argv)
 	}
 	int port = atoi(strrchr(pd_server_address(s), ':') + 1);
 	sleep(1); /* let the pools warm */
-	printf("paddock bench --http — %ld CPUs, %d iterations, %.0f s per throughput cell, daemon on %s\n\n",
-	       sysconf(_SC_NPROCESSORS_ONLN), iterations, secs, pd_server_address(s));
-	printf("%-44s %8s %8s %10s %10s %10s %6s\n", "case", "p50 ms", "p99 ms", "ops/s 1c", "ops/s 2c",
-	       "x floor", "fails");
+	printf("paddock bench --http — %ld CPUs, %d iterations, %.1f s per throughput cell, %d round%s, "
+	       "daemon on %s\n\n",
+	       sysconf(_SC_NPROCESSORS_ONLN), iterations, secs, rounds, rounds == 1 ? "" : "s",
+	       pd_server_address(s));
 	static const char *const names[] = {"floor: /usr/bin/python3 -c 'print(1)'",
 					    "POST /run_code python print(1)", "GET /healthz (keep-alive)"};
-	/* The cases are interleaved, op by op for latency and in 0.5 s slices for throughput: on a
-	 * shared machine the speed drifts by 10-20% over tens of seconds, and cases measured one
-	 * after the other would carry that drift into their ratio. */
-	enum { NK = 3 };
-	double p50[NK] = {0}, p99[NK] = {0}, t1[NK] = {0}, t2[NK] = {0}, e1[NK] = {0}, e2[NK] = {0};
-	uint64_t bad[NK] = {0};
 	int rc = 0;
 	hconn c[NK];
-	double *lat[NK];
 	for (int k = 0; k < NK; k++) {
-		lat[k] = calloc((size_t)iterations, sizeof *lat[k]);
 		if (k != OP_FLOOR && hconnect(&c[k], port) < 0) {
 			cli_error("connect: %s", strerror(errno));
+			for (int j = 1; j < k; j++)
+				close(c[j].fd);
 			pd_server_stop(s);
 			unlink(db);
 			return EXIT_PADDOCK_FAILED;
@@ -246,45 +339,73 @@ int cmd_bench_http(int argc, char **argv)
 		for (int i = 0; i < 5; i++)
 			op((op_kind)k, &c[k]); /* warm-up */
 	}
-	for (int i = 0; i < iterations; i++)
-		for (int k = 0; k < NK; k++) {
-			uint64_t t0 = pd_now_us();
-			if (!op((op_kind)k, &c[k]))
-				bad[k]++;
-			lat[k][i] = (pd_now_us() - t0) / 1000.0;
-		}
-	const double slice = 0.5;
-	int rounds = (int)ceil(secs / slice);
-	for (int r = 0; r < rounds; r++)
-		for (int k = 0; k < NK; k++) {
-			t1[k] += (double)throughput((op_kind)k, port, 1, slice, &bad[k], &e1[k]);
-			t2[k] += (double)throughput((op_kind)k, port, 2, slice, &bad[k], &e2[k]);
-		}
-	for (int k = 0; k < NK; k++) {
-		t1[k] = e1[k] > 0 ? t1[k] / e1[k] : 0;
-		t2[k] = e2[k] > 0 ? t2[k] / e2[k] : 0;
+	hround *h = calloc((size_t)rounds, sizeof *h);
+	/* per round: the two ratios the issue sets targets for */
+	double *p50x = calloc((size_t)rounds, sizeof *p50x), *t2x = calloc((size_t)rounds, sizeof *t2x);
+	if (!h || !p50x || !t2x) {
+		cli_error("out of memory");
+		rounds = 0;
+		rc = EXIT_PADDOCK_FAILED;
 	}
-	for (int k = 0; k < NK; k++) {
-		if (k != OP_FLOOR)
-			close(c[k].fd);
-		qsort(lat[k], (size_t)iterations, sizeof *lat[k], cmp_double);
-		p50[k] = lat[k][iterations / 2];
-		p99[k] = lat[k][(int)ceil(iterations * 0.99) - 1];
-		free(lat[k]);
-		char ratio[32] = "1.00";
-		if (k == OP_RUN_CODE)
-			snprintf(ratio, sizeof ratio, "%.2f", t2[0] > 0 ? t2[k] / t2[0] : 0);
-		else if (k == OP_HEALTHZ)
-			snprintf(ratio, sizeof ratio, "—");
-		printf("%-44s %8.2f %8.2f %10.0f %10.0f %10s %6llu\n", names[k], p50[k], p99[k], t1[k], t2[k],
-		       ratio, (unsigned long long)bad[k]);
-		if (bad[k])
-			rc = EXIT_PADDOCK_FAILED;
+	for (int r = 0; r < rounds; r++) {
+		measure(port, c, iterations, secs, &h[r]);
+		p50x[r] = ratio(h[r].p50[OP_RUN_CODE], h[r].p50[OP_FLOOR]);
+		t2x[r] = ratio(h[r].t2[OP_RUN_CODE], h[r].t2[OP_FLOOR]);
+		if (rounds > 1) {
+			printf("round %d/%d: /run_code p50 %.2fx the floor's, throughput at 2 clients %.2fx "
+			       "(%.0f against %.0f ops/s)\n",
+			       r + 1, rounds, p50x[r], t2x[r], h[r].t2[OP_RUN_CODE], h[r].t2[OP_FLOOR]);
+			fflush(stdout);
+		}
 	}
-	if (p50[0] > 0)
-		printf("\n  /run_code p50 = %.2fx the floor's p50 (issue target <= 1.3x); throughput at 2 "
-		       "clients = %.2fx the floor's (target >= 0.8x)\n",
-		       p50[1] / p50[0], t2[0] > 0 ? t2[1] / t2[0] : 0);
+	for (int k = 1; k < NK; k++)
+		close(c[k].fd);
+	if (rounds > 0) {
+		/* with several rounds, each figure is the median of the rounds' (the ratio too: the
+		 * median of the rounds' ratios, each taken within its round) */
+		double v[5][100];
+		if (rounds > 1)
+			printf("\nmedians of the %d rounds:\n", rounds);
+		printf("%-44s %8s %8s %10s %10s %10s %6s\n", "case", "p50 ms", "p99 ms", "ops/s 1c",
+		       "ops/s 2c", "x floor", "fails");
+		for (int k = 0; k < NK; k++) {
+			uint64_t bad = 0;
+			for (int r = 0; r < rounds; r++) {
+				v[0][r] = h[r].p50[k];
+				v[1][r] = h[r].p99[k];
+				v[2][r] = h[r].t1[k];
+				v[3][r] = h[r].t2[k];
+				v[4][r] = ratio(h[r].t2[k], h[r].t2[OP_FLOOR]);
+				bad += h[r].bad[k];
+			}
+			char x[32] = "1.00";
+			if (k == OP_RUN_CODE)
+				snprintf(x, sizeof x, "%.2f", median(v[4], rounds));
+			else if (k == OP_HEALTHZ)
+				snprintf(x, sizeof x, "—");
+			double p50 = median(v[0], rounds), p99 = median(v[1], rounds);
+			double t1 = median(v[2], rounds), t2 = median(v[3], rounds);
+			printf("%-44s %8.2f %8.2f %10.0f %10.0f %10s %6llu\n", names[k], p50, p99, t1, t2, x,
+			       (unsigned long long)bad);
+			if (bad)
+				rc = EXIT_PADDOCK_FAILED;
+		}
+		if (rounds == 1)
+			printf("\n  /run_code p50 = %.2fx the floor's p50 (issue target <= 1.3x); throughput "
+			       "at 2 clients = %.2fx the floor's (target >= 0.8x)\n",
+			       p50x[0], t2x[0]);
+		else {
+			double pm = median(p50x, rounds), tm = median(t2x, rounds);
+			/* median() sorted them: the range is the ends */
+			printf("\n  over %d rounds: /run_code p50 = %.2fx the floor's (%.2fx-%.2fx; issue "
+			       "target <= 1.3x); throughput at 2 clients = %.2fx the floor's (%.2fx-%.2fx; "
+			       "target >= 0.8x)\n",
+			       rounds, pm, p50x[0], p50x[rounds - 1], tm, t2x[0], t2x[rounds - 1]);
+		}
+	}
+	free(h);
+	free(p50x);
+	free(t2x);
 	pd_server_stop(s);
 	unlink(db);
 	char wal[64];

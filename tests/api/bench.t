@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# paddock bench --http: its options (bad ones refused with exit 64, --help), and a short real run of
+# several rounds (an in-process daemon, python on the host and in sandboxes): every round reports
+# its two ratios, the table gives the medians, and no operation failed. No timing is asserted.
+source "$(dirname "$0")/api.sh"
+plan 13
+
+out=$("$PADDOCK" bench --http --bogus 2>&1); rc=$?
+is "$rc" 64 "an unknown option: exit 64"
+like "$out" "takes --iterations, --duration and --rounds" "... naming the options it takes"
+out=$("$PADDOCK" bench --http --rounds 0 2>&1); rc=$?
+is "$rc $out" "64 paddock: bench --http: --rounds: '0' is not a count from 1 to 100" "--rounds 0: refused"
+out=$("$PADDOCK" bench --http -d 100ms 2>&1); rc=$?
+is "$rc" 64 "--duration under 500ms: refused"
+out=$("$PADDOCK" bench --http -n 5 2>&1); rc=$?
+is "$rc" 64 "--iterations under 10: refused"
+out=$("$PADDOCK" bench --http stray 2>&1); rc=$?
+is "$rc $out" "64 paddock: bench --http: unexpected argument 'stray'" "a stray argument: refused"
+out=$("$PADDOCK" bench --http --help 2>&1); rc=$?
+is "$rc" 0 "--http --help: exit 0"
+like "$out" "--rounds N" "... and the usage names --rounds"
+
+out=$("$PADDOCK" bench --http -n 10 -d 500ms --rounds 2 2>&1); rc=$?
+is "$rc" 0 "a 2-round run: exit 0 (every operation succeeded)"
+is "$(grep -cE '^round [12]/2: /run_code p50 [0-9.]+x the floor.s, throughput at 2 clients [0-9.]+x' <<<"$out")" 2 \
+  "one line per round with its two ratios"
+like "$out" "medians of the 2 rounds" "the table is of the rounds' medians"
+fails=$(awk '/^POST \/run_code/ {print $NF}' <<<"$out")
+is "$fails" 0 "the /run_code row counts no failed request"
+like "$out" "over 2 rounds: /run_code p50 = [0-9.]+x the floor's \([0-9.]+x-[0-9.]+x; .*throughput at 2 clients = [0-9.]+x the floor's \([0-9.]+x-[0-9.]+x" \
+  "the summary gives medians and ranges"
