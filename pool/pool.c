@@ -252,13 +252,12 @@ static bool fds_allow_build(const pd_pools *p)
 	return n + 16 + p->opts.fd_reserve <= r.rlim_cur;
 }
 
-/* How many sandboxes pl lacks: its target (which this updates) less those READY, being built
- * and, with reuse, being reset to come back. Called with the lock held. */
-static int64_t deficit_locked(pd_pools *p, pd_pool *pl)
+/* How many sandboxes pl lacks against target: those READY, being built and, with reuse, being
+ * reset to come back are counted. Called with the lock held. */
+static int64_t deficit_of(const pd_pool *pl, uint32_t target)
 {
-	pl->target = target_of(p, pl);
 	int64_t coming = pl->t.pool_reuse ? pl->nreclaiming : 0;
-	return (int64_t)pl->target - (int64_t)(pl->nready + pl->creating) - coming;
+	return (int64_t)target - (int64_t)(pl->nready + pl->creating) - coming;
 }
 
 /* Wakes the builder if a pool lacks a sandbox. In steady use none does: an acquire takes a READY
@@ -268,7 +267,7 @@ static int64_t deficit_locked(pd_pools *p, pd_pool *pl)
 static void wake_builder_locked(pd_pools *p)
 {
 	for (size_t i = 0; i < p->n; i++)
-		if (deficit_locked(p, &p->pools[i]) > 0) {
+		if (deficit_of(&p->pools[i], target_of(p, &p->pools[i])) > 0) {
 			pthread_cond_signal(&p->cv_builder);
 			return;
 		}
@@ -287,7 +286,8 @@ static void *builder_main(void *arg)
 		for (size_t i = 0; i < p->n; i++) {
 			pd_pool *pl = &p->pools[i];
 			note_demand(p, pl, now);
-			int64_t deficit = deficit_locked(p, pl);
+			pl->target = target_of(p, pl);
+			int64_t deficit = deficit_of(pl, pl->target);
 			if (deficit > best_deficit && now >= pl->retry_at) {
 				best = pl;
 				best_deficit = deficit;
