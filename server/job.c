@@ -883,7 +883,11 @@ static bool attempt(pd_pools *pools, pd_job *j)
 		if (w < 0) {
 			/* a bad path is the client's; a full disk too */
 			j->failure = PD_F_NONE;
-			snprintf(j->error, sizeof j->error, "file %s: %s", j->files[i].path, e.msg);
+			/* the library's message names the path itself, as a rule: not twice */
+			if (strstr(e.msg, j->files[i].path))
+				snprintf(j->error, sizeof j->error, "file %s", e.msg);
+			else
+				snprintf(j->error, sizeof j->error, "file %s: %s", j->files[i].path, e.msg);
 			goto out;
 		}
 	}

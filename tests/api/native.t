@@ -3,7 +3,7 @@
 # the observation record's fields; failure classes exec_timeout, oom, output_limit; input
 # validation (400 naming the field) and the body size limit (413).
 source "$(dirname "$0")/api.sh"
-plan 64
+plan 67
 
 start_daemon --max-body 64k
 ok $? "daemon started with --max-body 64k"
@@ -69,6 +69,13 @@ is "$(jb .template)" bash "shell without a template: the bash template"
 
 post_json /v1/runs "{\"shell\":\"cat blob | od -An -tx1 | tr -d ' \\\\n'\",\"files_base64\":{\"blob\":\"$(printf '\000\001\377' | base64)\"}}"
 is "$(jb .run.stdout)" "0001ff" "files_base64: binary file placed exactly"
+
+# a file the sandbox cannot hold (/proc takes no new files): the client's error, said once, no retry
+post_json /v1/runs '{"shell":"echo never","files":{"/proc/self/x":"y"}}'
+is "$(jb '[.status, .failure_class, .attempt] | map(tostring) | join(" ")')" "XX none 1" \
+  "an unwritable file: status XX, failure class none, one attempt"
+is "$(jb .error)" "file /proc/self/x: No such file or directory" "... and the error names the path once"
+is "$(jb .run)" null "... and nothing ran"
 
 # --- fetch_files ----------------------------------------------------------------------------------
 post_json /v1/runs '{"shell":"echo result > out.txt; mkdir -p d; printf \"\\000\\001\\002\" > d/b.bin","fetch_files":["out.txt","/work/d/b.bin","nothere"]}'
