@@ -179,23 +179,16 @@ int cmd_batch(int argc, char **argv)
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "ht:j:n:o:", opts, NULL)) != -1) {
-		char *end;
 		switch (c) {
 		case 'h': batch_usage(stdout); return 0;
 		case 't': file = optarg; break;
 		case 'j':
-			jobs = strtol(optarg, &end, 10);
-			if (*end || jobs < 1 || jobs > 1024) {
-				cli_error("--jobs: '%s' is not a count from 1 to 1024", optarg);
+			if (!cli_count("--jobs", optarg, 1, 1024, &jobs))
 				return EXIT_USAGE;
-			}
 			break;
 		case 'n':
-			warm = strtol(optarg, &end, 10);
-			if (*end || warm < 0 || warm > 10000) {
-				cli_error("--warm: '%s' is not a count from 0 to 10000", optarg);
+			if (!cli_count("--warm", optarg, 0, 10000, &warm))
 				return EXIT_USAGE;
-			}
 			break;
 		case 'o': outfile = optarg; break;
 		default: batch_usage(stderr); return EXIT_USAGE;

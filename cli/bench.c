@@ -2208,13 +2208,9 @@ int cmd_bench(int argc, char **argv)
 		switch (c) {
 		case 'h': bench_usage(stdout); return 0;
 		case 'n': {
-			char *end;
-			long n = strtol(optarg, &end, 10);
-			if (*end || n < 1 || n > 10000000) {
-				cli_error("--iterations: '%s' is not a count from 1 to 10000000",
-					  optarg);
+			long n;
+			if (!cli_count("--iterations", optarg, 1, 10000000, &n))
 				return EXIT_USAGE;
-			}
 			iterations = (int)n;
 			break;
 		}

@@ -107,12 +107,6 @@ static bool op(op_kind k, hconn *c)
 	return hrequest(c, "GET", "/healthz", NULL) == 200;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
 typedef struct tput {
 	op_kind k;
 	int port;
@@ -228,7 +222,7 @@ static void measure(int port, hconn *c, int iterations, double secs, hround *h)
 		h->t2[k] = e2[k] > 0 ? h->t2[k] / e2[k] : 0;
 		if (!lat[k])
 			continue;
-		qsort(lat[k], (size_t)iterations, sizeof *lat[k], cmp_double);
+		cli_sort_latencies(lat[k], (size_t)iterations);
 		h->p50[k] = lat[k][iterations / 2];
 		h->p99[k] = lat[k][(int)ceil(iterations * 0.99) - 1];
 		free(lat[k]);
@@ -243,7 +237,7 @@ static double ratio(double a, double b)
 /* The median of n values (sorted in place). */
 static double median(double *v, int n)
 {
-	qsort(v, (size_t)n, sizeof *v, cmp_double);
+	cli_sort_latencies(v, (size_t)n);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
@@ -260,18 +254,13 @@ int cmd_bench_http(int argc, char **argv)
 	uint64_t duration_ms = 3000;
 	int ch;
 	while ((ch = getopt_long(argc, argv, "n:d:", opts, NULL)) != -1) {
-		char *end;
 		long v;
 		switch (ch) {
 		case 'H':
 			break;
 		case 'n':
-			v = strtol(optarg, &end, 10);
-			if (*end || v < 10 || v > 100000) {
-				cli_error("bench --http: --iterations: '%s' is not a count from 10 to 100000",
-					  optarg);
+			if (!cli_count("bench --http: --iterations", optarg, 10, 100000, &v))
 				return EXIT_USAGE;
-			}
 			iterations = (int)v;
 			break;
 		case 'd':
@@ -283,11 +272,8 @@ int cmd_bench_http(int argc, char **argv)
 			}
 			break;
 		case 'r':
-			v = strtol(optarg, &end, 10);
-			if (*end || v < 1 || v > 100) {
-				cli_error("bench --http: --rounds: '%s' is not a count from 1 to 100", optarg);
+			if (!cli_count("bench --http: --rounds", optarg, 1, 100, &v))
 				return EXIT_USAGE;
-			}
 			rounds = (int)v;
 			break;
 		default:

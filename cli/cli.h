@@ -36,5 +36,8 @@ double cli_percentile(const double *sorted, size_t n, double p);
 
 /* Prints "paddock: <msg>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* arg as a whole number from lo to hi into *out: true; else says "<opt>: '<arg>' is not a count
+ * from lo to hi" and false. */
+bool cli_count(const char *opt, const char *arg, long lo, long hi, long *out);
 
 #endif

@@ -2,7 +2,10 @@
 #define _GNU_SOURCE
 #include "cli.h"
 
+#include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,6 +19,19 @@ void cli_error(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
+}
+
+bool cli_count(const char *opt, const char *arg, long lo, long hi, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(arg, &end, 10);
+	if (end == arg || *end || errno || v < lo || v > hi) {
+		cli_error("%s: '%s' is not a count from %ld to %ld", opt, arg, lo, hi);
+		return false;
+	}
+	*out = v;
+	return true;
 }
 
 static void usage(FILE *f)

@@ -88,11 +88,8 @@ int cmd_pool(int argc, char **argv)
 		case 'h': pool_usage(stdout); return 0;
 		case 't': file = optarg; break;
 		case 'n':
-			warm = strtol(optarg, &end, 10);
-			if (*end || warm < 0 || warm > 10000) {
-				cli_error("--warm: '%s' is not a count from 0 to 10000", optarg);
+			if (!cli_count("--warm", optarg, 0, 10000, &warm))
 				return EXIT_USAGE;
-			}
 			break;
 		case 'w':
 			wait_s = strtod(optarg, &end);
