@@ -401,23 +401,35 @@ static void mount_dev(const char *root, const char *skel)
 }
 
 /* A new staging tmpfs, detached (the caller attaches it), as creation and reset both make it:
- * the same options, so it reads the same in /proc/self/mountinfo. */
+ * the same options, so it reads the same in /proc/self/mountinfo. What it opened is closed
+ * before it fails: a reset's helper shares the host's descriptor table (pd_reset_root). */
 static int new_stage(uint64_t disk_bytes)
 {
 	int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
 	check(fs, "fsopen tmpfs");
 	char sz[32];
 	utoa(disk_bytes, sz);
-	check((int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "source", "tmpfs", 0), "staging source");
-	check((int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0755", 0), "staging mode");
-	check((int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", sz, 0), "staging size");
+	const char *fail = NULL;
+	int m = -1;
+	if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "source", "tmpfs", 0) < 0)
+		fail = "staging source";
+	else if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0755", 0) < 0)
+		fail = "staging mode";
+	else if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", sz, 0) < 0)
+		fail = "staging size";
 	/* overlay's xino (child.c build_tree) needs an upper's inode numbers to leave it high bits;
 	 * a kernel built with TMPFS_INODE64 would give 64-bit ones */
-	check((int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, "inode32", NULL, 0), "staging inode32");
-	check((int)syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0), "create staging tmpfs");
-	int m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-	check(m, "mount staging tmpfs");
+	else if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, "inode32", NULL, 0) < 0)
+		fail = "staging inode32";
+	else if (syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		fail = "create staging tmpfs";
+	else if ((m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
+				   MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) < 0)
+		fail = "mount staging tmpfs";
+	int err = errno;
 	close(fs);
+	if (fail)
+		die(fail, err);
 	return m;
 }
 
@@ -641,10 +653,15 @@ static int reset_entry(void *arg)
 	 * lookup does not cross mounts stacked on the starting directory); what is new is made
 	 * from the working directory. */
 	int st = new_stage(c->disk_bytes);
-	check((int)syscall(SYS_move_mount, st, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH),
-	      "attach staging tmpfs");
-	check(fchdir(st), "enter staging tmpfs");
-	close(st);
+	const char *fail = NULL;
+	if (syscall(SYS_move_mount, st, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		fail = "attach staging tmpfs";
+	else if (fchdir(st) < 0)
+		fail = "enter staging tmpfs";
+	int err = errno;
+	close(st); /* before a failure too: the table may be the host's (pd_reset_root) */
+	if (fail)
+		die(fail, err);
 	make_scratch(AT_FDCWD);
 	if (c->keep_root) {
 		keep_root(c);
@@ -684,9 +701,14 @@ int pd_reset_root(const child_cfg *c, int pidfd, const int *fds, pd_reset_report
 	int saved_errno = errno;
 	t_rep = rep;
 	/* CLONE_VM | CLONE_VFORK: no copy of the host's memory; this thread waits until the helper
-	 * ends. No CLONE_FS (setns needs its own root and cwd) and no CLONE_FILES (what a failed
-	 * step leaves open dies with the helper's copy of the table). */
-	pid_t pid = clone(reset_entry, stack + size, CLONE_VM | CLONE_VFORK, &ra);
+	 * ends. No CLONE_FS: setns needs its own root and cwd. A reset that keeps the root shares
+	 * the host's descriptor table (CLONE_FILES): a copy costs a dup and a close of every
+	 * descriptor the daemon holds, one per connection and several per sandbox (with a
+	 * thousand more open, 0.1-0.2 ms more CPU a reset), and that path opens only the staging
+	 * tmpfs, which it closes on every way out (new_stage, reset_entry). A rebuild opens many
+	 * more, so it keeps a copy, where what a failed step leaves open dies with the helper. */
+	int flags = CLONE_VM | CLONE_VFORK | (c->keep_root ? CLONE_FILES : 0);
+	pid_t pid = clone(reset_entry, stack + size, flags, &ra);
 	int cerr = errno;
 	t_rep = NULL;
 	int ws = 0;

@@ -484,6 +484,62 @@ static void test_kept(const struct view *fresh)
 	ok(s && pd_sandbox_destroy(s, NULL, 0) == 0, "and the sandbox is destroyed clean");
 }
 
+/* This process's descriptors, each as "number -> target", one per line. */
+static char *fd_table(void)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		return NULL;
+	for (int fd = 0; fd < 4096; fd++) {
+		char p[64], t[512];
+		snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+		ssize_t n = readlink(p, t, sizeof t - 1);
+		if (n < 0)
+			continue;
+		t[n] = 0;
+		fprintf(f, "%d -> %s\n", fd, t);
+	}
+	fclose(f);
+	return text;
+}
+
+/* A reset that keeps the root runs its helper in this process's descriptor table (a copy would
+ * cost a dup and a close of every descriptor the daemon holds): it must leave the table as it
+ * found it, descriptor for descriptor. */
+static void test_kept_fds(void)
+{
+	pd_err e = {0};
+	pd_sandbox *s = make();
+	bool first = s && pd_sandbox_reset(s, &e) == 0; /* builds the watched overlay */
+	char *before = fd_table();
+	int kept = 0, fails = 0;
+	for (int i = 0; first && i < 20; i++) {
+		pd_result r;
+		if (sh(s, "echo x > /tmp/x; true", 0, &r) == 0)
+			pd_result_free(&r);
+		uint32_t k0 = pd_sandbox_resets_kept(s);
+		if (pd_sandbox_reset(s, &e) < 0) {
+			printf("#   reset %d: %s\n", i, e.msg);
+			fails++;
+			break;
+		}
+		kept += pd_sandbox_resets_kept(s) == k0 + 1;
+	}
+	char *after = fd_table();
+	ok(first && !fails && kept == 20, "20 resets that keep the root (%d kept, %s)", kept,
+	   first ? "ok" : e.msg);
+	ok(before && after && !strcmp(before, after),
+	   "and this process's descriptors are the same before and after (%zu bytes of listing)",
+	   before ? strlen(before) : 0);
+	if (before && after && strcmp(before, after))
+		printf("# before:\n%s# after:\n%s", before, after);
+	free(before);
+	free(after);
+	ok(s && pd_sandbox_destroy(s, NULL, 0) == 0, "and the sandbox is destroyed clean");
+}
+
 static char *probe(pd_sandbox *s, const char *script, uint32_t uid)
 {
 	pd_result r;
@@ -553,7 +609,7 @@ static void test_image_dirs(void)
 
 int main(void)
 {
-	plan(2 + (int)NWORK * 3 + 4 + 6 + 1 + 3 + 1 + 16 + 3 * 2 + 1 + 4);
+	plan(2 + (int)NWORK * 3 + 4 + 6 + 1 + 3 + 1 + 16 + 3 * 2 + 1 + 3 + 4);
 	pd_err e = {0};
 	ctx = pd_ctx_new(NULL, &e);
 	if (!ok(ctx != NULL, "context: %s", ctx ? "ok" : e.msg))
@@ -572,6 +628,7 @@ int main(void)
 	test_memory_limit();
 	test_page_cache();
 	test_kept(&fresh);
+	test_kept_fds();
 	test_image_dirs();
 	view_free(&fresh);
 	pd_ctx_free(ctx);
