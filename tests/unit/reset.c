@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -540,6 +541,51 @@ static void test_kept_fds(void)
 	ok(s && pd_sandbox_destroy(s, NULL, 0) == 0, "and the sandbox is destroyed clean");
 }
 
+/* The same when the helper fails: with one descriptor free, it gets the staging tmpfs's context
+ * (fsopen) but not its mount (fsmount: EMFILE). The reset must fail, closing what it opened. */
+static void test_kept_fds_full(void)
+{
+	pd_err e = {0};
+	pd_sandbox *s = make();
+	pd_result r;
+	bool ready = s && pd_sandbox_reset(s, &e) == 0; /* builds the watched overlay */
+	if (ready && sh(s, "true", 0, &r) == 0)
+		pd_result_free(&r);
+	char *before = fd_table();
+	struct rlimit was;
+	getrlimit(RLIMIT_NOFILE, &was);
+	int hi = -1;
+	for (const char *l = before; l && *l; l = strchr(l, '\n') + 1)
+		hi = atoi(l) > hi ? atoi(l) : hi;
+	/* every number below hi + 3 taken but one: hi + 2 */
+	struct rlimit low = {(rlim_t)hi + 3, was.rlim_max};
+	int *fill = hi >= 0 ? calloc((size_t)hi + 3, sizeof *fill) : NULL, nfill = 0, rc = -1;
+	if (ready && fill && hi + 3 <= (int)was.rlim_cur && setrlimit(RLIMIT_NOFILE, &low) == 0) {
+		int fd;
+		while (nfill < hi + 3 && (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+			fill[nfill++] = fd;
+		if (nfill > 0)
+			close(fill[--nfill]); /* the one free descriptor */
+		rc = pd_sandbox_reset(s, &e);
+		while (nfill > 0)
+			close(fill[--nfill]);
+		setrlimit(RLIMIT_NOFILE, &was);
+	}
+	free(fill);
+	char *after = fd_table();
+	ok(ready && rc < 0 && strstr(e.msg, "staging"),
+	   "a kept-root reset whose helper runs out of descriptors fails (%s)",
+	   ready ? e.msg : "?");
+	ok(before && after && !strcmp(before, after),
+	   "and leaves this process's descriptors as they were (%zu bytes of listing)",
+	   before ? strlen(before) : 0);
+	if (before && after && strcmp(before, after))
+		printf("# before:\n%s# after:\n%s", before, after);
+	free(before);
+	free(after);
+	ok(s && pd_sandbox_destroy(s, NULL, 0) == 0, "and the sandbox is destroyed clean");
+}
+
 static char *probe(pd_sandbox *s, const char *script, uint32_t uid)
 {
 	pd_result r;
@@ -609,7 +655,7 @@ static void test_image_dirs(void)
 
 int main(void)
 {
-	plan(2 + (int)NWORK * 3 + 4 + 6 + 1 + 3 + 1 + 16 + 3 * 2 + 1 + 3 + 4);
+	plan(2 + (int)NWORK * 3 + 4 + 6 + 1 + 3 + 1 + 16 + 3 * 2 + 1 + 3 + 3 + 4);
 	pd_err e = {0};
 	ctx = pd_ctx_new(NULL, &e);
 	if (!ok(ctx != NULL, "context: %s", ctx ? "ok" : e.msg))
@@ -629,6 +675,7 @@ int main(void)
 	test_page_cache();
 	test_kept(&fresh);
 	test_kept_fds();
+	test_kept_fds_full();
 	test_image_dirs();
 	view_free(&fresh);
 	pd_ctx_free(ctx);
