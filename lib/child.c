@@ -724,8 +724,12 @@ int pd_reset_root(const child_cfg *c, int pidfd, const int *fds, pd_reset_report
 	}
 	pid_t pid = clone(reset_entry, stack + size, flags, &ra);
 	int cerr = errno;
-	if (pinned)
-		sched_setaffinity(0, sizeof was, &was);
+	if (pinned && sched_setaffinity(0, sizeof was, &was) < 0) {
+		/* the allowed CPUs changed meanwhile (a cpuset): any of them, not one for good */
+		cpu_set_t any;
+		memset(&any, 0xff, sizeof any);
+		sched_setaffinity(0, sizeof any, &any);
+	}
 	t_rep = NULL;
 	int ws = 0;
 	pid_t w = -1;

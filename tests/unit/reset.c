@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -509,8 +510,12 @@ static char *fd_table(void)
 /* A reset that keeps the root runs its helper in this process's descriptor table (a copy would
  * cost a dup and a close of every descriptor the daemon holds): it must leave the table as it
  * found it, descriptor for descriptor. */
+static cpu_set_t cpus_at_start; /* this thread's CPUs before any reset (main) */
+
 static void test_kept_fds(void)
 {
+	cpu_set_t cpus1;
+	CPU_ZERO(&cpus1);
 	pd_err e = {0};
 	pd_sandbox *s = make();
 	bool first = s && pd_sandbox_reset(s, &e) == 0; /* builds the watched overlay */
@@ -529,8 +534,13 @@ static void test_kept_fds(void)
 		kept += pd_sandbox_resets_kept(s) == k0 + 1;
 	}
 	char *after = fd_table();
+	sched_getaffinity(0, sizeof cpus1, &cpus1);
 	ok(first && !fails && kept == 20, "20 resets that keep the root (%d kept, %s)", kept,
 	   first ? "ok" : e.msg);
+	/* every reset pins this thread to its CPU while its helper runs (pd_reset_root) */
+	ok(CPU_EQUAL(&cpus_at_start, &cpus1),
+	   "and this thread may run on the same %d CPUs as before any reset (now %d)",
+	   CPU_COUNT(&cpus_at_start), CPU_COUNT(&cpus1));
 	ok(before && after && !strcmp(before, after),
 	   "and this process's descriptors are the same before and after (%zu bytes of listing)",
 	   before ? strlen(before) : 0);
@@ -655,7 +665,8 @@ static void test_image_dirs(void)
 
 int main(void)
 {
-	plan(2 + (int)NWORK * 3 + 4 + 6 + 1 + 3 + 1 + 16 + 3 * 2 + 1 + 3 + 3 + 4);
+	sched_getaffinity(0, sizeof cpus_at_start, &cpus_at_start);
+	plan(2 + (int)NWORK * 3 + 4 + 6 + 1 + 3 + 1 + 16 + 3 * 2 + 1 + 4 + 3 + 4);
 	pd_err e = {0};
 	ctx = pd_ctx_new(NULL, &e);
 	if (!ok(ctx != NULL, "context: %s", ctx ? "ok" : e.msg))
