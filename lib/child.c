@@ -55,6 +55,13 @@ static int g_sock = -1;
  * suspended in vfork lends the helper its memory and its thread-local storage, so a failure is
  * written here instead of into a socket. */
 static __thread pd_reset_report *t_rep;
+/* What a reset's helper has open at the moment (the staging or upper tmpfs, the new root, an
+ * image directory, a bind target: a few at a time). The helper shares the host's descriptor
+ * table (pd_reset_root), where a descriptor it left open would stay, so die() closes these, and
+ * every path that opens one goes through hold() and drop(). */
+#define HELD_MAX 8
+static __thread int t_held[HELD_MAX];
+static __thread int t_nheld;
 /* init's handle on /proc/sys/kernel/ns_last_pid, opened before /proc/sys turns read-only: a
  * reset winds the pid counter back so the next user's programs get the pids a fresh one would */
 static int g_lastpid = -1;
@@ -125,6 +132,8 @@ static __attribute__((noreturn)) void die(const char *what, int err)
 	if (t_rep) {
 		t_rep->err = err;
 		cat(t_rep->what, sizeof t_rep->what, what, NULL, NULL);
+		while (t_nheld > 0)
+			close(t_held[--t_nheld]);
 		_exit(1);
 	}
 	if (g_sock >= 0)
@@ -136,6 +145,31 @@ static void check(int rc, const char *what)
 {
 	if (rc < 0)
 		die(what, errno);
+}
+
+/* fd, noted for die() when this is a reset's helper; -1 passes through (errno kept). */
+static int hold(int fd)
+{
+	if (fd >= 0 && t_rep) {
+		if (t_nheld == HELD_MAX) {
+			close(fd);
+			errno = EMFILE;
+			return -1;
+		}
+		t_held[t_nheld++] = fd;
+	}
+	return fd;
+}
+
+/* Closes a descriptor from hold(). */
+static void drop(int fd)
+{
+	for (int i = 0; i < t_nheld; i++)
+		if (t_held[i] == fd) {
+			t_held[i] = t_held[--t_nheld];
+			break;
+		}
+	close(fd);
 }
 
 /* ---- root filesystem ------------------------------------------------------------------------- */
@@ -328,7 +362,7 @@ static void make_scratch(int dfd)
 static pd_scratch_attr image_dir(int rootfd, const char *name)
 {
 	pd_scratch_attr a = {true, 0, 0, 0};
-	int fd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = hold(openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
 	check(fd, name);
 	struct stat st;
 	check(fstat(fd, &st), name);
@@ -347,7 +381,7 @@ static pd_scratch_attr image_dir(int rootfd, const char *name)
 				a.on = false;
 			off += reclen;
 		}
-	close(fd);
+	drop(fd);
 	return a;
 }
 
@@ -400,36 +434,25 @@ static void mount_dev(const char *root, const char *skel)
 	      "remount /dev read-only");
 }
 
-/* A new staging tmpfs, detached (the caller attaches it), as creation and reset both make it:
- * the same options, so it reads the same in /proc/self/mountinfo. What it opened is closed
- * before it fails: a reset's helper shares the host's descriptor table (pd_reset_root). */
+/* A new staging tmpfs, detached (the caller attaches it and drops it), as creation and reset
+ * both make it: the same options, so it reads the same in /proc/self/mountinfo. */
 static int new_stage(uint64_t disk_bytes)
 {
-	int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
+	int fs = hold((int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC));
 	check(fs, "fsopen tmpfs");
 	char sz[32];
 	utoa(disk_bytes, sz);
-	const char *fail = NULL;
-	int m = -1;
-	if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "source", "tmpfs", 0) < 0)
-		fail = "staging source";
-	else if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0755", 0) < 0)
-		fail = "staging mode";
-	else if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", sz, 0) < 0)
-		fail = "staging size";
+	check((int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "source", "tmpfs", 0), "staging source");
+	check((int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0755", 0), "staging mode");
+	check((int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", sz, 0), "staging size");
 	/* overlay's xino (child.c build_tree) needs an upper's inode numbers to leave it high bits;
 	 * a kernel built with TMPFS_INODE64 would give 64-bit ones */
-	else if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, "inode32", NULL, 0) < 0)
-		fail = "staging inode32";
-	else if (syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-		fail = "create staging tmpfs";
-	else if ((m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
-				   MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) < 0)
-		fail = "mount staging tmpfs";
-	int err = errno;
-	close(fs);
-	if (fail)
-		die(fail, err);
+	check((int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, "inode32", NULL, 0), "staging inode32");
+	check((int)syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0), "create staging tmpfs");
+	int m = hold((int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
+				  MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV));
+	check(m, "mount staging tmpfs");
+	drop(fs);
 	return m;
 }
 
@@ -465,7 +488,7 @@ static void build_tree(const child_cfg *c, const int *layer_fds, const int *bind
 	int ut = new_stage(c->disk_bytes);
 	check((int)syscall(SYS_move_mount, ut, "", AT_FDCWD, UPPER, MOVE_MOUNT_F_EMPTY_PATH),
 	      "attach upper tmpfs");
-	close(ut);
+	drop(ut);
 	/* the root overlay stacks every layer whose destination is "/", first on top */
 	for (int pass = 0; pass < 2; pass++) {
 		for (int i = 0; i < c->nlayers; i++) {
@@ -507,7 +530,7 @@ static void build_tree(const child_cfg *c, const int *layer_fds, const int *bind
 			cat(watch[nwatch++], sizeof watch[0], wk, "/work", NULL);
 		}
 	}
-	int rootfd = open(ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int rootfd = hold(open(ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC));
 	check(rootfd, "open new root");
 	/* the points we mount on must be plain directories of the root, not an image's links */
 	static const char *const points[] = {"proc", "dev", "sys", "tmp", "work", NULL};
@@ -535,14 +558,14 @@ static void build_tree(const child_cfg *c, const int *layer_fds, const int *bind
 	 * resolved inside the new root and its missing parts created there, never on the host; after
 	 * the scratch binds, so that one under /tmp or /work is not covered by them */
 	for (int i = 0; i < c->nbinds; i++) {
-		int tfd = make_inside(rootfd, c->bind_dst[i], c->bind_is_dir[i]);
+		int tfd = hold(make_inside(rootfd, c->bind_dst[i], c->bind_is_dir[i]));
 		check(tfd, c->bind_dst[i]);
 		check((int)syscall(SYS_move_mount, bind_fds[i], "", tfd, "",
 				   MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH),
 		      "attach bind mount");
-		close(tfd);
+		drop(tfd);
 	}
-	close(rootfd);
+	drop(rootfd);
 	/* the build writes in the uppers no more: from here on, any event is a user's */
 	if (c->uwatch_fd >= 0 && rep)
 		for (int i = 0; i < nwatch && rep->nwd >= 0; i++) {
@@ -579,7 +602,7 @@ static void build_root(const child_cfg *c, const int *layer_fds, const int *bind
 	check((int)syscall(SYS_move_mount, st, "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH),
 	      "attach staging tmpfs");
 	check(fchdir(st), "enter staging tmpfs");
-	close(st);
+	drop(st);
 	make_scratch(AT_FDCWD);
 	build_tree(c, layer_fds, bind_fds, NULL);
 	mount_proc(ROOT, skel);
@@ -653,15 +676,10 @@ static int reset_entry(void *arg)
 	 * lookup does not cross mounts stacked on the starting directory); what is new is made
 	 * from the working directory. */
 	int st = new_stage(c->disk_bytes);
-	const char *fail = NULL;
-	if (syscall(SYS_move_mount, st, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH) < 0)
-		fail = "attach staging tmpfs";
-	else if (fchdir(st) < 0)
-		fail = "enter staging tmpfs";
-	int err = errno;
-	close(st); /* before a failure too: the table may be the host's (pd_reset_root) */
-	if (fail)
-		die(fail, err);
+	check((int)syscall(SYS_move_mount, st, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH),
+	      "attach staging tmpfs");
+	check(fchdir(st), "enter staging tmpfs");
+	drop(st);
 	make_scratch(AT_FDCWD);
 	if (c->keep_root) {
 		keep_root(c);
@@ -701,16 +719,15 @@ int pd_reset_root(const child_cfg *c, int pidfd, const int *fds, pd_reset_report
 	int saved_errno = errno;
 	t_rep = rep;
 	/* CLONE_VM | CLONE_VFORK: no copy of the host's memory; this thread waits until the helper
-	 * ends. No CLONE_FS: setns needs its own root and cwd. A reset that keeps the root shares
-	 * the host's descriptor table (CLONE_FILES): a copy costs a dup and a close of every
-	 * descriptor the daemon holds, one per connection and several per sandbox (with a
-	 * thousand more open, 0.1-0.2 ms more CPU a reset), and that path opens only the staging
-	 * tmpfs, which it closes on every way out (new_stage, reset_entry). A rebuild opens many
-	 * more, so it keeps a copy, where what a failed step leaves open dies with the helper. */
-	int flags = CLONE_VM | CLONE_VFORK | (c->keep_root ? CLONE_FILES : 0);
+	 * ends. No CLONE_FS: setns needs its own root and cwd. CLONE_FILES: the host's descriptor
+	 * table, not a copy, which cost a dup and a close of every descriptor the daemon holds, one
+	 * per connection and several per sandbox (with a thousand more open, 0.1-0.2 ms more CPU a
+	 * reset); what the helper opens it closes, on failure too (hold, drop, die). */
+	int flags = CLONE_VM | CLONE_VFORK | CLONE_FILES;
+	t_nheld = 0;
 	/* The helper starts on this CPU, where this thread is about to sleep until it ends: the
-	 * kernel places a new task on the least loaded CPU, which costs an IPI to wake it there and,
-	 * under load, a wait behind the program running there, while this CPU goes idle. It
+	 * kernel places a new task on the least loaded CPU, which costs an IPI to wake it there
+	 * and, under load, a wait behind the program running there, while this CPU goes idle. It
 	 * inherits the one-CPU mask; this thread gets its own back. (A sandbox reset 300 times:
 	 * 550-598 -> 529-547 us of CPU each; with both CPUs busy elsewhere, 1.0-3.8 -> 0.7-1.7 ms
 	 * each.) */
