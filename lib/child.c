@@ -723,7 +723,6 @@ int pd_reset_root(const child_cfg *c, int pidfd, const int *fds, pd_reset_report
 	 * table, not a copy, which cost a dup and a close of every descriptor the daemon holds, one
 	 * per connection and several per sandbox (with a thousand more open, 0.1-0.2 ms more CPU a
 	 * reset); what the helper opens it closes, on failure too (hold, drop, die). */
-	int flags = CLONE_VM | CLONE_VFORK | CLONE_FILES;
 	t_nheld = 0;
 	/* The helper starts on this CPU, where this thread is about to sleep until it ends: the
 	 * kernel places a new task on the least loaded CPU, which costs an IPI to wake it there
@@ -739,7 +738,7 @@ int pd_reset_root(const child_cfg *c, int pidfd, const int *fds, pd_reset_report
 		CPU_SET(cpu, &here);
 		pinned = sched_setaffinity(0, sizeof here, &here) == 0;
 	}
-	pid_t pid = clone(reset_entry, stack + size, flags, &ra);
+	pid_t pid = clone(reset_entry, stack + size, CLONE_VM | CLONE_VFORK | CLONE_FILES, &ra);
 	int cerr = errno;
 	if (pinned && sched_setaffinity(0, sizeof was, &was) < 0) {
 		/* the allowed CPUs changed meanwhile (a cpuset): any of them, not one for good */

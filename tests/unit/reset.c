@@ -507,11 +507,11 @@ static char *fd_table(void)
 	return text;
 }
 
-/* A reset that keeps the root runs its helper in this process's descriptor table (a copy would
- * cost a dup and a close of every descriptor the daemon holds): it must leave the table as it
- * found it, descriptor for descriptor. */
 static cpu_set_t cpus_at_start; /* this thread's CPUs before any reset (main) */
 
+/* A reset's helper runs in this process's descriptor table (a copy would cost a dup and a close
+ * of every descriptor the daemon holds), pinned to this thread's CPU: resets must leave both the
+ * table, descriptor for descriptor, and the thread's CPUs as they found them. */
 static void test_kept_fds(void)
 {
 	cpu_set_t cpus1;
