@@ -7,7 +7,8 @@
  *   [2..] the message
  * It goes through pd_fileop_reply, which lib/files.c calls for every file operation of the session
  * API (PUT/GET/DELETE .../files, stat, mkdir of a PUT's parents), and through pd_init_msg_decode,
- * the check of every message init sends (READY, ERROR, STARTED, EXITED, EXEC_FAILED, FILEOP_DONE).
+ * the check of every message init sends (READY, ERROR, STARTED, EXITED, EXEC_FAILED, FILEOP_DONE,
+ * RESET_DONE with its scratch verdict, 0 or 1).
  *
  * Beyond "no crash, no leak, no undefined behaviour":
  *  - success only for a whole FILEOP_DONE message with err 0; an open that succeeds hands out an
@@ -32,8 +33,9 @@ static size_t type_size(uint32_t t)
 {
 	switch (t) {
 	case MSG_READY: return sizeof(struct msg_hdr);
-	case MSG_ERROR: case MSG_EXEC_FAILED: case MSG_FILEOP_DONE: case MSG_RESET_DONE:
+	case MSG_ERROR: case MSG_EXEC_FAILED: case MSG_FILEOP_DONE:
 		return sizeof(struct msg_error);
+	case MSG_RESET_DONE: return sizeof(struct msg_reset_done);
 	case MSG_STARTED: return sizeof(struct msg_started);
 	case MSG_EXITED: return sizeof(struct msg_exited);
 	default: return 0;
@@ -46,6 +48,7 @@ static void decode(const uint8_t *p, size_t len)
 	union {
 		struct msg_hdr h;
 		struct msg_error err;
+		struct msg_reset_done rd;
 		struct msg_started st;
 		struct msg_exited ex;
 	} u;
@@ -66,9 +69,14 @@ static void decode(const uint8_t *p, size_t len)
 		   m.type, n, type_size(m.type));
 	FUZZ_CHECK(m.err >= 0 && m.err < 4096, "errno %d", m.err);
 	FUZZ_CHECK(memchr(m.what, 0, sizeof m.what), "text not NUL-terminated");
-	if (m.type == MSG_ERROR || m.type == MSG_EXEC_FAILED || m.type == MSG_FILEOP_DONE ||
-	    m.type == MSG_RESET_DONE)
+	if (m.type == MSG_ERROR || m.type == MSG_EXEC_FAILED || m.type == MSG_FILEOP_DONE)
 		FUZZ_CHECK(m.err == u.err.err && !strncmp(m.what, u.err.what, sizeof m.what - 1), "error fields");
+	if (m.type == MSG_RESET_DONE)
+		FUZZ_CHECK(m.err == u.rd.err && m.scratch == u.rd.scratch && m.scratch <= 1 &&
+				   !strncmp(m.what, u.rd.what, sizeof m.what - 1),
+			   "reset fields");
+	else
+		FUZZ_CHECK(m.scratch == 0, "a scratch verdict on type %u", m.type);
 	if (m.type == MSG_STARTED)
 		FUZZ_CHECK(m.pid > 0 && m.pid == u.st.pid && m.listener_fd >= -1 && m.listener_fd == u.st.listener_fd,
 			   "started: pid %d listener %d", m.pid, m.listener_fd);

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/fs.h>
 #include <linux/mount.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -23,11 +24,13 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 #include <linux/securebits.h>
 #ifdef __SANITIZE_ADDRESS__
@@ -349,6 +352,7 @@ static const struct {
 	mode_t mode;
 } scratch[] = {{"tmp", "/tmp", 01777}, {"work", "/work", 0755}, {"shm", "/dev/shm", 01777}};
 #define NSCRATCH (sizeof scratch / sizeof scratch[0])
+_Static_assert(NSCRATCH == PD_NSCRATCH, "proto.h numbers the scratch directories as scratch[]");
 
 static void make_scratch(int dfd)
 {
@@ -628,13 +632,40 @@ struct reset_arg {
 	pd_reset_report *rep;
 };
 
+/* Watches on the new scratch directories (relative to the working directory, the new staging
+ * tmpfs) and the new devpts at pts, for upperwatch.c: from their events the host tells whether
+ * the next reset may keep them (the next user then gets them as this build left them, plus what
+ * the host writes). Added last, once the build writes there no more. */
+static void watch_scratch(const child_cfg *c, const pd_scratch_attr *scr, const char *pts,
+			  pd_reset_report *rep)
+{
+	if (c->uwatch_fd < 0 || !rep)
+		return;
+	for (size_t i = 0; i <= NSCRATCH; i++) {
+		int wd = -1;
+		if (i == NSCRATCH || i >= PD_SCRATCH_IMG || scr[i].on) {
+			wd = inotify_add_watch(c->uwatch_fd, i < NSCRATCH ? scratch[i].name : pts,
+					       UPPER_EVENTS);
+			if (wd < 0) {
+				/* unwatched, so the next reset replaces them */
+				for (size_t j = 0; j < i; j++)
+					if (rep->swd[j] >= 0)
+						inotify_rm_watch(c->uwatch_fd, rep->swd[j]);
+				return;
+			}
+		}
+		rep->swd[i] = wd;
+	}
+	rep->nswd = NSCRATCH + 1;
+}
+
 /* A reset that keeps the root (c->keep_root): the last user wrote nowhere but in the scratch
  * directories and perhaps a pty, so only those are replaced. Runs in the new staging tmpfs (the
  * working directory, its scratch directories made), which gets the other directories a build
  * makes there, so that it numbers its inodes alike; the old scratch mounts and devpts are moved
  * onto one of them, and all go with the staging tmpfs in one detach: each unmount call waits for
  * a grace period of RCU, which costs CPU time on every CPU. */
-static void keep_root(const child_cfg *c)
+static void keep_root(const child_cfg *c, pd_reset_report *rep)
 {
 	for (size_t i = 0; i < PD_SCRATCH_IMG; i++)
 		if (c->scr[i].on)
@@ -655,6 +686,7 @@ static void keep_root(const child_cfg *c)
 	}
 	check(mount("/dev/pts", ROOT, NULL, MS_MOVE, NULL), "park the old /dev/pts");
 	mount_pts("/dev/pts");
+	watch_scratch(c, c->scr, "/dev/pts", rep);
 	check(umount2(".", MNT_DETACH), "detach the staging tmpfs");
 	check(chdir("/"), "chdir /");
 }
@@ -682,7 +714,7 @@ static int reset_entry(void *arg)
 	drop(st);
 	make_scratch(AT_FDCWD);
 	if (c->keep_root) {
-		keep_root(c);
+		keep_root(c, ra->rep);
 		return 0;
 	}
 	build_tree(c, ra->fds, ra->fds + c->nlayers, ra->rep);
@@ -699,6 +731,7 @@ static int reset_entry(void *arg)
 	check(mount(ROOT "/dev/shm", "/dev", NULL, MS_MOVE, NULL), "park the old /dev/shm");
 	mount_pts(ROOT "/dev/pts");
 	bind_scratch("shm", ROOT "/dev/shm");
+	watch_scratch(c, ra->rep->scr, ROOT "/dev/pts", ra->rep);
 	/* over the new root: the old root, and over that the new staging tmpfs */
 	enter_root(2);
 	return 0;
@@ -1125,22 +1158,95 @@ static void do_fileop(const struct msg_fileop *f)
 		close(fd);
 }
 
-/* The next process gets pid 2, as the first program of a fresh sandbox does. */
-static void rewind_pids(struct msg_error *r)
+/* The next process gets pid 2, as the first program of a fresh sandbox does. Returns 0, or -1
+ * with *err and what set. */
+static int rewind_pids(char *what, size_t size, int32_t *err)
 {
 	if (g_lastpid < 0 || pwrite(g_lastpid, "1", 1, 0) != 1) {
-		r->err = g_lastpid < 0 ? ENOENT : errno;
-		cat(r->what, sizeof r->what, "rewind the pid counter", NULL, NULL);
+		*err = g_lastpid < 0 ? ENOENT : errno;
+		cat(what, size, "rewind the pid counter", NULL, NULL);
+		return -1;
 	}
+	return 0;
+}
+
+/* Whether fd (a scratch directory, or the file the host wrote in one) has no inode flag and no
+ * extended attribute, as the build and the host's write leave it. A program could have set
+ * either while the watch saw nothing but an open and a close: FS_IOC_SETFLAGS (chattr) sends no
+ * inotify event (setxattr does: IN_ATTRIB). */
+static bool plain_inode(int fd)
+{
+	int fl = 0;
+	if (ioctl(fd, FS_IOC_GETFLAGS, &fl) < 0 ? errno != ENOTTY && errno != EOPNOTSUPP : fl != 0)
+		return false;
+	ssize_t x = flistxattr(fd, NULL, 0);
+	return x == 0 || (x < 0 && errno == EOPNOTSUPP);
+}
+
+/* Whether the scratch directories are exactly as the host expects them (struct msg_reset):
+ * their mode, owner and one link each, plain, holding nothing but the host's one file, itself
+ * as written (the same inode, mode, owner and single link, plain, at most PD_KEEP_FILE_MAX).
+ * The host's inotify watches saw no write, creation, removal or change of attributes by the last
+ * user; this looks at what they cannot see, and at the end state itself. Every process of the
+ * last user is gone, so nothing changes while this looks. */
+static bool scratch_as_left(const struct msg_reset *m)
+{
+	bool file_seen = false;
+	for (size_t i = 0; i < NSCRATCH; i++) {
+		if (!m->dir[i].on)
+			continue;
+		int d = open(scratch[i].dst, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (d < 0)
+			return false;
+		struct stat st;
+		bool ok = fstat(d, &st) == 0 && (st.st_mode & 07777) == m->dir[i].mode &&
+			  st.st_uid == m->dir[i].uid && st.st_gid == m->dir[i].gid && st.st_nlink == 2 &&
+			  plain_inode(d);
+		char buf[1024] __attribute__((aligned(8)));
+		long n;
+		while (ok && (n = syscall(SYS_getdents64, d, buf, sizeof buf)) > 0)
+			for (long off = 0; off < n;) {
+				/* struct linux_dirent64: ino, off, reclen, type, name */
+				unsigned short reclen;
+				memcpy(&reclen, buf + off + 16, sizeof reclen);
+				const char *name = buf + off + 19;
+				off += reclen;
+				if (!strcmp(name, ".") || !strcmp(name, ".."))
+					continue;
+				if (!m->has_file || m->file_dir != i || strcmp(name, m->file_name)) {
+					ok = false;
+					break;
+				}
+				struct stat fs;
+				int f = openat(d, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+				ok = f >= 0 && fstat(f, &fs) == 0 && S_ISREG(fs.st_mode) &&
+				     fs.st_ino == m->file_ino && (fs.st_mode & 07777) == m->file_mode &&
+				     fs.st_nlink == 1 && fs.st_uid == geteuid() && fs.st_gid == getegid() &&
+				     fs.st_size <= (off_t)PD_KEEP_FILE_MAX &&
+				     fs.st_blocks <= (blkcnt_t)(PD_KEEP_FILE_MAX / 512) && plain_inode(f);
+				if (f >= 0)
+					close(f);
+				file_seen = ok;
+				if (!ok)
+					break;
+			}
+		if (n < 0)
+			ok = false;
+		close(d);
+		if (!ok)
+			return false;
+	}
+	return file_seen == (m->has_file != 0);
 }
 
 /* The sandbox's half of a reset: nothing of the last user may run on. kill(-1) from pid 1
  * reaches every process of the namespace; orphans are init's children, so when wait reports no
  * child at all, none is left. Then a new IPC namespace (SysV objects, POSIX queues and their id
- * counters as a fresh sandbox has them) and the pid counter back to where a fresh one starts. */
-static void do_reset(int sfd)
+ * counters as a fresh sandbox has them) and the pid counter back to where a fresh one starts;
+ * last, if the host asks, a look at the scratch directories (scratch_as_left). */
+static void do_reset(int sfd, const struct msg_reset *m)
 {
-	struct msg_error r;
+	struct msg_reset_done r;
 	memset(&r, 0, sizeof r);
 	r.type = MSG_RESET_DONE;
 	kill(-1, SIGKILL);
@@ -1156,8 +1262,8 @@ static void do_reset(int sfd)
 	if (unshare(CLONE_NEWIPC) < 0) {
 		r.err = errno;
 		cat(r.what, sizeof r.what, "new IPC namespace", NULL, NULL);
-	} else {
-		rewind_pids(&r);
+	} else if (rewind_pids(r.what, sizeof r.what, &r.err) == 0 && m->verify) {
+		r.scratch = scratch_as_left(m);
 	}
 	send(g_sock, &r, sizeof r, MSG_NOSIGNAL);
 }
@@ -1217,16 +1323,18 @@ static __attribute__((noreturn)) void init_loop(const child_cfg *c)
 			if ((size_t)n == sizeof(struct msg_fileop) &&
 			    ((struct msg_hdr *)g_buf)->type == MSG_FILEOP) {
 				do_fileop((const struct msg_fileop *)g_buf);
-			} else if ((size_t)n == sizeof(struct msg_hdr) &&
+			} else if ((size_t)n == sizeof(struct msg_reset) &&
 				   ((struct msg_hdr *)g_buf)->type == MSG_RESET) {
-				do_reset(sfd);
+				struct msg_reset *m = (struct msg_reset *)g_buf;
+				m->file_name[sizeof m->file_name - 1] = 0;
+				do_reset(sfd, m);
 				nmains = 0;
 			} else if ((size_t)n == sizeof(struct msg_hdr) &&
 				   ((struct msg_hdr *)g_buf)->type == MSG_REWIND) {
-				struct msg_error r;
+				struct msg_reset_done r;
 				memset(&r, 0, sizeof r);
 				r.type = MSG_RESET_DONE;
-				rewind_pids(&r);
+				rewind_pids(r.what, sizeof r.what, &r.err);
 				send(g_sock, &r, sizeof r, MSG_NOSIGNAL);
 			} else if ((size_t)n >= sizeof(struct msg_exec) &&
 			    ((struct msg_hdr *)g_buf)->type == MSG_EXEC) {

@@ -15,8 +15,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Defined in sandbox.c: the control socket and state a file operation needs. */
+/* Defined in sandbox.c: the control socket and state a file operation needs, and what a file
+ * operation of the host during setup means for the scratch directories a reset kept. */
 int pd_sandbox_ctl(pd_sandbox *s, pd_err *e);
+int pd_sandbox_fileop_begin(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_t mode,
+			    bool *reuse, pd_err *e);
+void pd_sandbox_fileop_opened(pd_sandbox *s, const char *path, int flags, mode_t mode, int fd, bool reuse);
+int pd_sandbox_fileop_unreuse(pd_sandbox *s, pd_err *e);
+
+static int fileop_once(pd_sandbox *s, int sock, uint32_t op, const char *path, int flags, mode_t mode,
+		       int *fd_out, pd_err *e);
 
 static int fileop(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_t mode, int *fd_out,
 		  pd_err *e)
@@ -26,6 +34,29 @@ static int fileop(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_
 		return -1;
 	if (!path || !*path)
 		return pd_fail(e, EINVAL, "empty path");
+	bool reuse;
+	if (pd_sandbox_fileop_begin(s, op, path, flags, mode, &reuse, e) < 0)
+		return -1;
+	/* the last user's file, as it left it (init checked), overwritten in place: O_TRUNC */
+	int rc = fileop_once(s, sock, op, path, reuse ? flags & ~O_CREAT : flags, mode, fd_out, e);
+	if (rc < 0 && reuse) {
+		/* not there as left after all: new scratch directories, and the open as asked */
+		if (e)
+			memset(e, 0, sizeof *e);
+		reuse = false;
+		rc = pd_sandbox_fileop_unreuse(s, e);
+		if (rc == 0)
+			rc = fileop_once(s, sock, op, path, flags, mode, fd_out, e);
+	}
+	if (rc == 0 && op == FILEOP_OPEN && fd_out)
+		pd_sandbox_fileop_opened(s, path, flags, mode, *fd_out, reuse);
+	return rc;
+}
+
+static int fileop_once(pd_sandbox *s, int sock, uint32_t op, const char *path, int flags, mode_t mode,
+		       int *fd_out, pd_err *e)
+{
+	(void)s;
 	size_t len = strlen(path);
 	struct msg_fileop *m = calloc(1, sizeof *m);
 	if (!m)

@@ -30,10 +30,22 @@ int pd_init_msg_decode(const void *buf, ssize_t n, pd_init_msg *m)
 		if (n != (ssize_t)sizeof h)
 			return -1;
 		break;
+	case MSG_RESET_DONE: {
+		struct msg_reset_done x;
+		if (n != (ssize_t)sizeof x)
+			return -1;
+		memcpy(&x, buf, sizeof x);
+		if (x.err < 0 || x.err >= 4096 || x.scratch > 1)
+			return -1;
+		m->err = x.err;
+		m->scratch = x.scratch;
+		memcpy(m->what, x.what, sizeof m->what);
+		m->what[sizeof m->what - 1] = 0;
+		break;
+	}
 	case MSG_ERROR:
 	case MSG_EXEC_FAILED:
-	case MSG_FILEOP_DONE:
-	case MSG_RESET_DONE: {
+	case MSG_FILEOP_DONE: {
 		struct msg_error x;
 		if (n != (ssize_t)sizeof x)
 			return -1;

@@ -15,6 +15,7 @@ typedef struct pd_init_msg {
 	int32_t pid;         /* STARTED: > 0; EXITED: > 0, or -1 when the program could not be forked */
 	int32_t wstatus;     /* EXITED: an exit (0-255) or a death by a signal, nothing else */
 	int32_t listener_fd; /* STARTED: the audit listener's fd in the program, or -1 */
+	uint32_t scratch;    /* RESET_DONE: 1 when init found the scratch directories as expected */
 } pd_init_msg;
 
 /* Decodes a message init sent: n bytes at buf, as received. Returns its type when it is one init

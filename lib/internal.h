@@ -10,6 +10,7 @@
 #define PD_MAX_LAYERS 8
 #define PD_MAX_BINDS 32
 #define PD_PATH 512
+#define PD_NSCRATCH 3 /* scratch directories: /tmp, /work, /dev/shm (child.c) */
 /* fds one message may carry: a sandbox's layers, its binds and its sysfs */
 #define PD_MAX_PASS_FDS (PD_MAX_LAYERS + PD_MAX_BINDS + 1)
 
@@ -172,6 +173,30 @@ int pd_uwatch_add(pd_uwatch *w, bool *dirty, const int *wds, int n);
 bool pd_uwatch_clean(pd_uwatch *w, bool *dirty);
 /* Drops its watches (before a rebuild, and when the sandbox is destroyed). */
 void pd_uwatch_forget(pd_uwatch *w, bool *dirty);
+
+/* A sandbox's scratch directories (/tmp, /work, /dev/shm) and devpts under the same instance:
+ * whether the next reset may keep them, because the last user only read them. Until the sandbox
+ * is armed (its first exec after a reset), events are the host's own setting up (its writes of
+ * the program's files) and do not count; after, any event does, but an open, read or close
+ * (IN_OPEN, IN_ACCESS, IN_CLOSE_NOWRITE) of a scratch directory itself or of the one file the host
+ * wrote in it (file_dir, file_name; nfiles 1). Fields are written under the instance's lock,
+ * except nfiles and file_* while unarmed (events are not looked at then). */
+typedef struct pd_swatch {
+	bool watched, armed, dirty;
+	int nfiles; /* files the host made in a scratch directory while unarmed */
+	int file_dir;
+	char file_name[256];
+} pd_swatch;
+/* Files the watches wds[PD_NSCRATCH + 1] (-1: none) as sw's: watched, unarmed, clean. */
+int pd_uwatch_add_scratch(pd_uwatch *w, pd_swatch *sw, const int *wds, int n);
+/* From now on sw's events count (what was queued before is the host's). */
+void pd_uwatch_arm(pd_uwatch *w, pd_swatch *sw);
+/* Whether sw has watches and none saw an event that counts. */
+bool pd_uwatch_scratch_clean(pd_uwatch *w, pd_swatch *sw);
+/* After a reset that kept them: unarmed and clean again, no file of the host's yet. */
+void pd_uwatch_scratch_next(pd_uwatch *w, pd_swatch *sw);
+/* Drops sw's watches (its scratch directories are replaced, or the sandbox destroyed). */
+void pd_uwatch_forget_scratch(pd_uwatch *w, pd_swatch *sw);
 
 /* ---- small helpers (util.c) ------------------------------------------------------------------ */
 

@@ -249,8 +249,12 @@ int pd_sandbox_rewind_pids(pd_sandbox *s, pd_err *e);
 /* How many times s was reset. */
 uint32_t pd_sandbox_resets(const pd_sandbox *s);
 /* Of those, how many kept the root and the image's overlays: the last user had written only to
- * /tmp, /work and /dev/shm (replaced at every reset) and had not even listed "/" or /usr. */
+ * /tmp, /work and /dev/shm (replaced by a reset unless only read) and had not even listed "/" or
+ * /usr. */
 uint32_t pd_sandbox_resets_kept(const pd_sandbox *s);
+/* Of those, the resets that kept the scratch directories and devpts too: the last user only
+ * read them (its program and the working directory), so the reset had no mount to make. */
+uint32_t pd_sandbox_resets_scratch_kept(const pd_sandbox *s);
 
 /* Kills everything in the sandbox, removes its cgroup and uid slot, checks the residue.
  * residue (may be NULL, >= 128 bytes) receives "clean" or what was left. Returns 0 when clean. */

@@ -16,8 +16,10 @@ enum {
 	MSG_EXEC_FAILED, /* init -> host: it could not be started (struct msg_error) */
 	MSG_FILEOP,      /* host -> init: open/unlink/mkdir a path inside (struct msg_fileop) */
 	MSG_FILEOP_DONE, /* init -> host: its result (struct msg_error); fd: the opened file */
-	MSG_RESET,       /* host -> init: kill and reap every process, new IPC namespace, pids back */
-	MSG_RESET_DONE,  /* init -> host: done (struct msg_error; err 0 on success) */
+	MSG_RESET,       /* host -> init: kill and reap every process, new IPC namespace, pids back;
+			    then look whether the scratch directories are as the host left them
+			    (struct msg_reset) */
+	MSG_RESET_DONE,  /* init -> host: done (struct msg_reset_done; err 0 on success) */
 	MSG_REWIND,      /* host -> init: pid counter back to a fresh sandbox's; answered RESET_DONE */
 };
 
@@ -42,6 +44,31 @@ struct msg_error {
 	uint32_t type;
 	int32_t err;
 	char what[240];
+};
+
+/* A reset's report: err (0 on success) and, when the reset asked, whether the scratch directories
+ * are exactly as the host left them (scratch 1) or not (0). */
+struct msg_reset_done {
+	uint32_t type;
+	int32_t err;
+	uint32_t scratch;
+	char what[240];
+};
+
+/* The scratch directories (/tmp, /work, /dev/shm: the order of child.c's scratch[]) as a reset
+ * that keeps them expects them: a directory of this mode and owner (ids inside the sandbox) with
+ * no entry but, in the directory file_dir, the one file the host wrote there (when has_file):
+ * a regular file of that inode number, mode and one link, owned by init's effective ids. */
+#define PD_KEEP_FILE_MAX (1u << 20) /* what a kept file may hold: more goes with its tmpfs */
+struct msg_reset {
+	uint32_t type;
+	uint32_t verify; /* 0: no look at the scratch directories (a plain MSG_RESET's meaning) */
+	struct {
+		uint32_t on, mode, uid, gid;
+	} dir[PD_NSCRATCH];
+	uint32_t has_file, file_dir, file_mode;
+	uint64_t file_ino;
+	char file_name[256];
 };
 
 struct msg_exec {
@@ -104,6 +131,10 @@ typedef struct pd_reset_report {
 	char what[240];
 	int wd[2 * PD_MAX_LAYERS]; /* the watches it added (upper and work directories) */
 	int nwd;
+	/* the watches of the new scratch directories (-1 for one not mounted) and of the new
+	 * devpts, in this order; nswd 0 if there are none (no instance, or one failed) */
+	int swd[PD_NSCRATCH + 1];
+	int nswd;
 	pd_scratch_attr scr[PD_SCRATCH_IMG]; /* a build's /tmp and /work (for a later keep_root) */
 } pd_reset_report;
 

@@ -56,6 +56,23 @@ struct pd_sandbox {
 	uint32_t resets;
 	uint32_t resets_kept; /* resets that kept the root and its overlays */
 	bool upper_dirty;     /* their watches saw an event (upperwatch.c; under its lock) */
+	/* The scratch directories and devpts, kept by a reset when the last user only read them
+	 * (upperwatch.c, child.c scratch_as_left). The host's own file there (the program's source)
+	 * is what makes that hold: a reset that keeps the scratch leaves it in place (resid) for the
+	 * next user's to overwrite, which then has the inode number a fresh sandbox's first file has;
+	 * any other use of the sandbox before its first exec replaces the scratch first (so a new
+	 * file's inode number, the scratch's free space and its listing are a fresh one's). */
+	pd_swatch sw;
+	bool setup;       /* no exec since creation or the last reset: what the host does is setup */
+	int nhost;        /* files the host made directly in a scratch directory during setup */
+	struct keepfile {
+		char path[PD_PATH];
+		uint32_t mode; /* as asked (the open's mode) */
+		uint32_t st_mode; /* as made (st_mode & 07777) */
+		uint64_t ino;
+	} host, resid_file; /* the first of them; the last user's, left in place */
+	bool resid;       /* resid_file is there, not yet overwritten by this user's host */
+	uint32_t resets_scratch_kept;
 	pd_scratch_attr scr[PD_SCRATCH_IMG]; /* /tmp and /work as the last rebuild made them */
 	int nlayers;                         /* and how many image layers it attached */
 	int init_oom_adj; /* what init's oom_score_adj was set to (checked by a reset) */
@@ -708,6 +725,7 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 		goto fail;
 	}
 	free(cfg);
+	s->setup = true;
 	s->state = PD_READY;
 	return s;
 fail:
@@ -949,12 +967,16 @@ static uint64_t delta(uint64_t after, uint64_t before)
 	return after > before ? after - before : 0;
 }
 
+static int end_setup(pd_sandbox *s, pd_err *e);
+
 int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *e)
 {
 	memset(r, 0, sizeof *r);
 	snprintf(r->sandbox_id, sizeof r->sandbox_id, "%s", s->id);
 	if (s->state != PD_READY)
 		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
+	if (end_setup(s, e) < 0)
+		return -1;
 	char *msg = NULL;
 	size_t msglen = 0;
 	if (build_exec_msg(s, o, &msg, &msglen, e) < 0)
@@ -1163,17 +1185,150 @@ int pd_sandbox_ctl(pd_sandbox *s, pd_err *e)
 	return s->sock;
 }
 
+/* ---- the scratch directories across resets ------------------------------------------------- */
+
+/* Which scratch directory (0 /tmp, 1 /work, 2 /dev/shm) path names a file directly in, with the
+ * file's name in *name; -1 if none, or if that directory is the image's own, not a scratch mount. */
+static int scratch_child(const pd_sandbox *s, const char *path, const char **name)
+{
+	static const char *const dst[PD_NSCRATCH] = {"/tmp/", "/work/", "/dev/shm/"};
+	for (int i = 0; i < PD_NSCRATCH; i++) {
+		size_t n = strlen(dst[i]);
+		if (strncmp(path, dst[i], n))
+			continue;
+		const char *b = path + n;
+		if (!*b || strchr(b, '/') || !strcmp(b, ".") || !strcmp(b, "..") || strlen(b) > 255 ||
+		    (i < PD_SCRATCH_IMG && !s->scr[i].on))
+			return -1;
+		*name = b;
+		return i;
+	}
+	return -1;
+}
+
+/* A reset's helper's new scratch directories and devpts: their watches replace the old ones,
+ * and nothing of the host's is in them yet. */
+static void new_scratch(pd_sandbox *s, const pd_reset_report *rep)
+{
+	pd_uwatch *w = s->ctx->uwatch;
+	pd_uwatch_forget_scratch(w, &s->sw);
+	if (rep->nswd == PD_NSCRATCH + 1)
+		pd_uwatch_add_scratch(w, &s->sw, rep->swd, rep->nswd);
+	s->nhost = 0;
+	s->resid = false;
+}
+
+/* New scratch directories and devpts for a sandbox whose root a reset kept (the helper's
+ * keep_root): at a reset, and before the first use of a sandbox whose kept scratch still holds
+ * the last user's file when the new user does not overwrite it. */
+static int replace_scratch(pd_sandbox *s, pd_err *e)
+{
+	child_cfg *cfg = calloc(1, sizeof *cfg);
+	if (!cfg)
+		return pd_fail(e, ENOMEM, "sandbox %s: new scratch directories", s->id);
+	cfg->disk_bytes = s->lim.disk_bytes;
+	cfg->keep_root = true;
+	memcpy(cfg->scr, s->scr, sizeof cfg->scr);
+	cfg->nlayers = s->nlayers;
+	cfg->uwatch_fd = pd_uwatch_fd(s->ctx->uwatch);
+	pd_reset_report rep;
+	int rc = pd_reset_root(cfg, s->pidfd, NULL, &rep);
+	free(cfg);
+	if (rc < 0) {
+		rep.what[sizeof rep.what - 1] = 0;
+		return pd_fail(e, rep.err, "sandbox %s: new scratch directories: %s", s->id, rep.what);
+	}
+	new_scratch(s, &rep);
+	return 0;
+}
+
+/* Setup ends with the first exec: from then on a program may have run, so the scratch watches'
+ * events count. The last user's file, if this user's host did not overwrite it, goes first. */
+static int end_setup(pd_sandbox *s, pd_err *e)
+{
+	if (!s->setup)
+		return 0;
+	if (s->resid && replace_scratch(s, e) < 0)
+		return -1;
+	pd_uwatch_arm(s->ctx->uwatch, &s->sw);
+	s->setup = false;
+	return 0;
+}
+
+/* files.c, before a file operation (op, path, flags, mode as asked): *reuse when it is the open
+ * that overwrites the last user's file in place (made like it: O_CREAT | O_TRUNC, no O_EXCL, the
+ * same path and mode); any other operation during setup replaces that scratch first. */
+int pd_sandbox_fileop_begin(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_t mode,
+			    bool *reuse, pd_err *e);
+int pd_sandbox_fileop_begin(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_t mode,
+			    bool *reuse, pd_err *e)
+{
+	*reuse = false;
+	if (!s->setup || !s->resid)
+		return 0;
+	if (op == FILEOP_OPEN && (flags & O_CREAT) && (flags & O_TRUNC) && !(flags & (O_EXCL | O_TMPFILE)) &&
+	    (flags & O_ACCMODE) != O_RDONLY && !strcmp(path, s->resid_file.path) &&
+	    (uint32_t)mode == s->resid_file.mode) {
+		*reuse = true;
+		return 0;
+	}
+	return replace_scratch(s, e);
+}
+
+/* files.c, when the open that was to overwrite the last user's file failed. */
+int pd_sandbox_fileop_unreuse(pd_sandbox *s, pd_err *e);
+int pd_sandbox_fileop_unreuse(pd_sandbox *s, pd_err *e)
+{
+	return replace_scratch(s, e);
+}
+
+/* files.c, after an open that succeeded (fd): notes a file the host made directly in a scratch
+ * directory during setup, whose reads by the program then leave the scratch as it was. With
+ * reuse, the file must be the last user's, as left (else the next reset replaces the scratch). */
+void pd_sandbox_fileop_opened(pd_sandbox *s, const char *path, int flags, mode_t mode, int fd, bool reuse);
+void pd_sandbox_fileop_opened(pd_sandbox *s, const char *path, int flags, mode_t mode, int fd, bool reuse)
+{
+	struct stat st;
+	bool reg = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+	if (reuse) {
+		s->resid = false;
+		if (!reg || st.st_ino != s->resid_file.ino || st.st_nlink != 1) {
+			s->nhost = 2; /* not what was left: not kept */
+			return;
+		}
+	}
+	const char *name;
+	int d = scratch_child(s, path, &name);
+	if (!s->setup || !(flags & O_CREAT) || d < 0 || !reg)
+		return;
+	if (s->nhost >= 1 && st.st_ino == s->host.ino)
+		return; /* the same file, written again */
+	if (++s->nhost > 1) {
+		s->sw.nfiles = s->nhost; /* kept only with one file: more is not looked at */
+		return;
+	}
+	snprintf(s->host.path, sizeof s->host.path, "%s", path);
+	s->host.mode = (uint32_t)mode;
+	s->host.st_mode = st.st_mode & 07777;
+	s->host.ino = st.st_ino;
+	/* unarmed during setup: upperwatch.c reads none of these until pd_uwatch_arm */
+	s->sw.file_dir = d;
+	snprintf(s->sw.file_name, sizeof s->sw.file_name, "%s", name);
+	s->sw.nfiles = 1;
+}
+
 /* ---- reset ----------------------------------------------------------------------------------- */
 
-/* Sends a one-word request to init and waits for its RESET_DONE (skipping reports of programs
- * that ended before), until deadline_us. */
-static int init_request(pd_sandbox *s, uint32_t type, uint64_t deadline_us, pd_err *e)
+/* Sends a request (MSG_RESET or MSG_REWIND: len bytes at msg) to init and waits for its
+ * RESET_DONE (skipping reports of programs that ended before), until deadline_us; *scratch (if
+ * not NULL) gets its verdict on the scratch directories. */
+static int init_request(pd_sandbox *s, const void *msg, size_t len, uint64_t deadline_us,
+			uint32_t *scratch, pd_err *e)
 {
-	struct msg_hdr h = {type};
-	if (send(s->sock, &h, sizeof h, MSG_NOSIGNAL) != (ssize_t)sizeof h)
+	if (send(s->sock, msg, len, MSG_NOSIGNAL) != (ssize_t)len)
 		return pd_fail(e, errno, "sandbox %s: send a request to init", s->id);
 	for (;;) {
-		char buf[sizeof(struct msg_error) + 16];
+		char buf[sizeof(struct msg_reset_done) + 16];
 		uint64_t now = pd_now_us();
 		int n = recv_msg(s->sock, buf, sizeof buf,
 				 now < deadline_us ? (int)((deadline_us - now) / 1000 + 1) : 0);
@@ -1187,6 +1342,8 @@ static int init_request(pd_sandbox *s, uint32_t type, uint64_t deadline_us, pd_e
 			continue; /* the report of a program that ended before: nobody waits for it */
 		if (m.err)
 			return pd_fail(e, m.err, "sandbox %s: %s", s->id, m.what);
+		if (scratch)
+			*scratch = m.scratch;
 		return 0;
 	}
 }
@@ -1195,7 +1352,8 @@ int pd_sandbox_rewind_pids(pd_sandbox *s, pd_err *e)
 {
 	if (s->state != PD_READY)
 		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
-	return init_request(s, MSG_REWIND, pd_now_us() + 10000000u, e);
+	struct msg_hdr h = {MSG_REWIND};
+	return init_request(s, &h, sizeof h, pd_now_us() + 10000000u, NULL, e);
 }
 
 uint32_t pd_sandbox_resets(const pd_sandbox *s)
@@ -1208,6 +1366,11 @@ uint32_t pd_sandbox_resets_kept(const pd_sandbox *s)
 	return s->resets_kept;
 }
 
+uint32_t pd_sandbox_resets_scratch_kept(const pd_sandbox *s)
+{
+	return s->resets_scratch_kept;
+}
+
 /* What a reset leaves charged to a sandbox's memory cgroup at most: an eighth of its limit,
  * between 8 and 64 MiB. Enough for the page cache a program of the default image first reads
  * (python's start: ~8 MiB; g++ on <iostream>: ~44 MiB), little against the limit. */
@@ -1215,6 +1378,39 @@ static uint64_t reset_keep(uint64_t limit)
 {
 	uint64_t k = limit ? limit / 8 : UINT64_MAX;
 	return k < (8u << 20) ? (8u << 20) : k > (64u << 20) ? (64u << 20) : k;
+}
+
+/* The reset's request to init, with what the scratch directories should hold if they may be
+ * kept: returns whether they may (watched, no event that counts so far, at most one file of
+ * the host's, the last user's left in place if this one's host made none). */
+static bool scratch_request(pd_sandbox *s, struct msg_reset *m)
+{
+	memset(m, 0, sizeof *m);
+	m->type = MSG_RESET;
+	if (s->nhost > 1 || (s->nhost == 1 && s->resid) || !pd_uwatch_scratch_clean(s->ctx->uwatch, &s->sw))
+		return false;
+	for (int i = 0; i < PD_NSCRATCH; i++) {
+		bool img = i < PD_SCRATCH_IMG;
+		m->dir[i].on = img ? s->scr[i].on : true;
+		/* /dev/shm as make_scratch makes it, by uid 0 */
+		m->dir[i].mode = img ? s->scr[i].mode : 01777;
+		m->dir[i].uid = img ? s->scr[i].uid : 0;
+		m->dir[i].gid = img ? s->scr[i].gid : 0;
+	}
+	const struct keepfile *f = s->nhost == 1 ? &s->host : s->resid ? &s->resid_file : NULL;
+	if (f) {
+		const char *name;
+		int d = scratch_child(s, f->path, &name);
+		if (d < 0)
+			return false;
+		m->has_file = 1;
+		m->file_dir = (uint32_t)d;
+		m->file_mode = f->st_mode;
+		m->file_ino = f->ino;
+		snprintf(m->file_name, sizeof m->file_name, "%s", name);
+	}
+	m->verify = 1;
+	return true;
 }
 
 int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
@@ -1237,9 +1433,15 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 	int fds[PD_MAX_LAYERS + PD_MAX_BINDS], nfds = 0;
 	s->state = PD_RECLAIMING;
 
-	/* 1. init kills and reaps every process, takes a new IPC namespace, rewinds the pids */
-	if (init_request(s, MSG_RESET, t0 + td * 1000, e) < 0)
+	/* 1. init kills and reaps every process, takes a new IPC namespace, rewinds the pids, and
+	 * looks whether the scratch directories are as the host left them (when they may be kept:
+	 * watched, with one file of the host's at most) */
+	struct msg_reset rm;
+	bool scratch_ok = scratch_request(s, &rm);
+	uint32_t scratch_as_left = 0;
+	if (init_request(s, &rm, sizeof rm, t0 + td * 1000, &scratch_as_left, e) < 0)
 		goto fail;
+	scratch_ok = scratch_ok && scratch_as_left;
 	/* 2. the cgroup agrees that init is all that is left */
 	uint64_t tasks = c->cg.ops->tasks(s->cg);
 	c->cg.ops->rest(s->cg);
@@ -1271,12 +1473,28 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 		goto fail;
 	}
 	bool keep = !s->opts.nbinds && pd_uwatch_clean(c->uwatch, &s->upper_dirty);
+	/* 4a. and the scratch directories and devpts too when the last user only read them: no
+	 * mount to make, none to take off (each unmount waits for a grace period of RCU that
+	 * interrupts every CPU); the host's file stays for the next user's to overwrite */
+	if (keep && scratch_ok && pd_uwatch_scratch_clean(c->uwatch, &s->sw)) {
+		if (s->nhost == 1) {
+			s->resid_file = s->host;
+			s->resid = true;
+		}
+		s->nhost = 0;
+		pd_uwatch_scratch_next(c->uwatch, &s->sw);
+		s->resets_kept++;
+		s->resets_scratch_kept++;
+		free(cfg);
+		cfg = NULL;
+		goto reclaim;
+	}
 	if (keep) {
 		cfg->disk_bytes = s->lim.disk_bytes;
 		cfg->keep_root = true;
 		memcpy(cfg->scr, s->scr, sizeof cfg->scr);
 		cfg->nlayers = s->nlayers;
-		cfg->uwatch_fd = -1;
+		cfg->uwatch_fd = pd_uwatch_fd(c->uwatch);
 	} else {
 		pd_uwatch_forget(c->uwatch, &s->upper_dirty);
 		pd_layer layers[PD_MAX_LAYERS];
@@ -1301,11 +1519,13 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 		if (rep.nwd > 0)
 			pd_uwatch_add(c->uwatch, &s->upper_dirty, rep.wd, rep.nwd);
 	}
+	new_scratch(s, &rep);
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
 	nfds = 0;
 	free(cfg);
 	cfg = NULL;
+reclaim:;
 	/* 5. what the last user left charged to the cgroup (its old root's memory is gone with that
 	 * root now: this is page cache of image files it was first to read, and kernel objects)
 	 * is brought down to a small share of the limit, coldest first, so the page cache the
@@ -1323,6 +1543,7 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 	    apply_memory(s, s->opts.limits.memory_bytes, e) < 0)
 		goto fail;
 	s->resets++;
+	s->setup = true;
 	s->state = PD_READY;
 	return 0;
 fail:
@@ -1415,6 +1636,7 @@ int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len)
 		pd_slot_put(c->slots, s->slot);
 	s->state = PD_DESTROYED;
 	pd_uwatch_forget(c->uwatch, &s->upper_dirty);
+	pd_uwatch_forget_scratch(c->uwatch, &s->sw);
 	free(s);
 	return dirty ? -1 : 0;
 }

@@ -1,4 +1,5 @@
-/* upperwatch.c: which reset sandboxes may keep their non-root overlays (the default image's /usr).
+/* upperwatch.c: which reset sandboxes may keep their overlays (the root, the default image's /usr)
+ * and their scratch directories.
  *
  * A reset builds a new root overlay, since every run writes somewhere (its program, /tmp). An image
  * layer mounted elsewhere (/usr) is another matter: most runs never write there, and rebuilding
@@ -10,12 +11,20 @@
  * overflow), or no watch yet (a sandbox's first reset) means rebuild. Through the overlay, the
  * upper directory is /usr itself: listing /usr, or even opening it (which any ioctl on it needs)
  * is an event; so is anything written below it, whose copy-up starts in the work directory and
- * ends in the upper one. */
+ * ends in the upper one.
+ *
+ * The scratch directories (/tmp, /work, /dev/shm: binds of one tmpfs) and devpts are watched on
+ * the same instance, to the same end, with one difference: a program reads the file the host
+ * wrote for it (main.py) and lists its working directory (python puts it on its path), so an
+ * open, a read and a close of a scratch directory or of that file do not count. What a program
+ * could change with no other event (inode flags: FS_IOC_SETFLAGS sends none) is looked at by
+ * init at the reset (child.c scratch_as_left), with the end state itself. */
 #define _GNU_SOURCE
 #include "internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/inotify.h>
 #include <unistd.h>
 
@@ -24,7 +33,9 @@ struct pd_uwatch {
 	int fd;
 	struct ent {
 		int wd;
-		bool *dirty; /* its sandbox's flag (and so its identity), written under mu */
+		bool *dirty;   /* its sandbox's flag (and so its identity), written under mu */
+		pd_swatch *sw; /* a scratch directory's or devpts's watch (dirty: &sw->dirty) */
+		int dir;       /* which scratch directory (PD_NSCRATCH: devpts) */
 	} *ents;
 	size_t n, cap;
 };
@@ -57,6 +68,24 @@ int pd_uwatch_fd(pd_uwatch *w)
 	return w ? w->fd : -1;
 }
 
+/* Whether ev, on e (a scratch directory's watch), leaves the directory as it was: an open, read
+ * or close of the directory itself or of the host's one file there. That file may also be
+ * closed after a write: the host's own last close can come after the sandbox was armed (init
+ * hands the host the file and closes its own descriptor when it runs next), and a write by the
+ * program would change only what the next user's host overwrites (O_TRUNC) or what a new
+ * scratch replaces; a change of its size or blocks (IN_MODIFY) or attributes counts. */
+static bool scratch_read(const struct ent *e, const struct inotify_event *ev)
+{
+	const uint32_t reads = IN_OPEN | IN_ACCESS | IN_CLOSE_NOWRITE;
+	if (e->dir >= PD_NSCRATCH || (ev->mask & ~(reads | IN_CLOSE_WRITE | IN_ISDIR)))
+		return false;
+	if (!ev->len || !ev->name[0])
+		return !(ev->mask & IN_CLOSE_WRITE);
+	const pd_swatch *sw = e->sw;
+	return sw->nfiles == 1 && sw->file_dir == e->dir && !(ev->mask & IN_ISDIR) &&
+	       !strncmp(ev->name, sw->file_name, ev->len) && strlen(sw->file_name) < ev->len;
+}
+
 /* Reads every queued event and marks the sandboxes they concern. Called with mu held. */
 static void drain_locked(pd_uwatch *w)
 {
@@ -75,9 +104,16 @@ static void drain_locked(pd_uwatch *w)
 				for (size_t i = 0; i < w->n; i++)
 					*w->ents[i].dirty = true;
 			} else {
-				for (size_t i = 0; i < w->n; i++)
-					if (w->ents[i].wd == ev->wd)
-						*w->ents[i].dirty = true;
+				for (size_t i = 0; i < w->n; i++) {
+					struct ent *e = &w->ents[i];
+					if (e->wd != ev->wd)
+						continue;
+					/* a scratch watch's events count once its sandbox is armed;
+					 * a watch the kernel dropped sees nothing more, armed or not */
+					if (!e->sw || (ev->mask & (IN_IGNORED | IN_UNMOUNT)) ||
+					    (e->sw->armed && !scratch_read(e, ev)))
+						*e->dirty = true;
+				}
 			}
 			p += sizeof *ev + ev->len;
 		}
@@ -92,10 +128,34 @@ bool pd_uwatch_clean(pd_uwatch *w, bool *dirty)
 	drain_locked(w);
 	bool watched = false;
 	for (size_t i = 0; i < w->n && !watched; i++)
-		watched = w->ents[i].dirty == dirty;
+		watched = w->ents[i].dirty == dirty && !w->ents[i].sw;
 	bool clean = watched && !*dirty;
 	pthread_mutex_unlock(&w->mu);
 	return clean;
+}
+
+/* Files entries for wds (-1: skipped) under sw (NULL: an upper's, for dirty); with mu held, after
+ * a drain. Returns -1 (the watches removed) if there is no memory. */
+static int add_locked(pd_uwatch *w, bool *dirty, pd_swatch *sw, const int *wds, int n)
+{
+	if (w->n + (size_t)n > w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 64;
+		while (cap < w->n + (size_t)n)
+			cap *= 2;
+		struct ent *e = realloc(w->ents, cap * sizeof *e);
+		if (!e) {
+			for (int i = 0; i < n; i++)
+				if (wds[i] >= 0)
+					inotify_rm_watch(w->fd, wds[i]);
+			return -1;
+		}
+		w->ents = e;
+		w->cap = cap;
+	}
+	for (int i = 0; i < n; i++)
+		if (wds[i] >= 0)
+			w->ents[w->n++] = (struct ent){wds[i], dirty, sw, i};
+	return 0;
 }
 
 int pd_uwatch_add(pd_uwatch *w, bool *dirty, const int *wds, int n)
@@ -106,25 +166,11 @@ int pd_uwatch_add(pd_uwatch *w, bool *dirty, const int *wds, int n)
 	/* events queued before now are the previous upper's: read them while its wds are still
 	 * known as someone else's (or no one's), never as this new watch's */
 	drain_locked(w);
-	if (w->n + (size_t)n > w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 64;
-		while (cap < w->n + (size_t)n)
-			cap *= 2;
-		struct ent *e = realloc(w->ents, cap * sizeof *e);
-		if (!e) {
-			pthread_mutex_unlock(&w->mu);
-			for (int i = 0; i < n; i++)
-				inotify_rm_watch(w->fd, wds[i]);
-			return -1;
-		}
-		w->ents = e;
-		w->cap = cap;
-	}
-	for (int i = 0; i < n; i++)
-		w->ents[w->n++] = (struct ent){wds[i], dirty};
-	*dirty = false;
+	int rc = add_locked(w, dirty, NULL, wds, n);
+	if (rc == 0)
+		*dirty = false;
 	pthread_mutex_unlock(&w->mu);
-	return 0;
+	return rc;
 }
 
 void pd_uwatch_forget(pd_uwatch *w, bool *dirty)
@@ -133,7 +179,7 @@ void pd_uwatch_forget(pd_uwatch *w, bool *dirty)
 		return;
 	pthread_mutex_lock(&w->mu);
 	for (size_t i = 0; i < w->n;) {
-		if (w->ents[i].dirty != dirty) {
+		if (w->ents[i].dirty != dirty || w->ents[i].sw) {
 			i++;
 			continue;
 		}
@@ -141,5 +187,69 @@ void pd_uwatch_forget(pd_uwatch *w, bool *dirty)
 		inotify_rm_watch(w->fd, w->ents[i].wd);
 		w->ents[i] = w->ents[--w->n];
 	}
+	pthread_mutex_unlock(&w->mu);
+}
+
+int pd_uwatch_add_scratch(pd_uwatch *w, pd_swatch *sw, const int *wds, int n)
+{
+	if (!w || n != PD_NSCRATCH + 1)
+		return -1;
+	pthread_mutex_lock(&w->mu);
+	drain_locked(w);
+	int rc = add_locked(w, &sw->dirty, sw, wds, n);
+	sw->watched = rc == 0;
+	sw->armed = sw->dirty = false;
+	sw->nfiles = 0;
+	pthread_mutex_unlock(&w->mu);
+	return rc;
+}
+
+void pd_uwatch_arm(pd_uwatch *w, pd_swatch *sw)
+{
+	if (!w || !sw->watched)
+		return;
+	pthread_mutex_lock(&w->mu);
+	/* the host's writes queued their events before this call returns: read them unarmed */
+	drain_locked(w);
+	sw->armed = true;
+	pthread_mutex_unlock(&w->mu);
+}
+
+bool pd_uwatch_scratch_clean(pd_uwatch *w, pd_swatch *sw)
+{
+	if (!w)
+		return false;
+	pthread_mutex_lock(&w->mu);
+	drain_locked(w);
+	bool clean = sw->watched && !sw->dirty;
+	pthread_mutex_unlock(&w->mu);
+	return clean;
+}
+
+void pd_uwatch_scratch_next(pd_uwatch *w, pd_swatch *sw)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->mu);
+	sw->armed = sw->dirty = false;
+	sw->nfiles = 0;
+	pthread_mutex_unlock(&w->mu);
+}
+
+void pd_uwatch_forget_scratch(pd_uwatch *w, pd_swatch *sw)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->mu);
+	for (size_t i = 0; i < w->n;) {
+		if (w->ents[i].sw != sw) {
+			i++;
+			continue;
+		}
+		inotify_rm_watch(w->fd, w->ents[i].wd);
+		w->ents[i] = w->ents[--w->n];
+	}
+	sw->watched = sw->armed = false;
+	sw->dirty = true;
 	pthread_mutex_unlock(&w->mu);
 }

@@ -404,9 +404,10 @@ static bool reuse_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
 	bool backlog = p->nreclaim != 0;
 	pthread_mutex_unlock(&p->mu); /* still counted in nreclaiming: the builder expects it back */
 	pd_err e = {0};
-	uint32_t kept0 = pd_sandbox_resets_kept(s);
+	uint32_t kept0 = pd_sandbox_resets_kept(s), skept0 = pd_sandbox_resets_scratch_kept(s);
 	bool ok = pd_sandbox_reset(s, &e) == 0;
 	bool kept = ok && pd_sandbox_resets_kept(s) != kept0;
+	bool skept = ok && pd_sandbox_resets_scratch_kept(s) != skept0;
 	/* After a reset the image's files are in the page cache since the sandbox's first user; only
 	 * a new overlay's own dentries are cold (~0.3-0.4 ms on the next exec), and a reset that kept
 	 * the root made none. /bin/true warms a new one for ~0.7 ms of CPU: worth it only when that
@@ -430,6 +431,7 @@ static bool reuse_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
 	}
 	pl->st.resets++;
 	pl->st.resets_kept += kept;
+	pl->st.resets_scratch_kept += skept;
 	file_ready_locked(p, pl, en, s);
 	return true;
 }

@@ -91,6 +91,7 @@ typedef struct pd_pool_stats {
 	uint64_t created, create_failures, destroyed, expired, forced_reclaims, residue_failures;
 	uint64_t resets, reset_refusals; /* released sandboxes reset for reuse; resets refused */
 	uint64_t resets_kept; /* of the resets, those that kept the untouched root */
+	uint64_t resets_scratch_kept; /* of those, the ones that kept the scratch directories too */
 	uint64_t peak_in_use;
 } pd_pool_stats;
 

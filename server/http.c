@@ -986,7 +986,7 @@ static json_t *pools_json(pd_server *s)
 	pd_pool_stats *st = pd_pools_stats(s->pools, &n);
 	json_t *arr = json_array();
 	for (size_t i = 0; st && i < n; i++)
-		json_array_append_new(arr, json_pack("{s:s,s:b,s:i,s:i,s:i,s:i,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+		json_array_append_new(arr, json_pack("{s:s,s:b,s:i,s:i,s:i,s:i,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
 						     "template", st[i].template_name, "available",
 						     st[i].available, "target", st[i].target, "ready", st[i].ready,
 						     "in_use", st[i].in_use, "creating", st[i].creating,
@@ -999,7 +999,8 @@ static json_t *pools_json(pd_server *s)
 						     (json_int_t)st[i].residue_failures, "resets",
 						     (json_int_t)st[i].resets, "reset_refusals",
 						     (json_int_t)st[i].reset_refusals, "resets_kept",
-						     (json_int_t)st[i].resets_kept));
+						     (json_int_t)st[i].resets_kept, "resets_scratch_kept",
+						     (json_int_t)st[i].resets_scratch_kept));
 	free(st);
 	return arr;
 }
@@ -1037,8 +1038,10 @@ static char *pool_metrics(pd_server *s)
 		{"residue_failures_total", "teardowns that left something behind"},
 		{"resets_total", "released sandboxes reset for the next user instead of destroyed"},
 		{"reset_refusals_total", "resets refused (network state or processes left): destroyed instead"},
-		{"resets_kept_total", "resets that kept the untouched root (only /tmp, /work, /dev/shm and devpts new)"}};
-	for (size_t c = 0; c < 11; c++) {
+		{"resets_kept_total", "resets that kept the untouched root (only /tmp, /work, /dev/shm and devpts new)"},
+		{"resets_scratch_kept_total",
+		 "resets that kept the root and also /tmp, /work, /dev/shm and devpts (the last user only read them)"}};
+	for (size_t c = 0; c < 12; c++) {
 		fprintf(f, "# HELP paddock_pool_%s Pool %s, per template.\n# TYPE paddock_pool_%s counter\n",
 			counters[c][0], counters[c][1], counters[c][0]);
 		for (size_t i = 0; st && i < n; i++) {
@@ -1046,7 +1049,8 @@ static char *pool_metrics(pd_server *s)
 				     : c == 3 ? st[i].create_failures : c == 4 ? st[i].destroyed
 				     : c == 5 ? st[i].expired : c == 6 ? st[i].forced_reclaims
 				     : c == 7 ? st[i].residue_failures : c == 8 ? st[i].resets
-				     : c == 9 ? st[i].reset_refusals : st[i].resets_kept;
+				     : c == 9 ? st[i].reset_refusals : c == 10 ? st[i].resets_kept
+				     : st[i].resets_scratch_kept;
 			fprintf(f, "paddock_pool_%s{template=\"%s\"} %llu\n", counters[c][0], st[i].template_name,
 				(unsigned long long)v);
 		}

@@ -5,7 +5,7 @@
 # it. The next /run_code user of a reset sandbox must not see the previous one's files either.
 # With "reuse": false in the template, sandboxes are never reset.
 source "$(dirname "$0")/api.sh"
-plan 27
+plan 33
 
 cat >"$TMPD/tpl.json" <<'EOF'
 {"templates": [
@@ -80,6 +80,42 @@ unseen_after_write /usr/local/pd-leak
 unseen_after_write /etc/pd-leak
 ok "$([ "$(metric resets_kept_total bash)" -ge 1 ] 2>/dev/null && echo 0 || echo 1)" \
   "resets that found the root untouched kept it (paddock_pool_resets_kept_total $(metric resets_kept_total bash))"
+
+# --- the scratch kept for users who only read it -----------------------------------------------------
+# A reset keeps /tmp, /work, /dev/shm and devpts when the last user only read them (its program and
+# its working directory): the next user's program file overwrites the last one's in place.
+k0=$(metric resets_scratch_kept_total bash)
+last=""
+for i in 1 2 3 4; do
+  post_json /run_code "{\"code\":\"cat main.sh > /dev/null; echo run $i; ls -A /work /tmp /dev/shm | tr '\\\\n' ' '\",\"language\":\"bash\"}"
+  last="$last$(jb .run_result.stdout)"
+done
+is "$last" "$(printf 'run 1\n/dev/shm:  /tmp:  /work: main.sh run 2\n/dev/shm:  /tmp:  /work: main.sh run 3\n/dev/shm:  /tmp:  /work: main.sh run 4\n/dev/shm:  /tmp:  /work: main.sh ')" \
+  "four read-only users: each runs its own program and sees nothing else"
+wait_metric resets_scratch_kept_total bash $((k0 + 3))
+ok $? "resets after them kept the scratch (paddock_pool_resets_scratch_kept_total $(metric resets_scratch_kept_total bash))"
+# what a user can change there without an inotify event, or with one that does not count
+hostile() {  # hostile DESCRIPTION CODE CHECK WANT: after CODE, six users run CHECK and print WANT
+  post_json /run_code "{\"code\":\"$2\",\"language\":\"bash\"}"
+  local seen=0 i out
+  for i in 1 2 3 4 5 6; do
+    post_json /run_code "{\"code\":\"$3\",\"language\":\"bash\"}"
+    out=$(jb .run_result.stdout)
+    [ "$out" = "$(printf '%s\n' "$4")" ] || { seen=1; echo "# got: $out"; }
+  done
+  is "$seen" 0 "$1: the next six users see none of it"
+}
+hostile "an inode flag set on /work (FS_IOC_SETFLAGS sends no inotify event)" \
+  'chattr +d /work; lsattr -d /work' 'lsattr -d /work | cut -c1-22' '----------------------'
+hostile "an inode flag on the program's own file" \
+  'chattr +d main.sh; lsattr main.sh' 'lsattr main.sh | cut -c1-22' '----------------------'
+hostile "an extended attribute on /work" \
+  "python3 -c 'import os; os.setxattr(\\\"/work\\\", \\\"user.pd\\\", b\\\"x\\\")'" \
+  "cd /work; python3 -c 'import os; print(os.listxattr(\\\".\\\"))'" '[]'
+# the program's file rewritten through a shared mapping (no IN_MODIFY): each next user runs its own
+hostile "the program file changed through a shared mapping" \
+  "cd /work; python3 -c 'import mmap,os; f=os.open(\\\"main.sh\\\",os.O_RDWR); m=mmap.mmap(f,9); m[:9]=b\\\"echo HIJK\\\"'" \
+  'echo mine' 'mine'
 
 # --- reuse off ------------------------------------------------------------------------------------
 settle

@@ -596,7 +596,8 @@ static void test_short_fds(bool keep)
 		pd_sandbox *s = make();
 		pd_result r;
 		bool ready = s && (!keep || pd_sandbox_reset(s, &e) == 0);
-		if (ready && keep && sh(s, "true", 0, &r) == 0)
+		/* a write in /tmp: the reset keeps the root but needs the helper for new scratch */
+		if (ready && keep && sh(s, "touch /tmp/x", 0, &r) == 0)
 			pd_result_free(&r);
 		char *before = fd_table();
 		int rc = ready ? reset_short(s, k, &e) : -2;
@@ -697,10 +698,219 @@ static void test_image_dirs(void)
 		printf("#   could not remove %s\n", dir);
 }
 
+
+/* ---- scratch directories kept across resets -------------------------------------------------- */
+
+/* What the view adds for the scratch: inode flags and extended attributes (a program could set
+ * the flags with no inotify event), then the inode numbers new files get (the tmpfs numbers them
+ * in order: a file made and removed by the last user would show here). It writes, so the next
+ * reset replaces the scratch. */
+static const char SCRATCH_EXTRA[] =
+	"echo == attrs; lsattr -d /tmp /work /dev/shm; for f in /work/* /tmp/* /dev/shm/*; do"
+	" [ -e \"$f\" ] && lsattr \"$f\"; done;"
+	" python3 -c 'import os\nfor p in (\"/tmp\",\"/work\",\"/dev/shm\"): print(p, os.listxattr(p))';"
+	"echo == new; touch /tmp/n /work/n /dev/shm/n; stat -c '%n %i %s %b %h' /tmp/n /work/n /dev/shm/n";
+
+static struct view look_scratch(pd_sandbox *s)
+{
+	static char script[sizeof VIEW + sizeof SCRATCH_EXTRA];
+	snprintf(script, sizeof script, "%s;%s", VIEW, SCRATCH_EXTRA);
+	struct view v;
+	memset(&v, 0, sizeof v);
+	if (sh(s, script, 0, &v.r) < 0) {
+		v.text = strdup("(exec failed)");
+		return v;
+	}
+	v.text = dup_out(&v.r.out);
+	return v;
+}
+
+static const char CODE[] = "import os\nprint(sorted(os.listdir('.')))\n";
+
+static bool put(pd_sandbox *s, const char *path, const char *text, mode_t mode)
+{
+	pd_err e = {0};
+	if (pd_sandbox_write_file(s, path, text, strlen(text), mode, &e) == 0)
+		return true;
+	printf("#   write %s: %s\n", path, e.msg);
+	return false;
+}
+
+/* The view of a fresh sandbox whose host wrote path (NULL: nothing) with mode. */
+static char *fresh_scratch_view(const char *path, mode_t mode)
+{
+	pd_sandbox *f = make();
+	if (!f || (path && !put(f, path, CODE, mode))) {
+		if (f)
+			pd_sandbox_destroy(f, NULL, 0);
+		return strdup("(no fresh sandbox)");
+	}
+	struct view v = look_scratch(f);
+	char *t = v.text;
+	pd_result_free(&v.r);
+	pd_sandbox_destroy(f, NULL, 0);
+	return t;
+}
+
+/* Mount ids of the scratch mounts and devpts: new mounts have new ids. */
+static char *scratch_mounts(pd_sandbox *s)
+{
+	return probe(s, "awk '$5==\"/tmp\"||$5==\"/work\"||$5==\"/dev/shm\"||$5==\"/dev/pts\"{print $5, $1}'"
+			" /proc/self/mountinfo | sort", 0);
+}
+
+static void test_scratch(void)
+{
+	static const struct {
+		const char *name, *script;
+		bool keeps;
+		uint32_t uid;
+	} CASES[] = {
+		{"python runs the host's main.py (reads it, lists /work)", "cd /work && python3 main.py > /dev/null", true, 0},
+		{"the scratch directories listed and stat'ed, main.py read",
+		 "ls -la /tmp /work /dev/shm > /dev/null; cat /work/main.py > /dev/null; stat /tmp /work/main.py > /dev/null",
+		 true, 0},
+		{"nothing at all", "true", true, 0},
+		{"main.py opened for writing, nothing written", "exec 3>>/work/main.py", true, 0},
+		{"main.py changed in place through a shared mapping (what the next write replaces)",
+		 "cd /work && python3 -c 'import mmap,os; fd=os.open(\"main.py\",os.O_RDWR); m=mmap.mmap(fd,4); m[:4]=b\"XXXX\"'",
+		 true, 0},
+		{"a file made in /tmp", "touch /tmp/x", false, 0},
+		{"a file made and removed in /dev/shm", "touch /dev/shm/x && rm /dev/shm/x", false, 0},
+		{"a file made in /tmp by uid 1000", "touch /tmp/u", false, 1000},
+		{"main.py appended to", "echo x >> /work/main.py", false, 0},
+		{"main.py truncated to its own size", "truncate -s $(stat -c %s /work/main.py) /work/main.py", false, 0},
+		{"main.py removed", "rm /work/main.py", false, 0},
+		{"main.py renamed and back", "mv /work/main.py /work/m && mv /work/m /work/main.py", false, 0},
+		{"main.py re-moded to its own mode", "chmod 644 /work/main.py", false, 0},
+		{"a hard link to main.py", "ln /work/main.py /work/h", false, 0},
+		{"an extended attribute on /work", "cd /work && python3 -c 'import os; os.setxattr(\".\",\"user.x\",b\"1\")'",
+		 false, 0},
+		{"an inode flag on /work (FS_IOC_SETFLAGS: inotify sees an open only)", "chattr +d /work", false, 0},
+		{"an inode flag on main.py", "chattr +d /work/main.py", false, 0},
+		{"an unnamed file in /work (O_TMPFILE)",
+		 "cd /work && python3 -c 'import os; os.close(os.open(\".\", os.O_TMPFILE|os.O_WRONLY, 0o600))'", false, 0},
+		{"a pty opened", "cd /work && python3 -c 'import os; os.openpty()'", false, 0},
+		{"/dev/pts listed", "ls /dev/pts > /dev/null", false, 0},
+		{"a process left behind writes in /tmp after the program ended",
+		 "(sleep 0.2; touch /tmp/late) > /dev/null 2>&1 &", false, 0},
+	};
+	/* every view of a fresh sandbox first: one made while s lives would have other host ids,
+	 * which devpts's options in /proc/self/mountinfo show */
+	char *ref = fresh_scratch_view("/work/main.py", 0644);
+	static const struct {
+		const char *name, *path;
+		mode_t mode;
+	} NEXT[] = {
+		{"the next user's host writes nothing", NULL, 0},
+		{"the next user's host writes another file", "/work/other.py", 0644},
+		{"the next user's host writes main.py with another mode", "/work/main.py", 0755},
+		{"the next user's host writes main.py", "/work/main.py", 0644},
+	};
+	enum { NNEXT = sizeof NEXT / sizeof NEXT[0] };
+	char *want[NNEXT];
+	for (size_t i = 0; i < NNEXT; i++)
+		want[i] = fresh_scratch_view(NEXT[i].path, NEXT[i].mode);
+	char *fresh_file = NULL;
+	{
+		pd_sandbox *f = make();
+		fresh_file = f && put(f, "/work/main.py", "print(2)\n", 0644)
+				     ? probe(f, "cat /work/main.py; stat -c %i /work/main.py", 0)
+				     : strdup("(fresh)");
+		if (f)
+			pd_sandbox_destroy(f, NULL, 0);
+	}
+	pd_err e = {0};
+	pd_sandbox *s = make();
+	/* the first reset builds the watched root and scratch (creation's are not watched) */
+	bool first = s && pd_sandbox_reset(s, &e) == 0;
+	ok(first && pd_sandbox_resets_scratch_kept(s) == 0, "the first reset makes watched scratch directories (%s)",
+	   first ? "ok" : e.msg);
+	for (size_t i = 0; first && i < sizeof CASES / sizeof CASES[0]; i++) {
+		pd_result r;
+		bool wrote = put(s, "/work/main.py", CODE, 0644);
+		char *before = scratch_mounts(s);
+		if (sh(s, CASES[i].script, CASES[i].uid, &r) == 0)
+			pd_result_free(&r);
+		if (strstr(CASES[i].script, "&"))
+			usleep(500 * 1000); /* what it left behind has done its deed */
+		uint32_t k0 = pd_sandbox_resets_scratch_kept(s), r0 = pd_sandbox_resets_kept(s);
+		int rc = pd_sandbox_reset(s, &e);
+		bool kept = rc == 0 && pd_sandbox_resets_scratch_kept(s) == k0 + 1;
+		bool root = rc == 0 && pd_sandbox_resets_kept(s) == r0 + 1;
+		/* the next user: the same write, then the view */
+		wrote = wrote && rc == 0 && put(s, "/work/main.py", CODE, 0644);
+		char *after = rc == 0 ? scratch_mounts(s) : strdup("?");
+		bool same = !strcmp(before, after);
+		ok(wrote && root && kept == CASES[i].keeps && same == CASES[i].keeps,
+		   "%s: the scratch %s (mounts %s -> %s)", CASES[i].name, CASES[i].keeps ? "kept" : "replaced",
+		   before, after);
+		free(before);
+		free(after);
+		struct view v;
+		if (rc == 0) {
+			pd_sandbox_rewind_pids(s, &e); /* the mounts' probe used pids */
+			v = look_scratch(s);
+		} else {
+			memset(&v, 0, sizeof v);
+			v.text = strdup("?");
+		}
+		if (!ok(!strcmp(ref, v.text), "%s: then the next user's view equals a fresh sandbox's", CASES[i].name))
+			first_difference(ref, v.text, "kept");
+		view_free(&v);
+		if (rc < 0 || pd_sandbox_reset(s, &e) < 0) /* the view wrote: replaced */
+			break;
+	}
+	free(ref);
+
+	/* A kept scratch holds the last user's main.py for the next user's host to overwrite: any
+	 * other first use gets new scratch directories first. */
+	for (size_t i = 0; s && first && i < NNEXT; i++) {
+		pd_result r;
+		bool kept = put(s, "/work/main.py", "print('the last user')\n" "# a longer text than the next\n", 0644) &&
+			    sh(s, "cat /work/main.py > /dev/null", 0, &r) == 0;
+		if (kept)
+			pd_result_free(&r);
+		uint32_t k0 = pd_sandbox_resets_scratch_kept(s);
+		kept = kept && pd_sandbox_reset(s, &e) == 0 && pd_sandbox_resets_scratch_kept(s) == k0 + 1;
+		bool wrote = !NEXT[i].path || put(s, NEXT[i].path, CODE, NEXT[i].mode);
+		struct view v = look_scratch(s);
+		if (!ok(kept && wrote && !strcmp(want[i], v.text), "%s: its view equals a fresh sandbox's", NEXT[i].name))
+			first_difference(want[i], v.text, "after");
+		view_free(&v);
+		if (pd_sandbox_reset(s, &e) < 0)
+			break;
+	}
+	/* the host's first use a look at the file: not there, as in a fresh sandbox */
+	{
+		pd_result r;
+		bool kept = put(s, "/work/main.py", CODE, 0644) && sh(s, "true", 0, &r) == 0;
+		if (kept)
+			pd_result_free(&r);
+		uint32_t k0 = pd_sandbox_resets_scratch_kept(s);
+		kept = kept && pd_sandbox_reset(s, &e) == 0 && pd_sandbox_resets_scratch_kept(s) == k0 + 1;
+		struct stat st;
+		pd_err se = {0};
+		int rc = pd_sandbox_stat(s, "/work/main.py", &st, &se);
+		ok(kept && rc < 0 && se.code == ENOENT, "a stat of main.py first: no such file, as in a fresh sandbox (%s)",
+		   rc < 0 ? se.msg : "found");
+		/* and what the host writes then is a fresh sandbox's first file */
+		char *t = put(s, "/work/main.py", "print(2)\n", 0644) ? probe(s, "cat /work/main.py; stat -c %i /work/main.py", 0)
+								   : strdup("?");
+		ok(!strcmp(t, fresh_file), "then its write is a fresh sandbox's first file: %s (fresh: %s)", t, fresh_file);
+		free(t);
+	}
+	for (size_t i = 0; i < NNEXT; i++)
+		free(want[i]);
+	free(fresh_file);
+	char residue[128] = "";
+	ok(s && pd_sandbox_destroy(s, residue, sizeof residue) == 0, "and the sandbox is destroyed clean (%s)", residue);
+}
+
 int main(void)
 {
 	sched_getaffinity(0, sizeof cpus_at_start, &cpus_at_start);
-	plan(2 + (int)NWORK * 3 + 4 + 6 + 1 + 3 + 1 + 16 + 3 * 2 + 1 + 4 + 2 * 2 + 4);
+	plan(2 + (int)NWORK * 3 + 4 + 6 + 1 + 3 + 1 + 16 + 3 * 2 + 1 + 4 + 2 * 2 + 4 + 1 + 21 * 2 + 4 + 3);
 	pd_err e = {0};
 	ctx = pd_ctx_new(NULL, &e);
 	if (!ok(ctx != NULL, "context: %s", ctx ? "ok" : e.msg))
@@ -723,6 +933,7 @@ int main(void)
 	test_short_fds(true);
 	test_short_fds(false);
 	test_image_dirs();
+	test_scratch();
 	view_free(&fresh);
 	pd_ctx_free(ctx);
 	return done();
