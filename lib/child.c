@@ -1203,7 +1203,7 @@ static bool scratch_as_left(const struct msg_reset *m)
 			  st.st_uid == m->dir[i].uid && st.st_gid == m->dir[i].gid && st.st_nlink == 2 &&
 			  plain_inode(d);
 		char buf[1024] __attribute__((aligned(8)));
-		long n;
+		long n = 0;
 		while (ok && (n = syscall(SYS_getdents64, d, buf, sizeof buf)) > 0)
 			for (long off = 0; off < n;) {
 				/* struct linux_dirent64: ino, off, reclen, type, name */
