@@ -38,7 +38,46 @@ struct pd_uwatch {
 		int dir;       /* which scratch directory (PD_NSCRATCH: devpts) */
 	} *ents;
 	size_t n, cap;
+	/* ents by wd: open addressing, each slot an index + 1 (0: empty); remade after removals.
+	 * Every event is looked up here, and a daemon holds several watches per pooled sandbox. */
+	size_t *slot;
+	size_t nslot; /* a power of two, at least twice n */
 };
+
+static size_t hash_wd(const pd_uwatch *w, int wd)
+{
+	return ((uint32_t)wd * 2654435761u) & (w->nslot - 1);
+}
+
+static void index_put(pd_uwatch *w, size_t i)
+{
+	size_t h = hash_wd(w, w->ents[i].wd);
+	while (w->slot[h])
+		h = (h + 1) & (w->nslot - 1);
+	w->slot[h] = i + 1;
+}
+
+/* Remakes the index for the n entries, larger if they need it. Returns -1 if there is no
+ * memory (the old index, still right for entries it has, stays when it is large enough). */
+static int reindex(pd_uwatch *w)
+{
+	size_t want = 64;
+	while (want < 2 * w->n)
+		want *= 2;
+	if (want > w->nslot) {
+		size_t *s = calloc(want, sizeof *s);
+		if (!s)
+			return -1;
+		free(w->slot);
+		w->slot = s;
+		w->nslot = want;
+	} else {
+		memset(w->slot, 0, w->nslot * sizeof *w->slot);
+	}
+	for (size_t i = 0; i < w->n; i++)
+		index_put(w, i);
+	return 0;
+}
 
 pd_uwatch *pd_uwatch_new(void)
 {
@@ -59,6 +98,7 @@ void pd_uwatch_free(pd_uwatch *w)
 	if (w->fd >= 0)
 		close(w->fd);
 	free(w->ents);
+	free(w->slot);
 	pthread_mutex_destroy(&w->mu);
 	free(w);
 }
@@ -104,8 +144,9 @@ static void drain_locked(pd_uwatch *w)
 				for (size_t i = 0; i < w->n; i++)
 					*w->ents[i].dirty = true;
 			} else {
-				for (size_t i = 0; i < w->n; i++) {
-					struct ent *e = &w->ents[i];
+				for (size_t h = w->nslot ? hash_wd(w, ev->wd) : 0; w->nslot && w->slot[h];
+				     h = (h + 1) & (w->nslot - 1)) {
+					struct ent *e = &w->ents[w->slot[h] - 1];
 					if (e->wd != ev->wd)
 						continue;
 					/* a scratch watch's events count once its sandbox is armed;
@@ -152,9 +193,20 @@ static int add_locked(pd_uwatch *w, bool *dirty, pd_swatch *sw, const int *wds, 
 		w->ents = e;
 		w->cap = cap;
 	}
+	size_t n0 = w->n;
 	for (int i = 0; i < n; i++)
 		if (wds[i] >= 0)
 			w->ents[w->n++] = (struct ent){wds[i], dirty, sw, i};
+	if (2 * w->n <= w->nslot) {
+		for (size_t i = n0; i < w->n; i++)
+			index_put(w, i);
+	} else if (reindex(w) < 0) {
+		/* no room to find them by: not watched, as if the kernel had refused them */
+		for (size_t i = n0; i < w->n; i++)
+			inotify_rm_watch(w->fd, w->ents[i].wd);
+		w->n = n0;
+		return -1;
+	}
 	return 0;
 }
 
@@ -187,6 +239,7 @@ void pd_uwatch_forget(pd_uwatch *w, bool *dirty)
 		inotify_rm_watch(w->fd, w->ents[i].wd);
 		w->ents[i] = w->ents[--w->n];
 	}
+	reindex(w); /* at most as large as before: cannot fail */
 	pthread_mutex_unlock(&w->mu);
 }
 
@@ -249,6 +302,7 @@ void pd_uwatch_forget_scratch(pd_uwatch *w, pd_swatch *sw)
 		inotify_rm_watch(w->fd, w->ents[i].wd);
 		w->ents[i] = w->ents[--w->n];
 	}
+	reindex(w);
 	sw->watched = sw->armed = false;
 	sw->dirty = true;
 	pthread_mutex_unlock(&w->mu);
