@@ -396,11 +396,13 @@ static void set_attr(int dfd, const char *name, const pd_scratch_attr *a)
 	check(fchmodat(dfd, name, a->mode, 0), "chmod scratch");
 }
 
-/* A bind of the staging tmpfs's directory src at dst, nosuid and nodev as that tmpfs is. */
+/* A bind of the staging tmpfs's directory src at dst, nosuid and nodev as that tmpfs is, and
+ * noatime: a read there changes nothing, so a reset may keep what its last user only read
+ * without that user having set an access time the next one reads (a channel between them). */
 static void bind_scratch(const char *src, const char *dst)
 {
 	check(mount(src, dst, NULL, MS_BIND, NULL), dst);
-	check(mount(NULL, dst, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, NULL), dst);
+	check(mount(NULL, dst, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | MS_NOATIME, NULL), dst);
 }
 
 static void mount_dev(const char *root, const char *skel)
@@ -645,7 +647,7 @@ static void watch_scratch(const child_cfg *c, const pd_scratch_attr *scr, const 
 		int wd = -1;
 		if (i == NSCRATCH || i >= PD_SCRATCH_IMG || scr[i].on) {
 			wd = inotify_add_watch(c->uwatch_fd, i < NSCRATCH ? scratch[i].name : pts,
-					       UPPER_EVENTS);
+					       PD_SCRATCH_EVENTS);
 			if (wd < 0) {
 				/* unwatched, so the next reset replaces them */
 				for (size_t j = 0; j < i; j++)
@@ -1185,7 +1187,7 @@ static bool plain_inode(int fd)
 
 /* Whether the scratch directories are exactly as the host expects them (struct msg_reset):
  * their mode, owner and one link each, plain, holding nothing but the host's one file, itself
- * as written (the same inode, mode, owner and single link, plain, at most PD_KEEP_FILE_MAX).
+ * as written (the same inode, mode, owner, single link, size and blocks, plain).
  * The host's inotify watches saw no write, creation, removal or change of attributes by the last
  * user; this looks at what they cannot see, and at the end state itself. Every process of the
  * last user is gone, so nothing changes while this looks. */
@@ -1222,8 +1224,8 @@ static bool scratch_as_left(const struct msg_reset *m)
 				ok = f >= 0 && fstat(f, &fs) == 0 && S_ISREG(fs.st_mode) &&
 				     fs.st_ino == m->file_ino && (fs.st_mode & 07777) == m->file_mode &&
 				     fs.st_nlink == 1 && fs.st_uid == geteuid() && fs.st_gid == getegid() &&
-				     fs.st_size <= (off_t)PD_KEEP_FILE_MAX &&
-				     fs.st_blocks <= (blkcnt_t)(PD_KEEP_FILE_MAX / 512) && plain_inode(f);
+				     (uint64_t)fs.st_size == m->file_size &&
+				     (uint64_t)fs.st_blocks == m->file_blocks && plain_inode(f);
 				if (f >= 0)
 					close(f);
 				file_seen = ok;

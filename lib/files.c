@@ -16,18 +16,19 @@
 #include <unistd.h>
 
 /* Defined in sandbox.c: the control socket and state a file operation needs, and what a file
- * operation of the host during setup means for the scratch directories a reset kept. */
+ * operation of the host means for the scratch directories a reset may keep. */
 int pd_sandbox_ctl(pd_sandbox *s, pd_err *e);
 int pd_sandbox_fileop_begin(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_t mode,
-			    bool *reuse, pd_err *e);
-void pd_sandbox_fileop_opened(pd_sandbox *s, const char *path, int flags, mode_t mode, int fd, bool reuse);
+			    pd_fop_use use, bool *reuse, pd_err *e);
 int pd_sandbox_fileop_unreuse(pd_sandbox *s, pd_err *e);
+void pd_sandbox_fileop_done(pd_sandbox *s, uint32_t op, int flags, pd_fop_use use);
+void pd_sandbox_host_wrote(pd_sandbox *s, const char *path, mode_t mode, const struct stat *st);
 
 static int fileop_once(pd_sandbox *s, int sock, uint32_t op, const char *path, int flags, mode_t mode,
 		       int *fd_out, pd_err *e);
 
-static int fileop(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_t mode, int *fd_out,
-		  pd_err *e)
+static int fileop(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_t mode, pd_fop_use use,
+		  int *fd_out, pd_err *e)
 {
 	int sock = pd_sandbox_ctl(s, e);
 	if (sock < 0)
@@ -35,7 +36,7 @@ static int fileop(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_
 	if (!path || !*path)
 		return pd_fail(e, EINVAL, "empty path");
 	bool reuse;
-	if (pd_sandbox_fileop_begin(s, op, path, flags, mode, &reuse, e) < 0)
+	if (pd_sandbox_fileop_begin(s, op, path, flags, mode, use, &reuse, e) < 0)
 		return -1;
 	/* the last user's file, as it left it (init checked), overwritten in place: O_TRUNC */
 	int rc = fileop_once(s, sock, op, path, reuse ? flags & ~O_CREAT : flags, mode, fd_out, e);
@@ -43,13 +44,12 @@ static int fileop(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_
 		/* not there as left after all: new scratch directories, and the open as asked */
 		if (e)
 			memset(e, 0, sizeof *e);
-		reuse = false;
 		rc = pd_sandbox_fileop_unreuse(s, e);
 		if (rc == 0)
 			rc = fileop_once(s, sock, op, path, flags, mode, fd_out, e);
 	}
-	if (rc == 0 && op == FILEOP_OPEN && fd_out)
-		pd_sandbox_fileop_opened(s, path, flags, mode, *fd_out, reuse);
+	if (rc == 0)
+		pd_sandbox_fileop_done(s, op, flags, use);
 	return rc;
 }
 
@@ -107,16 +107,21 @@ int pd_fileop_reply(uint32_t op, const void *buf, ssize_t n, int *fds, int nfds,
 	return 0;
 }
 
-int pd_sandbox_open(pd_sandbox *s, const char *path, int flags, mode_t mode, pd_err *e)
+static int open_in(pd_sandbox *s, const char *path, int flags, mode_t mode, pd_fop_use use, pd_err *e)
 {
 	int fd = -1;
-	if (fileop(s, FILEOP_OPEN, path, flags, mode, &fd, e) < 0)
+	if (fileop(s, FILEOP_OPEN, path, flags, mode, use, &fd, e) < 0)
 		return -1;
 	/* opened non-blocking inside (fifos); the host wants ordinary blocking I/O */
 	int fl = fcntl(fd, F_GETFL);
 	if (fl >= 0 && !(flags & O_NONBLOCK))
 		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
 	return fd;
+}
+
+int pd_sandbox_open(pd_sandbox *s, const char *path, int flags, mode_t mode, pd_err *e)
+{
+	return open_in(s, path, flags, mode, PD_FOP_HANDED, e);
 }
 
 static int regular_or_fail(int fd, const char *path, pd_err *e)
@@ -132,10 +137,11 @@ static int regular_or_fail(int fd, const char *path, pd_err *e)
 int pd_sandbox_write_file(pd_sandbox *s, const char *path, const void *data, size_t len, mode_t mode,
 			  pd_err *e)
 {
-	int fd = pd_sandbox_open(s, path, O_WRONLY | O_CREAT | O_TRUNC, mode, e);
+	int fd = open_in(s, path, O_WRONLY | O_CREAT | O_TRUNC, mode, PD_FOP_WRITE, e);
 	if (fd < 0)
 		return -1;
 	if (regular_or_fail(fd, path, e) < 0) {
+		pd_sandbox_fileop_done(s, FILEOP_OPEN, O_CREAT, PD_FOP_INTERNAL); /* spoils it */
 		close(fd);
 		return -1;
 	}
@@ -153,14 +159,20 @@ int pd_sandbox_write_file(pd_sandbox *s, const char *path, const void *data, siz
 		p += n;
 		left -= (size_t)n;
 	}
+	struct stat st;
+	if (fstat(fd, &st) == 0)
+		pd_sandbox_host_wrote(s, path, mode, &st);
+	else
+		pd_sandbox_fileop_done(s, FILEOP_OPEN, O_CREAT, PD_FOP_INTERNAL);
 	if (close(fd) < 0)
 		return pd_fail(e, errno, "close %s", path);
 	return 0;
 }
 
-int pd_sandbox_open_regular(pd_sandbox *s, const char *path, uint64_t max, uint64_t *size, pd_err *e)
+static int open_regular(pd_sandbox *s, const char *path, uint64_t max, uint64_t *size, pd_fop_use use,
+			pd_err *e)
 {
-	int fd = pd_sandbox_open(s, path, O_RDONLY, 0, e);
+	int fd = open_in(s, path, O_RDONLY, 0, use, e);
 	if (fd < 0)
 		return -1;
 	struct stat st;
@@ -177,12 +189,17 @@ int pd_sandbox_open_regular(pd_sandbox *s, const char *path, uint64_t max, uint6
 	return fd;
 }
 
+int pd_sandbox_open_regular(pd_sandbox *s, const char *path, uint64_t max, uint64_t *size, pd_err *e)
+{
+	return open_regular(s, path, max, size, PD_FOP_HANDED, e);
+}
+
 int pd_sandbox_read_file(pd_sandbox *s, const char *path, size_t max, char **out, size_t *len, pd_err *e)
 {
 	*out = NULL;
 	*len = 0;
 	uint64_t size;
-	int fd = pd_sandbox_open_regular(s, path, max, &size, e);
+	int fd = open_regular(s, path, max, &size, PD_FOP_INTERNAL, e);
 	if (fd < 0)
 		return -1;
 	size_t cap = (size_t)size + 1, got = 0;
@@ -234,7 +251,7 @@ int pd_sandbox_read_file(pd_sandbox *s, const char *path, size_t max, char **out
 
 int pd_sandbox_stat(pd_sandbox *s, const char *path, struct stat *st, pd_err *e)
 {
-	int fd = pd_sandbox_open(s, path, O_PATH | O_NOFOLLOW, 0, e);
+	int fd = open_in(s, path, O_PATH | O_NOFOLLOW, 0, PD_FOP_INTERNAL, e);
 	if (fd < 0)
 		return -1;
 	int rc = fstat(fd, st);
@@ -247,7 +264,7 @@ int pd_sandbox_list(pd_sandbox *s, const char *path, pd_dirent **out, size_t *n,
 {
 	*out = NULL;
 	*n = 0;
-	int fd = pd_sandbox_open(s, path, O_RDONLY | O_DIRECTORY, 0, e);
+	int fd = open_in(s, path, O_RDONLY | O_DIRECTORY, 0, PD_FOP_INTERNAL, e);
 	if (fd < 0)
 		return -1;
 	DIR *d = fdopendir(fd);
@@ -291,10 +308,10 @@ int pd_sandbox_list(pd_sandbox *s, const char *path, pd_dirent **out, size_t *n,
 int pd_sandbox_remove(pd_sandbox *s, const char *path, pd_err *e)
 {
 	pd_err tmp;
-	if (fileop(s, FILEOP_UNLINK, path, 0, 0, NULL, &tmp) == 0)
+	if (fileop(s, FILEOP_UNLINK, path, 0, 0, PD_FOP_INTERNAL, NULL, &tmp) == 0)
 		return 0;
 	if (tmp.code == EISDIR)
-		return fileop(s, FILEOP_RMDIR, path, 0, 0, NULL, e);
+		return fileop(s, FILEOP_RMDIR, path, 0, 0, PD_FOP_INTERNAL, NULL, e);
 	if (e)
 		*e = tmp;
 	return -1;
@@ -312,7 +329,7 @@ int pd_sandbox_mkdir(pd_sandbox *s, const char *path, mode_t mode, pd_err *e)
 			char saved = *q;
 			*q = 0;
 			pd_err tmp;
-			if (fileop(s, FILEOP_MKDIR, p, 0, mode, NULL, &tmp) < 0 && tmp.code != EEXIST) {
+			if (fileop(s, FILEOP_MKDIR, p, 0, mode, PD_FOP_INTERNAL, NULL, &tmp) < 0 && tmp.code != EEXIST) {
 				if (e)
 					*e = tmp;
 				return -1;

@@ -6,6 +6,7 @@
 
 #include <linux/filter.h>
 #include <pthread.h>
+#include <sys/inotify.h>
 
 #define PD_MAX_LAYERS 8
 #define PD_MAX_BINDS 32
@@ -175,18 +176,26 @@ bool pd_uwatch_clean(pd_uwatch *w, bool *dirty);
 void pd_uwatch_forget(pd_uwatch *w, bool *dirty);
 
 /* A sandbox's scratch directories (/tmp, /work, /dev/shm) and devpts under the same instance:
- * whether the next reset may keep them, because the last user only read them. Until the sandbox
- * is armed (its first exec after a reset), events are the host's own setting up (its writes of
- * the program's files) and do not count; after, any event does, but an open, read or close
- * (IN_OPEN, IN_ACCESS, IN_CLOSE_NOWRITE) of a scratch directory itself or of the one file the host
- * wrote in it (file_dir, file_name; nfiles 1). Fields are written under the instance's lock,
- * except nfiles and file_* while unarmed (events are not looked at then). */
+ * whether the next reset may keep them, because the last user only read them. Their watches
+ * (PD_SCRATCH_EVENTS) leave out the events of reads, which change nothing (the mounts are
+ * noatime), so a program that reads in a loop queues nothing. Until the sandbox is armed (its
+ * first exec after a reset), events are the host's own setting up (its write of the program's
+ * file) and do not count; after, any event does but the close of the one file the host wrote
+ * (file_dir, file_name; nfiles 1) opened for writing, which the host's own last close can be.
+ * Fields are written under the instance's lock, except nfiles and file_* while unarmed (events
+ * are not looked at then). */
+#define PD_SCRATCH_EVENTS \
+	((IN_ALL_EVENTS & ~(IN_OPEN | IN_ACCESS | IN_CLOSE_NOWRITE)) | IN_ONLYDIR | IN_DONT_FOLLOW)
 typedef struct pd_swatch {
 	bool watched, armed, dirty;
 	int nfiles; /* files the host made in a scratch directory while unarmed */
 	int file_dir;
 	char file_name[256];
 } pd_swatch;
+/* What a file operation of the host is to a sandbox's scratch (files.c tells sandbox.c): one whose
+ * descriptor stays in files.c, one that hands it to the caller (who may keep it past the next
+ * reset), or pd_sandbox_write_file's own open. */
+typedef enum { PD_FOP_INTERNAL, PD_FOP_HANDED, PD_FOP_WRITE } pd_fop_use;
 /* Files the watches wds[PD_NSCRATCH + 1] (-1: none) as sw's: watched, unarmed, clean. */
 int pd_uwatch_add_scratch(pd_uwatch *w, pd_swatch *sw, const int *wds, int n);
 /* From now on sw's events count (what was queued before is the host's). */

@@ -58,7 +58,8 @@ struct msg_reset_done {
 /* The scratch directories (/tmp, /work, /dev/shm: the order of child.c's scratch[]) as a reset
  * that keeps them expects them: a directory of this mode and owner (ids inside the sandbox) with
  * no entry but, in the directory file_dir, the one file the host wrote there (when has_file):
- * a regular file of that inode number, mode and one link, owned by init's effective ids. */
+ * a regular file of that inode number, mode, size and blocks and one link, owned by init's
+ * effective ids. */
 #define PD_KEEP_FILE_MAX (1u << 20) /* what a kept file may hold: more goes with its tmpfs */
 struct msg_reset {
 	uint32_t type;
@@ -67,7 +68,7 @@ struct msg_reset {
 		uint32_t on, mode, uid, gid;
 	} dir[PD_NSCRATCH];
 	uint32_t has_file, file_dir, file_mode;
-	uint64_t file_ino;
+	uint64_t file_ino, file_size, file_blocks;
 	char file_name[256];
 };
 

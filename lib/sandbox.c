@@ -64,13 +64,14 @@ struct pd_sandbox {
 	 * file's inode number, the scratch's free space and its listing are a fresh one's). */
 	pd_swatch sw;
 	bool setup;       /* no exec since creation or the last reset: what the host does is setup */
-	int nhost;        /* files the host made directly in a scratch directory during setup */
+	int nhost;        /* the file the host wrote directly in a scratch directory in setup: 0 or 1 */
+	bool spoiled;     /* something the next reset cannot account for: it replaces the scratch */
 	struct keepfile {
 		char path[PD_PATH];
 		uint32_t mode; /* as asked (the open's mode) */
 		uint32_t st_mode; /* as made (st_mode & 07777) */
-		uint64_t ino;
-	} host, resid_file; /* the first of them; the last user's, left in place */
+		uint64_t ino, size, blocks;
+	} host, resid_file; /* that file; the last user's, left in place */
 	bool resid;       /* resid_file is there, not yet overwritten by this user's host */
 	uint32_t resets_scratch_kept;
 	pd_scratch_attr scr[PD_SCRATCH_IMG]; /* /tmp and /work as the last rebuild made them */
@@ -1197,8 +1198,9 @@ static int scratch_child(const pd_sandbox *s, const char *path, const char **nam
 		if (strncmp(path, dst[i], n))
 			continue;
 		const char *b = path + n;
-		if (!*b || strchr(b, '/') || !strcmp(b, ".") || !strcmp(b, "..") || strlen(b) > 255 ||
-		    (i < PD_SCRATCH_IMG && !s->scr[i].on))
+		/* '#': the names inotify gives a program's O_TMPFILE files ("#<inode>") */
+		if (!*b || strchr(b, '/') || !strcmp(b, ".") || !strcmp(b, "..") || *b == '#' ||
+		    strlen(b) > 255 || (i < PD_SCRATCH_IMG && !s->scr[i].on))
 			return -1;
 		*name = b;
 		return i;
@@ -1216,6 +1218,7 @@ static void new_scratch(pd_sandbox *s, const pd_reset_report *rep)
 		pd_uwatch_add_scratch(w, &s->sw, rep->swd, rep->nswd);
 	s->nhost = 0;
 	s->resid = false;
+	s->spoiled = false;
 }
 
 /* New scratch directories and devpts for a sandbox whose root a reset kept (the helper's
@@ -1255,20 +1258,21 @@ static int end_setup(pd_sandbox *s, pd_err *e)
 	return 0;
 }
 
-/* files.c, before a file operation (op, path, flags, mode as asked): *reuse when it is the open
- * that overwrites the last user's file in place (made like it: O_CREAT | O_TRUNC, no O_EXCL, the
- * same path and mode); any other operation during setup replaces that scratch first. */
+/* files.c, before a file operation (op, path, flags, mode as asked, use): *reuse when it is
+ * pd_sandbox_write_file's open of the last user's file to overwrite it in place (as it was made:
+ * O_CREAT | O_TRUNC, no O_EXCL, the same path and mode); any other operation during setup
+ * replaces that scratch first. */
 int pd_sandbox_fileop_begin(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_t mode,
-			    bool *reuse, pd_err *e);
+			    pd_fop_use use, bool *reuse, pd_err *e);
 int pd_sandbox_fileop_begin(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_t mode,
-			    bool *reuse, pd_err *e)
+			    pd_fop_use use, bool *reuse, pd_err *e)
 {
 	*reuse = false;
 	if (!s->setup || !s->resid)
 		return 0;
-	if (op == FILEOP_OPEN && (flags & O_CREAT) && (flags & O_TRUNC) && !(flags & (O_EXCL | O_TMPFILE)) &&
-	    (flags & O_ACCMODE) != O_RDONLY && !strcmp(path, s->resid_file.path) &&
-	    (uint32_t)mode == s->resid_file.mode) {
+	if (use == PD_FOP_WRITE && op == FILEOP_OPEN && (flags & O_CREAT) && (flags & O_TRUNC) &&
+	    !(flags & (O_EXCL | O_TMPFILE)) && (flags & O_ACCMODE) != O_RDONLY &&
+	    !strcmp(path, s->resid_file.path) && (uint32_t)mode == s->resid_file.mode) {
 		*reuse = true;
 		return 0;
 	}
@@ -1282,35 +1286,53 @@ int pd_sandbox_fileop_unreuse(pd_sandbox *s, pd_err *e)
 	return replace_scratch(s, e);
 }
 
-/* files.c, after an open that succeeded (fd): notes a file the host made directly in a scratch
- * directory during setup, whose reads by the program then leave the scratch as it was. With
- * reuse, the file must be the last user's, as left (else the next reset replaces the scratch). */
-void pd_sandbox_fileop_opened(pd_sandbox *s, const char *path, int flags, mode_t mode, int fd, bool reuse);
-void pd_sandbox_fileop_opened(pd_sandbox *s, const char *path, int flags, mode_t mode, int fd, bool reuse)
+/* files.c, after a file operation that succeeded. What the next reset may keep must be only what
+ * it can account for: a descriptor handed to the caller could still read (or write) the host's
+ * file when the next user's host has overwritten it, and during setup, when the watches do not
+ * count the host's own events, a directory made or an entry removed or any other file made
+ * moves the tmpfs's inode counter. Either spoils the scratch until the next one is made. */
+void pd_sandbox_fileop_done(pd_sandbox *s, uint32_t op, int flags, pd_fop_use use);
+void pd_sandbox_fileop_done(pd_sandbox *s, uint32_t op, int flags, pd_fop_use use)
 {
-	struct stat st;
-	bool reg = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-	if (reuse) {
+	if (use == PD_FOP_HANDED)
+		s->spoiled = true;
+	if (!s->setup || use == PD_FOP_WRITE)
+		return; /* armed: the watches see it; a write: pd_sandbox_host_wrote */
+	bool reads = op == FILEOP_OPEN && !(flags & (O_CREAT | O_TRUNC | O_TMPFILE)) &&
+		     ((flags & O_PATH) || (flags & O_ACCMODE) == O_RDONLY);
+	if (!reads)
+		s->spoiled = true;
+}
+
+/* files.c, after pd_sandbox_write_file wrote a file (st: its fstat then): during setup, the one
+ * file the host makes directly in a scratch directory, which the program may then read and the
+ * next reset keep; anything else it cannot account for spoils the scratch. Its open took the
+ * last user's file when resid was still set (pd_sandbox_fileop_begin): that must be the file left. */
+void pd_sandbox_host_wrote(pd_sandbox *s, const char *path, mode_t mode, const struct stat *st);
+void pd_sandbox_host_wrote(pd_sandbox *s, const char *path, mode_t mode, const struct stat *st)
+{
+	if (s->resid) {
 		s->resid = false;
-		if (!reg || st.st_ino != s->resid_file.ino || st.st_nlink != 1) {
-			s->nhost = 2; /* not what was left: not kept */
+		if (st->st_ino != s->resid_file.ino || st->st_nlink != 1) {
+			s->spoiled = true;
 			return;
 		}
 	}
+	if (!s->setup)
+		return;
 	const char *name;
 	int d = scratch_child(s, path, &name);
-	if (!s->setup || !(flags & O_CREAT) || d < 0 || !reg)
-		return;
-	if (s->nhost >= 1 && st.st_ino == s->host.ino)
-		return; /* the same file, written again */
-	if (++s->nhost > 1) {
-		s->sw.nfiles = s->nhost; /* kept only with one file: more is not looked at */
+	if (d < 0 || !S_ISREG(st->st_mode) || st->st_nlink != 1 || (s->nhost && st->st_ino != s->host.ino)) {
+		s->spoiled = true; /* elsewhere, or a second file: one file at most is looked at */
 		return;
 	}
+	s->nhost = 1;
 	snprintf(s->host.path, sizeof s->host.path, "%s", path);
 	s->host.mode = (uint32_t)mode;
-	s->host.st_mode = st.st_mode & 07777;
-	s->host.ino = st.st_ino;
+	s->host.st_mode = st->st_mode & 07777;
+	s->host.ino = st->st_ino;
+	s->host.size = (uint64_t)st->st_size;
+	s->host.blocks = (uint64_t)st->st_blocks;
 	/* unarmed during setup: upperwatch.c reads none of these until pd_uwatch_arm */
 	s->sw.file_dir = d;
 	snprintf(s->sw.file_name, sizeof s->sw.file_name, "%s", name);
@@ -1387,7 +1409,7 @@ static bool scratch_request(pd_sandbox *s, struct msg_reset *m)
 {
 	memset(m, 0, sizeof *m);
 	m->type = MSG_RESET;
-	if (s->nhost > 1 || (s->nhost == 1 && s->resid) || !pd_uwatch_scratch_clean(s->ctx->uwatch, &s->sw))
+	if (s->spoiled || (s->nhost && s->resid) || !pd_uwatch_scratch_clean(s->ctx->uwatch, &s->sw))
 		return false;
 	for (int i = 0; i < PD_NSCRATCH; i++) {
 		bool img = i < PD_SCRATCH_IMG;
@@ -1407,6 +1429,8 @@ static bool scratch_request(pd_sandbox *s, struct msg_reset *m)
 		m->file_dir = (uint32_t)d;
 		m->file_mode = f->st_mode;
 		m->file_ino = f->ino;
+		m->file_size = f->size;
+		m->file_blocks = f->blocks;
 		snprintf(m->file_name, sizeof m->file_name, "%s", name);
 	}
 	m->verify = 1;

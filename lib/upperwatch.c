@@ -15,10 +15,10 @@
  *
  * The scratch directories (/tmp, /work, /dev/shm: binds of one tmpfs) and devpts are watched on
  * the same instance, to the same end, with one difference: a program reads the file the host
- * wrote for it (main.py) and lists its working directory (python puts it on its path), so an
- * open, a read and a close of a scratch directory or of that file do not count. What a program
- * could change with no other event (inode flags: FS_IOC_SETFLAGS sends none) is looked at by
- * init at the reset (child.c scratch_as_left), with the end state itself. */
+ * wrote for it (main.py) and lists its working directory (python puts it on its path), so reads
+ * are not watched at all (PD_SCRATCH_EVENTS; the mounts are noatime, so a read changes nothing).
+ * What a program could change with no event (inode flags: FS_IOC_SETFLAGS sends none) is looked
+ * at by init at the reset (child.c scratch_as_left), with the end state itself. */
 #define _GNU_SOURCE
 #include "internal.h"
 
@@ -108,22 +108,20 @@ int pd_uwatch_fd(pd_uwatch *w)
 	return w ? w->fd : -1;
 }
 
-/* Whether ev, on e (a scratch directory's watch), leaves the directory as it was: an open, read
- * or close of the directory itself or of the host's one file there. That file may also be
- * closed after a write: the host's own last close can come after the sandbox was armed (init
- * hands the host the file and closes its own descriptor when it runs next), and a write by the
- * program would change only what the next user's host overwrites (O_TRUNC) or what a new
- * scratch replaces; a change of its size or blocks (IN_MODIFY) or attributes counts. */
+/* Whether ev, on e (a scratch directory's watch, PD_SCRATCH_EVENTS: no reads), leaves the
+ * directory as it was: only the close of the host's one file there after a write open. The
+ * host's own last close can come after the sandbox was armed (init hands the host the file and
+ * closes its own descriptor when it runs next); a program's open for writing changes nothing by
+ * itself, and what it could write without IN_MODIFY (a shared mapping, AIO) only changes what
+ * the next user's host overwrites (O_TRUNC) or what a new scratch replaces; init compares the
+ * file's size and blocks with what the host wrote. */
 static bool scratch_read(const struct ent *e, const struct inotify_event *ev)
 {
-	const uint32_t reads = IN_OPEN | IN_ACCESS | IN_CLOSE_NOWRITE;
-	if (e->dir >= PD_NSCRATCH || (ev->mask & ~(reads | IN_CLOSE_WRITE | IN_ISDIR)))
+	if (e->dir >= PD_NSCRATCH || ev->mask != IN_CLOSE_WRITE || !ev->len)
 		return false;
-	if (!ev->len || !ev->name[0])
-		return !(ev->mask & IN_CLOSE_WRITE);
 	const pd_swatch *sw = e->sw;
-	return sw->nfiles == 1 && sw->file_dir == e->dir && !(ev->mask & IN_ISDIR) &&
-	       !strncmp(ev->name, sw->file_name, ev->len) && strlen(sw->file_name) < ev->len;
+	return sw->nfiles == 1 && sw->file_dir == e->dir && !strncmp(ev->name, sw->file_name, ev->len) &&
+	       strlen(sw->file_name) < ev->len;
 }
 
 /* Reads every queued event and marks the sandboxes they concern. Called with mu held. */

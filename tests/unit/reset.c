@@ -791,7 +791,17 @@ static void test_scratch(void)
 		{"an unnamed file in /work (O_TMPFILE)",
 		 "cd /work && python3 -c 'import os; os.close(os.open(\".\", os.O_TMPFILE|os.O_WRONLY, 0o600))'", false, 0},
 		{"a pty opened", "cd /work && python3 -c 'import os; os.openpty()'", false, 0},
-		{"/dev/pts listed", "ls /dev/pts > /dev/null", false, 0},
+		{"/dev/pts listed (a read: not watched, changes nothing)", "ls -la /dev/pts > /dev/null", true, 0},
+		{"main.py grown by an AIO write (which sends no IN_MODIFY; init compares its size)",
+		 "cd /work && python3 -c 'import ctypes,os,struct\n"
+		 "c=ctypes.CDLL(None,use_errno=True); c.syscall.restype=ctypes.c_long\n"
+		 "x=ctypes.c_ulong(0); assert c.syscall(206,8,ctypes.byref(x))==0\n"
+		 "f=os.open(\"main.py\",os.O_WRONLY); b=ctypes.create_string_buffer(b\"#\"*8192)\n"
+		 "i=ctypes.create_string_buffer(struct.pack(\"QIIHhIQQqQII\",0,0,0,1,0,f,ctypes.addressof(b),8192,4096,0,0,0))\n"
+		 "p=(ctypes.c_void_p*1)(ctypes.addressof(i)); assert c.syscall(209,x,1,p)==1\n"
+		 "e=ctypes.create_string_buffer(64); assert c.syscall(208,x,1,1,e,None)==1\n"
+		 "assert os.fstat(f).st_size==12288'",
+		 false, 0},
 		{"a process left behind writes in /tmp after the program ended",
 		 "(sleep 0.2; touch /tmp/late) > /dev/null 2>&1 &", false, 0},
 	};
@@ -902,6 +912,93 @@ static void test_scratch(void)
 	}
 	for (size_t i = 0; i < NNEXT; i++)
 		free(want[i]);
+	/* What the host itself does, which its watches do not count before the exec: a descriptor it
+	 * hands out could read the next user's file after a kept reset (a session's file GET still
+	 * sending); a directory made or a file removed moves the inode counter; a name inotify also
+	 * gives O_TMPFILE files. Each spoils the scratch: the next reset replaces it. */
+	{
+		pd_result r;
+		pd_sandbox_reset(s, &e); /* the probe above ran: a new setup */
+		bool ran = put(s, "/work/main.py", "print('the last user')\n", 0644);
+		uint64_t size = 0;
+		pd_err oe = {0};
+		int held = ran ? pd_sandbox_open_regular(s, "/work/main.py", 1 << 20, &size, &oe) : -1;
+		ran = held >= 0 && sh(s, "cat /work/main.py > /dev/null", 0, &r) == 0;
+		if (ran)
+			pd_result_free(&r);
+		uint32_t k0 = pd_sandbox_resets_scratch_kept(s);
+		bool reset = ran && pd_sandbox_reset(s, &e) == 0;
+		bool kept = pd_sandbox_resets_scratch_kept(s) != k0;
+		char got[64] = "";
+		if (reset && put(s, "/work/main.py", "print('the next user, a secret')\n", 0644) && held >= 0) {
+			ssize_t n = pread(held, got, sizeof got - 1, 0);
+			got[n > 0 ? n : 0] = 0;
+			for (char *c = got; *c; c++)
+				if (*c == '\n')
+					*c = '|';
+		}
+		if (held >= 0)
+			close(held);
+		ok(reset && !kept && !strstr(got, "secret"),
+		   "a descriptor the host handed out before the reset: the scratch replaced, it reads the "
+		   "old file still (%s)", got);
+		if (pd_sandbox_rewind_pids(s, &e) == 0 && sh(s, "true", 0, &r) == 0)
+			pd_result_free(&r);
+		pd_sandbox_reset(s, &e);
+	}
+	static const char TMPFILE[] =
+		"cd /work && python3 -c 'import os; os.close(os.open(\".\", os.O_TMPFILE|os.O_WRONLY, 0o600))'";
+	static const struct {
+		const char *what, *mkdir, *sub, *file, *program;
+	} HOSTS[] = {
+		{"the host made a directory and removed it before writing main.py", "/work/d", NULL, "/work/main.py",
+		 "cat /work/main.py"},
+		{"the host wrote a file in a directory it made", "/work/d", "/work/d/x", "/work/main.py",
+		 "cat /work/main.py"},
+		{"the host wrote a file named as inotify names the O_TMPFILE the program then made (#10)", NULL,
+		 NULL, "/work/#10", TMPFILE},
+	};
+	for (size_t i = 0; i < sizeof HOSTS / sizeof HOSTS[0]; i++) {
+		pd_result r;
+		bool ran = true;
+		if (HOSTS[i].mkdir) {
+			pd_err me = {0};
+			ran = pd_sandbox_mkdir(s, HOSTS[i].mkdir, 0755, &me) == 0 &&
+			      (HOSTS[i].sub ? put(s, HOSTS[i].sub, "x", 0644)
+					    : pd_sandbox_remove(s, HOSTS[i].mkdir, &me) == 0);
+		}
+		ran = ran && put(s, HOSTS[i].file, CODE, 0644) && sh(s, HOSTS[i].program, 0, &r) == 0;
+		if (ran)
+			pd_result_free(&r);
+		uint32_t k0 = pd_sandbox_resets_scratch_kept(s);
+		bool reset = ran && pd_sandbox_reset(s, &e) == 0;
+		bool kept = pd_sandbox_resets_scratch_kept(s) != k0;
+		char *t = reset && put(s, "/work/main.py", "print(2)\n", 0644)
+				  ? probe(s, "cat /work/main.py; stat -c %i /work/main.py", 0)
+				  : strdup("?");
+		ok(reset && !kept && !strcmp(t, fresh_file), "%s: the scratch replaced, the next file a fresh one's (%s)",
+		   HOSTS[i].what, t);
+		free(t);
+		pd_sandbox_reset(s, &e);
+	}
+	/* and plain reads by the host (what fetch_files does) leave it keepable */
+	{
+		pd_result r;
+		char *out = NULL;
+		size_t len = 0;
+		struct stat st;
+		pd_err re = {0};
+		bool ran = put(s, "/work/main.py", CODE, 0644) && pd_sandbox_stat(s, "/work/main.py", &st, &re) == 0 &&
+			   sh(s, "true", 0, &r) == 0;
+		if (ran)
+			pd_result_free(&r);
+		ran = ran && pd_sandbox_read_file(s, "/work/main.py", 1 << 20, &out, &len, &re) == 0;
+		free(out);
+		uint32_t k0 = pd_sandbox_resets_scratch_kept(s);
+		bool kept = ran && pd_sandbox_reset(s, &e) == 0 && pd_sandbox_resets_scratch_kept(s) == k0 + 1;
+		ok(kept, "the host's stat and read of main.py (fetch_files) leave the scratch to keep");
+		pd_sandbox_reset(s, &e);
+	}
 	free(fresh_file);
 	char residue[128] = "";
 	ok(s && pd_sandbox_destroy(s, residue, sizeof residue) == 0, "and the sandbox is destroyed clean (%s)", residue);
@@ -910,7 +1007,7 @@ static void test_scratch(void)
 int main(void)
 {
 	sched_getaffinity(0, sizeof cpus_at_start, &cpus_at_start);
-	plan(2 + (int)NWORK * 3 + 4 + 6 + 1 + 3 + 1 + 16 + 3 * 2 + 1 + 4 + 2 * 2 + 4 + 1 + 21 * 2 + 4 + 3);
+	plan(2 + (int)NWORK * 3 + 4 + 6 + 1 + 3 + 1 + 16 + 3 * 2 + 1 + 4 + 2 * 2 + 4 + 1 + 22 * 2 + 4 + 3 + 5);
 	pd_err e = {0};
 	ctx = pd_ctx_new(NULL, &e);
 	if (!ok(ctx != NULL, "context: %s", ctx ? "ok" : e.msg))
