@@ -1173,9 +1173,9 @@ static int rewind_pids(char *what, size_t size, int32_t *err)
 }
 
 /* Whether fd (a scratch directory, or the file the host wrote in one) has no inode flag and no
- * extended attribute, as the build and the host's write leave it. A program could have set
- * either while the watch saw nothing but an open and a close: FS_IOC_SETFLAGS (chattr) sends no
- * inotify event (setxattr does: IN_ATTRIB). */
+ * extended attribute, as the build and the host's write leave it. A program could have set the
+ * flags with no inotify event at all: FS_IOC_SETFLAGS (chattr) sends none (setxattr sends
+ * IN_ATTRIB). */
 static bool plain_inode(int fd)
 {
 	int fl = 0;

@@ -1322,8 +1322,11 @@ void pd_sandbox_host_wrote(pd_sandbox *s, const char *path, mode_t mode, const s
 		return;
 	const char *name;
 	int d = scratch_child(s, path, &name);
-	if (d < 0 || !S_ISREG(st->st_mode) || st->st_nlink != 1 || (s->nhost && st->st_ino != s->host.ino)) {
-		s->spoiled = true; /* elsewhere, or a second file: one file at most is looked at */
+	/* elsewhere, a second file (one at most is looked at), or one too large to leave charged to
+	 * the sandbox's memory until the next user's overwrites it */
+	if (d < 0 || !S_ISREG(st->st_mode) || st->st_nlink != 1 || (s->nhost && st->st_ino != s->host.ino) ||
+	    (uint64_t)st->st_size > PD_KEEP_FILE_MAX) {
+		s->spoiled = true;
 		return;
 	}
 	s->nhost = 1;

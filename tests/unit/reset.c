@@ -981,6 +981,25 @@ static void test_scratch(void)
 		free(t);
 		pd_sandbox_reset(s, &e);
 	}
+	/* a file over PD_KEEP_FILE_MAX would stay charged to the sandbox until the next write */
+	{
+		pd_result r;
+		size_t big = (1u << 20) + 4096;
+		char *text = malloc(big + 1);
+		bool ran = text != NULL;
+		if (ran) {
+			memset(text, '#', big);
+			text[big] = 0;
+		}
+		ran = ran && put(s, "/work/main.py", text, 0644) && sh(s, "true", 0, &r) == 0;
+		free(text);
+		if (ran)
+			pd_result_free(&r);
+		uint32_t k0 = pd_sandbox_resets_scratch_kept(s);
+		bool reset = ran && pd_sandbox_reset(s, &e) == 0;
+		ok(reset && pd_sandbox_resets_scratch_kept(s) == k0,
+		   "a host file over 1 MiB: the scratch replaced, not left charged to the next user");
+	}
 	/* and plain reads by the host (what fetch_files does) leave it keepable */
 	{
 		pd_result r;
@@ -1007,7 +1026,7 @@ static void test_scratch(void)
 int main(void)
 {
 	sched_getaffinity(0, sizeof cpus_at_start, &cpus_at_start);
-	plan(2 + (int)NWORK * 3 + 4 + 6 + 1 + 3 + 1 + 16 + 3 * 2 + 1 + 4 + 2 * 2 + 4 + 1 + 22 * 2 + 4 + 3 + 5);
+	plan(2 + (int)NWORK * 3 + 4 + 6 + 1 + 3 + 1 + 16 + 3 * 2 + 1 + 4 + 2 * 2 + 4 + 1 + 22 * 2 + 4 + 3 + 6);
 	pd_err e = {0};
 	ctx = pd_ctx_new(NULL, &e);
 	if (!ok(ctx != NULL, "context: %s", ctx ? "ok" : e.msg))
