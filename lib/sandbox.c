@@ -1221,6 +1221,17 @@ static void new_scratch(pd_sandbox *s, const pd_reset_report *rep)
 	s->spoiled = false;
 }
 
+/* The helper's configuration for a reset that keeps the root: new scratch mounts and devpts,
+ * watched, laid out as the last rebuild laid the staging tmpfs out. */
+static void keep_root_cfg(const pd_sandbox *s, child_cfg *cfg)
+{
+	cfg->disk_bytes = s->lim.disk_bytes;
+	cfg->keep_root = true;
+	memcpy(cfg->scr, s->scr, sizeof cfg->scr);
+	cfg->nlayers = s->nlayers;
+	cfg->uwatch_fd = pd_uwatch_fd(s->ctx->uwatch);
+}
+
 /* New scratch directories and devpts for a sandbox whose root a reset kept (the helper's
  * keep_root): at a reset, and before the first use of a sandbox whose kept scratch still holds
  * the last user's file when the new user does not overwrite it. */
@@ -1229,11 +1240,7 @@ static int replace_scratch(pd_sandbox *s, pd_err *e)
 	child_cfg *cfg = calloc(1, sizeof *cfg);
 	if (!cfg)
 		return pd_fail(e, ENOMEM, "sandbox %s: new scratch directories", s->id);
-	cfg->disk_bytes = s->lim.disk_bytes;
-	cfg->keep_root = true;
-	memcpy(cfg->scr, s->scr, sizeof cfg->scr);
-	cfg->nlayers = s->nlayers;
-	cfg->uwatch_fd = pd_uwatch_fd(s->ctx->uwatch);
+	keep_root_cfg(s, cfg);
 	pd_reset_report rep;
 	int rc = pd_reset_root(cfg, s->pidfd, NULL, &rep);
 	free(cfg);
@@ -1517,11 +1524,7 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 		goto reclaim;
 	}
 	if (keep) {
-		cfg->disk_bytes = s->lim.disk_bytes;
-		cfg->keep_root = true;
-		memcpy(cfg->scr, s->scr, sizeof cfg->scr);
-		cfg->nlayers = s->nlayers;
-		cfg->uwatch_fd = pd_uwatch_fd(c->uwatch);
+		keep_root_cfg(s, cfg);
 	} else {
 		pd_uwatch_forget(c->uwatch, &s->upper_dirty);
 		pd_layer layers[PD_MAX_LAYERS];

@@ -223,21 +223,29 @@ int pd_uwatch_add(pd_uwatch *w, bool *dirty, const int *wds, int n)
 	return rc;
 }
 
+/* Removes the watches of sw's scratch, or (sw NULL) the upper watches filed under dirty. With mu
+ * held. */
+static void forget_locked(pd_uwatch *w, bool *dirty, pd_swatch *sw)
+{
+	for (size_t i = 0; i < w->n;) {
+		const struct ent *e = &w->ents[i];
+		if (sw ? e->sw != sw : e->dirty != dirty || e->sw) {
+			i++;
+			continue;
+		}
+		/* gone already if the kernel dropped it with its tmpfs: EINVAL, harmless */
+		inotify_rm_watch(w->fd, e->wd);
+		w->ents[i] = w->ents[--w->n];
+	}
+	reindex(w); /* at most as large as before: cannot fail */
+}
+
 void pd_uwatch_forget(pd_uwatch *w, bool *dirty)
 {
 	if (!w)
 		return;
 	pthread_mutex_lock(&w->mu);
-	for (size_t i = 0; i < w->n;) {
-		if (w->ents[i].dirty != dirty || w->ents[i].sw) {
-			i++;
-			continue;
-		}
-		/* gone already if the kernel dropped it with its tmpfs: EINVAL, harmless */
-		inotify_rm_watch(w->fd, w->ents[i].wd);
-		w->ents[i] = w->ents[--w->n];
-	}
-	reindex(w); /* at most as large as before: cannot fail */
+	forget_locked(w, dirty, NULL);
 	pthread_mutex_unlock(&w->mu);
 }
 
@@ -292,15 +300,7 @@ void pd_uwatch_forget_scratch(pd_uwatch *w, pd_swatch *sw)
 	if (!w)
 		return;
 	pthread_mutex_lock(&w->mu);
-	for (size_t i = 0; i < w->n;) {
-		if (w->ents[i].sw != sw) {
-			i++;
-			continue;
-		}
-		inotify_rm_watch(w->fd, w->ents[i].wd);
-		w->ents[i] = w->ents[--w->n];
-	}
-	reindex(w);
+	forget_locked(w, NULL, sw);
 	sw->watched = sw->armed = false;
 	sw->dirty = true;
 	pthread_mutex_unlock(&w->mu);

@@ -85,11 +85,11 @@ struct view {
 	pd_result r;
 };
 
-static struct view look(pd_sandbox *s)
+static struct view look_with(pd_sandbox *s, const char *script)
 {
 	struct view v;
 	memset(&v, 0, sizeof v);
-	if (sh(s, VIEW, 0, &v.r) < 0) {
+	if (sh(s, script, 0, &v.r) < 0) {
 		v.text = strdup("(exec failed)");
 		return v;
 	}
@@ -100,6 +100,11 @@ static struct view look(pd_sandbox *s)
 		free(err);
 	}
 	return v;
+}
+
+static struct view look(pd_sandbox *s)
+{
+	return look_with(s, VIEW);
 }
 
 struct workload {
@@ -715,14 +720,7 @@ static struct view look_scratch(pd_sandbox *s)
 {
 	static char script[sizeof VIEW + sizeof SCRATCH_EXTRA];
 	snprintf(script, sizeof script, "%s;%s", VIEW, SCRATCH_EXTRA);
-	struct view v;
-	memset(&v, 0, sizeof v);
-	if (sh(s, script, 0, &v.r) < 0) {
-		v.text = strdup("(exec failed)");
-		return v;
-	}
-	v.text = dup_out(&v.r.out);
-	return v;
+	return look_with(s, script);
 }
 
 static const char CODE[] = "import os\nprint(sorted(os.listdir('.')))\n";
