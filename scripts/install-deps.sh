@@ -3,7 +3,7 @@
 # Idempotent: packages already present are left alone.
 set -euo pipefail
 pkgs=(build-essential pkg-config libseccomp-dev libcap-dev libjansson-dev libmicrohttpd-dev libsqlite3-dev curl
-      bubblewrap hyperfine perl iproute2 procps util-linux
+      bubblewrap hyperfine perl iproute2 procps util-linux e2fsprogs
       python3 nodejs g++ valgrind clang libclang-rt-14-dev jq)
 missing=()
 for p in "${pkgs[@]}"; do
