@@ -22,9 +22,9 @@ LDFLAGS += -pie -Wl,-z,relro,-z,now
 # libmicrohttpd is not linked: server/mhd.c loads it when a server starts (see mhd.h)
 LDLIBS  := -lsqlite3 -lseccomp -ljansson -lpthread
 
-LIB_SRC := $(wildcard lib/*.c)
-POOL_SRC := $(wildcard pool/*.c)
-SERVER_SRC := $(wildcard server/*.c)
+LIB_SRC := $(wildcard lib/*.c lib/*/*.c)
+POOL_SRC := $(wildcard pool/*.c pool/*/*.c)
+SERVER_SRC := $(wildcard server/*.c server/*/*.c)
 CLI_SRC := $(wildcard cli/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 POOL_OBJ := $(POOL_SRC:%.c=$(BUILD)/%.o)
@@ -41,7 +41,7 @@ LIBS    := $(BUILD)/libpaddock-server.a $(BUILD)/libpaddock-pool.a $(BUILD)/libp
 
 all: $(BIN)/paddock $(LIBS)
 
-$(BUILD)/%.o: %.c $(wildcard lib/*.h) $(wildcard pool/*.h) $(wildcard server/*.h) $(wildcard cli/*.h)
+$(BUILD)/%.o: %.c $(wildcard lib/*.h lib/*/*.h pool/*.h pool/*/*.h server/*.h server/*/*.h cli/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	@$(CC) $(CFLAGS) -c $< -o $@

@@ -20,9 +20,17 @@
 
 /* ---- errors ---------------------------------------------------------------------------------- */
 
+/* What kind of failure an error is, as data, so that a caller classifies it without reading the
+ * message (a message is for people). */
+typedef enum pd_err_kind {
+	PD_EK_NONE = 0,   /* not classified: the caller decides from where it failed */
+	PD_EK_DEPENDENCY, /* the image or template lacks what was asked for (dependency_missing) */
+} pd_err_kind;
+
 typedef struct pd_err {
-	int code;       /* errno-style cause, 0 when there is no error */
-	char msg[512];  /* what failed, with the object it concerns */
+	int code;         /* errno-style cause, 0 when there is no error */
+	pd_err_kind kind; /* set by the few places that know the class of what failed */
+	char msg[512];    /* what failed, with the object it concerns */
 } pd_err;
 
 /* Fills *e (if not NULL) and returns -1, so `return pd_fail(e, errno, "...")` reads naturally. */
@@ -146,6 +154,10 @@ typedef struct pd_netns_stats {
 void pd_ctx_netns_stats(pd_ctx *c, pd_netns_stats *out);
 /* Directory of the default image's generated root layer. */
 const char *pd_ctx_default_image(const pd_ctx *c);
+/* The state directory (PADDOCK_STATE_DIR or /var/lib/paddock) and this context's run id, which
+ * prefixes the ids it hands out. */
+const char *pd_ctx_state_dir(const pd_ctx *c);
+uint32_t pd_ctx_run_id(const pd_ctx *c);
 
 /* ---- sandboxes ------------------------------------------------------------------------------- */
 
@@ -308,5 +320,10 @@ char *pd_b64_encode(const char *data, size_t len);
 int pd_b64_decode(const char *in, char **out, size_t *len);
 /* Monotonic clock in microseconds. */
 uint64_t pd_now_us(void);
+
+/* ---- small helpers the layers above share ---------------------------------------------------- */
+
+/* Reads a small file into buf (NUL-terminated). Returns length or -1 with errno. */
+ssize_t pd_read_file(const char *path, char *buf, size_t size);
 
 #endif

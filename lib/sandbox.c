@@ -325,6 +325,16 @@ uint64_t pd_ctx_reap_stuck(pd_ctx *c)
 	return left;
 }
 
+const char *pd_ctx_state_dir(const pd_ctx *c)
+{
+	return c->state_dir;
+}
+
+uint32_t pd_ctx_run_id(const pd_ctx *c)
+{
+	return c->run_id;
+}
+
 const char *pd_ctx_default_image(const pd_ctx *c)
 {
 	return c->default_image;

@@ -40,6 +40,7 @@ int pd_fail(pd_err *e, int code, const char *fmt, ...)
 		if (len >= (int)sizeof e->msg)
 			trim_cut_utf8(e->msg);
 		e->code = code ? code : EIO;
+		e->kind = PD_EK_NONE;
 		if (code) {
 			size_t n = strlen(e->msg);
 			if (snprintf(e->msg + n, sizeof e->msg - n, ": %s", strerror(code)) >= (int)(sizeof e->msg - n))

@@ -666,6 +666,8 @@ pd_sandbox *pd_pool_acquire_locked_pool(pd_pools *p, pd_pool *pl, bool *hit, pd_
 		pthread_mutex_unlock(&p->mu);
 		pd_fail(e, ENOENT, "dependency_missing: template '%s' needs %s, which its image lacks",
 			pl->t.name, pl->t.missing);
+		if (e)
+			e->kind = PD_EK_DEPENDENCY;
 		return NULL;
 	}
 	pl->st.acquires++;

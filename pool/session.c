@@ -261,8 +261,8 @@ pd_session *pd_session_open(pd_pools *p, const char *name, const pd_session_opts
 	pthread_mutex_lock(&p->mu);
 	uint64_t seq = ++p->session_seq;
 	pthread_mutex_unlock(&p->mu);
-	snprintf(s->id, sizeof s->id, "ss-%08" PRIx32 "-%" PRIu64, p->ctx->run_id, seq);
-	snprintf(s->dir, sizeof s->dir, "%s/sessions/%s", p->ctx->state_dir, s->id);
+	snprintf(s->id, sizeof s->id, "ss-%08" PRIx32 "-%" PRIu64, pd_ctx_run_id(p->ctx), seq);
+	snprintf(s->dir, sizeof s->dir, "%s/sessions/%s", pd_ctx_state_dir(p->ctx), s->id);
 	if (pd_mkdir_p(s->dir, 0700) < 0) {
 		pd_fail(e, errno, "session directory %s", s->dir);
 		pd_pool_release(p, s->sb);

@@ -3,7 +3,6 @@
  * own thread; either resumes the connection with the response when done. So thousands of idle or
  * slow connections cost only sockets, and one client's slow upload holds up nobody. */
 #define _GNU_SOURCE
-#include "internal.h"
 #include "server.h"
 
 #include <arpa/inet.h>
@@ -374,7 +373,7 @@ static void submit(req *r, kind k)
 	if (!j->task_id[0]) {
 		static uint64_t seq;
 		/* the context's random run id keeps ids of two daemons (or restarts) apart */
-		snprintf(j->task_id, sizeof j->task_id, "t-%08" PRIx32 "-%" PRIu64, r->srv->ctx->run_id,
+		snprintf(j->task_id, sizeof j->task_id, "t-%08" PRIx32 "-%" PRIu64, pd_ctx_run_id(r->srv->ctx),
 			 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
 	}
 	char fdwhy[300];
@@ -636,7 +635,7 @@ static void session_tar(req *r, sess_entry *se, bool upload)
 
 static void session_output(req *r, sess_entry *se)
 {
-	char path[PD_PATH];
+	char path[PATH_MAX];
 	pd_err e = {0};
 	int stream = r->q.stderr_stream ? 2 : 1;
 	if (pd_session_output_path(se->s, r->q.request_id, stream, path, sizeof path, &e) < 0) {
@@ -1455,11 +1454,11 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 		po.fd_reserve = s->o.max_connections + FD_MARGIN;
 	if (!(s->pools = pd_pools_new(s->ctx, s->tpl, s->ntpl, &po, e)))
 		goto fail;
-	char db[PD_PATH];
+	char db[PATH_MAX];
 	if (o->db_path)
 		snprintf(db, sizeof db, "%s", o->db_path);
 	else
-		snprintf(db, sizeof db, "%s/paddock.db", s->ctx->state_dir);
+		snprintf(db, sizeof db, "%s/paddock.db", pd_ctx_state_dir(s->ctx));
 	uint64_t cap = o->store_max ? o->store_max : (1ull << 30);
 	if (!(s->store = pd_store_open(db, cap == UINT64_MAX ? 0 : cap, e)))
 		goto fail;

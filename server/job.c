@@ -855,7 +855,7 @@ static bool attempt(pd_pools *pools, pd_job *j)
 	}
 	pd_sandbox *s = pd_pool_acquire(pools, j->template_name, NULL, &e);
 	if (!s) {
-		j->failure = strstr(e.msg, "dependency_missing") ? PD_F_DEPENDENCY : PD_F_STARTUP;
+		j->failure = e.kind == PD_EK_DEPENDENCY ? PD_F_DEPENDENCY : PD_F_STARTUP;
 		snprintf(j->error, sizeof j->error, "%s", e.msg);
 		return j->failure == PD_F_STARTUP;
 	}

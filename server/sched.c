@@ -10,9 +10,9 @@
  * after a cooldown once the figures recover — so overload degrades into fast refusals (clients
  * retry) instead of a growing queue and an OOM-killed daemon. */
 #define _GNU_SOURCE
-#include "internal.h"
 #include "server.h"
 
+#include <limits.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>

@@ -141,7 +141,7 @@ static void test_pools(void)
 	pd_pool_release(p, s);
 
 	pd_sandbox *g = pd_pool_acquire(p, "gone", NULL, &e);
-	ok(!g && strstr(e.msg, "dependency_missing") && strstr(e.msg, "no-such-program-xyz"),
+	ok(!g && e.kind == PD_EK_DEPENDENCY && strstr(e.msg, "dependency_missing") && strstr(e.msg, "no-such-program-xyz"),
 	   "a template whose toolchain is missing is refused clearly: %s", e.msg);
 
 	/* demand: hold 8 at once; the pool misses, creates on the spot, then grows */
