@@ -121,6 +121,14 @@ int pd_result_write_json(const pd_result *r, int fd, bool with_output);
 /* The same, with extra fields (a JSON fragment like "\"id\":\"x\"") written first. */
 int pd_result_write_json_with(const pd_result *r, int fd, bool with_output, const char *extra);
 
+/* JSON values of jansson (libpaddock links it; <jansson.h> is only needed to use them). */
+struct json_t;
+/* n bytes as a JSON string: bytes that are not UTF-8 become U+FFFD one byte at a time, where
+ * jansson would refuse the whole text (program output, a client's string cut by snprintf). */
+struct json_t *pd_json_bytes(const char *s, size_t n);
+/* The same for a C string (error texts, which may quote a client's bytes). */
+struct json_t *pd_json_text(const char *s);
+
 /* ---- context --------------------------------------------------------------------------------- */
 
 typedef struct pd_ctx pd_ctx;

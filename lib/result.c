@@ -190,3 +190,47 @@ int pd_result_write_json_with(const pd_result *r, int fd, bool with_output, cons
 	free(b.p);
 	return 0;
 }
+
+/* ---- JSON strings of arbitrary bytes --------------------------------------------------------- */
+
+#include <jansson.h>
+
+json_t *pd_json_bytes(const char *buf, size_t k)
+{
+	/* invalid UTF-8 becomes U+FFFD one byte at a time: jansson refuses anything else */
+	json_t *s = json_stringn(buf ? buf : "", buf ? k : 0);
+	if (!s) {
+		char *clean = malloc(k * 3 + 1);
+		size_t c = 0;
+		const unsigned char *u = (const unsigned char *)buf;
+		for (size_t i = 0; clean && i < k;) {
+			unsigned char ch = u[i];
+			size_t len = ch < 0x80 ? 1 : ch >= 0xf5 ? 0 : ch >= 0xf0 ? 4 : ch >= 0xe0 ? 3 : ch >= 0xc2 ? 2 : 0;
+			bool ok = len && i + len <= k;
+			for (size_t m = 1; ok && m < len; m++)
+				ok = (u[i + m] & 0xc0) == 0x80;
+			if (ok && len == 3)
+				ok = !(ch == 0xe0 && u[i + 1] < 0xa0) && !(ch == 0xed && u[i + 1] >= 0xa0);
+			if (ok && len == 4)
+				ok = !(ch == 0xf0 && u[i + 1] < 0x90) && !(ch == 0xf4 && u[i + 1] >= 0x90);
+			if (ok) {
+				memcpy(clean + c, u + i, len);
+				c += len;
+				i += len;
+			} else {
+				clean[c++] = (char)0xef;
+				clean[c++] = (char)0xbf;
+				clean[c++] = (char)0xbd;
+				i++;
+			}
+		}
+		s = clean ? json_stringn(clean, c) : NULL;
+		free(clean);
+	}
+	return s ? s : json_string("");
+}
+
+json_t *pd_json_text(const char *s)
+{
+	return pd_json_bytes(s ? s : "", s ? strlen(s) : 0);
+}

@@ -105,37 +105,6 @@ typedef struct req {
 	pd_session_query q;
 } req;
 
-static bool log_on = true;
-
-void pd_log_enable(bool on)
-{
-	__atomic_store_n(&log_on, on, __ATOMIC_RELAXED);
-}
-
-void pd_log(const char *level, const char *msg, const char *fmt, ...)
-{
-	if (!__atomic_load_n(&log_on, __ATOMIC_RELAXED))
-		return;
-	char fields[1024] = "";
-	if (fmt && *fmt) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(fields, sizeof fields, fmt, ap);
-		va_end(ap);
-	}
-	struct timeval tv;
-	gettimeofday(&tv, NULL);
-	/* one write per line: lines from many threads never interleave */
-	char line[1400];
-	int n = snprintf(line, sizeof line, "{\"ts\":%lld.%03ld,\"level\":\"%s\",\"msg\":\"%s\"%s%s}\n",
-			 (long long)tv.tv_sec, (long)(tv.tv_usec / 1000), level, msg, *fields ? "," : "",
-			 fields);
-	if (n > 0) {
-		ssize_t w = write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
-		(void)w;
-	}
-}
-
 /* ---- responses ------------------------------------------------------------------------------- */
 
 static void drop_resp_fd(req *r)
@@ -796,8 +765,8 @@ static void session_create(req *r)
 		set_error(r, 503, "too many open sessions (%d): close some", MAX_SESSIONS);
 		return;
 	}
-	pd_log("info", "session opened", "\"session_id\":\"%s\",\"sandbox_id\":\"%s\",\"template\":\"%s\"",
-	       pd_session_id(ss), pd_sandbox_id(pd_session_sandbox(ss)), tpl);
+	pd_log("info", "session opened", PD_LS("session_id", pd_session_id(ss)),
+	       PD_LS("sandbox_id", pd_sandbox_id(pd_session_sandbox(ss))), PD_LS("template", tpl));
 	set_json(r, 201, json_pack("{s:s,s:s,s:s}", "session_id", pd_session_id(ss), "sandbox_id",
 				   pd_sandbox_id(pd_session_sandbox(ss)), "template", tpl));
 }
@@ -822,7 +791,7 @@ static void session_delete(req *r, const char *id)
 	}
 	if (ss)
 		pd_session_close(ss);
-	pd_log("info", "session closed", "\"session_id\":\"%s\"", id);
+	pd_log("info", "session closed", PD_LS("session_id", id));
 	set_json(r, 200, json_pack("{s:s,s:b}", "session_id", id, "closed", 1));
 }
 
@@ -881,8 +850,10 @@ static void log_refusal(pd_server *s, const char *reason, uint32_t ip)
 	if (now - s->refusal_logged_us < 1000000)
 		return;
 	s->refusal_logged_us = now;
-	pd_log("warn", "connection refused", "\"reason\":\"%s\",\"client\":\"%u.%u.%u.%u\",\"open\":%u", reason,
-	       ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255, __atomic_load_n(&s->conns_open, __ATOMIC_RELAXED));
+	char client[16];
+	snprintf(client, sizeof client, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255);
+	pd_log("warn", "connection refused", PD_LS("reason", reason), PD_LS("client", client),
+	       PD_LU("open", __atomic_load_n(&s->conns_open, __ATOMIC_RELAXED)));
 }
 
 /* libmicrohttpd's accept policy: called on the event thread for each accepted socket, before any
@@ -1427,8 +1398,8 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 		for (size_t i = 0; i < s->ntpl; i++)
 			if (s->tpl[i].limits.nofile > nof.rlim_max) {
 				pd_log("warn", "template nofile lowered to the daemon's hard limit",
-				       "\"template\":\"%s\",\"nofile\":%u,\"hard_limit\":%llu", s->tpl[i].name,
-				       s->tpl[i].limits.nofile, (unsigned long long)nof.rlim_max);
+				       PD_LS("template", s->tpl[i].name), PD_LU("nofile", s->tpl[i].limits.nofile),
+				       PD_LU("hard_limit", nof.rlim_max));
 				s->tpl[i].limits.nofile = (uint32_t)nof.rlim_max;
 			}
 	for (size_t i = 0; i < s->ntpl; i++)
@@ -1444,8 +1415,8 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 	for (size_t i = 0; i < s->ntpl; i++) {
 		pd_template_check(s->ctx, &s->tpl[i]);
 		if (!s->tpl[i].available)
-			pd_log("warn", "template unavailable", "\"template\":\"%s\",\"failure_class\":\"dependency_missing\",\"missing\":\"%s\"",
-			       s->tpl[i].name, s->tpl[i].missing);
+			pd_log("warn", "template unavailable", PD_LS("template", s->tpl[i].name),
+			       PD_LS("failure_class", "dependency_missing"), PD_LS("missing", s->tpl[i].missing));
 	}
 	/* refills of the warm pools stay out of the connections' share of descriptors too (at a
 	 * large limit the share is never reached and the per-build count is not worth it) */
@@ -1476,8 +1447,8 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 		pd_fail(e, EIO, "start the HTTP server on %s", s->address);
 		goto fail;
 	}
-	pd_log("info", "listening", "\"address\":\"%s\",\"cgroup\":\"%s\",\"templates\":%zu", s->address,
-	       pd_ctx_cgroup_backend(s->ctx), s->ntpl);
+	pd_log("info", "listening", PD_LS("address", s->address), PD_LS("cgroup", pd_ctx_cgroup_backend(s->ctx)),
+	       PD_LU("templates", s->ntpl));
 	return s;
 fail:
 	pd_server_stop(s);

@@ -966,15 +966,6 @@ void pd_job_execute(pd_pools *pools, pd_job *j, unsigned max_retries)
 
 /* ---- responses ------------------------------------------------------------------------------- */
 
-static json_t *bytes_json(const char *buf, size_t k);
-
-/* Error texts quote clients' strings and may have been cut inside a UTF-8 sequence by snprintf:
- * with json_string() the field would vanish. */
-json_t *pd_json_text(const char *s)
-{
-	return bytes_json(s, strlen(s));
-}
-
 static json_t *output_json(const pd_output *o)
 {
 	size_t n = o->head_len + o->tail_len;
@@ -988,44 +979,9 @@ static json_t *output_json(const pd_output *o)
 				      (unsigned long long)(o->total - o->head_len - o->tail_len));
 	memcpy(buf + k, o->tail ? o->tail : "", o->tail_len);
 	k += o->tail_len;
-	json_t *s = bytes_json(buf, k);
+	json_t *s = pd_json_bytes(buf, k);
 	free(buf);
 	return s;
-}
-
-static json_t *bytes_json(const char *buf, size_t k)
-{
-	/* invalid UTF-8 becomes U+FFFD one byte at a time: jansson refuses anything else */
-	json_t *s = json_stringn(buf, k);
-	if (!s) {
-		char *clean = malloc(k * 3 + 1);
-		size_t c = 0;
-		const unsigned char *u = (const unsigned char *)buf;
-		for (size_t i = 0; clean && i < k;) {
-			unsigned char ch = u[i];
-			size_t len = ch < 0x80 ? 1 : ch >= 0xf5 ? 0 : ch >= 0xf0 ? 4 : ch >= 0xe0 ? 3 : ch >= 0xc2 ? 2 : 0;
-			bool ok = len && i + len <= k;
-			for (size_t m = 1; ok && m < len; m++)
-				ok = (u[i + m] & 0xc0) == 0x80;
-			if (ok && len == 3)
-				ok = !(ch == 0xe0 && u[i + 1] < 0xa0) && !(ch == 0xed && u[i + 1] >= 0xa0);
-			if (ok && len == 4)
-				ok = !(ch == 0xf0 && u[i + 1] < 0x90) && !(ch == 0xf4 && u[i + 1] >= 0x90);
-			if (ok) {
-				memcpy(clean + c, u + i, len);
-				c += len;
-				i += len;
-			} else {
-				clean[c++] = (char)0xef;
-				clean[c++] = (char)0xbf;
-				clean[c++] = (char)0xbd;
-				i++;
-			}
-		}
-		s = clean ? json_stringn(clean, c) : NULL;
-		free(clean);
-	}
-	return s ? s : json_string("");
 }
 
 static json_t *result_json(const pd_result *r)

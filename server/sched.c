@@ -232,17 +232,18 @@ static void finish(pd_sched *s, pd_job *j)
 		if (pd_store_put(s->store, j, host, &e) < 0) {
 			j->store_errno = e.code ? e.code : EIO;
 			snprintf(j->store_error, sizeof j->store_error, "%s", e.msg);
-			pd_log("error", "store", "\"task_id\":\"%s\",\"error\":\"%s\"", j->task_id, e.msg);
+			pd_log("error", "store", PD_LS("task_id", j->task_id), PD_LS("error", e.msg));
 		}
 	}
 	if (s->metrics)
 		pd_metrics_job(s->metrics, j);
-	pd_log("info", "attempt finished",
-	       "\"task_id\":\"%s\",\"sandbox_id\":\"%s\",\"attempt\":%u,\"problem\":\"%s@%s\","
-	       "\"template\":\"%s\",\"status\":\"%s\",\"failure_class\":\"%s\"",
-	       j->task_id, j->sandbox_id, j->attempts, j->problem_id, j->problem_version, j->template_name,
-	       j->ran ? pd_status_name(j->run_r.status) : j->compiled ? pd_status_name(j->compile_r.status) : "XX",
-	       pd_failure_name(j->failure));
+	char problem[sizeof j->problem_id + sizeof j->problem_version + 1];
+	snprintf(problem, sizeof problem, "%s@%s", j->problem_id, j->problem_version);
+	pd_log("info", "attempt finished", PD_LS("task_id", j->task_id), PD_LS("sandbox_id", j->sandbox_id),
+	       PD_LU("attempt", j->attempts), PD_LS("problem", problem), PD_LS("template", j->template_name),
+	       PD_LS("status", j->ran ? pd_status_name(j->run_r.status)
+			       : j->compiled ? pd_status_name(j->compile_r.status) : "XX"),
+	       PD_LS("failure_class", pd_failure_name(j->failure)));
 	j->done(j, j->done_arg);
 }
 

@@ -10,6 +10,7 @@
 
 #include "paddock.h"
 #include "pool.h"
+#include "log.h"
 
 #include <jansson.h>
 #include <string.h>
@@ -137,9 +138,6 @@ json_t *pd_job_to_json(const pd_job *j);
 json_t *pd_job_to_run_code(const pd_job *j);
 /* Piston response. */
 json_t *pd_job_to_piston(const pd_job *j);
-/* A C text as a JSON string: bytes that are not UTF-8 (a client's string cut by snprintf, jansson's
- * own error texts) become U+FFFD, where json_string() would refuse the whole text. */
-json_t *pd_json_text(const char *s);
 /* A refusal's text for the client: e->msg without the ": Invalid argument" pd_fail appended (the
  * field and the reason are what a client needs). Only at the end: a client's text quoted in the
  * message may hold those words too, and cutting there could leave nothing. */
@@ -291,10 +289,5 @@ const char *pd_server_address(const pd_server *s);
 /* Graceful: stop accepting, finish running and queued work, answer it, close. */
 void pd_server_stop(pd_server *s);
 
-/* Whether pd_log writes (default yes; the batch runner turns it off unless asked). */
-void pd_log_enable(bool on);
-/* Structured log line to stderr: {"ts":..., "level":..., "msg":..., <fields>} */
-void pd_log(const char *level, const char *msg, const char *fields_fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 #endif
