@@ -395,40 +395,6 @@ static sess_entry *find_session(pd_server *s, const char *id)
 	return NULL;
 }
 
-json_t *pd_session_result_json(const pd_result *x)
-{
-	json_t *o = json_object();
-	json_object_set_new(o, "sandbox_id", json_string(x->sandbox_id));
-	json_object_set_new(o, "status", json_string(pd_status_name(x->status)));
-	json_object_set_new(o, "exit_code", json_integer(x->exit_code));
-	json_object_set_new(o, "signal", json_integer(x->signal));
-	json_object_set_new(o, "error", pd_json_text(x->error));
-	json_object_set_new(o, "wall_ms", json_integer((json_int_t)x->wall_ms));
-	json_object_set_new(o, "cpu_ms", json_integer((json_int_t)x->cpu_ms));
-	json_object_set_new(o, "memory_peak_bytes", json_integer((json_int_t)x->memory_peak_bytes));
-	char *h = NULL;
-	size_t hl = 0;
-	FILE *f = open_memstream(&h, &hl);
-	if (f) {
-		fwrite(x->out.head ? x->out.head : "", 1, x->out.head_len, f);
-		if (x->out.truncated && x->out.tail_len)
-			fprintf(f, "\n[... %llu bytes omitted ...]\n",
-				(unsigned long long)(x->out.total - x->out.head_len - x->out.tail_len));
-		fwrite(x->out.tail ? x->out.tail : "", 1, x->out.tail_len, f);
-		fclose(f);
-	}
-	json_t *js = h ? json_stringn(h, hl) : NULL;
-	json_object_set_new(o, "stdout", js ? js : json_string("(output is not UTF-8: fetch it raw)"));
-	free(h);
-	json_t *je = json_stringn(x->err.head ? x->err.head : "", x->err.head_len);
-	json_object_set_new(o, "stderr", je ? je : json_string("(output is not UTF-8: fetch it raw)"));
-	json_object_set_new(o, "stdout_bytes", json_integer((json_int_t)x->out.total));
-	json_object_set_new(o, "stderr_bytes", json_integer((json_int_t)x->err.total));
-	json_object_set_new(o, "stdout_truncated", json_boolean(x->out.truncated));
-	json_object_set_new(o, "stderr_truncated", json_boolean(x->err.truncated));
-	return o;
-}
-
 static void session_exec(req *r, sess_entry *se)
 {
 	pd_session_exec_req q;
@@ -443,7 +409,12 @@ static void session_exec(req *r, sess_entry *se)
 		set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 400, "%s", e.msg);
 		goto out;
 	}
-	json_t *o = pd_session_result_json(&res);
+	json_t *o = pd_result_json(&res, true);
+	if (!o) {
+		pd_result_free(&res);
+		set_error(r, 500, "out of memory for the result");
+		goto out;
+	}
 	json_object_set_new(o, "session_id", json_string(se->id));
 	/* without a client id, the exec is recorded as "#<n>": say which, for /output */
 	char auto_id[32];

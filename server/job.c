@@ -966,50 +966,19 @@ void pd_job_execute(pd_pools *pools, pd_job *j, unsigned max_retries)
 
 /* ---- responses ------------------------------------------------------------------------------- */
 
-static json_t *output_json(const pd_output *o)
+/* The record's stdout or stderr text (pd_result_json renders both): SandboxFusion and Piston answer
+ * with the same text as /v1/runs. */
+static json_t *record_text(json_t *rec, const char *stream)
 {
-	size_t n = o->head_len + o->tail_len;
-	char *buf = malloc(n + 64);
-	if (!buf)
-		return json_string("");
-	memcpy(buf, o->head ? o->head : "", o->head_len);
-	size_t k = o->head_len;
-	if (o->truncated && o->tail_len)
-		k += (size_t)snprintf(buf + k, 64, "\n[... %llu bytes omitted ...]\n",
-				      (unsigned long long)(o->total - o->head_len - o->tail_len));
-	memcpy(buf + k, o->tail ? o->tail : "", o->tail_len);
-	k += o->tail_len;
-	json_t *s = pd_json_bytes(buf, k);
-	free(buf);
-	return s;
+	json_t *t = json_object_get(rec, stream);
+	return t ? json_incref(t) : json_string("");
 }
 
-static json_t *result_json(const pd_result *r)
+/* The record of a step, or null when it did not run (or there was no memory for it). */
+static json_t *step_json(bool done, const pd_result *r)
 {
-	json_t *o = json_object();
-	json_object_set_new(o, "sandbox_id", json_string(r->sandbox_id));
-	json_object_set_new(o, "status", json_string(pd_status_name(r->status)));
-	json_object_set_new(o, "exit_code", json_integer(r->exit_code));
-	json_object_set_new(o, "signal", json_integer(r->signal));
-	json_object_set_new(o, "error", pd_json_text(r->error));
-	json_object_set_new(o, "wall_ms", json_integer((json_int_t)r->wall_ms));
-	json_object_set_new(o, "cpu_ms", json_integer((json_int_t)r->cpu_ms));
-	json_object_set_new(o, "cpu_user_ms", json_integer((json_int_t)r->cpu_user_ms));
-	json_object_set_new(o, "cpu_sys_ms", json_integer((json_int_t)r->cpu_sys_ms));
-	json_object_set_new(o, "memory_peak_bytes", json_integer((json_int_t)r->memory_peak_bytes));
-	json_object_set_new(o, "pids_peak", json_integer(r->pids_peak));
-	json_object_set_new(o, "oom_killed", json_boolean(r->oom_killed));
-	json_object_set_new(o, "stdout", output_json(&r->out));
-	json_object_set_new(o, "stderr", output_json(&r->err));
-	json_object_set_new(o, "stdout_bytes", json_integer((json_int_t)r->out.total));
-	json_object_set_new(o, "stderr_bytes", json_integer((json_int_t)r->err.total));
-	json_object_set_new(o, "stdout_truncated", json_boolean(r->out.truncated));
-	json_object_set_new(o, "stderr_truncated", json_boolean(r->err.truncated));
-	json_object_set_new(o, "exec_ms", json_real(r->exec_us / 1000.0));
-	json_object_set_new(o, "audit_file_events", json_integer((json_int_t)r->audit_files));
-	json_object_set_new(o, "audit_net_events", json_integer((json_int_t)r->audit_net));
-	json_object_set_new(o, "audit_denied", json_integer((json_int_t)r->audit_denied));
-	return o;
+	json_t *o = done ? pd_result_json(r, true) : NULL;
+	return o ? o : json_null();
 }
 
 json_t *pd_job_to_json(const pd_job *j)
@@ -1051,8 +1020,8 @@ json_t *pd_job_to_json(const pd_job *j)
 					      ? "fail"
 					      : r ? "pass" : "not_judged"));
 	json_object_set_new(o, "verdict", verdict);
-	json_object_set_new(o, "compile", j->compiled ? result_json(&j->compile_r) : json_null());
-	json_object_set_new(o, "run", j->ran ? result_json(&j->run_r) : json_null());
+	json_object_set_new(o, "compile", step_json(j->compiled, &j->compile_r));
+	json_object_set_new(o, "run", step_json(j->ran, &j->run_r));
 	json_t *files = json_object();
 	for (size_t i = 0; i < j->nfetched; i++) {
 		char *b = j->fetched[i].data ? pd_b64_encode(j->fetched[i].data, j->fetched[i].len) : NULL;
@@ -1073,8 +1042,10 @@ static json_t *fusion_result(const pd_result *r)
 	json_object_set_new(o, "return_code",
 			    r->status == PD_TO || r->status == PD_XX || r->signal ? json_null()
 										: json_integer(r->exit_code));
-	json_object_set_new(o, "stdout", output_json(&r->out));
-	json_object_set_new(o, "stderr", output_json(&r->err));
+	json_t *rec = pd_result_json(r, true);
+	json_object_set_new(o, "stdout", record_text(rec, "stdout"));
+	json_object_set_new(o, "stderr", record_text(rec, "stderr"));
+	json_decref(rec);
 	return o;
 }
 
@@ -1125,7 +1096,9 @@ static const char *signame(int sig)
 static json_t *piston_stage(const pd_result *r)
 {
 	json_t *o = json_object();
-	json_t *out = output_json(&r->out), *err = output_json(&r->err);
+	json_t *rec = pd_result_json(r, true);
+	json_t *out = record_text(rec, "stdout"), *err = record_text(rec, "stderr");
+	json_decref(rec);
 	size_t lo = json_string_length(out), le = json_string_length(err);
 	char *both = malloc(lo + le + 1);
 	if (both) {

@@ -226,8 +226,6 @@ typedef struct pd_session_exec_req {
 int pd_session_exec_parse(const char *body, size_t len, pd_session_exec_req *q, pd_err *e);
 void pd_session_exec_req_free(pd_session_exec_req *q);
 
-/* The JSON of a session exec's result (http.c). */
-json_t *pd_session_result_json(const pd_result *x);
 
 /* ---- scheduler ------------------------------------------------------------------------------- */
 
