@@ -1,6 +1,6 @@
 /* Fuzzes the request files of `paddock batch` and `paddock run` (cli/jsonl.c): the input is a
  * whole JSONL file. It is read with cli_jsonl_next as both commands read it; each request line
- * goes through cli_batch_parse (batch) and, on a copy, cli_run_job (run, which reuses server/job.c's
+ * goes through cli_batch_parse (batch) and, on a copy, cli_run_job (run, which reuses server/api/
  * native and run_code parsers); every line that cannot run gets the result line the command writes.
  *
  * Beyond "no crash, no leak, no undefined behaviour" (float-cast-overflow included):

@@ -113,7 +113,7 @@ static inline char *fz_cstr(const uint8_t *data, size_t size)
 /* ---- request parsers ------------------------------------------------------------------------- */
 
 /* A refused request: the server answers 400 with e.msg (minus ": Invalid argument") as a JSON
- * string (http.c set_error), paddock run writes it in a result line. The message must say
+ * string (server/http/http.c, http_set_error), paddock run writes it in a result line. The message must say
  * something, and be UTF-8: a renderer using json_string() would drop it (the client got "{}" with
  * no reason), and pd_json_text() shows the half character as U+FFFD. */
 static inline void fz_check_refusal(const pd_err *e)

@@ -15,7 +15,7 @@
 #include <jansson.h>
 #include <string.h>
 
-/* ---- failure classes (DESIGN.md §4) ---------------------------------------------------------- */
+/* ---- failure classes ------------------------------------------------------------------------- */
 
 typedef enum pd_failure {
 	PD_F_NONE = 0,
@@ -34,7 +34,7 @@ typedef enum pd_failure {
 
 const char *pd_failure_name(pd_failure f);
 
-/* ---- languages ------------------------------------------------------------------------------- */
+/* ---- languages (server/languages.c; versions and Piston names: server/runtimes.c) ------------- */
 
 typedef struct pd_language {
 	const char *name;     /* as clients say it: python, cpp, nodejs... */
@@ -126,13 +126,16 @@ typedef struct pd_job {
 
 pd_job *pd_job_new(void);
 void pd_job_free(pd_job *j);
+/* The three run APIs, each a parser and an encoder in server/api/ (native.c, sandboxfusion.c,
+ * piston.c). */
 /* Parses a native run request; on error returns NULL and e names the field. */
 pd_job *pd_job_from_native(json_t *req, pd_err *e);
 /* Parses a SandboxFusion /run_code request. */
 pd_job *pd_job_from_run_code(json_t *req, pd_err *e);
 /* Parses a Piston /api/v2/execute request. */
 pd_job *pd_job_from_piston(json_t *req, pd_err *e);
-/* Native result record of a job (observation record, DESIGN.md §5). */
+/* The job's observation record (native API): ids, timings, failure class, verdict, the result
+ * records of its compile and run (pd_result_json), fetched files. */
 json_t *pd_job_to_json(const pd_job *j);
 /* SandboxFusion response. */
 json_t *pd_job_to_run_code(const pd_job *j);
@@ -185,8 +188,8 @@ void pd_metrics_http(pd_metrics *m, int status);
 char *pd_metrics_render(pd_metrics *m, const char *extra);
 
 /* ---- session requests (server/session_req.c) ------------------------------------------------- */
-/* The client's bytes of the session API, parsed apart from the HTTP plumbing (http.c calls these,
- * and so does the fuzzer). A refusal fills e (code EINVAL, a message naming the field, without
+/* The client's bytes of the session API, parsed apart from the HTTP plumbing (server/http/sessions.c
+ * calls these, and so does the fuzzer). A refusal fills e (code EINVAL, a message naming the field, without
  * strerror's suffix): the server answers 400 with it. */
 
 /* /v1/sessions/<id>[/<op>]: the session id and the operation ("" for none). Returns 0, or -1 when
@@ -262,7 +265,7 @@ void pd_sched_free(pd_sched *s);
 char *pd_sched_metrics(pd_sched *s);
 bool pd_sched_breaker_open(pd_sched *s);
 
-/* ---- the HTTP server ------------------------------------------------------------------------- */
+/* ---- the HTTP server (server/http/; http.h there lists its files) --------------------------- */
 
 typedef struct pd_server pd_server;
 

@@ -1,4 +1,4 @@
-/* The store: one SQLite row per finished job — its observation record (DESIGN.md §5) as columns
+/* The store: one SQLite row per finished job — its observation record (pd_job_to_json) as columns
  * for the questions operators ask, plus the whole record as JSON. WAL mode, so readers never
  * block the writers; a busy timeout, so concurrent workers queue instead of failing.
  *
