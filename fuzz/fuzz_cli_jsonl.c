@@ -161,8 +161,7 @@ static void run(json_t *j, int line)
 	FUZZ_CHECK(!json_object_get(c, "schema"), "schema left in the request");
 	if (!job) {
 		fz_check_refusal(&e);
-		pd_err shown = e; /* run strips strerror */
-		check_error_line(cli_run_refusal(line, e.msg), line, NULL, pd_refusal_text(&shown), "run refusal");
+		check_error_line(cli_run_refusal(line, e.msg), line, NULL, e.msg, "run refusal");
 	} else {
 		fz_check_job(job, c, t0, 1);
 		fz_render_job(job, NULL, NULL, NULL);

@@ -141,17 +141,11 @@ json_t *pd_job_to_json(const pd_job *j);
 json_t *pd_job_to_run_code(const pd_job *j);
 /* Piston response. */
 json_t *pd_job_to_piston(const pd_job *j);
-/* A refusal's text for the client: e->msg without the ": Invalid argument" pd_fail appended (the
- * field and the reason are what a client needs). Only at the end: a client's text quoted in the
- * message may hold those words too, and cutting there could leave nothing. */
-static inline const char *pd_refusal_text(pd_err *e)
-{
-	static const char suffix[] = ": Invalid argument";
-	size_t n = strnlen(e->msg, sizeof e->msg), sl = sizeof suffix - 1;
-	if (n >= sl && n < sizeof e->msg && !memcmp(e->msg + n - sl, suffix, sl))
-		e->msg[n - sl] = 0;
-	return e->msg;
-}
+/* A refusal of a client's request: e gets code EINVAL and the message alone (the field and the
+ * reason are what a client needs, not strerror's "Invalid argument"), cut at a character boundary.
+ * Returns -1. The API parsers (server/api/) and the session parsers (session_req.c) refuse with it;
+ * the server answers 400 with e->msg as it is. */
+int pd_refuse(pd_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Runs a job's attempts (retrying infrastructure failures) in sandboxes from the pools. */
 void pd_job_execute(pd_pools *pools, pd_job *j, unsigned max_retries);

@@ -4,9 +4,26 @@
 #include "api.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+int pd_refuse(pd_err *e, const char *fmt, ...)
+{
+	/* formatted here, cut (at a character boundary) and filed by pd_fail without a cause, so no
+	 * strerror text is appended that the edge would have to take off again */
+	char msg[sizeof ((pd_err *)0)->msg + 1];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	pd_fail(e, 0, "%s", msg);
+	if (e)
+		e->code = EINVAL;
+	errno = EINVAL;
+	return -1;
+}
 
 void api_free_vec(char **v)
 {
@@ -85,7 +102,7 @@ void api_field_name(char *out, size_t size, const char *name, const char *key)
 int api_check_path(const char *field, const char *p, pd_err *e)
 {
 	if (!*p || strlen(p) > 1024)
-		return pd_fail(e, EINVAL, "%s: path must have 1 to 1024 characters", field);
+		return pd_refuse(e, "%s: path must have 1 to 1024 characters", field);
 	return 0;
 }
 
@@ -94,7 +111,7 @@ int api_set_language(pd_job *j, const char *lang, const char *code, size_t code_
 {
 	const pd_language *l = pd_language_find(lang);
 	if (!l)
-		return pd_fail(e, EINVAL, "language: '%s' is not a language paddock knows", lang);
+		return pd_refuse(e, "language: '%s' is not a language paddock knows", lang);
 	snprintf(j->language, sizeof j->language, "%s", l->name);
 	snprintf(j->template_name, sizeof j->template_name, "%s", l->template);
 	if (code && api_add_file(j, l->source, code, code_len) < 0)
@@ -114,7 +131,7 @@ int api_parse_stdin(pd_job *j, json_t *in, pd_err *e)
 	if (!in || json_is_null(in))
 		return 0;
 	if (!json_is_string(in))
-		return pd_fail(e, EINVAL, "stdin: must be a string");
+		return pd_refuse(e, "stdin: must be a string");
 	j->run.stdin_len = json_string_length(in);
 	j->run.stdin_data = malloc(j->run.stdin_len + 1);
 	if (!j->run.stdin_data)
@@ -129,7 +146,7 @@ int api_parse_b64_files(pd_job *j, json_t *files, const char *name, bool null_ok
 	if (!files || (null_ok && json_is_null(files)))
 		return 0;
 	if (!json_is_object(files))
-		return pd_fail(e, EINVAL, "%s: must be an object of path: base64", name);
+		return pd_refuse(e, "%s: must be an object of path: base64", name);
 	const char *k;
 	json_t *v;
 	json_object_foreach(files, k, v) {
@@ -142,7 +159,7 @@ int api_parse_b64_files(pd_job *j, json_t *files, const char *name, bool null_ok
 		if (api_check_path(field, k, e) < 0)
 			return -1;
 		if (!json_is_string(v) || pd_b64_decode(json_string_value(v), &data, &len) < 0)
-			return pd_fail(e, EINVAL, "%s: must be base64", field);
+			return pd_refuse(e, "%s: must be base64", field);
 		int rc = api_add_file(j, k, data, len);
 		free(data);
 		if (rc < 0)
@@ -157,7 +174,7 @@ int api_parse_fetch(pd_job *j, json_t *fetch, pd_err *e)
 	if (!fetch || json_is_null(fetch))
 		return 0;
 	if (!json_is_array(fetch) || json_array_size(fetch) > 64)
-		return pd_fail(e, EINVAL, "fetch_files: must be a list of at most 64 paths");
+		return pd_refuse(e, "fetch_files: must be a list of at most 64 paths");
 	j->fetch = calloc(json_array_size(fetch) + 1, sizeof *j->fetch);
 	if (!j->fetch)
 		return pd_fail(e, ENOMEM, "fetch_files");
@@ -165,7 +182,7 @@ int api_parse_fetch(pd_job *j, json_t *fetch, pd_err *e)
 	json_t *v;
 	json_array_foreach(fetch, i, v) {
 		if (!json_is_string(v))
-			return pd_fail(e, EINVAL, "fetch_files[%zu]: must be a string", i);
+			return pd_refuse(e, "fetch_files[%zu]: must be a string", i);
 		j->fetch[j->nfetch++] = strdup(json_string_value(v));
 	}
 	return 0;
@@ -177,7 +194,7 @@ int api_get_seconds(json_t *o, const char *key, const char *field, uint64_t *ms,
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 86400)
-		return pd_fail(e, EINVAL, "%s: must be a number of seconds from 0 to 86400", field);
+		return pd_refuse(e, "%s: must be a number of seconds from 0 to 86400", field);
 	*ms = (uint64_t)(json_number_value(v) * 1000.0 + 0.5);
 	return 0;
 }
@@ -185,7 +202,7 @@ int api_get_seconds(json_t *o, const char *key, const char *field, uint64_t *ms,
 char **api_str_array(json_t *a, const char *field, size_t max, pd_err *e)
 {
 	if (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > max) {
-		pd_fail(e, EINVAL, "%s: must be a list of 1 to %zu strings", field, max);
+		pd_refuse(e, "%s: must be a list of 1 to %zu strings", field, max);
 		return NULL;
 	}
 	char **v = calloc(json_array_size(a) + 1, sizeof *v);
@@ -194,7 +211,7 @@ char **api_str_array(json_t *a, const char *field, size_t max, pd_err *e)
 	json_array_foreach(a, i, x) {
 		if (!json_is_string(x)) {
 			api_free_vec(v);
-			pd_fail(e, EINVAL, "%s[%zu]: must be a string", field, i);
+			pd_refuse(e, "%s[%zu]: must be a string", field, i);
 			return NULL;
 		}
 		v[i] = strdup(json_string_value(x));
@@ -216,7 +233,7 @@ int api_common_ids(pd_job *j, json_t *req, pd_err *e)
 		if (!v || json_is_null(v))
 			continue;
 		if (!json_is_string(v) || json_string_length(v) >= ids[i].size)
-			return pd_fail(e, EINVAL, "%s: must be a string of at most %zu characters", ids[i].key,
+			return pd_refuse(e, "%s: must be a string of at most %zu characters", ids[i].key,
 				       ids[i].size - 1);
 		snprintf((char *)j + ids[i].off, ids[i].size, "%s", json_string_value(v));
 	}
@@ -230,14 +247,13 @@ int api_common_ids(pd_job *j, json_t *req, pd_err *e)
 		else if (ps && !strcmp(ps, "low"))
 			j->priority = PD_PRIO_LOW;
 		else
-			return pd_fail(e, EINVAL, "priority: must be high, normal or low");
+			return pd_refuse(e, "priority: must be high, normal or low");
 	}
 	json_t *d = json_object_get(req, "deadline_ms");
 	if (d && !json_is_null(d)) {
 		/* bounded: pd_now_us() + 2^62 ms * 1000 would wrap into a deadline already past */
 		if (!json_is_integer(d) || json_integer_value(d) <= 0 || json_integer_value(d) > 31536000000LL)
-			return pd_fail(e, EINVAL,
-				       "deadline_ms: must be a positive whole number of milliseconds, at most a year");
+			return pd_refuse(e, "deadline_ms: must be a positive whole number of milliseconds, at most a year");
 		j->deadline_us = pd_now_us() + (uint64_t)json_integer_value(d) * 1000;
 	}
 	return 0;

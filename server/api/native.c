@@ -18,7 +18,7 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 		"cwd",      "fetch_files", "priority", "deadline_ms", "task_id", "problem_id",
 		"problem_version", NULL};
 	if (!json_is_object(req)) {
-		pd_fail(e, EINVAL, "request: must be a JSON object");
+		pd_refuse(e, "request: must be a JSON object");
 		return NULL;
 	}
 	const char *k;
@@ -28,7 +28,7 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 		for (int i = 0; known[i]; i++)
 			ok |= !strcmp(k, known[i]);
 		if (!ok) {
-			pd_fail(e, EINVAL, "%s: unknown field", k);
+			pd_refuse(e, "%s: unknown field", k);
 			return NULL;
 		}
 	}
@@ -40,29 +40,29 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 	json_t *lang = json_object_get(req, "language"), *code = json_object_get(req, "code"),
 	       *args = json_object_get(req, "args");
 	if (args && !json_is_array(args)) {
-		pd_fail(e, EINVAL, "args: must be a list of strings");
+		pd_refuse(e, "args: must be a list of strings");
 		goto fail;
 	}
 	if (code && !json_is_string(code)) {
-		pd_fail(e, EINVAL, "code: must be a string");
+		pd_refuse(e, "code: must be a string");
 		goto fail;
 	}
 	if (lang) {
 		if (!json_is_string(lang)) {
-			pd_fail(e, EINVAL, "language: must be a string");
+			pd_refuse(e, "language: must be a string");
 			goto fail;
 		}
 		if (api_set_language(j, json_string_value(lang), code ? json_string_value(code) : NULL,
 				 code ? json_string_length(code) : 0, args, e) < 0)
 			goto fail;
 	} else if (code) {
-		pd_fail(e, EINVAL, "code: needs a language");
+		pd_refuse(e, "code: needs a language");
 		goto fail;
 	}
 	json_t *tpl = json_object_get(req, "template");
 	if (tpl) {
 		if (!json_is_string(tpl) || json_string_length(tpl) >= sizeof j->template_name) {
-			pd_fail(e, EINVAL, "template: must be a template name");
+			pd_refuse(e, "template: must be a template name");
 			goto fail;
 		}
 		snprintf(j->template_name, sizeof j->template_name, "%s", json_string_value(tpl));
@@ -71,7 +71,7 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 		snprintf(j->template_name, sizeof j->template_name, "bash");
 	json_t *cmd = json_object_get(req, "cmd"), *shell = json_object_get(req, "shell");
 	if (cmd && shell) {
-		pd_fail(e, EINVAL, "cmd: give cmd or shell, not both");
+		pd_refuse(e, "cmd: give cmd or shell, not both");
 		goto fail;
 	}
 	if (cmd || shell) {
@@ -83,7 +83,7 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 		for (size_t i = 0; cmd && args && i < json_array_size(args); i++)
 			if (!json_is_string(json_array_get(args, i))) {
 				api_free_vec(base);
-				pd_fail(e, EINVAL, "args[%zu]: must be a string", i);
+				pd_refuse(e, "args[%zu]: must be a string", i);
 				goto fail;
 			}
 		/* args follow the command, as they follow a language's program */
@@ -97,7 +97,7 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 		}
 		if (shell) {
 			if (!json_is_string(shell)) {
-				pd_fail(e, EINVAL, "shell: must be a string");
+				pd_refuse(e, "shell: must be a string");
 				goto fail;
 			}
 			j->run.argv = api_sh_argv(json_string_value(shell), args);
@@ -111,13 +111,13 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 			goto fail;
 	}
 	if (!j->run.argv) {
-		pd_fail(e, EINVAL, "cmd: give cmd, shell, or a language with code");
+		pd_refuse(e, "cmd: give cmd, shell, or a language with code");
 		goto fail;
 	}
 	json_t *files = json_object_get(req, "files");
 	if (files) {
 		if (!json_is_object(files)) {
-			pd_fail(e, EINVAL, "files: must be an object of path: text");
+			pd_refuse(e, "files: must be an object of path: text");
 			goto fail;
 		}
 		json_object_foreach(files, k, v) {
@@ -126,7 +126,7 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 			if (api_check_path(field, k, e) < 0)
 				goto fail;
 			if (!json_is_string(v)) {
-				pd_fail(e, EINVAL, "%s: must be a string", field);
+				pd_refuse(e, "%s: must be a string", field);
 				goto fail;
 			}
 			if (api_add_file(j, k, json_string_value(v), json_string_length(v)) < 0) {
@@ -142,13 +142,13 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 	json_t *lim = json_object_get(req, "limits");
 	if (lim) {
 		if (!json_is_object(lim)) {
-			pd_fail(e, EINVAL, "limits: must be an object");
+			pd_refuse(e, "limits: must be an object");
 			goto fail;
 		}
 		json_object_foreach(lim, k, v) {
 			if (strcmp(k, "wall_time") && strcmp(k, "cpu_time") && strcmp(k, "memory") &&
 			    strcmp(k, "compile_wall_time")) {
-				pd_fail(e, EINVAL, "limits.%s: unknown field (wall_time, cpu_time, memory, "
+				pd_refuse(e, "limits.%s: unknown field (wall_time, cpu_time, memory, "
 						   "compile_wall_time)", k);
 				goto fail;
 			}
@@ -163,12 +163,12 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 			if ((json_is_integer(mem) && json_integer_value(mem) > 0 && (b = (uint64_t)json_integer_value(mem))) ||
 			    (json_is_string(mem) && pd_parse_size(json_string_value(mem), &b) == 0 && b)) {
 				if (b < (4u << 20)) {
-					pd_fail(e, EINVAL, "limits.memory: at least 4M");
+					pd_refuse(e, "limits.memory: at least 4M");
 					goto fail;
 				}
 				j->memory_bytes = b;
 			} else {
-				pd_fail(e, EINVAL, "limits.memory: must be bytes or a size like \"256M\"");
+				pd_refuse(e, "limits.memory: must be bytes or a size like \"256M\"");
 				goto fail;
 			}
 		}
@@ -176,14 +176,14 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 	json_t *env = json_object_get(req, "env");
 	if (env) {
 		if (!json_is_object(env) || json_object_size(env) > 256) {
-			pd_fail(e, EINVAL, "env: must be an object of at most 256 strings");
+			pd_refuse(e, "env: must be an object of at most 256 strings");
 			goto fail;
 		}
 		j->env = calloc(json_object_size(env) + 5, sizeof *j->env);
 		size_t i = 0;
 		json_object_foreach(env, k, v) {
 			if (!json_is_string(v) || !*k || strchr(k, '=')) {
-				pd_fail(e, EINVAL, "env.%s: must be a string, the name without '='", k);
+				pd_refuse(e, "env.%s: must be a string, the name without '='", k);
 				goto fail;
 			}
 			if (asprintf(&j->env[i++], "%s=%s", k, json_string_value(v)) < 0) {
@@ -195,7 +195,7 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 	json_t *cwd = json_object_get(req, "cwd");
 	if (cwd) {
 		if (!json_is_string(cwd) || json_string_value(cwd)[0] != '/') {
-			pd_fail(e, EINVAL, "cwd: must be an absolute path");
+			pd_refuse(e, "cwd: must be an absolute path");
 			goto fail;
 		}
 		free(j->cwd);

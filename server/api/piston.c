@@ -13,33 +13,33 @@
 pd_job *pd_job_from_piston(json_t *req, pd_err *e)
 {
 	if (!json_is_object(req)) {
-		pd_fail(e, EINVAL, "request: must be a JSON object");
+		pd_refuse(e, "request: must be a JSON object");
 		return NULL;
 	}
 	json_t *lang = json_object_get(req, "language"), *files = json_object_get(req, "files"),
 	       *ver = json_object_get(req, "version");
 	if (!lang || !json_is_string(lang)) {
-		pd_fail(e, EINVAL, "language: required, a string");
+		pd_refuse(e, "language: required, a string");
 		return NULL;
 	}
 	/* Piston requires the version: a node-semver range ("*", "3.11", "^3", ">=3.10 <4") */
 	if (!ver || !json_is_string(ver) || !json_string_length(ver)) {
-		pd_fail(e, EINVAL, "version: required, a string (a version range such as \"*\" or \"3.11\")");
+		pd_refuse(e, "version: required, a string (a version range such as \"*\" or \"3.11\")");
 		return NULL;
 	}
 	const pd_runtime *rt = pd_piston_match(json_string_value(lang), json_string_value(ver));
 	if (!rt) {
 		/* Piston's own words, which clients may show as they are */
-		pd_fail(e, EINVAL, "%s-%s runtime is unknown", json_string_value(lang), json_string_value(ver));
+		pd_refuse(e, "%s-%s runtime is unknown", json_string_value(lang), json_string_value(ver));
 		return NULL;
 	}
 	if (!files || !json_is_array(files) || json_array_size(files) == 0) {
-		pd_fail(e, EINVAL, "files: required, a list of at least one file");
+		pd_refuse(e, "files: required, a list of at least one file");
 		return NULL;
 	}
 	json_t *args = json_object_get(req, "args");
 	if (args && !json_is_array(args)) {
-		pd_fail(e, EINVAL, "args: must be a list of strings");
+		pd_refuse(e, "args: must be a list of strings");
 		return NULL;
 	}
 	pd_job *j = pd_job_new();
@@ -53,7 +53,7 @@ pd_job *pd_job_from_piston(json_t *req, pd_err *e)
 		json_t *content = json_object_get(f, "content"), *name = json_object_get(f, "name"),
 		       *enc = json_object_get(f, "encoding");
 		if (!json_is_object(f) || !content || !json_is_string(content)) {
-			pd_fail(e, EINVAL, "files[%zu].content: required, a string", i);
+			pd_refuse(e, "files[%zu].content: required, a string", i);
 			goto fail;
 		}
 		const char *encs = enc && json_is_string(enc) ? json_string_value(enc) : "utf8";
@@ -61,7 +61,7 @@ pd_job *pd_job_from_piston(json_t *req, pd_err *e)
 		size_t len = 0;
 		if (!strcmp(encs, "base64")) {
 			if (pd_b64_decode(json_string_value(content), &data, &len) < 0) {
-				pd_fail(e, EINVAL, "files[%zu].content: not base64", i);
+				pd_refuse(e, "files[%zu].content: not base64", i);
 				goto fail;
 			}
 		} else if (!strcmp(encs, "utf8")) {
@@ -69,7 +69,7 @@ pd_job *pd_job_from_piston(json_t *req, pd_err *e)
 			data = malloc(len + 1);
 			memcpy(data, json_string_value(content), len + 1);
 		} else {
-			pd_fail(e, EINVAL, "files[%zu].encoding: must be utf8 or base64", i);
+			pd_refuse(e, "files[%zu].encoding: must be utf8 or base64", i);
 			goto fail;
 		}
 		if (i == 0) {
@@ -88,7 +88,7 @@ pd_job *pd_job_from_piston(json_t *req, pd_err *e)
 		}
 		if (strstr(nm, "..") || nm[0] == '/') {
 			free(data);
-			pd_fail(e, EINVAL, "files[%zu].name: must be a relative path without '..'", i);
+			pd_refuse(e, "files[%zu].name: must be a relative path without '..'", i);
 			goto fail;
 		}
 		int rc = api_add_file(j, nm, data, len);
@@ -114,7 +114,7 @@ pd_job *pd_job_from_piston(json_t *req, pd_err *e)
 			continue;
 		/* a double outside 0..2^64 does not convert to uint64_t (undefined): bound it first */
 		if (!json_is_number(v) || json_number_value(v) > 86400000) {
-			pd_fail(e, EINVAL, "%s: must be milliseconds, at most 86400000", t[k].key);
+			pd_refuse(e, "%s: must be milliseconds, at most 86400000", t[k].key);
 			goto fail;
 		}
 		if (json_number_value(v) < 0)
@@ -124,7 +124,7 @@ pd_job *pd_job_from_piston(json_t *req, pd_err *e)
 	json_t *mem = json_object_get(req, "run_memory_limit");
 	if (mem && json_is_integer(mem) && json_integer_value(mem) > 0) {
 		if (json_integer_value(mem) < (4 << 20)) {
-			pd_fail(e, EINVAL, "run_memory_limit: at least 4194304 bytes");
+			pd_refuse(e, "run_memory_limit: at least 4194304 bytes");
 			goto fail;
 		}
 		j->memory_bytes = (uint64_t)json_integer_value(mem);

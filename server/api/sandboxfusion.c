@@ -12,21 +12,21 @@
 pd_job *pd_job_from_run_code(json_t *req, pd_err *e)
 {
 	if (!json_is_object(req)) {
-		pd_fail(e, EINVAL, "request: must be a JSON object");
+		pd_refuse(e, "request: must be a JSON object");
 		return NULL;
 	}
 	json_t *code = json_object_get(req, "code"), *lang = json_object_get(req, "language");
 	if (!code || !json_is_string(code)) {
-		pd_fail(e, EINVAL, "code: required, a string");
+		pd_refuse(e, "code: required, a string");
 		return NULL;
 	}
 	if (!lang || !json_is_string(lang)) {
-		pd_fail(e, EINVAL, "language: required, a string");
+		pd_refuse(e, "language: required, a string");
 		return NULL;
 	}
 	json_t *args = json_object_get(req, "args");
 	if (args && !json_is_null(args) && !json_is_array(args)) {
-		pd_fail(e, EINVAL, "args: must be a list of strings");
+		pd_refuse(e, "args: must be a list of strings");
 		return NULL;
 	}
 	pd_job *j = pd_job_new();
@@ -46,13 +46,13 @@ pd_job *pd_job_from_run_code(json_t *req, pd_err *e)
 	json_t *mem = json_object_get(req, "memory_limit_MB");
 	if (mem && !json_is_null(mem)) {
 		if (!json_is_number(mem)) {
-			pd_fail(e, EINVAL, "memory_limit_MB: must be a number");
+			pd_refuse(e, "memory_limit_MB: must be a number");
 			goto fail;
 		}
 		double mb = json_number_value(mem);
 		if (mb > 0) {
 			if (mb < 4 || mb > 16777216) {
-				pd_fail(e, EINVAL, "memory_limit_MB: from 4 to 16777216 (16 TiB)");
+				pd_refuse(e, "memory_limit_MB: from 4 to 16777216 (16 TiB)");
 				goto fail;
 			}
 			j->memory_bytes = (uint64_t)(mb * 1048576.0);

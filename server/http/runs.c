@@ -79,7 +79,7 @@ void runs_submit(req *r, kind k)
 				    : pd_job_from_native(body, &e);
 	json_decref(body);
 	if (!j) {
-		http_set_error(r, 400, "%s", pd_refusal_text(&e));
+		http_set_error(r, 400, "%s", e.msg);
 		return;
 	}
 	if (!j->task_id[0]) {
