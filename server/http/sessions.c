@@ -1,6 +1,7 @@
-/* The session endpoints (/v1/sessions...): create, list, get, delete on the event thread when they
- * are quick (list, get, delete of an idle session), every other operation (create, which may build
- * a sandbox; exec; files; tar; output) on a thread of its own, at most MAX_SESSION_OPS at once
+/* The session endpoints (/v1/sessions...): list, get and delete run on the event thread (a delete
+ * of an idle session closes it there: pd_session_close hands its sandbox back to the pool); every
+ * other operation (create, which may build a sandbox; exec; files; stat; tar; output) on a thread of
+ * its own, at most MAX_SESSION_OPS at once
  * (503 beyond), with the connection suspended until it answers. The client's bytes are parsed by
  * server/session_req.c; the sessions themselves are pool/'s (pd_session_*).
  *
@@ -330,7 +331,7 @@ static void session_create(req *r)
 		http_set_error(r, 503, "%s", why);
 		return;
 	}
-	/* the acquire may create a sandbox on the spot: a few ms on the event thread, bounded */
+	/* the acquire may create a sandbox on the spot: this runs on the operation's own thread */
 	pd_session *ss = pd_session_open(s->pools, q.template_name, &q.o, &e);
 	pd_session_create_req_free(&q);
 	const char *tpl = q.template_name;
