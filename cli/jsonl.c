@@ -173,12 +173,9 @@ pd_job *cli_run_job(json_t *o, bool *run_code, pd_err *e)
 
 char *cli_run_refusal(int line, const char *msg)
 {
-	pd_err e = {0};
-	snprintf(e.msg, sizeof e.msg, "%s", msg);
-	const char *m = pd_refusal_text(&e);
 	/* pd_json_text: the message may quote a client's text (a field name) */
 	json_t *o = json_pack("{s:i,s:s,s:s,s:o}", "line", line, "status", "XX", "failure_class", "internal_error",
-			      "error", pd_json_text(m));
+			      "error", pd_json_text(msg));
 	char *text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return text;

@@ -245,9 +245,9 @@ int cmd_serve(int argc, char **argv)
 	fprintf(stderr, "paddock: serving on %s\n", pd_server_address(s));
 	while (!stop_signal)
 		pause();
-	pd_log("info", "stopping", "\"signal\":%d", (int)stop_signal);
+	pd_log("info", "stopping", PD_LI("signal", stop_signal));
 	pd_server_stop(s);
-	pd_log("info", "stopped", NULL);
+	pd_log("info", "stopped");
 	free(token);
 	return 0;
 }

@@ -1,6 +1,6 @@
 /* Fuzzes the request files of `paddock batch` and `paddock run` (cli/jsonl.c): the input is a
  * whole JSONL file. It is read with cli_jsonl_next as both commands read it; each request line
- * goes through cli_batch_parse (batch) and, on a copy, cli_run_job (run, which reuses server/job.c's
+ * goes through cli_batch_parse (batch) and, on a copy, cli_run_job (run, which reuses server/api/
  * native and run_code parsers); every line that cannot run gets the result line the command writes.
  *
  * Beyond "no crash, no leak, no undefined behaviour" (float-cast-overflow included):
@@ -161,8 +161,7 @@ static void run(json_t *j, int line)
 	FUZZ_CHECK(!json_object_get(c, "schema"), "schema left in the request");
 	if (!job) {
 		fz_check_refusal(&e);
-		pd_err shown = e; /* run strips strerror */
-		check_error_line(cli_run_refusal(line, e.msg), line, NULL, pd_refusal_text(&shown), "run refusal");
+		check_error_line(cli_run_refusal(line, e.msg), line, NULL, e.msg, "run refusal");
 	} else {
 		fz_check_job(job, c, t0, 1);
 		fz_render_job(job, NULL, NULL, NULL);

@@ -1,4 +1,4 @@
-/* Fuzzes the bodies of the session API (server/session_req.c), as server/http.c parses them:
+/* Fuzzes the bodies of the session API (server/session_req.c), as server/http/sessions.c parses them:
  * pd_session_create_parse (POST /v1/sessions) and pd_session_exec_parse (POST
  * /v1/sessions/<id>/exec). The first byte chooses: even = create, odd = exec; the rest is the body.
  *

@@ -2,7 +2,7 @@
  * the target as a client sends it, "/v1/sessions/<id>/<op>?path=...&dir=...". It goes through what
  * libmicrohttpd 0.9.75 does before paddock sees it (the path and each argument %-decoded, '+' a
  * space in arguments, a key without '=' has no value, MHD_lookup_connection_value_n finds the first
- * argument of a key, compared without case) and then exactly through server/http.c: the path
+ * argument of a key, compared without case) and then exactly through server/http/ (http.c, sessions.c): the path
  * copied into the request's 512-byte url, pd_session_url, and pd_session_query_set for the five
  * keys on_request looks up.
  *

@@ -116,10 +116,22 @@ typedef struct pd_result {
 } pd_result;
 
 void pd_result_free(pd_result *r);
+struct json_t;
+/* The result record of r: the one rendering of a pd_result that every surface uses (the CLI's
+ * --json, batch lines, /v1/runs' compile and run, session execs, paddock run, the store; the
+ * SandboxFusion and Piston shapes take their fields from it). Without with_output, the stdout and
+ * stderr texts are left out (their byte counts stay). NULL when out of memory. */
+struct json_t *pd_result_json(const pd_result *r, bool with_output);
 /* Writes r as one line of JSON (the result record) to fd. Returns 0 or -1 with errno. */
 int pd_result_write_json(const pd_result *r, int fd, bool with_output);
 /* The same, with extra fields (a JSON fragment like "\"id\":\"x\"") written first. */
 int pd_result_write_json_with(const pd_result *r, int fd, bool with_output, const char *extra);
+
+/* n bytes as a JSON string: bytes that are not UTF-8 become U+FFFD one byte at a time, where
+ * jansson would refuse the whole text (program output, a client's string cut by snprintf). */
+struct json_t *pd_json_bytes(const char *s, size_t n);
+/* The same for a C string (error texts, which may quote a client's bytes). */
+struct json_t *pd_json_text(const char *s);
 
 /* ---- context --------------------------------------------------------------------------------- */
 

@@ -1,9 +1,14 @@
-/* The result record as one line of JSON. Field names are the observation record's (DESIGN.md §5)
- * where they overlap; output bytes are escaped so any program output yields valid JSON. */
+/* The result record: the one renderer of a pd_result, used by every surface (`paddock exec --json`,
+ * `paddock batch`, the daemon's /v1/runs, session execs, `paddock run`, the store; SandboxFusion's
+ * and Piston's shapes take their fields from it). It builds a jansson value rather than text so that
+ * the server can nest it in a job's record without parsing it back; libpaddock links jansson
+ * already (templates). Output bytes that are not UTF-8 become U+FFFD, so any program output yields
+ * valid JSON. */
 #define _GNU_SOURCE
 #include "internal.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,117 +16,93 @@
 #include <string.h>
 #include <unistd.h>
 
-typedef struct sbuf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-} sbuf;
-
-static void put(sbuf *b, const char *s, size_t n)
+/* A count as a JSON integer: jansson's integers are signed 64-bit, so a value past INT64_MAX (no
+ * real counter gets there: 9.2e18 bytes, or ms) is written as INT64_MAX rather than wrapped to a
+ * negative number. */
+static json_t *count(uint64_t v)
 {
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 1024;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		char *q = realloc(b->p, cap);
-		if (!q) {
-			b->oom = true;
-			return;
-		}
-		b->p = q;
-		b->cap = cap;
+	return json_integer(v > INT64_MAX ? INT64_MAX : (json_int_t)v);
+}
+
+/* Microseconds as milliseconds. */
+static json_t *ms(uint64_t us)
+{
+	return json_real((double)us / 1000.0);
+}
+
+/* A stream's text: head and tail join up exactly when nothing was dropped between them; else a
+ * marker says how much was. */
+static json_t *output_text(const pd_output *o)
+{
+	size_t n = o->head_len + o->tail_len;
+	char *buf = malloc(n + 64);
+	if (!buf)
+		return NULL;
+	memcpy(buf, o->head ? o->head : "", o->head_len);
+	size_t k = o->head_len;
+	if (o->truncated && o->tail_len)
+		k += (size_t)snprintf(buf + k, 64, "\n[... %" PRIu64 " bytes omitted ...]\n",
+				      o->total - o->head_len - o->tail_len);
+	memcpy(buf + k, o->tail ? o->tail : "", o->tail_len);
+	k += o->tail_len;
+	json_t *s = pd_json_bytes(buf, k);
+	free(buf);
+	return s;
+}
+
+/* Sets key to v; false (and v freed) when either failed: the caller reports ENOMEM. */
+static bool set(json_t *o, const char *key, json_t *v)
+{
+	return v && json_object_set_new(o, key, v) == 0;
+}
+
+static bool set_output(json_t *o, const char *name, const pd_output *out, bool with_output)
+{
+	char k[32];
+	snprintf(k, sizeof k, "%s_bytes", name);
+	bool good = set(o, k, count(out->total));
+	snprintf(k, sizeof k, "%s_truncated", name);
+	good &= set(o, k, json_boolean(out->truncated));
+	if (with_output)
+		good &= set(o, name, output_text(out));
+	return good;
+}
+
+json_t *pd_result_json(const pd_result *r, bool with_output)
+{
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	bool good = set(o, "sandbox_id", pd_json_text(r->sandbox_id)) &&
+		    set(o, "status", json_string(pd_status_name(r->status))) &&
+		    set(o, "exit_code", json_integer(r->exit_code)) && set(o, "signal", json_integer(r->signal)) &&
+		    set(o, "error", pd_json_text(r->error)) && set(o, "wall_ms", count(r->wall_ms)) &&
+		    set(o, "cpu_ms", count(r->cpu_ms)) && set(o, "cpu_user_ms", count(r->cpu_user_ms)) &&
+		    set(o, "cpu_sys_ms", count(r->cpu_sys_ms)) &&
+		    set(o, "memory_peak_bytes", count(r->memory_peak_bytes)) &&
+		    set(o, "pids_peak", count(r->pids_peak)) && set(o, "oom_killed", json_boolean(r->oom_killed)) &&
+		    set_output(o, "stdout", &r->out, with_output) && set_output(o, "stderr", &r->err, with_output) &&
+		    set(o, "setup_ms", ms(r->setup_us)) && set(o, "exec_ms", ms(r->exec_us)) &&
+		    set(o, "teardown_ms", ms(r->teardown_us)) &&
+		    set(o, "residue", pd_json_text(r->residue[0] ? r->residue : "unchecked")) &&
+		    set(o, "audit_file_events", count(r->audit_files)) &&
+		    set(o, "audit_net_events", count(r->audit_net)) && set(o, "audit_denied", count(r->audit_denied));
+	json_t *audit = good ? json_array() : NULL;
+	for (size_t i = 0; audit && good && i < r->audit_len; i++) {
+		const pd_audit_event *ev = &r->audit[i];
+		json_t *e = json_object();
+		good = e && set(e, "t_ms", ms(ev->t_us)) && set(e, "kind", pd_json_text(ev->kind)) &&
+		       set(e, "target", pd_json_text(ev->target)) && set(e, "denied", json_boolean(ev->denied)) &&
+		       set(e, "pid", json_integer(ev->pid));
+		good = good && json_array_append_new(audit, e) == 0;
+		if (!good)
+			json_decref(e);
 	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = 0;
-}
-
-static void putf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void putf(sbuf *b, const char *fmt, ...)
-{
-	char tmp[512];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
-/* JSON string of arbitrary bytes: UTF-8 passes, invalid bytes become U+FFFD. */
-static void put_str(sbuf *b, const char *s, size_t n)
-{
-	put(b, "\"", 1);
-	const unsigned char *u = (const unsigned char *)s;
-	for (size_t i = 0; i < n;) {
-		unsigned char ch = u[i];
-		if (ch == '"' || ch == '\\') {
-			char esc[2] = {'\\', (char)ch};
-			put(b, esc, 2);
-			i++;
-		} else if (ch < 0x20 || ch == 0x7f) {
-			const char *named = ch == '\n' ? "\\n" : ch == '\t' ? "\\t" : ch == '\r' ? "\\r" : NULL;
-			if (named)
-				put(b, named, 2);
-			else
-				putf(b, "\\u%04x", ch);
-			i++;
-		} else if (ch < 0x80) {
-			put(b, s + i, 1);
-			i++;
-		} else {
-			size_t len = ch >= 0xf5 ? 0 : ch >= 0xf0 ? 4 : ch >= 0xe0 ? 3 : ch >= 0xc2 ? 2 : 0;
-			bool ok = len && i + len <= n;
-			for (size_t k = 1; ok && k < len; k++)
-				ok = (u[i + k] & 0xc0) == 0x80;
-			if (ok && len == 3)
-				ok = !(ch == 0xe0 && u[i + 1] < 0xa0) && !(ch == 0xed && u[i + 1] >= 0xa0);
-			if (ok && len == 4)
-				ok = !(ch == 0xf0 && u[i + 1] < 0x90) && !(ch == 0xf4 && u[i + 1] >= 0x90);
-			if (ok) {
-				put(b, s + i, len);
-				i += len;
-			} else {
-				put(b, "\xef\xbf\xbd", 3);
-				i++;
-			}
-		}
+	if (!good || !set(o, "audit", audit)) {
+		json_decref(o);
+		return NULL;
 	}
-	put(b, "\"", 1);
-}
-
-static void put_cstr(sbuf *b, const char *s)
-{
-	put_str(b, s, strlen(s));
-}
-
-static void put_output(sbuf *b, const char *name, const pd_output *o, bool with_output)
-{
-	putf(b, ",\"%s_bytes\":%" PRIu64 ",\"%s_truncated\":%s", name, o->total, name,
-	     o->truncated ? "true" : "false");
-	if (!with_output)
-		return;
-	putf(b, ",\"%s\":", name);
-	if (!o->truncated || !o->tail_len) {
-		/* head and tail join up exactly when nothing was dropped between them */
-		sbuf t = {0};
-		put(&t, o->head ? o->head : "", o->head_len);
-		put(&t, o->tail ? o->tail : "", o->tail_len);
-		put_str(b, t.p ? t.p : "", t.len);
-		free(t.p);
-	} else {
-		char mark[96];
-		int n = snprintf(mark, sizeof mark, "\n[... %" PRIu64 " bytes omitted ...]\n",
-				 o->total - o->head_len - o->tail_len);
-		sbuf t = {0};
-		put(&t, o->head, o->head_len);
-		put(&t, mark, (size_t)n);
-		put(&t, o->tail, o->tail_len);
-		put_str(b, t.p ? t.p : "", t.len);
-		free(t.p);
-	}
+	return o;
 }
 
 int pd_result_write_json(const pd_result *r, int fd, bool with_output)
@@ -131,62 +112,83 @@ int pd_result_write_json(const pd_result *r, int fd, bool with_output)
 
 int pd_result_write_json_with(const pd_result *r, int fd, bool with_output, const char *extra)
 {
-	sbuf b = {0};
-	put(&b, "{", 1);
-	if (extra && *extra) {
-		put(&b, extra, strlen(extra));
-		put(&b, ",", 1);
+	json_t *rec = pd_result_json(r, with_output), *o = rec;
+	if (rec && extra && *extra) {
+		/* the extra fields come first, as a reader of a batch's lines sees them */
+		char *wrapped = NULL;
+		json_t *x = asprintf(&wrapped, "{%s}", extra) < 0 ? NULL : json_loads(wrapped, 0, NULL);
+		free(wrapped);
+		if (!x) {
+			json_decref(rec);
+			errno = EINVAL;
+			return -1;
+		}
+		json_object_update_missing(x, rec);
+		json_decref(rec);
+		o = x;
 	}
-	put(&b, "\"sandbox_id\":", 13);
-	put_cstr(&b, r->sandbox_id);
-	putf(&b, ",\"status\":\"%s\",\"exit_code\":%d,\"signal\":%d", pd_status_name(r->status),
-	     r->exit_code, r->signal);
-	put(&b, ",\"error\":", 9);
-	put_cstr(&b, r->error);
-	putf(&b,
-	     ",\"wall_ms\":%" PRIu64 ",\"cpu_ms\":%" PRIu64 ",\"cpu_user_ms\":%" PRIu64
-	     ",\"cpu_sys_ms\":%" PRIu64 ",\"memory_peak_bytes\":%" PRIu64 ",\"pids_peak\":%" PRIu32
-	     ",\"oom_killed\":%s",
-	     r->wall_ms, r->cpu_ms, r->cpu_user_ms, r->cpu_sys_ms, r->memory_peak_bytes, r->pids_peak,
-	     r->oom_killed ? "true" : "false");
-	put_output(&b, "stdout", &r->out, with_output);
-	put_output(&b, "stderr", &r->err, with_output);
-	/* milliseconds with three decimals from integers: %f would follow LC_NUMERIC (a comma) */
-	putf(&b, ",\"setup_ms\":%" PRIu64 ".%03" PRIu64 ",\"exec_ms\":%" PRIu64 ".%03" PRIu64
-		 ",\"teardown_ms\":%" PRIu64 ".%03" PRIu64,
-	     r->setup_us / 1000, r->setup_us % 1000, r->exec_us / 1000, r->exec_us % 1000,
-	     r->teardown_us / 1000, r->teardown_us % 1000);
-	put(&b, ",\"residue\":", 11);
-	put_cstr(&b, r->residue[0] ? r->residue : "unchecked");
-	putf(&b, ",\"audit_file_events\":%" PRIu64 ",\"audit_net_events\":%" PRIu64
-		 ",\"audit_denied\":%" PRIu64 ",\"audit\":[",
-	     r->audit_files, r->audit_net, r->audit_denied);
-	for (size_t i = 0; i < r->audit_len; i++) {
-		const pd_audit_event *ev = &r->audit[i];
-		putf(&b, "%s{\"t_ms\":%" PRIu64 ".%03" PRIu64 ",\"kind\":", i ? "," : "", ev->t_us / 1000,
-		     ev->t_us % 1000);
-		put_cstr(&b, ev->kind);
-		put(&b, ",\"target\":", 10);
-		put_cstr(&b, ev->target);
-		putf(&b, ",\"denied\":%s,\"pid\":%d}", ev->denied ? "true" : "false", ev->pid);
-	}
-	put(&b, "]}\n", 3);
-	if (b.oom) {
-		free(b.p);
+	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	if (!text) {
 		errno = ENOMEM;
 		return -1;
 	}
+	size_t len = strlen(text);
+	text[len] = '\n'; /* over the NUL: the length is known */
+	len++;
 	size_t off = 0;
-	while (off < b.len) {
-		ssize_t n = write(fd, b.p + off, b.len - off);
+	while (off < len) {
+		ssize_t n = write(fd, text + off, len - off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			free(b.p);
+			free(text);
 			return -1;
 		}
 		off += (size_t)n;
 	}
-	free(b.p);
+	free(text);
 	return 0;
+}
+
+/* ---- JSON strings of arbitrary bytes --------------------------------------------------------- */
+
+json_t *pd_json_bytes(const char *buf, size_t k)
+{
+	/* invalid UTF-8 becomes U+FFFD one byte at a time: jansson refuses anything else */
+	json_t *s = json_stringn(buf ? buf : "", buf ? k : 0);
+	if (!s) {
+		char *clean = malloc(k * 3 + 1);
+		size_t c = 0;
+		const unsigned char *u = (const unsigned char *)buf;
+		for (size_t i = 0; clean && i < k;) {
+			unsigned char ch = u[i];
+			size_t len = ch < 0x80 ? 1 : ch >= 0xf5 ? 0 : ch >= 0xf0 ? 4 : ch >= 0xe0 ? 3 : ch >= 0xc2 ? 2 : 0;
+			bool ok = len && i + len <= k;
+			for (size_t m = 1; ok && m < len; m++)
+				ok = (u[i + m] & 0xc0) == 0x80;
+			if (ok && len == 3)
+				ok = !(ch == 0xe0 && u[i + 1] < 0xa0) && !(ch == 0xed && u[i + 1] >= 0xa0);
+			if (ok && len == 4)
+				ok = !(ch == 0xf0 && u[i + 1] < 0x90) && !(ch == 0xf4 && u[i + 1] >= 0x90);
+			if (ok) {
+				memcpy(clean + c, u + i, len);
+				c += len;
+				i += len;
+			} else {
+				clean[c++] = (char)0xef;
+				clean[c++] = (char)0xbf;
+				clean[c++] = (char)0xbd;
+				i++;
+			}
+		}
+		s = clean ? json_stringn(clean, c) : NULL;
+		free(clean);
+	}
+	return s ? s : json_string("");
+}
+
+json_t *pd_json_text(const char *s)
+{
+	return pd_json_bytes(s ? s : "", s ? strlen(s) : 0);
 }

@@ -2,7 +2,7 @@
  *
  * Why: Debian's libmicrohttpd pulls in gnutls and about a dozen libraries; loading them and
  * running their constructors costs milliseconds at every process start, and `paddock exec`, which
- * never serves HTTP, paid it on each call. server/http.c includes this header after
+ * never serves HTTP, paid it on each call. server/http/http.h includes this header after
  * <microhttpd.h>: the MHD_* names it calls become calls through a table that pd_mhd_load() fills
  * with dlopen/dlsym. The prototypes are the library's own (__typeof__), so the compiler checks
  * every call as before. */

@@ -523,7 +523,7 @@ const char *pd_language_version(const pd_language *l)
 		return "0.0.0";
 	size_t i = (size_t)(l - all);
 	pthread_mutex_lock(&probe_mu);
-	/* only in the daemon's first moments: the probe is bounded (10 s) and usually ~0.5 s */
+	/* only in the daemon's first moments: the probe is bounded (10 s) */
 	while (probe_state == PROBE_RUNNING)
 		pthread_cond_wait(&probe_cv, &probe_mu);
 	const char *v = versions[i];

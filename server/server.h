@@ -10,11 +10,12 @@
 
 #include "paddock.h"
 #include "pool.h"
+#include "log.h"
 
 #include <jansson.h>
 #include <string.h>
 
-/* ---- failure classes (DESIGN.md §4) ---------------------------------------------------------- */
+/* ---- failure classes ------------------------------------------------------------------------- */
 
 typedef enum pd_failure {
 	PD_F_NONE = 0,
@@ -33,7 +34,7 @@ typedef enum pd_failure {
 
 const char *pd_failure_name(pd_failure f);
 
-/* ---- languages ------------------------------------------------------------------------------- */
+/* ---- languages (server/languages.c; versions and Piston names: server/runtimes.c) ------------- */
 
 typedef struct pd_language {
 	const char *name;     /* as clients say it: python, cpp, nodejs... */
@@ -125,32 +126,26 @@ typedef struct pd_job {
 
 pd_job *pd_job_new(void);
 void pd_job_free(pd_job *j);
+/* The three run APIs, each a parser and an encoder in server/api/ (native.c, sandboxfusion.c,
+ * piston.c). */
 /* Parses a native run request; on error returns NULL and e names the field. */
 pd_job *pd_job_from_native(json_t *req, pd_err *e);
 /* Parses a SandboxFusion /run_code request. */
 pd_job *pd_job_from_run_code(json_t *req, pd_err *e);
 /* Parses a Piston /api/v2/execute request. */
 pd_job *pd_job_from_piston(json_t *req, pd_err *e);
-/* Native result record of a job (observation record, DESIGN.md §5). */
+/* The job's observation record (native API): ids, timings, failure class, verdict, the result
+ * records of its compile and run (pd_result_json), fetched files. */
 json_t *pd_job_to_json(const pd_job *j);
 /* SandboxFusion response. */
 json_t *pd_job_to_run_code(const pd_job *j);
 /* Piston response. */
 json_t *pd_job_to_piston(const pd_job *j);
-/* A C text as a JSON string: bytes that are not UTF-8 (a client's string cut by snprintf, jansson's
- * own error texts) become U+FFFD, where json_string() would refuse the whole text. */
-json_t *pd_json_text(const char *s);
-/* A refusal's text for the client: e->msg without the ": Invalid argument" pd_fail appended (the
- * field and the reason are what a client needs). Only at the end: a client's text quoted in the
- * message may hold those words too, and cutting there could leave nothing. */
-static inline const char *pd_refusal_text(pd_err *e)
-{
-	static const char suffix[] = ": Invalid argument";
-	size_t n = strnlen(e->msg, sizeof e->msg), sl = sizeof suffix - 1;
-	if (n >= sl && n < sizeof e->msg && !memcmp(e->msg + n - sl, suffix, sl))
-		e->msg[n - sl] = 0;
-	return e->msg;
-}
+/* A refusal of a client's request: e gets code EINVAL and the message alone (the field and the
+ * reason are what a client needs, not strerror's "Invalid argument"), cut at a character boundary.
+ * Returns -1. The API parsers (server/api/) and the session parsers (session_req.c) refuse with it;
+ * the server answers 400 with e->msg as it is. */
+int pd_refuse(pd_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Runs a job's attempts (retrying infrastructure failures) in sandboxes from the pools. */
 void pd_job_execute(pd_pools *pools, pd_job *j, unsigned max_retries);
@@ -187,8 +182,8 @@ void pd_metrics_http(pd_metrics *m, int status);
 char *pd_metrics_render(pd_metrics *m, const char *extra);
 
 /* ---- session requests (server/session_req.c) ------------------------------------------------- */
-/* The client's bytes of the session API, parsed apart from the HTTP plumbing (http.c calls these,
- * and so does the fuzzer). A refusal fills e (code EINVAL, a message naming the field, without
+/* The client's bytes of the session API, parsed apart from the HTTP plumbing (server/http/sessions.c
+ * calls these, and so does the fuzzer). A refusal fills e (code EINVAL, a message naming the field, without
  * strerror's suffix): the server answers 400 with it. */
 
 /* /v1/sessions/<id>[/<op>]: the session id and the operation ("" for none). Returns 0, or -1 when
@@ -228,8 +223,6 @@ typedef struct pd_session_exec_req {
 int pd_session_exec_parse(const char *body, size_t len, pd_session_exec_req *q, pd_err *e);
 void pd_session_exec_req_free(pd_session_exec_req *q);
 
-/* The JSON of a session exec's result (http.c). */
-json_t *pd_session_result_json(const pd_result *x);
 
 /* ---- scheduler ------------------------------------------------------------------------------- */
 
@@ -266,7 +259,7 @@ void pd_sched_free(pd_sched *s);
 char *pd_sched_metrics(pd_sched *s);
 bool pd_sched_breaker_open(pd_sched *s);
 
-/* ---- the HTTP server ------------------------------------------------------------------------- */
+/* ---- the HTTP server (server/http/; http.h there lists its files) --------------------------- */
 
 typedef struct pd_server pd_server;
 
@@ -291,10 +284,5 @@ const char *pd_server_address(const pd_server *s);
 /* Graceful: stop accepting, finish running and queued work, answer it, close. */
 void pd_server_stop(pd_server *s);
 
-/* Whether pd_log writes (default yes; the batch runner turns it off unless asked). */
-void pd_log_enable(bool on);
-/* Structured log line to stderr: {"ts":..., "level":..., "msg":..., <fields>} */
-void pd_log(const char *level, const char *msg, const char *fields_fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 #endif

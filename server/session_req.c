@@ -1,5 +1,5 @@
 /* Session requests: the client's bytes of the session API (URL, query parameters, the create and
- * exec bodies), parsed apart from the HTTP plumbing, so that http.c and the fuzzer
+ * exec bodies), parsed apart from the HTTP plumbing, so that server/http/sessions.c and the fuzzer
  * (fuzz/fuzz_session_*.c) run the same code. */
 #define _GNU_SOURCE
 #include "server.h"
@@ -12,21 +12,7 @@
 
 #define MAX_ARGV 4096 /* the runtime's PD_MAX_ARGS */
 
-/* A refusal: code EINVAL and the message alone (the client needs the field and the reason, not
- * strerror's "Invalid argument"). The messages quote no client bytes, so they are ASCII. */
-static int refuse(pd_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int refuse(pd_err *e, const char *fmt, ...)
-{
-	if (e) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-		va_end(ap);
-		e->code = EINVAL;
-	}
-	errno = EINVAL;
-	return -1;
-}
+/* Refusals (pd_refuse, server.h) quote no client bytes here, so they are ASCII. */
 
 /* A JSON string that is a C string: no NUL inside, which strdup(), the kernel or a strcmp would
  * cut it at. Defensive: bodies are loaded without JSON_ALLOW_NUL, so jansson refuses \u0000. */
@@ -135,7 +121,7 @@ static int seconds(json_t *b, const char *key, double max, uint64_t *ms, pd_err 
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_number(v) || !(json_number_value(v) >= 0) || json_number_value(v) > max)
-		return refuse(e, "%s: must be a number of seconds from 0 to %.0f (0: the template's)", key, max);
+		return pd_refuse(e, "%s: must be a number of seconds from 0 to %.0f (0: the template's)", key, max);
 	*ms = (uint64_t)(json_number_value(v) * 1000);
 	return 0;
 }
@@ -147,7 +133,7 @@ int pd_session_create_parse(const char *body, size_t len, pd_session_create_req 
 	json_t *b = len ? json_loadb(body, len, 0, &je) : json_object();
 	if (!b || !json_is_object(b)) {
 		json_decref(b);
-		return refuse(e, "request body must be a JSON object");
+		return pd_refuse(e, "request body must be a JSON object");
 	}
 	/* given, the name is taken whole or refused: cut to 63 bytes or at a NUL, or replaced by bash
 	 * when not a string, it would open a session on a template the client did not ask for */
@@ -156,7 +142,7 @@ int pd_session_create_parse(const char *body, size_t len, pd_session_create_req 
 	if (t && !json_is_null(t)) {
 		if (!c_string(t) || !json_string_length(t) || json_string_length(t) >= sizeof q->template_name) {
 			json_decref(b);
-			return refuse(e, "template: must be a template name of 1 to %zu characters",
+			return pd_refuse(e, "template: must be a template name of 1 to %zu characters",
 				      sizeof q->template_name - 1);
 		}
 		memcpy(q->template_name, json_string_value(t), json_string_length(t) + 1);
@@ -185,26 +171,26 @@ int pd_session_exec_parse(const char *body, size_t len, pd_session_exec_req *q, 
 	json_error_t je;
 	json_t *b = q->body = json_loadb(body ? body : "", len, 0, &je);
 	if (!b || !json_is_object(b)) {
-		refuse(e, "request body must be a JSON object");
+		pd_refuse(e, "request body must be a JSON object");
 		goto fail;
 	}
 	json_t *cmd = json_object_get(b, "cmd"), *shell = json_object_get(b, "shell");
 	char **argv = NULL;
 	if (cmd && shell) {
-		refuse(e, "cmd: give cmd or shell, not both");
+		pd_refuse(e, "cmd: give cmd or shell, not both");
 		goto fail;
 	}
 	if (cmd && json_is_array(cmd) && json_array_size(cmd) > 0 && json_array_size(cmd) <= MAX_ARGV) {
 		q->x.argv = argv = calloc(json_array_size(cmd) + 1, sizeof *argv);
 		if (!argv) {
-			refuse(e, "cmd: out of memory");
+			pd_refuse(e, "cmd: out of memory");
 			goto fail;
 		}
 		size_t i;
 		json_t *a;
 		json_array_foreach(cmd, i, a) {
 			if (!c_string(a)) {
-				refuse(e, "cmd[%zu]: must be a string%s", i,
+				pd_refuse(e, "cmd[%zu]: must be a string%s", i,
 				       json_is_string(a) ? " without NUL bytes" : "");
 				goto fail;
 			}
@@ -213,7 +199,7 @@ int pd_session_exec_parse(const char *body, size_t len, pd_session_exec_req *q, 
 	} else if (shell && c_string(shell)) {
 		q->x.argv = argv = calloc(4, sizeof *argv);
 		if (!argv) {
-			refuse(e, "shell: out of memory");
+			pd_refuse(e, "shell: out of memory");
 			goto fail;
 		}
 		static char sh[] = "/bin/sh", dash_c[] = "-c";
@@ -221,14 +207,14 @@ int pd_session_exec_parse(const char *body, size_t len, pd_session_exec_req *q, 
 		argv[1] = dash_c;
 		argv[2] = (char *)json_string_value(shell);
 	} else {
-		refuse(e, "cmd: give cmd (a list of 1 to %d strings) or shell (a string), without NUL bytes",
+		pd_refuse(e, "cmd: give cmd (a list of 1 to %d strings) or shell (a string), without NUL bytes",
 		       MAX_ARGV);
 		goto fail;
 	}
 	json_t *in = json_object_get(b, "stdin");
 	if (in && !json_is_null(in)) {
 		if (!json_is_string(in)) {
-			refuse(e, "stdin: must be a string");
+			pd_refuse(e, "stdin: must be a string");
 			goto fail;
 		}
 		q->x.stdin_data = json_string_value(in); /* NUL bytes and all */
@@ -237,7 +223,7 @@ int pd_session_exec_parse(const char *body, size_t len, pd_session_exec_req *q, 
 	json_t *cwd = json_object_get(b, "cwd");
 	if (cwd && !json_is_null(cwd)) {
 		if (!c_string(cwd) || json_string_length(cwd) > 1023) {
-			refuse(e, "cwd: must be a path of at most 1023 bytes, without NUL bytes");
+			pd_refuse(e, "cwd: must be a path of at most 1023 bytes, without NUL bytes");
 			goto fail;
 		}
 		q->x.cwd = json_string_value(cwd);
@@ -250,7 +236,7 @@ int pd_session_exec_parse(const char *body, size_t len, pd_session_exec_req *q, 
 	json_t *rid = json_object_get(b, "request_id");
 	if (rid) {
 		if (!c_string(rid) || !json_string_length(rid) || json_string_length(rid) > 127) {
-			refuse(e, "request_id: must be a string of 1 to 127 characters, without NUL bytes");
+			pd_refuse(e, "request_id: must be a string of 1 to 127 characters, without NUL bytes");
 			goto fail;
 		}
 		q->request_id = json_string_value(rid);

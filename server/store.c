@@ -1,4 +1,4 @@
-/* The store: one SQLite row per finished job — its observation record (DESIGN.md §5) as columns
+/* The store: one SQLite row per finished job — its observation record (pd_job_to_json) as columns
  * for the questions operators ask, plus the whole record as JSON. WAL mode, so readers never
  * block the writers; a busy timeout, so concurrent workers queue instead of failing.
  *
@@ -99,9 +99,8 @@ static void prune_locked(pd_store *s)
 	if (!removed)
 		return;
 	s->pruned += removed;
-	pd_log("info", "results store over its cap: the oldest records deleted",
-	       "\"deleted\":%llu,\"used_bytes\":%llu,\"cap_bytes\":%llu", (unsigned long long)removed,
-	       (unsigned long long)used, (unsigned long long)s->max);
+	pd_log("info", "results store over its cap: the oldest records deleted", PD_LU("deleted", removed),
+	       PD_LU("used_bytes", used), PD_LU("cap_bytes", s->max));
 }
 
 pd_store *pd_store_open(const char *path, uint64_t max_bytes, pd_err *e)

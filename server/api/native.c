@@ -1,0 +1,266 @@
+/* The native API (POST /v1/runs, and `paddock run`'s lines): its request parser and the job's
+ * record (the observation record: ids, timings, failure class, verdict, the compile and run
+ * records of lib/result.c, fetched files), which the store keeps too. */
+#define _GNU_SOURCE
+#include "api.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+pd_job *pd_job_from_native(json_t *req, pd_err *e)
+{
+	static const char *const known[] = {
+		"template", "language", "code",   "files",       "files_base64", "cmd",
+		"shell",    "compile",  "stdin",  "args",        "limits",       "env",
+		"cwd",      "fetch_files", "priority", "deadline_ms", "task_id", "problem_id",
+		"problem_version", NULL};
+	if (!json_is_object(req)) {
+		pd_refuse(e, "request: must be a JSON object");
+		return NULL;
+	}
+	const char *k;
+	json_t *v;
+	json_object_foreach(req, k, v) {
+		bool ok = false;
+		for (int i = 0; known[i]; i++)
+			ok |= !strcmp(k, known[i]);
+		if (!ok) {
+			pd_refuse(e, "%s: unknown field", k);
+			return NULL;
+		}
+	}
+	pd_job *j = pd_job_new();
+	if (!j) {
+		pd_fail(e, ENOMEM, "job");
+		return NULL;
+	}
+	json_t *lang = json_object_get(req, "language"), *code = json_object_get(req, "code"),
+	       *args = json_object_get(req, "args");
+	if (args && !json_is_array(args)) {
+		pd_refuse(e, "args: must be a list of strings");
+		goto fail;
+	}
+	if (code && !json_is_string(code)) {
+		pd_refuse(e, "code: must be a string");
+		goto fail;
+	}
+	if (lang) {
+		if (!json_is_string(lang)) {
+			pd_refuse(e, "language: must be a string");
+			goto fail;
+		}
+		if (api_set_language(j, json_string_value(lang), code ? json_string_value(code) : NULL,
+				 code ? json_string_length(code) : 0, args, e) < 0)
+			goto fail;
+	} else if (code) {
+		pd_refuse(e, "code: needs a language");
+		goto fail;
+	}
+	json_t *tpl = json_object_get(req, "template");
+	if (tpl) {
+		if (!json_is_string(tpl) || json_string_length(tpl) >= sizeof j->template_name) {
+			pd_refuse(e, "template: must be a template name");
+			goto fail;
+		}
+		snprintf(j->template_name, sizeof j->template_name, "%s", json_string_value(tpl));
+	}
+	if (!j->template_name[0])
+		snprintf(j->template_name, sizeof j->template_name, "bash");
+	json_t *cmd = json_object_get(req, "cmd"), *shell = json_object_get(req, "shell");
+	if (cmd && shell) {
+		pd_refuse(e, "cmd: give cmd or shell, not both");
+		goto fail;
+	}
+	if (cmd || shell) {
+		api_free_vec(j->run.argv);
+		j->run.argv = NULL;
+		char **base = cmd ? api_str_array(cmd, "cmd", 4096, e) : NULL;
+		if (cmd && !base)
+			goto fail;
+		for (size_t i = 0; cmd && args && i < json_array_size(args); i++)
+			if (!json_is_string(json_array_get(args, i))) {
+				api_free_vec(base);
+				pd_refuse(e, "args[%zu]: must be a string", i);
+				goto fail;
+			}
+		/* args follow the command, as they follow a language's program */
+		if (base) {
+			j->run.argv = api_run_argv((const char *const *)base, args);
+			api_free_vec(base);
+			if (!j->run.argv) {
+				pd_fail(e, ENOMEM, "args");
+				goto fail;
+			}
+		}
+		if (shell) {
+			if (!json_is_string(shell)) {
+				pd_refuse(e, "shell: must be a string");
+				goto fail;
+			}
+			j->run.argv = api_sh_argv(json_string_value(shell), args);
+		}
+	}
+	json_t *comp = json_object_get(req, "compile");
+	if (comp) {
+		api_free_vec(j->compile.argv);
+		j->compile.argv = NULL;
+		if (!json_is_null(comp) && !(j->compile.argv = api_str_array(comp, "compile", 4096, e)))
+			goto fail;
+	}
+	if (!j->run.argv) {
+		pd_refuse(e, "cmd: give cmd, shell, or a language with code");
+		goto fail;
+	}
+	json_t *files = json_object_get(req, "files");
+	if (files) {
+		if (!json_is_object(files)) {
+			pd_refuse(e, "files: must be an object of path: text");
+			goto fail;
+		}
+		json_object_foreach(files, k, v) {
+			char field[300];
+			api_field_name(field, sizeof field, "files", k);
+			if (api_check_path(field, k, e) < 0)
+				goto fail;
+			if (!json_is_string(v)) {
+				pd_refuse(e, "%s: must be a string", field);
+				goto fail;
+			}
+			if (api_add_file(j, k, json_string_value(v), json_string_length(v)) < 0) {
+				pd_fail(e, ENOMEM, "%s", field);
+				goto fail;
+			}
+		}
+	}
+	if (api_parse_b64_files(j, json_object_get(req, "files_base64"), "files_base64", false, e) < 0)
+		goto fail;
+	if (api_parse_stdin(j, json_object_get(req, "stdin"), e) < 0)
+		goto fail;
+	json_t *lim = json_object_get(req, "limits");
+	if (lim) {
+		if (!json_is_object(lim)) {
+			pd_refuse(e, "limits: must be an object");
+			goto fail;
+		}
+		json_object_foreach(lim, k, v) {
+			if (strcmp(k, "wall_time") && strcmp(k, "cpu_time") && strcmp(k, "memory") &&
+			    strcmp(k, "compile_wall_time")) {
+				pd_refuse(e, "limits.%s: unknown field (wall_time, cpu_time, memory, "
+						   "compile_wall_time)", k);
+				goto fail;
+			}
+		}
+		if (api_get_seconds(lim, "wall_time", "limits.wall_time", &j->run.wall_ms, e) < 0 ||
+		    api_get_seconds(lim, "cpu_time", "limits.cpu_time", &j->run.cpu_ms, e) < 0 ||
+		    api_get_seconds(lim, "compile_wall_time", "limits.compile_wall_time", &j->compile.wall_ms, e) < 0)
+			goto fail;
+		json_t *mem = json_object_get(lim, "memory");
+		if (mem) {
+			uint64_t b = 0;
+			if ((json_is_integer(mem) && json_integer_value(mem) > 0 && (b = (uint64_t)json_integer_value(mem))) ||
+			    (json_is_string(mem) && pd_parse_size(json_string_value(mem), &b) == 0 && b)) {
+				if (b < (4u << 20)) {
+					pd_refuse(e, "limits.memory: at least 4M");
+					goto fail;
+				}
+				j->memory_bytes = b;
+			} else {
+				pd_refuse(e, "limits.memory: must be bytes or a size like \"256M\"");
+				goto fail;
+			}
+		}
+	}
+	json_t *env = json_object_get(req, "env");
+	if (env) {
+		if (!json_is_object(env) || json_object_size(env) > 256) {
+			pd_refuse(e, "env: must be an object of at most 256 strings");
+			goto fail;
+		}
+		j->env = calloc(json_object_size(env) + 5, sizeof *j->env);
+		size_t i = 0;
+		json_object_foreach(env, k, v) {
+			if (!json_is_string(v) || !*k || strchr(k, '=')) {
+				pd_refuse(e, "env.%s: must be a string, the name without '='", k);
+				goto fail;
+			}
+			if (asprintf(&j->env[i++], "%s=%s", k, json_string_value(v)) < 0) {
+				pd_fail(e, ENOMEM, "env");
+				goto fail;
+			}
+		}
+	}
+	json_t *cwd = json_object_get(req, "cwd");
+	if (cwd) {
+		if (!json_is_string(cwd) || json_string_value(cwd)[0] != '/') {
+			pd_refuse(e, "cwd: must be an absolute path");
+			goto fail;
+		}
+		free(j->cwd);
+		j->cwd = strdup(json_string_value(cwd));
+	}
+	if (api_parse_fetch(j, json_object_get(req, "fetch_files"), e) < 0)
+		goto fail;
+	if (api_common_ids(j, req, e) < 0)
+		goto fail;
+	return j;
+fail:
+	pd_job_free(j);
+	return NULL;
+}
+
+
+/* The record of a step, or null when it did not run (or there was no memory for it). */
+static json_t *step_json(bool done, const pd_result *r)
+{
+	json_t *o = done ? pd_result_json(r, true) : NULL;
+	return o ? o : json_null();
+}
+
+json_t *pd_job_to_json(const pd_job *j)
+{
+	json_t *o = json_object();
+	char host[64] = "";
+	gethostname(host, sizeof host - 1);
+	json_object_set_new(o, "task_id", json_string(j->task_id));
+	json_object_set_new(o, "problem_id", json_string(j->problem_id));
+	json_object_set_new(o, "problem_version", json_string(j->problem_version));
+	json_object_set_new(o, "attempt", json_integer(j->attempts));
+	json_object_set_new(o, "sandbox_id", json_string(j->sandbox_id));
+	json_object_set_new(o, "template", json_string(j->template_name));
+	json_object_set_new(o, "language", json_string(j->language));
+	json_object_set_new(o, "node", json_string(host));
+	json_object_set_new(o, "queued_at", json_integer((json_int_t)(j->queued_us / 1000)));
+	json_object_set_new(o, "started_at", json_integer((json_int_t)(j->started_us / 1000)));
+	json_object_set_new(o, "finished_at", json_integer((json_int_t)(j->finished_us / 1000)));
+	json_object_set_new(o, "queue_ms", json_integer(j->started_us > j->queued_us && j->queued_us
+								 ? (json_int_t)((j->started_us - j->queued_us) / 1000)
+								 : 0));
+	uint64_t exec_us = (j->compiled ? j->compile_r.exec_us : 0) + (j->ran ? j->run_r.exec_us : 0);
+	uint64_t total_us = j->finished_us > j->started_us ? j->finished_us - j->started_us : 0;
+	json_object_set_new(o, "exec_ms", json_real(exec_us / 1000.0));
+	json_object_set_new(o, "setup_ms", json_real(total_us > exec_us ? (total_us - exec_us) / 1000.0 : 0));
+	/* pooled sandboxes are torn down off the request path; the pools count residue failures */
+	json_object_set_new(o, "teardown", json_string("deferred to the pool reclaimer"));
+	const pd_result *r = j->ran ? &j->run_r : j->compiled ? &j->compile_r : NULL;
+	json_object_set_new(o, "status", json_string(r ? pd_status_name(r->status) : "XX"));
+	json_object_set_new(o, "failure_class", json_string(pd_failure_name(j->failure)));
+	json_object_set_new(o, "error", pd_json_text(j->error));
+	json_t *verdict = json_object();
+	json_object_set_new(verdict, "output", json_string("not_judged"));
+	json_object_set_new(verdict, "process",
+			    json_string(j->failure == PD_F_POLICY ? "fail" : r ? "pass" : "not_judged"));
+	json_object_set_new(verdict, "resources",
+			    json_string(j->failure == PD_F_TIMEOUT || j->failure == PD_F_OOM ||
+						      j->failure == PD_F_OUTPUT
+					      ? "fail"
+					      : r ? "pass" : "not_judged"));
+	json_object_set_new(o, "verdict", verdict);
+	json_object_set_new(o, "compile", step_json(j->compiled, &j->compile_r));
+	json_object_set_new(o, "run", step_json(j->ran, &j->run_r));
+	json_object_set_new(o, "files", api_files_json(j));
+	return o;
+}
+

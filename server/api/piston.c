@@ -1,0 +1,218 @@
+/* Piston's API (POST /api/v2/execute): its request parser and its response, derived from the job
+ * (Piston's stage statuses and signal names, stdout/stderr from the result record). Its runtime
+ * names and version matching are runtimes.c's. */
+#define _GNU_SOURCE
+#include "api.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+
+pd_job *pd_job_from_piston(json_t *req, pd_err *e)
+{
+	if (!json_is_object(req)) {
+		pd_refuse(e, "request: must be a JSON object");
+		return NULL;
+	}
+	json_t *lang = json_object_get(req, "language"), *files = json_object_get(req, "files"),
+	       *ver = json_object_get(req, "version");
+	if (!lang || !json_is_string(lang)) {
+		pd_refuse(e, "language: required, a string");
+		return NULL;
+	}
+	/* Piston requires the version: a node-semver range ("*", "3.11", "^3", ">=3.10 <4") */
+	if (!ver || !json_is_string(ver) || !json_string_length(ver)) {
+		pd_refuse(e, "version: required, a string (a version range such as \"*\" or \"3.11\")");
+		return NULL;
+	}
+	const pd_runtime *rt = pd_piston_match(json_string_value(lang), json_string_value(ver));
+	if (!rt) {
+		/* Piston's own words, which clients may show as they are */
+		pd_refuse(e, "%s-%s runtime is unknown", json_string_value(lang), json_string_value(ver));
+		return NULL;
+	}
+	if (!files || !json_is_array(files) || json_array_size(files) == 0) {
+		pd_refuse(e, "files: required, a list of at least one file");
+		return NULL;
+	}
+	json_t *args = json_object_get(req, "args");
+	if (args && !json_is_array(args)) {
+		pd_refuse(e, "args: must be a list of strings");
+		return NULL;
+	}
+	pd_job *j = pd_job_new();
+	if (!j) {
+		pd_fail(e, ENOMEM, "job");
+		return NULL;
+	}
+	size_t i;
+	json_t *f;
+	json_array_foreach(files, i, f) {
+		json_t *content = json_object_get(f, "content"), *name = json_object_get(f, "name"),
+		       *enc = json_object_get(f, "encoding");
+		if (!json_is_object(f) || !content || !json_is_string(content)) {
+			pd_refuse(e, "files[%zu].content: required, a string", i);
+			goto fail;
+		}
+		const char *encs = enc && json_is_string(enc) ? json_string_value(enc) : "utf8";
+		char *data = NULL;
+		size_t len = 0;
+		if (!strcmp(encs, "base64")) {
+			if (pd_b64_decode(json_string_value(content), &data, &len) < 0) {
+				pd_refuse(e, "files[%zu].content: not base64", i);
+				goto fail;
+			}
+		} else if (!strcmp(encs, "utf8")) {
+			len = json_string_length(content);
+			data = malloc(len + 1);
+			memcpy(data, json_string_value(content), len + 1);
+		} else {
+			pd_refuse(e, "files[%zu].encoding: must be utf8 or base64", i);
+			goto fail;
+		}
+		if (i == 0) {
+			/* the first file is the program */
+			int rc = api_set_language(j, rt->paddock, data, len, args, e);
+			free(data);
+			if (rc < 0)
+				goto fail;
+			continue;
+		}
+		const char *nm = name && json_is_string(name) ? json_string_value(name) : NULL;
+		char fallback[32];
+		if (!nm || !*nm) {
+			snprintf(fallback, sizeof fallback, "file%zu", i);
+			nm = fallback;
+		}
+		if (strstr(nm, "..") || nm[0] == '/') {
+			free(data);
+			pd_refuse(e, "files[%zu].name: must be a relative path without '..'", i);
+			goto fail;
+		}
+		int rc = api_add_file(j, nm, data, len);
+		free(data);
+		if (rc < 0) {
+			pd_fail(e, ENOMEM, "files");
+			goto fail;
+		}
+	}
+	/* Piston times are milliseconds; -1 means its default */
+	static const struct {
+		const char *key;
+		size_t off;
+	} t[] = {{"compile_timeout", offsetof(pd_job, compile.wall_ms)},
+		 {"run_timeout", offsetof(pd_job, run.wall_ms)},
+		 {"compile_cpu_time", offsetof(pd_job, compile.cpu_ms)},
+		 {"run_cpu_time", offsetof(pd_job, run.cpu_ms)}};
+	j->compile.wall_ms = 10000;
+	j->run.wall_ms = 3000;
+	for (size_t k = 0; k < 4; k++) {
+		json_t *v = json_object_get(req, t[k].key);
+		if (!v || json_is_null(v))
+			continue;
+		/* a double outside 0..2^64 does not convert to uint64_t (undefined): bound it first */
+		if (!json_is_number(v) || json_number_value(v) > 86400000) {
+			pd_refuse(e, "%s: must be milliseconds, at most 86400000", t[k].key);
+			goto fail;
+		}
+		if (json_number_value(v) < 0)
+			continue; /* -1 (any negative): Piston's default */
+		*(uint64_t *)((char *)j + t[k].off) = (uint64_t)json_number_value(v);
+	}
+	json_t *mem = json_object_get(req, "run_memory_limit");
+	if (mem && json_is_integer(mem) && json_integer_value(mem) > 0) {
+		if (json_integer_value(mem) < (4 << 20)) {
+			pd_refuse(e, "run_memory_limit: at least 4194304 bytes");
+			goto fail;
+		}
+		j->memory_bytes = (uint64_t)json_integer_value(mem);
+	}
+	json_t *in = json_object_get(req, "stdin");
+	if (in && json_is_string(in)) {
+		j->run.stdin_len = json_string_length(in);
+		j->run.stdin_data = malloc(j->run.stdin_len + 1);
+		memcpy(j->run.stdin_data, json_string_value(in), j->run.stdin_len + 1);
+	}
+	return j;
+fail:
+	pd_job_free(j);
+	return NULL;
+}
+
+
+static const char *signame(int sig)
+{
+	static char buf[16];
+	const char *n = sigabbrev_np(sig);
+	if (!n)
+		return NULL;
+	snprintf(buf, sizeof buf, "SIG%s", n);
+	return buf;
+}
+
+static json_t *piston_stage(const pd_result *r)
+{
+	json_t *o = json_object();
+	json_t *rec = pd_result_json(r, true);
+	json_t *out = api_record_text(rec, "stdout"), *err = api_record_text(rec, "stderr");
+	json_decref(rec);
+	size_t lo = json_string_length(out), le = json_string_length(err);
+	char *both = malloc(lo + le + 1);
+	if (both) {
+		memcpy(both, json_string_value(out), lo);
+		memcpy(both + lo, json_string_value(err), le);
+	}
+	json_object_set_new(o, "stdout", out);
+	json_object_set_new(o, "stderr", err);
+	json_object_set_new(o, "output", both ? json_stringn(both, lo + le) : json_string(""));
+	free(both);
+	bool sig = r->signal && r->status != PD_OK && r->status != PD_RE;
+	json_object_set_new(o, "code", sig ? json_null() : json_integer(r->exit_code));
+	json_object_set_new(o, "signal", sig && signame(r->signal) ? json_string(signame(r->signal)) : json_null());
+	const char *st = r->status == PD_RE ? "RE"
+			 : r->status == PD_SG ? "SG"
+			 : r->status == PD_TO ? "TO"
+			 : r->status == PD_OL ? "OL"
+			 : r->status == PD_ML ? "SG"
+			 : r->status == PD_XX ? "XX"
+					      : NULL;
+	json_object_set_new(o, "status", st ? json_string(st) : json_null());
+	json_object_set_new(o, "message", r->status == PD_ML ? json_string("memory limit exceeded")
+					  : r->error[0]     ? pd_json_text(r->error)
+							    : json_null());
+	json_object_set_new(o, "cpu_time", json_integer((json_int_t)r->cpu_ms));
+	json_object_set_new(o, "wall_time", json_integer((json_int_t)r->wall_ms));
+	json_object_set_new(o, "memory", json_integer((json_int_t)r->memory_peak_bytes));
+	return o;
+}
+
+json_t *pd_job_to_piston(const pd_job *j)
+{
+	json_t *o = json_object();
+	const pd_language *l = pd_language_find(j->language);
+	const pd_runtime *rt = pd_piston_runtime_of(j->language);
+	/* Piston answers with the runtime's own name (c++ for "cpp", javascript for "node") */
+	json_object_set_new(o, "language", json_string(rt ? rt->language : j->language));
+	json_object_set_new(o, "version", json_string(l ? pd_language_version(l) : ""));
+	if (j->compiled)
+		json_object_set_new(o, "compile", piston_stage(&j->compile_r));
+	if (j->ran) {
+		json_object_set_new(o, "run", piston_stage(&j->run_r));
+	} else if (j->compiled) {
+		/* Piston skips the run when the compile fails and, for its older clients, answers with
+		 * the compile stage in run's place (api/v2 execute: result.run = result.compile) */
+		json_object_set_new(o, "run", piston_stage(&j->compile_r));
+	} else {
+		/* paddock itself failed before anything ran: Piston would answer 500 with no body;
+		 * a run stage with status XX and the reason tells the client more */
+		pd_result none;
+		memset(&none, 0, sizeof none);
+		none.status = PD_XX;
+		snprintf(none.error, sizeof none.error, "%s", j->error);
+		json_object_set_new(o, "run", piston_stage(&none));
+	}
+	return o;
+}
+

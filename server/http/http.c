@@ -1,0 +1,439 @@
+/* The HTTP server: libmicrohttpd on an epoll thread. Nothing slow runs on that thread: a run is
+ * parsed, queued on the scheduler and its connection suspended; a session operation runs on its
+ * own thread; either resumes the connection with the response when done. So thousands of idle or
+ * slow connections cost only sockets, and one client's slow upload holds up nobody.
+ *
+ * This file: start and stop, libmicrohttpd's request callbacks (authorization, the body, the query
+ * parameters, then http_route), and building and sending responses. http.h lists the others. */
+#define _GNU_SOURCE
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* ---- responses ------------------------------------------------------------------------------- */
+
+static void drop_resp_fd(req *r)
+{
+	if (r->resp_from_fd)
+		close(r->resp_fd);
+	r->resp_from_fd = false;
+}
+
+void http_set_resp_fd(req *r, int status, const char *ctype, int fd, uint64_t len)
+{
+	free(r->resp);
+	r->resp = NULL;
+	r->resp_len = 0;
+	drop_resp_fd(r);
+	r->status = status;
+	r->content_type = ctype;
+	r->resp_from_fd = true;
+	r->resp_fd = fd;
+	r->resp_fd_len = len;
+}
+
+void http_set_resp(req *r, int status, const char *ctype, char *body, size_t len)
+{
+	drop_resp_fd(r);
+	free(r->resp);
+	r->status = status;
+	r->content_type = ctype;
+	r->resp = body;
+	r->resp_len = len;
+}
+
+void http_set_json(req *r, int status, json_t *j)
+{
+	char *s = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	if (!s) {
+		s = strdup("{\"error\":\"out of memory\"}");
+		status = 500;
+	}
+	size_t len = strlen(s);
+	/* a trailing newline makes curl output and JSONL logs friendlier */
+	char *nl = realloc(s, len + 2);
+	if (nl) {
+		nl[len++] = '\n';
+		nl[len] = 0;
+		s = nl;
+	}
+	http_set_resp(r, status, "application/json", s, len);
+}
+
+void http_set_error(req *r, int status, const char *fmt, ...)
+{
+	char msg[700];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	json_t *j = json_object();
+	/* pd_json_text: msg may quote a client's bytes (jansson's "invalid escape near '\xc3'") */
+	json_object_set_new(j, "error", pd_json_text(msg));
+	/* Piston's clients read "message" */
+	if (r->k == K_PISTON)
+		json_object_set_new(j, "message", pd_json_text(msg));
+	http_set_json(r, status, j);
+}
+
+static enum MHD_Result send_resp(struct MHD_Connection *c, req *r)
+{
+	struct MHD_Response *resp =
+		r->resp_from_fd
+			? MHD_create_response_from_fd64(r->resp_fd_len, r->resp_fd)
+			: MHD_create_response_from_buffer(r->resp_len, r->resp ? r->resp : (char *)"", MHD_RESPMEM_MUST_FREE);
+	if (!resp)
+		return MHD_NO; /* on_completed frees what is left */
+	r->resp = NULL; /* MHD owns it now (the buffer, or the descriptor) */
+	r->resp_from_fd = false;
+	MHD_add_response_header(resp, "Content-Type", r->content_type ? r->content_type : "application/json");
+	if (r->retry_after) {
+		char ra[16];
+		snprintf(ra, sizeof ra, "%u", r->retry_after);
+		MHD_add_response_header(resp, "Retry-After", ra);
+	}
+	enum MHD_Result ret = MHD_queue_response(c, (unsigned)r->status, resp);
+	MHD_destroy_response(resp);
+	if (r->srv->metrics)
+		pd_metrics_http(r->srv->metrics, r->status);
+	r->answered = true;
+	return ret;
+}
+
+void http_suspend(req *r)
+{
+	pthread_mutex_lock(&r->srv->mu);
+	MHD_suspend_connection(r->conn);
+	r->suspended = true;
+	pthread_mutex_unlock(&r->srv->mu);
+}
+
+void http_resume(req *r)
+{
+	pd_server *srv = r->srv;
+	struct MHD_Connection *conn = r->conn;
+	pthread_mutex_lock(&srv->mu);
+	MHD_resume_connection(conn);
+	pthread_mutex_unlock(&srv->mu);
+}
+
+/* ---- requests --------------------------------------------------------------------------------- */
+
+static bool authorized(pd_server *s, struct MHD_Connection *c)
+{
+	if (!s->o.token || !*s->o.token)
+		return true;
+	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+	if (!h || strncmp(h, "Bearer ", 7))
+		return false;
+	const char *got = h + 7, *want = s->o.token;
+	size_t gl = strlen(got), wl = strlen(want);
+	/* constant time in the token's length: no timing oracle on how much matched */
+	unsigned diff = (unsigned)(gl ^ wl);
+	for (size_t i = 0; i < wl; i++)
+		diff |= (unsigned char)want[i] ^ (unsigned char)(i < gl ? got[i] : 0);
+	return diff == 0;
+}
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+				  const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+	(void)version;
+	pd_server *s = cls;
+	req *r = *con_cls;
+	if (!r) {
+		r = calloc(1, sizeof *r);
+		if (!r)
+			return MHD_NO;
+		r->srv = s;
+		r->conn = c;
+		/* the headers are here already: an unauthorized body is never buffered */
+		r->unauthorized = strcmp(url, "/healthz") && strcmp(url, "/readyz") && !authorized(s, c);
+		*con_cls = r;
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		if (!r->too_big && !r->unauthorized) {
+			if (r->len + *upload_size > s->o.max_body) {
+				r->too_big = true;
+			} else {
+				if (r->len + *upload_size + 1 > r->cap) {
+					size_t cap = r->cap ? r->cap : 4096;
+					while (cap < r->len + *upload_size + 1)
+						cap *= 2;
+					char *nb = realloc(r->body, cap);
+					if (!nb)
+						return MHD_NO;
+					r->body = nb;
+					r->cap = cap;
+				}
+				memcpy(r->body + r->len, upload, *upload_size);
+				r->len += *upload_size;
+				r->body[r->len] = 0;
+			}
+		}
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (r->suspended) {
+		/* resumed: the worker left the response */
+		r->suspended = false;
+		return send_resp(c, r);
+	}
+	if (r->answered)
+		return MHD_YES;
+	if (r->unauthorized) {
+		http_set_error(r, 401, "a valid 'Authorization: Bearer <token>' header is required");
+		return send_resp(c, r);
+	}
+	if (r->too_big) {
+		http_set_error(r, 413, "request body over %zu bytes", s->o.max_body);
+		return send_resp(c, r);
+	}
+	/* with their lengths: a %00 in a value must not shorten it silently */
+	static const char *const keys[] = {"path", "dir", "request_id", "stream", "list"};
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		const char *v = NULL;
+		size_t vlen = 0;
+		if (MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND, keys[i], strlen(keys[i]), &v, &vlen) == MHD_YES)
+			pd_session_query_set(&r->q, keys[i], v, vlen);
+	}
+	http_route(r, url, method);
+	if (r->suspended)
+		return MHD_YES;
+	return send_resp(c, r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	(void)cls;
+	(void)c;
+	(void)toe;
+	req *r = *con_cls;
+	if (!r)
+		return;
+	free(r->body);
+	free(r->resp);
+	drop_resp_fd(r);
+	free(r);
+	*con_cls = NULL;
+}
+/* ---- start and stop -------------------------------------------------------------------------- */
+
+static int bind_listen(pd_server *s, pd_err *e)
+{
+	const char *l = s->o.listen ? s->o.listen : "127.0.0.1:8080";
+	int fd;
+	if (!strncmp(l, "unix:", 5)) {
+		struct sockaddr_un sa = {.sun_family = AF_UNIX};
+		if (strlen(l + 5) >= sizeof sa.sun_path)
+			return pd_fail(e, ENAMETOOLONG, "unix socket path %s", l + 5);
+		snprintf(sa.sun_path, sizeof sa.sun_path, "%s", l + 5);
+		snprintf(s->unix_path, sizeof s->unix_path, "%s", l + 5);
+		unlink(sa.sun_path);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 1024) < 0) {
+			int err = errno;
+			if (fd >= 0)
+				close(fd);
+			return pd_fail(e, err, "listen on %s", l);
+		}
+		chmod(sa.sun_path, 0660);
+		snprintf(s->address, sizeof s->address, "%s", l);
+		s->listen_fd = fd;
+		return 0;
+	}
+	char host[128];
+	const char *colon = strrchr(l, ':');
+	if (!colon || colon == l || (size_t)(colon - l) >= sizeof host)
+		return pd_fail(e, EINVAL, "listen: '%s' must be HOST:PORT or unix:/path", l);
+	memcpy(host, l, (size_t)(colon - l));
+	host[colon - l] = 0;
+	char *end;
+	long port = strtol(colon + 1, &end, 10);
+	if (*end || port < 0 || port > 65535)
+		return pd_fail(e, EINVAL, "listen: bad port in '%s'", l);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+		return pd_fail(e, EINVAL, "listen: '%s' is not an IPv4 address", host);
+	bool loopback = (ntohl(sa.sin_addr.s_addr) >> 24) == 127;
+	if (!loopback && (!s->o.token || !*s->o.token))
+		return pd_fail(e, EPERM, "listening on %s needs a bearer token (--token): sandboxes run code", l);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1;
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 1024) < 0) {
+		int err = errno;
+		if (fd >= 0)
+			close(fd);
+		return pd_fail(e, err, "listen on %s", l);
+	}
+	socklen_t sl = sizeof sa;
+	getsockname(fd, (struct sockaddr *)&sa, &sl);
+	snprintf(s->address, sizeof s->address, "%s:%u", host, ntohs(sa.sin_port));
+	s->listen_fd = fd;
+	return 0;
+}
+
+const char *pd_server_address(const pd_server *s)
+{
+	return s->address;
+}
+
+pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
+{
+	if (pd_mhd_load(e) < 0)
+		return NULL;
+	pd_server *s = calloc(1, sizeof *s);
+	if (!s) {
+		pd_fail(e, ENOMEM, "server");
+		return NULL;
+	}
+	s->o = *o;
+	s->listen_fd = -1;
+	if (!s->o.max_body)
+		s->o.max_body = 16u << 20;
+	if (!s->o.max_connections)
+		s->o.max_connections = 4096;
+	if (!s->o.max_conns_per_ip)
+		s->o.max_conns_per_ip = 256;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->ops_cv, NULL);
+	/* loopback by default: the host's own clients (a trainer on the node, a local proxy that
+	 * carries everyone's requests) are not one remote address hogging the slots */
+	if (conns_parse_exempt(s, o->per_ip_exempt ? o->per_ip_exempt : "127.0.0.0/8", e) < 0)
+		goto fail;
+	if (!(s->ips = calloc((size_t)s->o.max_connections + 16, sizeof *s->ips))) {
+		pd_fail(e, ENOMEM, "connection table");
+		goto fail;
+	}
+	if (bind_listen(s, e) < 0)
+		goto fail;
+	int rc = o->templates_file ? pd_templates_load(o->templates_file, &s->tpl, &s->ntpl, e)
+				   : pd_templates_default(&s->tpl, &s->ntpl, e);
+	if (rc < 0)
+		goto fail;
+	/* a sandbox cannot raise a hard limit (no CAP_SYS_RESOURCE where it runs): a template's nofile
+	 * above the daemon's own hard RLIMIT_NOFILE would make every exec fail, so it is lowered */
+	struct rlimit nof;
+	if (getrlimit(RLIMIT_NOFILE, &nof) == 0 && nof.rlim_cur != RLIM_INFINITY)
+		s->fd_limit = nof.rlim_cur;
+	if (getrlimit(RLIMIT_NOFILE, &nof) == 0 && nof.rlim_max != RLIM_INFINITY)
+		for (size_t i = 0; i < s->ntpl; i++)
+			if (s->tpl[i].limits.nofile > nof.rlim_max) {
+				pd_log("warn", "template nofile lowered to the daemon's hard limit",
+				       PD_LS("template", s->tpl[i].name), PD_LU("nofile", s->tpl[i].limits.nofile),
+				       PD_LU("hard_limit", nof.rlim_max));
+				s->tpl[i].limits.nofile = (uint32_t)nof.rlim_max;
+			}
+	for (size_t i = 0; i < s->ntpl; i++)
+		if (o->warm && s->tpl[i].pool_min < o->warm) {
+			s->tpl[i].pool_min = o->warm;
+			if (s->tpl[i].pool_max < o->warm)
+				s->tpl[i].pool_max = o->warm;
+		}
+	/* versions for Piston's clients, asked of the toolchains while the pools start */
+	pd_languages_probe();
+	if (!(s->ctx = pd_ctx_new(NULL, e)))
+		goto fail;
+	for (size_t i = 0; i < s->ntpl; i++) {
+		pd_template_check(s->ctx, &s->tpl[i]);
+		if (!s->tpl[i].available)
+			pd_log("warn", "template unavailable", PD_LS("template", s->tpl[i].name),
+			       PD_LS("failure_class", "dependency_missing"), PD_LS("missing", s->tpl[i].missing));
+	}
+	/* refills of the warm pools stay out of the connections' share of descriptors too (at a
+	 * large limit the share is never reached and the per-build count is not worth it) */
+	pd_pools_opts po = {0};
+	if (s->fd_limit && s->fd_limit <= 65536)
+		po.fd_reserve = s->o.max_connections + FD_MARGIN;
+	if (!(s->pools = pd_pools_new(s->ctx, s->tpl, s->ntpl, &po, e)))
+		goto fail;
+	char db[PATH_MAX];
+	if (o->db_path)
+		snprintf(db, sizeof db, "%s", o->db_path);
+	else
+		snprintf(db, sizeof db, "%s/paddock.db", pd_ctx_state_dir(s->ctx));
+	uint64_t cap = o->store_max ? o->store_max : (1ull << 30);
+	if (!(s->store = pd_store_open(db, cap == UINT64_MAX ? 0 : cap, e)))
+		goto fail;
+	s->metrics = pd_metrics_new();
+	if (!(s->sched = pd_sched_new(s->pools, s->store, s->metrics, &o->sched, e)))
+		goto fail;
+	/* the limits are enforced (and counted) by conns_on_accept; libmicrohttpd's own limit, a little
+	 * higher, is only the backstop */
+	s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME,
+				  0, conns_on_accept, s, on_request, s, MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
+				  MHD_OPTION_CONNECTION_LIMIT, s->o.max_connections + 8, MHD_OPTION_CONNECTION_TIMEOUT,
+				  (unsigned)120, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+				  MHD_OPTION_NOTIFY_CONNECTION, conns_on_connection, s, MHD_OPTION_END);
+	if (!s->mhd) {
+		pd_fail(e, EIO, "start the HTTP server on %s", s->address);
+		goto fail;
+	}
+	pd_log("info", "listening", PD_LS("address", s->address), PD_LS("cgroup", pd_ctx_cgroup_backend(s->ctx)),
+	       PD_LU("templates", s->ntpl));
+	return s;
+fail:
+	pd_server_stop(s);
+	return NULL;
+}
+
+void pd_server_stop(pd_server *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->stopping = true;
+	pthread_mutex_unlock(&s->mu);
+	if (s->mhd) {
+		/* stop accepting; queued and running work still completes and is answered */
+		int lfd = MHD_quiesce_daemon(s->mhd);
+		if (lfd >= 0)
+			close(lfd);
+		s->listen_fd = -1;
+	}
+	if (s->sched)
+		pd_sched_drain(s->sched);
+	sessions_drain(s);
+	if (s->mhd) {
+		/* give resumed connections a moment to send what they were handed */
+		for (int i = 0; i < 20; i++) {
+			const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+			if (!di || di->num_connections == 0)
+				break;
+			usleep(50000);
+		}
+		MHD_stop_daemon(s->mhd);
+	}
+	for (int i = 0; i < MAX_SESSIONS; i++)
+		if (s->sessions[i].s)
+			pd_session_close(s->sessions[i].s);
+	pd_sched_free(s->sched);
+	pd_pools_free(s->pools);
+	pd_store_close(s->store);
+	pd_metrics_free(s->metrics);
+	pd_templates_free(s->tpl, s->ntpl);
+	pd_ctx_free(s->ctx);
+	if (s->listen_fd >= 0)
+		close(s->listen_fd);
+	if (s->unix_path[0])
+		unlink(s->unix_path);
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->ops_cv);
+	free(s->ips);
+	free(s);
+}
+

@@ -1,0 +1,149 @@
+/* The HTTP server's internals, shared by its files (server/http/):
+ *   http.c        start and stop, libmicrohttpd's callbacks (request plumbing), responses
+ *   routes.c      the route table (method + path -> handler) and the small endpoints
+ *   runs.c        the run endpoints (native, SandboxFusion, Piston): parse, admit, queue, answer
+ *   sessions.c    the session endpoints and the threads their operations run on
+ *   conns.c       connection limits (total, per client address) and the descriptor reserve
+ *   prometheus.c  /metrics: the server's gauges and counters as Prometheus text
+ * Only the files above include this header; the rest of paddock sees server.h. */
+#ifndef PADDOCK_SERVER_HTTP_H
+#define PADDOCK_SERVER_HTTP_H
+
+#include "server.h"
+#include "mhd.h" /* <microhttpd.h>, its functions loaded on first use */
+
+#include <pthread.h>
+#include <sys/socket.h>
+
+#define MAX_SESSIONS 4096
+#define MAX_SESSION_OPS 256
+#define MAX_EXEMPT 16
+#define FD_MARGIN 16      /* the store, logs, a pipe or two */
+#define FD_PER_SANDBOX 16 /* what building one sandbox may hold at once */
+
+/* Open connections per client address (IPv4), for the per-address limit. Only the event thread
+ * touches it (the accept policy and connection notifications both run there): no lock. A plain
+ * array, linear search: it holds only the addresses connected now, at most max_connections. */
+typedef struct ip_count {
+	uint32_t ip;
+	unsigned n;
+} ip_count;
+
+typedef struct sess_entry {
+	pd_session *s;
+	int ops;      /* requests using it now: it is closed only when this drops to 0 */
+	bool closing; /* DELETE arrived while in use */
+	char id[48];
+	char template_name[64];
+	uint64_t created_ms;
+} sess_entry;
+
+struct pd_server {
+	pd_server_opts o;
+	pd_ctx *ctx;
+	pd_template *tpl;
+	size_t ntpl;
+	pd_pools *pools;
+	pd_store *store;
+	pd_metrics *metrics;
+	pd_sched *sched;
+	struct MHD_Daemon *mhd;
+	int listen_fd;
+	char address[160];
+	char unix_path[108];
+	/* guards sessions[], session_ops and stopping, and brackets MHD_suspend/resume_connection
+	 * (libmicrohttpd wants those two serialized with each other) */
+	pthread_mutex_t mu;
+	sess_entry sessions[MAX_SESSIONS];
+	unsigned session_ops;
+	pthread_cond_t ops_cv;
+	bool stopping;
+	/* connections: the per-address limit and its figures (metrics read them from any thread) */
+	ip_count *ips;
+	size_t nips;
+	struct {
+		uint32_t net, mask;
+	} exempt[MAX_EXEMPT];
+	size_t nexempt;
+	unsigned conns_open;
+	uint64_t refused_per_ip, refused_limit;
+	uint64_t refusal_logged_us;
+	/* file descriptors: RLIMIT_NOFILE (0 = unlimited) and the work refused for lack of them */
+	uint64_t fd_limit;
+	uint64_t fd_refused;
+};
+
+typedef enum { K_NONE, K_NATIVE, K_RUN_CODE, K_PISTON } kind;
+
+/* One request, from its first callback to its completion (libmicrohttpd's con_cls). */
+typedef struct req {
+	pd_server *srv;
+	struct MHD_Connection *conn;
+	char *body;
+	size_t len, cap;
+	bool too_big, suspended, answered, unauthorized;
+	/* filled by the worker that finished the request */
+	int status;
+	char *resp;
+	size_t resp_len;
+	/* or a file sent from its descriptor (an archive, a spilled output): held whole in memory
+	 * it could take the daemon's memory; resp_fd is valid while resp_from_fd */
+	bool resp_from_fd;
+	int resp_fd;
+	uint64_t resp_fd_len;
+	const char *content_type;
+	unsigned retry_after;
+	kind k;
+	/* session operations */
+	char method[8];
+	char url[512];
+	pd_session_query q;
+} req;
+
+/* ---- responses (http.c) ---- */
+/* The body is fd's first len bytes, sent by libmicrohttpd, which closes fd. */
+void http_set_resp_fd(req *r, int status, const char *ctype, int fd, uint64_t len);
+/* body is malloc'd and taken. */
+void http_set_resp(req *r, int status, const char *ctype, char *body, size_t len);
+/* j is taken. */
+void http_set_json(req *r, int status, json_t *j);
+/* {"error": text} ("message" too for Piston's clients). */
+void http_set_error(req *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Suspends the connection: a worker answers it later with http_resume. */
+void http_suspend(req *r);
+/* Hands an answered request back to the event thread. Once resumed, the event thread may answer
+ * and free r at any moment: r is not touched after the resume. */
+void http_resume(req *r);
+
+/* ---- routing (routes.c) ---- */
+void http_route(req *r, const char *url, const char *method);
+
+/* ---- runs (runs.c) ---- */
+void runs_submit(req *r, kind k);
+
+/* ---- sessions (sessions.c) ---- */
+void sessions_create(req *r, const char *url, const char *method);
+void sessions_list(req *r, const char *url, const char *method);
+/* /v1/sessions/<id>[/<op>], any method */
+void sessions_op(req *r, const char *url, const char *method);
+/* Waits until no session operation runs (pd_server_stop, once no new request can start one). */
+void sessions_drain(pd_server *s);
+
+/* ---- connections and descriptors (conns.c) ---- */
+/* "10.0.0.0/8,192.168.1.7" into the exemption list of the per-address limit. */
+int conns_parse_exempt(pd_server *s, const char *list, pd_err *e);
+/* libmicrohttpd's accept policy and connection notifications (event thread). */
+enum MHD_Result conns_on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen);
+void conns_on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			 enum MHD_ConnectionNotificationCode toe);
+/* Descriptors the daemon holds now (-1: cannot tell). */
+long conns_fds_open(void);
+/* True (and why, in msg) when a sandbox of this template would have to be built from descriptors
+ * kept for the connections that may still come. */
+bool conns_fds_short(pd_server *s, const char *template_name, char *msg, size_t len);
+
+/* ---- /metrics (prometheus.c) ---- */
+/* The whole exposition: the scheduler's, the pools', the host's, the store's, the connections'. */
+char *prometheus_text(pd_server *s);
+
+#endif

@@ -1,0 +1,140 @@
+/* /metrics: the server's figures as Prometheus text exposition (version 0.0.4). The job and HTTP
+ * counters are metrics.c's (pd_metrics, fed as jobs finish and responses go out); the queues and
+ * the breaker are the scheduler's (pd_sched_metrics); the rest is read here when scraped: the
+ * pools, network namespaces, stuck sandboxes, the host's memory and load, descriptors, the store,
+ * the connections. */
+#define _GNU_SOURCE
+#include "http.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *pool_metrics(pd_server *s)
+{
+	size_t n;
+	pd_pool_stats *st = pd_pools_stats(s->pools, &n);
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	if (!f) {
+		free(st);
+		return NULL;
+	}
+	static const char *const gauges[][2] = {{"ready", "READY sandboxes waiting"},
+						{"in_use", "sandboxes acquired"},
+						{"creating", "sandboxes being created"},
+						{"reclaiming", "sandboxes waiting for teardown"},
+						{"target", "READY sandboxes the pool aims for"}};
+	for (size_t g = 0; g < 5; g++) {
+		fprintf(f, "# HELP paddock_pool_%s %s, per template.\n# TYPE paddock_pool_%s gauge\n", gauges[g][0],
+			gauges[g][1], gauges[g][0]);
+		for (size_t i = 0; st && i < n; i++) {
+			uint32_t v = g == 0 ? st[i].ready : g == 1 ? st[i].in_use : g == 2 ? st[i].creating
+							   : g == 3 ? st[i].reclaiming : st[i].target;
+			fprintf(f, "paddock_pool_%s{template=\"%s\"} %u\n", gauges[g][0], st[i].template_name, v);
+		}
+	}
+	static const char *const counters[][2] = {
+		{"acquires_total", "acquires"}, {"hits_total", "acquires served by a READY sandbox"},
+		{"created_total", "sandboxes created"}, {"create_failures_total", "sandbox creations that failed"},
+		{"destroyed_total", "sandboxes destroyed"}, {"expired_total", "sandboxes or sessions past their TTL"},
+		{"forced_reclaims_total", "sandboxes reclaimed by force past a deadline"},
+		{"residue_failures_total", "teardowns that left something behind"},
+		{"resets_total", "released sandboxes reset for the next user instead of destroyed"},
+		{"reset_refusals_total", "resets refused (network state or processes left): destroyed instead"},
+		{"resets_kept_total", "resets that kept the untouched root (only /tmp, /work, /dev/shm and devpts new)"},
+		{"resets_scratch_kept_total",
+		 "resets that kept the root and also /tmp, /work, /dev/shm and devpts (the last user only read them)"}};
+	for (size_t c = 0; c < 12; c++) {
+		fprintf(f, "# HELP paddock_pool_%s Pool %s, per template.\n# TYPE paddock_pool_%s counter\n",
+			counters[c][0], counters[c][1], counters[c][0]);
+		for (size_t i = 0; st && i < n; i++) {
+			uint64_t v = c == 0 ? st[i].acquires : c == 1 ? st[i].hits : c == 2 ? st[i].created
+				     : c == 3 ? st[i].create_failures : c == 4 ? st[i].destroyed
+				     : c == 5 ? st[i].expired : c == 6 ? st[i].forced_reclaims
+				     : c == 7 ? st[i].residue_failures : c == 8 ? st[i].resets
+				     : c == 9 ? st[i].reset_refusals : c == 10 ? st[i].resets_kept
+				     : st[i].resets_scratch_kept;
+			fprintf(f, "paddock_pool_%s{template=\"%s\"} %llu\n", counters[c][0], st[i].template_name,
+				(unsigned long long)v);
+		}
+	}
+	pd_netns_stats ns;
+	pd_ctx_netns_stats(s->ctx, &ns);
+	fprintf(f, "# HELP paddock_netns_total Network namespaces: created, reused (proven untouched), "
+		   "discarded (used, or not provably fresh).\n# TYPE paddock_netns_total counter\n"
+		   "paddock_netns_total{outcome=\"created\"} %llu\npaddock_netns_total{outcome=\"reused\"} %llu\n"
+		   "paddock_netns_total{outcome=\"discarded\"} %llu\n"
+		   "# HELP paddock_netns_idle Network namespaces kept for reuse.\n# TYPE paddock_netns_idle gauge\n"
+		   "paddock_netns_idle %llu\n",
+		(unsigned long long)ns.created, (unsigned long long)ns.reused, (unsigned long long)ns.discarded,
+		(unsigned long long)ns.idle);
+	uint64_t stuck = 0, stuck_total = 0;
+	pd_ctx_stuck(s->ctx, &stuck, &stuck_total);
+	fprintf(f, "# HELP paddock_sandboxes_stuck Sandboxes whose teardown waits on a task that outlived SIGKILL.\n"
+		   "# TYPE paddock_sandboxes_stuck gauge\npaddock_sandboxes_stuck %llu\n",
+		(unsigned long long)stuck);
+	char mi[4096];
+	if (pd_read_file("/proc/meminfo", mi, sizeof mi) > 0) {
+		char *a = strstr(mi, "MemAvailable:"), *t = strstr(mi, "MemTotal:");
+		if (a && t)
+			fprintf(f, "# HELP paddock_host_memory_bytes Host memory.\n# TYPE paddock_host_memory_bytes gauge\n"
+				   "paddock_host_memory_bytes{kind=\"total\"} %llu\npaddock_host_memory_bytes{kind=\"available\"} %llu\n",
+				strtoull(t + 9, NULL, 10) * 1024, strtoull(a + 13, NULL, 10) * 1024);
+	}
+	double l1 = 0;
+	if (pd_read_file("/proc/loadavg", mi, sizeof mi) > 0)
+		l1 = strtod(mi, NULL);
+	fprintf(f, "# HELP paddock_host_load1 Host load average (1 min).\n# TYPE paddock_host_load1 gauge\n"
+		   "paddock_host_load1 %.2f\n", l1);
+	fprintf(f, "# HELP paddock_fds_open File descriptors the daemon holds.\n# TYPE paddock_fds_open gauge\n"
+		   "paddock_fds_open %ld\n# HELP paddock_fds_limit Its RLIMIT_NOFILE (0: none).\n"
+		   "# TYPE paddock_fds_limit gauge\npaddock_fds_limit %llu\n"
+		   "# HELP paddock_fd_refusals_total Runs and sessions refused to keep descriptors for connections.\n"
+		   "# TYPE paddock_fd_refusals_total counter\npaddock_fd_refusals_total %llu\n",
+		conns_fds_open(), (unsigned long long)s->fd_limit,
+		(unsigned long long)__atomic_load_n(&s->fd_refused, __ATOMIC_RELAXED));
+	uint64_t sf = 0, so = 0;
+	pd_store_failures(s->store, &sf, &so);
+	fprintf(f, "# HELP paddock_store_write_failures_total Results that could not be recorded (and were not answered as results).\n"
+		   "# TYPE paddock_store_write_failures_total counter\n"
+		   "paddock_store_write_failures_total{reason=\"disk_full\"} %llu\n"
+		   "paddock_store_write_failures_total{reason=\"other\"} %llu\n"
+		   "# HELP paddock_store_pruned_records_total Oldest records deleted to keep the store under its cap.\n"
+		   "# TYPE paddock_store_pruned_records_total counter\n"
+		   "paddock_store_pruned_records_total %llu\n",
+		(unsigned long long)sf, (unsigned long long)so, (unsigned long long)pd_store_pruned(s->store));
+	uint64_t used = 0, cap = 0;
+	pd_store_size(s->store, &used, &cap);
+	fprintf(f, "# HELP paddock_store_bytes Bytes the results store's records use.\n"
+		   "# TYPE paddock_store_bytes gauge\npaddock_store_bytes %llu\n"
+		   "# HELP paddock_store_cap_bytes Its cap (--store-max; 0: none).\n"
+		   "# TYPE paddock_store_cap_bytes gauge\npaddock_store_cap_bytes %llu\n",
+		(unsigned long long)used, (unsigned long long)cap);
+	fprintf(f, "# HELP paddock_connections_open HTTP connections open now.\n"
+		   "# TYPE paddock_connections_open gauge\npaddock_connections_open %u\n"
+		   "# HELP paddock_connections_refused_total Connections closed at accept, by the limit that refused them.\n"
+		   "# TYPE paddock_connections_refused_total counter\n"
+		   "paddock_connections_refused_total{reason=\"max_connections\"} %llu\n"
+		   "paddock_connections_refused_total{reason=\"max_connections_per_ip\"} %llu\n",
+		__atomic_load_n(&s->conns_open, __ATOMIC_RELAXED),
+		(unsigned long long)__atomic_load_n(&s->refused_limit, __ATOMIC_RELAXED),
+		(unsigned long long)__atomic_load_n(&s->refused_per_ip, __ATOMIC_RELAXED));
+	fclose(f);
+	free(st);
+	return out;
+}
+
+char *prometheus_text(pd_server *s)
+{
+	char *sm = pd_sched_metrics(s->sched), *pm = pool_metrics(s);
+	char *extra = NULL;
+	if (asprintf(&extra, "%s%s", sm ? sm : "", pm ? pm : "") < 0)
+		extra = NULL;
+	free(sm);
+	free(pm);
+	char *text = pd_metrics_render(s->metrics, extra);
+	free(extra);
+	return text;
+}

@@ -1,0 +1,126 @@
+/* The run endpoints: POST /v1/runs (native), /run_code (SandboxFusion), /api/v2/execute (Piston).
+ * On the event thread: the body is parsed by its API's parser (server/api/), checked against the
+ * descriptor reserve, and queued on the scheduler with the connection suspended; a scheduler worker
+ * runs it and calls job_done, which encodes the answer in the API's shape and resumes the
+ * connection. */
+#define _GNU_SOURCE
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void job_done(pd_job *j, void *arg)
+{
+	req *r = arg;
+	if (j->store_errno) {
+		/* ran, but not recorded: answering the result would let it be lost, so it is an error the
+		 * client can retry (507 for a full disk) */
+		r->retry_after = j->store_errno == ENOSPC ? 30 : 5;
+		http_set_error(r, j->store_errno == ENOSPC ? 507 : 503,
+			  "%sthe result of %s could not be recorded (%s) and was not kept: retry later",
+			  j->store_errno == ENOSPC ? "disk full: " : "", j->task_id, j->store_error);
+		pd_job_free(j);
+		http_resume(r);
+		return;
+	}
+	json_t *out = r->k == K_RUN_CODE ? pd_job_to_run_code(j) : r->k == K_PISTON ? pd_job_to_piston(j)
+										    : pd_job_to_json(j);
+	int status = 200;
+	if (r->k == K_PISTON && j->failure == PD_F_DEPENDENCY) {
+		json_decref(out);
+		out = json_object();
+		json_object_set_new(out, "message", pd_json_text(j->error));
+		status = 400;
+	}
+	http_set_json(r, status, out);
+	pd_job_free(j);
+	http_resume(r);
+}
+
+static const char *client_of(struct MHD_Connection *c, char *buf, size_t len)
+{
+	const char *id = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Paddock-Client");
+	if (id && *id) {
+		snprintf(buf, len, "%s", id);
+		return buf;
+	}
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	buf[0] = 0;
+	if (ci && ci->client_addr) {
+		if (ci->client_addr->sa_family == AF_INET)
+			inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)ci->client_addr)->sin_addr, buf,
+				  (socklen_t)len);
+		else if (ci->client_addr->sa_family == AF_INET6)
+			inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)ci->client_addr)->sin6_addr,
+				  buf, (socklen_t)len);
+	}
+	if (!buf[0])
+		snprintf(buf, len, "local");
+	return buf;
+}
+
+void runs_submit(req *r, kind k)
+{
+	r->k = k;
+	json_error_t je;
+	json_t *body = json_loadb(r->body ? r->body : "", r->len, 0, &je);
+	if (!body) {
+		http_set_error(r, 400, "request body is not JSON (line %d column %d: %s)", je.line, je.column, je.text);
+		return;
+	}
+	pd_err e = {0};
+	pd_job *j = k == K_RUN_CODE ? pd_job_from_run_code(body, &e)
+		    : k == K_PISTON ? pd_job_from_piston(body, &e)
+				    : pd_job_from_native(body, &e);
+	json_decref(body);
+	if (!j) {
+		http_set_error(r, 400, "%s", e.msg);
+		return;
+	}
+	if (!j->task_id[0]) {
+		static uint64_t seq;
+		/* the context's random run id keeps ids of two daemons (or restarts) apart */
+		snprintf(j->task_id, sizeof j->task_id, "t-%08" PRIx32 "-%" PRIu64, pd_ctx_run_id(r->srv->ctx),
+			 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+	}
+	char fdwhy[300];
+	if (conns_fds_short(r->srv, j->template_name, fdwhy, sizeof fdwhy)) {
+		pd_job_free(j);
+		r->retry_after = 2;
+		http_set_error(r, k == K_RUN_CODE ? 504 : 503, "%s", fdwhy);
+		return;
+	}
+	client_of(r->conn, j->client, sizeof j->client);
+	j->done = job_done;
+	j->done_arg = r;
+	/* suspend first: the job may finish (and resume us) before submit returns */
+	http_suspend(r);
+	pd_admit a = pd_sched_submit(r->srv->sched, j);
+	if (a == PD_ADMIT_OK)
+		return;
+	pd_job_free(j);
+	r->retry_after = pd_sched_retry_after(r->srv->sched);
+	/* verl's SandboxFusion client retries on 504 only: overload must say 504 there */
+	int code = k == K_RUN_CODE ? 504 : 503;
+	char why[600];
+	if (a == PD_ADMIT_DISK_FULL) {
+		/* not an overload to retry at once: the operator must free space */
+		code = 507;
+		r->retry_after = 30;
+		if (!pd_store_full(r->srv->store, why, sizeof why))
+			snprintf(why, sizeof why, "disk full: the results store cannot record results");
+	}
+	http_set_error(r, code, "%s", a == PD_ADMIT_FULL ? "queue full: retry later"
+			       : a == PD_ADMIT_BREAKER ? "overloaded (circuit breaker open): retry later"
+			       : a == PD_ADMIT_DISK_FULL ? why
+						       : "shutting down");
+	pd_server *srv = r->srv;
+	pthread_mutex_lock(&srv->mu);
+	MHD_resume_connection(r->conn);
+	pthread_mutex_unlock(&srv->mu);
+}

@@ -1,0 +1,485 @@
+/* The session endpoints (/v1/sessions...): list, get and delete run on the event thread (a delete
+ * of an idle session closes it there: pd_session_close hands its sandbox back to the pool); every
+ * other operation (create, which may build a sandbox; exec; files; stat; tar; output) on a thread of
+ * its own, at most MAX_SESSION_OPS at once
+ * (503 beyond), with the connection suspended until it answers. The client's bytes are parsed by
+ * server/session_req.c; the sessions themselves are pool/'s (pd_session_*).
+ *
+ * Why a thread per operation and not a fixed worker pool like the scheduler's: a session operation
+ * blocks for as long as the client asked (an exec waits up to its timeout, a tar for its archive),
+ * and sessions are independent: with a small fixed pool a few clients' long execs would hold every
+ * worker and queue everyone's cheap stat or file read behind them. The bound that matters, how many
+ * run at once, is the same (MAX_SESSION_OPS); the cost of starting a thread is well under a
+ * millisecond, small next to any operation that reaches the sandbox.
+ *
+ * s->mu guards the session table and the count of running operations; a session is closed only
+ * when no operation uses it (ops), so pd_session_close never runs under s->mu. */
+#define _GNU_SOURCE
+#include "http.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+static sess_entry *find_session(pd_server *s, const char *id)
+{
+	for (int i = 0; i < MAX_SESSIONS; i++)
+		if (s->sessions[i].s && !s->sessions[i].closing && !strcmp(s->sessions[i].id, id))
+			return &s->sessions[i];
+	return NULL;
+}
+
+static void session_exec(req *r, sess_entry *se)
+{
+	pd_session_exec_req q;
+	pd_err e = {0};
+	if (pd_session_exec_parse(r->body, r->len, &q, &e) < 0) {
+		http_set_error(r, 400, "%s", e.msg);
+		return;
+	}
+	const char *rid = q.request_id;
+	pd_result res;
+	if (pd_session_exec(se->s, &q.x, rid, &res, &e) < 0) {
+		http_set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 400, "%s", e.msg);
+		goto out;
+	}
+	json_t *o = pd_result_json(&res, true);
+	if (!o) {
+		pd_result_free(&res);
+		http_set_error(r, 500, "out of memory for the result");
+		goto out;
+	}
+	json_object_set_new(o, "session_id", json_string(se->id));
+	/* without a client id, the exec is recorded as "#<n>": say which, for /output */
+	char auto_id[32];
+	snprintf(auto_id, sizeof auto_id, "#%u", pd_session_exec_count(se->s));
+	json_object_set_new(o, "request_id", json_string(rid ? rid : auto_id));
+	pd_result_free(&res);
+	http_set_json(r, 200, o);
+out:
+	pd_session_exec_req_free(&q);
+}
+
+/* 409 while another request uses the session, 410 once it has ended */
+static bool session_enter(req *r, sess_entry *se)
+{
+	pd_err e = {0};
+	if (pd_session_begin(se->s, &e) == 0)
+		return true;
+	http_set_error(r, e.code == EBUSY ? 409 : 410, "%s", e.msg);
+	return false;
+}
+
+static void session_files_in(req *r, sess_entry *se);
+
+static void session_files(req *r, sess_entry *se)
+{
+	if (!*r->q.path) {
+		http_set_error(r, 400, "path: required (?path=/work/file)");
+		return;
+	}
+	if (!session_enter(r, se))
+		return;
+	session_files_in(r, se);
+	pd_session_end(se->s);
+}
+
+static void session_files_in(req *r, sess_entry *se)
+{
+	pd_sandbox *sb = pd_session_sandbox(se->s);
+	pd_err e = {0};
+	const char *path = r->q.path;
+	if (!strcmp(r->method, "PUT")) {
+		char dir[1024];
+		snprintf(dir, sizeof dir, "%s", path);
+		char *slash = strrchr(dir, '/');
+		if (slash && slash != dir) {
+			*slash = 0;
+			pd_sandbox_mkdir(sb, dir, 0755, NULL);
+		}
+		if (pd_sandbox_write_file(sb, path, r->body ? r->body : "", r->len, 0644, &e) < 0)
+			http_set_error(r, e.code == ENOSPC ? 507 : 400, "%s", e.msg);
+		else
+			http_set_json(r, 200, json_pack("{s:o,s:I}", "path", pd_json_text(path), "bytes", (json_int_t)r->len));
+	} else if (!strcmp(r->method, "DELETE")) {
+		if (pd_sandbox_remove(sb, path, &e) < 0)
+			http_set_error(r, e.code == ENOENT ? 404 : 400, "%s", e.msg);
+		else
+			http_set_json(r, 200, json_pack("{s:o,s:b}", "path", pd_json_text(path), "deleted", 1));
+	} else {
+		struct stat st;
+		if (pd_sandbox_stat(sb, path, &st, &e) < 0) {
+			http_set_error(r, e.code == ENOENT ? 404 : 400, "%s", e.msg);
+			return;
+		}
+		if (S_ISDIR(st.st_mode) || r->q.list) {
+			pd_dirent *d;
+			size_t n;
+			if (pd_sandbox_list(sb, path, &d, &n, &e) < 0) {
+				http_set_error(r, 400, "%s", e.msg);
+				return;
+			}
+			json_t *arr = json_array();
+			for (size_t i = 0; i < n; i++)
+				json_array_append_new(arr, json_pack("{s:o,s:s,s:I,s:o,s:I}", "name", pd_json_text(d[i].name), "type",
+								     S_ISDIR(d[i].mode)   ? "dir"
+								     : S_ISLNK(d[i].mode) ? "symlink"
+								     : S_ISREG(d[i].mode) ? "file"
+											  : "other",
+								     "size", (json_int_t)d[i].size, "mode",
+								     json_integer(d[i].mode & 07777), "mtime",
+								     (json_int_t)d[i].mtime));
+			free(d);
+			http_set_json(r, 200, json_pack("{s:o,s:o}", "path", pd_json_text(path), "entries", arr));
+			return;
+		}
+		/* sent from the file itself, not read into memory first: up to MAX_SESSION_OPS of
+		 * these may run at once */
+		uint64_t size;
+		int fd = pd_sandbox_open_regular(sb, path, 64u << 20, &size, &e);
+		if (fd < 0) {
+			http_set_error(r, e.code == EFBIG ? 413 : 400, "%s", e.msg);
+			return;
+		}
+		http_set_resp_fd(r, 200, "application/octet-stream", fd, size);
+	}
+}
+
+static void session_stat(req *r, sess_entry *se)
+{
+	struct stat st;
+	pd_err e = {0};
+	if (!session_enter(r, se))
+		return;
+	int rc = pd_sandbox_stat(pd_session_sandbox(se->s), r->q.path, &st, &e);
+	pd_session_end(se->s);
+	if (rc < 0) {
+		http_set_error(r, e.code == ENOENT ? 404 : 400, "%s", e.msg);
+		return;
+	}
+	http_set_json(r, 200, json_pack("{s:o,s:s,s:I,s:I,s:I,s:I,s:I}", "path", pd_json_text(r->q.path), "type",
+				   S_ISDIR(st.st_mode)   ? "dir"
+				   : S_ISLNK(st.st_mode) ? "symlink"
+				   : S_ISREG(st.st_mode) ? "file"
+							 : "other",
+				   "size", (json_int_t)st.st_size, "mode", (json_int_t)(st.st_mode & 07777), "uid",
+				   (json_int_t)st.st_uid, "gid", (json_int_t)st.st_gid, "mtime",
+				   (json_int_t)st.st_mtim.tv_sec));
+}
+
+static void session_tar(req *r, sess_entry *se, bool upload)
+{
+	const char *dir = *r->q.dir ? r->q.dir : "/work";
+	char tmp[] = "/tmp/paddock-tar-XXXXXX";
+	int fd = mkstemp(tmp);
+	if (fd < 0) {
+		http_set_error(r, 500, "temporary file: %s", strerror(errno));
+		return;
+	}
+	unlink(tmp);
+	pd_err e = {0};
+	if (upload) {
+		if (write(fd, r->body ? r->body : "", r->len) != (ssize_t)r->len) {
+			http_set_error(r, 507, "temporary file: %s", strerror(errno));
+			close(fd);
+			return;
+		}
+		lseek(fd, 0, SEEK_SET);
+		if (pd_session_upload_tar(se->s, dir, fd, &e) < 0)
+			http_set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 400, "%s", e.msg);
+		else
+			http_set_json(r, 200, json_pack("{s:o,s:I}", "dir", pd_json_text(dir), "bytes", (json_int_t)r->len));
+		close(fd);
+		return;
+	}
+	if (pd_session_download_tar(se->s, dir, fd, &e) < 0) {
+		int code = e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : e.code == EFBIG ? 413 : 400;
+		http_set_error(r, e.code == ENOSPC ? 507 : code, "%s", e.msg);
+		close(fd);
+		return;
+	}
+	off_t len = lseek(fd, 0, SEEK_END);
+	if (len < 0) {
+		http_set_error(r, 500, "archive: %s", strerror(errno));
+		close(fd);
+		return;
+	}
+	http_set_resp_fd(r, 200, "application/x-tar", fd, (uint64_t)len);
+}
+
+static void session_output(req *r, sess_entry *se)
+{
+	char path[PATH_MAX];
+	pd_err e = {0};
+	int stream = r->q.stderr_stream ? 2 : 1;
+	if (pd_session_output_path(se->s, r->q.request_id, stream, path, sizeof path, &e) < 0) {
+		http_set_error(r, 404, "%s", e.msg);
+		return;
+	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		http_set_error(r, 500, "read output: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	http_set_resp_fd(r, 200, "application/octet-stream", fd, (uint64_t)st.st_size);
+}
+
+static void session_create(req *r);
+
+static void *session_op_main(void *arg)
+{
+	req *r = arg;
+	pd_server *s = r->srv;
+	/* /v1/sessions/<id>/<op> */
+	char id[48] = "", op[32] = "";
+	bool url_ok = pd_session_url(r->url, id, sizeof id, op, sizeof op) == 0;
+	pthread_mutex_lock(&s->mu);
+	sess_entry *se = find_session(s, id);
+	if (se)
+		se->ops++;
+	pthread_mutex_unlock(&s->mu);
+	if (!strcmp(r->url, "/v1/sessions"))
+		session_create(r);
+	else if (!url_ok)
+		http_set_error(r, 404, "no such session operation: %s %s", r->method, r->url);
+	else if (!se)
+		http_set_error(r, 404, "no session %s", id);
+	else if (r->q.error[0])
+		http_set_error(r, 400, "%s", r->q.error);
+	else if (!strcmp(op, "exec") && !strcmp(r->method, "POST"))
+		session_exec(r, se);
+	else if (!strcmp(op, "files"))
+		session_files(r, se);
+	else if (!strcmp(op, "stat"))
+		session_stat(r, se);
+	else if (!strcmp(op, "upload") && !strcmp(r->method, "POST"))
+		session_tar(r, se, true);
+	else if (!strcmp(op, "download"))
+		session_tar(r, se, false);
+	else if (!strcmp(op, "output"))
+		session_output(r, se);
+	else
+		http_set_error(r, 404, "no such session operation: %s %s", r->method, op);
+	struct MHD_Connection *conn = r->conn; /* r belongs to the event thread once resumed */
+	pd_session *to_close = NULL;
+	pthread_mutex_lock(&s->mu);
+	if (se && --se->ops == 0 && se->closing) {
+		to_close = se->s;
+		se->s = NULL;
+		se->closing = false;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (to_close)
+		pd_session_close(to_close);
+	pthread_mutex_lock(&s->mu);
+	s->session_ops--;
+	pthread_cond_broadcast(&s->ops_cv);
+	MHD_resume_connection(conn);
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+static void session_async(req *r)
+{
+	pd_server *s = r->srv;
+	pthread_mutex_lock(&s->mu);
+	if (s->session_ops >= MAX_SESSION_OPS) {
+		pthread_mutex_unlock(&s->mu);
+		r->retry_after = 1;
+		http_set_error(r, 503, "too many session operations at once: retry later");
+		return;
+	}
+	s->session_ops++;
+	pthread_mutex_unlock(&s->mu);
+	http_suspend(r);
+	pthread_t t;
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &at, session_op_main, r) != 0) {
+		pthread_mutex_lock(&s->mu);
+		s->session_ops--;
+		http_set_error(r, 503, "cannot start a thread: retry later");
+		MHD_resume_connection(r->conn);
+		pthread_mutex_unlock(&s->mu);
+	}
+	pthread_attr_destroy(&at);
+}
+
+static void session_create(req *r)
+{
+	pd_server *s = r->srv;
+	pd_session_create_req q;
+	pd_err e = {0};
+	if (pd_session_create_parse(r->body, r->len, &q, &e) < 0) {
+		http_set_error(r, 400, "%s", e.msg);
+		return;
+	}
+	char why[300];
+	if (conns_fds_short(s, q.template_name, why, sizeof why)) {
+		pd_session_create_req_free(&q);
+		r->retry_after = 2;
+		http_set_error(r, 503, "%s", why);
+		return;
+	}
+	/* the acquire may create a sandbox on the spot: this runs on the operation's own thread */
+	pd_session *ss = pd_session_open(s->pools, q.template_name, &q.o, &e);
+	pd_session_create_req_free(&q);
+	const char *tpl = q.template_name;
+	if (!ss) {
+		http_set_error(r, e.code == ENOENT ? 400 : 503, "%s", e.msg);
+		return;
+	}
+	pthread_mutex_lock(&s->mu);
+	sess_entry *slot = NULL;
+	for (int i = 0; i < MAX_SESSIONS && !slot; i++)
+		if (!s->sessions[i].s)
+			slot = &s->sessions[i];
+	if (!slot) {
+		/* full: forget sessions the pools already ended (their sandboxes are gone; a client
+		 * asking about one now gets 404 rather than 410) */
+		uint64_t now = pd_now_us();
+		for (int i = 0; i < MAX_SESSIONS; i++) {
+			pd_session *old = s->sessions[i].s;
+			if (old && !s->sessions[i].ops && pd_session_expired(old, now)) {
+				s->sessions[i].s = NULL;
+				pthread_mutex_unlock(&s->mu);
+				pd_session_close(old);
+				pthread_mutex_lock(&s->mu);
+				if (!slot && !s->sessions[i].s)
+					slot = &s->sessions[i];
+			}
+		}
+	}
+	if (slot) {
+		slot->s = ss;
+		snprintf(slot->id, sizeof slot->id, "%s", pd_session_id(ss));
+		snprintf(slot->template_name, sizeof slot->template_name, "%s", tpl);
+		struct timeval tv;
+		gettimeofday(&tv, NULL);
+		slot->created_ms = (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (!slot) {
+		pd_session_close(ss);
+		r->retry_after = 5;
+		http_set_error(r, 503, "too many open sessions (%d): close some", MAX_SESSIONS);
+		return;
+	}
+	pd_log("info", "session opened", PD_LS("session_id", pd_session_id(ss)),
+	       PD_LS("sandbox_id", pd_sandbox_id(pd_session_sandbox(ss))), PD_LS("template", tpl));
+	http_set_json(r, 201, json_pack("{s:s,s:s,s:s}", "session_id", pd_session_id(ss), "sandbox_id",
+				   pd_sandbox_id(pd_session_sandbox(ss)), "template", tpl));
+}
+
+static void session_delete(req *r, const char *id)
+{
+	pd_server *s = r->srv;
+	pthread_mutex_lock(&s->mu);
+	sess_entry *se = find_session(s, id);
+	pd_session *ss = NULL;
+	bool found = se != NULL;
+	if (se && se->ops) {
+		se->closing = true; /* the last request using it closes it */
+	} else if (se) {
+		ss = se->s;
+		se->s = NULL;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (!found) {
+		http_set_error(r, 404, "no session %s", id);
+		return;
+	}
+	if (ss)
+		pd_session_close(ss);
+	pd_log("info", "session closed", PD_LS("session_id", id));
+	http_set_json(r, 200, json_pack("{s:s,s:b}", "session_id", id, "closed", 1));
+}
+
+static void session_list(req *r)
+{
+	pd_server *s = r->srv;
+	json_t *arr = json_array();
+	pthread_mutex_lock(&s->mu);
+	uint64_t now = pd_now_us();
+	for (int i = 0; i < MAX_SESSIONS; i++) {
+		sess_entry *se = &s->sessions[i];
+		if (!se->s)
+			continue;
+		char sid[40], state[32];
+		pd_session_info(se->s, sid, sizeof sid, state, sizeof state);
+		json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:s,s:I,s:b}", "session_id", se->id,
+						     "sandbox_id", sid, "template", se->template_name, "state",
+						     state, "created_ms", (json_int_t)se->created_ms, "expired",
+						     pd_session_expired(se->s, now)));
+	}
+	pthread_mutex_unlock(&s->mu);
+	http_set_json(r, 200, json_pack("{s:o}", "sessions", arr));
+}
+
+/* ---- entry points (routes.c) ------------------------------------------------------------------ */
+
+void sessions_create(req *r, const char *url, const char *method)
+{
+	/* the pool may be empty and the sandbox made on the spot: not on the event thread */
+	snprintf(r->url, sizeof r->url, "%s", url);
+	snprintf(r->method, sizeof r->method, "%s", method);
+	session_async(r);
+}
+
+void sessions_list(req *r, const char *url, const char *method)
+{
+	(void)url;
+	(void)method;
+	session_list(r);
+}
+
+static void session_get(req *r, const char *id)
+{
+	pd_server *s = r->srv;
+	pthread_mutex_lock(&s->mu);
+	sess_entry *se = find_session(s, id);
+	json_t *o = NULL;
+	if (se) {
+		char sid[40], state[32];
+		pd_session_info(se->s, sid, sizeof sid, state, sizeof state);
+		o = json_pack("{s:s,s:s,s:s,s:s}", "session_id", se->id, "sandbox_id", sid, "template",
+			      se->template_name, "state", state);
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (o)
+		http_set_json(r, 200, o);
+	else
+		http_set_error(r, 404, "no session %s", id);
+}
+
+void sessions_op(req *r, const char *url, const char *method)
+{
+	const char *rest = url + strlen("/v1/sessions/");
+	if (!strchr(rest, '/') && !strcmp(method, "DELETE")) {
+		session_delete(r, rest);
+	} else if (!strchr(rest, '/') && !strcmp(method, "GET")) {
+		session_get(r, rest);
+	} else {
+		snprintf(r->url, sizeof r->url, "%s", url);
+		snprintf(r->method, sizeof r->method, "%s", method);
+		session_async(r);
+	}
+}
+
+void sessions_drain(pd_server *s)
+{
+	pthread_mutex_lock(&s->mu);
+	while (s->session_ops)
+		pthread_cond_wait(&s->ops_cv, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+}

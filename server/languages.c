@@ -1,0 +1,54 @@
+/* The languages paddock runs: for each, the template, where the code goes, the compile command and
+ * the run argv, and the version to show when the toolchain cannot be asked (runtimes.c asks it). */
+#define _GNU_SOURCE
+#include "server.h"
+
+#include <string.h>
+
+/* Each runs in its template's /work. Compile is an sh -c command line; run is the program's argv,
+ * exec'd directly with the request's args appended: a shell in front would cost every run another
+ * exec for nothing, and the program's crash is reported as its own signal. */
+#define RUN(...) {__VA_ARGS__, NULL}
+static const pd_language languages[] = {
+	{"python", "python", "/work/main.py", NULL, RUN("python3", "main.py"), "3.11", "python3", "--version"},
+	{"python3", "python", "/work/main.py", NULL, RUN("python3", "main.py"), "3.11", "python3", "--version"},
+	{"bash", "bash", "/work/main.sh", NULL, RUN("bash", "main.sh"), "5.2", "bash", "--version"},
+	{"c", "c", "/work/main.c", "gcc -O2 -std=gnu11 -o main main.c -lm", RUN("./main"), "12.2", "gcc",
+	 "-dumpfullversion"},
+	{"cpp", "cpp", "/work/main.cpp", "g++ -O2 -std=gnu++17 -o main main.cpp", RUN("./main"), "12.2", "g++",
+	 "-dumpfullversion"},
+	{"c++", "cpp", "/work/main.cpp", "g++ -O2 -std=gnu++17 -o main main.cpp", RUN("./main"), "12.2", "g++",
+	 "-dumpfullversion"},
+	{"nodejs", "node", "/work/main.js", NULL, RUN("node", "main.js"), "20", "node", "--version"},
+	{"javascript", "node", "/work/main.js", NULL, RUN("node", "main.js"), "20", "node", "--version"},
+	{"node", "node", "/work/main.js", NULL, RUN("node", "main.js"), "20", "node", "--version"},
+	{"perl", "bash", "/work/main.pl", NULL, RUN("perl", "main.pl"), "5.36", "perl", "-v"},
+	{"java", "bash", "/work/Main.java", "javac -J-Xmx256m Main.java", RUN("java", "-Xmx256m", "Main"), "17",
+	 "javac", "-version"},
+	{"go", "bash", "/work/main.go", "go build -o main main.go", RUN("./main"), "1.19", "go", "version"},
+	{"rust", "bash", "/work/main.rs", "rustc -O -o main main.rs", RUN("./main"), "1.63", "rustc",
+	 "--version"},
+	{"ruby", "bash", "/work/main.rb", NULL, RUN("ruby", "main.rb"), "3.1", "ruby", "--version"},
+	{"lua", "bash", "/work/main.lua", NULL, RUN("lua", "main.lua"), "5.4", "lua", "-v"},
+	{"php", "bash", "/work/main.php", NULL, RUN("php", "main.php"), "8.2", "php", "--version"},
+	{"pascal", "bash", "/work/main.pas", "fpc -O2 -omain main.pas >/dev/null", RUN("./main"), "3.2", "fpc",
+	 "-iV"},
+	{"fortran", "bash", "/work/main.f90", "gfortran -O2 -o main main.f90", RUN("./main"), "12.2",
+	 "gfortran", "-dumpfullversion"},
+};
+#undef RUN
+
+const pd_language *pd_languages(size_t *n)
+{
+	*n = sizeof languages / sizeof languages[0];
+	return languages;
+}
+
+const pd_language *pd_language_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof languages / sizeof languages[0]; i++)
+		if (!strcmp(languages[i].name, name))
+			return &languages[i];
+	return NULL;
+}
+

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# One result record on every surface: the same program (stdout a line, stderr 3 MB ending in a
+# marked line, so the stream is cut to head + tail) through `paddock exec --json`, POST /v1/runs,
+# a session exec, `paddock run` and the daemon's store must give a record with the same keys and the
+# same stdout, stderr (its tail included) and counts. lib/result.c renders it for all of them.
+source "$(dirname "$0")/api.sh"
+plan 12
+
+PROG='echo out; yes e | head -c 3000000 >&2; echo ERR-TAIL >&2'
+CMD=$(jq -cn --arg p "$PROG" '["sh", "-c", $p]')
+
+start_daemon
+ok $? "daemon started"
+
+# 1. paddock exec --json
+# (its status is OL, the API's OK: exec's own rule for a cut stream, not the rendering's)
+"$PADDOCK" exec --json --quiet -- sh -c "$PROG" >"$TMPD/exec.json" 2>"$TMPD/exec.err"
+jq -e . <"$TMPD/exec.json" >/dev/null
+ok $? "paddock exec --json: a record"
+
+# 2. POST /v1/runs (the run step's record)
+post_json /v1/runs "{\"template\":\"bash\",\"cmd\":$CMD,\"task_id\":\"record-surfaces\"}"
+is "$CODE" 200 "/v1/runs: 200"
+jq .run <"$BODY" >"$TMPD/runs.json"
+
+# 3. a session exec (its record, less the session's own two fields)
+post_json /v1/sessions '{"template":"bash"}'
+S=$(jb .session_id)
+post_json "/v1/sessions/$S/exec" "{\"cmd\":$CMD}"
+is "$CODE" 200 "session exec: 200"
+is "$(jb '[has("session_id"), has("request_id")] | all')" true "session exec: session_id and request_id added"
+jq 'del(.session_id, .request_id)' <"$BODY" >"$TMPD/session.json"
+req DELETE "/v1/sessions/$S"
+
+# 4. paddock run (a request line through the in-process scheduler)
+echo "{\"template\":\"bash\",\"cmd\":$CMD}" >"$TMPD/req.jsonl"
+"$PADDOCK" run -q -o "$TMPD/run.jsonl" "$TMPD/req.jsonl" >/dev/null 2>"$TMPD/run.err"
+jq .run <"$TMPD/run.jsonl" >"$TMPD/run.json" 2>/dev/null
+ok $? "paddock run: a result line ($(head -c 200 "$TMPD/run.err"))"
+
+# 5. the daemon's store: the record /v1/runs answered
+python3 - "$DB" >"$TMPD/store.json" <<'PY'
+import json, sqlite3, sys
+row = sqlite3.connect(sys.argv[1]).execute(
+    "SELECT record FROM attempts WHERE task_id = 'record-surfaces'").fetchone()
+print(json.dumps(json.loads(row[0])['run']) if row else '{}')
+PY
+
+surfaces="exec runs session run store"
+keys() { jq -c 'keys' <"$TMPD/$1.json" 2>/dev/null; }
+want=$(keys exec)
+diff=""
+for s in $surfaces; do [ "$(keys "$s")" = "$want" ] || diff="$diff $s:$(keys "$s")"; done
+is "$diff" "" "every surface's record has the same keys"
+like "$want" '"audit".*"residue".*"setup_ms".*"stderr_truncated".*"teardown_ms"' \
+  "the keys include residue, timings and audit ($(jq length <"$TMPD/exec.json") keys)"
+
+same() {  # same FILTER: the filter's value on every surface, or the first that differs
+  local w s
+  w=$(jq -c "$1" <"$TMPD/exec.json")
+  for s in $surfaces; do [ "$(jq -c "$1" <"$TMPD/$s.json")" = "$w" ] || { echo "$s: $(jq -c "$1" <"$TMPD/$s.json" | head -c 200)"; return; }; done
+  echo "$w"
+}
+is "$(same '[.exit_code, .signal, .stdout, .stdout_bytes, .stderr_bytes, .stderr_truncated]')" \
+  '[0,0,"out\n",4,3000009,true]' "exit code, stdout and the counts agree"
+tails=""
+for s in $surfaces; do
+  jq -e '.stderr | endswith("\nERR-TAIL\n") and test("bytes omitted")' <"$TMPD/$s.json" >/dev/null || tails="$tails $s"
+done
+is "$tails" "" "every surface keeps stderr's tail (ERR-TAIL after the omission marker)"
+is "$(same '.stderr | length')" "$(jq '.stderr | length' <"$TMPD/exec.json")" "stderr's kept text is the same length everywhere"
+is "$(same '.stderr')" "$(jq -c .stderr <"$TMPD/exec.json")" "stderr's kept text is identical everywhere"

@@ -1,0 +1,60 @@
+/* refusal.c: a refused request's error is the field and the reason alone (pd_refuse), code EINVAL,
+ * with no strerror text baked in for the server to take off again: the API parsers
+ * (server/api/) and the session parsers (server/session_req.c), each with a bad request. */
+#define _GNU_SOURCE
+#include "server.h"
+#include "tap.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+typedef pd_job *(*parser)(json_t *, pd_err *);
+
+static void refused(parser p, const char *body, const char *want, const char *what)
+{
+	json_t *req = json_loads(body, 0, NULL);
+	pd_err e = {0};
+	pd_job *j = req ? p(req, &e) : NULL;
+	ok(!j && e.code == EINVAL, "%s: refused with EINVAL (%d)", what, e.code);
+	is_str(e.msg, want, "%s: the message alone", what);
+	pd_job_free(j);
+	json_decref(req);
+}
+
+int main(void)
+{
+	plan(14);
+	refused(pd_job_from_native, "{\"shell\":\"true\",\"deadline_ms\":-1}",
+		"deadline_ms: must be a positive whole number of milliseconds, at most a year", "native deadline_ms");
+	refused(pd_job_from_native, "{\"language\":\"cobol\",\"code\":\"\"}",
+		"language: 'cobol' is not a language paddock knows", "native language");
+	refused(pd_job_from_native, "{\"shell\":\"true\",\"x: Invalid argument\":1}",
+		"x: Invalid argument: unknown field", "native unknown field quoting strerror's words");
+	refused(pd_job_from_run_code, "{\"language\":\"python\"}", "code: required, a string", "run_code code");
+	refused(pd_job_from_piston, "{\"language\":\"python\",\"version\":\"99\",\"files\":[{\"content\":\"\"}]}",
+		"python-99 runtime is unknown", "piston runtime");
+	pd_session_create_req c;
+	pd_err e = {0};
+	static const char cbody[] = "{\"ttl\":\"x\"}";
+	ok(pd_session_create_parse(cbody, strlen(cbody), &c, &e) < 0 && e.code == EINVAL, "session create: refused");
+	ok(e.msg[0] && !strstr(e.msg, "Invalid argument"), "session create: no strerror text (%s)", e.msg);
+	pd_session_exec_req x;
+	memset(&e, 0, sizeof e);
+	ok(pd_session_exec_parse("{}", 2, &x, &e) < 0 && e.code == EINVAL && e.msg[0] && !strstr(e.msg, "Invalid argument"),
+	   "session exec: refused, no strerror text (%s)", e.msg);
+	/* a message cut at its buffer's end stays UTF-8: a client's long key of 2-byte characters */
+	char *key = malloc(1201);
+	for (int i = 0; i < 1200; i += 2)
+		memcpy(key + i, "\xc3\xa9", 2);
+	key[1200] = 0;
+	json_t *req = json_pack("{s:s,s:i}", "shell", "true", key, 1);
+	memset(&e, 0, sizeof e);
+	pd_job *j = pd_job_from_native(req, &e);
+	size_t n = strlen(e.msg);
+	json_t *text = json_string(e.msg); /* NULL for a text that is not UTF-8 */
+	ok(!j && n < sizeof e.msg && text, "a cut message is still UTF-8 (%zu bytes)", n);
+	json_decref(text);
+	json_decref(req);
+	free(key);
+	return done();
+}
