@@ -89,7 +89,7 @@ bool cli_size(const char *what, const char *arg, uint64_t lo, uint64_t hi, uint6
 	size_text(lo, a, sizeof a);
 	size_text(hi, b, sizeof b);
 	if (hi == UINT64_MAX)
-		snprintf(want, sizeof want, lo ? "a size of at least %s" : "a size", a);
+		snprintf(want, sizeof want, lo > 1 ? "a size of at least %s" : lo ? "a positive size" : "a size", a);
 	else
 		snprintf(want, sizeof want, "a size from %s to %s", a, b);
 	return cli_bad(what, arg, want);

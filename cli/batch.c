@@ -194,6 +194,8 @@ int cmd_batch(int argc, char **argv)
 		default: batch_usage(stderr); return EXIT_USAGE;
 		}
 	}
+	if (optind + 1 < argc && !cli_no_operand("batch", argc, argv, optind + 1))
+		return EXIT_USAGE;
 	FILE *in = stdin;
 	if (optind < argc && strcmp(argv[optind], "-")) {
 		in = fopen(argv[optind], "re");
