@@ -123,6 +123,21 @@ static bool memcg_mount(bool v2, char *out, size_t len)
 	return found;
 }
 
+/* The number a kernel file holds (a sysctl, a cgroup counter), or -1. */
+static long long read_ll(const char *path)
+{
+	char buf[64];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	return strtoll(buf, NULL, 10);
+}
+
 /* Bytes charged to the memory cgroup of a process (v1 memory.usage_in_bytes, which includes the
  * kernel memory charged to it; v2 memory.current), or -1. */
 static long long memcg_bytes(pid_t pid)
@@ -156,16 +171,7 @@ static long long memcg_bytes(pid_t pid)
 		return -1; /* the root cgroup's figure is the whole host's */
 	snprintf(path, sizeof path, "%s%s/%s", mnt, cg,
 		 v2 ? "memory.current" : "memory.usage_in_bytes");
-	char buf[64];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	return strtoll(buf, NULL, 10);
+	return read_ll(path);
 }
 
 /* Rss, Pss and private (Private_Clean + Private_Dirty) of a process, in KiB. */
@@ -206,20 +212,6 @@ static long count_fds(void)
 	return n - 1; /* the directory's own fd */
 }
 
-static long long read_ll(const char *path)
-{
-	char buf[64];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	return strtoll(buf, NULL, 10);
-}
-
 
 /* Room for n sandboxes, or why not (into rep->stopped). Raises RLIMIT_NOFILE as far as needed. */
 static bool density_room(int n, density_report *rep)
@@ -231,8 +223,8 @@ static bool density_room(int n, density_report *rep)
 		return false;
 	}
 	rlim_t soft0 = rl.rlim_cur, hard0 = rl.rlim_max;
-	rlim_t need =
-	    (rlim_t)(count_fds() > 0 ? count_fds() : 0) + (rlim_t)n * DENSITY_FDS_PER + 64;
+	long open_now = count_fds();
+	rlim_t need = (rlim_t)(open_now > 0 ? open_now : 0) + (rlim_t)n * DENSITY_FDS_PER + 64;
 	/* up to the hard limit is anyone's to take */
 	rl.rlim_cur = rl.rlim_max;
 	setrlimit(RLIMIT_NOFILE, &rl);
