@@ -1,4 +1,11 @@
-/* The paddock command: one small file per subcommand over libpaddock. */
+/* The paddock command: one file per subcommand over the public headers (paddock.h, pool.h,
+ * server.h).
+ *   main.c       the command table: dispatch and the top-level help
+ *   args.c       cli_error and the value parsers every subcommand (and serve's config) shares
+ *   exec.c run.c serve.c pool.c batch.c   the subcommands; serve.c holds serve's option table
+ *   jsonl.c      the request lines of batch and run (shared with the fuzzer)
+ *   progress.c   the progress line and latency percentiles of batch and run
+ *   bench*.c     paddock bench (bench.h maps its files) */
 #ifndef PADDOCK_CLI_H
 #define PADDOCK_CLI_H
 

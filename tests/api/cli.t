@@ -10,7 +10,7 @@ unset PADDOCK_TOKEN
 
 # --- serve: the options --help lists -------------------------------------------------------------
 mapfile -t OPTS < <("$PADDOCK" serve --help | sed -nE 's/^  (-[a-z], )?--([a-z-]+) ([A-Z]+).*/\2 \3/p' | grep -v '^config ')
-plan $((2 * ${#OPTS[@]} + 42))
+plan $((2 * ${#OPTS[@]} + 43))
 is "${#OPTS[@]}" 13 "serve --help lists 13 options with a value (besides --config)"
 
 printf 'secret-from-file\n' >"$TMPD/token"
@@ -48,6 +48,9 @@ echo '{"max_body": "64M", "store_max": 0, "max_connections_per_ip": 0}' >"$TMPD/
 out=$("$PADDOCK" serve --check --config "$TMPD/s.json" 2>&1)
 is "$(jq -c '[.max_body, .store_max, .max_connections_per_ip]' <<<"$out" 2>/dev/null)" "[67108864,0,0]" \
   "max_body \"64M\" (once refused in a config) and the 0 = no limit of store_max and max_connections_per_ip"
+
+"$PADDOCK" serve --check --config contrib/config.example.json >/dev/null 2>&1
+ok $? "the example config (contrib/config.example.json) is taken whole"
 
 # flags win over the config, wherever they stand
 echo '{"workers": 5}' >"$TMPD/w.json"
