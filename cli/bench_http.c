@@ -223,8 +223,8 @@ static void measure(int port, hconn *c, int iterations, double secs, hround *h)
 		if (!lat[k])
 			continue;
 		cli_sort_latencies(lat[k], (size_t)iterations);
-		h->p50[k] = lat[k][iterations / 2];
-		h->p99[k] = lat[k][(int)ceil(iterations * 0.99) - 1];
+		h->p50[k] = cli_percentile(lat[k], (size_t)iterations, 50);
+		h->p99[k] = cli_percentile(lat[k], (size_t)iterations, 99);
 		free(lat[k]);
 	}
 }
