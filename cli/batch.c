@@ -156,13 +156,19 @@ static void *worker(void *arg)
 
 static void batch_usage(FILE *f)
 {
-	fputs("usage: paddock batch [--templates FILE] [-j N] [--warm N] [-o OUT] [REQUESTS.jsonl|-]\n"
+	fputs("usage: paddock batch [options] [REQUESTS.jsonl|-]\n"
 	      "\n"
 	      "Runs each request (a JSON line: id, template, cmd or shell, files, stdin, wall_time,\n"
-	      "cpu_time, cwd) in a clean sandbox from the template's warm pool, with N workers\n"
-	      "(default 2). Writes one result record per line to OUT (default stdout), shows progress\n"
-	      "on a terminal and a summary on stderr. Exit: 0 all OK, 1 some program failed,\n"
-	      "2 a request could not run.\n",
+	      "cpu_time, cwd) in a clean sandbox from the template's warm pool; reads stdin when no\n"
+	      "file (or -) is given. Writes one result record per line, shows progress on a terminal\n"
+	      "and a summary on stderr.\n"
+	      "\n"
+	      "  -j, --jobs N           concurrent requests, from 1 to 1024 (default 2)\n"
+	      "  -n, --warm N           READY sandboxes per template, from 0 to 10000 (default: N jobs)\n"
+	      "  -t, --templates FILE   templates (default: built-in)\n"
+	      "  -o, --output FILE      results (default stdout)\n"
+	      "\n"
+	      "exit: 0 all OK, 1 some program failed, 2 a request could not run, 64 bad usage.\n",
 	      f);
 }
 
@@ -194,6 +200,8 @@ int cmd_batch(int argc, char **argv)
 		default: batch_usage(stderr); return EXIT_USAGE;
 		}
 	}
+	if (optind + 1 < argc && !cli_no_operand("batch", argc, argv, optind + 1))
+		return EXIT_USAGE;
 	FILE *in = stdin;
 	if (optind < argc && strcmp(argv[optind], "-")) {
 		in = fopen(argv[optind], "re");

@@ -153,7 +153,7 @@ static void pool_quiet(int port)
 	uint64_t deadline = pd_now_us() + 30 * 1000000u;
 	while (pd_now_us() < deadline && hrequest(&c, "GET", "/v1/pools", NULL) == 200 &&
 	       (pool_count(&c, "reclaiming") > 0 || pool_count(&c, "creating") > 0)) {
-		struct timespec ts = {0, 1000000}; /* a reset takes a few ms: poll every 1 ms */
+		struct timespec ts = {0, 1000000}; /* poll every 1 ms: finer than a reset */
 		nanosleep(&ts, NULL);
 	}
 	close(c.fd);
@@ -192,9 +192,9 @@ typedef struct hround {
 } hround;
 
 /* Latency with one client, then throughput with one and with two; the cases interleaved, op by
- * op for latency and in 0.5 s slices for throughput: on a shared machine the speed drifts by
- * 10-20% over tens of seconds, and cases measured one after the other would carry that drift
- * into their ratio. */
+ * op for latency and in 0.5 s slices for throughput: on a shared machine the speed drifts over
+ * tens of seconds, and cases measured one after the other would carry that drift into their
+ * ratio. */
 static void measure(int port, hconn *c, int iterations, double secs, hround *h)
 {
 	double e1[NK] = {0}, e2[NK] = {0};
@@ -223,8 +223,8 @@ static void measure(int port, hconn *c, int iterations, double secs, hround *h)
 		if (!lat[k])
 			continue;
 		cli_sort_latencies(lat[k], (size_t)iterations);
-		h->p50[k] = lat[k][iterations / 2];
-		h->p99[k] = lat[k][(int)ceil(iterations * 0.99) - 1];
+		h->p50[k] = cli_percentile(lat[k], (size_t)iterations, 50);
+		h->p99[k] = cli_percentile(lat[k], (size_t)iterations, 99);
 		free(lat[k]);
 	}
 }
@@ -264,12 +264,8 @@ int cmd_bench_http(int argc, char **argv)
 			iterations = (int)v;
 			break;
 		case 'd':
-			if (pd_parse_duration_ms(optarg, &duration_ms) < 0 || duration_ms < 500 ||
-			    duration_ms > 600000) {
-				cli_error("bench --http: --duration: '%s' is not a time from 500ms to 600s",
-					  optarg);
+			if (!cli_duration_ms("bench --http: --duration", optarg, 500, 600000, &duration_ms))
 				return EXIT_USAGE;
-			}
 			break;
 		case 'r':
 			if (!cli_count("bench --http: --rounds", optarg, 1, 100, &v))

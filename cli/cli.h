@@ -1,4 +1,11 @@
-/* The paddock command: one small file per subcommand over libpaddock. */
+/* The paddock command: one file per subcommand over the public headers (paddock.h, pool.h,
+ * server.h).
+ *   main.c       the command table: dispatch and the top-level help
+ *   args.c       cli_error and the value parsers every subcommand (and serve's config) shares
+ *   exec.c run.c serve.c pool.c batch.c   the subcommands; serve.c holds serve's option table
+ *   jsonl.c      the request lines of batch and run (shared with the fuzzer)
+ *   progress.c   the progress line and latency percentiles of batch and run
+ *   bench*.c     paddock bench (bench.h maps its files) */
 #ifndef PADDOCK_CLI_H
 #define PADDOCK_CLI_H
 
@@ -36,8 +43,21 @@ double cli_percentile(const double *sorted, size_t n, double p);
 
 /* Prints "paddock: <msg>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* arg as a whole number from lo to hi into *out: true; else says "<opt>: '<arg>' is not a count
- * from lo to hi" and false. */
-bool cli_count(const char *opt, const char *arg, long lo, long hi, long *out);
+
+/* The parsers of option values (cli/args.c), one per kind, used for flags and config keys alike.
+ * what names where the value came from ("--workers", "--config FILE: workers"). Each fills *out
+ * and returns true, or says "<what>: '<arg>' is not <the kind and its range>" and returns false. */
+/* decimal digits only, from lo to hi */
+bool cli_count(const char *what, const char *arg, long lo, long hi, long *out);
+/* pd_parse_size's sizes (k, M, G, T; plain digits are bytes), from lo to hi */
+bool cli_size(const char *what, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out);
+/* pd_parse_duration_ms's times (s, ms, m; plain numbers are seconds), in ms from lo to hi */
+bool cli_duration_ms(const char *what, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out);
+/* digits with at most one decimal point (no sign, exponent, nan or inf), from lo to hi */
+bool cli_decimal(const char *what, const char *arg, double lo, double hi, double *out);
+/* Says "<what>: '<arg>' is not <want>"; false. */
+bool cli_bad(const char *what, const char *arg, const char *want);
+/* After getopt: true when no operand is left at optind, else says which one is unexpected. */
+bool cli_no_operand(const char *cmd, int argc, char **argv, int optind_);
 
 #endif

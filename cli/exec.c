@@ -88,9 +88,10 @@ static int parse_id(const char *s, uint32_t *out)
 			*out = names[i].id;
 			return 0;
 		}
-	char *end;
-	long v = strtol(s, &end, 10);
-	if (!*s || *end || v < 0 || v > 65535)
+	if (!*s || strspn(s, "0123456789") != strlen(s) || strlen(s) > 5)
+		return -1;
+	long v = strtol(s, NULL, 10);
+	if (v > 65535)
 		return -1;
 	*out = (uint32_t)v;
 	return 0;
@@ -99,6 +100,8 @@ static int parse_id(const char *s, uint32_t *out)
 static int parse_user(const char *arg, uint32_t *uid, uint32_t *gid)
 {
 	char buf[64];
+	if (strlen(arg) >= sizeof buf)
+		return -1;
 	snprintf(buf, sizeof buf, "%s", arg);
 	char *colon = strchr(buf, ':');
 	if (colon)
@@ -146,7 +149,7 @@ enum {
 
 static int bad(const char *opt, const char *val, const char *want)
 {
-	cli_error("%s: '%s' is not %s", opt, val, want);
+	cli_bad(opt, val, want);
 	return EXIT_USAGE;
 }
 
@@ -181,7 +184,7 @@ int cmd_exec(int argc, char **argv)
 	static pd_bind binds[32];
 	static const char *allow[65], *deny[65];
 	size_t nallow = 0, ndeny = 0;
-	uint64_t v;
+	long n;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+hqe:C:i:b:m:p:t:w:d:o:u:", opts, NULL)) != -1) {
@@ -235,63 +238,49 @@ int cmd_exec(int argc, char **argv)
 				return bad("--net", optarg, "loopback, none or host");
 			break;
 		case 'm':
-			if (pd_parse_size(optarg, &v) < 0 || v < (4 << 20))
-				return bad("--memory", optarg, "a size of at least 4M");
-			so.limits.memory_bytes = v;
+			if (!cli_size("--memory", optarg, 4 << 20, UINT64_MAX, &so.limits.memory_bytes))
+				return EXIT_USAGE;
 			break;
-		case 'p': {
-			char *end;
-			long n = strtol(optarg, &end, 10);
-			if (*end || n < 1 || n > 1000000)
-				return bad("--pids", optarg, "a count from 1 to 1000000");
+		case 'p':
+			if (!cli_count("--pids", optarg, 1, 1000000, &n))
+				return EXIT_USAGE;
 			so.limits.pids = (uint32_t)n;
 			break;
-		}
 		case 't':
-			if (pd_parse_duration_ms(optarg, &v) < 0 || !v)
-				return bad("--cpu-time", optarg, "a positive time");
-			so.limits.cpu_ms = v;
+			if (!cli_duration_ms("--cpu-time", optarg, 1, UINT64_MAX, &so.limits.cpu_ms))
+				return EXIT_USAGE;
 			break;
 		case 'w':
-			if (pd_parse_duration_ms(optarg, &v) < 0 || !v)
-				return bad("--wall-time", optarg, "a positive time");
-			so.limits.wall_ms = v;
+			if (!cli_duration_ms("--wall-time", optarg, 1, UINT64_MAX, &so.limits.wall_ms))
+				return EXIT_USAGE;
 			break;
 		case O_CPUS: {
-			char *end;
-			double d = strtod(optarg, &end);
-			if (*end || d < 0.01 || d > 1024)
-				return bad("--cpus", optarg, "a number of cores from 0.01 to 1024");
+			double d;
+			if (!cli_decimal("--cpus", optarg, 0.01, 1024, &d))
+				return EXIT_USAGE;
 			so.limits.cpu_millicores = (uint32_t)(d * 1000 + 0.5);
 			break;
 		}
 		case 'd':
-			if (pd_parse_size(optarg, &v) < 0 || v < 4096)
-				return bad("--disk", optarg, "a size of at least 4k");
-			so.limits.disk_bytes = v;
+			if (!cli_size("--disk", optarg, 4096, UINT64_MAX, &so.limits.disk_bytes))
+				return EXIT_USAGE;
 			break;
 		case 'o':
-			if (pd_parse_size(optarg, &v) < 0 || v < 16)
-				return bad("--output", optarg, "a size of at least 16 bytes");
-			so.limits.output_bytes = v;
+			if (!cli_size("--output", optarg, 16, UINT64_MAX, &so.limits.output_bytes))
+				return EXIT_USAGE;
 			break;
 		case O_OUTPUT_KILL:
-			if (pd_parse_size(optarg, &v) < 0 || v < 16)
-				return bad("--output-kill", optarg, "a size of at least 16 bytes");
-			so.limits.output_kill_bytes = v;
+			if (!cli_size("--output-kill", optarg, 16, UINT64_MAX, &so.limits.output_kill_bytes))
+				return EXIT_USAGE;
 			break;
-		case O_NOFILE: {
-			char *end;
-			long n = strtol(optarg, &end, 10);
-			if (*end || n < 4 || n > 1048576)
-				return bad("--nofile", optarg, "a count from 4 to 1048576");
+		case O_NOFILE:
+			if (!cli_count("--nofile", optarg, 4, 1048576, &n))
+				return EXIT_USAGE;
 			so.limits.nofile = (uint32_t)n;
 			break;
-		}
 		case O_FSIZE:
-			if (pd_parse_size(optarg, &v) < 0 || !v)
-				return bad("--fsize", optarg, "a positive size");
-			so.limits.fsize_bytes = v;
+			if (!cli_size("--fsize", optarg, 1, UINT64_MAX, &so.limits.fsize_bytes))
+				return EXIT_USAGE;
 			break;
 		case O_AUDIT: ao.enabled = true; break;
 		case O_AUDIT_ALLOW:

@@ -15,7 +15,8 @@ static void pool_usage(FILE *f)
 	      "\n"
 	      "Loads the templates (the built-in bash, python, c, cpp and node, or FILE), reports\n"
 	      "which toolchains the host lacks, warms every available pool to N READY sandboxes\n"
-	      "(default: each template's pool.min), and prints the pools' state.\n",
+	      "(default: each template's pool.min), and prints the pools' state. --wait: seconds to\n"
+	      "wait for the pools to fill (default 30, at most 86400); --json: one line per pool.\n",
 	      f);
 }
 
@@ -83,7 +84,6 @@ int cmd_pool(int argc, char **argv)
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "ht:n:w:j", opts, NULL)) != -1) {
-		char *end;
 		switch (c) {
 		case 'h': pool_usage(stdout); return 0;
 		case 't': file = optarg; break;
@@ -92,16 +92,15 @@ int cmd_pool(int argc, char **argv)
 				return EXIT_USAGE;
 			break;
 		case 'w':
-			wait_s = strtod(optarg, &end);
-			if (*end || wait_s < 0) {
-				cli_error("--wait: '%s' is not a number of seconds", optarg);
+			if (!cli_decimal("--wait", optarg, 0, 86400, &wait_s))
 				return EXIT_USAGE;
-			}
 			break;
 		case 'j': json = true; break;
 		default: pool_usage(stderr); return EXIT_USAGE;
 		}
 	}
+	if (!cli_no_operand("pool", argc, argv, optind))
+		return EXIT_USAGE;
 	pd_template *t;
 	size_t n;
 	if (cli_load_templates(file, &t, &n) < 0)

@@ -18,7 +18,7 @@
 typedef struct run_state {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	size_t total, done, bad_lines;
+	size_t total, done;
 	FILE *out;
 	double *lat;
 	size_t nlat;
@@ -98,33 +98,21 @@ int cmd_run(int argc, char **argv)
 	optind = 1;
 	pd_log_enable(false);
 	while ((c = getopt_long(argc, argv, "ho:j:qv", opts, NULL)) != -1) {
-		char *end = NULL;
-		long v = optarg ? strtol(optarg, &end, 10) : 0;
-		bool num = optarg && end && !*end && v >= 0;
 		switch (c) {
 		case 'h': run_usage(stdout); return 0;
 		case 'o': outfile = optarg; break;
 		case 'j':
-			if (!num || v < 1 || v > 1024) {
-				cli_error("--workers: '%s' is not a count from 1 to 1024", optarg);
+			if (!cli_count("--workers", optarg, 1, 1024, &workers))
 				return EXIT_USAGE;
-			}
-			workers = v;
 			break;
 		case 't': tfile = optarg; break;
 		case 'n':
-			if (!num || v > 1000) {
-				cli_error("--warm: '%s' is not a count from 0 to 1000", optarg);
+			if (!cli_count("--warm", optarg, 0, 1000, &warm))
 				return EXIT_USAGE;
-			}
-			warm = v;
 			break;
 		case 'r':
-			if (!num || v > 10) {
-				cli_error("--retries: '%s' is not a count from 0 to 10", optarg);
+			if (!cli_count("--retries", optarg, 0, 10, &retries))
 				return EXIT_USAGE;
-			}
-			retries = v;
 			break;
 		case 'q': quiet = true; break;
 		case 'v': pd_log_enable(true); break;
@@ -135,6 +123,8 @@ int cmd_run(int argc, char **argv)
 		cli_error("run: which requests? (usage: paddock run REQUESTS.jsonl)");
 		return EXIT_USAGE;
 	}
+	if (!cli_no_operand("run", argc, argv, optind + 1))
+		return EXIT_USAGE;
 	FILE *in = strcmp(argv[optind], "-") ? fopen(argv[optind], "re") : stdin;
 	if (!in) {
 		cli_error("%s: %s", argv[optind], strerror(errno));

@@ -1,4 +1,6 @@
-/* paddock serve: the daemon. */
+/* paddock serve: the daemon. Its options are one table (serve_opts below) that drives the
+ * flags, the keys of --config and --help alike: each option is written once, with its type, its
+ * range and its help, and a flag and a config key take the same values by the same parser. */
 #define _GNU_SOURCE
 #include "cli.h"
 #include "server.h"
@@ -7,11 +9,69 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
+
+typedef enum {
+	T_STRING,      /* any non-empty text */
+	T_ADDRESS,     /* HOST:PORT or unix:/path (the server checks the form when it binds) */
+	T_FILE,        /* a path, read by the server */
+	T_SECRET_FILE, /* a file whose first line is the value (the token, kept out of argv) */
+	T_COUNT,       /* a whole number from lo to hi */
+	T_SIZE,        /* a size (k, M, G, T; plain digits are bytes) from lo to hi */
+} opt_type;
+
+typedef struct serve_opt {
+	const char *name; /* the flag is --name; the config key is name with '_' for '-' */
+	char short_name;  /* or 0 */
+	opt_type type;
+	const char *arg;   /* the value's name in the help */
+	uint64_t lo, hi;   /* counts and sizes */
+	bool zero_is_none; /* 0 is also taken, beyond lo: no limit (the field's largest value) */
+	size_t off, width; /* the pd_server_opts field it sets */
+	const char *def;   /* the default, as the help shows it; NULL: none to show */
+	const char *help;  /* '\n' continues the text on the next line */
+} serve_opt;
+
+#define FIELD(f) offsetof(pd_server_opts, f), sizeof(((pd_server_opts *)0)->f)
+
+static const serve_opt serve_opts[] = {
+	{"listen", 'l', T_ADDRESS, "ADDR", 0, 0, false, FIELD(listen), "127.0.0.1:8080",
+	 "HOST:PORT (beyond loopback, needs a token) or unix:/path"},
+	{"token", 0, T_STRING, "TOKEN", 0, 0, false, FIELD(token), NULL,
+	 "bearer token required on every request but /healthz and /readyz\n"
+	 "(also $PADDOCK_TOKEN)"},
+	{"token-file", 0, T_SECRET_FILE, "FILE", 0, 0, false, FIELD(token), NULL,
+	 "the bearer token: the first line of FILE"},
+	{"templates", 0, T_FILE, "FILE", 0, 0, false, FIELD(templates_file),
+	 "the built-in bash, python, c, cpp, node", "templates, a JSON file"},
+	{"db", 0, T_FILE, "FILE", 0, 0, false, FIELD(db_path), "<state>/paddock.db", "the results store, an SQLite file"},
+	{"store-max", 0, T_SIZE, "SIZE", 16u << 20, UINT64_MAX, true, FIELD(store_max), "1G",
+	 "size the store's records may take; past it the oldest are\n"
+	 "deleted; 0 = no cap, at least 16M otherwise"},
+	{"workers", 0, T_COUNT, "N", 1, 4096, false, FIELD(sched.workers), "2 x CPUs", "concurrent jobs"},
+	{"queue-max", 0, T_COUNT, "N", 1, 1000000000, false, FIELD(sched.queue_max), "4096",
+	 "queued jobs per priority class before refusing"},
+	{"retries", 0, T_COUNT, "N", 0, 10, false, FIELD(sched.retries), "2",
+	 "retries of infrastructure failures in a fresh sandbox"},
+	{"warm", 0, T_COUNT, "N", 0, 10000, false, FIELD(warm), "templates' pool.min",
+	 "READY sandboxes kept per template"},
+	{"max-body", 0, T_SIZE, "SIZE", 1024, UINT64_MAX, false, FIELD(max_body), "16M", "largest request body"},
+	{"max-connections-per-ip", 0, T_COUNT, "N", 0, 1000000, true, FIELD(max_conns_per_ip), "256",
+	 "open connections one client address may hold; more are closed\n"
+	 "at accept and counted; 0 = no limit"},
+	{"per-ip-exempt", 0, T_STRING, "CIDRS", 0, 0, false, FIELD(per_ip_exempt), "127.0.0.0/8",
+	 "addresses that limit spares, comma-separated IPv4 networks\n"
+	 "(\"none\" = spare none); unix-socket clients have no address\n"
+	 "and are always spared"},
+};
+
+#define NOPTS (sizeof serve_opts / sizeof serve_opts[0])
+enum { O_HELP = 256, O_CONFIG, O_CHECK, O_TABLE }; /* getopt values: O_TABLE + index in serve_opts */
 
 static void serve_usage(FILE *f)
 {
@@ -20,26 +80,37 @@ static void serve_usage(FILE *f)
 	      "Runs the HTTP daemon: native API (/v1/runs, /v1/sessions...), SandboxFusion (/run_code,\n"
 	      "/v1/ping), Piston (/api/v2/execute, /api/v2/runtimes), /metrics, /healthz, /readyz.\n"
 	      "SIGINT or SIGTERM stops it gracefully: running and queued work is finished and answered.\n"
-	      "\n"
-	      "  -l, --listen ADDR      127.0.0.1:8080 (default), 0.0.0.0:PORT (needs a token), unix:/path\n"
-	      "  --token TOKEN          bearer token required on every request but /healthz and /readyz\n"
-	      "                         (also $PADDOCK_TOKEN; --token-file FILE reads it from a file)\n"
-	      "  --templates FILE       templates (JSON); default: built-in bash, python, c, cpp, node\n"
-	      "  --db FILE              results store (SQLite); default <state>/paddock.db\n"
-	      "  --store-max SIZE       size the store's records may take; past it the oldest are\n"
-	      "                         deleted (default 1G; 0 = no cap, at least 16M otherwise)\n"
-	      "  --workers N            concurrent jobs (default 2 x CPUs)\n"
-	      "  --queue-max N          queued jobs per priority class before refusing (default 4096)\n"
-	      "  --retries N            retries of infrastructure failures in a fresh sandbox (default 2)\n"
-	      "  --warm N               READY sandboxes kept per template (default: templates' pool.min)\n"
-	      "  --max-body SIZE        largest request body (default 16M)\n"
-	      "  --max-connections-per-ip N\n"
-	      "                         open connections one client address may hold; more are closed\n"
-	      "                         at accept and counted (default 256; 0 = no limit)\n"
-	      "  --per-ip-exempt CIDRS  addresses that limit spares, comma-separated IPv4 networks\n"
-	      "                         (default 127.0.0.0/8; \"none\" = spare none); unix-socket\n"
-	      "                         clients have no address and are always spared\n"
-	      "  --config FILE          JSON object with any of the options above (flags win)\n",
+	      "\n",
+	      f);
+	for (size_t i = 0; i < NOPTS; i++) {
+		const serve_opt *o = &serve_opts[i];
+		char head[64];
+		int n = o->short_name ? snprintf(head, sizeof head, "  -%c, --%s %s", o->short_name, o->name, o->arg)
+				      : snprintf(head, sizeof head, "  --%s %s", o->name, o->arg);
+		fputs(head, f);
+		if (n >= 24)
+			fprintf(f, "\n%25s", "");
+		else
+			fprintf(f, "%*s", 25 - n, "");
+		for (const char *p = o->help; *p;) {
+			size_t l = strcspn(p, "\n");
+			fprintf(f, "%.*s", (int)l, p);
+			p += l;
+			if (*p) {
+				fprintf(f, "\n%25s", "");
+				p++;
+			}
+		}
+		if (o->def)
+			fprintf(f, " (default: %s)", o->def);
+		fputc('\n', f);
+	}
+	fputs("  --config FILE          JSON object with any of the options above, each under its name\n"
+	      "                         with '_' for '-' (\"max_body\": \"64M\"), taking the same values\n"
+	      "                         as the flag (a number as a JSON number or string); flags win\n"
+	      "  --check                print the settings the options and config files give, as a\n"
+	      "                         JSON object under the config keys (null: the default), and\n"
+	      "                         exit without serving\n",
 	      f);
 }
 
@@ -49,9 +120,10 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
-static char *read_small(const char *path)
+/* The first line of a file (a token: kept out of argv and the environment); NULL with errno. */
+static const char *read_first_line(const char *path)
 {
-	char buf[4096];
+	static char buf[4096]; /* the last one read: a later token file replaces an earlier one */
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return NULL;
@@ -59,169 +131,150 @@ static char *read_small(const char *path)
 	fclose(f);
 	buf[n] = 0;
 	buf[strcspn(buf, "\r\n")] = 0;
-	return strdup(buf);
+	return buf;
 }
 
-/* The store's cap from a size string (or, from a config file, a number of bytes): 0 means no
- * cap (UINT64_MAX for the server); anything else must leave room for a few full records. */
-static int store_max(const char *text, long long bytes, uint64_t *out)
+/* Sets the option o from text (a flag's argument, or a config key's value), parsed by its type;
+ * what names where text came from. false after saying why not. */
+static bool set_opt(pd_server_opts *so, const serve_opt *o, const char *what, const char *text)
 {
-	uint64_t v;
-	if (text ? pd_parse_size(text, &v) < 0 : bytes < 0)
-		return -1;
-	if (!text)
-		v = (uint64_t)bytes;
-	if (v && v < (16u << 20))
-		return -1;
-	*out = v ? v : UINT64_MAX;
+	char *field = (char *)so + o->off;
+	static const char *const kinds[] = {[T_STRING] = "a non-empty text", [T_ADDRESS] = "an address",
+					    [T_FILE] = "a file", [T_SECRET_FILE] = "a file"};
+	uint64_t v = 0;
+	long n;
+	switch (o->type) {
+	case T_STRING:
+	case T_ADDRESS:
+	case T_FILE:
+	case T_SECRET_FILE:
+		if (!*text)
+			return cli_bad(what, text, kinds[o->type]);
+		if (o->type == T_SECRET_FILE) {
+			const char *line = read_first_line(text);
+			if (!line) {
+				cli_error("%s: %s: %s", what, text, strerror(errno));
+				return false;
+			}
+			if (!*line)
+				return cli_bad(what, text, "a file whose first line is a token");
+			text = line;
+		}
+		*(const char **)field = text;
+		return true;
+	case T_COUNT:
+		if (!cli_count(what, text, o->zero_is_none ? 0 : (long)o->lo, (long)o->hi, &n))
+			return false;
+		v = (uint64_t)n;
+		break;
+	case T_SIZE:
+		if (!cli_size(what, text, o->zero_is_none ? 0 : o->lo, o->hi, &v))
+			return false;
+		if (v && v < o->lo) {
+			char want[64];
+			snprintf(want, sizeof want, "0 (no limit) or a size of at least %lluM",
+				 (unsigned long long)(o->lo >> 20));
+			return cli_bad(what, text, want);
+		}
+		break;
+	}
+	if (o->width == sizeof(unsigned))
+		*(unsigned *)field = v || !o->zero_is_none ? (unsigned)v : UINT_MAX;
+	else
+		*(uint64_t *)field = v || !o->zero_is_none ? v : UINT64_MAX;
+	return true;
+}
+
+/* Applies a config file's keys; the file's JSON stays alive in *keep (strings point into it). */
+static bool load_config(pd_server_opts *so, const char *file, json_t **keep)
+{
+	json_error_t je;
+	json_t *cfg = json_load_file(file, 0, &je);
+	if (!cfg) {
+		if (je.line > 0)
+			cli_error("--config %s: line %d: %s", file, je.line, je.text);
+		else
+			cli_error("--config %s: %s", file, je.text);
+		return false;
+	}
+	*keep = cfg;
+	if (!json_is_object(cfg)) {
+		cli_error("--config %s: not a JSON object", file);
+		return false;
+	}
+	const char *k;
+	json_t *v;
+	json_object_foreach(cfg, k, v) {
+		const serve_opt *o = NULL;
+		for (size_t i = 0; i < NOPTS && !o; i++) {
+			const char *a = serve_opts[i].name, *b = k;
+			while (*a && (*a == *b || (*a == '-' && *b == '_')))
+				a++, b++;
+			if (!*a && !*b)
+				o = &serve_opts[i];
+		}
+		if (!o) {
+			cli_error("--config %s: unknown key '%s' (the keys are serve's options, with '_' for '-')",
+				  file, k);
+			return false;
+		}
+		char what[600], num[32];
+		snprintf(what, sizeof what, "--config %s: %s", file, k);
+		const char *text = json_string_value(v);
+		bool numeric = o->type == T_COUNT || o->type == T_SIZE;
+		if (numeric && json_is_integer(v)) {
+			snprintf(num, sizeof num, "%lld", (long long)json_integer_value(v));
+			text = num;
+		}
+		if (!text) {
+			cli_error("%s: must be %s", what, numeric ? "a whole number or a string" : "a string");
+			return false;
+		}
+		if (!set_opt(so, o, what, text))
+			return false;
+	}
+	return true;
+}
+
+/* --check: the settings under their config keys, as the server will be given them; a limit
+ * turned off (0) shows as 0, an option not given as null, a token only as whether there is one. */
+static int print_settings(const pd_server_opts *so)
+{
+	json_t *out = json_object();
+	for (size_t i = 0; i < NOPTS; i++) {
+		const serve_opt *o = &serve_opts[i];
+		const char *field = (const char *)so + o->off;
+		if (o->type == T_SECRET_FILE)
+			continue; /* the token's field, shown under "token" */
+		char key[64];
+		snprintf(key, sizeof key, "%s", o->name);
+		for (char *p = key; *p; p++)
+			*p = *p == '-' ? '_' : *p;
+		json_t *v;
+		if (o->type == T_COUNT || o->type == T_SIZE) {
+			uint64_t n = o->width == sizeof(unsigned) ? *(const unsigned *)field : *(const uint64_t *)field;
+			bool none = o->zero_is_none && n == (o->width == sizeof(unsigned) ? UINT_MAX : UINT64_MAX);
+			v = none ? json_integer(0) : n ? json_integer((json_int_t)n) : json_null();
+		} else {
+			const char *t = *(const char *const *)field;
+			v = !t ? json_null() : !strcmp(o->name, "token") ? json_string("(set)") : json_string(t);
+		}
+		json_object_set_new(out, key, v);
+	}
+	char *text = json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(out);
+	if (!text) {
+		cli_error("out of memory");
+		return EXIT_PADDOCK_FAILED;
+	}
+	puts(text);
+	free(text);
 	return 0;
 }
 
-int cmd_serve(int argc, char **argv)
+/* Runs the daemon with o until SIGINT or SIGTERM. */
+static int serve(pd_server_opts o)
 {
-	static const struct option opts[] = {
-		{"help", no_argument, 0, 'h'},          {"listen", required_argument, 0, 'l'},
-		{"token", required_argument, 0, 't'},   {"token-file", required_argument, 0, 'T'},
-		{"templates", required_argument, 0, 'm'}, {"db", required_argument, 0, 'd'},
-		{"workers", required_argument, 0, 'w'}, {"queue-max", required_argument, 0, 'q'},
-		{"retries", required_argument, 0, 'r'}, {"warm", required_argument, 0, 'n'},
-		{"max-body", required_argument, 0, 'b'}, {"config", required_argument, 0, 'c'},
-		{"max-connections-per-ip", required_argument, 0, 'P'}, {"per-ip-exempt", required_argument, 0, 'E'},
-		{"store-max", required_argument, 0, 'S'},
-		{0, 0, 0, 0}};
-	pd_server_opts o = {0};
-	char *token = getenv("PADDOCK_TOKEN") ? strdup(getenv("PADDOCK_TOKEN")) : NULL;
-	/* a config file first, so that flags given alongside override it */
-	for (int i = 1; i < argc; i++) {
-		const char *cfile = !strncmp(argv[i], "--config=", 9) ? argv[i] + 9
-				    : !strcmp(argv[i], "--config") && i + 1 < argc ? argv[i + 1]
-										: NULL;
-		if (!cfile)
-			continue;
-		{
-			json_error_t je;
-			json_t *cfg = json_load_file(cfile, 0, &je);
-			if (!cfg || !json_is_object(cfg)) {
-				cli_error("--config %s: line %d: %s", cfile, je.line, cfg ? "not an object" : je.text);
-				return EXIT_USAGE;
-			}
-			const char *k;
-			json_t *v;
-			json_object_foreach(cfg, k, v) {
-				const char *sv = json_string_value(v);
-				long long iv = json_is_integer(v) ? json_integer_value(v) : -1;
-				if (!strcmp(k, "listen") && sv)
-					o.listen = strdup(sv);
-				else if (!strcmp(k, "token") && sv)
-					token = strdup(sv);
-				else if (!strcmp(k, "templates") && sv)
-					o.templates_file = strdup(sv);
-				else if (!strcmp(k, "db") && sv)
-					o.db_path = strdup(sv);
-				else if (!strcmp(k, "store_max") && (sv || iv >= 0)) {
-					if (store_max(sv, iv, &o.store_max) < 0) {
-						cli_error("--config %s: store_max: not 0 or a size of at least 16M", cfile);
-						json_decref(cfg);
-						return EXIT_USAGE;
-					}
-				}
-				else if (!strcmp(k, "workers") && iv > 0)
-					o.sched.workers = (unsigned)iv;
-				else if (!strcmp(k, "queue_max") && iv > 0)
-					o.sched.queue_max = (size_t)iv;
-				else if (!strcmp(k, "retries") && iv >= 0)
-					o.sched.retries = (unsigned)iv;
-				else if (!strcmp(k, "warm") && iv >= 0)
-					o.warm = (unsigned)iv;
-				else if (!strcmp(k, "max_body") && iv > 0)
-					o.max_body = (size_t)iv;
-				else if (!strcmp(k, "max_connections_per_ip") && iv >= 0 && iv < UINT_MAX)
-					o.max_conns_per_ip = iv ? (unsigned)iv : UINT_MAX;
-				else if (!strcmp(k, "per_ip_exempt") && sv)
-					o.per_ip_exempt = strdup(sv);
-				else {
-					cli_error("--config %s: unknown or mistyped key '%s'", cfile, k);
-					json_decref(cfg);
-					return EXIT_USAGE;
-				}
-			}
-			json_decref(cfg);
-		}
-	}
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "hl:", opts, NULL)) != -1) {
-		char *end = NULL;
-		long v = optarg ? strtol(optarg, &end, 10) : 0;
-		bool num = optarg && end && !*end && v >= 0;
-		uint64_t sz;
-		switch (c) {
-		case 'h': serve_usage(stdout); return 0;
-		case 'l': o.listen = optarg; break;
-		case 't': token = strdup(optarg); break;
-		case 'T':
-			token = read_small(optarg);
-			if (!token) {
-				cli_error("--token-file %s: %s", optarg, strerror(errno));
-				return EXIT_USAGE;
-			}
-			break;
-		case 'm': o.templates_file = optarg; break;
-		case 'd': o.db_path = optarg; break;
-		case 'w':
-			if (!num || v < 1 || v > 4096) {
-				cli_error("--workers: '%s' is not a count from 1 to 4096", optarg);
-				return EXIT_USAGE;
-			}
-			o.sched.workers = (unsigned)v;
-			break;
-		case 'q':
-			if (!num || v < 1) {
-				cli_error("--queue-max: '%s' is not a positive count", optarg);
-				return EXIT_USAGE;
-			}
-			o.sched.queue_max = (size_t)v;
-			break;
-		case 'r':
-			if (!num || v > 10) {
-				cli_error("--retries: '%s' is not a count from 0 to 10", optarg);
-				return EXIT_USAGE;
-			}
-			o.sched.retries = (unsigned)v;
-			break;
-		case 'n':
-			if (!num || v > 10000) {
-				cli_error("--warm: '%s' is not a count from 0 to 10000", optarg);
-				return EXIT_USAGE;
-			}
-			o.warm = (unsigned)v;
-			break;
-		case 'b':
-			if (pd_parse_size(optarg, &sz) < 0 || sz < 1024) {
-				cli_error("--max-body: '%s' is not a size of at least 1k", optarg);
-				return EXIT_USAGE;
-			}
-			o.max_body = (size_t)sz;
-			break;
-		case 'P':
-			if (!num || v > 1000000) {
-				cli_error("--max-connections-per-ip: '%s' is not a count from 0 (no limit) to 1000000", optarg);
-				return EXIT_USAGE;
-			}
-			o.max_conns_per_ip = v ? (unsigned)v : UINT_MAX;
-			break;
-		case 'E': o.per_ip_exempt = optarg; break;
-		case 'S':
-			if (store_max(optarg, -1, &o.store_max) < 0) {
-				cli_error("--store-max: '%s' is not 0 (no cap) or a size of at least 16M", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'c': break; /* read above */
-		default: serve_usage(stderr); return EXIT_USAGE;
-		}
-	}
-	o.token = token;
 	/* every connection and sandbox holds fds: take the hard limit, and keep connections within it */
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
@@ -239,7 +292,6 @@ int cmd_serve(int argc, char **argv)
 	pd_server *s = pd_server_start(&o, &e);
 	if (!s) {
 		cli_error("%s", e.msg);
-		free(token);
 		return EXIT_PADDOCK_FAILED;
 	}
 	fprintf(stderr, "paddock: serving on %s\n", pd_server_address(s));
@@ -248,6 +300,76 @@ int cmd_serve(int argc, char **argv)
 	pd_log("info", "stopping", PD_LI("signal", stop_signal));
 	pd_server_stop(s);
 	pd_log("info", "stopped");
-	free(token);
 	return 0;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	struct option opts[NOPTS + 4];
+	char shorts[2 * NOPTS + 2] = "h";
+	for (size_t i = 0; i < NOPTS; i++) {
+		opts[i] = (struct option){serve_opts[i].name, required_argument, 0, O_TABLE + (int)i};
+		if (serve_opts[i].short_name)
+			strcat(shorts, (char[]){serve_opts[i].short_name, ':', 0});
+	}
+	opts[NOPTS] = (struct option){"help", no_argument, 0, O_HELP};
+	opts[NOPTS + 1] = (struct option){"config", required_argument, 0, O_CONFIG};
+	opts[NOPTS + 2] = (struct option){"check", no_argument, 0, O_CHECK};
+	opts[NOPTS + 3] = (struct option){0, 0, 0, 0};
+	bool check = false;
+	pd_server_opts o = {0};
+	if (getenv("PADDOCK_TOKEN") && *getenv("PADDOCK_TOKEN"))
+		o.token = getenv("PADDOCK_TOKEN");
+	/* two passes over the same options: the first finds --help, --check, the config files and
+	 * any unknown option; the config files are read between the two, so that flags override them */
+	const char *files[16];
+	json_t *cfgs[16];
+	size_t nfiles = 0, ncfg = 0;
+	int c, rc = EXIT_USAGE;
+	for (int pass = 0; pass < 2; pass++) {
+		optind = 1;
+		opterr = pass == 0; /* the first pass has said what is wrong */
+		while ((c = getopt_long(argc, argv, shorts, opts, NULL)) != -1) {
+			if (c == 'h' || c == O_HELP) {
+				serve_usage(stdout);
+				return 0;
+			}
+			if (c == '?' || c == ':') {
+				cli_error("serve: see 'paddock serve --help'");
+				return EXIT_USAGE;
+			}
+			check |= c == O_CHECK;
+			if (c == O_CONFIG && pass == 0) {
+				if (nfiles == sizeof files / sizeof files[0]) {
+					cli_error("--config: at most %zu files", nfiles);
+					return EXIT_USAGE;
+				}
+				files[nfiles++] = optarg;
+			}
+			const serve_opt *so = NULL;
+			for (size_t i = 0; i < NOPTS; i++)
+				if (c == O_TABLE + (int)i || c == serve_opts[i].short_name)
+					so = &serve_opts[i];
+			if (so && pass == 1) {
+				char what[64];
+				snprintf(what, sizeof what, "--%s", so->name);
+				if (!set_opt(&o, so, what, optarg))
+					goto out;
+			}
+		}
+		if (pass == 0 && !cli_no_operand("serve", argc, argv, optind))
+			return EXIT_USAGE;
+		for (size_t k = 0; pass == 0 && k < nfiles; k++) {
+			cfgs[ncfg] = NULL;
+			bool ok = load_config(&o, files[k], &cfgs[ncfg]);
+			ncfg += cfgs[ncfg] != NULL;
+			if (!ok)
+				goto out;
+		}
+	}
+	rc = check ? print_settings(&o) : serve(o);
+out:
+	for (size_t i = 0; i < ncfg; i++)
+		json_decref(cfgs[i]);
+	return rc;
 }

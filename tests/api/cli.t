@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The paddock command line: the command table (dispatch, top-level help, unknown commands), serve's
+# option table (every option its --help lists is taken as a flag and as a --config key with the
+# same value, and a bad value names the flag or the key), and the value parsers every subcommand
+# shares, fed what a hostile user would type. No daemon is started and no sandbox is made: serve
+# --check prints the settings the options give and exits.
+source "$(dirname "$0")/api.sh"
+export -n PADDOCK_TOKEN
+unset PADDOCK_TOKEN
+
+# --- serve: the options --help lists -------------------------------------------------------------
+mapfile -t OPTS < <("$PADDOCK" serve --help | sed -nE 's/^  (-[a-z], )?--([a-z-]+) ([A-Z]+).*/\2 \3/p' | grep -v '^config ')
+plan $((2 * ${#OPTS[@]} + 43))
+is "${#OPTS[@]}" 13 "serve --help lists 13 options with a value (besides --config)"
+
+printf 'secret-from-file\n' >"$TMPD/token"
+value() {  # a value of the option's type, other than its default
+  case $1:$2 in
+    token-file:*) echo "$TMPD/token" ;;
+    *:ADDR) echo 127.0.0.1:9 ;;
+    *:TOKEN) echo t0k3n ;;
+    *:FILE) echo "$TMPD/some.file" ;;
+    *:SIZE) echo 32M ;;
+    *:N) echo 3 ;;
+    *:CIDRS) echo 10.0.0.0/8 ;;
+    *) echo "no sample value for $1 $2" >&2; echo "?" ;;
+  esac
+}
+for o in "${OPTS[@]}"; do
+  name=${o% *} arg=${o#* }
+  key=${name//-/_}
+  v=$(value "$name" "$arg")
+  flag=$("$PADDOCK" serve --check "--$name" "$v" 2>&1); frc=$?
+  shown=$key; [ "$key" = token_file ] && shown=token
+  got=$(jq -r ".$shown" <<<"$flag" 2>/dev/null)
+  [ "$frc" = 0 ] && [ -n "$got" ] && [ "$got" != null ]
+  ok $? "--$name $v: accepted as a flag and set ($shown: $got)"
+  jq -n --arg k "$key" --arg v "$v" '{($k): $v}' >"$TMPD/$key.json"
+  conf=$("$PADDOCK" serve --check --config "$TMPD/$key.json" 2>&1)
+  is "$conf" "$flag" "config key \"$key\": \"$v\" gives the settings --$name $v gives"
+done
+
+# sizes and counts as JSON numbers, as before; and the size syntax max_body lacked in a config
+echo '{"max_body": 2048, "workers": 3}' >"$TMPD/n.json"
+out=$("$PADDOCK" serve --check --config "$TMPD/n.json" 2>&1)
+is "$(jq -c '[.max_body, .workers]' <<<"$out" 2>/dev/null)" "[2048,3]" "max_body and workers as JSON numbers: $out"
+echo '{"max_body": "64M", "store_max": 0, "max_connections_per_ip": 0}' >"$TMPD/s.json"
+out=$("$PADDOCK" serve --check --config "$TMPD/s.json" 2>&1)
+is "$(jq -c '[.max_body, .store_max, .max_connections_per_ip]' <<<"$out" 2>/dev/null)" "[67108864,0,0]" \
+  "max_body \"64M\" (once refused in a config) and the 0 = no limit of store_max and max_connections_per_ip"
+
+"$PADDOCK" serve --check --config contrib/config.example.json >/dev/null 2>&1
+ok $? "the example config (contrib/config.example.json) is taken whole"
+
+# flags win over the config, wherever they stand
+echo '{"workers": 5}' >"$TMPD/w.json"
+is "$("$PADDOCK" serve --check --config "$TMPD/w.json" --workers 3 | jq .workers)" 3 "a flag after --config wins"
+is "$("$PADDOCK" serve --check --workers 3 --config "$TMPD/w.json" | jq .workers)" 3 "a flag before --config wins"
+
+# a bad value names the flag or the config key
+bad_conf() {  # bad_conf JSON REGEX DESCRIPTION
+  echo "$1" >"$TMPD/bad.json"
+  out=$("$PADDOCK" serve --check --config "$TMPD/bad.json" 2>&1); rc=$?
+  is "$rc" 64 "$3: exit 64"
+  like "$out" "$2" "$3: the message names it"
+}
+bad_conf '{"workers": 0}' "^paddock: --config $TMPD/bad.json: workers: '0' is not a count from 1 to 4096$" "workers 0 in a config"
+bad_conf '{"store_max": "1M"}' "store_max: '1M' is not 0 \(no limit\) or a size of at least 16M" "store_max 1M in a config"
+bad_conf '{"max_body": "lots"}' "max_body: 'lots' is not a size of at least 1k" "max_body lots in a config"
+bad_conf '{"listen": 8080}' "listen: must be a string" "a number for listen"
+bad_conf '{"workers": 2.5}' "workers: must be a whole number or a string" "a fraction for workers"
+bad_conf '{"bogus": 1}' "unknown key 'bogus'" "an unknown key"
+out=$("$PADDOCK" serve --check --workers 0 2>&1); rc=$?
+is "$rc $out" "64 paddock: --workers: '0' is not a count from 1 to 4096" "--workers 0: the message names the flag"
+
+# numbers as a hostile user types them: blanks, signs, garbage, overflow, nothing
+for v in " 5" "+5" "5x" "" "-1" "99999999999999999999"; do
+  "$PADDOCK" serve --check --workers "$v" >/dev/null 2>&1
+  is "$?" 64 "--workers '$v': refused"
+done
+"$PADDOCK" serve --check stray >/dev/null 2>&1
+is "$?" 64 "serve with a stray operand: refused"
+
+# --- the command table ---------------------------------------------------------------------------
+"$PADDOCK" >/dev/null 2>&1
+is "$?" 64 "no command: exit 64"
+out=$("$PADDOCK" frobnicate 2>&1); rc=$?
+is "$rc $out" "64 paddock: unknown command 'frobnicate' (see 'paddock --help')" "an unknown command: exit 64, named"
+cmds=$("$PADDOCK" --help | sed -nE 's/^  ([a-z]+) .*/\1/p')
+bad=""
+for c in $cmds; do
+  h=$("$PADDOCK" "$c" --help 2>&1) && [[ $h == "usage: paddock "* ]] || bad="$bad $c"
+done
+is "$bad" "" "every command in --help ($(echo $cmds)) has a --help that exits 0 with its usage"
+is "$("$PADDOCK" help exec)" "$("$PADDOCK" exec --help)" "help exec is exec --help"
+"$PADDOCK" version extra >/dev/null 2>&1
+is "$?" 64 "version with an operand: refused"
+
+# --- the other subcommands' values (all refused before any sandbox is made) ----------------------
+refused() {  # refused REGEX ARGS...
+  local want=$1; shift
+  out=$("$PADDOCK" "$@" 2>&1); rc=$?
+  is "$rc" 64 "$* : exit 64"
+  like "$out" "$want" "$* : says why"
+}
+refused "--cpus: 'nan' is not a number" exec --cpus nan -- true
+refused "--cpus: '0x1' is not a number" exec --cpus 0x1 -- true
+refused "--wait: 'nan' is not a number" pool --wait nan
+refused "unexpected argument 'b'" batch a b
+refused "unexpected argument 'b'" run a b
+refused "--only: no case named" bench --only ,
