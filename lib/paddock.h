@@ -337,5 +337,7 @@ uint64_t pd_now_us(void);
 
 /* Reads a small file into buf (NUL-terminated). Returns length or -1 with errno. */
 ssize_t pd_read_file(const char *path, char *buf, size_t size);
+/* mkdir -p: creates path and its missing parents with mode. Returns 0 or -1 with errno. */
+int pd_mkdir_p(const char *path, mode_t mode);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,7 +113,7 @@ static int prepare(pd_pool *pl, pd_sandbox *s, warm_kind warm, pd_err *e)
 		return -1;
 	for (size_t i = 0; i < pl->t.nfiles; i++) {
 		const pd_tpl_file *f = &pl->t.files[i];
-		char dir[PD_PATH];
+		char dir[PATH_MAX];
 		snprintf(dir, sizeof dir, "%s", f->path);
 		char *slash = strrchr(dir, '/');
 		if (slash && slash != dir) {

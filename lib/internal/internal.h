@@ -211,7 +211,6 @@ void pd_uwatch_forget_scratch(pd_uwatch *w, pd_swatch *sw);
 
 int pd_write_file(const char *path, const char *data, pd_err *e);
 int pd_write_u64(const char *path, uint64_t v, pd_err *e);
-int pd_mkdir_p(const char *path, mode_t mode);
 int pd_send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds);
 ssize_t pd_recv_fds(int sock, void *buf, size_t len, int *fds, int *nfds, int maxfds);
 /* Reads "key value" lines: value of key, or 0 if absent. */

@@ -2,10 +2,11 @@
 #ifndef PADDOCK_POOL_INTERNAL_H
 #define PADDOCK_POOL_INTERNAL_H
 
-#include "internal.h"
 #include "pool.h"
 
 #include <pthread.h>
+
+#define POOL_PATH 512 /* a session's directory and its spill files */
 
 typedef struct pd_pool pd_pool;
 
