@@ -165,8 +165,8 @@ void pd_scratch_host_wrote(pd_sandbox *s, const char *path, mode_t mode, const s
 	int d = scratch_child(s, path, &name);
 	/* elsewhere, a second file (one at most is looked at), or one too large to leave charged to
 	 * the sandbox's memory until the next user's overwrites it */
-	if (d < 0 || !S_ISREG(st->st_mode) || st->st_nlink != 1 || (s->keep.nhost && st->st_ino != s->keep.host.ino) ||
-	    (uint64_t)st->st_size > PD_KEEP_FILE_MAX) {
+	if (d < 0 || !S_ISREG(st->st_mode) || st->st_nlink != 1 ||
+	    (s->keep.nhost && st->st_ino != s->keep.host.ino) || (uint64_t)st->st_size > PD_KEEP_FILE_MAX) {
 		s->keep.spoiled = true;
 		return;
 	}
@@ -190,7 +190,8 @@ bool pd_scratch_request(pd_sandbox *s, struct msg_reset *m)
 {
 	memset(m, 0, sizeof *m);
 	m->type = MSG_RESET;
-	if (s->keep.spoiled || (s->keep.nhost && s->keep.resid) || !pd_uwatch_scratch_clean(s->ctx->uwatch, &s->keep.sw))
+	if (s->keep.spoiled || (s->keep.nhost && s->keep.resid) ||
+	    !pd_uwatch_scratch_clean(s->ctx->uwatch, &s->keep.sw))
 		return false;
 	for (int i = 0; i < PD_NSCRATCH; i++) {
 		bool img = i < PD_SCRATCH_IMG;
