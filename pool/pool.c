@@ -7,7 +7,7 @@
  * raise the in-use peak) and shrinks after two quiet windows, its surplus reclaimed once idle for
  * the template's idle TTL. */
 #define _GNU_SOURCE
-#include "pool_internal.h"
+#include "pools.h"
 
 #include <errno.h>
 #include <inttypes.h>

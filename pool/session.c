@@ -6,7 +6,7 @@
  * head and tail can be fetched later. The reclaimer closes sessions past their idle TTL or maximum
  * lifetime; a session in use is never cut mid-exec. */
 #define _GNU_SOURCE
-#include "pool_internal.h"
+#include "pools.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
-/* Internals shared by the pool layer's files. */
-#ifndef PADDOCK_POOL_INTERNAL_H
-#define PADDOCK_POOL_INTERNAL_H
+/* Internals shared by the pool layer's files (pool.c, session.c): on pool/internal, so only they see it. */
+#ifndef PADDOCK_POOLS_H
+#define PADDOCK_POOLS_H
 
 #include "pool.h"
 
