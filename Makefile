@@ -12,7 +12,7 @@
 CC      ?= cc
 BUILD   ?= build
 BIN     ?= bin
-WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wmissing-declarations \
            -Wformat=2 -Wformat-security -Wno-format-nonliteral -Wno-format-truncation -Wpointer-arith -Wvla \
            -Wundef -Wcast-align -Wwrite-strings -Wimplicit-fallthrough
 CFLAGS  ?= -O2 -g -D_FORTIFY_SOURCE=2

@@ -153,7 +153,6 @@ static void check_stage_json(json_t *st, const pd_result *r, const char *what)
 	expect_output(json_object_get(st, "stderr"), &r->err, w);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 7)

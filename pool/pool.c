@@ -646,7 +646,7 @@ void pd_pools_free(pd_pools *p)
 	free(p);
 }
 
-pd_sandbox *pd_pool_acquire_locked_pool(pd_pools *p, pd_pool *pl, bool *hit, pd_err *e);
+static pd_sandbox *acquire_locked(pd_pools *p, pd_pool *pl, bool *hit, pd_err *e);
 
 pd_sandbox *pd_pool_acquire(pd_pools *p, const char *name, bool *hit, pd_err *e)
 {
@@ -657,11 +657,11 @@ pd_sandbox *pd_pool_acquire(pd_pools *p, const char *name, bool *hit, pd_err *e)
 		pd_fail(e, ENOENT, "no template named '%s'", name);
 		return NULL;
 	}
-	return pd_pool_acquire_locked_pool(p, pl, hit, e);
+	return acquire_locked(p, pl, hit, e);
 }
 
 /* Called with the lock held; returns with it released. */
-pd_sandbox *pd_pool_acquire_locked_pool(pd_pools *p, pd_pool *pl, bool *hit, pd_err *e)
+static pd_sandbox *acquire_locked(pd_pools *p, pd_pool *pl, bool *hit, pd_err *e)
 {
 	if (!pl->t.available) {
 		pthread_mutex_unlock(&p->mu);
