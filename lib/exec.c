@@ -20,10 +20,6 @@
 
 /* ---- exec ------------------------------------------------------------------------------------ */
 
-static char env_path[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-	    env_home[] = "HOME=/root", env_lang[] = "LANG=C.UTF-8", env_term[] = "TERM=dumb";
-static char *const default_env[] = {env_path, env_home, env_lang, env_term, NULL};
-
 static size_t vec_len(char *const *v)
 {
 	size_t n = 0;
@@ -142,7 +138,7 @@ static void drain(exec_run *x, int i, const pd_exec_opts *o)
 
 static int build_exec_msg(const pd_sandbox *s, const pd_exec_opts *o, char **out, size_t *len, pd_err *e)
 {
-	char *const *envp = o->envp ? o->envp : default_env;
+	char *const *envp = o->envp ? o->envp : pd_default_env();
 	size_t argc = vec_len(o->argv), envc = vec_len(envp);
 	if (!argc)
 		return pd_fail(e, EINVAL, "exec needs a program");

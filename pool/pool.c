@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/resource.h>
 #include <sys/sysinfo.h>
 #include <time.h>
@@ -241,16 +240,11 @@ static bool fds_allow_build(const pd_pools *p)
 	struct rlimit r;
 	if (getrlimit(RLIMIT_NOFILE, &r) < 0 || r.rlim_cur == RLIM_INFINITY)
 		return true;
-	DIR *d = opendir("/proc/self/fd");
-	if (!d)
+	long n = pd_open_fds();
+	if (n < 0)
 		return false;
-	rlim_t n = 0;
-	struct dirent *de;
-	while ((de = readdir(d)))
-		n += de->d_name[0] != '.';
-	closedir(d);
 	/* a build holds up to ~16 at once (layers, pipes, the socket pair) */
-	return n + 16 + p->opts.fd_reserve <= r.rlim_cur;
+	return (rlim_t)n + 16 + p->opts.fd_reserve <= r.rlim_cur;
 }
 
 /* How many sandboxes pl lacks against target: those READY, being built and, with reuse, being
