@@ -511,7 +511,7 @@ static __attribute__((noreturn)) void init_loop(const child_cfg *c)
 	/* nothing in the sandbox may read or write init's memory, nor dump it */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	/* the base policy once, here, for init and everything it will start: a program inherits it
-	 * instead of each exec compiling it into the kernel again (~0.16 ms an exec). Setup is done:
+	 * instead of each exec compiling it into the kernel again. Setup is done:
 	 * init needs nothing the policy denies from here on. */
 	if (load_filter(c->bpf_base, 0) < 0)
 		pd_ch_die("load the seccomp policy", errno);

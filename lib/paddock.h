@@ -6,9 +6,10 @@
  * on the caller's behalf. One context may be used from many threads at once; one sandbox is driven
  * by one thread at a time.
  *
- * Lifecycle of a sandbox (DESIGN.md §3): pd_sandbox_create() -> READY; pd_sandbox_exec() ->
- * RUNNING -> COLLECTING -> READY (or TIMED_OUT); pd_sandbox_destroy() -> RECLAIMING -> DESTROYED,
- * with a residue check of what the teardown left.
+ * Lifecycle of a sandbox: pd_sandbox_create() -> READY; pd_sandbox_exec() ->
+ * RUNNING -> COLLECTING -> READY (or TIMED_OUT); pd_sandbox_reset() -> RECLAIMING -> READY (or
+ * FAILED: destroy it); pd_sandbox_destroy() -> RECLAIMING -> DESTROYED, with a residue check of
+ * what the teardown left.
  */
 #ifndef PADDOCK_H
 #define PADDOCK_H

@@ -613,15 +613,12 @@ int pd_reset_root(const child_cfg *c, int pidfd, const int *fds, pd_reset_report
 	/* CLONE_VM | CLONE_VFORK: no copy of the host's memory; this thread waits until the helper
 	 * ends. No CLONE_FS: setns needs its own root and cwd. CLONE_FILES: the host's descriptor
 	 * table, not a copy, which cost a dup and a close of every descriptor the daemon holds, one
-	 * per connection and several per sandbox (with a thousand more open, 0.1-0.2 ms more CPU a
-	 * reset); what the helper opens it closes, on failure too (hold, drop, die). */
+	 * per connection and several per sandbox, at every reset; what the helper opens it closes, on failure too (hold, drop, die). */
 	pd_ch_helper(rep);
 	/* The helper starts on this CPU, where this thread is about to sleep until it ends: the
 	 * kernel places a new task on the least loaded CPU, which costs an IPI to wake it there
 	 * and, under load, a wait behind the program running there, while this CPU goes idle. It
-	 * inherits the one-CPU mask; this thread gets its own back. (A sandbox reset 300 times:
-	 * 550-598 -> 529-547 us of CPU each; with both CPUs busy elsewhere, 1.0-3.8 -> 0.7-1.7 ms
-	 * each.) */
+	 * inherits the one-CPU mask; this thread gets its own back. */
 	cpu_set_t was, here;
 	int cpu = sched_getcpu();
 	bool pinned = false;

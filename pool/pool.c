@@ -1,5 +1,7 @@
-/* Warm pools: a builder thread keeps READY sandboxes per template, sized by demand; a reclaimer
- * thread destroys released sandboxes off the request path and enforces every state's deadline.
+/* Warm pools: a builder thread keeps READY sandboxes per template, sized by demand; reclaimer
+ * threads reset released sandboxes for reuse (when the template reuses them, the pool needs them
+ * and the reset proves them clean) or destroy them, off the request path; the first reclaimer
+ * also enforces every state's deadline.
  *
  * Sizing: each pool tracks the peak number of its sandboxes in use over the current and the last
  * window (10 s). The target of READY sandboxes covers that peak with 20% headroom, within the
@@ -125,8 +127,8 @@ static int prepare(pd_pool *pl, pd_sandbox *s, warm_kind warm, pd_err *e)
 	}
 	if (warm == WARM_NONE)
 		return 0;
-	/* a fresh overlay has cold lookups: the first exec in a sandbox costs ~0.7 ms more than the
-	 * next. Pay that here, off the request path, with a program that changes nothing. */
+	/* a fresh overlay has cold lookups: the first exec in a sandbox costs more than the next.
+	 * Pay that here, off the request path, with a program that changes nothing. */
 	static char t_true[] = "/bin/true";
 	char *argv[] = {t_true, NULL};
 	pd_exec_opts x = {0};
@@ -404,12 +406,11 @@ static bool reuse_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
 	bool kept = ok && pd_sandbox_resets_kept(s) != kept0;
 	bool skept = ok && pd_sandbox_resets_scratch_kept(s) != skept0;
 	/* After a reset the image's files are in the page cache since the sandbox's first user; only
-	 * a new overlay's own dentries are cold (~0.3-0.4 ms on the next exec), and a reset that kept
-	 * the root made none. /bin/true warms a new one for ~0.7 ms of CPU: worth it only when that
-	 * CPU would otherwise idle, so only with no backlog and a CPU idle now (under load it cost
-	 * more CPU than the exec it sped up saved). Never the template's warm-up, which is often a
-	 * whole interpreter (python: ~10 ms of CPU, as much as the request it would speed up; with
-	 * it, /run_code used ~25% more CPU per request at 2 clients). */
+	 * a new overlay's own dentries are cold, and a reset that kept the root made none. /bin/true
+	 * warms a new one, which is worth its CPU only when that CPU would otherwise idle, so only
+	 * with no backlog and a CPU idle now (under load it cost more CPU than the exec it sped up
+	 * saved). Never the template's warm-up, which is often a whole interpreter: as much CPU as
+	 * the request it would speed up. */
 	warm_kind warm = !kept && !backlog && cpu_idle_now(p) ? WARM_TRUE : WARM_NONE;
 	ok = ok && prepare(pl, s, warm, &e) == 0;
 	pd_entry *en = ok ? calloc(1, sizeof *en) : NULL;

@@ -38,7 +38,7 @@ struct pd_pools {
 	pthread_cond_t cv_builder, cv_reclaimer, cv_ready;
 	pthread_t builder;
 	/* reclaimer threads: resets and teardowns are mostly waits (RCU grace periods in the
-	 * unmounts, init's reply: 4-7 ms of wall time for ~1.3 ms of CPU), so one thread keeps up
+	 * unmounts, init's reply: several times their CPU time in wall time), so one thread keeps up
 	 * with a few CPUs' worth of releases, not with a large machine's */
 	pthread_t reclaimers[16];
 	unsigned nreclaimers, reclaimer_ids;
