@@ -1,8 +1,10 @@
 /* The sandbox side: runs in the process clone3() made, which is root of a fresh user namespace and
- * pid 1 of a fresh pid namespace. It builds the root filesystem, pivots into it, and then serves as
- * the sandbox's init: it starts programs on request, reaps every zombie, and reports the exit of
- * each program's main process. When the host side goes away (its socket closes) init exits, and the
- * kernel kills everything left in the pid namespace.
+ * pid 1 of a fresh pid namespace. It builds the root filesystem and pivots into it (rootfs.c),
+ * then serves as the sandbox's init: it starts programs on request, reaps every zombie, and
+ * reports the exit of each program's main process; it answers the host's file operations
+ * (resolved inside the sandbox's root) and does a reset's first half (kill, reap, rewind the pids).
+ * When the host side goes away (its socket closes) init exits, and the kernel kills everything
+ * left in the pid namespace.
  *
  * The parent may be multi-threaded, so this code runs in a copy of a process whose other threads'
  * locks may be held: it uses no malloc and no stdio, only syscalls and stack or static buffers. */

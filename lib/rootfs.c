@@ -309,7 +309,7 @@ static int new_stage(uint64_t disk_bytes)
 	pd_ch_check((int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "source", "tmpfs", 0), "staging source");
 	pd_ch_check((int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0755", 0), "staging mode");
 	pd_ch_check((int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", sz, 0), "staging size");
-	/* overlay's xino (child.c build_tree) needs an upper's inode numbers to leave it high bits;
+	/* overlay's xino (build_tree) needs an upper's inode numbers to leave it high bits;
 	 * a kernel built with TMPFS_INODE64 would give 64-bit ones */
 	pd_ch_check((int)syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, "inode32", NULL, 0), "staging inode32");
 	pd_ch_check((int)syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0), "create staging tmpfs");
@@ -612,8 +612,9 @@ int pd_reset_root(const child_cfg *c, int pidfd, const int *fds, pd_reset_report
 	int saved_errno = errno;
 	/* CLONE_VM | CLONE_VFORK: no copy of the host's memory; this thread waits until the helper
 	 * ends. No CLONE_FS: setns needs its own root and cwd. CLONE_FILES: the host's descriptor
-	 * table, not a copy, which cost a dup and a close of every descriptor the daemon holds, one
-	 * per connection and several per sandbox, at every reset; what the helper opens it closes, on failure too (hold, drop, die). */
+	 * table, not a copy, which cost a dup and a close of every descriptor the daemon holds (one
+	 * per connection and several per sandbox) at every reset; what the helper opens it closes,
+	 * on failure too (pd_ch_hold, pd_ch_drop, pd_ch_die). */
 	pd_ch_helper(rep);
 	/* The helper starts on this CPU, where this thread is about to sleep until it ends: the
 	 * kernel places a new task on the least loaded CPU, which costs an IPI to wake it there
