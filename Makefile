@@ -12,11 +12,13 @@
 CC      ?= cc
 BUILD   ?= build
 BIN     ?= bin
-WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wmissing-declarations \
            -Wformat=2 -Wformat-security -Wno-format-nonliteral -Wno-format-truncation -Wpointer-arith -Wvla \
            -Wundef -Wcast-align -Wwrite-strings -Wimplicit-fallthrough
 CFLAGS  ?= -O2 -g -D_FORTIFY_SOURCE=2
 # flags the code needs whatever CFLAGS a caller passes (make asan overrides CFLAGS)
+# public headers only: lib/paddock.h, pool/pool.h, server/server.h. Each layer's internal headers
+# are on its own objects' include path alone (LAYER_INC below), so a higher layer cannot include them.
 override CFLAGS += -std=gnu11 $(WARN) -fstack-protector-strong -fPIE -Ilib -Ipool -Iserver
 LDFLAGS += -pie -Wl,-z,relro,-z,now
 # libmicrohttpd is not linked: server/mhd.c loads it when a server starts (see mhd.h)
@@ -41,10 +43,15 @@ LIBS    := $(BUILD)/libpaddock-server.a $(BUILD)/libpaddock-pool.a $(BUILD)/libp
 
 all: $(BIN)/paddock $(LIBS)
 
+$(LIB_OBJ): LAYER_INC := -Ilib/internal
+$(POOL_OBJ): LAYER_INC := -Ipool/internal
+# unit tests and the soak test look inside the layers they test
+TEST_INC := -Itests/unit -Ilib/internal -Ipool/internal
+
 $(BUILD)/%.o: %.c $(wildcard lib/*.h lib/*/*.h pool/*.h pool/*/*.h server/*.h server/*/*.h cli/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
-	@$(CC) $(CFLAGS) -c $< -o $@
+	@$(CC) $(CFLAGS) $(LAYER_INC) -c $< -o $@
 
 $(BUILD)/libpaddock.a: $(LIB_OBJ)
 	@echo "  AR      $@"
@@ -66,7 +73,7 @@ $(BIN)/paddock: $(CLI_OBJ) $(LIBS)
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/tap.h tests/unit/output.h tests/hostcount.h $(LIBS)
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
-	@$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
+	@$(CC) $(CFLAGS) $(TEST_INC) $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
 
 # probes run inside sandboxes: static, so they need nothing from the image
 $(BUILD)/probes/%: tests/probes/%.c
@@ -79,7 +86,7 @@ test: all $(UNIT_BIN) $(PROBE_BIN)
 
 $(BUILD)/soak: tests/soak/soak.c tests/hostcount.h tests/unit/tap.h $(LIBS)
 	@echo "  SOAK    $@"
-	@$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
+	@$(CC) $(CFLAGS) $(TEST_INC) $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
 
 soak: $(BUILD)/soak
 	$(BUILD)/soak

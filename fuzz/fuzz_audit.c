@@ -81,7 +81,6 @@ static int ref_under(const char *norm, const char *const *list)
 	return 0;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 2)

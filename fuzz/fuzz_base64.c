@@ -100,7 +100,6 @@ static void decode_text(const uint8_t *data, size_t size)
 	free(s);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	round_trip(data, size);

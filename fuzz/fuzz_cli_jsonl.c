@@ -170,7 +170,6 @@ static void run(json_t *j, int line)
 	json_decref(c);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (!size)

@@ -274,4 +274,8 @@ static inline int fz_request(const uint8_t *data, size_t size, pd_job *(*parse)(
 	return 0;
 }
 
+/* libFuzzer's entry points, which every harness defines (Initialize: only those that need it) */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
 #endif

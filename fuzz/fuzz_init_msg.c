@@ -96,7 +96,6 @@ static int is_open(int fd)
 	return fcntl(fd, F_GETFD) >= 0 || errno != EBADF;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 2)

@@ -153,7 +153,6 @@ static void check_stage_json(json_t *st, const pd_result *r, const char *what)
 	expect_output(json_object_get(st, "stderr"), &r->err, w);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 7)
@@ -179,8 +178,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t ul;
 	char *utf8 = fz_utf8_sanitize(raw, strlen(raw), &ul);
 	char what[240];
-	snprintf(what, sizeof what, "execute %s", utf8); /* child.c: cat(m.what, ..., "execute ", argv[0]) */
-	snprintf(r.error, sizeof r.error, "%s: %s", what, strerror(ENOENT)); /* sandbox.c, MSG_EXEC_FAILED */
+	snprintf(what, sizeof what, "execute %s", utf8); /* child.c: pd_ch_cat(m.what, ..., "execute ", argv[0]) */
+	snprintf(r.error, sizeof r.error, "%s: %s", what, strerror(ENOENT)); /* exec.c, MSG_EXEC_FAILED */
 	pd_audit_event ev = {.t_us = 1500, .denied = true, .pid = 42};
 	snprintf(ev.kind, sizeof ev.kind, "open");
 	snprintf(ev.target, sizeof ev.target, "%s", raw);

@@ -12,7 +12,6 @@
  *  - pd_job_free releases everything (LSan), on the error paths too. */
 #include "fuzz_common.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	return fz_request(data, size, pd_job_from_run_code, 1);

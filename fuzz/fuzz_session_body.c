@@ -138,7 +138,6 @@ static void exec(const uint8_t *data, size_t size)
 	FUZZ_CHECK(!q.x.argv && !q.body, "free");
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (!size)

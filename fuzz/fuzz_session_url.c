@@ -63,7 +63,6 @@ static void check_text(const pd_session_query *q, const arg *a, const char *got,
 	FUZZ_CHECK(!exact || a->vlen < cap, "%s", k);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *t = fz_cstr(data, size); /* a request line holds no NUL */

@@ -144,7 +144,6 @@ static void check_duration(const char *s)
 	}
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *s = fz_cstr(data, size); /* up to the first NUL, as a C caller passes it */

@@ -70,7 +70,6 @@ static int same_template(const pd_template *a, const pd_template *b)
 	return 1;
 }
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc, (void)argv;
@@ -84,7 +83,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	pd_template *t = (pd_template *)1, *t2 = NULL;

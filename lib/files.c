@@ -4,6 +4,7 @@
  * and a link planted by the program can never lead to a host file. */
 #define _GNU_SOURCE
 #include "initmsg.h"
+#include "sandbox.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -14,15 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* Defined in sandbox.c: the control socket and state a file operation needs, and what a file
- * operation of the host means for the scratch directories a reset may keep. */
-int pd_sandbox_ctl(pd_sandbox *s, pd_err *e);
-int pd_sandbox_fileop_begin(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_t mode,
-			    pd_fop_use use, bool *reuse, pd_err *e);
-int pd_sandbox_fileop_unreuse(pd_sandbox *s, pd_err *e);
-void pd_sandbox_fileop_done(pd_sandbox *s, uint32_t op, int flags, pd_fop_use use);
-void pd_sandbox_host_wrote(pd_sandbox *s, const char *path, mode_t mode, const struct stat *st);
 
 static int fileop_once(pd_sandbox *s, int sock, uint32_t op, const char *path, int flags, mode_t mode,
 		       int *fd_out, pd_err *e);
@@ -36,7 +28,7 @@ static int fileop(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_
 	if (!path || !*path)
 		return pd_fail(e, EINVAL, "empty path");
 	bool reuse;
-	if (pd_sandbox_fileop_begin(s, op, path, flags, mode, use, &reuse, e) < 0)
+	if (pd_scratch_fileop_begin(s, op, path, flags, mode, use, &reuse, e) < 0)
 		return -1;
 	/* the last user's file, as it left it (init checked), overwritten in place: O_TRUNC */
 	int rc = fileop_once(s, sock, op, path, reuse ? flags & ~O_CREAT : flags, mode, fd_out, e);
@@ -44,12 +36,12 @@ static int fileop(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_
 		/* not there as left after all: new scratch directories, and the open as asked */
 		if (e)
 			memset(e, 0, sizeof *e);
-		rc = pd_sandbox_fileop_unreuse(s, e);
+		rc = pd_scratch_fileop_unreuse(s, e);
 		if (rc == 0)
 			rc = fileop_once(s, sock, op, path, flags, mode, fd_out, e);
 	}
 	if (rc == 0)
-		pd_sandbox_fileop_done(s, op, flags, use);
+		pd_scratch_fileop_done(s, op, flags, use);
 	return rc;
 }
 
@@ -141,7 +133,7 @@ int pd_sandbox_write_file(pd_sandbox *s, const char *path, const void *data, siz
 	if (fd < 0)
 		return -1;
 	if (regular_or_fail(fd, path, e) < 0) {
-		pd_sandbox_fileop_done(s, FILEOP_OPEN, O_CREAT, PD_FOP_INTERNAL); /* spoils it */
+		pd_scratch_fileop_done(s, FILEOP_OPEN, O_CREAT, PD_FOP_INTERNAL); /* spoils it */
 		close(fd);
 		return -1;
 	}
@@ -161,9 +153,9 @@ int pd_sandbox_write_file(pd_sandbox *s, const char *path, const void *data, siz
 	}
 	struct stat st;
 	if (fstat(fd, &st) == 0)
-		pd_sandbox_host_wrote(s, path, mode, &st);
+		pd_scratch_host_wrote(s, path, mode, &st);
 	else
-		pd_sandbox_fileop_done(s, FILEOP_OPEN, O_CREAT, PD_FOP_INTERNAL);
+		pd_scratch_fileop_done(s, FILEOP_OPEN, O_CREAT, PD_FOP_INTERNAL);
 	if (close(fd) < 0)
 		return pd_fail(e, errno, "close %s", path);
 	return 0;

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 /* 3: copies keep their source's timestamps (python checks a .pyc against its source's mtime: a
- * copied sitecustomize.py with a new mtime was recompiled at every interpreter start, ~0.9 ms) */
+ * copied sitecustomize.py with a new mtime was recompiled at every interpreter start) */
 #define IMAGE_FORMAT 3
 
 /* top-level entries that are symlinks on merged-/usr hosts and real directories elsewhere */

@@ -1,10 +1,10 @@
 /* Network namespaces for sandboxes: made by the host, handed to each sandbox, and recycled only
  * when provably untouched.
  *
- * Why: a new network namespace costs ~0.6 ms of CPU to create and far more to destroy, and the
- * kernel destroys them asynchronously in one worker (cleanup_net). Creating one per sandbox at a
- * few hundred per second outran that worker in a 100,000-sandbox soak: 6,100 namespaces queued
- * for destruction and every new one waited on the same locks. Most sandboxes (run a program,
+ * Why: a network namespace is costly to create and far more so to destroy, and the kernel
+ * destroys them asynchronously in one worker (cleanup_net). Creating one per sandbox at a few
+ * hundred per second outran that worker in a long soak (make soak): thousands of namespaces
+ * queued for destruction and every new one waited on the same locks. Most sandboxes (run a program,
  * print a result) never send a packet, so their namespace leaves exactly as it arrived.
  *
  * How: the namespace is created by the host (owned by the initial user namespace), so the
@@ -56,7 +56,7 @@
  *     orphans) exist only after packets, which the counters show; any other socket can only be
  *     kept alive by an SCM_RIGHTS cycle, which always holds a unix socket (unix).
  * Not read: /proc/net/tcp and tcp6, which the counters already cover and which walk the host's
- * whole TCP hash on every read (2 ms each here). Raw and packet sockets need CAP_NET_RAW over the
+ * whole TCP hash on every read. Raw and packet sockets need CAP_NET_RAW over the
  * namespace, which the sandbox does not have. */
 static const char *const PROBES[] = {"dev", "snmp", "snmp6", "netstat", "unix", NULL};
 

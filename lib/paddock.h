@@ -6,9 +6,10 @@
  * on the caller's behalf. One context may be used from many threads at once; one sandbox is driven
  * by one thread at a time.
  *
- * Lifecycle of a sandbox (DESIGN.md §3): pd_sandbox_create() -> READY; pd_sandbox_exec() ->
- * RUNNING -> COLLECTING -> READY (or TIMED_OUT); pd_sandbox_destroy() -> RECLAIMING -> DESTROYED,
- * with a residue check of what the teardown left.
+ * Lifecycle of a sandbox: pd_sandbox_create() -> READY; pd_sandbox_exec() ->
+ * RUNNING -> COLLECTING -> READY (or TIMED_OUT); pd_sandbox_reset() -> RECLAIMING -> READY (or
+ * FAILED: destroy it); pd_sandbox_destroy() -> RECLAIMING -> DESTROYED, with a residue check of
+ * what the teardown left.
  */
 #ifndef PADDOCK_H
 #define PADDOCK_H
@@ -337,5 +338,18 @@ uint64_t pd_now_us(void);
 
 /* Reads a small file into buf (NUL-terminated). Returns length or -1 with errno. */
 ssize_t pd_read_file(const char *path, char *buf, size_t size);
+/* How many of the first n bytes of the UTF-8 text s to keep so that a cut there splits no
+ * character (a message or a quote of a client's text stays UTF-8, which JSON needs). */
+size_t pd_utf8_cut(const char *s, size_t n);
+/* The environment a program gets when pd_exec_opts.envp is NULL: PATH, HOME, LANG=C.UTF-8, TERM. */
+char *const *pd_default_env(void);
+/* over's variables over base's (NULL: pd_default_env()), by name; a later one of the same name
+ * wins. Returns a malloc'd NULL-terminated vector of base's and over's pointers (free only the
+ * vector), or NULL with errno ENOMEM. */
+char **pd_env_merge(char *const *base, char *const *over);
+/* How many descriptors this process has open, or -1 if /proc/self/fd cannot be read. */
+long pd_open_fds(void);
+/* mkdir -p: creates path and its missing parents with mode. Returns 0 or -1 with errno. */
+int pd_mkdir_p(const char *path, mode_t mode);
 
 #endif

@@ -3,6 +3,7 @@
 #include "internal.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -15,19 +16,84 @@
 #include <time.h>
 #include <unistd.h>
 
+size_t pd_utf8_cut(const char *s, size_t n)
+{
+	/* back over the continuation bytes at the end (a character has at most three) to its lead */
+	size_t i = n;
+	while (i > 0 && n - i < 3 && ((unsigned char)s[i - 1] & 0xc0) == 0x80)
+		i--;
+	if (i == 0)
+		return n;
+	unsigned char lead = (unsigned char)s[i - 1];
+	size_t need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+	return lead >= 0xc0 && n - (i - 1) < need ? i - 1 : n;
+}
+
 /* A message cut at the end of its buffer must not end inside a UTF-8 sequence: messages quote
  * clients' strings and go into JSON, where jansson refuses a text that is not UTF-8. */
 static void trim_cut_utf8(char *s)
 {
-	size_t n = strlen(s), i = n;
-	while (i > 0 && n - i < 3 && ((unsigned char)s[i - 1] & 0xc0) == 0x80)
-		i--;
-	if (i == 0)
-		return;
-	unsigned char lead = (unsigned char)s[i - 1];
-	size_t need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
-	if (lead >= 0xc0 && n - (i - 1) < need)
-		s[i - 1] = 0;
+	s[pd_utf8_cut(s, strlen(s))] = 0;
+}
+
+static char env_path[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	    env_home[] = "HOME=/root", env_lang[] = "LANG=C.UTF-8", env_term[] = "TERM=dumb";
+static char *const default_env[] = {env_path, env_home, env_lang, env_term, NULL};
+
+char *const *pd_default_env(void)
+{
+	return default_env;
+}
+
+/* The length of a variable's name and its '=' (all of it without one). */
+static size_t env_key_len(const char *v)
+{
+	const char *eq = strchr(v, '=');
+	return eq ? (size_t)(eq - v) + 1 : strlen(v);
+}
+
+static bool env_named_in(char *const *v, const char *var)
+{
+	size_t kl = env_key_len(var);
+	for (; v && *v; v++)
+		if (env_key_len(*v) == kl && !strncmp(*v, var, kl))
+			return true;
+	return false;
+}
+
+char **pd_env_merge(char *const *base, char *const *over)
+{
+	if (!base)
+		base = default_env;
+	size_t nb = 0, no = 0;
+	while (base[nb])
+		nb++;
+	while (over && over[no])
+		no++;
+	char **env = calloc(nb + no + 1, sizeof *env);
+	if (!env)
+		return NULL;
+	size_t k = 0;
+	for (size_t i = 0; i < nb; i++)
+		if (!env_named_in(over, base[i]))
+			env[k++] = base[i];
+	for (size_t i = 0; i < no; i++)
+		if (!env_named_in(over + i + 1, over[i])) /* a later one of the same name wins */
+			env[k++] = over[i];
+	return env;
+}
+
+long pd_open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return -1;
+	long n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - 1; /* the directory's own */
 }
 
 int pd_fail(pd_err *e, int code, const char *fmt, ...)

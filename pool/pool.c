@@ -1,5 +1,7 @@
-/* Warm pools: a builder thread keeps READY sandboxes per template, sized by demand; a reclaimer
- * thread destroys released sandboxes off the request path and enforces every state's deadline.
+/* Warm pools: a builder thread keeps READY sandboxes per template, sized by demand; reclaimer
+ * threads reset released sandboxes for reuse (when the template reuses them, the pool needs them
+ * and the reset proves them clean) or destroy them, off the request path; the first reclaimer
+ * also enforces every state's deadline.
  *
  * Sizing: each pool tracks the peak number of its sandboxes in use over the current and the last
  * window (10 s). The target of READY sandboxes covers that peak with 20% headroom, within the
@@ -7,15 +9,15 @@
  * raise the in-use peak) and shrinks after two quiet windows, its surplus reclaimed once idle for
  * the template's idle TTL. */
 #define _GNU_SOURCE
-#include "pool_internal.h"
+#include "pools.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/resource.h>
 #include <sys/sysinfo.h>
 #include <time.h>
@@ -112,7 +114,7 @@ static int prepare(pd_pool *pl, pd_sandbox *s, warm_kind warm, pd_err *e)
 		return -1;
 	for (size_t i = 0; i < pl->t.nfiles; i++) {
 		const pd_tpl_file *f = &pl->t.files[i];
-		char dir[PD_PATH];
+		char dir[PATH_MAX];
 		snprintf(dir, sizeof dir, "%s", f->path);
 		char *slash = strrchr(dir, '/');
 		if (slash && slash != dir) {
@@ -125,8 +127,8 @@ static int prepare(pd_pool *pl, pd_sandbox *s, warm_kind warm, pd_err *e)
 	}
 	if (warm == WARM_NONE)
 		return 0;
-	/* a fresh overlay has cold lookups: the first exec in a sandbox costs ~0.7 ms more than the
-	 * next. Pay that here, off the request path, with a program that changes nothing. */
+	/* a fresh overlay has cold lookups: the first exec in a sandbox costs more than the next.
+	 * Pay that here, off the request path, with a program that changes nothing. */
 	static char t_true[] = "/bin/true";
 	char *argv[] = {t_true, NULL};
 	pd_exec_opts x = {0};
@@ -240,16 +242,11 @@ static bool fds_allow_build(const pd_pools *p)
 	struct rlimit r;
 	if (getrlimit(RLIMIT_NOFILE, &r) < 0 || r.rlim_cur == RLIM_INFINITY)
 		return true;
-	DIR *d = opendir("/proc/self/fd");
-	if (!d)
+	long n = pd_open_fds();
+	if (n < 0)
 		return false;
-	rlim_t n = 0;
-	struct dirent *de;
-	while ((de = readdir(d)))
-		n += de->d_name[0] != '.';
-	closedir(d);
 	/* a build holds up to ~16 at once (layers, pipes, the socket pair) */
-	return n + 16 + p->opts.fd_reserve <= r.rlim_cur;
+	return (rlim_t)n + 16 + p->opts.fd_reserve <= r.rlim_cur;
 }
 
 /* How many sandboxes pl lacks against target: those READY, being built and, with reuse, being
@@ -409,12 +406,11 @@ static bool reuse_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
 	bool kept = ok && pd_sandbox_resets_kept(s) != kept0;
 	bool skept = ok && pd_sandbox_resets_scratch_kept(s) != skept0;
 	/* After a reset the image's files are in the page cache since the sandbox's first user; only
-	 * a new overlay's own dentries are cold (~0.3-0.4 ms on the next exec), and a reset that kept
-	 * the root made none. /bin/true warms a new one for ~0.7 ms of CPU: worth it only when that
-	 * CPU would otherwise idle, so only with no backlog and a CPU idle now (under load it cost
-	 * more CPU than the exec it sped up saved). Never the template's warm-up, which is often a
-	 * whole interpreter (python: ~10 ms of CPU, as much as the request it would speed up; with
-	 * it, /run_code used ~25% more CPU per request at 2 clients). */
+	 * a new overlay's own dentries are cold, and a reset that kept the root made none. /bin/true
+	 * warms a new one, which is worth its CPU only when that CPU would otherwise idle, so only
+	 * with no backlog and a CPU idle now (under load it cost more CPU than the exec it sped up
+	 * saved). Never the template's warm-up, which is often a whole interpreter: as much CPU as
+	 * the request it would speed up. */
 	warm_kind warm = !kept && !backlog && cpu_idle_now(p) ? WARM_TRUE : WARM_NONE;
 	ok = ok && prepare(pl, s, warm, &e) == 0;
 	pd_entry *en = ok ? calloc(1, sizeof *en) : NULL;
@@ -645,7 +641,7 @@ void pd_pools_free(pd_pools *p)
 	free(p);
 }
 
-pd_sandbox *pd_pool_acquire_locked_pool(pd_pools *p, pd_pool *pl, bool *hit, pd_err *e);
+static pd_sandbox *acquire_locked(pd_pools *p, pd_pool *pl, bool *hit, pd_err *e);
 
 pd_sandbox *pd_pool_acquire(pd_pools *p, const char *name, bool *hit, pd_err *e)
 {
@@ -656,11 +652,11 @@ pd_sandbox *pd_pool_acquire(pd_pools *p, const char *name, bool *hit, pd_err *e)
 		pd_fail(e, ENOENT, "no template named '%s'", name);
 		return NULL;
 	}
-	return pd_pool_acquire_locked_pool(p, pl, hit, e);
+	return acquire_locked(p, pl, hit, e);
 }
 
 /* Called with the lock held; returns with it released. */
-pd_sandbox *pd_pool_acquire_locked_pool(pd_pools *p, pd_pool *pl, bool *hit, pd_err *e)
+static pd_sandbox *acquire_locked(pd_pools *p, pd_pool *pl, bool *hit, pd_err *e)
 {
 	if (!pl->t.available) {
 		pthread_mutex_unlock(&p->mu);

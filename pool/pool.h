@@ -3,8 +3,10 @@
  * A template is a named sandbox recipe (image layers, limits, network, env, cwd, files placed
  * before use, the toolchain it serves). Each template has a pool of sandboxes created ahead of
  * time by a builder thread, sized by demand; acquire takes one (or creates one on the spot when
- * the pool is empty), release hands it to a reclaimer thread that destroys it off the request
- * path. Sandboxes are used once: nothing is reused after a reset (see README, "Reuse").
+ * the pool is empty), release hands it to a reclaimer thread which, off the request path, resets
+ * it for the next user when the template reuses sandboxes (pool_reuse, the default), the pool
+ * still needs it and the reset proves it clean (pd_sandbox_reset), and destroys it otherwise.
+ * docs/design/reset.md says what a reset checks.
  *
  * Every sandbox the pools own has a state and a deadline for it; the reclaimer kills and counts
  * any that overstay (a create that never finishes, an idle sandbox past its TTL, a session past its
@@ -51,7 +53,7 @@ typedef struct pd_template {
 	char missing[128];
 } pd_template;
 
-/* Parses a templates file (JSON, schema in README). On error, e names the field. */
+/* Parses a templates file (JSON; docs/ describes the schema). On error, e names the field. */
 int pd_templates_load(const char *path, pd_template **out, size_t *n, pd_err *e);
 /* Parses templates from a JSON text. */
 int pd_templates_parse(const char *json, size_t len, pd_template **out, size_t *n, pd_err *e);

@@ -6,7 +6,7 @@
  * head and tail can be fetched later. The reclaimer closes sessions past their idle TTL or maximum
  * lifetime; a session in use is never cut mid-exec. */
 #define _GNU_SOURCE
-#include "pool_internal.h"
+#include "pools.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -46,7 +46,7 @@ struct pd_session {
 	pd_sandbox *sb;
 	char id[48];
 	char sandbox_id[40];
-	char dir[PD_PATH];
+	char dir[POOL_PATH];
 	char *metadata;
 	uint64_t created_us, last_used_us, idle_ttl_ms, max_ms;
 	bool busy, dead, closed_by_pools;
@@ -128,7 +128,7 @@ static void slim_records(pd_session *s)
  * not hold the stream whole (a spill that failed for lack of space, say). */
 static int read_back(const pd_session *s, unsigned n, const char *stream, pd_output *o)
 {
-	char p[PD_PATH];
+	char p[POOL_PATH];
 	snprintf(p, sizeof p, "%s/%u.%s", s->dir, n, stream);
 	if (!o->head_len && !o->tail_len)
 		return 0;
@@ -183,7 +183,7 @@ static void record_result(const pd_session *s, const record *rec, pd_result *r)
 
 static void spill_unlink(const pd_session *s, unsigned n)
 {
-	char p[PD_PATH];
+	char p[POOL_PATH];
 	snprintf(p, sizeof p, "%s/%u.stdout", s->dir, n);
 	unlink(p);
 	snprintf(p, sizeof p, "%s/%u.stderr", s->dir, n);
@@ -373,7 +373,7 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_re
 		}
 	}
 	unsigned n = ++s->nexec;
-	char out[PD_PATH], err[PD_PATH];
+	char out[POOL_PATH], err[POOL_PATH];
 	snprintf(out, sizeof out, "%s/%u.stdout", s->dir, n);
 	snprintf(err, sizeof err, "%s/%u.stderr", s->dir, n);
 	pd_exec_opts xo = *x;

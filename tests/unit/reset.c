@@ -590,7 +590,7 @@ static int reset_short(pd_sandbox *s, int free_fds, pd_err *e)
 /* The same when a reset runs short of descriptors anywhere, host side or helper: with 1, 2, ...
  * free, each reset fails or succeeds, and this process's table is as before either way. Resets
  * that rebuild the root (a sandbox's first) and that keep it; the helper opens up to a few at a
- * time, all closed by die() on failure (child.c hold/drop). */
+ * time, all closed by die() on failure (childrt.c pd_ch_hold/pd_ch_drop). */
 static void test_short_fds(bool keep)
 {
 	char outcomes[1024] = "";

@@ -58,7 +58,7 @@ static int watch(pd_uwatch *w, const char *path)
 	return inotify_add_watch(pd_uwatch_fd(w), path, EVENTS);
 }
 
-/* as child.c watches the scratch directories: no reads */
+/* as rootfs.c watches the scratch directories: no reads */
 static int watch_scratch(pd_uwatch *w, const char *path)
 {
 	return inotify_add_watch(pd_uwatch_fd(w), path, PD_SCRATCH_EVENTS);

@@ -15,20 +15,6 @@
 
 static char tmp[] = "/tmp/paddock-unit-util-XXXXXX";
 
-static int count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	if (!d)
-		return -1;
-	int n = 0;
-	struct dirent *de;
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n;
-}
-
 static void rm_rf(const char *path)
 {
 	char cmd[PD_PATH + 16];
@@ -230,7 +216,7 @@ static void test_fds(void)
 	int p1[2], p2[2];
 	if (pipe(p1) < 0 || pipe(p2) < 0)
 		return;
-	int base = count_fds();
+	int base = (int)pd_open_fds();
 
 	/* three fds and a payload */
 	int send3[3] = {p1[1], p2[1], p1[0]};
@@ -247,7 +233,7 @@ static void test_fds(void)
 	ok(n >= 1 && (fcntl(got[0], F_GETFD) & FD_CLOEXEC), "received fds are close-on-exec");
 	for (int i = 0; i < n; i++)
 		close(got[i]);
-	is_int(count_fds(), base, "closing the received fds restores the fd count");
+	is_int((int)pd_open_fds(), base, "closing the received fds restores the fd count");
 
 	/* more fds than the receiver asks for: the extra ones are closed, not leaked */
 	int send5[5] = {p1[0], p1[1], p2[0], p2[1], sv[0]};
@@ -257,18 +243,18 @@ static void test_fds(void)
 	ok(n == 2 && same_file(got[0], p1[0]) && same_file(got[1], p1[1]), "the first 2 are kept");
 	for (int i = 0; i < n; i++)
 		close(got[i]);
-	is_int(count_fds(), base, "the 3 extra fds were closed");
+	is_int((int)pd_open_fds(), base, "the 3 extra fds were closed");
 
 	ok(pd_send_fds(sv[0], "y", 1, send3, 3) == 0, "send 3 fds to a receiver that wants none");
 	r = pd_recv_fds(sv[1], buf, sizeof buf, NULL, NULL, 0);
 	is_int(r, 1, "payload still arrives");
-	is_int(count_fds(), base, "unwanted fds are all closed");
+	is_int((int)pd_open_fds(), base, "unwanted fds are all closed");
 
 	ok(pd_send_fds(sv[0], "z", 1, send3, 3) == 0, "send 3 fds, receive with nfds but maxfds 0");
 	n = 99;
 	r = pd_recv_fds(sv[1], buf, sizeof buf, got, &n, 0);
 	ok(r == 1 && n == 0, "nfds is 0");
-	is_int(count_fds(), base, "no fd kept");
+	is_int((int)pd_open_fds(), base, "no fd kept");
 
 	/* no fds at all */
 	ok(pd_send_fds(sv[0], "plain", 5, NULL, 0) == 0, "send without fds");
@@ -287,7 +273,7 @@ static void test_fds(void)
 	ok(r == 1 && n == 4, "received 4 of 16");
 	for (int i = 0; i < n; i++)
 		close(got[i]);
-	is_int(count_fds(), base, "the other 12 were closed");
+	is_int((int)pd_open_fds(), base, "the other 12 were closed");
 
 	/* a raw sender passing more fds than the receive buffer holds: the kernel drops the rest */
 	{
@@ -312,7 +298,7 @@ static void test_fds(void)
 		ok(r == 1 && n == 8, "received 8 of 20");
 		for (int i = 0; i < n; i++)
 			close(got[i]);
-		is_int(count_fds(), base, "none of the 20 leaked");
+		is_int((int)pd_open_fds(), base, "none of the 20 leaked");
 	}
 
 	/* the peer is gone */
@@ -371,9 +357,44 @@ static void test_fail(void)
 	is_str(e.msg, "outer (inner: No such file or directory): Input/output error", "nested message");
 }
 
+/* The UTF-8 cut, the default environment and its merge, the descriptor count: one copy each. */
+static void test_helpers(void)
+{
+	const char *s = "a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80";
+	size_t want[] = {0, 1, 1, 3, 3, 3, 6, 6, 6, 6, 10};
+	bool all = true;
+	for (size_t n = 0; n <= 10; n++)
+		all &= pd_utf8_cut(s, n) == want[n];
+	ok(all, "pd_utf8_cut never splits a 2-, 3- or 4-byte character and keeps whole ones");
+	is_int((int)pd_utf8_cut("abc", 2), 2, "pd_utf8_cut: ASCII is cut where asked");
+
+	char *const *d = pd_default_env();
+	ok(d && d[0] && !strncmp(d[0], "PATH=", 5) && d[4] == NULL, "the default environment: 4 variables, PATH first");
+	char **m = pd_env_merge(NULL, NULL);
+	ok(m && m[4] == NULL && !strcmp(m[1], "HOME=/root"), "no variables over the defaults: the defaults");
+	free(m);
+	char *over[] = {(char *)"HOME=/work", (char *)"X=1", (char *)"X=2", (char *)"PATHX=3", NULL};
+	m = pd_env_merge(NULL, over);
+	ok(m && !strncmp(m[0], "PATH=/", 6) && !strcmp(m[1], "LANG=C.UTF-8") && !strcmp(m[2], "TERM=dumb") &&
+		   !strcmp(m[3], "HOME=/work") && !strcmp(m[4], "X=2") && !strcmp(m[5], "PATHX=3") && !m[6],
+	   "pd_env_merge: a variable replaces the default of its name only, a later one of a name wins");
+	free(m);
+	char *base[] = {(char *)"A=1", (char *)"B=2", NULL}, *o2[] = {(char *)"B=3", NULL};
+	m = pd_env_merge(base, o2);
+	ok(m && !strcmp(m[0], "A=1") && !strcmp(m[1], "B=3") && !m[2], "pd_env_merge over a given base");
+	free(m);
+
+	long n0 = pd_open_fds();
+	int p[2];
+	ok(n0 > 0 && pipe(p) == 0 && pd_open_fds() == n0 + 2, "pd_open_fds counts a pipe's two descriptors");
+	close(p[0]);
+	close(p[1]);
+	ok(pd_open_fds() == n0, "and not the directory it reads");
+}
+
 int main(void)
 {
-	plan(124);
+	plan(132);
 	if (!mkdtemp(tmp)) {
 		perror("mkdtemp");
 		return 1;
@@ -383,6 +404,7 @@ int main(void)
 	test_files();
 	test_fds();
 	test_fail();
+	test_helpers();
 	rm_rf(tmp);
 	return done();
 }

@@ -1,4 +1,4 @@
-/* Host side of the sandbox init's messages (lib/proto.h): what init sends is untrusted (init runs
+/* Host side of the sandbox init's messages (proto.h): what init sends is untrusted (init runs
  * inside the sandbox, next to the program), so each message is checked before its fields are used.
  * Pure functions, fuzzed by fuzz/fuzz_init_msg.c. */
 #ifndef PADDOCK_INITMSG_H

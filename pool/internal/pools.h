@@ -1,11 +1,12 @@
-/* Internals shared by the pool layer's files. */
-#ifndef PADDOCK_POOL_INTERNAL_H
-#define PADDOCK_POOL_INTERNAL_H
+/* Internals shared by the pool layer's files (pool.c, session.c): on pool/internal, so only they see it. */
+#ifndef PADDOCK_POOLS_H
+#define PADDOCK_POOLS_H
 
-#include "internal.h"
 #include "pool.h"
 
 #include <pthread.h>
+
+#define POOL_PATH 512 /* a session's directory and its spill files */
 
 typedef struct pd_pool pd_pool;
 
@@ -37,7 +38,7 @@ struct pd_pools {
 	pthread_cond_t cv_builder, cv_reclaimer, cv_ready;
 	pthread_t builder;
 	/* reclaimer threads: resets and teardowns are mostly waits (RCU grace periods in the
-	 * unmounts, init's reply: 4-7 ms of wall time for ~1.3 ms of CPU), so one thread keeps up
+	 * unmounts, init's reply: several times their CPU time in wall time), so one thread keeps up
 	 * with a few CPUs' worth of releases, not with a large machine's */
 	pthread_t reclaimers[16];
 	unsigned nreclaimers, reclaimer_ids;

@@ -55,8 +55,8 @@ struct msg_reset_done {
 	char what[240];
 };
 
-/* The scratch directories (/tmp, /work, /dev/shm: the order of child.c's scratch[]) as a reset
- * that keeps them expects them: a directory of this mode and owner (ids inside the sandbox) with
+/* The scratch directories (/tmp, /work, /dev/shm: the order of rootfs.c's pd_ch_scratch[]) as a
+ * reset that keeps them expects them: a directory of this mode and owner (ids inside the sandbox) with
  * no entry but, in the directory file_dir, the one file the host wrote there (when has_file):
  * a regular file of that inode number, mode, size and blocks and one link, owned by init's
  * effective ids. */

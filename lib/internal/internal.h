@@ -11,7 +11,7 @@
 #define PD_MAX_LAYERS 8
 #define PD_MAX_BINDS 32
 #define PD_PATH 512
-#define PD_NSCRATCH 3 /* scratch directories: /tmp, /work, /dev/shm (child.c) */
+#define PD_NSCRATCH 3 /* scratch directories: /tmp, /work, /dev/shm (rootfs.c) */
 /* fds one message may carry: a sandbox's layers, its binds and its sysfs */
 #define PD_MAX_PASS_FDS (PD_MAX_LAYERS + PD_MAX_BINDS + 1)
 
@@ -146,7 +146,7 @@ struct pd_ctx {
 	char state_dir[PD_PATH];
 	char run_dir[PD_PATH]; /* owners/ and uid-slots/, shared by every paddock on the host */
 	char default_image[PD_PATH];
-	char stage_dir[PD_PATH]; /* empty host dir each sandbox mounts its skeleton tmpfs over (child.c) */
+	char stage_dir[PD_PATH]; /* empty host dir each sandbox mounts its skeleton tmpfs over (rootfs.c) */
 	pd_cgroups cg;
 	pd_bpf bpf_base, bpf_audit;
 	pd_slots *slots;
@@ -192,7 +192,7 @@ typedef struct pd_swatch {
 	int file_dir;
 	char file_name[256];
 } pd_swatch;
-/* What a file operation of the host is to a sandbox's scratch (files.c tells sandbox.c): one whose
+/* What a file operation of the host is to a sandbox's scratch (files.c tells scratch.c): one whose
  * descriptor stays in files.c, one that hands it to the caller (who may keep it past the next
  * reset), or pd_sandbox_write_file's own open. */
 typedef enum { PD_FOP_INTERNAL, PD_FOP_HANDED, PD_FOP_WRITE } pd_fop_use;
@@ -211,7 +211,6 @@ void pd_uwatch_forget_scratch(pd_uwatch *w, pd_swatch *sw);
 
 int pd_write_file(const char *path, const char *data, pd_err *e);
 int pd_write_u64(const char *path, uint64_t v, pd_err *e);
-int pd_mkdir_p(const char *path, mode_t mode);
 int pd_send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds);
 ssize_t pd_recv_fds(int sock, void *buf, size_t len, int *fds, int *nfds, int maxfds);
 /* Reads "key value" lines: value of key, or 0 if absent. */

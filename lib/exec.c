@@ -1,0 +1,453 @@
+/* A program's run in a sandbox: the request to init, the program's stdin, stdout and stderr,
+ * the time, CPU and output limits, and the cgroup's figures, into a pd_result. */
+#define _GNU_SOURCE
+#include "audit.h"
+#include "capture.h"
+#include "sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- exec ------------------------------------------------------------------------------------ */
+
+static size_t vec_len(char *const *v)
+{
+	size_t n = 0;
+	while (v && v[n])
+		n++;
+	return n;
+}
+
+/* Host pid of the sandbox process whose pid in the sandbox is nspid (a child of init). */
+static pid_t host_pid_of(pid_t init, pid_t nspid)
+{
+	char p[96], buf[4096];
+	snprintf(p, sizeof p, "/proc/%d/task/%d/children", (int)init, (int)init);
+	if (pd_read_file(p, buf, sizeof buf) <= 0)
+		return -1;
+	for (char *q = buf; *q;) {
+		long hp = strtol(q, &q, 10);
+		if (hp <= 0)
+			break;
+		char st[2048];
+		snprintf(p, sizeof p, "/proc/%ld/status", hp);
+		if (pd_read_file(p, st, sizeof st) > 0) {
+			char *ns = strstr(st, "NSpid:");
+			if (ns) {
+				char *eol = strchr(ns, '\n');
+				if (eol)
+					*eol = 0;
+				char *last = strrchr(ns, '\t');
+				if (last && atol(last + 1) == nspid)
+					return (pid_t)hp;
+			}
+		}
+		while (*q == ' ')
+			q++;
+	}
+	return -1;
+}
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+	return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+typedef struct exec_run {
+	pd_capture cap[2];
+	int out[2];     /* read ends of stdout, stderr */
+	int in_w;       /* write end of stdin (stdin_data), or -1 */
+	size_t in_off;
+	bool started, exited, killed_to, killed_ol, init_died;
+	int wstatus;
+	pd_auditor aud;
+	bool aud_on;
+	bool spill_failed[2];
+	uint64_t spilled[2];
+} exec_run;
+
+/* write() that cannot end the embedding process with SIGPIPE: the program may stop reading its
+ * stdin at any moment, and a spill fd may be a pipe */
+static ssize_t write_nosig(int fd, const void *buf, size_t len)
+{
+	sigset_t pipe_set, old, pending;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	sigpending(&pending);
+	bool was_pending = sigismember(&pending, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	ssize_t n = write(fd, buf, len);
+	int err = errno;
+	if (n < 0 && err == EPIPE && !was_pending) {
+		struct timespec zero = {0, 0};
+		while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+			;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	errno = err;
+	return n;
+}
+
+static void drain(exec_run *x, int i, const pd_exec_opts *o)
+{
+	char buf[65536];
+	for (;;) {
+		ssize_t n = read(x->out[i], buf, sizeof buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0 || errno != EAGAIN) {
+				close(x->out[i]);
+				x->out[i] = -1;
+			}
+			return;
+		}
+		size_t live = pd_capture_add(&x->cap[i], buf, (size_t)n);
+		if (o->on_output && live)
+			o->on_output(o->cb_arg, i + 1, buf, live);
+		if (o->spill && o->spill_fd[i] >= 0 && !x->spill_failed[i] && o->spill_max &&
+		    x->spilled[i] + (uint64_t)n > o->spill_max)
+			x->spill_failed[i] = true; /* a spill that cannot be whole is not written on */
+		if (o->spill && o->spill_fd[i] >= 0 && !x->spill_failed[i]) {
+			x->spilled[i] += (uint64_t)n;
+			/* a full spill file must not stop the run: keep the capture, note the loss */
+			for (ssize_t off = 0; off < n;) {
+				ssize_t w = write_nosig(o->spill_fd[i], buf + off, (size_t)(n - off));
+				if (w < 0 && errno == EINTR)
+					continue;
+				if (w <= 0) {
+					x->spill_failed[i] = true;
+					break;
+				}
+				off += w;
+			}
+		}
+	}
+}
+
+static int build_exec_msg(const pd_sandbox *s, const pd_exec_opts *o, char **out, size_t *len, pd_err *e)
+{
+	char *const *envp = o->envp ? o->envp : pd_default_env();
+	size_t argc = vec_len(o->argv), envc = vec_len(envp);
+	if (!argc)
+		return pd_fail(e, EINVAL, "exec needs a program");
+	if (argc > PD_MAX_ARGS || envc > PD_MAX_ARGS)
+		return pd_fail(e, E2BIG, "more than %d arguments or variables", PD_MAX_ARGS);
+	const char *cwd = o->cwd && *o->cwd ? o->cwd : "/";
+	size_t n = sizeof(struct msg_exec) + strlen(cwd) + 1;
+	for (size_t i = 0; i < argc; i++)
+		n += strlen(o->argv[i]) + 1;
+	for (size_t i = 0; i < envc; i++)
+		n += strlen(envp[i]) + 1;
+	if (n > PD_EXEC_MSG_MAX)
+		return pd_fail(e, E2BIG, "arguments and environment exceed %d bytes", PD_EXEC_MSG_MAX);
+	char *b = calloc(1, n);
+	if (!b)
+		return pd_fail(e, ENOMEM, "exec request");
+	struct msg_exec *x = (struct msg_exec *)b;
+	x->type = MSG_EXEC;
+	x->argc = (uint32_t)argc;
+	x->envc = (uint32_t)envc;
+	x->audit = s->opts.audit && s->opts.audit->enabled;
+	if (o->uid >= PD_UID_RANGE || o->gid >= PD_UID_RANGE) {
+		free(b);
+		return pd_fail(e, EINVAL, "uid and gid must be below %u", PD_UID_RANGE);
+	}
+	if (o->uid == PD_INIT_UID) {
+		free(b);
+		return pd_fail(e, EINVAL, "uid %u is reserved for the sandbox's init", PD_INIT_UID);
+	}
+	x->uid = o->uid;
+	x->gid = o->gid;
+	uint64_t cpu_ms = o->cpu_ms ? o->cpu_ms : s->lim.cpu_ms;
+	/* the per-process CPU rlimit is a backstop; the cgroup check ends the sandbox first */
+	x->rl_cpu_s = cpu_ms ? cpu_ms / 1000 + 2 : 0;
+	x->rl_nofile = s->lim.nofile;
+	x->rl_fsize = s->lim.fsize_bytes; /* the disk size already bounds every file: ENOSPC */
+	x->rl_stack = s->lim.stack_bytes;
+	char *p = b + sizeof *x;
+	p = stpcpy(p, cwd) + 1;
+	for (size_t i = 0; i < argc; i++)
+		p = stpcpy(p, o->argv[i]) + 1;
+	for (size_t i = 0; i < envc; i++)
+		p = stpcpy(p, envp[i]) + 1;
+	*out = b;
+	*len = n;
+	return 0;
+}
+
+static void on_init_msg(pd_sandbox *s, exec_run *x, pd_result *r)
+{
+	union {
+		struct msg_hdr h;
+		struct msg_error err;
+		struct msg_started st;
+		struct msg_exited ex;
+	} m;
+	ssize_t n = pd_recv_fds(s->sock, &m, sizeof m, NULL, NULL, 0);
+	if (n <= 0) {
+		x->init_died = true;
+		return;
+	}
+	switch (m.h.type) {
+	case MSG_STARTED:
+		x->started = true;
+		if (m.st.listener_fd >= 0 && s->opts.audit && !x->aud_on) {
+			pid_t hp = host_pid_of(s->pid, m.st.pid);
+			int pfd = hp > 0 ? (int)syscall(SYS_pidfd_open, hp, 0) : -1;
+			int l = pfd >= 0 ? (int)syscall(SYS_pidfd_getfd, pfd, m.st.listener_fd, 0) : -1;
+			if (pfd >= 0)
+				close(pfd);
+			if (l >= 0 && pd_auditor_init(&x->aud, l, s->opts.audit, pd_now_us(), NULL) == 0)
+				x->aud_on = true;
+			else {
+				if (l >= 0)
+					close(l);
+				/* unaudited is not acceptable when an audit was asked for */
+				snprintf(r->error, sizeof r->error, "could not take the audit listener");
+				pd_sb_kill_init(s);
+			}
+		}
+		break;
+	case MSG_EXEC_FAILED:
+		m.err.what[sizeof m.err.what - 1] = 0;
+		snprintf(r->error, sizeof r->error, "%s: %s", m.err.what, strerror(m.err.err));
+		break;
+	case MSG_EXITED:
+		x->exited = true;
+		x->wstatus = m.ex.wstatus;
+		break;
+	default:
+		break;
+	}
+}
+
+static uint64_t delta(uint64_t after, uint64_t before)
+{
+	return after > before ? after - before : 0;
+}
+
+int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *e)
+{
+	memset(r, 0, sizeof *r);
+	snprintf(r->sandbox_id, sizeof r->sandbox_id, "%s", s->id);
+	if (s->state != PD_READY)
+		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
+	if (pd_scratch_end_setup(s, e) < 0)
+		return -1;
+	char *msg = NULL;
+	size_t msglen = 0;
+	if (build_exec_msg(s, o, &msg, &msglen, e) < 0)
+		return -1;
+	exec_run x;
+	memset(&x, 0, sizeof x);
+	x.out[0] = x.out[1] = x.in_w = -1;
+	x.aud.listener = -1;
+	int pout[2] = {-1, -1}, perr[2] = {-1, -1}, pin[2] = {-1, -1};
+	uint64_t keep = s->lim.output_bytes ? s->lim.output_bytes : (1ull << 20);
+	uint64_t kill_at = o->output_kill_bytes ? o->output_kill_bytes : s->lim.output_kill_bytes;
+	if (pd_capture_init(&x.cap[0], keep) < 0 || pd_capture_init(&x.cap[1], keep) < 0 ||
+	    pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0 ||
+	    (o->stdin_data && pipe2(pin, O_CLOEXEC) < 0)) {
+		pd_fail(e, errno, "exec pipes");
+		goto fail_early;
+	}
+	int fds[3], nfds = 0;
+	int stdin_fd = o->stdin_data ? pin[0] : o->stdin_from_fd ? o->stdin_fd : -1;
+	if (stdin_fd >= 0) {
+		fds[nfds++] = stdin_fd;
+		((struct msg_exec *)msg)->has_stdin = 1;
+	}
+	fds[nfds++] = pout[1];
+	fds[nfds++] = perr[1];
+
+	pd_cg_stats before, after;
+	s->ctx->cg.ops->reset_peaks(s->cg);
+	s->ctx->cg.ops->stats(s->cg, &before);
+	uint64_t t0 = pd_now_us();
+	s->state = PD_RUNNING;
+	if (pd_send_fds(s->sock, msg, msglen, fds, nfds) < 0) {
+		pd_fail(e, errno, "send exec request to sandbox %s", s->id);
+		s->state = PD_READY;
+		goto fail_early;
+	}
+	free(msg);
+	msg = NULL;
+	close(pout[1]);
+	close(perr[1]);
+	if (pin[0] >= 0)
+		close(pin[0]);
+	x.out[0] = pout[0];
+	x.out[1] = perr[0];
+	x.in_w = pin[1];
+	set_nonblock(x.out[0]);
+	set_nonblock(x.out[1]);
+	if (x.in_w >= 0)
+		set_nonblock(x.in_w);
+
+	uint64_t wall_ms = o->wall_ms ? o->wall_ms : s->lim.wall_ms;
+	uint64_t cpu_ms = o->cpu_ms ? o->cpu_ms : s->lim.cpu_ms;
+	uint64_t deadline = wall_ms ? t0 + wall_ms * 1000 : UINT64_MAX;
+	uint64_t next_check = t0 + 20000;
+	while (!x.exited && !x.init_died) {
+		struct pollfd pf[5];
+		int np = 0, i_sock, i_out[2] = {-1, -1}, i_in = -1, i_aud = -1;
+		pf[i_sock = np++] = (struct pollfd){s->sock, POLLIN, 0};
+		for (int i = 0; i < 2; i++)
+			if (x.out[i] >= 0)
+				pf[i_out[i] = np++] = (struct pollfd){x.out[i], POLLIN, 0};
+		if (x.in_w >= 0)
+			pf[i_in = np++] = (struct pollfd){x.in_w, POLLOUT, 0};
+		if (x.aud_on)
+			pf[i_aud = np++] = (struct pollfd){x.aud.listener, POLLIN, 0};
+		uint64_t now = pd_now_us();
+		uint64_t until = next_check < deadline ? next_check : deadline;
+		int timeout = until > now ? (int)((until - now + 999) / 1000) : 0;
+		int pr = poll(pf, (nfds_t)np, timeout);
+		if (pr < 0 && errno != EINTR)
+			break;
+		if (pr > 0) {
+			if (i_aud >= 0 && pf[i_aud].revents) {
+				if ((pf[i_aud].revents & (POLLHUP | POLLERR)) || pd_auditor_handle(&x.aud, r) < 0) {
+					pd_auditor_close(&x.aud);
+					x.aud_on = false;
+				}
+			}
+			for (int i = 0; i < 2; i++)
+				if (i_out[i] >= 0 && pf[i_out[i]].revents)
+					drain(&x, i, o);
+			if (i_in >= 0 && pf[i_in].revents) {
+				ssize_t n = pf[i_in].revents & POLLOUT
+						    ? write_nosig(x.in_w, o->stdin_data + x.in_off, o->stdin_len - x.in_off)
+						    : -1;
+				if (n > 0)
+					x.in_off += (size_t)n;
+				if (n < 0 || x.in_off >= o->stdin_len) {
+					close(x.in_w);
+					x.in_w = -1;
+				}
+			}
+			if (pf[i_sock].revents)
+				on_init_msg(s, &x, r);
+		}
+		now = pd_now_us();
+		if (kill_at && x.cap[0].total + x.cap[1].total > kill_at) {
+			x.killed_ol = true;
+			pd_sb_kill_init(s);
+			break;
+		}
+		if (now >= deadline) {
+			x.killed_to = true;
+			pd_sb_kill_init(s);
+			break;
+		}
+		if (now >= next_check) {
+			next_check = now + 20000;
+			s->ctx->cg.ops->stats(s->cg, &after);
+			if (cpu_ms && delta(after.cpu_us, before.cpu_us) > cpu_ms * 1000) {
+				x.killed_to = true;
+				pd_sb_kill_init(s);
+				break;
+			}
+		}
+	}
+	uint64_t t1 = pd_now_us();
+	s->state = PD_COLLECTING;
+	/* what the program wrote before it ended is in the pipes: take it, but do not wait for
+	 * writers it left behind */
+	for (int i = 0; i < 2; i++)
+		if (x.out[i] >= 0) {
+			drain(&x, i, o);
+			if (x.out[i] >= 0)
+				close(x.out[i]);
+		}
+	if (x.in_w >= 0)
+		close(x.in_w);
+	if (x.aud_on)
+		pd_auditor_close(&x.aud);
+	s->ctx->cg.ops->stats(s->cg, &after);
+	s->ctx->cg.ops->rest(s->cg);
+
+	r->wall_ms = (t1 - t0) / 1000;
+	r->exec_us = t1 - t0;
+	r->cpu_ms = delta(after.cpu_us, before.cpu_us) / 1000;
+	r->cpu_user_ms = delta(after.cpu_user_us, before.cpu_user_us) / 1000;
+	r->cpu_sys_ms = delta(after.cpu_sys_us, before.cpu_sys_us) / 1000;
+	r->memory_peak_bytes = after.mem_peak;
+	r->pids_peak = (uint32_t)(after.pids_peak > after.pids_current ? after.pids_peak : after.pids_current);
+	r->oom_killed = after.oom_kills > before.oom_kills;
+	pd_capture_finish(&x.cap[0], &r->out);
+	pd_capture_finish(&x.cap[1], &r->err);
+	r->spill_lost[0] = o->spill && x.spill_failed[0];
+	r->spill_lost[1] = o->spill && x.spill_failed[1];
+	/* the live callback saw the heads; a tail that joins its head (nothing dropped) is the rest */
+	if (o->on_output && r->out.tail_len && !r->out.truncated)
+		o->on_output(o->cb_arg, 1, r->out.tail, r->out.tail_len);
+	if (o->on_output && r->err.tail_len && !r->err.truncated)
+		o->on_output(o->cb_arg, 2, r->err.tail, r->err.tail_len);
+
+	bool killed_by_us = x.killed_to || x.killed_ol;
+	if (x.exited) {
+		if (WIFEXITED(x.wstatus))
+			r->exit_code = WEXITSTATUS(x.wstatus);
+		else if (WIFSIGNALED(x.wstatus))
+			r->signal = WTERMSIG(x.wstatus);
+	}
+	if (killed_by_us || (x.init_died && !x.exited))
+		r->signal = r->signal ? r->signal : SIGKILL;
+	if (x.killed_ol)
+		r->status = PD_OL;
+	else if (x.killed_to)
+		r->status = PD_TO;
+	else if (!x.exited) {
+		r->status = PD_XX;
+		if (!r->error[0])
+			snprintf(r->error, sizeof r->error, "sandbox init ended before the program did");
+	} else if (r->oom_killed && (r->signal || r->exit_code))
+		r->status = PD_ML;
+	else if (WIFSIGNALED(x.wstatus))
+		r->status = WTERMSIG(x.wstatus) == SIGXCPU ? PD_TO : PD_SG;
+	else if (r->exit_code)
+		r->status = PD_RE;
+	else
+		r->status = PD_OK;
+	if (r->status == PD_OK && (r->out.truncated || r->err.truncated))
+		r->status = PD_OL;
+	/* a limit kill ends the sandbox; so does an init that died under us */
+	if (killed_by_us || x.init_died)
+		s->state = killed_by_us ? PD_TIMED_OUT : PD_FAILED;
+	else
+		s->state = PD_READY;
+	return 0;
+fail_early:
+	free(msg);
+	for (int i = 0; i < 2; i++) {
+		if (pout[i] >= 0)
+			close(pout[i]);
+		if (perr[i] >= 0)
+			close(perr[i]);
+		if (pin[i] >= 0)
+			close(pin[i]);
+	}
+	pd_capture_free(&x.cap[0]);
+	pd_capture_free(&x.cap[1]);
+	return -1;
+}
+
+int pd_sandbox_ctl(pd_sandbox *s, pd_err *e)
+{
+	if (s->state != PD_READY)
+		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
+	return s->sock;
+}

@@ -1,0 +1,52 @@
+/* Shared by the files whose code runs inside a sandbox (childrt.c, rootfs.c, child.c): no malloc,
+ * no stdio, raw system calls only (child.c says why). */
+#ifndef PADDOCK_CHILD_H
+#define PADDOCK_CHILD_H
+
+#include "proto.h"
+
+#include <sys/types.h>
+
+/* init's socket to the host (-1 in a reset's helper) */
+extern int pd_ch_sock;
+/* From now on this thread's code runs as a sandbox reset's helper that reports into rep (NULL: no
+ * longer), with no descriptor held yet (pd_reset_root). */
+void pd_ch_helper(pd_reset_report *rep);
+/* init's handle on /proc/sys/kernel/ns_last_pid, opened (rootfs.c) before /proc/sys turns
+ * read-only: a reset winds the pid counter back so the next user's programs get the pids a fresh
+ * one would (child.c) */
+extern int pd_ch_lastpid;
+
+/* set*id, setgroups and fork as raw system calls (glibc's wait on threads this copy lacks) */
+int pd_ch_setresuid(uid_t u);
+int pd_ch_setresgid(gid_t g);
+int pd_ch_setgroups_none(void);
+pid_t pd_ch_fork(void);
+
+/* dst = a b c (NULL parts skipped), truncated to size; returns the length. */
+size_t pd_ch_cat(char *dst, size_t size, const char *a, const char *b, const char *c);
+/* v in decimal into out (24 bytes suffice). */
+void pd_ch_utoa(unsigned long v, char *out);
+/* Reports what failed (to the host, or into pd_ch_rep in a reset's helper) and exits. */
+__attribute__((noreturn)) void pd_ch_die(const char *what, int err);
+/* pd_ch_die(what, errno) if rc < 0. */
+void pd_ch_check(int rc, const char *what);
+/* fd, noted for pd_ch_die when this is a reset's helper; -1 passes through (errno kept). */
+int pd_ch_hold(int fd);
+/* Closes a descriptor from pd_ch_hold. */
+void pd_ch_drop(int fd);
+/* openat2 resolving path as if dirfd's "/" were the root, refusing /proc magic links. */
+int pd_ch_open_inside(int dirfd, const char *path, int flags, mode_t mode);
+
+/* The scratch directories of the staging tmpfs (rootfs.c), in proto.h's order. */
+typedef struct pd_ch_scratch_dir {
+	const char *name, *dst;
+	mode_t mode;
+} pd_ch_scratch_dir;
+extern const pd_ch_scratch_dir pd_ch_scratch[PD_NSCRATCH];
+
+/* init at creation: builds the root from the layer, bind and sysfs fds the host sent and pivots
+ * into it (rootfs.c). */
+void pd_ch_build_root(const child_cfg *c, const int *layer_fds, const int *bind_fds, int sysfs_fd);
+
+#endif

@@ -1,0 +1,57 @@
+/* One sandbox's host-side state, shared by the files of its life: sandbox.c (create, destroy),
+ * exec.c, scratch.c (the scratch kept across resets) and reset.c. */
+#ifndef PADDOCK_SANDBOX_H
+#define PADDOCK_SANDBOX_H
+
+#include "internal.h"
+#include "proto.h"
+#include "scratch.h"
+
+struct pd_sandbox {
+	pd_ctx *ctx;
+	char id[40];
+	pd_state state;
+	pid_t pid;
+	int pidfd;
+	int sock;
+	bool reaped;
+	pd_cg *cg;
+	uint32_t slot;
+	bool has_slot;
+	pd_netns *netns; /* NULL with the host's network */
+	pd_sandbox_opts opts;
+	pd_limits lim;
+	uint64_t created_us;
+	uint32_t resets;
+	uint32_t resets_kept; /* resets that kept the root and its overlays */
+	bool upper_dirty;     /* their watches saw an event (upperwatch.c; under its lock) */
+	pd_keep_state keep;   /* the scratch kept across resets: scratch.c's alone */
+	pd_scratch_attr scr[PD_SCRATCH_IMG]; /* /tmp and /work as the last rebuild made them */
+	int nlayers;                         /* and how many image layers it attached */
+	int init_oom_adj; /* what init's oom_score_adj was set to (checked by a reset) */
+	void *user;
+};
+
+/* ---- sandbox.c: what create made, used again by exec and reset ------------------------------ */
+
+/* The cgroup's memory limit, and the sandbox's record of it. */
+int pd_sb_apply_memory(pd_sandbox *s, uint64_t bytes, pd_err *e);
+/* One message from init within timeout_ms; -1 with errno (ETIMEDOUT, ECONNRESET) if none. */
+int pd_sb_recv_msg(int sock, void *buf, size_t len, int timeout_ms);
+/* SIGKILL to init (so to the whole pid namespace), unless it is reaped. */
+void pd_sb_kill_init(pd_sandbox *s);
+/* /proc/<pid>/oom_score_adj, or INT32_MIN. */
+int pd_sb_read_oom_adj(pid_t pid);
+/* The layers and binds of o, checked, into cfg (what init, or a reset's helper, mounts). */
+int pd_sb_resolve_layout(pd_ctx *c, const pd_sandbox_opts *o, uint64_t disk_bytes, child_cfg *cfg,
+			 pd_layer *layers, int *nlayers_out, pd_err *e);
+/* Detached mounts of the layers, then the binds, id-mapped into the user namespace of pid. */
+int pd_sb_layout_fds(const pd_sandbox_opts *o, const pd_layer *layers, int nlayers, pid_t pid,
+		     int *fds, int *nfds, pd_err *e);
+
+/* ---- exec.c ----------------------------------------------------------------------------------- */
+
+/* The control socket, for file operations (files.c), while the sandbox is READY. */
+int pd_sandbox_ctl(pd_sandbox *s, pd_err *e);
+
+#endif

@@ -1,0 +1,205 @@
+/* A sandbox's reset: back to what a fresh sandbox of the same options is, or it fails and the
+ * caller destroys it. init kills every process and rewinds the pids; the cgroup, init's OOM
+ * score and the network namespace are checked; the root is rebuilt by a helper (pd_reset_root),
+ * or kept when its watches prove it untouched (upperwatch.c), and the scratch with it when the last
+ * user only read it (scratch.c); the cgroup's memory is brought down and the limits put back.
+ * docs/design/reset.md tells the whole of it. */
+#define _GNU_SOURCE
+#include "initmsg.h"
+#include "sandbox.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* ---- reset ----------------------------------------------------------------------------------- */
+
+/* Sends a request (MSG_RESET or MSG_REWIND: len bytes at msg) to init and waits for its
+ * RESET_DONE (skipping reports of programs that ended before), until deadline_us; *scratch (if
+ * not NULL) gets its verdict on the scratch directories. */
+static int init_request(pd_sandbox *s, const void *msg, size_t len, uint64_t deadline_us,
+			uint32_t *scratch, pd_err *e)
+{
+	if (send(s->sock, msg, len, MSG_NOSIGNAL) != (ssize_t)len)
+		return pd_fail(e, errno, "sandbox %s: send a request to init", s->id);
+	for (;;) {
+		char buf[sizeof(struct msg_reset_done) + 16];
+		uint64_t now = pd_now_us();
+		int n = pd_sb_recv_msg(s->sock, buf, sizeof buf,
+				 now < deadline_us ? (int)((deadline_us - now) / 1000 + 1) : 0);
+		if (n < 0)
+			return pd_fail(e, errno, "sandbox %s: no answer from init in time", s->id);
+		pd_init_msg m;
+		int t = pd_init_msg_decode(buf, n, &m);
+		if (t < 0)
+			return pd_fail(e, EPROTO, "sandbox %s: a malformed message from init", s->id);
+		if (t != MSG_RESET_DONE)
+			continue; /* the report of a program that ended before: nobody waits for it */
+		if (m.err)
+			return pd_fail(e, m.err, "sandbox %s: %s", s->id, m.what);
+		if (scratch)
+			*scratch = m.scratch;
+		return 0;
+	}
+}
+
+int pd_sandbox_rewind_pids(pd_sandbox *s, pd_err *e)
+{
+	if (s->state != PD_READY)
+		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
+	struct msg_hdr h = {MSG_REWIND};
+	return init_request(s, &h, sizeof h, pd_now_us() + 10000000u, NULL, e);
+}
+
+uint32_t pd_sandbox_resets(const pd_sandbox *s)
+{
+	return s->resets;
+}
+
+uint32_t pd_sandbox_resets_kept(const pd_sandbox *s)
+{
+	return s->resets_kept;
+}
+
+/* What a reset leaves charged to a sandbox's memory cgroup at most: an eighth of its limit,
+ * between 8 and 64 MiB. Enough for the page cache a program of the default image first reads
+ * (python's start: ~8 MiB; g++ on <iostream>: ~44 MiB), little against the limit. */
+static uint64_t reset_keep(uint64_t limit)
+{
+	uint64_t k = limit ? limit / 8 : UINT64_MAX;
+	return k < (8u << 20) ? (8u << 20) : k > (64u << 20) ? (64u << 20) : k;
+}
+
+int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
+{
+	pd_ctx *c = s->ctx;
+	if (s->state != PD_READY)
+		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
+	for (size_t i = 0; i < s->opts.nbinds; i++)
+		if (s->opts.binds[i].rw)
+			return pd_fail(e, EPERM,
+				       "sandbox %s has a writable bind mount (%s): what was written there "
+				       "would stay, so it is not reset",
+				       s->id, s->opts.binds[i].dst);
+	if (!s->netns)
+		return pd_fail(e, EPERM,
+			       "sandbox %s uses the host's network, which a reset cannot prove clean", s->id);
+	uint64_t t0 = pd_now_us();
+	uint64_t td = s->opts.teardown_timeout_ms ? s->opts.teardown_timeout_ms : 10000;
+	child_cfg *cfg = NULL;
+	int fds[PD_MAX_LAYERS + PD_MAX_BINDS], nfds = 0;
+	s->state = PD_RECLAIMING;
+
+	/* 1. init kills and reaps every process, takes a new IPC namespace, rewinds the pids, and
+	 * looks whether the scratch directories are as the host left them (when they may be kept:
+	 * watched, with one file of the host's at most) */
+	struct msg_reset rm;
+	bool scratch_ok = pd_scratch_request(s, &rm);
+	uint32_t scratch_as_left = 0;
+	if (init_request(s, &rm, sizeof rm, t0 + td * 1000, &scratch_as_left, e) < 0)
+		goto fail;
+	scratch_ok = scratch_ok && scratch_as_left;
+	/* 2. the cgroup agrees that init is all that is left */
+	uint64_t tasks = c->cg.ops->tasks(s->cg);
+	c->cg.ops->rest(s->cg);
+	if (tasks > 1) {
+		pd_fail(e, EBUSY, "sandbox %s: %" PRIu64 " tasks left after the reset", s->id, tasks - 1);
+		goto fail;
+	}
+	/* init's OOM score is as created (its /proc files are briefly its uid's while a program
+	 * starts, and a program of the last user could have raised it) */
+	if (pd_sb_read_oom_adj(s->pid) != s->init_oom_adj) {
+		pd_fail(e, EPERM, "sandbox %s: init's oom_score_adj was changed", s->id);
+		goto fail;
+	}
+	/* 3. the network namespace reads as a fresh one (no socket, no traffic left) */
+	if (!pd_netns_fresh(c->net, s->netns, s->pid)) {
+		pd_fail(e, EADDRINUSE,
+			"sandbox %s: its network namespace differs from a fresh one (traffic or sockets "
+			"left), so it is not reused",
+			s->id);
+		goto fail;
+	}
+	/* 4. a fresh root: new scratch mounts and devpts; new overlays, with their upper tmpfs,
+	 * unless the last user provably did not touch them (upperwatch.c). A sandbox with binds
+	 * always gets new ones: a bind's missing parent directories are in the root's upper, where
+	 * writes below them are not watched, and one under /tmp or /work goes with the scratch. */
+	cfg = calloc(1, sizeof *cfg);
+	if (!cfg) {
+		pd_fail(e, ENOMEM, "reset");
+		goto fail;
+	}
+	bool keep = !s->opts.nbinds && pd_uwatch_clean(c->uwatch, &s->upper_dirty);
+	/* 4a. and the scratch directories and devpts too when the last user only read them: no
+	 * mount to make, none to take off (each unmount waits for a grace period of RCU that
+	 * interrupts every CPU); the host's file stays for the next user's to overwrite */
+	if (keep && scratch_ok && pd_scratch_keep(s)) {
+		s->resets_kept++;
+		free(cfg);
+		cfg = NULL;
+		goto reclaim;
+	}
+	if (keep) {
+		pd_scratch_keep_root_cfg(s, cfg);
+	} else {
+		pd_uwatch_forget(c->uwatch, &s->upper_dirty);
+		pd_layer layers[PD_MAX_LAYERS];
+		int nlayers = 0;
+		if (pd_sb_resolve_layout(c, &s->opts, s->lim.disk_bytes, cfg, layers, &nlayers, e) < 0 ||
+		    pd_sb_layout_fds(&s->opts, layers, nlayers, s->pid, fds, &nfds, e) < 0)
+			goto fail;
+		cfg->has_sysfs = true; /* a sandbox with its own network namespace has /sys (create) */
+		cfg->uwatch_fd = pd_uwatch_fd(c->uwatch);
+	}
+	pd_reset_report rep;
+	if (pd_reset_root(cfg, s->pidfd, fds, &rep) < 0) {
+		rep.what[sizeof rep.what - 1] = 0;
+		pd_fail(e, rep.err, "sandbox %s: reset: %s", s->id, rep.what);
+		goto fail;
+	}
+	if (keep) {
+		s->resets_kept++;
+	} else {
+		memcpy(s->scr, rep.scr, sizeof s->scr);
+		s->nlayers = cfg->nlayers;
+		if (rep.nwd > 0)
+			pd_uwatch_add(c->uwatch, &s->upper_dirty, rep.wd, rep.nwd);
+	}
+	pd_scratch_new(s, &rep);
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	nfds = 0;
+	free(cfg);
+	cfg = NULL;
+reclaim:;
+	/* 5. what the last user left charged to the cgroup (its old root's memory is gone with that
+	 * root now: this is page cache of image files it was first to read, and kernel objects)
+	 * is brought down to a small share of the limit, coldest first, so the page cache the
+	 * next programs of every sandbox want stays; peaks are counted from what an exec starts
+	 * with (cgroup.c), so the next user's figures do not include it */
+	uint64_t kept = reset_keep(s->opts.limits.memory_bytes);
+	uint64_t left = c->cg.ops->reclaim(s->cg, kept);
+	if (left > kept + (16u << 20)) {
+		pd_fail(e, EBUSY, "sandbox %s: %llu KiB still charged to its memory cgroup after reclaim",
+			s->id, (unsigned long long)(left >> 10));
+		goto fail;
+	}
+	/* 6. limits as created (a request may have changed the memory limit) */
+	if (s->lim.memory_bytes != s->opts.limits.memory_bytes &&
+	    pd_sb_apply_memory(s, s->opts.limits.memory_bytes, e) < 0)
+		goto fail;
+	s->resets++;
+	pd_scratch_reset_done(s);
+	s->state = PD_READY;
+	return 0;
+fail:
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	free(cfg);
+	s->state = PD_FAILED; /* destroy it */
+	return -1;
+}
