@@ -88,30 +88,7 @@ static pd_failure failure_of(const pd_result *r)
 /* The request's variables over the template's (or paddock's defaults), by name. */
 static char **merged_env(const pd_job *j, const pd_template *t)
 {
-	static char d_path[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		    d_home[] = "HOME=/root", d_lang[] = "LANG=C.UTF-8", d_term[] = "TERM=dumb";
-	static char *defaults[] = {d_path, d_home, d_lang, d_term, NULL};
-	char *const *base = t && t->env[0] ? t->env : defaults;
-	size_t nb = 0, nj = 0;
-	while (base[nb])
-		nb++;
-	while (j->env[nj])
-		nj++;
-	char **env = calloc(nb + nj + 1, sizeof *env);
-	if (!env)
-		return NULL;
-	size_t k = 0;
-	for (size_t i = 0; i < nb; i++) {
-		size_t kl = (size_t)(strchr(base[i], '=') - base[i]) + 1;
-		bool over = false;
-		for (size_t m = 0; m < nj && !over; m++)
-			over = !strncmp(j->env[m], base[i], kl);
-		if (!over)
-			env[k++] = base[i];
-	}
-	for (size_t m = 0; m < nj; m++)
-		env[k++] = j->env[m];
-	return env;
+	return pd_env_merge(t && t->env[0] ? t->env : NULL, j->env);
 }
 
 static int run_step(pd_sandbox *s, const pd_job *j, const pd_step *st, const pd_template *t,
