@@ -209,9 +209,11 @@ static void on_init_msg(pd_sandbox *s, exec_run *x, pd_result *r)
 			int l = pfd >= 0 ? (int)syscall(SYS_pidfd_getfd, pfd, m.st.listener_fd, 0) : -1;
 			if (pfd >= 0)
 				close(pfd);
-			if (l >= 0 && pd_auditor_init(&x->aud, l, s->opts.audit, pd_now_us(), NULL) == 0)
+			if (l >= 0 && pd_auditor_init(&x->aud, l, s->opts.audit, pd_now_us(), NULL) == 0) {
 				x->aud_on = true;
-			else {
+				x->aud.net = (int)s->opts.net;
+				r->audited = true;
+			} else {
 				if (l >= 0)
 					close(l);
 				/* unaudited is not acceptable when an audit was asked for */

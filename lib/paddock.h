@@ -83,12 +83,34 @@ typedef struct pd_output {
 	bool truncated; /* total > head_len + tail_len */
 } pd_output;
 
+/* The audit's event categories (DESIGN: the process level of the verdict). */
+typedef enum pd_audit_kind {
+	PD_AK_READ_OUTSIDE = 0, /* read or exec outside the work directory, scratch and the image */
+	PD_AK_JUDGE,            /* judge material read (or a path on a deny list) */
+	PD_AK_TRAP,             /* a decoy read */
+	PD_AK_TAMPER,           /* a change under a protected path (calls, or the writable layer) */
+	PD_AK_ENV_PROBE,        /* /proc/N/environ, or another process's memory or maps */
+	PD_AK_EGRESS,           /* a connection or datagram to a non-loopback address */
+	PD_AK_HARNESS_PROBE,    /* a socket or port the attempt was not given */
+	PD_AK_N,
+} pd_audit_kind;
+/* "read_outside", "judge_material", "trap_read", "tamper", "env_probe", "egress", "harness_probe" */
+const char *pd_audit_kind_name(pd_audit_kind k);
+/* The kind named name, or -1. */
+int pd_audit_kind_parse(const char *name);
+
 typedef struct pd_audit_event {
 	uint64_t t_us;      /* microseconds since the exec started */
-	char kind[12];      /* "open", "exec", "connect", "sendto", "sendmsg" */
-	char target[256];   /* path or address:port */
+	char kind[16];      /* pd_audit_kind_name() of its category */
+	char op[12];        /* the call: "open", "exec", "unlink", "rename", "chmod", "chown",
+			     * "truncate", "link", "symlink", "mkdir", "mknod", "xattr", "connect",
+			     * "sendto", "sendmsg"; "upper" when found in the writable layer after
+			     * the run, "outlive" for processes left running when it ended */
+	char mode[8];       /* "r", "w", "rw", "x", "create", "delete", "meta"; egress: "allowed"
+			     * (allow list or egress log) or "out" */
+	char target[256];   /* the object's path as the kernel resolves it, or address:port */
 	bool denied;        /* a deny rule refused it (errno EACCES) */
-	int pid;            /* host pid of the caller */
+	int pid;            /* host pid of the caller (0: found afterwards) */
 } pd_audit_event;
 
 typedef struct pd_result {
@@ -114,6 +136,9 @@ typedef struct pd_result {
 	pd_audit_event *audit;
 	size_t audit_len, audit_cap;
 	uint64_t audit_files, audit_net, audit_denied;
+	bool audited;                       /* an audit ran for the whole exec */
+	uint64_t audit_dropped;             /* events past the cap, counted but not kept */
+	uint64_t audit_kinds[PD_AK_N];      /* events per category, kept or dropped */
 } pd_result;
 
 void pd_result_free(pd_result *r);
@@ -186,12 +211,33 @@ typedef struct pd_bind {
 	bool rw;         /* read-only unless set */
 } pd_bind;
 
+typedef enum pd_egress {
+	PD_EGRESS_LOG = 0,   /* record each, refuse none */
+	PD_EGRESS_DENY,      /* record each and refuse it (EACCES) */
+	PD_EGRESS_ALLOWLIST, /* record each; refuse those not on egress_allow */
+} pd_egress;
+
+/* What the audit watches and how it classifies it (lib/audit.c, lib/auditpath.c). The policy
+ * language (lib/auditpolicy.c) compiles to this. Every list is of absolute path prefixes,
+ * NULL-terminated; paths are judged as the kernel resolves them in the sandbox (symlinks, "..",
+ * /proc/PID/root, cwd and fd links), not as they are spelled. */
 typedef struct pd_audit_opts {
 	bool enabled;
-	const char *const *allow; /* path prefixes not reported (NULL-terminated); the image is always allowed */
-	const char *const *deny;  /* path prefixes refused with EACCES (and reported) */
-	bool deny_net;            /* refuse connect/send to any non-loopback address */
-	size_t max_events;        /* events kept per exec (counts go on); default 1024 */
+	const char *const *allow;   /* readable without a read_outside event, besides the image's
+				     * system files and the scratch directories */
+	const char *const *deny;    /* refused with EACCES, recorded as judge_material */
+	bool deny_net;              /* egress deny (kept for --audit-deny-net) */
+	size_t max_events;          /* events kept per exec (counts go on); default 1024 */
+	const char *const *protect; /* must not change (tamper); NULL: "/" */
+	const char *const *writable; /* under a protect prefix yet the attempt's to change (the
+				     * work directory); /tmp, /work, /dev/shm and /proc always are;
+				     * the longest prefix of protect and writable decides */
+	const char *const *judge;   /* judge material: reading it is refused and recorded */
+	const char *const *traps;   /* decoys: reading one is a trap_read */
+	pd_egress egress;
+	const char *const *egress_allow; /* "ADDR:PORT", "ADDR" or ":PORT" (ADDR as printed in
+				     * events: 10.0.0.1, [::1]) */
+	bool no_upper_scan;         /* skip the writable layer's diff after the run */
 } pd_audit_opts;
 
 typedef struct pd_sandbox_opts {
