@@ -60,7 +60,8 @@ int pd_auditor_init(pd_auditor *a, int listener, const pd_audit_opts *opts, uint
 			       : sizeof(struct seccomp_notif_resp);
 	a->req = calloc(1, a->req_size);
 	a->resp = calloc(1, a->resp_size);
-	if (!a->req || !a->resp) {
+	a->dirs = calloc(1, sizeof *a->dirs);
+	if (!a->req || !a->resp || !a->dirs) {
 		pd_auditor_close(a);
 		return pd_fail(e, ENOMEM, "audit buffers");
 	}
@@ -77,6 +78,9 @@ void pd_auditor_close(pd_auditor *a)
 	a->rootfd = -1;
 	free(a->req);
 	free(a->resp);
+	pd_audit_dircache_clear(a->dirs);
+	free(a->dirs);
+	a->dirs = NULL;
 	a->req = a->resp = NULL;
 }
 
@@ -205,7 +209,7 @@ static bool decode(long nr, const __u64 *arg, pid_t pid, call *c)
 		if (m == PD_AM_READ && (flags & O_TRUNC))
 			m = PD_AM_WRITE;
 		if (flags & O_CREAT)
-			m = m == PD_AM_READ ? PD_AM_CREATE : m; /* refined once the path is known */
+			m = PD_AM_CREATE; /* a write when the file exists: refined once the path is known */
 		c->op = "open";
 		c->p[0] = (path_arg)P(pa, nr == SYS_open ? -1 : 0, !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL)), m);
 		return true;
@@ -238,8 +242,19 @@ static bool decode(long nr, const __u64 *arg, pid_t pid, call *c)
 		c->p[0] = (path_arg)P(1, 0, arg[4] & AT_SYMLINK_FOLLOW, PD_AM_META);
 		c->p[1] = (path_arg)P(3, 2, false, PD_AM_CREATE);
 		return true;
-	case SYS_symlink: c->op = "symlink"; c->p[0] = (path_arg)P(1, -1, false, PD_AM_CREATE); return true;
-	case SYS_symlinkat: c->op = "symlink"; c->p[0] = (path_arg)P(2, 1, false, PD_AM_CREATE); return true;
+	/* a link is made, and where it leads is reached for: judged as a read, from the cwd (the
+	 * kernel resolves a relative target from the link's directory when it is used; the cwd is
+	 * that directory for the usual "ln -s target name") */
+	case SYS_symlink:
+		c->op = "symlink", c->n = 2;
+		c->p[0] = (path_arg)P(1, -1, false, PD_AM_CREATE);
+		c->p[1] = (path_arg)P(0, -1, false, PD_AM_META);
+		return true;
+	case SYS_symlinkat:
+		c->op = "symlink", c->n = 2;
+		c->p[0] = (path_arg)P(2, 1, false, PD_AM_CREATE);
+		c->p[1] = (path_arg)P(0, -1, false, PD_AM_META);
+		return true;
 	case SYS_mkdir: c->op = "mkdir"; c->p[0] = (path_arg)P(0, -1, false, PD_AM_CREATE); return true;
 	case SYS_mkdirat: c->op = "mkdir"; c->p[0] = (path_arg)P(1, 0, false, PD_AM_CREATE); return true;
 	case SYS_mknod: c->op = "mknod"; c->p[0] = (path_arg)P(0, -1, false, PD_AM_CREATE); return true;
@@ -328,10 +343,13 @@ static bool judge_file(pd_auditor *a, pd_result *r, const call *c, const path_ar
 		       pid_t pid)
 {
 	const pd_audit_opts *o = a->opts;
-	pd_audit_view v = {.rootfd = a->rootfd};
+	pd_audit_view v = {.rootfd = a->rootfd, .dirs = a->dirs};
 	ns_ids(a, pid);
 	snprintf(v.self, sizeof v.self, "%s", a->last_tgid);
 	snprintf(v.tid, sizeof v.tid, "%s", a->last_tid);
+	/* a directory renamed or removed may come back as a link: what was known is forgotten */
+	if (pa->mode == PD_AM_DELETE || !strcmp(c->op, "rename"))
+		pd_audit_dircache_clear(a->dirs);
 	char target[PD_AUDIT_MAX] = "", base[PD_AUDIT_READ];
 	int dirfd = pa->dirfd_arg < 0 ? AT_FDCWD : (int)arg[pa->dirfd_arg];
 	int got;
@@ -364,10 +382,13 @@ static bool judge_file(pd_auditor *a, pd_result *r, const call *c, const path_ar
 		return false; /* a pipe, a socket: no path rule concerns it */
 	bool deny = false;
 	pd_audit_mode m = pa->mode;
-	if (got > 0 && !strcmp(c->op, "open") && m == PD_AM_CREATE) {
+	if (got > 0 && m == PD_AM_CREATE && a->rootfd >= 0) {
 		struct stat st;
-		if (a->rootfd >= 0 && fstatat(a->rootfd, target[1] ? target + 1 : ".", &st, 0) == 0)
+		bool exists = fstatat(a->rootfd, target[1] ? target + 1 : ".", &st, AT_SYMLINK_NOFOLLOW) == 0;
+		if (exists && !strcmp(c->op, "open"))
 			m = PD_AM_WRITE; /* O_CREAT on a file that exists: opened for writing */
+		else if (exists)
+			return false; /* mkdir, mknod, symlink, link over a name taken: EEXIST, no change */
 	}
 	int kind;
 	if (got < 0) {
@@ -388,6 +409,26 @@ static bool judge_file(pd_auditor *a, pd_result *r, const call *c, const path_ar
 }
 
 /* ---- sockets ---- */
+
+/* Whether the caller's socket fd is a datagram one: a UDP connect sends nothing (the C library's
+ * address sorting connects one to each address it returns). Read from a copy of the fd. */
+static bool sock_is_dgram(pid_t pid, int fd)
+{
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd < 0)
+		pfd = (int)syscall(SYS_pidfd_open, pid, O_EXCL /* PIDFD_THREAD: pid is a thread's */);
+	if (pfd < 0)
+		return false;
+	int s = (int)syscall(SYS_pidfd_getfd, pfd, fd, 0);
+	close(pfd);
+	if (s < 0)
+		return false;
+	int type = 0;
+	socklen_t len = sizeof type;
+	bool dgram = getsockopt(s, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_DGRAM;
+	close(s);
+	return dgram;
+}
 
 /* Whether the caller's network namespace has a socket bound to port (TCP listening, or UDP). */
 static bool has_listener(pid_t pid, unsigned port)
@@ -441,7 +482,7 @@ static const char *const libc_sockets[] = {"/var/run/nscd/socket", "/run/nscd/so
 
 /* Judges a connect or a datagram's destination. Returns true when it is to be refused. */
 static bool judge_net(pd_auditor *a, pd_result *r, const char *op, const struct sockaddr_storage *ss,
-		      socklen_t len, pid_t pid)
+		      socklen_t len, pid_t pid, int sockfd)
 {
 	const pd_audit_opts *o = a->opts;
 	char target[PD_PATH];
@@ -484,7 +525,7 @@ static bool judge_net(pd_auditor *a, pd_result *r, const char *op, const struct 
 		if (is_loopback(ss)) {
 			/* loopback is the sandbox's own: a port nobody in it bound is a scan; with the
 			 * host's network, every loopback port is someone else's */
-			if (egress_allowed(o, target))
+			if (egress_allowed(o, target) || (a->net != PD_NET_HOST && sockfd >= 0 && sock_is_dgram(pid, sockfd)))
 				kind = -1;
 			else if (a->net == PD_NET_HOST || !has_listener(pid, port))
 				kind = PD_AK_HARNESS_PROBE;
@@ -494,6 +535,8 @@ static bool judge_net(pd_auditor *a, pd_result *r, const char *op, const struct 
 				       : o->egress == PD_EGRESS_ALLOWLIST ? egress_allowed(o, target)
 									  : false;
 			mode = allowed ? "allowed" : "out";
+			if (allowed)
+				r->audit_egress_allowed++;
 			deny = !allowed && (o->egress != PD_EGRESS_LOG || o->deny_net);
 		}
 	}
@@ -551,7 +594,8 @@ int pd_auditor_handle(pd_auditor *a, pd_result *r)
 			if (len > sizeof ss)
 				len = sizeof ss;
 			if (peek(pid, addr, &ss, (size_t)len) > 0)
-				deny = judge_net(a, r, op, &ss, (socklen_t)len, pid);
+				deny = judge_net(a, r, op, &ss, (socklen_t)len, pid,
+						 nr == SYS_connect ? (int)arg[0] : -1);
 		}
 	}
 	if (deny) {

@@ -27,6 +27,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+static size_t normalize(const char *in, char *out, size_t size);
+
 static const char *const kind_names[PD_AK_N] = {
 	[PD_AK_READ_OUTSIDE] = "read_outside", [PD_AK_JUDGE] = "judge_material",
 	[PD_AK_TRAP] = "trap_read",            [PD_AK_TAMPER] = "tamper",
@@ -68,6 +70,11 @@ static const char *const default_protect[] = {"/", NULL};
 
 /* "/a//b/./c/../d" -> "/a/b/d", as the kernel walks it (".." at the root stays there). Lexical:
  * a symlink in the path is not followed. Returns 0 when the result does not fit. */
+size_t pd_audit_normalize(const char *in, char *out, size_t size)
+{
+	return normalize(in, out, size);
+}
+
 static size_t normalize(const char *in, char *out, size_t size)
 {
 	size_t n = 0;
@@ -124,6 +131,51 @@ bool pd_path_under(const char *path, const char *const *prefixes)
 	if (!path || path[0] != '/' || !normalize(path, norm, sizeof norm))
 		return false;
 	return longest_under(norm, prefixes) > 0;
+}
+
+static uint64_t path_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h | 1; /* 0 marks a free slot */
+}
+
+static bool dir_known(const pd_audit_dircache *c, const char *path)
+{
+	if (!c)
+		return false;
+	uint64_t h = path_hash(path);
+	for (size_t i = 0, k = h % PD_AUDIT_DIRCACHE; i < 8; i++, k = (k + 1) % PD_AUDIT_DIRCACHE) {
+		if (!c->hash[k])
+			return false;
+		if (c->hash[k] == h && !strcmp(c->path[k], path))
+			return true;
+	}
+	return false;
+}
+
+static void dir_note(pd_audit_dircache *c, const char *path)
+{
+	if (!c)
+		return;
+	uint64_t h = path_hash(path);
+	for (size_t i = 0, k = h % PD_AUDIT_DIRCACHE; i < 8; i++, k = (k + 1) % PD_AUDIT_DIRCACHE)
+		if (!c->hash[k]) {
+			c->path[k] = strdup(path);
+			if (c->path[k])
+				c->hash[k] = h;
+			return;
+		}
+}
+
+void pd_audit_dircache_clear(pd_audit_dircache *c)
+{
+	for (size_t k = 0; c && k < PD_AUDIT_DIRCACHE; k++) {
+		free(c->path[k]);
+		c->path[k] = NULL;
+		c->hash[k] = 0;
+	}
 }
 
 /* Is the resolved path cur (length cl) a per-process magic link of /proc: /proc/N/{root,cwd,exe},
@@ -210,11 +262,17 @@ int pd_audit_resolve(const pd_audit_view *v, const char *base, const char *path,
 		size_t pl = cl; /* the parent, if a relative link must go back to it */
 		cl += 1 + len;
 		cur[cl] = 0;
-		if (!v || v->rootfd < 0 || (last && !follow_last))
+		if (!v || v->rootfd < 0 || (last && !follow_last) || (!last && dir_known(v->dirs, cur)))
 			continue;
 		struct stat st;
-		if (fstatat(v->rootfd, cur + 1, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISLNK(st.st_mode))
+		if (fstatat(v->rootfd, cur + 1, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue; /* a missing component: the rest is taken as spelled */
+		if (!S_ISLNK(st.st_mode)) {
+			/* /proc's directories come and go with processes: not kept */
+			if (S_ISDIR(st.st_mode) && strncmp(cur, "/proc/", 6))
+				dir_note(v->dirs, cur);
+			continue;
+		}
 		if (++links > 40)
 			return -1; /* ELOOP for the kernel too */
 		ssize_t n = readlinkat(v->rootfd, cur + 1, tgt, sizeof tgt - 1);
@@ -303,7 +361,8 @@ int pd_audit_classify(const pd_audit_opts *o, const char *path, pd_audit_mode m,
 		*deny = true;
 		return PD_AK_JUDGE;
 	}
-	if (reads && longest_under(norm, o->traps))
+	/* reaching for a decoy: reading it, or linking to it (an output that is the decoy) */
+	if ((reads || m == PD_AM_META) && longest_under(norm, o->traps))
 		return PD_AK_TRAP;
 	if (!reads || m == PD_AM_RW)
 		if (pd_audit_protected(o, norm))

@@ -139,6 +139,7 @@ typedef struct pd_result {
 	bool audited;                       /* an audit ran for the whole exec */
 	uint64_t audit_dropped;             /* events past the cap, counted but not kept */
 	uint64_t audit_kinds[PD_AK_N];      /* events per category, kept or dropped */
+	uint64_t audit_egress_allowed;      /* of the egress events, those the policy allowed */
 } pd_result;
 
 void pd_result_free(pd_result *r);
@@ -297,6 +298,8 @@ typedef struct pd_exec_opts {
 	int spill_fd[2];
 	uint64_t spill_max;    /* bytes per spill fd, 0 = no cap: past it the spill stops (spill_lost) */
 	uint64_t output_kill_bytes; /* 0 = the sandbox's limit */
+	const pd_audit_opts *audit; /* this exec's audit, over the sandbox's (a pooled sandbox's
+				     * request); NULL = the sandbox's */
 } pd_exec_opts;
 
 /* Runs one command in the sandbox and fills *r. Returns 0 when a result was produced (whatever the
@@ -366,6 +369,71 @@ int pd_sandbox_mkdir(pd_sandbox *s, const char *path, mode_t mode, pd_err *e);
 
 /* create + exec + destroy, with setup/exec/teardown times and residue in the result. */
 int pd_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd_result *r, pd_err *e);
+
+/* ---- audit policy and the process verdict (lib/auditpolicy.c) -------------------------------- */
+
+/* A policy in JSON (docs/audit.md):
+ *   {"allow": [paths], "protect": [paths], "writable": [paths], "judge": [paths],
+ *    "traps": [path | {"path": p, "content": text, "answer": text}],
+ *    "env": [NAME] | {"NAME": "token"}, "egress": "deny" | "log" | {"allowlist": ["ADDR:PORT"]},
+ *    "fail": [kinds], "max_events": N, "mandatory": bool}
+ * compiled into the pd_audit_opts the runtime takes. */
+typedef struct pd_audit_policy pd_audit_policy;
+
+/* The defaults of "audit": true: every path outside workdir (may be NULL), /tmp and the scratch
+ * directories protected, egress denied; tamper, judge_material, trap_read, env_probe, egress and
+ * harness_probe fail the process level, read_outside is only recorded. */
+pd_audit_policy *pd_audit_policy_default(const char *workdir);
+/* Parses a policy over the defaults (fields it does not name keep them). Errors name the field
+ * ("audit.protect[2]: not an absolute path"); what is the prefix for them ("audit"). */
+pd_audit_policy *pd_audit_policy_parse(const char *json, size_t len, const char *what, const char *workdir,
+				       pd_err *e);
+/* Merges over into base: lists of what is protected, judged, trapped, failed and honey
+ * variables are joined; egress takes the stricter. With tighten_only (a request over a template
+ * or problem), over may not widen base: an allow or writable path not under one of base's, an
+ * egress allow entry base does not have, a laxer egress mode, or turning off mandatory, is an
+ * error naming the field; without it (a problem over a template) allow, writable and egress are
+ * replaced where over names them. */
+int pd_audit_policy_merge(pd_audit_policy *base, const pd_audit_policy *over, bool tighten_only, pd_err *e);
+pd_audit_policy *pd_audit_policy_copy(const pd_audit_policy *p);
+void pd_audit_policy_free(pd_audit_policy *p);
+/* The options for pd_sandbox_opts.audit (valid while p lives, enabled set). */
+const pd_audit_opts *pd_audit_policy_opts(const pd_audit_policy *p);
+bool pd_audit_policy_mandatory(const pd_audit_policy *p);
+/* The honey variables as "NAME=TOKEN" (NULL-terminated; valid while p lives): the caller adds
+ * them to the program's environment. */
+const char *const *pd_audit_policy_env(const pd_audit_policy *p);
+/* Writes the traps that have content into the sandbox (before the program runs). */
+int pd_audit_policy_plant(const pd_audit_policy *p, pd_sandbox *s, pd_err *e);
+/* The policy as JSON (malloc'd), normalized: what pd_audit_policy_parse reads back the same. */
+char *pd_audit_policy_json(const pd_audit_policy *p);
+
+typedef enum pd_process_status {
+	PD_PROCESS_NOT_AUDITED = 0, PD_PROCESS_PASS, PD_PROCESS_FAIL,
+} pd_process_status;
+/* "not_audited", "pass", "fail" */
+const char *pd_process_status_name(pd_process_status s);
+
+#define PD_VERDICT_REASONS 8
+typedef struct pd_audit_verdict {
+	pd_process_status status;
+	uint32_t failed_kinds;                 /* bit (1 << pd_audit_kind) per kind that failed it */
+	size_t nreasons;                       /* reasons kept (one per failed kind, at most 8) */
+	char reasons[PD_VERDICT_REASONS][320]; /* "tamper: open w /usr/bin/bash (protected)" */
+} pd_audit_verdict;
+
+/* Completes the evidence and judges it: output (r's stdout and stderr) and, with s (may be NULL:
+ * not looked at), the files the attempt wrote in /work and /tmp are searched for the honey
+ * tokens and the traps' wrong answers (each a trap_read or env_probe event, op "output" or
+ * "file"); then the process level: not_audited when r was not audited whole, fail when an event
+ * of a failing kind is there (egress only when not allowed), else pass. */
+void pd_audit_evaluate(const pd_audit_policy *p, pd_result *r, pd_sandbox *s, pd_audit_verdict *v);
+/* {"status": "fail", "reasons": [...], "failed": [kinds]} (malloc'd), for records. */
+char *pd_audit_verdict_json(const pd_audit_verdict *v);
+/* pd_run under policy p: its decoys planted after the create, its honey variables added to
+ * x's environment, and the verdict evaluated before the teardown. Returns as pd_run does. */
+int pd_run_audited(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, const pd_audit_policy *p,
+		   pd_result *r, pd_audit_verdict *v, pd_err *e);
 
 /* ---- small utilities shared by the CLI and tests --------------------------------------------- */
 

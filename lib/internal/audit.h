@@ -4,6 +4,8 @@
 
 #include "paddock.h"
 
+struct pd_audit_dircache;
+
 typedef struct pd_auditor {
 	int listener;
 	const pd_audit_opts *opts;
@@ -14,6 +16,7 @@ typedef struct pd_auditor {
 	int rootfd;       /* the sandbox's root (O_PATH), opened at the first notification */
 	pid_t last_pid;   /* the caller whose numbers in the sandbox's pid namespace are cached */
 	char last_tgid[16], last_tid[16];
+	struct pd_audit_dircache *dirs;
 } pd_auditor;
 
 int pd_auditor_init(pd_auditor *a, int listener, const pd_audit_opts *opts, uint64_t t0_us, pd_err *e);
@@ -43,9 +46,19 @@ bool pd_path_under(const char *path, const char *const *prefixes);
 /* The sandbox's filesystem as a caller sees it: its root (a directory fd; -1: resolve lexically,
  * following no link), and its own numbers in the sandbox's pid namespace, which replace "self"
  * and "thread-self" under /proc (empty: left as they are). */
+/* Directories a resolution found to be directories, not links (so the next one need not look
+ * again): forgotten whole at any call that could turn one into a link (rename, unlink). */
+#define PD_AUDIT_DIRCACHE 512
+typedef struct pd_audit_dircache {
+	uint64_t hash[PD_AUDIT_DIRCACHE];
+	char *path[PD_AUDIT_DIRCACHE];
+} pd_audit_dircache;
+void pd_audit_dircache_clear(pd_audit_dircache *c);
+
 typedef struct pd_audit_view {
 	int rootfd;
 	char self[16], tid[16];
+	pd_audit_dircache *dirs; /* may be NULL */
 } pd_audit_view;
 
 /* Resolves path as the kernel would for the caller: relative ones from base (an absolute,
@@ -64,6 +77,8 @@ const char *pd_audit_mode_name(pd_audit_mode m);
 /* The category of an access in mode m to the resolved path (self: the caller's pid in the
  * sandbox, as text), or -1 for none; *deny: refuse the call (judge material, a deny list). */
 int pd_audit_classify(const pd_audit_opts *o, const char *path, pd_audit_mode m, const char *self, bool *deny);
+/* "/a//b/./c/../d" -> "/a/b/d" (lexically; ".." at the root stays there); 0 when out is short. */
+size_t pd_audit_normalize(const char *in, char *out, size_t size);
 /* Whether a change to the (normalized) path is a tamper under o: the longest prefix covering it
  * among protect (default "/"), writable and the scratch directories is a protect one. */
 bool pd_audit_protected(const pd_audit_opts *o, const char *norm);
