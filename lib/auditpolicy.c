@@ -401,7 +401,7 @@ pd_audit_policy *pd_audit_policy_parse(const char *json, size_t len, const char 
 	if (!what)
 		what = "audit";
 	json_error_t je;
-	json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
+	json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
 	if (!root) {
 		pd_fail(e, EINVAL, "%s: not JSON (%s at %d)", what, je.text, je.position);
 		return NULL;
