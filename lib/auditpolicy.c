@@ -434,8 +434,13 @@ pd_audit_policy *pd_audit_policy_parse(const char *json, size_t len, const char 
 			rc = path_list(val, what, key, &p->allow, e);
 			p->set_allow = true;
 		}
-		else if (!strcmp(key, "protect"))
+		else if (!strcmp(key, "protect")) {
+			/* more protected paths: "/" stays (what is the attempt's to change is said
+			 * with writable) */
 			rc = path_list(val, what, key, &p->protect, e);
+			if (!rc && sv_add(&p->protect, "/") < 0)
+				rc = pd_fail(e, ENOMEM, "%s", what);
+		}
 		else if (!strcmp(key, "writable")) {
 			rc = path_list(val, what, key, &p->writable, e);
 			p->set_writable = true;
