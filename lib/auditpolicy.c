@@ -170,9 +170,11 @@ static int path_list(json_t *j, const char *what, const char *field, strvec *out
 	sv_free(out);
 	for (size_t i = 0; i < json_array_size(j); i++) {
 		const char *s = path_value(json_array_get(j, i), what, field, i, e);
+		char norm[PD_PATH];
 		if (!s)
 			return -1;
-		if (sv_add(out, s) < 0)
+		/* kept as the kernel would walk them: "/work/../usr" is /usr */
+		if (!pd_audit_normalize(s, norm, sizeof norm) || sv_add(out, norm) < 0)
 			return pd_fail(e, ENOMEM, "%s.%s", what, field);
 	}
 	return 0;
@@ -234,7 +236,9 @@ static int parse_traps(pd_audit_policy *p, json_t *j, const char *what, pd_err *
 			const char *s = path_value(t, what, "traps", i, e);
 			if (!s)
 				return -1;
-			tr.path = (char *)s;
+			char norm[PD_PATH];
+			pd_audit_normalize(s, norm, sizeof norm);
+			tr.path = norm;
 			if (add_trap(p, &tr) < 0)
 				return pd_fail(e, ENOMEM, "%s.traps", what);
 			continue;
@@ -259,7 +263,9 @@ static int parse_traps(pd_audit_policy *p, json_t *j, const char *what, pd_err *
 		tr.content = text_field(t, "content", what, i, e, &bad);
 		if (!bad)
 			tr.answer = text_field(t, "answer", what, i, e, &bad);
-		tr.path = (char *)path;
+		char norm[PD_PATH];
+		pd_audit_normalize(path, norm, sizeof norm);
+		tr.path = norm;
 		int rc = bad ? -1 : add_trap(p, &tr);
 		free(tr.content);
 		free(tr.answer);
@@ -538,8 +544,13 @@ int pd_audit_policy_merge(pd_audit_policy *base, const pd_audit_policy *over, bo
 		sv_free(&readable);
 		if (rc < 0)
 			return -1;
-		if (over->set_writable && narrows(&over->writable, &base->writable, "writable", e) < 0)
-			return -1;
+		/* a writable path must be one base lets change already (then nothing under it that
+		 * base protects by a longer prefix stops being protected: those prefixes stay) */
+		for (size_t i = 0; over->set_writable && i < over->writable.n; i++)
+			if (pd_audit_protected(&base->opts, over->writable.s[i]))
+				return pd_fail(e, EPERM, "audit.writable[%zu]: %s is protected by the template's or "
+							 "problem's policy",
+					       i, over->writable.s[i]);
 		if (over->set_egress && egress_rank(over->egress) < egress_rank(base->egress))
 			return pd_fail(e, EPERM, "audit.egress: laxer than the template's or problem's");
 		if (over->set_egress && over->egress == PD_EGRESS_ALLOWLIST && base->egress == PD_EGRESS_ALLOWLIST)
