@@ -22,7 +22,8 @@ for how in 'cat /secret/flag' 'cat /proc/self/root/secret/flag' 'cd /secret && c
   'ln -s /secret /tmp/s && cat /tmp/s/flag' 'cd /tmp && cat ../proc/1/root/secret/./flag'; do
   sbt 30 "${deny[@]}" -- sh -c "$how"
   unlike "$(so)" "FLAG-" "$how: the secret is not printed"
-  like "$(ev)" "judge_material:open:r:/secret/flag" "$how: refused and recorded as /secret/flag"
+  # a link to judge material is reaching for it: refused at the ln already
+  like "$(ev)" "judge_material:(open:r:/secret/flag|symlink:meta:/secret)" "$how: refused and recorded as /secret"
 done
 
 # --- writes under protected paths -------------------------------------------------------------
