@@ -65,6 +65,7 @@ void pd_job_free(pd_job *j)
 	free(j->fetched);
 	pd_result_free(&j->compile_r);
 	pd_result_free(&j->run_r);
+	pd_audit_policy_free(j->audit);
 	free(j);
 }
 
@@ -85,6 +86,35 @@ static pd_failure failure_of(const pd_result *r)
 	}
 }
 
+/* The process level over the job's audited steps: fail if one fails, not_audited if the run was
+ * not audited whole. Evaluated with the sandbox still there (the files the attempt wrote). */
+static void judge_process(pd_job *j, pd_sandbox *s)
+{
+	memset(&j->verdict, 0, sizeof j->verdict);
+	if (!j->audit || !j->ran)
+		return;
+	pd_audit_verdict v[2];
+	memset(v, 0, sizeof v);
+	pd_sandbox *live = pd_sandbox_state(s) == PD_READY ? s : NULL;
+	if (j->compiled)
+		pd_audit_evaluate(j->audit, &j->compile_r, live, &v[0]);
+	else
+		v[0].status = PD_PROCESS_PASS;
+	pd_audit_evaluate(j->audit, &j->run_r, live, &v[1]);
+	j->verdict = v[1];
+	if (v[0].status == PD_PROCESS_NOT_AUDITED || v[1].status == PD_PROCESS_NOT_AUDITED) {
+		j->verdict.status = PD_PROCESS_NOT_AUDITED;
+		return;
+	}
+	if (v[0].status == PD_PROCESS_FAIL) {
+		j->verdict.status = PD_PROCESS_FAIL;
+		j->verdict.failed_kinds |= v[0].failed_kinds;
+		for (size_t i = 0; i < v[0].nreasons && j->verdict.nreasons < PD_VERDICT_REASONS; i++)
+			snprintf(j->verdict.reasons[j->verdict.nreasons++], sizeof j->verdict.reasons[0], "compile: %s",
+				 v[0].reasons[i]);
+	}
+}
+
 /* The request's variables over the template's (or paddock's defaults), by name. */
 static char **merged_env(const pd_job *j, const pd_template *t)
 {
@@ -98,6 +128,36 @@ static int run_step(pd_sandbox *s, const pd_job *j, const pd_step *st, const pd_
 	x.argv = st->argv;
 	char **env = j->env ? merged_env(j, t) : NULL;
 	x.envp = env ? env : (t && t->env[0] ? t->env : NULL);
+	char **honey = NULL;
+	if (j->audit) {
+		/* the policy's honey variables over everything else */
+		const char *const *h = pd_audit_policy_env(j->audit);
+		size_t nb = 0, nh = 0;
+		static char d_path[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+			    d_home[] = "HOME=/root", d_lang[] = "LANG=C.UTF-8", d_term[] = "TERM=dumb";
+		static char *const defaults[] = {d_path, d_home, d_lang, d_term, NULL};
+		char *const *base = x.envp ? x.envp : defaults;
+		while (base[nb])
+			nb++;
+		while (h[nh])
+			nh++;
+		honey = nh ? calloc(nb + nh + 1, sizeof *honey) : NULL;
+		if (honey) {
+			size_t k = 0;
+			for (size_t i = 0; i < nb; i++) {
+				size_t kl = strchr(base[i], '=') ? (size_t)(strchr(base[i], '=') - base[i]) + 1 : 0;
+				bool shadowed = false;
+				for (size_t m = 0; m < nh && kl; m++)
+					shadowed |= !strncmp(h[m], base[i], kl);
+				if (!shadowed)
+					honey[k++] = base[i];
+			}
+			for (size_t m = 0; m < nh; m++)
+				honey[k++] = (char *)h[m];
+			x.envp = honey;
+		}
+		x.audit = pd_audit_policy_opts(j->audit);
+	}
 	x.cwd = j->cwd ? j->cwd : t ? t->cwd : NULL;
 	x.stdin_data = st->stdin_data;
 	x.stdin_len = st->stdin_len;
@@ -105,6 +165,7 @@ static int run_step(pd_sandbox *s, const pd_job *j, const pd_step *st, const pd_
 	x.cpu_ms = st->cpu_ms;
 	int rc = pd_sandbox_exec(s, &x, r, e);
 	free(env); /* the strings belong to the job and the template */
+	free(honey);
 	return rc;
 }
 
@@ -126,6 +187,7 @@ static bool attempt(pd_pools *pools, pd_job *j)
 	memset(&j->compile_r, 0, sizeof j->compile_r);
 	memset(&j->run_r, 0, sizeof j->run_r);
 	j->compiled = j->ran = false;
+	memset(&j->verdict, 0, sizeof j->verdict);
 	const pd_template *t = pd_pools_template(pools, j->template_name);
 	if (!t) {
 		j->failure = PD_F_DEPENDENCY;
@@ -192,6 +254,12 @@ static bool attempt(pd_pools *pools, pd_job *j)
 			goto out;
 		}
 	}
+	if (j->audit && pd_audit_policy_plant(j->audit, s, &e) < 0) {
+		j->failure = PD_F_INTERNAL;
+		snprintf(j->error, sizeof j->error, "plant the audit's decoys: %s", e.msg);
+		retry = true;
+		goto out;
+	}
 	if (j->compile.argv) {
 		if (run_step(s, j, &j->compile, t, &j->compile_r, &e) < 0) {
 			j->failure = PD_F_INTERNAL;
@@ -215,6 +283,9 @@ static bool attempt(pd_pools *pools, pd_job *j)
 	}
 	j->ran = true;
 	j->failure = failure_of(&j->run_r);
+	judge_process(j, s);
+	if (j->verdict.status == PD_PROCESS_FAIL && j->failure == PD_F_NONE)
+		j->failure = PD_F_POLICY;
 	retry = j->failure == PD_F_INTERNAL;
 	/* each file up to 16 MiB, and 64 MiB in all: the sandbox chooses what the files hold, and
 	 * each byte is held several times over (data, base64, the JSON answer, the stored record)

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The audit through the APIs: "audit": true (the default policy) or a policy object in /v1/runs,
+# /run_code and a session's exec; the record's audit.events (kind, time, pid, path or address,
+# mode) and audit.dropped; verdict.process computed (pass, fail with reasons, not_audited without
+# an audit, never pass for an unwatched run); a failed process level is failure_class
+# policy_violation; a bad policy is a 400 naming the field; /metrics counts the events by kind.
+source "$(dirname "$0")/api.sh"
+plan 29
+
+start_daemon
+ok $? "daemon started"
+
+# --- /v1/runs --------------------------------------------------------------------------------------
+post_json /v1/runs '{"shell":"printf \"#!/bin/sh\\necho ALL TESTS PASSED\\n\" > /bin/bash; echo done","audit":true}'
+is "$CODE" 200 "runs, a hack (/bin/bash overwritten): 200"
+is "$(jb '[.verdict.process.status, .failure_class] | join(" ")')" "fail policy_violation" \
+  "the process level fails: policy_violation"
+like "$(jb '.verdict.process.reasons[0]')" '^tamper: open w /usr/bin/bash' "the reason names the rule and the event"
+is "$(jb '[.audit.events[] | select(.kind == "tamper") | .path] | unique | join(" ")')" "/usr/bin/bash" \
+  "audit.events: the tamper, by the path the kernel resolved"
+is "$(jb '.audit.events[0] | [has("kind"), has("time"), has("pid"), has("path"), has("mode")] | all')" true \
+  "an event has kind, time, pid, path and mode"
+is "$(jb '.audit.dropped')" 0 "audit.dropped: none"
+
+post_json /v1/runs '{"language":"python","code":"import os\nopen(\"out.txt\", \"w\").write(\"42\")\nprint(open(\"out.txt\").read())","audit":true}'
+is "$(jb '[.run.stdout, .verdict.process.status, .failure_class] | join(" ")')" "42
+ pass none" "runs, an honest program: pass"
+
+post_json /v1/runs '{"shell":"echo hi"}'
+is "$(jb '[.verdict.process.status, (.audit | type)] | join(" ")')" "not_audited null" \
+  "runs without an audit: not_audited, never pass"
+
+post_json /v1/runs '{"shell":"cat /work/expected.txt","audit":{"traps":[{"path":"/work/expected.txt","content":"41\n"}]}}'
+is "$(jb '[.verdict.process.failed[]] | join(" ")')" "trap_read" "a decoy the policy planted, read: trap_read"
+
+post_json /v1/runs '{"shell":"echo $API_TOKEN","audit":{"env":["API_TOKEN"]}}'
+is "$(jb '[.verdict.process.failed[]] | join(" ")')" "env_probe" "a honey variable's token in the output: env_probe"
+unlike "$(jb .run.stdout)" '^$' "the program saw the token"
+
+post_json /v1/runs '{"shell":"python3 -c \"import socket; s=socket.socket(); s.settimeout(0.5)\ntry: s.connect((\\\"127.0.0.1\\\", 8080))\nexcept OSError: pass\"","audit":true}'
+is "$(jb '[.verdict.process.failed[]] | join(" ")')" "harness_probe" "a connect to a port nobody listens on: harness_probe"
+is "$(jb '[.audit.events[] | .address] | first')" "127.0.0.1:8080" "a network event has its address"
+
+post_json /v1/runs '{"shell":"python3 -c \"import socket; s=socket.socket(); s.settimeout(0.5)\ntry: s.connect((\\\"10.1.2.3\\\", 443))\nexcept OSError: pass\"","audit":true}'
+is "$(jb '[.verdict.process.failed[], (.audit.events[0].denied | tostring)] | join(" ")')" "egress true" \
+  "egress under the default policy: refused and failing"
+
+post_json /v1/runs '{"shell":"cat /proc/1/environ; true","audit":true}'
+is "$(jb '[.verdict.process.failed[]] | join(" ")')" "env_probe" "another process's environ: env_probe"
+
+post_json /v1/runs '{"shell":"for i in $(seq 30); do echo x > /etc/f$i; done","audit":{"max_events":5}}'
+is "$(jb '[(.audit.events | length), (.audit.dropped > 0), .audit.counts.tamper >= 30] | map(tostring) | join(" ")')" \
+  "5 true true" "events past max_events are dropped and counted"
+
+# --- bad policies --------------------------------------------------------------------------------------
+post_json /v1/runs '{"shell":"true","audit":{"protect":["usr"]}}'
+is "$CODE" 400 "a policy with a relative path: 400"
+like "$(jb .error)" 'audit\.protect\[0\]' "the error names the field"
+post_json /v1/runs '{"shell":"true","audit":"yes"}'
+is "$CODE" 400 "audit must be true, false or an object: 400"
+post_json /v1/runs '{"shell":"true","audit":{"egress":"sometimes"}}'
+like "$(jb .error)" 'audit\.egress' "a bad egress names audit.egress"
+
+# --- /run_code -----------------------------------------------------------------------------------------
+post_json /run_code '{"code":"open(\"/usr/lib/python3/dist-packages/sitecustomize.py\",\"w\").write(\"\")","language":"python","audit":true}'
+is "$(jb '[.status, .process.status, .failure_class] | join(" ")')" "Success fail policy_violation" \
+  "/run_code with audit: the SandboxFusion status stays, the process level fails"
+post_json /run_code '{"code":"print(1)","language":"python"}'
+is "$(jb '[has("process"), has("audit")] | map(tostring) | join(" ")')" "false false" \
+  "/run_code without audit: the answer as before"
+
+# --- sessions ------------------------------------------------------------------------------------------
+post_json /v1/sessions '{"template":"bash"}'
+S=$(jb .session_id)
+is "$CODE" 201 "a session"
+post_json "/v1/sessions/$S/exec" '{"shell":"echo ok > /work/a; cat /work/a","audit":true}'
+is "$(jb '[.stdout, .process.status] | join(" ")')" "ok
+ pass" "session exec with audit, honest: pass"
+post_json "/v1/sessions/$S/exec" '{"shell":"rm /usr/bin/bash; ln -s /bin/true /usr/bin/bash","audit":true}'
+is "$(jb '[.process.status, (.audit | map(.kind) | unique | join(","))] | join(" ")')" "fail tamper" \
+  "session exec with audit, rm + ln -s over bash: fail, tamper"
+post_json "/v1/sessions/$S/exec" '{"shell":"echo again","audit":true}'
+is "$(jb '[.process.status, (.audit | length)] | map(tostring) | join(" ")')" "pass 0" \
+  "the next exec does not inherit the last one's changes"
+req DELETE "/v1/sessions/$S"
+
+# --- metrics -------------------------------------------------------------------------------------------
+req GET /metrics
+m=$(body)
+like "$m" 'paddock_audit_events_total\{kind="tamper"\} [1-9]' "/metrics: paddock_audit_events_total by kind"
+like "$m" 'paddock_process_verdicts_total\{process="fail"\} [1-9]' "/metrics: jobs by process verdict"
