@@ -5,7 +5,7 @@
 # an audit, never pass for an unwatched run); a failed process level is failure_class
 # policy_violation; a bad policy is a 400 naming the field; /metrics counts the events by kind.
 source "$(dirname "$0")/api.sh"
-plan 29
+plan 30
 
 start_daemon
 ok $? "daemon started"
@@ -89,3 +89,11 @@ req GET /metrics
 m=$(body)
 like "$m" 'paddock_audit_events_total\{kind="tamper"\} [1-9]' "/metrics: paddock_audit_events_total by kind"
 like "$m" 'paddock_process_verdicts_total\{process="fail"\} [1-9]' "/metrics: jobs by process verdict"
+
+# --- paddock run (the same request lines, in process) -----------------------------------------------
+printf '%s\n' '{"shell":"echo x > /usr/bin/env","audit":true,"task_id":"hack"}' \
+  '{"shell":"echo ok","audit":true,"task_id":"honest"}' '{"shell":"echo ok","task_id":"unaudited"}' >"$TMPD/run.jsonl"
+"$PADDOCK" run -q -j 1 -o "$TMPD/run.out" "$TMPD/run.jsonl" 2>/dev/null
+got=$(jq -r '[.task_id, .verdict.process.status, .failure_class] | join(" ")' "$TMPD/run.out" | sort | tr '\n' ';')
+is "$got" "hack fail policy_violation;honest pass none;unaudited not_audited none;" \
+  "paddock run: fail (policy_violation), pass, not_audited"
