@@ -176,6 +176,26 @@ static uint64_t wall_us(void)
 	return (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec;
 }
 
+/* The job's policy: the template's, tightened by the request's, when the template has one and
+ * the request asks for an audit or the template makes it mandatory; else the request's. Once per
+ * job. Returns -1 (j->error set) when the request would widen the template's. */
+static int effective_policy(pd_job *j, const pd_template *t)
+{
+	if (j->audit_merged || !t->audit || (!j->audit && !pd_audit_policy_mandatory(t->audit)))
+		return 0;
+	pd_err e = {0};
+	pd_audit_policy *p = pd_audit_policy_copy(t->audit);
+	if (!p || (j->audit && pd_audit_policy_merge(p, j->audit, true, &e) < 0)) {
+		snprintf(j->error, sizeof j->error, "%s", p ? e.msg : "audit: out of memory");
+		pd_audit_policy_free(p);
+		return -1;
+	}
+	pd_audit_policy_free(j->audit);
+	j->audit = p;
+	j->audit_merged = true;
+	return 0;
+}
+
 /* One attempt in one fresh sandbox. Returns true if it may be retried (infrastructure). */
 static bool attempt(pd_pools *pools, pd_job *j)
 {
@@ -198,6 +218,10 @@ static bool attempt(pd_pools *pools, pd_job *j)
 		j->failure = PD_F_DEPENDENCY;
 		snprintf(j->error, sizeof j->error, "template '%s' needs %s, which the image lacks",
 			 t->name, t->missing);
+		return false;
+	}
+	if (effective_policy(j, t) < 0) {
+		j->failure = PD_F_NONE; /* the client's: its policy would widen the template's */
 		return false;
 	}
 	if (j->language[0]) {

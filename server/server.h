@@ -99,6 +99,7 @@ typedef struct pd_job {
 	size_t nfetch;
 	uint64_t memory_bytes; /* 0 = the template's */
 	pd_audit_policy *audit; /* "audit": true or a policy; NULL: not audited */
+	bool audit_merged;      /* audit is the template's policy tightened by the request's */
 	/* scheduling */
 	int priority;
 	uint64_t deadline_us; /* monotonic; 0 = none */

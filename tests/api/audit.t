@@ -5,7 +5,7 @@
 # an audit, never pass for an unwatched run); a failed process level is failure_class
 # policy_violation; a bad policy is a 400 naming the field; /metrics counts the events by kind.
 source "$(dirname "$0")/api.sh"
-plan 30
+plan 37
 
 start_daemon
 ok $? "daemon started"
@@ -97,3 +97,27 @@ printf '%s\n' '{"shell":"echo x > /usr/bin/env","audit":true,"task_id":"hack"}' 
 got=$(jq -r '[.task_id, .verdict.process.status, .failure_class] | join(" ")' "$TMPD/run.out" | sort | tr '\n' ';')
 is "$got" "hack fail policy_violation;honest pass none;unaudited not_audited none;" \
   "paddock run: fail (policy_violation), pass, not_audited"
+
+# --- a template's policy: mandatory, and a request may only tighten it -------------------------------
+stop_daemon
+cat >"$TMPD/tpl.json" <<'JSON'
+{"templates": [
+  {"name": "bash", "language": "bash", "requires": ["bash"], "cwd": "/work", "pool": {"min": 1, "max": 2}},
+  {"name": "guarded", "language": "bash", "requires": ["bash"], "cwd": "/work", "pool": {"min": 1, "max": 2},
+   "audit": {"mandatory": true, "protect": ["/work/tests"], "egress": {"allowlist": ["10.0.0.1:443"]}}}]}
+JSON
+start_daemon --templates "$TMPD/tpl.json"
+ok $? "daemon started with a template whose audit is mandatory"
+post_json /v1/runs '{"template":"guarded","shell":"mkdir -p /work/tests && echo x > /work/tests/t.py"}'
+is "$(jb '[.verdict.process.status, .failure_class, ([.audit.events[].path] | index("/work/tests/t.py") != null)] | map(tostring) | join(" ")')" \
+  "fail policy_violation true" "mandatory: audited without asking, the template's protect applies"
+post_json /v1/runs '{"template":"guarded","shell":"echo ok"}'
+is "$(jb .verdict.process.status)" pass "mandatory: an honest run passes"
+post_json /v1/runs '{"template":"guarded","shell":"echo ok","audit":{"egress":"log"}}'
+is "$(jb '[.status, .failure_class] | join(" ")')" "XX none" "a request may not loosen the template's egress"
+like "$(jb .error)" 'audit\.egress' "and the error names the field"
+post_json /v1/runs '{"template":"bash","shell":"echo x > /work/tests_x","audit":{"protect":["/work/tests_x"]}}'
+is "$(jb .verdict.process.status)" fail "a template without a policy: the request's applies"
+printf '{"templates": [{"name": "t", "language": "bash", "audit": {"protect": ["rel"]}}]}' >"$TMPD/bad.json"
+"$PADDOCK" serve --templates "$TMPD/bad.json" --listen 127.0.0.1:1 >"$TMPD/bad.out" 2>&1
+like "$(cat "$TMPD/bad.out")" 'templates\[0\]\.audit\.protect\[0\]' "a bad template policy is refused at load, naming the field"
