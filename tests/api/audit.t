@@ -5,7 +5,7 @@
 # an audit, never pass for an unwatched run); a failed process level is failure_class
 # policy_violation; a bad policy is a 400 naming the field; /metrics counts the events by kind.
 source "$(dirname "$0")/api.sh"
-plan 37
+plan 38
 
 start_daemon
 ok $? "daemon started"
@@ -118,6 +118,17 @@ is "$(jb '[.status, .failure_class] | join(" ")')" "XX none" "a request may not 
 like "$(jb .error)" 'audit\.egress' "and the error names the field"
 post_json /v1/runs '{"template":"bash","shell":"echo x > /work/tests_x","audit":{"protect":["/work/tests_x"]}}'
 is "$(jb .verdict.process.status)" fail "a template without a policy: the request's applies"
+# an audited run that changed nothing in the image leaves its sandbox's root to be kept by the
+# reset (the audit looks at the writable layer only when its watches saw something)
+kept() { curl -s -m 5 "$U/metrics" | sed -n 's/^paddock_pool_resets_kept_total{template="bash"} //p'; }
+some_kept() { [ "$(kept)" -ge 1 ] 2>/dev/null; }
+for i in 1 2 3 4 5 6 7 8; do
+  post_json /v1/runs '{"template":"bash","shell":"echo ok > /work/o; cat /work/o","audit":true}'
+  [ "$(jb .verdict.process.status)" = pass ] || diag "run $i: $(jb .verdict.process)"
+  some_kept && break
+done
+wait_for 10 some_kept
+ok $? "audited honest runs leave roots the pool's reset keeps ($(kept))"
 printf '{"templates": [{"name": "t", "language": "bash", "audit": {"protect": ["rel"]}}]}' >"$TMPD/bad.json"
 "$PADDOCK" serve --templates "$TMPD/bad.json" --listen 127.0.0.1:1 >"$TMPD/bad.out" 2>&1
 like "$(cat "$TMPD/bad.out")" 'templates\[0\]\.audit\.protect\[0\]' "a bad template policy is refused at load, naming the field"
