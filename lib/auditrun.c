@@ -11,37 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* the program's environment with the honey variables added (a program's own variable of the
+/* the program's environment with the honey variables over it (a program's own variable of the
  * same name is replaced: the token must be what it sees) */
 static char **with_honey(const pd_audit_policy *p, char *const *envp)
 {
-	/* pd_sandbox_exec's defaults when the caller gives none */
-	static char d_path[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		    d_home[] = "HOME=/root", d_lang[] = "LANG=C.UTF-8", d_term[] = "TERM=dumb";
-	static char *const defaults[] = {d_path, d_home, d_lang, d_term, NULL};
-	char *const *base = envp ? envp : defaults;
-	const char *const *honey = pd_audit_policy_env(p);
-	size_t nb = 0, nh = 0;
-	while (base[nb])
-		nb++;
-	while (honey[nh])
-		nh++;
-	char **env = calloc(nb + nh + 1, sizeof *env);
-	if (!env)
-		return NULL;
-	size_t k = 0;
-	for (size_t i = 0; i < nb; i++) {
-		const char *eq = strchr(base[i], '=');
-		size_t kl = eq ? (size_t)(eq - base[i]) + 1 : strlen(base[i]);
-		bool shadowed = false;
-		for (size_t j = 0; j < nh; j++)
-			shadowed |= !strncmp(honey[j], base[i], kl);
-		if (!shadowed)
-			env[k++] = base[i];
-	}
-	for (size_t j = 0; j < nh; j++)
-		env[k++] = (char *)honey[j];
-	return env;
+	return pd_env_merge(envp, (char *const *)pd_audit_policy_env(p));
 }
 
 int pd_run_audited(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, const pd_audit_policy *p,

@@ -131,31 +131,9 @@ static int run_step(pd_sandbox *s, const pd_job *j, const pd_step *st, const pd_
 	char **honey = NULL;
 	if (j->audit) {
 		/* the policy's honey variables over everything else */
-		const char *const *h = pd_audit_policy_env(j->audit);
-		size_t nb = 0, nh = 0;
-		static char d_path[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-			    d_home[] = "HOME=/root", d_lang[] = "LANG=C.UTF-8", d_term[] = "TERM=dumb";
-		static char *const defaults[] = {d_path, d_home, d_lang, d_term, NULL};
-		char *const *base = x.envp ? x.envp : defaults;
-		while (base[nb])
-			nb++;
-		while (h[nh])
-			nh++;
-		honey = nh ? calloc(nb + nh + 1, sizeof *honey) : NULL;
-		if (honey) {
-			size_t k = 0;
-			for (size_t i = 0; i < nb; i++) {
-				size_t kl = strchr(base[i], '=') ? (size_t)(strchr(base[i], '=') - base[i]) + 1 : 0;
-				bool shadowed = false;
-				for (size_t m = 0; m < nh && kl; m++)
-					shadowed |= !strncmp(h[m], base[i], kl);
-				if (!shadowed)
-					honey[k++] = base[i];
-			}
-			for (size_t m = 0; m < nh; m++)
-				honey[k++] = (char *)h[m];
+		honey = pd_env_merge(x.envp, (char *const *)pd_audit_policy_env(j->audit));
+		if (honey)
 			x.envp = honey;
-		}
 		x.audit = pd_audit_policy_opts(j->audit);
 	}
 	x.cwd = j->cwd ? j->cwd : t ? t->cwd : NULL;
