@@ -518,8 +518,11 @@ static __attribute__((noreturn)) void init_loop(const child_cfg *c)
 	if (load_filter(c->bpf_base, 0) < 0)
 		pd_ch_die("load the seccomp policy", errno);
 	struct msg_hdr ready = {MSG_READY};
-	if (send(pd_ch_sock, &ready, sizeof ready, MSG_NOSIGNAL) < 0)
+	if (pd_send_fds(pd_ch_sock, &ready, sizeof ready, &pd_ch_upper, pd_ch_upper >= 0 ? 1 : 0) < 0)
 		_exit(1);
+	if (pd_ch_upper >= 0)
+		close(pd_ch_upper);
+	pd_ch_upper = -1;
 	pid_t mains[64];
 	int nmains = 0;
 	for (;;) {

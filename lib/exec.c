@@ -4,9 +4,11 @@
 #include "audit.h"
 #include "capture.h"
 #include "sandbox.h"
+#include "tamper.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -73,6 +75,9 @@ typedef struct exec_run {
 	int wstatus;
 	pd_auditor aud;
 	bool aud_on;
+	pd_tamper_base upper0; /* the writable layers before the exec (tamper.c) */
+	const pd_audit_opts *ao; /* the exec's audit (pd_exec_opts.audit, else the sandbox's) */
+	bool upper_clean;        /* the uppers were untouched when it started (upperwatch.c) */
 	bool spill_failed[2];
 	uint64_t spilled[2];
 } exec_run;
@@ -159,7 +164,8 @@ static int build_exec_msg(const pd_sandbox *s, const pd_exec_opts *o, char **out
 	x->type = MSG_EXEC;
 	x->argc = (uint32_t)argc;
 	x->envc = (uint32_t)envc;
-	x->audit = s->opts.audit && s->opts.audit->enabled;
+	const pd_audit_opts *ao = o->audit ? o->audit : s->opts.audit;
+	x->audit = ao && ao->enabled;
 	if (o->uid >= PD_UID_RANGE || o->gid >= PD_UID_RANGE) {
 		free(b);
 		return pd_fail(e, EINVAL, "uid and gid must be below %u", PD_UID_RANGE);
@@ -203,15 +209,17 @@ static void on_init_msg(pd_sandbox *s, exec_run *x, pd_result *r)
 	switch (m.h.type) {
 	case MSG_STARTED:
 		x->started = true;
-		if (m.st.listener_fd >= 0 && s->opts.audit && !x->aud_on) {
+		if (m.st.listener_fd >= 0 && x->ao && !x->aud_on) {
 			pid_t hp = host_pid_of(s->pid, m.st.pid);
 			int pfd = hp > 0 ? (int)syscall(SYS_pidfd_open, hp, 0) : -1;
 			int l = pfd >= 0 ? (int)syscall(SYS_pidfd_getfd, pfd, m.st.listener_fd, 0) : -1;
 			if (pfd >= 0)
 				close(pfd);
-			if (l >= 0 && pd_auditor_init(&x->aud, l, s->opts.audit, pd_now_us(), NULL) == 0)
+			if (l >= 0 && pd_auditor_init(&x->aud, l, x->ao, pd_now_us(), NULL) == 0) {
 				x->aud_on = true;
-			else {
+				x->aud.net = (int)s->opts.net;
+				r->audited = true;
+			} else {
 				if (l >= 0)
 					close(l);
 				/* unaudited is not acceptable when an audit was asked for */
@@ -231,6 +239,36 @@ static void on_init_msg(pd_sandbox *s, exec_run *x, pd_result *r)
 	default:
 		break;
 	}
+}
+
+/* What a build makes in the root's upper: the mount points it needs (proc, dev, sys, tmp, work
+ * where the image lacks them) and the binds' destinations with their parents. */
+static void upper_made(const pd_sandbox *s, pd_tamper_base *b)
+{
+	static const char *const points[] = {"/proc", "/dev", "/sys", "/tmp", "/work"};
+	for (size_t i = 0; i < sizeof points / sizeof points[0]; i++)
+		pd_tamper_base_made(b, points[i]);
+	for (size_t i = 0; i < s->opts.nbinds; i++)
+		if (s->opts.binds[i].dst)
+			pd_tamper_base_made(b, s->opts.binds[i].dst);
+}
+
+/* The audit's evidence from after the run: what the writable layers show changed, and processes
+ * the program left running (they could change files once the audit has stopped). */
+static void audit_after(pd_sandbox *s, exec_run *x, const pd_cg_stats *after, pd_result *r, uint64_t t_us)
+{
+	/* a scan asked for and not made leaves the run unaudited: its changes are unknown; uppers
+	 * still untouched (their watches saw nothing) have no change to find */
+	if (!x->ao->no_upper_scan &&
+	    !(x->upper_clean && pd_uwatch_clean(s->ctx->uwatch, &s->upper_dirty)) &&
+	    (s->upper_fd < 0 || pd_tamper_scan(s->upper_fd, s->pid, x->ao, &x->upper0, r, t_us) < 0))
+		r->audited = false;
+	pd_tamper_base_free(&x->upper0);
+	if (!x->exited || after->pids_current <= 1)
+		return;
+	char what[64];
+	snprintf(what, sizeof what, "%" PRIu64 " tasks outlived the program", after->pids_current - 1);
+	pd_audit_record(r, x->ao, PD_AK_TAMPER, "outlive", "-", what, false, 0, t_us);
 }
 
 static uint64_t delta(uint64_t after, uint64_t before)
@@ -272,6 +310,17 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 	fds[nfds++] = pout[1];
 	fds[nfds++] = perr[1];
 
+	x.ao = o->audit ? o->audit : s->opts.audit;
+	if (x.ao && !x.ao->enabled)
+		x.ao = NULL;
+	bool scan_upper = x.ao && !x.ao->no_upper_scan && s->upper_fd >= 0;
+	/* Uppers nothing touched since they were built hold only what the build made: not walked
+	 * now (a walk is an event to their watches, and the next reset could not keep them) */
+	x.upper_clean = scan_upper && pd_uwatch_clean(s->ctx->uwatch, &s->upper_dirty);
+	if (x.upper_clean)
+		upper_made(s, &x.upper0);
+	else if (scan_upper)
+		pd_tamper_snapshot(s->upper_fd, s->pid, &x.upper0);
 	pd_cg_stats before, after;
 	s->ctx->cg.ops->reset_peaks(s->cg);
 	s->ctx->cg.ops->stats(s->cg, &before);
@@ -377,6 +426,8 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 	if (x.aud_on)
 		pd_auditor_close(&x.aud);
 	s->ctx->cg.ops->stats(s->cg, &after);
+	if (r->audited)
+		audit_after(s, &x, &after, r, t1 - t0);
 	s->ctx->cg.ops->rest(s->cg);
 
 	r->wall_ms = (t1 - t0) / 1000;
@@ -431,6 +482,7 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 		s->state = PD_READY;
 	return 0;
 fail_early:
+	pd_tamper_base_free(&x.upper0);
 	free(msg);
 	for (int i = 0; i < 2; i++) {
 		if (pout[i] >= 0)

@@ -83,12 +83,34 @@ typedef struct pd_output {
 	bool truncated; /* total > head_len + tail_len */
 } pd_output;
 
+/* The audit's event categories (DESIGN: the process level of the verdict). */
+typedef enum pd_audit_kind {
+	PD_AK_READ_OUTSIDE = 0, /* read or exec outside the work directory, scratch and the image */
+	PD_AK_JUDGE,            /* judge material read (or a path on a deny list) */
+	PD_AK_TRAP,             /* a decoy read */
+	PD_AK_TAMPER,           /* a change under a protected path (calls, or the writable layer) */
+	PD_AK_ENV_PROBE,        /* /proc/N/environ, or another process's memory or maps */
+	PD_AK_EGRESS,           /* a connection or datagram to a non-loopback address */
+	PD_AK_HARNESS_PROBE,    /* a socket or port the attempt was not given */
+	PD_AK_N,
+} pd_audit_kind;
+/* "read_outside", "judge_material", "trap_read", "tamper", "env_probe", "egress", "harness_probe" */
+const char *pd_audit_kind_name(pd_audit_kind k);
+/* The kind named name, or -1. */
+int pd_audit_kind_parse(const char *name);
+
 typedef struct pd_audit_event {
 	uint64_t t_us;      /* microseconds since the exec started */
-	char kind[12];      /* "open", "exec", "connect", "sendto", "sendmsg" */
-	char target[256];   /* path or address:port */
+	char kind[16];      /* pd_audit_kind_name() of its category */
+	char op[12];        /* the call: "open", "exec", "unlink", "rename", "chmod", "chown",
+			     * "truncate", "link", "symlink", "mkdir", "mknod", "xattr", "connect",
+			     * "sendto", "sendmsg"; "upper" when found in the writable layer after
+			     * the run, "outlive" for processes left running when it ended */
+	char mode[8];       /* "r", "w", "rw", "x", "create", "delete", "meta"; egress: "allowed"
+			     * (allow list or egress log) or "out" */
+	char target[256];   /* the object's path as the kernel resolves it, or address:port */
 	bool denied;        /* a deny rule refused it (errno EACCES) */
-	int pid;            /* host pid of the caller */
+	int pid;            /* host pid of the caller (0: found afterwards) */
 } pd_audit_event;
 
 typedef struct pd_result {
@@ -114,6 +136,10 @@ typedef struct pd_result {
 	pd_audit_event *audit;
 	size_t audit_len, audit_cap;
 	uint64_t audit_files, audit_net, audit_denied;
+	bool audited;                       /* an audit ran for the whole exec */
+	uint64_t audit_dropped;             /* events past the cap, counted but not kept */
+	uint64_t audit_kinds[PD_AK_N];      /* events per category, kept or dropped */
+	uint64_t audit_egress_allowed;      /* of the egress events, those the policy allowed */
 } pd_result;
 
 void pd_result_free(pd_result *r);
@@ -186,12 +212,33 @@ typedef struct pd_bind {
 	bool rw;         /* read-only unless set */
 } pd_bind;
 
+typedef enum pd_egress {
+	PD_EGRESS_LOG = 0,   /* record each, refuse none */
+	PD_EGRESS_DENY,      /* record each and refuse it (EACCES) */
+	PD_EGRESS_ALLOWLIST, /* record each; refuse those not on egress_allow */
+} pd_egress;
+
+/* What the audit watches and how it classifies it (lib/audit.c, lib/auditpath.c). The policy
+ * language (lib/auditpolicy.c) compiles to this. Every list is of absolute path prefixes,
+ * NULL-terminated; paths are judged as the kernel resolves them in the sandbox (symlinks, "..",
+ * /proc/PID/root, cwd and fd links), not as they are spelled. */
 typedef struct pd_audit_opts {
 	bool enabled;
-	const char *const *allow; /* path prefixes not reported (NULL-terminated); the image is always allowed */
-	const char *const *deny;  /* path prefixes refused with EACCES (and reported) */
-	bool deny_net;            /* refuse connect/send to any non-loopback address */
-	size_t max_events;        /* events kept per exec (counts go on); default 1024 */
+	const char *const *allow;   /* readable without a read_outside event, besides the image's
+				     * system files and the scratch directories */
+	const char *const *deny;    /* refused with EACCES, recorded as judge_material */
+	bool deny_net;              /* egress deny (kept for --audit-deny-net) */
+	size_t max_events;          /* events kept per exec (counts go on); default 1024 */
+	const char *const *protect; /* must not change (tamper); NULL: "/" */
+	const char *const *writable; /* under a protect prefix yet the attempt's to change (the
+				     * work directory); /tmp, /work, /dev/shm and /proc always are;
+				     * the longest prefix of protect and writable decides */
+	const char *const *judge;   /* judge material: reading it is refused and recorded */
+	const char *const *traps;   /* decoys: reading one is a trap_read */
+	pd_egress egress;
+	const char *const *egress_allow; /* "ADDR:PORT", "ADDR" or ":PORT" (ADDR as printed in
+				     * events: 10.0.0.1, [::1]) */
+	bool no_upper_scan;         /* skip the writable layer's diff after the run */
 } pd_audit_opts;
 
 typedef struct pd_sandbox_opts {
@@ -251,6 +298,8 @@ typedef struct pd_exec_opts {
 	int spill_fd[2];
 	uint64_t spill_max;    /* bytes per spill fd, 0 = no cap: past it the spill stops (spill_lost) */
 	uint64_t output_kill_bytes; /* 0 = the sandbox's limit */
+	const pd_audit_opts *audit; /* this exec's audit, over the sandbox's (a pooled sandbox's
+				     * request); NULL = the sandbox's */
 } pd_exec_opts;
 
 /* Runs one command in the sandbox and fills *r. Returns 0 when a result was produced (whatever the
@@ -320,6 +369,71 @@ int pd_sandbox_mkdir(pd_sandbox *s, const char *path, mode_t mode, pd_err *e);
 
 /* create + exec + destroy, with setup/exec/teardown times and residue in the result. */
 int pd_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd_result *r, pd_err *e);
+
+/* ---- audit policy and the process verdict (lib/auditpolicy.c) -------------------------------- */
+
+/* A policy in JSON (docs/audit.md):
+ *   {"allow": [paths], "protect": [paths], "writable": [paths], "judge": [paths],
+ *    "traps": [path | {"path": p, "content": text, "answer": text}],
+ *    "env": [NAME] | {"NAME": "token"}, "egress": "deny" | "log" | {"allowlist": ["ADDR:PORT"]},
+ *    "fail": [kinds], "max_events": N, "mandatory": bool}
+ * compiled into the pd_audit_opts the runtime takes. */
+typedef struct pd_audit_policy pd_audit_policy;
+
+/* The defaults of "audit": true: every path outside workdir (may be NULL), /tmp and the scratch
+ * directories protected, egress denied; tamper, judge_material, trap_read, env_probe, egress and
+ * harness_probe fail the process level, read_outside is only recorded. */
+pd_audit_policy *pd_audit_policy_default(const char *workdir);
+/* Parses a policy over the defaults (fields it does not name keep them). Errors name the field
+ * ("audit.protect[2]: not an absolute path"); what is the prefix for them ("audit"). */
+pd_audit_policy *pd_audit_policy_parse(const char *json, size_t len, const char *what, const char *workdir,
+				       pd_err *e);
+/* Merges over into base: lists of what is protected, judged, trapped, failed and honey
+ * variables are joined; egress takes the stricter. With tighten_only (a request over a template
+ * or problem), over may not widen base: an allow or writable path not under one of base's, an
+ * egress allow entry base does not have, a laxer egress mode, or turning off mandatory, is an
+ * error naming the field; without it (a problem over a template) allow, writable and egress are
+ * replaced where over names them. */
+int pd_audit_policy_merge(pd_audit_policy *base, const pd_audit_policy *over, bool tighten_only, pd_err *e);
+pd_audit_policy *pd_audit_policy_copy(const pd_audit_policy *p);
+void pd_audit_policy_free(pd_audit_policy *p);
+/* The options for pd_sandbox_opts.audit (valid while p lives, enabled set). */
+const pd_audit_opts *pd_audit_policy_opts(const pd_audit_policy *p);
+bool pd_audit_policy_mandatory(const pd_audit_policy *p);
+/* The honey variables as "NAME=TOKEN" (NULL-terminated; valid while p lives): the caller adds
+ * them to the program's environment. */
+const char *const *pd_audit_policy_env(const pd_audit_policy *p);
+/* Writes the traps that have content into the sandbox (before the program runs). */
+int pd_audit_policy_plant(const pd_audit_policy *p, pd_sandbox *s, pd_err *e);
+/* The policy as JSON (malloc'd), normalized: what pd_audit_policy_parse reads back the same. */
+char *pd_audit_policy_json(const pd_audit_policy *p);
+
+typedef enum pd_process_status {
+	PD_PROCESS_NOT_AUDITED = 0, PD_PROCESS_PASS, PD_PROCESS_FAIL,
+} pd_process_status;
+/* "not_audited", "pass", "fail" */
+const char *pd_process_status_name(pd_process_status s);
+
+#define PD_VERDICT_REASONS 8
+typedef struct pd_audit_verdict {
+	pd_process_status status;
+	uint32_t failed_kinds;                 /* bit (1 << pd_audit_kind) per kind that failed it */
+	size_t nreasons;                       /* reasons kept (one per failed kind, at most 8) */
+	char reasons[PD_VERDICT_REASONS][320]; /* "tamper: open w /usr/bin/bash (protected)" */
+} pd_audit_verdict;
+
+/* Completes the evidence and judges it: output (r's stdout and stderr) and, with s (may be NULL:
+ * not looked at), the files the attempt wrote in /work and /tmp are searched for the honey
+ * tokens and the traps' wrong answers (each a trap_read or env_probe event, op "output" or
+ * "file"); then the process level: not_audited when r was not audited whole, fail when an event
+ * of a failing kind is there (egress only when not allowed), else pass. */
+void pd_audit_evaluate(const pd_audit_policy *p, pd_result *r, pd_sandbox *s, pd_audit_verdict *v);
+/* {"status": "fail", "reasons": [...], "failed": [kinds]} (malloc'd), for records. */
+char *pd_audit_verdict_json(const pd_audit_verdict *v);
+/* pd_run under policy p: its decoys planted after the create, its honey variables added to
+ * x's environment, and the verdict evaluated before the teardown. Returns as pd_run does. */
+int pd_run_audited(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, const pd_audit_policy *p,
+		   pd_result *r, pd_audit_verdict *v, pd_err *e);
 
 /* ---- small utilities shared by the CLI and tests --------------------------------------------- */
 

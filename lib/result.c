@@ -86,12 +86,14 @@ json_t *pd_result_json(const pd_result *r, bool with_output)
 		    set(o, "teardown_ms", ms(r->teardown_us)) &&
 		    set(o, "residue", pd_json_text(r->residue[0] ? r->residue : "unchecked")) &&
 		    set(o, "audit_file_events", count(r->audit_files)) &&
-		    set(o, "audit_net_events", count(r->audit_net)) && set(o, "audit_denied", count(r->audit_denied));
+		    set(o, "audit_net_events", count(r->audit_net)) && set(o, "audit_denied", count(r->audit_denied)) &&
+		    set(o, "audit_dropped", count(r->audit_dropped));
 	json_t *audit = good ? json_array() : NULL;
 	for (size_t i = 0; audit && good && i < r->audit_len; i++) {
 		const pd_audit_event *ev = &r->audit[i];
 		json_t *e = json_object();
 		good = e && set(e, "t_ms", ms(ev->t_us)) && set(e, "kind", pd_json_text(ev->kind)) &&
+		       set(e, "op", pd_json_text(ev->op)) && set(e, "mode", pd_json_text(ev->mode)) &&
 		       set(e, "target", pd_json_text(ev->target)) && set(e, "denied", json_boolean(ev->denied)) &&
 		       set(e, "pid", json_integer(ev->pid));
 		good = good && json_array_append_new(audit, e) == 0;

@@ -353,6 +353,12 @@ static void build_tree(const child_cfg *c, const int *layer_fds, const int *bind
 	pd_ch_check((int)syscall(SYS_move_mount, ut, "", AT_FDCWD, UPPER, MOVE_MOUNT_F_EMPTY_PATH),
 	      "attach upper tmpfs");
 	pd_ch_drop(ut);
+	/* for the audit: what differs from the image is there (creation: sent with READY; reset:
+	 * left in the host's table, which the helper shares) */
+	if (rep)
+		rep->upper_fd = open(UPPER, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	else
+		pd_ch_upper = open(UPPER, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	/* the root overlay stacks every layer whose destination is "/", first on top */
 	for (int pass = 0; pass < 2; pass++) {
 		for (int i = 0; i < c->nlayers; i++) {
@@ -600,6 +606,7 @@ static int reset_entry(void *arg)
 int pd_reset_root(const child_cfg *c, int pidfd, const int *fds, pd_reset_report *rep)
 {
 	memset(rep, 0, sizeof *rep);
+	rep->upper_fd = -1;
 	const size_t size = 256 * 1024;
 	char *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
 			   -1, 0);

@@ -148,7 +148,7 @@ static int idmapped_tree(const char *src, int userns, bool idmap, bool rdonly, p
 	return fd;
 }
 
-int pd_sb_recv_msg(int sock, void *buf, size_t len, int timeout_ms)
+int pd_sb_recv_msg(int sock, void *buf, size_t len, int timeout_ms, int *fd)
 {
 	struct pollfd pf = {sock, POLLIN, 0};
 	int r;
@@ -159,9 +159,15 @@ int pd_sb_recv_msg(int sock, void *buf, size_t len, int timeout_ms)
 		return errno = ETIMEDOUT, -1;
 	if (r < 0)
 		return -1;
-	ssize_t n = pd_recv_fds(sock, buf, len, NULL, NULL, 0);
-	if (n <= 0)
+	int nfd = 0;
+	ssize_t n = pd_recv_fds(sock, buf, len, fd, fd ? &nfd : NULL, fd ? 1 : 0);
+	if (fd && nfd == 0)
+		*fd = -1;
+	if (n <= 0) {
+		if (fd && *fd >= 0)
+			close(*fd);
 		return errno = n == 0 ? ECONNRESET : errno, -1;
+	}
 	return (int)n;
 }
 
@@ -314,7 +320,7 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 	}
 	s->ctx = c;
 	s->state = PD_CREATING;
-	s->pidfd = s->sock = -1;
+	s->pidfd = s->sock = s->upper_fd = -1;
 	s->opts = *o;
 	s->lim = o->limits;
 	s->created_us = t0;
@@ -427,7 +433,7 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 	int left_ms = ready_by > now_us ? (int)((ready_by - now_us + 999) / 1000) : 0;
 	/* Past the deadline already (this thread was slow to get here): a timeout, even if READY is
 	 * waiting, or whether a create missed its deadline would depend on when we looked. */
-	int got = left_ms > 0 ? pd_sb_recv_msg(s->sock, &m, sizeof m, left_ms) : (errno = ETIMEDOUT, -1);
+	int got = left_ms > 0 ? pd_sb_recv_msg(s->sock, &m, sizeof m, left_ms, &s->upper_fd) : (errno = ETIMEDOUT, -1);
 	/* the wait rounds up to whole milliseconds: READY after the deadline is late all the same */
 	if (got >= 0 && pd_now_us() > ready_by) {
 		got = -1;
@@ -500,6 +506,9 @@ int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len)
 	if (s->netns && s->pid > 0 && !s->reaped)
 		pd_netns_reattach(s->netns, s->pid);
 	pd_sb_kill_init(s);
+	if (s->upper_fd >= 0)
+		close(s->upper_fd);
+	s->upper_fd = -1;
 	if (s->cg)
 		c->cg.ops->kill_all(s->cg);
 	uint64_t td = s->opts.teardown_timeout_ms ? s->opts.teardown_timeout_ms : 10000;

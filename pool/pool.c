@@ -46,6 +46,8 @@ static int tpl_clone(pd_template *dst, const pd_template *src)
 	for (int k = 0; src->requires[k]; k++)
 		bad |= !(dst->requires[k] = xstrdup(src->requires[k]));
 	memset(dst->warmup, 0, sizeof dst->warmup);
+	if (src->audit)
+		bad |= !(dst->audit = pd_audit_policy_copy(src->audit));
 	for (int k = 0; src->warmup[k]; k++)
 		bad |= !(dst->warmup[k] = xstrdup(src->warmup[k]));
 	if (src->cwd)
@@ -75,6 +77,7 @@ void pd_template_release(pd_template *tt)
 		free(tt->files[k].data);
 	}
 	free(tt->cwd);
+	pd_audit_policy_free(tt->audit);
 	memset(tt, 0, sizeof *tt);
 }
 

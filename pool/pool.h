@@ -48,6 +48,9 @@ typedef struct pd_template {
 	 * instead of destroyed; default on (the reset is proven by tests/unit/reset.c) */
 	bool pool_reuse;
 	uint64_t session_idle_ttl_ms, session_max_ms;
+	/* the template's audit policy ("audit": a policy object, docs/audit.md): a request's
+	 * "audit" tightens it; with "mandatory", every run is audited under it. NULL: none */
+	pd_audit_policy *audit;
 	/* filled by pd_template_check */
 	bool available;
 	char missing[128];

@@ -27,6 +27,7 @@ void pd_templates_free(pd_template *t, size_t n)
 			free(t[i].files[k].data);
 		}
 		free(t[i].cwd);
+		pd_audit_policy_free(t[i].audit);
 	}
 	free(t);
 }
@@ -165,7 +166,7 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 {
 	static const char *const known[] = {"name", "language", "image", "layers", "requires", "env",
 					    "cwd", "files", "limits", "network", "pool", "session", "warmup",
-					    NULL};
+					    "audit", NULL};
 	if (!json_is_object(o))
 		return pd_fail(e, EINVAL, "%s: must be an object", where);
 	if (unknown_keys(o, where, known, e) < 0)
@@ -390,6 +391,17 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 			if (get_duration(x, w, &t->session_max_ms, e) < 0)
 				return -1;
 		}
+	}
+	if (FIELD("audit")) {
+		if (!json_is_object(v))
+			return pd_fail(e, EINVAL, "%s: must be a policy object", w);
+		char *text = json_dumps(v, JSON_COMPACT);
+		if (!text)
+			return pd_fail(e, ENOMEM, "%s", w);
+		t->audit = pd_audit_policy_parse(text, strlen(text), w, t->cwd ? t->cwd : "/work", e);
+		free(text);
+		if (!t->audit)
+			return -1;
 	}
 #undef FIELD
 	return 0;

@@ -98,6 +98,8 @@ typedef struct pd_job {
 	char **fetch; /* files to return after the run */
 	size_t nfetch;
 	uint64_t memory_bytes; /* 0 = the template's */
+	pd_audit_policy *audit; /* "audit": true or a policy; NULL: not audited */
+	bool audit_merged;      /* audit is the template's policy tightened by the request's */
 	/* scheduling */
 	int priority;
 	uint64_t deadline_us; /* monotonic; 0 = none */
@@ -109,6 +111,7 @@ typedef struct pd_job {
 	char error[512];
 	bool compiled, ran;
 	pd_result compile_r, run_r;
+	pd_audit_verdict verdict; /* the process level (not_audited without an audit) */
 	pd_file *fetched; /* data NULL: could not be read (error in path's place) */
 	size_t nfetched;
 	unsigned attempts;
@@ -214,11 +217,13 @@ typedef struct pd_session_create_req {
 int pd_session_create_parse(const char *body, size_t len, pd_session_create_req *q, pd_err *e);
 void pd_session_create_req_free(pd_session_create_req *q);
 
-/* POST /v1/sessions/<id>/exec: {"cmd" | "shell", "stdin", "cwd", "timeout", "request_id"}. */
+/* POST /v1/sessions/<id>/exec: {"cmd" | "shell", "stdin", "cwd", "timeout", "request_id",
+ * "audit"}. */
 typedef struct pd_session_exec_req {
 	pd_exec_opts x;         /* argv (owned), stdin, cwd and wall_ms; strings point into body */
 	const char *request_id; /* NULL = none */
 	json_t *body;           /* owned */
+	pd_audit_policy *audit; /* owned; x.audit points into it; NULL = not audited */
 } pd_session_exec_req;
 int pd_session_exec_parse(const char *body, size_t len, pd_session_exec_req *q, pd_err *e);
 void pd_session_exec_req_free(pd_session_exec_req *q);

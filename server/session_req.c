@@ -241,6 +241,23 @@ int pd_session_exec_parse(const char *body, size_t len, pd_session_exec_req *q, 
 		}
 		q->request_id = json_string_value(rid);
 	}
+	json_t *au = json_object_get(b, "audit");
+	if (au && !json_is_null(au) && !json_is_false(au)) {
+		if (!json_is_true(au) && !json_is_object(au)) {
+			pd_refuse(e, "audit: must be true, false or a policy object");
+			goto fail;
+		}
+		char *text = json_dumps(au, JSON_COMPACT | JSON_ENCODE_ANY);
+		pd_err pe = {0};
+		q->audit = text ? pd_audit_policy_parse(text, strlen(text), "audit", q->x.cwd ? q->x.cwd : "/work", &pe)
+				: NULL;
+		free(text);
+		if (!q->audit) {
+			pd_refuse(e, "%s", pe.msg[0] ? pe.msg : "audit: out of memory");
+			goto fail;
+		}
+		q->x.audit = pd_audit_policy_opts(q->audit);
+	}
 	return 0;
 fail:
 	pd_session_exec_req_free(q);
@@ -253,4 +270,7 @@ void pd_session_exec_req_free(pd_session_exec_req *q)
 	q->x.argv = NULL;
 	json_decref(q->body);
 	q->body = NULL;
+	pd_audit_policy_free(q->audit);
+	q->audit = NULL;
+	q->x.audit = NULL;
 }

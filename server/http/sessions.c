@@ -49,11 +49,21 @@ static void session_exec(req *r, sess_entry *se)
 		http_set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 400, "%s", e.msg);
 		goto out;
 	}
+	/* the process level of this exec, first: its output is evidence too */
+	pd_audit_verdict v;
+	if (q.audit)
+		pd_audit_evaluate(q.audit, &res, NULL, &v);
 	json_t *o = pd_result_json(&res, true);
 	if (!o) {
 		pd_result_free(&res);
 		http_set_error(r, 500, "out of memory for the result");
 		goto out;
+	}
+	if (q.audit) {
+		char *vj = pd_audit_verdict_json(&v);
+		json_t *vo = vj ? json_loads(vj, 0, NULL) : NULL;
+		free(vj);
+		json_object_set_new(o, "process", vo ? vo : json_null());
 	}
 	json_object_set_new(o, "session_id", json_string(se->id));
 	/* without a client id, the exec is recorded as "#<n>": say which, for /output */

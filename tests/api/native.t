@@ -30,7 +30,7 @@ is "$(jq -r '[.task_id, .problem_id, .problem_version, .template, (.attempt | to
   "task-native-1 prob-7 v3 python 1" "record: ids echoed, template python, attempt 1"
 is "$(jq -r '.verdict | [has("output"), has("process"), has("resources")] | all' <<<"$REC")" true \
   "record: verdict has output, process and resources"
-is "$(jq -r '.verdict | [.process, .resources] | join(" ")' <<<"$REC")" "pass pass" "record: verdict process and resources pass"
+is "$(jq -r '.verdict | [.process.status, .resources] | join(" ")' <<<"$REC")" "not_audited pass" "record: verdict process not_audited (no audit ran), resources pass"
 like "$(jq -r .sandbox_id <<<"$REC")" '^sb-' "record: sandbox_id ($(jq -r .sandbox_id <<<"$REC"))"
 is "$(jq -r '.run.sandbox_id == .sandbox_id' <<<"$REC")" true "record: run.sandbox_id is the record's"
 is "$(jq -r .node <<<"$REC")" "$(hostname)" "record: node is this host"
