@@ -10,6 +10,7 @@
  * locks may be held: it uses no malloc and no stdio, only syscalls and stack or static buffers. */
 #define _GNU_SOURCE
 #include "child.h"
+#include "ucounts.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -170,6 +171,8 @@ static __attribute__((noreturn)) void become_program(const child_cfg *c, const s
 	set_rlimit(RLIMIT_FSIZE, x->rl_fsize);
 	set_rlimit(RLIMIT_STACK, x->rl_stack);
 	set_rlimit(RLIMIT_NPROC, x->rl_nproc);
+	if ((errno = pd_ucounts_program_rlimits()) != 0)
+		goto fail_errno;
 	/* The OOM killer takes the highest score: the program, before init (a copy of the host
 	 * process, whose shared pages count as its own, so by size alone it could be the one a
 	 * program over its memory limit gets killed instead of) and before the daemon in a
@@ -665,6 +668,12 @@ void pd_child_main(const child_cfg *c)
 	 * inherit) nor signal it */
 	pd_ch_check((int)syscall(SYS_setresuid, PD_INIT_UID, 0, PD_INIT_UID), "setresuid");
 	pd_ch_check(unshare(CLONE_NEWCGROUP), "cgroup namespace");
+	{
+		const char *what = "";
+		int err = pd_ucounts_limit_ns(&what);
+		if (err)
+			pd_ch_die(what, err);
+	}
 	pd_ch_build_root(c, fds, fds + c->nlayers, c->has_sysfs ? fds[c->nlayers + c->nbinds] : -1);
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
