@@ -47,18 +47,35 @@
 #define FSCONFIG_CMD_CREATE 6
 #endif
 
-/* The namespace state a sandbox without CAP_NET_ADMIN over it can change and a later sandbox
- * could observe:
- *   - counters: lo's packets and bytes (dev); IP, ICMP, TCP, UDP (snmp, snmp6); the TCP and IP
- *     extensions (netstat). Every packet crosses lo, the only device, and every failed send
+/* Everything of the namespace that a sandbox without CAP_NET_ADMIN over it can change and a later
+ * sandbox could observe: every /proc/net view that shows this namespace's own state, the
+ * fingerprint compared byte for byte with a fresh namespace's (not a list of known attacks):
+ *   - counters: lo's packets and bytes (dev, dev_snmp6/lo); IP, ICMP, TCP, UDP (snmp, snmp6); the
+ *     TCP and IP extensions (netstat); IPsec (xfrm_stat); conntrack's count and statistics
+ *     (stat/nf_conntrack). Every packet crosses lo, the only device, and every failed send
  *     counts somewhere (OutNoRoutes, for one);
+ *   - tables a program changes without sending anything: IPv6 flow labels, which outlive their
+ *     socket for their linger time (ip6_flowlabel); the routes with their reference and use
+ *     counts, which a connect()ed UDP6 socket moves for good through the routes' per-CPU caches
+ *     (ipv6_route, rt6_stats, route, fib_trie); addresses, multicast and anycast memberships
+ *     (if_inet6, igmp, igmp6, mcfilter, mcfilter6, dev_mcast, anycast6); neighbours (arp);
  *   - sockets that outlive their process: TCP connections after close (TIME_WAIT, FIN_WAIT,
  *     orphans) exist only after packets, which the counters show; any other socket can only be
- *     kept alive by an SCM_RIGHTS cycle, which always holds a unix socket (unix).
- * Not read: /proc/net/tcp and tcp6, which the counters already cover and which walk the host's
- * whole TCP hash on every read. Raw and packet sockets need CAP_NET_RAW over the
- * namespace, which the sandbox does not have. */
-static const char *const PROBES[] = {"dev", "snmp", "snmp6", "netstat", "unix", NULL};
+ *     kept alive by an SCM_RIGHTS cycle, which always holds a unix socket (unix); ping, raw and
+ *     packet sockets and the count of each kind in use (icmp, icmp6, raw, raw6, packet,
+ *     sockstat6).
+ * Not read: /proc/net/tcp, tcp6, udp and udp6, which the above already cover and which walk the
+ * host's whole hash tables on every read (2 ms each for TCP here); views of host-wide state that
+ * the host moves at any time, so no namespace would ever compare equal (softnet_stat,
+ * stat/rt_cache, stat/arp_cache, protocols' and sockstat's memory), and netlink, whose socket
+ * addresses differ between any two namespaces. The sysctls cannot be changed: the namespace
+ * belongs to the host's user namespace, where a sandbox has no capability. */
+static const char *const PROBES[] = {
+	"dev",	    "snmp",	   "snmp6",	"netstat",   "unix",	  "ip6_flowlabel",
+	"ipv6_route", "rt6_stats", "route",	"fib_trie",  "if_inet6",	  "igmp",
+	"igmp6",      "mcfilter",  "mcfilter6", "dev_mcast", "anycast6",  "arp",
+	"icmp",	      "icmp6",	   "raw",	"raw6",	     "packet",	  "sockstat6",
+	"dev_snmp6/lo", "xfrm_stat", "stat/nf_conntrack", NULL};
 
 #define PROBE_MAX (64 * 1024)
 /* Idle namespaces kept per mode; beyond this they are closed. In steady use the idle list only
@@ -396,6 +413,8 @@ void pd_netns_put(pd_netpool *p, pd_netns *ns, bool all_gone)
 	if (room)
 		fresh = reads_fresh(p, ns->fd, m);
 	pthread_mutex_lock(&p->lock);
+	if (room && !fresh)
+		p->st.unfresh++;
 	if (fresh && p->nidle[m] < cap) {
 		ns->next = p->idle[m];
 		p->idle[m] = ns;
@@ -420,6 +439,11 @@ bool pd_netns_fresh(pd_netpool *p, const pd_netns *ns, pid_t pid)
 		return false;
 	bool fresh = same_as_fresh(p, ns->loopback, buf, read_probes(dir, buf, PROBE_MAX));
 	free(buf);
+	if (!fresh) {
+		pthread_mutex_lock(&p->lock);
+		p->st.unfresh++;
+		pthread_mutex_unlock(&p->lock);
+	}
 	return fresh;
 }
 

@@ -160,9 +160,11 @@ void pd_ctx_stuck(pd_ctx *c, uint64_t *now, uint64_t *total);
 /* Retries reaping them; returns how many are still stuck. Called by create and destroy too. */
 uint64_t pd_ctx_reap_stuck(pd_ctx *c);
 /* Network namespaces: made fresh, handed out again after a sandbox left one exactly as fresh
- * (counters, socket tables), or discarded because it did not; idle ones kept now. */
+ * (counters, socket tables), or discarded because it did not; idle ones kept now. unfresh: how
+ * many checks found a namespace different from a fresh one's (each costs a new namespace). */
 typedef struct pd_netns_stats {
 	uint64_t created, reused, discarded, idle;
+	uint64_t unfresh;
 } pd_netns_stats;
 void pd_ctx_netns_stats(pd_ctx *c, pd_netns_stats *out);
 /* Directory of the default image's generated root layer. */
