@@ -47,35 +47,32 @@
 #define FSCONFIG_CMD_CREATE 6
 #endif
 
-/* Everything of the namespace that a sandbox without CAP_NET_ADMIN over it can change and a later
- * sandbox could observe: every /proc/net view that shows this namespace's own state, the
- * fingerprint compared byte for byte with a fresh namespace's (not a list of known attacks):
- *   - counters: lo's packets and bytes (dev, dev_snmp6/lo); IP, ICMP, TCP, UDP (snmp, snmp6); the
- *     TCP and IP extensions (netstat); IPsec (xfrm_stat); conntrack's count and statistics
- *     (stat/nf_conntrack). Every packet crosses lo, the only device, and every failed send
- *     counts somewhere (OutNoRoutes, for one);
- *   - tables a program changes without sending anything: IPv6 flow labels, which outlive their
- *     socket for their linger time (ip6_flowlabel); the routes with their reference and use
- *     counts, which a connect()ed UDP6 socket moves for good through the routes' per-CPU caches
- *     (ipv6_route, rt6_stats, route, fib_trie); addresses, multicast and anycast memberships
- *     (if_inet6, igmp, igmp6, mcfilter, mcfilter6, dev_mcast, anycast6); neighbours (arp);
- *   - sockets that outlive their process: TCP connections after close (TIME_WAIT, FIN_WAIT,
- *     orphans) exist only after packets, which the counters show; any other socket can only be
- *     kept alive by an SCM_RIGHTS cycle, which always holds a unix socket (unix); ping, raw and
- *     packet sockets and the count of each kind in use (icmp, icmp6, raw, raw6, packet,
- *     sockstat6).
- * Not read: /proc/net/tcp, tcp6, udp and udp6, which the above already cover and which walk the
- * host's whole hash tables on every read (2 ms each for TCP here); views of host-wide state that
- * the host moves at any time, so no namespace would ever compare equal (softnet_stat,
- * stat/rt_cache, stat/arp_cache, protocols' and sockstat's memory), and netlink, whose socket
- * addresses differ between any two namespaces. The sysctls cannot be changed: the namespace
- * belongs to the host's user namespace, where a sandbox has no capability. */
-static const char *const PROBES[] = {
-	"dev",	    "snmp",	   "snmp6",	"netstat",   "unix",	  "ip6_flowlabel",
-	"ipv6_route", "rt6_stats", "route",	"fib_trie",  "if_inet6",	  "igmp",
-	"igmp6",      "mcfilter",  "mcfilter6", "dev_mcast", "anycast6",  "arp",
-	"icmp",	      "icmp6",	   "raw",	"raw6",	     "packet",	  "sockstat6",
-	"dev_snmp6/lo", "xfrm_stat", "stat/nf_conntrack", NULL};
+/* The namespace state that a sandbox without CAP_NET_ADMIN over it can change, that outlives its
+ * processes, and that a later sandbox could observe: the fingerprint compared byte for byte with
+ * a fresh namespace's (not a list of known attacks).
+ *   - counters: lo's packets and bytes (dev); IP, ICMP, TCP, UDP (snmp, snmp6); the TCP and IP
+ *     extensions (netstat). Every packet crosses lo, the only device, and every failed send
+ *     counts somewhere (OutNoRoutes, for one). So everything that only traffic leaves (TCP
+ *     connections in TIME_WAIT or orphaned, neighbour entries, conntrack entries, TCP metrics,
+ *     per-device IPv6 counters) changes these too;
+ *   - what a program leaves without sending anything: IPv6 flow labels, which outlive their
+ *     socket for their linger time (ip6_flowlabel), and the routes' reference and use counts,
+ *     which a connect()ed UDP6 socket moves for good through the routes' per-CPU caches
+ *     (ipv6_route, rt6_stats);
+ *   - sockets that outlive their process: only an SCM_RIGHTS cycle keeps one alive, and it
+ *     always holds a unix socket (unix). Memberships, ping, raw and packet sockets live and die
+ *     with their socket.
+ * Not read, each for a reason tests/unit/netns.c checks (its view reads them all after every
+ * dirty workload): addresses, IPv4 routes, neighbours, netfilter and xfrm state and the sysctls
+ * need CAP_NET_ADMIN over the namespace, which belongs to the host's user namespace; /proc/net/tcp,
+ * tcp6, udp and udp6 walk the host's whole hash tables (2 ms each for TCP here) to show sockets
+ * the above already account for; the views of host-wide state the host moves at any time
+ * (softnet_stat, stat/rt_cache, the memory of protocols and sockstat) and netlink, whose socket
+ * addresses differ between any two namespaces, would make no namespace compare equal. Each file
+ * read costs 10-50 us per check, on every reset: the list is what reuse needs, no more. */
+static const char *const PROBES[] = {"dev",	      "snmp",	    "snmp6",	 "netstat",
+				     "unix",	      "ip6_flowlabel", "ipv6_route", "rt6_stats",
+				     NULL};
 
 #define PROBE_MAX (64 * 1024)
 /* Idle namespaces kept per mode; beyond this they are closed. In steady use the idle list only
@@ -173,30 +170,32 @@ static int leave(pd_netpool *p, pd_err *e)
 static ssize_t read_probes(const char *dir, char *buf, size_t cap)
 {
 	size_t n = 0;
+	/* the directory once: each file is then one lookup, not the whole path's */
+	int d = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (d < 0)
+		return -1;
 	for (int i = 0; PROBES[i]; i++) {
-		char path[96];
-		snprintf(path, sizeof path, "%s/%s", dir, PROBES[i]);
 		int w = snprintf(buf + n, cap - n, "\n== %s\n", PROBES[i]);
 		if (w < 0 || (size_t)w >= cap - n)
-			return -1;
+			goto fail;
 		n += (size_t)w;
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		int fd = openat(d, PROBES[i], O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
 			if (errno == ENOENT) /* IPv6 off, say: absent in fresh namespaces too */
 				continue;
-			return -1;
+			goto fail;
 		}
 		for (;;) {
 			if (n == cap) {
 				close(fd);
-				return -1;
+				goto fail;
 			}
 			ssize_t r = read(fd, buf + n, cap - n);
 			if (r < 0 && errno == EINTR)
 				continue;
 			if (r < 0) {
 				close(fd);
-				return -1;
+				goto fail;
 			}
 			if (r == 0)
 				break;
@@ -204,7 +203,11 @@ static ssize_t read_probes(const char *dir, char *buf, size_t cap)
 		}
 		close(fd);
 	}
+	close(d);
 	return (ssize_t)n;
+fail:
+	close(d);
+	return -1;
 }
 
 static int write_sysctl(const char *path, const char *value)
