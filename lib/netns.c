@@ -170,32 +170,31 @@ static int leave(pd_netpool *p, pd_err *e)
 static ssize_t read_probes(const char *dir, char *buf, size_t cap)
 {
 	size_t n = 0;
-	/* the directory once: each file is then one lookup, not the whole path's */
-	int d = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (d < 0)
-		return -1;
 	for (int i = 0; PROBES[i]; i++) {
+		/* one descriptor at a time: a reset must work with as few free as the helper needs */
+		char path[96];
+		snprintf(path, sizeof path, "%s/%s", dir, PROBES[i]);
 		int w = snprintf(buf + n, cap - n, "\n== %s\n", PROBES[i]);
 		if (w < 0 || (size_t)w >= cap - n)
-			goto fail;
+			return -1;
 		n += (size_t)w;
-		int fd = openat(d, PROBES[i], O_RDONLY | O_CLOEXEC);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
 			if (errno == ENOENT) /* IPv6 off, say: absent in fresh namespaces too */
 				continue;
-			goto fail;
+			return -1;
 		}
 		for (;;) {
 			if (n == cap) {
 				close(fd);
-				goto fail;
+				return -1;
 			}
 			ssize_t r = read(fd, buf + n, cap - n);
 			if (r < 0 && errno == EINTR)
 				continue;
 			if (r < 0) {
 				close(fd);
-				goto fail;
+				return -1;
 			}
 			if (r == 0)
 				break;
@@ -203,11 +202,7 @@ static ssize_t read_probes(const char *dir, char *buf, size_t cap)
 		}
 		close(fd);
 	}
-	close(d);
 	return (ssize_t)n;
-fail:
-	close(d);
-	return -1;
 }
 
 static int write_sysctl(const char *path, const char *value)
