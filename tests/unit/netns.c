@@ -1,9 +1,10 @@
 /* netns.c: network namespaces are reused only when the next sandbox cannot tell. Each dirty
  * workload (traffic on lo, TIME_WAIT, failed routes, ping, listening and abstract unix sockets,
  * a socket kept alive in an SCM_RIGHTS cycle, an IPv6 flow label and UDP6 connect()s that send
- * nothing, attempts to change lo, addresses, routes or sysctls) is followed by a sandbox that prints everything a sandbox can see of its network
- * namespace; that view must equal a fresh namespace's, byte for byte. Quiet sandboxes must get a
- * reused namespace (or the pool saves nothing), and sandboxes alive at once never share one. */
+ * nothing, attempts to change lo, addresses, routes or sysctls) is followed by a sandbox that
+ * prints everything a sandbox can see of its network namespace; that view must equal a fresh
+ * namespace's, byte for byte. Quiet sandboxes must get a reused namespace (or the pool saves
+ * nothing), and sandboxes alive at once never share one. */
 #define _GNU_SOURCE
 #include "internal.h"
 #include "output.h"
