@@ -289,8 +289,10 @@ int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len);
 
 /* ---- files inside a sandbox (for sessions) -------------------------------------------------- */
 /* Paths are resolved by the sandbox's init strictly inside the sandbox's root (openat2 with
- * RESOLVE_IN_ROOT): symlinks and ".." cannot leave it, /proc magic links are refused, fifos and
- * devices are refused where a regular file is needed. Not while an exec runs in the sandbox. */
+ * RESOLVE_IN_ROOT): symlinks and ".." cannot leave it, /proc magic links are refused, and so is
+ * anything on a kernel pseudo-filesystem (procfs, sysfs, devpts, cgroupfs...), a device or a socket
+ * (EACCES; docs/security.md); fifos are refused where a regular file is needed. Not while an exec
+ * runs in the sandbox. */
 
 #include <sys/stat.h>
 
