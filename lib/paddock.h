@@ -186,9 +186,11 @@ void pd_ctx_stuck(pd_ctx *c, uint64_t *now, uint64_t *total);
 /* Retries reaping them; returns how many are still stuck. Called by create and destroy too. */
 uint64_t pd_ctx_reap_stuck(pd_ctx *c);
 /* Network namespaces: made fresh, handed out again after a sandbox left one exactly as fresh
- * (counters, socket tables), or discarded because it did not; idle ones kept now. */
+ * (counters, socket tables), or discarded because it did not; idle ones kept now. unfresh: how
+ * many checks found a namespace different from a fresh one's (each costs a new namespace). */
 typedef struct pd_netns_stats {
 	uint64_t created, reused, discarded, idle;
+	uint64_t unfresh;
 } pd_netns_stats;
 void pd_ctx_netns_stats(pd_ctx *c, pd_netns_stats *out);
 /* Directory of the default image's generated root layer. */
@@ -336,8 +338,10 @@ int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len);
 
 /* ---- files inside a sandbox (for sessions) -------------------------------------------------- */
 /* Paths are resolved by the sandbox's init strictly inside the sandbox's root (openat2 with
- * RESOLVE_IN_ROOT): symlinks and ".." cannot leave it, /proc magic links are refused, fifos and
- * devices are refused where a regular file is needed. Not while an exec runs in the sandbox. */
+ * RESOLVE_IN_ROOT): symlinks and ".." cannot leave it, /proc magic links are refused, and so is
+ * anything on a kernel pseudo-filesystem (procfs, sysfs, devpts, cgroupfs...), a device or a socket
+ * (EACCES; docs/security.md); fifos are refused where a regular file is needed. Not while an exec
+ * runs in the sandbox. */
 
 #include <sys/stat.h>
 

@@ -4,6 +4,7 @@
  * is in exec.c, scratch.c and reset.c; the context it belongs to in context.c. */
 #define _GNU_SOURCE
 #include "sandbox.h"
+#include "ucounts.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -379,10 +380,18 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 			goto fail;
 		}
 	}
+	/* the sandbox's user namespace owned by its slot's uid, not root (ucounts.c) */
+	pd_ucounts_owner own;
+	if (pd_ucounts_owner_enter(pd_sandbox_uid_base(s), &own, e) < 0) {
+		if (s->netns)
+			pd_netns_leave(c->net, NULL);
+		goto fail;
+	}
 	long pid = syscall(SYS_clone3, &ca, sizeof ca);
 	if (pid == 0)
 		pd_child_main(cfg); /* never returns */
 	int cerr = errno;
+	pd_ucounts_owner_leave(&own);
 	if (pid > 0)
 		s->pid = (pid_t)pid;
 	if (s->netns && pd_netns_leave(c->net, e) < 0)

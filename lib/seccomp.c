@@ -136,6 +136,11 @@ int pd_seccomp_compile_base(pd_bpf *out, pd_err *e)
 	}
 	if (rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL, e) < 0)
 		goto fail;
+	/* AIO contexts count against fs.aio-max-nr, one count for the whole host: one program's
+	 * io_setup(65536) left every other process on the host with EAGAIN. ENOSYS, as from a
+	 * kernel without AIO, which libaio users and glibc's POSIX AIO (threads) handle. */
+	if (rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "io_setup", 0, NULL, e) < 0)
+		goto fail;
 	/* socket families: unix, inet, inet6 and netlink only. Others are either not namespaced
 	 * (vsock reaches the hypervisor and the VM's agents) or rarely used attack surface. */
 	for (unsigned fam = 0; fam < 64; fam++) {
