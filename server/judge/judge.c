@@ -432,6 +432,12 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 	}
 	pd_jprog cand;
 	pd_jprog_init(&cand, l, tpl_name, built, built_len);
+	if (p->call_based) { /* python3 harness fn_name: the harness imports /work/main.py */
+		cand.argv[0] = (char *)"python3";
+		cand.argv[1] = (char *)HARNESS_PATH;
+		cand.argv[2] = NULL;
+		cand.argc = 2;
+	}
 	d->tests = calloc(p->ntests, sizeof *d->tests);
 	if (!d->tests) {
 		free(built);
