@@ -26,9 +26,12 @@ struct pd_judge {
 /* Call-based Python: the harness imports the submission, calls fn_name (a top-level function, else
  * a method of Solution()) with the JSON-decoded arguments read from stdin, and writes the JSON of
  * the result to the stdout it kept; the submission's own prints go to stderr, so they cannot be
- * mistaken for the result. A submission that exits before returning leaves no result: wrong. */
+ * mistaken for the result. The harness holds its own json.dumps and os.write from before the
+ * submission is imported, so monkey-patching those does not change what is written. A submission
+ * that exits before returning leaves no result: wrong. */
 static const char harness_py[] =
 	"import json, os, sys\n"
+	"_dumps, _write = json.dumps, os.write\n"
 	"_out = os.dup(1)\n"
 	"os.dup2(2, 1)\n"
 	"_args = json.loads(sys.stdin.read())\n"
@@ -41,8 +44,8 @@ static const char harness_py[] =
 	"if _fn is None:\n"
 	"    _fn = getattr(_mod.Solution(), sys.argv[1])\n"
 	"_res = _fn(*_args)\n"
-	"_txt = json.dumps(_res)\n"
-	"os.write(_out, (_txt + '\\n').encode())\n";
+	"_txt = _dumps(_res)\n"
+	"_write(_out, (_txt + '\\n').encode())\n";
 #define HARNESS_PATH "/work/.paddock_harness.py"
 
 pd_judge *pd_judge_new(pd_pools *pools, const pd_judge_cfg *c, pd_err *e)
