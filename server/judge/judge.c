@@ -101,12 +101,12 @@ static int prepare_one(pd_judge *j, const pd_problem *p, pd_jsource *s, const ch
 		return 0;
 	const pd_language *l = pd_language_find(s->language);
 	if (!l)
-		return pd_fail(e, EINVAL, "%s: %s: language %s is not known", p->origin, what, s->language);
+		return pd_refuse(e, "%s: %s: language %s is not known", p->origin, what, s->language);
 	char msg[1024];
 	int rc = pd_jprog_build(j->pools, l, NULL, s->source, s->source_len, p->compile_ms, &s->built, &s->built_len,
 				msg, sizeof msg, NULL, e);
 	if (rc == 1)
-		return pd_fail(e, EINVAL, "%s: %s does not compile: %.700s", s->file, what, msg);
+		return pd_refuse(e, "%s: %s does not compile: %.700s", s->file, what, msg);
 	if (rc < 0) {
 		char m[sizeof e->msg];
 		snprintf(m, sizeof m, "%s: %s could not be built: %s", s->file, what, e->msg);
@@ -114,7 +114,7 @@ static int prepare_one(pd_judge *j, const pd_problem *p, pd_jsource *s, const ch
 		return -1;
 	}
 	if (!pd_pools_template(j->pools, judge_template(j, p, s)))
-		return pd_fail(e, EINVAL, "%s: %s: no template '%s' to run it in", p->origin, what, judge_template(j, p, s));
+		return pd_refuse(e, "%s: %s: no template '%s' to run it in", p->origin, what, judge_template(j, p, s));
 	s->prepared = true;
 	return 0;
 }
@@ -364,12 +364,12 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 	}
 	const pd_language *l = pd_language_find(language);
 	if (!l)
-		return pd_fail(e, EINVAL, "language: '%s' is not a language paddock knows", language);
+		return pd_refuse(e, "language: '%s' is not a language paddock knows", language);
 	if (p->call_based && strcmp(l->name, "python") && strcmp(l->name, "python3"))
-		return pd_fail(e, EINVAL, "language: problem %s is call-based (fn_name %s): python only", p->id, p->fn_name);
+		return pd_refuse(e, "language: problem %s is call-based (fn_name %s): python only", p->id, p->fn_name);
 	if ((p->checker.mode == PD_CHK_PROGRAM && !p->checker_prog.prepared) ||
 	    (p->checker.mode == PD_CHK_INTERACTIVE && !p->interactor.prepared))
-		return pd_fail(e, EINVAL, "problem %s: its checker was not prepared (pd_judge_prepare)", p->id);
+		return pd_refuse(e, "problem %s: its checker was not prepared (pd_judge_prepare)", p->id);
 	uint64_t t0 = now_ms();
 	const char *tpl_name = p->template_name[0] ? p->template_name : l->template;
 	d->v.process = PD_LV_NOT_AUDITED; /* no audit ran: never "pass" without evidence */

@@ -357,6 +357,28 @@ typedef struct pd_judge_stats {
 } pd_judge_stats;
 void pd_judge_stats_get(pd_judge *j, pd_judge_stats *s);
 
+/* ---- requests (request.c) -------------------------------------------------------------------- */
+
+/* POST /v1/judge: {"problem_id", "problem_version" | "problem": {inline}, "language", "code",
+ * "task_id", "group_id", "sample_id", "priority", "deadline_ms", "cache", "stop_at_first_failure",
+ * "reward": {rule}} (docs/judge.md, "Requests"). */
+typedef struct pd_judge_req {
+	char problem_id[128], problem_version[32];
+	pd_problem *problem;    /* an inline problem (owned), or NULL: problem_id names one */
+	char language[32];
+	const char *code;       /* points into body */
+	size_t code_len;
+	char task_id[64], group_id[128], sample_id[128];
+	int priority;           /* PD_PRIO_* */
+	uint64_t deadline_ms;   /* from now; 0 = none */
+	pd_judge_opts opts;
+	json_t *body;           /* owned: the parsed request */
+} pd_judge_req;
+
+/* Parses a request; on error frees what it took, returns -1 and e names the field. */
+int pd_judge_req_parse(json_t *o, pd_judge_req *q, pd_err *e);
+void pd_judge_req_free(pd_judge_req *q);
+
 /* ---- the fingerprint cache (cache.c) --------------------------------------------------------- */
 
 typedef struct pd_jcache pd_jcache;

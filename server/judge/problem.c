@@ -28,7 +28,7 @@ static int fail_at(pd_err *e, const char *where, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(m, sizeof m, fmt, ap);
 	va_end(ap);
-	return pd_fail(e, EINVAL, "%s: %s", where, m);
+	return pd_refuse(e, "%s: %s", where, m);
 }
 
 /* Reads a regular file of at most max bytes (NUL-terminated copy). */
@@ -40,7 +40,7 @@ static int slurp(const char *path, size_t max, char **out, size_t *len, pd_err *
 	struct stat st;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
-		return pd_fail(e, EINVAL, "%s: not a regular file", path);
+		return pd_refuse(e, "%s: not a regular file", path);
 	}
 	if ((uint64_t)st.st_size > max) {
 		close(fd);
@@ -548,7 +548,7 @@ static int load_test_dir(pd_problem *p, const char *dir, json_t *weights, uint64
 		for (size_t i = 0; i < n && !found; i++)
 			found = !strcmp(names[i], k);
 		if (!found) {
-			pd_fail(e, EINVAL, "%s/problem.json: weights.%s: no test %s/%s.in", dir, k, td, k);
+			pd_refuse(e, "%s/problem.json: weights.%s: no test %s/%s.in", dir, k, td, k);
 			goto out;
 		}
 	}
@@ -734,7 +734,7 @@ pd_problem *pd_problem_load(const char *dir, pd_err *e)
 	json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	free(text);
 	if (!o) {
-		pd_fail(e, EINVAL, "%s: line %d column %d: %s", path, je.line, je.column, je.text);
+		pd_refuse(e, "%s: line %d column %d: %s", path, je.line, je.column, je.text);
 		return NULL;
 	}
 	pd_problem *p = pd_problem_from_json(o, dir, path, e);

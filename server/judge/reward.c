@@ -30,7 +30,7 @@ int pd_reward_rule_parse(json_t *o, pd_reward_rule *r, pd_err *e)
 	if (!o || json_is_null(o))
 		return 0;
 	if (!json_is_object(o))
-		return pd_fail(e, EINVAL, "reward: must be an object {\"mode\", \"fail\", \"penalty\", \"requires_audit\"}");
+		return pd_refuse(e, "reward: must be an object {\"mode\", \"fail\", \"penalty\", \"requires_audit\"}");
 	const char *k;
 	json_t *v;
 	json_object_foreach(o, k, v) {
@@ -41,17 +41,17 @@ int pd_reward_rule_parse(json_t *o, pd_reward_rule *r, pd_err *e)
 			else if (m && !strcmp(m, "binary"))
 				r->mode = PD_REWARD_BINARY;
 			else
-				return pd_fail(e, EINVAL, "reward.mode: must be score or binary");
+				return pd_refuse(e, "reward.mode: must be score or binary");
 		} else if (!strcmp(k, "fail") || !strcmp(k, "penalty")) {
 			if (!json_is_number(v) || json_number_value(v) < -1e6 || json_number_value(v) > 1e6)
-				return pd_fail(e, EINVAL, "reward.%s: must be a number from -1e6 to 1e6", k);
+				return pd_refuse(e, "reward.%s: must be a number from -1e6 to 1e6", k);
 			*(!strcmp(k, "fail") ? &r->fail_value : &r->penalty) = json_number_value(v);
 		} else if (!strcmp(k, "requires_audit")) {
 			if (!json_is_boolean(v))
-				return pd_fail(e, EINVAL, "reward.requires_audit: must be true or false");
+				return pd_refuse(e, "reward.requires_audit: must be true or false");
 			r->requires_audit = json_is_true(v);
 		} else {
-			return pd_fail(e, EINVAL, "reward.%s: unknown field (mode, fail, penalty, requires_audit)", k);
+			return pd_refuse(e, "reward.%s: unknown field (mode, fail, penalty, requires_audit)", k);
 		}
 	}
 	return 0;
