@@ -23,7 +23,7 @@
 static int fail_at(pd_err *e, const char *where, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail_at(pd_err *e, const char *where, const char *fmt, ...)
 {
-	char m[400];
+	char m[sizeof e->msg]; /* as long as the message: pd_refuse cuts the whole at a character boundary */
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(m, sizeof m, fmt, ap);

@@ -39,7 +39,7 @@ int pd_judge_req_parse(json_t *o, pd_judge_req *q, pd_err *e)
 		for (int i = 0; known[i] && !ok; i++)
 			ok = !strcmp(k, known[i]);
 		if (!ok)
-			return pd_refuse(e, "%.100s: unknown field", k);
+			return pd_refuse(e, "%s: unknown field", k);
 	}
 	if (get_id(o, "problem_id", q->problem_id, sizeof q->problem_id, e) < 0 ||
 	    get_id(o, "problem_version", q->problem_version, sizeof q->problem_version, e) < 0 ||
