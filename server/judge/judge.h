@@ -8,6 +8,8 @@
  *   interact.c  an interactor and the candidate connected through host pipes, each in its sandbox
  *   reward.c    the verdict's levels, usable, and the documented reward rule
  *   record.c    the judged record as JSON
+ *   request.c   the judge request (POST /v1/judge, a judge line of paddock run)
+ *   jobs.c      a judge request as a scheduler job
  *   cache.c     the fingerprint cache (identical judged work answers from the stored verdict)
  *   sha256.c    the digest the problem and the cache use
  *
@@ -378,6 +380,18 @@ typedef struct pd_judge_req {
 /* Parses a request; on error frees what it took, returns -1 and e names the field. */
 int pd_judge_req_parse(json_t *o, pd_judge_req *q, pd_err *e);
 void pd_judge_req_free(pd_judge_req *q);
+
+/* ---- judge jobs (jobs.c) ---------------------------------------------------------------------- */
+
+/* A judge request (body) as a scheduler job whose execute judges it and leaves the judged record in
+ * j->record: the problem is the inline one or problem_id@problem_version among problems. NULL when
+ * refused: *status is 400 (e names the field), 404 (no such problem) or 500. The caller sets client,
+ * done and done_arg and submits it. run_id prefixes generated task ids. */
+pd_job *pd_judge_job(pd_judge *judge, const pd_problem_set *problems, json_t *body, uint32_t run_id, int *status,
+		     pd_err *e);
+/* The judged record of a finished judge job (a new reference): j->record, or for a job that never
+ * ran (queue_timeout, cancelled) a record of that failure, with no reward. */
+json_t *pd_judge_job_record(const pd_job *j);
 
 /* ---- the fingerprint cache (cache.c) --------------------------------------------------------- */
 
