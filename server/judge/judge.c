@@ -195,8 +195,8 @@ static void run_checker(pd_judge *j, const pd_problem *p, const pd_jtest *t, con
 }
 
 /* One test: run the candidate (and the interactor), check, fill tr. */
-static void one_test(pd_judge *j, const pd_problem *p, const pd_jtest *t, const pd_jprog *cand, const pd_judge_opts *o,
-		     pd_jtest_result *tr, pd_judged *d, bool *startup)
+static void test_once(pd_judge *j, const pd_problem *p, const pd_jtest *t, const pd_jprog *cand, const pd_judge_opts *o,
+		      pd_jtest_result *tr, pd_judged *d, bool *startup)
 {
 	memset(tr, 0, sizeof *tr);
 	pd_jrun x, ix;
@@ -294,6 +294,19 @@ static void one_test(pd_judge *j, const pd_problem *p, const pd_jtest *t, const 
 		snprintf(tr->message, sizeof tr->message, "output over %llu bytes", (unsigned long long)p->output_bytes);
 	pd_jrun_free(&x);
 	pd_jrun_free(&ix);
+}
+
+/* One test; an interactive one whose interactor failed is run again, whole (the candidate talks
+ * to the interactor as it goes: there is no output to check again), judge_retries times. */
+static void one_test(pd_judge *j, const pd_problem *p, const pd_jtest *t, const pd_jprog *cand, const pd_judge_opts *o,
+		     pd_jtest_result *tr, pd_judged *d, bool *startup)
+{
+	for (unsigned a = 0;; a++) {
+		test_once(j, p, t, cand, o, tr, d, startup);
+		tr->checker_attempts = p->checker.mode == PD_CHK_INTERACTIVE ? a + 1 : tr->checker_attempts;
+		if (p->checker.mode != PD_CHK_INTERACTIVE || tr->status != PD_T_JE || a >= o->judge_retries)
+			return;
+	}
 }
 
 static void count(pd_judge *j, const pd_judged *d)

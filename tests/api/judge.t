@@ -4,7 +4,7 @@
 # cache, tests); a compile error; the fingerprint cache and its opt-out; refusals naming the field;
 # a problem directory with a checker that does not build stops the start.
 source "$(dirname "$0")/api.sh"
-plan 25
+plan 27
 
 start_daemon --problems examples/problems
 ok $? "daemon started with --problems examples/problems"
@@ -54,6 +54,16 @@ is "$(jb '[.failure_class, (.reward|tostring), .verdict.output.status] | join(" 
 
 post_json /v1/judge '{"problem_id":"guess-number","language":"python","code":"import sys\nlo,hi=1,1000\nwhile True:\n    m=(lo+hi)//2\n    print(m,flush=True)\n    r=sys.stdin.readline().strip()\n    if r==\"=\": break\n    if r==\"<\": hi=m-1\n    else: lo=m+1\n"}'
 is "$(jb .verdict.output.status)" pass "an interactive problem through the API"
+
+# the batch form: shared fields, one record per submission, in order
+post_json /v1/judge '{"problem_id":"sum","language":"python","group_id":"batch-1","submissions":[
+  {"sample_id":"a","code":"a,b=map(int,input().split())\nprint(a+b)"},
+  {"sample_id":"b","code":"print(0)"},
+  {"sample_id":"c","language":"bash","code":"read a b\necho $((a+b))"}]}'
+is "$CODE/$(jb '[.results[] | "\(.sample_id):\(.verdict.output.status):\(.group_id)"] | join(" ")')" \
+  "200/a:pass:batch-1 b:fail:batch-1 c:pass:batch-1" "batch: one record per submission, in order, shared fields applied"
+post_json /v1/judge '{"problem_id":"sum","submissions":[{"language":"python","code":"print(1)"},{"code":"x"}]}'
+like "$CODE/$(jb .error)" "^400/submissions\\[1\\]: language" "batch: a bad submission refuses the batch, naming it"
 
 # refusals
 post_json /v1/judge '{"problem_id":"nope","language":"python","code":"print(1)"}'

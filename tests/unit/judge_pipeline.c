@@ -305,6 +305,18 @@ static void test_interactive(void)
 	json_decref(j);
 	pd_judged_free(&d);
 	pd_problem_free(p);
+
+	/* an interactor that crashes: judge_error, the test run again once, no reward */
+	p = prob("{\"tests\":[{\"input\":\"1\\n\",\"output\":\"\"}],\"limits\":{\"time\":1},"
+		 "\"interactor\":{\"language\":\"python\",\"code\":\"import sys\\nraise SystemExit(3)\\n\"}}");
+	j = p ? judge_code(p, "python", "print(1, flush=True)\n", true, &d) : NULL;
+	ok(j && !strcmp(fclass(j), "judge_error") && json_is_null(json_object_get(j, "reward")) &&
+		   d.tests[0].checker_attempts == 2,
+	   "an interactor that fails: judge_error, retried once, reward null");
+	json_decref(j);
+	if (j)
+		pd_judged_free(&d);
+	pd_problem_free(p);
 }
 
 static void test_call_based(void)
@@ -369,7 +381,7 @@ static void test_cache(void)
 
 int main(void)
 {
-	plan(42);
+	plan(43);
 	pd_err e = {0};
 	ctx = pd_ctx_new(NULL, &e);
 	if (!ok(ctx != NULL, "context: %s", ctx ? "ok" : e.msg))
