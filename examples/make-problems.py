@@ -83,6 +83,7 @@ sub("sum", "python", "import sys\nsys.exit(0)\nprint(sum(map(int, input().split(
 sub("sum", "python", "print('All tests passed')\n", "fail", note="hack: prints All tests passed")
 sub("sum", "cpp", "int main() { return 0 }\n", "fail", "compile_error", note="does not compile")
 sub("sum", "python", "a, b = map(int, input().split())\nprint(a + b, end='\\r\\n')\n", "pass", note="CRLF is fine for lines")
+sub("sum", "c", '#include <stdio.h>\n#include <unistd.h>\nint main(void){long a,b;unlink("/work/main");if(scanf("%ld %ld",&a,&b)!=2)return 1;printf("%ld\\n",a+b);return 0;}\n', "pass", note="deletes its own binary: the next test gets a fresh copy")
 
 problem("echo-exact", [("hello world\n", "hello world\n"), ("  spaced  \n", "  spaced  \n"), ("", "")],
         checker={"mode": "exact"}, limits=LIM, meta="cat, byte for byte")
