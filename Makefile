@@ -4,7 +4,8 @@
 #   make bench      the side-by-side benchmark (paddock bench)
 #   make asan       the test suite under ASan+UBSan
 #   make valgrind   the unit tests and a sample of isolation cases under valgrind
-#   make run        the main job: the bundled requests through `paddock run` (results in build/)
+#   make run        the main job: the bundled requests, then the bundled submissions judged against
+#                   examples/problems, through `paddock run` (results and verdicts in build/)
 #   make examples   the bundled examples through `paddock exec`
 #   make soak       100,000 sandbox lifecycles through the pools, then a residue count
 #   make deps       install the Debian packages needed to build, test and benchmark (root)
@@ -112,6 +113,8 @@ run: all
 	@mkdir -p $(BUILD)
 	$(BIN)/paddock run -j 4 examples/requests.jsonl -o $(BUILD)/results.jsonl
 	@echo "results: $(BUILD)/results.jsonl (one JSON record per request)"
+	$(BIN)/paddock run -j 2 --problems examples/problems examples/submissions.jsonl -o $(BUILD)/verdicts.jsonl
+	@echo "verdicts: $(BUILD)/verdicts.jsonl (one judged record per submission)"
 
 # libFuzzer on every parser of untrusted bytes, FUZZ_SECONDS each (clang)
 FUZZ_SECONDS ?= 60

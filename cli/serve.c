@@ -49,6 +49,8 @@ static const serve_opt serve_opts[] = {
 	 "the bearer token: the first line of FILE"},
 	{"templates", 0, T_FILE, "FILE", 0, 0, false, FIELD(templates_file),
 	 "the built-in bash, python, c, cpp, node", "templates, a JSON file"},
+	{"problems", 0, T_FILE, "DIR", 0, 0, false, FIELD(problems_dir), "none (inline problems only)",
+	 "the judge's problems: one subdirectory with problem.json each\n(docs/judge.md)"},
 	{"db", 0, T_FILE, "FILE", 0, 0, false, FIELD(db_path), "<state>/paddock.db", "the results store, an SQLite file"},
 	{"store-max", 0, T_SIZE, "SIZE", 16u << 20, UINT64_MAX, true, FIELD(store_max), "1G",
 	 "size the store's records may take; past it the oldest are\n"

@@ -46,6 +46,9 @@ void pd_job_free(pd_job *j)
 {
 	if (!j)
 		return;
+	if (j->work_free)
+		j->work_free(j->work);
+	json_decref(j->record);
 	for (size_t i = 0; i < j->nfiles; i++) {
 		free(j->files[i].path);
 		free(j->files[i].data);

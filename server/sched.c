@@ -350,7 +350,10 @@ static void *worker_main(void *arg)
 		if (j->deadline_us && pd_now_us() >= j->deadline_us) {
 			expire(j, waited, now_wall);
 		} else {
-			pd_job_execute(s->pools, j, s->o.retries);
+			if (j->execute)
+				j->execute(j, s->pools);
+			else
+				pd_job_execute(s->pools, j, s->o.retries);
 		}
 		pthread_mutex_lock(&s->mu);
 		s->waits[s->nwaits++ % RECENT] = waited;

@@ -121,6 +121,13 @@ typedef struct pd_job {
 	 * and the caller must not be told the job succeeded: its record would be lost */
 	int store_errno;
 	char store_error[160];
+	/* a job that does its own work (the judge, server/judge/): a scheduler worker calls execute
+	 * instead of running the compile and run steps; work is its state (work_free releases it
+	 * with the job), record its observation record, stored in place of pd_job_to_json's */
+	void (*execute)(struct pd_job *j, pd_pools *pools);
+	void *work;
+	void (*work_free)(void *work);
+	json_t *record;
 	/* completion: called once, from a worker thread */
 	void (*done)(struct pd_job *j, void *arg);
 	void *done_arg;
@@ -272,6 +279,7 @@ typedef struct pd_server_opts {
 	const char *listen;         /* "127.0.0.1:8080", "0.0.0.0:8080" or "unix:/path" */
 	const char *token;          /* bearer token; required unless listening on loopback or unix */
 	const char *templates_file; /* NULL = the built-in templates */
+	const char *problems_dir;   /* the judge's problems (docs/judge.md); NULL = inline problems only */
 	const char *db_path;        /* NULL = <state>/paddock.db */
 	uint64_t store_max;         /* bytes the store's records may use; 0 = 1 GiB, UINT64_MAX = no cap */
 	size_t max_body;            /* bytes; 0 = 16 MiB */

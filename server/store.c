@@ -162,7 +162,7 @@ void pd_store_close(pd_store *s)
 
 int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 {
-	json_t *rec = pd_job_to_json(j);
+	json_t *rec = j->record ? json_incref(j->record) : pd_job_to_json(j);
 	char *text = rec ? json_dumps(rec, JSON_COMPACT) : NULL;
 	json_decref(rec);
 	if (!text)

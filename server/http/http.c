@@ -361,6 +361,18 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 		po.fd_reserve = s->o.max_connections + FD_MARGIN;
 	if (!(s->pools = pd_pools_new(s->ctx, s->tpl, s->ntpl, &po, e)))
 		goto fail;
+	if (!(s->judge = pd_judge_new(s->pools, NULL, e)))
+		goto fail;
+	/* a problem the judge cannot judge (a checker that does not build) stops the start, with the
+	 * file and field: found now, not at the first submission */
+	if (o->problems_dir) {
+		if (pd_problems_load_dir(o->problems_dir, &s->problems, e) < 0)
+			goto fail;
+		for (size_t i = 0; i < s->problems.n; i++)
+			if (pd_judge_prepare(s->judge, s->problems.p[i], e) < 0)
+				goto fail;
+		pd_log("info", "problems loaded", PD_LS("dir", o->problems_dir), PD_LU("problems", s->problems.n));
+	}
 	char db[PATH_MAX];
 	if (o->db_path)
 		snprintf(db, sizeof db, "%s", o->db_path);
@@ -422,6 +434,8 @@ void pd_server_stop(pd_server *s)
 		if (s->sessions[i].s)
 			pd_session_close(s->sessions[i].s);
 	pd_sched_free(s->sched);
+	pd_judge_free(s->judge);
+	pd_problems_free(&s->problems);
 	pd_pools_free(s->pools);
 	pd_store_close(s->store);
 	pd_metrics_free(s->metrics);

@@ -5,11 +5,13 @@
  *   sessions.c    the session endpoints and the threads their operations run on
  *   conns.c       connection limits (total, per client address) and the descriptor reserve
  *   prometheus.c  /metrics: the server's gauges and counters as Prometheus text
+ *   judge.c       POST /v1/judge: a submission judged by server/judge/ on a scheduler worker
  * Only the files above include this header; the rest of paddock sees server.h. */
 #ifndef PADDOCK_SERVER_HTTP_H
 #define PADDOCK_SERVER_HTTP_H
 
 #include "server.h"
+#include "judge/judge.h"
 #include "mhd.h" /* <microhttpd.h>, its functions loaded on first use */
 
 #include <pthread.h>
@@ -47,6 +49,8 @@ struct pd_server {
 	pd_store *store;
 	pd_metrics *metrics;
 	pd_sched *sched;
+	pd_judge *judge;
+	pd_problem_set problems; /* --problems DIR, loaded and prepared at start */
 	struct MHD_Daemon *mhd;
 	int listen_fd;
 	char address[160];
@@ -120,6 +124,9 @@ void http_route(req *r, const char *url, const char *method);
 
 /* ---- runs (runs.c) ---- */
 void runs_submit(req *r, kind k);
+
+/* ---- the judge (judge.c) ---- */
+void judge_submit(req *r, const char *url, const char *method);
 
 /* ---- sessions (sessions.c) ---- */
 void sessions_create(req *r, const char *url, const char *method);

@@ -149,6 +149,7 @@ static const route routes[] = {
 	{"GET", "/metrics", metrics},
 	/* native */
 	{"POST", "/v1/runs", run_native},
+	{"POST", "/v1/judge", judge_submit},
 	{"GET", "/v1/pools", pools},
 	{"POST", "/v1/sessions", sessions_create},
 	{"GET", "/v1/sessions", sessions_list},
