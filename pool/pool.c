@@ -151,6 +151,13 @@ static int prepare(pd_pool *pl, pd_sandbox *s, warm_kind warm, pd_err *e)
 	return pd_sandbox_rewind_pids(s, e);
 }
 
+int pd_pool_reset(pd_pool *pl, pd_sandbox *s, pd_err *e)
+{
+	if (pd_sandbox_reset(s, e) < 0)
+		return -1;
+	return prepare(pl, s, WARM_NONE, e);
+}
+
 /* Creates a sandbox for the template and places what the template puts in it before use. */
 pd_sandbox *pd_pool_make(pd_pools *p, pd_pool *pl, pd_err *e)
 {

@@ -35,6 +35,20 @@ static sess_entry *find_session(pd_server *s, const char *id)
 	return NULL;
 }
 
+/* The step's request id: X-Request-Id, or the request_id parameter (but for /output, where it
+ * names the exec whose output is asked for). */
+static const char *step_id(req *r)
+{
+	return r->q.step_id[0] ? r->q.step_id : r->q.request_id[0] ? r->q.request_id : NULL;
+}
+
+static json_t *digest_json(const void *data, size_t len)
+{
+	char hex[65];
+	pd_session_digest(data, len, hex);
+	return json_string(hex);
+}
+
 static void session_exec(req *r, sess_entry *se)
 {
 	pd_session_exec_req q;
@@ -43,7 +57,16 @@ static void session_exec(req *r, sess_entry *se)
 		http_set_error(r, 400, "%s", e.msg);
 		return;
 	}
-	const char *rid = q.request_id;
+	const char *rid = q.request_id ? q.request_id : step_id(r);
+	json_t *ff = rid ? pd_session_fast_forward(se->s, "exec", rid) : NULL;
+	if (ff) {
+		/* recorded by the trajectory this session resumes: answered from it, not run */
+		json_object_set_new(ff, "session_id", json_string(se->id));
+		json_object_set_new(ff, "request_id", json_string(rid));
+		json_object_set_new(ff, "fast_forward", json_true());
+		http_set_json(r, 200, ff);
+		goto out;
+	}
 	pd_result res;
 	if (pd_session_exec(se->s, &q.x, rid, &res, &e) < 0) {
 		http_set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 400, "%s", e.msg);
@@ -87,6 +110,7 @@ static bool session_enter(req *r, sess_entry *se)
 }
 
 static void session_files_in(req *r, sess_entry *se);
+static void record_files_step(req *r, sess_entry *se, uint64_t t0);
 
 static void session_files(req *r, sess_entry *se)
 {
@@ -94,10 +118,48 @@ static void session_files(req *r, sess_entry *se)
 		http_set_error(r, 400, "path: required (?path=/work/file)");
 		return;
 	}
+	const char *step_kind = !strcmp(r->method, "PUT") ? "write" : !strcmp(r->method, "DELETE") ? "delete" : NULL;
+	json_t *ff = step_kind && step_id(r) ? pd_session_fast_forward(se->s, step_kind, step_id(r)) : NULL;
+	if (ff) {
+		json_object_set_new(ff, "fast_forward", json_true());
+		http_set_json(r, 200, ff);
+		return;
+	}
 	if (!session_enter(r, se))
 		return;
+	uint64_t t0 = pd_wall_us();
 	session_files_in(r, se);
+	record_files_step(r, se, t0);
 	pd_session_end(se->s);
+}
+
+/* The trajectory's line for a file step: writes, deletes and reads of a regular file (listings
+ * and stats change nothing and are not steps) */
+static void record_files_step(req *r, sess_entry *se, uint64_t t0)
+{
+	const char *step_kind = !strcmp(r->method, "PUT")	  ? "write"
+			   : !strcmp(r->method, "DELETE") ? "delete"
+			   : r->resp_from_fd		  ? "read"
+							  : NULL;
+	if (!step_kind)
+		return;
+	json_t *action = json_pack("{s:o}", "path", pd_json_text(r->q.path));
+	if (!strcmp(step_kind, "write")) {
+		json_object_set_new(action, "bytes", json_integer((json_int_t)r->len));
+		json_object_set_new(action, "sha256", digest_json(r->body ? r->body : "", r->len));
+	}
+	json_t *obs = json_pack("{s:i}", "http_status", r->status);
+	if (r->status >= 400 && r->resp)
+		json_object_set_new(obs, "error", json_loadb(r->resp, r->resp_len, 0, NULL));
+	if (!strcmp(step_kind, "read") && r->status == 200) {
+		/* the digest of what is sent: read from the descriptor, which is sent from its start */
+		char hex[65];
+		if (pd_session_digest_fd(r->resp_fd, hex) == 0)
+			json_object_set_new(obs, "sha256", json_string(hex));
+		json_object_set_new(obs, "bytes", json_integer((json_int_t)r->resp_fd_len));
+	}
+	pd_err e = {0};
+	pd_session_record(se->s, step_kind, step_id(r), t0, action, obs, &e);
 }
 
 static void session_files_in(req *r, sess_entry *se)
@@ -201,14 +263,14 @@ static void session_tar(req *r, sess_entry *se, bool upload)
 			return;
 		}
 		lseek(fd, 0, SEEK_SET);
-		if (pd_session_upload_tar(se->s, dir, fd, &e) < 0)
+		if (pd_session_upload_tar(se->s, dir, fd, step_id(r), &e) < 0)
 			http_set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 400, "%s", e.msg);
 		else
 			http_set_json(r, 200, json_pack("{s:o,s:I}", "dir", pd_json_text(dir), "bytes", (json_int_t)r->len));
 		close(fd);
 		return;
 	}
-	if (pd_session_download_tar(se->s, dir, fd, &e) < 0) {
+	if (pd_session_download_tar(se->s, dir, fd, step_id(r), &e) < 0) {
 		int code = e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : e.code == EFBIG ? 413 : 400;
 		http_set_error(r, e.code == ENOSPC ? 507 : code, "%s", e.msg);
 		close(fd);
@@ -245,6 +307,26 @@ static void session_output(req *r, sess_entry *se)
 
 static void session_create(req *r);
 
+static void session_reset(req *r, sess_entry *se)
+{
+	pd_err e = {0};
+	const char *rid = step_id(r);
+	json_t *ff = rid ? pd_session_fast_forward(se->s, "reset", rid) : NULL;
+	if (ff) {
+		json_object_set_new(ff, "fast_forward", json_true());
+		http_set_json(r, 200, ff);
+		return;
+	}
+	if (pd_session_reset(se->s, rid, &e) < 0) {
+		http_set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 503, "%s", e.msg);
+		return;
+	}
+	char sid[40], state[32];
+	pd_session_info(se->s, sid, sizeof sid, state, sizeof state);
+	http_set_json(r, 200, json_pack("{s:s,s:s,s:s,s:b}", "session_id", se->id, "sandbox_id", sid, "state", state,
+				   "reset", 1));
+}
+
 static void *session_op_main(void *arg)
 {
 	req *r = arg;
@@ -277,6 +359,8 @@ static void *session_op_main(void *arg)
 		session_tar(r, se, false);
 	else if (!strcmp(op, "output"))
 		session_output(r, se);
+	else if (!strcmp(op, "reset") && !strcmp(r->method, "POST"))
+		session_reset(r, se);
 	else
 		http_set_error(r, 404, "no such session operation: %s %s", r->method, op);
 	struct MHD_Connection *conn = r->conn; /* r belongs to the event thread once resumed */
@@ -475,7 +559,12 @@ static void session_get(req *r, const char *id)
 void sessions_op(req *r, const char *url, const char *method)
 {
 	const char *rest = url + strlen("/v1/sessions/");
-	if (!strchr(rest, '/') && !strcmp(method, "DELETE")) {
+	char id[48], op[32];
+	if (!strcmp(method, "GET") && pd_session_url(url, id, sizeof id, op, sizeof op) == 0 &&
+	    !strcmp(op, "trajectory")) {
+		/* the session may have ended: the trajectory is a file of the state directory */
+		trajectory_get(r, id);
+	} else if (!strchr(rest, '/') && !strcmp(method, "DELETE")) {
 		session_delete(r, rest);
 	} else if (!strchr(rest, '/') && !strcmp(method, "GET")) {
 		session_get(r, rest);
