@@ -161,6 +161,9 @@ void pd_session_info(pd_session *s, char *sandbox_id, size_t id_len, char *state
 size_t pd_session_output_memory(pd_session *s);
 /* How many execs the session has run (the last one without a request id is "#<count>"). */
 unsigned pd_session_exec_count(pd_session *s);
+/* The faults injected into the exec with that request id or number, as JSON (malloc'd), or NULL
+ * when the session has no noise. */
+char *pd_session_noise_of(pd_session *s, const char *request_id);
 /* Path of the full stdout (stream 1) or stderr (2) of the exec with that request id or number. */
 int pd_session_output_path(pd_session *s, const char *request_id, int stream, char *path, size_t len,
 			   pd_err *e);

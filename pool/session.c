@@ -359,7 +359,11 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_re
 	xo.spill_max = SESSION_SPILL_BYTES;
 	xo.step_kill = !s->end_on_limit;
 	uint64_t t0 = pd_wall_us();
-	int rc = pd_sandbox_exec(s->sb, &xo, r, e);
+	bool skip = false;
+	json_t *noise = session_noise_before(s, n, &xo, r, &skip);
+	int rc = skip ? 0 : pd_sandbox_exec(s->sb, &xo, r, e);
+	if (rc == 0)
+		session_noise_after(s, n, r, noise);
 	if (rc == 0 && pd_sandbox_state(s->sb) != PD_READY)
 		snprintf(s->damage, sizeof s->damage, "%s %s", pd_status_name(r->status),
 			 r->error[0] ? r->error : "(a limit kill of the whole sandbox)");
@@ -397,6 +401,8 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_re
 			snprintf(rec->request_id, sizeof rec->request_id, "#%u", n);
 		rec->n = n;
 		rec->r = copy;
+		free(rec->noise);
+		rec->noise = noise ? json_dumps(noise, JSON_COMPACT) : NULL;
 		s->nrec++;
 		slim_records(s);
 		trim_spills(s);
@@ -410,12 +416,27 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_re
 		if (obs)
 			json_object_set_new(obs, "output_request_id", json_string(rid ? rid : auto_id));
 		pd_err te = {0};
-		if (session_traj_step(s, "exec", rid, t0, session_exec_action(&xo), obs, NULL, true, &te) < 0)
+		json_t *extra = noise ? json_pack("{s:O}", "noise", noise) : NULL;
+		long st = session_traj_step(s, "exec", rid, t0, session_exec_action(&xo), obs, extra, true, &te);
+		json_decref(extra);
+		if (st < 0)
 			snprintf(r->error + strlen(r->error), sizeof r->error - strlen(r->error), "%strajectory: %s",
 				 r->error[0] ? "; " : "", te.msg);
 	}
+	json_decref(noise);
 	session_leave(s);
 	return rc;
+}
+
+char *pd_session_noise_of(pd_session *s, const char *rid)
+{
+	char *out = NULL;
+	pthread_mutex_lock(&s->p->mu);
+	record *rec = find_record(s, rid);
+	if (rec && rec->noise)
+		out = strdup(rec->noise);
+	pthread_mutex_unlock(&s->p->mu);
+	return out;
 }
 
 int pd_session_output_path(pd_session *s, const char *rid, int stream, char *path, size_t len, pd_err *e)
@@ -618,8 +639,10 @@ static void session_free(pd_session *s)
 {
 	session_traj_close(s);
 
-	for (unsigned i = 0; i < s->nrec && i < SESSION_RECORDS; i++)
+	for (unsigned i = 0; i < s->nrec && i < SESSION_RECORDS; i++) {
 		pd_result_free(&s->rec[i].r);
+		free(s->rec[i].noise);
+	}
 	rm_dir(s->dir);
 	free(s->metadata);
 	free(s);

@@ -21,6 +21,7 @@
 
 typedef struct record {
 	char request_id[128];
+	char *noise;  /* the faults injected into this exec, JSON (NULL: none asked) */
 	unsigned n; /* exec number in this session */
 	bool slim;  /* output buffers dropped (lengths kept): read back from the spill files */
 	bool spill_gone;      /* its spill files were deleted for SESSION_SPILL_BYTES */
@@ -59,6 +60,12 @@ struct pd_session {
  * marks it free again and ends it if its sandbox is no longer READY. */
 int session_enter(pd_session *s, pd_err *e);
 void session_leave(pd_session *s);
+
+/* noise.c: before an exec (n: its number), the latency slept and maybe a failure put in *r
+ * instead of running (*skip); after it, maybe its stdout cut. NULL when the session has no noise;
+ * else the list of faults injected (empty if none this time). */
+json_t *session_noise_before(pd_session *s, unsigned n, const pd_exec_opts *x, pd_result *r, bool *skip);
+void session_noise_after(pd_session *s, unsigned n, pd_result *r, json_t *list);
 
 /* session_traj.c */
 int session_traj_open(pd_session *s, const pd_session_opts *o, pd_err *e);

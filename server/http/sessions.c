@@ -93,6 +93,10 @@ static void session_exec(req *r, sess_entry *se)
 	char auto_id[32];
 	snprintf(auto_id, sizeof auto_id, "#%u", pd_session_exec_count(se->s));
 	json_object_set_new(o, "request_id", json_string(rid ? rid : auto_id));
+	char *noise = pd_session_noise_of(se->s, rid ? rid : auto_id);
+	if (noise)
+		json_object_set_new(o, "noise", json_loads(noise, 0, NULL));
+	free(noise);
 	pd_result_free(&res);
 	http_set_json(r, 200, o);
 out:

@@ -5,7 +5,7 @@
 # back byte-exact after the session ended and after a daemon restart; fast-forward from a recorded
 # trajectory never re-runs a recorded step.
 source "$(dirname "$0")/api.sh"
-plan 50
+plan 58
 
 cat >"$TMPD/templates.json" <<'EOF2'
 {"templates": [
@@ -128,6 +128,36 @@ is "$(jq -r 'select(.request_id == "append-1") | [.fast_forward.trajectory_id, .
   "$F 1" "the fast-forwarded step names the trajectory and step it came from"
 post_json /v1/sessions '{"template":"bash","resume_from":"no-such-trajectory"}'
 is "$CODE" 400 "resume_from an unknown trajectory: 400"
+
+# --- noise ----------------------------------------------------------------------------------------
+noisy() {  # noisy SEED: a session with noise, 8 execs; prints each exec's noise list, one a line
+  post_json /v1/sessions "{\"template\":\"bash\",\"noise\":{\"seed\":$1,\"latency_ms\":5,\"fail_rate\":0.4,\"truncate_rate\":0.4}}"
+  local n=$(jb .session_id) i
+  mine+=("$n"); NOISY=$n
+  for i in 1 2 3 4 5 6 7 8; do
+    sx "$n" "{\"shell\":\"echo output-of-step-$i\",\"request_id\":\"n$i\"}"
+    jq -c '[.noise[] | del(.ms)]' "$BODY" >>"$TMPD/noise.$n"
+  done
+  NOISE=$(cat "$TMPD/noise.$n")
+}
+noisy 42; A=$NOISE A_ID=$NOISY
+noisy 42; B=$NOISE
+noisy 7; C=$NOISE
+is "$A" "$B" "noise: the same seed gives the same faults at the same steps"
+isnt_same() { [ "$1" != "$2" ]; }
+isnt_same "$A" "$C"; ok $? "noise: another seed, other faults"
+like "$A" '"kind":"fail"' "noise: some execs answered with an injected failure"
+like "$A" '"kind":"truncate"' "noise: some outputs cut short"
+req GET "/v1/sessions/$A_ID/trajectory"
+is "$(jq -c 'select(.kind == "exec") | [.noise[] | del(.ms)]' "$BODY")" "$A" "noise: every fault is in the trajectory"
+is "$(jq -r 'select(.kind == "exec") | select(any(.noise[]; .kind == "fail")) | [.observation.status, .observation.exit_code, (.observation.stderr | test("denied|space|timed out|Input/output"))] | join(" ")' "$BODY" | sort -u)" \
+  "RE 1 true" "an injected failure looks like one: RE, exit 1, the error's text on stderr"
+post_json /v1/sessions '{"template":"bash"}'
+Q=$(jb .session_id); mine+=("$Q")
+sx "$Q" '{"shell":"echo quiet"}'
+is "$(jb '.noise // "none"')" none "noise is off by default"
+post_json /v1/sessions '{"noise":{"fail_rate":2,"seed":1}}'
+is "$CODE" 400 "noise: a rate over 1 is refused"
 
 # --- after a daemon restart -----------------------------------------------------------------------
 stop_daemon
