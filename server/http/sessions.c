@@ -151,6 +151,12 @@ static void record_files_step(req *r, sess_entry *se, uint64_t t0)
 	if (!strcmp(step_kind, "write")) {
 		json_object_set_new(action, "bytes", json_integer((json_int_t)r->len));
 		json_object_set_new(action, "sha256", digest_json(r->body ? r->body : "", r->len));
+		/* the content itself up to a cap, for a replay to write it again */
+		if (r->len <= (64u << 10)) {
+			char *b64 = pd_b64_encode(r->body ? r->body : "", r->len);
+			json_object_set_new(action, "content_b64", b64 ? json_string(b64) : json_null());
+			free(b64);
+		}
 	}
 	json_t *obs = json_pack("{s:i}", "http_status", r->status);
 	if (r->status >= 400 && r->resp)
