@@ -254,6 +254,10 @@ typedef struct pd_sandbox_opts {
 	const pd_audit_opts *audit;
 	uint64_t setup_timeout_ms; /* CREATING deadline: a sandbox not READY by then is killed; 0 = 30 s */
 	uint64_t teardown_timeout_ms; /* RECLAIMING deadline for reaping its init; 0 = 10 s */
+	/* a host directory stacked read-only over the image's layers at "/" (a session snapshot
+	 * that forks share: each fork writes to its own upper, none copies it); must outlive the
+	 * sandbox (a reset mounts it again) */
+	const char *top_layer;
 } pd_sandbox_opts;
 
 typedef struct pd_sandbox pd_sandbox;

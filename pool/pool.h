@@ -142,12 +142,17 @@ typedef struct pd_session_opts {
 	 * every step; a trajectory to fast-forward from: steps whose request id it recorded are
 	 * answered from it, not run (pd_session_fast_forward) */
 	const char *group_id, *sample_id, *resume_from;
+	/* a fork: the session's files are the snapshot's (pd_session_snapshot), its template the
+	 * snapshot's; the sandbox is made for it (not from the warm pool) and destroyed after */
+	const char *from_snapshot;
 	pd_noise noise;
 } pd_session_opts;
 
 /* Opens a session: one sandbox held across many execs and file operations. */
 pd_session *pd_session_open(pd_pools *p, const char *template_name, const pd_session_opts *o, pd_err *e);
 const char *pd_session_id(const pd_session *s);
+/* The session's template's name. */
+void pd_session_template(const pd_session *s, char *name, size_t len);
 pd_sandbox *pd_session_sandbox(pd_session *s);
 /* Runs a command. With a request_id seen before, returns the recorded result instead of running
  * it again (a client retrying after a network hiccup must not double side effects). Full output
@@ -196,6 +201,11 @@ int pd_session_digest_fd(int fd, char hex[65]);
 /* Wall clock in microseconds (trajectory times). */
 uint64_t pd_wall_us(void);
 
+/* Snapshot of the session's files (/work, /tmp, the template's cwd; not its processes) as
+ * <state>/snapshots/<name> (NULL: a generated name), kept ttl_s (0: an hour) and at most
+ * max_bytes (0: 1 GiB; EFBIG past it). Returns its description (JSON), or NULL. */
+struct json_t *pd_session_snapshot(pd_session *s, const char *name, uint64_t ttl_s, uint64_t max_bytes,
+				   const char *request_id, pd_err *e);
 /* Marks the session in use for operations on its sandbox made directly (files, stat): fails with
  * EBUSY while another request uses it, ESRCH once it has ended. Pair with pd_session_end. */
 int pd_session_begin(pd_session *s, pd_err *e);

@@ -195,6 +195,11 @@ const char *pd_session_id(const pd_session *s)
 	return s->id;
 }
 
+void pd_session_template(const pd_session *s, char *name, size_t len)
+{
+	snprintf(name, len, "%s", s->pl->t.name);
+}
+
 pd_sandbox *pd_session_sandbox(pd_session *s)
 {
 	return s->sb;
@@ -207,13 +212,33 @@ pd_session *pd_session_open(pd_pools *p, const char *name, const pd_session_opts
 		pd_fail(e, ENOMEM, "session");
 		return NULL;
 	}
-	s->sb = pd_pool_acquire(p, name, NULL, e);
+	if (o && o->from_snapshot) {
+		/* a fork: a new sandbox of the snapshot's template with its tree as a layer */
+		char tree[POOL_PATH], tpl[64];
+		pd_pool *pl = pd_snapshot_tree(p, o->from_snapshot, tree, sizeof tree, tpl, sizeof tpl, e) < 0
+				      ? NULL
+				      : pd_pool_named(p, tpl);
+		if (pl && name && strcmp(name, tpl)) {
+			pd_fail(e, EINVAL, "snapshot %s is of template %s, not %s", o->from_snapshot, tpl, name);
+			pl = NULL;
+		} else if (!pl && !e->code) {
+			pd_fail(e, ENOENT, "snapshot %s: its template %s is gone", o->from_snapshot, tpl);
+		}
+		s->snapshot = pl ? strdup(o->from_snapshot) : NULL;
+		s->top_layer = pl ? strdup(tree) : NULL;
+		s->sb = s->snapshot && s->top_layer ? pd_pool_make_fork(p, pl, s->top_layer, e) : NULL;
+		s->pl = pl;
+	} else {
+		s->sb = pd_pool_acquire(p, name, NULL, e);
+		s->pl = s->sb ? pd_pool_of(p, s->sb) : NULL;
+	}
 	if (!s->sb) {
+		free(s->snapshot);
+		free(s->top_layer);
 		free(s);
 		return NULL;
 	}
 	s->p = p;
-	s->pl = pd_pool_of(p, s->sb);
 	snprintf(s->sandbox_id, sizeof s->sandbox_id, "%s", pd_sandbox_id(s->sb));
 	s->created_us = s->last_used_us = pd_now_us();
 	s->idle_ttl_ms = o && o->idle_ttl_ms ? o->idle_ttl_ms : s->pl->t.session_idle_ttl_ms;
@@ -608,7 +633,9 @@ int pd_session_reset(pd_session *s, const char *rid, pd_err *e)
 	char old_id[40];
 	snprintf(old_id, sizeof old_id, "%s", s->sandbox_id);
 	pd_err re = {0};
-	int rc = pd_pool_reset(s->pl, s->sb, &re);
+	/* a fork's fresh state is its snapshot: the root again over the same layers, no template
+	 * files placed over the snapshot's */
+	int rc = s->snapshot ? pd_sandbox_reset(s->sb, &re) : pd_pool_reset(s->pl, s->sb, &re);
 	if (rc < 0) {
 		/* refused (a writable bind, the host's network) or failed: the fresh state is a new
 		 * sandbox of the template; the old one goes to the reclaimer, which destroys it */
@@ -645,6 +672,8 @@ static void session_free(pd_session *s)
 	}
 	rm_dir(s->dir);
 	free(s->metadata);
+	free(s->snapshot);
+	free(s->top_layer);
 	free(s);
 }
 
@@ -684,7 +713,10 @@ void pd_sessions_expire_locked(pd_pools *p, uint64_t now)
 				pl->in_use--;
 			pl->st.expired++;
 		}
-		pd_pool_reclaim_locked(p, pl ? pl : s->pl, s->sb);
+		if (s->snapshot)
+			pd_pool_discard_locked(p, s->pl, s->sb); /* a fork's sandbox is never reused */
+		else
+			pd_pool_reclaim_locked(p, pl ? pl : s->pl, s->sb);
 	}
 }
 

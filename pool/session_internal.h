@@ -53,6 +53,8 @@ struct pd_session {
 	pd_traj_index *resume;
 	char resume_id[64], group_id[128], sample_id[128];
 	pd_noise noise;
+	char *snapshot;  /* a fork: the snapshot it was made from (kept while the session lives) */
+	char *top_layer; /* and its tree, the sandbox's top layer (pd_sandbox_opts.top_layer) */
 	struct pd_session *next;
 };
 
@@ -66,6 +68,9 @@ void session_leave(pd_session *s);
  * else the list of faults injected (empty if none this time). */
 json_t *session_noise_before(pd_session *s, unsigned n, const pd_exec_opts *x, pd_result *r, bool *skip);
 void session_noise_after(pd_session *s, unsigned n, pd_result *r, json_t *list);
+
+/* snapshot.c: the tree of snapshot name and its template (ENOENT once expired) */
+int pd_snapshot_tree(pd_pools *p, const char *name, char *tree, size_t len, char *tpl, size_t tlen, pd_err *e);
 
 /* session_traj.c */
 int session_traj_open(pd_session *s, const pd_session_opts *o, pd_err *e);

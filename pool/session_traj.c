@@ -61,6 +61,8 @@ int session_traj_open(pd_session *s, const pd_session_opts *o, pd_err *e)
 		json_object_set_new(h, "group_id", json_string(s->group_id));
 	if (s->sample_id[0])
 		json_object_set_new(h, "sample_id", json_string(s->sample_id));
+	if (s->snapshot)
+		json_object_set_new(h, "from_snapshot", json_string(s->snapshot));
 	if (s->resume_id[0])
 		json_object_set_new(h, "resumed_from", json_string(s->resume_id));
 	if (s->noise.on)

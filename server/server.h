@@ -223,6 +223,9 @@ void pd_session_query_set(pd_session_query *q, const char *key, const char *valu
 typedef struct pd_session_create_req {
 	char template_name[64]; /* default "bash" */
 	char group_id[128], sample_id[128], resume_from[64]; /* "" = none; o's pointers point here */
+	char from_snapshot[64]; /* "" = none */
+	bool template_given;    /* "template" was in the body (a fork takes its snapshot's) */
+	unsigned count;         /* sessions to open (1 to 64); 0 = not given (one, answered alone) */
 	pd_session_opts o;      /* TTLs in ms (0 = the template's); o.metadata is compact JSON, owned */
 } pd_session_create_req;
 int pd_session_create_parse(const char *body, size_t len, pd_session_create_req *q, pd_err *e);

@@ -165,6 +165,15 @@ static int episode_fields(json_t *b, pd_session_create_req *q, pd_err *e)
 	q->o.group_id = q->group_id[0] ? q->group_id : NULL;
 	q->o.sample_id = q->sample_id[0] ? q->sample_id : NULL;
 	q->o.resume_from = q->resume_from[0] ? q->resume_from : NULL;
+	if (opt_text(b, "from_snapshot", q->from_snapshot, sizeof q->from_snapshot, e) < 0)
+		return -1;
+	q->o.from_snapshot = q->from_snapshot[0] ? q->from_snapshot : NULL;
+	json_t *count = json_object_get(b, "count");
+	if (count && !json_is_null(count)) {
+		if (!json_is_integer(count) || json_integer_value(count) < 1 || json_integer_value(count) > 64)
+			return pd_refuse(e, "count: must be an integer from 1 to 64");
+		q->count = (unsigned)json_integer_value(count);
+	}
 	json_t *n = json_object_get(b, "noise");
 	if (!n || json_is_null(n))
 		return 0;
@@ -204,6 +213,7 @@ int pd_session_create_parse(const char *body, size_t len, pd_session_create_req 
 				      sizeof q->template_name - 1);
 		}
 		memcpy(q->template_name, json_string_value(t), json_string_length(t) + 1);
+		q->template_given = true;
 	}
 	/* the templates file's bound on session durations: 10^12 s */
 	if (seconds(b, "ttl", 1e12, &q->o.idle_ttl_ms, e) < 0 ||

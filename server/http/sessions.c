@@ -316,6 +316,7 @@ static void session_output(req *r, sess_entry *se)
 }
 
 static void session_create(req *r);
+static void session_delete_quiet(pd_server *s, const char *id);
 
 static void session_reset(req *r, sess_entry *se)
 {
@@ -371,6 +372,8 @@ static void *session_op_main(void *arg)
 		session_output(r, se);
 	else if (!strcmp(op, "reset") && !strcmp(r->method, "POST"))
 		session_reset(r, se);
+	else if (!strcmp(op, "snapshot") && !strcmp(r->method, "POST"))
+		session_snapshot(r, se);
 	else
 		http_set_error(r, 404, "no such session operation: %s %s", r->method, op);
 	struct MHD_Connection *conn = r->conn; /* r belongs to the event thread once resumed */
@@ -419,30 +422,19 @@ static void session_async(req *r)
 	pthread_attr_destroy(&at);
 }
 
-static void session_create(req *r)
+/* Opens one session for q and files it in the table: its description, or NULL with the answer's
+ * status and e filled. */
+static json_t *open_one(pd_server *s, pd_session_create_req *q, int *status, pd_err *e)
 {
-	pd_server *s = r->srv;
-	pd_session_create_req q;
-	pd_err e = {0};
-	if (pd_session_create_parse(r->body, r->len, &q, &e) < 0) {
-		http_set_error(r, 400, "%s", e.msg);
-		return;
-	}
-	char why[300];
-	if (conns_fds_short(s, q.template_name, why, sizeof why)) {
-		pd_session_create_req_free(&q);
-		r->retry_after = 2;
-		http_set_error(r, 503, "%s", why);
-		return;
-	}
 	/* the acquire may create a sandbox on the spot: this runs on the operation's own thread */
-	pd_session *ss = pd_session_open(s->pools, q.template_name, &q.o, &e);
-	pd_session_create_req_free(&q);
-	const char *tpl = q.template_name;
+	pd_session *ss = pd_session_open(s->pools, q->from_snapshot[0] && !q->template_given ? NULL : q->template_name,
+					 &q->o, e);
 	if (!ss) {
-		http_set_error(r, e.code == ENOENT ? 400 : 503, "%s", e.msg);
-		return;
+		*status = e->code == ENOENT || e->code == EINVAL ? 400 : 503;
+		return NULL;
 	}
+	char tpl[64];
+	pd_session_template(ss, tpl, sizeof tpl);
 	pthread_mutex_lock(&s->mu);
 	sess_entry *slot = NULL;
 	for (int i = 0; i < MAX_SESSIONS && !slot; i++)
@@ -475,14 +467,84 @@ static void session_create(req *r)
 	pthread_mutex_unlock(&s->mu);
 	if (!slot) {
 		pd_session_close(ss);
-		r->retry_after = 5;
-		http_set_error(r, 503, "too many open sessions (%d): close some", MAX_SESSIONS);
-		return;
+		*status = 503;
+		pd_fail(e, EAGAIN, "too many open sessions (%d): close some", MAX_SESSIONS);
+		return NULL;
 	}
 	pd_log("info", "session opened", PD_LS("session_id", pd_session_id(ss)),
 	       PD_LS("sandbox_id", pd_sandbox_id(pd_session_sandbox(ss))), PD_LS("template", tpl));
-	http_set_json(r, 201, json_pack("{s:s,s:s,s:s}", "session_id", pd_session_id(ss), "sandbox_id",
-				   pd_sandbox_id(pd_session_sandbox(ss)), "template", tpl));
+	json_t *o = json_pack("{s:s,s:s,s:s}", "session_id", pd_session_id(ss), "sandbox_id",
+			      pd_sandbox_id(pd_session_sandbox(ss)), "template", tpl);
+	if (q->from_snapshot[0])
+		json_object_set_new(o, "from_snapshot", json_string(q->from_snapshot));
+	return o;
+}
+
+static void session_create(req *r)
+{
+	pd_server *s = r->srv;
+	pd_session_create_req q;
+	pd_err e = {0};
+	if (pd_session_create_parse(r->body, r->len, &q, &e) < 0) {
+		http_set_error(r, 400, "%s", e.msg);
+		return;
+	}
+	char why[300];
+	if (conns_fds_short(s, q.template_name, why, sizeof why)) {
+		pd_session_create_req_free(&q);
+		r->retry_after = 2;
+		http_set_error(r, 503, "%s", why);
+		return;
+	}
+	unsigned n = q.count ? q.count : 1;
+	json_t *list = json_array();
+	int status = 0;
+	for (unsigned i = 0; i < n; i++) {
+		json_t *one = open_one(s, &q, &status, &e);
+		if (!one)
+			break;
+		json_array_append_new(list, one);
+	}
+	pd_session_create_req_free(&q);
+	if (json_array_size(list) < n) {
+		/* all or none: a group short of sessions is not the group asked for */
+		size_t i;
+		json_t *one;
+		json_array_foreach(list, i, one) {
+			char rest[80];
+			snprintf(rest, sizeof rest, "/v1/sessions/%s", json_string_value(json_object_get(one, "session_id")));
+			session_delete_quiet(s, rest + strlen("/v1/sessions/"));
+		}
+		json_decref(list);
+		if (status == 503)
+			r->retry_after = 5;
+		http_set_error(r, status ? status : 503, "%s", e.msg);
+		return;
+	}
+	if (q.count)
+		http_set_json(r, 201, json_pack("{s:o}", "sessions", list));
+	else {
+		json_t *one = json_incref(json_array_get(list, 0));
+		json_decref(list);
+		http_set_json(r, 201, one);
+	}
+}
+
+/* Closes a session no request uses yet (one of a group that could not be opened whole). */
+static void session_delete_quiet(pd_server *s, const char *id)
+{
+	pthread_mutex_lock(&s->mu);
+	sess_entry *se = find_session(s, id);
+	pd_session *ss = NULL;
+	if (se && se->ops)
+		se->closing = true;
+	else if (se) {
+		ss = se->s;
+		se->s = NULL;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (ss)
+		pd_session_close(ss);
 }
 
 static void session_delete(req *r, const char *id)
