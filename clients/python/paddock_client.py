@@ -111,23 +111,21 @@ class Client:
         return [json.loads(l) for l in text.splitlines() if l.strip()]
 
     # ---- judge (POST /v1/judge, issue 21) -------------------------------------------------------
-    def judge(self, problem, code=None, language=None, files=None, group_id=None, sample_id=None, **kw):
-        """Judges a submission against a problem (a reference or an inline problem) in a sandbox of
-        its own; returns the judged record (verdict, reward, tests)."""
-        body = {"problem": problem}
-        sub = {}
-        if code is not None:
-            sub["code"] = code
-        if language is not None:
-            sub["language"] = language
-        if files is not None:
-            sub["files"] = files
-        body["submission"] = sub
+    def judge(self, problem, code, language, group_id=None, sample_id=None, **kw):
+        """Judges a submission (code in language) against a problem: a problem id (str) or an
+        inline problem (dict: {"tests": [{"input", "output"}], "checker": {...}, "limits": {...}}),
+        in sandboxes of its own (POST /v1/judge); returns the judged record (verdict, reward,
+        tests). kw: problem_version, task_id, priority, deadline_ms, cache, stop_at_first_failure."""
+        body = {"language": language, "code": code}
+        if isinstance(problem, str):
+            body["problem_id"] = problem
+        else:
+            body["problem"] = problem
         if group_id is not None:
             body["group_id"] = group_id
         if sample_id is not None:
             body["sample_id"] = sample_id
-        body.update(kw)
+        body.update({k: v for k, v in kw.items() if v is not None})
         return self.request("POST", "/v1/judge", body)
 
     def health(self):

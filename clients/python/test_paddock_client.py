@@ -183,7 +183,12 @@ class ClientTest(unittest.TestCase):
             if e.status == 404 and "no such endpoint" in e.message:
                 self.skipTest("POST /v1/judge is not in this daemon")
             raise
-        self.assertIn("verdict", rec)
+        self.assertEqual(rec["verdict"]["output"]["status"], "pass")
+        self.assertEqual(rec["reward"], 1)
+        wrong = self.c.judge({"tests": [{"input": "1 2\n", "output": "3\n"}]}, code="print(4)\n",
+                             language="python", group_id="g", sample_id="2")
+        self.assertEqual(wrong["verdict"]["output"]["status"], "fail")
+        self.assertEqual(wrong["reward"], 0)
 
 
 if __name__ == "__main__":
