@@ -254,6 +254,10 @@ typedef struct pd_sandbox_opts {
 	const pd_audit_opts *audit;
 	uint64_t setup_timeout_ms; /* CREATING deadline: a sandbox not READY by then is killed; 0 = 30 s */
 	uint64_t teardown_timeout_ms; /* RECLAIMING deadline for reaping its init; 0 = 10 s */
+	/* a host directory stacked read-only over the image's layers at "/" (a session snapshot
+	 * that forks share: each fork writes to its own upper, none copies it); must outlive the
+	 * sandbox (a reset mounts it again) */
+	const char *top_layer;
 } pd_sandbox_opts;
 
 typedef struct pd_sandbox pd_sandbox;
@@ -302,11 +306,16 @@ typedef struct pd_exec_opts {
 	uint64_t output_kill_bytes; /* 0 = the sandbox's limit */
 	const pd_audit_opts *audit; /* this exec's audit, over the sandbox's (a pooled sandbox's
 				     * request); NULL = the sandbox's */
+	/* a time or output limit kills this exec's program and every process of its session
+	 * (not those an earlier exec left, nor init) and the sandbox stays READY; if they cannot
+	 * all be killed within the teardown timeout, the sandbox is killed as without it */
+	bool step_kill;
 } pd_exec_opts;
 
 /* Runs one command in the sandbox and fills *r. Returns 0 when a result was produced (whatever the
- * program's status, XX included), -1 when the call itself was invalid. A TO, ML or OL kills the
- * whole sandbox: it is then TIMED_OUT and accepts no further exec. */
+ * program's status, XX included), -1 when the call itself was invalid. A TO or OL kills the
+ * whole sandbox (it is then TIMED_OUT and accepts no further exec) unless x->step_kill; an ML is
+ * the kernel's OOM kill of a process, the sandbox stays READY unless its init died. */
 int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *x, pd_result *r, pd_err *e);
 
 /* Makes a READY sandbox indistinguishable from a fresh one, for its next user: every process

@@ -151,6 +151,34 @@ static int prepare(pd_pool *pl, pd_sandbox *s, warm_kind warm, pd_err *e)
 	return pd_sandbox_rewind_pids(s, e);
 }
 
+int pd_pool_reset(pd_pool *pl, pd_sandbox *s, pd_err *e)
+{
+	if (pd_sandbox_reset(s, e) < 0)
+		return -1;
+	return prepare(pl, s, WARM_NONE, e);
+}
+
+pd_sandbox *pd_pool_make_fork(pd_pools *p, pd_pool *pl, const char *top_layer, pd_err *e)
+{
+	pd_sandbox_opts o = pl->sopts;
+	o.top_layer = top_layer;
+	pd_sandbox *s = pd_sandbox_create(p->ctx, &o, e);
+	if (!s)
+		return NULL;
+	/* no owner: released, it is destroyed, never filed READY for the template's next user; the
+	 * template's files are in the snapshot already, as the session had them */
+	if (pl->t.cwd && strcmp(pl->t.cwd, "/work") && pd_sandbox_mkdir(s, pl->t.cwd, 0755, e) < 0) {
+		pd_sandbox_destroy(s, NULL, 0);
+		return NULL;
+	}
+	return s;
+}
+
+pd_pool *pd_pool_named(pd_pools *p, const char *name)
+{
+	return find(p, name);
+}
+
 /* Creates a sandbox for the template and places what the template puts in it before use. */
 pd_sandbox *pd_pool_make(pd_pools *p, pd_pool *pl, pd_err *e)
 {
@@ -345,6 +373,11 @@ static void reclaim_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s, bool no_reus
 void pd_pool_reclaim_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
 {
 	reclaim_locked(p, pl, s, false);
+}
+
+void pd_pool_discard_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
+{
+	reclaim_locked(p, pl, s, true);
 }
 
 static void reclaim_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s, bool no_reuse)

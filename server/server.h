@@ -207,6 +207,7 @@ typedef struct pd_session_query {
 	char request_id[128];  /* output: at most 127 bytes, no NUL */
 	bool stderr_stream;    /* output: stream=stderr (else stdout, the default) */
 	bool list;             /* files: "1" or "true" */
+	char step_id[128];     /* the step's request id: the X-Request-Id header, at most 127 bytes */
 	char error[200];       /* the first parameter refused, "" when all are good */
 } pd_session_query;
 
@@ -216,9 +217,15 @@ typedef struct pd_session_query {
  * the session operation answers 400 with it. */
 void pd_session_query_set(pd_session_query *q, const char *key, const char *value, size_t len);
 
-/* POST /v1/sessions: {"template", "ttl", "max_lifetime", "metadata"}; an empty body is {}. */
+/* POST /v1/sessions: {"template", "ttl", "max_lifetime", "metadata", "end_on_limit", "group_id",
+ * "sample_id", "resume_from", "noise": {"seed", "latency_ms", "fail_rate", "truncate_rate"}};
+ * an empty body is {}. */
 typedef struct pd_session_create_req {
 	char template_name[64]; /* default "bash" */
+	char group_id[128], sample_id[128], resume_from[64]; /* "" = none; o's pointers point here */
+	char from_snapshot[64]; /* "" = none */
+	bool template_given;    /* "template" was in the body (a fork takes its snapshot's) */
+	unsigned count;         /* sessions to open (1 to 64); 0 = not given (one, answered alone) */
 	pd_session_opts o;      /* TTLs in ms (0 = the template's); o.metadata is compact JSON, owned */
 } pd_session_create_req;
 int pd_session_create_parse(const char *body, size_t len, pd_session_create_req *q, pd_err *e);

@@ -209,6 +209,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		if (MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND, keys[i], strlen(keys[i]), &v, &vlen) == MHD_YES)
 			pd_session_query_set(&r->q, keys[i], v, vlen);
 	}
+	{
+		const char *v = NULL;
+		size_t vlen = 0;
+		if (MHD_lookup_connection_value_n(c, MHD_HEADER_KIND, "X-Request-Id", 12, &v, &vlen) == MHD_YES)
+			pd_session_query_set(&r->q, "X-Request-Id", v, vlen);
+	}
 	http_route(r, url, method);
 	if (r->suspended)
 		return MHD_YES;

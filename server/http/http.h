@@ -133,6 +133,10 @@ void sessions_create(req *r, const char *url, const char *method);
 void sessions_list(req *r, const char *url, const char *method);
 /* /v1/sessions/<id>[/<op>], any method */
 void sessions_op(req *r, const char *url, const char *method);
+/* trajectory.c: GET /v1/sessions/<id>/trajectory */
+void trajectory_get(req *r, const char *id);
+/* snapshots.c: POST /v1/sessions/<id>/snapshot */
+void session_snapshot(req *r, sess_entry *se);
 /* Waits until no session operation runs (pd_server_stop, once no new request can start one). */
 void sessions_drain(pd_server *s);
 
