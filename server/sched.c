@@ -232,7 +232,9 @@ static void finish(pd_sched *s, pd_job *j)
 		if (pd_store_put(s->store, j, j->node[0] ? j->node : host, &e) < 0) {
 			j->store_errno = e.code ? e.code : EIO;
 			snprintf(j->store_error, sizeof j->store_error, "%s", e.msg);
-			pd_log("error", "store", PD_LS("task_id", j->task_id), PD_LS("error", e.msg));
+			/* EEXIST: cluster mode's second record of a request, refused as it should be */
+			pd_log(e.code == EEXIST ? "info" : "error", "store", PD_LS("task_id", j->task_id),
+			       PD_LS("error", e.msg));
 		}
 	}
 	if (s->metrics)
