@@ -61,6 +61,7 @@ struct cl_task {
 	char origin[64];
 	char kind[16];
 	char token[40]; /* this attempt's mark in its claim: tells our claim from another node's */
+	char *value;    /* the result value claimed, sent with the note to the origin */
 	cl_task *next;
 };
 
@@ -130,13 +131,9 @@ static int result_get(pd_cluster *c, const char *request_id, char **val, size_t 
 	return *val ? 1 : -1;
 }
 
-/* Answers every waiter of request_id from its stored result, if there is one now. */
-static void deliver(pd_cluster *c, const char *request_id)
+/* Answers every waiter of request_id with the result value val (taken). */
+static void deliver_value(pd_cluster *c, const char *request_id, char *val, size_t len)
 {
-	char *val = NULL;
-	size_t len = 0;
-	if (result_get(c, request_id, &val, &len) != 1)
-		return;
 	pthread_mutex_lock(&c->mu);
 	cl_waiter *mine = NULL;
 	for (cl_waiter **pp = &c->waiters; *pp;) {
@@ -159,6 +156,15 @@ static void deliver(pd_cluster *c, const char *request_id)
 		free(w);
 	}
 	free(val);
+}
+
+/* Answers every waiter of request_id from its stored result, if there is one now. */
+static void deliver(pd_cluster *c, const char *request_id)
+{
+	char *val = NULL;
+	size_t len = 0;
+	if (result_get(c, request_id, &val, &len) == 1)
+		deliver_value(c, request_id, val, len);
 }
 
 /* ---- the edge: submit, publish, wait ------------------------------------------------------- */
@@ -210,8 +216,10 @@ void pd_cluster_submit(pd_cluster *c, const char *kind, const char *body, size_t
 	pthread_mutex_unlock(&c->mu);
 }
 
-/* Publishes until the broker takes it (a broker restart is waited out) or gives up. */
-static bool publish(pd_cluster *c, const cl_submit *q)
+/* Publishes until the broker takes it (a broker restart is waited out) or gives up: 1 published,
+ * 2 a duplicate the stream's window absorbed, 0 not published. No look at the results bucket
+ * first: the message id does the duplicate check in the same round trip. */
+static int publish(pd_cluster *c, const cl_submit *q)
 {
 	char subject[64];
 	snprintf(subject, sizeof subject, "paddock.work.%s", q->kind);
@@ -235,14 +243,15 @@ static bool publish(pd_cluster *c, const cl_submit *q)
 			s = N.js_PublishMsg(&pa, c->js, m, &po, &je);
 		N.natsMsg_Destroy(m);
 		if (s == NATS_OK) {
+			bool dup = pa && pa->Duplicate;
 			pthread_mutex_lock(&c->mu);
-			if (pa && pa->Duplicate)
+			if (dup)
 				c->dup_published++;
 			else
 				c->published++;
 			pthread_mutex_unlock(&c->mu);
 			N.jsPubAck_Destroy(pa);
-			return true;
+			return dup ? 2 : 1;
 		}
 		pthread_mutex_lock(&c->mu);
 		c->publish_failures++;
@@ -251,7 +260,7 @@ static bool publish(pd_cluster *c, const cl_submit *q)
 		if (stop || cl_wall_ms() >= until) {
 			pd_log("warn", "cluster: work not published", PD_LS("request_id", q->request_id),
 			       PD_LS("error", cl_status(s)));
-			return false;
+			return 0;
 		}
 		usleep(250 * 1000);
 	}
@@ -274,16 +283,7 @@ static void *publisher_main(void *arg)
 			c->subq_tail = NULL;
 		pthread_mutex_unlock(&c->mu);
 
-		char *val = NULL;
-		size_t vlen = 0;
-		if (result_get(c, q->request_id, &val, &vlen) == 1) {
-			/* a request answered already (a retry, here or through another node): its first result */
-			pthread_mutex_lock(&c->mu);
-			c->dup_answered++;
-			pthread_mutex_unlock(&c->mu);
-			answer_from_value(val, vlen, q->cb, q->arg);
-			free(val);
-		} else {
+		{
 			/* waiting before publishing: the result may be announced before publish returns */
 			cl_waiter *w = calloc(1, sizeof *w);
 			if (!w) {
@@ -300,7 +300,15 @@ static void *publisher_main(void *arg)
 				c->waiters = w;
 				c->nwaiting++;
 				pthread_mutex_unlock(&c->mu);
-				if (!publish(c, q)) {
+				int pub = publish(c, q);
+				if (pub == 2) {
+					/* the stream knew the id (a retry, here or through another node): its
+					 * result may be there already; if not, the poller looks again */
+					pthread_mutex_lock(&c->mu);
+					c->dup_answered++;
+					pthread_mutex_unlock(&c->mu);
+					deliver(c, q->request_id);
+				} else if (!pub) {
 					bool found = false;
 					pthread_mutex_lock(&c->mu);
 					for (cl_waiter **pp = &c->waiters; *pp; pp = &(*pp)->next)
@@ -336,7 +344,10 @@ static void on_notify(natsConnection *nc, natsSubscription *sub, natsMsg *m, voi
 	(void)sub;
 	pd_cluster *c = arg;
 	int n = N.natsMsg_GetDataLength(m);
-	if (n > 0 && n < 128) {
+	char *note = n > 0 ? malloc((size_t)n + 1) : NULL;
+	if (note) {
+		memcpy(note, N.natsMsg_GetData(m), (size_t)n);
+		note[n] = 0;
 		pthread_mutex_lock(&c->mu);
 		if (c->nready == c->ready_cap) {
 			size_t cap = c->ready_cap ? c->ready_cap * 2 : 256;
@@ -347,11 +358,12 @@ static void on_notify(natsConnection *nc, natsSubscription *sub, natsMsg *m, voi
 			}
 		}
 		if (c->nready < c->ready_cap) {
-			memcpy(c->ready[c->nready], N.natsMsg_GetData(m), (size_t)n);
-			c->ready[c->nready++][n] = 0;
+			c->ready[c->nready++] = note;
+			note = NULL;
 			pthread_cond_broadcast(&c->cv);
 		}
 		pthread_mutex_unlock(&c->mu);
+		free(note); /* no memory to keep it: the poller's later look finds the result */
 	}
 	N.natsMsg_Destroy(m);
 }
@@ -361,7 +373,7 @@ static void on_notify(natsConnection *nc, natsSubscription *sub, natsMsg *m, voi
 static void *poller_main(void *arg)
 {
 	pd_cluster *c = arg;
-	char (*batch)[128] = NULL;
+	char **batch = NULL;
 	size_t cap = 0;
 	pthread_mutex_lock(&c->mu);
 	while (!(c->stopping && !c->waiters)) {
@@ -400,8 +412,24 @@ static void *poller_main(void *arg)
 			}
 		bool stopping = c->stopping;
 		pthread_mutex_unlock(&c->mu);
-		for (size_t i = 0; i < n; i++)
-			deliver(c, batch[i]);
+		for (size_t i = 0; i < n; i++) {
+			/* "ID\nVALUE": the result came with the note; "ID": read it from the bucket */
+			char *nl = strchr(batch[i], '\n');
+			if (nl) {
+				*nl = 0;
+				size_t vlen = strlen(nl + 1);
+				char *val = malloc(vlen + 1);
+				if (val) {
+					memcpy(val, nl + 1, vlen + 1);
+					deliver_value(c, batch[i], val, vlen);
+				} else {
+					deliver(c, batch[i]);
+				}
+			} else {
+				deliver(c, batch[i]);
+			}
+			free(batch[i]);
+		}
 		for (size_t i = 0; i < ndue; i++)
 			deliver(c, due[i]);
 		pthread_mutex_lock(&c->mu);
@@ -510,15 +538,26 @@ static int claim(const pd_job *j, void *arg, pd_err *e)
 	if (!val)
 		return pd_fail(e, ENOMEM, "result");
 	int rc = claim_put(t->c, t->request_id, t->token, val, len, e);
-	free(val);
+	free(t->value);
+	t->value = rc == 0 ? val : NULL;
+	if (rc < 0)
+		free(val);
 	return rc;
 }
 
-static void notify(pd_cluster *c, const char *origin, const char *request_id)
+/* "Ready" to the origin node: the request id, and the result value when this node has it (the
+ * origin answers without a read of the bucket). */
+static void notify(pd_cluster *c, const char *origin, const char *request_id, const char *value)
 {
 	char subject[128];
 	snprintf(subject, sizeof subject, CL_NOTIFY_PREFIX "%s", origin);
-	N.natsConnection_Publish(c->nc, subject, request_id, (int)strlen(request_id));
+	char *note = NULL;
+	int n = value ? asprintf(&note, "%s\n%s", request_id, value) : -1;
+	if (n > 0 && (c->max_payload <= 0 || n < c->max_payload))
+		N.natsConnection_Publish(c->nc, subject, note, n);
+	else
+		N.natsConnection_Publish(c->nc, subject, request_id, (int)strlen(request_id));
+	free(note);
 }
 
 static void task_end(pd_cluster *c, cl_task *t)
@@ -533,6 +572,7 @@ static void task_end(pd_cluster *c, cl_task *t)
 	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->mu);
 	N.natsMsg_Destroy(t->m);
+	free(t->value);
 	free(t);
 }
 
@@ -557,7 +597,7 @@ static void task_done(pd_job *j, void *arg)
 	}
 	pthread_mutex_unlock(&c->mu);
 	if (recorded || elsewhere)
-		notify(c, t->origin, t->request_id);
+		notify(c, t->origin, t->request_id, recorded ? t->value : NULL);
 	pd_job_free(j);
 	task_end(c, t);
 }
@@ -587,7 +627,7 @@ static void answer_refusal(pd_cluster *c, cl_task *t, const char *msg)
 	pd_err e = {0};
 	if (val && claim_put(c, t->request_id, t->token, val, len, &e) == 0) {
 		N.natsMsg_Ack(t->m, NULL);
-		notify(c, t->origin, t->request_id);
+		notify(c, t->origin, t->request_id, NULL);
 	}
 	free(val);
 	task_end(c, t);
@@ -645,7 +685,7 @@ static void take_task(pd_cluster *c, natsMsg *m)
 			N.natsMsg_Ack(m, NULL);
 			c->already_recorded++;
 			pthread_mutex_unlock(&c->mu);
-			notify(c, t->origin, t->request_id);
+			notify(c, t->origin, t->request_id, NULL);
 			task_end(c, t);
 			return;
 		}
@@ -985,6 +1025,8 @@ void pd_cluster_free(pd_cluster *c)
 	}
 	if (c->nopts)
 		N.natsOptions_Destroy(c->nopts);
+	for (size_t i = 0; i < c->nready; i++)
+		free(c->ready[i]);
 	free(c->ready);
 	pthread_mutex_destroy(&c->mu);
 	pthread_cond_destroy(&c->cv);

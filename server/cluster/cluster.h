@@ -52,7 +52,7 @@ struct pd_cluster {
 	cl_submit *subq, *subq_tail;
 	cl_waiter *waiters; /* requests this node's clients wait for */
 	unsigned nwaiting;
-	char (*ready)[128]; /* request ids announced ready, for the poller */
+	char **ready; /* "ready" notes (malloc'd), for the poller */
 	size_t nready, ready_cap;
 	cl_task *tasks; /* pulled and not yet acked */
 	unsigned ntasks;
