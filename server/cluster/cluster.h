@@ -1,7 +1,8 @@
 /* Cluster mode's internals, shared by the files of server/cluster/:
  *   nats_dl.c   libnats loaded on first use (nats_dl.h says why)
- *   bridge.c    the node: connection, streams and buckets, the edge (submit, wait for results),
- *               the executor (pull as slots free, run, record once, answer, ack)
+ *   bridge.c    the node: connection, stream and buckets, threads, start and stop; the design
+ *   edge.c      the edge: submit, publish with the request id, wait for the answer
+ *   executor.c  the executor: pull as slots free, run, record once with the claim, ack, note
  *   nodes.c     liveness: heartbeats into a bucket with a TTL, the node list, session routing,
  *               the node's metrics
  *   httpc.c     the small HTTP client forwarding uses (and paddock run --cluster)
@@ -70,6 +71,19 @@ void cl_result_key(const char *request_id, char *key, size_t len);
 /* A status's text, for logs and errors. */
 const char *cl_status(natsStatus s);
 uint64_t cl_wall_ms(void);
+
+/* edge.c */
+/* The stored answer of a request id: 1 (and *val, malloc'd), 0 none, -1 the broker did not say. */
+int cl_result_get(pd_cluster *c, const char *request_id, char **val, size_t *len);
+void *cl_publisher_main(void *arg);
+void *cl_poller_main(void *arg);
+void cl_on_notify(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *arg);
+/* Answers what was submitted and not yet published (503: shutting down). */
+void cl_edge_drain(pd_cluster *c);
+
+/* executor.c */
+void *cl_puller_main(void *arg);
+void *cl_ticker_main(void *arg);
 
 /* nodes.c */
 void cl_heartbeat(pd_cluster *c);
