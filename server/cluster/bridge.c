@@ -30,10 +30,6 @@
 
 #define N pd_nats
 
-
-
-
-
 uint64_t cl_wall_ms(void)
 {
 	struct timeval tv;
