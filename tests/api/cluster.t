@@ -15,7 +15,7 @@ if ! [ -e /usr/lib/x86_64-linux-gnu/libnats.so.3.4 ] && ! ldconfig -p | grep -q 
   echo "1..0 # SKIP libnats3.4 is missing (scripts/install-deps.sh installs it)"
   exit 0
 fi
-plan 33
+plan 34
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 NPORT=$(free_port)
@@ -124,7 +124,10 @@ post_json /v1/runs '{"request_id":"dup-2","language":"bash","code":"echo $RANDOM
 first=$(jb .run.stdout)
 U=${NURL[c]} post_json /v1/runs '{"request_id":"dup-2","language":"bash","code":"echo $RANDOM$RANDOM"}'
 is "$(jb .run.stdout)|$(jb .request_id)" "$first|dup-2" "a body request_id (native) through node c: the first run's output"
-is "$(records dup-)" "2 2 1" "the two ids are recorded once each across the three stores"
+U=${NURL[b]} req POST /api/v2/execute -H 'X-Request-Id: dup-3' \
+  --data-binary '{"language":"bash","version":"*","files":[{"content":"echo piston"}]}'
+is "$CODE|$(jb .run.stdout)" "200|piston" "Piston's /api/v2/execute through node b runs on the cluster"
+is "$(records dup-)" "3 3 1" "the three ids are recorded once each across the three stores"
 
 # --- a batch of 2,000 through one node ----------------------------------------------------------------
 make_batch b1 "$TMPD/b1.jsonl"
