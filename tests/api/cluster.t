@@ -15,7 +15,7 @@ if ! [ -e /usr/lib/x86_64-linux-gnu/libnats.so.3.4 ] && ! ldconfig -p | grep -q 
   echo "1..0 # SKIP libnats3.4 is missing (scripts/install-deps.sh installs it)"
   exit 0
 fi
-plan 34
+plan 36
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 NPORT=$(free_port)
@@ -129,6 +129,19 @@ U=${NURL[b]} req POST /api/v2/execute -H 'X-Request-Id: dup-3' \
 is "$CODE|$(jb .run.stdout)" "200|piston" "Piston's /api/v2/execute through node b runs on the cluster"
 is "$(records dup-)" "3 3 1" "the three ids are recorded once each across the three stores"
 
+# --- a run longer than the ack wait (3 s): in-progress acks keep it on its node ----------------
+redeliveries() {
+  local n v sum=0
+  for n in a b c; do
+    v=$(curl -s "${NURL[$n]}/metrics" | sed -n 's/^paddock_cluster_redelivered_total{node="'$n'"} //p')
+    sum=$((sum + ${v:-0}))
+  done
+  echo "$sum"
+}
+post_json /v1/runs '{"request_id":"long-1","template":"bash","cmd":["sleep","5"]}'
+is "$CODE|$(jb .failure_class)" "200|none" "a 5 s run through a cluster whose ack wait is 3 s: answered"
+is "$(redeliveries)|$(records long-)" "0|1 1 1" "... never given to another node (0 redeliveries), recorded once"
+
 # --- a batch of 2,000 through one node ----------------------------------------------------------------
 make_batch b1 "$TMPD/b1.jsonl"
 "$PADDOCK" run --cluster "${NURL[a]}" -j 24 "$TMPD/b1.jsonl" >"$TMPD/b1.out" 2>"$TMPD/b1.err"
@@ -153,11 +166,7 @@ wait "$RUNPID"
 ok $? "the batch completed ($(head -1 "$TMPD/b2.err"))"
 is "$(check_answers b2 "$TMPD/b2.out")" "2000 2000 0" "every request answered once, none lost"
 is "$(records b2-)" "2000 2000 1" "every request recorded once, none twice"
-redelivered=0
-for n in a b c; do
-  v=$(curl -s "${NURL[$n]}/metrics" | sed -n 's/^paddock_cluster_redelivered_total{node="'$n'"} //p')
-  redelivered=$((redelivered + ${v:-0}))
-done
+redelivered=$(redeliveries)
 ok $([ "$redelivered" -ge 1 ] && echo 0 || echo 1) "the tasks node c held when killed were delivered again ($redelivered redeliveries)"
 
 # --- the same with the broker restarted mid-batch (file storage) ---------------------------------
