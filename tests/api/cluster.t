@@ -138,7 +138,7 @@ redeliveries() {
   done
   echo "$sum"
 }
-post_json /v1/runs '{"request_id":"long-1","template":"bash","cmd":["sleep","5"]}'
+post_json /v1/runs '{"request_id":"long-1","template":"bash","cmd":["sleep","5"],"limits":{"wall_time":20}}'
 is "$CODE|$(jb .failure_class)" "200|none" "a 5 s run through a cluster whose ack wait is 3 s: answered"
 is "$(redeliveries)|$(records long-)" "0|1 1 1" "... never given to another node (0 redeliveries), recorded once"
 
