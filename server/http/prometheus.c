@@ -152,11 +152,13 @@ static char *pool_metrics(pd_server *s)
 char *prometheus_text(pd_server *s)
 {
 	char *sm = pd_sched_metrics(s->sched), *pm = pool_metrics(s);
+	char *cm = s->cluster ? pd_cluster_metrics(s->cluster) : NULL;
 	char *extra = NULL;
-	if (asprintf(&extra, "%s%s", sm ? sm : "", pm ? pm : "") < 0)
+	if (asprintf(&extra, "%s%s%s", sm ? sm : "", pm ? pm : "", cm ? cm : "") < 0)
 		extra = NULL;
 	free(sm);
 	free(pm);
+	free(cm);
 	char *text = pd_metrics_render(s->metrics, extra);
 	free(extra);
 	return text;
