@@ -23,7 +23,7 @@ CFLAGS  ?= -O2 -g -D_FORTIFY_SOURCE=2
 override CFLAGS += -std=gnu11 $(WARN) -fstack-protector-strong -fPIE -Ilib -Ipool -Iserver
 LDFLAGS += -pie -Wl,-z,relro,-z,now
 # libmicrohttpd is not linked: server/mhd.c loads it when a server starts (see mhd.h)
-LDLIBS  := -lsqlite3 -lseccomp -ljansson -lpthread
+LDLIBS  := -lsqlite3 -lseccomp -ljansson -larchive -lcrypto -lpthread
 
 LIB_SRC := $(wildcard lib/*.c lib/*/*.c)
 POOL_SRC := $(wildcard pool/*.c pool/*/*.c)
