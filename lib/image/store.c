@@ -434,11 +434,35 @@ static void add_name(const char *name, const char *hex, void *arg)
 	n->list = s;
 }
 
+static int by_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names of an image, sorted, space-separated (malloc'd). */
 static char *names_for(const imgs *st, const char *hex)
 {
 	names_of n = {hex, NULL};
 	each_name(st, add_name, &n);
-	return n.list ? n.list : strdup("");
+	if (!n.list)
+		return strdup("");
+	size_t need = strlen(n.list) + 1;
+	char *w[256];
+	size_t k = 0;
+	for (char *s = NULL, *t = strtok_r(n.list, " ", &s); t && k < 256; t = strtok_r(NULL, " ", &s))
+		w[k++] = t;
+	qsort(w, k, sizeof *w, by_str);
+	char *out = malloc(need);
+	if (out) {
+		out[0] = 0;
+		for (size_t i = 0; i < k; i++) {
+			if (i)
+				strcat(out, " ");
+			strcat(out, w[i]);
+		}
+	}
+	free(n.list);
+	return out;
 }
 
 static int by_time(const void *a, const void *b)

@@ -20,8 +20,9 @@ the host has it, symlinked /lib64 and all), gzip-compressed. Scenarios:
 """
 import gzip, hashlib, io, json, os, shutil, stat, subprocess, sys, tarfile
 
-BINS = ["/usr/bin/bash", "/usr/bin/cat", "/usr/bin/ls", "/usr/bin/readlink", "/usr/bin/stat",
-        "/usr/bin/du", "/usr/bin/sha256sum", "/usr/bin/id"]
+BINS = ["/bin/true", "/usr/bin/bash", "/usr/bin/cat", "/usr/bin/ls", "/usr/bin/readlink", "/usr/bin/stat",
+        "/usr/bin/du", "/usr/bin/sha256sum", "/usr/bin/id", "/usr/bin/sleep", "/usr/bin/touch",
+        "/usr/bin/tr", "/usr/bin/uniq", "/usr/bin/wc"]
 
 
 def host_paths(paths):
