@@ -9,7 +9,7 @@ the host has it, symlinked /lib64 and all), gzip-compressed. Scenarios:
   layered-tar    the same as an OCI layout tar
   docker         the same as a `docker save` archive (manifest.json, uncompressed layer tars)
   other          base + a different small layer (to share the base with layered)
-  many N         base + a layer of its own, named N (for the benchmark)
+  many N         OUT/img-1..N: base + a layer of its own each (scripts/bench-images.sh)
   dotdot         a layer with '../NAME': must be refused
   absolute       a layer with '/abs-NAME': must be refused
   symlink        a layer with a symlink to CANARY and a file written through it: must be refused
@@ -259,9 +259,9 @@ def main():
         shutil.rmtree(tmp)
     elif scen == "other":
         write_oci(out, [(base(), gz), (tar_bytes(lambda t: reg(t, "data/other", b"other\n")), gz)], {})
-    elif scen == "many":
-        n = sys.argv[3]
-        write_oci(out, [(base(), gz), (tar_bytes(lambda t: reg(t, "data/task", n.encode())), gz)], {})
+    elif scen == "many":  # OUT/img-1 ... OUT/img-N, each the base and a layer of its own
+        for i in range(1, int(sys.argv[3]) + 1):
+            write_oci("%s/img-%d" % (out, i), [(base(), gz), (tar_bytes(lambda t: reg(t, "data/task", b"%d" % i)), gz)], {})
     elif scen == "dotdot":
         write_oci(out, [(base(), gz), (tar_bytes(lambda t: reg(t, "data/../../" + os.path.basename(canary), b"x")), None)], {})
     elif scen == "absolute":
