@@ -7,6 +7,10 @@
 
 #include <jansson.h>
 
+/* Layers an imported image may have; past PD_IMAGE_MAX_LAYERS the lowest are flattened into one
+ * directory for the sandbox's stack (flatten.c). */
+#define IMGS_MAX_LAYERS 128
+
 /* Largest manifest, config or index read into memory (real ones are a few KiB). */
 #define IMGS_MAX_JSON (4u << 20)
 
@@ -48,6 +52,10 @@ int imgs_verify_blob(const char *blob, const char *want, pd_err *e);
 /* Unpacks an archive of a whole image (an OCI layout or docker-archive tar) into dest: regular
  * files and directories only. */
 int imgs_unpack_source(const char *tarball, const char *dest, pd_err *e);
+
+/* Merges layers (stored directories, bottom first) into dest, as overlayfs would show them;
+ * files are hard links to the layers' own. */
+int imgs_flatten(const char *const *layers, int n, const char *dest, pd_err *e);
 
 /* Loads the record of image <hex> into *im (no lease). */
 int imgs_load(const imgs *st, const char *hex, pd_image *im, pd_err *e);

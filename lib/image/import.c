@@ -29,12 +29,15 @@ typedef struct plan {
 	size_t manifest_len, config_len;
 	char manifest_digest[PD_DIGEST_LEN], config_digest[PD_DIGEST_LEN];
 	int nlayers;
-	char layer_digest[PD_IMAGE_MAX_LAYERS][PD_DIGEST_LEN];
-	char layer_blob[PD_IMAGE_MAX_LAYERS][PD_PATH];
+	char layer_digest[IMGS_MAX_LAYERS][PD_DIGEST_LEN];
+	char layer_blob[IMGS_MAX_LAYERS][PD_PATH];
 	/* filled while installing */
-	char layer_dir[PD_IMAGE_MAX_LAYERS][PD_PATH]; /* relative to layers/ */
-	char layer_abs[PD_IMAGE_MAX_LAYERS][PD_PATH];
-	uint64_t layer_size[PD_IMAGE_MAX_LAYERS];
+	char layer_dir[IMGS_MAX_LAYERS][PD_PATH]; /* relative to layers/ */
+	char layer_abs[IMGS_MAX_LAYERS][PD_PATH];
+	uint64_t layer_size[IMGS_MAX_LAYERS];
+	/* what a sandbox stacks, bottom first: the layers, or a flattened one and the top ones */
+	char flat_dir[PD_PATH];
+	uint64_t flat_size;
 } plan;
 
 static bool is_clean_rel(const char *p)
@@ -111,9 +114,8 @@ static int parse_config_layers(plan *p, json_t *manifest, pd_err *e)
 	size_t n = json_array_size(layers), i;
 	if (n == 0)
 		return pd_fail(e, EINVAL, "refused: the image has no layers");
-	if (n > PD_IMAGE_MAX_LAYERS)
-		return pd_fail(e, E2BIG, "refused: the image has %zu layers; a sandbox stacks at most %d "
-				       "(docs/images.md)", n, PD_IMAGE_MAX_LAYERS);
+	if (n > IMGS_MAX_LAYERS)
+		return pd_fail(e, E2BIG, "refused: the image has %zu layers, more than %d", n, IMGS_MAX_LAYERS);
 	json_t *l;
 	json_array_foreach(layers, i, l) {
 		const char *d = json_string_value(json_object_get(l, "digest"));
@@ -233,9 +235,8 @@ static int plan_docker(plan *p, pd_err *e)
 			json_array_size(diffs));
 		goto out;
 	}
-	if (n > PD_IMAGE_MAX_LAYERS) {
-		pd_fail(e, E2BIG, "refused: the image has %zu layers; a sandbox stacks at most %d (docs/images.md)",
-			n, PD_IMAGE_MAX_LAYERS);
+	if (n > IMGS_MAX_LAYERS) {
+		pd_fail(e, E2BIG, "refused: the image has %zu layers, more than %d", n, IMGS_MAX_LAYERS);
 		goto out;
 	}
 	man = json_object();
@@ -332,7 +333,7 @@ static int install_layer(const imgs *st, plan *p, int i, pd_err *e)
 		char tmp[PD_PATH + 96];
 		snprintf(tmp, sizeof tmp, "%s/tmp/layer.%s.%d.%u", st->root, hex, (int)getpid(),
 			 __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
-		const char *lowers[PD_IMAGE_MAX_LAYERS + 1];
+		const char *lowers[IMGS_MAX_LAYERS + 1];
 		for (int j = 0; j < i; j++)
 			lowers[j] = p->layer_abs[i - 1 - j];
 		lowers[i] = NULL;
@@ -364,6 +365,51 @@ static int install_layer(const imgs *st, plan *p, int i, pd_err *e)
 	return 0;
 }
 
+/* More layers than a sandbox stacks: the lowest merged into layers/flat/<hash of their dirs>, so
+ * that the flattened one and the top PD_IMAGE_MAX_LAYERS - 1 make the stack. */
+static int install_flat(const imgs *st, plan *p, pd_err *e)
+{
+	int k = p->nlayers - (PD_IMAGE_MAX_LAYERS - 1);
+	char *joined = calloc((size_t)k, PD_PATH + 1), h[PD_DIGEST_LEN], abs[PD_PATH];
+	if (!joined)
+		return pd_fail(e, ENOMEM, "flatten");
+	const char *lower[IMGS_MAX_LAYERS];
+	for (int i = 0; i < k; i++) {
+		strcat(joined, p->layer_dir[i]);
+		strcat(joined, "\n");
+		lower[i] = p->layer_abs[i];
+	}
+	imgs_sha256(joined, strlen(joined), h);
+	free(joined);
+	snprintf(p->flat_dir, sizeof p->flat_dir, "flat/%s", h + 7);
+	if (imgs_path(st, abs, "layers/", p->flat_dir, e) < 0)
+		return -1;
+	if (!is_dir(abs)) {
+		static unsigned seq;
+		char tmp[PD_PATH + 96], size[32], sp[PD_PATH + 8];
+		snprintf(tmp, sizeof tmp, "%s/tmp/flat.%s.%d.%u", st->root, h + 7, (int)getpid(),
+			 __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
+		if (imgs_flatten(lower, k, tmp, e) < 0) {
+			imgs_rm_rf(tmp);
+			return -1;
+		}
+		snprintf(size, sizeof size, "%llu\n", (unsigned long long)imgs_disk_usage(tmp));
+		snprintf(sp, sizeof sp, "%s.size", abs);
+		if (imgs_write_atomic(sp, size, strlen(size), e) < 0) {
+			imgs_rm_rf(tmp);
+			return -1;
+		}
+		if (rename(tmp, abs) < 0) {
+			int err = errno;
+			imgs_rm_rf(tmp);
+			if (!is_dir(abs))
+				return pd_fail(e, err, "store flattened layer %s", abs);
+		}
+	}
+	p->flat_size = read_size(abs);
+	return 0;
+}
+
 static int write_record(const imgs *st, const plan *p, const char *source, pd_err *e)
 {
 	char path[PD_PATH];
@@ -390,8 +436,18 @@ static int write_record(const imgs *st, const plan *p, const char *source, pd_er
 		json_array_append_new(ls, l);
 		total += p->layer_size[i];
 	}
+	json_t *stack = json_array();
+	int first = 0;
+	if (p->flat_dir[0]) {
+		json_array_append_new(stack, json_string(p->flat_dir));
+		first = p->nlayers - (PD_IMAGE_MAX_LAYERS - 1);
+		total += p->flat_size;
+	}
+	for (int i = first; i < p->nlayers; i++)
+		json_array_append_new(stack, json_string(p->layer_dir[i]));
 	json_object_set_new(r, "size", json_integer((json_int_t)total));
 	json_object_set_new(r, "layers", ls);
+	json_object_set_new(r, "stack", stack);
 	static const char *const keep[] = {"Env", "WorkingDir", "User", "Entrypoint", "Cmd", NULL};
 	for (int i = 0; keep[i]; i++)
 		if (json_object_get(c, keep[i]) && !json_is_null(json_object_get(c, keep[i])))
@@ -453,6 +509,8 @@ int pd_image_import(const char *source, const pd_image_import_opts *o, pd_image 
 	}
 	for (int i = 0; rc == 0 && i < p->nlayers; i++)
 		rc = install_layer(&st, p, i, e);
+	if (rc == 0 && p->nlayers > PD_IMAGE_MAX_LAYERS)
+		rc = install_flat(&st, p, e);
 	if (rc == 0)
 		rc = write_record(&st, p, source, e);
 	const char *name = o->name ? o->name : p->name[0] ? p->name : NULL;

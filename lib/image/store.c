@@ -11,6 +11,8 @@
  *   blobs/sha256/<hex>       manifests and configs, as imported
  *   images/<hex>.json        the record of the image whose manifest digest is sha256:<hex>
  *   names/<name>             the digest a name points at ('/' in a name kept as '+')
+ *   layers/flat/<hex>/       the lowest layers of an image with more than a sandbox stacks,
+ *                            merged (flatten.c): named by the hash of their directories
  *   tmp/                     imports under way; what is left there after a crash, gc removes
  * The store is 0700: layers keep the owners and modes of the image (a setuid file owned by root,
  * say), which must be reachable only through a sandbox's nosuid, id-mapped mount. */
@@ -35,7 +37,7 @@ int imgs_begin(imgs *st, const char *state_dir, bool exclusive, pd_err *e)
 	if (snprintf(want, sizeof want, "%s/images/store", sd && *sd ? sd : "/var/lib/paddock") >=
 	    (int)sizeof want)
 		return pd_fail(e, ENAMETOOLONG, "state directory %s", sd);
-	static const char *const sub[] = {"layers/sha256", "layers/chain", "blobs/sha256", "images",
+	static const char *const sub[] = {"layers/sha256", "layers/chain", "layers/flat", "blobs/sha256", "images",
 					  "names", "tmp", NULL};
 	char p[PD_PATH + 32];
 	if (pd_mkdir_p(want, 0700) < 0)
@@ -294,7 +296,8 @@ int imgs_load(const imgs *st, const char *hex, pd_image *im, pd_err *e)
 	snprintf(im->digest, sizeof im->digest, "sha256:%s", hex);
 	snprintf(im->config_digest, sizeof im->config_digest, "%s",
 		 json_string_value(json_object_get(j, "config_digest")) ?: "");
-	json_t *layers = json_object_get(j, "layers"), *cfg = json_object_get(j, "config");
+	/* "stack": what a sandbox stacks, bottom first (the layers, or a flattened one and the top) */
+	json_t *layers = json_object_get(j, "stack"), *cfg = json_object_get(j, "config");
 	size_t n = json_array_size(layers);
 	int rc = 0;
 	if (n > PD_IMAGE_MAX_LAYERS) {
@@ -303,7 +306,7 @@ int imgs_load(const imgs *st, const char *hex, pd_image *im, pd_err *e)
 	}
 	for (size_t i = 0; i < n; i++) {
 		/* the record lists them bottom first; a sandbox stacks them top first */
-		const char *dir = json_string_value(json_object_get(json_array_get(layers, i), "dir"));
+		const char *dir = json_string_value(json_array_get(layers, i));
 		char p[PD_PATH];
 		if (!dir || strstr(dir, "..") || imgs_path(st, p, "layers/", dir, e) < 0) {
 			rc = pd_fail(e, EINVAL, "image sha256:%s: layer %zu", hex, i);
@@ -719,6 +722,9 @@ int pd_image_gc(const char *state_dir, uint64_t *layers_removed, uint64_t *bytes
 		json_array_foreach(json_object_get(j, "layers"), i, l)
 			if (json_is_string(json_object_get(l, "dir")))
 				refs_add(&layers, json_string_value(json_object_get(l, "dir")));
+		json_array_foreach(json_object_get(j, "stack"), i, l)
+			if (json_is_string(l))
+				refs_add(&layers, json_string_value(l));
 		json_decref(j);
 	}
 	if (d)
@@ -727,6 +733,7 @@ int pd_image_gc(const char *state_dir, uint64_t *layers_removed, uint64_t *bytes
 		uint64_t nblobs = 0, nb = 0;
 		sweep(&st, "layers/sha256", &layers, true, layers_removed, bytes_freed);
 		sweep(&st, "layers/chain", &layers, true, layers_removed, bytes_freed);
+		sweep(&st, "layers/flat", &layers, true, layers_removed, bytes_freed);
 		sweep(&st, "blobs/sha256", &blobs, false, &nblobs, &nb);
 		/* under the exclusive lock no import runs: what tmp/ holds was abandoned */
 		if (imgs_path(&st, p, "tmp", NULL, e) == 0 && (d = opendir(p))) {

@@ -16,7 +16,7 @@ the host has it, symlinked /lib64 and all), gzip-compressed. Scenarios:
   device         a layer with a character device: must be refused
   corrupt        layered with a layer's bytes changed after its digest was taken
   sparse         base + a 1 GiB sparse file (GNU tar -S)
-  toomany        base + 8 more layers (more than a sandbox stacks)
+  toomany        layered + 6 more layers: 9, more than a sandbox stacks (the lowest are flattened)
 """
 import gzip, hashlib, io, json, os, shutil, stat, subprocess, sys, tarfile
 
@@ -293,8 +293,8 @@ def main():
         shutil.rmtree(tmp)
         write_oci(out, [(base(), gz), (raw, gz)], {})
     elif scen == "toomany":
-        ls = [(base(), gz)] + [(tar_bytes(lambda t, i=i: reg(t, "data/l%d" % i, b"x")), None) for i in range(8)]
-        write_oci(out, ls, {})
+        ls = layered + [(tar_bytes(lambda t, i=i: reg(t, "data/l%d" % i, b"x")), None) for i in range(6)]
+        write_oci(out, ls, LAYERED_CFG)
     else:
         sys.exit("unknown scenario " + scen)
 
