@@ -119,20 +119,6 @@ static int parse_user(const char *arg, uint32_t *uid, uint32_t *gid)
 	return colon ? parse_id(colon, gid) : 0;
 }
 
-/* The record's "image": the imported image's name and digests, or the directory (no digest). */
-static char *image_field(const pd_image *im, const char *dir)
-{
-	json_t *o = im ? json_pack("{s:s?, s:s, s:s}", "name", im->name[0] ? im->name : NULL, "digest",
-				   im->digest, "config_digest", im->config_digest)
-		       : json_pack("{s:s, s:n}", "name", dir ? dir : "host", "digest");
-	char *v = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL, *f = NULL;
-	json_decref(o);
-	if (v && asprintf(&f, "\"image\":%s", v) < 0)
-		f = NULL;
-	free(v);
-	return f;
-}
-
 /* An image config's User when it is numeric ("1000" or "1000:1000"); names would need the
  * image's /etc/passwd and are left to --user. */
 static void image_user(const char *user, uint32_t *uid, uint32_t *gid)
@@ -424,6 +410,7 @@ int cmd_exec(int argc, char **argv)
 		}
 		have_image = true;
 		so.layers = (const char *const *)im.layers;
+		so.imported = &im;
 		so.image = NULL;
 		if (!xo.cwd && im.workdir && im.workdir[0] == '/')
 			xo.cwd = im.workdir;
@@ -441,7 +428,6 @@ int cmd_exec(int argc, char **argv)
 		memcpy(envv, im.env, ni * sizeof *envv);
 		nenv += ni;
 	}
-	char *image_json = image_field(have_image ? &im : NULL, so.image);
 	char **merged = NULL;
 	if (nenv) {
 		merged = merge_env(envv, nenv);
@@ -525,7 +511,6 @@ int cmd_exec(int argc, char **argv)
 	pd_result_free(&r);
 	pd_ctx_free(ctx);
 	free(merged);
-	free(image_json);
 	if (have_image)
 		pd_image_close(&im);
 	return status;

@@ -113,6 +113,8 @@ typedef struct pd_audit_event {
 	int pid;            /* host pid of the caller (0: found afterwards) */
 } pd_audit_event;
 
+#define PD_DIGEST_LEN 72 /* "sha256:" + 64 hex + NUL, rounded */
+
 typedef struct pd_result {
 	char sandbox_id[40];
 	pd_status status;
@@ -140,6 +142,10 @@ typedef struct pd_result {
 	uint64_t audit_dropped;             /* events past the cap, counted but not kept */
 	uint64_t audit_kinds[PD_AK_N];      /* events per category, kept or dropped */
 	uint64_t audit_egress_allowed;      /* of the egress events, those the policy allowed */
+	/* the image the sandbox's root was made of: an imported image's name ("" when opened by
+	 * digest) and digests; or, with no digest, the directory ("host" for the default image) */
+	char image_name[256];
+	char image_digest[PD_DIGEST_LEN], image_config_digest[PD_DIGEST_LEN];
 } pd_result;
 
 void pd_result_free(pd_result *r);
@@ -246,6 +252,8 @@ typedef struct pd_audit_opts {
 typedef struct pd_sandbox_opts {
 	const char *image;      /* root filesystem directory; NULL = the default host image */
 	const char *const *layers; /* or: read-only layers stacked with overlayfs, top first, NULL-ended */
+	const struct pd_image *imported; /* the imported image the layers are (pd_image_open): its
+					  * name and digests go into every result */
 	const char *hostname;   /* default "sandbox" */
 	pd_net net;
 	const pd_bind *binds;
@@ -457,7 +465,6 @@ int pd_run_audited(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, c
  * pd_image_close; pd_image_gc never removes a leased layer. docs/images.md has the layout. */
 
 #define PD_IMAGE_MAX_LAYERS 7 /* overlay lower layers a sandbox stacks (one kept for the root) */
-#define PD_DIGEST_LEN 72      /* "sha256:" + 64 hex + NUL, rounded */
 
 typedef struct pd_image {
 	char name[128];                      /* the name it was opened by; "" when by digest */

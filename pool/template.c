@@ -590,6 +590,7 @@ void pd_template_sandbox_opts(const pd_template *t, pd_sandbox_opts *o)
 {
 	memset(o, 0, sizeof *o);
 	o->layers = t->layers[0] ? (const char *const *)t->layers : NULL;
+	o->imported = t->image;
 	o->net = t->net;
 	o->limits = t->limits;
 }

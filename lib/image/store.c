@@ -204,6 +204,19 @@ int imgs_name_path(const imgs *st, const char *name, char *out, pd_err *e)
 	return imgs_path(st, out, "names/", enc, e);
 }
 
+void pd_image_note(pd_result *r, const pd_sandbox_opts *o)
+{
+	const pd_image *im = o->imported;
+	if (im) {
+		snprintf(r->image_name, sizeof r->image_name, "%s", im->name);
+		snprintf(r->image_digest, sizeof r->image_digest, "%s", im->digest);
+		snprintf(r->image_config_digest, sizeof r->image_config_digest, "%s", im->config_digest);
+	} else {
+		snprintf(r->image_name, sizeof r->image_name, "%s",
+			 o->image ? o->image : o->layers && o->layers[0] ? o->layers[0] : "host");
+	}
+}
+
 bool pd_image_is_ref(const char *ref)
 {
 	return ref && *ref && ref[0] != '/' && strncmp(ref, "./", 2) && strncmp(ref, "../", 3) &&

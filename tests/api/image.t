@@ -8,7 +8,7 @@
 # planted symlink, device nodes, a corrupted layer, too many layers — nothing lands outside the
 # store. A leased layer survives rm and gc until its sandbox is gone. Templates name images.
 source "$(dirname "$0")/api.sh"
-plan 72
+plan 73
 
 export PADDOCK_STATE_DIR=$TMPD/state
 STORE=$PADDOCK_STATE_DIR/images/store
@@ -162,6 +162,7 @@ start_daemon --templates "$TMPD/tpl.json"
 post_json /v1/runs '{"template":"img","cmd":["bash","-c","ls /data | tr \"\\n\" \" \"; echo $FOO; pwd"]}'
 is "$(jb .status) $(jb .run.stdout)" "OK b base-only c h1 h2 hl_lower keep out setuid tagged from-image
 /data" "the daemon runs a template's image, its Env and WorkingDir applied"
+is "$(jb '.run.image.name + " " + .run.image.digest')" "layered $D" "/v1/runs: the run's record names the image and its digest"
 stop_daemon
 
 # --- concurrent imports into one store ------------------------------------------------------------
