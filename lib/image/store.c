@@ -223,6 +223,13 @@ bool pd_image_is_ref(const char *ref)
 	       strcmp(ref, ".") && strcmp(ref, "..");
 }
 
+/* A reference by digest rather than by name: "sha256:..." or 12 to 64 hex digits. */
+static bool by_digest(const char *ref)
+{
+	size_t n = strlen(ref);
+	return !strncmp(ref, "sha256:", 7) || (n >= 12 && n <= 64 && strspn(ref, "0123456789abcdef") == n);
+}
+
 /* The hex digest a reference means: a name, "sha256:<hex>", or a unique hex prefix (>= 12). */
 static int resolve(const imgs *st, const char *ref, char hex[65], pd_err *e)
 {
@@ -232,7 +239,7 @@ static int resolve(const imgs *st, const char *ref, char hex[65], pd_err *e)
 		if (!h)
 			return pd_fail(e, EINVAL, "image digest '%s': want sha256:<64 hex digits>", ref);
 		snprintf(hex, 65, "%s", h);
-	} else if (strlen(ref) >= 12 && strlen(ref) <= 64 && strspn(ref, "0123456789abcdef") == strlen(ref)) {
+	} else if (by_digest(ref)) {
 		if (imgs_path(st, p, "images", NULL, e) < 0)
 			return -1;
 		DIR *d = opendir(p);
@@ -378,7 +385,7 @@ int pd_image_open(const char *state_dir, const char *ref, pd_image *im, pd_err *
 		pd_image_close(im);
 		return -1;
 	}
-	if (!strncmp(ref, "sha256:", 7) || strspn(ref, "0123456789abcdef") == strlen(ref))
+	if (by_digest(ref))
 		im->name[0] = 0;
 	else
 		snprintf(im->name, sizeof im->name, "%s", ref);
@@ -602,8 +609,7 @@ int pd_image_remove(const char *state_dir, const char *ref, pd_err *e)
 		return -1;
 	char hex[65], p[PD_PATH];
 	int rc = resolve(&st, ref, hex, e);
-	bool by_name = pd_image_is_ref(ref) && strncmp(ref, "sha256:", 7) &&
-		       strspn(ref, "0123456789abcdef") != strlen(ref);
+	bool by_name = !by_digest(ref);
 	if (rc == 0 && by_name) {
 		if (imgs_name_path(&st, ref, p, e) < 0 || unlink(p) < 0)
 			rc = pd_fail(e, errno, "remove name %s", ref);
