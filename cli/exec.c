@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void exec_usage(FILE *f)
@@ -403,8 +404,12 @@ int cmd_exec(int argc, char **argv)
 	pd_image im;
 	bool have_image = false;
 	pd_err e = {0};
+	struct stat ist;
 	if (so.image && pd_image_is_ref(so.image)) {
 		if (pd_image_open(NULL, so.image, &im, &e) < 0) {
+			/* a relative directory that names no image keeps working as before */
+			if (e.code == ENOENT && stat(so.image, &ist) == 0 && S_ISDIR(ist.st_mode))
+				goto plain_dir;
 			cli_error("--image %s: %s", so.image, e.msg);
 			return EXIT_USAGE;
 		}
@@ -428,6 +433,7 @@ int cmd_exec(int argc, char **argv)
 		memcpy(envv, im.env, ni * sizeof *envv);
 		nenv += ni;
 	}
+plain_dir:;
 	char **merged = NULL;
 	if (nenv) {
 		merged = merge_env(envv, nenv);

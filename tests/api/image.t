@@ -8,7 +8,7 @@
 # planted symlink, device nodes, a corrupted layer, too many layers — nothing lands outside the
 # store. A leased layer survives rm and gc until its sandbox is gone. Templates name images.
 source "$(dirname "$0")/api.sh"
-plan 73
+plan 74
 
 export PADDOCK_STATE_DIR=$TMPD/state
 STORE=$PADDOCK_STATE_DIR/images/store
@@ -52,6 +52,10 @@ sb --image "${D:7:12}" -- cat /data/c
 is "$(jf stdout)" "file c" "--image with a 12-digit digest prefix works"
 sb -- true
 is "$(jq -c .image <<<"$OUT")" '{"name":"host","digest":null}' "the host image's record says so, with no digest"
+base=$(jq -r .layers[0].dir "$STORE/images/${D:7}.json")
+OUT=$(cd "$STORE/layers" && "$PADDOCK" exec --json --quiet --image "$base" -- cat /data/base-only 2>/dev/null)
+is "$(jq -r '.stdout + " " + .image.name + " " + (.image.digest // "null")' <<<"$OUT")" "base
+ $base null" "a relative directory that names no image is a plain directory, as before"
 
 python3 - "$STORE" >"$TMPD/xattrs" <<'EOF'
 import glob, os, sys
