@@ -443,8 +443,15 @@ static int write_record(const imgs *st, const plan *p, const char *source, pd_er
 		first = p->nlayers - (PD_IMAGE_MAX_LAYERS - 1);
 		total += p->flat_size;
 	}
-	for (int i = first; i < p->nlayers; i++)
-		json_array_append_new(stack, json_string(p->layer_dir[i]));
+	for (int i = first; i < p->nlayers; i++) {
+		/* overlayfs refuses a directory twice in one stack; a layer met again higher up does
+		 * all the lower occurrence did (its entries, whiteouts and opaque dirs win there too) */
+		bool again = false;
+		for (int j = i + 1; j < p->nlayers && !again; j++)
+			again = !strcmp(p->layer_dir[i], p->layer_dir[j]);
+		if (!again)
+			json_array_append_new(stack, json_string(p->layer_dir[i]));
+	}
 	json_object_set_new(r, "size", json_integer((json_int_t)total));
 	json_object_set_new(r, "layers", ls);
 	json_object_set_new(r, "stack", stack);

@@ -474,8 +474,42 @@ out:
 	return rc;
 }
 
+/* dir/link resolved within the archive ("a/../b" allowed, leaving the root not): 0 or -1. */
+static int resolve_within(const char *dir, const char *link, char *out, size_t size)
+{
+	if (!link || link[0] == '/' || strlen(dir) + strlen(link) + 2 > size)
+		return -1;
+	char buf[PD_PATH * 2];
+	snprintf(buf, sizeof buf, "%s%s%s", dir, *dir ? "/" : "", link);
+	size_t o = 0;
+	out[0] = 0;
+	for (char *save = NULL, *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(c, "."))
+			continue;
+		if (!strcmp(c, "..")) {
+			if (!o)
+				return -1;
+			char *slash = strrchr(out, '/');
+			o = slash ? (size_t)(slash - out) : 0;
+			out[o] = 0;
+			continue;
+		}
+		o += (size_t)snprintf(out + o, size - o, "%s%s", o ? "/" : "", c);
+	}
+	return o ? 0 : -1;
+}
+
+/* A `docker save` archive stores a layer shared by two images once and points at it from the
+ * other's directory ("<id>/layer.tar -> ../<other>/layer.tar"): such links, and tar hard links,
+ * become hard links between the unpacked files once all are written. */
+typedef struct alias {
+	char path[PD_PATH], target[PD_PATH];
+} alias;
+
 int imgs_unpack_source(const char *tarball, const char *dest, pd_err *e)
 {
+	alias *al = NULL;
+	size_t nal = 0;
 	struct archive *in = archive_read_new(), *ext = archive_write_disk_new();
 	int rc = 0;
 	if (!in || !ext) {
@@ -508,8 +542,25 @@ int imgs_unpack_source(const char *tarball, const char *dest, pd_err *e)
 			break;
 		}
 		mode_t type = archive_entry_filetype(ent);
+		const char *hl = archive_entry_hardlink(ent);
+		if (rel[0] && (hl || type == AE_IFLNK)) {
+			char dir[PD_PATH], tgt[PD_PATH];
+			const char *base;
+			split(rel, dir, sizeof dir, &base);
+			int bad = hl ? clean_path(hl, tgt, sizeof tgt) : resolve_within(dir, archive_entry_symlink(ent),
+											    tgt, sizeof tgt);
+			alias *q = bad ? NULL : realloc(al, (nal + 1) * sizeof *al);
+			if (!q) {
+				rc = pd_fail(e, EPERM, "refused: %s: link '%s' leaves the archive", tarball, raw);
+				break;
+			}
+			al = q;
+			snprintf(al[nal].path, PD_PATH, "%s", rel);
+			snprintf(al[nal++].target, PD_PATH, "%s", tgt);
+			continue;
+		}
 		/* the blobs and the few JSON files an image archive holds; nothing else is needed */
-		if (!rel[0] || (type != AE_IFREG && type != AE_IFDIR) || archive_entry_hardlink(ent))
+		if (!rel[0] || (type != AE_IFREG && type != AE_IFDIR))
 			continue;
 		snprintf(full, sizeof full, "%s/%s", dest, rel);
 		archive_entry_set_pathname(ent, full);
@@ -529,7 +580,18 @@ int imgs_unpack_source(const char *tarball, const char *dest, pd_err *e)
 			rc = pd_fail(e, EIO, "%s: '%s': %s", tarball, raw,
 				     r != ARCHIVE_EOF ? archive_error_string(in) : archive_error_string(ext));
 	}
+	for (size_t i = 0; rc == 0 && i < nal; i++) {
+		/* both are clean paths inside dest, which holds nothing but files and directories */
+		char from[PD_PATH * 2], to[PD_PATH * 2];
+		snprintf(from, sizeof from, "%s/%s", dest, al[i].target);
+		snprintf(to, sizeof to, "%s/%s", dest, al[i].path);
+		struct stat st;
+		if (lstat(from, &st) < 0 || !S_ISREG(st.st_mode) || link(from, to) < 0)
+			rc = pd_fail(e, errno ? errno : EINVAL, "%s: link '%s' to '%s'", tarball, al[i].path,
+				     al[i].target);
+	}
 out:
+	free(al);
 	if (in)
 		archive_read_free(in);
 	if (ext)

@@ -8,7 +8,7 @@
 # planted symlink, device nodes, a corrupted layer, too many layers — nothing lands outside the
 # store. A leased layer survives rm and gc until its sandbox is gone. Templates name images.
 source "$(dirname "$0")/api.sh"
-plan 74
+plan 75
 
 export PADDOCK_STATE_DIR=$TMPD/state
 STORE=$PADDOCK_STATE_DIR/images/store
@@ -81,6 +81,7 @@ is "$?" 0 "import a docker-save archive ($(err))"
 like "$(img ls)" "docker-layered:latest +$(cut -c1-19 <<<"$DD")" "its RepoTags name it when --name is not given"
 sb --image docker-layered:latest -- bash -c 'ls /data | tr "\n" " "; ls /opq'
 is "$(jf stdout)" "b base-only c h1 h2 hl_lower keep out setuid tagged new" "the docker archive's sandbox sees the same merged view"
+is "$(img inspect docker-layered:latest | jq '.layers | length')" 5 "... of its five layers (the second empty one a symlink to the first's tar in the archive)"
 
 # --- a second image shares the base layer ------------------------------------------------------
 before=$(nlayers)

@@ -7,7 +7,8 @@ the host has it, symlinked /lib64 and all), gzip-compressed. Scenarios:
   layered        base + a layer with hard links, a symlink out of the root, an xattr, files to hide
                  + a zstd layer: a whiteout, an opaque dir, a hard link to the layer below (OCI dir)
   layered-tar    the same as an OCI layout tar
-  docker         the same as a `docker save` archive (manifest.json, uncompressed layer tars)
+  docker         the same and two empty layers as a `docker save` archive (manifest.json,
+                 uncompressed layer tars, the second empty one a symlink to the first)
   other          base + a different small layer (to share the base with layered)
   many N         OUT/img-1..N: base + a layer of its own each (scripts/bench-images.sh)
   dotdot         a layer with '../NAME': must be refused
@@ -205,14 +206,21 @@ def write_oci(out, layers, cfg_kw, name=None, corrupt=None):
 
 
 def write_docker(out, layers, cfg_kw, tag):
+    """Each layer in a directory of its own, as `docker save` before Docker 25 wrote them; a layer
+    met again is a symlink to the first one's tar, as docker writes it."""
     os.makedirs(out, exist_ok=True)
-    paths, diff_ids = [], []
-    for raw, _ in layers:
+    paths, diff_ids, first = [], [], {}
+    for i, (raw, _) in enumerate(layers):
         d = sha(raw)
-        os.makedirs(os.path.join(out, d[7:]), exist_ok=True)
-        with open(os.path.join(out, d[7:], "layer.tar"), "wb") as f:
-            f.write(raw)
-        paths.append(d[7:] + "/layer.tar")
+        lid = hashlib.sha256(("%s %d" % (d, i)).encode()).hexdigest()
+        os.makedirs(os.path.join(out, lid), exist_ok=True)
+        if d in first:
+            os.symlink("../%s/layer.tar" % first[d], os.path.join(out, lid, "layer.tar"))
+        else:
+            first[d] = lid
+            with open(os.path.join(out, lid, "layer.tar"), "wb") as f:
+                f.write(raw)
+        paths.append(lid + "/layer.tar")
         diff_ids.append(d)
     cfg = config_for(diff_ids, **cfg_kw)
     cname = sha(cfg)[7:] + ".json"
@@ -223,7 +231,7 @@ def write_docker(out, layers, cfg_kw, tag):
 
 
 def tar_dir(src, dest):
-    with tarfile.open(dest, "w") as t:
+    with tarfile.open(dest, "w") as t:  # symlinks stay symlinks
         for e in sorted(os.listdir(src)):
             t.add(os.path.join(src, e), arcname=e)
 
@@ -254,7 +262,8 @@ def main():
         shutil.rmtree(tmp)
     elif scen == "docker":
         tmp = out + ".d"
-        write_docker(tmp, layered, LAYERED_CFG, "docker-layered:latest")
+        empty = tar_bytes(lambda t: None)
+        write_docker(tmp, layered + [(empty, None), (empty, None)], LAYERED_CFG, "docker-layered:latest")
         tar_dir(tmp, out)
         shutil.rmtree(tmp)
     elif scen == "other":
