@@ -17,6 +17,8 @@ the host has it, symlinked /lib64 and all), gzip-compressed. Scenarios:
   device         a layer with a character device: must be refused
   corrupt        layered with a layer's bytes changed after its digest was taken
   sparse         base + a 1 GiB sparse file (GNU tar -S)
+  pyrepo         a Python repository at a commit: the host's python3 and its standard library,
+                 bash, and /repo with a bug its visible test finds (tests/api/image_episode.t)
   toomany        layered + 6 more layers: 9, more than a sandbox stacks (the lowest are flattened)
 """
 import gzip, hashlib, io, json, os, shutil, stat, subprocess, sys, tarfile
@@ -246,6 +248,65 @@ def base():
     return _base
 
 
+SKIP_STDLIB = {"test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "pydoc_data",
+               "site-packages", "dist-packages"}
+
+
+def python_layer(t):
+    exe = os.path.realpath("/usr/bin/python3")
+    files = ["/usr/bin/python3", exe] + libs_of(exe)
+    for p in host_paths(files):
+        st = os.lstat(p)
+        name = p.lstrip("/")
+        if stat.S_ISLNK(st.st_mode):
+            link(t, name, os.readlink(p))
+        elif stat.S_ISDIR(st.st_mode):
+            pass  # the base layer holds the directories
+        else:
+            with open(p, "rb") as f:
+                reg(t, name, f.read(), mode=0o755)
+    lib = "/usr/lib/python%d.%d" % sys.version_info[:2]
+    t.add(lib, arcname=lib.lstrip("/"),
+          filter=lambda ti: None if os.path.basename(ti.name) in SKIP_STDLIB or ti.name.startswith(
+              lib.lstrip("/") + "/config-") else ti)
+
+
+CALC_BUG = b"""def add(a, b):
+    return a - b
+
+
+def mul(a, b):
+    return a * b
+"""
+CALC_FIX = CALC_BUG.replace(b"a - b", b"a + b")
+VISIBLE_TEST = b"""import unittest
+from calc import add
+
+
+class TestAdd(unittest.TestCase):
+    def test_add(self):
+        self.assertEqual(add(2, 3), 5)
+"""
+HIDDEN_TEST = b"""import unittest
+from calc import add, mul
+
+
+class TestHidden(unittest.TestCase):
+    def test_add_negative(self):
+        self.assertEqual(add(-2, -3), -5)
+
+    def test_mul(self):
+        self.assertEqual(mul(3, 4), 12)
+"""
+
+
+def repo_layer(t):
+    dirent(t, "repo", uid=1000, gid=1000)
+    reg(t, "repo/calc.py", CALC_BUG, uid=1000, gid=1000)
+    reg(t, "repo/test_calc.py", VISIBLE_TEST, uid=1000, gid=1000)
+    reg(t, "repo/README", b"calc: add is wrong (issue 1)\n", uid=1000, gid=1000)
+
+
 LAYERED_CFG = {"env": ["PATH=/usr/bin:/bin", "FOO=from-image"], "workdir": "/data"}
 
 
@@ -301,6 +362,14 @@ def main():
         os.unlink(out + ".layer")
         shutil.rmtree(tmp)
         write_oci(out, [(base(), gz), (raw, gz)], {})
+    elif scen == "pyrepo":  # and next to it the fix and the hidden test, for the judge
+        write_oci(out, [(base(), gz), (tar_bytes(python_layer), None), (tar_bytes(repo_layer), gz)],
+                  {"env": ["PATH=/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE=1"], "workdir": "/repo"},
+                  name="pyrepo:commit-1")
+        with open(out + ".fix.py", "wb") as f:
+            f.write(CALC_FIX)
+        with open(out + ".hidden_test.py", "wb") as f:
+            f.write(HIDDEN_TEST)
     elif scen == "toomany":
         ls = layered + [(tar_bytes(lambda t, i=i: reg(t, "data/l%d" % i, b"x")), None) for i in range(6)]
         write_oci(out, ls, LAYERED_CFG)
