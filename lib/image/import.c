@@ -479,6 +479,11 @@ int pd_image_import(const char *source, const pd_image_import_opts *o, pd_image 
 	pd_image_import_opts none = {0};
 	if (!o)
 		o = &none;
+	if (out) { /* closable whatever happens */
+		memset(out, 0, sizeof *out);
+		for (int i = 0; i < PD_IMAGE_MAX_LAYERS; i++)
+			out->lease_fds[i] = -1;
+	}
 	if (o->name && !imgs_name_ok(o->name))
 		return pd_fail(e, EINVAL, "image name '%s': 1-127 characters of A-Z a-z 0-9 _ . : / @ -, "
 				       "not starting with . / -", o->name);

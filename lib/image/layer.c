@@ -21,13 +21,11 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -139,6 +137,10 @@ static int clean_path(const char *p, char *out, size_t size)
 	return 0;
 }
 
+/* Opens rel (a clean relative path) under rootfd as O_PATH, no symlink followed on the way or at
+ * the end; -1 with errno (ENOENT when something is missing). */
+static int open_beneath(int rootfd, const char *rel);
+
 /* Opens directory rel under rootfd (no symlink followed, nothing above root), making what is
  * missing when create. */
 static int open_dir_in(int rootfd, const char *rel, bool create)
@@ -152,14 +154,31 @@ static int open_dir_in(int rootfd, const char *rel, bool create)
 			close(fd);
 			return errno = err, -1;
 		}
-		struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW,
-				       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH};
-		int next = (int)syscall(SYS_openat2, fd, c, &how, sizeof how);
+		/* one clean component at a time (no "..": clean_path refused it), none followed if
+		 * a symlink: O_NOFOLLOW with O_DIRECTORY fails on one */
+		int next = openat(fd, c, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 		int err = errno;
 		close(fd);
 		fd = next;
 		errno = err;
 	}
+	return fd;
+}
+
+static void split(const char *rel, char *dir, size_t size, const char **base);
+
+static int open_beneath(int rootfd, const char *rel)
+{
+	char dir[PD_PATH];
+	const char *base;
+	split(rel, dir, sizeof dir, &base);
+	int dfd = open_dir_in(rootfd, dir, false);
+	if (dfd < 0)
+		return -1;
+	int fd = openat(dfd, base, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+	int err = errno;
+	close(dfd);
+	errno = err;
 	return fd;
 }
 
@@ -251,9 +270,7 @@ static int link_from_lower(struct archive *ext, struct archive_entry *ent, const
 		int lfd = open(lowers[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (lfd < 0)
 			continue;
-		struct open_how how = {.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW,
-				       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH};
-		int pfd = (int)syscall(SYS_openat2, lfd, target, &how, sizeof how);
+		int pfd = open_beneath(lfd, target);
 		close(lfd);
 		if (pfd < 0)
 			continue;
@@ -375,9 +392,7 @@ static int one_entry(unpack *u, struct archive_entry *ent, const char *const *lo
 			return pd_fail(e, EPERM, "refused: hard link '%s' to '%s' leaves the layer", raw, hl);
 		struct stat st;
 		snprintf(hfull, sizeof hfull, "%s/%s", u->dest, hrel);
-		struct open_how how = {.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW,
-				       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH};
-		int t = (int)syscall(SYS_openat2, u->rootfd, hrel, &how, sizeof how);
+		int t = open_beneath(u->rootfd, hrel);
 		if (t < 0) {
 			if (errno != ENOENT)
 				return pd_fail(e, EPERM, "refused: hard link '%s' to '%s' through a symlink", raw, hl);
