@@ -40,7 +40,12 @@ int imgs_begin(imgs *st, const char *state_dir, bool exclusive, pd_err *e)
 	static const char *const sub[] = {"layers/sha256", "layers/chain", "layers/flat", "blobs/sha256", "images",
 					  "names", "tmp", NULL};
 	char p[PD_PATH + 32];
-	if (pd_mkdir_p(want, 0700) < 0)
+	/* the state directory and images/ as the context makes them; the store alone is private */
+	char *slash = strrchr(want, '/');
+	*slash = 0;
+	int made = pd_mkdir_p(want, 0755);
+	*slash = '/';
+	if (made < 0 || (mkdir(want, 0700) < 0 && errno != EEXIST))
 		return pd_fail(e, errno, "image store %s", want);
 	/* no symlink may lie on the path the unpacker writes through */
 	char *real = realpath(want, NULL);
