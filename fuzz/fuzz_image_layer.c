@@ -75,8 +75,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		snprintf(src, sizeof src, "%s/src", root);
 		snprintf(state, sizeof state, "%s/state", root);
 		char p[300];
+		snprintf(p, sizeof p, "%s/blobs", src);
+		FUZZ_CHECK(mkdir(src, 0755) == 0 && mkdir(p, 0755) == 0, "mkdir %s", p);
 		snprintf(p, sizeof p, "%s/blobs/sha256", src);
-		FUZZ_CHECK(pd_mkdir_p(p, 0755) == 0, "mkdir %s", p);
+		FUZZ_CHECK(mkdir(p, 0755) == 0, "mkdir %s", p);
 		put("oci-layout", "{}", 2);
 	}
 	char layer[72], cfg[72], man[72];

@@ -340,10 +340,14 @@ static int copy_data(unpack *u, const char *rel, pd_err *e)
 static int one_entry(unpack *u, struct archive_entry *ent, const char *const *lowers, bool *used_lowers,
 		     pd_err *e)
 {
-	const char *raw = archive_entry_pathname(ent);
+	/* a copy: the entry's own string is freed when its path is set below */
+	char raw[PD_PATH];
+	const char *name = archive_entry_pathname(ent);
+	if (!name || snprintf(raw, sizeof raw, "%s", name) >= (int)sizeof raw)
+		return pd_fail(e, ENAMETOOLONG, "refused: a path longer than %d bytes, or none", PD_PATH - 1);
 	char rel[PD_PATH], full[PD_PATH * 2];
 	if (clean_path(raw, rel, sizeof rel) < 0)
-		return pd_fail(e, EPERM, "refused: path '%s' leaves the layer", raw ? raw : "(none)");
+		return pd_fail(e, EPERM, "refused: path '%s' leaves the layer", raw);
 	if (!rel[0])
 		return 0; /* the layer's root: the directory we made */
 	char dir[PD_PATH];
@@ -551,9 +555,12 @@ int imgs_unpack_source(const char *tarball, const char *dest, pd_err *e)
 			break;
 		}
 		char rel[PD_PATH], full[PD_PATH * 2];
-		const char *raw = archive_entry_pathname(ent);
-		if (clean_path(raw, rel, sizeof rel) < 0) {
-			rc = pd_fail(e, EPERM, "refused: %s: path '%s' leaves the archive", tarball, raw ? raw : "");
+		char raw[PD_PATH]; /* a copy: the entry's own string is freed when its path is set */
+		const char *name = archive_entry_pathname(ent);
+		if (!name || snprintf(raw, sizeof raw, "%s", name) >= (int)sizeof raw ||
+		    clean_path(raw, rel, sizeof rel) < 0) {
+			rc = pd_fail(e, EPERM, "refused: %s: path '%s' leaves the archive or is too long", tarball,
+				     name ? name : "");
 			break;
 		}
 		mode_t type = archive_entry_filetype(ent);

@@ -61,14 +61,15 @@ static void put_blob(const void *d, size_t n, char out[PD_DIGEST_LEN])
 		fclose(f);
 }
 
-/* A gzip tar of the given (name, text) files; NULL text = a directory. */
-static void *layer(const char *const *names, const char *const *texts, size_t *len)
+/* A tar (gzip unless plain) of the given (name, text) files; NULL text = a directory. */
+static void *layer_tar(const char *const *names, const char *const *texts, size_t *len, bool plain)
 {
 	size_t cap = 1 << 16;
 	char *buf = malloc(cap);
 	struct archive *a = archive_write_new();
 	archive_write_set_format_pax_restricted(a);
-	archive_write_add_filter_gzip(a);
+	if (!plain)
+		archive_write_add_filter_gzip(a);
 	archive_write_open_memory(a, buf, cap, len);
 	for (int i = 0; names[i]; i++) {
 		struct archive_entry *e = archive_entry_new();
@@ -84,6 +85,11 @@ static void *layer(const char *const *names, const char *const *texts, size_t *l
 	archive_write_close(a);
 	archive_write_free(a);
 	return buf;
+}
+
+static void *layer(const char *const *names, const char *const *texts, size_t *len)
+{
+	return layer_tar(names, texts, len, false);
 }
 
 /* An OCI layout of two layers in src; returns the manifest digest. */
@@ -128,7 +134,7 @@ static bool exists(const char *p)
 
 int main(void)
 {
-	plan(22);
+	plan(23);
 	if (!mkdtemp(tmp))
 		return 1;
 	snprintf(state, sizeof state, "%s/state", tmp);
@@ -203,6 +209,34 @@ int main(void)
 	rc = pd_image_gc(state, &removed, &bytes, &e);
 	ok(rc == 0 && removed == 1, "gc removes the good lower layer the refused import had stored (removed %llu)",
 	   (unsigned long long)removed);
+	/* a layer cut in the middle of a file's data: refused, the message naming the entry (it
+	 * was read after libarchive had freed the entry's path: the fuzzer found it) */
+	rm_rf(src);
+	make_layout(md, top);
+	static char big[20000];
+	memset(big, 'x', sizeof big - 1);
+	static const char *const nb[] = {"big-file-entry", NULL};
+	const char *tb[] = {big};
+	size_t blen;
+	char *braw = layer_tar(nb, tb, &blen, true), bd[PD_DIGEST_LEN];
+	put_blob(braw, 6000, bd);
+	free(braw);
+	char *m2, mdig[PD_DIGEST_LEN], cdig[PD_DIGEST_LEN];
+	const char *c2 = "{\"config\":{},\"rootfs\":{\"diff_ids\":[]}}";
+	put_blob(c2, strlen(c2), cdig);
+	if (asprintf(&m2, "{\"config\":{\"digest\":\"%s\"},\"layers\":[{\"digest\":\"%s\"}]}", cdig, bd) > 0) {
+		put_blob(m2, strlen(m2), mdig);
+		free(m2);
+	}
+	char *idx2;
+	if (asprintf(&idx2, "{\"manifests\":[{\"digest\":\"%s\"}]}", mdig) > 0) {
+		snprintf(p, sizeof p, "%s/index.json", src);
+		put_file(p, idx2);
+		free(idx2);
+	}
+	memset(&e, 0, sizeof e);
+	rc = pd_image_import(src, &io, NULL, &e);
+	ok(rc < 0 && strstr(e.msg, "big-file-entry"), "a layer cut inside a file: refused, naming it: %s", e.msg);
 	rm_rf(tmp);
 	return done();
 }
