@@ -33,6 +33,7 @@ int cmd_run(int argc, char **argv);
 /* paddock run --cluster (run_cluster.c): the parsed lines (taken) posted to a cluster's nodes. */
 int cli_run_cluster(const char *urls, json_t **reqs, const int *lines, size_t n, size_t bad, long workers,
 		    FILE *out);
+int cmd_image(int argc, char **argv);
 
 struct pd_template;
 struct pd_pools;

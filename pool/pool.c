@@ -36,10 +36,15 @@ static int tpl_clone(pd_template *dst, const pd_template *src)
 	memset(dst->env, 0, sizeof dst->env);
 	memset(dst->requires, 0, sizeof dst->requires);
 	dst->cwd = NULL;
+	/* a clone leases the image itself (pd_template_check): its layers are not copied */
+	dst->image = NULL;
+	dst->image_ref = NULL;
+	if (src->image_ref && !(dst->image_ref = xstrdup(src->image_ref)))
+		return -1;
 	for (size_t k = 0; k < src->nfiles; k++)
 		dst->files[k].path = dst->files[k].data = NULL;
 	bool bad = false;
-	for (int k = 0; src->layers[k]; k++)
+	for (int k = 0; src->layers[k] && !src->image_ref; k++)
 		bad |= !(dst->layers[k] = xstrdup(src->layers[k]));
 	for (int k = 0; src->env[k]; k++)
 		bad |= !(dst->env[k] = xstrdup(src->env[k]));
@@ -78,6 +83,10 @@ void pd_template_release(pd_template *tt)
 	}
 	free(tt->cwd);
 	pd_audit_policy_free(tt->audit);
+	free(tt->image_ref);
+	if (tt->image)
+		pd_image_close(tt->image);
+	free(tt->image);
 	memset(tt, 0, sizeof *tt);
 }
 

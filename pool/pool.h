@@ -18,7 +18,7 @@
 
 /* ---- templates ------------------------------------------------------------------------------- */
 
-#define PD_TPL_MAX_LAYERS 6
+#define PD_TPL_MAX_LAYERS 7
 #define PD_TPL_MAX_ENV 64
 #define PD_TPL_MAX_FILES 32
 #define PD_TPL_MAX_REQUIRES 8
@@ -34,6 +34,11 @@ typedef struct pd_template {
 	char name[64];
 	char language[32];
 	char *layers[PD_TPL_MAX_LAYERS + 1]; /* top first; none = the default host image */
+	/* "image" naming an imported image (a name or digest, not a path): pd_template_check
+	 * resolves it, leases its layers into layers[] and takes its Env and WorkingDir where the
+	 * template gives none */
+	char *image_ref;
+	pd_image *image;
 	char *env[PD_TPL_MAX_ENV + 1];       /* K=V; none = paddock's defaults */
 	char *cwd;
 	pd_tpl_file files[PD_TPL_MAX_FILES];

@@ -96,6 +96,8 @@ typedef struct pd_layer {
 
 /* Builds (once, atomically) the generated root layer of the default host image in dir. */
 int pd_image_build_default(const char *dir, pd_err *e);
+/* Fills r's image fields from the options the sandbox was made with (lib/image/store.c). */
+void pd_image_note(pd_result *r, const pd_sandbox_opts *o);
 /* The layers of an image: the default host image (dir = generated root) or a plain directory. */
 int pd_image_layers(const char *image_dir, bool is_default, pd_layer *out, int *n, pd_err *e);
 
