@@ -34,6 +34,8 @@ int cmd_run(int argc, char **argv);
 int cli_run_cluster(const char *urls, json_t **reqs, const int *lines, size_t n, size_t bad, long workers,
 		    FILE *out);
 int cmd_image(int argc, char **argv);
+/* paddock export --runs (export_runs.c): the store's records as JSON lines. */
+int cmd_export_runs(int argc, char **argv);
 
 struct pd_template;
 struct pd_pools;
