@@ -26,6 +26,8 @@ int cmd_exec(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 /* paddock bench --http: the daemon against python3 on the host. */
 int cmd_bench_http(int argc, char **argv);
+/* paddock bench --judge (bench_judge.c): the judge's cells against verl's way, the floor, a peer. */
+int cmd_bench_judge(int argc, char **argv);
 int cmd_pool(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
