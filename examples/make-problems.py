@@ -398,6 +398,12 @@ for pid, (pj, tests, files) in sorted(problems.items()):
                 f.write(inp)
             with open(os.path.join(d, "tests", "%03d.ans" % i), "w") as f:
                 f.write(ans)
+# ---- a GRPO group's identical completions (last, so their originals are judged first): the
+# fingerprint cache answers them, and `make run` shows what it cached -------------------------------
+for orig in ("sum-3", "hello-1", "sort-numbers-2"):
+    s = next(x for x in subs if x["sample_id"] == orig)
+    sub(s["problem_id"], s["language"], s["code"], s["expect"]["output"], s["expect"]["failure_class"],
+        note="duplicate of %s: the cache answers" % orig, group=s["group_id"])
 with open(os.path.join(HERE, "submissions.jsonl"), "w") as f:
     for s in subs:
         f.write(json.dumps(s, ensure_ascii=False) + "\n")
