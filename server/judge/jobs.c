@@ -154,6 +154,12 @@ pd_job *pd_judge_job(pd_judge *judge, const pd_problem_set *problems, json_t *bo
 		return NULL;
 	}
 	const pd_language *l = pd_language_find(w->q.language);
+	if (w->problem->call_based && !pd_jharness_supported(l)) {
+		pd_refuse(e, "language: problem %s is call-based (fn_name %s): python, node or cpp", w->problem->id,
+			  w->problem->fn_name);
+		work_free(w);
+		return NULL;
+	}
 	snprintf(j->template_name, sizeof j->template_name, "%s",
 		 w->problem->template_name[0] ? w->problem->template_name : l->template);
 	snprintf(j->language, sizeof j->language, "%s", l->name);

@@ -346,8 +346,8 @@ static void test_call_based(void)
 	pd_err e = {0};
 	pd_judge_opts o;
 	pd_judge_opts_default(&o);
-	ok(pd_judge_submit(judge, p, "cpp", "x", 1, &o, &d, &e) < 0 && strstr(e.msg, "call-based"),
-	   "call-based in C++ is refused: %s", e.msg);
+	ok(pd_judge_submit(judge, p, "c", "x", 1, &o, &d, &e) < 0 && strstr(e.msg, "call-based"),
+	   "call-based in C (no harness) is refused: %s", e.msg);
 	pd_problem_free(p);
 }
 
