@@ -138,7 +138,7 @@ typedef struct pd_job {
 	void (*work_free)(void *work);
 	json_t *record;
 	/* the records of this job's earlier attempts, oldest first (NULL: none): a retry is a new
-	 * attempt (DESIGN.md §2), and the store keeps a row for each, never overwriting the first's
+	 * attempt (docs/api.md), and the store keeps a row for each, never overwriting the first's
 	 * sandbox and error with the last's */
 	json_t *prior;
 	/* completion: called once, from a worker thread */
