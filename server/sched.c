@@ -387,8 +387,6 @@ pd_sched *pd_sched_new(pd_pools *pools, pd_store *store, pd_metrics *m, const pd
 		s->o.workers = (unsigned)(cpus > 0 ? cpus * 2 : 2);
 	if (!s->o.queue_max)
 		s->o.queue_max = 4096;
-	if (!s->o.retries)
-		s->o.retries = 2;
 	if (!s->o.breaker_wait_ms)
 		s->o.breaker_wait_ms = 30000;
 	if (s->o.breaker_fail_ratio <= 0)

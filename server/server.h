@@ -138,7 +138,7 @@ typedef struct pd_job {
 	void (*work_free)(void *work);
 	json_t *record;
 	/* the records of this job's earlier attempts, oldest first (NULL: none): a retry is a new
-	 * attempt (DESIGN.md §2), and the store keeps a row for each, never overwriting the first's
+	 * attempt (docs/api.md), and the store keeps a row for each, never overwriting the first's
 	 * sandbox and error with the last's */
 	json_t *prior;
 	/* completion: called once, from a worker thread */
@@ -281,7 +281,7 @@ typedef struct pd_sched pd_sched;
 typedef struct pd_sched_opts {
 	unsigned workers;        /* default 2 x CPUs */
 	size_t queue_max;        /* per priority; default 4096 */
-	unsigned retries;        /* infrastructure retries; default 2 */
+	unsigned retries;        /* infrastructure retries; 0 means none (callers set it: serve's default is 2) */
 	uint64_t breaker_wait_ms; /* queue wait (p90 of recent jobs) that opens the breaker; 0 = 30 s */
 	double breaker_fail_ratio; /* creation-failure ratio that opens it; 0 = 0.5 */
 	uint64_t breaker_min_free; /* MemAvailable below which it opens; 0 = 256 MiB */
