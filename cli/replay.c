@@ -106,6 +106,9 @@ static bool request_of(json_t *l, const char *sid, char *method, char *path, siz
 			if (json_is_integer(json_object_get(a, "timeout_ms")))
 				json_object_set_new(*body, "timeout",
 						    json_real((double)json_integer_value(json_object_get(a, "timeout_ms")) / 1000));
+			if (json_is_integer(json_object_get(a, "idle_timeout_ms")))
+				json_object_set_new(*body, "idle_timeout",
+						    json_real((double)json_integer_value(json_object_get(a, "idle_timeout_ms")) / 1000));
 		}
 	} else if (!strcmp(kind, "write")) {
 		const char *b64 = json_string_value(json_object_get(a, "content_b64"));

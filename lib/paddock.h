@@ -126,6 +126,7 @@ typedef struct pd_result {
 	uint64_t memory_peak_bytes;
 	uint32_t pids_peak;
 	bool oom_killed;
+	bool idle_timeout; /* a TO from the no-output timeout (pd_exec_opts.idle_ms) */
 	pd_output out, err;
 	/* a spill (pd_exec_opts.spill) does not hold its stream whole: a write failed (a full disk)
 	 * or spill_max was reached; the run itself went on */
@@ -308,6 +309,14 @@ typedef struct pd_exec_opts {
 	uint64_t cpu_ms;       /* 0 = the sandbox's limit */
 	pd_output_cb on_output; /* called with each chunk kept (live passthrough) */
 	void *cb_arg;
+	/* every byte of stdout (stream 1) and stderr (2) as it is read, kept or not (a session
+	 * step's streamed output); and first, once, with stream 0 and no bytes, when the request
+	 * was handed to the sandbox's init (the program is starting) */
+	pd_output_cb on_data;
+	void *data_arg;
+	/* no-output timeout: a program that writes nothing to stdout or stderr for this long is
+	 * killed as at its time limit (TO, with idle_timeout set in the result); 0 = none */
+	uint64_t idle_ms;
 	bool spill;            /* also append every output byte to spill_fd[0] (stdout), [1] (stderr) */
 	int spill_fd[2];
 	uint64_t spill_max;    /* bytes per spill fd, 0 = no cap: past it the spill stops (spill_lost) */

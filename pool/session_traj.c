@@ -185,6 +185,8 @@ json_t *session_exec_action(const pd_exec_opts *x)
 	}
 	if (x->wall_ms)
 		json_object_set_new(a, "timeout_ms", json_integer((json_int_t)x->wall_ms));
+	if (x->idle_ms)
+		json_object_set_new(a, "idle_timeout_ms", json_integer((json_int_t)x->idle_ms));
 	return a;
 }
 

@@ -3,7 +3,9 @@
  *   routes.c      the route table (method + path -> handler) and the small endpoints
  *   runs.c        the run endpoints (native, SandboxFusion, Piston): parse, admit, queue, answer
  *   sessions.c    the session endpoints and the threads their operations run on
- *   stream.c      a response body read from a pipe while it is produced (session downloads)
+ *   stream.c      a response body read from a pipe while it is produced (session downloads,
+ *                 streamed execs)
+ *   exec_stream.c a session exec whose output is sent while it runs (JSON lines)
  *   conns.c       connection limits (total, per client address) and the descriptor reserve
  *   prometheus.c  /metrics: the server's gauges and counters as Prometheus text
  *   judge.c       POST /v1/judge: a submission judged by server/judge/ on a scheduler worker
@@ -159,6 +161,16 @@ void sessions_list(req *r, const char *url, const char *method);
 void sessions_op(req *r, const char *url, const char *method);
 /* trajectory.c: GET /v1/sessions/<id>/trajectory */
 void trajectory_get(req *r, const char *id);
+/* An exec's answer (sessions.c): the result record, its process verdict when audited, the
+ * session and request ids, the noise injected. NULL: out of memory. */
+json_t *session_exec_answer(sess_entry *se, const pd_session_exec_req *q, const char *rid, pd_result *res);
+/* The recorded answer of a resumed trajectory's exec with that request id, or NULL. */
+json_t *session_exec_fast_forward(sess_entry *se, const char *rid);
+/* The HTTP status of a failed pd_session_exec. */
+int session_exec_status(const pd_err *e);
+/* exec_stream.c: POST /v1/sessions/<id>/exec with "stream": true. Returns true when the
+ * connection was resumed there (the answer streams while the step runs). */
+bool session_exec_stream(req *r, sess_entry *se, pd_session_exec_req *q, const char *rid);
 /* snapshots.c: POST /v1/sessions/<id>/snapshot */
 void session_snapshot(req *r, sess_entry *se);
 /* Waits until no session operation runs (pd_server_stop, once no new request can start one). */

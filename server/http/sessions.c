@@ -53,40 +53,33 @@ static json_t *digest_json(const void *data, size_t len)
 	return json_string(hex);
 }
 
-static void session_exec(req *r, sess_entry *se)
+json_t *session_exec_fast_forward(sess_entry *se, const char *rid)
 {
-	pd_session_exec_req q;
-	pd_err e = {0};
-	if (pd_session_exec_parse(r->body, r->len, &q, &e) < 0) {
-		http_set_error(r, 400, "%s", e.msg);
-		return;
-	}
-	const char *rid = q.request_id ? q.request_id : step_id(r);
 	json_t *ff = rid ? pd_session_fast_forward(se->s, "exec", rid) : NULL;
 	if (ff) {
 		/* recorded by the trajectory this session resumes: answered from it, not run */
 		json_object_set_new(ff, "session_id", json_string(se->id));
 		json_object_set_new(ff, "request_id", json_string(rid));
 		json_object_set_new(ff, "fast_forward", json_true());
-		http_set_json(r, 200, ff);
-		goto out;
 	}
-	pd_result res;
-	if (pd_session_exec(se->s, &q.x, rid, &res, &e) < 0) {
-		http_set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 400, "%s", e.msg);
-		goto out;
-	}
+	return ff;
+}
+
+int session_exec_status(const pd_err *e)
+{
+	return e->code == EBUSY ? 409 : e->code == ESRCH ? 410 : 400;
+}
+
+json_t *session_exec_answer(sess_entry *se, const pd_session_exec_req *q, const char *rid, pd_result *res)
+{
 	/* the process level of this exec, first: its output is evidence too */
 	pd_audit_verdict v;
-	if (q.audit)
-		pd_audit_evaluate(q.audit, &res, NULL, &v);
-	json_t *o = pd_result_json(&res, true);
-	if (!o) {
-		pd_result_free(&res);
-		http_set_error(r, 500, "out of memory for the result");
-		goto out;
-	}
-	if (q.audit) {
+	if (q->audit)
+		pd_audit_evaluate(q->audit, res, NULL, &v);
+	json_t *o = pd_result_json(res, true);
+	if (!o)
+		return NULL;
+	if (q->audit) {
 		char *vj = pd_audit_verdict_json(&v);
 		json_t *vo = vj ? json_loads(vj, 0, NULL) : NULL;
 		free(vj);
@@ -101,10 +94,43 @@ static void session_exec(req *r, sess_entry *se)
 	if (noise)
 		json_object_set_new(o, "noise", json_loads(noise, 0, NULL));
 	free(noise);
+	return o;
+}
+
+/* Returns true when the connection was resumed here (a streamed answer). */
+static bool session_exec(req *r, sess_entry *se)
+{
+	pd_session_exec_req q;
+	pd_err e = {0};
+	bool resumed = false;
+	if (pd_session_exec_parse(r->body, r->len, &q, &e) < 0) {
+		http_set_error(r, 400, "%s", e.msg);
+		return false;
+	}
+	const char *rid = q.request_id ? q.request_id : step_id(r);
+	if (q.stream) {
+		resumed = session_exec_stream(r, se, &q, rid);
+		goto out;
+	}
+	json_t *ff = session_exec_fast_forward(se, rid);
+	if (ff) {
+		http_set_json(r, 200, ff);
+		goto out;
+	}
+	pd_result res;
+	if (pd_session_exec(se->s, &q.x, rid, &res, &e) < 0) {
+		http_set_error(r, session_exec_status(&e), "%s", e.msg);
+		goto out;
+	}
+	json_t *o = session_exec_answer(se, &q, rid, &res);
 	pd_result_free(&res);
-	http_set_json(r, 200, o);
+	if (o)
+		http_set_json(r, 200, o);
+	else
+		http_set_error(r, 500, "out of memory for the result");
 out:
 	pd_session_exec_req_free(&q);
+	return resumed;
 }
 
 /* 409 while another request uses the session, 410 once it has ended */
@@ -421,7 +447,7 @@ static void *session_op_main(void *arg)
 	req *r = arg;
 	pd_server *s = r->srv;
 	struct MHD_Connection *conn = r->conn; /* r belongs to the event thread once resumed */
-	bool resumed = false;                  /* a download resumes it as soon as it streams */
+	bool resumed = false; /* a download or a streamed exec resumes it as soon as it streams */
 	/* /v1/sessions/<id>/<op> */
 	char id[48] = "", op[32] = "";
 	bool url_ok = pd_session_url(r->url, id, sizeof id, op, sizeof op) == 0;
@@ -439,7 +465,7 @@ static void *session_op_main(void *arg)
 	else if (r->q.error[0])
 		http_set_error(r, 400, "%s", r->q.error);
 	else if (!strcmp(op, "exec") && !strcmp(r->method, "POST"))
-		session_exec(r, se);
+		resumed = session_exec(r, se);
 	else if (!strcmp(op, "files"))
 		session_files(r, se);
 	else if (!strcmp(op, "stat"))
