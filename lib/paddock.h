@@ -206,6 +206,9 @@ const char *pd_ctx_default_image(const pd_ctx *c);
  * prefixes the ids it hands out. */
 const char *pd_ctx_state_dir(const pd_ctx *c);
 uint32_t pd_ctx_run_id(const pd_ctx *c);
+/* Whether the paddock process of that run id is alive: it holds its file in the host's owner
+ * registry (<run dir>/owners). A run the registry no longer lists is not. */
+bool pd_ctx_run_alive(const pd_ctx *c, uint32_t run_id);
 
 /* ---- sandboxes ------------------------------------------------------------------------------- */
 

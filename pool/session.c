@@ -780,6 +780,17 @@ void pd_session_close(pd_session *s)
 	session_free(s);
 }
 
+void pd_session_close_why(pd_session *s, const char *why)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->p->mu);
+	if (!s->dead_reason[0])
+		snprintf(s->dead_reason, sizeof s->dead_reason, "%s", why);
+	pthread_mutex_unlock(&s->p->mu);
+	pd_session_close(s);
+}
+
 /* Called by the reclaimer with the lock held: ends sessions past their deadlines. The session
  * object stays (its owner still holds the pointer) until pd_session_close. */
 void pd_sessions_expire_locked(pd_pools *p, uint64_t now)
@@ -815,6 +826,8 @@ void pd_sessions_free_all(pd_pools *p)
 			char residue[128];
 			pd_sandbox_destroy(s->sb, residue, sizeof residue);
 		}
+		if (!s->dead_reason[0])
+			snprintf(s->dead_reason, sizeof s->dead_reason, "%s", PD_SESSION_LOST_STOP);
 		session_free(s);
 	}
 }

@@ -75,6 +75,8 @@ bool session_noise_cuts(const pd_session *s, unsigned n);
 int pd_snapshot_tree(pd_pools *p, const char *name, char *tree, size_t len, char *tpl, size_t tlen, pd_err *e);
 
 /* session_traj.c */
+/* RFC 3339 UTC with milliseconds (trajectory times) */
+void session_wall_text(uint64_t us, char b[40]);
 int session_traj_open(pd_session *s, const pd_session_opts *o, pd_err *e);
 void session_traj_close(pd_session *s);
 /* Appends a step line while the session is in use (takes action, obs; extra's fields are added) */

@@ -19,15 +19,19 @@ uint64_t pd_wall_us(void)
 	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
-/* RFC 3339 UTC with milliseconds */
-static json_t *wall_text(uint64_t us)
+void session_wall_text(uint64_t us, char b[40])
 {
 	time_t t = (time_t)(us / 1000000);
 	struct tm tm;
 	gmtime_r(&t, &tm);
-	char b[40];
-	snprintf(b, sizeof b, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+	snprintf(b, 40, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
 		 tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)(us % 1000000 / 1000));
+}
+
+static json_t *wall_text(uint64_t us)
+{
+	char b[40];
+	session_wall_text(us, b);
 	return json_string(b);
 }
 

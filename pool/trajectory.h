@@ -54,6 +54,10 @@ pd_traj *pd_traj_create(const char *state_dir, const char *id, json_t *header, p
  * one write() and fdatasync'd before returning. Returns the step number, or -1. */
 long pd_traj_append(pd_traj *t, json_t *line, pd_err *e);
 void pd_traj_close(pd_traj *t);
+/* Closes the trajectory of a session its daemon lost (it died with the session open): a closing
+ * line {"kind": "close", "lost": true, reason, ended_at} unless it has one; a partial last line
+ * (cut by the crash, never answered) is removed first. 0 also when there is no such file. */
+int pd_traj_close_lost(const char *state_dir, const char *id, const char *ended_at, const char *reason, pd_err *e);
 
 /* The recorded trajectory a resumed session fast-forwards from: its step lines by request id. */
 typedef struct pd_traj_index pd_traj_index;

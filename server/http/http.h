@@ -161,6 +161,9 @@ void sessions_list(req *r, const char *url, const char *method);
 void sessions_op(req *r, const char *url, const char *method);
 /* trajectory.c: GET /v1/sessions/<id>/trajectory */
 void trajectory_get(req *r, const char *id);
+/* trajectory.c: the answer about a session not in the table: 410 with why it ended (lost with a
+ * daemon, expired) from its trajectory's closing line, else 404 */
+void session_unknown(req *r, const char *id);
 /* An exec's answer (sessions.c): the result record, its process verdict when audited, the
  * session and request ids, the noise injected. NULL: out of memory. */
 json_t *session_exec_answer(sess_entry *se, const pd_session_exec_req *q, const char *rid, pd_result *res);

@@ -461,7 +461,7 @@ static void *session_op_main(void *arg)
 	else if (!url_ok)
 		http_set_error(r, 404, "no such session operation: %s %s", r->method, r->url);
 	else if (!se)
-		http_set_error(r, 404, "no session %s", id);
+		session_unknown(r, id);
 	else if (r->q.error[0])
 		http_set_error(r, 400, "%s", r->q.error);
 	else if (!strcmp(op, "exec") && !strcmp(r->method, "POST"))
@@ -668,7 +668,7 @@ static void session_delete(req *r, const char *id)
 	}
 	pthread_mutex_unlock(&s->mu);
 	if (!found) {
-		http_set_error(r, 404, "no session %s", id);
+		session_unknown(r, id);
 		return;
 	}
 	if (ss)
@@ -731,7 +731,7 @@ static void session_get(req *r, const char *id)
 	if (o)
 		http_set_json(r, 200, o);
 	else
-		http_set_error(r, 404, "no session %s", id);
+		session_unknown(r, id);
 }
 
 void sessions_op(req *r, const char *url, const char *method)
