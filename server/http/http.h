@@ -164,6 +164,18 @@ void trajectory_get(req *r, const char *id);
 /* trajectory.c: the answer about a session not in the table: 410 with why it ended (lost with a
  * daemon, expired) from its trajectory's closing line, else 404 */
 void session_unknown(req *r, const char *id);
+/* sessions.c, for replay.c: a session held against closing (ops) and given back; the operation
+ * op on it (a request made in the daemon itself, as a client's would be: true when it resumed
+ * the connection, which a replay's requests never ask for); a session opened and filed in the
+ * table (its description, or NULL with the answer's status and e); one closed unless in use. */
+sess_entry *session_hold(pd_server *s, const char *id);
+void session_unhold(pd_server *s, sess_entry *se);
+bool session_dispatch(req *r, sess_entry *se, const char *op);
+json_t *session_open_one(pd_server *s, pd_session_create_req *q, int *status, pd_err *e);
+void session_delete_quiet(pd_server *s, const char *id);
+/* replay.c: POST /v1/replay (the body: a trajectory's JSON lines) and POST
+ * /v1/sessions/<id>/replay (that session's trajectory), on a session operation's thread */
+void replay_run(req *r, const char *id);
 /* An exec's answer (sessions.c): the result record, its process verdict when audited, the
  * session and request ids, the noise injected. NULL: out of memory. */
 json_t *session_exec_answer(sess_entry *se, const pd_session_exec_req *q, const char *rid, pd_result *res);

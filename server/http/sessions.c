@@ -420,7 +420,6 @@ static void session_output(req *r, sess_entry *se)
 }
 
 static void session_create(req *r);
-static void session_delete_quiet(pd_server *s, const char *id);
 
 static void session_reset(req *r, sess_entry *se)
 {
@@ -442,27 +441,10 @@ static void session_reset(req *r, sess_entry *se)
 				   "reset", 1));
 }
 
-static void *session_op_main(void *arg)
+bool session_dispatch(req *r, sess_entry *se, const char *op)
 {
-	req *r = arg;
-	pd_server *s = r->srv;
-	struct MHD_Connection *conn = r->conn; /* r belongs to the event thread once resumed */
-	bool resumed = false; /* a download or a streamed exec resumes it as soon as it streams */
-	/* /v1/sessions/<id>/<op> */
-	char id[48] = "", op[32] = "";
-	bool url_ok = pd_session_url(r->url, id, sizeof id, op, sizeof op) == 0;
-	pthread_mutex_lock(&s->mu);
-	sess_entry *se = find_session(s, id);
-	if (se)
-		se->ops++;
-	pthread_mutex_unlock(&s->mu);
-	if (!strcmp(r->url, "/v1/sessions"))
-		session_create(r);
-	else if (!url_ok)
-		http_set_error(r, 404, "no such session operation: %s %s", r->method, r->url);
-	else if (!se)
-		session_unknown(r, id);
-	else if (r->q.error[0])
+	bool resumed = false;
+	if (r->q.error[0])
 		http_set_error(r, 400, "%s", r->q.error);
 	else if (!strcmp(op, "exec") && !strcmp(r->method, "POST"))
 		resumed = session_exec(r, se);
@@ -482,6 +464,21 @@ static void *session_op_main(void *arg)
 		session_snapshot(r, se);
 	else
 		http_set_error(r, 404, "no such session operation: %s %s", r->method, op);
+	return resumed;
+}
+
+sess_entry *session_hold(pd_server *s, const char *id)
+{
+	pthread_mutex_lock(&s->mu);
+	sess_entry *se = find_session(s, id);
+	if (se)
+		se->ops++;
+	pthread_mutex_unlock(&s->mu);
+	return se;
+}
+
+void session_unhold(pd_server *s, sess_entry *se)
+{
 	pd_session *to_close = NULL;
 	pthread_mutex_lock(&s->mu);
 	if (se && --se->ops == 0 && se->closing) {
@@ -492,6 +489,29 @@ static void *session_op_main(void *arg)
 	pthread_mutex_unlock(&s->mu);
 	if (to_close)
 		pd_session_close(to_close);
+}
+
+static void *session_op_main(void *arg)
+{
+	req *r = arg;
+	pd_server *s = r->srv;
+	struct MHD_Connection *conn = r->conn; /* r belongs to the event thread once resumed */
+	bool resumed = false; /* a download or a streamed exec resumes it as soon as it streams */
+	/* /v1/sessions/<id>/<op> */
+	char id[48] = "", op[32] = "";
+	bool url_ok = pd_session_url(r->url, id, sizeof id, op, sizeof op) == 0;
+	sess_entry *se = url_ok ? session_hold(s, id) : NULL;
+	if (!strcmp(r->url, "/v1/sessions"))
+		session_create(r);
+	else if (!strcmp(r->url, "/v1/replay") || (url_ok && !strcmp(op, "replay")))
+		replay_run(r, url_ok ? id : NULL);
+	else if (!url_ok)
+		http_set_error(r, 404, "no such session operation: %s %s", r->method, r->url);
+	else if (!se)
+		session_unknown(r, id);
+	else
+		resumed = session_dispatch(r, se, op);
+	session_unhold(s, se);
 	pthread_mutex_lock(&s->mu);
 	s->session_ops--;
 	pthread_cond_broadcast(&s->ops_cv);
@@ -528,9 +548,7 @@ static void session_async(req *r)
 	pthread_attr_destroy(&at);
 }
 
-/* Opens one session for q and files it in the table: its description, or NULL with the answer's
- * status and e filled. */
-static json_t *open_one(pd_server *s, pd_session_create_req *q, int *status, pd_err *e)
+json_t *session_open_one(pd_server *s, pd_session_create_req *q, int *status, pd_err *e)
 {
 	/* the acquire may create a sandbox on the spot: this runs on the operation's own thread */
 	pd_session *ss = pd_session_open(s->pools, q->from_snapshot[0] && !q->template_given ? NULL : q->template_name,
@@ -606,7 +624,7 @@ static void session_create(req *r)
 	json_t *list = json_array();
 	int status = 0;
 	for (unsigned i = 0; i < n; i++) {
-		json_t *one = open_one(s, &q, &status, &e);
+		json_t *one = session_open_one(s, &q, &status, &e);
 		if (!one)
 			break;
 		json_array_append_new(list, one);
@@ -636,8 +654,7 @@ static void session_create(req *r)
 	}
 }
 
-/* Closes a session no request uses yet (one of a group that could not be opened whole). */
-static void session_delete_quiet(pd_server *s, const char *id)
+void session_delete_quiet(pd_server *s, const char *id)
 {
 	pthread_mutex_lock(&s->mu);
 	sess_entry *se = find_session(s, id);
@@ -702,7 +719,8 @@ static void session_list(req *r)
 
 void sessions_create(req *r, const char *url, const char *method)
 {
-	/* the pool may be empty and the sandbox made on the spot: not on the event thread */
+	/* the pool may be empty and the sandbox made on the spot: not on the event thread (so for
+	 * POST /v1/replay, which opens one and runs a trajectory's steps in it) */
 	snprintf(r->url, sizeof r->url, "%s", url);
 	snprintf(r->method, sizeof r->method, "%s", method);
 	session_async(r);
