@@ -400,6 +400,27 @@ int pd_sandbox_remove(pd_sandbox *s, const char *path, pd_err *e);
 /* Creates a directory and its missing parents. */
 int pd_sandbox_mkdir(pd_sandbox *s, const char *path, mode_t mode, pd_err *e);
 
+/* ---- the writable layer (a session step's files changed outside its scratch directories) ---- */
+
+typedef struct pd_upper_ent {
+	char *path;       /* in the sandbox, absolute */
+	mode_t mode;      /* the entry's type and permissions (a deletion: the type removed) */
+	uint64_t size, ino;
+	int64_t mtime_ns, ctime_ns;
+	bool deleted;     /* a whiteout: the image's entry was removed */
+	bool in_image;    /* the image (one of its layers) has this path */
+} pd_upper_ent;
+/* What the sandbox's writable layers (the root's overlay and those of image layers mounted
+ * elsewhere, /usr) hold that differs from its image: files written or created, deletions,
+ * directories made, replaced or whose mode changed (a directory only copied up for what is below
+ * it is left out), sorted by path. Paths under skip (NULL-ended list of absolute paths; may be
+ * NULL) and the mount points the build itself made are left out. Nothing while the layers are
+ * provably untouched (their watches saw no event: they are then not walked, which keeps them
+ * keepable by the next reset). Not while an exec runs. *out is malloc'd (pd_upper_list_free).
+ * Returns 0, 1 when the list stopped at 50 000 entries (the rest is not listed), or -1. */
+int pd_sandbox_upper_list(pd_sandbox *s, const char *const *skip, pd_upper_ent **out, size_t *n, pd_err *e);
+void pd_upper_list_free(pd_upper_ent *l, size_t n);
+
 /* create + exec + destroy, with setup/exec/teardown times and residue in the result. */
 int pd_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd_result *r, pd_err *e);
 

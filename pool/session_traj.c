@@ -79,7 +79,8 @@ int session_traj_open(pd_session *s, const pd_session_opts *o, pd_err *e)
 		pd_traj_index_free(s->resume);
 		return -1;
 	}
-	pd_fsmap_scan(pd_sandbox_pid(s->sb), s->scan_dirs, &s->fs);
+	if (pd_fsmap_scan(pd_sandbox_pid(s->sb), s->scan_dirs, &s->fs) == 0)
+		pd_fsmap_add_upper(s->sb, s->scan_dirs, &s->fs);
 	return 0;
 }
 
@@ -93,6 +94,9 @@ long session_traj_step(pd_session *s, const char *kind, const char *rid, uint64_
 	if (scan && pd_sandbox_state(s->sb) == PD_READY) {
 		pd_fsmap now;
 		if (pd_fsmap_scan(pd_sandbox_pid(s->sb), s->scan_dirs, &now) == 0) {
+			/* and the image's writable layer: what the step changed outside those */
+			if (pd_fsmap_add_upper(s->sb, s->scan_dirs, &now) < 0)
+				now.truncated = true; /* not listed whole: say so */
 			changed = pd_fsmap_diff(pd_sandbox_pid(s->sb), &s->fs, &now);
 			truncated = now.truncated || s->fs.truncated;
 			pd_fsmap_free(&s->fs);
