@@ -62,6 +62,9 @@ static const serve_opt serve_opts[] = {
 	 "retries of infrastructure failures in a fresh sandbox"},
 	{"warm", 0, T_COUNT, "N", 0, 10000, false, FIELD(warm), "templates' pool.min",
 	 "READY sandboxes kept per template"},
+	{"trajectory-retention", 0, T_COUNT, "SECS", 1, 315360000, true, FIELD(trajectory_retention), "2592000 (30 days)",
+	 "seconds the trajectories of ended sessions are kept, from\n"
+	 "their last line; 0 = kept until deleted"},
 	{"max-body", 0, T_SIZE, "SIZE", 1024, UINT64_MAX, false, FIELD(max_body), "16M", "largest request body"},
 	{"max-connections-per-ip", 0, T_COUNT, "N", 0, 1000000, true, FIELD(max_conns_per_ip), "256",
 	 "open connections one client address may hold; more are closed\n"

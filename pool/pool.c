@@ -542,12 +542,20 @@ static void *reclaimer_main(void *arg)
 	background_priority();
 	pthread_mutex_lock(&p->mu);
 	bool first = p->reclaimer_ids++ == 0; /* the first one also expires idle sandboxes */
-	uint64_t next_tick = 0;
+	uint64_t next_tick = 0, next_prune = 0;
+	uint64_t keep_s = p->opts.trajectory_retention_s;
 	for (;;) {
 		uint64_t now = pd_now_us();
 		if (first && now >= next_tick) {
 			expire_locked(p, now);
 			next_tick = now + p->opts.tick_ms * 1000;
+		}
+		if (first && keep_s && now >= next_prune && !p->stop) {
+			/* files only: not under the lock (the prune takes it to see open sessions) */
+			pthread_mutex_unlock(&p->mu);
+			pd_trajectories_prune(p, keep_s);
+			pthread_mutex_lock(&p->mu);
+			next_prune = pd_now_us() + (keep_s < 600 ? keep_s : 600) * 1000000;
 		}
 		if (reclaim_one_locked(p))
 			continue;

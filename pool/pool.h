@@ -91,6 +91,8 @@ typedef struct pd_pools_opts {
 	uint32_t fd_reserve;       /* descriptors the builder must leave free (a daemon's share for
 				    * connections); 0 = no check. Counted in /proc/self/fd per build. */
 	uint32_t reclaimers;       /* reclaimer threads; 0 = one per 4 CPUs, 1 to 16 */
+	/* trajectories of ended sessions older than this are deleted (retention.c); 0 = kept */
+	uint64_t trajectory_retention_s;
 } pd_pools_opts;
 
 typedef struct pd_pool_stats {
@@ -188,6 +190,10 @@ int pd_session_download_tar(pd_session *s, const char *dir, int tar_fd, const ch
  * refuses is replaced by a new one of the template. */
 int pd_session_reset(pd_session *s, const char *request_id, pd_err *e);
 /* ---- trajectories (trajectory.c) ---- */
+/* Deletes the trajectories of ended sessions last written more than older_than_s ago (never one
+ * of a session open in p, or of a live daemon's session still open); how many (retention.c). The
+ * pools do it on their own with trajectory_retention_s. */
+size_t pd_trajectories_prune(pd_pools *p, uint64_t older_than_s);
 struct json_t;
 /* <state>/trajectories/<id>.jsonl; EINVAL for an id that is not a session id's characters. */
 int pd_trajectory_path(const char *state_dir, const char *id, char *path, size_t len, pd_err *e);

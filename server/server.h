@@ -380,6 +380,8 @@ typedef struct pd_server_opts {
 	const char *cluster;        /* nats://HOST:PORT[,...]: join a cluster (NULL = single node) */
 	const char *node_id;        /* the node's id in the cluster; NULL = <hostname>-<port> */
 	unsigned cluster_ack_wait;  /* seconds; 0 = 30 */
+	/* seconds the trajectories of ended sessions are kept; 0 = 30 days, UINT_MAX = forever */
+	unsigned trajectory_retention;
 } pd_server_opts;
 
 pd_server *pd_server_start(const pd_server_opts *o, pd_err *e);

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "http.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +72,11 @@ static void healthz(req *r, const char *url, const char *method)
 {
 	(void)url;
 	(void)method;
-	http_set_json(r, 200, json_pack("{s:s}", "status", "ok"));
+	/* the run id: the daemon's session ids (ss-<run>-<n>) carry it; it tells this run from a
+	 * restarted one */
+	char run[16];
+	snprintf(run, sizeof run, "%08" PRIx32, pd_ctx_run_id(r->srv->ctx));
+	http_set_json(r, 200, json_pack("{s:s,s:s}", "status", "ok", "run_id", run));
 }
 
 static void readyz(req *r, const char *url, const char *method)

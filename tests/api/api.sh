@@ -73,7 +73,11 @@ start_daemon() {
   fi
   U="http://$addr"
   for ((i = 0; i < 150; i++)); do
-    [ "$(curl -s -m 2 -o /dev/null -w '%{http_code}' "$U/healthz")" = 200 ] && return 0
+    if [ "$(curl -s -m 2 -o "$TMPD/healthz" -w '%{http_code}' "$U/healthz")" = 200 ]; then
+      # its sessions' trajectories (ss-<run id>-<n>) are removed when the file exits
+      jq -r '.run_id // empty' "$TMPD/healthz" >>"$TMPD/runs" 2>/dev/null
+      return 0
+    fi
     sleep 0.1
   done
   diag "the daemon at $U never answered /healthz: $(tail -c 600 "$DLOG")"
@@ -98,10 +102,21 @@ stop_daemon() {
   DPID=""
 }
 
+# The trajectories of the sessions the daemons of this file opened: the state directory is the
+# host's, shared by every test and daemon, so each file removes its own.
+_forget_trajectories() {
+  local run dir=${PADDOCK_STATE_DIR:-/var/lib/paddock}/trajectories
+  [ -s "$TMPD/runs" ] || return 0
+  while read -r run; do
+    [[ $run =~ ^[0-9a-f]{8}$ ]] && rm -f "$dir/ss-$run-"*.jsonl
+  done <"$TMPD/runs"
+}
+
 _run_cleanups() {
   local rc=$? i
   for ((i = ${#_cleanups[@]} - 1; i >= 0; i--)); do eval "${_cleanups[$i]}" >/dev/null 2>&1; done
   stop_daemon 20 >/dev/null 2>&1
+  _forget_trajectories
   # a sanitizer build of the daemon (PADDOCK=build-asan/bin/paddock) reports here
   grep -h -B2 -A14 -E 'ERROR: [A-Za-z]+Sanitizer|runtime error:' "$TMPD"/daemon.*.log 2>/dev/null | head -60 | sed 's/^/# daemon: /'
   [ -n "${PADDOCK_API_KEEP:-}" ] && cp "$TMPD"/daemon.*.log "$PADDOCK_API_KEEP"/ 2>/dev/null
