@@ -56,15 +56,15 @@ $(BUILD)/%.o: %.c $(wildcard lib/*.h lib/*/*.h pool/*.h pool/*/*.h server/*.h se
 
 $(BUILD)/libpaddock.a: $(LIB_OBJ)
 	@echo "  AR      $@"
-	@ar rcs $@ $^
+	@rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/libpaddock-pool.a: $(POOL_OBJ)
 	@echo "  AR      $@"
-	@ar rcs $@ $^
+	@rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/libpaddock-server.a: $(SERVER_OBJ)
 	@echo "  AR      $@"
-	@ar rcs $@ $^
+	@rm -f $@ && ar rcs $@ $^
 
 $(BIN)/paddock: $(CLI_OBJ) $(LIBS)
 	@mkdir -p $(BIN)

@@ -400,6 +400,26 @@ int pd_sandbox_remove(pd_sandbox *s, const char *path, pd_err *e);
 /* Creates a directory and its missing parents. */
 int pd_sandbox_mkdir(pd_sandbox *s, const char *path, mode_t mode, pd_err *e);
 
+/* ---- SHA-256 (lib/sha256.c, libcrypto's): every digest paddock makes ---- */
+
+typedef struct pd_sha256 {
+	struct evp_md_ctx_st *md; /* NULL once ended, or when it could not start */
+} pd_sha256;
+/* Starts a digest: 0, or -1 (ENOMEM) — then add does nothing and end fails, so a caller may
+ * check at the end only. */
+int pd_sha256_init(pd_sha256 *c);
+void pd_sha256_add(pd_sha256 *c, const void *data, size_t len);
+/* The digest (32 bytes): 0, or -1 when it could not be computed (out is zeroed; never use it).
+ * Frees the context either way. */
+int pd_sha256_end(pd_sha256 *c, unsigned char out[32]);
+/* The same as 64 hex digits and a NUL ("" on failure). */
+int pd_sha256_end_hex(pd_sha256 *c, char out[65]);
+/* A context given up before its end. */
+void pd_sha256_free(pd_sha256 *c);
+void pd_sha256_hex(const unsigned char d[32], char out[65]);
+/* The digest of a buffer as hex: 0 or -1 ("" on failure). */
+int pd_sha256_of(const void *data, size_t len, char out[65]);
+
 /* ---- the writable layer (a session step's files changed outside its scratch directories) ---- */
 
 typedef struct pd_upper_ent {

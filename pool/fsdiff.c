@@ -170,7 +170,7 @@ static const char *type_of(uint32_t mode)
 
 static json_t *digest_of(int root, const pd_fsent *e)
 {
-	char hex[PD_DIGEST_HEX];
+	char hex[65];
 	if (S_ISLNK(e->mode)) {
 		/* the link's own text: readlinkat on its parent, the link itself never followed */
 		char dir[4096], target[4096];
@@ -185,8 +185,7 @@ static json_t *digest_of(int root, const pd_fsent *e)
 			close(d);
 		if (n < 0)
 			return json_null();
-		pd_digest_of(target, (size_t)n, hex);
-		return json_string(hex);
+		return pd_sha256_of(target, (size_t)n, hex) == 0 ? json_string(hex) : json_null();
 	}
 	if (!S_ISREG(e->mode) || e->size > DIGEST_MAX)
 		return json_null();
@@ -198,20 +197,21 @@ static json_t *digest_of(int root, const pd_fsent *e)
 			close(fd);
 		return json_null();
 	}
-	pd_digest d;
-	pd_digest_init(&d);
+	pd_sha256 d;
+	pd_sha256_init(&d);
 	char buf[65536];
 	ssize_t n;
 	uint64_t total = 0;
 	while ((n = read(fd, buf, sizeof buf)) > 0 && total <= DIGEST_MAX) {
-		pd_digest_add(&d, buf, (size_t)n);
+		pd_sha256_add(&d, buf, (size_t)n);
 		total += (uint64_t)n;
 	}
 	close(fd);
-	if (n < 0 || total > DIGEST_MAX)
+	if (n < 0 || total > DIGEST_MAX) {
+		pd_sha256_free(&d);
 		return json_null();
-	pd_digest_hex(&d, hex);
-	return json_string(hex);
+	}
+	return pd_sha256_end_hex(&d, hex) == 0 ? json_string(hex) : json_null();
 }
 
 static json_t *change(int root, const pd_fsent *e, const char *what)

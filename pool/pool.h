@@ -212,8 +212,7 @@ long pd_session_record(pd_session *s, const char *kind, const char *request_id, 
  * request id, appends it (marked fast_forward) to this session's trajectory and returns a new
  * reference to its recorded observation; the step is not run. NULL otherwise. */
 struct json_t *pd_session_fast_forward(pd_session *s, const char *kind, const char *request_id);
-/* SHA-256 as 64 hex digits of a buffer, of a file from its start (its offset is put back). */
-void pd_session_digest(const void *data, size_t len, char hex[65]);
+/* SHA-256 (pd_sha256) as 64 hex digits of a file from its start (its offset is put back). */
 int pd_session_digest_fd(int fd, char hex[65]);
 /* Wall clock in microseconds (trajectory times). */
 uint64_t pd_wall_us(void);

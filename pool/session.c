@@ -633,7 +633,7 @@ int pd_session_upload_tar(pd_session *s, const char *dir, int tar_fd, const char
  * client went away) closes the relay's end, so tar's output is dropped rather than blocking. */
 typedef struct {
 	int in, out;
-	pd_digest d;
+	pd_sha256 d;
 	uint64_t bytes;
 	bool broken;
 } tar_relay;
@@ -648,7 +648,7 @@ static void *relay_main(void *arg)
 			continue;
 		if (n <= 0)
 			break;
-		pd_digest_add(&t->d, buf, (size_t)n);
+		pd_sha256_add(&t->d, buf, (size_t)n);
 		t->bytes += (uint64_t)n;
 		for (ssize_t off = 0; off < n;) {
 			ssize_t w = write(t->out, buf + off, (size_t)(n - off));
@@ -682,7 +682,7 @@ int pd_session_download_tar(pd_session *s, const char *dir, int tar_fd, const ch
 	char *d = strdup(dir);
 	char *argv[] = {sh, c, script, zero, d, limit, NULL};
 	tar_relay t = {.out = tar_fd};
-	pd_digest_init(&t.d);
+	pd_sha256_init(&t.d);
 	int p[2] = {-1, -1};
 	pthread_t th;
 	int rc;
@@ -704,7 +704,7 @@ int pd_session_download_tar(pd_session *s, const char *dir, int tar_fd, const ch
 	}
 	free(d);
 	char hex[65];
-	pd_digest_hex(&t.d, hex);
+	pd_sha256_end_hex(&t.d, hex); /* "" if it could not be computed */
 	tar_step(s, "download", dir, -1, hex, t.bytes, rid, t0, rc, e);
 	session_leave(s);
 	return rc;

@@ -175,18 +175,18 @@ json_t *session_exec_action(const pd_exec_opts *x)
 	json_t *cmd = json_array();
 	for (size_t i = 0; x->argv && x->argv[i]; i++)
 		json_array_append_new(cmd, pd_json_text(x->argv[i]));
-	char hex[PD_DIGEST_HEX];
-	pd_digest d;
-	pd_digest_init(&d);
+	char hex[65];
+	pd_sha256 d;
+	pd_sha256_init(&d);
 	for (size_t i = 0; x->envp && x->envp[i]; i++)
-		pd_digest_add(&d, x->envp[i], strlen(x->envp[i]) + 1);
-	pd_digest_hex(&d, hex);
-	json_t *a = json_pack("{s:o,s:o,s:s}", "cmd", cmd, "cwd", x->cwd ? pd_json_text(x->cwd) : json_null(),
-			      "env_sha256", hex);
+		pd_sha256_add(&d, x->envp[i], strlen(x->envp[i]) + 1);
+	json_t *env = pd_sha256_end_hex(&d, hex) == 0 ? json_string(hex) : json_null();
+	json_t *a = json_pack("{s:o,s:o,s:o}", "cmd", cmd, "cwd", x->cwd ? pd_json_text(x->cwd) : json_null(),
+			      "env_sha256", env);
 	if (x->stdin_data) {
-		pd_digest_of(x->stdin_data, x->stdin_len, hex);
 		json_object_set_new(a, "stdin_bytes", json_integer((json_int_t)x->stdin_len));
-		json_object_set_new(a, "stdin_sha256", json_string(hex));
+		json_object_set_new(a, "stdin_sha256", pd_sha256_of(x->stdin_data, x->stdin_len, hex) == 0 ? json_string(hex)
+												 : json_null());
 		/* as bytes: jansson keeps a NUL inside a string with json_stringn */
 		json_object_set_new(a, "stdin", x->stdin_len <= STDIN_KEEP ? pd_json_bytes(x->stdin_data, x->stdin_len)
 									 : json_null());
@@ -198,27 +198,23 @@ json_t *session_exec_action(const pd_exec_opts *x)
 	return a;
 }
 
-void pd_session_digest(const void *data, size_t len, char hex[65])
-{
-	pd_digest_of(data, len, hex);
-}
-
 int pd_session_digest_fd(int fd, char hex[65])
 {
 	off_t at = lseek(fd, 0, SEEK_CUR);
-	pd_digest d;
-	pd_digest_init(&d);
+	pd_sha256 d;
+	pd_sha256_init(&d);
 	char buf[65536];
 	ssize_t n;
 	off_t off = 0;
 	while ((n = pread(fd, buf, sizeof buf, off)) > 0) {
-		pd_digest_add(&d, buf, (size_t)n);
+		pd_sha256_add(&d, buf, (size_t)n);
 		off += n;
 	}
 	if (at >= 0)
 		lseek(fd, at, SEEK_SET);
-	if (n < 0)
+	if (n < 0) {
+		pd_sha256_free(&d);
 		return -1;
-	pd_digest_hex(&d, hex);
-	return 0;
+	}
+	return pd_sha256_end_hex(&d, hex);
 }

@@ -1,5 +1,5 @@
-/* Internals of a session's trajectory (pool/trajectory.c), the file-change scan (pool/fsdiff.c)
- * and the digest (pool/digest.c). */
+/* Internals of a session's trajectory (pool/trajectory.c) and the file-change scan
+ * (pool/fsdiff.c). Digests are lib's SHA-256 (pd_sha256). */
 #ifndef PADDOCK_TRAJECTORY_H
 #define PADDOCK_TRAJECTORY_H
 
@@ -9,19 +9,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
-
-/* ---- SHA-256 ---- */
-#define PD_DIGEST_HEX 65
-typedef struct pd_digest {
-	uint32_t h[8];
-	unsigned char buf[64];
-	size_t n;
-	uint64_t len;
-} pd_digest;
-void pd_digest_init(pd_digest *d);
-void pd_digest_add(pd_digest *d, const void *data, size_t len);
-void pd_digest_hex(pd_digest *d, char out[PD_DIGEST_HEX]);
-void pd_digest_of(const void *data, size_t len, char out[PD_DIGEST_HEX]);
 
 /* ---- what a step changed in the writable directories ---- */
 typedef struct pd_fsent {

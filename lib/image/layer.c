@@ -21,7 +21,6 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +35,7 @@
 
 typedef struct hreader {
 	int fd;
-	EVP_MD_CTX *md;
+	pd_sha256 md;
 	char buf[1 << 16];
 	int err;
 } hreader;
@@ -53,7 +52,7 @@ static la_ssize_t hread(struct archive *a, void *arg, const void **buf)
 		h->err = errno;
 		return -1;
 	}
-	EVP_DigestUpdate(h->md, h->buf, (size_t)n);
+	pd_sha256_add(&h->md, h->buf, (size_t)n);
 	*buf = h->buf;
 	return n;
 }
@@ -63,34 +62,26 @@ static int drain(hreader *h, char out[PD_DIGEST_LEN])
 {
 	ssize_t n;
 	while ((n = read(h->fd, h->buf, sizeof h->buf)) > 0)
-		EVP_DigestUpdate(h->md, h->buf, (size_t)n);
+		pd_sha256_add(&h->md, h->buf, (size_t)n);
 	if (n < 0)
 		return -1;
-	unsigned char d[32];
-	unsigned int len = 0;
-	EVP_DigestFinal_ex(h->md, d, &len);
 	strcpy(out, "sha256:");
-	for (int i = 0; i < 32; i++)
-		snprintf(out + 7 + 2 * i, 3, "%02x", d[i]);
+	if (pd_sha256_end_hex(&h->md, out + 7) < 0)
+		return -1; /* errno ENOMEM */
 	return 0;
 }
 
 void imgs_sha256(const void *data, size_t len, char out[PD_DIGEST_LEN])
 {
-	unsigned char d[32];
-	unsigned int dl = 0;
-	EVP_Digest(data, len, d, &dl, EVP_sha256(), NULL);
 	strcpy(out, "sha256:");
-	for (int i = 0; i < 32; i++)
-		snprintf(out + 7 + 2 * i, 3, "%02x", d[i]);
+	if (pd_sha256_of(data, len, out + 7) < 0)
+		out[0] = 0; /* no digest: never equal to one, so never taken for the blob's */
 }
 
 int imgs_verify_blob(const char *blob, const char *want, pd_err *e)
 {
 	hreader *h = calloc(1, sizeof *h);
-	if (!h || !(h->md = EVP_MD_CTX_new()) || !EVP_DigestInit_ex(h->md, EVP_sha256(), NULL)) {
-		if (h)
-			EVP_MD_CTX_free(h->md);
+	if (!h || pd_sha256_init(&h->md) < 0) {
 		free(h);
 		return pd_fail(e, ENOMEM, "sha256");
 	}
@@ -103,7 +94,7 @@ int imgs_verify_blob(const char *blob, const char *want, pd_err *e)
 		rc = pd_fail(e, EBADMSG, "refused: layer %s is corrupted: its content hashes to %s", want, got);
 	if (h->fd >= 0)
 		close(h->fd);
-	EVP_MD_CTX_free(h->md);
+	pd_sha256_free(&h->md);
 	free(h);
 	return rc;
 }
@@ -428,10 +419,8 @@ int imgs_unpack_layer(const char *blob, const char *want, const char *dest, cons
 	u.h.fd = open(blob, O_RDONLY | O_CLOEXEC);
 	if (u.h.fd < 0)
 		return pd_fail(e, errno, "layer blob %s", blob);
-	u.h.md = EVP_MD_CTX_new();
-	if (!u.h.md || !EVP_DigestInit_ex(u.h.md, EVP_sha256(), NULL)) {
+	if (pd_sha256_init(&u.h.md) < 0) {
 		close(u.h.fd);
-		EVP_MD_CTX_free(u.h.md);
 		return pd_fail(e, ENOMEM, "sha256");
 	}
 	int rc = -1;
@@ -488,7 +477,7 @@ out:
 	if (u.rootfd >= 0)
 		close(u.rootfd);
 	close(u.h.fd);
-	EVP_MD_CTX_free(u.h.md);
+	pd_sha256_free(&u.h.md);
 	free(u.opq);
 	return rc;
 }

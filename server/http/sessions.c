@@ -49,8 +49,7 @@ static const char *step_id(req *r)
 static json_t *digest_json(const void *data, size_t len)
 {
 	char hex[65];
-	pd_session_digest(data, len, hex);
-	return json_string(hex);
+	return pd_sha256_of(data, len, hex) == 0 ? json_string(hex) : json_null();
 }
 
 json_t *session_exec_fast_forward(sess_entry *se, const char *rid)

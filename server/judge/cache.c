@@ -78,7 +78,7 @@ static void tpl_identity(pd_sha256 *h, const pd_template *t)
 		pd_sha256_u64(h, v[i]);
 }
 
-void pd_jcache_key(const pd_problem *p, const char *language, const char *code, size_t code_len,
+bool pd_jcache_key(const pd_problem *p, const char *language, const char *code, size_t code_len,
 		   const pd_template *tpl, const pd_template *judge_tpl, bool stop_at_first, const pd_audit_policy *audit,
 		   unsigned char key[32])
 {
@@ -98,7 +98,7 @@ void pd_jcache_key(const pd_problem *p, const char *language, const char *code, 
 	char *pj = audit ? pd_audit_policy_json(audit) : NULL;
 	pd_sha256_str(&h, audit ? (pj ? pj : "?") : "");
 	free(pj);
-	pd_sha256_end(&h, key);
+	return pd_sha256_end(&h, key) == 0;
 }
 
 bool pd_jcache_cacheable(const pd_judged *d)

@@ -357,6 +357,8 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 		    const pd_judge_opts *o, pd_judged *d, pd_err *e)
 {
 	pd_judge_opts defaults;
+	bool keyed = false; /* the cache's key was computed: the cache may be read and written */
+	unsigned char key[32];
 	if (!o) {
 		pd_judge_opts_default(&defaults);
 		o = &defaults;
@@ -392,10 +394,10 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 		return -1;
 	if (pol)
 		pd_judged_audit_start(d);
-	unsigned char key[32];
-	d->cache_used = !o->no_cache;
-	if (!o->no_cache) {
-		pd_jcache_key(p, l->name, code, code_len, tpl, jt, stop, pol, key);
+	/* no key (out of memory): no cache, neither read nor written */
+	keyed = !o->no_cache && pd_jcache_key(p, l->name, code, code_len, tpl, jt, stop, pol, key);
+	d->cache_used = keyed;
+	if (keyed) {
 		pd_judged hit;
 		if (pd_jcache_get(j->cache, key, &hit)) {
 			/* the stored verdict with this request's ids */
@@ -495,7 +497,7 @@ done:
 	pd_audit_policy_free(pol);
 	pd_verdict_decide(&d->v, &o->rule);
 	d->wall_ms = now_ms() - t0;
-	if (!o->no_cache && pd_jcache_cacheable(d))
+	if (keyed && pd_jcache_cacheable(d))
 		pd_jcache_put(j->cache, key, d);
 	count(j, d);
 	return 0;

@@ -12,7 +12,7 @@
  *   request.c   the judge request (POST /v1/judge, a judge line of paddock run)
  *   jobs.c      a judge request as a scheduler job
  *   cache.c     the fingerprint cache (identical judged work answers from the stored verdict)
- *   sha256.c    the digest the problem and the cache use
+ *   fields.c    what goes into the problem's digest and the cache's key (SHA-256: lib's)
  *
  * Judge material (answers, checkers, interactors, hidden tests) never enters the candidate's sandbox:
  * the candidate gets its program and one test's input on stdin; checkers and interactors run in
@@ -29,24 +29,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* ---- digests (sha256.c) ---------------------------------------------------------------------- */
+/* ---- what goes into a digest (fields.c; the SHA-256 itself is lib's, pd_sha256) -------------- */
 
-typedef struct pd_sha256 {
-	uint32_t h[8];
-	uint64_t len;
-	unsigned char buf[64];
-	size_t n;
-} pd_sha256;
-
-void pd_sha256_init(pd_sha256 *c);
-void pd_sha256_add(pd_sha256 *c, const void *data, size_t len);
 /* A length-prefixed field: "ab"+"c" and "a"+"bc" must not hash alike. */
 void pd_sha256_field(pd_sha256 *c, const void *data, size_t len);
 void pd_sha256_str(pd_sha256 *c, const char *s);
 void pd_sha256_u64(pd_sha256 *c, uint64_t v);
-void pd_sha256_end(pd_sha256 *c, unsigned char out[32]);
-/* 64 hex digits and a NUL. */
-void pd_sha256_hex(const unsigned char d[32], char out[65]);
 
 /* ---- checkers (checker.c) -------------------------------------------------------------------- */
 
@@ -459,7 +447,8 @@ pd_jcache *pd_jcache_new(size_t max_entries);
 void pd_jcache_free(pd_jcache *c);
 /* The key of a judged work: the problem's id, version and digest, the submission, its language, the
  * limits and checker (in the digest), the template's identity and the options that change results. */
-void pd_jcache_key(const pd_problem *p, const char *language, const char *code, size_t code_len,
+/* False when it could not be computed (out of memory): the cache is then not used. */
+bool pd_jcache_key(const pd_problem *p, const char *language, const char *code, size_t code_len,
 		   const pd_template *tpl, const pd_template *judge_tpl, bool stop_at_first, const pd_audit_policy *audit,
 		   unsigned char key[32]);
 /* Whether a judged record may be stored: no TO, no XX, no infrastructure failure, no judge error. */

@@ -561,7 +561,7 @@ out:
 	return rc;
 }
 
-static void digest(pd_problem *p)
+static int digest(pd_problem *p)
 {
 	pd_sha256 c;
 	pd_sha256_init(&c);
@@ -596,8 +596,10 @@ static void digest(pd_problem *p)
 		snprintf(wt, sizeof wt, "%.17g", p->tests[i].weight);
 		pd_sha256_str(&c, wt);
 	}
-	pd_sha256_end(&c, p->digest);
+	if (pd_sha256_end(&c, p->digest) < 0)
+		return -1;
 	pd_sha256_hex(p->digest, p->digest_hex);
+	return 0;
 }
 
 pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, pd_err *e)
@@ -735,7 +737,10 @@ pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, 
 	}
 	if (!p->interactor_time_ms)
 		p->interactor_time_ms = p->time_ms * 2 + 1000;
-	digest(p);
+	if (digest(p) < 0) {
+		fail_at(e, where, "the problem's digest: out of memory");
+		goto fail;
+	}
 	return p;
 fail:
 	pd_problem_free(p);
