@@ -56,6 +56,11 @@ static const serve_opt serve_opts[] = {
 	{"workers", 0, T_COUNT, "N", 1, 4096, false, FIELD(sched.workers), "2 x CPUs", "concurrent jobs"},
 	{"queue-max", 0, T_COUNT, "N", 1, 1000000000, false, FIELD(sched.queue_max), "4096",
 	 "queued jobs per priority class before refusing"},
+	{"deadline-margin", 0, T_COUNT, "N", 1, 3600, false, FIELD(deadline_margin_s), "10",
+	 "seconds: a request without deadline_ms must finish within its\n"
+	 "time limits (compile + run) plus N; refused at once (504 on\n"
+	 "/run_code, 503 elsewhere, with Retry-After) when the work queued\n"
+	 "ahead says it cannot"},
 	{"retries", 0, T_COUNT, "N", 0, 10, false, FIELD(sched.retries), "2",
 	 "retries of infrastructure failures in a fresh sandbox"},
 	{"warm", 0, T_COUNT, "N", 0, 10000, false, FIELD(warm), "templates' pool.min",

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,9 +32,47 @@ const char *pd_failure_name(pd_failure f)
 pd_job *pd_job_new(void)
 {
 	pd_job *j = calloc(1, sizeof *j);
-	if (j)
+	if (j) {
 		j->priority = PD_PRIO_NORMAL;
+		pthread_mutex_init(&j->run_mu, NULL);
+	}
 	return j;
+}
+
+bool pd_job_is_cancelled(const pd_job *j)
+{
+	return __atomic_load_n(&j->cancelled, __ATOMIC_ACQUIRE) != 0;
+}
+
+void pd_job_cancel(pd_job *j)
+{
+	__atomic_store_n(&j->cancelled, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&j->run_mu);
+	/* killing the sandbox's init ends its pid namespace, every process of the program with it;
+	 * the exec returns, the sandbox is FAILED and the pool destroys it. The lock keeps the
+	 * sandbox (and so its init, our child) from being handed back meanwhile. */
+	if (j->running && pd_sandbox_pid(j->running) > 0)
+		kill(pd_sandbox_pid(j->running), SIGKILL);
+	pthread_mutex_unlock(&j->run_mu);
+}
+
+/* Records (or forgets) the sandbox the job runs in; false when the job was cancelled already. */
+static bool hold_sandbox(pd_job *j, pd_sandbox *s)
+{
+	pthread_mutex_lock(&j->run_mu);
+	bool go = !s || !pd_job_is_cancelled(j);
+	j->running = go ? s : NULL;
+	pthread_mutex_unlock(&j->run_mu);
+	return go;
+}
+
+static bool cancelled_now(pd_job *j)
+{
+	if (!pd_job_is_cancelled(j))
+		return false;
+	j->failure = PD_F_CANCELLED;
+	snprintf(j->error, sizeof j->error, "the client disconnected: the run was stopped");
+	return true;
 }
 
 static void free_step(pd_step *s)
@@ -65,6 +104,7 @@ void pd_job_free(pd_job *j)
 	free(j->fetched);
 	pd_result_free(&j->compile_r);
 	pd_result_free(&j->run_r);
+	pthread_mutex_destroy(&j->run_mu);
 	free(j);
 }
 
@@ -185,6 +225,10 @@ static bool attempt(pd_pools *pools, pd_job *j)
 	}
 	snprintf(j->sandbox_id, sizeof j->sandbox_id, "%s", pd_sandbox_id(s));
 	bool retry = false;
+	if (!hold_sandbox(j, s)) {
+		cancelled_now(j);
+		goto out;
+	}
 	if (j->memory_bytes && pd_sandbox_set_memory(s, j->memory_bytes, &e) < 0) {
 		j->failure = PD_F_INTERNAL;
 		snprintf(j->error, sizeof j->error, "%s", e.msg);
@@ -266,6 +310,11 @@ static bool attempt(pd_pools *pools, pd_job *j)
 			budget -= out->len;
 		}
 out:
+	hold_sandbox(j, NULL);
+	/* whatever the killed run looked like (an init that died under it, files it could not
+	 * write), it was the cancel */
+	if (cancelled_now(j))
+		retry = false;
 	pd_pool_release(pools, s);
 	return retry;
 }
@@ -274,6 +323,8 @@ void pd_job_execute(pd_pools *pools, pd_job *j, unsigned max_retries)
 {
 	j->started_us = wall_us();
 	for (j->attempts = 1;; j->attempts++) {
+		if (cancelled_now(j))
+			break;
 		bool retry = attempt(pools, j);
 		if (!retry || j->attempts > max_retries)
 			break;

@@ -303,6 +303,7 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 	}
 	s->o = *o;
 	s->listen_fd = -1;
+	s->hup_epfd = s->hup_evfd = -1;
 	if (!s->o.max_body)
 		s->o.max_body = 16u << 20;
 	if (!s->o.max_connections)
@@ -372,6 +373,8 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 	s->metrics = pd_metrics_new();
 	if (!(s->sched = pd_sched_new(s->pools, s->store, s->metrics, &o->sched, e)))
 		goto fail;
+	if (hangup_start(s, e) < 0)
+		goto fail;
 	/* the limits are enforced (and counted) by conns_on_accept; libmicrohttpd's own limit, a little
 	 * higher, is only the backstop */
 	s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME,
@@ -407,6 +410,8 @@ void pd_server_stop(pd_server *s)
 	}
 	if (s->sched)
 		pd_sched_drain(s->sched);
+	/* after the drain: a client that leaves meanwhile still cancels its job */
+	hangup_stop(s);
 	sessions_drain(s);
 	if (s->mhd) {
 		/* give resumed connections a moment to send what they were handed */

@@ -4,6 +4,7 @@
  *   runs.c        the run endpoints (native, SandboxFusion, Piston): parse, admit, queue, answer
  *   sessions.c    the session endpoints and the threads their operations run on
  *   conns.c       connection limits (total, per client address) and the descriptor reserve
+ *   hangup.c      clients that hang up while their run waits: the job is cancelled
  *   prometheus.c  /metrics: the server's gauges and counters as Prometheus text
  * Only the files above include this header; the rest of paddock sees server.h. */
 #ifndef PADDOCK_SERVER_HTTP_H
@@ -71,6 +72,13 @@ struct pd_server {
 	/* file descriptors: RLIMIT_NOFILE (0 = unlimited) and the work refused for lack of them */
 	uint64_t fd_limit;
 	uint64_t fd_refused;
+	/* hang-ups of suspended runs (hangup.c): its epoll set, the eventfd that stops its thread,
+	 * the requests watched now (under mu) */
+	int hup_epfd, hup_evfd;
+	pthread_t hup_thread;
+	bool hup_started;
+	struct req *watched;
+	uint64_t watch_seq, hangups;
 };
 
 typedef enum { K_NONE, K_NATIVE, K_RUN_CODE, K_PISTON } kind;
@@ -94,6 +102,11 @@ typedef struct req {
 	const char *content_type;
 	unsigned retry_after;
 	kind k;
+	/* a run's job while it is queued or runs, watched for the client's hang-up (hangup.c) */
+	pd_job *job;
+	uint64_t watch_id; /* 0: not watched */
+	int watch_fd;
+	struct req *wprev, *wnext;
 	/* session operations */
 	char method[8];
 	char url[512];
@@ -141,6 +154,14 @@ long conns_fds_open(void);
 /* True (and why, in msg) when a sandbox of this template would have to be built from descriptors
  * kept for the connections that may still come. */
 bool conns_fds_short(pd_server *s, const char *template_name, char *msg, size_t len);
+
+/* ---- hang-ups (hangup.c) ---- */
+int hangup_start(pd_server *s, pd_err *e);
+void hangup_stop(pd_server *s);
+/* Watches r's socket while j waits or runs: a hang-up cancels j. Before pd_sched_submit. */
+void hangup_watch(req *r, pd_job *j);
+/* Stops watching (j finished, or was refused); before r is resumed. */
+void hangup_unwatch(req *r);
 
 /* ---- /metrics (prometheus.c) ---- */
 /* The whole exposition: the scheduler's, the pools', the host's, the store's, the connections'. */
