@@ -493,7 +493,10 @@ static const char default_templates[] =
 	"{\"name\": \"c\", \"requires\": [\"gcc\", \"as\", \"ld\"], \"cwd\": \"/work\"},"
 	"{\"name\": \"cpp\", \"requires\": [\"g++\", \"as\", \"ld\"], \"cwd\": \"/work\"},"
 	"{\"name\": \"node\", \"language\": \"nodejs\", \"requires\": [\"node\"], \"cwd\": \"/work\","
-	" \"warmup\": [\"node\", \"-e\", \"0\"]}"
+	" \"warmup\": [\"node\", \"-e\", \"0\"],"
+	/* Debian's node modules (node-lodash...) live there; a node not from Debian does not look */
+	" \"env\": {\"PATH\": \"/usr/local/bin:/usr/bin:/bin\", \"HOME\": \"/root\", \"LANG\": \"C.UTF-8\","
+	"          \"NODE_PATH\": \"/usr/share/nodejs:/usr/lib/nodejs\"}}"
 	"]}";
 
 int pd_templates_default(pd_template **out, size_t *n, pd_err *e)

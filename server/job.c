@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -79,6 +80,8 @@ static void free_step(pd_step *s)
 {
 	api_free_vec(s->argv);
 	free(s->stdin_data);
+	free(s->whole[0]);
+	free(s->whole[1]);
 }
 
 void pd_job_free(pd_job *j)
@@ -154,8 +157,30 @@ static char **merged_env(const pd_job *j, const pd_template *t)
 	return env;
 }
 
-static int run_step(pd_sandbox *s, const pd_job *j, const pd_step *st, const pd_template *t,
-		    pd_result *r, pd_err *e)
+/* The whole of a spilled stream, read back from its memfd (NULL: it could not be). */
+static char *read_spill(int fd, size_t *len)
+{
+	off_t end = lseek(fd, 0, SEEK_END);
+	if (end < 0 || lseek(fd, 0, SEEK_SET) < 0)
+		return NULL;
+	char *buf = malloc((size_t)end + 1);
+	size_t got = 0;
+	while (buf && got < (size_t)end) {
+		ssize_t n = read(fd, buf + got, (size_t)end - got);
+		if (n <= 0) {
+			free(buf);
+			return NULL;
+		}
+		got += (size_t)n;
+	}
+	if (buf)
+		buf[got] = 0;
+	*len = got;
+	return buf;
+}
+
+static int run_step(pd_sandbox *s, const pd_job *j, pd_step *st, const pd_template *t, pd_result *r,
+		    pd_err *e)
 {
 	pd_exec_opts x = {0};
 	x.argv = st->argv;
@@ -166,8 +191,38 @@ static int run_step(pd_sandbox *s, const pd_job *j, const pd_step *st, const pd_
 	x.stdin_len = st->stdin_len;
 	x.wall_ms = st->wall_ms;
 	x.cpu_ms = st->cpu_ms;
+	x.output_kill_bytes = st->output_kill_bytes;
+	/* the whole output goes to two memory files as well as to the record's head and tail */
+	int mfd[2] = {-1, -1};
+	for (int i = 0; i < 2; i++) {
+		free(st->whole[i]);
+		st->whole[i] = NULL;
+		st->whole_len[i] = 0;
+	}
+	if (st->keep_whole) {
+		mfd[0] = memfd_create("stdout", MFD_CLOEXEC);
+		mfd[1] = memfd_create("stderr", MFD_CLOEXEC);
+		if (mfd[0] >= 0 && mfd[1] >= 0) {
+			x.spill = true;
+			x.spill_fd[0] = mfd[0];
+			x.spill_fd[1] = mfd[1];
+			x.spill_max = st->keep_whole;
+			x.output_kill_bytes = st->keep_whole;
+		}
+	}
 	int rc = pd_sandbox_exec(s, &x, r, e);
 	free(env); /* the strings belong to the job and the template */
+	if (rc == 0 && x.spill && !r->spill_lost[0] && !r->spill_lost[1]) {
+		for (int i = 0; i < 2; i++)
+			st->whole[i] = read_spill(mfd[i], &st->whole_len[i]);
+		/* the record kept a head and a tail only, so the library calls it an output limit; the
+		 * output is whole here, under the cap: the exit status decides */
+		if (st->whole[0] && st->whole[1] && r->status == PD_OL && !r->signal)
+			r->status = r->exit_code ? PD_RE : PD_OK;
+	}
+	for (int i = 0; i < 2; i++)
+		if (mfd[i] >= 0)
+			close(mfd[i]);
 	return rc;
 }
 

@@ -13,26 +13,37 @@ static const pd_language languages[] = {
 	{"python", "python", "/work/main.py", NULL, RUN("python3", "main.py"), "3.11", "python3", "--version"},
 	{"python3", "python", "/work/main.py", NULL, RUN("python3", "main.py"), "3.11", "python3", "--version"},
 	{"bash", "bash", "/work/main.sh", NULL, RUN("bash", "main.sh"), "5.2", "bash", "--version"},
-	{"c", "c", "/work/main.c", "gcc -O2 -std=gnu11 -o main main.c -lm", RUN("./main"), "12.2", "gcc",
+	/* every source file given is compiled, as Piston does (a request may split its program) */
+	{"c", "c", "/work/main.c", "gcc -O2 -std=gnu11 -o main *.c -lm", RUN("./main"), "12.2", "gcc",
 	 "-dumpfullversion"},
-	{"cpp", "cpp", "/work/main.cpp", "g++ -O2 -std=gnu++17 -o main main.cpp", RUN("./main"), "12.2", "g++",
+	{"cpp", "cpp", "/work/main.cpp", "g++ -O2 -std=gnu++17 -o main *.cpp", RUN("./main"), "12.2", "g++",
 	 "-dumpfullversion"},
-	{"c++", "cpp", "/work/main.cpp", "g++ -O2 -std=gnu++17 -o main main.cpp", RUN("./main"), "12.2", "g++",
+	{"c++", "cpp", "/work/main.cpp", "g++ -O2 -std=gnu++17 -o main *.cpp", RUN("./main"), "12.2", "g++",
 	 "-dumpfullversion"},
 	{"nodejs", "node", "/work/main.js", NULL, RUN("node", "main.js"), "20", "node", "--version"},
 	{"javascript", "node", "/work/main.js", NULL, RUN("node", "main.js"), "20", "node", "--version"},
 	{"node", "node", "/work/main.js", NULL, RUN("node", "main.js"), "20", "node", "--version"},
 	{"perl", "bash", "/work/main.pl", NULL, RUN("perl", "main.pl"), "5.36", "perl", "-v"},
-	{"java", "bash", "/work/Main.java", "javac -J-Xmx256m Main.java", RUN("java", "-Xmx256m", "Main"), "17",
-	 "javac", "-version"},
+	/* the source launcher (JEP 330): the first class in the file runs, whatever its name, so a
+	 * public class need not be called Main; assertions on and the common jars Debian packages
+	 * (junit4, hamcrest, commons-lang3, guava) on the class path, as SandboxFusion's tests expect */
+	{"java", "bash", "/work/Main.java", NULL,
+	 RUN("java", "-ea", "-Xmx256m", "-cp",
+	     ".:/usr/share/java/junit4.jar:/usr/share/java/hamcrest-core.jar:/usr/share/java/hamcrest.jar:"
+	     "/usr/share/java/commons-lang3.jar:/usr/share/java/guava.jar",
+	     "Main.java"),
+	 "17", "javac", "-version"},
 	{"go", "bash", "/work/main.go", "go build -o main main.go", RUN("./main"), "1.19", "go", "version"},
 	{"rust", "bash", "/work/main.rs", "rustc -O -o main main.rs", RUN("./main"), "1.63", "rustc",
 	 "--version"},
 	{"ruby", "bash", "/work/main.rb", NULL, RUN("ruby", "main.rb"), "3.1", "ruby", "--version"},
 	{"lua", "bash", "/work/main.lua", NULL, RUN("lua", "main.lua"), "5.4", "lua", "-v"},
 	{"php", "bash", "/work/main.php", NULL, RUN("php", "main.php"), "8.2", "php", "--version"},
-	{"pascal", "bash", "/work/main.pas", "fpc -O2 -omain main.pas >/dev/null", RUN("./main"), "3.2", "fpc",
-	 "-iV"},
+	/* the unit path given: fpc finds its units through /etc/fpc.cfg, an alternatives link that
+	 * an image may not carry; -v0 keeps the banner out and the errors in */
+	{"pascal", "bash", "/work/main.pas",
+	 "fpc -O2 -v0 -Fu\"$(ls -d /usr/lib/*/fpc/*/units/*-linux | head -1)/*\" -omain main.pas", RUN("./main"),
+	 "3.2", "fpc", "-iV"},
 	{"fortran", "bash", "/work/main.f90", "gfortran -O2 -o main main.f90", RUN("./main"), "12.2",
 	 "gfortran", "-dumpfullversion"},
 };

@@ -42,7 +42,7 @@ typedef struct pd_language {
 	const char *template; /* the template it runs on */
 	const char *source;   /* where the code goes, e.g. /work/main.py */
 	const char *compile;  /* shell command, or NULL */
-	const char *run[4];   /* the program's argv (exec'd directly); the request's args follow */
+	const char *run[8];   /* the program's argv (exec'd directly); the request's args follow */
 	const char *version;  /* fallback for /api/v2/runtimes when the toolchain does not say */
 	const char *requires; /* program the image must have */
 	const char *probe;    /* argument that makes it print its version (--version...) */
@@ -77,6 +77,14 @@ typedef struct pd_step {
 	char *stdin_data;
 	size_t stdin_len;
 	uint64_t wall_ms, cpu_ms;
+	uint64_t output_kill_bytes; /* output (both streams) after which it is killed as OL; 0 = the
+				     * template's */
+	/* keep the whole output up to this many bytes (0: the record's head and tail only): a
+	 * program that writes more is killed as OL; one that stays under it is judged by its exit
+	 * status alone, as SandboxFusion does */
+	uint64_t keep_whole;
+	char *whole[2]; /* then: stdout and stderr, whole (NULL when not kept) */
+	size_t whole_len[2];
 } pd_step;
 
 typedef struct pd_file {
@@ -301,6 +309,8 @@ typedef struct pd_server_opts {
 	const char *per_ip_exempt;  /* IPv4 CIDRs the per-address limit spares, comma-separated;
 				     * NULL = "127.0.0.0/8" (the host's own clients), "" = none */
 	unsigned warm;              /* READY sandboxes per template at start; 0 = templates' min */
+	uint64_t run_code_output_max; /* /run_code: output kept whole per stream, and the program
+				       * killed (output limit) past it in all; 0 = 16 MiB */
 	unsigned deadline_margin_s; /* added to a request's time limits for its default deadline;
 				     * 0 = 10 s (SandboxFusion clients' read timeout has 10 s over) */
 	pd_sched_opts sched;

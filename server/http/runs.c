@@ -117,6 +117,11 @@ void runs_submit(req *r, kind k)
 	}
 	client_of(r->conn, j->client, sizeof j->client);
 	default_deadline(r->srv, j);
+	if (k == K_RUN_CODE) {
+		/* SandboxFusion keeps a program's whole output and judges it by its exit status */
+		uint64_t cap = r->srv->o.run_code_output_max ? r->srv->o.run_code_output_max : 16u << 20;
+		j->run.keep_whole = j->compile.keep_whole = cap;
+	}
 	j->done = job_done;
 	j->done_arg = r;
 	/* suspend first: the job may finish (and resume us) before submit returns; watched for the
