@@ -21,6 +21,8 @@ typedef struct pd_cg_stats {
 	uint64_t cpu_user_us, cpu_sys_us, cpu_us;
 	uint64_t mem_peak;
 	uint64_t oom_kills;
+	uint64_t mem_limit_hits; /* times usage pressed against the limit: v2 memory.events max, v1
+				  * memory.failcnt */
 	uint64_t pids_current, pids_peak;
 	bool pids_peak_exact; /* v2 pids.peak; v1 is sampled */
 } pd_cg_stats;
