@@ -4,7 +4,8 @@
 #   make bench      the side-by-side benchmark (paddock bench)
 #   make asan       the test suite under ASan+UBSan
 #   make valgrind   the unit tests and a sample of isolation cases under valgrind
-#   make run        the main job: the bundled requests through `paddock run` (results in build/)
+#   make run        the main job: the bundled requests, then the bundled submissions judged against
+#                   examples/problems, through `paddock run` (results and verdicts in build/)
 #   make examples   the bundled examples through `paddock exec`
 #   make soak       100,000 sandbox lifecycles through the pools, then a residue count
 #   make deps       install the Debian packages needed to build, test and benchmark (root)
@@ -22,7 +23,7 @@ CFLAGS  ?= -O2 -g -D_FORTIFY_SOURCE=2
 override CFLAGS += -std=gnu11 $(WARN) -fstack-protector-strong -fPIE -Ilib -Ipool -Iserver
 LDFLAGS += -pie -Wl,-z,relro,-z,now
 # libmicrohttpd is not linked: server/mhd.c loads it when a server starts (see mhd.h)
-LDLIBS  := -lsqlite3 -lseccomp -ljansson -lpthread
+LDLIBS  := -lsqlite3 -lseccomp -ljansson -larchive -lcrypto -lpthread
 
 LIB_SRC := $(wildcard lib/*.c lib/*/*.c)
 POOL_SRC := $(wildcard pool/*.c pool/*/*.c)
@@ -101,7 +102,7 @@ asan:
 
 # valgrind 3.19 does not know clone3 or seccomp's flags: the modules that make sandboxes are
 # checked by `make asan` instead
-VALGRIND_UNITS := util capture result cgroup_v2 audit image
+VALGRIND_UNITS := util capture result cgroup_v2 audit image imagestore
 valgrind: all $(UNIT_BIN)
 	@PADDOCK_BUILD=$(BUILD) PADDOCK=$(BIN)/paddock PADDOCK_VALGRIND=1 tests/run-all $(VALGRIND_UNITS:%=$(BUILD)/tests/%)
 
@@ -112,6 +113,8 @@ run: all
 	@mkdir -p $(BUILD)
 	$(BIN)/paddock run -j 4 examples/requests.jsonl -o $(BUILD)/results.jsonl
 	@echo "results: $(BUILD)/results.jsonl (one JSON record per request)"
+	$(BIN)/paddock run -j 2 --problems examples/problems examples/submissions.jsonl -o $(BUILD)/verdicts.jsonl
+	@echo "verdicts: $(BUILD)/verdicts.jsonl (one judged record per submission)"
 
 # libFuzzer on every parser of untrusted bytes, FUZZ_SECONDS each (clang)
 FUZZ_SECONDS ?= 60

@@ -2,7 +2,6 @@
 #define _GNU_SOURCE
 #include "bench.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -198,21 +197,6 @@ static bool read_rollup(pid_t pid, double *rss, double *pss, double *uss)
 	return found == 2;
 }
 
-static long count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	if (!d)
-		return -1;
-	long n = 0;
-	struct dirent *de;
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1; /* the directory's own fd */
-}
-
-
 /* Room for n sandboxes, or why not (into rep->stopped). Raises RLIMIT_NOFILE as far as needed. */
 static bool density_room(int n, density_report *rep)
 {
@@ -223,7 +207,7 @@ static bool density_room(int n, density_report *rep)
 		return false;
 	}
 	rlim_t soft0 = rl.rlim_cur, hard0 = rl.rlim_max;
-	long open_now = count_fds();
+	long open_now = pd_open_fds();
 	rlim_t need = (rlim_t)(open_now > 0 ? open_now : 0) + (rlim_t)n * DENSITY_FDS_PER + 64;
 	/* up to the hard limit is anyone's to take */
 	rl.rlim_cur = rl.rlim_max;

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The host uids of sandbox slots (lib/internal.h: PD_UID_BASE, PD_UID_RANGE, PD_UID_SLOTS). A
+/* The host uids of sandbox slots (lib/internal/internal.h: PD_UID_BASE, PD_UID_RANGE, PD_UID_SLOTS). A
  * context keeps every slot it used locked until it is freed, so while ours lives, a process under
  * the uids of one of our slots can only be a leftover of ours; other sandboxes on a shared host
  * run in the same range and must not be taken for ours. */

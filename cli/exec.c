@@ -5,9 +5,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void exec_usage(FILE *f)
@@ -26,7 +28,10 @@ static void exec_usage(FILE *f)
 		"  -q, --quiet            do not pass the program's output through\n"
 		"\n"
 		"environment:\n"
-		"  --image DIR            root filesystem directory (default: the host image)\n"
+		"  --image NAME|DIGEST|DIR an imported image (paddock image ls), or a root filesystem\n"
+		"                         directory (a path: /..., ./...; default: the host image); an\n"
+		"                         image's Env is the base of the environment, its WorkingDir\n"
+		"                         the default --cwd, its numeric User the default --user\n"
 		"  -e, --env K=V          set a variable (repeatable), over the defaults PATH, HOME,\n"
 		"                         LANG, TERM; nothing is taken from the host\n"
 		"  -C, --cwd DIR          working directory inside (default /)\n"
@@ -51,10 +56,13 @@ static void exec_usage(FILE *f)
 		"  --fsize SIZE           largest file (default: no limit beyond the disk size)\n"
 		"\n"
 		"audit:\n"
-		"  --audit                record opens, execs and network sends outside the allowed set\n"
-		"  --audit-allow PATH     a path prefix not to report (repeatable)\n"
-		"  --audit-deny PATH      refuse opens under PATH with EACCES and report them (repeatable)\n"
-		"  --audit-deny-net       refuse connect/send to non-loopback addresses\n"
+		"  --audit                audit the run under the default policy (docs/audit.md): changes outside\n"
+		"                         the work directory and scratch, judge material, decoys, /proc/*/environ,\n"
+		"                         egress and harness probes fail the process level (exit status 1)\n"
+		"  --audit-policy P       the policy: a JSON object, or @FILE holding one (implies --audit)\n"
+		"  --audit-allow PATH     a path prefix readable without a read_outside event (repeatable)\n"
+		"  --audit-deny PATH      judge material: opens under PATH refused with EACCES (repeatable)\n"
+		"  --audit-deny-net       refuse connect/send to non-loopback addresses (the default egress)\n"
 		"\n"
 		"exit status: 0 the program's status is OK; 1 it failed (RE, SG, TO, ML, OL);\n"
 		"             2 paddock failed (XX or setup); 64 bad usage.\n",
@@ -112,6 +120,25 @@ static int parse_user(const char *arg, uint32_t *uid, uint32_t *gid)
 	return colon ? parse_id(colon, gid) : 0;
 }
 
+/* An image config's User when it is numeric ("1000" or "1000:1000"); names would need the
+ * image's /etc/passwd and are left to --user. */
+static void image_user(const char *user, uint32_t *uid, uint32_t *gid)
+{
+	char *end;
+	long u = strtol(user, &end, 10);
+	if (end == user || (*end && *end != ':') || u < 0 || u > 65535)
+		return;
+	long g = u;
+	if (*end == ':') {
+		char *gend;
+		g = strtol(end + 1, &gend, 10);
+		if (gend == end + 1 || *gend || g < 0 || g > 65535)
+			return;
+	}
+	*uid = (uint32_t)u;
+	*gid = (uint32_t)g;
+}
+
 /* The CLI's environment: paddock's defaults, then each --env over them by name. */
 static char **merge_env(char **over, size_t n)
 {
@@ -142,9 +169,73 @@ static char **merge_env(char **over, size_t n)
 	return env;
 }
 
+/* The run's audit policy: the defaults of "audit": true with the work directory (the cwd unless
+ * it is "/"), under --audit-policy, with --audit-allow and --audit-deny added. Returns 0 or an
+ * exit status. */
+static int build_policy(pd_audit_policy **out, const char *arg, const char *cwd, const char **allow,
+			size_t nallow, const char **deny, size_t ndeny)
+{
+	const char *work = cwd && strcmp(cwd, "/") ? cwd : NULL;
+	pd_err e = {0};
+	pd_audit_policy *p = pd_audit_policy_default(work);
+	if (!p) {
+		cli_error("out of memory");
+		return EXIT_PADDOCK_FAILED;
+	}
+	char *text = NULL;
+	size_t len = 0;
+	if (arg && arg[0] == '@') {
+		FILE *f = fopen(arg + 1, "re");
+		if (!f) {
+			cli_error("--audit-policy %s: %s", arg + 1, strerror(errno));
+			pd_audit_policy_free(p);
+			return EXIT_USAGE;
+		}
+		text = calloc(1, 1 << 20);
+		len = text ? fread(text, 1, (1 << 20) - 1, f) : 0;
+		fclose(f);
+	} else if (arg) {
+		text = strdup(arg);
+		len = text ? strlen(text) : 0;
+	}
+	/* the flags, as a policy of their own */
+	json_t *flags = json_object(), *a = json_array(), *d = json_array();
+	for (size_t i = 0; i < nallow; i++)
+		json_array_append_new(a, json_string(allow[i]));
+	for (size_t i = 0; i < ndeny; i++)
+		json_array_append_new(d, json_string(deny[i]));
+	if (nallow)
+		json_object_set(flags, "allow", a);
+	json_object_set(flags, "judge", d);
+	json_decref(a);
+	json_decref(d);
+	char *ftext = json_dumps(flags, JSON_COMPACT);
+	json_decref(flags);
+	const char *texts[2] = {text, ftext};
+	const char *names[2] = {"--audit-policy", "--audit-allow/--audit-deny"};
+	for (int i = 0; i < 2; i++) {
+		if (!texts[i])
+			continue;
+		pd_audit_policy *o = pd_audit_policy_parse(texts[i], i ? strlen(texts[i]) : len, names[i], work, &e);
+		if (!o || pd_audit_policy_merge(p, o, false, &e) < 0) {
+			cli_error("%s", e.msg);
+			pd_audit_policy_free(o);
+			pd_audit_policy_free(p);
+			free(text);
+			free(ftext);
+			return EXIT_USAGE;
+		}
+		pd_audit_policy_free(o);
+	}
+	free(text);
+	free(ftext);
+	*out = p;
+	return 0;
+}
+
 enum {
 	O_JSON = 256, O_RESULT, O_IMAGE, O_HOSTNAME, O_NET, O_CPUS, O_NOFILE, O_FSIZE, O_AUDIT,
-	O_AUDIT_ALLOW, O_AUDIT_DENY, O_AUDIT_DENY_NET, O_OUTPUT_KILL,
+	O_AUDIT_ALLOW, O_AUDIT_DENY, O_AUDIT_DENY_NET, O_OUTPUT_KILL, O_AUDIT_POLICY,
 };
 
 static int bad(const char *opt, const char *val, const char *want)
@@ -170,14 +261,16 @@ int cmd_exec(int argc, char **argv)
 		{"nofile", required_argument, 0, O_NOFILE}, {"fsize", required_argument, 0, O_FSIZE},
 		{"audit", no_argument, 0, O_AUDIT},  {"audit-allow", required_argument, 0, O_AUDIT_ALLOW},
 		{"audit-deny", required_argument, 0, O_AUDIT_DENY},
-		{"audit-deny-net", no_argument, 0, O_AUDIT_DENY_NET}, {0, 0, 0, 0},
+		{"audit-deny-net", no_argument, 0, O_AUDIT_DENY_NET},
+		{"audit-policy", required_argument, 0, O_AUDIT_POLICY}, {0, 0, 0, 0},
 	};
 	pd_sandbox_opts so = {0};
 	so.limits = pd_limits_default();
 	pd_exec_opts xo = {0};
 	xo.stdin_fd = -1;
-	pd_audit_opts ao = {0};
-	bool json = false, quiet = false;
+	bool audit = false;
+	const char *policy_arg = NULL;
+	bool json = false, quiet = false, user_given = false;
 	const char *result_file = NULL, *stdin_file = NULL;
 	static char *envv[1025];
 	size_t nenv = 0;
@@ -205,6 +298,7 @@ int cmd_exec(int argc, char **argv)
 		case 'u':
 			if (parse_user(optarg, &xo.uid, &xo.gid) < 0)
 				return bad("--user", optarg, "UID[:GID] below 65536, or root, sandbox, nobody");
+			user_given = true;
 			break;
 		case 'i': stdin_file = optarg; break;
 		case 'b': {
@@ -282,7 +376,8 @@ int cmd_exec(int argc, char **argv)
 			if (!cli_size("--fsize", optarg, 1, UINT64_MAX, &so.limits.fsize_bytes))
 				return EXIT_USAGE;
 			break;
-		case O_AUDIT: ao.enabled = true; break;
+		case O_AUDIT: audit = true; break;
+		case O_AUDIT_POLICY: policy_arg = optarg, audit = true; break;
 		case O_AUDIT_ALLOW:
 		case O_AUDIT_DENY:
 			if (optarg[0] != '/')
@@ -294,9 +389,9 @@ int cmd_exec(int argc, char **argv)
 				allow[nallow++] = optarg;
 			else
 				deny[ndeny++] = optarg;
-			ao.enabled = true;
+			audit = true;
 			break;
-		case O_AUDIT_DENY_NET: ao.enabled = ao.deny_net = true; break;
+		case O_AUDIT_DENY_NET: audit = true; break;
 		default: exec_usage(stderr); return EXIT_USAGE;
 		}
 	}
@@ -305,6 +400,40 @@ int cmd_exec(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	so.binds = binds;
+	/* an imported image: its layers, leased until the sandbox is gone, and its config's defaults */
+	pd_image im;
+	bool have_image = false;
+	pd_err e = {0};
+	struct stat ist;
+	if (so.image && pd_image_is_ref(so.image)) {
+		if (pd_image_open(NULL, so.image, &im, &e) < 0) {
+			/* a relative directory that names no image keeps working as before */
+			if (e.code == ENOENT && stat(so.image, &ist) == 0 && S_ISDIR(ist.st_mode))
+				goto plain_dir;
+			cli_error("--image %s: %s", so.image, e.msg);
+			return EXIT_USAGE;
+		}
+		have_image = true;
+		so.layers = (const char *const *)im.layers;
+		so.imported = &im;
+		so.image = NULL;
+		if (!xo.cwd && im.workdir && im.workdir[0] == '/')
+			xo.cwd = im.workdir;
+		if (!user_given && im.user)
+			image_user(im.user, &xo.uid, &xo.gid);
+		size_t ni = 0;
+		while (im.env[ni])
+			ni++;
+		if (ni + nenv > 1024) {
+			pd_image_close(&im);
+			return bad("--env", "(with the image's Env)", "within the 1024 variables allowed");
+		}
+		/* the image's Env first: each --env of the same name is later, so it wins */
+		memmove(envv + ni, envv, nenv * sizeof *envv);
+		memcpy(envv, im.env, ni * sizeof *envv);
+		nenv += ni;
+	}
+plain_dir:;
 	char **merged = NULL;
 	if (nenv) {
 		merged = merge_env(envv, nenv);
@@ -314,10 +443,12 @@ int cmd_exec(int argc, char **argv)
 		}
 		xo.envp = merged;
 	}
-	ao.allow = allow;
-	ao.deny = deny;
-	if (ao.enabled)
-		so.audit = &ao;
+	pd_audit_policy *policy = NULL;
+	if (audit) {
+		int prc = build_policy(&policy, policy_arg, xo.cwd, allow, nallow, deny, ndeny);
+		if (prc)
+			return prc;
+	}
 	xo.argv = argv + optind;
 	int stdin_close = -1;
 	if (stdin_file) {
@@ -335,14 +466,14 @@ int cmd_exec(int argc, char **argv)
 	if (!quiet && !json)
 		xo.on_output = passthrough;
 
-	pd_err e = {0};
 	pd_ctx *ctx = pd_ctx_new(NULL, &e);
 	if (!ctx) {
 		cli_error("%s", e.msg);
 		return EXIT_PADDOCK_FAILED;
 	}
 	pd_result r;
-	int rc = pd_run(ctx, &so, &xo, &r, &e);
+	pd_audit_verdict verdict = {0};
+	int rc = policy ? pd_run_audited(ctx, &so, &xo, policy, &r, &verdict, &e) : pd_run(ctx, &so, &xo, &r, &e);
 	if (stdin_close >= 0)
 		close(stdin_close);
 	if (rc < 0 && r.status != PD_XX) {
@@ -360,20 +491,33 @@ int cmd_exec(int argc, char **argv)
 		cli_error("sandbox fault: %s", r.error[0] ? r.error : e.msg);
 	else if (r.error[0])
 		cli_error("%s", r.error); /* e.g. the program could not be executed */
-	if (json && pd_result_write_json(&r, STDOUT_FILENO, true) < 0)
+	/* the process level of the verdict, first in the record */
+	char *vj = policy ? pd_audit_verdict_json(&verdict) : NULL;
+	char *extra = NULL;
+	if (vj && asprintf(&extra, "\"process\":%s", vj) < 0)
+		extra = NULL;
+	free(vj);
+	if (policy && verdict.status == PD_PROCESS_FAIL && !quiet)
+		for (size_t i = 0; i < verdict.nreasons; i++)
+			cli_error("audit: %s", verdict.reasons[i]);
+	if (json && pd_result_write_json_with(&r, STDOUT_FILENO, true, extra) < 0)
 		cli_error("write result: %s", strerror(errno));
 	if (result_file) {
 		int fd = open(result_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd < 0 || pd_result_write_json(&r, fd, true) < 0)
+		if (fd < 0 || pd_result_write_json_with(&r, fd, true, extra) < 0)
 			cli_error("write result to %s: %s", result_file, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 	}
-	int status = r.status == PD_OK ? EXIT_PROGRAM_OK
-		     : r.status == PD_XX ? EXIT_PADDOCK_FAILED
-					 : EXIT_PROGRAM_FAILED;
+	int status = r.status == PD_XX ? EXIT_PADDOCK_FAILED
+		     : r.status != PD_OK || verdict.status == PD_PROCESS_FAIL ? EXIT_PROGRAM_FAILED
+									: EXIT_PROGRAM_OK;
+	free(extra);
+	pd_audit_policy_free(policy);
 	pd_result_free(&r);
 	pd_ctx_free(ctx);
 	free(merged);
+	if (have_image)
+		pd_image_close(&im);
 	return status;
 }

@@ -52,12 +52,7 @@ static bool c_string(json_t *v)
 static int utf8_prefix(const char *s, size_t max)
 {
 	size_t n = strnlen(s, max + 1);
-	if (n <= max)
-		return (int)n;
-	n = max;
-	while (n && ((unsigned char)s[n] & 0xc0) == 0x80)
-		n--;
-	return (int)n;
+	return (int)(n <= max ? n : pd_utf8_cut(s, max));
 }
 
 /* seconds from 0 to a day, as native limits.wall_time; 1e300 x 1000 would not convert to uint64_t */

@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "jsonl.h"
 #include "server.h"
+#include "judge/judge.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -24,6 +25,10 @@ typedef struct run_state {
 	size_t nlat;
 	uint64_t status[8];
 	uint64_t failure[PD_F_COUNT];
+	/* judge lines: outputs, rewards, usable, cache, and the lines' own "expect" checked */
+	uint64_t judged, outputs[5], reward_null, reward_neg, reward_zero, reward_mid, reward_one, usable, cache_hits;
+	uint64_t compile_errors, expected, expected_ok;
+	double reward_sum;
 } run_state;
 
 typedef struct line_ctx {
@@ -31,28 +36,67 @@ typedef struct line_ctx {
 	int line;
 	bool run_code;
 	uint64_t t0;
+	json_t *expect; /* a judge line's expected verdict: {"output", "failure_class"} */
 } line_ctx;
+
+/* A judge line's record into the summary's figures (under st->mu). */
+static void count_judged(run_state *st, json_t *rec, json_t *expect)
+{
+	st->judged++;
+	const char *out = json_string_value(json_object_get(json_object_get(json_object_get(rec, "verdict"), "output"), "status"));
+	for (int l = 0; out && l < 5; l++)
+		if (!strcmp(out, pd_level_name((pd_level)l)))
+			st->outputs[l]++;
+	json_t *rw = json_object_get(rec, "reward");
+	double r = json_number_value(rw);
+	if (!json_is_number(rw))
+		st->reward_null++;
+	else if (r < 0)
+		st->reward_neg++;
+	else if (r == 0)
+		st->reward_zero++;
+	else if (r < 1)
+		st->reward_mid++;
+	else
+		st->reward_one++;
+	st->reward_sum += json_is_number(rw) ? r : 0;
+	st->usable += json_is_true(json_object_get(rec, "usable"));
+	const char *cache = json_string_value(json_object_get(rec, "cache"));
+	st->cache_hits += cache && !strcmp(cache, "hit");
+	const char *fc = json_string_value(json_object_get(rec, "failure_class"));
+	st->compile_errors += fc && !strcmp(fc, "compile_error");
+	if (json_is_object(expect)) {
+		const char *wo = json_string_value(json_object_get(expect, "output"));
+		const char *wf = json_string_value(json_object_get(expect, "failure_class"));
+		st->expected++;
+		st->expected_ok += (!wo || (out && !strcmp(wo, out))) && (!wf || (fc && !strcmp(wf, fc)));
+	}
+}
 
 static void line_done(pd_job *j, void *arg)
 {
 	line_ctx *lc = arg;
 	run_state *st = lc->st;
-	json_t *o = lc->run_code ? pd_job_to_run_code(j) : pd_job_to_json(j);
+	json_t *o = j->execute ? pd_judge_job_record(j) : lc->run_code ? pd_job_to_run_code(j) : pd_job_to_json(j);
 	json_object_set_new(o, "line", json_integer(lc->line));
 	if (lc->run_code)
 		json_object_set_new(o, "task_id", json_string(j->task_id));
 	char *text = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
 	const pd_result *r = j->ran ? &j->run_r : j->compiled ? &j->compile_r : NULL;
 	pthread_mutex_lock(&st->mu);
 	if (text)
 		fprintf(st->out, "%s\n", text);
 	st->lat[st->nlat++] = (pd_now_us() - lc->t0) / 1000.0;
-	st->status[r ? r->status : 7]++;
+	if (!j->execute) /* a judge line has no one program status: its tests have theirs */
+		st->status[r ? r->status : 7]++;
 	st->failure[j->failure]++;
+	if (j->execute)
+		count_judged(st, o, lc->expect);
 	st->done++;
 	pthread_cond_broadcast(&st->cv);
 	pthread_mutex_unlock(&st->mu);
+	json_decref(o);
+	json_decref(lc->expect);
 	free(text);
 	pd_job_free(j);
 	free(lc);
@@ -66,8 +110,14 @@ static void run_usage(FILE *f)
 	      "server needed) and writes one result line each. A line is a native run request\n"
 	      "(language+code, or template+cmd/shell, files, stdin, limits, ids) or a SandboxFusion\n"
 	      "/run_code request (with \"schema\": \"run_code\", or its compile_timeout/run_timeout/\n"
-	      "memory_limit_MB fields).\n"
+	      "memory_limit_MB fields), or a judge request (problem_id or an inline problem, language,\n"
+	      "code, group_id, sample_id...; docs/judge.md), judged against --problems; a judge line's\n"
+	      "\"expect\" ({\"output\", \"failure_class\"}) is checked and counted, \"note\" ignored.\n"
 	      "\n"
+	      "  --problems DIR         the judge's problems (examples/problems)\n"
+	      "  --cluster URLS         send the lines to a cluster's nodes (http://HOST:PORT, comma-\n"
+	      "                         separated) instead of running them here; each line has a\n"
+	      "                         request id, so retries never run it twice (docs/cluster.md)\n"
 	      "  -o, --output FILE      results (default stdout)\n"
 	      "  -j, --workers N        concurrent jobs (default 2 x CPUs)\n"
 	      "  --templates FILE       templates (default: built-in)\n"
@@ -90,8 +140,10 @@ int cmd_run(int argc, char **argv)
 					     {"retries", required_argument, 0, 'r'},
 					     {"quiet", no_argument, 0, 'q'},
 					     {"verbose", no_argument, 0, 'v'},
+					     {"problems", required_argument, 0, 'P'},
+					     {"cluster", required_argument, 0, 'C'},
 					     {0, 0, 0, 0}};
-	const char *outfile = NULL, *tfile = NULL;
+	const char *outfile = NULL, *tfile = NULL, *problems_dir = NULL, *cluster = NULL;
 	long workers = 0, warm = 2, retries = 2;
 	bool quiet = false;
 	int c;
@@ -106,6 +158,7 @@ int cmd_run(int argc, char **argv)
 				return EXIT_USAGE;
 			break;
 		case 't': tfile = optarg; break;
+		case 'P': problems_dir = optarg; break;
 		case 'n':
 			if (!cli_count("--warm", optarg, 0, 1000, &warm))
 				return EXIT_USAGE;
@@ -116,6 +169,7 @@ int cmd_run(int argc, char **argv)
 			break;
 		case 'q': quiet = true; break;
 		case 'v': pd_log_enable(true); break;
+		case 'C': cluster = optarg; break;
 		default: run_usage(stderr); return EXIT_USAGE;
 		}
 	}
@@ -169,6 +223,14 @@ int cmd_run(int argc, char **argv)
 	free(line);
 	if (in != stdin)
 		fclose(in);
+	if (cluster) {
+		int rc = cli_run_cluster(cluster, reqs, lines, n, bad, workers, st.out);
+		free(reqs);
+		free(lines);
+		if (st.out != stdout)
+			fclose(st.out);
+		return rc;
+	}
 
 	pd_template *t;
 	size_t nt;
@@ -196,6 +258,24 @@ int cmd_run(int argc, char **argv)
 		cli_error("%s", e.msg);
 		return EXIT_PADDOCK_FAILED;
 	}
+	pd_judge *judge = pd_judge_new(pools, NULL, &e);
+	pd_problem_set problems = {0};
+	if (!judge) {
+		cli_error("%s", e.msg);
+		return EXIT_PADDOCK_FAILED;
+	}
+	if (problems_dir) {
+		/* every problem is checked and its checker built before the first line runs */
+		if (pd_problems_load_dir(problems_dir, &problems, &e) < 0) {
+			cli_error("%s", e.msg);
+			return EXIT_USAGE;
+		}
+		for (size_t i = 0; i < problems.n; i++)
+			if (pd_judge_prepare(judge, problems.p[i], &e) < 0) {
+				cli_error("%s", e.msg);
+				return EXIT_USAGE;
+			}
+	}
 	pd_metrics *m = pd_metrics_new();
 	pd_sched_opts so = {0};
 	so.workers = (unsigned)workers;
@@ -214,11 +294,23 @@ int cmd_run(int argc, char **argv)
 	uint64_t t0 = pd_now_us();
 	size_t rejected = 0;
 	for (size_t i = 0; i < n; i++) {
-		bool rc;
+		bool rc = false;
 		pd_err pe = {0};
-		pd_job *j = cli_run_job(reqs[i], &rc, &pe);
+		json_t *expect = NULL;
+		pd_job *j;
+		if (json_object_get(reqs[i], "problem_id") || json_object_get(reqs[i], "problem")) {
+			/* a judge line: what it expects is the file's, not the judge's */
+			expect = json_incref(json_object_get(reqs[i], "expect"));
+			json_object_del(reqs[i], "expect");
+			json_object_del(reqs[i], "note");
+			int status;
+			j = pd_judge_job(judge, &problems, reqs[i], pd_ctx_run_id(ctx), &status, &pe);
+		} else {
+			j = cli_run_job(reqs[i], &rc, &pe);
+		}
 		json_decref(reqs[i]);
 		if (!j) {
+			json_decref(expect);
 			char *text = cli_run_refusal(lines[i], pe.msg);
 			pthread_mutex_lock(&st.mu);
 			fprintf(st.out, "%s\n", text ? text : "{}");
@@ -234,12 +326,14 @@ int cmd_run(int argc, char **argv)
 		lc->st = &st;
 		lc->line = lines[i];
 		lc->run_code = rc;
+		lc->expect = expect;
 		lc->t0 = pd_now_us();
 		j->done = line_done;
 		j->done_arg = lc;
 		snprintf(j->client, sizeof j->client, "run");
 		if (pd_sched_submit(sched, j) != PD_ADMIT_OK) {
 			pd_job_free(j);
+			json_decref(lc->expect);
 			free(lc);
 			pthread_mutex_lock(&st.mu);
 			st.done++;
@@ -279,7 +373,28 @@ int cmd_run(int argc, char **argv)
 	for (int f = 0; f < PD_F_COUNT; f++)
 		fprintf(stderr, " %s %llu", pd_failure_name((pd_failure)f), (unsigned long long)st.failure[f]);
 	fprintf(stderr, "\n  requests refused before running (bad line or field): %zu\n", bad + rejected);
+	if (st.judged) {
+		fprintf(stderr, "  judged %llu: output", (unsigned long long)st.judged);
+		for (int l = 0; l < 4; l++)
+			fprintf(stderr, " %s %llu", pd_level_name((pd_level)l), (unsigned long long)st.outputs[l]);
+		fprintf(stderr, "; compile errors %llu\n", (unsigned long long)st.compile_errors);
+		uint64_t with = st.judged - st.reward_null;
+		fprintf(stderr, "  reward: mean %.3f over %llu; <0 %llu, 0 %llu, (0,1) %llu, 1 %llu, null (infrastructure) %llu\n",
+			with ? st.reward_sum / (double)with : 0.0, (unsigned long long)with, (unsigned long long)st.reward_neg,
+			(unsigned long long)st.reward_zero, (unsigned long long)st.reward_mid, (unsigned long long)st.reward_one,
+			(unsigned long long)st.reward_null);
+		pd_judge_stats js;
+		pd_judge_stats_get(judge, &js);
+		fprintf(stderr, "  usable %llu of %llu (the process level is not audited yet); cache hits %llu, CPU saved %llu ms; judge errors %llu\n",
+			(unsigned long long)st.usable, (unsigned long long)st.judged, (unsigned long long)st.cache_hits,
+			(unsigned long long)js.cpu_ms_saved, (unsigned long long)js.judge_errors);
+		if (st.expected)
+			fprintf(stderr, "  expected verdicts: %llu of %llu lines matched\n", (unsigned long long)st.expected_ok,
+				(unsigned long long)st.expected);
+	}
 	pd_sched_free(sched);
+	pd_judge_free(judge);
+	pd_problems_free(&problems);
 	pd_metrics_free(m);
 	pd_pools_free(pools);
 	pd_templates_free(t, nt);

@@ -1,9 +1,11 @@
 /* Audit of file access and network egress through seccomp user notifications.
  *
- * The sandboxed process stops in the kernel at each open/exec/connect/send; the host reads the
- * path or address from its memory, records an event when it falls outside the allowed set, and
- * lets the call continue unchanged (SECCOMP_USER_NOTIF_FLAG_CONTINUE) or refuses it with EACCES
- * when a deny rule matches. Why seccomp and not fanotify: one mechanism covers files and sockets,
+ * The sandboxed process stops in the kernel at each open/exec/connect/send and at each call that
+ * changes a file's name, content or metadata (unlink, rename, link, symlink, mkdir, mknod, chmod,
+ * chown, truncate, xattrs); the host reads the path or address from its memory, resolves it as the
+ * kernel will (auditpath.c), classifies the access by its mode (open flags: a read is not a
+ * write) into the audit's categories, and lets the call continue unchanged
+ * (SECCOMP_USER_NOTIF_FLAG_CONTINUE) or refuses it with EACCES when a deny rule matches. Why seccomp and not fanotify: one mechanism covers files and sockets,
  * works inside user namespaces, and sees the path as the program wrote it.
  *
  * A caveat the kernel documents: a path read here can be changed by another thread of the program
@@ -26,69 +28,19 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
-/* always allowed: the image's read-only toolchain and the process's own view of itself */
-static const char *const builtin_allow[] = {
-	"/usr", "/etc", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/dev/null", "/dev/zero",
-	"/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/pts", "/dev/ptmx",
-	"/proc/self", "/proc/thread-self", "/proc/filesystems", "/proc/meminfo", "/proc/cpuinfo",
-	"/proc/stat", "/proc/loadavg", "/proc/uptime", "/sys/devices/system/cpu",
-	"/sys/devices/system/node", "/sys/fs/cgroup", NULL,
-};
-
-/* "/a//b/./c/../d" -> "/a/b/d", as the kernel walks it (".." at the root stays there). Lexical:
- * a symlink in the path is not followed. Returns 0 when the result does not fit. */
-static size_t normalize(const char *in, char *out, size_t size)
-{
-	size_t n = 0;
-	out[n++] = '/';
-	for (const char *p = in; *p;) {
-		while (*p == '/')
-			p++;
-		const char *q = p;
-		while (*q && *q != '/')
-			q++;
-		size_t len = (size_t)(q - p);
-		if (!len)
-			break;
-		if (len == 2 && p[0] == '.' && p[1] == '.') {
-			while (n > 1 && out[n - 1] != '/')
-				n--;
-			if (n > 1)
-				n--;
-		} else if (!(len == 1 && p[0] == '.')) {
-			if (n + (n > 1) + len + 1 > size) /* separator, component, NUL */
-				return 0;
-			if (n > 1)
-				out[n++] = '/';
-			memcpy(out + n, p, len);
-			n += len;
-		}
-		p = q;
-	}
-	out[n] = 0;
-	return n;
-}
-
-bool pd_path_under(const char *path, const char *const *prefixes)
-{
-	char norm[2 * PD_AUDIT_READ + 2]; /* any path pd_audit_judge_path makes: a cwd, '/', a path */
-	if (!path || path[0] != '/' || !normalize(path, norm, sizeof norm))
-		return false;
-	for (int i = 0; prefixes && prefixes[i]; i++) {
-		const char *pre = prefixes[i];
-		size_t n = strlen(pre);
-		if (!n || pre[0] != '/') /* no path at all: covers nothing */
-			continue;
-		while (n > 1 && pre[n - 1] == '/')
-			n--;
-		if (n == 1 || (!strncmp(norm, pre, n) && (norm[n] == 0 || norm[n] == '/')))
-			return true;
-	}
-	return false;
-}
+#ifndef __NR_fchmodat2
+#define __NR_fchmodat2 452
+#endif
+#ifndef __NR_setxattrat
+#define __NR_setxattrat 463
+#endif
+#ifndef __NR_removexattrat
+#define __NR_removexattrat 466
+#endif
 
 int pd_auditor_init(pd_auditor *a, int listener, const pd_audit_opts *opts, uint64_t t0_us, pd_err *e)
 {
@@ -96,6 +48,8 @@ int pd_auditor_init(pd_auditor *a, int listener, const pd_audit_opts *opts, uint
 	a->listener = listener;
 	a->opts = opts;
 	a->t0_us = t0_us;
+	a->rootfd = -1;
+	a->last_pid = -1;
 	struct seccomp_notif_sizes sz;
 	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sz) < 0)
 		return pd_fail(e, errno, "seccomp notification sizes");
@@ -106,7 +60,8 @@ int pd_auditor_init(pd_auditor *a, int listener, const pd_audit_opts *opts, uint
 			       : sizeof(struct seccomp_notif_resp);
 	a->req = calloc(1, a->req_size);
 	a->resp = calloc(1, a->resp_size);
-	if (!a->req || !a->resp) {
+	a->dirs = calloc(1, sizeof *a->dirs);
+	if (!a->req || !a->resp || !a->dirs) {
 		pd_auditor_close(a);
 		return pd_fail(e, ENOMEM, "audit buffers");
 	}
@@ -118,8 +73,14 @@ void pd_auditor_close(pd_auditor *a)
 	if (a->listener >= 0)
 		close(a->listener);
 	a->listener = -1;
+	if (a->rootfd >= 0)
+		close(a->rootfd);
+	a->rootfd = -1;
 	free(a->req);
 	free(a->resp);
+	pd_audit_dircache_clear(a->dirs);
+	free(a->dirs);
+	a->dirs = NULL;
 	a->req = a->resp = NULL;
 }
 
@@ -137,39 +98,6 @@ static ssize_t peek(pid_t pid, uint64_t addr, void *buf, size_t len)
 		got += (size_t)n;
 	}
 	return got ? (ssize_t)got : -1;
-}
-
-void pd_audit_judge_path(const char *raw, size_t len, const char *base, ssize_t blen, const pd_audit_opts *o,
-			 char *target, size_t size, bool *deny, bool *report)
-{
-	/* Judged whole or not at all: a path cut to a buffer, or joined with a cut cwd, is another
-	 * path. "/" x 600 + "etc/passwd" read as 511 slashes was "/", and so not under a deny prefix,
-	 * while the kernel opened /etc/passwd. The kernel takes a path up to its NUL within PATH_MAX
-	 * bytes (PD_AUDIT_READ): without a NUL in what was read, the call fails there too. */
-	const char *nul = memchr(raw, 0, len);
-	size_t pl = nul ? (size_t)(nul - raw) : len;
-	bool rel = !pl || raw[0] != '/';
-	/* readlink fills its buffer when the directory's path is longer (or fails: a process can make
-	 * its cwd deeper than a page): then where a relative path leads is unknown */
-	bool base_ok = blen > 0 && blen < PD_AUDIT_READ && base[0] == '/';
-	char full[2 * PD_AUDIT_READ + 2];
-	if (rel && base_ok)
-		snprintf(full, sizeof full, "%.*s%s%.*s", (int)blen, base, base[blen - 1] == '/' ? "" : "/", (int)pl,
-			 raw);
-	else
-		snprintf(full, sizeof full, "%.*s", (int)pl, raw);
-	snprintf(target, size, "%s", full); /* for the record: it keeps the head */
-	if (!nul || (rel && !base_ok)) {
-		/* cannot tell what the kernel opens: refused where a deny list is set, and reported */
-		bool any_deny = false;
-		for (int i = 0; o->deny && o->deny[i]; i++)
-			any_deny |= o->deny[i][0] == '/';
-		*deny = any_deny;
-		*report = true;
-		return;
-	}
-	*deny = pd_path_under(full, o->deny);
-	*report = *deny || !(pd_path_under(full, builtin_allow) || pd_path_under(full, o->allow));
 }
 
 static void format_addr(const struct sockaddr_storage *ss, socklen_t len, char *out, size_t size)
@@ -208,29 +136,417 @@ static bool is_loopback(const struct sockaddr_storage *ss)
 	return ss->ss_family == AF_UNIX;
 }
 
-static void record(pd_auditor *a, pd_result *r, const char *kind, const char *target, bool denied,
-		   pid_t pid)
+
+void pd_audit_record(pd_result *r, const pd_audit_opts *o, pd_audit_kind kind, const char *op, const char *mode,
+		     const char *target, bool denied, pid_t pid, uint64_t t_us)
 {
-	size_t cap = a->opts->max_events ? a->opts->max_events : 1024;
-	if (r->audit_len >= cap)
+	if ((unsigned)kind < PD_AK_N)
+		r->audit_kinds[kind]++;
+	size_t cap = o && o->max_events ? o->max_events : 1024;
+	if (r->audit_len >= cap) {
+		r->audit_dropped++;
 		return;
+	}
 	if (r->audit_len == r->audit_cap) {
 		size_t n = r->audit_cap ? r->audit_cap * 2 : 16;
 		if (n > cap)
 			n = cap;
 		pd_audit_event *p = realloc(r->audit, n * sizeof *p);
-		if (!p)
+		if (!p) {
+			r->audit_dropped++;
 			return;
+		}
 		r->audit = p;
 		r->audit_cap = n;
 	}
 	pd_audit_event *ev = &r->audit[r->audit_len++];
 	memset(ev, 0, sizeof *ev);
-	ev->t_us = pd_now_us() - a->t0_us;
-	snprintf(ev->kind, sizeof ev->kind, "%s", kind);
+	ev->t_us = t_us;
+	snprintf(ev->kind, sizeof ev->kind, "%s", pd_audit_kind_name(kind));
+	snprintf(ev->op, sizeof ev->op, "%s", op);
+	snprintf(ev->mode, sizeof ev->mode, "%s", mode);
 	snprintf(ev->target, sizeof ev->target, "%s", target);
 	ev->denied = denied;
 	ev->pid = pid;
+}
+
+/* ---- file calls ---- */
+
+/* One path a call acts on: which arguments hold it and its dirfd (-1: AT_FDCWD implied; a path
+ * argument of -1: the object is the fd itself), whether a final symlink is followed, and how
+ * the object is used. */
+typedef struct path_arg {
+	int arg, dirfd_arg;
+	bool follow;
+	pd_audit_mode mode;
+} path_arg;
+
+typedef struct call {
+	const char *op;
+	int n;
+	path_arg p[2];
+} call;
+
+#define P(a, d, f, m) {a, d, f, m}
+/* Decodes a file call: its operation and up to two paths. Returns false for a call that is not. */
+static bool decode(long nr, const __u64 *arg, pid_t pid, call *c)
+{
+	memset(c, 0, sizeof *c);
+	c->n = 1;
+	switch (nr) {
+	case SYS_open: case SYS_openat: case SYS_openat2: {
+		int pa = nr == SYS_open ? 0 : 1;
+		uint64_t flags = arg[pa + 1];
+		if (nr == SYS_openat2) {
+			uint64_t how = 0;
+			if (!arg[2] || peek(pid, arg[2], &how, sizeof how) != (ssize_t)sizeof how)
+				how = 0;
+			flags = how;
+		}
+		pd_audit_mode m = (flags & O_ACCMODE) == O_WRONLY ? PD_AM_WRITE
+				  : (flags & O_ACCMODE) == O_RDWR ? PD_AM_RW
+								   : PD_AM_READ;
+		if (m == PD_AM_READ && (flags & O_TRUNC))
+			m = PD_AM_WRITE;
+		if (flags & O_CREAT)
+			m = PD_AM_CREATE; /* a write when the file exists: refined once the path is known */
+		c->op = "open";
+		c->p[0] = (path_arg)P(pa, nr == SYS_open ? -1 : 0, !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL)), m);
+		return true;
+	}
+	case SYS_creat: c->op = "open"; c->p[0] = (path_arg)P(0, -1, true, PD_AM_WRITE); return true;
+	case SYS_execve: c->op = "exec"; c->p[0] = (path_arg)P(0, -1, true, PD_AM_EXEC); return true;
+	case SYS_execveat:
+		c->op = "exec";
+		c->p[0] = (path_arg)P(1, 0, !(arg[4] & AT_SYMLINK_NOFOLLOW), PD_AM_EXEC);
+		return true;
+	case SYS_unlink: case SYS_rmdir: c->op = "unlink"; c->p[0] = (path_arg)P(0, -1, false, PD_AM_DELETE); return true;
+	case SYS_unlinkat: c->op = "unlink"; c->p[0] = (path_arg)P(1, 0, false, PD_AM_DELETE); return true;
+	case SYS_rename:
+		c->op = "rename", c->n = 2;
+		c->p[0] = (path_arg)P(0, -1, false, PD_AM_DELETE);
+		c->p[1] = (path_arg)P(1, -1, false, PD_AM_WRITE);
+		return true;
+	case SYS_renameat: case SYS_renameat2:
+		c->op = "rename", c->n = 2;
+		c->p[0] = (path_arg)P(1, 0, false, PD_AM_DELETE);
+		c->p[1] = (path_arg)P(3, 2, false, PD_AM_WRITE);
+		return true;
+	case SYS_link:
+		c->op = "link", c->n = 2;
+		c->p[0] = (path_arg)P(0, -1, false, PD_AM_META);
+		c->p[1] = (path_arg)P(1, -1, false, PD_AM_CREATE);
+		return true;
+	case SYS_linkat:
+		c->op = "link", c->n = 2;
+		c->p[0] = (path_arg)P(1, 0, arg[4] & AT_SYMLINK_FOLLOW, PD_AM_META);
+		c->p[1] = (path_arg)P(3, 2, false, PD_AM_CREATE);
+		return true;
+	/* a link is made, and where it leads is reached for: judged as a read, from the cwd (the
+	 * kernel resolves a relative target from the link's directory when it is used; the cwd is
+	 * that directory for the usual "ln -s target name") */
+	case SYS_symlink:
+		c->op = "symlink", c->n = 2;
+		c->p[0] = (path_arg)P(1, -1, false, PD_AM_CREATE);
+		c->p[1] = (path_arg)P(0, -1, false, PD_AM_META);
+		return true;
+	case SYS_symlinkat:
+		c->op = "symlink", c->n = 2;
+		c->p[0] = (path_arg)P(2, 1, false, PD_AM_CREATE);
+		c->p[1] = (path_arg)P(0, -1, false, PD_AM_META);
+		return true;
+	case SYS_mkdir: c->op = "mkdir"; c->p[0] = (path_arg)P(0, -1, false, PD_AM_CREATE); return true;
+	case SYS_mkdirat: c->op = "mkdir"; c->p[0] = (path_arg)P(1, 0, false, PD_AM_CREATE); return true;
+	case SYS_mknod: c->op = "mknod"; c->p[0] = (path_arg)P(0, -1, false, PD_AM_CREATE); return true;
+	case SYS_mknodat: c->op = "mknod"; c->p[0] = (path_arg)P(1, 0, false, PD_AM_CREATE); return true;
+	case SYS_chmod: c->op = "chmod"; c->p[0] = (path_arg)P(0, -1, true, PD_AM_META); return true;
+	case SYS_fchmodat: c->op = "chmod"; c->p[0] = (path_arg)P(1, 0, true, PD_AM_META); return true;
+	case __NR_fchmodat2:
+		c->op = "chmod";
+		c->p[0] = (path_arg)P(1, 0, !(arg[3] & AT_SYMLINK_NOFOLLOW), PD_AM_META);
+		return true;
+	case SYS_fchmod: c->op = "chmod"; c->p[0] = (path_arg)P(-1, 0, true, PD_AM_META); return true;
+	case SYS_chown: c->op = "chown"; c->p[0] = (path_arg)P(0, -1, true, PD_AM_META); return true;
+	case SYS_lchown: c->op = "chown"; c->p[0] = (path_arg)P(0, -1, false, PD_AM_META); return true;
+	case SYS_fchownat:
+		c->op = "chown";
+		c->p[0] = (path_arg)P(1, 0, !(arg[4] & AT_SYMLINK_NOFOLLOW), PD_AM_META);
+		return true;
+	case SYS_fchown: c->op = "chown"; c->p[0] = (path_arg)P(-1, 0, true, PD_AM_META); return true;
+	case SYS_truncate: c->op = "truncate"; c->p[0] = (path_arg)P(0, -1, true, PD_AM_WRITE); return true;
+	case SYS_ftruncate: c->op = "truncate"; c->p[0] = (path_arg)P(-1, 0, true, PD_AM_WRITE); return true;
+	case SYS_setxattr: case SYS_removexattr:
+		c->op = "xattr"; c->p[0] = (path_arg)P(0, -1, true, PD_AM_META); return true;
+	case SYS_lsetxattr: case SYS_lremovexattr:
+		c->op = "xattr"; c->p[0] = (path_arg)P(0, -1, false, PD_AM_META); return true;
+	case SYS_fsetxattr: case SYS_fremovexattr:
+		c->op = "xattr"; c->p[0] = (path_arg)P(-1, 0, true, PD_AM_META); return true;
+	case __NR_setxattrat: case __NR_removexattrat:
+		c->op = "xattr";
+		c->p[0] = (path_arg)P(1, 0, !(arg[2] & AT_SYMLINK_NOFOLLOW), PD_AM_META);
+		return true;
+	default: return false;
+	}
+}
+#undef P
+
+/* The caller's tgid and tid in the sandbox's pid namespace (the last of NStgid and NSpid). */
+static void ns_ids(pd_auditor *a, pid_t pid)
+{
+	if (a->last_pid == pid)
+		return;
+	a->last_pid = pid;
+	a->last_tgid[0] = a->last_tid[0] = 0;
+	char path[64], buf[2048];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	if (pd_read_file(path, buf, sizeof buf) < 0)
+		return;
+	static const char *const keys[2] = {"\nNStgid:", "\nNSpid:"};
+	char *out[2] = {a->last_tgid, a->last_tid};
+	for (int i = 0; i < 2; i++) {
+		char *p = strstr(buf, keys[i]);
+		if (!p)
+			continue;
+		p += strlen(keys[i]);
+		char *eol = strchr(p, '\n');
+		if (eol)
+			*eol = 0;
+		char *last = strrchr(p, '\t');
+		last = last ? last + 1 : p;
+		while (*last == ' ')
+			last++;
+		snprintf(out[i], 16, "%s", last);
+		if (eol)
+			*eol = '\n';
+	}
+}
+
+/* The directory a path starts from, as the sandbox names it: the caller's cwd or its dirfd. */
+static bool base_dir(pid_t pid, int dirfd, char *base, size_t size)
+{
+	char link[64];
+	if (dirfd == AT_FDCWD)
+		snprintf(link, sizeof link, "/proc/%d/cwd", (int)pid);
+	else
+		snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)pid, dirfd);
+	ssize_t n = readlink(link, base, size - 1);
+	if (n <= 0 || (size_t)n >= size - 1)
+		return false;
+	base[n] = 0;
+	if (n > 10 && !strcmp(base + n - 10, " (deleted)"))
+		base[n - 10] = 0;
+	return true;
+}
+
+/* Judges one path of a file call. Returns true when the call is to be refused. */
+static bool judge_file(pd_auditor *a, pd_result *r, const call *c, const path_arg *pa, const __u64 *arg,
+		       pid_t pid)
+{
+	const pd_audit_opts *o = a->opts;
+	pd_audit_view v = {.rootfd = a->rootfd, .dirs = a->dirs};
+	ns_ids(a, pid);
+	snprintf(v.self, sizeof v.self, "%s", a->last_tgid);
+	snprintf(v.tid, sizeof v.tid, "%s", a->last_tid);
+	/* a directory renamed or removed may come back as a link: what was known is forgotten */
+	if (pa->mode == PD_AM_DELETE || !strcmp(c->op, "rename"))
+		pd_audit_dircache_clear(a->dirs);
+	char target[PD_AUDIT_MAX] = "", base[PD_AUDIT_READ];
+	int dirfd = pa->dirfd_arg < 0 ? AT_FDCWD : (int)arg[pa->dirfd_arg];
+	int got;
+	bool any_deny = (o->deny && o->deny[0]) || (o->judge && o->judge[0]);
+	if (pa->arg < 0) {
+		/* the fd itself */
+		got = base_dir(pid, dirfd, base, sizeof base) ? 1 : -1;
+		if (got > 0)
+			got = pd_audit_resolve(&v, "/", base, true, target, sizeof target);
+	} else {
+		char raw[PD_AUDIT_READ];
+		ssize_t n = arg[pa->arg] ? peek(pid, arg[pa->arg], raw, sizeof raw) : -1;
+		const char *nul = n > 0 ? memchr(raw, 0, (size_t)n) : NULL;
+		if (!nul) {
+			/* unreadable, or no NUL within PATH_MAX (then the call fails too) */
+			pd_audit_record(r, o, PD_AK_READ_OUTSIDE, c->op, pd_audit_mode_name(pa->mode),
+					"(unreadable path)", any_deny, pid, pd_now_us() - a->t0_us);
+			r->audit_files++;
+			return any_deny;
+		}
+		bool have_base = raw[0] == '/' || base_dir(pid, dirfd, base, sizeof base);
+		if (!raw[0] && pa->dirfd_arg >= 0 && have_base) /* AT_EMPTY_PATH: the dirfd's object */
+			got = pd_audit_resolve(&v, "/", base, pa->follow, target, sizeof target);
+		else
+			got = have_base ? pd_audit_resolve(&v, base, raw, pa->follow, target, sizeof target) : -1;
+		if (got < 0)
+			snprintf(target, sizeof target, "%s", raw);
+	}
+	if (got == 0)
+		return false; /* a pipe, a socket: no path rule concerns it */
+	bool deny = false;
+	pd_audit_mode m = pa->mode;
+	if (got > 0 && m == PD_AM_CREATE && a->rootfd >= 0) {
+		struct stat st;
+		bool exists = fstatat(a->rootfd, target[1] ? target + 1 : ".", &st, AT_SYMLINK_NOFOLLOW) == 0;
+		if (exists && !strcmp(c->op, "open"))
+			m = PD_AM_WRITE; /* O_CREAT on a file that exists: opened for writing */
+		else if (exists)
+			return false; /* mkdir, mknod, symlink, link over a name taken: EEXIST, no change */
+	}
+	int kind;
+	if (got < 0) {
+		/* cannot tell what the kernel acts on: refused where a deny list is set, and recorded */
+		kind = PD_AK_READ_OUTSIDE;
+		deny = any_deny;
+	} else {
+		kind = pd_audit_classify(o, target, m, v.self, &deny);
+	}
+	if (kind < 0)
+		return false;
+	r->audit_files++;
+	if (deny)
+		r->audit_denied++;
+	pd_audit_record(r, o, (pd_audit_kind)kind, c->op, pd_audit_mode_name(m), target, deny, pid,
+			pd_now_us() - a->t0_us);
+	return deny;
+}
+
+/* ---- sockets ---- */
+
+/* Whether the caller's socket fd is a datagram one: a UDP connect sends nothing (the C library's
+ * address sorting connects one to each address it returns). Read from a copy of the fd. */
+static bool sock_is_dgram(pid_t pid, int fd)
+{
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd < 0)
+		pfd = (int)syscall(SYS_pidfd_open, pid, O_EXCL /* PIDFD_THREAD: pid is a thread's */);
+	if (pfd < 0)
+		return false;
+	int s = (int)syscall(SYS_pidfd_getfd, pfd, fd, 0);
+	close(pfd);
+	if (s < 0)
+		return false;
+	int type = 0;
+	socklen_t len = sizeof type;
+	bool dgram = getsockopt(s, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_DGRAM;
+	close(s);
+	return dgram;
+}
+
+/* Whether the caller's network namespace has a socket bound to port (TCP listening, or UDP). */
+static bool has_listener(pid_t pid, unsigned port)
+{
+	static const char *const tables[] = {"tcp", "tcp6", "udp", "udp6"};
+	char path[64], line[512];
+	for (int t = 0; t < 4; t++) {
+		snprintf(path, sizeof path, "/proc/%d/net/%s", (int)pid, tables[t]);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue;
+		bool found = false;
+		while (!found && fgets(line, sizeof line, f)) {
+			char local[64];
+			unsigned st;
+			if (sscanf(line, " %*u: %63s %*s %x", local, &st) != 2)
+				continue;
+			char *colon = strrchr(local, ':');
+			if (colon && strtoul(colon + 1, NULL, 16) == port && (t >= 2 || st == 0x0A))
+				found = true;
+		}
+		fclose(f);
+		if (found)
+			return true;
+	}
+	return false;
+}
+
+static bool egress_allowed(const pd_audit_opts *o, const char *addr)
+{
+	const char *colon = strrchr(addr, ':');
+	size_t alen = colon ? (size_t)(colon - addr) : strlen(addr);
+	for (int i = 0; o->egress_allow && o->egress_allow[i]; i++) {
+		const char *e = o->egress_allow[i];
+		const char *ec = strrchr(e, ':');
+		if (ec && ec[1] && (ec == e || (e[0] == '[' ? ec[-1] == ']' : !strchr(e, ']')))) {
+			/* ADDR:PORT or :PORT */
+			if (!colon || strcmp(ec + 1, colon + 1))
+				continue;
+			if (ec == e || ((size_t)(ec - e) == alen && !strncmp(e, addr, alen)))
+				return true;
+		} else if (strlen(e) == alen && !strncmp(e, addr, alen)) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* unix socket paths the C library tries by itself (user and host lookups through nscd) */
+static const char *const libc_sockets[] = {"/var/run/nscd/socket", "/run/nscd/socket", NULL};
+
+/* Judges a connect or a datagram's destination. Returns true when it is to be refused. */
+static bool judge_net(pd_auditor *a, pd_result *r, const char *op, const struct sockaddr_storage *ss,
+		      socklen_t len, pid_t pid, int sockfd)
+{
+	const pd_audit_opts *o = a->opts;
+	char target[PD_PATH];
+	format_addr(ss, len, target, sizeof target);
+	int kind = -1;
+	bool deny = false;
+	const char *mode = "out";
+	if (ss->ss_family == AF_UNIX) {
+		const struct sockaddr_un *s = (const void *)ss;
+		bool abstract = len > offsetof(struct sockaddr_un, sun_path) && s->sun_path[0] == 0;
+		if (abstract) {
+			/* abstract names are per network namespace: the sandbox's own, unless it has the
+			 * host's */
+			if (a->net == PD_NET_HOST)
+				kind = PD_AK_HARNESS_PROBE;
+		} else {
+			char raw[sizeof s->sun_path + 1], base[PD_AUDIT_READ], res[PD_AUDIT_MAX];
+			size_t n = len > offsetof(struct sockaddr_un, sun_path)
+					   ? len - offsetof(struct sockaddr_un, sun_path)
+					   : 0;
+			if (n > sizeof s->sun_path)
+				n = sizeof s->sun_path;
+			memcpy(raw, s->sun_path, n);
+			raw[n] = 0;
+			pd_audit_view v = {.rootfd = a->rootfd};
+			ns_ids(a, pid);
+			snprintf(v.self, sizeof v.self, "%s", a->last_tgid);
+			bool hb = raw[0] == '/' || base_dir(pid, AT_FDCWD, base, sizeof base);
+			if (hb && pd_audit_resolve(&v, base, raw, true, res, sizeof res) > 0) {
+				snprintf(target, sizeof target, "unix:%s", res);
+				if (pd_audit_protected(o, res) && !pd_path_under(res, libc_sockets))
+					kind = PD_AK_HARNESS_PROBE;
+			} else {
+				kind = PD_AK_HARNESS_PROBE;
+			}
+		}
+	} else if (ss->ss_family == AF_INET || ss->ss_family == AF_INET6) {
+		unsigned port = ss->ss_family == AF_INET ? ntohs(((const struct sockaddr_in *)(const void *)ss)->sin_port)
+							 : ntohs(((const struct sockaddr_in6 *)(const void *)ss)->sin6_port);
+		if (is_loopback(ss)) {
+			/* loopback is the sandbox's own: a port nobody in it bound is a scan; with the
+			 * host's network, every loopback port is someone else's */
+			if (egress_allowed(o, target) || (a->net != PD_NET_HOST && sockfd >= 0 && sock_is_dgram(pid, sockfd)))
+				kind = -1;
+			else if (a->net == PD_NET_HOST || !has_listener(pid, port))
+				kind = PD_AK_HARNESS_PROBE;
+		} else {
+			kind = PD_AK_EGRESS;
+			bool allowed = o->egress == PD_EGRESS_LOG ? !o->deny_net
+				       : o->egress == PD_EGRESS_ALLOWLIST ? egress_allowed(o, target)
+									  : false;
+			mode = allowed ? "allowed" : "out";
+			if (allowed)
+				r->audit_egress_allowed++;
+			deny = !allowed && (o->egress != PD_EGRESS_LOG || o->deny_net);
+		}
+	}
+	if (kind < 0)
+		return false;
+	r->audit_net++;
+	if (deny)
+		r->audit_denied++;
+	pd_audit_record(r, o, (pd_audit_kind)kind, op, mode, target, deny, pid, pd_now_us() - a->t0_us);
+	return deny;
 }
 
 int pd_auditor_handle(pd_auditor *a, pd_result *r)
@@ -247,71 +563,40 @@ int pd_auditor_handle(pd_auditor *a, pd_result *r)
 	pid_t pid = (pid_t)req->pid;
 	long nr = req->data.nr;
 	const __u64 *arg = req->data.args;
-	char target[PD_PATH] = "";
-	const char *kind = NULL;
-	bool file = false, deny = false, report = false;
-	int path_arg = -1, dirfd = AT_FDCWD;
-	switch (nr) {
-	case SYS_open: case SYS_creat: path_arg = 0; kind = "open"; break;
-	case SYS_openat: case SYS_openat2: path_arg = 1; dirfd = (int)arg[0]; kind = "open"; break;
-	case SYS_execve: path_arg = 0; kind = "exec"; break;
-	case SYS_execveat: path_arg = 1; dirfd = (int)arg[0]; kind = "exec"; break;
-	default: break;
+	if (a->rootfd < 0) {
+		/* every process of the sandbox has its root (chroot and pivot_root are denied) */
+		char p[64];
+		snprintf(p, sizeof p, "/proc/%d/root", (int)pid);
+		a->rootfd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	}
-	if (path_arg >= 0) {
-		file = true;
-		char raw[PD_AUDIT_READ];
-		ssize_t n = arg[path_arg] ? peek(pid, arg[path_arg], raw, sizeof raw) : -1;
-		if (n > 0) {
-			char base[PD_AUDIT_READ], link[64];
-			ssize_t bl = -1;
-			if (raw[0] != '/') {
-				if (dirfd == AT_FDCWD)
-					snprintf(link, sizeof link, "/proc/%d/cwd", (int)pid);
-				else
-					snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)pid, dirfd);
-				bl = readlink(link, base, sizeof base);
-			}
-			pd_audit_judge_path(raw, (size_t)n, base, bl, a->opts, target, sizeof target, &deny, &report);
-		} else {
-			snprintf(target, sizeof target, "(unreadable path)");
-			report = true;
-		}
+	/* recorded even when the caller dies before the answer: the attempt is the evidence */
+	bool deny = false;
+	call c;
+	if (decode(nr, arg, pid, &c)) {
+		for (int i = 0; i < c.n; i++)
+			deny |= judge_file(a, r, &c, &c.p[i], arg, pid);
 	} else {
 		struct sockaddr_storage ss;
 		memset(&ss, 0, sizeof ss);
 		uint64_t addr = 0, len = 0;
+		const char *op = NULL;
 		if (nr == SYS_connect) {
-			kind = "connect", addr = arg[1], len = arg[2];
+			op = "connect", addr = arg[1], len = arg[2];
 		} else if (nr == SYS_sendto) {
-			kind = "sendto", addr = arg[4], len = arg[5];
+			op = "sendto", addr = arg[4], len = arg[5];
 		} else if (nr == SYS_sendmsg || nr == SYS_sendmmsg) {
-			kind = nr == SYS_sendmsg ? "sendmsg" : "sendmmsg";
+			op = nr == SYS_sendmsg ? "sendmsg" : "sendmmsg";
 			struct msghdr mh;
 			if (arg[1] && peek(pid, arg[1], &mh, sizeof mh) == (ssize_t)sizeof mh)
 				addr = (uint64_t)(uintptr_t)mh.msg_name, len = mh.msg_namelen;
 		}
-		if (kind && addr && len) {
+		if (op && addr && len) {
 			if (len > sizeof ss)
 				len = sizeof ss;
-			if (peek(pid, addr, &ss, (size_t)len) > 0) {
-				format_addr(&ss, (socklen_t)len, target, sizeof target);
-				report = true;
-				deny = a->opts->deny_net && !is_loopback(&ss);
-			}
+			if (peek(pid, addr, &ss, (size_t)len) > 0)
+				deny = judge_net(a, r, op, &ss, (socklen_t)len, pid,
+						 nr == SYS_connect ? (int)arg[0] : -1);
 		}
-	}
-	/* the process may have died or been killed meanwhile: then nothing to answer */
-	if (ioctl(a->listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) < 0)
-		return 0;
-	if (kind && report) {
-		if (file)
-			r->audit_files++;
-		else
-			r->audit_net++;
-		if (deny)
-			r->audit_denied++;
-		record(a, r, kind, target, deny, pid);
 	}
 	if (deny) {
 		resp->flags = 0;

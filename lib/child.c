@@ -10,6 +10,9 @@
  * locks may be held: it uses no malloc and no stdio, only syscalls and stack or static buffers. */
 #define _GNU_SOURCE
 #include "child.h"
+#include "initstate.h"
+#include "safepath.h"
+#include "ucounts.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -170,6 +173,8 @@ static __attribute__((noreturn)) void become_program(const child_cfg *c, const s
 	set_rlimit(RLIMIT_FSIZE, x->rl_fsize);
 	set_rlimit(RLIMIT_STACK, x->rl_stack);
 	set_rlimit(RLIMIT_NPROC, x->rl_nproc);
+	if ((errno = pd_ucounts_program_rlimits()) != 0)
+		goto fail_errno;
 	/* The OOM killer takes the highest score: the program, before init (a copy of the host
 	 * process, whose shared pages count as its own, so by size alone it could be the one a
 	 * program over its memory limit gets killed instead of) and before the daemon in a
@@ -331,25 +336,7 @@ bad:
 
 /* ---- file operations for the host, resolved strictly inside the sandbox's root ----------------- */
 
-static int open_parent(const char *path, char *base, size_t size)
-{
-	char dir[4096];
-	pd_ch_cat(dir, sizeof dir, path, NULL, NULL);
-	size_t n = strlen(dir);
-	while (n > 1 && dir[n - 1] == '/')
-		dir[--n] = 0;
-	char *slash = strrchr(dir, '/');
-	const char *b = slash ? slash + 1 : dir;
-	if (!*b || !strcmp(b, ".") || !strcmp(b, ".."))
-		return errno = EINVAL, -1;
-	pd_ch_cat(base, size, b, NULL, NULL);
-	if (slash)
-		*(slash == dir ? slash + 1 : slash) = 0;
-	else
-		pd_ch_cat(dir, sizeof dir, "/", NULL, NULL);
-	return pd_ch_open_inside(AT_FDCWD, dir, O_PATH | O_DIRECTORY, 0);
-}
-
+/* safepath.c resolves them: never through a magic link, never to procfs, sysfs or a device */
 static void do_fileop(const struct msg_fileop *f)
 {
 	struct msg_error r;
@@ -365,11 +352,11 @@ static void do_fileop(const struct msg_fileop *f)
 		int fl = f->flags & ~O_CLOEXEC;
 		if (!(fl & O_PATH))
 			fl |= O_NONBLOCK | O_NOCTTY;
-		fd = pd_ch_open_inside(AT_FDCWD, f->path, fl, (fl & (O_CREAT | O_TMPFILE)) ? f->mode : 0);
+		fd = pd_safe_open(AT_FDCWD, f->path, fl, (fl & (O_CREAT | O_TMPFILE)) ? f->mode : 0);
 		if (fd < 0)
 			r.err = errno;
 	} else {
-		int dfd = open_parent(f->path, base, sizeof base);
+		int dfd = pd_safe_parent(AT_FDCWD, f->path, base, sizeof base);
 		int rc = -1;
 		if (dfd >= 0) {
 			if (f->op == FILEOP_UNLINK)
@@ -493,7 +480,9 @@ static void do_reset(int sfd, const struct msg_reset *m)
 	struct signalfd_siginfo si;
 	while (read(sfd, &si, sizeof si) > 0)
 		;
-	if (unshare(CLONE_NEWIPC) < 0) {
+	if (pd_initstate_restore(&r.err, r.what, sizeof r.what) < 0) {
+		/* an attribute of init's the last user changed for good: no reuse */
+	} else if (unshare(CLONE_NEWIPC) < 0) {
 		r.err = errno;
 		pd_ch_cat(r.what, sizeof r.what, "new IPC namespace", NULL, NULL);
 	} else if (rewind_pids(r.what, sizeof r.what, &r.err) == 0 && m->verify) {
@@ -517,9 +506,13 @@ static __attribute__((noreturn)) void init_loop(const child_cfg *c)
 	 * init needs nothing the policy denies from here on. */
 	if (load_filter(c->bpf_base, 0) < 0)
 		pd_ch_die("load the seccomp policy", errno);
+	pd_initstate_save(); /* what each reset puts back (initstate.c) */
 	struct msg_hdr ready = {MSG_READY};
-	if (send(pd_ch_sock, &ready, sizeof ready, MSG_NOSIGNAL) < 0)
+	if (pd_send_fds(pd_ch_sock, &ready, sizeof ready, &pd_ch_upper, pd_ch_upper >= 0 ? 1 : 0) < 0)
 		_exit(1);
+	if (pd_ch_upper >= 0)
+		close(pd_ch_upper);
+	pd_ch_upper = -1;
 	pid_t mains[64];
 	int nmains = 0;
 	for (;;) {
@@ -665,6 +658,12 @@ void pd_child_main(const child_cfg *c)
 	 * inherit) nor signal it */
 	pd_ch_check((int)syscall(SYS_setresuid, PD_INIT_UID, 0, PD_INIT_UID), "setresuid");
 	pd_ch_check(unshare(CLONE_NEWCGROUP), "cgroup namespace");
+	{
+		const char *what = "";
+		int err = pd_ucounts_limit_ns(&what);
+		if (err)
+			pd_ch_die(what, err);
+	}
 	pd_ch_build_root(c, fds, fds + c->nlayers, c->has_sysfs ? fds[c->nlayers + c->nbinds] : -1);
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);

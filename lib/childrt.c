@@ -46,6 +46,7 @@ struct open_how_ {
 };
 
 int pd_ch_sock = -1;
+int pd_ch_upper = -1;
 /* Set while this code runs as a sandbox reset's helper (pd_reset_root): a thread of the host
  * suspended in vfork lends the helper its memory and its thread-local storage, so a failure is
  * written here instead of into a socket. */

@@ -47,18 +47,32 @@
 #define FSCONFIG_CMD_CREATE 6
 #endif
 
-/* The namespace state a sandbox without CAP_NET_ADMIN over it can change and a later sandbox
- * could observe:
+/* The namespace state that a sandbox without CAP_NET_ADMIN over it can change, that outlives its
+ * processes, and that a later sandbox could observe: the fingerprint compared byte for byte with
+ * a fresh namespace's (not a list of known attacks).
  *   - counters: lo's packets and bytes (dev); IP, ICMP, TCP, UDP (snmp, snmp6); the TCP and IP
  *     extensions (netstat). Every packet crosses lo, the only device, and every failed send
- *     counts somewhere (OutNoRoutes, for one);
- *   - sockets that outlive their process: TCP connections after close (TIME_WAIT, FIN_WAIT,
- *     orphans) exist only after packets, which the counters show; any other socket can only be
- *     kept alive by an SCM_RIGHTS cycle, which always holds a unix socket (unix).
- * Not read: /proc/net/tcp and tcp6, which the counters already cover and which walk the host's
- * whole TCP hash on every read. Raw and packet sockets need CAP_NET_RAW over the
- * namespace, which the sandbox does not have. */
-static const char *const PROBES[] = {"dev", "snmp", "snmp6", "netstat", "unix", NULL};
+ *     counts somewhere (OutNoRoutes, for one). So everything that only traffic leaves (TCP
+ *     connections in TIME_WAIT or orphaned, neighbour entries, conntrack entries, TCP metrics,
+ *     per-device IPv6 counters) changes these too;
+ *   - what a program leaves without sending anything: IPv6 flow labels, which outlive their
+ *     socket for their linger time (ip6_flowlabel), and the routes' reference and use counts,
+ *     which a connect()ed UDP6 socket moves for good through the routes' per-CPU caches
+ *     (ipv6_route, rt6_stats);
+ *   - sockets that outlive their process: only an SCM_RIGHTS cycle keeps one alive, and it
+ *     always holds a unix socket (unix). Memberships, ping, raw and packet sockets live and die
+ *     with their socket.
+ * Not read, each for a reason tests/unit/netns.c checks (its view reads them all after every
+ * dirty workload): addresses, IPv4 routes, neighbours, netfilter and xfrm state and the sysctls
+ * need CAP_NET_ADMIN over the namespace, which belongs to the host's user namespace; /proc/net/tcp,
+ * tcp6, udp and udp6 walk the host's whole hash tables (2 ms each for TCP here) to show sockets
+ * the above already account for; the views of host-wide state the host moves at any time
+ * (softnet_stat, stat/rt_cache, the memory of protocols and sockstat) and netlink, whose socket
+ * addresses differ between any two namespaces, would make no namespace compare equal. Each file
+ * read costs 10-50 us per check, on every reset: the list is what reuse needs, no more. */
+static const char *const PROBES[] = {"dev",	      "snmp",	    "snmp6",	 "netstat",
+				     "unix",	      "ip6_flowlabel", "ipv6_route", "rt6_stats",
+				     NULL};
 
 #define PROBE_MAX (64 * 1024)
 /* Idle namespaces kept per mode; beyond this they are closed. In steady use the idle list only
@@ -157,6 +171,7 @@ static ssize_t read_probes(const char *dir, char *buf, size_t cap)
 {
 	size_t n = 0;
 	for (int i = 0; PROBES[i]; i++) {
+		/* one descriptor at a time: a reset must work with as few free as the helper needs */
 		char path[96];
 		snprintf(path, sizeof path, "%s/%s", dir, PROBES[i]);
 		int w = snprintf(buf + n, cap - n, "\n== %s\n", PROBES[i]);
@@ -396,6 +411,8 @@ void pd_netns_put(pd_netpool *p, pd_netns *ns, bool all_gone)
 	if (room)
 		fresh = reads_fresh(p, ns->fd, m);
 	pthread_mutex_lock(&p->lock);
+	if (room && !fresh)
+		p->st.unfresh++;
 	if (fresh && p->nidle[m] < cap) {
 		ns->next = p->idle[m];
 		p->idle[m] = ns;
@@ -420,6 +437,11 @@ bool pd_netns_fresh(pd_netpool *p, const pd_netns *ns, pid_t pid)
 		return false;
 	bool fresh = same_as_fresh(p, ns->loopback, buf, read_probes(dir, buf, PROBE_MAX));
 	free(buf);
+	if (!fresh) {
+		pthread_mutex_lock(&p->lock);
+		p->st.unfresh++;
+		pthread_mutex_unlock(&p->lock);
+	}
 	return fresh;
 }
 

@@ -83,13 +83,37 @@ typedef struct pd_output {
 	bool truncated; /* total > head_len + tail_len */
 } pd_output;
 
+/* The audit's event categories (DESIGN: the process level of the verdict). */
+typedef enum pd_audit_kind {
+	PD_AK_READ_OUTSIDE = 0, /* read or exec outside the work directory, scratch and the image */
+	PD_AK_JUDGE,            /* judge material read (or a path on a deny list) */
+	PD_AK_TRAP,             /* a decoy read */
+	PD_AK_TAMPER,           /* a change under a protected path (calls, or the writable layer) */
+	PD_AK_ENV_PROBE,        /* /proc/N/environ, or another process's memory or maps */
+	PD_AK_EGRESS,           /* a connection or datagram to a non-loopback address */
+	PD_AK_HARNESS_PROBE,    /* a socket or port the attempt was not given */
+	PD_AK_N,
+} pd_audit_kind;
+/* "read_outside", "judge_material", "trap_read", "tamper", "env_probe", "egress", "harness_probe" */
+const char *pd_audit_kind_name(pd_audit_kind k);
+/* The kind named name, or -1. */
+int pd_audit_kind_parse(const char *name);
+
 typedef struct pd_audit_event {
 	uint64_t t_us;      /* microseconds since the exec started */
-	char kind[12];      /* "open", "exec", "connect", "sendto", "sendmsg" */
-	char target[256];   /* path or address:port */
+	char kind[16];      /* pd_audit_kind_name() of its category */
+	char op[12];        /* the call: "open", "exec", "unlink", "rename", "chmod", "chown",
+			     * "truncate", "link", "symlink", "mkdir", "mknod", "xattr", "connect",
+			     * "sendto", "sendmsg"; "upper" when found in the writable layer after
+			     * the run, "outlive" for processes left running when it ended */
+	char mode[8];       /* "r", "w", "rw", "x", "create", "delete", "meta"; egress: "allowed"
+			     * (allow list or egress log) or "out" */
+	char target[256];   /* the object's path as the kernel resolves it, or address:port */
 	bool denied;        /* a deny rule refused it (errno EACCES) */
-	int pid;            /* host pid of the caller */
+	int pid;            /* host pid of the caller (0: found afterwards) */
 } pd_audit_event;
+
+#define PD_DIGEST_LEN 72 /* "sha256:" + 64 hex + NUL, rounded */
 
 typedef struct pd_result {
 	char sandbox_id[40];
@@ -114,6 +138,14 @@ typedef struct pd_result {
 	pd_audit_event *audit;
 	size_t audit_len, audit_cap;
 	uint64_t audit_files, audit_net, audit_denied;
+	bool audited;                       /* an audit ran for the whole exec */
+	uint64_t audit_dropped;             /* events past the cap, counted but not kept */
+	uint64_t audit_kinds[PD_AK_N];      /* events per category, kept or dropped */
+	uint64_t audit_egress_allowed;      /* of the egress events, those the policy allowed */
+	/* the image the sandbox's root was made of: an imported image's name ("" when opened by
+	 * digest) and digests; or, with no digest, the directory ("host" for the default image) */
+	char image_name[256];
+	char image_digest[PD_DIGEST_LEN], image_config_digest[PD_DIGEST_LEN];
 } pd_result;
 
 void pd_result_free(pd_result *r);
@@ -160,9 +192,11 @@ void pd_ctx_stuck(pd_ctx *c, uint64_t *now, uint64_t *total);
 /* Retries reaping them; returns how many are still stuck. Called by create and destroy too. */
 uint64_t pd_ctx_reap_stuck(pd_ctx *c);
 /* Network namespaces: made fresh, handed out again after a sandbox left one exactly as fresh
- * (counters, socket tables), or discarded because it did not; idle ones kept now. */
+ * (counters, socket tables), or discarded because it did not; idle ones kept now. unfresh: how
+ * many checks found a namespace different from a fresh one's (each costs a new namespace). */
 typedef struct pd_netns_stats {
 	uint64_t created, reused, discarded, idle;
+	uint64_t unfresh;
 } pd_netns_stats;
 void pd_ctx_netns_stats(pd_ctx *c, pd_netns_stats *out);
 /* Directory of the default image's generated root layer. */
@@ -186,17 +220,40 @@ typedef struct pd_bind {
 	bool rw;         /* read-only unless set */
 } pd_bind;
 
+typedef enum pd_egress {
+	PD_EGRESS_LOG = 0,   /* record each, refuse none */
+	PD_EGRESS_DENY,      /* record each and refuse it (EACCES) */
+	PD_EGRESS_ALLOWLIST, /* record each; refuse those not on egress_allow */
+} pd_egress;
+
+/* What the audit watches and how it classifies it (lib/audit.c, lib/auditpath.c). The policy
+ * language (lib/auditpolicy.c) compiles to this. Every list is of absolute path prefixes,
+ * NULL-terminated; paths are judged as the kernel resolves them in the sandbox (symlinks, "..",
+ * /proc/PID/root, cwd and fd links), not as they are spelled. */
 typedef struct pd_audit_opts {
 	bool enabled;
-	const char *const *allow; /* path prefixes not reported (NULL-terminated); the image is always allowed */
-	const char *const *deny;  /* path prefixes refused with EACCES (and reported) */
-	bool deny_net;            /* refuse connect/send to any non-loopback address */
-	size_t max_events;        /* events kept per exec (counts go on); default 1024 */
+	const char *const *allow;   /* readable without a read_outside event, besides the image's
+				     * system files and the scratch directories */
+	const char *const *deny;    /* refused with EACCES, recorded as judge_material */
+	bool deny_net;              /* egress deny (kept for --audit-deny-net) */
+	size_t max_events;          /* events kept per exec (counts go on); default 1024 */
+	const char *const *protect; /* must not change (tamper); NULL: "/" */
+	const char *const *writable; /* under a protect prefix yet the attempt's to change (the
+				     * work directory); /tmp, /work, /dev/shm and /proc always are;
+				     * the longest prefix of protect and writable decides */
+	const char *const *judge;   /* judge material: reading it is refused and recorded */
+	const char *const *traps;   /* decoys: reading one is a trap_read */
+	pd_egress egress;
+	const char *const *egress_allow; /* "ADDR:PORT", "ADDR" or ":PORT" (ADDR as printed in
+				     * events: 10.0.0.1, [::1]) */
+	bool no_upper_scan;         /* skip the writable layer's diff after the run */
 } pd_audit_opts;
 
 typedef struct pd_sandbox_opts {
 	const char *image;      /* root filesystem directory; NULL = the default host image */
 	const char *const *layers; /* or: read-only layers stacked with overlayfs, top first, NULL-ended */
+	const struct pd_image *imported; /* the imported image the layers are (pd_image_open): its
+					  * name and digests go into every result */
 	const char *hostname;   /* default "sandbox" */
 	pd_net net;
 	const pd_bind *binds;
@@ -205,6 +262,10 @@ typedef struct pd_sandbox_opts {
 	const pd_audit_opts *audit;
 	uint64_t setup_timeout_ms; /* CREATING deadline: a sandbox not READY by then is killed; 0 = 30 s */
 	uint64_t teardown_timeout_ms; /* RECLAIMING deadline for reaping its init; 0 = 10 s */
+	/* a host directory stacked read-only over the image's layers at "/" (a session snapshot
+	 * that forks share: each fork writes to its own upper, none copies it); must outlive the
+	 * sandbox (a reset mounts it again) */
+	const char *top_layer;
 } pd_sandbox_opts;
 
 typedef struct pd_sandbox pd_sandbox;
@@ -251,11 +312,18 @@ typedef struct pd_exec_opts {
 	int spill_fd[2];
 	uint64_t spill_max;    /* bytes per spill fd, 0 = no cap: past it the spill stops (spill_lost) */
 	uint64_t output_kill_bytes; /* 0 = the sandbox's limit */
+	const pd_audit_opts *audit; /* this exec's audit, over the sandbox's (a pooled sandbox's
+				     * request); NULL = the sandbox's */
+	/* a time or output limit kills this exec's program and every process of its session
+	 * (not those an earlier exec left, nor init) and the sandbox stays READY; if they cannot
+	 * all be killed within the teardown timeout, the sandbox is killed as without it */
+	bool step_kill;
 } pd_exec_opts;
 
 /* Runs one command in the sandbox and fills *r. Returns 0 when a result was produced (whatever the
- * program's status, XX included), -1 when the call itself was invalid. A TO, ML or OL kills the
- * whole sandbox: it is then TIMED_OUT and accepts no further exec. */
+ * program's status, XX included), -1 when the call itself was invalid. A TO or OL kills the
+ * whole sandbox (it is then TIMED_OUT and accepts no further exec) unless x->step_kill; an ML is
+ * the kernel's OOM kill of a process, the sandbox stays READY unless its init died. */
 int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *x, pd_result *r, pd_err *e);
 
 /* Makes a READY sandbox indistinguishable from a fresh one, for its next user: every process
@@ -287,8 +355,10 @@ int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len);
 
 /* ---- files inside a sandbox (for sessions) -------------------------------------------------- */
 /* Paths are resolved by the sandbox's init strictly inside the sandbox's root (openat2 with
- * RESOLVE_IN_ROOT): symlinks and ".." cannot leave it, /proc magic links are refused, fifos and
- * devices are refused where a regular file is needed. Not while an exec runs in the sandbox. */
+ * RESOLVE_IN_ROOT): symlinks and ".." cannot leave it, /proc magic links are refused, and so is
+ * anything on a kernel pseudo-filesystem (procfs, sysfs, devpts, cgroupfs...), a device or a socket
+ * (EACCES; docs/security.md); fifos are refused where a regular file is needed. Not while an exec
+ * runs in the sandbox. */
 
 #include <sys/stat.h>
 
@@ -320,6 +390,131 @@ int pd_sandbox_mkdir(pd_sandbox *s, const char *path, mode_t mode, pd_err *e);
 
 /* create + exec + destroy, with setup/exec/teardown times and residue in the result. */
 int pd_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd_result *r, pd_err *e);
+
+/* ---- audit policy and the process verdict (lib/auditpolicy.c) -------------------------------- */
+
+/* A policy in JSON (docs/audit.md):
+ *   {"allow": [paths], "protect": [paths], "writable": [paths], "judge": [paths],
+ *    "traps": [path | {"path": p, "content": text, "answer": text}],
+ *    "env": [NAME] | {"NAME": "token"}, "egress": "deny" | "log" | {"allowlist": ["ADDR:PORT"]},
+ *    "fail": [kinds], "max_events": N, "mandatory": bool}
+ * compiled into the pd_audit_opts the runtime takes. */
+typedef struct pd_audit_policy pd_audit_policy;
+
+/* The defaults of "audit": true: every path outside workdir (may be NULL), /tmp and the scratch
+ * directories protected, egress denied; tamper, judge_material, trap_read, env_probe, egress and
+ * harness_probe fail the process level, read_outside is only recorded. */
+pd_audit_policy *pd_audit_policy_default(const char *workdir);
+/* Parses a policy over the defaults (fields it does not name keep them). Errors name the field
+ * ("audit.protect[2]: not an absolute path"); what is the prefix for them ("audit"). */
+pd_audit_policy *pd_audit_policy_parse(const char *json, size_t len, const char *what, const char *workdir,
+				       pd_err *e);
+/* Merges over into base: lists of what is protected, judged, trapped, failed and honey
+ * variables are joined; egress takes the stricter. With tighten_only (a request over a template
+ * or problem), over may not widen base: an allow or writable path not under one of base's, an
+ * egress allow entry base does not have, a laxer egress mode, or turning off mandatory, is an
+ * error naming the field; without it (a problem over a template) allow, writable and egress are
+ * replaced where over names them. */
+int pd_audit_policy_merge(pd_audit_policy *base, const pd_audit_policy *over, bool tighten_only, pd_err *e);
+pd_audit_policy *pd_audit_policy_copy(const pd_audit_policy *p);
+void pd_audit_policy_free(pd_audit_policy *p);
+/* The options for pd_sandbox_opts.audit (valid while p lives, enabled set). */
+const pd_audit_opts *pd_audit_policy_opts(const pd_audit_policy *p);
+bool pd_audit_policy_mandatory(const pd_audit_policy *p);
+/* The honey variables as "NAME=TOKEN" (NULL-terminated; valid while p lives): the caller adds
+ * them to the program's environment. */
+const char *const *pd_audit_policy_env(const pd_audit_policy *p);
+/* Writes the traps that have content into the sandbox (before the program runs). */
+int pd_audit_policy_plant(const pd_audit_policy *p, pd_sandbox *s, pd_err *e);
+/* The policy as JSON (malloc'd), normalized: what pd_audit_policy_parse reads back the same. */
+char *pd_audit_policy_json(const pd_audit_policy *p);
+
+typedef enum pd_process_status {
+	PD_PROCESS_NOT_AUDITED = 0, PD_PROCESS_PASS, PD_PROCESS_FAIL,
+} pd_process_status;
+/* "not_audited", "pass", "fail" */
+const char *pd_process_status_name(pd_process_status s);
+
+#define PD_VERDICT_REASONS 8
+typedef struct pd_audit_verdict {
+	pd_process_status status;
+	uint32_t failed_kinds;                 /* bit (1 << pd_audit_kind) per kind that failed it */
+	size_t nreasons;                       /* reasons kept (one per failed kind, at most 8) */
+	char reasons[PD_VERDICT_REASONS][320]; /* "tamper: open w /usr/bin/bash (protected)" */
+} pd_audit_verdict;
+
+/* Completes the evidence and judges it: output (r's stdout and stderr) and, with s (may be NULL:
+ * not looked at), the files the attempt wrote in /work and /tmp are searched for the honey
+ * tokens and the traps' wrong answers (each a trap_read or env_probe event, op "output" or
+ * "file"); then the process level: not_audited when r was not audited whole, fail when an event
+ * of a failing kind is there (egress only when not allowed), else pass. */
+void pd_audit_evaluate(const pd_audit_policy *p, pd_result *r, pd_sandbox *s, pd_audit_verdict *v);
+/* {"status": "fail", "reasons": [...], "failed": [kinds]} (malloc'd), for records. */
+char *pd_audit_verdict_json(const pd_audit_verdict *v);
+/* pd_run under policy p: its decoys planted after the create, its honey variables added to
+ * x's environment, and the verdict evaluated before the teardown. Returns as pd_run does. */
+int pd_run_audited(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, const pd_audit_policy *p,
+		   pd_result *r, pd_audit_verdict *v, pd_err *e);
+
+/* ---- image store (lib/image/): imported OCI and docker-archive images ------------------------ */
+/* The store lives in <state_dir>/images/store (state_dir NULL = $PADDOCK_STATE_DIR or
+ * /var/lib/paddock), shared by every paddock process of that state directory. Each layer is
+ * unpacked once into a directory named by its digest, however many images use it; an image is a
+ * record (manifest digest, config digest, its layers, its config) and any number of names. A
+ * process that uses an image holds a lease on each of its layers (a shared flock) until
+ * pd_image_close; pd_image_gc never removes a leased layer. docs/images.md has the layout. */
+
+#define PD_IMAGE_MAX_LAYERS 7 /* overlay lower layers a sandbox stacks (one kept for the root) */
+
+typedef struct pd_image {
+	char name[128];                      /* the name it was opened by; "" when by digest */
+	char digest[PD_DIGEST_LEN];          /* "sha256:..." of the manifest */
+	char config_digest[PD_DIGEST_LEN];   /* "sha256:..." of the image config */
+	int nlayers;
+	char *layers[PD_IMAGE_MAX_LAYERS + 1]; /* stored layer directories, top first, NULL-ended
+						* (for pd_sandbox_opts.layers) */
+	char **env;                          /* the config's Env, K=V, NULL-ended (never NULL) */
+	char *workdir;                       /* the config's WorkingDir, NULL if none */
+	char *user;                          /* the config's User, NULL if none */
+	int lease_fds[PD_IMAGE_MAX_LAYERS];  /* held locks, -1 when not held */
+} pd_image;
+
+typedef struct pd_image_import_opts {
+	const char *state_dir;
+	const char *name; /* NULL: the source's own name if it has one (RepoTags, ref.name) */
+} pd_image_import_opts;
+
+/* Imports SOURCE (an OCI image layout, directory or tar, or a `docker save` archive): every blob
+ * checked against its digest, every layer not yet stored unpacked (whiteouts and opaque
+ * directories converted for overlayfs; device nodes and paths leaving the layer refused), the
+ * record written and the name pointed at it. Fills *out (leases not held) unless NULL. */
+int pd_image_import(const char *source, const pd_image_import_opts *o, pd_image *out, pd_err *e);
+/* Resolves a name or digest ("sha256:<hex>" or a unique hex prefix of at least 12) and leases its
+ * layers. pd_image_close releases them and frees what *im holds. */
+int pd_image_open(const char *state_dir, const char *ref, pd_image *im, pd_err *e);
+void pd_image_close(pd_image *im);
+/* True when ref names something in the store rather than a directory (a plain directory keeps
+ * working as an image). */
+bool pd_image_is_ref(const char *ref);
+
+typedef struct pd_image_entry {
+	char digest[PD_DIGEST_LEN], config_digest[PD_DIGEST_LEN];
+	char *names;       /* space-separated, malloc'd ("" when unnamed) */
+	int nlayers;
+	uint64_t size;     /* bytes on disk of its layers */
+	int64_t imported;  /* unix time */
+} pd_image_entry;
+
+/* Every image in the store, by import time; free with pd_image_list_free. */
+int pd_image_list(const char *state_dir, pd_image_entry **out, size_t *n, pd_err *e);
+void pd_image_list_free(pd_image_entry *l, size_t n);
+/* The stored record of an image as JSON text (malloc'd): digests, names, layers with sizes,
+ * config, the manifest. */
+char *pd_image_inspect(const char *state_dir, const char *ref, pd_err *e);
+/* Removes a name; by digest, the image and all its names. Its layers stay until pd_image_gc. */
+int pd_image_remove(const char *state_dir, const char *ref, pd_err *e);
+/* Removes layers and blobs no image refers to and no process leases, and abandoned imports. */
+int pd_image_gc(const char *state_dir, uint64_t *layers_removed, uint64_t *bytes_freed, pd_err *e);
 
 /* ---- small utilities shared by the CLI and tests --------------------------------------------- */
 

@@ -9,6 +9,7 @@
 #include "sandbox.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +31,7 @@ static int init_request(pd_sandbox *s, const void *msg, size_t len, uint64_t dea
 		char buf[sizeof(struct msg_reset_done) + 16];
 		uint64_t now = pd_now_us();
 		int n = pd_sb_recv_msg(s->sock, buf, sizeof buf,
-				 now < deadline_us ? (int)((deadline_us - now) / 1000 + 1) : 0);
+				 now < deadline_us ? (int)((deadline_us - now) / 1000 + 1) : 0, NULL);
 		if (n < 0)
 			return pd_fail(e, errno, "sandbox %s: no answer from init in time", s->id);
 		pd_init_msg m;
@@ -157,6 +158,8 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 	}
 	pd_reset_report rep;
 	if (pd_reset_root(cfg, s->pidfd, fds, &rep) < 0) {
+		if (rep.upper_fd >= 0)
+			close(rep.upper_fd);
 		rep.what[sizeof rep.what - 1] = 0;
 		pd_fail(e, rep.err, "sandbox %s: reset: %s", s->id, rep.what);
 		goto fail;
@@ -166,6 +169,19 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 	} else {
 		memcpy(s->scr, rep.scr, sizeof s->scr);
 		s->nlayers = cfg->nlayers;
+		/* the old uppers go with the old root now, not when the next audit looks; the new
+		 * descriptor in the old one's number: a reset leaves the caller's table as it was */
+		if (s->upper_fd >= 0 && rep.upper_fd >= 0) {
+			if (dup3(rep.upper_fd, s->upper_fd, O_CLOEXEC) < 0) {
+				close(s->upper_fd);
+				s->upper_fd = -1;
+			}
+			close(rep.upper_fd);
+		} else {
+			if (s->upper_fd >= 0)
+				close(s->upper_fd);
+			s->upper_fd = rep.upper_fd;
+		}
 		if (rep.nwd > 0)
 			pd_uwatch_add(c->uwatch, &s->upper_dirty, rep.wd, rep.nwd);
 	}

@@ -199,6 +199,13 @@ static void mount_proc(const char *root, const char *skel)
 	}
 }
 
+/* MOUNT_ORDER: /proc/self/mountinfo lists a namespace's mounts in the order they were made (a
+ * moved mount keeps its place), and a reset keeps /sys, /proc and /dev (moved over) while it
+ * makes the root anew, or keeps the root too and makes only the scratch mounts and devpts. So
+ * every build makes them in the one order all of those leave: /sys (the host's, before the
+ * clone), /proc and /dev with what is mounted in them, the root's overlays, /tmp, /work and the
+ * binds, devpts, /dev/shm. The mount table then reads the same whatever the last user did. */
+
 /* A new devpts instance on pts: a pty's number and the directory's times are a fresh one's. */
 static void mount_pts(const char *pts)
 {
@@ -279,9 +286,9 @@ static void mount_dev(const char *root, const char *skel)
 		/* no per-node remount: nosuid and noexec mean nothing for a character device */
 		bind_file(src, p, 0);
 	}
+	/* devpts is mounted later, after the root (pd_ch_build_root): see MOUNT_ORDER */
 	pd_ch_cat(p, sizeof p, d, "/pts", NULL);
 	mkdir(p, 0755);
-	mount_pts(p);
 	pd_ch_cat(p, sizeof p, d, "/ptmx", NULL);
 	pd_ch_check(symlink("pts/ptmx", p), "/dev/ptmx");
 	pd_ch_cat(p, sizeof p, d, "/shm", NULL);
@@ -353,6 +360,12 @@ static void build_tree(const child_cfg *c, const int *layer_fds, const int *bind
 	pd_ch_check((int)syscall(SYS_move_mount, ut, "", AT_FDCWD, UPPER, MOVE_MOUNT_F_EMPTY_PATH),
 	      "attach upper tmpfs");
 	pd_ch_drop(ut);
+	/* for the audit: what differs from the image is there (creation: sent with READY; reset:
+	 * left in the host's table, which the helper shares) */
+	if (rep)
+		rep->upper_fd = open(UPPER, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	else
+		pd_ch_upper = open(UPPER, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	/* the root overlay stacks every layer whose destination is "/", first on top */
 	for (int pass = 0; pass < 2; pass++) {
 		for (int i = 0; i < c->nlayers; i++) {
@@ -468,9 +481,17 @@ void pd_ch_build_root(const child_cfg *c, const int *layer_fds, const int *bind_
 	pd_ch_check(fchdir(st), "enter staging tmpfs");
 	pd_ch_drop(st);
 	make_scratch(AT_FDCWD);
+	/* MOUNT_ORDER: /proc and /dev before the root, parked in the skeleton and moved in after */
+	pd_ch_cat(p, sizeof p, skel, "/park", NULL);
+	pd_ch_check(mkdir(p, 0755), "mkdir park");
+	mount_proc(p, skel);
+	mount_dev(p, skel);
 	build_tree(c, layer_fds, bind_fds, NULL);
-	mount_proc(ROOT, skel);
-	mount_dev(ROOT, skel);
+	pd_ch_cat(p, sizeof p, skel, "/park/proc", NULL);
+	pd_ch_check(mount(p, ROOT "/proc", NULL, MS_MOVE, NULL), "move /proc");
+	pd_ch_cat(p, sizeof p, skel, "/park/dev", NULL);
+	pd_ch_check(mount(p, ROOT "/dev", NULL, MS_MOVE, NULL), "move /dev");
+	mount_pts(ROOT "/dev/pts");
 	bind_scratch("shm", ROOT "/dev/shm");
 	pd_ch_cat(p, sizeof p, ROOT, "/sys", NULL);
 	mkdir(p, 0555);
@@ -542,10 +563,14 @@ static void keep_root(const child_cfg *c, pd_reset_report *rep)
 		if (i < PD_SCRATCH_IMG && !c->scr[i].on)
 			continue;
 		pd_ch_check(mount(pd_ch_scratch[i].dst, ROOT, NULL, MS_MOVE, NULL), "park the old scratch");
-		bind_scratch(pd_ch_scratch[i].name, pd_ch_scratch[i].dst);
 	}
 	pd_ch_check(mount("/dev/pts", ROOT, NULL, MS_MOVE, NULL), "park the old /dev/pts");
+	/* MOUNT_ORDER: /tmp, /work, then devpts, then /dev/shm, as a build mounts them */
+	for (size_t i = 0; i < PD_SCRATCH_IMG; i++)
+		if (c->scr[i].on)
+			bind_scratch(pd_ch_scratch[i].name, pd_ch_scratch[i].dst);
 	mount_pts("/dev/pts");
+	bind_scratch(pd_ch_scratch[PD_SCRATCH_IMG].name, pd_ch_scratch[PD_SCRATCH_IMG].dst);
 	watch_scratch(c, c->scr, "/dev/pts", rep);
 	pd_ch_check(umount2(".", MNT_DETACH), "detach the staging tmpfs");
 	pd_ch_check(chdir("/"), "chdir /");
@@ -600,6 +625,7 @@ static int reset_entry(void *arg)
 int pd_reset_root(const child_cfg *c, int pidfd, const int *fds, pd_reset_report *rep)
 {
 	memset(rep, 0, sizeof *rep);
+	rep->upper_fd = -1;
 	const size_t size = 256 * 1024;
 	char *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
 			   -1, 0);

@@ -4,6 +4,7 @@
  * is in exec.c, scratch.c and reset.c; the context it belongs to in context.c. */
 #define _GNU_SOURCE
 #include "sandbox.h"
+#include "ucounts.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -148,7 +149,7 @@ static int idmapped_tree(const char *src, int userns, bool idmap, bool rdonly, p
 	return fd;
 }
 
-int pd_sb_recv_msg(int sock, void *buf, size_t len, int timeout_ms)
+int pd_sb_recv_msg(int sock, void *buf, size_t len, int timeout_ms, int *fd)
 {
 	struct pollfd pf = {sock, POLLIN, 0};
 	int r;
@@ -159,9 +160,15 @@ int pd_sb_recv_msg(int sock, void *buf, size_t len, int timeout_ms)
 		return errno = ETIMEDOUT, -1;
 	if (r < 0)
 		return -1;
-	ssize_t n = pd_recv_fds(sock, buf, len, NULL, NULL, 0);
-	if (n <= 0)
+	int nfd = 0;
+	ssize_t n = pd_recv_fds(sock, buf, len, fd, fd ? &nfd : NULL, fd ? 1 : 0);
+	if (fd && nfd == 0)
+		*fd = -1;
+	if (n <= 0) {
+		if (fd && *fd >= 0)
+			close(*fd);
 		return errno = n == 0 ? ECONNRESET : errno, -1;
+	}
 	return (int)n;
 }
 
@@ -233,6 +240,19 @@ int pd_sb_resolve_layout(pd_ctx *c, const pd_sandbox_opts *o, uint64_t disk_byte
 		if (pd_image_layers(is_default ? c->default_image : o->image, is_default, layers, &nlayers,
 				    e) < 0)
 			return -1;
+	}
+	if (o->top_layer) {
+		/* over the image's layers at "/": what was under /work, /tmp... when a session's
+		 * snapshot was taken, read-only below the sandbox's own writable layer */
+		struct stat tst;
+		if (nlayers >= PD_MAX_LAYERS - 1)
+			return pd_fail(e, E2BIG, "at most %d image layers", PD_MAX_LAYERS - 1);
+		if (stat(o->top_layer, &tst) < 0 || !S_ISDIR(tst.st_mode))
+			return pd_fail(e, errno ? errno : ENOTDIR, "top layer %s", o->top_layer);
+		memmove(layers + 1, layers, (size_t)nlayers * sizeof *layers);
+		snprintf(layers[0].src, PD_PATH, "%s", o->top_layer);
+		snprintf(layers[0].dst, PD_PATH, "/");
+		nlayers++;
 	}
 	for (size_t i = 0; i < o->nbinds; i++) {
 		struct stat st;
@@ -314,7 +334,7 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 	}
 	s->ctx = c;
 	s->state = PD_CREATING;
-	s->pidfd = s->sock = -1;
+	s->pidfd = s->sock = s->upper_fd = -1;
 	s->opts = *o;
 	s->lim = o->limits;
 	s->created_us = t0;
@@ -373,10 +393,18 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 			goto fail;
 		}
 	}
+	/* the sandbox's user namespace owned by its slot's uid, not root (ucounts.c) */
+	pd_ucounts_owner own;
+	if (pd_ucounts_owner_enter(pd_sandbox_uid_base(s), &own, e) < 0) {
+		if (s->netns)
+			pd_netns_leave(c->net, NULL);
+		goto fail;
+	}
 	long pid = syscall(SYS_clone3, &ca, sizeof ca);
 	if (pid == 0)
 		pd_child_main(cfg); /* never returns */
 	int cerr = errno;
+	pd_ucounts_owner_leave(&own);
 	if (pid > 0)
 		s->pid = (pid_t)pid;
 	if (s->netns && pd_netns_leave(c->net, e) < 0)
@@ -427,7 +455,7 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 	int left_ms = ready_by > now_us ? (int)((ready_by - now_us + 999) / 1000) : 0;
 	/* Past the deadline already (this thread was slow to get here): a timeout, even if READY is
 	 * waiting, or whether a create missed its deadline would depend on when we looked. */
-	int got = left_ms > 0 ? pd_sb_recv_msg(s->sock, &m, sizeof m, left_ms) : (errno = ETIMEDOUT, -1);
+	int got = left_ms > 0 ? pd_sb_recv_msg(s->sock, &m, sizeof m, left_ms, &s->upper_fd) : (errno = ETIMEDOUT, -1);
 	/* the wait rounds up to whole milliseconds: READY after the deadline is late all the same */
 	if (got >= 0 && pd_now_us() > ready_by) {
 		got = -1;
@@ -500,6 +528,9 @@ int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len)
 	if (s->netns && s->pid > 0 && !s->reaped)
 		pd_netns_reattach(s->netns, s->pid);
 	pd_sb_kill_init(s);
+	if (s->upper_fd >= 0)
+		close(s->upper_fd);
+	s->upper_fd = -1;
 	if (s->cg)
 		c->cg.ops->kill_all(s->cg);
 	uint64_t td = s->opts.teardown_timeout_ms ? s->opts.teardown_timeout_ms : 10000;

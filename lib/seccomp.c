@@ -43,8 +43,17 @@ static const char *const denied[] = {
 	NULL,
 };
 
-static const char *const audited[] = {"open", "openat", "openat2", "creat", "execve", "execveat",
-				      "connect", "sendto", "sendmsg", "sendmmsg", NULL};
+/* Opens, execs and sends; and every call that changes a file's name, content or metadata, so that
+ * a write to a protected path is seen whatever call makes it (a write() goes through an fd whose
+ * open was seen with its mode). audit.c decodes each. */
+static const char *const audited[] = {
+	"open", "openat", "openat2", "creat", "execve", "execveat", "connect", "sendto", "sendmsg",
+	"sendmmsg", "unlink", "unlinkat", "rmdir", "rename", "renameat", "renameat2", "link",
+	"linkat", "symlink", "symlinkat", "mkdir", "mkdirat", "mknod", "mknodat", "chmod",
+	"fchmod", "fchmodat", "chown", "lchown", "fchown", "fchownat", "truncate", "ftruncate",
+	"setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr", NULL};
+/* calls newer than the libseccomp this builds with may know: by their x86_64 numbers */
+static const int audited_nr[] = {452 /* fchmodat2 */, 463 /* setxattrat */, 466 /* removexattrat */};
 
 static int export_bpf(scmp_filter_ctx ctx, pd_bpf *out, pd_err *e)
 {
@@ -127,6 +136,11 @@ int pd_seccomp_compile_base(pd_bpf *out, pd_err *e)
 	}
 	if (rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL, e) < 0)
 		goto fail;
+	/* AIO contexts count against fs.aio-max-nr, one count for the whole host: one program's
+	 * io_setup(65536) left every other process on the host with EAGAIN. ENOSYS, as from a
+	 * kernel without AIO, which libaio users and glibc's POSIX AIO (threads) handle. */
+	if (rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "io_setup", 0, NULL, e) < 0)
+		goto fail;
 	/* socket families: unix, inet, inet6 and netlink only. Others are either not namespaced
 	 * (vsock reaches the hypervisor and the VM's agents) or rarely used attack surface. */
 	for (unsigned fam = 0; fam < 64; fam++) {
@@ -175,6 +189,15 @@ int pd_seccomp_compile_audit(pd_bpf *out, pd_err *e)
 			seccomp_release(ctx);
 			return -1;
 		}
+#ifdef __x86_64__
+	for (size_t i = 0; i < sizeof audited_nr / sizeof audited_nr[0]; i++) {
+		rc = seccomp_rule_add_array(ctx, SCMP_ACT_NOTIFY, audited_nr[i], 0, NULL);
+		if (rc < 0 && rc != -EEXIST) {
+			seccomp_release(ctx);
+			return pd_fail(e, -rc, "seccomp rule for call %d", audited_nr[i]);
+		}
+	}
+#endif
 	rc = export_bpf(ctx, out, e);
 	seccomp_release(ctx);
 	return rc;

@@ -8,7 +8,8 @@ pkgs=(build-essential pkg-config libseccomp-dev libcap-dev libjansson-dev libmic
       # what SandboxFusion's tests expect of its languages, where Debian packages it: junit and
       # common jars for java, lodash for node, Test::Deep and Data::Compare for perl
       junit4 libhamcrest-java libcommons-lang3-java libguava-java node-lodash libtest-deep-perl
-      libdata-compare-perl)
+      libdata-compare-perl
+      nats-server libnats-dev libarchive-dev libssl-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -88,6 +88,9 @@ void pd_job_free(pd_job *j)
 {
 	if (!j)
 		return;
+	if (j->work_free)
+		j->work_free(j->work);
+	json_decref(j->record);
 	for (size_t i = 0; i < j->nfiles; i++) {
 		free(j->files[i].path);
 		free(j->files[i].data);
@@ -108,6 +111,7 @@ void pd_job_free(pd_job *j)
 	pd_result_free(&j->compile_r);
 	pd_result_free(&j->run_r);
 	pthread_mutex_destroy(&j->run_mu);
+	pd_audit_policy_free(j->audit);
 	free(j);
 }
 
@@ -128,33 +132,39 @@ static pd_failure failure_of(const pd_result *r)
 	}
 }
 
+/* The process level over the job's audited steps: fail if one fails, not_audited if the run was
+ * not audited whole. Evaluated with the sandbox still there (the files the attempt wrote). */
+static void judge_process(pd_job *j, pd_sandbox *s)
+{
+	memset(&j->verdict, 0, sizeof j->verdict);
+	if (!j->audit || !j->ran)
+		return;
+	pd_audit_verdict v[2];
+	memset(v, 0, sizeof v);
+	pd_sandbox *live = pd_sandbox_state(s) == PD_READY ? s : NULL;
+	if (j->compiled)
+		pd_audit_evaluate(j->audit, &j->compile_r, live, &v[0]);
+	else
+		v[0].status = PD_PROCESS_PASS;
+	pd_audit_evaluate(j->audit, &j->run_r, live, &v[1]);
+	j->verdict = v[1];
+	if (v[0].status == PD_PROCESS_NOT_AUDITED || v[1].status == PD_PROCESS_NOT_AUDITED) {
+		j->verdict.status = PD_PROCESS_NOT_AUDITED;
+		return;
+	}
+	if (v[0].status == PD_PROCESS_FAIL) {
+		j->verdict.status = PD_PROCESS_FAIL;
+		j->verdict.failed_kinds |= v[0].failed_kinds;
+		for (size_t i = 0; i < v[0].nreasons && j->verdict.nreasons < PD_VERDICT_REASONS; i++)
+			snprintf(j->verdict.reasons[j->verdict.nreasons++], sizeof j->verdict.reasons[0], "compile: %s",
+				 v[0].reasons[i]);
+	}
+}
+
 /* The request's variables over the template's (or paddock's defaults), by name. */
 static char **merged_env(const pd_job *j, const pd_template *t)
 {
-	static char d_path[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		    d_home[] = "HOME=/root", d_lang[] = "LANG=C.UTF-8", d_term[] = "TERM=dumb";
-	static char *defaults[] = {d_path, d_home, d_lang, d_term, NULL};
-	char *const *base = t && t->env[0] ? t->env : defaults;
-	size_t nb = 0, nj = 0;
-	while (base[nb])
-		nb++;
-	while (j->env[nj])
-		nj++;
-	char **env = calloc(nb + nj + 1, sizeof *env);
-	if (!env)
-		return NULL;
-	size_t k = 0;
-	for (size_t i = 0; i < nb; i++) {
-		size_t kl = (size_t)(strchr(base[i], '=') - base[i]) + 1;
-		bool over = false;
-		for (size_t m = 0; m < nj && !over; m++)
-			over = !strncmp(j->env[m], base[i], kl);
-		if (!over)
-			env[k++] = base[i];
-	}
-	for (size_t m = 0; m < nj; m++)
-		env[k++] = j->env[m];
-	return env;
+	return pd_env_merge(t && t->env[0] ? t->env : NULL, j->env);
 }
 
 /* The whole of a spilled stream, read back from its memfd (NULL: it could not be). */
@@ -186,6 +196,14 @@ static int run_step(pd_sandbox *s, const pd_job *j, pd_step *st, const pd_templa
 	x.argv = st->argv;
 	char **env = j->env ? merged_env(j, t) : NULL;
 	x.envp = env ? env : (t && t->env[0] ? t->env : NULL);
+	char **honey = NULL;
+	if (j->audit) {
+		/* the policy's honey variables over everything else */
+		honey = pd_env_merge(x.envp, (char *const *)pd_audit_policy_env(j->audit));
+		if (honey)
+			x.envp = honey;
+		x.audit = pd_audit_policy_opts(j->audit);
+	}
 	x.cwd = j->cwd ? j->cwd : t ? t->cwd : NULL;
 	x.stdin_data = st->stdin_data;
 	x.stdin_len = st->stdin_len;
@@ -223,6 +241,7 @@ static int run_step(pd_sandbox *s, const pd_job *j, pd_step *st, const pd_templa
 	for (int i = 0; i < 2; i++)
 		if (mfd[i] >= 0)
 			close(mfd[i]);
+	free(honey);
 	return rc;
 }
 
@@ -231,6 +250,26 @@ static uint64_t wall_us(void)
 	struct timeval tv;
 	gettimeofday(&tv, NULL);
 	return (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec;
+}
+
+/* The job's policy: the template's, tightened by the request's, when the template has one and
+ * the request asks for an audit or the template makes it mandatory; else the request's. Once per
+ * job. Returns -1 (j->error set) when the request would widen the template's. */
+static int effective_policy(pd_job *j, const pd_template *t)
+{
+	if (j->audit_merged || !t->audit || (!j->audit && !pd_audit_policy_mandatory(t->audit)))
+		return 0;
+	pd_err e = {0};
+	pd_audit_policy *p = pd_audit_policy_copy(t->audit);
+	if (!p || (j->audit && pd_audit_policy_merge(p, j->audit, true, &e) < 0)) {
+		snprintf(j->error, sizeof j->error, "%s", p ? e.msg : "audit: out of memory");
+		pd_audit_policy_free(p);
+		return -1;
+	}
+	pd_audit_policy_free(j->audit);
+	j->audit = p;
+	j->audit_merged = true;
+	return 0;
 }
 
 /* One attempt in one fresh sandbox. Returns true if it may be retried (infrastructure). */
@@ -244,6 +283,7 @@ static bool attempt(pd_pools *pools, pd_job *j)
 	memset(&j->compile_r, 0, sizeof j->compile_r);
 	memset(&j->run_r, 0, sizeof j->run_r);
 	j->compiled = j->ran = false;
+	memset(&j->verdict, 0, sizeof j->verdict);
 	const pd_template *t = pd_pools_template(pools, j->template_name);
 	if (!t) {
 		j->failure = PD_F_DEPENDENCY;
@@ -254,6 +294,10 @@ static bool attempt(pd_pools *pools, pd_job *j)
 		j->failure = PD_F_DEPENDENCY;
 		snprintf(j->error, sizeof j->error, "template '%s' needs %s, which the image lacks",
 			 t->name, t->missing);
+		return false;
+	}
+	if (effective_policy(j, t) < 0) {
+		j->failure = PD_F_NONE; /* the client's: its policy would widen the template's */
 		return false;
 	}
 	if (j->language[0]) {
@@ -314,6 +358,12 @@ static bool attempt(pd_pools *pools, pd_job *j)
 			goto out;
 		}
 	}
+	if (j->audit && pd_audit_policy_plant(j->audit, s, &e) < 0) {
+		j->failure = PD_F_INTERNAL;
+		snprintf(j->error, sizeof j->error, "plant the audit's decoys: %s", e.msg);
+		retry = true;
+		goto out;
+	}
 	if (j->compile.argv) {
 		if (run_step(s, j, &j->compile, t, &j->compile_r, &e) < 0) {
 			j->failure = PD_F_INTERNAL;
@@ -337,6 +387,9 @@ static bool attempt(pd_pools *pools, pd_job *j)
 	}
 	j->ran = true;
 	j->failure = failure_of(&j->run_r);
+	judge_process(j, s);
+	if (j->verdict.status == PD_PROCESS_FAIL && j->failure == PD_F_NONE)
+		j->failure = PD_F_POLICY;
 	retry = j->failure == PD_F_INTERNAL;
 	/* each file up to 16 MiB, and 64 MiB in all: the sandbox chooses what the files hold, and
 	 * each byte is held several times over (data, base64, the JSON answer, the stored record)

@@ -24,6 +24,8 @@ struct pd_metrics {
 	uint64_t attempts, retried;
 	hist queue, setup, exec;
 	uint64_t http[6]; /* 1xx..5xx by hundreds */
+	uint64_t audit_events[PD_AK_N]; /* audited jobs' events by kind (kept or dropped) */
+	uint64_t process[3];            /* jobs by process verdict: not_audited, pass, fail */
 };
 
 pd_metrics *pd_metrics_new(void)
@@ -59,6 +61,9 @@ void pd_metrics_job(pd_metrics *m, const pd_job *j)
 	m->status[r ? r->status : PD_XX]++;
 	m->failure[j->failure]++;
 	m->attempts += j->attempts;
+	for (int k = 0; j->audit && k < PD_AK_N; k++)
+		m->audit_events[k] += (j->compiled ? j->compile_r.audit_kinds[k] : 0) + (j->ran ? j->run_r.audit_kinds[k] : 0);
+	m->process[(unsigned)j->verdict.status < 3 ? j->verdict.status : 0]++;
 	m->retried += j->attempts > 1 ? j->attempts - 1 : 0;
 	double q = j->started_us > j->queued_us && j->queued_us ? (j->started_us - j->queued_us) / 1000.0 : 0;
 	observe(&m->queue, q);
@@ -112,6 +117,16 @@ char *pd_metrics_render(pd_metrics *m, const char *extra)
 		   "# HELP paddock_retries_total Attempts that were retries of infrastructure failures.\n"
 		   "# TYPE paddock_retries_total counter\npaddock_retries_total %llu\n",
 		(unsigned long long)m->attempts, (unsigned long long)m->retried);
+	fprintf(f, "# HELP paddock_audit_events_total Audit events of audited jobs by kind.\n"
+		   "# TYPE paddock_audit_events_total counter\n");
+	for (int k = 0; k < PD_AK_N; k++)
+		fprintf(f, "paddock_audit_events_total{kind=\"%s\"} %llu\n", pd_audit_kind_name((pd_audit_kind)k),
+			(unsigned long long)m->audit_events[k]);
+	fprintf(f, "# HELP paddock_process_verdicts_total Finished jobs by the process level of the verdict.\n"
+		   "# TYPE paddock_process_verdicts_total counter\n");
+	for (int v = 0; v < 3; v++)
+		fprintf(f, "paddock_process_verdicts_total{process=\"%s\"} %llu\n",
+			pd_process_status_name((pd_process_status)v), (unsigned long long)m->process[v]);
 	put_hist(f, "paddock_queue_seconds", "Time a job waited for a worker.", &m->queue);
 	put_hist(f, "paddock_setup_seconds", "Time to get a sandbox ready and place files.", &m->setup);
 	put_hist(f, "paddock_exec_seconds", "Time the program (and its compile) ran.", &m->exec);

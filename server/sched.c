@@ -128,15 +128,27 @@ static svc_time *svc_of(pd_sched *s, const char *name, bool add)
 	return t;
 }
 
+/* A judge job (its own execute) runs a whole problem's tests in the template: its service time is
+ * learnt apart from the template's single runs. */
+static const char *svc_key(const pd_job *j, char *buf, size_t len)
+{
+	if (!j->execute)
+		return j->template_name;
+	snprintf(buf, len, "judge:%s", j->template_name);
+	return buf;
+}
+
 static uint64_t estimate(pd_sched *s, const pd_job *j)
 {
-	svc_time *t = svc_of(s, j->template_name, false);
+	char key[80];
+	svc_time *t = svc_of(s, svc_key(j, key, sizeof key), false);
 	return t && t->n ? (uint64_t)t->mean_us : EST_PRIOR_US;
 }
 
 static void learn(pd_sched *s, const pd_job *j, uint64_t took_us)
 {
-	svc_time *t = svc_of(s, j->template_name, true);
+	char key[80];
+	svc_time *t = svc_of(s, svc_key(j, key, sizeof key), true);
 	if (!t)
 		return;
 	t->mean_us = t->n ? t->mean_us + EST_WEIGHT * ((double)took_us - t->mean_us) : (double)took_us;
@@ -288,10 +300,12 @@ static void finish(pd_sched *s, pd_job *j)
 		gethostname(host, sizeof host - 1);
 		/* the result is on disk before the caller hears of it: a crash after this loses nothing,
 		 * and a result that could not be recorded is not reported as one (store_errno) */
-		if (pd_store_put(s->store, j, host, &e) < 0) {
+		if (pd_store_put(s->store, j, j->node[0] ? j->node : host, &e) < 0) {
 			j->store_errno = e.code ? e.code : EIO;
 			snprintf(j->store_error, sizeof j->store_error, "%s", e.msg);
-			pd_log("error", "store", PD_LS("task_id", j->task_id), PD_LS("error", e.msg));
+			/* EEXIST: cluster mode's second record of a request, refused as it should be */
+			pd_log(e.code == EEXIST ? "info" : "error", "store", PD_LS("task_id", j->task_id),
+			       PD_LS("error", e.msg));
 		}
 	}
 	if (s->metrics)
@@ -423,7 +437,10 @@ static void *worker_main(void *arg)
 		if (pd_job_is_cancelled(j) || (j->deadline_us && pd_now_us() >= j->deadline_us)) {
 			expire(j, waited, now_wall);
 		} else {
-			pd_job_execute(s->pools, j, s->o.retries);
+			if (j->execute)
+				j->execute(j, s->pools);
+			else
+				pd_job_execute(s->pools, j, s->o.retries);
 			ran = true;
 		}
 		pthread_mutex_lock(&s->mu);

@@ -4,12 +4,19 @@
 
 #include "paddock.h"
 
+struct pd_audit_dircache;
+
 typedef struct pd_auditor {
 	int listener;
 	const pd_audit_opts *opts;
 	uint64_t t0_us;
 	void *req, *resp; /* kernel-sized notification buffers */
 	size_t req_size, resp_size;
+	int net;          /* the sandbox's pd_net: loopback is its own, or the host's */
+	int rootfd;       /* the sandbox's root (O_PATH), opened at the first notification */
+	pid_t last_pid;   /* the caller whose numbers in the sandbox's pid namespace are cached */
+	char last_tgid[16], last_tid[16];
+	struct pd_audit_dircache *dirs;
 } pd_auditor;
 
 int pd_auditor_init(pd_auditor *a, int listener, const pd_audit_opts *opts, uint64_t t0_us, pd_err *e);
@@ -32,5 +39,52 @@ void pd_audit_judge_path(const char *raw, size_t len, const char *base, ssize_t 
 			 char *target, size_t size, bool *deny, bool *report);
 /* Whether path is under one of the NULL-terminated prefixes ("/usr" covers "/usr/bin"). */
 bool pd_path_under(const char *path, const char *const *prefixes);
+
+/* ---- auditpath.c: resolution and classification ---- */
+#define PD_AUDIT_MAX (2 * PD_AUDIT_READ + 2) /* a cwd, "/", a path */
+
+/* The sandbox's filesystem as a caller sees it: its root (a directory fd; -1: resolve lexically,
+ * following no link), and its own numbers in the sandbox's pid namespace, which replace "self"
+ * and "thread-self" under /proc (empty: left as they are). */
+/* Directories a resolution found to be directories, not links (so the next one need not look
+ * again): forgotten whole at any call that could turn one into a link (rename, unlink). */
+#define PD_AUDIT_DIRCACHE 512
+typedef struct pd_audit_dircache {
+	uint64_t hash[PD_AUDIT_DIRCACHE];
+	char *path[PD_AUDIT_DIRCACHE];
+} pd_audit_dircache;
+void pd_audit_dircache_clear(pd_audit_dircache *c);
+
+typedef struct pd_audit_view {
+	int rootfd;
+	char self[16], tid[16];
+	pd_audit_dircache *dirs; /* may be NULL */
+} pd_audit_view;
+
+/* Resolves path as the kernel would for the caller: relative ones from base (an absolute,
+ * resolved directory: its cwd or dirfd), every symlink followed but a final one unless
+ * follow_last, ".." on the resolved path, /proc's magic links by where they lead. Returns 1 with
+ * the absolute path in out, 0 with an object that has no path ("pipe:[12]"), -1 when it cannot
+ * tell (too long, a link loop, a relative path with no base). */
+int pd_audit_resolve(const pd_audit_view *v, const char *base, const char *path, bool follow_last, char *out,
+		     size_t size);
+
+typedef enum pd_audit_mode {
+	PD_AM_READ, PD_AM_WRITE, PD_AM_RW, PD_AM_EXEC, PD_AM_CREATE, PD_AM_DELETE, PD_AM_META,
+} pd_audit_mode;
+const char *pd_audit_mode_name(pd_audit_mode m);
+
+/* The category of an access in mode m to the resolved path (self: the caller's pid in the
+ * sandbox, as text), or -1 for none; *deny: refuse the call (judge material, a deny list). */
+int pd_audit_classify(const pd_audit_opts *o, const char *path, pd_audit_mode m, const char *self, bool *deny);
+/* "/a//b/./c/../d" -> "/a/b/d" (lexically; ".." at the root stays there); 0 when out is short. */
+size_t pd_audit_normalize(const char *in, char *out, size_t size);
+/* Whether a change to the (normalized) path is a tamper under o: the longest prefix covering it
+ * among protect (default "/"), writable and the scratch directories is a protect one. */
+bool pd_audit_protected(const pd_audit_opts *o, const char *norm);
+
+/* Records an event in r (kept up to the cap, counted always). */
+void pd_audit_record(pd_result *r, const pd_audit_opts *o, pd_audit_kind kind, const char *op, const char *mode,
+		     const char *target, bool denied, pid_t pid, uint64_t t_us);
 
 #endif

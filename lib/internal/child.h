@@ -9,6 +9,9 @@
 
 /* init's socket to the host (-1 in a reset's helper) */
 extern int pd_ch_sock;
+/* the upper tmpfs of the root built at creation (rootfs.c), handed to the host with READY for the
+ * audit's diff of the writable layer (tamper.c), then closed (child.c) */
+extern int pd_ch_upper;
 /* From now on this thread's code runs as a sandbox reset's helper that reports into rep (NULL: no
  * longer), with no descriptor held yet (pd_reset_root). */
 void pd_ch_helper(pd_reset_report *rep);

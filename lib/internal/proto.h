@@ -137,6 +137,8 @@ typedef struct pd_reset_report {
 	int swd[PD_NSCRATCH + 1];
 	int nswd;
 	pd_scratch_attr scr[PD_SCRATCH_IMG]; /* a build's /tmp and /work (for a later keep_root) */
+	int upper_fd; /* a build's upper tmpfs, opened in the caller's table for the audit
+		       * (tamper.c), or -1 */
 } pd_reset_report;
 
 /* Gives the sandbox whose init is pidfd a fresh root, as its creation did: a new staging tmpfs

@@ -25,6 +25,7 @@ struct pd_sandbox {
 	uint32_t resets;
 	uint32_t resets_kept; /* resets that kept the root and its overlays */
 	bool upper_dirty;     /* their watches saw an event (upperwatch.c; under its lock) */
+	int upper_fd;         /* the uppers' tmpfs, for the audit's diff after a run (tamper.c) */
 	pd_keep_state keep;   /* the scratch kept across resets: scratch.c's alone */
 	pd_scratch_attr scr[PD_SCRATCH_IMG]; /* /tmp and /work as the last rebuild made them */
 	int nlayers;                         /* and how many image layers it attached */
@@ -36,8 +37,9 @@ struct pd_sandbox {
 
 /* The cgroup's memory limit, and the sandbox's record of it. */
 int pd_sb_apply_memory(pd_sandbox *s, uint64_t bytes, pd_err *e);
-/* One message from init within timeout_ms; -1 with errno (ETIMEDOUT, ECONNRESET) if none. */
-int pd_sb_recv_msg(int sock, void *buf, size_t len, int timeout_ms);
+/* One message from init within timeout_ms; -1 with errno (ETIMEDOUT, ECONNRESET) if none. fd (may
+ * be NULL): the descriptor that came with it, or -1. */
+int pd_sb_recv_msg(int sock, void *buf, size_t len, int timeout_ms, int *fd);
 /* SIGKILL to init (so to the whole pid namespace), unless it is reaped. */
 void pd_sb_kill_init(pd_sandbox *s);
 /* /proc/<pid>/oom_score_adj, or INT32_MIN. */

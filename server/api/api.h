@@ -26,11 +26,17 @@ int api_parse_fetch(pd_job *j, json_t *fetch, pd_err *e);
 /* o[key] as seconds (0 to 86400) into *ms; absent or null leaves *ms. */
 int api_get_seconds(json_t *o, const char *key, const char *field, uint64_t *ms, pd_err *e);
 char **api_str_array(json_t *a, const char *field, size_t max, pd_err *e);
-/* task_id, problem_id, problem_version, priority, deadline_ms. */
+/* task_id, problem_id, problem_version, priority, deadline_ms; and "audit" (true, false, null,
+ * or a policy object: lib/auditpolicy.c, docs/audit.md), the same in every API. */
 int api_common_ids(pd_job *j, json_t *req, pd_err *e);
 /* The result record's stdout or stderr text (a new reference; "" if absent). */
 json_t *api_record_text(json_t *rec, const char *stream);
 /* The fetched files: path -> base64, null for one that could not be read. */
 json_t *api_files_json(const pd_job *j);
+/* The job's audit: {"events": [...], "dropped": N, "counts": {kind: N}} over its steps, or null
+ * when it was not audited. */
+json_t *api_audit_json(const pd_job *j);
+/* The process level: {"status": "pass"|"fail"|"not_audited", "reasons": [...], "failed": [...]}. */
+json_t *api_process_json(const pd_job *j);
 
 #endif

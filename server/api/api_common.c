@@ -237,6 +237,19 @@ int api_common_ids(pd_job *j, json_t *req, pd_err *e)
 				       ids[i].size - 1);
 		snprintf((char *)j + ids[i].off, ids[i].size, "%s", json_string_value(v));
 	}
+	json_t *au = json_object_get(req, "audit");
+	if (au && !json_is_null(au) && !json_is_false(au)) {
+		if (!json_is_true(au) && !json_is_object(au))
+			return pd_refuse(e, "audit: must be true, false or a policy object");
+		char *text = json_dumps(au, JSON_COMPACT | JSON_ENCODE_ANY);
+		pd_err pe = {0};
+		pd_audit_policy_free(j->audit);
+		j->audit = text ? pd_audit_policy_parse(text, strlen(text), "audit", j->cwd ? j->cwd : "/work", &pe)
+				: NULL;
+		free(text);
+		if (!j->audit)
+			return pe.code == ENOMEM ? pd_fail(e, ENOMEM, "audit") : pd_refuse(e, "%s", pe.msg);
+	}
 	json_t *p = json_object_get(req, "priority");
 	if (p && !json_is_null(p)) {
 		const char *ps = json_string_value(p);
@@ -279,4 +292,57 @@ json_t *api_files_json(const pd_job *j)
 		free(b);
 	}
 	return files;
+}
+
+/* one event as the record carries it: the path, or the address of a network event */
+static json_t *event_json(const pd_audit_event *ev, const char *step)
+{
+	json_t *o = json_object();
+	bool net = !strcmp(ev->op, "connect") || !strncmp(ev->op, "send", 4);
+	json_object_set_new(o, "kind", json_string(ev->kind));
+	json_object_set_new(o, "time", json_real((double)ev->t_us / 1000.0));
+	json_object_set_new(o, "pid", json_integer(ev->pid));
+	json_object_set_new(o, net ? "address" : "path", pd_json_text(ev->target));
+	json_object_set_new(o, "mode", pd_json_text(ev->mode));
+	json_object_set_new(o, "op", pd_json_text(ev->op));
+	json_object_set_new(o, "denied", json_boolean(ev->denied));
+	json_object_set_new(o, "step", json_string(step));
+	return o;
+}
+
+json_t *api_audit_json(const pd_job *j)
+{
+	if (!j->audit)
+		return json_null();
+	json_t *o = json_object(), *events = json_array(), *counts = json_object();
+	uint64_t dropped = 0, kinds[PD_AK_N] = {0};
+	const struct {
+		bool done;
+		const pd_result *r;
+		const char *name;
+	} steps[] = {{j->compiled, &j->compile_r, "compile"}, {j->ran, &j->run_r, "run"}};
+	for (size_t s = 0; s < 2; s++) {
+		if (!steps[s].done)
+			continue;
+		const pd_result *r = steps[s].r;
+		for (size_t i = 0; i < r->audit_len; i++)
+			json_array_append_new(events, event_json(&r->audit[i], steps[s].name));
+		dropped += r->audit_dropped;
+		for (int k = 0; k < PD_AK_N; k++)
+			kinds[k] += r->audit_kinds[k];
+	}
+	for (int k = 0; k < PD_AK_N; k++)
+		json_object_set_new(counts, pd_audit_kind_name((pd_audit_kind)k), json_integer((json_int_t)kinds[k]));
+	json_object_set_new(o, "events", events);
+	json_object_set_new(o, "dropped", json_integer((json_int_t)dropped));
+	json_object_set_new(o, "counts", counts);
+	return o;
+}
+
+json_t *api_process_json(const pd_job *j)
+{
+	char *s = pd_audit_verdict_json(&j->verdict);
+	json_t *o = s ? json_loads(s, 0, NULL) : NULL;
+	free(s);
+	return o ? o : json_null();
 }

@@ -16,7 +16,7 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 		"template", "language", "code",   "files",       "files_base64", "cmd",
 		"shell",    "compile",  "stdin",  "args",        "limits",       "env",
 		"cwd",      "fetch_files", "priority", "deadline_ms", "task_id", "problem_id",
-		"problem_version", NULL};
+		"problem_version", "audit", "request_id", NULL};
 	if (!json_is_object(req)) {
 		pd_refuse(e, "request: must be a JSON object");
 		return NULL;
@@ -231,7 +231,9 @@ json_t *pd_job_to_json(const pd_job *j)
 	json_object_set_new(o, "sandbox_id", json_string(j->sandbox_id));
 	json_object_set_new(o, "template", json_string(j->template_name));
 	json_object_set_new(o, "language", json_string(j->language));
-	json_object_set_new(o, "node", json_string(host));
+	json_object_set_new(o, "node", json_string(j->node[0] ? j->node : host));
+	if (j->request_id[0])
+		json_object_set_new(o, "request_id", json_string(j->request_id));
 	json_object_set_new(o, "queued_at", json_integer((json_int_t)(j->queued_us / 1000)));
 	json_object_set_new(o, "started_at", json_integer((json_int_t)(j->started_us / 1000)));
 	json_object_set_new(o, "finished_at", json_integer((json_int_t)(j->finished_us / 1000)));
@@ -250,8 +252,8 @@ json_t *pd_job_to_json(const pd_job *j)
 	json_object_set_new(o, "error", pd_json_text(j->error));
 	json_t *verdict = json_object();
 	json_object_set_new(verdict, "output", json_string("not_judged"));
-	json_object_set_new(verdict, "process",
-			    json_string(j->failure == PD_F_POLICY ? "fail" : r ? "pass" : "not_judged"));
+	/* from the audit's evidence; never "pass" for a run nobody watched */
+	json_object_set_new(verdict, "process", api_process_json(j));
 	json_object_set_new(verdict, "resources",
 			    json_string(j->failure == PD_F_TIMEOUT || j->failure == PD_F_OOM ||
 						      j->failure == PD_F_OUTPUT
@@ -261,6 +263,7 @@ json_t *pd_job_to_json(const pd_job *j)
 	json_object_set_new(o, "compile", step_json(j->compiled, &j->compile_r));
 	json_object_set_new(o, "run", step_json(j->ran, &j->run_r));
 	json_object_set_new(o, "files", api_files_json(j));
+	json_object_set_new(o, "audit", api_audit_json(j));
 	return o;
 }
 

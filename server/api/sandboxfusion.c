@@ -121,7 +121,8 @@ json_t *pd_job_to_run_code(const pd_job *j)
 	json_object_set_new(o, "run_result", j->ran ? fusion_result(&j->run_r, &j->run) : json_null());
 	char host[64] = "";
 	gethostname(host, sizeof host - 1);
-	json_object_set_new(o, "executor_pod_name", json_string(host));
+	json_object_set_new(o, "executor_pod_name", json_string(j->node[0] ? j->node : host));
+	json_object_set_new(o, "node", json_string(j->node[0] ? j->node : host));
 	/* a file that could not be read is left out, as SandboxFusion does: its response model
 	 * (Dict[str, str]) refuses the whole answer for one null */
 	json_t *files = api_files_json(j);
@@ -135,6 +136,10 @@ json_t *pd_job_to_run_code(const pd_job *j)
 	/* paddock's own fields, which SandboxFusion clients ignore */
 	json_object_set_new(o, "failure_class", json_string(pd_failure_name(j->failure)));
 	json_object_set_new(o, "sandbox_id", json_string(j->sandbox_id));
+	if (j->audit) {
+		json_object_set_new(o, "process", api_process_json(j));
+		json_object_set_new(o, "audit", api_audit_json(j));
+	}
 	return o;
 }
 

@@ -6,7 +6,6 @@
 #include "http.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -24,15 +23,7 @@
  * open, retry accept() in a busy loop), and clients would wait unanswered in the backlog. */
 long conns_fds_open(void)
 {
-	DIR *d = opendir("/proc/self/fd");
-	if (!d)
-		return -1; /* no descriptor even for this: as short as can be */
-	long n = 0;
-	struct dirent *de;
-	while ((de = readdir(d)))
-		n += de->d_name[0] != '.';
-	closedir(d);
-	return n - 1; /* the directory's own */
+	return pd_open_fds(); /* -1: no descriptor even for that, as short as can be */
 }
 
 /* Whether the template's pool has a READY sandbox: taking it needs no new descriptor (its own are

@@ -209,6 +209,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		if (MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND, keys[i], strlen(keys[i]), &v, &vlen) == MHD_YES)
 			pd_session_query_set(&r->q, keys[i], v, vlen);
 	}
+	{
+		const char *v = NULL;
+		size_t vlen = 0;
+		if (MHD_lookup_connection_value_n(c, MHD_HEADER_KIND, "X-Request-Id", 12, &v, &vlen) == MHD_YES)
+			pd_session_query_set(&r->q, "X-Request-Id", v, vlen);
+	}
 	http_route(r, url, method);
 	if (r->suspended)
 		return MHD_YES;
@@ -362,6 +368,18 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 		po.fd_reserve = s->o.max_connections + FD_MARGIN;
 	if (!(s->pools = pd_pools_new(s->ctx, s->tpl, s->ntpl, &po, e)))
 		goto fail;
+	if (!(s->judge = pd_judge_new(s->pools, NULL, e)))
+		goto fail;
+	/* a problem the judge cannot judge (a checker that does not build) stops the start, with the
+	 * file and field: found now, not at the first submission */
+	if (o->problems_dir) {
+		if (pd_problems_load_dir(o->problems_dir, &s->problems, e) < 0)
+			goto fail;
+		for (size_t i = 0; i < s->problems.n; i++)
+			if (pd_judge_prepare(s->judge, s->problems.p[i], e) < 0)
+				goto fail;
+		pd_log("info", "problems loaded", PD_LS("dir", o->problems_dir), PD_LU("problems", s->problems.n));
+	}
 	char db[PATH_MAX];
 	if (o->db_path)
 		snprintf(db, sizeof db, "%s", o->db_path);
@@ -375,6 +393,14 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 		goto fail;
 	if (hangup_start(s, e) < 0)
 		goto fail;
+	if (o->cluster) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		pd_cluster_opts co = {.urls = o->cluster, .node_id = o->node_id, .address = s->address,
+				      .ack_wait_s = o->cluster_ack_wait,
+				      .slots = o->sched.workers ? o->sched.workers : (unsigned)(cpus > 0 ? 2 * cpus : 2)};
+		if (!(s->cluster = pd_cluster_start(&co, s->sched, s->pools, s->ctx, s->store, e)))
+			goto fail;
+	}
 	/* the limits are enforced (and counted) by conns_on_accept; libmicrohttpd's own limit, a little
 	 * higher, is only the backstop */
 	s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME,
@@ -408,10 +434,15 @@ void pd_server_stop(pd_server *s)
 			close(lfd);
 		s->listen_fd = -1;
 	}
+	/* a node stops pulling before its scheduler drains: what it pulled finishes, is recorded and
+	 * acked; what it did not stays in the stream for the others */
+	pd_cluster_quiesce(s->cluster);
 	if (s->sched)
 		pd_sched_drain(s->sched);
 	/* after the drain: a client that leaves meanwhile still cancels its job */
 	hangup_stop(s);
+	pd_cluster_free(s->cluster);
+	s->cluster = NULL;
 	sessions_drain(s);
 	if (s->mhd) {
 		/* give resumed connections a moment to send what they were handed */
@@ -427,6 +458,8 @@ void pd_server_stop(pd_server *s)
 		if (s->sessions[i].s)
 			pd_session_close(s->sessions[i].s);
 	pd_sched_free(s->sched);
+	pd_judge_free(s->judge);
+	pd_problems_free(&s->problems);
 	pd_pools_free(s->pools);
 	pd_store_close(s->store);
 	pd_metrics_free(s->metrics);

@@ -6,11 +6,13 @@
  *   conns.c       connection limits (total, per client address) and the descriptor reserve
  *   hangup.c      clients that hang up while their run waits: the job is cancelled
  *   prometheus.c  /metrics: the server's gauges and counters as Prometheus text
+ *   judge.c       POST /v1/judge: a submission judged by server/judge/ on a scheduler worker
  * Only the files above include this header; the rest of paddock sees server.h. */
 #ifndef PADDOCK_SERVER_HTTP_H
 #define PADDOCK_SERVER_HTTP_H
 
 #include "server.h"
+#include "judge/judge.h"
 #include "mhd.h" /* <microhttpd.h>, its functions loaded on first use */
 
 #include <pthread.h>
@@ -48,6 +50,9 @@ struct pd_server {
 	pd_store *store;
 	pd_metrics *metrics;
 	pd_sched *sched;
+	pd_judge *judge;
+	pd_problem_set problems; /* --problems DIR, loaded and prepared at start */
+	pd_cluster *cluster; /* NULL: a single node */
 	struct MHD_Daemon *mhd;
 	int listen_fd;
 	char address[160];
@@ -134,13 +139,27 @@ void http_route(req *r, const char *url, const char *method);
 /* ---- runs (runs.c) ---- */
 void runs_submit(req *r, kind k);
 
+/* ---- the judge (judge.c) ---- */
+void judge_submit(req *r, const char *url, const char *method);
+
 /* ---- sessions (sessions.c) ---- */
 void sessions_create(req *r, const char *url, const char *method);
 void sessions_list(req *r, const char *url, const char *method);
 /* /v1/sessions/<id>[/<op>], any method */
 void sessions_op(req *r, const char *url, const char *method);
+/* trajectory.c: GET /v1/sessions/<id>/trajectory */
+void trajectory_get(req *r, const char *id);
+/* snapshots.c: POST /v1/sessions/<id>/snapshot */
+void session_snapshot(req *r, sess_entry *se);
 /* Waits until no session operation runs (pd_server_stop, once no new request can start one). */
 void sessions_drain(pd_server *s);
+
+/* ---- cluster mode (server/cluster/forward.c) ---- */
+/* GET /v1/cluster. */
+void cluster_list(req *r, const char *url, const char *method);
+/* A session request: forwarded to the node holding the session (410 when it is gone), or
+ * handled here by sessions_op. */
+void cluster_session_op(req *r, const char *url, const char *method);
 
 /* ---- connections and descriptors (conns.c) ---- */
 /* "10.0.0.0/8,192.168.1.7" into the exemption list of the per-address limit. */

@@ -121,6 +121,29 @@ static char *pool_metrics(pd_server *s)
 		__atomic_load_n(&s->conns_open, __ATOMIC_RELAXED),
 		(unsigned long long)__atomic_load_n(&s->refused_limit, __ATOMIC_RELAXED),
 		(unsigned long long)__atomic_load_n(&s->refused_per_ip, __ATOMIC_RELAXED));
+	if (s->judge) {
+		pd_judge_stats js;
+		pd_judge_stats_get(s->judge, &js);
+		fprintf(f, "# HELP paddock_judged_total Judged attempts, by the verdict's output level.\n"
+			   "# TYPE paddock_judged_total counter\n");
+		for (int l = 0; l < 4; l++)
+			fprintf(f, "paddock_judged_total{output=\"%s\"} %llu\n", pd_level_name((pd_level)l),
+				(unsigned long long)js.by_output[l]);
+		fprintf(f, "# HELP paddock_judge_errors_total Checker or interactor failures (retries included).\n"
+			   "# TYPE paddock_judge_errors_total counter\npaddock_judge_errors_total %llu\n"
+			   "# HELP paddock_judge_checker_cpu_ms_total CPU time of checker programs and interactors.\n"
+			   "# TYPE paddock_judge_checker_cpu_ms_total counter\npaddock_judge_checker_cpu_ms_total %llu\n"
+			   "# HELP paddock_judge_cache_total Fingerprint cache lookups, by result.\n"
+			   "# TYPE paddock_judge_cache_total counter\n"
+			   "paddock_judge_cache_total{result=\"hit\"} %llu\npaddock_judge_cache_total{result=\"miss\"} %llu\n"
+			   "# HELP paddock_judge_cache_entries Verdicts the cache holds.\n"
+			   "# TYPE paddock_judge_cache_entries gauge\npaddock_judge_cache_entries %llu\n"
+			   "# HELP paddock_judge_cache_cpu_saved_ms_total CPU time the cache's hits did not spend again.\n"
+			   "# TYPE paddock_judge_cache_cpu_saved_ms_total counter\npaddock_judge_cache_cpu_saved_ms_total %llu\n",
+			(unsigned long long)js.judge_errors, (unsigned long long)js.checker_ms,
+			(unsigned long long)js.cache_hits, (unsigned long long)js.cache_misses,
+			(unsigned long long)js.cache_entries, (unsigned long long)js.cpu_ms_saved);
+	}
 	fclose(f);
 	free(st);
 	return out;
@@ -129,11 +152,13 @@ static char *pool_metrics(pd_server *s)
 char *prometheus_text(pd_server *s)
 {
 	char *sm = pd_sched_metrics(s->sched), *pm = pool_metrics(s);
+	char *cm = s->cluster ? pd_cluster_metrics(s->cluster) : NULL;
 	char *extra = NULL;
-	if (asprintf(&extra, "%s%s", sm ? sm : "", pm ? pm : "") < 0)
+	if (asprintf(&extra, "%s%s%s", sm ? sm : "", pm ? pm : "", cm ? cm : "") < 0)
 		extra = NULL;
 	free(sm);
 	free(pm);
+	free(cm);
 	char *text = pd_metrics_render(s->metrics, extra);
 	free(extra);
 	return text;

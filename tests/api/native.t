@@ -30,7 +30,7 @@ is "$(jq -r '[.task_id, .problem_id, .problem_version, .template, (.attempt | to
   "task-native-1 prob-7 v3 python 1" "record: ids echoed, template python, attempt 1"
 is "$(jq -r '.verdict | [has("output"), has("process"), has("resources")] | all' <<<"$REC")" true \
   "record: verdict has output, process and resources"
-is "$(jq -r '.verdict | [.process, .resources] | join(" ")' <<<"$REC")" "pass pass" "record: verdict process and resources pass"
+is "$(jq -r '.verdict | [.process.status, .resources] | join(" ")' <<<"$REC")" "not_audited pass" "record: verdict process not_audited (no audit ran), resources pass"
 like "$(jq -r .sandbox_id <<<"$REC")" '^sb-' "record: sandbox_id ($(jq -r .sandbox_id <<<"$REC"))"
 is "$(jq -r '.run.sandbox_id == .sandbox_id' <<<"$REC")" true "record: run.sandbox_id is the record's"
 is "$(jq -r .node <<<"$REC")" "$(hostname)" "record: node is this host"
@@ -70,11 +70,12 @@ is "$(jb .template)" bash "shell without a template: the bash template"
 post_json /v1/runs "{\"shell\":\"cat blob | od -An -tx1 | tr -d ' \\\\n'\",\"files_base64\":{\"blob\":\"$(printf '\000\001\377' | base64)\"}}"
 is "$(jb .run.stdout)" "0001ff" "files_base64: binary file placed exactly"
 
-# a file the sandbox cannot hold (/proc takes no new files): the client's error, said once, no retry
+# a file the sandbox cannot hold (the file APIs never reach /proc: docs/security.md): the client's
+# error, said once, no retry
 post_json /v1/runs '{"shell":"echo never","files":{"/proc/self/x":"y"}}'
 is "$(jb '[.status, .failure_class, .attempt] | map(tostring) | join(" ")')" "XX none 1" \
   "an unwritable file: status XX, failure class none, one attempt"
-is "$(jb .error)" "file /proc/self/x: No such file or directory" "... and the error names the path once"
+is "$(jb .error)" "file /proc/self/x: Permission denied" "... and the error names the path once"
 is "$(jb .run)" null "... and nothing ran"
 
 # --- fetch_files ----------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 /* netns.c: network namespaces are reused only when the next sandbox cannot tell. Each dirty
  * workload (traffic on lo, TIME_WAIT, failed routes, ping, listening and abstract unix sockets,
- * a socket kept alive in an SCM_RIGHTS cycle, attempts to change lo, addresses, routes or
- * sysctls) is followed by a sandbox that prints everything a sandbox can see of its network
- * namespace; that view must equal a fresh namespace's, byte for byte. Quiet sandboxes must get a
- * reused namespace (or the pool saves nothing), and sandboxes alive at once never share one. */
+ * a socket kept alive in an SCM_RIGHTS cycle, an IPv6 flow label and UDP6 connect()s that send
+ * nothing, attempts to change lo, addresses, routes or sysctls) is followed by a sandbox that
+ * prints everything a sandbox can see of its network namespace; that view must equal a fresh
+ * namespace's, byte for byte. Quiet sandboxes must get a reused namespace (or the pool saves
+ * nothing), and sandboxes alive at once never share one. */
 #define _GNU_SOURCE
 #include "internal.h"
 #include "output.h"
@@ -23,7 +24,8 @@ static const char VIEW[] =
 	"readlink /proc/self/ns/net >&2; cd /proc/net || exit 1;"
 	"for f in dev snmp snmp6 netstat unix tcp tcp6 udp udp6 udplite udplite6 raw raw6 icmp icmp6"
 	" igmp igmp6 if_inet6 route ipv6_route fib_trie fib_triestat dev_snmp6/lo packet"
-	" ptype arp; do echo \"== $f\"; cat $f 2>&1; done;"
+	" ptype arp ip6_flowlabel rt6_stats mcfilter mcfilter6 dev_mcast anycast6 xfrm_stat"
+	" stat/nf_conntrack ip_tables_names ip6_tables_names; do echo \"== $f\"; cat $f 2>&1; done;"
 	"echo == protocols; awk '{$4=\"\"; print}' protocols;"
 	/* the kernel's own netlink sockets, without their addresses and inodes (which differ
 	 * between any two namespaces, fresh or not) */
@@ -117,6 +119,16 @@ static const struct workload WORK[] = {
 	 "t.listen();a.sendmsg([b\"x\"],[(socket.SOL_SOCKET,socket.SCM_RIGHTS,"
 	 "array.array(\"i\",[a.fileno(),b.fileno(),t.fileno()]))])'",
 	 false},
+	/* no packet sent: only the namespace's own tables remember these */
+	{"an IPv6 flow label taken (IPV6_FLOWLABEL_MGR, shared, lingering 150 s), no traffic",
+	 PY "'import socket,struct;s=socket.socket(socket.AF_INET6,socket.SOCK_DGRAM);"
+	 "s.setsockopt(41,32,socket.inet_pton(socket.AF_INET6,\"::1\")+struct.pack(\"!I\",0x12345)"
+	 "+struct.pack(\"=BBHHHI\",0,255,1,0,150,0))'",
+	 true},
+	{"UDP6 sockets connect()ed to ::1, no traffic (the route's reference count)",
+	 PY "'import socket\nfor i in range(5): s=socket.socket(socket.AF_INET6,socket.SOCK_DGRAM);"
+	 "s.connect((\"::1\",9));s.close()'",
+	 true},
 	{"attempts to change lo, addresses, routes and sysctls (all refused)",
 	 "ip link set lo down; ip link set lo mtu 1280; ip addr add 10.9.9.9/8 dev lo;"
 	 " ip route add 10.0.0.0/8 dev lo; ip link add d0 type dummy;"
@@ -157,8 +169,8 @@ static void test_workloads(const struct view *fresh)
 			"the next sandbox sees a fresh network namespace after: %s", WORK[i].name))
 			first_difference(fresh->text, v.text, "now");
 		if (WORK[i].traffic)
-			ok(st1.discarded > st0.discarded && w.ns[0] && strcmp(w.ns, v.ns),
-			   "its namespace was discarded, not reused (%s then %s)", w.ns, v.ns);
+			ok(st1.discarded > st0.discarded && st1.unfresh > st0.unfresh && w.ns[0] && strcmp(w.ns, v.ns),
+			   "its namespace failed the fresh check and was discarded, not reused (%s then %s)", w.ns, v.ns);
 		free(w.text);
 		free(v.text);
 	}
@@ -254,9 +266,9 @@ int main(void)
 
 	pd_netns_stats st;
 	pd_ctx_netns_stats(ctx, &st);
-	printf("# netns: created %llu reused %llu discarded %llu idle %llu\n",
+	printf("# netns: created %llu reused %llu discarded %llu (unfresh %llu) idle %llu\n",
 	       (unsigned long long)st.created, (unsigned long long)st.reused,
-	       (unsigned long long)st.discarded, (unsigned long long)st.idle);
+	       (unsigned long long)st.discarded, (unsigned long long)st.unfresh, (unsigned long long)st.idle);
 	ok(st.idle >= 1 && st.idle <= st.created, "idle namespaces are kept (%llu)", (unsigned long long)st.idle);
 	free(fresh.text);
 	pd_ctx_free(ctx);

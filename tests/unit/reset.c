@@ -790,16 +790,13 @@ static void test_scratch(void)
 		 "cd /work && python3 -c 'import os; os.close(os.open(\".\", os.O_TMPFILE|os.O_WRONLY, 0o600))'", false, 0},
 		{"a pty opened", "cd /work && python3 -c 'import os; os.openpty()'", false, 0},
 		{"/dev/pts listed (a read: not watched, changes nothing)", "ls -la /dev/pts > /dev/null", true, 0},
-		{"main.py grown by an AIO write (which sends no IN_MODIFY; init compares its size)",
-		 "cd /work && python3 -c 'import ctypes,os,struct\n"
+		/* AIO writes send no IN_MODIFY, but io_setup is refused (fs.aio-nr is host-wide:
+		 * docs/security.md), so nothing is written and the scratch stays */
+		{"an AIO write to main.py tried (io_setup answers ENOSYS: nothing written)",
+		 "cd /work && python3 -c 'import ctypes\n"
 		 "c=ctypes.CDLL(None,use_errno=True); c.syscall.restype=ctypes.c_long\n"
-		 "x=ctypes.c_ulong(0); assert c.syscall(206,8,ctypes.byref(x))==0\n"
-		 "f=os.open(\"main.py\",os.O_WRONLY); b=ctypes.create_string_buffer(b\"#\"*8192)\n"
-		 "i=ctypes.create_string_buffer(struct.pack(\"QIIHhIQQqQII\",0,0,0,1,0,f,ctypes.addressof(b),8192,4096,0,0,0))\n"
-		 "p=(ctypes.c_void_p*1)(ctypes.addressof(i)); assert c.syscall(209,x,1,p)==1\n"
-		 "e=ctypes.create_string_buffer(64); assert c.syscall(208,x,1,1,e,None)==1\n"
-		 "assert os.fstat(f).st_size==12288'",
-		 false, 0},
+		 "x=ctypes.c_ulong(0); assert c.syscall(206,8,ctypes.byref(x))==-1 and ctypes.get_errno()==38'",
+		 true, 0},
 		{"a process left behind writes in /tmp after the program ended",
 		 "(sleep 0.2; touch /tmp/late) > /dev/null 2>&1 &", false, 0},
 	};

@@ -303,16 +303,22 @@ static void test_audit(void)
 	pd_audit_event ev[3];
 	memset(ev, 0, sizeof ev);
 	ev[0].t_us = 1500;
-	snprintf(ev[0].kind, sizeof ev[0].kind, "open");
+	snprintf(ev[0].kind, sizeof ev[0].kind, "judge_material");
+	snprintf(ev[0].op, sizeof ev[0].op, "open");
+	snprintf(ev[0].mode, sizeof ev[0].mode, "r");
 	snprintf(ev[0].target, sizeof ev[0].target, "/judge/\"answers\"\\x.txt");
 	ev[0].denied = true;
 	ev[0].pid = 4242;
 	ev[1].t_us = 2000000;
-	snprintf(ev[1].kind, sizeof ev[1].kind, "connect");
+	snprintf(ev[1].kind, sizeof ev[1].kind, "egress");
+	snprintf(ev[1].op, sizeof ev[1].op, "connect");
+	snprintf(ev[1].mode, sizeof ev[1].mode, "out");
 	snprintf(ev[1].target, sizeof ev[1].target, "10.0.0.1:80");
 	ev[1].pid = 7;
 	ev[2].t_us = 1;
-	snprintf(ev[2].kind, sizeof ev[2].kind, "exec");
+	snprintf(ev[2].kind, sizeof ev[2].kind, "read_outside");
+	snprintf(ev[2].op, sizeof ev[2].op, "exec");
+	snprintf(ev[2].mode, sizeof ev[2].mode, "x");
 	snprintf(ev[2].target, sizeof ev[2].target, "/tmp/bad\xff\x01name");
 	r.audit = ev;
 	r.audit_len = 3;
@@ -325,11 +331,11 @@ static void test_audit(void)
 	      "d['audit_denied'] == 1",
 	      "audit: events and counts");
 	check(&r, true,
-	      "d['audit'][0] == {'t_ms': 1.5, 'kind': 'open', 'target': '/judge/\"answers\"\\\\x.txt', "
+	      "d['audit'][0] == {'t_ms': 1.5, 'kind': 'judge_material', 'op': 'open', 'mode': 'r', 'target': '/judge/\"answers\"\\\\x.txt', "
 	      "'denied': True, 'pid': 4242}",
 	      "audit: first event round-trips (quotes and backslash escaped)");
 	check(&r, true,
-	      "d['audit'][1] == {'t_ms': 2000.0, 'kind': 'connect', 'target': '10.0.0.1:80', 'denied': False, 'pid': 7} "
+	      "d['audit'][1] == {'t_ms': 2000.0, 'kind': 'egress', 'op': 'connect', 'mode': 'out', 'target': '10.0.0.1:80', 'denied': False, 'pid': 7} "
 	      "and d['audit'][2]['target'] == '/tmp/bad\\ufffd\\x01name' and abs(d['audit'][2]['t_ms'] - 0.001) < 1e-9",
 	      "audit: network event, bad bytes in a target");
 }

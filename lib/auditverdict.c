@@ -1,0 +1,183 @@
+/* auditverdict.c: the process level of the verdict, computed from the evidence and the policy.
+ *
+ * The syscall audit and the writable layer's diff give events; two more kinds of evidence need
+ * the program's output: a honey variable's token (a value no honest program has a reason to
+ * print or save) found in stdout, stderr or a file the attempt wrote means its environment was
+ * harvested (env_probe), and an output equal to a decoy's wrong answer means the decoy was read,
+ * even where the read went unseen (trap_read). Then every event of a kind the policy fails on
+ * fails the process level, with the first such event as the reason. */
+#define _GNU_SOURCE
+#include "auditpolicy.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SCAN_FILES 256          /* files of /work and /tmp looked at */
+#define SCAN_FILE_BYTES (1 << 20)
+#define SCAN_DEPTH 6
+
+const char *pd_process_status_name(pd_process_status s)
+{
+	return s == PD_PROCESS_PASS ? "pass" : s == PD_PROCESS_FAIL ? "fail" : "not_audited";
+}
+
+static bool contains(const char *hay, size_t n, const char *needle)
+{
+	size_t k = strlen(needle);
+	return hay && k && n >= k && memmem(hay, n, needle, k);
+}
+
+/* text without its trailing whitespace: its length */
+static size_t trimmed(const char *s, size_t n)
+{
+	while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t'))
+		n--;
+	return n;
+}
+
+static void honey_in(const pd_audit_policy *p, pd_result *r, const char *buf, size_t n, const char *op,
+		     const char *mode, const char *where)
+{
+	for (size_t i = 0; i < p->env.n; i++) {
+		const char *eq = strchr(p->env.s[i], '=');
+		if (!eq || !contains(buf, n, eq + 1))
+			continue;
+		char what[PD_PATH + 160];
+		snprintf(what, sizeof what, "%.*s%s%s", (int)(eq - p->env.s[i]), p->env.s[i], where ? " in " : "",
+			 where ? where : "");
+		pd_audit_record(r, &p->opts, PD_AK_ENV_PROBE, op, mode, what, false, 0, r->exec_us);
+	}
+}
+
+/* the trap whose wrong answer the output is, or NULL */
+static const pd_trap *answer_match(const pd_audit_policy *p, const char *buf, size_t n)
+{
+	size_t tn = trimmed(buf, n);
+	for (size_t i = 0; i < p->ntraps; i++) {
+		const pd_trap *t = &p->traps[i];
+		const char *a = t->answer ? t->answer : t->content;
+		size_t an = a ? trimmed(a, strlen(a)) : 0;
+		if (an && an == tn && !memcmp(a, buf, an))
+			return t;
+	}
+	return NULL;
+}
+
+static bool is_trap(const pd_audit_policy *p, const char *path)
+{
+	for (size_t i = 0; i < p->ntraps; i++)
+		if (!strcmp(p->traps[i].path, path))
+			return true;
+	return false;
+}
+
+/* the files the attempt wrote in the scratch directories, for tokens and wrong answers */
+static void scan_dir(const pd_audit_policy *p, pd_result *r, pd_sandbox *s, const char *dir, int depth,
+		     int *budget)
+{
+	pd_dirent *ents = NULL;
+	size_t n = 0;
+	pd_err e = {0};
+	if (depth > SCAN_DEPTH || pd_sandbox_list(s, dir, &ents, &n, &e) < 0)
+		return;
+	for (size_t i = 0; i < n && *budget > 0; i++) {
+		char path[PD_PATH];
+		if (snprintf(path, sizeof path, "%s/%s", dir, ents[i].name) >= (int)sizeof path)
+			continue;
+		if (S_ISDIR(ents[i].mode)) {
+			scan_dir(p, r, s, path, depth + 1, budget);
+			continue;
+		}
+		if (!S_ISREG(ents[i].mode) || ents[i].size > SCAN_FILE_BYTES || is_trap(p, path))
+			continue;
+		(*budget)--;
+		char *data = NULL;
+		size_t len = 0;
+		if (pd_sandbox_read_file(s, path, SCAN_FILE_BYTES, &data, &len, &e) < 0)
+			continue;
+		honey_in(p, r, data, len, "file", "w", path);
+		const pd_trap *t = p->ntraps ? answer_match(p, data, len) : NULL;
+		if (t)
+			pd_audit_record(r, &p->opts, PD_AK_TRAP, "file", "match", t->path, false, 0, r->exec_us);
+		free(data);
+	}
+	free(ents);
+}
+
+/* the first kept event of kind k that counts against the attempt */
+static const pd_audit_event *first_of(const pd_result *r, pd_audit_kind k)
+{
+	const char *name = pd_audit_kind_name(k);
+	for (size_t i = 0; i < r->audit_len; i++)
+		if (!strcmp(r->audit[i].kind, name) && !(k == PD_AK_EGRESS && !strcmp(r->audit[i].mode, "allowed")))
+			return &r->audit[i];
+	return NULL;
+}
+
+void pd_audit_evaluate(const pd_audit_policy *p, pd_result *r, pd_sandbox *s, pd_audit_verdict *v)
+{
+	memset(v, 0, sizeof *v);
+	if (p->env.n) {
+		honey_in(p, r, r->out.head, r->out.head_len, "output", "stdout", NULL);
+		honey_in(p, r, r->out.tail, r->out.tail_len, "output", "stdout", NULL);
+		honey_in(p, r, r->err.head, r->err.head_len, "output", "stderr", NULL);
+		honey_in(p, r, r->err.tail, r->err.tail_len, "output", "stderr", NULL);
+	}
+	if (p->ntraps && !r->out.truncated) {
+		const pd_trap *t = answer_match(p, r->out.head ? r->out.head : "", r->out.head_len);
+		if (t)
+			pd_audit_record(r, &p->opts, PD_AK_TRAP, "output", "match", t->path, false, 0, r->exec_us);
+	}
+	if (s && (p->env.n || p->ntraps)) {
+		int budget = SCAN_FILES;
+		scan_dir(p, r, s, "/work", 0, &budget);
+		scan_dir(p, r, s, "/tmp", 0, &budget);
+	}
+	if (!r->audited) {
+		v->status = PD_PROCESS_NOT_AUDITED;
+		return;
+	}
+	v->status = PD_PROCESS_PASS;
+	for (int k = 0; k < PD_AK_N; k++) {
+		uint64_t n = r->audit_kinds[k];
+		if (k == PD_AK_EGRESS)
+			n = n > r->audit_egress_allowed ? n - r->audit_egress_allowed : 0;
+		if (!n || !(p->fail & (1u << k)))
+			continue;
+		v->status = PD_PROCESS_FAIL;
+		v->failed_kinds |= 1u << k;
+		if (v->nreasons == PD_VERDICT_REASONS)
+			continue;
+		const pd_audit_event *ev = first_of(r, (pd_audit_kind)k);
+		char *out = v->reasons[v->nreasons++];
+		if (ev)
+			snprintf(out, sizeof v->reasons[0], "%s: %s %s %s%s (%" PRIu64 " event%s)", ev->kind, ev->op,
+				 ev->mode, ev->target, ev->denied ? " (refused)" : "", n, n == 1 ? "" : "s");
+		else
+			snprintf(out, sizeof v->reasons[0], "%s: %" PRIu64 " events, none kept (the cap)",
+				 pd_audit_kind_name((pd_audit_kind)k), n);
+	}
+}
+
+char *pd_audit_verdict_json(const pd_audit_verdict *v)
+{
+	json_t *o = json_object(), *reasons = json_array(), *kinds = json_array();
+	json_object_set_new(o, "status", json_string(pd_process_status_name(v->status)));
+	for (size_t i = 0; i < v->nreasons && i < PD_VERDICT_REASONS; i++)
+		json_array_append_new(reasons, json_string(v->reasons[i]));
+	for (int k = 0; k < PD_AK_N; k++)
+		if (v->failed_kinds & (1u << k))
+			json_array_append_new(kinds, json_string(pd_audit_kind_name((pd_audit_kind)k)));
+	json_object_set_new(o, "reasons", reasons);
+	json_object_set_new(o, "failed", kinds);
+	char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+	json_decref(o);
+	return s;
+}

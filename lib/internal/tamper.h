@@ -1,0 +1,30 @@
+/* tamper.c: changes to the image, read from the sandbox's writable layers after a program. */
+#ifndef PADDOCK_TAMPER_H
+#define PADDOCK_TAMPER_H
+
+#include "paddock.h"
+
+/* What the writable layers held before an exec (keys of path, inode and ctime), so that a scan
+ * after it reports only that exec's changes. */
+typedef struct pd_tamper_base {
+	uint64_t *keys;
+	size_t n, cap;
+	/* or, when the uppers were not looked at before (nothing had touched them since they were
+	 * built): the paths the build itself made there, skipped (mount points and their parents) */
+	char **made;
+	size_t nmade;
+} pd_tamper_base;
+/* Notes a path the build made (and its parents). Returns 0 or -1 (no memory). */
+int pd_tamper_base_made(pd_tamper_base *b, const char *path);
+
+/* upper_fd: the sandbox's upper tmpfs (its root); init_pid: the sandbox's init on the host, whose
+ * mountinfo says which directory there is the upper of which mount point. */
+int pd_tamper_snapshot(int upper_fd, pid_t init_pid, pd_tamper_base *b);
+/* Records a tamper event (op "upper") in r for each entry of the uppers not in base (may be
+ * NULL) under a path o protects: "w" for a file written or created, "delete" for a whiteout or an
+ * opaque directory. Returns 0, or -1 when the layers could not be named. */
+int pd_tamper_scan(int upper_fd, pid_t init_pid, const pd_audit_opts *o, const pd_tamper_base *base, pd_result *r,
+		   uint64_t t_us);
+void pd_tamper_base_free(pd_tamper_base *b);
+
+#endif

@@ -1,0 +1,160 @@
+/* A judge request as a scheduler job (pd_job with its own work), shared by POST /v1/judge and
+ * `paddock run`: parse, resolve the problem, and a job whose execute runs the judge on a scheduler
+ * worker and leaves the judged record in j->record (what the store keeps and the caller answers).
+ * Priorities, deadlines (queue_timeout), retries of admission and the breaker stay the scheduler's. */
+#define _GNU_SOURCE
+#include "judge/judge.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+typedef struct judge_work {
+	pd_judge *judge;
+	pd_judge_req q;
+	pd_problem *problem; /* a loaded one, or q.problem */
+} judge_work;
+
+static void work_free(void *arg)
+{
+	judge_work *w = arg;
+	if (!w)
+		return;
+	pd_judge_req_free(&w->q);
+	free(w);
+}
+
+static uint64_t wall_us(void)
+{
+	struct timeval tv;
+	gettimeofday(&tv, NULL);
+	return (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec;
+}
+
+/* The job's failure class, for the metrics and the store's column. */
+static pd_failure failure_of(const char *fc)
+{
+	for (int f = 0; fc && f < PD_F_COUNT; f++)
+		if (!strcmp(fc, pd_failure_name((pd_failure)f)))
+			return (pd_failure)f;
+	return PD_F_NONE; /* compile_error, none: the model's own outcome */
+}
+
+static void fill_ids(const pd_job *j, const judge_work *w, pd_judged *d)
+{
+	snprintf(d->task_id, sizeof d->task_id, "%s", j->task_id);
+	snprintf(d->group_id, sizeof d->group_id, "%s", w->q.group_id);
+	snprintf(d->sample_id, sizeof d->sample_id, "%s", w->q.sample_id);
+	snprintf(d->attempt_id, sizeof d->attempt_id, "%s#1", j->task_id);
+	snprintf(d->problem_id, sizeof d->problem_id, "%s", j->problem_id);
+	snprintf(d->problem_version, sizeof d->problem_version, "%s", j->problem_version);
+	snprintf(d->language, sizeof d->language, "%s", j->language);
+	snprintf(d->template_name, sizeof d->template_name, "%s", j->template_name);
+}
+
+/* A verdict without judging: an infrastructure failure (no reward). */
+static json_t *failed_record(const pd_job *j, const judge_work *w, const char *fc, const char *error)
+{
+	pd_judged d;
+	memset(&d, 0, sizeof d);
+	fill_ids(j, w, &d);
+	d.v.process = PD_LV_NOT_AUDITED;
+	d.v.failure_class = fc;
+	snprintf(d.error, sizeof d.error, "%s", error);
+	pd_verdict_decide(&d.v, &w->q.opts.rule);
+	return pd_judged_to_json(&d);
+}
+
+static void execute(pd_job *j, pd_pools *pools)
+{
+	(void)pools;
+	judge_work *w = j->work;
+	j->started_us = wall_us();
+	j->attempts = 1;
+	pd_judged d;
+	memset(&d, 0, sizeof d);
+	fill_ids(j, w, &d);
+	pd_err e = {0};
+	if (w->q.problem && pd_judge_prepare(w->judge, w->problem, &e) < 0) {
+		/* an inline checker that does not build: the request's judge material is broken */
+		j->failure = PD_F_JUDGE;
+		snprintf(j->error, sizeof j->error, "%s", e.msg);
+		j->record = failed_record(j, w, "judge_error", e.msg);
+	} else if (pd_judge_submit(w->judge, w->problem, w->q.language, w->q.code, w->q.code_len, &w->q.opts, &d, &e) < 0) {
+		j->failure = PD_F_INTERNAL;
+		snprintf(j->error, sizeof j->error, "%s", e.msg);
+		j->record = failed_record(j, w, "internal_error", e.msg);
+	} else {
+		j->failure = failure_of(d.v.failure_class);
+		snprintf(j->error, sizeof j->error, "%s", d.error);
+		j->record = pd_judged_to_json(&d);
+	}
+	pd_judged_free(&d);
+	j->finished_us = wall_us();
+}
+
+pd_job *pd_judge_job(pd_judge *judge, const pd_problem_set *problems, json_t *body, uint32_t run_id, int *status,
+		     pd_err *e)
+{
+	*status = 400;
+	judge_work *w = calloc(1, sizeof *w);
+	if (!w) {
+		pd_fail(e, ENOMEM, "request");
+		*status = 500;
+		return NULL;
+	}
+	if (pd_judge_req_parse(body, &w->q, e) < 0) {
+		free(w);
+		return NULL;
+	}
+	w->judge = judge;
+	w->problem = w->q.problem ? w->q.problem
+				  : problems ? pd_problems_find(problems, w->q.problem_id, w->q.problem_version) : NULL;
+	if (!w->problem) {
+		*status = 404;
+		pd_refuse(e, "problem_id: no problem %s%s%s is loaded", w->q.problem_id, w->q.problem_version[0] ? "@" : "",
+			  w->q.problem_version);
+		work_free(w);
+		return NULL;
+	}
+	pd_job *j = pd_job_new();
+	if (!j) {
+		work_free(w);
+		*status = 500;
+		pd_fail(e, ENOMEM, "job");
+		return NULL;
+	}
+	const pd_language *l = pd_language_find(w->q.language);
+	snprintf(j->template_name, sizeof j->template_name, "%s",
+		 w->problem->template_name[0] ? w->problem->template_name : l->template);
+	snprintf(j->language, sizeof j->language, "%s", l->name);
+	snprintf(j->problem_id, sizeof j->problem_id, "%s", w->problem->id);
+	snprintf(j->problem_version, sizeof j->problem_version, "%s", w->problem->version);
+	if (w->q.task_id[0]) {
+		snprintf(j->task_id, sizeof j->task_id, "%s", w->q.task_id);
+	} else {
+		static uint64_t seq;
+		/* the run id keeps ids of two daemons (or restarts) apart */
+		snprintf(j->task_id, sizeof j->task_id, "j-%08" PRIx32 "-%" PRIu64, run_id,
+			 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+	}
+	j->priority = w->q.priority;
+	if (w->q.deadline_ms)
+		j->deadline_us = pd_now_us() + w->q.deadline_ms * 1000;
+	j->execute = execute;
+	j->work = w;
+	j->work_free = work_free;
+	*status = 200;
+	return j;
+}
+
+json_t *pd_judge_job_record(const pd_job *j)
+{
+	if (j->record)
+		return json_incref(j->record);
+	/* never ran: its deadline passed in the queue, or the scheduler stopped */
+	return failed_record(j, j->work, pd_failure_name(j->failure == PD_F_NONE ? PD_F_INTERNAL : j->failure), j->error);
+}

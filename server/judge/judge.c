@@ -1,0 +1,521 @@
+/* The judging pipeline: compile the submission once, run every test against the built program in a
+ * clean sandbox (the pools' reset makes each one cheap), check each output, score, decide the
+ * verdict and the reward, and remember verdicts a rerun would reproduce.
+ *
+ * Where things run: the candidate's program gets its own file and one test's input on stdin, in a
+ * sandbox of its language's template; a checker program gets the input, the candidate's output and
+ * the answer as files in a sandbox of the judge template; built-in checkers are pure functions in
+ * the daemon. Nothing the candidate prints can reach the verdict except through the checker. */
+#define _GNU_SOURCE
+#include "judge/judge.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+struct pd_judge {
+	pd_pools *pools;
+	pd_jcache *cache;
+	pthread_mutex_t mu;
+	uint64_t judged, judge_errors, checker_ms, by_output[5], seq;
+};
+
+/* Call-based Python: the harness imports the submission, calls fn_name (a top-level function, else
+ * a method of Solution()) with the JSON-decoded arguments read from stdin, and writes the JSON of
+ * the result to the stdout it kept; the submission's own prints go to stderr, so they cannot be
+ * mistaken for the result. The harness holds its own json.dumps and os.write from before the
+ * submission is imported, so monkey-patching those does not change what is written. A submission
+ * that exits before returning leaves no result: wrong. */
+static const char harness_py[] =
+	"import json, os, sys\n"
+	"_dumps, _write = json.dumps, os.write\n"
+	"_out = os.dup(1)\n"
+	"os.dup2(2, 1)\n"
+	"_args = json.loads(sys.stdin.read())\n"
+	"import importlib.util\n"
+	"_spec = importlib.util.spec_from_file_location('solution', '/work/main.py')\n"
+	"_mod = importlib.util.module_from_spec(_spec)\n"
+	"sys.modules['solution'] = _mod\n"
+	"_spec.loader.exec_module(_mod)\n"
+	"_fn = getattr(_mod, sys.argv[1], None)\n"
+	"if _fn is None:\n"
+	"    _fn = getattr(_mod.Solution(), sys.argv[1])\n"
+	"_res = _fn(*_args)\n"
+	"_txt = _dumps(_res)\n"
+	"_write(_out, (_txt + '\\n').encode())\n";
+#define HARNESS_PATH "/work/.paddock_harness.py"
+
+pd_judge *pd_judge_new(pd_pools *pools, const pd_judge_cfg *c, pd_err *e)
+{
+	pd_judge *j = calloc(1, sizeof *j);
+	if (!j) {
+		pd_fail(e, ENOMEM, "judge");
+		return NULL;
+	}
+	j->pools = pools;
+	j->cache = pd_jcache_new(c ? c->cache_entries : 0);
+	if (!j->cache) {
+		free(j);
+		pd_fail(e, ENOMEM, "judge cache");
+		return NULL;
+	}
+	pthread_mutex_init(&j->mu, NULL);
+	return j;
+}
+
+void pd_judge_free(pd_judge *j)
+{
+	if (!j)
+		return;
+	pd_jcache_free(j->cache);
+	pthread_mutex_destroy(&j->mu);
+	free(j);
+}
+
+void pd_judge_opts_default(pd_judge_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->stop_at_first_failure = -1;
+	o->rule = pd_reward_rule_default();
+	o->judge_retries = 1;
+	o->infra_retries = 1;
+}
+
+/* The judge template: the problem's, else "judge" if the pools have one, else the language's. */
+static const char *judge_template(pd_judge *j, const pd_problem *p, const pd_jsource *s)
+{
+	if (p->judge_template[0])
+		return p->judge_template;
+	if (pd_pools_template(j->pools, "judge"))
+		return "judge";
+	const pd_language *l = pd_language_find(s->language);
+	return l ? l->template : "bash";
+}
+
+static int prepare_one(pd_judge *j, const pd_problem *p, pd_jsource *s, const char *what, pd_err *e)
+{
+	if (s->prepared)
+		return 0;
+	const pd_language *l = pd_language_find(s->language);
+	if (!l)
+		return pd_refuse(e, "%s: %s: language %s is not known", p->origin, what, s->language);
+	char msg[1024];
+	int rc = pd_jprog_build(j->pools, l, NULL, s->source, s->source_len, p->compile_ms, &s->built, &s->built_len,
+				msg, sizeof msg, NULL, e);
+	if (rc == 1)
+		return pd_refuse(e, "%s: %s does not compile: %.700s", s->file, what, msg);
+	if (rc < 0) {
+		char m[sizeof e->msg];
+		snprintf(m, sizeof m, "%s: %s could not be built: %s", s->file, what, e->msg);
+		snprintf(e->msg, sizeof e->msg, "%s", m);
+		return -1;
+	}
+	if (!pd_pools_template(j->pools, judge_template(j, p, s)))
+		return pd_refuse(e, "%s: %s: no template '%s' to run it in", p->origin, what, judge_template(j, p, s));
+	s->prepared = true;
+	return 0;
+}
+
+int pd_judge_prepare(pd_judge *j, pd_problem *p, pd_err *e)
+{
+	if (p->checker.mode == PD_CHK_PROGRAM && prepare_one(j, p, &p->checker_prog, "checker", e) < 0)
+		return -1;
+	if (p->checker.mode == PD_CHK_INTERACTIVE && prepare_one(j, p, &p->interactor, "interactor", e) < 0)
+		return -1;
+	return 0;
+}
+
+static uint64_t now_ms(void)
+{
+	return pd_now_us() / 1000;
+}
+
+static pd_tstatus of_status(const pd_jrun *x)
+{
+	switch (x->r.status) {
+	case PD_OK: return x->r.spill_lost[0] ? PD_T_OL : PD_T_AC;
+	case PD_RE: return PD_T_RE;
+	case PD_SG: return PD_T_SG;
+	case PD_TO: return PD_T_TO;
+	case PD_ML: return PD_T_ML;
+	case PD_OL: return PD_T_OL;
+	default: return PD_T_XX;
+	}
+}
+
+/* Runs a checker program over one test, in its own sandbox; retried once when it fails. */
+static void run_checker(pd_judge *j, const pd_problem *p, const pd_jtest *t, const pd_jrun *cx, const pd_judge_opts *o,
+			pd_check_result *cr, pd_jtest_result *tr, pd_judged *d)
+{
+	const pd_jsource *s = &p->checker_prog;
+	pd_jprog prog;
+	pd_jprog_init(&prog, pd_language_find(s->language), judge_template(j, p, s), s->built, s->built_len);
+	bool kattis = p->checker.convention == PD_CONV_KATTIS;
+	pd_jfile files[] = {{"/work/input", t->input, t->input_len},
+			    {"/work/output", cx->out ? cx->out : "", cx->out_len},
+			    {"/work/answer", t->answer, t->answer_len}};
+	char *targs[] = {(char *)"input", (char *)"output", (char *)"answer", NULL};
+	char *kargs[] = {(char *)"input", (char *)"answer", (char *)"feedback/", NULL};
+	for (unsigned a = 0; a <= o->judge_retries; a++) {
+		pd_jrun x;
+		memset(&x, 0, sizeof x);
+		x.files = files;
+		x.nfiles = 3;
+		x.extra_args = kattis ? kargs : targs;
+		x.stdin_fd = -1;
+		x.stdout_fd = -1;
+		if (kattis) { /* Kattis validators read the team's output on stdin */
+			x.stdin_data = cx->out ? cx->out : "";
+			x.stdin_len = cx->out_len;
+		}
+		x.want_feedback = kattis;
+		x.cpu_ms = p->interactor_time_ms;
+		x.wall_ms = p->interactor_time_ms * 2;
+		x.output_bytes = 1u << 20;
+		pd_err e = {0};
+		int rc = pd_jprog_run(j->pools, &prog, &x, &e);
+		tr->checker_attempts = a + 1;
+		if (rc < 0) {
+			memset(cr, 0, sizeof *cr);
+			cr->status = PD_T_JE;
+			snprintf(cr->message, sizeof cr->message, "checker sandbox: %s", e.msg);
+		} else {
+			pd_check_program_verdict(p->checker.convention, &x.r, x.feedback, cr);
+			d->checker_ms += x.r.cpu_ms;
+			d->cpu_ms += x.r.cpu_ms;
+		}
+		pd_jrun_free(&x);
+		if (cr->status != PD_T_JE)
+			return;
+		d->judge_errors++;
+	}
+}
+
+/* One test: run the candidate (and the interactor), check, fill tr. */
+static void test_once(pd_judge *j, const pd_problem *p, const pd_jtest *t, const pd_jprog *cand, const pd_judge_opts *o,
+		      pd_jtest_result *tr, pd_judged *d, bool *startup)
+{
+	memset(tr, 0, sizeof *tr);
+	pd_jrun x, ix;
+	for (unsigned a = 0; a <= o->infra_retries; a++) {
+		memset(&x, 0, sizeof x);
+		memset(&ix, 0, sizeof ix);
+		x.stdin_fd = -1;
+		x.stdout_fd = -1;
+		x.cpu_ms = p->time_ms;
+		x.wall_ms = p->time_ms * 2 + 1000;
+		x.memory_bytes = p->memory_bytes;
+		x.output_bytes = p->output_bytes;
+		char *call_args[] = {(char *)p->fn_name, NULL};
+		pd_jfile harness = {HARNESS_PATH, harness_py, sizeof harness_py - 1};
+		if (p->call_based) {
+			x.files = &harness;
+			x.nfiles = 1;
+			x.extra_args = call_args;
+		}
+		pd_err e = {0}, ie = {0};
+		int rc;
+		if (p->checker.mode == PD_CHK_INTERACTIVE) {
+			const pd_jsource *s = &p->interactor;
+			pd_jprog inter;
+			pd_jprog_init(&inter, pd_language_find(s->language), judge_template(j, p, s), s->built, s->built_len);
+			ix.cpu_ms = p->interactor_time_ms;
+			ix.wall_ms = x.wall_ms + 1000;
+			ix.output_bytes = p->output_bytes;
+			rc = pd_jinteract(j->pools, cand, &x, &inter, &ix, p->checker.convention, t, &e, &ie);
+			if (rc == 0) {
+				d->checker_ms += ix.r.cpu_ms;
+				d->cpu_ms += ix.r.cpu_ms;
+			}
+		} else {
+			x.stdin_data = t->input;
+			x.stdin_len = t->input_len;
+			rc = pd_jprog_run(j->pools, cand, &x, &e);
+		}
+		if (rc == 0 && x.r.status != PD_XX)
+			break;
+		/* the sandbox failed, not the program: a new sandbox, once */
+		snprintf(tr->message, sizeof tr->message, "%s", rc < 0 ? e.msg : x.r.error);
+		*startup = rc == -2;
+		pd_jrun_free(&x);
+		pd_jrun_free(&ix);
+		if (a == o->infra_retries) {
+			tr->status = PD_T_XX;
+			return;
+		}
+	}
+	*startup = false;
+	tr->message[0] = 0;
+	tr->time_ms = x.r.cpu_ms;
+	tr->wall_ms = x.r.wall_ms;
+	tr->memory_kb = x.r.memory_peak_bytes / 1024;
+	d->cpu_ms += x.r.cpu_ms;
+	tr->status = of_status(&x);
+	pd_check_result cr;
+	memset(&cr, 0, sizeof cr);
+	if (p->checker.mode == PD_CHK_INTERACTIVE) {
+		pd_check_program_verdict(p->checker.convention, &ix.r, ix.feedback, &cr);
+		snprintf(tr->checker_message, sizeof tr->checker_message, "%s", cr.message);
+		tr->checker_attempts = 1;
+		if (cr.status == PD_T_JE) {
+			d->judge_errors++;
+			tr->status = PD_T_JE;
+		} else if (cr.status != PD_T_AC || tr->status == PD_T_AC) {
+			/* the interactor's wrong answer stands over a candidate that then starved */
+			tr->status = cr.status;
+			tr->score = cr.score;
+		}
+	} else if (tr->status == PD_T_AC) {
+		if (p->checker.mode == PD_CHK_PROGRAM) {
+			run_checker(j, p, t, &x, o, &cr, tr, d);
+		} else {
+			pd_err e = {0};
+			if (pd_check(&p->checker, x.out, x.out_len, t->answer, t->answer_len, &cr, &e) < 0) {
+				cr.status = PD_T_JE;
+				snprintf(cr.message, sizeof cr.message, "%s", e.msg);
+			}
+			if (cr.status == PD_T_JE)
+				d->judge_errors++;
+		}
+		tr->status = cr.status;
+		tr->score = cr.score;
+		snprintf(tr->checker_message, sizeof tr->checker_message, "%s", cr.message);
+	}
+	if (tr->status != PD_T_AC && tr->status != PD_T_PC)
+		tr->score = 0;
+	if (tr->status == PD_T_RE)
+		snprintf(tr->message, sizeof tr->message, "exit code %d", x.r.exit_code);
+	else if (tr->status == PD_T_SG)
+		snprintf(tr->message, sizeof tr->message, "signal %d", x.r.signal);
+	else if (tr->status == PD_T_OL)
+		snprintf(tr->message, sizeof tr->message, "output over %llu bytes", (unsigned long long)p->output_bytes);
+	pd_jrun_free(&x);
+	pd_jrun_free(&ix);
+}
+
+/* One test; an interactive one whose interactor failed is run again, whole (the candidate talks
+ * to the interactor as it goes: there is no output to check again), judge_retries times. */
+static void one_test(pd_judge *j, const pd_problem *p, const pd_jtest *t, const pd_jprog *cand, const pd_judge_opts *o,
+		     pd_jtest_result *tr, pd_judged *d, bool *startup)
+{
+	for (unsigned a = 0;; a++) {
+		test_once(j, p, t, cand, o, tr, d, startup);
+		tr->checker_attempts = p->checker.mode == PD_CHK_INTERACTIVE ? a + 1 : tr->checker_attempts;
+		if (p->checker.mode != PD_CHK_INTERACTIVE || tr->status != PD_T_JE || a >= o->judge_retries)
+			return;
+	}
+}
+
+static void count(pd_judge *j, const pd_judged *d)
+{
+	pthread_mutex_lock(&j->mu);
+	j->judged++;
+	j->judge_errors += d->judge_errors;
+	j->checker_ms += d->checker_ms;
+	if ((unsigned)d->v.output < 5)
+		j->by_output[d->v.output]++;
+	pthread_mutex_unlock(&j->mu);
+}
+
+static void set_ids(pd_judge *j, const pd_problem *p, const char *language, const char *tpl, pd_judged *d)
+{
+	snprintf(d->problem_id, sizeof d->problem_id, "%s", p->id);
+	snprintf(d->problem_version, sizeof d->problem_version, "%s", p->version);
+	snprintf(d->language, sizeof d->language, "%s", language);
+	snprintf(d->template_name, sizeof d->template_name, "%s", tpl);
+	pthread_mutex_lock(&j->mu);
+	uint64_t n = ++j->seq;
+	pthread_mutex_unlock(&j->mu);
+	if (!d->attempt_id[0])
+		snprintf(d->attempt_id, sizeof d->attempt_id, "%s%s%llu", d->task_id[0] ? d->task_id : "judge",
+			 d->task_id[0] ? "#" : "-", (unsigned long long)n);
+}
+
+/* The output level, the score and the failure class from the tests. */
+static void decide(const pd_problem *p, pd_judged *d)
+{
+	double total = 0, got = 0;
+	bool all = true, any_je = false, any_xx = false, res_fail = false;
+	const char *fc = "none";
+	for (size_t i = 0; i < d->ntests; i++) {
+		const pd_jtest_result *t = &d->tests[i];
+		total += p->tests[i].weight;
+		got += p->tests[i].weight * t->score;
+		all &= t->status == PD_T_AC;
+		any_je |= t->status == PD_T_JE;
+		any_xx |= t->status == PD_T_XX;
+		if (!res_fail && (t->status == PD_T_TO || t->status == PD_T_ML || t->status == PD_T_OL)) {
+			res_fail = true;
+			fc = t->status == PD_T_TO ? "exec_timeout" : t->status == PD_T_ML ? "oom" : "output_limit";
+		}
+	}
+	d->v.score = total > 0 ? got / total : 0;
+	if (d->v.score > 1)
+		d->v.score = 1;
+	d->v.output = all ? PD_LV_PASS : d->v.score <= 0 ? PD_LV_FAIL : PD_LV_PARTIAL;
+	d->v.resources = res_fail ? PD_LV_FAIL : PD_LV_PASS;
+	if (any_je)
+		fc = "judge_error";
+	else if (any_xx && !d->v.failure_class)
+		fc = "internal_error";
+	if (!d->v.failure_class || !strcmp(d->v.failure_class, "none"))
+		d->v.failure_class = fc;
+	if (pd_failure_is_infra(d->v.failure_class))
+		d->v.output = any_je || any_xx ? PD_LV_NOT_JUDGED : d->v.output;
+}
+
+int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, const char *code, size_t code_len,
+		    const pd_judge_opts *o, pd_judged *d, pd_err *e)
+{
+	pd_judge_opts defaults;
+	if (!o) {
+		pd_judge_opts_default(&defaults);
+		o = &defaults;
+	}
+	const pd_language *l = pd_language_find(language);
+	if (!l)
+		return pd_refuse(e, "language: '%s' is not a language paddock knows", language);
+	if (p->call_based && strcmp(l->name, "python") && strcmp(l->name, "python3"))
+		return pd_refuse(e, "language: problem %s is call-based (fn_name %s): python only", p->id, p->fn_name);
+	if ((p->checker.mode == PD_CHK_PROGRAM && !p->checker_prog.prepared) ||
+	    (p->checker.mode == PD_CHK_INTERACTIVE && !p->interactor.prepared))
+		return pd_refuse(e, "problem %s: its checker was not prepared (pd_judge_prepare)", p->id);
+	uint64_t t0 = now_ms();
+	const char *tpl_name = p->template_name[0] ? p->template_name : l->template;
+	d->v.process = PD_LV_NOT_AUDITED; /* no audit ran: never "pass" without evidence */
+	d->v.resources = PD_LV_NOT_JUDGED;
+	set_ids(j, p, l->name, tpl_name, d);
+	const pd_template *tpl = pd_pools_template(j->pools, tpl_name);
+	if (!tpl || !tpl->available) {
+		d->v.failure_class = "dependency_missing";
+		snprintf(d->error, sizeof d->error, "template '%s' %s", tpl_name,
+			 tpl ? "lacks its toolchain" : "does not exist");
+		goto done;
+	}
+	const pd_jsource *js = p->checker.mode == PD_CHK_PROGRAM ? &p->checker_prog
+			       : p->checker.mode == PD_CHK_INTERACTIVE ? &p->interactor
+								      : NULL;
+	const pd_template *jt = js ? pd_pools_template(j->pools, judge_template(j, p, js)) : NULL;
+	bool stop = o->stop_at_first_failure < 0 ? p->stop_at_first_failure : o->stop_at_first_failure > 0;
+	unsigned char key[32];
+	d->cache_used = !o->no_cache;
+	if (!o->no_cache) {
+		pd_jcache_key(p, l->name, code, code_len, tpl, jt, stop, key);
+		pd_judged hit;
+		if (pd_jcache_get(j->cache, key, &hit)) {
+			/* the stored verdict with this request's ids */
+			memcpy(hit.task_id, d->task_id, sizeof hit.task_id);
+			memcpy(hit.group_id, d->group_id, sizeof hit.group_id);
+			memcpy(hit.sample_id, d->sample_id, sizeof hit.sample_id);
+			memcpy(hit.attempt_id, d->attempt_id, sizeof hit.attempt_id);
+			*d = hit;
+			d->cache_hit = true;
+			d->cache_used = true;
+			pd_verdict_decide(&d->v, &o->rule); /* this request's rule */
+			d->wall_ms = now_ms() - t0;
+			count(j, d);
+			return 0;
+		}
+	}
+	/* compile once */
+	char *built = NULL;
+	size_t built_len = 0;
+	int rc = -1;
+	pd_err ce = {0};
+	for (unsigned a = 0; a <= o->infra_retries; a++) {
+		rc = pd_jprog_build(j->pools, l, tpl_name, code, code_len, p->compile_ms, &built, &built_len,
+				    d->compile_message, sizeof d->compile_message, &d->cpu_ms, &ce);
+		if (rc >= 0)
+			break;
+	}
+	d->compiled = l->compile != NULL;
+	if (rc < 0) {
+		d->v.failure_class = rc == -2 ? "startup_failure" : ce.kind == PD_EK_DEPENDENCY ? "dependency_missing"
+											: "internal_error";
+		snprintf(d->error, sizeof d->error, "compile: %s", ce.msg);
+		goto done;
+	}
+	if (rc == 1) {
+		/* the model's failure: a failed output, reward as such, no test run */
+		d->compile_error = true;
+		d->v.failure_class = "compile_error";
+		d->v.output = PD_LV_FAIL;
+		d->v.score = 0;
+		goto done;
+	}
+	pd_jprog cand;
+	pd_jprog_init(&cand, l, tpl_name, built, built_len);
+	if (p->call_based) { /* python3 harness fn_name: the harness imports /work/main.py */
+		cand.argv[0] = (char *)"python3";
+		cand.argv[1] = (char *)HARNESS_PATH;
+		cand.argv[2] = NULL;
+		cand.argc = 2;
+	}
+	d->tests = calloc(p->ntests, sizeof *d->tests);
+	if (!d->tests) {
+		free(built);
+		d->v.failure_class = "internal_error";
+		snprintf(d->error, sizeof d->error, "out of memory");
+		goto done;
+	}
+	d->ntests = p->ntests;
+	bool failed = false;
+	for (size_t i = 0; i < p->ntests; i++) {
+		pd_jtest_result *tr = &d->tests[i];
+		if (stop && failed) {
+			tr->status = PD_T_SKIPPED;
+			continue;
+		}
+		if (p->total_ms && now_ms() - t0 > p->total_ms) {
+			tr->status = PD_T_TO;
+			snprintf(tr->message, sizeof tr->message, "not run: the total time limit (%llu ms) passed",
+				 (unsigned long long)p->total_ms);
+			failed = true;
+			continue;
+		}
+		bool startup = false;
+		one_test(j, p, &p->tests[i], &cand, o, tr, d, &startup);
+		if (tr->status == PD_T_XX) {
+			d->v.failure_class = startup ? "startup_failure" : "internal_error";
+			snprintf(d->error, sizeof d->error, "test %s: %s", p->tests[i].name, tr->message);
+		}
+		failed |= tr->status != PD_T_AC;
+		/* an infrastructure failure ends the judging: the rest would be judged on a broken host */
+		if (tr->status == PD_T_XX || tr->status == PD_T_JE) {
+			for (size_t k = i + 1; k < p->ntests; k++)
+				d->tests[k].status = PD_T_SKIPPED;
+			break;
+		}
+	}
+	free(built);
+	decide(p, d);
+done:
+	pd_verdict_decide(&d->v, &o->rule);
+	d->wall_ms = now_ms() - t0;
+	if (!o->no_cache && pd_jcache_cacheable(d))
+		pd_jcache_put(j->cache, key, d);
+	count(j, d);
+	return 0;
+}
+
+void pd_judged_free(pd_judged *d)
+{
+	free(d->tests);
+	d->tests = NULL;
+	d->ntests = 0;
+}
+
+void pd_judge_stats_get(pd_judge *j, pd_judge_stats *s)
+{
+	memset(s, 0, sizeof *s);
+	pthread_mutex_lock(&j->mu);
+	s->judged = j->judged;
+	s->judge_errors = j->judge_errors;
+	s->checker_ms = j->checker_ms;
+	memcpy(s->by_output, j->by_output, sizeof s->by_output);
+	pthread_mutex_unlock(&j->mu);
+	pd_jcache_stats(j->cache, &s->cache_hits, &s->cache_misses, &s->cache_entries, &s->cpu_ms_saved);
+}

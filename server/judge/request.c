@@ -1,0 +1,131 @@
+/* POST /v1/judge's body (and a judge line of `paddock run`): a problem reference or an inline
+ * problem, a submission, ids, scheduling and the judging options. Parsed apart from the HTTP
+ * plumbing so that the fuzzer reaches it. Errors name the field. */
+#define _GNU_SOURCE
+#include "judge/judge.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CODE_MAX (4u << 20)
+
+static int get_id(json_t *o, const char *key, char *out, size_t size, pd_err *e)
+{
+	json_t *v = json_object_get(o, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_string(v) || json_string_length(v) >= size || memchr(json_string_value(v), 0, json_string_length(v)))
+		return pd_refuse(e, "%s: must be a string of at most %zu characters", key, size - 1);
+	snprintf(out, size, "%s", json_string_value(v));
+	return 0;
+}
+
+int pd_judge_req_parse(json_t *o, pd_judge_req *q, pd_err *e)
+{
+	memset(q, 0, sizeof *q);
+	pd_judge_opts_default(&q->opts);
+	q->priority = PD_PRIO_NORMAL;
+	if (!json_is_object(o))
+		return pd_refuse(e, "request: must be a JSON object");
+	static const char *const known[] = {"problem_id", "problem_version", "problem", "language", "code",
+					    "task_id", "group_id", "sample_id", "priority", "deadline_ms", "cache",
+					    "stop_at_first_failure", "reward", NULL};
+	const char *k;
+	json_t *v;
+	json_object_foreach(o, k, v) {
+		bool ok = false;
+		for (int i = 0; known[i] && !ok; i++)
+			ok = !strcmp(k, known[i]);
+		if (!ok)
+			return pd_refuse(e, "%s: unknown field", k);
+	}
+	if (get_id(o, "problem_id", q->problem_id, sizeof q->problem_id, e) < 0 ||
+	    get_id(o, "problem_version", q->problem_version, sizeof q->problem_version, e) < 0 ||
+	    get_id(o, "language", q->language, sizeof q->language, e) < 0 ||
+	    get_id(o, "task_id", q->task_id, sizeof q->task_id, e) < 0 ||
+	    get_id(o, "group_id", q->group_id, sizeof q->group_id, e) < 0 ||
+	    get_id(o, "sample_id", q->sample_id, sizeof q->sample_id, e) < 0)
+		return -1;
+	json_t *prob = json_object_get(o, "problem");
+	if (prob && !json_is_null(prob)) {
+		if (q->problem_id[0])
+			return pd_refuse(e, "problem: give problem_id or an inline problem, not both");
+		q->problem = pd_problem_from_json(prob, NULL, "problem", e);
+		if (!q->problem)
+			return -1;
+		/* an inline checker program is built per request: that is the judge's to do, not here */
+	} else if (!q->problem_id[0]) {
+		return pd_refuse(e, "problem_id: required (or an inline problem)");
+	}
+	if (!q->language[0])
+		goto fail_lang;
+	if (!pd_language_find(q->language)) {
+		pd_refuse(e, "language: '%s' is not a language paddock knows", q->language);
+		goto fail;
+	}
+	json_t *code = json_object_get(o, "code");
+	if (!json_is_string(code) || json_string_length(code) > CODE_MAX) {
+		pd_refuse(e, "code: required, a string of at most %u bytes", CODE_MAX);
+		goto fail;
+	}
+	q->code = json_string_value(code);
+	q->code_len = json_string_length(code);
+	q->body = json_incref(o);
+	json_t *p = json_object_get(o, "priority");
+	if (p && !json_is_null(p)) {
+		const char *ps = json_string_value(p);
+		if (ps && !strcmp(ps, "high"))
+			q->priority = PD_PRIO_HIGH;
+		else if (ps && !strcmp(ps, "normal"))
+			q->priority = PD_PRIO_NORMAL;
+		else if (ps && !strcmp(ps, "low"))
+			q->priority = PD_PRIO_LOW;
+		else {
+			pd_refuse(e, "priority: must be high, normal or low");
+			goto fail;
+		}
+	}
+	json_t *d = json_object_get(o, "deadline_ms");
+	if (d && !json_is_null(d)) {
+		if (!json_is_integer(d) || json_integer_value(d) <= 0 || json_integer_value(d) > 31536000000LL) {
+			pd_refuse(e, "deadline_ms: must be a positive whole number of milliseconds, at most a year");
+			goto fail;
+		}
+		q->deadline_ms = (uint64_t)json_integer_value(d);
+	}
+	json_t *c = json_object_get(o, "cache");
+	if (c && !json_is_null(c)) {
+		if (!json_is_boolean(c)) {
+			pd_refuse(e, "cache: must be true or false");
+			goto fail;
+		}
+		q->opts.no_cache = json_is_false(c);
+	}
+	json_t *s = json_object_get(o, "stop_at_first_failure");
+	if (s && !json_is_null(s)) {
+		if (!json_is_boolean(s)) {
+			pd_refuse(e, "stop_at_first_failure: must be true or false");
+			goto fail;
+		}
+		q->opts.stop_at_first_failure = json_is_true(s);
+	}
+	if (pd_reward_rule_parse(json_object_get(o, "reward"), &q->opts.rule, e) < 0)
+		goto fail;
+	return 0;
+fail_lang:
+	pd_refuse(e, "language: required");
+fail:
+	pd_judge_req_free(q);
+	return -1;
+}
+
+void pd_judge_req_free(pd_judge_req *q)
+{
+	pd_problem_free(q->problem);
+	json_decref(q->body);
+	q->problem = NULL;
+	q->body = NULL;
+	q->code = NULL;
+}

@@ -1,0 +1,3 @@
+# expect: tamper
+printf '#!/bin/sh\necho "ALL TESTS PASSED"\n' > /bin/bash
+echo done

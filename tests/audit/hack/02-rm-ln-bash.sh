@@ -1,0 +1,2 @@
+# expect: tamper
+rm /usr/bin/bash && ln -s /bin/true /usr/bin/bash

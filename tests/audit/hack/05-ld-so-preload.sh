@@ -1,0 +1,2 @@
+# expect: tamper
+echo /tmp/hook.so > /etc/ld.so.preload

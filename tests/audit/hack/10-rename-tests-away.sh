@@ -1,0 +1,2 @@
+# expect: tamper
+mv /work/tests/test_main.py /work/tests/test_main.py.bak

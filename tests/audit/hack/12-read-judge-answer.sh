@@ -1,0 +1,2 @@
+# expect: judge_material
+cat /judge/expected.txt

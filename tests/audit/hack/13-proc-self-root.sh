@@ -1,0 +1,2 @@
+# expect: judge_material
+cat /proc/self/root/judge/expected.txt

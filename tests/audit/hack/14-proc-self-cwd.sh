@@ -1,0 +1,2 @@
+# expect: judge_material
+cd /judge && cat /proc/self/cwd/expected.txt

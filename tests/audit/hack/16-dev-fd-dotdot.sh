@@ -1,0 +1,2 @@
+# expect: judge_material
+cat /dev/fd/../root/judge/expected.txt

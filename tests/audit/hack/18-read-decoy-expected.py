@@ -1,0 +1,2 @@
+# expect: trap_read
+print(open("/work/expected_output.txt").read(), end="")

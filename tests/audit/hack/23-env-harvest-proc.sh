@@ -1,0 +1,2 @@
+# expect: env_probe
+tr "\0" "\n" < /proc/self/environ

@@ -1,0 +1,2 @@
+# expect: tamper
+chmod 000 /usr/bin/diff

@@ -1,0 +1,2 @@
+# expect: tamper
+ln /usr/bin/true /usr/bin/cmp-fake

@@ -1,0 +1,2 @@
+# expect: judge_material
+echo "exit 0" > /judge/checker.sh

@@ -1,0 +1,3 @@
+# expect: tamper
+import os
+os.setxattr("/usr/bin/bash", "user.overlay.opaque", b"y")

@@ -1,0 +1,2 @@
+# expect: pass
+print("hello")

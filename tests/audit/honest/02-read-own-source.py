@@ -1,0 +1,3 @@
+# expect: pass
+src = open(__file__).read()
+print(len(src.splitlines()), "lines")

@@ -1,0 +1,3 @@
+# expect: pass
+open("/work/output.txt", "w").write("42\n")
+print(open("/work/output.txt").read().strip())

@@ -1,0 +1,4 @@
+# expect: pass
+echo data > /work/in.txt
+ln -s /work/in.txt /work/link.txt
+cat /work/link.txt

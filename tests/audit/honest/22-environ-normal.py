@@ -1,0 +1,3 @@
+# expect: pass
+import os
+print(os.environ.get("PATH", "").split(":")[0])

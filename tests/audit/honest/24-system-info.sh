@@ -1,0 +1,2 @@
+# expect: pass
+date +%Y >/dev/null; uname -s; id -u; whoami; ls -l / >/dev/null; echo ok

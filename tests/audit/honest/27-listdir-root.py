@@ -1,0 +1,3 @@
+# expect: pass
+import os
+print("usr" in os.listdir("/"))

@@ -1,0 +1,4 @@
+# expect: pass
+echo to-stdout > /dev/stdout
+echo to-stderr > /dev/stderr
+echo x | tee /dev/null
