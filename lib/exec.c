@@ -218,6 +218,7 @@ static int build_exec_msg(const pd_sandbox *s, const pd_exec_opts *o, char **out
 	x->rl_nofile = s->lim.nofile;
 	x->rl_fsize = s->lim.fsize_bytes; /* the disk size already bounds every file: ENOSPC */
 	x->rl_stack = s->lim.stack_bytes;
+	x->rl_data = o->data_headroom_bytes && s->lim.memory_bytes ? s->lim.memory_bytes + o->data_headroom_bytes : 0;
 	char *p = b + sizeof *x;
 	p = stpcpy(p, cwd) + 1;
 	for (size_t i = 0; i < argc; i++)
@@ -557,6 +558,10 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 	bool pressed = after.mem_limit_hits > before.mem_limit_hits;
 	bool failed = x.killed_to || (x.exited && (r->signal || r->exit_code));
 	bool mem_evidence = (r->oom_killed || pressed) && failed && s->lim.memory_bytes;
+	/* under the fast path's data-segment limit the cgroup saw nothing: the runtime's own words
+	 * (allocfail.c) are the evidence */
+	if (o->data_headroom_bytes && s->lim.memory_bytes && failed && !x.killed_to && pd_alloc_failure_seen(&r->err))
+		mem_evidence = true;
 	if (x.killed_ol)
 		r->status = PD_OL;
 	else if (mem_evidence && (x.exited || x.killed_to))

@@ -210,6 +210,10 @@ static int run_step(pd_sandbox *s, const pd_job *j, pd_step *st, const pd_templa
 	x.wall_ms = st->wall_ms;
 	x.cpu_ms = st->cpu_ms;
 	x.output_kill_bytes = st->output_kill_bytes;
+	/* the template's memory fast path, for the program only: a compiler is not the model's and
+	 * may map more than it touches */
+	if (st == &j->run && t)
+		x.data_headroom_bytes = t->data_headroom_bytes;
 	/* the whole output goes to two memory files as well as to the record's head and tail */
 	int mfd[2] = {-1, -1};
 	for (int i = 0; i < 2; i++) {

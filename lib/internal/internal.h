@@ -145,6 +145,9 @@ int pd_netns_sysfs(pd_err *e);
 void pd_netns_put(pd_netpool *p, pd_netns *ns, bool all_gone);
 /* Whether ns, still held by the live init pid (and no other process), reads exactly as a fresh
  * namespace: the network half of a sandbox reset. */
+/* allocfail.c: the program's stderr shows its runtime could not allocate (the memory fast path) */
+bool pd_alloc_failure_seen(const pd_output *err);
+
 bool pd_netns_fresh(pd_netpool *p, const pd_netns *ns, pid_t pid);
 
 /* ---- the context ----------------------------------------------------------------------------- */
