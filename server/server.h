@@ -46,9 +46,15 @@ typedef struct pd_language {
 	const char *version;  /* fallback for /api/v2/runtimes when the toolchain does not say */
 	const char *requires; /* program the image must have */
 	const char *probe;    /* argument that makes it print its version (--version...) */
+	/* the libraries SandboxFusion's tests expect of it, as "what=path" (the path Debian's package
+	 * installs; make deps installs them): reported by paddock pool --toolchains */
+	const char *libs[6];
 } pd_language;
 
 const pd_language *pd_language_find(const char *name);
+/* Whether the host image has l's program and libraries: false, with what is missing in missing
+ * (comma-separated), when it lacks any. */
+bool pd_language_check(const pd_language *l, char *missing, size_t len);
 const pd_language *pd_languages(size_t *n);
 /* Starts asking each installed toolchain its version (once, in the background, at most 10 s). */
 void pd_languages_probe(void);

@@ -9,7 +9,7 @@
 # name; Pascal compiles (and shows its errors); tests/multi_request.py's 20 parallel requests with
 # version "*" all return their output.
 source "$(dirname "$0")/api.sh"
-plan 23
+plan 27
 
 start_daemon
 ok $? "daemon started"
@@ -101,5 +101,15 @@ EOF2
 is "$(python3 "$TMPD/multi.py" "$U")" 20 "multi_request (version *): 20 of 20 return their output"
 post_json /api/v2/execute '{"language":"python","version":"*","files":[{"content":"print(1)"}]}'
 is "$(jb .run.stdout)" 1 "(the daemon still answers)"
+
+# --- what SandboxFusion's tests expect of the host, as paddock pool --toolchains says -------------
+TC=$("$PADDOCK" pool --toolchains --json)
+tc_rc=$?
+tc() { jq -r --arg l "$1" 'select(.language == $l) | [.template, .available, .missing] | @tsv' <<<"$TC"; }
+is "$(tc java)" "$(printf 'bash\ttrue\t')" "--toolchains: java and its jars (junit4, hamcrest, commons-lang3, guava) are there"
+is "$(tc node)" "$(printf 'node\ttrue\t')" "--toolchains: node and lodash"
+is "$(tc perl)" "$(printf 'bash\ttrue\t')" "--toolchains: perl, Test::Deep and Data::Compare"
+is "$tc_rc" "$(jq -s 'any(.[]; .available == false) | if . then 1 else 0 end' <<<"$TC")" \
+  "--toolchains exits 1 exactly when something is missing"
 
 done_testing
