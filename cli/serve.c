@@ -66,6 +66,10 @@ static const serve_opt serve_opts[] = {
 	 "time limits (compile + run) plus N; refused at once (504 on\n"
 	 "/run_code, 503 elsewhere, with Retry-After) when the work queued\n"
 	 "ahead says it cannot"},
+	{"run-code-networks", 0, T_STRING, "MODES", 0, 0, false, FIELD(run_code_networks), "none",
+	 "network modes a /run_code request may ask for with its \"network\"\n"
+	 "field (comma-separated: none, loopback, host); without it the\n"
+	 "language's template decides (loopback: no egress)"},
 	{"retries", 0, T_COUNT, "N", 0, 10, false, FIELD(sched.retries), "2",
 	 "retries of infrastructure failures in a fresh sandbox"},
 	{"warm", 0, T_COUNT, "N", 0, 10000, false, FIELD(warm), "templates' pool.min",

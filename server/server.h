@@ -104,6 +104,7 @@ enum { PD_PRIO_HIGH = 0, PD_PRIO_NORMAL, PD_PRIO_LOW, PD_PRIO_COUNT };
 typedef struct pd_job {
 	/* what to run */
 	char template_name[64];
+	char network[16]; /* /run_code's "network": a mode the daemon allows (netmodes.c); "" = the template's */
 	char language[32];
 	pd_file *files;
 	size_t nfiles;
@@ -399,6 +400,8 @@ typedef struct pd_server_opts {
 				       * killed (output limit) past it in all; 0 = 16 MiB */
 	unsigned deadline_margin_s; /* added to a request's time limits for its default deadline;
 				     * 0 = 10 s (SandboxFusion clients' read timeout has 10 s over) */
+	const char *run_code_networks; /* the network modes a /run_code request may ask for
+					* ("none,host"); NULL or "" = none: the template's own */
 	pd_sched_opts sched;
 	const char *cluster;        /* nats://HOST:PORT[,...]: join a cluster (NULL = single node) */
 	const char *node_id;        /* the node's id in the cluster; NULL = <hostname>-<port> */

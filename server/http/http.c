@@ -332,6 +332,8 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 				   : pd_templates_default(&s->tpl, &s->ntpl, e);
 	if (rc < 0)
 		goto fail;
+	if (netmodes_add(s, e) < 0)
+		goto fail;
 	/* a sandbox cannot raise a hard limit (no CAP_SYS_RESOURCE where it runs): a template's nofile
 	 * above the daemon's own hard RLIMIT_NOFILE would make every exec fail, so it is lowered */
 	struct rlimit nof;
@@ -346,7 +348,8 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 				s->tpl[i].limits.nofile = (uint32_t)nof.rlim_max;
 			}
 	for (size_t i = 0; i < s->ntpl; i++)
-		if (o->warm && s->tpl[i].pool_min < o->warm) {
+		/* the network twins stay cold: built on demand */
+		if (o->warm && s->tpl[i].pool_min < o->warm && !strstr(s->tpl[i].name, ".net-")) {
 			s->tpl[i].pool_min = o->warm;
 			if (s->tpl[i].pool_max < o->warm)
 				s->tpl[i].pool_max = o->warm;

@@ -46,6 +46,7 @@ struct pd_server {
 	pd_ctx *ctx;
 	pd_template *tpl;
 	size_t ntpl;
+	unsigned run_code_nets; /* 1 << pd_net: the modes a /run_code request may ask for (netmodes.c) */
 	pd_pools *pools;
 	pd_store *store;
 	pd_metrics *metrics;
@@ -181,6 +182,12 @@ void hangup_stop(pd_server *s);
 void hangup_watch(req *r, pd_job *j);
 /* Stops watching (j finished, or was refused); before r is resumed. */
 void hangup_unwatch(req *r);
+
+/* ---- /run_code's network per request (netmodes.c) ---- */
+/* Parses --run-code-networks and adds each template's twins for the modes it allows. */
+int netmodes_add(pd_server *s, pd_err *e);
+/* j's "network": its template's twin with that mode. -1 (why filled) when not allowed. */
+int netmodes_pick(pd_server *s, pd_job *j, char *why, size_t len);
 
 /* ---- /metrics (prometheus.c) ---- */
 /* The whole exposition: the scheduler's, the pools', the host's, the store's, the connections'. */

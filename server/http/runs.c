@@ -152,6 +152,12 @@ void runs_submit(req *r, kind k)
 		http_set_error(r, k == K_RUN_CODE ? 504 : 503, "%s", fdwhy);
 		return;
 	}
+	char netwhy[200];
+	if (netmodes_pick(r->srv, j, netwhy, sizeof netwhy) < 0) {
+		pd_job_free(j);
+		http_set_error(r, 400, "%s", netwhy);
+		return;
+	}
 	client_of(r->conn, j->client, sizeof j->client);
 	default_deadline(r->srv, j);
 	if (k == K_RUN_CODE) {
