@@ -8,7 +8,7 @@
 #  - after a flood of abandoned and timed-out work, an idle daemon admits the next request (the
 #    breaker trips on infrastructure failures only).
 source "$(dirname "$0")/api.sh"
-plan 35
+plan 36
 
 metric() { curl -s -m 5 "$U/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
 metric_is() { [ "$(metric "$1")" = "$2" ]; }
@@ -45,17 +45,23 @@ python3 - "$U" <<'EOF2'
 # a client that sends its request and closes the socket before the answer
 import socket, sys, urllib.parse, json
 u = urllib.parse.urlsplit(sys.argv[1])
-body = json.dumps({"shell": "touch /work/x; echo ran", "task_id": "queued-gone"}).encode()
-s = socket.create_connection((u.hostname, u.port))
-s.sendall(b"POST /v1/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
-s.close()
+for path, req in (("/v1/runs", {"shell": "touch /work/x; echo ran", "task_id": "queued-gone"}),
+                  ("/v1/judge", {"problem": {"tests": [{"input": "2\n", "output": "4\n"}]}, "language": "python",
+                                 "code": "print(int(input()) ** 2)", "task_id": "judge-gone"})):
+    body = json.dumps(req).encode()
+    s = socket.create_connection((u.hostname, u.port))
+    s.sendall(b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+              % (path.encode(), len(body)) + body)
+    s.close()
 EOF2
 wait_for 10 stored_is queued-gone cancelled
 ok $? "the queued job whose client closed its socket ends as cancelled while the blocker still runs"
 kill -0 "$blocker" 2>/dev/null
 ok $? "(the blocker was still running then)"
 is "$(metric 'paddock_queue_length{priority="normal"}')" 0 "it left the queue"
-is "$(metric 'paddock_cancelled_total{stage="queued"}')" 1 "/metrics: one queued job cancelled"
+wait_for 10 stored_is judge-gone cancelled
+ok $? "a queued judge job whose client left ends as cancelled too"
+is "$(metric 'paddock_cancelled_total{stage="queued"}')" 2 "/metrics: two queued jobs cancelled"
 is "$(sqlite3 "$DB" "SELECT json_extract(record, '$.run') IS NULL FROM attempts WHERE task_id = 'queued-gone'" 2>&1)" 1 \
   "the cancelled queued job never ran (run null in its record)"
 wait "$blocker"
