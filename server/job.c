@@ -212,7 +212,7 @@ static int run_step(pd_sandbox *s, const pd_job *j, pd_step *st, const pd_templa
 	x.output_kill_bytes = st->output_kill_bytes;
 	/* the template's memory fast path, for the program only: a compiler is not the model's and
 	 * may map more than it touches */
-	if (st == &j->run && t)
+	if (st == &j->run && t && !j->mem_fast_off)
 		x.data_headroom_bytes = t->data_headroom_bytes;
 	/* the whole output goes to two memory files as well as to the record's head and tail */
 	int mfd[2] = {-1, -1};

@@ -104,6 +104,7 @@ enum { PD_PRIO_HIGH = 0, PD_PRIO_NORMAL, PD_PRIO_LOW, PD_PRIO_COUNT };
 typedef struct pd_job {
 	/* what to run */
 	char template_name[64];
+	bool mem_fast_off; /* no memory fast path (Piston: its clients read the OOM kill's SIGKILL) */
 	char network[16]; /* /run_code's "network": a mode the daemon allows (netmodes.c); "" = the template's */
 	char language[32];
 	pd_file *files;

@@ -160,6 +160,8 @@ void runs_submit(req *r, kind k)
 	}
 	client_of(r->conn, j->client, sizeof j->client);
 	default_deadline(r->srv, j);
+	/* Piston's memory failure is the kernel's OOM kill: SG, SIGKILL, "memory limit exceeded" */
+	j->mem_fast_off = k == K_PISTON;
 	if (k == K_RUN_CODE) {
 		/* SandboxFusion keeps a program's whole output and judges it by its exit status */
 		uint64_t cap = r->srv->o.run_code_output_max ? r->srv->o.run_code_output_max : 16u << 20;
