@@ -42,6 +42,14 @@ const char *cl_status(natsStatus s)
 	return N.natsStatus_GetText ? N.natsStatus_GetText(s) : "nats";
 }
 
+void cl_wake_all(pd_cluster *c)
+{
+	pthread_cond_broadcast(&c->sub_cv);
+	pthread_cond_broadcast(&c->slot_cv);
+	pthread_cond_broadcast(&c->ready_cv);
+	pthread_cond_broadcast(&c->tick_cv);
+}
+
 void cl_result_key(const char *id, char *key, size_t len)
 {
 	size_t k = 0;
@@ -132,7 +140,10 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 	c->store = store;
 	c->run_id = pd_ctx_run_id(ctx);
 	pthread_mutex_init(&c->mu, NULL);
-	pthread_cond_init(&c->cv, NULL);
+	pthread_cond_init(&c->sub_cv, NULL);
+	pthread_cond_init(&c->slot_cv, NULL);
+	pthread_cond_init(&c->ready_cv, NULL);
+	pthread_cond_init(&c->tick_cv, NULL);
 	snprintf(c->urls, sizeof c->urls, "%s", o->urls);
 	snprintf(c->address, sizeof c->address, "%s", o->address ? o->address : "");
 	if (o->node_id) {
@@ -235,7 +246,7 @@ void pd_cluster_quiesce(pd_cluster *c)
 		return;
 	pthread_mutex_lock(&c->mu);
 	c->quiesced = true;
-	pthread_cond_broadcast(&c->cv);
+	cl_wake_all(c);
 	pthread_mutex_unlock(&c->mu);
 	if (c->started[2]) {
 		pthread_join(c->puller, NULL);
@@ -258,7 +269,7 @@ void pd_cluster_free(pd_cluster *c)
 		return;
 	pthread_mutex_lock(&c->mu);
 	c->stopping = c->quiesced = true;
-	pthread_cond_broadcast(&c->cv);
+	cl_wake_all(c);
 	pthread_mutex_unlock(&c->mu);
 	for (int i = 0; i < 5; i++)
 		if (c->started[i])
@@ -289,6 +300,9 @@ void pd_cluster_free(pd_cluster *c)
 		free(c->ready[i]);
 	free(c->ready);
 	pthread_mutex_destroy(&c->mu);
-	pthread_cond_destroy(&c->cv);
+	pthread_cond_destroy(&c->sub_cv);
+	pthread_cond_destroy(&c->slot_cv);
+	pthread_cond_destroy(&c->ready_cv);
+	pthread_cond_destroy(&c->tick_cv);
 	free(c);
 }

@@ -48,7 +48,13 @@ struct pd_cluster {
 	unsigned slots;
 
 	pthread_mutex_t mu;
-	pthread_cond_t cv;      /* submissions queued, slots freed, results ready, stopping */
+	/* one condition per sleeper, so that an event wakes only the thread it concerns (one shared
+	 * condition woke all five threads for every submission, note and finished task: on a busy
+	 * node the context switches cost more CPU than the broker's round trips) */
+	pthread_cond_t sub_cv;   /* publishers: submissions queued */
+	pthread_cond_t slot_cv;  /* puller: slots freed */
+	pthread_cond_t ready_cv; /* poller: results announced */
+	pthread_cond_t tick_cv;  /* ticker: only quiesce and stop */
 	bool quiesced, stopping;
 	cl_submit *subq, *subq_tail;
 	cl_waiter *waiters; /* requests this node's clients wait for */
@@ -71,6 +77,8 @@ void cl_result_key(const char *request_id, char *key, size_t len);
 /* A status's text, for logs and errors. */
 const char *cl_status(natsStatus s);
 uint64_t cl_wall_ms(void);
+/* Wakes every cluster thread (quiesce, stop); under c->mu. */
+void cl_wake_all(pd_cluster *c);
 
 /* edge.c */
 /* The stored answer of a request id: 1 (and *val, malloc'd), 0 none, -1 the broker did not say. */

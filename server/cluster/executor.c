@@ -141,7 +141,7 @@ static void task_end(pd_cluster *c, cl_task *t)
 			c->ntasks--;
 			break;
 		}
-	pthread_cond_broadcast(&c->cv);
+	pthread_cond_signal(&c->slot_cv);
 	pthread_mutex_unlock(&c->mu);
 	N.natsMsg_Destroy(t->m);
 	free(t->value);
@@ -314,7 +314,7 @@ void *cl_puller_main(void *arg)
 	for (;;) {
 		pthread_mutex_lock(&c->mu);
 		while (!c->quiesced && c->ntasks >= c->slots)
-			pthread_cond_wait(&c->cv, &c->mu);
+			pthread_cond_wait(&c->slot_cv, &c->mu);
 		bool q = c->quiesced;
 		int free_slots = (int)(c->slots - c->ntasks);
 		pthread_mutex_unlock(&c->mu);
@@ -349,7 +349,7 @@ void *cl_ticker_main(void *arg)
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += 1;
-		pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+		pthread_cond_timedwait(&c->tick_cv, &c->mu, &ts);
 		if (cl_wall_ms() - last_ack >= ack_gap) {
 			last_ack = cl_wall_ms();
 			for (cl_task *t = c->tasks; t; t = t->next)

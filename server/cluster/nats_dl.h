@@ -14,6 +14,7 @@
 #include <nats/nats.h>
 
 #define PD_NATS_FUNCS(X)                                                                         \
+	X(nats_Open)                                                                             \
 	X(natsOptions_Create)                                                                    \
 	X(natsOptions_Destroy)                                                                   \
 	X(natsOptions_SetURL)                                                                    \
