@@ -176,6 +176,10 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 		s = N.natsOptions_SetPingInterval(c->nopts, 2000);
 	if (s == NATS_OK)
 		s = N.natsOptions_SetReconnectBufSize(c->nopts, 64 << 20);
+	/* acks and "ready" notes written by the thread that makes them, not handed to libnats'
+	 * flusher thread: one wake-up fewer for each, and the origin hears of its answer sooner */
+	if (s == NATS_OK)
+		s = N.natsOptions_SetSendAsap(c->nopts, true);
 	if (s != NATS_OK) {
 		pd_fail(e, EINVAL, "cluster %s: %s", c->urls, cl_status(s));
 		goto fail;

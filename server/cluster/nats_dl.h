@@ -24,6 +24,7 @@
 	X(natsOptions_SetTimeout)                                                                \
 	X(natsOptions_SetPingInterval)                                                           \
 	X(natsOptions_SetReconnectBufSize)                                                       \
+	X(natsOptions_SetSendAsap)                                                               \
 	X(natsConnection_Connect)                                                                \
 	X(natsConnection_Close)                                                                  \
 	X(natsConnection_Destroy)                                                                \
