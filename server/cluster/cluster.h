@@ -69,6 +69,7 @@ struct pd_cluster {
 	/* figures (mu) */
 	uint64_t submitted, published, dup_published, dup_answered, publish_failures;
 	uint64_t pulled, redelivered, exhausted, recorded, already_recorded, naks, answered, results_too_big;
+	uint64_t results_by_ref, refs_fetched, ref_failures;
 };
 
 /* The results bucket's key of a request id: the id's bytes a key may hold as they are, others
@@ -92,6 +93,19 @@ void cl_edge_drain(pd_cluster *c);
 /* executor.c */
 void *cl_puller_main(void *arg);
 void *cl_ticker_main(void *arg);
+
+/* refs.c: results larger than the broker carries */
+/* Keeps value (the whole answer) in this node's file for token; returns the small value that
+ * claims the request by reference (malloc'd), or NULL when it could not be kept. */
+char *cl_ref_keep(pd_cluster *c, int status, const char *token, const char *value, size_t len, size_t *out_len);
+/* Removes token's file (its claim lost: another node's answer is the request's). */
+void cl_ref_drop(pd_cluster *c, const char *token);
+/* Removes the files older than the duplicate window. */
+void cl_ref_expire(pd_cluster *c);
+/* Fetches the answer a claim by reference names (ref: its "ref" object) from the node that
+ * keeps it: *val (malloc'd) the whole value, or an error value (502) saying what failed. */
+void cl_ref_fetch(pd_cluster *c, json_t *ref, const char *node, const char *token, int status, char **val,
+		  size_t *len);
 
 /* nodes.c */
 void cl_heartbeat(pd_cluster *c);

@@ -40,10 +40,24 @@ struct cl_waiter {
 
 /* ---- answers ------------------------------------------------------------------------------- */
 
-/* The answer a result value holds: {"status", "node", "token", "body"}. */
-static void answer_from_value(const char *val, size_t len, pd_cluster_answer cb, void *arg)
+/* The answer a result value holds: {"status", "node", "token", "body"}, or, for a result larger
+ * than the broker carries, {"status", "node", "token", "ref"}: then fetched from the node that
+ * has it (an HTTP round trip: never on a libnats thread, which the executor's bare note for a
+ * reference ensures). */
+static void answer_from_value(pd_cluster *c, const char *val, size_t len, pd_cluster_answer cb, void *arg)
 {
 	json_t *v = json_loadb(val, len, 0, NULL);
+	json_t *ref = v ? json_object_get(v, "ref") : NULL;
+	if (json_is_object(ref)) {
+		char *whole = NULL;
+		size_t wlen = 0;
+		cl_ref_fetch(c, ref, json_string_value(json_object_get(v, "node")),
+			     json_string_value(json_object_get(v, "token")) ? json_string_value(json_object_get(v, "token")) : "",
+			     (int)json_integer_value(json_object_get(v, "status")), &whole, &wlen);
+		json_decref(v);
+		v = whole ? json_loadb(whole, wlen, 0, NULL) : NULL;
+		free(whole);
+	}
 	json_t *b = v ? json_object_get(v, "body") : NULL;
 	char *text = b ? json_dumps(b, JSON_COMPACT) : NULL;
 	if (!text) {
@@ -99,7 +113,7 @@ static void deliver_value(pd_cluster *c, const char *request_id, char *val, size
 	while (mine) {
 		cl_waiter *w = mine;
 		mine = w->next;
-		answer_from_value(val, len, w->cb, w->arg);
+		answer_from_value(c, val, len, w->cb, w->arg);
 		free(w);
 	}
 	free(val);

@@ -66,7 +66,7 @@ static const char *client_of(struct MHD_Connection *c, char *buf, size_t len)
 
 /* A cluster's answer (a cluster thread): the first result of the request id, whichever node ran
  * it. */
-static void cluster_done(void *arg, int status, const char *body, size_t len, unsigned retry_after)
+void cluster_answer(void *arg, int status, const char *body, size_t len, unsigned retry_after)
 {
 	req *r = arg;
 	char *copy = malloc(len + 1);
@@ -116,7 +116,7 @@ void runs_submit(req *r, kind k)
 				 pd_ctx_run_id(r->srv->ctx), __atomic_add_fetch(&rseq, 1, __ATOMIC_RELAXED));
 		}
 		http_suspend(r);
-		pd_cluster_submit(r->srv->cluster, kind_names[k], r->body ? r->body : "", r->len, rid, cluster_done, r);
+		pd_cluster_submit(r->srv->cluster, kind_names[k], r->body ? r->body : "", r->len, rid, cluster_answer, r);
 		return;
 	}
 	if (!j->task_id[0]) {

@@ -93,6 +93,12 @@ static void execute(pd_job *j, pd_pools *pools)
 		j->record = pd_judged_to_json(&d);
 	}
 	pd_judged_free(&d);
+	/* cluster mode: the verdict names the node that judged it and the request it answers, as a
+	 * run's record does */
+	if (j->record && j->node[0])
+		json_object_set_new(j->record, "node", json_string(j->node));
+	if (j->record && j->request_id[0])
+		json_object_set_new(j->record, "request_id", json_string(j->request_id));
 	j->finished_us = wall_us();
 }
 
