@@ -322,11 +322,12 @@ const char *pd_cluster_node_id(const pd_cluster *c);
 /* An answer to a request submitted through the cluster: an HTTP status and a JSON body. Called
  * once, from a cluster thread. */
 typedef void (*pd_cluster_answer)(void *arg, int status, const char *body, size_t len, unsigned retry_after);
-/* Submits a run request (kind "native", "run_code", "piston" or "judge"; body as the client sent it, which
+/* Submits a run request (kind "native", "run_code", "piston" or "judge"; template_name the
+ * template it runs in: only nodes that have it pull it; body as the client sent it, which
  * the edge has already parsed once to refuse bad requests) under a request id: the first result
  * of that id within the window, whichever node ran it. */
-void pd_cluster_submit(pd_cluster *c, const char *kind, const char *body, size_t len, const char *request_id,
-		       pd_cluster_answer cb, void *arg);
+void pd_cluster_submit(pd_cluster *c, const char *kind, const char *template_name, const char *body, size_t len,
+		       const char *request_id, pd_cluster_answer cb, void *arg);
 /* {"nodes": [{"id","address","pools","load","last_heartbeat"}...]} */
 json_t *pd_cluster_nodes(pd_cluster *c);
 /* Where a session lives: 0 here, 1 on the node at addr, -1 on a node that is gone (why says). */

@@ -105,6 +105,50 @@ static int ensure_bucket(pd_cluster *c, const char *name, int64_t ttl_ns, kvStor
 	return 0;
 }
 
+/* A durable pull consumer per template this node has (filter paddock.work.*.<template>), shared
+ * by every node that has it: a node pulls only work it can run, and work for a template no live
+ * node has waits in the stream (it is not taken and failed by a node that lacks it). */
+static int start_consumers(pd_cluster *c, pd_err *e)
+{
+	size_t n = 0;
+	pd_pool_stats *st = pd_pools_stats(c->pools, &n);
+	c->consumers = calloc(n ? n : 1, sizeof *c->consumers);
+	if (!c->consumers) {
+		free(st);
+		return pd_fail(e, ENOMEM, "cluster: consumers");
+	}
+	int rc = 0;
+	for (size_t i = 0; st && i < n && rc == 0; i++) {
+		if (!st[i].available)
+			continue; /* its dependency is missing here: another node runs it */
+		cl_consumer *k = &c->consumers[c->nconsumers];
+		k->c = c;
+		snprintf(k->template_name, sizeof k->template_name, "%s", st[i].template_name);
+		char tok[200], name[260], filter[300];
+		cl_template_token(k->template_name, tok, sizeof tok);
+		if (!tok[0])
+			snprintf(tok, sizeof tok, "_");
+		snprintf(name, sizeof name, CL_WORK_CONSUMER_PREFIX "%s", tok);
+		snprintf(filter, sizeof filter, "paddock.work.*.%s", tok);
+		jsSubOptions so;
+		N.jsSubOptions_Init(&so);
+		so.Stream = CL_WORK_STREAM;
+		so.Config.AckPolicy = js_AckExplicit;
+		so.Config.AckWait = (int64_t)c->o.ack_wait_s * 1000000000LL;
+		/* one delivery beyond the last try: the node that sees it records the failure */
+		so.Config.MaxDeliver = (int64_t)c->o.max_deliver + 1;
+		so.Config.MaxAckPending = 65536;
+		jsErrCode je = 0;
+		natsStatus s = N.js_PullSubscribe(&k->sub, c->js, filter, name, NULL, &so, &je);
+		if (s != NATS_OK)
+			rc = pd_fail(e, EIO, "cluster: consumer %s: %s (JetStream error %d)", name, cl_status(s), (int)je);
+		else
+			c->nconsumers++;
+	}
+	free(st);
+	return rc;
+}
+
 static bool id_ok(const char *id)
 {
 	if (!*id || strlen(id) >= 64)
@@ -206,32 +250,27 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 		pd_fail(e, EIO, "cluster: subscribe %s: %s", subject, cl_status(s));
 		goto fail;
 	}
-	jsSubOptions so;
-	N.jsSubOptions_Init(&so);
-	so.Stream = CL_WORK_STREAM;
-	so.Config.AckPolicy = js_AckExplicit;
-	so.Config.AckWait = (int64_t)c->o.ack_wait_s * 1000000000LL;
-	/* one delivery beyond the last try: the node that sees it records the failure */
-	so.Config.MaxDeliver = (int64_t)c->o.max_deliver + 1;
-	so.Config.MaxAckPending = 65536;
-	jsErrCode je = 0;
-	if ((s = N.js_PullSubscribe(&c->work, c->js, CL_WORK_SUBJECTS, CL_WORK_CONSUMER, NULL, &so, &je)) != NATS_OK) {
-		pd_fail(e, EIO, "cluster: consumer %s: %s (JetStream error %d)", CL_WORK_CONSUMER, cl_status(s), (int)je);
+	if (start_consumers(c, e) < 0)
 		goto fail;
-	}
 	cl_heartbeat(c);
 	for (int i = 0; i < 2; i++)
 		c->started[i] = pthread_create(&c->publishers[i], NULL, cl_publisher_main, c) == 0;
-	c->started[2] = pthread_create(&c->puller, NULL, cl_puller_main, c) == 0;
-	c->started[3] = pthread_create(&c->poller, NULL, cl_poller_main, c) == 0;
-	c->started[4] = pthread_create(&c->ticker, NULL, cl_ticker_main, c) == 0;
-	for (int i = 0; i < 5; i++)
+	c->started[2] = pthread_create(&c->poller, NULL, cl_poller_main, c) == 0;
+	c->started[3] = pthread_create(&c->ticker, NULL, cl_ticker_main, c) == 0;
+	for (int i = 0; i < 4; i++)
 		if (!c->started[i]) {
 			pd_fail(e, EAGAIN, "cluster: threads");
 			goto fail;
 		}
+	for (size_t i = 0; i < c->nconsumers; i++) {
+		cl_consumer *k = &c->consumers[i];
+		if (!(k->started = pthread_create(&k->thread, NULL, cl_puller_main, k) == 0)) {
+			pd_fail(e, EAGAIN, "cluster: threads");
+			goto fail;
+		}
+	}
 	pd_log("info", "cluster: joined", PD_LS("node", c->node), PD_LS("servers", c->urls),
-	       PD_LU("slots", c->slots), PD_LU("ack_wait_s", c->o.ack_wait_s));
+	       PD_LU("slots", c->slots), PD_LU("templates", c->nconsumers), PD_LU("ack_wait_s", c->o.ack_wait_s));
 	return c;
 fail:
 	pd_cluster_quiesce(c);
@@ -252,19 +291,21 @@ void pd_cluster_quiesce(pd_cluster *c)
 	c->quiesced = true;
 	cl_wake_all(c);
 	pthread_mutex_unlock(&c->mu);
-	if (c->started[2]) {
-		pthread_join(c->puller, NULL);
-		c->started[2] = false;
-	}
-	if (c->started[4]) {
+	for (size_t i = 0; i < c->nconsumers; i++)
+		if (c->consumers[i].started) {
+			pthread_join(c->consumers[i].thread, NULL);
+			c->consumers[i].started = false;
+		}
+	if (c->started[3]) {
 		pthread_join(c->ticker, NULL);
-		c->started[4] = false;
+		c->started[3] = false;
 	}
-	/* no more tasks for this node: the consumer's others take the queue */
-	if (c->work) {
-		N.natsSubscription_Destroy(c->work);
-		c->work = NULL;
-	}
+	/* no more tasks for this node: the consumers' other nodes take the queue */
+	for (size_t i = 0; i < c->nconsumers; i++)
+		if (c->consumers[i].sub) {
+			N.natsSubscription_Destroy(c->consumers[i].sub);
+			c->consumers[i].sub = NULL;
+		}
 }
 
 void pd_cluster_free(pd_cluster *c)
@@ -275,9 +316,12 @@ void pd_cluster_free(pd_cluster *c)
 	c->stopping = c->quiesced = true;
 	cl_wake_all(c);
 	pthread_mutex_unlock(&c->mu);
-	for (int i = 0; i < 5; i++)
+	for (size_t i = 0; i < c->nconsumers; i++)
+		if (c->consumers[i].started)
+			pthread_join(c->consumers[i].thread, NULL);
+	for (int i = 0; i < 4; i++)
 		if (c->started[i])
-			pthread_join(i < 2 ? c->publishers[i] : i == 2 ? c->puller : i == 3 ? c->poller : c->ticker, NULL);
+			pthread_join(i < 2 ? c->publishers[i] : i == 2 ? c->poller : c->ticker, NULL);
 	/* anything submitted after the publishers left */
 	cl_edge_drain(c);
 	/* no note may reach on_notify once c is freed: unsubscribed, and the connection closed
@@ -288,8 +332,10 @@ void pd_cluster_free(pd_cluster *c)
 		N.natsConnection_Close(c->nc);
 	if (c->notify)
 		N.natsSubscription_Destroy(c->notify);
-	if (c->work)
-		N.natsSubscription_Destroy(c->work);
+	for (size_t i = 0; i < c->nconsumers; i++)
+		if (c->consumers[i].sub)
+			N.natsSubscription_Destroy(c->consumers[i].sub);
+	free(c->consumers);
 	if (c->results)
 		N.kvStore_Destroy(c->results);
 	if (c->nodes)

@@ -18,7 +18,8 @@
 
 #define CL_WORK_STREAM "PADDOCK_WORK"
 #define CL_WORK_SUBJECTS "paddock.work.>"
-#define CL_WORK_CONSUMER "paddock-workers"
+#define CL_WORK_CONSUMER_PREFIX "paddock-t-" /* + a template: its durable pull consumer */
+#define CL_MAX_TEMPLATES 128
 #define CL_RESULTS_BUCKET "paddock-results"
 #define CL_NODES_BUCKET "paddock-nodes"
 #define CL_NOTIFY_PREFIX "paddock.done." /* + the origin node's id: "result ready" for its waiters */
@@ -28,6 +29,16 @@
 typedef struct cl_waiter cl_waiter;
 typedef struct cl_task cl_task;
 typedef struct cl_submit cl_submit;
+
+/* One template's work: its durable consumer (shared by every node that has the template) and
+ * the thread that pulls from it on this node. */
+typedef struct cl_consumer {
+	pd_cluster *c;
+	char template_name[64];
+	natsSubscription *sub;
+	pthread_t thread;
+	bool started;
+} cl_consumer;
 
 struct pd_cluster {
 	pd_cluster_opts o;
@@ -43,7 +54,9 @@ struct pd_cluster {
 	natsConnection *nc;
 	jsCtx *js;
 	kvStore *results, *nodes;
-	natsSubscription *work, *notify;
+	natsSubscription *notify;
+	cl_consumer *consumers; /* one per template this node has */
+	size_t nconsumers;
 	int64_t max_payload;
 	unsigned slots;
 
@@ -63,8 +76,8 @@ struct pd_cluster {
 	size_t nready, ready_cap;
 	cl_task *tasks; /* pulled and not yet acked */
 	unsigned ntasks;
-	pthread_t publishers[2], puller, poller, ticker;
-	bool started[5];
+	pthread_t publishers[2], poller, ticker;
+	bool started[4]; /* publishers, poller, ticker */
 
 	/* figures (mu) */
 	uint64_t submitted, published, dup_published, dup_answered, publish_failures;
@@ -75,6 +88,8 @@ struct pd_cluster {
 /* The results bucket's key of a request id: the id's bytes a key may hold as they are, others
  * (and '=') as =XX: one key per id, never two ids on one key. */
 void cl_result_key(const char *request_id, char *key, size_t len);
+/* A template's subject token (and consumer name part): as a result key. */
+#define cl_template_token cl_result_key
 /* A status's text, for logs and errors. */
 const char *cl_status(natsStatus s);
 uint64_t cl_wall_ms(void);

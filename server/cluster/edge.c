@@ -22,6 +22,7 @@
 
 struct cl_submit {
 	char kind[16];
+	char template_name[64];
 	char request_id[128];
 	char *body;
 	size_t len;
@@ -130,8 +131,8 @@ static void deliver(pd_cluster *c, const char *request_id)
 
 /* ---- the edge: submit, publish, wait ------------------------------------------------------- */
 
-void pd_cluster_submit(pd_cluster *c, const char *kind, const char *body, size_t len, const char *request_id,
-		       pd_cluster_answer cb, void *arg)
+void pd_cluster_submit(pd_cluster *c, const char *kind, const char *template_name, const char *body, size_t len,
+		       const char *request_id, pd_cluster_answer cb, void *arg)
 {
 	if (c->max_payload > 0 && len + HEADROOM > (uint64_t)c->max_payload) {
 		char msg[200];
@@ -155,6 +156,7 @@ void pd_cluster_submit(pd_cluster *c, const char *kind, const char *body, size_t
 	q->body[len] = 0;
 	q->len = len;
 	snprintf(q->kind, sizeof q->kind, "%s", kind);
+	snprintf(q->template_name, sizeof q->template_name, "%s", template_name);
 	snprintf(q->request_id, sizeof q->request_id, "%s", request_id);
 	q->cb = cb;
 	q->arg = arg;
@@ -182,8 +184,13 @@ void pd_cluster_submit(pd_cluster *c, const char *kind, const char *body, size_t
  * first: the message id does the duplicate check in the same round trip. */
 static int publish(pd_cluster *c, const cl_submit *q)
 {
-	char subject[64];
-	snprintf(subject, sizeof subject, "paddock.work.%s", q->kind);
+	/* paddock.work.<kind>.<template>: the template's consumer takes it, so only a node that
+	 * has the template pulls it */
+	char subject[300], tok[200];
+	cl_template_token(q->template_name, tok, sizeof tok);
+	if (!tok[0])
+		snprintf(tok, sizeof tok, "_");
+	snprintf(subject, sizeof subject, "paddock.work.%s.%s", q->kind, tok);
 	uint64_t until = cl_wall_ms() + PUBLISH_GIVE_UP_MS;
 	for (;;) {
 		natsMsg *m = NULL;

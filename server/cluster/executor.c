@@ -162,7 +162,11 @@ static void task_end(pd_cluster *c, cl_task *t)
 			c->ntasks--;
 			break;
 		}
-	pthread_cond_signal(&c->slot_cv);
+	/* every template's puller may use the slot */
+	if (c->nconsumers > 1)
+		pthread_cond_broadcast(&c->slot_cv);
+	else
+		pthread_cond_signal(&c->slot_cv);
 	pthread_mutex_unlock(&c->mu);
 	N.natsMsg_Destroy(t->m);
 	free(t->value);
@@ -344,9 +348,14 @@ static void take_task(pd_cluster *c, natsMsg *m)
 	}
 }
 
+/* One template's puller. The node's slots are shared by its templates' pullers: each asks for
+ * as many tasks as are free when it asks, so while two fetch at once a node may hold a few more
+ * than its slots (they wait in its scheduler's queue, their acks renewed), never more than its
+ * slots times its templates. */
 void *cl_puller_main(void *arg)
 {
-	pd_cluster *c = arg;
+	cl_consumer *k = arg;
+	pd_cluster *c = k->c;
 	for (;;) {
 		pthread_mutex_lock(&c->mu);
 		while (!c->quiesced && c->ntasks >= c->slots)
@@ -358,7 +367,7 @@ void *cl_puller_main(void *arg)
 			break;
 		natsMsgList list = {0};
 		jsErrCode je = 0;
-		natsStatus s = N.natsSubscription_Fetch(&list, c->work, free_slots, 1000, &je);
+		natsStatus s = N.natsSubscription_Fetch(&list, k->sub, free_slots, 1000, &je);
 		if (s != NATS_OK && s != NATS_TIMEOUT) {
 			/* the broker away: libnats reconnects; ask again shortly */
 			usleep(200 * 1000);

@@ -158,9 +158,11 @@ static void judge_to_cluster(req *r, pd_job *j)
 		snprintf(rid, sizeof rid, "j-%s-%08" PRIx32 "-%" PRIu64, pd_cluster_node_id(r->srv->cluster),
 			 pd_ctx_run_id(r->srv->ctx), __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
 	}
+	char tpl[64];
+	snprintf(tpl, sizeof tpl, "%s", j->template_name);
 	pd_job_free(j);
 	http_suspend(r);
-	pd_cluster_submit(r->srv->cluster, "judge", r->body ? r->body : "", r->len, rid, cluster_answer, r);
+	pd_cluster_submit(r->srv->cluster, "judge", tpl, r->body ? r->body : "", r->len, rid, cluster_answer, r);
 }
 
 void judge_submit(req *r, const char *url, const char *method)

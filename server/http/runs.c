@@ -109,6 +109,8 @@ void runs_submit(req *r, kind k)
 	}
 	if (r->srv->cluster) {
 		/* refused requests were answered above, here; the rest runs where the cluster has room */
+		char tpl[64];
+		snprintf(tpl, sizeof tpl, "%s", j->template_name);
 		pd_job_free(j);
 		if (!rid[0]) {
 			static uint64_t rseq;
@@ -116,7 +118,7 @@ void runs_submit(req *r, kind k)
 				 pd_ctx_run_id(r->srv->ctx), __atomic_add_fetch(&rseq, 1, __ATOMIC_RELAXED));
 		}
 		http_suspend(r);
-		pd_cluster_submit(r->srv->cluster, kind_names[k], r->body ? r->body : "", r->len, rid, cluster_answer, r);
+		pd_cluster_submit(r->srv->cluster, kind_names[k], tpl, r->body ? r->body : "", r->len, rid, cluster_answer, r);
 		return;
 	}
 	if (!j->task_id[0]) {

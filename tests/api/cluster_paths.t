@@ -4,7 +4,9 @@
 # that ran it and fetched by reference (also for a retry through the other node); POST /v1/judge
 # runs on the cluster (a verdict with the node that judged it; the same request id judged once);
 # a task whose every delivery ended with its node gone (here --cluster-max-deliver 1: one node
-# killed mid-run) ends as a recorded infrastructure failure, answered to the client and counted.
+# killed mid-run) ends as a recorded infrastructure failure, answered to the client and counted;
+# work goes through one consumer per template: a node that has only bash never takes python work,
+# which waits in the stream until a node that has python joins.
 source "$(dirname "$0")/api.sh"
 
 if ! command -v nats-server >/dev/null; then
@@ -15,7 +17,7 @@ if ! [ -e /usr/lib/x86_64-linux-gnu/libnats.so.3.4 ] && ! ldconfig -p | grep -q 
   echo "1..0 # SKIP libnats3.4 is missing (scripts/install-deps.sh installs it)"
   exit 0
 fi
-plan 22
+plan 28
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 NPORT=$(free_port)
@@ -28,9 +30,10 @@ wait_for 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/$NPORT" 2>/dev/null
 ok $? "nats-server with JetStream and a 256 KiB message limit on 127.0.0.1:$NPORT"
 
 declare -A NPID NURL
-start_node() {  # start_node NAME: a node, its store at $TMPD/db.NAME.sqlite; sets NURL[NAME]
-  local n=$1 log=$TMPD/daemon.$1.log addr="" i
-  "$PADDOCK" serve --listen 127.0.0.1:0 --db "$TMPD/db.$n.sqlite" --cluster "nats://127.0.0.1:$NPORT" \
+start_node() {  # start_node NAME [SERVE ARGS]: a node, its store at $TMPD/db.NAME.sqlite; sets NURL[NAME]
+  local n=$1 log=$TMPD/daemon.$1.$RANDOM.log addr="" i
+  shift
+  "$PADDOCK" serve "$@" --listen 127.0.0.1:0 --db "$TMPD/db.$n.sqlite" --cluster "nats://127.0.0.1:$NPORT" \
     --node-id "$n" --cluster-ack-wait 3 --cluster-max-deliver 1 --warm 1 </dev/null >"$log" 2>&1 &
   NPID[$n]=$!
   for ((i = 0; i < 300; i++)); do
@@ -124,3 +127,29 @@ import sqlite3
 print('|'.join(map(str, sqlite3.connect('$TMPD/db.$other.sqlite', timeout=30).execute(
   \"SELECT count(*), max(failure_class) FROM attempts WHERE request_id = 'ex-1'\").fetchone())))")
 is "$rec" "1|internal_error" "... and recorded once, in node $other's store, as internal_error"
+
+# --- one consumer per template: a node pulls only the templates it has ----------------------------
+python3 -c "
+import json
+d = json.load(open('contrib/templates.example.json'))
+print(json.dumps({'templates': [t for t in d['templates'] if t['name'] == 'bash']}))" >"$TMPD/bash-only.json"
+start_node c --templates "$TMPD/bash-only.json"
+ok $? "node c joined with the bash template only"
+kill -KILL "${NPID[$other]}"
+wait "${NPID[$other]}" 2>/dev/null
+unset "NPID[$other]"
+curl -s -m 90 -o "$TMPD/py.out" -H 'X-Request-Id: py-1' -H 'Content-Type: application/json' \
+  --data-binary '{"language":"python","code":"print(6*7)"}' "${NURL[c]}/run_code" &
+PYPID=$!
+U=${NURL[c]} req POST /run_code -H 'X-Request-Id: sh-1' -H 'Content-Type: application/json' \
+  --data-binary '{"language":"bash","code":"echo here"}'
+is "$CODE|$(jb .run_result.stdout)|$(jb .node)" "200|here|c" "node c alone: bash work runs on c"
+wait_for 5 bash -c "[ \"\$(curl -s ${NURL[c]}/metrics | sed -n 's/^paddock_cluster_published_total{node=\"c\"} //p')\" = 2 ]"
+ok $? "... the python request was published too"
+kill -0 "$PYPID" 2>/dev/null
+ok $? "... but python work waits in the stream: c has no python and never pulls it"
+is "$(metric pulled_total c)" 1 "... node c pulled the bash task only"
+start_node a
+wait "$PYPID"
+is "$(jq -r '[.run_result.stdout, .node] | join("|")' "$TMPD/py.out")" "42
+|a" "a node with python joined (a): the waiting request ran there and was answered"
