@@ -1,12 +1,12 @@
 /* A node of a paddock cluster on NATS JetStream (docs/cluster.md is the user's account).
  *
- * The edge: a run request (native, /run_code, Piston) is published to the work-queue stream
+ * The edge: a run request (native, /run_code, Piston, a judge request) is published to the work-queue stream
  * PADDOCK_WORK with its request id as the message id, so the stream's duplicate window absorbs a
  * client's retries; the request waits for its result in the bucket paddock-results, keyed by the
  * request id. A result already there (a retry, through any node) is answered at once.
  *
- * The executor: every node pulls from one durable pull consumer, only as many tasks as it has
- * free slots, runs each through its own scheduler and pools, and acks only after the record is
+ * The executor: every node pulls from one durable pull consumer per template it has (shared by
+ * the nodes that have it), only as many tasks as it has free slots, runs each through its own scheduler and pools, and acks only after the record is
  * stored. The store commits a record only together with its claim: the creation of the request's
  * key in paddock-results (first writer wins), whose value is the answer. So a task redelivered
  * after its node died (ack timeout; long runs renew it with in-progress acks) finds the claim and
