@@ -38,8 +38,16 @@ static json_t *render(const pd_job *j, const char *kind, int *status)
 		*status = 400;
 		return json_pack("{s:o}", "message", pd_json_text(j->error));
 	}
-	if (!strcmp(kind, "judge"))
-		return pd_judge_job_record(j); /* the verdict, as POST /v1/judge answers it */
+	if (!strcmp(kind, "judge")) {
+		/* the verdict, as POST /v1/judge answers it; one that never ran (exhausted) names the
+		 * node and the request too */
+		json_t *rec = pd_judge_job_record(j);
+		if (rec && !json_object_get(rec, "node"))
+			json_object_set_new(rec, "node", json_string(j->node));
+		if (rec && !json_object_get(rec, "request_id"))
+			json_object_set_new(rec, "request_id", json_string(j->request_id));
+		return rec;
+	}
 	return !strcmp(kind, "run_code") ? pd_job_to_run_code(j)
 	       : !strcmp(kind, "piston") ? pd_job_to_piston(j)
 					 : pd_job_to_json(j);
