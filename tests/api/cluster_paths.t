@@ -3,7 +3,8 @@
 # own whose message limit is 256 KiB: a result larger than the broker carries is kept on the node
 # that ran it and fetched by reference (also for a retry through the other node); POST /v1/judge
 # runs on the cluster (a verdict with the node that judged it; the same request id judged once);
-# a task whose every delivery ended with its node gone (here --cluster-max-deliver 1: one node
+# deterministic failures (an exit code, a timeout, a compile error) are answered, never given
+# back; a task whose every delivery ended with its node gone (here --cluster-max-deliver 1: one node
 # killed mid-run) ends as a recorded infrastructure failure, answered to the client and counted;
 # work goes through one consumer per template: a node that has only bash never takes python work,
 # which waits in the stream until a node that has python joins.
@@ -17,7 +18,7 @@ if ! [ -e /usr/lib/x86_64-linux-gnu/libnats.so.3.4 ] && ! ldconfig -p | grep -q 
   echo "1..0 # SKIP libnats3.4 is missing (scripts/install-deps.sh installs it)"
   exit 0
 fi
-plan 28
+plan 32
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 NPORT=$(free_port)
@@ -102,6 +103,21 @@ import glob, sqlite3
 print(sum(sqlite3.connect(d, timeout=30).execute(\"SELECT count(*) FROM attempts WHERE request_id = 'judge-1'\").fetchone()[0]
           for d in glob.glob('$TMPD/db.*.sqlite')))")
 is "$judged" 1 "... judged and recorded once"
+
+# --- deterministic failures are answers: acked, never given back or run again -------------------
+U=${NURL[a]} post_json /v1/runs '{"request_id":"det-exit","template":"bash","cmd":["bash","-c","exit 7"]}'
+is "$CODE|$(jb '[.failure_class, .status, (.run.exit_code | tostring)] | join(" ")')" "200|none RE 7" \
+  "a run that exits 7: answered as it is (RE)"
+U=${NURL[a]} post_json /v1/runs '{"request_id":"det-timeout","template":"bash","cmd":["sleep","5"],"limits":{"wall_time":1}}'
+is "$CODE|$(jb .failure_class)" "200|exec_timeout" "a run past its wall time: exec_timeout, answered"
+U=${NURL[b]} post_json /v1/runs '{"request_id":"det-compile","template":"c","files":{"p.c":"int main( {"},"compile":["gcc","-o","p","p.c"],"cmd":["./p"]}'
+is "$CODE|$(jb '.compile.status != "OK" and .run == null')" "200|true" "a compile error: answered, not run"
+dets=$(python3 -c "
+import glob, sqlite3
+print(sum(sqlite3.connect(d, timeout=30).execute(\"SELECT count(*) FROM attempts WHERE request_id LIKE 'det-%'\").fetchone()[0]
+          for d in glob.glob('$TMPD/db.*.sqlite')))")
+is "$dets|$(($(metric redelivered_total a) + $(metric redelivered_total b)))|$(($(metric naks_total a) + $(metric naks_total b)))" \
+  "3|0|0" "... each recorded once, none given back (0 naks) nor delivered again (0 redeliveries)"
 
 # --- a task whose every delivery lost its node: an infrastructure failure, answered -------------
 curl -s -m 60 -o "$TMPD/ex.out" -H 'X-Request-Id: ex-1' -H 'Content-Type: application/json' \
