@@ -6,6 +6,7 @@
  *   conns.c       connection limits (total, per client address) and the descriptor reserve
  *   prometheus.c  /metrics: the server's gauges and counters as Prometheus text
  *   judge.c       POST /v1/judge: a submission judged by server/judge/ on a scheduler worker
+ *   records.c     GET /v1/runs[/{task_id}]: the stored attempts read back
  * Only the files above include this header; the rest of paddock sees server.h. */
 #ifndef PADDOCK_SERVER_HTTP_H
 #define PADDOCK_SERVER_HTTP_H
@@ -132,6 +133,12 @@ void judge_submit(req *r, const char *url, const char *method);
 void cluster_answer(void *arg, int status, const char *body, size_t len, unsigned retry_after);
 /* A judge request's job on this node, for the cluster's executor (pd_cluster_opts.judge_job). */
 pd_job *judge_job_for_cluster(void *srv, json_t *body, int *status, pd_err *e);
+
+/* ---- the store read back (records.c) ---- */
+/* GET /v1/runs?group_id=&since=&kind=&last=&limit=&cursor= */
+void records_list(req *r, const char *url, const char *method);
+/* GET /v1/runs/{task_id} */
+void records_get(req *r, const char *url, const char *method);
 
 /* ---- sessions (sessions.c) ---- */
 void sessions_create(req *r, const char *url, const char *method);
