@@ -90,6 +90,9 @@ static const serve_opt serve_opts[] = {
 	{"cluster-ack-wait", 0, T_COUNT, "SECS", 1, 3600, false, FIELD(cluster_ack_wait), "30",
 	 "seconds a node may hold a task without a sign of life before\n"
 	 "the cluster gives it to another node"},
+	{"cluster-max-deliver", 0, T_COUNT, "N", 1, 100, false, FIELD(cluster_max_deliver), "5",
+	 "deliveries of a task whose nodes all stopped before recording\n"
+	 "it; the next one records it as an infrastructure failure"},
 };
 
 #define NOPTS (sizeof serve_opts / sizeof serve_opts[0])

@@ -365,6 +365,11 @@ typedef struct pd_cluster_opts {
 	unsigned max_deliver;    /* deliveries before a task ends as an infrastructure failure; 0 = 5 */
 	unsigned window_s;       /* duplicate window: request ids remembered, results kept; 0 = 600 */
 	unsigned slots;          /* tasks run at once (pulled only as they free up); 0 = 4 */
+	const char *token;       /* the bearer token peers are called with (results by reference) */
+	/* A judge request's job on this node (its judge and problems), for kind "judge"; NULL
+	 * when the node judges nothing. *status as pd_judge_job's. */
+	pd_job *(*judge_job)(void *arg, json_t *body, int *status, pd_err *e);
+	void *judge_arg;
 } pd_cluster_opts;
 
 /* Connects, makes the streams and buckets if missing, starts pulling, heartbeating. */
@@ -379,16 +384,21 @@ const char *pd_cluster_node_id(const pd_cluster *c);
 /* An answer to a request submitted through the cluster: an HTTP status and a JSON body. Called
  * once, from a cluster thread. */
 typedef void (*pd_cluster_answer)(void *arg, int status, const char *body, size_t len, unsigned retry_after);
-/* Submits a run request (kind "native", "run_code" or "piston"; body as the client sent it, which
+/* Submits a run request (kind "native", "run_code", "piston" or "judge"; template_name the
+ * template it runs in: only nodes that have it pull it; body as the client sent it, which
  * the edge has already parsed once to refuse bad requests) under a request id: the first result
  * of that id within the window, whichever node ran it. */
-void pd_cluster_submit(pd_cluster *c, const char *kind, const char *body, size_t len, const char *request_id,
-		       pd_cluster_answer cb, void *arg);
+void pd_cluster_submit(pd_cluster *c, const char *kind, const char *template_name, const char *body, size_t len,
+		       const char *request_id, pd_cluster_answer cb, void *arg);
 /* {"nodes": [{"id","address","pools","load","last_heartbeat"}...]} */
 json_t *pd_cluster_nodes(pd_cluster *c);
 /* Where a session lives: 0 here, 1 on the node at addr, -1 on a node that is gone (why says). */
 int pd_cluster_session_node(pd_cluster *c, const char *session_id, char *addr, size_t addr_len, char *why,
 			    size_t why_len);
+/* A result this node keeps because the broker cannot carry it (server/cluster/refs.c): the whole
+ * answer value of the attempt whose claim token is token, for GET /v1/cluster/results/{token}.
+ * 0 and *text (malloc'd); -1 with e->code ENOENT when there is none (expired, or never). */
+int pd_cluster_result_file(pd_cluster *c, const char *token, char **text, size_t *len, pd_err *e);
 /* Prometheus lines of this node's cluster figures. malloc'd. */
 char *pd_cluster_metrics(pd_cluster *c);
 
@@ -427,6 +437,7 @@ typedef struct pd_server_opts {
 	const char *cluster;        /* nats://HOST:PORT[,...]: join a cluster (NULL = single node) */
 	const char *node_id;        /* the node's id in the cluster; NULL = <hostname>-<port> */
 	unsigned cluster_ack_wait;  /* seconds; 0 = 30 */
+	unsigned cluster_max_deliver; /* 0 = 5 */
 } pd_server_opts;
 
 pd_server *pd_server_start(const pd_server_opts *o, pd_err *e);

@@ -159,6 +159,10 @@ void runs_submit(req *r, kind k);
 
 /* ---- the judge (judge.c) ---- */
 void judge_submit(req *r, const char *url, const char *method);
+/* A cluster's answer to a suspended request (runs.c): sets the response and resumes. */
+void cluster_answer(void *arg, int status, const char *body, size_t len, unsigned retry_after);
+/* A judge request's job on this node, for the cluster's executor (pd_cluster_opts.judge_job). */
+pd_job *judge_job_for_cluster(void *srv, json_t *body, int *status, pd_err *e);
 
 /* ---- the store read back (records.c) ---- */
 /* GET /v1/runs?group_id=&since=&kind=&last=&limit=&cursor= */
@@ -181,6 +185,8 @@ void sessions_drain(pd_server *s);
 /* ---- cluster mode (server/cluster/forward.c) ---- */
 /* GET /v1/cluster. */
 void cluster_list(req *r, const char *url, const char *method);
+/* GET /v1/cluster/results/{token}: a result too big for the broker, kept here for its origin. */
+void cluster_result(req *r, const char *url, const char *method);
 /* A session request: forwarded to the node holding the session (410 when it is gone), or
  * handled here by sessions_op. */
 void cluster_session_op(req *r, const char *url, const char *method);

@@ -7,6 +7,7 @@
 #include "http.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,6 +141,32 @@ static void judge_batch(req *r, json_t *body)
 	free(jobs);
 }
 
+pd_job *judge_job_for_cluster(void *arg, json_t *body, int *status, pd_err *e)
+{
+	pd_server *srv = arg;
+	return pd_judge_job(srv->judge, &srv->problems, body, pd_ctx_run_id(srv->ctx), status, e);
+}
+
+/* Cluster mode: the request, refused here when it is bad, runs on a node with room, as runs do
+ * (runs.c); the same request id answers the first verdict. */
+static void judge_to_cluster(req *r, pd_job *j)
+{
+	char rid[128];
+	const char *hid = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Request-Id");
+	if (hid && *hid) {
+		snprintf(rid, sizeof rid, "%s", hid);
+	} else {
+		static uint64_t seq;
+		snprintf(rid, sizeof rid, "j-%s-%08" PRIx32 "-%" PRIu64, pd_cluster_node_id(r->srv->cluster),
+			 pd_ctx_run_id(r->srv->ctx), __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+	}
+	char tpl[64];
+	snprintf(tpl, sizeof tpl, "%s", j->template_name);
+	pd_job_free(j);
+	http_suspend(r);
+	pd_cluster_submit(r->srv->cluster, "judge", tpl, r->body ? r->body : "", r->len, rid, cluster_answer, r);
+}
+
 void judge_submit(req *r, const char *url, const char *method)
 {
 	(void)url;
@@ -162,6 +189,10 @@ void judge_submit(req *r, const char *url, const char *method)
 	json_decref(body);
 	if (!j) {
 		http_set_error(r, status, "%s", e.msg);
+		return;
+	}
+	if (srv->cluster) {
+		judge_to_cluster(r, j);
 		return;
 	}
 	const char *client = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Paddock-Client");

@@ -157,6 +157,7 @@ static const route routes[] = {
 	{"GET", "/v1/sessions", sessions_list},
 	{NULL, "/v1/sessions/", cluster_session_op}, /* sessions_op, unless on another node */
 	{"GET", "/v1/cluster", cluster_list},
+	{"GET", "/v1/cluster/results/", cluster_result},
 	/* SandboxFusion */
 	{"GET", "/v1/ping", ping},
 	{"POST", "/run_code", run_code},

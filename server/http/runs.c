@@ -86,7 +86,7 @@ static void default_deadline(pd_server *srv, pd_job *j)
 
 /* A cluster's answer (a cluster thread): the first result of the request id, whichever node ran
  * it. */
-static void cluster_done(void *arg, int status, const char *body, size_t len, unsigned retry_after)
+void cluster_answer(void *arg, int status, const char *body, size_t len, unsigned retry_after)
 {
 	req *r = arg;
 	char *copy = malloc(len + 1);
@@ -129,6 +129,8 @@ void runs_submit(req *r, kind k)
 	}
 	if (r->srv->cluster) {
 		/* refused requests were answered above, here; the rest runs where the cluster has room */
+		char tpl[64];
+		snprintf(tpl, sizeof tpl, "%s", j->template_name);
 		pd_job_free(j);
 		if (!rid[0]) {
 			static uint64_t rseq;
@@ -136,7 +138,7 @@ void runs_submit(req *r, kind k)
 				 pd_ctx_run_id(r->srv->ctx), __atomic_add_fetch(&rseq, 1, __ATOMIC_RELAXED));
 		}
 		http_suspend(r);
-		pd_cluster_submit(r->srv->cluster, kind_names[k], r->body ? r->body : "", r->len, rid, cluster_done, r);
+		pd_cluster_submit(r->srv->cluster, kind_names[k], tpl, r->body ? r->body : "", r->len, rid, cluster_answer, r);
 		return;
 	}
 	if (!j->task_id[0]) {

@@ -99,6 +99,12 @@ static bool judge_once(pd_job *j, judge_work *w, const pd_judge_opts *o)
 	json_object_set_new(j->record, "attempt", json_integer(j->attempts));
 	json_object_set_new(j->record, "finished_at", json_integer((json_int_t)(wall_us() / 1000)));
 	pd_judged_free(&d);
+	/* cluster mode: the verdict names the node that judged it and the request it answers, as a
+	 * run's record does */
+	if (j->record && j->node[0])
+		json_object_set_new(j->record, "node", json_string(j->node));
+	if (j->record && j->request_id[0])
+		json_object_set_new(j->record, "request_id", json_string(j->request_id));
 	return retry;
 }
 
