@@ -496,6 +496,11 @@ void pd_image_close(pd_image *im);
 /* True when ref names something in the store rather than a directory (a plain directory keeps
  * working as an image). */
 bool pd_image_is_ref(const char *ref);
+/* True when ref names an image by digest ("sha256:..." or 12 to 64 hex digits), not by name. */
+bool pd_image_ref_is_digest(const char *ref);
+/* The manifest digest ("sha256:<hex>") a name or digest stands for now, without leasing anything
+ * (a lookup: ENOENT for an image not in the store). */
+int pd_image_resolve(const char *state_dir, const char *ref, char digest[PD_DIGEST_LEN], pd_err *e);
 
 typedef struct pd_image_entry {
 	char digest[PD_DIGEST_LEN], config_digest[PD_DIGEST_LEN];

@@ -16,7 +16,7 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 		"template", "language", "code",   "files",       "files_base64", "cmd",
 		"shell",    "compile",  "stdin",  "args",        "limits",       "env",
 		"cwd",      "fetch_files", "priority", "deadline_ms", "task_id", "problem_id",
-		"problem_version", "audit", "request_id", NULL};
+		"problem_version", "audit", "request_id", "image", NULL};
 	if (!json_is_object(req)) {
 		pd_refuse(e, "request: must be a JSON object");
 		return NULL;

@@ -135,6 +135,8 @@ pd_job *pd_job_from_piston(json_t *req, pd_err *e)
 		j->run.stdin_data = malloc(j->run.stdin_len + 1);
 		memcpy(j->run.stdin_data, json_string_value(in), j->run.stdin_len + 1);
 	}
+	if (api_parse_image(j, req, e) < 0)
+		goto fail;
 	return j;
 fail:
 	pd_job_free(j);

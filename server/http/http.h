@@ -6,6 +6,7 @@
  *   conns.c       connection limits (total, per client address) and the descriptor reserve
  *   prometheus.c  /metrics: the server's gauges and counters as Prometheus text
  *   judge.c       POST /v1/judge: a submission judged by server/judge/ on a scheduler worker
+ *   images.c      a request's "image": checked against serve --images and the store
  * Only the files above include this header; the rest of paddock sees server.h. */
 #ifndef PADDOCK_SERVER_HTTP_H
 #define PADDOCK_SERVER_HTTP_H
@@ -37,6 +38,7 @@ typedef struct sess_entry {
 	bool closing; /* DELETE arrived while in use */
 	char id[48];
 	char template_name[64];
+	char image_name[160]; /* the image the session was opened on by name ("" = none, or by digest) */
 	uint64_t created_ms;
 } sess_entry;
 
@@ -160,6 +162,12 @@ long conns_fds_open(void);
 /* True (and why, in msg) when a sandbox of this template would have to be built from descriptors
  * kept for the connections that may still come. */
 bool conns_fds_short(pd_server *s, const char *template_name, char *msg, size_t len);
+
+/* ---- request images (images.c) ---- */
+/* Checks a request's "image" against serve --images and the store: 0 (digest filled), or the
+ * HTTP status to answer (400 a malformed reference, 403 not allowed, 404 not in the store) with
+ * e's message. */
+int images_check(pd_server *s, const char *ref, char digest[PD_DIGEST_LEN], pd_err *e);
 
 /* ---- /metrics (prometheus.c) ---- */
 /* The whole exposition: the scheduler's, the pools', the host's, the store's, the connections'. */
