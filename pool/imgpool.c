@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define HEX_KEPT 24 /* digits of the digest in a pool's name: 96 bits, and room for the template's */
 
@@ -85,12 +86,11 @@ static int make_template(pd_pools *p, const pd_template *base, const char *name,
 	return 0;
 }
 
-bool pd_pool_retirable_locked(pd_pools *p, pd_pool *pl, uint64_t now)
+/* No sandbox of it alive, no session on it, and no acquire for a second: a lookup
+ * (pd_pools_template) just before may be about to acquire from it. */
+static bool unused_locked(pd_pools *p, pd_pool *pl, uint64_t now)
 {
-	if (!pl->live || !pl->image || pl->in_use || pl->nready || pl->creating || pl->nreclaiming)
-		return false;
-	/* a lookup (pd_pools_template) a moment ago may be about to acquire from it */
-	if (now - pl->last_acquire_us < p->opts.window_ms * 1000 || now - pl->win_start < 1000000)
+	if (!pl->live || !pl->image || pl->in_use || now - pl->last_acquire_us < 1000000)
 		return false;
 	for (pd_session *s = p->sessions; s; s = s->next)
 		if (s->pl == pl)
@@ -98,31 +98,84 @@ bool pd_pool_retirable_locked(pd_pools *p, pd_pool *pl, uint64_t now)
 	return true;
 }
 
-/* Files t (taken) as a live pool. Called with the lock held. */
-static int install_locked(pd_pools *p, pd_template *t, pd_err *e)
+static bool retirable_locked(pd_pools *p, pd_pool *pl, uint64_t now)
+{
+	return unused_locked(p, pl, now) && !pl->nready && !pl->creating && !pl->nreclaiming;
+}
+
+/* A free slot for a new image pool: never used, retired, or made so by retiring the least
+ * recently used pool that nothing uses. NULL if none is retirable now; *draining is set when the
+ * least recently used unused pool still held READY sandboxes, which are sent to the reclaimer
+ * (its slot frees once they are gone). Called with the lock held. */
+static pd_pool *free_slot_locked(pd_pools *p, bool *draining)
 {
 	uint64_t now = pd_now_us();
-	pd_pool *slot = NULL, *idlest = NULL;
-	for (size_t i = p->nbase; i < p->n && !slot; i++)
+	*draining = false;
+	for (size_t i = p->nbase; i < p->n; i++)
 		if (!p->pools[i].live)
-			slot = &p->pools[i];
-	if (!slot && p->n < p->cap)
-		slot = &p->pools[p->n++];
-	for (size_t i = p->nbase; i < p->n && !slot; i++) {
+			return &p->pools[i];
+	if (p->n < p->cap)
+		return &p->pools[p->n++];
+	pd_pool *lru = NULL;
+	for (size_t i = p->nbase; i < p->n; i++) {
 		pd_pool *pl = &p->pools[i];
-		if (pd_pool_retirable_locked(p, pl, now) && (!idlest || pl->last_acquire_us < idlest->last_acquire_us))
-			idlest = pl;
+		if (unused_locked(p, pl, now) && (!lru || pl->last_acquire_us < lru->last_acquire_us))
+			lru = pl;
 	}
-	if (!slot && idlest) {
+	if (!lru)
+		return NULL;
+	if (retirable_locked(p, lru, now)) {
 		/* its image's lease goes with it; its name brings it back (pd_pool_image_revive) */
-		pd_template_release(&idlest->t);
-		slot = idlest;
+		pd_template_release(&lru->t);
+		lru->live = false;
+		return lru;
+	}
+	/* the least recently used image gives its READY sandboxes up for a newer one, and builds
+	 * no more until it is asked for again */
+	lru->evicting = true;
+	while (lru->ready) {
+		pd_entry *en = lru->ready;
+		lru->ready = en->next;
+		lru->nready--;
+		lru->st.expired++;
+		pd_pool_discard_locked(p, lru, en->sb);
+		free(en);
+	}
+	*draining = true;
+	return NULL;
+}
+
+/* Files t (taken) as a live pool; waits a few seconds for a slot being drained. Called with the
+ * lock held (dropped while waiting). */
+static int install_locked(pd_pools *p, pd_template *t, pd_err *e)
+{
+	uint64_t deadline = pd_now_us() + 5000000;
+	pd_pool *slot = NULL;
+	for (;;) {
+		bool draining = false;
+		if (pd_pool_find_locked(p, t->name)) { /* made by another request while we waited */
+			pd_template_release(t);
+			return 0;
+		}
+		slot = free_slot_locked(p, &draining);
+		if (slot || !draining || pd_now_us() >= deadline)
+			break;
+		/* polled: a teardown signals nobody but the builder, whose wake-ups stay its own */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 20000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&p->cv_ready, &p->mu, &ts);
 	}
 	if (!slot) {
 		pd_template_release(t);
 		return pd_fail(e, EAGAIN, "%u image pools are in use at once (serve --image-pools): "
 					  "none is idle enough to make room; retry", p->opts.image_pools);
 	}
+	uint64_t now = pd_now_us();
 	memset(slot, 0, sizeof *slot);
 	slot->t = *t;
 	memset(t, 0, sizeof *t);
@@ -152,11 +205,7 @@ static int ensure(pd_pools *p, const char *tname, const char *name, const char *
 	if (make_template(p, &base->t, name, digest, &t, e) < 0)
 		return -1;
 	pthread_mutex_lock(&p->mu);
-	int rc = 0;
-	if (pd_pool_find_locked(p, name)) /* another request made it meanwhile */
-		pd_template_release(&t);
-	else
-		rc = install_locked(p, &t, e);
+	int rc = install_locked(p, &t, e);
 	pthread_mutex_unlock(&p->mu);
 	return rc;
 }

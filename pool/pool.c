@@ -256,7 +256,7 @@ static void file_ready_locked(pd_pools *p, pd_pool *pl, pd_entry *en, pd_sandbox
 /* Target READY count of a pool; called with the lock held. */
 static uint32_t target_of(pd_pools *p, pd_pool *pl)
 {
-	if (!pl->t.available)
+	if (!pl->t.available || pl->evicting)
 		return 0;
 	uint64_t peak = pl->win_peak > pl->prev_win_peak ? pl->win_peak : pl->prev_win_peak;
 	uint64_t want_total = (peak * 12 + 9) / 10; /* peak concurrency + 20% */
@@ -777,6 +777,7 @@ static pd_sandbox *acquire_locked(pd_pools *p, pd_pool *pl, bool *hit, pd_err *e
 	pl->in_use++;
 	pl->win_acquires++;
 	pl->last_acquire_us = pd_now_us();
+	pl->evicting = false;
 	note_demand(p, pl, pd_now_us());
 	if (pl->ready) {
 		pd_entry *en = pl->ready;

@@ -30,6 +30,7 @@ struct pd_pool {
 	/* a slot of the array: the templates' pools are live for the pools' life; an image pool
 	 * (imgpool.c) is live from its first use until retired idle to make room for another */
 	bool live, image;
+	bool evicting; /* an image pool giving its slot up: no READY sandbox built or kept */
 	uint64_t last_acquire_us;
 	uint64_t win_acquires, prev_win_acquires; /* demand per window: which image pools are hottest */
 };
@@ -70,9 +71,7 @@ pd_pool *pd_pool_find_locked(pd_pools *p, const char *name);
 /* imgpool.c: a pool named "<template>@<hex>" that is not live (never made, or retired) made
  * again from its name. Called without the lock. */
 int pd_pool_image_revive(pd_pools *p, const char *name, pd_err *e);
-/* imgpool.c: whether a live image pool may be retired now (nothing of it alive, no session on
- * it, idle for a demand window). Called with the lock held. */
-bool pd_pool_retirable_locked(pd_pools *p, pd_pool *pl, uint64_t now);
+
 /* Queues s for the reclaimer to destroy, never to reset for reuse. */
 void pd_pool_discard_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s);
 void pd_sandbox_set_owner(pd_sandbox *s, pd_pool *pl);

@@ -4,7 +4,7 @@
 # image's WorkingDir and Env apply unless the request gives cwd or env; each (template, image)
 # pair has its own pool, made on first use (cold: created on the spot) and kept warm by demand.
 source "$(dirname "$0")/api.sh"
-plan 33
+plan 38
 
 export PADDOCK_STATE_DIR=$TMPD/state
 python3 tests/api/mkimage.py layered "$TMPD/layered"
@@ -92,4 +92,21 @@ start_daemon
 post_json /v1/runs '{"image": "layered:1", "cmd": ["true"]}'
 is "$CODE" 403 "without serve --images, a request may name no image: 403"
 like "$(jb .error)" "serve --images" "... saying how the operator allows some"
+stop_daemon
+
+# one image pool at a time: a new image takes the slot of the least recently used one once
+# nothing uses it (its READY sandboxes given up, its lease on the layers dropped)
+start_daemon --images '*' --image-pools 1
+post_json /v1/runs '{"image": "layered:1", "cmd": ["cat", "/data/c"]}'
+is "$(jb .run.stdout)" "file c" "one image pool: the first image runs"
+other_runs() { post_json /v1/runs '{"image": "other:1", "cmd": ["cat", "/data/other"]}'; [ "$(jb .run.stdout)" = other ]; }
+wait_for 30 other_runs
+ok $? "a second image takes the first one's slot once it is idle"
+req GET /v1/pools
+is "$(jq -r '[.pools[] | select(.template | test("@")) | .template] | join(" ")' "$BODY")" "bash@${D2:7:24}" \
+  "only the second image has a pool now"
+layered_runs() { post_json /v1/runs '{"image": "layered:1", "cmd": ["cat", "/data/c"]}'; [ "$(jb .run.stdout)" = "file c" ]; }
+wait_for 30 layered_runs
+ok $? "the first image comes back in its turn"
+is "$(jb .run.image.digest)" "$D1" "... on its own layers"
 stop_daemon
