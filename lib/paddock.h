@@ -482,6 +482,10 @@ typedef struct pd_image {
 typedef struct pd_image_import_opts {
 	const char *state_dir;
 	const char *name; /* NULL: the source's own name if it has one (RepoTags, ref.name) */
+	/* "PATH[@COMMIT]": the repository at PATH in the image keeps only the history its HEAD (or
+	 * COMMIT) reaches, in one more layer (a clean task environment: no future commit, tag,
+	 * branch, reflog or dangling object left for an agent to mine). NULL: as imported */
+	const char *strip_history;
 } pd_image_import_opts;
 
 /* Imports SOURCE (an OCI image layout, directory or tar, or a `docker save` archive): every blob
