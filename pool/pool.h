@@ -56,6 +56,13 @@ typedef struct pd_template {
 	/* the template's audit policy ("audit": a policy object, docs/audit.md): a request's
 	 * "audit" tightens it; with "mandatory", every run is audited under it. NULL: none */
 	pd_audit_policy *audit;
+	/* the template's version, in every record: the templates file's "version" if it gives one,
+	 * else (pd_template_check) "sha256:" and 16 hex digits of what a sandbox and its execs are
+	 * made of (language, image digest or layers, env, cwd, files, requires, warm-up, limits,
+	 * network, audit policy): a changed recipe is a new version */
+	char version[48];
+	bool version_given;
+	char audit_digest[65]; /* of the audit policy's JSON as given; "" = none */
 	/* filled by pd_template_check */
 	bool available;
 	char missing[128];

@@ -244,6 +244,7 @@ static bool attempt(pd_pools *pools, pd_job *j)
 	}
 	/* the pool's own template from here: an image pool's slot is stable while s is held */
 	t = pd_pool_template_of(pools, s) ? pd_pool_template_of(pools, s) : t;
+	snprintf(j->template_version, sizeof j->template_version, "%s", t->version);
 	snprintf(j->sandbox_id, sizeof j->sandbox_id, "%s", pd_sandbox_id(s));
 	bool retry = false;
 	if (j->memory_bytes && pd_sandbox_set_memory(s, j->memory_bytes, &e) < 0) {

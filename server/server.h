@@ -100,6 +100,7 @@ typedef struct pd_job {
 	 * (template, image) (pd_pools_image), whose name goes to pool and the digest to image_digest */
 	char image[160];
 	char pool[64];
+	char template_version[48]; /* the template's (pd_template.version), filled by the attempt */
 	char image_digest[PD_DIGEST_LEN];
 	char **fetch; /* files to return after the run */
 	size_t nfetch;

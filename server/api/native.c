@@ -230,6 +230,7 @@ json_t *pd_job_to_json(const pd_job *j)
 	json_object_set_new(o, "attempt", json_integer(j->attempts));
 	json_object_set_new(o, "sandbox_id", json_string(j->sandbox_id));
 	json_object_set_new(o, "template", json_string(j->template_name));
+	json_object_set_new(o, "template_version", j->template_version[0] ? json_string(j->template_version) : json_null());
 	json_object_set_new(o, "language", json_string(j->language));
 	json_object_set_new(o, "node", json_string(j->node[0] ? j->node : host));
 	if (j->request_id[0])

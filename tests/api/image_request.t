@@ -4,7 +4,7 @@
 # image's WorkingDir and Env apply unless the request gives cwd or env; each (template, image)
 # pair has its own pool, made on first use (cold: created on the spot) and kept warm by demand.
 source "$(dirname "$0")/api.sh"
-plan 38
+plan 41
 
 export PADDOCK_STATE_DIR=$TMPD/state
 python3 tests/api/mkimage.py layered "$TMPD/layered"
@@ -26,6 +26,12 @@ from-image" "the image's WorkingDir and Env apply"
 is "$(jb .run.image.digest)" "$D1" "the record names the image by digest"
 is "$(jb .run.image.name)" "layered:1" "... and by the name the request used"
 is "$(jb .template)" "bash" "the record's template is the request's"
+V1=$(jb .template_version)
+like "$V1" '^sha256:[0-9a-f]{16}$' "the record carries the template's version"
+post_json /v1/runs '{"cmd": ["true"]}'
+V0=$(jb .template_version)
+[ -n "$V0" ] && [ "$V0" != "$V1" ]
+ok $? "bash on the host image and bash on the image are two versions ($V0, $V1)"
 
 post_json /v1/runs '{"image": "layered:1", "cwd": "/tmp", "env": {"FOO": "from-request"}, "cmd": ["bash", "-c", "pwd; echo $FOO"]}'
 is "$(jb .run.stdout)" "/tmp
@@ -109,4 +115,12 @@ layered_runs() { post_json /v1/runs '{"image": "layered:1", "cmd": ["cat", "/dat
 wait_for 30 layered_runs
 ok $? "the first image comes back in its turn"
 is "$(jb .run.image.digest)" "$D1" "... on its own layers"
+stop_daemon
+
+cat >"$TMPD/tpl.json" <<EOF_T
+{"templates": [{"name": "bash", "version": "2026-12-04.1", "requires": ["bash"]}]}
+EOF_T
+start_daemon --templates "$TMPD/tpl.json"
+post_json /v1/runs '{"cmd": ["true"]}'
+is "$(jb .template_version)" "2026-12-04.1" "a templates file's \"version\" is the record's"
 stop_daemon
