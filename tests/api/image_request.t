@@ -4,7 +4,7 @@
 # image's WorkingDir and Env apply unless the request gives cwd or env; each (template, image)
 # pair has its own pool, made on first use (cold: created on the spot) and kept warm by demand.
 source "$(dirname "$0")/api.sh"
-plan 41
+plan 46
 
 export PADDOCK_STATE_DIR=$TMPD/state
 python3 tests/api/mkimage.py layered "$TMPD/layered"
@@ -66,6 +66,18 @@ post_json /run_code '{"language": "python", "code": "import os; print(os.getcwd(
 is "$(jb .status)/$(jb .run_result.stdout)" "Success//work True" "SandboxFusion /run_code on an image: the language runs in /work, the image's files are there"
 post_json /api/v2/execute '{"language": "python", "version": "*", "files": [{"content": "import os; print(os.environ[\"PATH\"], os.environ[\"LANG\"])"}], "image": "pyrepo:commit-1"}'
 is "$(jb .run.stdout)" "/usr/bin:/bin C.UTF-8" "Piston /api/v2/execute on an image: the image's PATH over the template's, the template's LANG"
+
+# the judge: the request's image (or an inline problem's) is the candidate's; allowed ones only
+JCODE='import sys; sys.path.insert(0, \"/repo\"); import calc; print(calc.add(2, 3))'
+post_json /v1/judge "{\"problem\": {\"tests\": [{\"input\": \"\", \"output\": \"5\"}]}, \"language\": \"python\", \"image\": \"pyrepo:commit-1\", \"code\": \"$JCODE\"}"
+is "$CODE/$(jb .verdict.output.status)" "200/fail" "/v1/judge with an image: the candidate runs on the image's buggy calc (add(2, 3) = -1)"
+is "$(jb '.image.digest + " " + .image.name')" "$D3 pyrepo:commit-1" "... and the judged record names the image"
+post_json /v1/judge "{\"problem\": {\"image\": \"pyrepo:commit-1\", \"tests\": [{\"input\": \"\", \"output\": \"-1\"}]}, \"language\": \"python\", \"code\": \"$JCODE\"}"
+is "$(jb .verdict.output.status)/$(jb .image.digest)" "pass/$D3" "an inline problem's image: the same (control: -1 passes)"
+post_json /v1/judge "{\"problem\": {\"image\": \"secret:1\", \"tests\": [{\"input\": \"\", \"output\": \"-1\"}]}, \"language\": \"python\", \"code\": \"$JCODE\"}"
+is "$CODE" 403 "an inline problem's image not on the list: 403"
+post_json /v1/judge "{\"problem\": {\"tests\": [{\"input\": \"\", \"output\": \"5\"}]}, \"language\": \"python\", \"image\": \"/\", \"code\": \"$JCODE\"}"
+is "$CODE" 400 "/v1/judge with a path as the image: 400"
 
 # pools: one per (template, image), created by the first request (cold), then warm
 req GET /v1/pools
