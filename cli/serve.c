@@ -66,10 +66,10 @@ static const serve_opt serve_opts[] = {
 	 "imported images a request's \"image\" may name: comma-separated\n"
 	 "names, globs of names (swe-*), digests or hex prefixes;\n"
 	 "\"*\" = any image in the store (docs/images.md)"},
-	{"image-pools", 0, T_COUNT, "N", 1, 100000, false, FIELD(image_pools), "64",
+	{"image-pools", 0, T_COUNT, "N", 1, 1024, false, FIELD(image_pools), "64",
 	 "(template, image) pools live at once; an idle one is retired\n"
 	 "to make room for a new image"},
-	{"image-ready", 0, T_COUNT, "N", 1, 100000, false, FIELD(image_ready), "4 x CPUs",
+	{"image-ready", 0, T_COUNT, "N", 1, 1000000, false, FIELD(image_ready), "4 x CPUs",
 	 "READY sandboxes all image pools keep together, the images\n"
 	 "in most demand first"},
 	{"max-body", 0, T_SIZE, "SIZE", 1024, UINT64_MAX, false, FIELD(max_body), "16M", "largest request body"},

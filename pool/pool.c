@@ -132,6 +132,10 @@ const pd_template *pd_pools_template(pd_pools *p, const char *name)
 {
 	pthread_mutex_lock(&p->mu);
 	pd_pool *pl = find_or_revive_locked(p, name, NULL);
+	/* a lookup is a use about to happen: an image pool is not retired for a second after it
+	 * (imgpool.c), so the template stays while its caller goes on to acquire */
+	if (pl && pl->image)
+		pl->last_acquire_us = pd_now_us();
 	pthread_mutex_unlock(&p->mu);
 	return pl ? &pl->t : NULL;
 }

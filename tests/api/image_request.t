@@ -4,7 +4,7 @@
 # image's WorkingDir and Env apply unless the request gives cwd or env; each (template, image)
 # pair has its own pool, made on first use (cold: created on the spot) and kept warm by demand.
 source "$(dirname "$0")/api.sh"
-plan 46
+plan 48
 
 export PADDOCK_STATE_DIR=$TMPD/state
 python3 tests/api/mkimage.py layered "$TMPD/layered"
@@ -127,6 +127,18 @@ layered_runs() { post_json /v1/runs '{"image": "layered:1", "cmd": ["cat", "/dat
 wait_for 30 layered_runs
 ok $? "the first image comes back in its turn"
 is "$(jb .run.image.digest)" "$D1" "... on its own layers"
+stop_daemon
+
+# one READY sandbox for all image pools: the image in most demand keeps it
+start_daemon --images '*' --image-ready 1
+for i in 1 2 3; do post_json /v1/runs '{"image": "layered:1", "cmd": ["true"]}'; done
+post_json /v1/runs '{"image": "other:1", "cmd": ["true"]}'
+hot_ready() { curl -s "$U/v1/pools" | jq -e --arg p "bash@${D1:7:24}" '.pools[] | select(.template == $p) | .ready == 1' >/dev/null; }
+wait_for 30 hot_ready
+ok $? "--image-ready 1: the image asked for three times holds the READY sandbox"
+req GET /v1/pools
+is "$(jq -r --arg p "bash@${D2:7:24}" '.pools[] | select(.template == $p) | "\(.ready) \(.target)"' "$BODY")" "0 0" \
+  "the image asked for once holds none (its sandbox was not kept)"
 stop_daemon
 
 cat >"$TMPD/tpl.json" <<EOF_T
