@@ -39,6 +39,7 @@ typedef struct sess_entry {
 	char id[48];
 	char template_name[64];
 	char image_name[160]; /* the image the session was opened on by name ("" = none, or by digest) */
+	char template_version[48]; /* its template's (pd_template.version), for its exec records */
 	uint64_t created_ms;
 } sess_entry;
 

@@ -91,6 +91,7 @@ static void session_exec(req *r, sess_entry *se)
 		json_object_set_new(o, "process", vo ? vo : json_null());
 	}
 	json_object_set_new(o, "session_id", json_string(se->id));
+	json_object_set_new(o, "template_version", se->template_version[0] ? json_string(se->template_version) : json_null());
 	/* without a client id, the exec is recorded as "#<n>": say which, for /output */
 	char auto_id[32];
 	snprintf(auto_id, sizeof auto_id, "#%u", pd_session_exec_count(se->s));
@@ -435,8 +436,10 @@ static json_t *open_one(pd_server *s, pd_session_create_req *q, const char *dige
 		*status = e->code == ENOENT || e->code == EINVAL ? 400 : 503;
 		return NULL;
 	}
-	char tpl[64];
+	char tpl[64], tver[48];
 	pd_session_template(ss, tpl, sizeof tpl);
+	const pd_template *st = pd_pools_template(s->pools, tpl); /* its pool holds the session's sandbox */
+	snprintf(tver, sizeof tver, "%s", st ? st->version : "");
 	pthread_mutex_lock(&s->mu);
 	sess_entry *slot = NULL;
 	for (int i = 0; i < MAX_SESSIONS && !slot; i++)
@@ -464,6 +467,7 @@ static json_t *open_one(pd_server *s, pd_session_create_req *q, const char *dige
 		snprintf(slot->template_name, sizeof slot->template_name, "%s", tpl);
 		snprintf(slot->image_name, sizeof slot->image_name, "%s",
 			 q->image[0] && !pd_image_ref_is_digest(q->image) ? q->image : "");
+		snprintf(slot->template_version, sizeof slot->template_version, "%s", tver);
 		struct timeval tv;
 		gettimeofday(&tv, NULL);
 		slot->created_ms = (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;

@@ -4,7 +4,7 @@
 # image's WorkingDir and Env apply unless the request gives cwd or env; each (template, image)
 # pair has its own pool, made on first use (cold: created on the spot) and kept warm by demand.
 source "$(dirname "$0")/api.sh"
-plan 48
+plan 50
 
 export PADDOCK_STATE_DIR=$TMPD/state
 python3 tests/api/mkimage.py layered "$TMPD/layered"
@@ -101,6 +101,7 @@ post_json "/v1/sessions/$S/exec" '{"cmd": ["bash", "-c", "pwd; echo $FOO"]}'
 is "$(jb .stdout)" "/data
 from-image" "the session's exec: the image's WorkingDir and Env"
 is "$(jb '.image.digest + " " + .image.name')" "$D1 layered:1" "... its record names the image"
+is "$(jb .template_version)" "$V1" "... and the template's version, as the run's on that image"
 req DELETE "/v1/sessions/$S"
 post_json /v1/sessions '{"template": "bash", "image": "secret:1"}'
 is "$CODE" 403 "a session on an image not on the list: 403"
@@ -140,6 +141,10 @@ req GET /v1/pools
 is "$(jq -r --arg p "bash@${D2:7:24}" '.pools[] | select(.template == $p) | "\(.ready) \(.target)"' "$BODY")" "0 0" \
   "the image asked for once holds none (its sandbox was not kept)"
 stop_daemon
+
+# paddock run (the operator's own process: no list)
+out=$(echo '{"image": "layered:1", "cmd": ["cat", "/data/c"]}' | "$PADDOCK" run - 2>/dev/null | head -1)
+is "$(jq -r '(.run.stdout | rtrimstr("\n")) + " " + .run.image.digest' <<<"$out")" "file c $D1" "paddock run: a line's image"
 
 cat >"$TMPD/tpl.json" <<EOF_T
 {"templates": [{"name": "bash", "version": "2026-12-04.1", "requires": ["bash"]}]}
