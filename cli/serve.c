@@ -74,6 +74,16 @@ static const serve_opt serve_opts[] = {
 	 "retries of infrastructure failures in a fresh sandbox"},
 	{"warm", 0, T_COUNT, "N", 0, 10000, false, FIELD(warm), "templates' pool.min",
 	 "READY sandboxes kept per template"},
+	{"images", 0, T_STRING, "LIST", 0, 0, false, FIELD(images), "none",
+	 "imported images a request's \"image\" may name: comma-separated\n"
+	 "names, globs of names (swe-*), digests or hex prefixes;\n"
+	 "\"*\" = any image in the store (docs/images.md)"},
+	{"image-pools", 0, T_COUNT, "N", 1, 1024, false, FIELD(image_pools), "64",
+	 "(template, image) pools live at once; an idle one is retired\n"
+	 "to make room for a new image"},
+	{"image-ready", 0, T_COUNT, "N", 1, 1000000, false, FIELD(image_ready), "4 x CPUs",
+	 "READY sandboxes all image pools keep together, the images\n"
+	 "in most demand first"},
 	{"max-body", 0, T_SIZE, "SIZE", 1024, UINT64_MAX, false, FIELD(max_body), "16M", "largest request body"},
 	{"max-connections-per-ip", 0, T_COUNT, "N", 0, 1000000, true, FIELD(max_conns_per_ip), "256",
 	 "open connections one client address may hold; more are closed\n"

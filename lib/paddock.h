@@ -491,6 +491,10 @@ typedef struct pd_image {
 typedef struct pd_image_import_opts {
 	const char *state_dir;
 	const char *name; /* NULL: the source's own name if it has one (RepoTags, ref.name) */
+	/* "PATH[@COMMIT]": the repository at PATH in the image keeps only the history its HEAD (or
+	 * COMMIT) reaches, in one more layer (a clean task environment: no future commit, tag,
+	 * branch, reflog or dangling object left for an agent to mine). NULL: as imported */
+	const char *strip_history;
 } pd_image_import_opts;
 
 /* Imports SOURCE (an OCI image layout, directory or tar, or a `docker save` archive): every blob
@@ -505,6 +509,11 @@ void pd_image_close(pd_image *im);
 /* True when ref names something in the store rather than a directory (a plain directory keeps
  * working as an image). */
 bool pd_image_is_ref(const char *ref);
+/* True when ref names an image by digest ("sha256:..." or 12 to 64 hex digits), not by name. */
+bool pd_image_ref_is_digest(const char *ref);
+/* The manifest digest ("sha256:<hex>") a name or digest stands for now, without leasing anything
+ * (a lookup: ENOENT for an image not in the store). */
+int pd_image_resolve(const char *state_dir, const char *ref, char digest[PD_DIGEST_LEN], pd_err *e);
 
 typedef struct pd_image_entry {
 	char digest[PD_DIGEST_LEN], config_digest[PD_DIGEST_LEN];

@@ -60,6 +60,13 @@ typedef struct pd_template {
 	/* the template's audit policy ("audit": a policy object, docs/audit.md): a request's
 	 * "audit" tightens it; with "mandatory", every run is audited under it. NULL: none */
 	pd_audit_policy *audit;
+	/* the template's version, in every record: the templates file's "version" if it gives one,
+	 * else (pd_template_check) "sha256:" and 16 hex digits of what a sandbox and its execs are
+	 * made of (language, image digest or layers, env, cwd, files, requires, warm-up, limits,
+	 * network, audit policy): a changed recipe is a new version */
+	char version[48];
+	bool version_given;
+	char audit_digest[65]; /* of the audit policy's JSON as given; "" = none */
 	/* filled by pd_template_check */
 	bool available;
 	char missing[128];
@@ -95,6 +102,9 @@ typedef struct pd_pools_opts {
 	uint32_t fd_reserve;       /* descriptors the builder must leave free (a daemon's share for
 				    * connections); 0 = no check. Counted in /proc/self/fd per build. */
 	uint32_t reclaimers;       /* reclaimer threads; 0 = one per 4 CPUs, 1 to 16 */
+	uint32_t image_pools;      /* image pools live at once (pd_pools_image); 0 = 64 */
+	uint32_t image_ready_max;  /* READY sandboxes all image pools hold together, the hottest
+				    * images first; 0 = 4 per CPU */
 } pd_pools_opts;
 
 typedef struct pd_pool_stats {
@@ -125,6 +135,24 @@ void pd_pool_release(pd_pools *p, pd_sandbox *s);
 pd_pool_stats *pd_pools_stats(pd_pools *p, size_t *n);
 /* Waits until every pool has reached its target (or timeout_ms passed). Returns 0 if reached. */
 int pd_pools_wait_ready(pd_pools *p, uint64_t timeout_ms);
+/* The template of the pool s came from (pd_pool_acquire): valid while s is held. */
+const pd_template *pd_pool_template_of(pd_pools *p, pd_sandbox *s);
+
+/* ---- image pools (imgpool.c) ---- */
+/* A request may run a template on an imported image: the template's recipe (limits, network,
+ * files, requires, warm-up) on the image's layers, with the image's Env and WorkingDir over the
+ * template's env and cwd. Each (template, image) pair has a pool of its own, named
+ * "<template>@<the first 24 hex digits of the manifest digest>", made on first use and sized by
+ * demand from zero (pool.min is 0 whatever the template says): an idle image has no sandbox, the
+ * first sandbox of a cold image is created on the spot, and the image pools share
+ * image_ready_max READY sandboxes, the hottest images first. An idle pool is retired (its lease
+ * on the image's layers dropped) when a new image needs its slot; its name brings it back.
+ * Resolves ref (a name or digest) now, makes the pool if needed and writes its name into pool
+ * (at least 64 bytes) and the digest into digest (may be NULL). A template whose requires the
+ * image lacks fails with kind PD_EK_DEPENDENCY (dependency_missing); an unknown image with
+ * ENOENT; no free slot with EAGAIN. */
+int pd_pools_image(pd_pools *p, const char *template_name, const char *ref, char *pool, size_t pool_len,
+		   char *digest, pd_err *e);
 
 /* ---- sessions -------------------------------------------------------------------------------- */
 

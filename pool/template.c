@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,7 +171,7 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 {
 	static const char *const known[] = {"name", "language", "image", "layers", "requires", "env",
 					    "cwd", "files", "limits", "network", "pool", "session", "warmup",
-					    "audit", "memory_fast_path", NULL};
+					    "audit", "memory_fast_path", "version", NULL};
 	if (!json_is_object(o))
 		return pd_fail(e, EINVAL, "%s: must be an object", where);
 	if (unknown_keys(o, where, known, e) < 0)
@@ -193,6 +194,14 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 	if (!*s || strlen(s) >= sizeof t->name || strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_.-") != strlen(s))
 		return pd_fail(e, EINVAL, "%s: '%s' must be 1-63 characters of a-z 0-9 _ . -", w, s);
 	snprintf(t->name, sizeof t->name, "%s", s);
+	if (FIELD("version")) {
+		if (need_string(v, w, &s, e) < 0)
+			return -1;
+		if (!*s || strlen(s) >= sizeof t->version)
+			return pd_fail(e, EINVAL, "%s: must be 1 to %zu characters", w, sizeof t->version - 1);
+		snprintf(t->version, sizeof t->version, "%s", s);
+		t->version_given = true;
+	}
 	if (FIELD("language")) {
 		if (need_string(v, w, &s, e) < 0)
 			return -1;
@@ -419,6 +428,7 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 		if (!text)
 			return pd_fail(e, ENOMEM, "%s", w);
 		t->audit = pd_audit_policy_parse(text, strlen(text), w, t->cwd ? t->cwd : "/work", e);
+		pd_session_digest(text, strlen(text), t->audit_digest);
 		free(text);
 		if (!t->audit)
 			return -1;
@@ -569,6 +579,73 @@ static int resolve_image(pd_ctx *c, pd_template *t)
 	return bad ? -1 : 0;
 }
 
+/* A growing text for the version's digest; b NULL once out of memory. */
+typedef struct vbuf {
+	char *b;
+	size_t len, cap;
+} vbuf;
+
+static void put(vbuf *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(vbuf *v, const char *fmt, ...)
+{
+	for (int tries = 0; v->b && tries < 2; tries++) {
+		va_list ap;
+		va_start(ap, fmt);
+		int n = vsnprintf(v->b + v->len, v->cap - v->len, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+			return;
+		if ((size_t)n < v->cap - v->len) {
+			v->len += (size_t)n;
+			return;
+		}
+		char *nb = realloc(v->b, v->cap = (v->cap + (size_t)n) * 2);
+		if (!nb)
+			free(v->b);
+		v->b = nb;
+	}
+}
+
+/* The computed version: a digest of the recipe as pd_template_check leaves it (the image by its
+ * digest, so a name re-pointed at another image is another version). */
+static void compute_version(pd_template *t)
+{
+	if (t->version_given)
+		return;
+	vbuf v = {malloc(4096), 0, 4096};
+	put(&v, "language=%s\n", t->language);
+	if (t->image)
+		put(&v, "image=%s\n", t->image->digest);
+	else
+		for (int k = 0; t->layers[k]; k++)
+			put(&v, "layer=%s\n", t->layers[k]);
+	for (int k = 0; t->env[k]; k++)
+		put(&v, "env=%s\n", t->env[k]);
+	put(&v, "cwd=%s\n", t->cwd ? t->cwd : "");
+	for (size_t k = 0; k < t->nfiles; k++) {
+		char h[65];
+		pd_session_digest(t->files[k].data, t->files[k].len, h);
+		put(&v, "file=%s %o %s\n", t->files[k].path, (unsigned)t->files[k].mode, h);
+	}
+	for (int k = 0; t->requires[k]; k++)
+		put(&v, "requires=%s\n", t->requires[k]);
+	for (int k = 0; t->warmup[k]; k++)
+		put(&v, "warmup=%s\n", t->warmup[k]);
+	const pd_limits *l = &t->limits;
+	put(&v, "limits=%llu %u %llu %llu %u %llu %llu %llu %u %llu %llu\nnet=%d\naudit=%s\n",
+	    (unsigned long long)l->memory_bytes, l->pids, (unsigned long long)l->cpu_ms, (unsigned long long)l->wall_ms,
+	    l->cpu_millicores, (unsigned long long)l->disk_bytes, (unsigned long long)l->output_bytes,
+	    (unsigned long long)l->output_kill_bytes, l->nofile, (unsigned long long)l->fsize_bytes,
+	    (unsigned long long)l->stack_bytes, (int)t->net, t->audit_digest);
+	t->version[0] = 0;
+	if (v.b) {
+		char h[65];
+		pd_session_digest(v.b, v.len, h);
+		snprintf(t->version, sizeof t->version, "sha256:%.16s", h);
+		free(v.b);
+	}
+}
+
 void pd_template_check(pd_ctx *c, pd_template *t)
 {
 	static const char *const bins[] = {"usr/local/bin", "usr/bin", "bin", "usr/sbin", "sbin", NULL};
@@ -576,6 +653,7 @@ void pd_template_check(pd_ctx *c, pd_template *t)
 	t->missing[0] = 0;
 	if (t->image_ref && resolve_image(c, t) < 0) {
 		t->available = false;
+		compute_version(t);
 		return;
 	}
 	for (int r = 0; t->requires[r]; r++) {
@@ -596,6 +674,7 @@ void pd_template_check(pd_ctx *c, pd_template *t)
 			t->available = false;
 		}
 	}
+	compute_version(t);
 }
 
 void pd_template_sandbox_opts(const pd_template *t, pd_sandbox_opts *o)

@@ -206,6 +206,10 @@ static int run_step(pd_sandbox *s, const pd_job *j, pd_step *st, const pd_templa
 		x.audit = pd_audit_policy_opts(j->audit);
 	}
 	x.cwd = j->cwd ? j->cwd : t ? t->cwd : NULL;
+	/* a language's source and its steps are in /work (server/languages.c), wherever an image's
+	 * WorkingDir would put a command */
+	if (!j->cwd && j->language[0] && t && t->image)
+		x.cwd = "/work";
 	x.stdin_data = st->stdin_data;
 	x.stdin_len = st->stdin_len;
 	x.wall_ms = st->wall_ms;
@@ -289,7 +293,18 @@ static bool attempt(pd_pools *pools, pd_job *j)
 	memset(&j->run_r, 0, sizeof j->run_r);
 	j->compiled = j->ran = false;
 	memset(&j->verdict, 0, sizeof j->verdict);
-	const pd_template *t = pd_pools_template(pools, j->template_name);
+	const char *pool = j->template_name;
+	if (j->image[0]) {
+		/* the pool of (template, image), made on first use: resolved again at each attempt, so
+		 * a name re-pointed meanwhile is followed as pd_image_open would */
+		if (pd_pools_image(pools, j->template_name, j->image, j->pool, sizeof j->pool, j->image_digest, &e) < 0) {
+			j->failure = e.code == EAGAIN ? PD_F_STARTUP : PD_F_DEPENDENCY;
+			snprintf(j->error, sizeof j->error, "%s", e.msg);
+			return j->failure == PD_F_STARTUP;
+		}
+		pool = j->pool;
+	}
+	const pd_template *t = pd_pools_template(pools, pool);
 	if (!t) {
 		j->failure = PD_F_DEPENDENCY;
 		snprintf(j->error, sizeof j->error, "no template named '%s'", j->template_name);
@@ -321,12 +336,15 @@ static bool attempt(pd_pools *pools, pd_job *j)
 			return false;
 		}
 	}
-	pd_sandbox *s = pd_pool_acquire(pools, j->template_name, NULL, &e);
+	pd_sandbox *s = pd_pool_acquire(pools, pool, NULL, &e);
 	if (!s) {
 		j->failure = e.kind == PD_EK_DEPENDENCY ? PD_F_DEPENDENCY : PD_F_STARTUP;
 		snprintf(j->error, sizeof j->error, "%s", e.msg);
 		return j->failure == PD_F_STARTUP;
 	}
+	/* the pool's own template from here: an image pool's slot is stable while s is held */
+	t = pd_pool_template_of(pools, s) ? pd_pool_template_of(pools, s) : t;
+	snprintf(j->template_version, sizeof j->template_version, "%s", t->version);
 	snprintf(j->sandbox_id, sizeof j->sandbox_id, "%s", pd_sandbox_id(s));
 	bool retry = false;
 	if (!hold_sandbox(j, s)) {
@@ -428,6 +446,11 @@ out:
 	 * write), it was the cancel */
 	if (cancelled_now(j))
 		retry = false;
+	if (j->image[0] && !pd_image_ref_is_digest(j->image)) {
+		/* an image pool is per digest: the name is the one this request used */
+		snprintf(j->compile_r.image_name, sizeof j->compile_r.image_name, "%s", j->image);
+		snprintf(j->run_r.image_name, sizeof j->run_r.image_name, "%s", j->image);
+	}
 	pd_pool_release(pools, s);
 	return retry;
 }

@@ -112,6 +112,13 @@ typedef struct pd_job {
 	pd_step compile, run;
 	char **env; /* NULL = the template's */
 	char *cwd;
+	/* "image": an imported image's name or digest the request names (every API); "" = the
+	 * template's. The edge checks it against serve --images; the attempt runs in the pool of
+	 * (template, image) (pd_pools_image), whose name goes to pool and the digest to image_digest */
+	char image[160];
+	char pool[64];
+	char template_version[48]; /* the template's (pd_template.version), filled by the attempt */
+	char image_digest[PD_DIGEST_LEN];
 	char **fetch; /* files to return after the run */
 	size_t nfetch;
 	uint64_t memory_bytes; /* 0 = the template's */
@@ -279,13 +286,15 @@ typedef struct pd_session_query {
  * the session operation answers 400 with it. */
 void pd_session_query_set(pd_session_query *q, const char *key, const char *value, size_t len);
 
-/* POST /v1/sessions: {"template", "ttl", "max_lifetime", "metadata", "end_on_limit", "group_id",
- * "sample_id", "resume_from", "noise": {"seed", "latency_ms", "fail_rate", "truncate_rate"}};
+/* POST /v1/sessions: {"template", "image", "ttl", "max_lifetime", "metadata", "end_on_limit",
+ * "group_id", "sample_id", "resume_from", "noise": {"seed", "latency_ms", "fail_rate",
+ * "truncate_rate"}};
  * an empty body is {}. */
 typedef struct pd_session_create_req {
 	char template_name[64]; /* default "bash" */
 	char group_id[128], sample_id[128], resume_from[64]; /* "" = none; o's pointers point here */
 	char from_snapshot[64]; /* "" = none */
+	char image[160];        /* "image": an imported image's name or digest; "" = the template's */
 	bool template_given;    /* "template" was in the body (a fork takes its snapshot's) */
 	unsigned count;         /* sessions to open (1 to 64); 0 = not given (one, answered alone) */
 	pd_session_opts o;      /* TTLs in ms (0 = the template's); o.metadata is compact JSON, owned */
@@ -433,6 +442,12 @@ typedef struct pd_server_opts {
 				     * 0 = 10 s (SandboxFusion clients' read timeout has 10 s over) */
 	const char *run_code_networks; /* the network modes a /run_code request may ask for
 					* ("none,host"); NULL or "" = none: the template's own */
+	/* the imported images a request's "image" may name: comma-separated names, glob patterns
+	 * of names ("swe-*"), digests or hex prefixes of at least 12; "*" = any in the store.
+	 * NULL = none (a request naming one is refused with 403) */
+	const char *images;
+	unsigned image_pools;       /* image pools live at once; 0 = 64 */
+	unsigned image_ready;       /* READY sandboxes of all image pools together; 0 = 4 per CPU */
 	pd_sched_opts sched;
 	const char *cluster;        /* nats://HOST:PORT[,...]: join a cluster (NULL = single node) */
 	const char *node_id;        /* the node's id in the cluster; NULL = <hostname>-<port> */

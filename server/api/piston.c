@@ -174,6 +174,8 @@ pd_job *pd_job_from_piston(json_t *req, pd_err *e)
 	/* Piston kills a stage whose output passes its limit (OL) rather than letting it run into
 	 * the time limit: here the bytes a record keeps of a stream */
 	j->compile.output_kill_bytes = j->run.output_kill_bytes = PISTON_OUTPUT_MAX;
+	if (api_parse_image(j, req, e) < 0)
+		goto fail;
 	return j;
 fail:
 	pd_job_free(j);

@@ -383,6 +383,8 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 	/* refills of the warm pools stay out of the connections' share of descriptors too (at a
 	 * large limit the share is never reached and the per-build count is not worth it) */
 	pd_pools_opts po = {0};
+	po.image_pools = o->image_pools;
+	po.image_ready_max = o->image_ready;
 	if (s->fd_limit && s->fd_limit <= 65536)
 		po.fd_reserve = s->o.max_connections + FD_MARGIN;
 	if (!(s->pools = pd_pools_new(s->ctx, s->tpl, s->ntpl, &po, e)))

@@ -8,6 +8,7 @@
  *   hangup.c      clients that hang up while their run waits: the job is cancelled
  *   prometheus.c  /metrics: the server's gauges and counters as Prometheus text
  *   judge.c       POST /v1/judge: a submission judged by server/judge/ on a scheduler worker
+ *   images.c      a request's "image": checked against serve --images and the store
  *   records.c     GET /v1/runs[/{task_id}]: the stored attempts read back
  * Only the files above include this header; the rest of paddock sees server.h. */
 #ifndef PADDOCK_SERVER_HTTP_H
@@ -40,6 +41,8 @@ typedef struct sess_entry {
 	bool closing; /* DELETE arrived while in use */
 	char id[48];
 	char template_name[64];
+	char image_name[160]; /* the image the session was opened on by name ("" = none, or by digest) */
+	char template_version[48]; /* its template's (pd_template.version), for its exec records */
 	uint64_t created_ms;
 } sess_entry;
 
@@ -217,6 +220,11 @@ void hangup_unwatch(req *r);
 int netmodes_add(pd_server *s, pd_err *e);
 /* j's "network": its template's twin with that mode. -1 (why filled) when not allowed. */
 int netmodes_pick(pd_server *s, pd_job *j, char *why, size_t len);
+/* ---- request images (images.c) ---- */
+/* Checks a request's "image" against serve --images and the store: 0 (digest filled), or the
+ * HTTP status to answer (400 a malformed reference, 403 not allowed, 404 not in the store) with
+ * e's message. */
+int images_check(pd_server *s, const char *ref, char digest[PD_DIGEST_LEN], pd_err *e);
 
 /* ---- /metrics (prometheus.c) ---- */
 /* The whole exposition: the scheduler's, the pools', the host's, the store's, the connections'. */

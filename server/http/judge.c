@@ -102,6 +102,11 @@ static void judge_batch(req *r, json_t *body)
 		int status;
 		jobs[i] = pd_judge_job(srv->judge, &srv->problems, one, pd_ctx_run_id(srv->ctx), &status, &e);
 		json_decref(one);
+		char digest[PD_DIGEST_LEN];
+		if (jobs[i] && jobs[i]->image[0] && (status = images_check(srv, jobs[i]->image, digest, &e)) != 0) {
+			pd_job_free(jobs[i]);
+			jobs[i] = NULL;
+		}
 		if (!jobs[i]) {
 			for (size_t k2 = 0; k2 < i; k2++)
 				pd_job_free(jobs[k2]);
@@ -188,6 +193,12 @@ void judge_submit(req *r, const char *url, const char *method)
 	pd_job *j = pd_judge_job(srv->judge, &srv->problems, body, pd_ctx_run_id(srv->ctx), &status, &e);
 	json_decref(body);
 	if (!j) {
+		http_set_error(r, status, "%s", e.msg);
+		return;
+	}
+	char digest[PD_DIGEST_LEN];
+	if (j->image[0] && (status = images_check(srv, j->image, digest, &e)) != 0) {
+		pd_job_free(j);
 		http_set_error(r, status, "%s", e.msg);
 		return;
 	}

@@ -127,6 +127,14 @@ void runs_submit(req *r, kind k)
 		http_set_error(r, 400, "%s", e.msg);
 		return;
 	}
+	if (j->image[0]) {
+		int st = images_check(r->srv, j->image, j->image_digest, &e);
+		if (st) {
+			pd_job_free(j);
+			http_set_error(r, st, "%s", e.msg);
+			return;
+		}
+	}
 	if (r->srv->cluster) {
 		/* refused requests were answered above, here; the rest runs where the cluster has room */
 		char tpl[64];

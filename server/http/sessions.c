@@ -80,6 +80,8 @@ static void session_exec(req *r, sess_entry *se)
 	pd_audit_verdict v;
 	if (q.audit)
 		pd_audit_evaluate(q.audit, &res, NULL, &v);
+	if (se->image_name[0]) /* the session's pool is per digest: the name is the one it was opened by */
+		snprintf(res.image_name, sizeof res.image_name, "%s", se->image_name);
 	json_t *o = pd_result_json(&res, true);
 	if (!o) {
 		pd_result_free(&res);
@@ -93,6 +95,7 @@ static void session_exec(req *r, sess_entry *se)
 		json_object_set_new(o, "process", vo ? vo : json_null());
 	}
 	json_object_set_new(o, "session_id", json_string(se->id));
+	json_object_set_new(o, "template_version", se->template_version[0] ? json_string(se->template_version) : json_null());
 	/* without a client id, the exec is recorded as "#<n>": say which, for /output */
 	char auto_id[32];
 	snprintf(auto_id, sizeof auto_id, "#%u", pd_session_exec_count(se->s));
@@ -504,7 +507,7 @@ static void session_async(req *r)
 
 /* Opens one session for q and files it in the table: its description, or NULL with the answer's
  * status and e filled. */
-static json_t *open_one(pd_server *s, pd_session_create_req *q, int *status, pd_err *e)
+static json_t *open_one(pd_server *s, pd_session_create_req *q, const char *digest, int *status, pd_err *e)
 {
 	/* the acquire may create a sandbox on the spot: this runs on the operation's own thread */
 	pd_session *ss = pd_session_open(s->pools, q->from_snapshot[0] && !q->template_given ? NULL : q->template_name,
@@ -513,8 +516,10 @@ static json_t *open_one(pd_server *s, pd_session_create_req *q, int *status, pd_
 		*status = e->code == ENOENT || e->code == EINVAL ? 400 : 503;
 		return NULL;
 	}
-	char tpl[64];
+	char tpl[64], tver[48];
 	pd_session_template(ss, tpl, sizeof tpl);
+	const pd_template *st = pd_pools_template(s->pools, tpl); /* its pool holds the session's sandbox */
+	snprintf(tver, sizeof tver, "%s", st ? st->version : "");
 	pthread_mutex_lock(&s->mu);
 	sess_entry *slot = NULL;
 	for (int i = 0; i < MAX_SESSIONS && !slot; i++)
@@ -540,6 +545,9 @@ static json_t *open_one(pd_server *s, pd_session_create_req *q, int *status, pd_
 		slot->s = ss;
 		snprintf(slot->id, sizeof slot->id, "%s", pd_session_id(ss));
 		snprintf(slot->template_name, sizeof slot->template_name, "%s", tpl);
+		snprintf(slot->image_name, sizeof slot->image_name, "%s",
+			 q->image[0] && !pd_image_ref_is_digest(q->image) ? q->image : "");
+		snprintf(slot->template_version, sizeof slot->template_version, "%s", tver);
 		struct timeval tv;
 		gettimeofday(&tv, NULL);
 		slot->created_ms = (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
@@ -557,6 +565,13 @@ static json_t *open_one(pd_server *s, pd_session_create_req *q, int *status, pd_
 			      pd_sandbox_id(pd_session_sandbox(ss)), "template", tpl);
 	if (q->from_snapshot[0])
 		json_object_set_new(o, "from_snapshot", json_string(q->from_snapshot));
+	if (digest && digest[0]) {
+		json_t *im = json_object();
+		if (!pd_image_ref_is_digest(q->image))
+			json_object_set_new(im, "name", json_string(q->image));
+		json_object_set_new(im, "digest", json_string(digest));
+		json_object_set_new(o, "image", im);
+	}
 	return o;
 }
 
@@ -569,6 +584,23 @@ static void session_create(req *r)
 		http_set_error(r, 400, "%s", e.msg);
 		return;
 	}
+	char digest[PD_DIGEST_LEN] = "";
+	if (q.image[0]) {
+		/* the allowlist and the store first (a 4xx), then the (template, image) pool, whose
+		 * name the session opens on */
+		int st = images_check(s, q.image, digest, &e);
+		char pool[64];
+		if (!st && pd_pools_image(s->pools, q.template_name, q.image, pool, sizeof pool, digest, &e) < 0)
+			st = e.code == EAGAIN ? 503 : 400;
+		if (st) {
+			pd_session_create_req_free(&q);
+			if (st == 503)
+				r->retry_after = 5;
+			http_set_error(r, st, "%s", e.msg);
+			return;
+		}
+		snprintf(q.template_name, sizeof q.template_name, "%s", pool);
+	}
 	char why[300];
 	if (conns_fds_short(s, q.template_name, why, sizeof why)) {
 		pd_session_create_req_free(&q);
@@ -580,7 +612,7 @@ static void session_create(req *r)
 	json_t *list = json_array();
 	int status = 0;
 	for (unsigned i = 0; i < n; i++) {
-		json_t *one = open_one(s, &q, &status, &e);
+		json_t *one = open_one(s, &q, digest, &status, &e);
 		if (!one)
 			break;
 		json_array_append_new(list, one);
