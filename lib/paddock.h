@@ -279,6 +279,8 @@ void *pd_sandbox_user(const pd_sandbox *s);
 int pd_sandbox_set_memory(pd_sandbox *s, uint64_t bytes, pd_err *e);
 /* Host uid that root in the sandbox maps to. */
 uint32_t pd_sandbox_uid_base(const pd_sandbox *s);
+/* When the sandbox was created (pd_now_us's clock): its lifetime, for the pools' metrics. */
+uint64_t pd_sandbox_created_us(const pd_sandbox *s);
 
 typedef void (*pd_output_cb)(void *arg, int stream /* 1 or 2 */, const char *buf, size_t len);
 

@@ -72,6 +72,11 @@ const char *pd_sandbox_id(const pd_sandbox *s)
 	return s->id;
 }
 
+uint64_t pd_sandbox_created_us(const pd_sandbox *s)
+{
+	return s->created_us;
+}
+
 pd_state pd_sandbox_state(const pd_sandbox *s)
 {
 	return s->state;

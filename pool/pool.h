@@ -88,6 +88,11 @@ typedef struct pd_pools_opts {
 	uint32_t reclaimers;       /* reclaimer threads; 0 = one per 4 CPUs, 1 to 16 */
 } pd_pools_opts;
 
+/* Upper bounds, in seconds, of the buckets of a pool's sandbox lifetime histogram (creation to
+ * destruction); one more bucket counts the rest (+Inf). */
+#define PD_LIFETIME_BUCKETS 12
+extern const double pd_lifetime_bounds_s[PD_LIFETIME_BUCKETS];
+
 typedef struct pd_pool_stats {
 	char template_name[64];
 	bool available;
@@ -98,6 +103,10 @@ typedef struct pd_pool_stats {
 	uint64_t resets_kept; /* of the resets, those that kept the untouched root */
 	uint64_t resets_scratch_kept; /* of those, the ones that kept the scratch directories too */
 	uint64_t peak_in_use;
+	/* sandboxes destroyed, by how long they lived (buckets as pd_lifetime_bounds_s, not cumulative) */
+	uint64_t lifetime_bucket[PD_LIFETIME_BUCKETS + 1];
+	uint64_t lifetime_count;
+	double lifetime_sum_s;
 } pd_pool_stats;
 
 /* Starts pools for the templates (copied in) and their builder and reclaimer threads. */

@@ -147,6 +147,13 @@ pd_job *pd_job_from_piston(json_t *req, pd_err *e);
 /* The job's observation record (native API): ids, timings, failure class, verdict, the result
  * records of its compile and run (pd_result_json), fetched files. */
 json_t *pd_job_to_json(const pd_job *j);
+/* The job's verdict levels ("pass", "fail", "not_judged") and whether it is usable for training
+ * (all three passed), as its record states them (server/verdict.c). */
+typedef struct pd_job_verdict_t {
+	const char *output, *process, *resources;
+	bool usable;
+} pd_job_verdict_t;
+void pd_job_verdict(const pd_job *j, pd_job_verdict_t *v);
 /* SandboxFusion response. */
 json_t *pd_job_to_run_code(const pd_job *j);
 /* Piston response. */
@@ -190,6 +197,15 @@ void pd_metrics_job(pd_metrics *m, const pd_job *j);
 void pd_metrics_http(pd_metrics *m, int status);
 /* Prometheus text exposition; extra is appended (pools, queues, breaker). malloc'd. */
 char *pd_metrics_render(pd_metrics *m, const char *extra);
+/* The operator metrics (server/opsmetrics.c): what jobs cost per template and by usable, sandbox
+ * lifetimes and pool utilisation per template (from st, n pools). malloc'd Prometheus text. */
+typedef struct pd_ops pd_ops;
+pd_ops *pd_ops_new(void);
+void pd_ops_free(pd_ops *o);
+void pd_ops_job(pd_ops *o, const pd_job *j);
+char *pd_ops_render(pd_ops *o, const pd_pool_stats *st, size_t n);
+/* The metrics' operator part (fed by pd_metrics_job). */
+pd_ops *pd_metrics_ops(pd_metrics *m);
 
 /* ---- session requests (server/session_req.c) ------------------------------------------------- */
 /* The client's bytes of the session API, parsed apart from the HTTP plumbing (server/http/sessions.c

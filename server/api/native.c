@@ -248,16 +248,15 @@ json_t *pd_job_to_json(const pd_job *j)
 	json_object_set_new(o, "status", json_string(r ? pd_status_name(r->status) : "XX"));
 	json_object_set_new(o, "failure_class", json_string(pd_failure_name(j->failure)));
 	json_object_set_new(o, "error", pd_json_text(j->error));
+	pd_job_verdict_t v;
+	pd_job_verdict(j, &v);
 	json_t *verdict = json_object();
-	json_object_set_new(verdict, "output", json_string("not_judged"));
+	json_object_set_new(verdict, "output", json_string(v.output));
 	/* from the audit's evidence; never "pass" for a run nobody watched */
 	json_object_set_new(verdict, "process", api_process_json(j));
-	json_object_set_new(verdict, "resources",
-			    json_string(j->failure == PD_F_TIMEOUT || j->failure == PD_F_OOM ||
-						      j->failure == PD_F_OUTPUT
-					      ? "fail"
-					      : r ? "pass" : "not_judged"));
+	json_object_set_new(verdict, "resources", json_string(v.resources));
 	json_object_set_new(o, "verdict", verdict);
+	json_object_set_new(o, "usable", json_boolean(v.usable));
 	json_object_set_new(o, "compile", step_json(j->compiled, &j->compile_r));
 	json_object_set_new(o, "run", step_json(j->ran, &j->run_r));
 	json_object_set_new(o, "files", api_files_json(j));
