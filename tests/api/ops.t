@@ -4,7 +4,7 @@
 # rules pass `promtool check rules`; every series the alerts and the Grafana dashboard name exists
 # in a running daemon's /metrics; `paddock top --once` draws one frame of the same daemon.
 source "$(dirname "$0")/api.sh"
-plan 13
+plan 18
 
 start_daemon
 ok $? "daemon started"
@@ -48,3 +48,42 @@ is "$(metric 'paddock_sandbox_lifetime_seconds_bucket{template="bash",le="+Inf"}
 u=$(metric 'paddock_pool_utilisation{template="bash"}')
 python3 -c "import sys; sys.exit(not 0 <= $u <= 1)" 2>/dev/null
 ok $? "paddock_pool_utilisation{bash} is a share ($u)"
+
+# the alert rules: promtool's check (Debian's prometheus package; scripts/install-deps.sh)
+if command -v promtool >/dev/null; then
+  out=$(promtool check rules contrib/prometheus/alerts.yml 2>&1)
+  ok $? "promtool check rules contrib/prometheus/alerts.yml ($(tail -1 <<<"$out" | sed 's/^ *//'))"
+else
+  skip "promtool is not installed (apt-get install prometheus)"
+fi
+jq -e '.panels | length > 0' contrib/grafana/paddock.json >/dev/null
+ok $? "contrib/grafana/paddock.json is a dashboard with panels"
+
+# every series named (with its = label matchers) has a sample in /metrics
+curl -s -m 5 "$U/metrics" >"$TMPD/metrics.txt"
+named_missing() {  # named_missing EXPRESSIONS-FILE: the selectors without a sample, one per line
+  python3 - "$1" "$TMPD/metrics.txt" <<'PY'
+import re, sys
+exprs = open(sys.argv[1]).read()
+samples = [l for l in open(sys.argv[2]).read().splitlines() if l and not l.startswith('#')]
+seen = set()
+for m in re.finditer(r'\b(paddock_[a-zA-Z0-9_]+)(\{([^}]*)\})?', exprs):
+    name, matchers = m.group(1), m.group(3) or ''
+    want = re.findall(r'([a-zA-Z_]+)="([^"]*)"', re.sub(r'[a-zA-Z_]+!="[^"]*"', '', matchers))
+    key = (name, tuple(want))
+    if key in seen:
+        continue
+    seen.add(key)
+    if not any((l.startswith(name + '{') or l.startswith(name + ' ')) and
+               all('%s="%s"' % kv in l.split(' ')[0] for kv in want) for l in samples):
+        print(m.group(0))
+PY
+}
+grep 'expr:' -A3 contrib/prometheus/alerts.yml >"$TMPD/alert-exprs"
+n=$(grep -o 'paddock_[a-z_]*' "$TMPD/alert-exprs" | sort -u | wc -l)
+is "$(named_missing "$TMPD/alert-exprs")" "" "every series the alerts name is in /metrics ($n names)"
+jq -r '.panels[].targets[].expr' contrib/grafana/paddock.json >"$TMPD/dash-exprs"
+n=$(grep -o 'paddock_[a-z_]*' "$TMPD/dash-exprs" | sort -u | wc -l)
+is "$(named_missing "$TMPD/dash-exprs")" "" "every series the dashboard names is in /metrics ($n names)"
+echo 'paddock_no_such_series{class="x"}' >"$TMPD/bogus"
+is "$(named_missing "$TMPD/bogus")" 'paddock_no_such_series{class="x"}' "(the check finds a series that is not there)"
