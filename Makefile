@@ -23,7 +23,7 @@ CFLAGS  ?= -O2 -g -D_FORTIFY_SOURCE=2
 override CFLAGS += -std=gnu11 $(WARN) -fstack-protector-strong -fPIE -Ilib -Ipool -Iserver
 LDFLAGS += -pie -Wl,-z,relro,-z,now
 # libmicrohttpd is not linked: server/mhd.c loads it when a server starts (see mhd.h)
-LDLIBS  := -lsqlite3 -lseccomp -ljansson -lpthread
+LDLIBS  := -lsqlite3 -lseccomp -ljansson -larchive -lcrypto -lpthread
 
 LIB_SRC := $(wildcard lib/*.c lib/*/*.c)
 POOL_SRC := $(wildcard pool/*.c pool/*/*.c)
@@ -102,7 +102,7 @@ asan:
 
 # valgrind 3.19 does not know clone3 or seccomp's flags: the modules that make sandboxes are
 # checked by `make asan` instead
-VALGRIND_UNITS := util capture result cgroup_v2 audit image
+VALGRIND_UNITS := util capture result cgroup_v2 audit image imagestore
 valgrind: all $(UNIT_BIN)
 	@PADDOCK_BUILD=$(BUILD) PADDOCK=$(BIN)/paddock PADDOCK_VALGRIND=1 tests/run-all $(VALGRIND_UNITS:%=$(BUILD)/tests/%)
 

@@ -3,6 +3,7 @@
  *   main.c       the command table: dispatch and the top-level help
  *   args.c       cli_error and the value parsers every subcommand (and serve's config) shares
  *   exec.c run.c serve.c pool.c batch.c   the subcommands; serve.c holds serve's option table
+ *   run_cluster.c                         paddock run --cluster: the lines posted to a cluster
  *   jsonl.c      the request lines of batch and run (shared with the fuzzer)
  *   progress.c   the progress line and latency percentiles of batch and run
  *   bench*.c     paddock bench (bench.h maps its files) */
@@ -10,6 +11,8 @@
 #define PADDOCK_CLI_H
 
 #include "paddock.h"
+#include <jansson.h>
+#include <stdio.h>
 
 /* Exit statuses of the paddock command (isolate's split between the program and paddock). */
 enum {
@@ -27,6 +30,10 @@ int cmd_pool(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+/* paddock run --cluster (run_cluster.c): the parsed lines (taken) posted to a cluster's nodes. */
+int cli_run_cluster(const char *urls, json_t **reqs, const int *lines, size_t n, size_t bad, long workers,
+		    FILE *out);
+int cmd_image(int argc, char **argv);
 
 struct pd_template;
 struct pd_pools;

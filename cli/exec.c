@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void exec_usage(FILE *f)
@@ -27,7 +28,10 @@ static void exec_usage(FILE *f)
 		"  -q, --quiet            do not pass the program's output through\n"
 		"\n"
 		"environment:\n"
-		"  --image DIR            root filesystem directory (default: the host image)\n"
+		"  --image NAME|DIGEST|DIR an imported image (paddock image ls), or a root filesystem\n"
+		"                         directory (a path: /..., ./...; default: the host image); an\n"
+		"                         image's Env is the base of the environment, its WorkingDir\n"
+		"                         the default --cwd, its numeric User the default --user\n"
 		"  -e, --env K=V          set a variable (repeatable), over the defaults PATH, HOME,\n"
 		"                         LANG, TERM; nothing is taken from the host\n"
 		"  -C, --cwd DIR          working directory inside (default /)\n"
@@ -114,6 +118,25 @@ static int parse_user(const char *arg, uint32_t *uid, uint32_t *gid)
 		return -1;
 	*gid = *uid;
 	return colon ? parse_id(colon, gid) : 0;
+}
+
+/* An image config's User when it is numeric ("1000" or "1000:1000"); names would need the
+ * image's /etc/passwd and are left to --user. */
+static void image_user(const char *user, uint32_t *uid, uint32_t *gid)
+{
+	char *end;
+	long u = strtol(user, &end, 10);
+	if (end == user || (*end && *end != ':') || u < 0 || u > 65535)
+		return;
+	long g = u;
+	if (*end == ':') {
+		char *gend;
+		g = strtol(end + 1, &gend, 10);
+		if (gend == end + 1 || *gend || g < 0 || g > 65535)
+			return;
+	}
+	*uid = (uint32_t)u;
+	*gid = (uint32_t)g;
 }
 
 /* The CLI's environment: paddock's defaults, then each --env over them by name. */
@@ -247,7 +270,7 @@ int cmd_exec(int argc, char **argv)
 	xo.stdin_fd = -1;
 	bool audit = false;
 	const char *policy_arg = NULL;
-	bool json = false, quiet = false;
+	bool json = false, quiet = false, user_given = false;
 	const char *result_file = NULL, *stdin_file = NULL;
 	static char *envv[1025];
 	size_t nenv = 0;
@@ -275,6 +298,7 @@ int cmd_exec(int argc, char **argv)
 		case 'u':
 			if (parse_user(optarg, &xo.uid, &xo.gid) < 0)
 				return bad("--user", optarg, "UID[:GID] below 65536, or root, sandbox, nobody");
+			user_given = true;
 			break;
 		case 'i': stdin_file = optarg; break;
 		case 'b': {
@@ -376,6 +400,40 @@ int cmd_exec(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	so.binds = binds;
+	/* an imported image: its layers, leased until the sandbox is gone, and its config's defaults */
+	pd_image im;
+	bool have_image = false;
+	pd_err e = {0};
+	struct stat ist;
+	if (so.image && pd_image_is_ref(so.image)) {
+		if (pd_image_open(NULL, so.image, &im, &e) < 0) {
+			/* a relative directory that names no image keeps working as before */
+			if (e.code == ENOENT && stat(so.image, &ist) == 0 && S_ISDIR(ist.st_mode))
+				goto plain_dir;
+			cli_error("--image %s: %s", so.image, e.msg);
+			return EXIT_USAGE;
+		}
+		have_image = true;
+		so.layers = (const char *const *)im.layers;
+		so.imported = &im;
+		so.image = NULL;
+		if (!xo.cwd && im.workdir && im.workdir[0] == '/')
+			xo.cwd = im.workdir;
+		if (!user_given && im.user)
+			image_user(im.user, &xo.uid, &xo.gid);
+		size_t ni = 0;
+		while (im.env[ni])
+			ni++;
+		if (ni + nenv > 1024) {
+			pd_image_close(&im);
+			return bad("--env", "(with the image's Env)", "within the 1024 variables allowed");
+		}
+		/* the image's Env first: each --env of the same name is later, so it wins */
+		memmove(envv + ni, envv, nenv * sizeof *envv);
+		memcpy(envv, im.env, ni * sizeof *envv);
+		nenv += ni;
+	}
+plain_dir:;
 	char **merged = NULL;
 	if (nenv) {
 		merged = merge_env(envv, nenv);
@@ -408,7 +466,6 @@ int cmd_exec(int argc, char **argv)
 	if (!quiet && !json)
 		xo.on_output = passthrough;
 
-	pd_err e = {0};
 	pd_ctx *ctx = pd_ctx_new(NULL, &e);
 	if (!ctx) {
 		cli_error("%s", e.msg);
@@ -460,5 +517,7 @@ int cmd_exec(int argc, char **argv)
 	pd_result_free(&r);
 	pd_ctx_free(ctx);
 	free(merged);
+	if (have_image)
+		pd_image_close(&im);
 	return status;
 }

@@ -1,6 +1,7 @@
 /* paddock: the command table, which drives dispatch and the top-level help alike. */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "episode.h"
 
 #include <stdlib.h>
 #include <stdio.h>
@@ -23,6 +24,9 @@ static const struct command {
 	{"pool", "[options]", "templates, toolchains and warm pool state", cmd_pool},
 	{"batch", "[options] [REQUESTS.jsonl]", "run many commands through the warm pools", cmd_batch},
 	{"bench", "[options]", "benchmark against fork+exec and bubblewrap", cmd_bench},
+	{"replay", "TRAJECTORY [options]", "re-run a session's trajectory, report the first divergence", cmd_replay},
+	{"export", "TRAJECTORY [options]", "write a trajectory as JSON lines or ATIF", cmd_export},
+	{"image", "import|ls|inspect|rm|gc ...", "the image store (OCI and docker-archive images)", cmd_image},
 	{"version", "", "print the version", cmd_version},
 	{"help", "[COMMAND]", "this text, or a command's options", cmd_help},
 };

@@ -115,6 +115,9 @@ static void run_usage(FILE *f)
 	      "\"expect\" ({\"output\", \"failure_class\"}) is checked and counted, \"note\" ignored.\n"
 	      "\n"
 	      "  --problems DIR         the judge's problems (examples/problems)\n"
+	      "  --cluster URLS         send the lines to a cluster's nodes (http://HOST:PORT, comma-\n"
+	      "                         separated) instead of running them here; each line has a\n"
+	      "                         request id, so retries never run it twice (docs/cluster.md)\n"
 	      "  -o, --output FILE      results (default stdout)\n"
 	      "  -j, --workers N        concurrent jobs (default 2 x CPUs)\n"
 	      "  --templates FILE       templates (default: built-in)\n"
@@ -138,8 +141,9 @@ int cmd_run(int argc, char **argv)
 					     {"quiet", no_argument, 0, 'q'},
 					     {"verbose", no_argument, 0, 'v'},
 					     {"problems", required_argument, 0, 'P'},
+					     {"cluster", required_argument, 0, 'C'},
 					     {0, 0, 0, 0}};
-	const char *outfile = NULL, *tfile = NULL, *problems_dir = NULL;
+	const char *outfile = NULL, *tfile = NULL, *problems_dir = NULL, *cluster = NULL;
 	long workers = 0, warm = 2, retries = 2;
 	bool quiet = false;
 	int c;
@@ -165,6 +169,7 @@ int cmd_run(int argc, char **argv)
 			break;
 		case 'q': quiet = true; break;
 		case 'v': pd_log_enable(true); break;
+		case 'C': cluster = optarg; break;
 		default: run_usage(stderr); return EXIT_USAGE;
 		}
 	}
@@ -218,6 +223,14 @@ int cmd_run(int argc, char **argv)
 	free(line);
 	if (in != stdin)
 		fclose(in);
+	if (cluster) {
+		int rc = cli_run_cluster(cluster, reqs, lines, n, bad, workers, st.out);
+		free(reqs);
+		free(lines);
+		if (st.out != stdout)
+			fclose(st.out);
+		return rc;
+	}
 
 	pd_template *t;
 	size_t nt;

@@ -70,6 +70,14 @@ static const serve_opt serve_opts[] = {
 	 "addresses that limit spares, comma-separated IPv4 networks\n"
 	 "(\"none\" = spare none); unix-socket clients have no address\n"
 	 "and are always spared"},
+	{"cluster", 0, T_STRING, "URLS", 0, 0, false, FIELD(cluster), NULL,
+	 "nats://HOST:PORT[,...]: join a cluster on NATS JetStream as a\n"
+	 "node (docs/cluster.md); without it, a single node"},
+	{"node-id", 0, T_STRING, "ID", 0, 0, false, FIELD(node_id), "<hostname>-<port>",
+	 "this node's id in the cluster (A-Z a-z 0-9 - _)"},
+	{"cluster-ack-wait", 0, T_COUNT, "SECS", 1, 3600, false, FIELD(cluster_ack_wait), "30",
+	 "seconds a node may hold a task without a sign of life before\n"
+	 "the cluster gives it to another node"},
 };
 
 #define NOPTS (sizeof serve_opts / sizeof serve_opts[0])

@@ -73,6 +73,12 @@ typedef struct exec_run {
 	size_t in_off;
 	bool started, exited, killed_to, killed_ol, init_died;
 	int wstatus;
+	/* step_kill: the session leaders among init's children when the exec began, and those
+	 * it started (the program; a child that called setsid and was orphaned) */
+	pd_proc_id before[32], mine[16];
+	size_t nbefore, nmine;
+	bool step_killing;   /* a limit hit under step_kill: its sessions are being killed */
+	uint64_t step_until; /* when a step kill gives up and kills the sandbox */
 	pd_auditor aud;
 	bool aud_on;
 	pd_tamper_base upper0; /* the writable layers before the exec (tamper.c) */
@@ -81,6 +87,36 @@ typedef struct exec_run {
 	bool spill_failed[2];
 	uint64_t spilled[2];
 } exec_run;
+
+/* The sessions this exec started: init's session-leading children that were not there when it
+ * began (same pid and start time). */
+static void find_mine(pd_sandbox *s, exec_run *x)
+{
+	pd_proc_id now[48];
+	size_t n = pd_init_leaders(s->pid, now, 48);
+	for (size_t i = 0; i < n; i++) {
+		bool old = false, known = false;
+		for (size_t j = 0; j < x->nbefore && !old; j++)
+			old = x->before[j].pid == now[i].pid && x->before[j].start == now[i].start;
+		for (size_t j = 0; j < x->nmine && !known; j++)
+			known = x->mine[j].pid == now[i].pid && x->mine[j].start == now[i].start;
+		if (!old && !known && x->nmine < sizeof x->mine / sizeof x->mine[0])
+			x->mine[x->nmine++] = now[i];
+	}
+}
+
+/* SIGKILL to every process of the exec's sessions; how many were alive, -1 on an error */
+static int kill_mine(exec_run *x)
+{
+	int alive = 0;
+	for (size_t i = 0; i < x->nmine; i++) {
+		int k = pd_kill_session(x->mine[i].pid);
+		if (k < 0)
+			return -1;
+		alive += k;
+	}
+	return alive;
+}
 
 /* write() that cannot end the embedding process with SIGPIPE: the program may stop reading its
  * stdin at any moment, and a spill fd may be a pipe */
@@ -276,10 +312,49 @@ static uint64_t delta(uint64_t after, uint64_t before)
 	return after > before ? after - before : 0;
 }
 
+/* A limit was hit: with step_kill and the exec's sessions known, they are killed and the loop
+ * waits for init's report of the program's end (true: go on polling); else the sandbox is
+ * (false: stop). */
+static bool limit_kill(pd_sandbox *s, exec_run *x, const pd_exec_opts *o)
+{
+	if (o->step_kill)
+		find_mine(s, x);
+	if (o->step_kill && x->nmine) {
+		if (!x->step_killing) {
+			uint64_t td = s->opts.teardown_timeout_ms ? s->opts.teardown_timeout_ms : 10000;
+			x->step_killing = true;
+			x->step_until = pd_now_us() + td * 1000;
+		}
+		if (kill_mine(x) >= 0 && pd_now_us() < x->step_until)
+			return true;
+	}
+	x->step_killing = false;
+	pd_sb_kill_init(s);
+	return false;
+}
+
+/* After the program of a step kill ended: what is left of its sessions goes too, or the sandbox
+ * does. Returns whether the sandbox may stay READY. */
+static bool step_kill_finish(pd_sandbox *s, exec_run *x, pd_result *r)
+{
+	int left;
+	while ((left = kill_mine(x)) > 0 && pd_now_us() < x->step_until) {
+		struct timespec ts = {0, 2000000}; /* SIGKILLed processes end within a few ms */
+		nanosleep(&ts, NULL);
+	}
+	if (left == 0)
+		return true;
+	snprintf(r->error, sizeof r->error,
+		 "the step's processes outlived SIGKILL past the teardown timeout: the sandbox was killed");
+	pd_sb_kill_init(s);
+	return false;
+}
+
 int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *e)
 {
 	memset(r, 0, sizeof *r);
 	snprintf(r->sandbox_id, sizeof r->sandbox_id, "%s", s->id);
+	pd_image_note(r, &s->opts);
 	if (s->state != PD_READY)
 		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
 	if (pd_scratch_end_setup(s, e) < 0)
@@ -290,6 +365,8 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 		return -1;
 	exec_run x;
 	memset(&x, 0, sizeof x);
+	if (o->step_kill)
+		x.nbefore = pd_init_leaders(s->pid, x.before, sizeof x.before / sizeof x.before[0]);
 	x.out[0] = x.out[1] = x.in_w = -1;
 	x.aud.listener = -1;
 	int pout[2] = {-1, -1}, perr[2] = {-1, -1}, pin[2] = {-1, -1};
@@ -391,27 +468,42 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 				on_init_msg(s, &x, r);
 		}
 		now = pd_now_us();
+		if (x.step_killing) {
+			/* the sessions are being killed: again (they may have forked meanwhile), until
+			 * init reports the program's end */
+			if (now >= next_check) {
+				next_check = now + 20000;
+				if (!limit_kill(s, &x, o))
+					break;
+			}
+			continue;
+		}
 		if (kill_at && x.cap[0].total + x.cap[1].total > kill_at) {
 			x.killed_ol = true;
-			pd_sb_kill_init(s);
-			break;
+			if (!limit_kill(s, &x, o))
+				break;
+			continue;
 		}
 		if (now >= deadline) {
 			x.killed_to = true;
-			pd_sb_kill_init(s);
-			break;
+			deadline = UINT64_MAX;
+			if (!limit_kill(s, &x, o))
+				break;
+			continue;
 		}
 		if (now >= next_check) {
 			next_check = now + 20000;
 			s->ctx->cg.ops->stats(s->cg, &after);
 			if (cpu_ms && delta(after.cpu_us, before.cpu_us) > cpu_ms * 1000) {
 				x.killed_to = true;
-				pd_sb_kill_init(s);
-				break;
+				if (!limit_kill(s, &x, o))
+					break;
+				continue;
 			}
 		}
 	}
 	uint64_t t1 = pd_now_us();
+	bool step_killed = x.step_killing && x.exited && !x.init_died && step_kill_finish(s, &x, r);
 	s->state = PD_COLLECTING;
 	/* what the program wrote before it ended is in the pipes: take it, but do not wait for
 	 * writers it left behind */
@@ -475,8 +567,11 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 		r->status = PD_OK;
 	if (r->status == PD_OK && (r->out.truncated || r->err.truncated))
 		r->status = PD_OL;
-	/* a limit kill ends the sandbox; so does an init that died under us */
-	if (killed_by_us || x.init_died)
+	/* a limit kill ends the sandbox (unless only the step's sessions were killed); so does an
+	 * init that died under us */
+	if (step_killed && !x.init_died)
+		s->state = PD_READY;
+	else if (killed_by_us || x.init_died)
 		s->state = killed_by_us ? PD_TIMED_OUT : PD_FAILED;
 	else
 		s->state = PD_READY;

@@ -113,6 +113,8 @@ typedef struct pd_audit_event {
 	int pid;            /* host pid of the caller (0: found afterwards) */
 } pd_audit_event;
 
+#define PD_DIGEST_LEN 72 /* "sha256:" + 64 hex + NUL, rounded */
+
 typedef struct pd_result {
 	char sandbox_id[40];
 	pd_status status;
@@ -140,6 +142,10 @@ typedef struct pd_result {
 	uint64_t audit_dropped;             /* events past the cap, counted but not kept */
 	uint64_t audit_kinds[PD_AK_N];      /* events per category, kept or dropped */
 	uint64_t audit_egress_allowed;      /* of the egress events, those the policy allowed */
+	/* the image the sandbox's root was made of: an imported image's name ("" when opened by
+	 * digest) and digests; or, with no digest, the directory ("host" for the default image) */
+	char image_name[256];
+	char image_digest[PD_DIGEST_LEN], image_config_digest[PD_DIGEST_LEN];
 } pd_result;
 
 void pd_result_free(pd_result *r);
@@ -246,6 +252,8 @@ typedef struct pd_audit_opts {
 typedef struct pd_sandbox_opts {
 	const char *image;      /* root filesystem directory; NULL = the default host image */
 	const char *const *layers; /* or: read-only layers stacked with overlayfs, top first, NULL-ended */
+	const struct pd_image *imported; /* the imported image the layers are (pd_image_open): its
+					  * name and digests go into every result */
 	const char *hostname;   /* default "sandbox" */
 	pd_net net;
 	const pd_bind *binds;
@@ -254,6 +262,10 @@ typedef struct pd_sandbox_opts {
 	const pd_audit_opts *audit;
 	uint64_t setup_timeout_ms; /* CREATING deadline: a sandbox not READY by then is killed; 0 = 30 s */
 	uint64_t teardown_timeout_ms; /* RECLAIMING deadline for reaping its init; 0 = 10 s */
+	/* a host directory stacked read-only over the image's layers at "/" (a session snapshot
+	 * that forks share: each fork writes to its own upper, none copies it); must outlive the
+	 * sandbox (a reset mounts it again) */
+	const char *top_layer;
 } pd_sandbox_opts;
 
 typedef struct pd_sandbox pd_sandbox;
@@ -304,11 +316,16 @@ typedef struct pd_exec_opts {
 	uint64_t output_kill_bytes; /* 0 = the sandbox's limit */
 	const pd_audit_opts *audit; /* this exec's audit, over the sandbox's (a pooled sandbox's
 				     * request); NULL = the sandbox's */
+	/* a time or output limit kills this exec's program and every process of its session
+	 * (not those an earlier exec left, nor init) and the sandbox stays READY; if they cannot
+	 * all be killed within the teardown timeout, the sandbox is killed as without it */
+	bool step_kill;
 } pd_exec_opts;
 
 /* Runs one command in the sandbox and fills *r. Returns 0 when a result was produced (whatever the
- * program's status, XX included), -1 when the call itself was invalid. A TO, ML or OL kills the
- * whole sandbox: it is then TIMED_OUT and accepts no further exec. */
+ * program's status, XX included), -1 when the call itself was invalid. A TO or OL kills the
+ * whole sandbox (it is then TIMED_OUT and accepts no further exec) unless x->step_kill; an ML is
+ * the kernel's OOM kill of a process, the sandbox stays READY unless its init died. */
 int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *x, pd_result *r, pd_err *e);
 
 /* Makes a READY sandbox indistinguishable from a fresh one, for its next user: every process
@@ -440,6 +457,66 @@ char *pd_audit_verdict_json(const pd_audit_verdict *v);
  * x's environment, and the verdict evaluated before the teardown. Returns as pd_run does. */
 int pd_run_audited(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, const pd_audit_policy *p,
 		   pd_result *r, pd_audit_verdict *v, pd_err *e);
+
+/* ---- image store (lib/image/): imported OCI and docker-archive images ------------------------ */
+/* The store lives in <state_dir>/images/store (state_dir NULL = $PADDOCK_STATE_DIR or
+ * /var/lib/paddock), shared by every paddock process of that state directory. Each layer is
+ * unpacked once into a directory named by its digest, however many images use it; an image is a
+ * record (manifest digest, config digest, its layers, its config) and any number of names. A
+ * process that uses an image holds a lease on each of its layers (a shared flock) until
+ * pd_image_close; pd_image_gc never removes a leased layer. docs/images.md has the layout. */
+
+#define PD_IMAGE_MAX_LAYERS 7 /* overlay lower layers a sandbox stacks (one kept for the root) */
+
+typedef struct pd_image {
+	char name[128];                      /* the name it was opened by; "" when by digest */
+	char digest[PD_DIGEST_LEN];          /* "sha256:..." of the manifest */
+	char config_digest[PD_DIGEST_LEN];   /* "sha256:..." of the image config */
+	int nlayers;
+	char *layers[PD_IMAGE_MAX_LAYERS + 1]; /* stored layer directories, top first, NULL-ended
+						* (for pd_sandbox_opts.layers) */
+	char **env;                          /* the config's Env, K=V, NULL-ended (never NULL) */
+	char *workdir;                       /* the config's WorkingDir, NULL if none */
+	char *user;                          /* the config's User, NULL if none */
+	int lease_fds[PD_IMAGE_MAX_LAYERS];  /* held locks, -1 when not held */
+} pd_image;
+
+typedef struct pd_image_import_opts {
+	const char *state_dir;
+	const char *name; /* NULL: the source's own name if it has one (RepoTags, ref.name) */
+} pd_image_import_opts;
+
+/* Imports SOURCE (an OCI image layout, directory or tar, or a `docker save` archive): every blob
+ * checked against its digest, every layer not yet stored unpacked (whiteouts and opaque
+ * directories converted for overlayfs; device nodes and paths leaving the layer refused), the
+ * record written and the name pointed at it. Fills *out (leases not held) unless NULL. */
+int pd_image_import(const char *source, const pd_image_import_opts *o, pd_image *out, pd_err *e);
+/* Resolves a name or digest ("sha256:<hex>" or a unique hex prefix of at least 12) and leases its
+ * layers. pd_image_close releases them and frees what *im holds. */
+int pd_image_open(const char *state_dir, const char *ref, pd_image *im, pd_err *e);
+void pd_image_close(pd_image *im);
+/* True when ref names something in the store rather than a directory (a plain directory keeps
+ * working as an image). */
+bool pd_image_is_ref(const char *ref);
+
+typedef struct pd_image_entry {
+	char digest[PD_DIGEST_LEN], config_digest[PD_DIGEST_LEN];
+	char *names;       /* space-separated, malloc'd ("" when unnamed) */
+	int nlayers;
+	uint64_t size;     /* bytes on disk of its layers */
+	int64_t imported;  /* unix time */
+} pd_image_entry;
+
+/* Every image in the store, by import time; free with pd_image_list_free. */
+int pd_image_list(const char *state_dir, pd_image_entry **out, size_t *n, pd_err *e);
+void pd_image_list_free(pd_image_entry *l, size_t n);
+/* The stored record of an image as JSON text (malloc'd): digests, names, layers with sizes,
+ * config, the manifest. */
+char *pd_image_inspect(const char *state_dir, const char *ref, pd_err *e);
+/* Removes a name; by digest, the image and all its names. Its layers stay until pd_image_gc. */
+int pd_image_remove(const char *state_dir, const char *ref, pd_err *e);
+/* Removes layers and blobs no image refers to and no process leases, and abandoned imports. */
+int pd_image_gc(const char *state_dir, uint64_t *layers_removed, uint64_t *bytes_freed, pd_err *e);
 
 /* ---- small utilities shared by the CLI and tests --------------------------------------------- */
 

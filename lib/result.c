@@ -88,6 +88,16 @@ json_t *pd_result_json(const pd_result *r, bool with_output)
 		    set(o, "audit_file_events", count(r->audit_files)) &&
 		    set(o, "audit_net_events", count(r->audit_net)) && set(o, "audit_denied", count(r->audit_denied)) &&
 		    set(o, "audit_dropped", count(r->audit_dropped));
+	/* the image: an imported one by digest, a directory (or the host's) by path alone */
+	json_t *img = good ? json_object() : NULL;
+	if (img && r->image_digest[0])
+		good = (!r->image_name[0] || set(img, "name", pd_json_text(r->image_name))) &&
+		       set(img, "digest", pd_json_text(r->image_digest)) &&
+		       set(img, "config_digest", pd_json_text(r->image_config_digest));
+	else if (img)
+		good = set(img, "name", pd_json_text(r->image_name[0] ? r->image_name : "host")) &&
+		       set(img, "digest", json_null());
+	good = good && set(o, "image", img);
 	json_t *audit = good ? json_array() : NULL;
 	for (size_t i = 0; audit && good && i < r->audit_len; i++) {
 		const pd_audit_event *ev = &r->audit[i];

@@ -246,6 +246,19 @@ int pd_sb_resolve_layout(pd_ctx *c, const pd_sandbox_opts *o, uint64_t disk_byte
 				    e) < 0)
 			return -1;
 	}
+	if (o->top_layer) {
+		/* over the image's layers at "/": what was under /work, /tmp... when a session's
+		 * snapshot was taken, read-only below the sandbox's own writable layer */
+		struct stat tst;
+		if (nlayers >= PD_MAX_LAYERS - 1)
+			return pd_fail(e, E2BIG, "at most %d image layers", PD_MAX_LAYERS - 1);
+		if (stat(o->top_layer, &tst) < 0 || !S_ISDIR(tst.st_mode))
+			return pd_fail(e, errno ? errno : ENOTDIR, "top layer %s", o->top_layer);
+		memmove(layers + 1, layers, (size_t)nlayers * sizeof *layers);
+		snprintf(layers[0].src, PD_PATH, "%s", o->top_layer);
+		snprintf(layers[0].dst, PD_PATH, "/");
+		nlayers++;
+	}
 	for (size_t i = 0; i < o->nbinds; i++) {
 		struct stat st;
 		if (!o->binds[i].src || !o->binds[i].dst || o->binds[i].dst[0] != '/' ||

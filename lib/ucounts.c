@@ -31,7 +31,11 @@
 
 /* The user namespace's own limits, per uid inside it (programs of one sandbox usually share one
  * uid). Namespaces: a program may create none (the seccomp policy refuses them too); init makes
- * a new IPC namespace at each reset, and the last one is freed asynchronously, so a few; every
+ * a new IPC namespace at each reset. The kernel frees old IPC namespaces in batches, after an RCU
+ * grace period (milliseconds), and a creation at the limit waits for that batch (flush_work in
+ * create_ipc_ns) instead of failing: with a limit of 16, back-to-back resets (~0.3 ms each) sat
+ * at the limit and each waited ~0.6 ms. So room for the namespaces one grace period of resets
+ * leaves pending; still bounded per sandbox. Every
  * detached mount (fsmount, open_tree: a build's and a reset's) is an anonymous mount namespace,
  * and those count too. */
 static const struct {
@@ -49,7 +53,7 @@ static const struct {
 	{"max_time_namespaces", "0"},
 	{"max_mnt_namespaces", "256"},
 	{"max_cgroup_namespaces", "1"},
-	{"max_ipc_namespaces", "16"},
+	{"max_ipc_namespaces", "256"},
 };
 
 /* Runs in init, in the sandbox's user namespace with every capability there. The files are the

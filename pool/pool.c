@@ -36,10 +36,15 @@ static int tpl_clone(pd_template *dst, const pd_template *src)
 	memset(dst->env, 0, sizeof dst->env);
 	memset(dst->requires, 0, sizeof dst->requires);
 	dst->cwd = NULL;
+	/* a clone leases the image itself (pd_template_check): its layers are not copied */
+	dst->image = NULL;
+	dst->image_ref = NULL;
+	if (src->image_ref && !(dst->image_ref = xstrdup(src->image_ref)))
+		return -1;
 	for (size_t k = 0; k < src->nfiles; k++)
 		dst->files[k].path = dst->files[k].data = NULL;
 	bool bad = false;
-	for (int k = 0; src->layers[k]; k++)
+	for (int k = 0; src->layers[k] && !src->image_ref; k++)
 		bad |= !(dst->layers[k] = xstrdup(src->layers[k]));
 	for (int k = 0; src->env[k]; k++)
 		bad |= !(dst->env[k] = xstrdup(src->env[k]));
@@ -78,6 +83,10 @@ void pd_template_release(pd_template *tt)
 	}
 	free(tt->cwd);
 	pd_audit_policy_free(tt->audit);
+	free(tt->image_ref);
+	if (tt->image)
+		pd_image_close(tt->image);
+	free(tt->image);
 	memset(tt, 0, sizeof *tt);
 }
 
@@ -149,6 +158,34 @@ static int prepare(pd_pool *pl, pd_sandbox *s, warm_kind warm, pd_err *e)
 	pd_result_free(&r);
 	/* the user's first program gets pid 2, warmed or not, fresh or reset */
 	return pd_sandbox_rewind_pids(s, e);
+}
+
+int pd_pool_reset(pd_pool *pl, pd_sandbox *s, pd_err *e)
+{
+	if (pd_sandbox_reset(s, e) < 0)
+		return -1;
+	return prepare(pl, s, WARM_NONE, e);
+}
+
+pd_sandbox *pd_pool_make_fork(pd_pools *p, pd_pool *pl, const char *top_layer, pd_err *e)
+{
+	pd_sandbox_opts o = pl->sopts;
+	o.top_layer = top_layer;
+	pd_sandbox *s = pd_sandbox_create(p->ctx, &o, e);
+	if (!s)
+		return NULL;
+	/* no owner: released, it is destroyed, never filed READY for the template's next user; the
+	 * template's files are in the snapshot already, as the session had them */
+	if (pl->t.cwd && strcmp(pl->t.cwd, "/work") && pd_sandbox_mkdir(s, pl->t.cwd, 0755, e) < 0) {
+		pd_sandbox_destroy(s, NULL, 0);
+		return NULL;
+	}
+	return s;
+}
+
+pd_pool *pd_pool_named(pd_pools *p, const char *name)
+{
+	return find(p, name);
 }
 
 /* Creates a sandbox for the template and places what the template puts in it before use. */
@@ -361,6 +398,11 @@ static void lifetime_locked(pd_pool *pl, uint64_t born)
 void pd_pool_reclaim_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
 {
 	reclaim_locked(p, pl, s, false);
+}
+
+void pd_pool_discard_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
+{
+	reclaim_locked(p, pl, s, true);
 }
 
 static void reclaim_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s, bool no_reuse)

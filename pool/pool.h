@@ -18,7 +18,7 @@
 
 /* ---- templates ------------------------------------------------------------------------------- */
 
-#define PD_TPL_MAX_LAYERS 6
+#define PD_TPL_MAX_LAYERS 7
 #define PD_TPL_MAX_ENV 64
 #define PD_TPL_MAX_FILES 32
 #define PD_TPL_MAX_REQUIRES 8
@@ -34,6 +34,11 @@ typedef struct pd_template {
 	char name[64];
 	char language[32];
 	char *layers[PD_TPL_MAX_LAYERS + 1]; /* top first; none = the default host image */
+	/* "image" naming an imported image (a name or digest, not a path): pd_template_check
+	 * resolves it, leases its layers into layers[] and takes its Env and WorkingDir where the
+	 * template gives none */
+	char *image_ref;
+	pd_image *image;
 	char *env[PD_TPL_MAX_ENV + 1];       /* K=V; none = paddock's defaults */
 	char *cwd;
 	pd_tpl_file files[PD_TPL_MAX_FILES];
@@ -130,15 +135,38 @@ int pd_pools_wait_ready(pd_pools *p, uint64_t timeout_ms);
 
 typedef struct pd_session pd_session;
 
+/* Injected faults (noise.c): off unless seed or a rate is set; the same seed gives the same faults
+ * at the same steps. Never applied outside sessions (runs and judging have none). */
+typedef struct pd_noise {
+	bool on;
+	uint64_t seed;
+	uint64_t latency_ms;    /* up to this much added to each step (uniform) */
+	double fail_rate;       /* of execs answered with a realistic failure instead of running */
+	double truncate_rate;   /* of execs whose output is cut short */
+} pd_noise;
+
 typedef struct pd_session_opts {
 	uint64_t idle_ttl_ms;    /* 0 = the template's */
 	uint64_t max_lifetime_ms; /* 0 = the template's */
 	const char *metadata;    /* free text kept with the session (e.g. task ids) */
+	/* a step's time or output limit ends the session (the behaviour before sessions survived
+	 * them); by default it kills the step's processes only and the session goes on */
+	bool end_on_limit;
+	/* trajectory: a trainer's group (e.g. a GRPO group) and sample within it, recorded on
+	 * every step; a trajectory to fast-forward from: steps whose request id it recorded are
+	 * answered from it, not run (pd_session_fast_forward) */
+	const char *group_id, *sample_id, *resume_from;
+	/* a fork: the session's files are the snapshot's (pd_session_snapshot), its template the
+	 * snapshot's; the sandbox is made for it (not from the warm pool) and destroyed after */
+	const char *from_snapshot;
+	pd_noise noise;
 } pd_session_opts;
 
 /* Opens a session: one sandbox held across many execs and file operations. */
 pd_session *pd_session_open(pd_pools *p, const char *template_name, const pd_session_opts *o, pd_err *e);
 const char *pd_session_id(const pd_session *s);
+/* The session's template's name. */
+void pd_session_template(const pd_session *s, char *name, size_t len);
 pd_sandbox *pd_session_sandbox(pd_session *s);
 /* Runs a command. With a request_id seen before, returns the recorded result instead of running
  * it again (a client retrying after a network hiccup must not double side effects). Full output
@@ -152,12 +180,46 @@ void pd_session_info(pd_session *s, char *sandbox_id, size_t id_len, char *state
 size_t pd_session_output_memory(pd_session *s);
 /* How many execs the session has run (the last one without a request id is "#<count>"). */
 unsigned pd_session_exec_count(pd_session *s);
+/* The faults injected into the exec with that request id or number, as JSON (malloc'd), or NULL
+ * when the session has no noise. */
+char *pd_session_noise_of(pd_session *s, const char *request_id);
 /* Path of the full stdout (stream 1) or stderr (2) of the exec with that request id or number. */
 int pd_session_output_path(pd_session *s, const char *request_id, int stream, char *path, size_t len,
 			   pd_err *e);
 /* Unpacks a tar stream (read from fd) into dir inside the sandbox; packs dir into fd. */
-int pd_session_upload_tar(pd_session *s, const char *dir, int tar_fd, pd_err *e);
-int pd_session_download_tar(pd_session *s, const char *dir, int tar_fd, pd_err *e);
+int pd_session_upload_tar(pd_session *s, const char *dir, int tar_fd, const char *request_id, pd_err *e);
+int pd_session_download_tar(pd_session *s, const char *dir, int tar_fd, const char *request_id, pd_err *e);
+/* Returns the session to its template's fresh state (the pools' reset, pd_sandbox_reset, and the
+ * template's files placed again), keeping its id, metadata and records. A sandbox the reset
+ * refuses is replaced by a new one of the template. */
+int pd_session_reset(pd_session *s, const char *request_id, pd_err *e);
+/* ---- trajectories (trajectory.c) ---- */
+struct json_t;
+/* <state>/trajectories/<id>.jsonl; EINVAL for an id that is not a session id's characters. */
+int pd_trajectory_path(const char *state_dir, const char *id, char *path, size_t len, pd_err *e);
+/* The trajectory's lines as a JSON array (a last line cut by a crash left out). */
+struct json_t *pd_trajectory_load(const char *state_dir, const char *id, pd_err *e);
+/* Appends a step of kind ("write", "read", "delete", "upload", "download", "stat", "reset", ...)
+ * to the session's trajectory: its action and observation (both taken), the files it changed in
+ * the writable directories, its times (started_us: CLOCK_REALTIME when it began). Call it with
+ * the step done and the session not in use. Returns the step number, or -1. */
+long pd_session_record(pd_session *s, const char *kind, const char *request_id, uint64_t started_us,
+		       struct json_t *action, struct json_t *observation, pd_err *e);
+/* Fast-forward: with a session resumed from a trajectory that recorded a step of this kind and
+ * request id, appends it (marked fast_forward) to this session's trajectory and returns a new
+ * reference to its recorded observation; the step is not run. NULL otherwise. */
+struct json_t *pd_session_fast_forward(pd_session *s, const char *kind, const char *request_id);
+/* SHA-256 as 64 hex digits of a buffer, of a file from its start (its offset is put back). */
+void pd_session_digest(const void *data, size_t len, char hex[65]);
+int pd_session_digest_fd(int fd, char hex[65]);
+/* Wall clock in microseconds (trajectory times). */
+uint64_t pd_wall_us(void);
+
+/* Snapshot of the session's files (/work, /tmp, the template's cwd; not its processes) as
+ * <state>/snapshots/<name> (NULL: a generated name), kept ttl_s (0: an hour) and at most
+ * max_bytes (0: 1 GiB; EFBIG past it). Returns its description (JSON), or NULL. */
+struct json_t *pd_session_snapshot(pd_session *s, const char *name, uint64_t ttl_s, uint64_t max_bytes,
+				   const char *request_id, pd_err *e);
 /* Marks the session in use for operations on its sandbox made directly (files, stat): fails with
  * EBUSY while another request uses it, ESRCH once it has ended. Pair with pd_session_end. */
 int pd_session_begin(pd_session *s, pd_err *e);

@@ -6,7 +6,7 @@
  * head and tail can be fetched later. The reclaimer closes sessions past their idle TTL or maximum
  * lifetime; a session in use is never cut mid-exec. */
 #define _GNU_SOURCE
-#include "pools.h"
+#include "session_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -18,44 +18,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SESSION_RECORDS 64
-/* Output the records hold in memory: a record keeps up to the capture's head and tail of each
- * stream (1 MiB each by default), so 64 of them could hold 128 MiB per session. The newest
- * records keep theirs up to this; older ones drop their buffers and a retry of one reads its
- * head and tail back from its spill files, which hold the whole output. */
-#define SESSION_OUTPUT_BYTES (8u << 20)
-/* Spilled output a session keeps on the host's disk: past it, the oldest records' spill files
- * go (their output can no longer be fetched), so that a session of big outputs cannot hold up to
- * 64 x 128 MiB (the output kill of both streams) until it ends. */
-#define SESSION_SPILL_BYTES (256u << 20)
-/* The largest archive a download makes (it is written to a temporary file on the host first). */
-#define SESSION_TAR_MAX (1024u << 20)
-
-typedef struct record {
-	char request_id[128];
-	unsigned n; /* exec number in this session */
-	bool slim;  /* output buffers dropped (lengths kept): read back from the spill files */
-	bool spill_gone;      /* its spill files were deleted for SESSION_SPILL_BYTES */
-	uint64_t spill_bytes; /* what its spill files hold */
-	pd_result r;
-} record;
-
-struct pd_session {
-	pd_pools *p;
-	pd_pool *pl;
-	pd_sandbox *sb;
-	char id[48];
-	char sandbox_id[40];
-	char dir[POOL_PATH];
-	char *metadata;
-	uint64_t created_us, last_used_us, idle_ttl_ms, max_ms;
-	bool busy, dead, closed_by_pools;
-	char dead_reason[128];
-	unsigned nexec;
-	record rec[SESSION_RECORDS];
-	unsigned nrec;
-	struct pd_session *next;
-};
 
 static char *dupbuf(const char *p, size_t n)
 {
@@ -233,6 +195,11 @@ const char *pd_session_id(const pd_session *s)
 	return s->id;
 }
 
+void pd_session_template(const pd_session *s, char *name, size_t len)
+{
+	snprintf(name, len, "%s", s->pl->t.name);
+}
+
 pd_sandbox *pd_session_sandbox(pd_session *s)
 {
 	return s->sb;
@@ -245,19 +212,40 @@ pd_session *pd_session_open(pd_pools *p, const char *name, const pd_session_opts
 		pd_fail(e, ENOMEM, "session");
 		return NULL;
 	}
-	s->sb = pd_pool_acquire(p, name, NULL, e);
+	if (o && o->from_snapshot) {
+		/* a fork: a new sandbox of the snapshot's template with its tree as a layer */
+		char tree[POOL_PATH], tpl[64];
+		pd_pool *pl = pd_snapshot_tree(p, o->from_snapshot, tree, sizeof tree, tpl, sizeof tpl, e) < 0
+				      ? NULL
+				      : pd_pool_named(p, tpl);
+		if (pl && name && strcmp(name, tpl)) {
+			pd_fail(e, EINVAL, "snapshot %s is of template %s, not %s", o->from_snapshot, tpl, name);
+			pl = NULL;
+		} else if (!pl && !e->code) {
+			pd_fail(e, ENOENT, "snapshot %s: its template %s is gone", o->from_snapshot, tpl);
+		}
+		s->snapshot = pl ? strdup(o->from_snapshot) : NULL;
+		s->top_layer = pl ? strdup(tree) : NULL;
+		s->sb = s->snapshot && s->top_layer ? pd_pool_make_fork(p, pl, s->top_layer, e) : NULL;
+		s->pl = pl;
+	} else {
+		s->sb = pd_pool_acquire(p, name, NULL, e);
+		s->pl = s->sb ? pd_pool_of(p, s->sb) : NULL;
+	}
 	if (!s->sb) {
+		free(s->snapshot);
+		free(s->top_layer);
 		free(s);
 		return NULL;
 	}
 	s->p = p;
-	s->pl = pd_pool_of(p, s->sb);
 	snprintf(s->sandbox_id, sizeof s->sandbox_id, "%s", pd_sandbox_id(s->sb));
 	s->created_us = s->last_used_us = pd_now_us();
 	s->idle_ttl_ms = o && o->idle_ttl_ms ? o->idle_ttl_ms : s->pl->t.session_idle_ttl_ms;
 	s->max_ms = o && o->max_lifetime_ms ? o->max_lifetime_ms : s->pl->t.session_max_ms;
 	if (o && o->metadata)
 		s->metadata = strdup(o->metadata);
+	s->end_on_limit = o && o->end_on_limit;
 	pthread_mutex_lock(&p->mu);
 	uint64_t seq = ++p->session_seq;
 	pthread_mutex_unlock(&p->mu);
@@ -266,6 +254,13 @@ pd_session *pd_session_open(pd_pools *p, const char *name, const pd_session_opts
 	if (pd_mkdir_p(s->dir, 0700) < 0) {
 		pd_fail(e, errno, "session directory %s", s->dir);
 		pd_pool_release(p, s->sb);
+		free(s->metadata);
+		free(s);
+		return NULL;
+	}
+	if (session_traj_open(s, o, e) < 0) {
+		pd_pool_release(p, s->sb);
+		rm_dir(s->dir);
 		free(s->metadata);
 		free(s);
 		return NULL;
@@ -284,7 +279,7 @@ bool pd_session_expired(const pd_session *s, uint64_t now)
 }
 
 /* Marks the session in use; fails if it has ended. */
-static int enter(pd_session *s, pd_err *e)
+int session_enter(pd_session *s, pd_err *e)
 {
 	pthread_mutex_lock(&s->p->mu);
 	if (s->dead) {
@@ -300,16 +295,18 @@ static int enter(pd_session *s, pd_err *e)
 	return 0;
 }
 
-static void leave(pd_session *s)
+void session_leave(pd_session *s)
 {
 	pthread_mutex_lock(&s->p->mu);
 	s->busy = false;
 	s->last_used_us = pd_now_us();
 	pd_state st = pd_sandbox_state(s->sb);
 	if (!s->dead && st != PD_READY) {
-		/* a limit kill (TO, ML, OL) ended the sandbox, and so the session */
+		/* a limit kill ended the sandbox (end_on_limit, or the step's processes could not
+		 * be killed), or its init died: so did the session */
 		s->dead = true;
-		snprintf(s->dead_reason, sizeof s->dead_reason, "its sandbox is %s", pd_state_name(st));
+		snprintf(s->dead_reason, sizeof s->dead_reason, "its sandbox is %s%s%s", pd_state_name(st),
+			 s->damage[0] ? ": " : "", s->damage);
 	}
 	pthread_mutex_unlock(&s->p->mu);
 }
@@ -341,12 +338,12 @@ unsigned pd_session_exec_count(pd_session *s)
 
 int pd_session_begin(pd_session *s, pd_err *e)
 {
-	return enter(s, e);
+	return session_enter(s, e);
 }
 
 void pd_session_end(pd_session *s)
 {
-	leave(s);
+	session_leave(s);
 }
 
 static record *find_record(pd_session *s, const char *rid)
@@ -362,13 +359,13 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_re
 	memset(r, 0, sizeof *r);
 	if (rid && (!*rid || strlen(rid) >= sizeof s->rec[0].request_id))
 		return pd_fail(e, EINVAL, "request id must have 1 to 127 characters");
-	if (enter(s, e) < 0)
+	if (session_enter(s, e) < 0)
 		return -1;
 	if (rid) {
 		record *rec = find_record(s, rid);
 		if (rec) {
 			record_result(s, rec, r);
-			leave(s);
+			session_leave(s);
 			return 0;
 		}
 	}
@@ -385,7 +382,16 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_re
 	if (!xo.cwd && s->pl->t.cwd)
 		xo.cwd = s->pl->t.cwd;
 	xo.spill_max = SESSION_SPILL_BYTES;
-	int rc = pd_sandbox_exec(s->sb, &xo, r, e);
+	xo.step_kill = !s->end_on_limit;
+	uint64_t t0 = pd_wall_us();
+	bool skip = false;
+	json_t *noise = session_noise_before(s, n, &xo, r, &skip);
+	int rc = skip ? 0 : pd_sandbox_exec(s->sb, &xo, r, e);
+	if (rc == 0)
+		session_noise_after(s, n, r, noise);
+	if (rc == 0 && pd_sandbox_state(s->sb) != PD_READY)
+		snprintf(s->damage, sizeof s->damage, "%s %s", pd_status_name(r->status),
+			 r->error[0] ? r->error : "(a limit kill of the whole sandbox)");
 	uint64_t spilled = fd_size(xo.spill_fd[0]) + fd_size(xo.spill_fd[1]);
 	if (xo.spill_fd[0] >= 0)
 		close(xo.spill_fd[0]);
@@ -420,6 +426,8 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_re
 			snprintf(rec->request_id, sizeof rec->request_id, "#%u", n);
 		rec->n = n;
 		rec->r = copy;
+		free(rec->noise);
+		rec->noise = noise ? json_dumps(noise, JSON_COMPACT) : NULL;
 		s->nrec++;
 		slim_records(s);
 		trim_spills(s);
@@ -427,9 +435,33 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_re
 		pd_result_free(&old);
 		if (old_n)
 			spill_unlink(s, old_n);
+		json_t *obs = pd_result_json(r, true);
+		char auto_id[32];
+		snprintf(auto_id, sizeof auto_id, "#%u", n);
+		if (obs)
+			json_object_set_new(obs, "output_request_id", json_string(rid ? rid : auto_id));
+		pd_err te = {0};
+		json_t *extra = noise ? json_pack("{s:O}", "noise", noise) : NULL;
+		long st = session_traj_step(s, "exec", rid, t0, session_exec_action(&xo), obs, extra, true, &te);
+		json_decref(extra);
+		if (st < 0)
+			snprintf(r->error + strlen(r->error), sizeof r->error - strlen(r->error), "%strajectory: %s",
+				 r->error[0] ? "; " : "", te.msg);
 	}
-	leave(s);
+	json_decref(noise);
+	session_leave(s);
 	return rc;
+}
+
+char *pd_session_noise_of(pd_session *s, const char *rid)
+{
+	char *out = NULL;
+	pthread_mutex_lock(&s->p->mu);
+	record *rec = find_record(s, rid);
+	if (rec && rec->noise)
+		out = strdup(rec->noise);
+	pthread_mutex_unlock(&s->p->mu);
+	return out;
 }
 
 int pd_session_output_path(pd_session *s, const char *rid, int stream, char *path, size_t len, pd_err *e)
@@ -493,6 +525,7 @@ static int run_tar(pd_session *s, char **argv, int in_fd, int out_fd, pd_err *e)
 	 * limit kill would end the session; a GiB of a cold tree takes ~16 s of wall time here */
 	x.wall_ms = TAR_WALL_MS;
 	x.cpu_ms = TAR_WALL_MS / 2;
+	x.step_kill = true;
 	if (out_fd >= 0) {
 		x.spill = true;
 		x.spill_fd[0] = out_fd;
@@ -534,10 +567,29 @@ static int run_tar(pd_session *s, char **argv, int in_fd, int out_fd, pd_err *e)
 	return rc;
 }
 
-int pd_session_upload_tar(pd_session *s, const char *dir, int tar_fd, pd_err *e)
+static void tar_step(pd_session *s, const char *kind, const char *dir, int fd, const char *rid, uint64_t t0,
+		     int rc, const pd_err *e)
 {
-	if (enter(s, e) < 0)
+	char hex[65];
+	json_t *action = json_pack("{s:o}", "dir", pd_json_text(dir));
+	json_t *obs = json_pack("{s:b}", "ok", rc == 0);
+	if (rc < 0)
+		json_object_set_new(obs, "error", pd_json_text(e->msg));
+	off_t len = lseek(fd, 0, SEEK_END);
+	if (len >= 0 && pd_session_digest_fd(fd, hex) == 0) {
+		json_t *o = !strcmp(kind, "upload") ? action : obs;
+		json_object_set_new(o, "tar_bytes", json_integer((json_int_t)len));
+		json_object_set_new(o, "tar_sha256", json_string(hex));
+	}
+	pd_err te = {0};
+	session_traj_step(s, kind, rid, t0, action, obs, NULL, true, &te);
+}
+
+int pd_session_upload_tar(pd_session *s, const char *dir, int tar_fd, const char *rid, pd_err *e)
+{
+	if (session_enter(s, e) < 0)
 		return -1;
+	uint64_t t0 = pd_wall_us();
 	int rc = pd_sandbox_mkdir(s->sb, dir, 0755, e);
 	if (rc == 0) {
 		static char tar[] = "tar", x[] = "-x", C[] = "-C", f[] = "-f", dash[] = "-",
@@ -547,14 +599,16 @@ int pd_session_upload_tar(pd_session *s, const char *dir, int tar_fd, pd_err *e)
 		rc = d ? run_tar(s, argv, tar_fd, -1, e) : pd_fail(e, ENOMEM, "tar");
 		free(d);
 	}
-	leave(s);
+	tar_step(s, "upload", dir, tar_fd, rid, t0, rc, e);
+	session_leave(s);
 	return rc;
 }
 
-int pd_session_download_tar(pd_session *s, const char *dir, int tar_fd, pd_err *e)
+int pd_session_download_tar(pd_session *s, const char *dir, int tar_fd, const char *rid, pd_err *e)
 {
-	if (enter(s, e) < 0)
+	if (session_enter(s, e) < 0)
 		return -1;
+	uint64_t t0 = pd_wall_us();
 	/* through head, which ends tar (SIGPIPE) one byte past the cap rather than let it read a
 	 * huge tree to the end and run into the wall time, whose kill would end the session; the
 	 * directory is a positional parameter, never part of the script */
@@ -566,16 +620,60 @@ int pd_session_download_tar(pd_session *s, const char *dir, int tar_fd, pd_err *
 	char *argv[] = {sh, c, script, zero, d, limit, NULL};
 	int rc = d ? run_tar(s, argv, -1, tar_fd, e) : pd_fail(e, ENOMEM, "tar");
 	free(d);
-	leave(s);
+	tar_step(s, "download", dir, tar_fd, rid, t0, rc, e);
+	session_leave(s);
+	return rc;
+}
+
+int pd_session_reset(pd_session *s, const char *rid, pd_err *e)
+{
+	if (session_enter(s, e) < 0)
+		return -1;
+	uint64_t t0 = pd_wall_us();
+	char old_id[40];
+	snprintf(old_id, sizeof old_id, "%s", s->sandbox_id);
+	pd_err re = {0};
+	/* a fork's fresh state is its snapshot: the root again over the same layers, no template
+	 * files placed over the snapshot's */
+	int rc = s->snapshot ? pd_sandbox_reset(s->sb, &re) : pd_pool_reset(s->pl, s->sb, &re);
+	if (rc < 0) {
+		/* refused (a writable bind, the host's network) or failed: the fresh state is a new
+		 * sandbox of the template; the old one goes to the reclaimer, which destroys it */
+		pd_sandbox *fresh = pd_pool_acquire(s->p, s->pl->t.name, NULL, e);
+		if (!fresh) {
+			session_leave(s);
+			return -1;
+		}
+		pd_pool_release(s->p, s->sb);
+		pthread_mutex_lock(&s->p->mu);
+		s->sb = fresh;
+		snprintf(s->sandbox_id, sizeof s->sandbox_id, "%s", pd_sandbox_id(fresh));
+		pthread_mutex_unlock(&s->p->mu);
+		rc = 0;
+	}
+	json_t *obs = json_pack("{s:s,s:s,s:b}", "sandbox_id", s->sandbox_id, "method",
+				strcmp(old_id, s->sandbox_id) ? "new sandbox (the reset was refused)" : "pd_sandbox_reset",
+				"reset", 1);
+	if (strcmp(old_id, s->sandbox_id))
+		json_object_set_new(obs, "reset_refused", json_string(re.msg));
+	pd_err te = {0};
+	session_traj_step(s, "reset", rid, t0, json_object(), obs, NULL, true, &te);
+	session_leave(s);
 	return rc;
 }
 
 static void session_free(pd_session *s)
 {
-	for (unsigned i = 0; i < s->nrec && i < SESSION_RECORDS; i++)
+	session_traj_close(s);
+
+	for (unsigned i = 0; i < s->nrec && i < SESSION_RECORDS; i++) {
 		pd_result_free(&s->rec[i].r);
+		free(s->rec[i].noise);
+	}
 	rm_dir(s->dir);
 	free(s->metadata);
+	free(s->snapshot);
+	free(s->top_layer);
 	free(s);
 }
 
@@ -615,7 +713,10 @@ void pd_sessions_expire_locked(pd_pools *p, uint64_t now)
 				pl->in_use--;
 			pl->st.expired++;
 		}
-		pd_pool_reclaim_locked(p, pl ? pl : s->pl, s->sb);
+		if (s->snapshot)
+			pd_pool_discard_locked(p, s->pl, s->sb); /* a fork's sandbox is never reused */
+		else
+			pd_pool_reclaim_locked(p, pl ? pl : s->pl, s->sb);
 	}
 }
 

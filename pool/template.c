@@ -16,6 +16,10 @@ void pd_templates_free(pd_template *t, size_t n)
 	for (size_t i = 0; t && i < n; i++) {
 		for (int k = 0; t[i].layers[k]; k++)
 			free(t[i].layers[k]);
+		free(t[i].image_ref);
+		if (t[i].image)
+			pd_image_close(t[i].image);
+		free(t[i].image);
 		for (int k = 0; t[i].env[k]; k++)
 			free(t[i].env[k]);
 		for (int k = 0; t[i].requires[k]; k++)
@@ -194,10 +198,19 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 		return pd_fail(e, EINVAL, "%s: give image or layers, not both", where);
 	if (img && !json_is_null(img)) {
 		snprintf(w, sizeof w, "%s.image", where);
-		if (need_string(img, w, &s, e) < 0 || dup_str(&t->layers[0], s, w, e) < 0)
+		if (need_string(img, w, &s, e) < 0)
 			return -1;
-		if (s[0] != '/')
-			return pd_fail(e, EINVAL, "%s: '%s' must be an absolute path", w, s);
+		/* a path is a plain directory; anything else an imported image's name or digest */
+		if (pd_image_is_ref(s)) {
+			if (dup_str(&t->image_ref, s, w, e) < 0)
+				return -1;
+		} else {
+			if (s[0] != '/')
+				return pd_fail(e, EINVAL, "%s: '%s' must be an absolute path or an image name",
+					       w, s);
+			if (dup_str(&t->layers[0], s, w, e) < 0)
+				return -1;
+		}
 	}
 	if (layers) {
 		snprintf(w, sizeof w, "%s.layers", where);
@@ -513,11 +526,46 @@ int pd_templates_default(pd_template **out, size_t *n, pd_err *e)
 	return pd_templates_parse(default_templates, sizeof default_templates - 1, out, n, e);
 }
 
+/* The imported image a template names, leased for the template's life: its layers become the
+ * template's, its Env and WorkingDir the template's defaults. */
+static int resolve_image(pd_ctx *c, pd_template *t)
+{
+	if (t->image)
+		return 0;
+	pd_image *im = calloc(1, sizeof *im);
+	pd_err e = {0};
+	if (!im || pd_image_open(pd_ctx_state_dir(c), t->image_ref, im, &e) < 0) {
+		snprintf(t->missing, sizeof t->missing, "image %s: %s", t->image_ref, im ? e.msg : "no memory");
+		free(im);
+		return -1;
+	}
+	for (int k = 0; k < PD_TPL_MAX_LAYERS && t->layers[k]; k++) {
+		free(t->layers[k]);
+		t->layers[k] = NULL;
+	}
+	bool bad = im->nlayers > PD_TPL_MAX_LAYERS;
+	for (int k = 0; k < im->nlayers && !bad; k++)
+		bad = !(t->layers[k] = strdup(im->layers[k]));
+	if (!t->env[0])
+		for (int k = 0, n = 0; im->env[k] && n < PD_TPL_MAX_ENV && !bad; k++)
+			bad = !(t->env[n++] = strdup(im->env[k]));
+	if (!t->cwd && im->workdir && im->workdir[0] == '/' && !bad)
+		bad = !(t->cwd = strdup(im->workdir));
+	t->image = im;
+	if (bad)
+		snprintf(t->missing, sizeof t->missing, "image %s: too many layers, or no memory", t->image_ref);
+	return bad ? -1 : 0;
+}
+
 void pd_template_check(pd_ctx *c, pd_template *t)
 {
 	static const char *const bins[] = {"usr/local/bin", "usr/bin", "bin", "usr/sbin", "sbin", NULL};
 	t->available = true;
 	t->missing[0] = 0;
+	if (t->image_ref && resolve_image(c, t) < 0) {
+		t->available = false;
+		return;
+	}
 	for (int r = 0; t->requires[r]; r++) {
 		bool found = false;
 		/* the default image's programs are the host's /usr */
@@ -536,13 +584,13 @@ void pd_template_check(pd_ctx *c, pd_template *t)
 			t->available = false;
 		}
 	}
-	(void)c;
 }
 
 void pd_template_sandbox_opts(const pd_template *t, pd_sandbox_opts *o)
 {
 	memset(o, 0, sizeof *o);
 	o->layers = t->layers[0] ? (const char *const *)t->layers : NULL;
+	o->imported = t->image;
 	o->net = t->net;
 	o->limits = t->limits;
 }

@@ -5,6 +5,7 @@ set -euo pipefail
 pkgs=(build-essential pkg-config libseccomp-dev libcap-dev libjansson-dev libmicrohttpd-dev libsqlite3-dev curl
       bubblewrap hyperfine perl iproute2 procps util-linux e2fsprogs
       python3 nodejs g++ valgrind clang libclang-rt-14-dev jq
+      nats-server libnats-dev libarchive-dev libssl-dev
       prometheus) # promtool checks contrib/prometheus/alerts.yml (tests/api/ops.t); its service is not needed
 missing=()
 for p in "${pkgs[@]}"; do

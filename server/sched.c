@@ -229,10 +229,12 @@ static void finish(pd_sched *s, pd_job *j)
 		gethostname(host, sizeof host - 1);
 		/* the result is on disk before the caller hears of it: a crash after this loses nothing,
 		 * and a result that could not be recorded is not reported as one (store_errno) */
-		if (pd_store_put(s->store, j, host, &e) < 0) {
+		if (pd_store_put(s->store, j, j->node[0] ? j->node : host, &e) < 0) {
 			j->store_errno = e.code ? e.code : EIO;
 			snprintf(j->store_error, sizeof j->store_error, "%s", e.msg);
-			pd_log("error", "store", PD_LS("task_id", j->task_id), PD_LS("error", e.msg));
+			/* EEXIST: cluster mode's second record of a request, refused as it should be */
+			pd_log(e.code == EEXIST ? "info" : "error", "store", PD_LS("task_id", j->task_id),
+			       PD_LS("error", e.msg));
 		}
 	}
 	if (s->metrics)

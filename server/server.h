@@ -117,6 +117,15 @@ typedef struct pd_job {
 	unsigned attempts;
 	uint64_t queued_us, started_us, finished_us;
 	char sandbox_id[40];
+	/* cluster mode (server/cluster/): the request id (the client's X-Request-Id or body
+	 * request_id, or one made at the edge), of which the store keeps one record; the node that
+	 * ran it; and a claim the store calls inside the transaction that adds the record, before it
+	 * commits: -1 with e->code EEXIST means another node already recorded this request (the row
+	 * is not added, the store answers EEXIST), any other -1 undoes the row too */
+	char request_id[128];
+	char node[64];
+	int (*claim)(const struct pd_job *j, void *arg, pd_err *e);
+	void *claim_arg;
 	/* 0: recorded in the store before the answer; else why it could not be (ENOSPC: disk full),
 	 * and the caller must not be told the job succeeded: its record would be lost */
 	int store_errno;
@@ -173,7 +182,9 @@ typedef struct pd_store pd_store;
 /* max_bytes: what the records may use before the oldest are deleted (0: no cap). */
 pd_store *pd_store_open(const char *path, uint64_t max_bytes, pd_err *e);
 void pd_store_close(pd_store *s);
-/* Records a finished job (one row per job, with its attempts count and record). */
+/* Records a finished job (one row per job, with its attempts count and record). A job with a
+ * request_id is recorded once: a second record of the same request is refused with EEXIST (a
+ * unique key), and the job's claim, if any, runs before the row commits. */
 int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e);
 /* Rows stored so far. */
 long pd_store_count(pd_store *s);
@@ -223,6 +234,7 @@ typedef struct pd_session_query {
 	char request_id[128];  /* output: at most 127 bytes, no NUL */
 	bool stderr_stream;    /* output: stream=stderr (else stdout, the default) */
 	bool list;             /* files: "1" or "true" */
+	char step_id[128];     /* the step's request id: the X-Request-Id header, at most 127 bytes */
 	char error[200];       /* the first parameter refused, "" when all are good */
 } pd_session_query;
 
@@ -232,9 +244,15 @@ typedef struct pd_session_query {
  * the session operation answers 400 with it. */
 void pd_session_query_set(pd_session_query *q, const char *key, const char *value, size_t len);
 
-/* POST /v1/sessions: {"template", "ttl", "max_lifetime", "metadata"}; an empty body is {}. */
+/* POST /v1/sessions: {"template", "ttl", "max_lifetime", "metadata", "end_on_limit", "group_id",
+ * "sample_id", "resume_from", "noise": {"seed", "latency_ms", "fail_rate", "truncate_rate"}};
+ * an empty body is {}. */
 typedef struct pd_session_create_req {
 	char template_name[64]; /* default "bash" */
+	char group_id[128], sample_id[128], resume_from[64]; /* "" = none; o's pointers point here */
+	char from_snapshot[64]; /* "" = none */
+	bool template_given;    /* "template" was in the body (a fork takes its snapshot's) */
+	unsigned count;         /* sessions to open (1 to 64); 0 = not given (one, answered alone) */
 	pd_session_opts o;      /* TTLs in ms (0 = the template's); o.metadata is compact JSON, owned */
 } pd_session_create_req;
 int pd_session_create_parse(const char *body, size_t len, pd_session_create_req *q, pd_err *e);
@@ -287,6 +305,55 @@ void pd_sched_free(pd_sched *s);
 char *pd_sched_metrics(pd_sched *s);
 bool pd_sched_breaker_open(pd_sched *s);
 
+/* ---- cluster mode (server/cluster/; docs/cluster.md) ----------------------------------------- */
+/* A node of a cluster on NATS JetStream: one-shot work goes through a work-queue stream, results
+ * through a key-value bucket, liveness through another. Absent unless serve --cluster is given. */
+
+typedef struct pd_cluster pd_cluster;
+
+typedef struct pd_cluster_opts {
+	const char *urls;        /* nats://HOST:PORT[,...] */
+	const char *node_id;     /* NULL = <hostname>-<port> */
+	const char *address;     /* the HTTP address peers forward session requests to */
+	unsigned ack_wait_s;     /* a pulled task's ack timeout (in-progress acks renew it); 0 = 30 */
+	unsigned max_deliver;    /* deliveries before a task ends as an infrastructure failure; 0 = 5 */
+	unsigned window_s;       /* duplicate window: request ids remembered, results kept; 0 = 600 */
+	unsigned slots;          /* tasks run at once (pulled only as they free up); 0 = 4 */
+} pd_cluster_opts;
+
+/* Connects, makes the streams and buckets if missing, starts pulling, heartbeating. */
+pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools *pools, pd_ctx *ctx,
+			     pd_store *store, pd_err *e);
+/* Stops pulling new work and heartbeating (running tasks still finish, are acked and answered). */
+void pd_cluster_quiesce(pd_cluster *c);
+/* Answers what still waits (503), disconnects, frees. After the scheduler drained. */
+void pd_cluster_free(pd_cluster *c);
+const char *pd_cluster_node_id(const pd_cluster *c);
+
+/* An answer to a request submitted through the cluster: an HTTP status and a JSON body. Called
+ * once, from a cluster thread. */
+typedef void (*pd_cluster_answer)(void *arg, int status, const char *body, size_t len, unsigned retry_after);
+/* Submits a run request (kind "native", "run_code" or "piston"; body as the client sent it, which
+ * the edge has already parsed once to refuse bad requests) under a request id: the first result
+ * of that id within the window, whichever node ran it. */
+void pd_cluster_submit(pd_cluster *c, const char *kind, const char *body, size_t len, const char *request_id,
+		       pd_cluster_answer cb, void *arg);
+/* {"nodes": [{"id","address","pools","load","last_heartbeat"}...]} */
+json_t *pd_cluster_nodes(pd_cluster *c);
+/* Where a session lives: 0 here, 1 on the node at addr, -1 on a node that is gone (why says). */
+int pd_cluster_session_node(pd_cluster *c, const char *session_id, char *addr, size_t addr_len, char *why,
+			    size_t why_len);
+/* Prometheus lines of this node's cluster figures. malloc'd. */
+char *pd_cluster_metrics(pd_cluster *c);
+
+/* A small blocking HTTP/1.0 client (server/cluster/httpc.c), for forwarding to a peer node and
+ * for paddock run --cluster: one request on its own connection. headers: "Name: value\r\n"...
+ * or NULL. On success *status, *resp (malloc'd, NUL-terminated), *resp_len and *ctype (malloc'd,
+ * may be NULL) are set. */
+int pd_http_call(const char *hostport, const char *method, const char *target, const char *headers,
+		 const char *body, size_t len, int timeout_ms, int *status, char **ctype, char **resp,
+		 size_t *resp_len, pd_err *e);
+
 /* ---- the HTTP server (server/http/; http.h there lists its files) --------------------------- */
 
 typedef struct pd_server pd_server;
@@ -305,6 +372,9 @@ typedef struct pd_server_opts {
 				     * NULL = "127.0.0.0/8" (the host's own clients), "" = none */
 	unsigned warm;              /* READY sandboxes per template at start; 0 = templates' min */
 	pd_sched_opts sched;
+	const char *cluster;        /* nats://HOST:PORT[,...]: join a cluster (NULL = single node) */
+	const char *node_id;        /* the node's id in the cluster; NULL = <hostname>-<port> */
+	unsigned cluster_ack_wait;  /* seconds; 0 = 30 */
 } pd_server_opts;
 
 pd_server *pd_server_start(const pd_server_opts *o, pd_err *e);

@@ -94,6 +94,8 @@ void pd_session_query_set(pd_session_query *q, const char *key, const char *v, s
 		query_text(q, key, q->dir, sizeof q->dir, v, len);
 	else if (!strcmp(key, "request_id"))
 		query_text(q, key, q->request_id, sizeof q->request_id, v, len);
+	else if (!strcmp(key, "X-Request-Id"))
+		query_text(q, key, q->step_id, sizeof q->step_id, v, len);
 	else if (!strcmp(key, "stream")) {
 		if (word(v, len, "stdout") || word(v, len, "stderr"))
 			q->stderr_stream = word(v, len, "stderr");
@@ -126,6 +128,71 @@ static int seconds(json_t *b, const char *key, double max, uint64_t *ms, pd_err 
 	return 0;
 }
 
+/* An optional string of 1 to size-1 bytes, whole or refused. */
+static int opt_text(json_t *b, const char *key, char *dst, size_t size, pd_err *e)
+{
+	json_t *v = json_object_get(b, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!c_string(v) || !json_string_length(v) || json_string_length(v) >= size)
+		return pd_refuse(e, "%s: must be a string of 1 to %zu characters, without NUL bytes", key, size - 1);
+	memcpy(dst, json_string_value(v), json_string_length(v) + 1);
+	return 0;
+}
+
+static int rate(json_t *n, const char *key, double *out, pd_err *e)
+{
+	json_t *v = json_object_get(n, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_number(v) || !(json_number_value(v) >= 0) || json_number_value(v) > 1)
+		return pd_refuse(e, "noise.%s: must be a number from 0 to 1", key);
+	*out = json_number_value(v);
+	return 0;
+}
+
+/* The episode's fields: survival, trajectory identity, fast-forward, noise. */
+static int episode_fields(json_t *b, pd_session_create_req *q, pd_err *e)
+{
+	json_t *eol = json_object_get(b, "end_on_limit");
+	if (eol && !json_is_boolean(eol) && !json_is_null(eol))
+		return pd_refuse(e, "end_on_limit: must be true or false");
+	q->o.end_on_limit = json_is_true(eol);
+	if (opt_text(b, "group_id", q->group_id, sizeof q->group_id, e) < 0 ||
+	    opt_text(b, "sample_id", q->sample_id, sizeof q->sample_id, e) < 0 ||
+	    opt_text(b, "resume_from", q->resume_from, sizeof q->resume_from, e) < 0)
+		return -1;
+	q->o.group_id = q->group_id[0] ? q->group_id : NULL;
+	q->o.sample_id = q->sample_id[0] ? q->sample_id : NULL;
+	q->o.resume_from = q->resume_from[0] ? q->resume_from : NULL;
+	if (opt_text(b, "from_snapshot", q->from_snapshot, sizeof q->from_snapshot, e) < 0)
+		return -1;
+	q->o.from_snapshot = q->from_snapshot[0] ? q->from_snapshot : NULL;
+	json_t *count = json_object_get(b, "count");
+	if (count && !json_is_null(count)) {
+		if (!json_is_integer(count) || json_integer_value(count) < 1 || json_integer_value(count) > 64)
+			return pd_refuse(e, "count: must be an integer from 1 to 64");
+		q->count = (unsigned)json_integer_value(count);
+	}
+	json_t *n = json_object_get(b, "noise");
+	if (!n || json_is_null(n))
+		return 0;
+	if (!json_is_object(n))
+		return pd_refuse(e, "noise: must be an object {seed, latency_ms, fail_rate, truncate_rate}");
+	json_t *seed = json_object_get(n, "seed"), *lat = json_object_get(n, "latency_ms");
+	if (!json_is_integer(seed) || json_integer_value(seed) < 0)
+		return pd_refuse(e, "noise.seed: required, an integer from 0");
+	if (lat && !json_is_null(lat) && (!json_is_integer(lat) || json_integer_value(lat) < 0 ||
+					  json_integer_value(lat) > 60000))
+		return pd_refuse(e, "noise.latency_ms: must be an integer from 0 to 60000");
+	q->o.noise.on = true;
+	q->o.noise.seed = (uint64_t)json_integer_value(seed);
+	q->o.noise.latency_ms = lat ? (uint64_t)json_integer_value(lat) : 0;
+	return rate(n, "fail_rate", &q->o.noise.fail_rate, e) < 0 || rate(n, "truncate_rate", &q->o.noise.truncate_rate, e) < 0
+		       ? -1
+		       : 0;
+}
+
 int pd_session_create_parse(const char *body, size_t len, pd_session_create_req *q, pd_err *e)
 {
 	memset(q, 0, sizeof *q);
@@ -146,10 +213,15 @@ int pd_session_create_parse(const char *body, size_t len, pd_session_create_req 
 				      sizeof q->template_name - 1);
 		}
 		memcpy(q->template_name, json_string_value(t), json_string_length(t) + 1);
+		q->template_given = true;
 	}
 	/* the templates file's bound on session durations: 10^12 s */
 	if (seconds(b, "ttl", 1e12, &q->o.idle_ttl_ms, e) < 0 ||
 	    seconds(b, "max_lifetime", 1e12, &q->o.max_lifetime_ms, e) < 0) {
+		json_decref(b);
+		return -1;
+	}
+	if (episode_fields(b, q, e) < 0) {
 		json_decref(b);
 		return -1;
 	}

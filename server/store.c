@@ -49,6 +49,29 @@ static const char schema[] =
 	"CREATE INDEX IF NOT EXISTS attempts_task ON attempts(task_id);"
 	"CREATE INDEX IF NOT EXISTS attempts_failure ON attempts(failure_class);";
 
+/* Cluster mode's key: one record per request id (a task redelivered after its node died, or
+ * pulled twice, is refused the second time). Added to stores made before it; NULL for the rows of
+ * single-node requests, which the partial index leaves out. */
+static const char schema_request_id[] =
+	"CREATE UNIQUE INDEX IF NOT EXISTS attempts_request ON attempts(request_id)"
+	" WHERE request_id IS NOT NULL;";
+
+static bool has_column(sqlite3 *db, const char *table, const char *col)
+{
+	char sql[128];
+	snprintf(sql, sizeof sql, "PRAGMA table_info(%s)", table);
+	sqlite3_stmt *st;
+	bool found = false;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return false;
+	while (!found && sqlite3_step(st) == SQLITE_ROW) {
+		const unsigned char *name = sqlite3_column_text(st, 1);
+		found = name && !strcmp((const char *)name, col);
+	}
+	sqlite3_finalize(st);
+	return found;
+}
+
 static int64_t query_i64(sqlite3 *db, const char *sql)
 {
 	sqlite3_stmt *st;
@@ -128,11 +151,18 @@ pd_store *pd_store_open(const char *path, uint64_t max_bytes, pd_err *e)
 		sqlite3_free(err);
 		goto fail;
 	}
+	if ((!has_column(s->db, "attempts", "request_id") &&
+	     sqlite3_exec(s->db, "ALTER TABLE attempts ADD COLUMN request_id TEXT", NULL, NULL, &err) != SQLITE_OK) ||
+	    sqlite3_exec(s->db, schema_request_id, NULL, NULL, &err) != SQLITE_OK) {
+		pd_fail(e, EIO, "store %s: %s", path, err ? err : "schema");
+		sqlite3_free(err);
+		goto fail;
+	}
 	if (sqlite3_prepare_v2(s->db,
 			       "INSERT INTO attempts (task_id, attempt, sandbox_id, problem_id, problem_version,"
 			       " template, language, node, queued_at, started_at, finished_at, queue_ms, status,"
-			       " failure_class, exit_code, signal, wall_ms, cpu_ms, memory_peak_bytes, record)"
-			       " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       " failure_class, exit_code, signal, wall_ms, cpu_ms, memory_peak_bytes, record, request_id)"
+			       " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 			       -1, &s->put, NULL) != SQLITE_OK) {
 		pd_fail(e, EIO, "store %s: %s", path, sqlite3_errmsg(s->db));
 		goto fail;
@@ -191,8 +221,39 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	sqlite3_bind_int64(st, 18, r ? (sqlite3_int64)r->cpu_ms : 0);
 	sqlite3_bind_int64(st, 19, r ? (sqlite3_int64)r->memory_peak_bytes : 0);
 	sqlite3_bind_text(st, 20, text, -1, SQLITE_TRANSIENT);
+	if (j->request_id[0])
+		sqlite3_bind_text(st, 21, j->request_id, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(st, 21);
+	/* a request's record commits only with its claim (the cluster's mark that this node recorded
+	 * it): both or neither. The lock is held across the claim, a round trip to the broker, so a
+	 * record is never seen without it. */
+	bool txn = j->request_id[0] && sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
 	int rc = sqlite3_step(st);
 	int out = 0;
+	if (txn && rc == SQLITE_CONSTRAINT) {
+		sqlite3_reset(st);
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		pthread_mutex_unlock(&s->mu);
+		free(text);
+		return pd_fail(e, EEXIST, "request %s is recorded already", j->request_id);
+	}
+	if (txn && rc == SQLITE_DONE) {
+		sqlite3_reset(st);
+		if (j->claim && j->claim(j, j->claim_arg, e) < 0) {
+			sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+			pthread_mutex_unlock(&s->mu);
+			free(text);
+			return -1;
+		}
+		if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+			rc = sqlite3_extended_errcode(s->db);
+			sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		}
+	} else if (txn) {
+		sqlite3_reset(st);
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	}
 	if (rc != SQLITE_DONE) {
 		/* a full disk shows as SQLITE_FULL, or as an I/O error whose errno is ENOSPC (a WAL or
 		 * journal write that found no room) */

@@ -64,6 +64,18 @@ int pd_cgroups_sweep(pd_cgroups *cg, bool (*is_dead)(const char *owner, void *ar
 /* How many sandbox cgroups of owner exist. */
 int pd_cgroups_owned(pd_cgroups *cg, const char *owner);
 
+/* stepkill.c: SIGKILLs every live process of the session whose leader has host pid leader (an
+ * exec's program and what it started); returns how many it signalled (0: none left), -1 if
+ * /proc could not be read. */
+int pd_kill_session(pid_t leader);
+/* Init's children that lead a session of their own (each exec's program does), with their start
+ * times: an exec's own leaders are those not there when it began. */
+typedef struct pd_proc_id {
+	pid_t pid;
+	unsigned long long start;
+} pd_proc_id;
+size_t pd_init_leaders(pid_t init, pd_proc_id *out, size_t max);
+
 /* ---- seccomp (seccomp.c): policies compiled once into BPF ------------------------------------ */
 
 typedef struct pd_bpf {
@@ -84,6 +96,8 @@ typedef struct pd_layer {
 
 /* Builds (once, atomically) the generated root layer of the default host image in dir. */
 int pd_image_build_default(const char *dir, pd_err *e);
+/* Fills r's image fields from the options the sandbox was made with (lib/image/store.c). */
+void pd_image_note(pd_result *r, const pd_sandbox_opts *o);
 /* The layers of an image: the default host image (dir = generated root) or a plain directory. */
 int pd_image_layers(const char *image_dir, bool is_default, pd_layer *out, int *n, pd_err *e);
 

@@ -53,9 +53,16 @@ struct pd_pools {
 pd_sandbox *pd_pool_make(pd_pools *p, pd_pool *pl, pd_err *e);
 void pd_pool_reclaim_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s);
 pd_pool *pd_pool_of(pd_pools *p, pd_sandbox *s);
+/* A fork's sandbox (snapshot.c): the template's, with top_layer over its image; owned by no pool */
+pd_sandbox *pd_pool_make_fork(pd_pools *p, pd_pool *pl, const char *top_layer, pd_err *e);
+pd_pool *pd_pool_named(pd_pools *p, const char *name);
+/* Queues s for the reclaimer to destroy, never to reset for reuse. */
+void pd_pool_discard_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s);
 void pd_sandbox_set_owner(pd_sandbox *s, pd_pool *pl);
 void pd_template_release(pd_template *t);
 void pd_sessions_expire_locked(pd_pools *p, uint64_t now);
 void pd_sessions_free_all(pd_pools *p);
+/* Resets a sandbox of pl's template to its fresh state, as for reuse (no warm-up exec). */
+int pd_pool_reset(pd_pool *pl, pd_sandbox *s, pd_err *e);
 
 #endif

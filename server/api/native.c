@@ -16,7 +16,7 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 		"template", "language", "code",   "files",       "files_base64", "cmd",
 		"shell",    "compile",  "stdin",  "args",        "limits",       "env",
 		"cwd",      "fetch_files", "priority", "deadline_ms", "task_id", "problem_id",
-		"problem_version", "audit", NULL};
+		"problem_version", "audit", "request_id", NULL};
 	if (!json_is_object(req)) {
 		pd_refuse(e, "request: must be a JSON object");
 		return NULL;
@@ -231,7 +231,9 @@ json_t *pd_job_to_json(const pd_job *j)
 	json_object_set_new(o, "sandbox_id", json_string(j->sandbox_id));
 	json_object_set_new(o, "template", json_string(j->template_name));
 	json_object_set_new(o, "language", json_string(j->language));
-	json_object_set_new(o, "node", json_string(host));
+	json_object_set_new(o, "node", json_string(j->node[0] ? j->node : host));
+	if (j->request_id[0])
+		json_object_set_new(o, "request_id", json_string(j->request_id));
 	json_object_set_new(o, "queued_at", json_integer((json_int_t)(j->queued_us / 1000)));
 	json_object_set_new(o, "started_at", json_integer((json_int_t)(j->started_us / 1000)));
 	json_object_set_new(o, "finished_at", json_integer((json_int_t)(j->finished_us / 1000)));

@@ -111,7 +111,8 @@ json_t *pd_job_to_run_code(const pd_job *j)
 	json_object_set_new(o, "run_result", j->ran ? fusion_result(&j->run_r) : json_null());
 	char host[64] = "";
 	gethostname(host, sizeof host - 1);
-	json_object_set_new(o, "executor_pod_name", json_string(host));
+	json_object_set_new(o, "executor_pod_name", json_string(j->node[0] ? j->node : host));
+	json_object_set_new(o, "node", json_string(j->node[0] ? j->node : host));
 	json_object_set_new(o, "files", api_files_json(j));
 	/* paddock's own fields, which SandboxFusion clients ignore */
 	json_object_set_new(o, "failure_class", json_string(pd_failure_name(j->failure)));

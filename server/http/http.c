@@ -209,6 +209,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		if (MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND, keys[i], strlen(keys[i]), &v, &vlen) == MHD_YES)
 			pd_session_query_set(&r->q, keys[i], v, vlen);
 	}
+	{
+		const char *v = NULL;
+		size_t vlen = 0;
+		if (MHD_lookup_connection_value_n(c, MHD_HEADER_KIND, "X-Request-Id", 12, &v, &vlen) == MHD_YES)
+			pd_session_query_set(&r->q, "X-Request-Id", v, vlen);
+	}
 	http_route(r, url, method);
 	if (r->suspended)
 		return MHD_YES;
@@ -384,6 +390,14 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 	s->metrics = pd_metrics_new();
 	if (!(s->sched = pd_sched_new(s->pools, s->store, s->metrics, &o->sched, e)))
 		goto fail;
+	if (o->cluster) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		pd_cluster_opts co = {.urls = o->cluster, .node_id = o->node_id, .address = s->address,
+				      .ack_wait_s = o->cluster_ack_wait,
+				      .slots = o->sched.workers ? o->sched.workers : (unsigned)(cpus > 0 ? 2 * cpus : 2)};
+		if (!(s->cluster = pd_cluster_start(&co, s->sched, s->pools, s->ctx, s->store, e)))
+			goto fail;
+	}
 	/* the limits are enforced (and counted) by conns_on_accept; libmicrohttpd's own limit, a little
 	 * higher, is only the backstop */
 	s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME,
@@ -417,8 +431,13 @@ void pd_server_stop(pd_server *s)
 			close(lfd);
 		s->listen_fd = -1;
 	}
+	/* a node stops pulling before its scheduler drains: what it pulled finishes, is recorded and
+	 * acked; what it did not stays in the stream for the others */
+	pd_cluster_quiesce(s->cluster);
 	if (s->sched)
 		pd_sched_drain(s->sched);
+	pd_cluster_free(s->cluster);
+	s->cluster = NULL;
 	sessions_drain(s);
 	if (s->mhd) {
 		/* give resumed connections a moment to send what they were handed */

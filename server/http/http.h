@@ -51,6 +51,7 @@ struct pd_server {
 	pd_sched *sched;
 	pd_judge *judge;
 	pd_problem_set problems; /* --problems DIR, loaded and prepared at start */
+	pd_cluster *cluster; /* NULL: a single node */
 	struct MHD_Daemon *mhd;
 	int listen_fd;
 	char address[160];
@@ -133,8 +134,19 @@ void sessions_create(req *r, const char *url, const char *method);
 void sessions_list(req *r, const char *url, const char *method);
 /* /v1/sessions/<id>[/<op>], any method */
 void sessions_op(req *r, const char *url, const char *method);
+/* trajectory.c: GET /v1/sessions/<id>/trajectory */
+void trajectory_get(req *r, const char *id);
+/* snapshots.c: POST /v1/sessions/<id>/snapshot */
+void session_snapshot(req *r, sess_entry *se);
 /* Waits until no session operation runs (pd_server_stop, once no new request can start one). */
 void sessions_drain(pd_server *s);
+
+/* ---- cluster mode (server/cluster/forward.c) ---- */
+/* GET /v1/cluster. */
+void cluster_list(req *r, const char *url, const char *method);
+/* A session request: forwarded to the node holding the session (410 when it is gone), or
+ * handled here by sessions_op. */
+void cluster_session_op(req *r, const char *url, const char *method);
 
 /* ---- connections and descriptors (conns.c) ---- */
 /* "10.0.0.0/8,192.168.1.7" into the exemption list of the per-address limit. */

@@ -153,7 +153,8 @@ static const route routes[] = {
 	{"GET", "/v1/pools", pools},
 	{"POST", "/v1/sessions", sessions_create},
 	{"GET", "/v1/sessions", sessions_list},
-	{NULL, "/v1/sessions/", sessions_op},
+	{NULL, "/v1/sessions/", cluster_session_op}, /* sessions_op, unless on another node */
+	{"GET", "/v1/cluster", cluster_list},
 	/* SandboxFusion */
 	{"GET", "/v1/ping", ping},
 	{"POST", "/run_code", run_code},

@@ -64,6 +64,25 @@ static const char *client_of(struct MHD_Connection *c, char *buf, size_t len)
 	return buf;
 }
 
+/* A cluster's answer (a cluster thread): the first result of the request id, whichever node ran
+ * it. */
+static void cluster_done(void *arg, int status, const char *body, size_t len, unsigned retry_after)
+{
+	req *r = arg;
+	char *copy = malloc(len + 1);
+	if (copy) {
+		memcpy(copy, body, len);
+		copy[len] = 0;
+		http_set_resp(r, status, "application/json", copy, len);
+	} else {
+		http_set_error(r, 503, "out of memory");
+	}
+	r->retry_after = retry_after;
+	http_resume(r);
+}
+
+static const char *const kind_names[] = {"native", "native", "run_code", "piston"};
+
 void runs_submit(req *r, kind k)
 {
 	r->k = k;
@@ -77,9 +96,27 @@ void runs_submit(req *r, kind k)
 	pd_job *j = k == K_RUN_CODE ? pd_job_from_run_code(body, &e)
 		    : k == K_PISTON ? pd_job_from_piston(body, &e)
 				    : pd_job_from_native(body, &e);
+	/* cluster mode: the request id is the client's (X-Request-Id, else the body's request_id),
+	 * or one made here */
+	char rid[128] = "";
+	const char *hid = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Request-Id");
+	const char *bid = json_string_value(json_object_get(body, "request_id"));
+	snprintf(rid, sizeof rid, "%s", hid && *hid ? hid : bid ? bid : "");
 	json_decref(body);
 	if (!j) {
 		http_set_error(r, 400, "%s", e.msg);
+		return;
+	}
+	if (r->srv->cluster) {
+		/* refused requests were answered above, here; the rest runs where the cluster has room */
+		pd_job_free(j);
+		if (!rid[0]) {
+			static uint64_t rseq;
+			snprintf(rid, sizeof rid, "r-%s-%08" PRIx32 "-%" PRIu64, pd_cluster_node_id(r->srv->cluster),
+				 pd_ctx_run_id(r->srv->ctx), __atomic_add_fetch(&rseq, 1, __ATOMIC_RELAXED));
+		}
+		http_suspend(r);
+		pd_cluster_submit(r->srv->cluster, kind_names[k], r->body ? r->body : "", r->len, rid, cluster_done, r);
 		return;
 	}
 	if (!j->task_id[0]) {

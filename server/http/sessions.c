@@ -35,6 +35,20 @@ static sess_entry *find_session(pd_server *s, const char *id)
 	return NULL;
 }
 
+/* The step's request id: X-Request-Id, or the request_id parameter (but for /output, where it
+ * names the exec whose output is asked for). */
+static const char *step_id(req *r)
+{
+	return r->q.step_id[0] ? r->q.step_id : r->q.request_id[0] ? r->q.request_id : NULL;
+}
+
+static json_t *digest_json(const void *data, size_t len)
+{
+	char hex[65];
+	pd_session_digest(data, len, hex);
+	return json_string(hex);
+}
+
 static void session_exec(req *r, sess_entry *se)
 {
 	pd_session_exec_req q;
@@ -43,7 +57,16 @@ static void session_exec(req *r, sess_entry *se)
 		http_set_error(r, 400, "%s", e.msg);
 		return;
 	}
-	const char *rid = q.request_id;
+	const char *rid = q.request_id ? q.request_id : step_id(r);
+	json_t *ff = rid ? pd_session_fast_forward(se->s, "exec", rid) : NULL;
+	if (ff) {
+		/* recorded by the trajectory this session resumes: answered from it, not run */
+		json_object_set_new(ff, "session_id", json_string(se->id));
+		json_object_set_new(ff, "request_id", json_string(rid));
+		json_object_set_new(ff, "fast_forward", json_true());
+		http_set_json(r, 200, ff);
+		goto out;
+	}
 	pd_result res;
 	if (pd_session_exec(se->s, &q.x, rid, &res, &e) < 0) {
 		http_set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 400, "%s", e.msg);
@@ -70,6 +93,10 @@ static void session_exec(req *r, sess_entry *se)
 	char auto_id[32];
 	snprintf(auto_id, sizeof auto_id, "#%u", pd_session_exec_count(se->s));
 	json_object_set_new(o, "request_id", json_string(rid ? rid : auto_id));
+	char *noise = pd_session_noise_of(se->s, rid ? rid : auto_id);
+	if (noise)
+		json_object_set_new(o, "noise", json_loads(noise, 0, NULL));
+	free(noise);
 	pd_result_free(&res);
 	http_set_json(r, 200, o);
 out:
@@ -87,6 +114,7 @@ static bool session_enter(req *r, sess_entry *se)
 }
 
 static void session_files_in(req *r, sess_entry *se);
+static void record_files_step(req *r, sess_entry *se, uint64_t t0);
 
 static void session_files(req *r, sess_entry *se)
 {
@@ -94,10 +122,54 @@ static void session_files(req *r, sess_entry *se)
 		http_set_error(r, 400, "path: required (?path=/work/file)");
 		return;
 	}
+	const char *step_kind = !strcmp(r->method, "PUT") ? "write" : !strcmp(r->method, "DELETE") ? "delete" : NULL;
+	json_t *ff = step_kind && step_id(r) ? pd_session_fast_forward(se->s, step_kind, step_id(r)) : NULL;
+	if (ff) {
+		json_object_set_new(ff, "fast_forward", json_true());
+		http_set_json(r, 200, ff);
+		return;
+	}
 	if (!session_enter(r, se))
 		return;
+	uint64_t t0 = pd_wall_us();
 	session_files_in(r, se);
+	record_files_step(r, se, t0);
 	pd_session_end(se->s);
+}
+
+/* The trajectory's line for a file step: writes, deletes and reads of a regular file (listings
+ * and stats change nothing and are not steps) */
+static void record_files_step(req *r, sess_entry *se, uint64_t t0)
+{
+	const char *step_kind = !strcmp(r->method, "PUT")	  ? "write"
+			   : !strcmp(r->method, "DELETE") ? "delete"
+			   : r->resp_from_fd		  ? "read"
+							  : NULL;
+	if (!step_kind)
+		return;
+	json_t *action = json_pack("{s:o}", "path", pd_json_text(r->q.path));
+	if (!strcmp(step_kind, "write")) {
+		json_object_set_new(action, "bytes", json_integer((json_int_t)r->len));
+		json_object_set_new(action, "sha256", digest_json(r->body ? r->body : "", r->len));
+		/* the content itself up to a cap, for a replay to write it again */
+		if (r->len <= (64u << 10)) {
+			char *b64 = pd_b64_encode(r->body ? r->body : "", r->len);
+			json_object_set_new(action, "content_b64", b64 ? json_string(b64) : json_null());
+			free(b64);
+		}
+	}
+	json_t *obs = json_pack("{s:i}", "http_status", r->status);
+	if (r->status >= 400 && r->resp)
+		json_object_set_new(obs, "error", json_loadb(r->resp, r->resp_len, 0, NULL));
+	if (!strcmp(step_kind, "read") && r->status == 200) {
+		/* the digest of what is sent: read from the descriptor, which is sent from its start */
+		char hex[65];
+		if (pd_session_digest_fd(r->resp_fd, hex) == 0)
+			json_object_set_new(obs, "sha256", json_string(hex));
+		json_object_set_new(obs, "bytes", json_integer((json_int_t)r->resp_fd_len));
+	}
+	pd_err e = {0};
+	pd_session_record(se->s, step_kind, step_id(r), t0, action, obs, &e);
 }
 
 static void session_files_in(req *r, sess_entry *se)
@@ -201,14 +273,14 @@ static void session_tar(req *r, sess_entry *se, bool upload)
 			return;
 		}
 		lseek(fd, 0, SEEK_SET);
-		if (pd_session_upload_tar(se->s, dir, fd, &e) < 0)
+		if (pd_session_upload_tar(se->s, dir, fd, step_id(r), &e) < 0)
 			http_set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 400, "%s", e.msg);
 		else
 			http_set_json(r, 200, json_pack("{s:o,s:I}", "dir", pd_json_text(dir), "bytes", (json_int_t)r->len));
 		close(fd);
 		return;
 	}
-	if (pd_session_download_tar(se->s, dir, fd, &e) < 0) {
+	if (pd_session_download_tar(se->s, dir, fd, step_id(r), &e) < 0) {
 		int code = e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : e.code == EFBIG ? 413 : 400;
 		http_set_error(r, e.code == ENOSPC ? 507 : code, "%s", e.msg);
 		close(fd);
@@ -244,6 +316,27 @@ static void session_output(req *r, sess_entry *se)
 }
 
 static void session_create(req *r);
+static void session_delete_quiet(pd_server *s, const char *id);
+
+static void session_reset(req *r, sess_entry *se)
+{
+	pd_err e = {0};
+	const char *rid = step_id(r);
+	json_t *ff = rid ? pd_session_fast_forward(se->s, "reset", rid) : NULL;
+	if (ff) {
+		json_object_set_new(ff, "fast_forward", json_true());
+		http_set_json(r, 200, ff);
+		return;
+	}
+	if (pd_session_reset(se->s, rid, &e) < 0) {
+		http_set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 503, "%s", e.msg);
+		return;
+	}
+	char sid[40], state[32];
+	pd_session_info(se->s, sid, sizeof sid, state, sizeof state);
+	http_set_json(r, 200, json_pack("{s:s,s:s,s:s,s:b}", "session_id", se->id, "sandbox_id", sid, "state", state,
+				   "reset", 1));
+}
 
 static void *session_op_main(void *arg)
 {
@@ -277,6 +370,10 @@ static void *session_op_main(void *arg)
 		session_tar(r, se, false);
 	else if (!strcmp(op, "output"))
 		session_output(r, se);
+	else if (!strcmp(op, "reset") && !strcmp(r->method, "POST"))
+		session_reset(r, se);
+	else if (!strcmp(op, "snapshot") && !strcmp(r->method, "POST"))
+		session_snapshot(r, se);
 	else
 		http_set_error(r, 404, "no such session operation: %s %s", r->method, op);
 	struct MHD_Connection *conn = r->conn; /* r belongs to the event thread once resumed */
@@ -325,30 +422,19 @@ static void session_async(req *r)
 	pthread_attr_destroy(&at);
 }
 
-static void session_create(req *r)
+/* Opens one session for q and files it in the table: its description, or NULL with the answer's
+ * status and e filled. */
+static json_t *open_one(pd_server *s, pd_session_create_req *q, int *status, pd_err *e)
 {
-	pd_server *s = r->srv;
-	pd_session_create_req q;
-	pd_err e = {0};
-	if (pd_session_create_parse(r->body, r->len, &q, &e) < 0) {
-		http_set_error(r, 400, "%s", e.msg);
-		return;
-	}
-	char why[300];
-	if (conns_fds_short(s, q.template_name, why, sizeof why)) {
-		pd_session_create_req_free(&q);
-		r->retry_after = 2;
-		http_set_error(r, 503, "%s", why);
-		return;
-	}
 	/* the acquire may create a sandbox on the spot: this runs on the operation's own thread */
-	pd_session *ss = pd_session_open(s->pools, q.template_name, &q.o, &e);
-	pd_session_create_req_free(&q);
-	const char *tpl = q.template_name;
+	pd_session *ss = pd_session_open(s->pools, q->from_snapshot[0] && !q->template_given ? NULL : q->template_name,
+					 &q->o, e);
 	if (!ss) {
-		http_set_error(r, e.code == ENOENT ? 400 : 503, "%s", e.msg);
-		return;
+		*status = e->code == ENOENT || e->code == EINVAL ? 400 : 503;
+		return NULL;
 	}
+	char tpl[64];
+	pd_session_template(ss, tpl, sizeof tpl);
 	pthread_mutex_lock(&s->mu);
 	sess_entry *slot = NULL;
 	for (int i = 0; i < MAX_SESSIONS && !slot; i++)
@@ -381,14 +467,84 @@ static void session_create(req *r)
 	pthread_mutex_unlock(&s->mu);
 	if (!slot) {
 		pd_session_close(ss);
-		r->retry_after = 5;
-		http_set_error(r, 503, "too many open sessions (%d): close some", MAX_SESSIONS);
-		return;
+		*status = 503;
+		pd_fail(e, EAGAIN, "too many open sessions (%d): close some", MAX_SESSIONS);
+		return NULL;
 	}
 	pd_log("info", "session opened", PD_LS("session_id", pd_session_id(ss)),
 	       PD_LS("sandbox_id", pd_sandbox_id(pd_session_sandbox(ss))), PD_LS("template", tpl));
-	http_set_json(r, 201, json_pack("{s:s,s:s,s:s}", "session_id", pd_session_id(ss), "sandbox_id",
-				   pd_sandbox_id(pd_session_sandbox(ss)), "template", tpl));
+	json_t *o = json_pack("{s:s,s:s,s:s}", "session_id", pd_session_id(ss), "sandbox_id",
+			      pd_sandbox_id(pd_session_sandbox(ss)), "template", tpl);
+	if (q->from_snapshot[0])
+		json_object_set_new(o, "from_snapshot", json_string(q->from_snapshot));
+	return o;
+}
+
+static void session_create(req *r)
+{
+	pd_server *s = r->srv;
+	pd_session_create_req q;
+	pd_err e = {0};
+	if (pd_session_create_parse(r->body, r->len, &q, &e) < 0) {
+		http_set_error(r, 400, "%s", e.msg);
+		return;
+	}
+	char why[300];
+	if (conns_fds_short(s, q.template_name, why, sizeof why)) {
+		pd_session_create_req_free(&q);
+		r->retry_after = 2;
+		http_set_error(r, 503, "%s", why);
+		return;
+	}
+	unsigned n = q.count ? q.count : 1;
+	json_t *list = json_array();
+	int status = 0;
+	for (unsigned i = 0; i < n; i++) {
+		json_t *one = open_one(s, &q, &status, &e);
+		if (!one)
+			break;
+		json_array_append_new(list, one);
+	}
+	pd_session_create_req_free(&q);
+	if (json_array_size(list) < n) {
+		/* all or none: a group short of sessions is not the group asked for */
+		size_t i;
+		json_t *one;
+		json_array_foreach(list, i, one) {
+			char rest[80];
+			snprintf(rest, sizeof rest, "/v1/sessions/%s", json_string_value(json_object_get(one, "session_id")));
+			session_delete_quiet(s, rest + strlen("/v1/sessions/"));
+		}
+		json_decref(list);
+		if (status == 503)
+			r->retry_after = 5;
+		http_set_error(r, status ? status : 503, "%s", e.msg);
+		return;
+	}
+	if (q.count)
+		http_set_json(r, 201, json_pack("{s:o}", "sessions", list));
+	else {
+		json_t *one = json_incref(json_array_get(list, 0));
+		json_decref(list);
+		http_set_json(r, 201, one);
+	}
+}
+
+/* Closes a session no request uses yet (one of a group that could not be opened whole). */
+static void session_delete_quiet(pd_server *s, const char *id)
+{
+	pthread_mutex_lock(&s->mu);
+	sess_entry *se = find_session(s, id);
+	pd_session *ss = NULL;
+	if (se && se->ops)
+		se->closing = true;
+	else if (se) {
+		ss = se->s;
+		se->s = NULL;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (ss)
+		pd_session_close(ss);
 }
 
 static void session_delete(req *r, const char *id)
@@ -475,7 +631,12 @@ static void session_get(req *r, const char *id)
 void sessions_op(req *r, const char *url, const char *method)
 {
 	const char *rest = url + strlen("/v1/sessions/");
-	if (!strchr(rest, '/') && !strcmp(method, "DELETE")) {
+	char id[48], op[32];
+	if (!strcmp(method, "GET") && pd_session_url(url, id, sizeof id, op, sizeof op) == 0 &&
+	    !strcmp(op, "trajectory")) {
+		/* the session may have ended: the trajectory is a file of the state directory */
+		trajectory_get(r, id);
+	} else if (!strchr(rest, '/') && !strcmp(method, "DELETE")) {
 		session_delete(r, rest);
 	} else if (!strchr(rest, '/') && !strcmp(method, "GET")) {
 		session_get(r, rest);

@@ -466,10 +466,10 @@ static void test_sessions(void)
 	char tmp[] = "/tmp/paddock-tar-XXXXXX";
 	int fd = mkstemp(tmp);
 	e.msg[0] = 0;
-	int trc = pd_session_download_tar(s, "/work/in", fd, &e);
+	int trc = pd_session_download_tar(s, "/work/in", fd, NULL, &e);
 	ok(trc == 0 && lseek(fd, 0, SEEK_END) > 0, "download a directory as tar %s", e.msg);
 	lseek(fd, 0, SEEK_SET);
-	trc = pd_session_upload_tar(s, "/work/copy", fd, &e);
+	trc = pd_session_upload_tar(s, "/work/copy", fd, NULL, &e);
 	ok(trc == 0 && pd_sandbox_read_file(sb, "/work/copy/a.txt", 100, &buf, &len, &e) == 0 &&
 		   !strcmp(buf, "xyz"),
 	   "upload it back into another directory %s", trc ? e.msg : "");

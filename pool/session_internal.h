@@ -1,0 +1,85 @@
+/* The session object, shared by the session's files: session.c (open, exec, files, tar, close),
+ * session_traj.c (its trajectory, fast-forward), noise.c (injected faults). */
+#ifndef PADDOCK_SESSION_INTERNAL_H
+#define PADDOCK_SESSION_INTERNAL_H
+
+#include "pools.h"
+#include "trajectory.h"
+
+#define SESSION_RECORDS 64
+/* Output the records hold in memory: a record keeps up to the capture's head and tail of each
+ * stream (1 MiB each by default), so 64 of them could hold 128 MiB per session. The newest
+ * records keep theirs up to this; older ones drop their buffers and a retry of one reads its
+ * head and tail back from its spill files, which hold the whole output. */
+#define SESSION_OUTPUT_BYTES (8u << 20)
+/* Spilled output a session keeps on the host's disk: past it, the oldest records' spill files
+ * go (their output can no longer be fetched), so that a session of big outputs cannot hold up to
+ * 64 x 128 MiB (the output kill of both streams) until it ends. */
+#define SESSION_SPILL_BYTES (256u << 20)
+/* The largest archive a download makes (it is written to a temporary file on the host first). */
+#define SESSION_TAR_MAX (1024u << 20)
+
+typedef struct record {
+	char request_id[128];
+	char *noise;  /* the faults injected into this exec, JSON (NULL: none asked) */
+	unsigned n; /* exec number in this session */
+	bool slim;  /* output buffers dropped (lengths kept): read back from the spill files */
+	bool spill_gone;      /* its spill files were deleted for SESSION_SPILL_BYTES */
+	uint64_t spill_bytes; /* what its spill files hold */
+	pd_result r;
+} record;
+
+struct pd_session {
+	pd_pools *p;
+	pd_pool *pl;
+	pd_sandbox *sb;
+	char id[48];
+	char sandbox_id[40];
+	char dir[POOL_PATH];
+	char *metadata;
+	uint64_t created_us, last_used_us, idle_ttl_ms, max_ms;
+	bool busy, dead, closed_by_pools, end_on_limit;
+	char dead_reason[400];
+	char damage[256]; /* why the last step left the sandbox unusable, when it says */
+	unsigned nexec;
+	record rec[SESSION_RECORDS];
+	unsigned nrec;
+	/* the trajectory (trajectory.c): steps are appended while the session is in use, so one
+	 * at a time; traj_mu orders them with the closing line */
+	pthread_mutex_t traj_mu;
+	pd_traj *traj;
+	pd_fsmap fs;      /* the writable directories after the last step */
+	const char *scan_dirs[4];
+	pd_traj_index *resume;
+	char resume_id[64], group_id[128], sample_id[128];
+	pd_noise noise;
+	char *snapshot;  /* a fork: the snapshot it was made from (kept while the session lives) */
+	char *top_layer; /* and its tree, the sandbox's top layer (pd_sandbox_opts.top_layer) */
+	struct pd_session *next;
+};
+
+/* Marks the session in use (EBUSY while another request uses it, ESRCH once it ended); leave
+ * marks it free again and ends it if its sandbox is no longer READY. */
+int session_enter(pd_session *s, pd_err *e);
+void session_leave(pd_session *s);
+
+/* noise.c: before an exec (n: its number), the latency slept and maybe a failure put in *r
+ * instead of running (*skip); after it, maybe its stdout cut. NULL when the session has no noise;
+ * else the list of faults injected (empty if none this time). */
+json_t *session_noise_before(pd_session *s, unsigned n, const pd_exec_opts *x, pd_result *r, bool *skip);
+void session_noise_after(pd_session *s, unsigned n, pd_result *r, json_t *list);
+
+/* snapshot.c: the tree of snapshot name and its template (ENOENT once expired) */
+int pd_snapshot_tree(pd_pools *p, const char *name, char *tree, size_t len, char *tpl, size_t tlen, pd_err *e);
+
+/* session_traj.c */
+int session_traj_open(pd_session *s, const pd_session_opts *o, pd_err *e);
+void session_traj_close(pd_session *s);
+/* Appends a step line while the session is in use (takes action, obs; extra's fields are added) */
+long session_traj_step(pd_session *s, const char *kind, const char *rid, uint64_t t0, json_t *action, json_t *obs,
+		       json_t *extra, bool scan, pd_err *e);
+/* The exec step's action: command, cwd, digests of the environment and stdin, stdin itself up to
+ * a cap, the time limit asked for */
+json_t *session_exec_action(const pd_exec_opts *x);
+
+#endif

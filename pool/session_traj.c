@@ -1,0 +1,214 @@
+/* A session's trajectory: the header line when it opens, a line per step (appended while the
+ * session is in use, so one at a time), the closing line; the files each step changed in the
+ * writable directories (fsdiff.c); fast-forward from a recorded trajectory. The file itself and
+ * its durability are trajectory.c's. */
+#define _GNU_SOURCE
+#include "session_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+uint64_t pd_wall_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* RFC 3339 UTC with milliseconds */
+static json_t *wall_text(uint64_t us)
+{
+	time_t t = (time_t)(us / 1000000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	char b[40];
+	snprintf(b, sizeof b, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+		 tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)(us % 1000000 / 1000));
+	return json_string(b);
+}
+
+int session_traj_open(pd_session *s, const pd_session_opts *o, pd_err *e)
+{
+	pthread_mutex_init(&s->traj_mu, NULL);
+	if (o && o->group_id)
+		snprintf(s->group_id, sizeof s->group_id, "%s", o->group_id);
+	if (o && o->sample_id)
+		snprintf(s->sample_id, sizeof s->sample_id, "%s", o->sample_id);
+	if (o)
+		s->noise = o->noise;
+	const char *state = pd_ctx_state_dir(s->p->ctx);
+	if (o && o->resume_from) {
+		s->resume = pd_traj_index_load(state, o->resume_from, e);
+		if (!s->resume)
+			return -1;
+		snprintf(s->resume_id, sizeof s->resume_id, "%s", o->resume_from);
+	}
+	size_t nd = 0;
+	s->scan_dirs[nd++] = "/work";
+	s->scan_dirs[nd++] = "/tmp";
+	if (s->pl->t.cwd && strcmp(s->pl->t.cwd, "/"))
+		s->scan_dirs[nd++] = s->pl->t.cwd;
+	s->scan_dirs[nd] = NULL;
+	json_t *meta = s->metadata ? json_loads(s->metadata, JSON_DECODE_ANY, NULL) : NULL;
+	json_t *h = json_pack("{s:s,s:s,s:s,s:o,s:o,s:b}", "kind", "session", "template", s->pl->t.name,
+			      "sandbox_id", s->sandbox_id, "started_at", wall_text(pd_wall_us()), "metadata",
+			      meta ? meta : json_null(), "end_on_limit", s->end_on_limit);
+	if (s->group_id[0])
+		json_object_set_new(h, "group_id", json_string(s->group_id));
+	if (s->sample_id[0])
+		json_object_set_new(h, "sample_id", json_string(s->sample_id));
+	if (s->snapshot)
+		json_object_set_new(h, "from_snapshot", json_string(s->snapshot));
+	if (s->resume_id[0])
+		json_object_set_new(h, "resumed_from", json_string(s->resume_id));
+	if (s->noise.on)
+		json_object_set_new(h, "noise", json_pack("{s:I,s:I,s:f,s:f}", "seed", (json_int_t)s->noise.seed,
+							  "latency_ms", (json_int_t)s->noise.latency_ms, "fail_rate",
+							  s->noise.fail_rate, "truncate_rate", s->noise.truncate_rate));
+	s->traj = pd_traj_create(state, s->id, h, e);
+	json_decref(h);
+	if (!s->traj) {
+		pd_traj_index_free(s->resume);
+		return -1;
+	}
+	pd_fsmap_scan(pd_sandbox_pid(s->sb), s->scan_dirs, &s->fs);
+	return 0;
+}
+
+/* Appends a step line; the caller holds the session (enter). Takes action and observation. */
+long session_traj_step(pd_session *s, const char *kind, const char *rid, uint64_t t0, json_t *action,
+			json_t *obs, json_t *extra, bool scan, pd_err *e)
+{
+	uint64_t t1 = pd_wall_us();
+	json_t *changed = NULL;
+	bool truncated = false;
+	if (scan && pd_sandbox_state(s->sb) == PD_READY) {
+		pd_fsmap now;
+		if (pd_fsmap_scan(pd_sandbox_pid(s->sb), s->scan_dirs, &now) == 0) {
+			changed = pd_fsmap_diff(pd_sandbox_pid(s->sb), &s->fs, &now);
+			truncated = now.truncated || s->fs.truncated;
+			pd_fsmap_free(&s->fs);
+			s->fs = now;
+		}
+	}
+	json_t *line = json_pack("{s:s,s:o,s:o,s:o,s:I,s:o,s:o,s:o}", "kind", kind, "request_id",
+				 rid ? json_string(rid) : json_null(), "started_at", wall_text(t0), "ended_at",
+				 wall_text(t1), "duration_ms", (json_int_t)((t1 - t0) / 1000), "action",
+				 action ? action : json_object(), "observation", obs ? obs : json_object(),
+				 "files_changed", changed ? changed : json_array());
+	if (s->group_id[0])
+		json_object_set_new(line, "group_id", json_string(s->group_id));
+	if (s->sample_id[0])
+		json_object_set_new(line, "sample_id", json_string(s->sample_id));
+	if (truncated)
+		json_object_set_new(line, "files_changed_truncated", json_true());
+	if (extra)
+		json_object_update(line, extra);
+	pthread_mutex_lock(&s->traj_mu);
+	long n = s->traj ? pd_traj_append(s->traj, line, e) : (json_decref(line), pd_fail(e, EBADF, "trajectory closed"));
+	pthread_mutex_unlock(&s->traj_mu);
+	return n;
+}
+
+long pd_session_record(pd_session *s, const char *kind, const char *rid, uint64_t t0, json_t *action,
+		       json_t *obs, pd_err *e)
+{
+	return session_traj_step(s, kind, rid, t0, action, obs, NULL, true, e);
+}
+
+json_t *pd_session_fast_forward(pd_session *s, const char *kind, const char *rid)
+{
+	json_t *rec = pd_traj_index_find(s->resume, kind, rid);
+	if (!rec)
+		return NULL;
+	pd_err e = {0};
+	if (session_enter(s, &e) < 0)
+		return NULL;
+	json_t *obs = json_object_get(rec, "observation");
+	json_t *extra = json_pack("{s:{s:s,s:O}}", "fast_forward", "trajectory_id", s->resume_id, "step",
+				  json_object_get(rec, "step"));
+	json_t *fc = json_object_get(rec, "files_changed");
+	uint64_t t0 = pd_wall_us();
+	/* the recorded files_changed, not a scan: the step did not run here */
+	json_object_set(extra, "files_changed", fc ? fc : json_array());
+	session_traj_step(s, kind, rid, t0, json_deep_copy(json_object_get(rec, "action")), json_deep_copy(obs), extra,
+		    false, &e);
+	json_decref(extra);
+	session_leave(s);
+	return obs ? json_deep_copy(obs) : json_object();
+}
+
+void session_traj_close(pd_session *s)
+{
+	if (s->traj) {
+		pd_err e = {0};
+		json_t *line = json_pack("{s:s,s:o}", "kind", "close", "ended_at", wall_text(pd_wall_us()));
+		if (s->dead_reason[0])
+			json_object_set_new(line, "reason", json_string(s->dead_reason));
+		pthread_mutex_lock(&s->traj_mu);
+		pd_traj_append(s->traj, line, &e);
+		pd_traj_close(s->traj);
+		s->traj = NULL;
+		pthread_mutex_unlock(&s->traj_mu);
+	}
+	pd_fsmap_free(&s->fs);
+	pd_traj_index_free(s->resume);
+}
+
+/* stdin kept in the trajectory whole up to this (a replay needs it); digested always */
+#define STDIN_KEEP (64u << 10)
+
+json_t *session_exec_action(const pd_exec_opts *x)
+{
+	json_t *cmd = json_array();
+	for (size_t i = 0; x->argv && x->argv[i]; i++)
+		json_array_append_new(cmd, pd_json_text(x->argv[i]));
+	char hex[PD_DIGEST_HEX];
+	pd_digest d;
+	pd_digest_init(&d);
+	for (size_t i = 0; x->envp && x->envp[i]; i++)
+		pd_digest_add(&d, x->envp[i], strlen(x->envp[i]) + 1);
+	pd_digest_hex(&d, hex);
+	json_t *a = json_pack("{s:o,s:o,s:s}", "cmd", cmd, "cwd", x->cwd ? pd_json_text(x->cwd) : json_null(),
+			      "env_sha256", hex);
+	if (x->stdin_data) {
+		pd_digest_of(x->stdin_data, x->stdin_len, hex);
+		json_object_set_new(a, "stdin_bytes", json_integer((json_int_t)x->stdin_len));
+		json_object_set_new(a, "stdin_sha256", json_string(hex));
+		/* as bytes: jansson keeps a NUL inside a string with json_stringn */
+		json_object_set_new(a, "stdin", x->stdin_len <= STDIN_KEEP ? pd_json_bytes(x->stdin_data, x->stdin_len)
+									 : json_null());
+	}
+	if (x->wall_ms)
+		json_object_set_new(a, "timeout_ms", json_integer((json_int_t)x->wall_ms));
+	return a;
+}
+
+void pd_session_digest(const void *data, size_t len, char hex[65])
+{
+	pd_digest_of(data, len, hex);
+}
+
+int pd_session_digest_fd(int fd, char hex[65])
+{
+	off_t at = lseek(fd, 0, SEEK_CUR);
+	pd_digest d;
+	pd_digest_init(&d);
+	char buf[65536];
+	ssize_t n;
+	off_t off = 0;
+	while ((n = pread(fd, buf, sizeof buf, off)) > 0) {
+		pd_digest_add(&d, buf, (size_t)n);
+		off += n;
+	}
+	if (at >= 0)
+		lseek(fd, at, SEEK_SET);
+	if (n < 0)
+		return -1;
+	pd_digest_hex(&d, hex);
+	return 0;
+}

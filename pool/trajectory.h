@@ -1,0 +1,65 @@
+/* Internals of a session's trajectory (pool/trajectory.c), the file-change scan (pool/fsdiff.c)
+ * and the digest (pool/digest.c). */
+#ifndef PADDOCK_TRAJECTORY_H
+#define PADDOCK_TRAJECTORY_H
+
+#include "pool.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* ---- SHA-256 ---- */
+#define PD_DIGEST_HEX 65
+typedef struct pd_digest {
+	uint32_t h[8];
+	unsigned char buf[64];
+	size_t n;
+	uint64_t len;
+} pd_digest;
+void pd_digest_init(pd_digest *d);
+void pd_digest_add(pd_digest *d, const void *data, size_t len);
+void pd_digest_hex(pd_digest *d, char out[PD_DIGEST_HEX]);
+void pd_digest_of(const void *data, size_t len, char out[PD_DIGEST_HEX]);
+
+/* ---- what a step changed in the writable directories ---- */
+typedef struct pd_fsent {
+	char *path; /* inside the sandbox, absolute */
+	uint64_t size, ino;
+	int64_t mtime_ns, ctime_ns;
+	uint32_t mode;
+} pd_fsent;
+
+typedef struct pd_fsmap {
+	pd_fsent *e; /* sorted by path */
+	size_t n, cap;
+	bool truncated; /* more entries than PD_FSMAP_MAX: the rest is not compared */
+} pd_fsmap;
+
+#define PD_FSMAP_MAX 50000
+/* Lists dirs (absolute paths inside the sandbox whose init is host pid init) without following
+ * any symlink. Returns 0, or -1 when the sandbox's root could not be opened. */
+int pd_fsmap_scan(pid_t init, const char *const *dirs, pd_fsmap *m);
+/* The entries added, modified or deleted from before to after: [{"path","change","type","size",
+ * "sha256"}] (digests of regular files up to 16 MiB and of symlinks' targets, read now). */
+json_t *pd_fsmap_diff(pid_t init, const pd_fsmap *before, const pd_fsmap *after);
+void pd_fsmap_free(pd_fsmap *m);
+
+/* ---- the trajectory file ---- */
+typedef struct pd_traj pd_traj;
+/* Creates <state>/trajectories/<id>.jsonl (refused if it exists) and writes its first line. */
+pd_traj *pd_traj_create(const char *state_dir, const char *id, json_t *header, pd_err *e);
+/* Appends one step line (fields trajectory_id and step set here; line is taken), written with
+ * one write() and fdatasync'd before returning. Returns the step number, or -1. */
+long pd_traj_append(pd_traj *t, json_t *line, pd_err *e);
+void pd_traj_close(pd_traj *t);
+
+/* The recorded trajectory a resumed session fast-forwards from: its step lines by request id. */
+typedef struct pd_traj_index pd_traj_index;
+pd_traj_index *pd_traj_index_load(const char *state_dir, const char *id, pd_err *e);
+/* The recorded line of the step with that request id and kind, or NULL (borrowed). */
+json_t *pd_traj_index_find(pd_traj_index *x, const char *kind, const char *request_id);
+void pd_traj_index_free(pd_traj_index *x);
+
+#endif

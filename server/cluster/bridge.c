@@ -1,0 +1,294 @@
+/* A node of a paddock cluster on NATS JetStream (docs/cluster.md is the user's account).
+ *
+ * The edge: a run request (native, /run_code, Piston) is published to the work-queue stream
+ * PADDOCK_WORK with its request id as the message id, so the stream's duplicate window absorbs a
+ * client's retries; the request waits for its result in the bucket paddock-results, keyed by the
+ * request id. A result already there (a retry, through any node) is answered at once.
+ *
+ * The executor: every node pulls from one durable pull consumer, only as many tasks as it has
+ * free slots, runs each through its own scheduler and pools, and acks only after the record is
+ * stored. The store commits a record only together with its claim: the creation of the request's
+ * key in paddock-results (first writer wins), whose value is the answer. So a task redelivered
+ * after its node died (ack timeout; long runs renew it with in-progress acks) finds the claim and
+ * is acked without running again, or, when the dead node never claimed it, runs once more and is
+ * recorded once. A finished job is acked whatever its outcome (deterministic failures are
+ * answers, never redelivered); a task seen past its last delivery ends as a recorded
+ * infrastructure failure, answered to the client. The origin node hears "ready" on its own
+ * subject and reads the answer from the bucket; should that note be lost (a broker restart), it
+ * looks again, less and less often. */
+#define _GNU_SOURCE
+#include "cluster.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#define N pd_nats
+
+uint64_t cl_wall_ms(void)
+{
+	struct timeval tv;
+	gettimeofday(&tv, NULL);
+	return (uint64_t)tv.tv_sec * 1000u + (uint64_t)tv.tv_usec / 1000u;
+}
+
+const char *cl_status(natsStatus s)
+{
+	return N.natsStatus_GetText ? N.natsStatus_GetText(s) : "nats";
+}
+
+void cl_result_key(const char *id, char *key, size_t len)
+{
+	size_t k = 0;
+	for (const unsigned char *p = (const unsigned char *)id; *p && k + 4 < len; p++) {
+		bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+			     *p == '-' || *p == '_';
+		if (plain)
+			key[k++] = (char)*p;
+		else
+			k += (size_t)snprintf(key + k, len - k, "=%02X", *p);
+	}
+	key[k] = 0;
+}
+
+/* ---- start and stop ------------------------------------------------------------------------ */
+
+static int ensure_stream(pd_cluster *c, pd_err *e)
+{
+	jsStreamConfig sc;
+	N.jsStreamConfig_Init(&sc);
+	sc.Name = CL_WORK_STREAM;
+	const char *subjects[] = {CL_WORK_SUBJECTS};
+	sc.Subjects = subjects;
+	sc.SubjectsLen = 1;
+	sc.Retention = js_WorkQueuePolicy;
+	sc.Storage = js_FileStorage;
+	sc.Duplicates = (int64_t)c->o.window_s * 1000000000LL;
+	jsStreamInfo *si = NULL;
+	jsErrCode je = 0;
+	natsStatus s = N.js_AddStream(&si, c->js, &sc, NULL, &je);
+	if (s != NATS_OK)
+		s = N.js_UpdateStream(&si, c->js, &sc, NULL, &je);
+	N.jsStreamInfo_Destroy(si);
+	if (s != NATS_OK)
+		return pd_fail(e, EIO, "cluster: stream %s: %s (JetStream error %d; is the server run with -js?)",
+			       CL_WORK_STREAM, cl_status(s), (int)je);
+	return 0;
+}
+
+static int ensure_bucket(pd_cluster *c, const char *name, int64_t ttl_ns, kvStore **kv, pd_err *e)
+{
+	kvConfig kc;
+	N.kvConfig_Init(&kc);
+	kc.Bucket = name;
+	kc.History = 1;
+	kc.TTL = ttl_ns;
+	kc.StorageType = js_FileStorage;
+	natsStatus s = N.js_CreateKeyValue(kv, c->js, &kc);
+	if (s != NATS_OK)
+		s = N.js_KeyValue(kv, c->js, name);
+	if (s != NATS_OK)
+		return pd_fail(e, EIO, "cluster: bucket %s: %s", name, cl_status(s));
+	return 0;
+}
+
+static bool id_ok(const char *id)
+{
+	if (!*id || strlen(id) >= 64)
+		return false;
+	for (const char *p = id; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+		      *p == '_'))
+			return false;
+	return true;
+}
+
+pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools *pools, pd_ctx *ctx,
+			     pd_store *store, pd_err *e)
+{
+	if (pd_nats_load(e) < 0)
+		return NULL;
+	pd_cluster *c = calloc(1, sizeof *c);
+	if (!c) {
+		pd_fail(e, ENOMEM, "cluster");
+		return NULL;
+	}
+	c->o = *o;
+	if (!c->o.ack_wait_s)
+		c->o.ack_wait_s = 30;
+	if (!c->o.max_deliver)
+		c->o.max_deliver = 5;
+	if (!c->o.window_s)
+		c->o.window_s = 600;
+	c->slots = c->o.slots ? c->o.slots : 4;
+	c->sched = sched;
+	c->pools = pools;
+	c->ctx = ctx;
+	c->store = store;
+	c->run_id = pd_ctx_run_id(ctx);
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_cond_init(&c->cv, NULL);
+	snprintf(c->urls, sizeof c->urls, "%s", o->urls);
+	snprintf(c->address, sizeof c->address, "%s", o->address ? o->address : "");
+	if (o->node_id) {
+		snprintf(c->node, sizeof c->node, "%s", o->node_id);
+	} else {
+		char host[64] = "";
+		gethostname(host, sizeof host - 1);
+		const char *port = strrchr(c->address, ':');
+		snprintf(c->node, sizeof c->node, "%.40s-%s", host, port ? port + 1 : "0");
+		for (char *p = c->node; *p; p++)
+			if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+			      *p == '-'))
+				*p = '_';
+	}
+	if (!id_ok(c->node)) {
+		pd_fail(e, EINVAL, "node id '%s': 1 to 63 of A-Z a-z 0-9 - _", c->node);
+		goto fail;
+	}
+	natsStatus s = N.natsOptions_Create(&c->nopts);
+	if (s == NATS_OK)
+		s = N.natsOptions_SetURL(c->nopts, c->urls);
+	/* a broker restart is waited out, for ever: queued work stays in the stream meanwhile */
+	if (s == NATS_OK)
+		s = N.natsOptions_SetMaxReconnect(c->nopts, -1);
+	if (s == NATS_OK)
+		s = N.natsOptions_SetReconnectWait(c->nopts, 250);
+	if (s == NATS_OK)
+		s = N.natsOptions_SetTimeout(c->nopts, 2000);
+	if (s == NATS_OK)
+		s = N.natsOptions_SetPingInterval(c->nopts, 2000);
+	if (s == NATS_OK)
+		s = N.natsOptions_SetReconnectBufSize(c->nopts, 64 << 20);
+	if (s != NATS_OK) {
+		pd_fail(e, EINVAL, "cluster %s: %s", c->urls, cl_status(s));
+		goto fail;
+	}
+	if ((s = N.natsConnection_Connect(&c->nc, c->nopts)) != NATS_OK) {
+		pd_fail(e, ECONNREFUSED, "cluster: connect to %s: %s", c->urls, cl_status(s));
+		goto fail;
+	}
+	c->max_payload = N.natsConnection_GetMaxPayload(c->nc);
+	jsOptions jo;
+	N.jsOptions_Init(&jo);
+	jo.Wait = 3000;
+	if ((s = N.natsConnection_JetStream(&c->js, c->nc, &jo)) != NATS_OK) {
+		pd_fail(e, EIO, "cluster: JetStream: %s", cl_status(s));
+		goto fail;
+	}
+	if (ensure_stream(c, e) < 0 ||
+	    ensure_bucket(c, CL_RESULTS_BUCKET, (int64_t)c->o.window_s * 1000000000LL, &c->results, e) < 0 ||
+	    ensure_bucket(c, CL_NODES_BUCKET, (int64_t)CL_NODE_TTL_S * 1000000000LL, &c->nodes, e) < 0)
+		goto fail;
+	char subject[128];
+	snprintf(subject, sizeof subject, CL_NOTIFY_PREFIX "%s", c->node);
+	if ((s = N.natsConnection_Subscribe(&c->notify, c->nc, subject, cl_on_notify, c)) != NATS_OK) {
+		pd_fail(e, EIO, "cluster: subscribe %s: %s", subject, cl_status(s));
+		goto fail;
+	}
+	jsSubOptions so;
+	N.jsSubOptions_Init(&so);
+	so.Stream = CL_WORK_STREAM;
+	so.Config.AckPolicy = js_AckExplicit;
+	so.Config.AckWait = (int64_t)c->o.ack_wait_s * 1000000000LL;
+	/* one delivery beyond the last try: the node that sees it records the failure */
+	so.Config.MaxDeliver = (int64_t)c->o.max_deliver + 1;
+	so.Config.MaxAckPending = 65536;
+	jsErrCode je = 0;
+	if ((s = N.js_PullSubscribe(&c->work, c->js, CL_WORK_SUBJECTS, CL_WORK_CONSUMER, NULL, &so, &je)) != NATS_OK) {
+		pd_fail(e, EIO, "cluster: consumer %s: %s (JetStream error %d)", CL_WORK_CONSUMER, cl_status(s), (int)je);
+		goto fail;
+	}
+	cl_heartbeat(c);
+	for (int i = 0; i < 2; i++)
+		c->started[i] = pthread_create(&c->publishers[i], NULL, cl_publisher_main, c) == 0;
+	c->started[2] = pthread_create(&c->puller, NULL, cl_puller_main, c) == 0;
+	c->started[3] = pthread_create(&c->poller, NULL, cl_poller_main, c) == 0;
+	c->started[4] = pthread_create(&c->ticker, NULL, cl_ticker_main, c) == 0;
+	for (int i = 0; i < 5; i++)
+		if (!c->started[i]) {
+			pd_fail(e, EAGAIN, "cluster: threads");
+			goto fail;
+		}
+	pd_log("info", "cluster: joined", PD_LS("node", c->node), PD_LS("servers", c->urls),
+	       PD_LU("slots", c->slots), PD_LU("ack_wait_s", c->o.ack_wait_s));
+	return c;
+fail:
+	pd_cluster_quiesce(c);
+	pd_cluster_free(c);
+	return NULL;
+}
+
+const char *pd_cluster_node_id(const pd_cluster *c)
+{
+	return c->node;
+}
+
+void pd_cluster_quiesce(pd_cluster *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	c->quiesced = true;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	if (c->started[2]) {
+		pthread_join(c->puller, NULL);
+		c->started[2] = false;
+	}
+	if (c->started[4]) {
+		pthread_join(c->ticker, NULL);
+		c->started[4] = false;
+	}
+	/* no more tasks for this node: the consumer's others take the queue */
+	if (c->work) {
+		N.natsSubscription_Destroy(c->work);
+		c->work = NULL;
+	}
+}
+
+void pd_cluster_free(pd_cluster *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	c->stopping = c->quiesced = true;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	for (int i = 0; i < 5; i++)
+		if (c->started[i])
+			pthread_join(i < 2 ? c->publishers[i] : i == 2 ? c->puller : i == 3 ? c->poller : c->ticker, NULL);
+	/* anything submitted after the publishers left */
+	cl_edge_drain(c);
+	/* no note may reach on_notify once c is freed: unsubscribed, and the connection closed
+	 * (which ends its deliveries) before anything of c goes */
+	if (c->notify)
+		N.natsSubscription_Unsubscribe(c->notify);
+	if (c->nc)
+		N.natsConnection_Close(c->nc);
+	if (c->notify)
+		N.natsSubscription_Destroy(c->notify);
+	if (c->work)
+		N.natsSubscription_Destroy(c->work);
+	if (c->results)
+		N.kvStore_Destroy(c->results);
+	if (c->nodes)
+		N.kvStore_Destroy(c->nodes);
+	if (c->js)
+		N.jsCtx_Destroy(c->js);
+	if (c->nc)
+		N.natsConnection_Destroy(c->nc);
+	if (c->nopts)
+		N.natsOptions_Destroy(c->nopts);
+	for (size_t i = 0; i < c->nready; i++)
+		free(c->ready[i]);
+	free(c->ready);
+	pthread_mutex_destroy(&c->mu);
+	pthread_cond_destroy(&c->cv);
+	free(c);
+}

@@ -1,0 +1,415 @@
+/* Cluster mode's edge (bridge.c says how the parts fit): a run request is published to the work
+ * stream under its request id and waits for its answer, which comes with a "ready" note from the
+ * node that ran it, or is read from the results bucket (a retry, a lost note). */
+#define _GNU_SOURCE
+#include "cluster.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#define N pd_nats
+
+#define HEADROOM 4096
+#define PUBLISH_GIVE_UP_MS 30000
+#define POLL_FIRST_MS 1000
+#define POLL_MAX_MS 8000
+
+struct cl_submit {
+	char kind[16];
+	char request_id[128];
+	char *body;
+	size_t len;
+	pd_cluster_answer cb;
+	void *arg;
+	cl_submit *next;
+};
+
+struct cl_waiter {
+	char request_id[128];
+	pd_cluster_answer cb;
+	void *arg;
+	uint64_t next_poll_ms, poll_gap_ms;
+	cl_waiter *next;
+};
+
+/* ---- answers ------------------------------------------------------------------------------- */
+
+/* The answer a result value holds: {"status", "node", "token", "body"}. */
+static void answer_from_value(const char *val, size_t len, pd_cluster_answer cb, void *arg)
+{
+	json_t *v = json_loadb(val, len, 0, NULL);
+	json_t *b = v ? json_object_get(v, "body") : NULL;
+	char *text = b ? json_dumps(b, JSON_COMPACT) : NULL;
+	if (!text) {
+		static const char bad[] = "{\"error\":\"the cluster's result for this request is unreadable\"}";
+		cb(arg, 502, bad, sizeof bad - 1, 0);
+	} else {
+		cb(arg, (int)json_integer_value(json_object_get(v, "status")), text, strlen(text), 0);
+	}
+	free(text);
+	json_decref(v);
+}
+
+/* The stored answer of a request id: 1 (and *val, malloc'd), 0 none, -1 the broker did not say. */
+int cl_result_get(pd_cluster *c, const char *request_id, char **val, size_t *len)
+{
+	char key[400];
+	cl_result_key(request_id, key, sizeof key);
+	kvEntry *en = NULL;
+	natsStatus s = N.kvStore_Get(&en, c->results, key);
+	if (s == NATS_NOT_FOUND)
+		return 0;
+	if (s != NATS_OK)
+		return -1;
+	int n = N.kvEntry_ValueLen(en);
+	*val = malloc((size_t)n + 1);
+	if (*val) {
+		memcpy(*val, N.kvEntry_Value(en), (size_t)n);
+		(*val)[n] = 0;
+		*len = (size_t)n;
+	}
+	N.kvEntry_Destroy(en);
+	return *val ? 1 : -1;
+}
+
+/* Answers every waiter of request_id with the result value val (taken). */
+static void deliver_value(pd_cluster *c, const char *request_id, char *val, size_t len)
+{
+	pthread_mutex_lock(&c->mu);
+	cl_waiter *mine = NULL;
+	for (cl_waiter **pp = &c->waiters; *pp;) {
+		cl_waiter *w = *pp;
+		if (!strcmp(w->request_id, request_id)) {
+			*pp = w->next;
+			w->next = mine;
+			mine = w;
+			c->nwaiting--;
+			c->answered++;
+		} else {
+			pp = &w->next;
+		}
+	}
+	pthread_mutex_unlock(&c->mu);
+	while (mine) {
+		cl_waiter *w = mine;
+		mine = w->next;
+		answer_from_value(val, len, w->cb, w->arg);
+		free(w);
+	}
+	free(val);
+}
+
+/* Answers every waiter of request_id from its stored result, if there is one now. */
+static void deliver(pd_cluster *c, const char *request_id)
+{
+	char *val = NULL;
+	size_t len = 0;
+	if (cl_result_get(c, request_id, &val, &len) == 1)
+		deliver_value(c, request_id, val, len);
+}
+
+/* ---- the edge: submit, publish, wait ------------------------------------------------------- */
+
+void pd_cluster_submit(pd_cluster *c, const char *kind, const char *body, size_t len, const char *request_id,
+		       pd_cluster_answer cb, void *arg)
+{
+	if (c->max_payload > 0 && len + HEADROOM > (uint64_t)c->max_payload) {
+		char msg[200];
+		int n = snprintf(msg, sizeof msg,
+				 "{\"error\":\"request body of %zu bytes exceeds what the cluster's broker carries "
+				 "(%" PRId64 " bytes less %d)\"}",
+				 len, c->max_payload, HEADROOM);
+		cb(arg, 413, msg, (size_t)n, 0);
+		return;
+	}
+	cl_submit *q = calloc(1, sizeof *q);
+	if (q)
+		q->body = malloc(len + 1);
+	if (!q || !q->body) {
+		free(q);
+		static const char oom[] = "{\"error\":\"out of memory\"}";
+		cb(arg, 503, oom, sizeof oom - 1, 1);
+		return;
+	}
+	memcpy(q->body, body, len);
+	q->body[len] = 0;
+	q->len = len;
+	snprintf(q->kind, sizeof q->kind, "%s", kind);
+	snprintf(q->request_id, sizeof q->request_id, "%s", request_id);
+	q->cb = cb;
+	q->arg = arg;
+	pthread_mutex_lock(&c->mu);
+	if (c->stopping) {
+		pthread_mutex_unlock(&c->mu);
+		free(q->body);
+		free(q);
+		static const char stop[] = "{\"error\":\"shutting down\"}";
+		cb(arg, 503, stop, sizeof stop - 1, 1);
+		return;
+	}
+	c->submitted++;
+	if (c->subq_tail)
+		c->subq_tail->next = q;
+	else
+		c->subq = q;
+	c->subq_tail = q;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* Publishes until the broker takes it (a broker restart is waited out) or gives up: 1 published,
+ * 2 a duplicate the stream's window absorbed, 0 not published. No look at the results bucket
+ * first: the message id does the duplicate check in the same round trip. */
+static int publish(pd_cluster *c, const cl_submit *q)
+{
+	char subject[64];
+	snprintf(subject, sizeof subject, "paddock.work.%s", q->kind);
+	uint64_t until = cl_wall_ms() + PUBLISH_GIVE_UP_MS;
+	for (;;) {
+		natsMsg *m = NULL;
+		natsStatus s = N.natsMsg_Create(&m, subject, NULL, q->body, (int)q->len);
+		if (s == NATS_OK)
+			s = N.natsMsgHeader_Set(m, "Paddock-Kind", q->kind);
+		if (s == NATS_OK)
+			s = N.natsMsgHeader_Set(m, "Paddock-Origin", c->node);
+		if (s == NATS_OK)
+			s = N.natsMsgHeader_Set(m, "Paddock-Request-Id", q->request_id);
+		jsPubOptions po;
+		N.jsPubOptions_Init(&po);
+		po.MsgId = q->request_id;
+		po.MaxWait = 5000;
+		jsPubAck *pa = NULL;
+		jsErrCode je = 0;
+		if (s == NATS_OK)
+			s = N.js_PublishMsg(&pa, c->js, m, &po, &je);
+		N.natsMsg_Destroy(m);
+		if (s == NATS_OK) {
+			bool dup = pa && pa->Duplicate;
+			pthread_mutex_lock(&c->mu);
+			if (dup)
+				c->dup_published++;
+			else
+				c->published++;
+			pthread_mutex_unlock(&c->mu);
+			N.jsPubAck_Destroy(pa);
+			return dup ? 2 : 1;
+		}
+		pthread_mutex_lock(&c->mu);
+		c->publish_failures++;
+		bool stop = c->stopping;
+		pthread_mutex_unlock(&c->mu);
+		if (stop || cl_wall_ms() >= until) {
+			pd_log("warn", "cluster: work not published", PD_LS("request_id", q->request_id),
+			       PD_LS("error", cl_status(s)));
+			return 0;
+		}
+		usleep(250 * 1000);
+	}
+}
+
+void *cl_publisher_main(void *arg)
+{
+	pd_cluster *c = arg;
+	pthread_mutex_lock(&c->mu);
+	for (;;) {
+		cl_submit *q = c->subq;
+		if (!q) {
+			if (c->stopping)
+				break;
+			pthread_cond_wait(&c->cv, &c->mu);
+			continue;
+		}
+		c->subq = q->next;
+		if (!c->subq)
+			c->subq_tail = NULL;
+		pthread_mutex_unlock(&c->mu);
+
+		{
+			/* waiting before publishing: the result may be announced before publish returns */
+			cl_waiter *w = calloc(1, sizeof *w);
+			if (!w) {
+				static const char oom[] = "{\"error\":\"out of memory\"}";
+				q->cb(q->arg, 503, oom, sizeof oom - 1, 1);
+			} else {
+				snprintf(w->request_id, sizeof w->request_id, "%s", q->request_id);
+				w->cb = q->cb;
+				w->arg = q->arg;
+				w->poll_gap_ms = POLL_FIRST_MS;
+				w->next_poll_ms = cl_wall_ms() + POLL_FIRST_MS;
+				pthread_mutex_lock(&c->mu);
+				w->next = c->waiters;
+				c->waiters = w;
+				c->nwaiting++;
+				pthread_mutex_unlock(&c->mu);
+				int pub = publish(c, q);
+				if (pub == 2) {
+					/* the stream knew the id (a retry, here or through another node): its
+					 * result may be there already; if not, the poller looks again */
+					pthread_mutex_lock(&c->mu);
+					c->dup_answered++;
+					pthread_mutex_unlock(&c->mu);
+					deliver(c, q->request_id);
+				} else if (!pub) {
+					bool found = false;
+					pthread_mutex_lock(&c->mu);
+					for (cl_waiter **pp = &c->waiters; *pp; pp = &(*pp)->next)
+						if (*pp == w) {
+							*pp = w->next;
+							c->nwaiting--;
+							found = true;
+							break;
+						}
+					pthread_mutex_unlock(&c->mu);
+					if (found) {
+						static const char down[] =
+							"{\"error\":\"the cluster's broker did not take the request: retry later\"}";
+						w->cb(w->arg, 503, down, sizeof down - 1, 5);
+						free(w);
+					}
+				}
+			}
+		}
+		free(q->body);
+		free(q);
+		pthread_mutex_lock(&c->mu);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
+}
+
+/* "ready" notes for this node's waiters (a libnats thread): handed to the poller, which reads
+ * the bucket (a round trip this thread should not wait for). */
+void cl_on_notify(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *arg)
+{
+	(void)nc;
+	(void)sub;
+	pd_cluster *c = arg;
+	int n = N.natsMsg_GetDataLength(m);
+	char *note = n > 0 ? malloc((size_t)n + 1) : NULL;
+	if (note) {
+		memcpy(note, N.natsMsg_GetData(m), (size_t)n);
+		note[n] = 0;
+		pthread_mutex_lock(&c->mu);
+		if (c->nready == c->ready_cap) {
+			size_t cap = c->ready_cap ? c->ready_cap * 2 : 256;
+			void *p = realloc(c->ready, cap * sizeof *c->ready);
+			if (p) {
+				c->ready = p;
+				c->ready_cap = cap;
+			}
+		}
+		if (c->nready < c->ready_cap) {
+			c->ready[c->nready++] = note;
+			note = NULL;
+			pthread_cond_broadcast(&c->cv);
+		}
+		pthread_mutex_unlock(&c->mu);
+		free(note); /* no memory to keep it: the poller's later look finds the result */
+	}
+	N.natsMsg_Destroy(m);
+}
+
+/* Answers the waiters whose results were announced, and looks again for those that waited long
+ * (a note lost while the broker restarted, or a request another node published first). */
+void *cl_poller_main(void *arg)
+{
+	pd_cluster *c = arg;
+	char **batch = NULL;
+	size_t cap = 0;
+	pthread_mutex_lock(&c->mu);
+	while (!(c->stopping && !c->waiters)) {
+		if (!c->nready) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 200 * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+		}
+		size_t n = c->nready;
+		if (n > cap) {
+			void *p = realloc(batch, n * sizeof *batch);
+			if (p) {
+				batch = p;
+				cap = n;
+			} else {
+				n = cap;
+			}
+		}
+		memcpy(batch, c->ready, n * sizeof *batch);
+		memmove(c->ready, c->ready + n, (c->nready - n) * sizeof *c->ready);
+		c->nready -= n;
+		/* due looks, at most 64 a round so announced results are not kept behind them */
+		char due[64][128];
+		size_t ndue = 0;
+		uint64_t now = cl_wall_ms();
+		for (cl_waiter *w = c->waiters; w && ndue < 64; w = w->next)
+			if (w->next_poll_ms <= now) {
+				snprintf(due[ndue++], 128, "%s", w->request_id);
+				w->poll_gap_ms = w->poll_gap_ms * 2 > POLL_MAX_MS ? POLL_MAX_MS : w->poll_gap_ms * 2;
+				w->next_poll_ms = now + w->poll_gap_ms;
+			}
+		bool stopping = c->stopping;
+		pthread_mutex_unlock(&c->mu);
+		for (size_t i = 0; i < n; i++) {
+			/* "ID\nVALUE": the result came with the note; "ID": read it from the bucket */
+			char *nl = strchr(batch[i], '\n');
+			if (nl) {
+				*nl = 0;
+				size_t vlen = strlen(nl + 1);
+				char *val = malloc(vlen + 1);
+				if (val) {
+					memcpy(val, nl + 1, vlen + 1);
+					deliver_value(c, batch[i], val, vlen);
+				} else {
+					deliver(c, batch[i]);
+				}
+			} else {
+				deliver(c, batch[i]);
+			}
+			free(batch[i]);
+		}
+		for (size_t i = 0; i < ndue; i++)
+			deliver(c, due[i]);
+		pthread_mutex_lock(&c->mu);
+		if (stopping)
+			break;
+	}
+	/* what still waits at the stop is answered: the work may still run elsewhere, and a retry
+	 * with the same request id gets its result */
+	cl_waiter *left = c->waiters;
+	c->waiters = NULL;
+	c->nwaiting = 0;
+	pthread_mutex_unlock(&c->mu);
+	while (left) {
+		cl_waiter *w = left;
+		left = w->next;
+		static const char stop[] =
+			"{\"error\":\"this node is shutting down: retry with the same X-Request-Id for the result\"}";
+		w->cb(w->arg, 503, stop, sizeof stop - 1, 1);
+		free(w);
+	}
+	free(batch);
+	return NULL;
+}
+
+void cl_edge_drain(pd_cluster *c)
+{
+	while (c->subq) {
+		cl_submit *q = c->subq;
+		c->subq = q->next;
+		static const char stop[] = "{\"error\":\"shutting down\"}";
+		q->cb(q->arg, 503, stop, sizeof stop - 1, 1);
+		free(q->body);
+		free(q);
+	}
+}
+

@@ -1,0 +1,367 @@
+/* Cluster mode's executor (bridge.c says how the parts fit): tasks pulled as slots free, run on
+ * this node's scheduler, recorded with their claim in the results bucket, acked, and the origin
+ * noted; in-progress acks for long runs. */
+#define _GNU_SOURCE
+#include "cluster.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#define N pd_nats
+
+struct cl_task {
+	pd_cluster *c;
+	natsMsg *m;
+	char request_id[128];
+	char origin[64];
+	char kind[16];
+	char token[40]; /* this attempt's mark in its claim: tells our claim from another node's */
+	char *value;    /* the result value claimed, sent with the note to the origin */
+	cl_task *next;
+};
+
+/* ---- the executor: pull, run, record once, answer, ack ------------------------------------- */
+
+/* The answer in the API's shape, as the edge's runs.c would make it. */
+static json_t *render(const pd_job *j, const char *kind, int *status)
+{
+	*status = 200;
+	if (!strcmp(kind, "piston") && j->failure == PD_F_DEPENDENCY) {
+		*status = 400;
+		return json_pack("{s:o}", "message", pd_json_text(j->error));
+	}
+	return !strcmp(kind, "run_code") ? pd_job_to_run_code(j)
+	       : !strcmp(kind, "piston") ? pd_job_to_piston(j)
+					 : pd_job_to_json(j);
+}
+
+static char *result_value(pd_cluster *c, int status, json_t *body, const char *token, size_t *len)
+{
+	json_t *v = json_pack("{s:i,s:s,s:s,s:o}", "status", status, "node", c->node, "token", token, "body", body);
+	char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
+	json_decref(v);
+	if (text && c->max_payload > 0 && strlen(text) + 512 > (uint64_t)c->max_payload) {
+		/* the record stays whole in this node's store; the answer says where */
+		size_t big = strlen(text);
+		free(text);
+		pthread_mutex_lock(&c->mu);
+		c->results_too_big++;
+		pthread_mutex_unlock(&c->mu);
+		char msg[400];
+		snprintf(msg, sizeof msg,
+			 "the result (%zu bytes) exceeds the cluster broker's message limit (%" PRId64
+			 " bytes); its record is in the store of node %s",
+			 big, c->max_payload, c->node);
+		v = json_pack("{s:i,s:s,s:s,s:{s:s,s:s}}", "status", 502, "node", c->node, "token", token, "body",
+			      "error", msg, "node", c->node);
+		text = v ? json_dumps(v, JSON_COMPACT) : NULL;
+		json_decref(v);
+	}
+	if (text)
+		*len = strlen(text);
+	return text;
+}
+
+/* Creates the request's key in the results bucket: 0 when ours is the value there (created now,
+ * or by an earlier try of ours whose reply was lost), EEXIST when another node's is. A broker
+ * that does not answer is asked again: whether our create took must be known before the record
+ * commits or rolls back. */
+static int claim_put(pd_cluster *c, const char *request_id, const char *token, const char *val, size_t len,
+		     pd_err *e)
+{
+	char key[400];
+	cl_result_key(request_id, key, sizeof key);
+	uint64_t until = cl_wall_ms() + 60000;
+	for (;;) {
+		uint64_t rev = 0;
+		natsStatus s = N.kvStore_Create(&rev, c->results, key, val, (int)len);
+		if (s == NATS_OK)
+			return 0;
+		kvEntry *en = NULL;
+		s = N.kvStore_Get(&en, c->results, key);
+		if (s == NATS_OK) {
+			json_t *v = json_loadb(N.kvEntry_Value(en), (size_t)N.kvEntry_ValueLen(en), 0, NULL);
+			const char *t = json_string_value(json_object_get(v, "token"));
+			bool ours = t && !strcmp(t, token);
+			json_decref(v);
+			N.kvEntry_Destroy(en);
+			return ours ? 0 : pd_fail(e, EEXIST, "request %s was recorded by another node", request_id);
+		}
+		if (s != NATS_NOT_FOUND && cl_wall_ms() >= until)
+			return pd_fail(e, EIO, "cluster broker: %s", cl_status(s));
+		if (s != NATS_NOT_FOUND)
+			usleep(200 * 1000);
+	}
+}
+
+static int claim(const pd_job *j, void *arg, pd_err *e)
+{
+	cl_task *t = arg;
+	int status;
+	json_t *body = render(j, t->kind, &status);
+	size_t len = 0;
+	char *val = body ? result_value(t->c, status, body, t->token, &len) : NULL;
+	if (!val)
+		return pd_fail(e, ENOMEM, "result");
+	int rc = claim_put(t->c, t->request_id, t->token, val, len, e);
+	free(t->value);
+	t->value = rc == 0 ? val : NULL;
+	if (rc < 0)
+		free(val);
+	return rc;
+}
+
+/* "Ready" to the origin node: the request id, and the result value when this node has it (the
+ * origin answers without a read of the bucket). */
+static void notify(pd_cluster *c, const char *origin, const char *request_id, const char *value)
+{
+	char subject[128];
+	snprintf(subject, sizeof subject, CL_NOTIFY_PREFIX "%s", origin);
+	char *note = NULL;
+	int n = value ? asprintf(&note, "%s\n%s", request_id, value) : -1;
+	if (n > 0 && (c->max_payload <= 0 || n < c->max_payload))
+		N.natsConnection_Publish(c->nc, subject, note, n);
+	else
+		N.natsConnection_Publish(c->nc, subject, request_id, (int)strlen(request_id));
+	free(note);
+}
+
+static void task_end(pd_cluster *c, cl_task *t)
+{
+	pthread_mutex_lock(&c->mu);
+	for (cl_task **pp = &c->tasks; *pp; pp = &(*pp)->next)
+		if (*pp == t) {
+			*pp = t->next;
+			c->ntasks--;
+			break;
+		}
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	N.natsMsg_Destroy(t->m);
+	free(t->value);
+	free(t);
+}
+
+/* The job finished and finish() stored it (with its claim) or was refused. A worker thread. */
+static void task_done(pd_job *j, void *arg)
+{
+	cl_task *t = arg;
+	pd_cluster *c = t->c;
+	bool recorded = j->store_errno == 0, elsewhere = j->store_errno == EEXIST;
+	pthread_mutex_lock(&c->mu);
+	/* in-progress acks and this ack go out on the same message: under the lock, one at a time */
+	if (recorded || elsewhere) {
+		N.natsMsg_Ack(t->m, NULL);
+		if (recorded)
+			c->recorded++;
+		else
+			c->already_recorded++;
+	} else {
+		/* not recorded (the store's disk, the broker): run again, here or elsewhere */
+		N.natsMsg_NakWithDelay(t->m, 1000, NULL);
+		c->naks++;
+	}
+	pthread_mutex_unlock(&c->mu);
+	if (recorded || elsewhere)
+		notify(c, t->origin, t->request_id, recorded ? t->value : NULL);
+	pd_job_free(j);
+	task_end(c, t);
+}
+
+static pd_job *parse(const char *kind, const char *body, size_t len, pd_err *e)
+{
+	json_error_t je;
+	json_t *b = json_loadb(body, len, 0, &je);
+	if (!b) {
+		pd_refuse(e, "request body is not JSON");
+		return NULL;
+	}
+	pd_job *j = !strcmp(kind, "run_code") ? pd_job_from_run_code(b, e)
+		    : !strcmp(kind, "piston") ? pd_job_from_piston(b, e)
+					      : pd_job_from_native(b, e);
+	json_decref(b);
+	return j;
+}
+
+/* A refusal by the parser on this node (the edge parsed it once already: versions differ) is
+ * the request's answer, recorded nowhere. */
+static void answer_refusal(pd_cluster *c, cl_task *t, const char *msg)
+{
+	json_t *body = json_pack("{s:s}", "error", msg);
+	size_t len = 0;
+	char *val = body ? result_value(c, 400, body, t->token, &len) : NULL;
+	pd_err e = {0};
+	if (val && claim_put(c, t->request_id, t->token, val, len, &e) == 0) {
+		N.natsMsg_Ack(t->m, NULL);
+		notify(c, t->origin, t->request_id, NULL);
+	}
+	free(val);
+	task_end(c, t);
+}
+
+static void take_task(pd_cluster *c, natsMsg *m)
+{
+	cl_task *t = calloc(1, sizeof *t);
+	if (!t) {
+		N.natsMsg_NakWithDelay(m, 1000, NULL);
+		N.natsMsg_Destroy(m);
+		return;
+	}
+	t->c = c;
+	t->m = m;
+	const char *v = NULL;
+	if (N.natsMsgHeader_Get(m, "Paddock-Request-Id", &v) == NATS_OK && v)
+		snprintf(t->request_id, sizeof t->request_id, "%s", v);
+	v = NULL;
+	if (N.natsMsgHeader_Get(m, "Paddock-Origin", &v) == NATS_OK && v)
+		snprintf(t->origin, sizeof t->origin, "%s", v);
+	v = NULL;
+	snprintf(t->kind, sizeof t->kind, "%s",
+		 N.natsMsgHeader_Get(m, "Paddock-Kind", &v) == NATS_OK && v ? v : "native");
+	static uint64_t seq;
+	snprintf(t->token, sizeof t->token, "%s-%08" PRIx32 "-%" PRIu64, c->node, c->run_id,
+		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+	uint64_t delivered = 1;
+	jsMsgMetaData *meta = NULL;
+	if (N.natsMsg_GetMetaData(&meta, m) == NATS_OK) {
+		delivered = meta->NumDelivered;
+		N.jsMsgMetaData_Destroy(meta);
+	}
+	pthread_mutex_lock(&c->mu);
+	c->pulled++;
+	if (delivered > 1)
+		c->redelivered++;
+	t->next = c->tasks;
+	c->tasks = t;
+	c->ntasks++;
+	pthread_mutex_unlock(&c->mu);
+	if (!t->request_id[0]) {
+		/* not ours: nothing to answer */
+		N.natsMsg_Ack(m, NULL);
+		task_end(c, t);
+		return;
+	}
+	if (delivered > 1) {
+		/* a redelivery: the node that had it may have recorded it before it died */
+		char *val = NULL;
+		size_t len = 0;
+		if (cl_result_get(c, t->request_id, &val, &len) == 1) {
+			free(val);
+			pthread_mutex_lock(&c->mu);
+			N.natsMsg_Ack(m, NULL);
+			c->already_recorded++;
+			pthread_mutex_unlock(&c->mu);
+			notify(c, t->origin, t->request_id, NULL);
+			task_end(c, t);
+			return;
+		}
+	}
+	pd_err e = {0};
+	pd_job *j = parse(t->kind, N.natsMsg_GetData(m), (size_t)N.natsMsg_GetDataLength(m), &e);
+	if (!j) {
+		answer_refusal(c, t, e.msg);
+		return;
+	}
+	snprintf(j->request_id, sizeof j->request_id, "%s", t->request_id);
+	snprintf(j->node, sizeof j->node, "%s", c->node);
+	if (!j->task_id[0])
+		snprintf(j->task_id, sizeof j->task_id, "%.63s", t->request_id);
+	/* the scheduler's round robin is per origin node: one node's flood does not starve the rest */
+	snprintf(j->client, sizeof j->client, "node:%.57s", t->origin);
+	j->claim = claim;
+	j->claim_arg = t;
+	j->done = task_done;
+	j->done_arg = t;
+	if (delivered > c->o.max_deliver) {
+		/* every node that took it stopped before recording it (killed, say): it is not tried
+		 * again, and ends as a counted infrastructure failure the client hears of */
+		pthread_mutex_lock(&c->mu);
+		c->exhausted++;
+		pthread_mutex_unlock(&c->mu);
+		j->failure = PD_F_INTERNAL;
+		snprintf(j->error, sizeof j->error,
+			 "delivered %" PRIu64 " times, and every node that took it stopped before recording it",
+			 delivered - 1);
+		j->queued_us = j->started_us = j->finished_us = cl_wall_ms() * 1000;
+		if (pd_store_put(c->store, j, c->node, &e) < 0) {
+			j->store_errno = e.code ? e.code : EIO;
+			snprintf(j->store_error, sizeof j->store_error, "%s", e.msg);
+		}
+		task_done(j, t);
+		return;
+	}
+	pd_admit a = pd_sched_submit(c->sched, j);
+	if (a != PD_ADMIT_OK) {
+		/* this node cannot take it now (its breaker, its disk): another may */
+		pd_job_free(j);
+		pthread_mutex_lock(&c->mu);
+		N.natsMsg_NakWithDelay(m, 2000, NULL);
+		c->naks++;
+		pthread_mutex_unlock(&c->mu);
+		task_end(c, t);
+	}
+}
+
+void *cl_puller_main(void *arg)
+{
+	pd_cluster *c = arg;
+	for (;;) {
+		pthread_mutex_lock(&c->mu);
+		while (!c->quiesced && c->ntasks >= c->slots)
+			pthread_cond_wait(&c->cv, &c->mu);
+		bool q = c->quiesced;
+		int free_slots = (int)(c->slots - c->ntasks);
+		pthread_mutex_unlock(&c->mu);
+		if (q)
+			break;
+		natsMsgList list = {0};
+		jsErrCode je = 0;
+		natsStatus s = N.natsSubscription_Fetch(&list, c->work, free_slots, 1000, &je);
+		if (s != NATS_OK && s != NATS_TIMEOUT) {
+			/* the broker away: libnats reconnects; ask again shortly */
+			usleep(200 * 1000);
+			continue;
+		}
+		for (int i = 0; i < list.Count; i++) {
+			natsMsg *m = list.Msgs[i];
+			list.Msgs[i] = NULL;
+			if (m)
+				take_task(c, m);
+		}
+		N.natsMsgList_Destroy(&list);
+	}
+	return NULL;
+}
+
+/* Renews the ack timeout of running tasks, and heartbeats. */
+void *cl_ticker_main(void *arg)
+{
+	pd_cluster *c = arg;
+	uint64_t ack_gap = (uint64_t)c->o.ack_wait_s * 1000 / 3, last_ack = cl_wall_ms();
+	pthread_mutex_lock(&c->mu);
+	while (!c->quiesced) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+		if (cl_wall_ms() - last_ack >= ack_gap) {
+			last_ack = cl_wall_ms();
+			for (cl_task *t = c->tasks; t; t = t->next)
+				N.natsMsg_InProgress(t->m, NULL);
+		}
+		if (c->quiesced)
+			break;
+		pthread_mutex_unlock(&c->mu);
+		cl_heartbeat(c);
+		pthread_mutex_lock(&c->mu);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
+}
+

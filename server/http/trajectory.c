@@ -1,0 +1,34 @@
+/* GET /v1/sessions/<id>/trajectory: the session's trajectory file as it is on disk (JSON lines,
+ * byte for byte), while the session lives, after it ended and after a daemon restart. Answered
+ * on the event thread: an open and an fstat; libmicrohttpd sends from the descriptor. */
+#define _GNU_SOURCE
+#include "http.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void trajectory_get(req *r, const char *id)
+{
+	char path[4096];
+	pd_err e = {0};
+	if (pd_trajectory_path(pd_ctx_state_dir(r->srv->ctx), id, path, sizeof path, &e) < 0) {
+		http_set_error(r, 404, "no trajectory %s", id);
+		return;
+	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		int err = errno;
+		if (fd >= 0)
+			close(fd);
+		if (err == ENOENT)
+			http_set_error(r, 404, "no trajectory %s", id);
+		else
+			http_set_error(r, 500, "trajectory %s: %s", id, strerror(err));
+		return;
+	}
+	http_set_resp_fd(r, 200, "application/x-ndjson", fd, (uint64_t)st.st_size);
+}
