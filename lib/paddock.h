@@ -117,6 +117,7 @@ typedef struct pd_audit_event {
 
 typedef struct pd_result {
 	char sandbox_id[40];
+	char use_id[56]; /* this use of the sandbox: "<sandbox_id>.<n>", n counting its resets from 1 */
 	pd_status status;
 	int exit_code;          /* valid when the program exited */
 	int signal;             /* valid when status is SG (or TO/ML from a kill) */
@@ -281,6 +282,9 @@ const char *pd_state_name(pd_state s);
  * their own (a reset replaces them without touching the root). */
 pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e);
 const char *pd_sandbox_id(const pd_sandbox *s);
+/* The id of the sandbox's current use: "<sandbox id>.<n>", n = 1 from its creation and one more
+ * after each reset, so that records of different users of one pooled sandbox never share it. */
+void pd_sandbox_use_id(const pd_sandbox *s, char *buf, size_t len);
 pd_state pd_sandbox_state(const pd_sandbox *s);
 /* Host pid of the sandbox's init (for tests and audits). */
 pid_t pd_sandbox_pid(const pd_sandbox *s);

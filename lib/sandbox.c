@@ -72,6 +72,12 @@ const char *pd_sandbox_id(const pd_sandbox *s)
 	return s->id;
 }
 
+void pd_sandbox_use_id(const pd_sandbox *s, char *buf, size_t len)
+{
+	/* resets counts the successful ones; a failed reset ends the sandbox, so no use repeats */
+	snprintf(buf, len, "%s.%" PRIu32, s->id, s->resets + 1);
+}
+
 uint64_t pd_sandbox_created_us(const pd_sandbox *s)
 {
 	return s->created_us;

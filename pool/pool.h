@@ -175,6 +175,9 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *request_id
 /* The session's sandbox id and state ("EXPIRED" once the pools ended it), read safely even while
  * the reclaimer tears an ended session's sandbox down. */
 void pd_session_info(pd_session *s, char *sandbox_id, size_t id_len, char *state, size_t state_len);
+/* The id of the session's current use of its sandbox (pd_sandbox_use_id): a reset starts a new
+ * one, also when the sandbox stays the same. */
+void pd_session_use_id(pd_session *s, char *buf, size_t len);
 /* Bytes of output the session's records hold in memory (at most 8 MiB: older records read
  * theirs back from the spill files, of which a session keeps 256 MiB, newest first). */
 size_t pd_session_output_memory(pd_session *s);

@@ -228,6 +228,7 @@ static bool attempt(pd_pools *pools, pd_job *j)
 		return j->failure == PD_F_STARTUP;
 	}
 	snprintf(j->sandbox_id, sizeof j->sandbox_id, "%s", pd_sandbox_id(s));
+	pd_sandbox_use_id(s, j->use_id, sizeof j->use_id);
 	bool retry = false;
 	if (j->memory_bytes && pd_sandbox_set_memory(s, j->memory_bytes, &e) < 0) {
 		j->failure = PD_F_INTERNAL;

@@ -117,6 +117,7 @@ typedef struct pd_job {
 	unsigned attempts;
 	uint64_t queued_us, started_us, finished_us;
 	char sandbox_id[40];
+	char use_id[56]; /* the sandbox's use this attempt had (pd_sandbox_use_id) */
 	/* cluster mode (server/cluster/): the request id (the client's X-Request-Id or body
 	 * request_id, or one made at the edge), of which the store keeps one record; the node that
 	 * ran it; and a claim the store calls inside the transaction that adds the record, before it
