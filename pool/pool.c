@@ -411,9 +411,13 @@ static void reclaim_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s, bool no_reus
 	if (!en) {
 		/* no memory for the queue: destroy right here rather than leak */
 		uint64_t born = pd_sandbox_created_us(s);
+		char use[64];
+		pd_sandbox_use_id(s, use, sizeof use);
 		pthread_mutex_unlock(&p->mu);
 		char residue[128];
 		int dirty = pd_sandbox_destroy(s, residue, sizeof residue);
+		if (p->opts.on_reclaimed)
+			p->opts.on_reclaimed(p->opts.on_reclaimed_arg, use, residue);
 		pthread_mutex_lock(&p->mu);
 		lifetime_locked(pl, born);
 		pl->st.destroyed++;
@@ -508,16 +512,26 @@ static bool reclaim_one_locked(pd_pools *p)
 	p->nreclaim--;
 	pd_pool *pl = en->pool;
 	uint64_t t0 = pd_now_us();
+	/* the use that ends here, named before a reset starts the next */
+	char use[64];
+	pd_sandbox_use_id(en->sb, use, sizeof use);
 	if (!en->no_reuse && reuse_locked(p, pl, en->sb)) {
 		pl->nreclaiming--;
 		free(en);
 		wake_builder_locked(p);
+		if (p->opts.on_reclaimed) {
+			pthread_mutex_unlock(&p->mu);
+			p->opts.on_reclaimed(p->opts.on_reclaimed_arg, use, "clean");
+			pthread_mutex_lock(&p->mu);
+		}
 		return true;
 	}
 	uint64_t born = pd_sandbox_created_us(en->sb);
 	pthread_mutex_unlock(&p->mu);
 	char residue[128];
 	int dirty = pd_sandbox_destroy(en->sb, residue, sizeof residue);
+	if (p->opts.on_reclaimed)
+		p->opts.on_reclaimed(p->opts.on_reclaimed_arg, use, residue);
 	uint64_t took = pd_now_us() - t0;
 	pthread_mutex_lock(&p->mu);
 	lifetime_locked(pl, born);

@@ -91,6 +91,12 @@ typedef struct pd_pools_opts {
 	uint32_t fd_reserve;       /* descriptors the builder must leave free (a daemon's share for
 				    * connections); 0 = no check. Counted in /proc/self/fd per build. */
 	uint32_t reclaimers;       /* reclaimer threads; 0 = one per 4 CPUs, 1 to 16 */
+	/* Told, on a reclaimer thread and without the pools' lock, how each use of a released
+	 * sandbox ended: use_id (pd_sandbox_use_id as the user saw it) and "clean" (reset for the
+	 * next user: the reset proved nothing of the use was left; or destroyed with nothing
+	 * left) or what the teardown found. Sessions' uses too. May be NULL. */
+	void (*on_reclaimed)(void *arg, const char *use_id, const char *residue);
+	void *on_reclaimed_arg;
 } pd_pools_opts;
 
 /* Upper bounds, in seconds, of the buckets of a pool's sandbox lifetime histogram (creation to

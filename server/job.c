@@ -321,6 +321,12 @@ static bool attempt(pd_pools *pools, pd_job *j)
 		}
 out:
 	pd_pool_release(pools, s);
+	/* what the use left is known when the reclaimer has reset or destroyed the sandbox: the
+	 * stored record is completed then (pd_store_residue) */
+	if (j->compiled)
+		snprintf(j->compile_r.residue, sizeof j->compile_r.residue, "pending");
+	if (j->ran)
+		snprintf(j->run_r.residue, sizeof j->run_r.residue, "pending");
 	return retry;
 }
 

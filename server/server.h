@@ -187,6 +187,10 @@ void pd_store_close(pd_store *s);
  * request_id is recorded once: a second record of the same request is refused with EEXIST (a
  * unique key), and the job's claim, if any, runs before the row commits. */
 int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e);
+/* Completes the record of a sandbox's use (its use_id) whose residue is "pending" with what the
+ * reclaimer found ("clean" or what was left); one that comes before its record is kept and
+ * applied when the record is stored. The rows changed (0: none yet), -1 on a store error. */
+int pd_store_residue(pd_store *s, const char *use_id, const char *residue);
 /* Rows stored so far. */
 long pd_store_count(pd_store *s);
 /* True while the store cannot take a row for lack of space: set when a write fails with a full

@@ -247,6 +247,8 @@ json_t *pd_job_to_json(const pd_job *j)
 	json_object_set_new(o, "setup_ms", json_real(total_us > exec_us ? (total_us - exec_us) / 1000.0 : 0));
 	/* pooled sandboxes are torn down off the request path; the pools count residue failures */
 	json_object_set_new(o, "teardown", json_string("deferred to the pool reclaimer"));
+	/* "pending" until the reclaimer has checked; the stored record is then completed */
+	json_object_set_new(o, "residue", j->use_id[0] ? json_string("pending") : json_null());
 	const pd_result *r = j->ran ? &j->run_r : j->compiled ? &j->compile_r : NULL;
 	json_object_set_new(o, "status", json_string(r ? pd_status_name(r->status) : "XX"));
 	json_object_set_new(o, "failure_class", json_string(pd_failure_name(j->failure)));
