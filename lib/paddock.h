@@ -52,6 +52,11 @@ typedef struct pd_limits {
 	uint32_t nofile;         /* RLIMIT_NOFILE */
 	uint64_t fsize_bytes;    /* RLIMIT_FSIZE */
 	uint64_t stack_bytes;    /* RLIMIT_STACK */
+	/* Block I/O on each disk that backs the image's layers, the binds and the state directory
+	 * (cgroup v2 io.max, v1 blkio.throttle.*), bytes or operations per second; 0 = unlimited.
+	 * Reads and writes that reach those disks only: /tmp, /work and the image's writable layer
+	 * are tmpfs, which costs memory, not I/O. */
+	uint64_t io_read_bps, io_write_bps, io_read_iops, io_write_iops;
 } pd_limits;
 
 /* The defaults: 512 MiB memory, 256 pids, 10 s CPU, 20 s wall, 1 core, 256 MiB disk, 1 MiB output
