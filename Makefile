@@ -95,6 +95,7 @@ soak: $(BUILD)/soak
 bench: all
 	$(BIN)/paddock bench
 	$(BIN)/paddock bench --http --rounds 5
+	$(BIN)/paddock bench --judge
 
 asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan/bin CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \

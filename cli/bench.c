@@ -73,6 +73,12 @@ static void bench_usage(FILE *f)
 	      "                         takes --iterations (default 100) and --duration\n"
 	      "  --rounds N             with --http: the whole measure N times over (default 1),\n"
 	      "                         each round's two ratios, then medians and ranges\n"
+	      "  --judge                instead: the judge's cells (POST /v1/judge: C++ with 20\n"
+	      "                         tests against verl's one /run_code per test, python\n"
+	      "                         against the host floor and bwrap, judged submissions/s at\n"
+	      "                         2 clients, a GRPO mix with the cache on and off); takes\n"
+	      "                         --duration (each 2-client cell, default 5s) and --rounds\n"
+	      "                         (default 3)\n"
 	      "\n"
 	      "exit status: 0 all operations succeeded; 2 some failed (see the notes);\n"
 	      "             64 bad usage.\n"
@@ -130,17 +136,20 @@ static const pd_audit_opts audit_opts = {.enabled = true};
 int cmd_bench(int argc, char **argv)
 {
 	/* the daemon's own section: a server, clients and python3, not the lifecycle rows */
-	bool http = false, help = false;
+	bool http = false, judge = false, help = false;
 	for (int i = 1; i < argc; i++) {
 		http |= !strcmp(argv[i], "--http");
+		judge |= !strcmp(argv[i], "--judge");
 		help |= !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
 	}
-	if (http && help) {
+	if ((http || judge) && help) {
 		bench_usage(stdout);
 		return 0;
 	}
 	if (http)
 		return cmd_bench_http(argc, argv);
+	if (judge)
+		return cmd_bench_judge(argc, argv);
 	static const struct option opts[] = {
 	    {"help", no_argument, 0, 'h'},
 	    {"iterations", required_argument, 0, 'n'},

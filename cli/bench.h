@@ -6,7 +6,8 @@
  *   bench_residue.c  what our sandboxes leave on the host (processes in our uid slots, cgroups)
  *   bench_density.c  N idle sandboxes at once and what they cost the host
  *   bench_report.c   the table and the JSON object
- *   bench_http.c     --http: the daemon against python3 on the host (apart: no shared state) */
+ *   bench_http.c     --http: the daemon against python3 on the host (apart: no shared state)
+ *   bench_judge.c    --judge: the judge against verl's way, the floor and bwrap (apart too) */
 #ifndef PADDOCK_CLI_BENCH_H
 #define PADDOCK_CLI_BENCH_H
 

@@ -26,6 +26,8 @@ int cmd_exec(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 /* paddock bench --http: the daemon against python3 on the host. */
 int cmd_bench_http(int argc, char **argv);
+/* paddock bench --judge (bench_judge.c): the judge's cells against verl's way, the floor, a peer. */
+int cmd_bench_judge(int argc, char **argv);
 int cmd_pool(int argc, char **argv);
 int cmd_batch(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
@@ -36,6 +38,16 @@ int cli_run_cluster(const char *urls, json_t **reqs, const int *lines, size_t n,
 int cmd_image(int argc, char **argv);
 /* paddock top (top.c, over promtext.c): a live view of a daemon's /metrics. */
 int cmd_top(int argc, char **argv);
+/* paddock run's summary of its judge lines (run_judged.c): per-problem verdicts, rewards, usable,
+ * failure classes, the cache, the lines whose verdict differed from their "expect". */
+typedef struct judged_sum judged_sum;
+judged_sum *judged_sum_new(void);
+/* One judged record (a new reference is not taken), the line's expect (may be NULL), its line. */
+void judged_sum_add(judged_sum *s, json_t *rec, json_t *expect, int line);
+void judged_sum_print(judged_sum *s, FILE *f, uint64_t cpu_ms_saved, uint64_t judge_errors);
+void judged_sum_free(judged_sum *s);
+/* paddock export --runs (export_runs.c): the store's records as JSON lines. */
+int cmd_export_runs(int argc, char **argv);
 
 struct pd_template;
 struct pd_pools;

@@ -1,4 +1,5 @@
 /* paddock export TRAJECTORY [--url URL] [--format jsonl|atif] [-o FILE]
+ * (paddock export --runs: the store's records, export_runs.c)
  *
  * TRAJECTORY is a trajectory file (JSON lines, as GET /v1/sessions/{id}/trajectory serves it) or,
  * with --url, a session id whose trajectory the daemon there holds. jsonl writes the lines as they
@@ -117,6 +118,9 @@ int cmd_export(int argc, char **argv)
 					     {"output", required_argument, 0, 'o'},
 					     {"help", no_argument, 0, 'h'},
 					     {0, 0, 0, 0}};
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--runs"))
+			return cmd_export_runs(argc, argv);
 	const char *url = NULL, *format = "jsonl", *out = NULL;
 	int ch;
 	optind = 1;
@@ -135,6 +139,7 @@ int cmd_export(int argc, char **argv)
 			break;
 		case 'h':
 			printf("usage: paddock export TRAJECTORY [--url URL] [--format jsonl|atif] [-o FILE]\n"
+			       "       paddock export --runs ...   stored (judged) records as JSONL (--runs --help)\n"
 			       "  TRAJECTORY      a trajectory file, or with --url a session id\n"
 			       "  --url URL       the daemon holding the trajectory (http://host:port)\n"
 			       "  --format FMT    jsonl (the lines as recorded; default) or atif (ATIF-v1.4 JSON)\n"

@@ -25,10 +25,7 @@ typedef struct run_state {
 	size_t nlat;
 	uint64_t status[8];
 	uint64_t failure[PD_F_COUNT];
-	/* judge lines: outputs, rewards, usable, cache, and the lines' own "expect" checked */
-	uint64_t judged, outputs[5], reward_null, reward_neg, reward_zero, reward_mid, reward_one, usable, cache_hits;
-	uint64_t compile_errors, expected, expected_ok;
-	double reward_sum;
+	judged_sum *judged; /* judge lines: the grading run's summary (run_judged.c) */
 } run_state;
 
 typedef struct line_ctx {
@@ -38,40 +35,6 @@ typedef struct line_ctx {
 	uint64_t t0;
 	json_t *expect; /* a judge line's expected verdict: {"output", "failure_class"} */
 } line_ctx;
-
-/* A judge line's record into the summary's figures (under st->mu). */
-static void count_judged(run_state *st, json_t *rec, json_t *expect)
-{
-	st->judged++;
-	const char *out = json_string_value(json_object_get(json_object_get(json_object_get(rec, "verdict"), "output"), "status"));
-	for (int l = 0; out && l < 5; l++)
-		if (!strcmp(out, pd_level_name((pd_level)l)))
-			st->outputs[l]++;
-	json_t *rw = json_object_get(rec, "reward");
-	double r = json_number_value(rw);
-	if (!json_is_number(rw))
-		st->reward_null++;
-	else if (r < 0)
-		st->reward_neg++;
-	else if (r == 0)
-		st->reward_zero++;
-	else if (r < 1)
-		st->reward_mid++;
-	else
-		st->reward_one++;
-	st->reward_sum += json_is_number(rw) ? r : 0;
-	st->usable += json_is_true(json_object_get(rec, "usable"));
-	const char *cache = json_string_value(json_object_get(rec, "cache"));
-	st->cache_hits += cache && !strcmp(cache, "hit");
-	const char *fc = json_string_value(json_object_get(rec, "failure_class"));
-	st->compile_errors += fc && !strcmp(fc, "compile_error");
-	if (json_is_object(expect)) {
-		const char *wo = json_string_value(json_object_get(expect, "output"));
-		const char *wf = json_string_value(json_object_get(expect, "failure_class"));
-		st->expected++;
-		st->expected_ok += (!wo || (out && !strcmp(wo, out))) && (!wf || (fc && !strcmp(wf, fc)));
-	}
-}
 
 static void line_done(pd_job *j, void *arg)
 {
@@ -91,7 +54,7 @@ static void line_done(pd_job *j, void *arg)
 		st->status[r ? r->status : 7]++;
 	st->failure[j->failure]++;
 	if (j->execute)
-		count_judged(st, o, lc->expect);
+		judged_sum_add(st->judged, o, lc->expect, lc->line);
 	st->done++;
 	pthread_cond_broadcast(&st->cv);
 	pthread_mutex_unlock(&st->mu);
@@ -289,6 +252,7 @@ int cmd_run(int argc, char **argv)
 	}
 	pd_pools_wait_ready(pools, 20000);
 	pthread_mutex_init(&st.mu, NULL);
+	st.judged = judged_sum_new();
 	pthread_cond_init(&st.cv, NULL);
 	st.total = n;
 	st.lat = calloc(n ? n : 1, sizeof *st.lat);
@@ -374,25 +338,9 @@ int cmd_run(int argc, char **argv)
 	for (int f = 0; f < PD_F_COUNT; f++)
 		fprintf(stderr, " %s %llu", pd_failure_name((pd_failure)f), (unsigned long long)st.failure[f]);
 	fprintf(stderr, "\n  requests refused before running (bad line or field): %zu\n", bad + rejected);
-	if (st.judged) {
-		fprintf(stderr, "  judged %llu: output", (unsigned long long)st.judged);
-		for (int l = 0; l < 4; l++)
-			fprintf(stderr, " %s %llu", pd_level_name((pd_level)l), (unsigned long long)st.outputs[l]);
-		fprintf(stderr, "; compile errors %llu\n", (unsigned long long)st.compile_errors);
-		uint64_t with = st.judged - st.reward_null;
-		fprintf(stderr, "  reward: mean %.3f over %llu; <0 %llu, 0 %llu, (0,1) %llu, 1 %llu, null (infrastructure) %llu\n",
-			with ? st.reward_sum / (double)with : 0.0, (unsigned long long)with, (unsigned long long)st.reward_neg,
-			(unsigned long long)st.reward_zero, (unsigned long long)st.reward_mid, (unsigned long long)st.reward_one,
-			(unsigned long long)st.reward_null);
-		pd_judge_stats js;
-		pd_judge_stats_get(judge, &js);
-		fprintf(stderr, "  usable %llu of %llu (the process level is not audited yet); cache hits %llu, CPU saved %llu ms; judge errors %llu\n",
-			(unsigned long long)st.usable, (unsigned long long)st.judged, (unsigned long long)st.cache_hits,
-			(unsigned long long)js.cpu_ms_saved, (unsigned long long)js.judge_errors);
-		if (st.expected)
-			fprintf(stderr, "  expected verdicts: %llu of %llu lines matched\n", (unsigned long long)st.expected_ok,
-				(unsigned long long)st.expected);
-	}
+	pd_judge_stats js;
+	pd_judge_stats_get(judge, &js);
+	judged_sum_print(st.judged, stderr, js.cpu_ms_saved, js.judge_errors);
 	pd_sched_free(sched);
 	pd_judge_free(judge);
 	pd_problems_free(&problems);
@@ -401,6 +349,7 @@ int cmd_run(int argc, char **argv)
 	pd_templates_free(t, nt);
 	pd_ctx_free(ctx);
 	free(st.lat);
+	judged_sum_free(st.judged);
 	free(lines);
 	if (st.out != stdout)
 		fclose(st.out);

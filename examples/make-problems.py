@@ -270,6 +270,9 @@ sub("two-sum", "python", "class Solution:\n    def twoSum(self, nums, target):\n
 sub("two-sum", "python", "class Solution:\n    def twoSum(self, nums, target):\n        return (0, 1)\n", "partial", note="a tuple is a list; right once")
 sub("two-sum", "python", "import builtins, json, os\njson.dumps = lambda *a, **k: '[0, 1]'\nos.write = lambda fd, b: len(b)\nbuiltins.print = lambda *a, **k: None\nclass Solution:\n    def twoSum(self, nums, target):\n        return None\n", "fail", note="hack: monkey-patches json.dumps and print")
 
+sub("two-sum", "nodejs", "function twoSum(nums, target) {\n  const seen = new Map();\n  for (let i = 0; i < nums.length; i++) {\n    if (seen.has(target - nums[i])) return [seen.get(target - nums[i]), i];\n    seen.set(nums[i], i);\n  }\n}\n", "pass", note="call-based node")
+sub("two-sum", "cpp", "#include <unordered_map>\n#include <vector>\nusing namespace std;\nclass Solution {\npublic:\n    vector<int> twoSum(vector<int>& nums, int target) {\n        unordered_map<int, int> seen;\n        for (int i = 0; i < (int)nums.size(); i++) {\n            if (seen.count(target - nums[i])) return {seen[target - nums[i]], i};\n            seen[nums[i]] = i;\n        }\n        return {};\n    }\n};\n", "pass", note="call-based C++ (LeetCode style)")
+sub("two-sum", "nodejs", "JSON.stringify = () => '[0, 1]';\nprocess.stdout.write('[0, 1]\\n');\nfunction twoSum(nums, target) { return null; }\n", "fail", note="hack: patches JSON.stringify, prints the answer")
 inouts("reverse-list", "reverse", [[[[1, 2, 3]], [3, 2, 1]], [[[]], []], [[["a", "b"]], ["b", "a"]]],
        "call-based, a top-level function")
 sub("reverse-list", "python", "def reverse(xs):\n    print('debugging', xs)\n    return xs[::-1]\n", "pass", note="its prints do not count")
@@ -398,6 +401,12 @@ for pid, (pj, tests, files) in sorted(problems.items()):
                 f.write(inp)
             with open(os.path.join(d, "tests", "%03d.ans" % i), "w") as f:
                 f.write(ans)
+# ---- a GRPO group's identical completions (last, so their originals are judged first): the
+# fingerprint cache answers them, and `make run` shows what it cached -------------------------------
+for orig in ("sum-3", "hello-1", "sort-numbers-2"):
+    s = next(x for x in subs if x["sample_id"] == orig)
+    sub(s["problem_id"], s["language"], s["code"], s["expect"]["output"], s["expect"]["failure_class"],
+        note="duplicate of %s: the cache answers" % orig, group=s["group_id"])
 with open(os.path.join(HERE, "submissions.jsonl"), "w") as f:
     for s in subs:
         f.write(json.dumps(s, ensure_ascii=False) + "\n")

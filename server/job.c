@@ -49,6 +49,7 @@ void pd_job_free(pd_job *j)
 	if (j->work_free)
 		j->work_free(j->work);
 	json_decref(j->record);
+	json_decref(j->prior);
 	for (size_t i = 0; i < j->nfiles; i++) {
 		free(j->files[i].path);
 		free(j->files[i].data);
@@ -339,6 +340,11 @@ void pd_job_execute(pd_pools *pools, pd_job *j, unsigned max_retries)
 			break;
 		if (j->deadline_us && pd_now_us() >= j->deadline_us)
 			break;
+		/* this attempt is kept as it ended (its sandbox, its error): the store gives it a row */
+		j->finished_us = wall_us();
+		if (!j->prior)
+			j->prior = json_array();
+		json_array_append_new(j->prior, pd_job_to_json(j));
 		for (size_t i = 0; i < j->nfetched; i++) {
 			free(j->fetched[i].path);
 			free(j->fetched[i].data);

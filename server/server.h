@@ -138,6 +138,10 @@ typedef struct pd_job {
 	void *work;
 	void (*work_free)(void *work);
 	json_t *record;
+	/* the records of this job's earlier attempts, oldest first (NULL: none): a retry is a new
+	 * attempt (DESIGN.md §2), and the store keeps a row for each, never overwriting the first's
+	 * sandbox and error with the last's */
+	json_t *prior;
 	/* completion: called once, from a worker thread */
 	void (*done)(struct pd_job *j, void *arg);
 	void *done_arg;
@@ -183,14 +187,30 @@ typedef struct pd_store pd_store;
 /* max_bytes: what the records may use before the oldest are deleted (0: no cap). */
 pd_store *pd_store_open(const char *path, uint64_t max_bytes, pd_err *e);
 void pd_store_close(pd_store *s);
-/* Records a finished job (one row per job, with its attempts count and record). A job with a
- * request_id is recorded once: a second record of the same request is refused with EEXIST (a
- * unique key), and the job's claim, if any, runs before the row commits. */
+/* Records a finished job: one row per attempt, its earlier attempts (j->prior) and the last. A
+ * job with a request_id is recorded once: a second record of the same request is refused with
+ * EEXIST (a unique key on the last attempt's row), and the job's claim, if any, runs before that
+ * row commits. */
 int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e);
 /* Completes the record of a sandbox's use (its use_id) whose residue is "pending" with what the
  * reclaimer found ("clean" or what was left); one that comes before its record is kept and
  * applied when the record is stored. The rows changed (0: none yet), -1 on a store error. */
 int pd_store_residue(pd_store *s, const char *use_id, const char *residue);
+/* The stored attempts of task_id, oldest first: an array of records, each with "attempt",
+ * "last" (the attempt that answered) and "stored_at" (unix ms). An empty array: none. */
+json_t *pd_store_get(pd_store *s, const char *task_id, pd_err *e);
+/* A page of stored attempts, in the order they were stored. */
+typedef struct pd_store_query {
+	const char *group_id;   /* NULL or "": any */
+	const char *kind;       /* "judge" (judged records), "run", or NULL: any */
+	uint64_t since_ms;      /* finished at or after (unix ms); 0: any */
+	int64_t after;          /* the cursor: rows after this one (0: from the first) */
+	unsigned limit;         /* rows at most (0: 100; at most 1000) */
+	bool last_only;         /* only each task's last attempt (what a trainer learns from) */
+} pd_store_query;
+/* Fills *records (an array, as pd_store_get's) and *next (the cursor of the next page, 0 when this
+ * one is the last). */
+int pd_store_list(pd_store *s, const pd_store_query *q, json_t **records, int64_t *next, pd_err *e);
 /* Rows stored so far. */
 long pd_store_count(pd_store *s);
 /* True while the store cannot take a row for lack of space: set when a write fails with a full

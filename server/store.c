@@ -1,4 +1,4 @@
-/* The store: one SQLite row per finished job — its observation record (pd_job_to_json) as columns
+/* The store: one SQLite row per attempt of a finished job (DESIGN.md §8: never overwritten) — its observation record (pd_job_to_json) as columns
  * for the questions operators ask, plus the whole record as JSON. WAL mode, so readers never
  * block the writers; a busy timeout, so concurrent workers queue instead of failing.
  *
@@ -67,6 +67,21 @@ static const char schema[] =
 static const char schema_request_id[] =
 	"CREATE UNIQUE INDEX IF NOT EXISTS attempts_request ON attempts(request_id)"
 	" WHERE request_id IS NOT NULL;";
+
+/* Columns added after the first stores were made: the GRPO group and sample of a judged record,
+ * the record's kind ("judge" or "run"), and whether the row is its task's last attempt (rows of
+ * older stores were one per job: the last). */
+static const struct {
+	const char *name, *decl;
+} added_columns[] = {
+	{"request_id", "request_id TEXT"},
+	{"group_id", "group_id TEXT"},
+	{"sample_id", "sample_id TEXT"},
+	{"kind", "kind TEXT"},
+	{"last", "last INTEGER NOT NULL DEFAULT 1"},
+};
+
+static const char schema_group[] = "CREATE INDEX IF NOT EXISTS attempts_group ON attempts(group_id);";
 
 static bool has_column(sqlite3 *db, const char *table, const char *col)
 {
@@ -166,9 +181,23 @@ pd_store *pd_store_open(const char *path, uint64_t max_bytes, pd_err *e)
 		sqlite3_free(err);
 		goto fail;
 	}
-	if ((!has_column(s->db, "attempts", "request_id") &&
-	     sqlite3_exec(s->db, "ALTER TABLE attempts ADD COLUMN request_id TEXT", NULL, NULL, &err) != SQLITE_OK) ||
-	    sqlite3_exec(s->db, schema_request_id, NULL, NULL, &err) != SQLITE_OK) {
+	for (size_t i = 0; i < sizeof added_columns / sizeof added_columns[0]; i++) {
+		char sql[160];
+		snprintf(sql, sizeof sql, "ALTER TABLE attempts ADD COLUMN %s", added_columns[i].decl);
+		if (has_column(s->db, "attempts", added_columns[i].name))
+			continue;
+		/* the kind of older rows, from their record: a judged record has a reward */
+		if (sqlite3_exec(s->db, sql, NULL, NULL, &err) != SQLITE_OK ||
+		    (!strcmp(added_columns[i].name, "kind") &&
+		     sqlite3_exec(s->db, "UPDATE attempts SET kind = CASE WHEN instr(record, '\"reward\":') > 0"
+					 " THEN 'judge' ELSE 'run' END", NULL, NULL, &err) != SQLITE_OK)) {
+			pd_fail(e, EIO, "store %s: %s", path, err ? err : "schema");
+			sqlite3_free(err);
+			goto fail;
+		}
+	}
+	if (sqlite3_exec(s->db, schema_request_id, NULL, NULL, &err) != SQLITE_OK ||
+	    sqlite3_exec(s->db, schema_group, NULL, NULL, &err) != SQLITE_OK) {
 		pd_fail(e, EIO, "store %s: %s", path, err ? err : "schema");
 		sqlite3_free(err);
 		goto fail;
@@ -176,8 +205,9 @@ pd_store *pd_store_open(const char *path, uint64_t max_bytes, pd_err *e)
 	if (sqlite3_prepare_v2(s->db,
 			       "INSERT INTO attempts (task_id, attempt, sandbox_id, problem_id, problem_version,"
 			       " template, language, node, queued_at, started_at, finished_at, queue_ms, status,"
-			       " failure_class, exit_code, signal, wall_ms, cpu_ms, memory_peak_bytes, record, request_id)"
-			       " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       " failure_class, exit_code, signal, wall_ms, cpu_ms, memory_peak_bytes, record, request_id,"
+			       " group_id, sample_id, kind, last)"
+			       " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 			       -1, &s->put, NULL) != SQLITE_OK) {
 		pd_fail(e, EIO, "store %s: %s", path, sqlite3_errmsg(s->db));
 		goto fail;
@@ -205,6 +235,66 @@ void pd_store_close(pd_store *s)
 	free(s);
 }
 
+static const char *jstr(json_t *o, const char *k)
+{
+	const char *v = json_string_value(json_object_get(o, k));
+	return v ? v : "";
+}
+
+static void bind_opt(sqlite3_stmt *st, int i, const char *v)
+{
+	if (v && v[0])
+		sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+/* The columns read from the record itself: its GRPO ids, its kind (a judged record is the one with
+ * a reward, even a null one), and whether it is its task's last attempt. */
+static void bind_record(sqlite3_stmt *st, json_t *rec, const char *text, bool last)
+{
+	sqlite3_bind_text(st, 20, text, -1, SQLITE_TRANSIENT);
+	bind_opt(st, 22, jstr(rec, "group_id"));
+	bind_opt(st, 23, jstr(rec, "sample_id"));
+	sqlite3_bind_text(st, 24, json_object_get(rec, "reward") ? "judge" : "run", -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 25, last);
+}
+
+/* An earlier attempt's row: its columns come from its record (the job's own fields describe the
+ * last attempt). Lock held. */
+static int put_prior_locked(pd_store *s, const pd_job *j, const char *node, json_t *rec, unsigned attempt)
+{
+	char *text = json_dumps(rec, JSON_COMPACT);
+	if (!text)
+		return SQLITE_NOMEM;
+	sqlite3_stmt *st = s->put;
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	json_int_t at = json_integer_value(json_object_get(rec, "attempt"));
+	sqlite3_bind_text(st, 1, j->task_id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int(st, 2, at > 0 ? (int)at : (int)attempt);
+	sqlite3_bind_text(st, 3, jstr(rec, "sandbox_id"), -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 4, j->problem_id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 5, j->problem_version, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 6, j->template_name, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 7, j->language, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 8, node, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 9, json_integer_value(json_object_get(rec, "queued_at")));
+	sqlite3_bind_int64(st, 10, json_integer_value(json_object_get(rec, "started_at")));
+	sqlite3_bind_int64(st, 11, json_integer_value(json_object_get(rec, "finished_at")));
+	sqlite3_bind_int64(st, 12, json_integer_value(json_object_get(rec, "queue_ms")));
+	sqlite3_bind_text(st, 13, jstr(rec, "status")[0] ? jstr(rec, "status") : "XX", -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 14, jstr(rec, "failure_class"), -1, SQLITE_TRANSIENT);
+	for (int i = 15; i <= 19; i++)
+		sqlite3_bind_int(st, i, 0);
+	bind_record(st, rec, text, false);
+	sqlite3_bind_null(st, 21);
+	int rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	free(text);
+	return rc;
+}
+
 int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 {
 	json_t *rec = j->record ? json_incref(j->record) : pd_job_to_json(j);
@@ -219,13 +309,15 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 				json_object_set_new(json_object_get(rec, *k), "residue", json_string(early));
 	}
 	char *text = rec ? json_dumps(rec, JSON_COMPACT) : NULL;
-	json_decref(rec);
-	if (!text)
+	if (!text) {
+		json_decref(rec);
 		return pd_fail(e, ENOMEM, "record");
+	}
 	const pd_result *r = j->ran ? &j->run_r : j->compiled ? &j->compile_r : NULL;
 	pthread_mutex_lock(&s->mu);
 	sqlite3_stmt *st = s->put;
 	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
 	sqlite3_bind_text(st, 1, j->task_id, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int(st, 2, (int)j->attempts);
 	sqlite3_bind_text(st, 3, j->sandbox_id, -1, SQLITE_TRANSIENT);
@@ -245,15 +337,14 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	sqlite3_bind_int64(st, 17, r ? (sqlite3_int64)r->wall_ms : 0);
 	sqlite3_bind_int64(st, 18, r ? (sqlite3_int64)r->cpu_ms : 0);
 	sqlite3_bind_int64(st, 19, r ? (sqlite3_int64)r->memory_peak_bytes : 0);
-	sqlite3_bind_text(st, 20, text, -1, SQLITE_TRANSIENT);
-	if (j->request_id[0])
-		sqlite3_bind_text(st, 21, j->request_id, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(st, 21);
+	bind_record(st, rec, text, true);
+	json_decref(rec);
+	bind_opt(st, 21, j->request_id);
+	size_t nprior = json_array_size(j->prior);
 	/* a request's record commits only with its claim (the cluster's mark that this node recorded
-	 * it): both or neither. The lock is held across the claim, a round trip to the broker, so a
-	 * record is never seen without it. */
-	bool txn = j->request_id[0] && sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
+	 * it): both or neither; a job's attempts likewise commit together. The lock is held across the
+	 * claim, a round trip to the broker, so a record is never seen without it. */
+	bool txn = (j->request_id[0] || nprior) && sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
 	int rc = sqlite3_step(st);
 	int out = 0;
 	if (txn && rc == SQLITE_CONSTRAINT) {
@@ -265,16 +356,18 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	}
 	if (txn && rc == SQLITE_DONE) {
 		sqlite3_reset(st);
-		if (j->claim && j->claim(j, j->claim_arg, e) < 0) {
+		for (size_t i = 0; i < nprior && rc == SQLITE_DONE; i++)
+			rc = put_prior_locked(s, j, node, json_array_get(j->prior, i), (unsigned)i + 1);
+		if (rc == SQLITE_DONE && j->claim && j->claim(j, j->claim_arg, e) < 0) {
 			sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 			pthread_mutex_unlock(&s->mu);
 			free(text);
 			return -1;
 		}
-		if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		if (rc == SQLITE_DONE && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 			rc = sqlite3_extended_errcode(s->db);
+		if (rc != SQLITE_DONE)
 			sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-		}
 	} else if (txn) {
 		sqlite3_reset(st);
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
@@ -303,9 +396,17 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 		}
 	}
 	sqlite3_reset(st);
-	/* a residue report that came before the record completes it now */
-	if (rc == SQLITE_DONE && j->use_id[0])
-		early_residue_locked(s, j->use_id);
+	/* a residue report that came before the record completes it now (the earlier attempts'
+	 * sandboxes were reclaimed first of all) */
+	if (rc == SQLITE_DONE) {
+		if (j->use_id[0])
+			early_residue_locked(s, j->use_id);
+		for (size_t i = 0; i < nprior; i++) {
+			const char *u = json_string_value(json_object_get(json_array_get(j->prior, i), "use_id"));
+			if (u && *u)
+				early_residue_locked(s, u);
+		}
+	}
 	pthread_mutex_unlock(&s->mu);
 	free(text);
 	return out;
@@ -370,6 +471,93 @@ int pd_store_residue(pd_store *s, const char *use_id, const char *residue)
 	}
 	pthread_mutex_unlock(&s->mu);
 	return n;
+}
+
+/* A row as the readers answer it: its record with the row's attempt number, whether it is the
+ * task's last attempt, and the row's cursor. A record that no longer parses (it was written by
+ * this store, so only a damaged file does that) is answered as an error in its place. */
+static json_t *row_json(sqlite3_stmt *st)
+{
+	const char *text = (const char *)sqlite3_column_text(st, 1);
+	json_error_t je;
+	json_t *rec = text ? json_loads(text, 0, &je) : NULL;
+	if (!json_is_object(rec)) {
+		json_decref(rec);
+		rec = json_object();
+		json_object_set_new(rec, "error", json_string("the stored record does not parse"));
+	}
+	json_object_set_new(rec, "attempt", json_integer(sqlite3_column_int(st, 2)));
+	json_object_set_new(rec, "last", json_boolean(sqlite3_column_int(st, 3)));
+	json_object_set_new(rec, "row", json_integer(sqlite3_column_int64(st, 0)));
+	return rec;
+}
+
+json_t *pd_store_get(pd_store *s, const char *task_id, pd_err *e)
+{
+	sqlite3_stmt *st;
+	json_t *arr = json_array();
+	pthread_mutex_lock(&s->mu);
+	if (sqlite3_prepare_v2(s->db,
+			       "SELECT id, record, attempt, last FROM attempts WHERE task_id = ? ORDER BY attempt, id",
+			       -1, &st, NULL) != SQLITE_OK) {
+		pd_fail(e, EIO, "store: %s", sqlite3_errmsg(s->db));
+		pthread_mutex_unlock(&s->mu);
+		json_decref(arr);
+		return NULL;
+	}
+	sqlite3_bind_text(st, 1, task_id, -1, SQLITE_TRANSIENT);
+	while (sqlite3_step(st) == SQLITE_ROW)
+		json_array_append_new(arr, row_json(st));
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&s->mu);
+	return arr;
+}
+
+int pd_store_list(pd_store *s, const pd_store_query *q, json_t **records, int64_t *next, pd_err *e)
+{
+	unsigned limit = q->limit ? q->limit : 100;
+	if (limit > 1000)
+		limit = 1000;
+	/* one more row than the page, to know whether another page follows */
+	char sql[512];
+	snprintf(sql, sizeof sql,
+		 "SELECT id, record, attempt, last FROM attempts WHERE id > ?1"
+		 " AND (?2 IS NULL OR group_id = ?2) AND (?3 IS NULL OR kind = ?3) AND finished_at >= ?4%s"
+		 " ORDER BY id LIMIT ?5",
+		 q->last_only ? " AND last = 1" : "");
+	sqlite3_stmt *st;
+	pthread_mutex_lock(&s->mu);
+	if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		pd_fail(e, EIO, "store: %s", sqlite3_errmsg(s->db));
+		pthread_mutex_unlock(&s->mu);
+		return -1;
+	}
+	sqlite3_bind_int64(st, 1, q->after > 0 ? q->after : 0);
+	bind_opt(st, 2, q->group_id);
+	bind_opt(st, 3, q->kind);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)q->since_ms);
+	sqlite3_bind_int(st, 5, (int)limit + 1);
+	json_t *arr = json_array();
+	*next = 0;
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (json_array_size(arr) == limit) {
+			*next = json_integer_value(json_object_get(json_array_get(arr, limit - 1), "row"));
+			break;
+		}
+		json_array_append_new(arr, row_json(st));
+	}
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		pd_fail(e, EIO, "store: %s", sqlite3_errmsg(s->db));
+		sqlite3_finalize(st);
+		pthread_mutex_unlock(&s->mu);
+		json_decref(arr);
+		return -1;
+	}
+	sqlite3_finalize(st);
+	pthread_mutex_unlock(&s->mu);
+	*records = arr;
+	return 0;
 }
 
 long pd_store_count(pd_store *s)

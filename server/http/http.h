@@ -6,6 +6,7 @@
  *   conns.c       connection limits (total, per client address) and the descriptor reserve
  *   prometheus.c  /metrics: the server's gauges and counters as Prometheus text
  *   judge.c       POST /v1/judge: a submission judged by server/judge/ on a scheduler worker
+ *   records.c     GET /v1/runs[/{task_id}]: the stored attempts read back
  * Only the files above include this header; the rest of paddock sees server.h. */
 #ifndef PADDOCK_SERVER_HTTP_H
 #define PADDOCK_SERVER_HTTP_H
@@ -128,6 +129,12 @@ void runs_submit(req *r, kind k);
 
 /* ---- the judge (judge.c) ---- */
 void judge_submit(req *r, const char *url, const char *method);
+
+/* ---- the store read back (records.c) ---- */
+/* GET /v1/runs?group_id=&since=&kind=&last=&limit=&cursor= */
+void records_list(req *r, const char *url, const char *method);
+/* GET /v1/runs/{task_id} */
+void records_get(req *r, const char *url, const char *method);
 
 /* ---- sessions (sessions.c) ---- */
 void sessions_create(req *r, const char *url, const char *method);

@@ -149,6 +149,8 @@ static const route routes[] = {
 	{"GET", "/metrics", metrics},
 	/* native */
 	{"POST", "/v1/runs", run_native},
+	{"GET", "/v1/runs", records_list},
+	{"GET", "/v1/runs/", records_get},
 	{"POST", "/v1/judge", judge_submit},
 	{"GET", "/v1/pools", pools},
 	{"POST", "/v1/sessions", sessions_create},

@@ -48,7 +48,7 @@ static void fill_ids(const pd_job *j, const judge_work *w, pd_judged *d)
 	snprintf(d->task_id, sizeof d->task_id, "%s", j->task_id);
 	snprintf(d->group_id, sizeof d->group_id, "%s", w->q.group_id);
 	snprintf(d->sample_id, sizeof d->sample_id, "%s", w->q.sample_id);
-	snprintf(d->attempt_id, sizeof d->attempt_id, "%s#1", j->task_id);
+	snprintf(d->attempt_id, sizeof d->attempt_id, "%s#%u", j->task_id, j->attempts ? j->attempts : 1);
 	snprintf(d->problem_id, sizeof d->problem_id, "%s", j->problem_id);
 	snprintf(d->problem_version, sizeof d->problem_version, "%s", j->problem_version);
 	snprintf(d->language, sizeof d->language, "%s", j->language);
@@ -68,22 +68,22 @@ static json_t *failed_record(const pd_job *j, const judge_work *w, const char *f
 	return pd_judged_to_json(&d);
 }
 
-static void execute(pd_job *j, pd_pools *pools)
+/* One judging of the submission: the record of attempt j->attempts in j->record. Returns whether
+ * the sandboxes failed it (startup_failure, internal_error): another attempt may do better. */
+static bool judge_once(pd_job *j, judge_work *w, const pd_judge_opts *o)
 {
-	(void)pools;
-	judge_work *w = j->work;
-	j->started_us = wall_us();
-	j->attempts = 1;
 	pd_judged d;
 	memset(&d, 0, sizeof d);
 	fill_ids(j, w, &d);
 	pd_err e = {0};
+	bool retry = false;
+	json_decref(j->record);
 	if (w->q.problem && pd_judge_prepare(w->judge, w->problem, &e) < 0) {
 		/* an inline checker that does not build: the request's judge material is broken */
 		j->failure = PD_F_JUDGE;
 		snprintf(j->error, sizeof j->error, "%s", e.msg);
 		j->record = failed_record(j, w, "judge_error", e.msg);
-	} else if (pd_judge_submit(w->judge, w->problem, w->q.language, w->q.code, w->q.code_len, &w->q.opts, &d, &e) < 0) {
+	} else if (pd_judge_submit(w->judge, w->problem, w->q.language, w->q.code, w->q.code_len, o, &d, &e) < 0) {
 		j->failure = PD_F_INTERNAL;
 		snprintf(j->error, sizeof j->error, "%s", e.msg);
 		j->record = failed_record(j, w, "internal_error", e.msg);
@@ -91,8 +91,34 @@ static void execute(pd_job *j, pd_pools *pools)
 		j->failure = failure_of(d.v.failure_class);
 		snprintf(j->error, sizeof j->error, "%s", d.error);
 		j->record = pd_judged_to_json(&d);
+		retry = j->failure == PD_F_STARTUP || j->failure == PD_F_INTERNAL;
 	}
+	json_object_set_new(j->record, "attempt", json_integer(j->attempts));
+	json_object_set_new(j->record, "finished_at", json_integer((json_int_t)(wall_us() / 1000)));
 	pd_judged_free(&d);
+	return retry;
+}
+
+/* A sandbox failure is retried as a new attempt (DESIGN.md §2), judged whole again in new sandboxes,
+ * not as a test rerun inside the same attempt: the store keeps each attempt's record, so the first
+ * one's error is not lost to the retry. A failing checker is the judge's own retry (judge.c). */
+static void execute(pd_job *j, pd_pools *pools)
+{
+	(void)pools;
+	judge_work *w = j->work;
+	j->started_us = wall_us();
+	pd_judge_opts o = w->q.opts;
+	unsigned retries = o.infra_retries;
+	o.infra_retries = 0;
+	for (j->attempts = 1;; j->attempts++) {
+		bool retry = judge_once(j, w, &o);
+		if (!retry || j->attempts > retries || (j->deadline_us && pd_now_us() >= j->deadline_us))
+			break;
+		if (!j->prior)
+			j->prior = json_array();
+		json_array_append_new(j->prior, j->record);
+		j->record = NULL;
+	}
 	j->finished_us = wall_us();
 }
 
@@ -128,6 +154,12 @@ pd_job *pd_judge_job(pd_judge *judge, const pd_problem_set *problems, json_t *bo
 		return NULL;
 	}
 	const pd_language *l = pd_language_find(w->q.language);
+	if (w->problem->call_based && !pd_jharness_supported(l)) {
+		pd_refuse(e, "language: problem %s is call-based (fn_name %s): python, node or cpp", w->problem->id,
+			  w->problem->fn_name);
+		work_free(w);
+		return NULL;
+	}
 	snprintf(j->template_name, sizeof j->template_name, "%s",
 		 w->problem->template_name[0] ? w->problem->template_name : l->template);
 	snprintf(j->language, sizeof j->language, "%s", l->name);

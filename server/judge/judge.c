@@ -23,30 +23,6 @@ struct pd_judge {
 	uint64_t judged, judge_errors, checker_ms, by_output[5], seq;
 };
 
-/* Call-based Python: the harness imports the submission, calls fn_name (a top-level function, else
- * a method of Solution()) with the JSON-decoded arguments read from stdin, and writes the JSON of
- * the result to the stdout it kept; the submission's own prints go to stderr, so they cannot be
- * mistaken for the result. The harness holds its own json.dumps and os.write from before the
- * submission is imported, so monkey-patching those does not change what is written. A submission
- * that exits before returning leaves no result: wrong. */
-static const char harness_py[] =
-	"import json, os, sys\n"
-	"_dumps, _write = json.dumps, os.write\n"
-	"_out = os.dup(1)\n"
-	"os.dup2(2, 1)\n"
-	"_args = json.loads(sys.stdin.read())\n"
-	"import importlib.util\n"
-	"_spec = importlib.util.spec_from_file_location('solution', '/work/main.py')\n"
-	"_mod = importlib.util.module_from_spec(_spec)\n"
-	"sys.modules['solution'] = _mod\n"
-	"_spec.loader.exec_module(_mod)\n"
-	"_fn = getattr(_mod, sys.argv[1], None)\n"
-	"if _fn is None:\n"
-	"    _fn = getattr(_mod.Solution(), sys.argv[1])\n"
-	"_res = _fn(*_args)\n"
-	"_txt = _dumps(_res)\n"
-	"_write(_out, (_txt + '\\n').encode())\n";
-#define HARNESS_PATH "/work/.paddock_harness.py"
 
 pd_judge *pd_judge_new(pd_pools *pools, const pd_judge_cfg *c, pd_err *e)
 {
@@ -210,10 +186,12 @@ static void test_once(pd_judge *j, const pd_problem *p, const pd_jtest *t, const
 		x.memory_bytes = p->memory_bytes;
 		x.output_bytes = p->output_bytes;
 		char *call_args[] = {(char *)p->fn_name, NULL};
-		pd_jfile harness = {HARNESS_PATH, harness_py, sizeof harness_py - 1};
-		if (p->call_based) {
-			x.files = &harness;
-			x.nfiles = 1;
+		pd_jfile harness;
+		if (p->call_based) { /* harness.c */
+			if (pd_jharness_file(cand->lang, &harness)) {
+				x.files = &harness;
+				x.nfiles = 1;
+			}
 			x.extra_args = call_args;
 		}
 		pd_err e = {0}, ie = {0};
@@ -379,8 +357,9 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 	const pd_language *l = pd_language_find(language);
 	if (!l)
 		return pd_refuse(e, "language: '%s' is not a language paddock knows", language);
-	if (p->call_based && strcmp(l->name, "python") && strcmp(l->name, "python3"))
-		return pd_refuse(e, "language: problem %s is call-based (fn_name %s): python only", p->id, p->fn_name);
+	if (p->call_based && !pd_jharness_supported(l))
+		return pd_refuse(e, "language: problem %s is call-based (fn_name %s): python, node or cpp", p->id,
+				 p->fn_name);
 	if ((p->checker.mode == PD_CHK_PROGRAM && !p->checker_prog.prepared) ||
 	    (p->checker.mode == PD_CHK_INTERACTIVE && !p->interactor.prepared))
 		return pd_refuse(e, "problem %s: its checker was not prepared (pd_judge_prepare)", p->id);
@@ -426,12 +405,21 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 	size_t built_len = 0;
 	int rc = -1;
 	pd_err ce = {0};
+	char *harnessed = NULL; /* C++ call-based: the submission with its harness */
+	size_t harnessed_len = 0;
+	if (p->call_based && pd_jharness_source(l, p, code, code_len, &harnessed, &harnessed_len, &ce) < 0) {
+		d->v.failure_class = "internal_error";
+		snprintf(d->error, sizeof d->error, "harness: %s", ce.msg);
+		goto done;
+	}
 	for (unsigned a = 0; a <= o->infra_retries; a++) {
-		rc = pd_jprog_build(j->pools, l, tpl_name, code, code_len, p->compile_ms, &built, &built_len,
-				    d->compile_message, sizeof d->compile_message, &d->cpu_ms, &ce);
+		rc = pd_jprog_build(j->pools, l, tpl_name, harnessed ? harnessed : code, harnessed ? harnessed_len : code_len,
+				    p->compile_ms, &built, &built_len, d->compile_message, sizeof d->compile_message,
+				    &d->cpu_ms, &ce);
 		if (rc >= 0)
 			break;
 	}
+	free(harnessed);
 	d->compiled = l->compile != NULL;
 	if (rc < 0) {
 		d->v.failure_class = rc == -2 ? "startup_failure" : ce.kind == PD_EK_DEPENDENCY ? "dependency_missing"
@@ -449,12 +437,8 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 	}
 	pd_jprog cand;
 	pd_jprog_init(&cand, l, tpl_name, built, built_len);
-	if (p->call_based) { /* python3 harness fn_name: the harness imports /work/main.py */
-		cand.argv[0] = (char *)"python3";
-		cand.argv[1] = (char *)HARNESS_PATH;
-		cand.argv[2] = NULL;
-		cand.argc = 2;
-	}
+	if (p->call_based)
+		pd_jharness_argv(l, &cand);
 	d->tests = calloc(p->ntests, sizeof *d->tests);
 	if (!d->tests) {
 		free(built);

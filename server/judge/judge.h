@@ -6,6 +6,7 @@
  *   judge.c     compile once, run every test in a clean sandbox, check, score
  *   program.c   running one program (candidate, checker, interactor) in a pooled sandbox
  *   interact.c  an interactor and the candidate connected through host pipes, each in its sandbox
+ *   harness.c   call-based problems: the harness that calls fn_name, per language (python, node, C++)
  *   reward.c    the verdict's levels, usable, and the documented reward rule
  *   record.c    the judged record as JSON
  *   request.c   the judge request (POST /v1/judge, a judge line of paddock run)
@@ -244,6 +245,22 @@ void pd_jprog_init(pd_jprog *p, const pd_language *l, const char *template_name,
  * be had (e). */
 int pd_jprog_run(pd_pools *pools, const pd_jprog *p, pd_jrun *x, pd_err *e);
 void pd_jrun_free(pd_jrun *x);
+
+/* ---- call-based harnesses (harness.c) ------------------------------------------------------- */
+
+#define PD_JHARNESS_PY "/work/.paddock_harness.py"
+#define PD_JHARNESS_JS "/work/.paddock_harness.js"
+
+/* Whether call-based problems can be judged in language l (python, node, C++). */
+bool pd_jharness_supported(const pd_language *l);
+/* The program to build for a call-based submission in a compiled language (C++: the submission with
+ * the harness appended, *out malloc'd); *out NULL for an interpreted one. */
+int pd_jharness_source(const pd_language *l, const pd_problem *p, const char *code, size_t len, char **out,
+		       size_t *out_len, pd_err *e);
+/* An interpreted language's harness file, placed beside the submission; false for a compiled one. */
+bool pd_jharness_file(const pd_language *l, pd_jfile *f);
+/* Points cand's argv at the harness (interpreted languages; compiled ones run the program). */
+void pd_jharness_argv(const pd_language *l, pd_jprog *cand);
 
 /* ---- interactive tests (interact.c) ---------------------------------------------------------- */
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# paddock bench --http: its options (bad ones refused with exit 64, --help), and a short real run of
+# paddock bench --http and --judge: their options (bad ones refused with exit 64, --help), and a short real run of
 # several rounds (an in-process daemon, python on the host and in sandboxes): every round reports
 # its two ratios, the table gives the medians, and no operation failed. No timing is asserted.
 source "$(dirname "$0")/api.sh"
-plan 13
+plan 17
 
 out=$("$PADDOCK" bench --http --bogus 2>&1); rc=$?
 is "$rc" 64 "an unknown option: exit 64"
@@ -29,3 +29,12 @@ fails=$(awk '/^POST \/run_code/ {print $NF}' <<<"$out")
 is "$fails" 0 "the /run_code row counts no failed request"
 like "$out" "over 2 rounds: /run_code p50 = [0-9.]+x the floor's \([0-9.]+x-[0-9.]+x; .*throughput at 2 clients = [0-9.]+x the floor's \([0-9.]+x-[0-9.]+x" \
   "the summary gives medians and ranges"
+
+# paddock bench --judge: options refused, and one short round of every cell (no timing asserted)
+out=$("$PADDOCK" bench --judge --rounds 0 2>&1); rc=$?
+is "$rc $out" "64 paddock: bench --judge: --rounds: '0' is not a count from 1 to 100" "--judge --rounds 0: refused"
+out=$("$PADDOCK" bench --judge -d 1 --rounds 1 2>&1); rc=$?
+is "$rc" 0 "--judge, one round: exit 0 (every judged submission passed, every output matched)"
+is "$(grep -cE '^  (cpp20|py20|2 clients|grpo mix).* [0-9.]+x  \(rounds' <<<"$out")" 5 \
+  "the ratios: cpp20 vs verl's way, py20 vs the floor and bwrap, 2 clients, the GRPO mix's cache"
+like "$out" "grpo cache on [0-9.]+/s \([1-9][0-9]* hits\)" "the GRPO mix's duplicates hit the cache"

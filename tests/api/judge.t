@@ -76,8 +76,9 @@ post_json /v1/judge '{"problem":{"tests":[]},"language":"python","code":"x"}'
 like "$CODE/$(jb .error)" "^400/problem: tests" "an inline problem without tests: 400"
 post_json /v1/judge '{"problem_id":"sum","language":"python","code":"x","colour":1}'
 like "$CODE/$(jb .error)" "^400/colour" "an unknown field: 400"
-post_json /v1/judge '{"problem_id":"two-sum","language":"cpp","code":"x"}'
-is "$(jb '[.failure_class, (.reward|tostring)] | join(" ")')" "internal_error null" "call-based in C++: refused by the judge, no reward"
+post_json /v1/judge '{"problem_id":"two-sum","language":"c","code":"x"}'
+like "$CODE/$(jb .error)" "^400/language: problem two-sum is call-based .*python, node or cpp" \
+  "call-based in C (no harness): 400, naming the languages that have one"
 
 req GET /metrics
 is "$(grep -E '^paddock_judge_cache_total\{result="hit"\} ' "$BODY" | awk '{print $2}')/$(grep -E '^paddock_judged_total\{output="pass"\} ' "$BODY" | awk '{print $2}')" \

@@ -13,17 +13,10 @@ is "$(jb .run.residue)" pending "so does its run stage"
 post_json /v1/runs '{"template":"bash","cmd":["sleep","30"],"limits":{"wall_time":0.3},"task_id":"res-to"}'
 is "$(jb .failure_class)" exec_timeout "a run past its wall time (its sandbox is destroyed)"
 
-# stored NAME FIELD: the stored record's field (jq path) of task NAME
-stored() {
-  python3 - "$DB" "$1" <<'PY' | jq -r "$2"
-import sqlite3, sys
-d = sqlite3.connect(sys.argv[1], timeout=10)
-r = d.execute("SELECT record FROM attempts WHERE task_id = ?", (sys.argv[2],)).fetchone()
-print(r[0] if r else "null")
-PY
-}
-wait_for 60 bash -c "[ \"\$(python3 -c \"import sqlite3; print(sqlite3.connect('$DB', timeout=10).execute(\\\"SELECT json_extract(record, '\$.residue') FROM attempts WHERE task_id = 'res-ok'\\\").fetchone()[0])\")\" != pending ]"
+# stored TASK JQ: the stored record's field, through GET /v1/runs/{task_id}
+stored() { curl -s -m 10 "$U/v1/runs/$1" | jq -r ".record$2"; }
+wait_for 60 bash -c "[ \"\$(curl -s -m 10 '$U/v1/runs/res-ok' | jq -r .record.residue)\" = clean ]"
 is "$(stored res-ok .residue)" clean "the stored record is completed once the sandbox was reset: clean"
 is "$(stored res-ok .run.residue)" clean "its run stage too"
-wait_for 60 bash -c "[ \"\$(python3 -c \"import sqlite3; print(sqlite3.connect('$DB', timeout=10).execute(\\\"SELECT json_extract(record, '\$.residue') FROM attempts WHERE task_id = 'res-to'\\\").fetchone()[0])\")\" != pending ]"
+wait_for 60 bash -c "[ \"\$(curl -s -m 10 '$U/v1/runs/res-to' | jq -r .record.residue)\" != pending ]"
 is "$(stored res-to .residue)" clean "a destroyed sandbox's teardown check completes its record: clean"

@@ -317,6 +317,20 @@ static void test_interactive(void)
 	if (j)
 		pd_judged_free(&d);
 	pd_problem_free(p);
+
+	/* an interactor that floods the candidate without end: stopped by its own limits, a judge error
+	 * (never the candidate's failure), no reward, and the judging ends */
+	p = prob("{\"tests\":[{\"input\":\"1\\n\",\"output\":\"\"}],\"limits\":{\"time\":1},"
+		 "\"interactor\":{\"language\":\"python\",\"code\":\"import sys\\nwhile True:\\n"
+		 "    sys.stdout.write('x' * 65536)\\n\"}}");
+	j = p ? judge_code(p, "python", "import sys\nwhile sys.stdin.buffer.read(65536):\n    pass\n", true, &d) : NULL;
+	ok(j && !strcmp(fclass(j), "judge_error") && json_is_null(json_object_get(j, "reward")),
+	   "an interactor that floods: judge_error, reward null (%s, %s)", j ? test_status(j, 0) : "?",
+	   j ? fclass(j) : "?");
+	json_decref(j);
+	if (j)
+		pd_judged_free(&d);
+	pd_problem_free(p);
 }
 
 static void test_call_based(void)
@@ -346,8 +360,8 @@ static void test_call_based(void)
 	pd_err e = {0};
 	pd_judge_opts o;
 	pd_judge_opts_default(&o);
-	ok(pd_judge_submit(judge, p, "cpp", "x", 1, &o, &d, &e) < 0 && strstr(e.msg, "call-based"),
-	   "call-based in C++ is refused: %s", e.msg);
+	ok(pd_judge_submit(judge, p, "c", "x", 1, &o, &d, &e) < 0 && strstr(e.msg, "call-based"),
+	   "call-based in C (no harness) is refused: %s", e.msg);
 	pd_problem_free(p);
 }
 
@@ -381,7 +395,7 @@ static void test_cache(void)
 
 int main(void)
 {
-	plan(43);
+	plan(44);
 	pd_err e = {0};
 	ctx = pd_ctx_new(NULL, &e);
 	if (!ok(ctx != NULL, "context: %s", ctx ? "ok" : e.msg))

@@ -225,6 +225,24 @@ static void test_dir(void)
 	put("bad/problem.json", "{\"id\":\"bad\",\"weights\":{\"9\":2}}");
 	p = pd_problem_load(sub, &e);
 	ok(!p && strstr(e.msg, "weights.9"), "a weight for a test that does not exist: %s", e.msg);
+	put("bad/problem.json", "{\"id\":\"bad\"}");
+	/* an answer of 1 GiB (sparse: no disk used): refused at load, naming the file, not read */
+	char big[700];
+	snprintf(big, sizeof big, "%s/bad/tests/1.ans", dir);
+	ok(truncate(big, 1ll << 30) == 0, "a 1 GiB answer file");
+	p = pd_problem_load(sub, &e);
+	ok(!p && strstr(e.msg, "1.ans"), "an answer of 1 GiB: refused at load, naming the file: %s", e.msg);
+	put("bad/tests/1.ans", "1");
+	/* a problem directory changed while loaded: the loaded problem keeps what it read */
+	p = pd_problem_load(sub, &e);
+	if (ok(p != NULL, "the problem loads again: %s", e.msg)) {
+		put("bad/tests/1.ans", "changed");
+		put("bad/tests/1.in", "changed");
+		ok(p->tests[0].answer_len == 1 && !memcmp(p->tests[0].answer, "1", 1) && p->tests[0].input_len == 1 &&
+			   !memcmp(p->tests[0].input, "1", 1),
+		   "files changed after the load do not change the loaded problem");
+		pd_problem_free(p);
+	}
 	char cmd[700];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	ok(system(cmd) == 0, "clean up");
@@ -276,7 +294,7 @@ static void test_digest(void)
 
 int main(void)
 {
-	plan(66);
+	plan(70);
 	test_inline();
 	test_in_outs();
 	test_refusals();

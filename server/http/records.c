@@ -1,0 +1,96 @@
+/* Reading the store back: GET /v1/runs/{task_id} (every attempt of a task, oldest first) and
+ * GET /v1/runs?group_id=&since=&kind=&last=&limit=&cursor= (a page of attempts in the order they
+ * were stored; `next` is the cursor of the following page). A trainer pages through a GRPO group's
+ * judged records with these, or with `paddock export --runs`, which pages the same way. Both answer
+ * from the event thread: a page is at most 1000 rows of one indexed query. */
+#define _GNU_SOURCE
+#include "http.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *arg(req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* A non-negative integer argument; false (and a 400 answered) when it is not one. */
+static bool uint_arg(req *r, const char *name, uint64_t max, uint64_t *out)
+{
+	const char *v = arg(r, name);
+	if (!v || !v[0])
+		return true;
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(v, &end, 10);
+	if (errno || *end || v[0] == '-' || x > max) {
+		http_set_error(r, 400, "%s: '%.64s' is not an integer in [0, %llu]", name, v, (unsigned long long)max);
+		return false;
+	}
+	*out = x;
+	return true;
+}
+
+void records_list(req *r, const char *url, const char *method)
+{
+	(void)url;
+	(void)method;
+	pd_store_query q = {0};
+	uint64_t limit = 0, cursor = 0, since = 0, last = 0;
+	if (!uint_arg(r, "limit", 1000, &limit) || !uint_arg(r, "cursor", INT64_MAX, &cursor) ||
+	    !uint_arg(r, "since", INT64_MAX, &since) || !uint_arg(r, "last", 1, &last))
+		return;
+	q.group_id = arg(r, "group_id");
+	q.kind = arg(r, "kind");
+	if (q.kind && q.kind[0] && strcmp(q.kind, "judge") && strcmp(q.kind, "run")) {
+		http_set_error(r, 400, "kind: '%.64s' is not judge or run", q.kind);
+		return;
+	}
+	q.limit = (unsigned)limit;
+	q.after = (int64_t)cursor;
+	q.since_ms = since;
+	q.last_only = last == 1;
+	json_t *records = NULL;
+	int64_t next = 0;
+	pd_err e = {0};
+	if (pd_store_list(r->srv->store, &q, &records, &next, &e) < 0) {
+		http_set_error(r, 500, "%s", e.msg);
+		return;
+	}
+	json_t *o = json_object();
+	json_object_set_new(o, "count", json_integer((json_int_t)json_array_size(records)));
+	json_object_set_new(o, "records", records);
+	json_object_set_new(o, "next", next ? json_integer(next) : json_null());
+	http_set_json(r, 200, o);
+}
+
+void records_get(req *r, const char *url, const char *method)
+{
+	(void)method;
+	const char *id = url + strlen("/v1/runs/");
+	if (!id[0] || strchr(id, '/')) {
+		http_set_error(r, 404, "no such endpoint: GET %s", url);
+		return;
+	}
+	pd_err e = {0};
+	json_t *records = pd_store_get(r->srv->store, id, &e);
+	if (!records) {
+		http_set_error(r, 500, "%s", e.msg);
+		return;
+	}
+	size_t n = json_array_size(records);
+	if (!n) {
+		json_decref(records);
+		http_set_error(r, 404, "no task %s in the store", id);
+		return;
+	}
+	json_t *o = json_object();
+	json_object_set_new(o, "task_id", json_string(id));
+	json_object_set_new(o, "attempts", json_integer((json_int_t)n));
+	/* the attempt that answered: a trainer that wants one record per sample reads this one */
+	json_object_set(o, "record", json_array_get(records, n - 1));
+	json_object_set_new(o, "records", records);
+	http_set_json(r, 200, o);
+}

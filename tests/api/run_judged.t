@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# paddock run's grading summary (the main job's, issue 21): the per-problem verdict table (one letter
+# per submission in line order, cache hits starred, mean reward, expectations met), the reward
+# distribution, the usable rate, the judged failure classes, what the cache answered, and the lines
+# whose verdict differed from their "expect".
+source "$(dirname "$0")/api.sh"
+plan 8
+
+ok_py='a, b = map(int, input().split())\nprint(a + b)\n'
+cat >"$TMPD/subs.jsonl" <<EOF_L
+{"problem_id":"sum","language":"python","code":"$ok_py","expect":{"output":"pass","failure_class":"none"}}
+{"problem_id":"sum","language":"python","code":"print(0)","expect":{"output":"fail","failure_class":"none"}}
+{"problem_id":"sum","language":"c","code":"int main(){ return 0 }","expect":{"output":"fail","failure_class":"compile_error"}}
+{"problem_id":"sum","language":"python","code":"$ok_py","expect":{"output":"pass","failure_class":"none"}}
+{"problem_id":"hello","language":"python","code":"print('Hello, World!')","expect":{"output":"fail","failure_class":"none"}}
+EOF_L
+"$PADDOCK" run -j 1 -q --problems examples/problems "$TMPD/subs.jsonl" -o "$TMPD/out.jsonl" 2>"$TMPD/err"
+is "$?" 0 "paddock run --problems: exit 0"
+diag "$(cat "$TMPD/err")"
+like "$(cat "$TMPD/err")" "per-problem verdicts" "the summary has the per-problem table"
+like "$(grep -E '^  sum ' "$TMPD/err")" "^  sum +4  PFCP\* +0\.50 +1 +4/4$" \
+  "sum: pass, fail, compile error, and the duplicate answered by the cache (starred); mean reward 0.50; 4 of 4 expected"
+like "$(grep -E '^  hello ' "$TMPD/err")" "^  hello +1  P +1\.00 +0 +0/1$" "hello: a pass whose line expected a fail: 0 of 1"
+like "$(cat "$TMPD/err")" "reward: mean 0\.600 over 5; <0 0, 0 2, \(0,1\) 0, 1 3, null \(infrastructure\) 0" "the reward distribution"
+like "$(cat "$TMPD/err")" "judged failure classes: none 4, compile_error 1" "the judged failure classes, compile_error apart"
+like "$(cat "$TMPD/err")" "cache: 1 hits \(sum 1\)" "what the cache answered, by problem"
+like "$(cat "$TMPD/err")" "expected verdicts: 4 of 5 lines matched.*line 5 \(hello\): got pass/none, expected fail/none" \
+  "the line whose verdict differed from its expect is named"
