@@ -52,6 +52,11 @@ typedef struct pd_limits {
 	uint32_t nofile;         /* RLIMIT_NOFILE */
 	uint64_t fsize_bytes;    /* RLIMIT_FSIZE */
 	uint64_t stack_bytes;    /* RLIMIT_STACK */
+	/* Block I/O on each disk that backs the image's layers, the binds and the state directory
+	 * (cgroup v2 io.max, v1 blkio.throttle.*), bytes or operations per second; 0 = unlimited.
+	 * Reads and writes that reach those disks only: /tmp, /work and the image's writable layer
+	 * are tmpfs, which costs memory, not I/O. */
+	uint64_t io_read_bps, io_write_bps, io_read_iops, io_write_iops;
 } pd_limits;
 
 /* The defaults: 512 MiB memory, 256 pids, 10 s CPU, 20 s wall, 1 core, 256 MiB disk, 1 MiB output
@@ -117,6 +122,7 @@ typedef struct pd_audit_event {
 
 typedef struct pd_result {
 	char sandbox_id[40];
+	char use_id[56]; /* this use of the sandbox: "<sandbox_id>.<n>", n counting its resets from 1 */
 	pd_status status;
 	int exit_code;          /* valid when the program exited */
 	int signal;             /* valid when status is SG (or TO/ML from a kill) */
@@ -281,6 +287,9 @@ const char *pd_state_name(pd_state s);
  * their own (a reset replaces them without touching the root). */
 pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e);
 const char *pd_sandbox_id(const pd_sandbox *s);
+/* The id of the sandbox's current use: "<sandbox id>.<n>", n = 1 from its creation and one more
+ * after each reset, so that records of different users of one pooled sandbox never share it. */
+void pd_sandbox_use_id(const pd_sandbox *s, char *buf, size_t len);
 pd_state pd_sandbox_state(const pd_sandbox *s);
 /* Host pid of the sandbox's init (for tests and audits). */
 pid_t pd_sandbox_pid(const pd_sandbox *s);
@@ -291,6 +300,8 @@ void *pd_sandbox_user(const pd_sandbox *s);
 int pd_sandbox_set_memory(pd_sandbox *s, uint64_t bytes, pd_err *e);
 /* Host uid that root in the sandbox maps to. */
 uint32_t pd_sandbox_uid_base(const pd_sandbox *s);
+/* When the sandbox was created (pd_now_us's clock): its lifetime, for the pools' metrics. */
+uint64_t pd_sandbox_created_us(const pd_sandbox *s);
 
 typedef void (*pd_output_cb)(void *arg, int stream /* 1 or 2 */, const char *buf, size_t len);
 

@@ -72,6 +72,40 @@ const char *pd_sandbox_id(const pd_sandbox *s)
 	return s->id;
 }
 
+/* The I/O limits on the disks behind the image's layers, the binds and the state directory. A
+ * sandbox none of whose files are on a disk (all tmpfs or overlay) cannot have its I/O limited,
+ * and is refused rather than run unlimited. */
+static int set_io_limits(pd_ctx *c, const pd_sandbox_opts *o, const pd_layer *layers, int nlayers, pd_sandbox *s,
+			 pd_err *e)
+{
+	const char *paths[PD_MAX_LAYERS + PD_MAX_BINDS + 2];
+	size_t np = 0;
+	for (int i = 0; i < nlayers; i++)
+		paths[np++] = layers[i].src;
+	for (size_t i = 0; i < o->nbinds && i < PD_MAX_BINDS; i++)
+		paths[np++] = o->binds[i].src;
+	if (o->top_layer)
+		paths[np++] = o->top_layer;
+	paths[np++] = pd_ctx_state_dir(c);
+	pd_iodev devs[PD_MAX_IODEVS];
+	size_t n = pd_io_devices(paths, np, devs, PD_MAX_IODEVS);
+	if (!n)
+		return pd_fail(e, EINVAL, "I/O limits: no disk backs the image, the binds or the state directory "
+				   "(tmpfs or overlay only), so there is nothing the limits could apply to");
+	return c->cg.ops->set_io(s->cg, devs, n, &s->lim, e);
+}
+
+void pd_sandbox_use_id(const pd_sandbox *s, char *buf, size_t len)
+{
+	/* resets counts the successful ones; a failed reset ends the sandbox, so no use repeats */
+	snprintf(buf, len, "%s.%" PRIu32, s->id, s->resets + 1);
+}
+
+uint64_t pd_sandbox_created_us(const pd_sandbox *s)
+{
+	return s->created_us;
+}
+
 pd_state pd_sandbox_state(const pd_sandbox *s)
 {
 	return s->state;
@@ -359,6 +393,8 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 		goto fail;
 	s->has_slot = true;
 	if (c->cg.ops->create(&c->cg, s->id, &s->lim, &s->cg, e) < 0)
+		goto fail;
+	if (pd_limits_have_io(&s->lim) && set_io_limits(c, o, layers, nlayers, s, e) < 0)
 		goto fail;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
 		pd_fail(e, errno, "socketpair");

@@ -430,6 +430,22 @@ static void *builder_main(void *arg)
 
 static void reclaim_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s, bool no_reuse);
 
+const double pd_lifetime_bounds_s[PD_LIFETIME_BUCKETS] = {0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 14400, 86400};
+
+/* A destroyed sandbox's lifetime into its pool's histogram (born: pd_sandbox_created_us, read
+ * before the destroy freed it); lock held. */
+static void lifetime_locked(pd_pool *pl, uint64_t born)
+{
+	uint64_t now = pd_now_us();
+	double secs = now > born ? (double)(now - born) / 1e6 : 0;
+	size_t i = 0;
+	while (i < PD_LIFETIME_BUCKETS && secs > pd_lifetime_bounds_s[i])
+		i++;
+	pl->st.lifetime_bucket[i]++;
+	pl->st.lifetime_count++;
+	pl->st.lifetime_sum_s += secs;
+}
+
 void pd_pool_reclaim_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
 {
 	reclaim_locked(p, pl, s, false);
@@ -445,10 +461,16 @@ static void reclaim_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s, bool no_reus
 	pd_entry *en = calloc(1, sizeof *en);
 	if (!en) {
 		/* no memory for the queue: destroy right here rather than leak */
+		uint64_t born = pd_sandbox_created_us(s);
+		char use[64];
+		pd_sandbox_use_id(s, use, sizeof use);
 		pthread_mutex_unlock(&p->mu);
 		char residue[128];
 		int dirty = pd_sandbox_destroy(s, residue, sizeof residue);
+		if (p->opts.on_reclaimed)
+			p->opts.on_reclaimed(p->opts.on_reclaimed_arg, use, residue);
 		pthread_mutex_lock(&p->mu);
+		lifetime_locked(pl, born);
 		pl->st.destroyed++;
 		pl->st.residue_failures += dirty != 0;
 		return;
@@ -544,17 +566,29 @@ static bool reclaim_one_locked(pd_pools *p)
 	p->nreclaim--;
 	pd_pool *pl = en->pool;
 	uint64_t t0 = pd_now_us();
+	/* the use that ends here, named before a reset starts the next */
+	char use[64];
+	pd_sandbox_use_id(en->sb, use, sizeof use);
 	if (!en->no_reuse && reuse_locked(p, pl, en->sb)) {
 		pl->nreclaiming--;
 		free(en);
 		wake_builder_locked(p);
+		if (p->opts.on_reclaimed) {
+			pthread_mutex_unlock(&p->mu);
+			p->opts.on_reclaimed(p->opts.on_reclaimed_arg, use, "clean");
+			pthread_mutex_lock(&p->mu);
+		}
 		return true;
 	}
+	uint64_t born = pd_sandbox_created_us(en->sb);
 	pthread_mutex_unlock(&p->mu);
 	char residue[128];
 	int dirty = pd_sandbox_destroy(en->sb, residue, sizeof residue);
+	if (p->opts.on_reclaimed)
+		p->opts.on_reclaimed(p->opts.on_reclaimed_arg, use, residue);
 	uint64_t took = pd_now_us() - t0;
 	pthread_mutex_lock(&p->mu);
+	lifetime_locked(pl, born);
 	pl->nreclaiming--;
 	pl->st.destroyed++;
 	if (dirty)

@@ -105,7 +105,18 @@ typedef struct pd_pools_opts {
 	uint32_t image_pools;      /* image pools live at once (pd_pools_image); 0 = 64 */
 	uint32_t image_ready_max;  /* READY sandboxes all image pools hold together, the hottest
 				    * images first; 0 = 4 per CPU */
+	/* Told, on a reclaimer thread and without the pools' lock, how each use of a released
+	 * sandbox ended: use_id (pd_sandbox_use_id as the user saw it) and "clean" (reset for the
+	 * next user: the reset proved nothing of the use was left; or destroyed with nothing
+	 * left) or what the teardown found. Sessions' uses too. May be NULL. */
+	void (*on_reclaimed)(void *arg, const char *use_id, const char *residue);
+	void *on_reclaimed_arg;
 } pd_pools_opts;
+
+/* Upper bounds, in seconds, of the buckets of a pool's sandbox lifetime histogram (creation to
+ * destruction); one more bucket counts the rest (+Inf). */
+#define PD_LIFETIME_BUCKETS 12
+extern const double pd_lifetime_bounds_s[PD_LIFETIME_BUCKETS];
 
 typedef struct pd_pool_stats {
 	char template_name[64];
@@ -117,6 +128,10 @@ typedef struct pd_pool_stats {
 	uint64_t resets_kept; /* of the resets, those that kept the untouched root */
 	uint64_t resets_scratch_kept; /* of those, the ones that kept the scratch directories too */
 	uint64_t peak_in_use;
+	/* sandboxes destroyed, by how long they lived (buckets as pd_lifetime_bounds_s, not cumulative) */
+	uint64_t lifetime_bucket[PD_LIFETIME_BUCKETS + 1];
+	uint64_t lifetime_count;
+	double lifetime_sum_s;
 } pd_pool_stats;
 
 /* Starts pools for the templates (copied in) and their builder and reclaimer threads. */
@@ -198,6 +213,9 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *request_id
 /* The session's sandbox id and state ("EXPIRED" once the pools ended it), read safely even while
  * the reclaimer tears an ended session's sandbox down. */
 void pd_session_info(pd_session *s, char *sandbox_id, size_t id_len, char *state, size_t state_len);
+/* The id of the session's current use of its sandbox (pd_sandbox_use_id): a reset starts a new
+ * one, also when the sandbox stays the same. */
+void pd_session_use_id(pd_session *s, char *buf, size_t len);
 /* Bytes of output the session's records hold in memory (at most 8 MiB: older records read
  * theirs back from the spill files, of which a session keeps 256 MiB, newest first). */
 size_t pd_session_output_memory(pd_session *s);

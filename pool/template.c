@@ -113,7 +113,8 @@ static int unknown_keys(json_t *obj, const char *where, const char *const *known
 static int parse_limits(json_t *o, const char *where, pd_limits *l, pd_err *e)
 {
 	static const char *const known[] = {"memory", "pids", "cpu_time", "wall_time", "cpus", "disk",
-					    "output", "output_kill", "nofile", "fsize", "stack", NULL};
+					    "output", "output_kill", "nofile", "fsize", "stack", "io_read_bps",
+					    "io_write_bps", "io_read_iops", "io_write_iops", NULL};
 	if (!json_is_object(o))
 		return pd_fail(e, EINVAL, "%s: must be an object", where);
 	if (unknown_keys(o, where, known, e) < 0)
@@ -153,11 +154,21 @@ static int parse_limits(json_t *o, const char *where, pd_limits *l, pd_err *e)
 		return -1;
 	if (FIELD("stack") && get_size(v, w, &l->stack_bytes, e) < 0)
 		return -1;
+	if (FIELD("io_read_bps") && get_size(v, w, &l->io_read_bps, e) < 0)
+		return -1;
+	if (FIELD("io_write_bps") && get_size(v, w, &l->io_write_bps, e) < 0)
+		return -1;
+	if (FIELD("io_read_iops") && get_count(v, w, 1, 1000000000, &l->io_read_iops, e) < 0)
+		return -1;
+	if (FIELD("io_write_iops") && get_count(v, w, 1, 1000000000, &l->io_write_iops, e) < 0)
+		return -1;
 #undef FIELD
 	if (l->disk_bytes && l->disk_bytes < 4096)
 		return pd_fail(e, EINVAL, "%s.disk: at least 4k", where);
 	if (l->memory_bytes && l->memory_bytes < (4u << 20))
 		return pd_fail(e, EINVAL, "%s.memory: at least 4M", where);
+	if ((l->io_read_bps && l->io_read_bps < 4096) || (l->io_write_bps && l->io_write_bps < 4096))
+		return pd_fail(e, EINVAL, "%s.io_read_bps/io_write_bps: at least 4k (a page) per second", where);
 	return 0;
 }
 

@@ -9,7 +9,8 @@ pkgs=(build-essential pkg-config libseccomp-dev libcap-dev libjansson-dev libmic
       # common jars for java, lodash for node, Test::Deep and Data::Compare for perl
       junit4 libhamcrest-java libcommons-lang3-java libguava-java node-lodash libtest-deep-perl
       libdata-compare-perl
-      nats-server libnats-dev libarchive-dev libssl-dev)
+      nats-server libnats-dev libarchive-dev libssl-dev
+      prometheus runsc) # promtool checks contrib/prometheus/alerts.yml (tests/api/ops.t); its service is not needed; runsc: the gvisor tier
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -346,6 +346,7 @@ static bool attempt(pd_pools *pools, pd_job *j)
 	t = pd_pool_template_of(pools, s) ? pd_pool_template_of(pools, s) : t;
 	snprintf(j->template_version, sizeof j->template_version, "%s", t->version);
 	snprintf(j->sandbox_id, sizeof j->sandbox_id, "%s", pd_sandbox_id(s));
+	pd_sandbox_use_id(s, j->use_id, sizeof j->use_id);
 	bool retry = false;
 	if (!hold_sandbox(j, s)) {
 		cancelled_now(j);
@@ -452,6 +453,12 @@ out:
 		snprintf(j->run_r.image_name, sizeof j->run_r.image_name, "%s", j->image);
 	}
 	pd_pool_release(pools, s);
+	/* what the use left is known when the reclaimer has reset or destroyed the sandbox: the
+	 * stored record is completed then (pd_store_residue) */
+	if (j->compiled)
+		snprintf(j->compile_r.residue, sizeof j->compile_r.residue, "pending");
+	if (j->ran)
+		snprintf(j->run_r.residue, sizeof j->run_r.residue, "pending");
 	return retry;
 }
 

@@ -305,7 +305,7 @@ static void finish(pd_sched *s, pd_job *j)
 			snprintf(j->store_error, sizeof j->store_error, "%s", e.msg);
 			/* EEXIST: cluster mode's second record of a request, refused as it should be */
 			pd_log(e.code == EEXIST ? "info" : "error", "store", PD_LS("task_id", j->task_id),
-			       PD_LS("error", e.msg));
+			       PD_LS("use_id", j->use_id), PD_LS("error", e.msg));
 		}
 	}
 	if (s->metrics)
@@ -313,7 +313,7 @@ static void finish(pd_sched *s, pd_job *j)
 	char problem[sizeof j->problem_id + sizeof j->problem_version + 1];
 	snprintf(problem, sizeof problem, "%s@%s", j->problem_id, j->problem_version);
 	pd_log("info", "attempt finished", PD_LS("task_id", j->task_id), PD_LS("sandbox_id", j->sandbox_id),
-	       PD_LU("attempt", j->attempts), PD_LS("problem", problem), PD_LS("template", j->template_name),
+	       PD_LS("use_id", j->use_id), PD_LU("attempt", j->attempts), PD_LS("problem", problem), PD_LS("template", j->template_name),
 	       PD_LS("status", j->ran ? pd_status_name(j->run_r.status)
 			       : j->compiled ? pd_status_name(j->compile_r.status) : "XX"),
 	       PD_LS("failure_class", pd_failure_name(j->failure)));

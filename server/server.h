@@ -150,6 +150,7 @@ typedef struct pd_job {
 	unsigned attempts;
 	uint64_t queued_us, started_us, finished_us;
 	char sandbox_id[40];
+	char use_id[56]; /* the sandbox's use this attempt had (pd_sandbox_use_id) */
 	/* cluster mode (server/cluster/): the request id (the client's X-Request-Id or body
 	 * request_id, or one made at the edge), of which the store keeps one record; the node that
 	 * ran it; and a claim the store calls inside the transaction that adds the record, before it
@@ -193,6 +194,13 @@ pd_job *pd_job_from_piston(json_t *req, pd_err *e);
 /* The job's observation record (native API): ids, timings, failure class, verdict, the result
  * records of its compile and run (pd_result_json), fetched files. */
 json_t *pd_job_to_json(const pd_job *j);
+/* The job's verdict levels ("pass", "fail", "not_judged") and whether it is usable for training
+ * (all three passed), as its record states them (server/verdict.c). */
+typedef struct pd_job_verdict_t {
+	const char *output, *process, *resources;
+	bool usable;
+} pd_job_verdict_t;
+void pd_job_verdict(const pd_job *j, pd_job_verdict_t *v);
 /* SandboxFusion response. */
 json_t *pd_job_to_run_code(const pd_job *j);
 /* Piston response. */
@@ -222,6 +230,10 @@ void pd_store_close(pd_store *s);
  * EEXIST (a unique key on the last attempt's row), and the job's claim, if any, runs before that
  * row commits. */
 int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e);
+/* Completes the record of a sandbox's use (its use_id) whose residue is "pending" with what the
+ * reclaimer found ("clean" or what was left); one that comes before its record is kept and
+ * applied when the record is stored. The rows changed (0: none yet), -1 on a store error. */
+int pd_store_residue(pd_store *s, const char *use_id, const char *residue);
 /* The stored attempts of task_id, oldest first: an array of records, each with "attempt",
  * "last" (the attempt that answered) and "stored_at" (unix ms). An empty array: none. */
 json_t *pd_store_get(pd_store *s, const char *task_id, pd_err *e);
@@ -259,6 +271,15 @@ void pd_metrics_job(pd_metrics *m, const pd_job *j);
 void pd_metrics_http(pd_metrics *m, int status);
 /* Prometheus text exposition; extra is appended (pools, queues, breaker). malloc'd. */
 char *pd_metrics_render(pd_metrics *m, const char *extra);
+/* The operator metrics (server/opsmetrics.c): what jobs cost per template and by usable, sandbox
+ * lifetimes and pool utilisation per template (from st, n pools). malloc'd Prometheus text. */
+typedef struct pd_ops pd_ops;
+pd_ops *pd_ops_new(void);
+void pd_ops_free(pd_ops *o);
+void pd_ops_job(pd_ops *o, const pd_job *j);
+char *pd_ops_render(pd_ops *o, const pd_pool_stats *st, size_t n);
+/* The metrics' operator part (fed by pd_metrics_job). */
+pd_ops *pd_metrics_ops(pd_metrics *m);
 
 /* ---- session requests (server/session_req.c) ------------------------------------------------- */
 /* The client's bytes of the session API, parsed apart from the HTTP plumbing (server/http/sessions.c

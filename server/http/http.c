@@ -253,6 +253,12 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 }
 /* ---- start and stop -------------------------------------------------------------------------- */
 
+/* The pools' reclaimer finished with a use of a sandbox: its stored record's residue completed. */
+static void reclaimed(void *store, const char *use_id, const char *residue)
+{
+	pd_store_residue(store, use_id, residue);
+}
+
 static int bind_listen(pd_server *s, pd_err *e)
 {
 	const char *l = s->o.listen ? s->o.listen : "127.0.0.1:8080";
@@ -382,7 +388,16 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 	}
 	/* refills of the warm pools stay out of the connections' share of descriptors too (at a
 	 * large limit the share is never reached and the per-build count is not worth it) */
-	pd_pools_opts po = {0};
+	/* the store before the pools: their reclaimers complete its records' residue */
+	char db[PATH_MAX];
+	if (o->db_path)
+		snprintf(db, sizeof db, "%s", o->db_path);
+	else
+		snprintf(db, sizeof db, "%s/paddock.db", pd_ctx_state_dir(s->ctx));
+	uint64_t cap = o->store_max ? o->store_max : (1ull << 30);
+	if (!(s->store = pd_store_open(db, cap == UINT64_MAX ? 0 : cap, e)))
+		goto fail;
+	pd_pools_opts po = {.on_reclaimed = reclaimed, .on_reclaimed_arg = s->store};
 	po.image_pools = o->image_pools;
 	po.image_ready_max = o->image_ready;
 	if (s->fd_limit && s->fd_limit <= 65536)
@@ -401,14 +416,6 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 				goto fail;
 		pd_log("info", "problems loaded", PD_LS("dir", o->problems_dir), PD_LU("problems", s->problems.n));
 	}
-	char db[PATH_MAX];
-	if (o->db_path)
-		snprintf(db, sizeof db, "%s", o->db_path);
-	else
-		snprintf(db, sizeof db, "%s/paddock.db", pd_ctx_state_dir(s->ctx));
-	uint64_t cap = o->store_max ? o->store_max : (1ull << 30);
-	if (!(s->store = pd_store_open(db, cap == UINT64_MAX ? 0 : cap, e)))
-		goto fail;
 	s->metrics = pd_metrics_new();
 	if (!(s->sched = pd_sched_new(s->pools, s->store, s->metrics, &o->sched, e)))
 		goto fail;

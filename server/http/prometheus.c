@@ -163,12 +163,17 @@ static char *pool_metrics(pd_server *s)
 char *prometheus_text(pd_server *s)
 {
 	char *sm = pd_sched_metrics(s->sched), *pm = pool_metrics(s);
+	size_t nst = 0;
+	pd_pool_stats *st = pd_pools_stats(s->pools, &nst);
+	char *om = pd_ops_render(pd_metrics_ops(s->metrics), st, nst); /* server/opsmetrics.c */
+	free(st);
 	char *cm = s->cluster ? pd_cluster_metrics(s->cluster) : NULL;
 	char *extra = NULL;
-	if (asprintf(&extra, "%s%s%s", sm ? sm : "", pm ? pm : "", cm ? cm : "") < 0)
+	if (asprintf(&extra, "%s%s%s%s", sm ? sm : "", pm ? pm : "", om ? om : "", cm ? cm : "") < 0)
 		extra = NULL;
 	free(sm);
 	free(pm);
+	free(om);
 	free(cm);
 	char *text = pd_metrics_render(s->metrics, extra);
 	free(extra);

@@ -413,10 +413,11 @@ static void session_reset(req *r, sess_entry *se)
 		http_set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 503, "%s", e.msg);
 		return;
 	}
-	char sid[40], state[32];
+	char sid[40], state[32], uid[56];
 	pd_session_info(se->s, sid, sizeof sid, state, sizeof state);
-	http_set_json(r, 200, json_pack("{s:s,s:s,s:s,s:b}", "session_id", se->id, "sandbox_id", sid, "state", state,
-				   "reset", 1));
+	pd_session_use_id(se->s, uid, sizeof uid);
+	http_set_json(r, 200, json_pack("{s:s,s:s,s:s,s:s,s:b}", "session_id", se->id, "sandbox_id", sid, "use_id", uid,
+				   "state", state, "reset", 1));
 }
 
 static void *session_op_main(void *arg)
@@ -559,10 +560,13 @@ static json_t *open_one(pd_server *s, pd_session_create_req *q, const char *dige
 		pd_fail(e, EAGAIN, "too many open sessions (%d): close some", MAX_SESSIONS);
 		return NULL;
 	}
+	char uid[56];
+	pd_session_use_id(ss, uid, sizeof uid);
 	pd_log("info", "session opened", PD_LS("session_id", pd_session_id(ss)),
-	       PD_LS("sandbox_id", pd_sandbox_id(pd_session_sandbox(ss))), PD_LS("template", tpl));
-	json_t *o = json_pack("{s:s,s:s,s:s}", "session_id", pd_session_id(ss), "sandbox_id",
-			      pd_sandbox_id(pd_session_sandbox(ss)), "template", tpl);
+	       PD_LS("sandbox_id", pd_sandbox_id(pd_session_sandbox(ss))), PD_LS("use_id", uid),
+	       PD_LS("template", tpl));
+	json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "session_id", pd_session_id(ss), "sandbox_id",
+			      pd_sandbox_id(pd_session_sandbox(ss)), "use_id", uid, "template", tpl);
 	if (q->from_snapshot[0])
 		json_object_set_new(o, "from_snapshot", json_string(q->from_snapshot));
 	if (digest && digest[0]) {
@@ -666,6 +670,9 @@ static void session_delete(req *r, const char *id)
 	sess_entry *se = find_session(s, id);
 	pd_session *ss = NULL;
 	bool found = se != NULL;
+	char uid[56] = "";
+	if (se && se->s)
+		pd_session_use_id(se->s, uid, sizeof uid);
 	if (se && se->ops) {
 		se->closing = true; /* the last request using it closes it */
 	} else if (se) {
@@ -679,7 +686,7 @@ static void session_delete(req *r, const char *id)
 	}
 	if (ss)
 		pd_session_close(ss);
-	pd_log("info", "session closed", PD_LS("session_id", id));
+	pd_log("info", "session closed", PD_LS("session_id", id), PD_LS("use_id", uid));
 	http_set_json(r, 200, json_pack("{s:s,s:b}", "session_id", id, "closed", 1));
 }
 
@@ -693,10 +700,11 @@ static void session_list(req *r)
 		sess_entry *se = &s->sessions[i];
 		if (!se->s)
 			continue;
-		char sid[40], state[32];
+		char sid[40], state[32], uid[56];
 		pd_session_info(se->s, sid, sizeof sid, state, sizeof state);
-		json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:s,s:I,s:b}", "session_id", se->id,
-						     "sandbox_id", sid, "template", se->template_name, "state",
+		pd_session_use_id(se->s, uid, sizeof uid);
+		json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:b}", "session_id", se->id,
+						     "sandbox_id", sid, "use_id", uid, "template", se->template_name, "state",
 						     state, "created_ms", (json_int_t)se->created_ms, "expired",
 						     pd_session_expired(se->s, now)));
 	}
@@ -728,9 +736,10 @@ static void session_get(req *r, const char *id)
 	sess_entry *se = find_session(s, id);
 	json_t *o = NULL;
 	if (se) {
-		char sid[40], state[32];
+		char sid[40], state[32], uid[56];
 		pd_session_info(se->s, sid, sizeof sid, state, sizeof state);
-		o = json_pack("{s:s,s:s,s:s,s:s}", "session_id", se->id, "sandbox_id", sid, "template",
+		pd_session_use_id(se->s, uid, sizeof uid);
+		o = json_pack("{s:s,s:s,s:s,s:s,s:s}", "session_id", se->id, "sandbox_id", sid, "use_id", uid, "template",
 			      se->template_name, "state", state);
 	}
 	pthread_mutex_unlock(&s->mu);

@@ -233,6 +233,7 @@ static void test_once(pd_judge *j, const pd_problem *p, const pd_jtest *t, const
 	tr->message[0] = 0;
 	tr->time_ms = x.r.cpu_ms;
 	tr->wall_ms = x.r.wall_ms;
+	snprintf(tr->use_id, sizeof tr->use_id, "%s", x.r.use_id);
 	tr->memory_kb = x.r.memory_peak_bytes / 1024;
 	d->cpu_ms += x.r.cpu_ms;
 	tr->status = of_status(&x);

@@ -325,6 +325,7 @@ typedef struct pd_jtest_result {
 	char message[256];
 	char checker_message[256];
 	unsigned checker_attempts; /* 2 when the checker failed once and was retried */
+	char use_id[56];           /* the sandbox use the candidate's run had (empty: none ran) */
 } pd_jtest_result;
 
 typedef struct pd_judge_opts {
