@@ -5,7 +5,8 @@ set -euo pipefail
 pkgs=(build-essential pkg-config libseccomp-dev libcap-dev libjansson-dev libmicrohttpd-dev libsqlite3-dev curl
       bubblewrap hyperfine perl iproute2 procps util-linux e2fsprogs
       python3 nodejs g++ valgrind clang libclang-rt-14-dev jq
-      nats-server libnats-dev libarchive-dev libssl-dev)
+      nats-server libnats-dev libarchive-dev libssl-dev
+      runsc)  # gVisor, for the gvisor isolation tier (paddock exec --isolation gvisor)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
