@@ -336,8 +336,49 @@ bad:
 
 /* ---- file operations for the host, resolved strictly inside the sandbox's root ----------------- */
 
+static void do_fileop_as_program(const struct msg_fileop *f);
+
+/* Init holds every capability of the sandbox's user namespace (CAP_DAC_OVERRIDE,
+ * CAP_DAC_READ_SEARCH, CAP_FOWNER...); a program runs as its root without any. A file operation
+ * done with init's capabilities read a file its program had made unreadable (mode 000), or wrote
+ * where the program cannot. So each operation runs with a program's credentials: file system
+ * ids 0 (a program's default uid and gid, which also own what it creates) and no effective
+ * capability; the permitted set stays, and the effective one is restored afterwards, for the
+ * resets that need it. Init is single-threaded: nothing else runs meanwhile. */
+static int fileop_creds(bool as_program, struct __user_cap_data_struct saved[2])
+{
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	if (as_program) {
+		if (syscall(SYS_capget, &h, saved) < 0)
+			return -1;
+		struct __user_cap_data_struct d[2];
+		memcpy(d, saved, sizeof d);
+		d[0].effective = d[1].effective = 0;
+		syscall(SYS_setfsgid, 0);
+		syscall(SYS_setfsuid, 0);
+		return (int)syscall(SYS_capset, &h, d);
+	}
+	return (int)syscall(SYS_capset, &h, saved);
+}
+
 /* safepath.c resolves them: never through a magic link, never to procfs, sysfs or a device */
 static void do_fileop(const struct msg_fileop *f)
+{
+	struct __user_cap_data_struct saved[2];
+	if (fileop_creds(true, saved) < 0) {
+		struct msg_error r;
+		memset(&r, 0, sizeof r);
+		r.type = MSG_FILEOP_DONE;
+		r.err = errno ? errno : EPERM;
+		pd_send_fds(pd_ch_sock, &r, sizeof r, NULL, 0);
+		return;
+	}
+	do_fileop_as_program(f);
+	if (fileop_creds(false, saved) < 0)
+		pd_ch_die("restore init's capabilities", errno);
+}
+
+static void do_fileop_as_program(const struct msg_fileop *f)
 {
 	struct msg_error r;
 	memset(&r, 0, sizeof r);

@@ -177,7 +177,10 @@ char *pd_session_noise_of(pd_session *s, const char *request_id);
 /* Path of the full stdout (stream 1) or stderr (2) of the exec with that request id or number. */
 int pd_session_output_path(pd_session *s, const char *request_id, int stream, char *path, size_t len,
 			   pd_err *e);
-/* Unpacks a tar stream (read from fd) into dir inside the sandbox; packs dir into fd. */
+/* Unpacks a tar stream (read from fd) into dir inside the sandbox; packs dir into fd (a pipe is
+ * fine: the archive is written as tar makes it, nothing is spooled on the host; a failure after
+ * part of it was written, e.g. past the size cap, returns -1: the caller must not treat what
+ * arrived as the archive). */
 int pd_session_upload_tar(pd_session *s, const char *dir, int tar_fd, const char *request_id, pd_err *e);
 int pd_session_download_tar(pd_session *s, const char *dir, int tar_fd, const char *request_id, pd_err *e);
 /* Returns the session to its template's fresh state (the pools' reset, pd_sandbox_reset, and the

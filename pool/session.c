@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -552,7 +553,7 @@ static int run_tar(pd_session *s, char **argv, int in_fd, int out_fd, pd_err *e)
 		rc = pd_fail(e, EFBIG, "the archive of that directory is over %u MiB: download a smaller one",
 			     SESSION_TAR_MAX >> 20);
 	} else if (out_fd >= 0 && r.spill_lost[0]) {
-		rc = pd_fail(e, ENOSPC, "the archive could not be written whole (no space on the host)");
+		rc = pd_fail(e, EPIPE, "the archive could not be sent whole (the client stopped reading)");
 	} else if ((r.status != PD_OK && !(out_fd >= 0 && r.status == PD_OL)) ||
 		   (out_fd >= 0 && tar_status != 0)) {
 		if (st)
@@ -567,16 +568,19 @@ static int run_tar(pd_session *s, char **argv, int in_fd, int out_fd, pd_err *e)
 	return rc;
 }
 
-static void tar_step(pd_session *s, const char *kind, const char *dir, int fd, const char *rid, uint64_t t0,
-		     int rc, const pd_err *e)
+/* sent: the archive's length and digest when it was streamed (fd < 0), else read from fd */
+static void tar_step(pd_session *s, const char *kind, const char *dir, int fd, const char *sent_hex,
+		     uint64_t sent_len, const char *rid, uint64_t t0, int rc, const pd_err *e)
 {
 	char hex[65];
 	json_t *action = json_pack("{s:o}", "dir", pd_json_text(dir));
 	json_t *obs = json_pack("{s:b}", "ok", rc == 0);
 	if (rc < 0)
 		json_object_set_new(obs, "error", pd_json_text(e->msg));
-	off_t len = lseek(fd, 0, SEEK_END);
-	if (len >= 0 && pd_session_digest_fd(fd, hex) == 0) {
+	off_t len = fd >= 0 ? lseek(fd, 0, SEEK_END) : (off_t)sent_len;
+	if (fd < 0)
+		snprintf(hex, sizeof hex, "%s", sent_hex);
+	if (len >= 0 && (fd < 0 || pd_session_digest_fd(fd, hex) == 0)) {
 		json_t *o = !strcmp(kind, "upload") ? action : obs;
 		json_object_set_new(o, "tar_bytes", json_integer((json_int_t)len));
 		json_object_set_new(o, "tar_sha256", json_string(hex));
@@ -599,9 +603,49 @@ int pd_session_upload_tar(pd_session *s, const char *dir, int tar_fd, const char
 		rc = d ? run_tar(s, argv, tar_fd, -1, e) : pd_fail(e, ENOMEM, "tar");
 		free(d);
 	}
-	tar_step(s, "upload", dir, tar_fd, rid, t0, rc, e);
+	tar_step(s, "upload", dir, tar_fd, NULL, 0, rid, t0, rc, e);
 	session_leave(s);
 	return rc;
+}
+
+/* The archive goes from tar's output to the caller's fd (a pipe to the client) as it is made: it
+ * is never spooled on the host (a spool of a GiB per download, 256 at once, filled the host's
+ * /tmp). The relay digests what passes for the trajectory; a caller that stops reading (the
+ * client went away) closes the relay's end, so tar's output is dropped rather than blocking. */
+typedef struct {
+	int in, out;
+	pd_digest d;
+	uint64_t bytes;
+	bool broken;
+} tar_relay;
+
+static void *relay_main(void *arg)
+{
+	tar_relay *t = arg;
+	char buf[65536];
+	for (;;) {
+		ssize_t n = read(t->in, buf, sizeof buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		pd_digest_add(&t->d, buf, (size_t)n);
+		t->bytes += (uint64_t)n;
+		for (ssize_t off = 0; off < n;) {
+			ssize_t w = write(t->out, buf + off, (size_t)(n - off));
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				t->broken = true;
+				break;
+			}
+			off += w;
+		}
+		if (t->broken)
+			break;
+	}
+	close(t->in); /* a broken relay: tar's next write fails (EPIPE) and its output is dropped */
+	return NULL;
 }
 
 int pd_session_download_tar(pd_session *s, const char *dir, int tar_fd, const char *rid, pd_err *e)
@@ -618,9 +662,31 @@ int pd_session_download_tar(pd_session *s, const char *dir, int tar_fd, const ch
 	snprintf(limit, sizeof limit, "%llu", (unsigned long long)SESSION_TAR_MAX + 1);
 	char *d = strdup(dir);
 	char *argv[] = {sh, c, script, zero, d, limit, NULL};
-	int rc = d ? run_tar(s, argv, -1, tar_fd, e) : pd_fail(e, ENOMEM, "tar");
+	tar_relay t = {.out = tar_fd};
+	pd_digest_init(&t.d);
+	int p[2] = {-1, -1};
+	pthread_t th;
+	int rc;
+	if (!d)
+		rc = pd_fail(e, ENOMEM, "tar");
+	else if (pipe2(p, O_CLOEXEC) < 0)
+		rc = pd_fail(e, errno, "pipe for the archive");
+	else if ((t.in = p[0], errno = pthread_create(&th, NULL, relay_main, &t)) != 0) {
+		rc = pd_fail(e, errno, "archive relay");
+		close(p[0]);
+		close(p[1]);
+		p[0] = -1;
+	} else {
+		rc = run_tar(s, argv, -1, p[1], e);
+		close(p[1]);
+		pthread_join(th, NULL);
+		if (rc == 0 && t.broken)
+			rc = pd_fail(e, EPIPE, "the archive could not be sent whole (the client stopped reading)");
+	}
 	free(d);
-	tar_step(s, "download", dir, tar_fd, rid, t0, rc, e);
+	char hex[65];
+	pd_digest_hex(&t.d, hex);
+	tar_step(s, "download", dir, -1, hex, t.bytes, rid, t0, rc, e);
 	session_leave(s);
 	return rc;
 }

@@ -16,6 +16,7 @@
 #define PD_MHD_FUNCS(X)                                                                          \
 	X(MHD_add_response_header)                                                               \
 	X(MHD_create_response_from_buffer)                                                       \
+	X(MHD_create_response_from_callback)                                                     \
 	X(MHD_create_response_from_fd64)                                                         \
 	X(MHD_destroy_response)                                                                  \
 	X(MHD_get_connection_info)                                                               \
@@ -43,6 +44,7 @@ int pd_mhd_load(pd_err *e);
 #ifndef PD_MHD_IMPL
 #define MHD_add_response_header pd_mhd.MHD_add_response_header
 #define MHD_create_response_from_buffer pd_mhd.MHD_create_response_from_buffer
+#define MHD_create_response_from_callback pd_mhd.MHD_create_response_from_callback
 #define MHD_create_response_from_fd64 pd_mhd.MHD_create_response_from_fd64
 #define MHD_destroy_response pd_mhd.MHD_destroy_response
 #define MHD_get_connection_info pd_mhd.MHD_get_connection_info

@@ -28,6 +28,20 @@ static void drop_resp_fd(req *r)
 	if (r->resp_from_fd)
 		close(r->resp_fd);
 	r->resp_from_fd = false;
+	if (r->resp_stream)
+		http_stream_drop(r->resp_stream);
+	r->resp_stream = NULL;
+}
+
+void http_set_resp_stream(req *r, int status, const char *ctype, http_stream *st)
+{
+	free(r->resp);
+	r->resp = NULL;
+	r->resp_len = 0;
+	drop_resp_fd(r);
+	r->status = status;
+	r->content_type = ctype;
+	r->resp_stream = st;
 }
 
 void http_set_resp_fd(req *r, int status, const char *ctype, int fd, uint64_t len)
@@ -91,13 +105,15 @@ void http_set_error(req *r, int status, const char *fmt, ...)
 static enum MHD_Result send_resp(struct MHD_Connection *c, req *r)
 {
 	struct MHD_Response *resp =
-		r->resp_from_fd
-			? MHD_create_response_from_fd64(r->resp_fd_len, r->resp_fd)
-			: MHD_create_response_from_buffer(r->resp_len, r->resp ? r->resp : (char *)"", MHD_RESPMEM_MUST_FREE);
+		r->resp_stream	 ? http_stream_response(r->resp_stream)
+		: r->resp_from_fd ? MHD_create_response_from_fd64(r->resp_fd_len, r->resp_fd)
+				  : MHD_create_response_from_buffer(r->resp_len, r->resp ? r->resp : (char *)"",
+								    MHD_RESPMEM_MUST_FREE);
 	if (!resp)
 		return MHD_NO; /* on_completed frees what is left */
-	r->resp = NULL; /* MHD owns it now (the buffer, or the descriptor) */
+	r->resp = NULL; /* MHD owns it now (the buffer, the descriptor or the stream) */
 	r->resp_from_fd = false;
+	r->resp_stream = NULL;
 	MHD_add_response_header(resp, "Content-Type", r->content_type ? r->content_type : "application/json");
 	if (r->retry_after) {
 		char ra[16];

@@ -3,6 +3,7 @@
  *   routes.c      the route table (method + path -> handler) and the small endpoints
  *   runs.c        the run endpoints (native, SandboxFusion, Piston): parse, admit, queue, answer
  *   sessions.c    the session endpoints and the threads their operations run on
+ *   stream.c      a response body read from a pipe while it is produced (session downloads)
  *   conns.c       connection limits (total, per client address) and the descriptor reserve
  *   prometheus.c  /metrics: the server's gauges and counters as Prometheus text
  *   judge.c       POST /v1/judge: a submission judged by server/judge/ on a scheduler worker
@@ -97,6 +98,8 @@ typedef struct req {
 	bool resp_from_fd;
 	int resp_fd;
 	uint64_t resp_fd_len;
+	/* or a body produced while it is sent (stream.c); held until libmicrohttpd takes it */
+	struct http_stream *resp_stream;
 	const char *content_type;
 	unsigned retry_after;
 	kind k;
@@ -106,9 +109,22 @@ typedef struct req {
 	pd_session_query q;
 } req;
 
+/* ---- a body produced while it is sent (stream.c) ---- */
+typedef struct http_stream http_stream;
+/* Reads rfd (a pipe's read end, taken); holds a session operation until it is done. NULL on
+ * failure (rfd is then the caller's). */
+http_stream *http_stream_new(pd_server *s, struct MHD_Connection *conn, int rfd);
+/* The producer: how it ended, said before it closes its write end. */
+void http_stream_end(http_stream *st, bool ok);
+/* The response's reference, given up (sent, never sent, or the client left). */
+void http_stream_drop(http_stream *st);
+struct MHD_Response *http_stream_response(http_stream *st);
+
 /* ---- responses (http.c) ---- */
 /* The body is fd's first len bytes, sent by libmicrohttpd, which closes fd. */
 void http_set_resp_fd(req *r, int status, const char *ctype, int fd, uint64_t len);
+/* The body is read from st's pipe as it is produced, chunked (st is taken). */
+void http_set_resp_stream(req *r, int status, const char *ctype, struct http_stream *st);
 /* body is malloc'd and taken. */
 void http_set_resp(req *r, int status, const char *ctype, char *body, size_t len);
 /* j is taken. */

@@ -129,6 +129,17 @@ static char *pool_metrics(pd_server *s)
 		for (int l = 0; l < 4; l++)
 			fprintf(f, "paddock_judged_total{output=\"%s\"} %llu\n", pd_level_name((pd_level)l),
 				(unsigned long long)js.by_output[l]);
+		fprintf(f, "# HELP paddock_judged_process_total Judged attempts, by the verdict's process level.\n"
+			   "# TYPE paddock_judged_process_total counter\n");
+		static const pd_level pl[] = {PD_LV_PASS, PD_LV_FAIL, PD_LV_NOT_AUDITED};
+		for (int l = 0; l < 3; l++)
+			fprintf(f, "paddock_judged_process_total{process=\"%s\"} %llu\n", pd_level_name(pl[l]),
+				(unsigned long long)js.by_process[pl[l]]);
+		fprintf(f, "# HELP paddock_judge_audit_events_total Audit events of judged candidates' test runs, by kind.\n"
+			   "# TYPE paddock_judge_audit_events_total counter\n");
+		for (int k = 0; k < PD_AK_N; k++)
+			fprintf(f, "paddock_judge_audit_events_total{kind=\"%s\"} %llu\n", pd_audit_kind_name((pd_audit_kind)k),
+				(unsigned long long)js.audit_kinds[k]);
 		fprintf(f, "# HELP paddock_judge_errors_total Checker or interactor failures (retries included).\n"
 			   "# TYPE paddock_judge_errors_total counter\npaddock_judge_errors_total %llu\n"
 			   "# HELP paddock_judge_checker_cpu_ms_total CPU time of checker programs and interactors.\n"

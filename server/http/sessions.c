@@ -20,9 +20,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -255,44 +259,118 @@ static void session_stat(req *r, sess_entry *se)
 				   (json_int_t)st.st_mtim.tv_sec));
 }
 
-static void session_tar(req *r, sess_entry *se, bool upload)
+static void session_upload(req *r, sess_entry *se)
 {
 	const char *dir = *r->q.dir ? r->q.dir : "/work";
-	char tmp[] = "/tmp/paddock-tar-XXXXXX";
-	int fd = mkstemp(tmp);
+	/* the body is in memory already (up to the daemon's body limit): a memfd hands it to tar
+	 * without a copy in the host's /tmp */
+	int fd = memfd_create("paddock-upload", MFD_CLOEXEC);
 	if (fd < 0) {
-		http_set_error(r, 500, "temporary file: %s", strerror(errno));
+		http_set_error(r, 500, "upload buffer: %s", strerror(errno));
 		return;
 	}
-	unlink(tmp);
 	pd_err e = {0};
-	if (upload) {
-		if (write(fd, r->body ? r->body : "", r->len) != (ssize_t)r->len) {
-			http_set_error(r, 507, "temporary file: %s", strerror(errno));
-			close(fd);
-			return;
+	if (write(fd, r->body ? r->body : "", r->len) != (ssize_t)r->len) {
+		http_set_error(r, 507, "upload buffer: %s", strerror(errno));
+		close(fd);
+		return;
+	}
+	lseek(fd, 0, SEEK_SET);
+	if (pd_session_upload_tar(se->s, dir, fd, step_id(r), &e) < 0)
+		http_set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 400, "%s", e.msg);
+	else
+		http_set_json(r, 200, json_pack("{s:o,s:I}", "dir", pd_json_text(dir), "bytes", (json_int_t)r->len));
+	close(fd);
+}
+
+typedef struct {
+	pd_session *s;
+	const char *dir, *rid;
+	int wfd;
+	http_stream *st; /* set once the response streams; NULL while the status is undecided */
+	pthread_mutex_t mu;
+	pd_err e;
+	int rc;
+	bool done;
+} download;
+
+static void *download_main(void *arg)
+{
+	download *d = arg;
+	pd_err e = {0};
+	int rc = pd_session_download_tar(d->s, d->dir, d->wfd, d->rid, &e);
+	pthread_mutex_lock(&d->mu);
+	d->rc = rc;
+	d->e = e;
+	d->done = true;
+	if (d->st)
+		http_stream_end(d->st, rc == 0); /* before the write end closes: the reader's EOF */
+	pthread_mutex_unlock(&d->mu);
+	close(d->wfd);
+	return NULL;
+}
+
+/* The archive streams from tar in the sandbox to the client: nothing is spooled on the host.
+ * The status is decided by what comes first: the archive's first bytes (200, then streamed; a
+ * later failure, such as the size cap, cuts the transfer) or tar's end without output (its
+ * error, as before). Returns true when the connection was resumed here (the response streams
+ * while the operation still runs). */
+static bool session_download(req *r, sess_entry *se)
+{
+	download d = {.s = se->s, .dir = *r->q.dir ? r->q.dir : "/work", .rid = step_id(r)};
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		http_set_error(r, 500, "pipe: %s", strerror(errno));
+		return false;
+	}
+	d.wfd = p[1];
+	pthread_mutex_init(&d.mu, NULL);
+	pthread_t t;
+	if ((errno = pthread_create(&t, NULL, download_main, &d)) != 0) {
+		http_set_error(r, 503, "cannot start a thread: %s", strerror(errno));
+		close(p[0]);
+		close(p[1]);
+		pthread_mutex_destroy(&d.mu);
+		return false;
+	}
+	struct pollfd pf = {p[0], POLLIN, 0};
+	while (poll(&pf, 1, -1) < 0 && errno == EINTR)
+		;
+	int avail = 0;
+	bool resumed = false;
+	if (ioctl(p[0], FIONREAD, &avail) == 0 && avail > 0) {
+		pd_server *s = r->srv;
+		struct MHD_Connection *conn = r->conn;
+		http_stream *st = http_stream_new(s, conn, p[0]);
+		if (st) {
+			pthread_mutex_lock(&d.mu);
+			d.st = st;
+			if (d.done)
+				http_stream_end(st, d.rc == 0);
+			pthread_mutex_unlock(&d.mu);
+			http_set_resp_stream(r, 200, "application/x-tar", st);
+			p[0] = -1;
+			/* r belongs to the event thread from here */
+			pthread_mutex_lock(&s->mu);
+			MHD_resume_connection(conn);
+			pthread_mutex_unlock(&s->mu);
+			resumed = true;
 		}
-		lseek(fd, 0, SEEK_SET);
-		if (pd_session_upload_tar(se->s, dir, fd, step_id(r), &e) < 0)
-			http_set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 400, "%s", e.msg);
-		else
-			http_set_json(r, 200, json_pack("{s:o,s:I}", "dir", pd_json_text(dir), "bytes", (json_int_t)r->len));
-		close(fd);
-		return;
 	}
-	if (pd_session_download_tar(se->s, dir, fd, step_id(r), &e) < 0) {
-		int code = e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : e.code == EFBIG ? 413 : 400;
-		http_set_error(r, e.code == ENOSPC ? 507 : code, "%s", e.msg);
-		close(fd);
-		return;
+	if (!resumed && p[0] >= 0)
+		close(p[0]); /* tar's later writes fail: its output goes nowhere */
+	pthread_join(t, NULL);
+	pthread_mutex_destroy(&d.mu);
+	if (!resumed) {
+		if (d.rc == 0) {
+			http_set_error(r, 500, "the archive could not be sent");
+		} else {
+			pd_err *e = &d.e;
+			int code = e->code == EBUSY ? 409 : e->code == ESRCH ? 410 : e->code == EFBIG ? 413 : 400;
+			http_set_error(r, code, "%s", e->msg);
+		}
 	}
-	off_t len = lseek(fd, 0, SEEK_END);
-	if (len < 0) {
-		http_set_error(r, 500, "archive: %s", strerror(errno));
-		close(fd);
-		return;
-	}
-	http_set_resp_fd(r, 200, "application/x-tar", fd, (uint64_t)len);
+	return resumed;
 }
 
 static void session_output(req *r, sess_entry *se)
@@ -342,6 +420,8 @@ static void *session_op_main(void *arg)
 {
 	req *r = arg;
 	pd_server *s = r->srv;
+	struct MHD_Connection *conn = r->conn; /* r belongs to the event thread once resumed */
+	bool resumed = false;                  /* a download resumes it as soon as it streams */
 	/* /v1/sessions/<id>/<op> */
 	char id[48] = "", op[32] = "";
 	bool url_ok = pd_session_url(r->url, id, sizeof id, op, sizeof op) == 0;
@@ -365,9 +445,9 @@ static void *session_op_main(void *arg)
 	else if (!strcmp(op, "stat"))
 		session_stat(r, se);
 	else if (!strcmp(op, "upload") && !strcmp(r->method, "POST"))
-		session_tar(r, se, true);
+		session_upload(r, se);
 	else if (!strcmp(op, "download"))
-		session_tar(r, se, false);
+		resumed = session_download(r, se);
 	else if (!strcmp(op, "output"))
 		session_output(r, se);
 	else if (!strcmp(op, "reset") && !strcmp(r->method, "POST"))
@@ -376,7 +456,6 @@ static void *session_op_main(void *arg)
 		session_snapshot(r, se);
 	else
 		http_set_error(r, 404, "no such session operation: %s %s", r->method, op);
-	struct MHD_Connection *conn = r->conn; /* r belongs to the event thread once resumed */
 	pd_session *to_close = NULL;
 	pthread_mutex_lock(&s->mu);
 	if (se && --se->ops == 0 && se->closing) {
@@ -390,7 +469,8 @@ static void *session_op_main(void *arg)
 	pthread_mutex_lock(&s->mu);
 	s->session_ops--;
 	pthread_cond_broadcast(&s->ops_cv);
-	MHD_resume_connection(conn);
+	if (!resumed)
+		MHD_resume_connection(conn);
 	pthread_mutex_unlock(&s->mu);
 	return NULL;
 }

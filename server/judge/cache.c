@@ -49,7 +49,7 @@ void pd_jcache_free(pd_jcache *c)
 	if (!c)
 		return;
 	for (size_t i = 0; i < c->cap; i++)
-		free(c->e[i].d.tests);
+		pd_judged_free(&c->e[i].d);
 	free(c->e);
 	pthread_mutex_destroy(&c->mu);
 	free(c);
@@ -79,7 +79,8 @@ static void tpl_identity(pd_sha256 *h, const pd_template *t)
 }
 
 void pd_jcache_key(const pd_problem *p, const char *language, const char *code, size_t code_len,
-		   const pd_template *tpl, const pd_template *judge_tpl, bool stop_at_first, unsigned char key[32])
+		   const pd_template *tpl, const pd_template *judge_tpl, bool stop_at_first, const pd_audit_policy *audit,
+		   unsigned char key[32])
 {
 	pd_sha256 h;
 	pd_sha256_init(&h);
@@ -92,6 +93,11 @@ void pd_jcache_key(const pd_problem *p, const char *language, const char *code, 
 	tpl_identity(&h, tpl);
 	tpl_identity(&h, judge_tpl);
 	pd_sha256_u64(&h, stop_at_first);
+	/* an audited verdict is not an unaudited one, and two policies judge the same run apart:
+	 * the normalized policy is part of the key */
+	char *pj = audit ? pd_audit_policy_json(audit) : NULL;
+	pd_sha256_str(&h, audit ? (pj ? pj : "?") : "");
+	free(pj);
 	pd_sha256_end(&h, key);
 }
 
@@ -113,17 +119,32 @@ static entry *find(pd_jcache *c, const unsigned char key[32])
 	return NULL;
 }
 
-static int copy(pd_judged *dst, const pd_judged *src)
+int pd_judged_copy(pd_judged *dst, const pd_judged *src)
 {
 	*dst = *src;
 	dst->tests = NULL;
+	dst->audit = NULL;
 	if (src->ntests) {
 		dst->tests = malloc(src->ntests * sizeof *dst->tests);
 		if (!dst->tests)
 			return -1;
 		memcpy(dst->tests, src->tests, src->ntests * sizeof *dst->tests);
 	}
+	if (src->audit_len) {
+		dst->audit = malloc(src->audit_len * sizeof *dst->audit);
+		if (!dst->audit) {
+			free(dst->tests);
+			dst->tests = NULL;
+			return -1;
+		}
+		memcpy(dst->audit, src->audit, src->audit_len * sizeof *dst->audit);
+	}
 	return 0;
+}
+
+static int copy(pd_judged *dst, const pd_judged *src)
+{
+	return pd_judged_copy(dst, src);
 }
 
 bool pd_jcache_get(pd_jcache *c, const unsigned char key[32], pd_judged *out)
@@ -161,7 +182,7 @@ void pd_jcache_put(pd_jcache *c, const unsigned char key[32], const pd_judged *d
 	}
 	if (!x->used)
 		c->entries++;
-	free(x->d.tests);
+	pd_judged_free(&x->d);
 	memset(x, 0, sizeof *x);
 	if (copy(&x->d, d) == 0) {
 		memcpy(x->key, key, 32);

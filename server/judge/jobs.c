@@ -90,6 +90,9 @@ static bool judge_once(pd_job *j, judge_work *w, const pd_judge_opts *o)
 	} else {
 		j->failure = failure_of(d.v.failure_class);
 		snprintf(j->error, sizeof j->error, "%s", d.error);
+		/* the process level for the metrics (paddock_process_verdicts_total) */
+		j->verdict.status = d.v.process == PD_LV_FAIL ? PD_PROCESS_FAIL
+				    : d.v.process == PD_LV_PASS ? PD_PROCESS_PASS : PD_PROCESS_NOT_AUDITED;
 		j->record = pd_judged_to_json(&d);
 		retry = j->failure == PD_F_STARTUP || j->failure == PD_F_INTERNAL;
 	}
@@ -143,6 +146,11 @@ pd_job *pd_judge_job(pd_judge *judge, const pd_problem_set *problems, json_t *bo
 		*status = 404;
 		pd_refuse(e, "problem_id: no problem %s%s%s is loaded", w->q.problem_id, w->q.problem_version[0] ? "@" : "",
 			  w->q.problem_version);
+		work_free(w);
+		return NULL;
+	}
+	/* a request policy that would widen the template's or problem's: the client's error, now */
+	if (pd_judge_check_policy(judge, w->problem, w->q.language, w->q.audit, e) < 0) {
 		work_free(w);
 		return NULL;
 	}

@@ -21,6 +21,7 @@ struct pd_judge {
 	pd_jcache *cache;
 	pthread_mutex_t mu;
 	uint64_t judged, judge_errors, checker_ms, by_output[5], seq;
+	uint64_t by_process[5], audit_kinds[PD_AK_N];
 };
 
 
@@ -172,7 +173,7 @@ static void run_checker(pd_judge *j, const pd_problem *p, const pd_jtest *t, con
 
 /* One test: run the candidate (and the interactor), check, fill tr. */
 static void test_once(pd_judge *j, const pd_problem *p, const pd_jtest *t, const pd_jprog *cand, const pd_judge_opts *o,
-		      pd_jtest_result *tr, pd_judged *d, bool *startup)
+		      const pd_audit_policy *pol, pd_jtest_result *tr, pd_judged *d, bool *startup)
 {
 	memset(tr, 0, sizeof *tr);
 	pd_jrun x, ix;
@@ -185,6 +186,7 @@ static void test_once(pd_judge *j, const pd_problem *p, const pd_jtest *t, const
 		x.wall_ms = p->time_ms * 2 + 1000;
 		x.memory_bytes = p->memory_bytes;
 		x.output_bytes = p->output_bytes;
+		x.audit = pol; /* the candidate's run only: never the checker's or the interactor's */
 		char *call_args[] = {(char *)p->fn_name, NULL};
 		pd_jfile harness;
 		if (p->call_based) { /* harness.c */
@@ -222,10 +224,12 @@ static void test_once(pd_judge *j, const pd_problem *p, const pd_jtest *t, const
 		pd_jrun_free(&ix);
 		if (a == o->infra_retries) {
 			tr->status = PD_T_XX;
+			pd_judged_audit_unseen(d);
 			return;
 		}
 	}
 	*startup = false;
+	pd_judged_audit_add(d, t->name, &x);
 	tr->message[0] = 0;
 	tr->time_ms = x.r.cpu_ms;
 	tr->wall_ms = x.r.wall_ms;
@@ -277,10 +281,10 @@ static void test_once(pd_judge *j, const pd_problem *p, const pd_jtest *t, const
 /* One test; an interactive one whose interactor failed is run again, whole (the candidate talks
  * to the interactor as it goes: there is no output to check again), judge_retries times. */
 static void one_test(pd_judge *j, const pd_problem *p, const pd_jtest *t, const pd_jprog *cand, const pd_judge_opts *o,
-		     pd_jtest_result *tr, pd_judged *d, bool *startup)
+		     const pd_audit_policy *pol, pd_jtest_result *tr, pd_judged *d, bool *startup)
 {
 	for (unsigned a = 0;; a++) {
-		test_once(j, p, t, cand, o, tr, d, startup);
+		test_once(j, p, t, cand, o, pol, tr, d, startup);
 		tr->checker_attempts = p->checker.mode == PD_CHK_INTERACTIVE ? a + 1 : tr->checker_attempts;
 		if (p->checker.mode != PD_CHK_INTERACTIVE || tr->status != PD_T_JE || a >= o->judge_retries)
 			return;
@@ -295,6 +299,10 @@ static void count(pd_judge *j, const pd_judged *d)
 	j->checker_ms += d->checker_ms;
 	if ((unsigned)d->v.output < 5)
 		j->by_output[d->v.output]++;
+	if ((unsigned)d->v.process < 5)
+		j->by_process[d->v.process]++;
+	for (int k = 0; d->audited && !d->cache_hit && k < PD_AK_N; k++)
+		j->audit_kinds[k] += d->audit_kinds[k];
 	pthread_mutex_unlock(&j->mu);
 }
 
@@ -365,6 +373,7 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 	uint64_t t0 = now_ms();
 	const char *tpl_name = p->template_name[0] ? p->template_name : l->template;
 	d->v.process = PD_LV_NOT_AUDITED; /* no audit ran: never "pass" without evidence */
+	pd_audit_policy *pol = NULL;      /* the audit's policy, once the template is known */
 	d->v.resources = PD_LV_NOT_JUDGED;
 	set_ids(j, p, l->name, tpl_name, d);
 	const pd_template *tpl = pd_pools_template(j->pools, tpl_name);
@@ -379,10 +388,14 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 								      : NULL;
 	const pd_template *jt = js ? pd_pools_template(j->pools, judge_template(j, p, js)) : NULL;
 	bool stop = o->stop_at_first_failure < 0 ? p->stop_at_first_failure : o->stop_at_first_failure > 0;
+	if (pd_judge_policy(tpl, p, o->audit, &pol, e) < 0)
+		return -1;
+	if (pol)
+		pd_judged_audit_start(d);
 	unsigned char key[32];
 	d->cache_used = !o->no_cache;
 	if (!o->no_cache) {
-		pd_jcache_key(p, l->name, code, code_len, tpl, jt, stop, key);
+		pd_jcache_key(p, l->name, code, code_len, tpl, jt, stop, pol, key);
 		pd_judged hit;
 		if (pd_jcache_get(j->cache, key, &hit)) {
 			/* the stored verdict with this request's ids */
@@ -396,6 +409,7 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 			pd_verdict_decide(&d->v, &o->rule); /* this request's rule */
 			d->wall_ms = now_ms() - t0;
 			count(j, d);
+			pd_audit_policy_free(pol);
 			return 0;
 		}
 	}
@@ -461,7 +475,7 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 			continue;
 		}
 		bool startup = false;
-		one_test(j, p, &p->tests[i], &cand, o, tr, d, &startup);
+		one_test(j, p, &p->tests[i], &cand, o, pol, tr, d, &startup);
 		if (tr->status == PD_T_XX) {
 			d->v.failure_class = startup ? "startup_failure" : "internal_error";
 			snprintf(d->error, sizeof d->error, "test %s: %s", p->tests[i].name, tr->message);
@@ -477,6 +491,8 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 	free(built);
 	decide(p, d);
 done:
+	pd_judged_audit_decide(d);
+	pd_audit_policy_free(pol);
 	pd_verdict_decide(&d->v, &o->rule);
 	d->wall_ms = now_ms() - t0;
 	if (!o->no_cache && pd_jcache_cacheable(d))
@@ -485,11 +501,25 @@ done:
 	return 0;
 }
 
+int pd_judge_check_policy(pd_judge *j, const pd_problem *p, const char *language, const pd_audit_policy *req,
+			  pd_err *e)
+{
+	const pd_language *l = pd_language_find(language);
+	const char *tpl_name = p->template_name[0] ? p->template_name : l ? l->template : "";
+	pd_audit_policy *pol = NULL;
+	int rc = pd_judge_policy(pd_pools_template(j->pools, tpl_name), p, req, &pol, e);
+	pd_audit_policy_free(pol);
+	return rc;
+}
+
 void pd_judged_free(pd_judged *d)
 {
 	free(d->tests);
 	d->tests = NULL;
 	d->ntests = 0;
+	free(d->audit);
+	d->audit = NULL;
+	d->audit_len = 0;
 }
 
 void pd_judge_stats_get(pd_judge *j, pd_judge_stats *s)
@@ -500,6 +530,8 @@ void pd_judge_stats_get(pd_judge *j, pd_judge_stats *s)
 	s->judge_errors = j->judge_errors;
 	s->checker_ms = j->checker_ms;
 	memcpy(s->by_output, j->by_output, sizeof s->by_output);
+	memcpy(s->by_process, j->by_process, sizeof s->by_process);
+	memcpy(s->audit_kinds, j->audit_kinds, sizeof s->audit_kinds);
 	pthread_mutex_unlock(&j->mu);
 	pd_jcache_stats(j->cache, &s->cache_hits, &s->cache_misses, &s->cache_entries, &s->cpu_ms_saved);
 }

@@ -162,6 +162,7 @@ typedef struct pd_problem {
 	bool call_based;            /* in_outs with fn_name: the harness calls fn_name */
 	char fn_name[128];
 	bool stop_at_first_failure;
+	pd_audit_policy *audit;     /* problem.json's "audit" policy (owned), or NULL */
 	pd_jtest *tests;
 	size_t ntests;
 	/* a digest of everything that decides a verdict (limits, checker, tests, programs) */
@@ -229,6 +230,10 @@ typedef struct pd_jrun {
 	char *feedback;         /* Kattis: /work/feedback/judgemessage.txt, if asked */
 	bool want_feedback;
 	char sandbox_id[40];
+	/* in: audit the run under this policy (the candidate's runs only); out: its process level,
+	 * judged with the sandbox still there (honey tokens and decoy answers in the files it wrote) */
+	const pd_audit_policy *audit;
+	pd_audit_verdict verdict;
 } pd_jrun;
 
 /* Compiles source in a sandbox of the language's template (or template_name if given) and takes the
@@ -327,6 +332,7 @@ typedef struct pd_judge_opts {
 	pd_reward_rule rule;
 	unsigned judge_retries;     /* retries of a failed checker; default 1 */
 	unsigned infra_retries;     /* retries of a sandbox that failed (XX, startup); default 1 */
+	const pd_audit_policy *audit; /* the request's "audit" (borrowed), NULL: none asked */
 } pd_judge_opts;
 
 void pd_judge_opts_default(pd_judge_opts *o);
@@ -347,7 +353,17 @@ typedef struct pd_judged {
 	bool cache_hit;
 	bool cache_used;            /* false: the request opted out or the result was not cacheable */
 	unsigned judge_errors;      /* checker failures seen (retried ones included) */
+	/* the audit of the candidate's test runs (issue 22): events of all tests (malloc'd, capped),
+	 * the count past the cap, per-kind counts and the process level's reasons */
+	bool audited;
+	pd_audit_event *audit;
+	size_t audit_len;
+	uint64_t audit_dropped;
+	uint64_t audit_kinds[PD_AK_N];
+	pd_audit_verdict audit_verdict;
 } pd_judged;
+
+#define PD_JUDGE_AUDIT_EVENTS 256 /* events a judged record keeps, over all its tests */
 
 typedef struct pd_judge pd_judge;
 
@@ -373,6 +389,8 @@ typedef struct pd_judge_stats {
 	uint64_t cpu_ms_saved; /* CPU the cached verdicts would have cost again */
 	uint64_t checker_ms;
 	uint64_t by_output[5]; /* by pd_level of the output */
+	uint64_t by_process[5]; /* by pd_level of the process level */
+	uint64_t audit_kinds[PD_AK_N]; /* audit events of judged candidates, by kind */
 } pd_judge_stats;
 void pd_judge_stats_get(pd_judge *j, pd_judge_stats *s);
 
@@ -380,7 +398,7 @@ void pd_judge_stats_get(pd_judge *j, pd_judge_stats *s);
 
 /* POST /v1/judge: {"problem_id", "problem_version" | "problem": {inline}, "language", "code",
  * "task_id", "group_id", "sample_id", "priority", "deadline_ms", "cache", "stop_at_first_failure",
- * "reward": {rule}} (docs/judge.md, "Requests"). */
+ * "reward": {rule}, "audit": true | {policy}} (docs/judge.md, "Requests"; docs/audit.md). */
 typedef struct pd_judge_req {
 	char problem_id[128], problem_version[32];
 	pd_problem *problem;    /* an inline problem (owned), or NULL: problem_id names one */
@@ -391,12 +409,35 @@ typedef struct pd_judge_req {
 	int priority;           /* PD_PRIO_* */
 	uint64_t deadline_ms;   /* from now; 0 = none */
 	pd_judge_opts opts;
+	pd_audit_policy *audit; /* "audit": true or {policy} (owned; opts.audit points at it), or NULL */
 	json_t *body;           /* owned: the parsed request */
 } pd_judge_req;
 
 /* Parses a request; on error frees what it took, returns -1 and e names the field. */
 int pd_judge_req_parse(json_t *o, pd_judge_req *q, pd_err *e);
 void pd_judge_req_free(pd_judge_req *q);
+
+/* ---- the audit of judged submissions (audit.c) ---------------------------------------------- */
+
+/* The policy a submission is judged under: the template's, then the problem's over it (it may
+ * replace what is allowed), then the request's (it may only tighten), when the request asks for
+ * an audit or the template or problem makes it mandatory. *out is NULL when no audit runs. -1 (e
+ * names the field) when the request would widen the template's or problem's policy. */
+int pd_judge_policy(const pd_template *tpl, const pd_problem *p, const pd_audit_policy *req,
+		    pd_audit_policy **out, pd_err *e);
+/* The same check for a request before it is queued (400 at once): -1 with e when it is refused. */
+int pd_judge_check_policy(pd_judge *j, const pd_problem *p, const char *language, const pd_audit_policy *req,
+			  pd_err *e);
+/* The record's audit: started (process pass until a run says otherwise), each candidate run's
+ * events and verdict added, a run whose evidence is missing (a sandbox fault), then the process
+ * level decided (policy_violation on a fail). */
+void pd_judged_audit_start(pd_judged *d);
+void pd_judged_audit_add(pd_judged *d, const char *test, const pd_jrun *x);
+void pd_judged_audit_unseen(pd_judged *d);
+void pd_judged_audit_decide(pd_judged *d);
+/* {"status", "events": [{kind, time, pid, path|address, mode, op, denied}], "dropped", "counts",
+ * "reasons", "failed"}, or null when not audited. */
+json_t *pd_judged_audit_json(const pd_judged *d);
 
 /* ---- judge jobs (jobs.c) ---------------------------------------------------------------------- */
 
@@ -419,9 +460,12 @@ void pd_jcache_free(pd_jcache *c);
 /* The key of a judged work: the problem's id, version and digest, the submission, its language, the
  * limits and checker (in the digest), the template's identity and the options that change results. */
 void pd_jcache_key(const pd_problem *p, const char *language, const char *code, size_t code_len,
-		   const pd_template *tpl, const pd_template *judge_tpl, bool stop_at_first, unsigned char key[32]);
+		   const pd_template *tpl, const pd_template *judge_tpl, bool stop_at_first, const pd_audit_policy *audit,
+		   unsigned char key[32]);
 /* Whether a judged record may be stored: no TO, no XX, no infrastructure failure, no judge error. */
 bool pd_jcache_cacheable(const pd_judged *d);
+/* Copies d's malloc'd parts (tests, audit events) into dst, a copy by value of d; -1 on ENOMEM. */
+int pd_judged_copy(pd_judged *dst, const pd_judged *d);
 /* Copies the stored record into *out (tests malloc'd) and returns true on a hit. */
 bool pd_jcache_get(pd_jcache *c, const unsigned char key[32], pd_judged *out);
 void pd_jcache_put(pd_jcache *c, const unsigned char key[32], const pd_judged *d);

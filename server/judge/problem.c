@@ -608,7 +608,7 @@ pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, 
 	}
 	static const char *const known[] = {"id", "version", "template", "judge_template", "limits", "checker",
 					    "interactor", "tests", "in_outs", "weights", "stop_at_first_failure",
-					    "title", "tags", "metadata", NULL};
+					    "title", "tags", "metadata", "audit", NULL};
 	if (unknown_fields(o, where, known, e) < 0)
 		return NULL;
 	pd_problem *p = calloc(1, sizeof *p);
@@ -641,6 +641,26 @@ pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, 
 			fail_at(e, where, "id: '/', '@' and control characters are not allowed");
 			goto fail;
 		}
+	json_t *au = json_object_get(o, "audit");
+	if (au && !json_is_null(au) && !json_is_false(au)) {
+		/* the problem's policy: its judge material, decoys, honey variables, what it protects,
+		 * and whether every submission must be audited ("mandatory") */
+		char w[600];
+		snprintf(w, sizeof w, "%s: audit", where);
+		if (!json_is_true(au) && !json_is_object(au)) {
+			fail_at(e, where, "audit: must be true, false or a policy object (docs/audit.md)");
+			goto fail;
+		}
+		char *text = json_dumps(au, JSON_COMPACT | JSON_ENCODE_ANY);
+		if (!text) {
+			pd_fail(e, ENOMEM, "%s", w);
+			goto fail;
+		}
+		p->audit = pd_audit_policy_parse(text, strlen(text), w, "/work", e);
+		free(text);
+		if (!p->audit)
+			goto fail;
+	}
 	json_t *lim = json_object_get(o, "limits");
 	if (lim) {
 		char w[600];
@@ -752,6 +772,7 @@ void pd_problem_free(pd_problem *p)
 {
 	if (!p)
 		return;
+	pd_audit_policy_free(p->audit);
 	for (size_t i = 0; i < p->ntests; i++) {
 		free(p->tests[i].input);
 		free(p->tests[i].answer);

@@ -20,6 +20,16 @@ json_t *pd_judged_to_json(const pd_judged *d)
 	json_object_set_new(out, "status", json_string(pd_level_name(d->v.output)));
 	json_object_set_new(out, "score", json_real(d->v.score));
 	json_object_set_new(proc, "status", json_string(pd_level_name(d->v.process)));
+	if (d->audited) { /* why the process level is what it is: the rules broken, by kind */
+		json_t *why = json_array(), *kinds = json_array();
+		for (size_t i = 0; i < d->audit_verdict.nreasons; i++)
+			json_array_append_new(why, pd_json_text(d->audit_verdict.reasons[i]));
+		for (int k = 0; k < PD_AK_N; k++)
+			if (d->audit_verdict.failed_kinds & (1u << k))
+				json_array_append_new(kinds, json_string(pd_audit_kind_name((pd_audit_kind)k)));
+		json_object_set_new(proc, "reasons", why);
+		json_object_set_new(proc, "failed", kinds);
+	}
 	json_object_set_new(res, "status", json_string(pd_level_name(d->v.resources)));
 	json_object_set_new(v, "output", out);
 	json_object_set_new(v, "process", proc);
@@ -54,5 +64,6 @@ json_t *pd_judged_to_json(const pd_judged *d)
 	json_object_set_new(o, "wall_ms", json_integer((json_int_t)d->wall_ms));
 	json_object_set_new(o, "checker_ms", json_integer((json_int_t)d->checker_ms));
 	json_object_set_new(o, "judge_errors", json_integer(d->judge_errors));
+	json_object_set_new(o, "audit", pd_judged_audit_json(d));
 	return o;
 }

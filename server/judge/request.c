@@ -31,7 +31,7 @@ int pd_judge_req_parse(json_t *o, pd_judge_req *q, pd_err *e)
 		return pd_refuse(e, "request: must be a JSON object");
 	static const char *const known[] = {"problem_id", "problem_version", "problem", "language", "code",
 					    "task_id", "group_id", "sample_id", "priority", "deadline_ms", "cache",
-					    "stop_at_first_failure", "reward", NULL};
+					    "stop_at_first_failure", "reward", "audit", NULL};
 	const char *k;
 	json_t *v;
 	json_object_foreach(o, k, v) {
@@ -113,6 +113,23 @@ int pd_judge_req_parse(json_t *o, pd_judge_req *q, pd_err *e)
 	}
 	if (pd_reward_rule_parse(json_object_get(o, "reward"), &q->opts.rule, e) < 0)
 		goto fail;
+	json_t *au = json_object_get(o, "audit");
+	if (au && !json_is_null(au) && !json_is_false(au)) {
+		if (!json_is_true(au) && !json_is_object(au)) {
+			pd_refuse(e, "audit: must be true, false or a policy object");
+			goto fail;
+		}
+		char *text = json_dumps(au, JSON_COMPACT | JSON_ENCODE_ANY);
+		if (!text) {
+			pd_fail(e, ENOMEM, "audit");
+			goto fail;
+		}
+		q->audit = pd_audit_policy_parse(text, strlen(text), "audit", "/work", e);
+		free(text);
+		if (!q->audit)
+			goto fail;
+		q->opts.audit = q->audit;
+	}
 	return 0;
 fail_lang:
 	pd_refuse(e, "language: required");
@@ -124,6 +141,9 @@ fail:
 void pd_judge_req_free(pd_judge_req *q)
 {
 	pd_problem_free(q->problem);
+	pd_audit_policy_free(q->audit);
+	q->audit = NULL;
+	q->opts.audit = NULL;
 	json_decref(q->body);
 	q->problem = NULL;
 	q->body = NULL;

@@ -194,10 +194,17 @@ size=$(stat -c %s "$TMPD/bulk.tar" 2>/dev/null || echo 0)
 [ "$size" -gt 157286400 ] && [ $((after - before)) -lt 51200 ]
 ok $? "download of 150 MB: the archive arrives whole ($size bytes), the daemon's peak memory grew by $(((after - before) / 1024)) MiB"
 sx "$S" '{"cmd":["rm","-rf","/work/bulk"]}'
-# /usr (gigabytes): refused past 1 GiB, quickly enough that no time limit ends the session
-req GET "/v1/sessions/$S/download?dir=/usr"
-is "$CODE" 413 "download of /usr, over 1 GiB: 413"
-like "$(jb .error)" 'over 1024 MiB' "... saying the archive is over 1024 MiB"
+# /usr (gigabytes): the archive streams (nothing spooled on the host), and is cut past 1 GiB,
+# quickly enough that no time limit ends the session: the client sees a broken transfer, never a
+# short archive passed off as whole
+curl -s -m 120 -o /dev/null -w '%{http_code} %{size_download}' "$U/v1/sessions/$S/download?dir=/usr" >"$TMPD/usr.out"
+crc=$?
+read -r ucode usize <"$TMPD/usr.out"
+[ "$crc" != 0 ] && [ "$ucode" = 200 ] && [ "$usize" -le $((1024 * 1024 * 1024 + 1)) ]
+ok $? "download of /usr, over 1 GiB: cut at the cap, the transfer fails (curl $crc, $ucode, $usize bytes)"
+req GET "/v1/sessions/$S/trajectory"
+grep -q 'over 1024 MiB' "$BODY"
+ok $? "... and the session's trajectory says the archive is over 1024 MiB"
 sx "$S" '{"cmd":["echo","still here"]}'
 is "$(jb .stdout)" "still here" "and the session goes on"
 req GET "/v1/sessions/$S/download?dir=/no/such/dir"

@@ -104,30 +104,43 @@ static void test_cache(void)
 	pd_err e;
 	pd_templates_default(&t, &nt, &e);
 	unsigned char k1[32], k2[32];
-	pd_jcache_key(p, "python", "print(1)", 8, &t[1], NULL, false, k1);
-	pd_jcache_key(p, "python", "print(1)", 8, &t[1], NULL, false, k2);
+	pd_jcache_key(p, "python", "print(1)", 8, &t[1], NULL, false, NULL, k1);
+	pd_jcache_key(p, "python", "print(1)", 8, &t[1], NULL, false, NULL, k2);
 	ok(!memcmp(k1, k2, 32), "the same work, the same key");
-	pd_jcache_key(p, "python", "print(2)", 8, &t[1], NULL, false, k2);
+	pd_jcache_key(p, "python", "print(2)", 8, &t[1], NULL, false, NULL, k2);
 	ok(memcmp(k1, k2, 32), "another submission, another key");
-	pd_jcache_key(p, "python3", "print(1)", 8, &t[1], NULL, false, k2);
+	pd_jcache_key(p, "python3", "print(1)", 8, &t[1], NULL, false, NULL, k2);
 	ok(memcmp(k1, k2, 32), "another language, another key");
-	pd_jcache_key(q, "python", "print(1)", 8, &t[1], NULL, false, k2);
+	pd_jcache_key(q, "python", "print(1)", 8, &t[1], NULL, false, NULL, k2);
 	ok(memcmp(k1, k2, 32), "the same problem id with other answers: another key");
-	pd_jcache_key(lim, "python", "print(1)", 8, &t[1], NULL, false, k2);
+	pd_jcache_key(lim, "python", "print(1)", 8, &t[1], NULL, false, NULL, k2);
 	ok(memcmp(k1, k2, 32), "other limits: another key");
-	pd_jcache_key(p, "python", "print(1)", 8, &t[1], NULL, true, k2);
+	pd_jcache_key(p, "python", "print(1)", 8, &t[1], NULL, true, NULL, k2);
 	ok(memcmp(k1, k2, 32), "stop at the first failure: another key");
 	pd_template t2 = t[1];
 	t2.limits.memory_bytes += 1;
-	pd_jcache_key(p, "python", "print(1)", 8, &t2, NULL, false, k2);
+	pd_jcache_key(p, "python", "print(1)", 8, &t2, NULL, false, NULL, k2);
 	ok(memcmp(k1, k2, 32), "a template change (its limits) invalidates");
 	t2 = t[1];
 	char other[] = "/some/other/layer";
 	t2.layers[0] = other;
-	pd_jcache_key(p, "python", "print(1)", 8, &t2, NULL, false, k2);
+	pd_jcache_key(p, "python", "print(1)", 8, &t2, NULL, false, NULL, k2);
 	ok(memcmp(k1, k2, 32), "a template change (its image) invalidates");
-	pd_jcache_key(p, "python", "print(1)", 8, &t[1], &t[0], false, k2);
+	pd_jcache_key(p, "python", "print(1)", 8, &t[1], &t[0], false, NULL, k2);
 	ok(memcmp(k1, k2, 32), "the judge template is part of the key");
+	pd_audit_policy *pa = pd_audit_policy_default("/work"), *pb = pd_audit_policy_default("/work");
+	pd_err pe;
+	pd_audit_policy *pc = pd_audit_policy_parse("{\"fail\":[\"read_outside\"]}", 25, "audit", "/work", &pe);
+	unsigned char kp[32];
+	pd_jcache_key(p, "python", "print(1)", 8, &t[1], NULL, false, pa, k2);
+	ok(memcmp(k1, k2, 32), "an audited judging has another key than an unaudited one");
+	pd_jcache_key(p, "python", "print(1)", 8, &t[1], NULL, false, pb, kp);
+	ok(!memcmp(k2, kp, 32), "the same policy, the same key");
+	pd_jcache_key(p, "python", "print(1)", 8, &t[1], NULL, false, pc, kp);
+	ok(pc && memcmp(k2, kp, 32), "another policy, another key");
+	pd_audit_policy_free(pa);
+	pd_audit_policy_free(pb);
+	pd_audit_policy_free(pc);
 
 	pd_jcache *c = pd_jcache_new(2);
 	pd_jtest_result tr[2] = {{.status = PD_T_AC, .score = 1}, {.status = PD_T_WA}};
@@ -199,7 +212,7 @@ static void test_record(void)
 
 int main(void)
 {
-	plan(45);
+	plan(48);
 	test_rule();
 	test_cache();
 	test_record();

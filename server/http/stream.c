@@ -1,0 +1,171 @@
+/* A response body read from a pipe while its producer (a session's tar, on the operation's
+ * thread) writes it: a download is never spooled on the host.
+ *
+ * libmicrohttpd reads the body on its one event thread, so the read must never block: the pipe
+ * is non-blocking, and when it is empty the reader suspends the connection (allowed from a
+ * content reader) and this stream's watcher thread resumes it once the pipe is readable again.
+ * The producer says how it ended (http_stream_end) before it closes its end; at the pipe's end
+ * the reader finishes the body only if the producer succeeded, else it ends the response with an
+ * error: the client sees a cut transfer, never part of an archive passed off as the whole.
+ * The watcher holds a session operation, so the daemon's shutdown (which must not stop
+ * libmicrohttpd with a suspended connection) waits for it. */
+#define _GNU_SOURCE
+#include "http.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+struct http_stream {
+	pd_server *srv;
+	struct MHD_Connection *conn;
+	int rfd;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int state;     /* 0 being produced, 1 produced whole, 2 failed */
+	bool waiting;  /* the reader suspended the connection for want of data */
+	bool gone;     /* libmicrohttpd dropped the response (sent, or the client left) */
+	int refs;      /* the watcher and the response */
+};
+
+static void unref(http_stream *st)
+{
+	pthread_mutex_lock(&st->mu);
+	bool last = --st->refs == 0;
+	pthread_mutex_unlock(&st->mu);
+	if (!last)
+		return;
+	close(st->rfd);
+	pthread_mutex_destroy(&st->mu);
+	pthread_cond_destroy(&st->cv);
+	free(st);
+}
+
+static void *watcher(void *arg)
+{
+	http_stream *st = arg;
+	pd_server *s = st->srv;
+	pthread_mutex_lock(&st->mu);
+	for (;;) {
+		while (!st->waiting && !st->gone && st->state == 0)
+			pthread_cond_wait(&st->cv, &st->mu);
+		if (st->gone || (!st->waiting && st->state != 0))
+			break; /* produced: the pipe holds the rest and its end, the reader waits no more */
+		pthread_mutex_unlock(&st->mu);
+		/* readable, or the producer closed its end (POLLHUP): either way the reader goes on */
+		struct pollfd pf = {st->rfd, POLLIN, 0};
+		while (poll(&pf, 1, -1) < 0 && errno == EINTR)
+			;
+		pthread_mutex_lock(&st->mu);
+		if (st->waiting) {
+			st->waiting = false;
+			pthread_mutex_lock(&s->mu);
+			MHD_resume_connection(st->conn);
+			pthread_mutex_unlock(&s->mu);
+		}
+	}
+	pthread_mutex_unlock(&st->mu);
+	unref(st);
+	pthread_mutex_lock(&s->mu);
+	s->session_ops--;
+	pthread_cond_broadcast(&s->ops_cv);
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+http_stream *http_stream_new(pd_server *s, struct MHD_Connection *conn, int rfd)
+{
+	http_stream *st = calloc(1, sizeof *st);
+	if (!st)
+		return NULL;
+	int fl = fcntl(rfd, F_GETFL);
+	if (fl < 0 || fcntl(rfd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		free(st);
+		return NULL;
+	}
+	st->srv = s;
+	st->conn = conn;
+	st->rfd = rfd;
+	st->refs = 2;
+	pthread_mutex_init(&st->mu, NULL);
+	pthread_cond_init(&st->cv, NULL);
+	pthread_mutex_lock(&s->mu);
+	s->session_ops++;
+	pthread_mutex_unlock(&s->mu);
+	pthread_t t;
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	int rc = pthread_create(&t, &at, watcher, st);
+	pthread_attr_destroy(&at);
+	if (rc != 0) {
+		pthread_mutex_lock(&s->mu);
+		s->session_ops--;
+		pthread_cond_broadcast(&s->ops_cv);
+		pthread_mutex_unlock(&s->mu);
+		pthread_mutex_destroy(&st->mu);
+		pthread_cond_destroy(&st->cv);
+		free(st);
+		return NULL;
+	}
+	return st;
+}
+
+void http_stream_end(http_stream *st, bool ok)
+{
+	pthread_mutex_lock(&st->mu);
+	st->state = ok ? 1 : 2;
+	pthread_cond_broadcast(&st->cv);
+	pthread_mutex_unlock(&st->mu);
+}
+
+void http_stream_drop(http_stream *st)
+{
+	pthread_mutex_lock(&st->mu);
+	st->gone = true;
+	pthread_cond_broadcast(&st->cv);
+	pthread_mutex_unlock(&st->mu);
+	unref(st);
+}
+
+/* libmicrohttpd's content reader, on the event thread: never blocks */
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	(void)pos;
+	http_stream *st = cls;
+	ssize_t n;
+	do
+		n = read(st->rfd, buf, max);
+	while (n < 0 && errno == EINTR);
+	if (n > 0)
+		return n;
+	pthread_mutex_lock(&st->mu);
+	ssize_t ret;
+	if (n == 0) {
+		/* the producer set its state before it closed its end */
+		ret = st->state == 1 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+	} else if (errno == EAGAIN) {
+		st->waiting = true;
+		pthread_mutex_lock(&st->srv->mu);
+		MHD_suspend_connection(st->conn);
+		pthread_mutex_unlock(&st->srv->mu);
+		pthread_cond_broadcast(&st->cv);
+		ret = 0;
+	} else {
+		ret = MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+	pthread_mutex_unlock(&st->mu);
+	return ret;
+}
+
+static void stream_free(void *cls)
+{
+	http_stream_drop(cls);
+}
+
+struct MHD_Response *http_stream_response(http_stream *st)
+{
+	return MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_read, st, stream_free);
+}
