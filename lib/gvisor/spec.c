@@ -132,7 +132,7 @@ int pd_gv_bundle_make(pd_gv_bundle *b, const char *parent, const pd_sandbox_opts
 	json_t *ns = json_pack("[{s:s},{s:s},{s:s},{s:s},{s:s}]", "type", "pid", "type", "network", "type", "ipc",
 			       "type", "uts", "type", "mount");
 	json_t *cfg = json_pack("{s:s,s:o,s:{s:s,s:b},s:s,s:o,s:{s:o,s:s,s:o}}", "ociVersion", "1.0.0", "process",
-				proc, "root", "path", root, "readonly", 1, "hostname",
+				proc, "root", "path", root, "readonly", 0, "hostname",
 				o->hostname ? o->hostname : "sandbox", "mounts", mounts, "linux", "namespaces", ns,
 				"cgroupsPath", cgroup_path, "resources", res);
 	char path[PD_PATH + 16];

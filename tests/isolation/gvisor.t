@@ -6,9 +6,9 @@
 # run leaves no cgroup, runsc container or bundle behind.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/iso.sh"
-plan 31
+plan 30
 if [ ! -x /usr/bin/runsc ]; then
-  for i in $(seq 31); do skip "runsc is not installed"; done
+  for i in $(seq 30); do skip "runsc is not installed"; done
   exit 0
 fi
 export PADDOCK_STATE_DIR=$TMPD/state
@@ -16,9 +16,7 @@ G=(--isolation gvisor)
 
 sbt 60 "${G[@]}" -- sh -c 'echo hi; echo err >&2; exit 3'
 is "$(jf status) $(jf exit_code)" "RE 3" "exit 3: RE with the exit code"
-is "$(so)$(se)" "hi
-err
-" "stdout and stderr are captured apart"
+is "$(so)|$(se)" "hi|err" "stdout and stderr are captured apart"
 is "$(jf isolation)" gvisor "the record names its isolation: gvisor"
 is "$(jf residue)" clean "the run's residue check is clean"
 
@@ -85,9 +83,12 @@ is "$(jf status)" XX "--net host is refused by the gvisor tier (XX with a reason
 # an imported image's layers, stacked with overlayfs for runsc's root
 python3 tests/api/mkimage.py layered "$TMPD/layered" >/dev/null
 "$PADDOCK" image import "$TMPD/layered" --name gvlayered >/dev/null 2>&1
-sbt 60 "${G[@]}" --image gvlayered -- bash -c 'ls /data | tr "\n" " "; echo "FOO=$FOO"'
-is "$(so)" "b base-only c h1 h2 hl_lower keep out setuid tagged FOO=from-image" \
-  "an imported image's merged layers, Env and WorkingDir apply under gvisor"
+# (bash's glob, not ls: runsc 20221219 answers ls's statx on the overlay root with EINVAL,
+# docs/isolation.md)
+sbt 60 "${G[@]}" --image gvlayered -- bash -c 'echo $(pwd) *; cat /data/c; echo "FOO=$FOO"'
+is "$(so)" "/data b base-only c h1 h2 hl_lower keep out setuid tagged
+file c
+FOO=from-image" "an imported image's merged layers (a whiteout hides data/a), Env and WorkingDir apply under gvisor"
 
 # nothing left behind
 left_cg=$(find /sys/fs/cgroup/*/paddock -maxdepth 1 -name "sb-*-g*" 2>/dev/null | wc -l)
