@@ -330,6 +330,7 @@ int cmd_bench_judge(int argc, char **argv)
 	}
 	pd_log_enable(false);
 	pd_server_opts o = {0};
+	o.sched.retries = 2; /* as serve's default: the scheduler takes 0 as no retries */
 	o.listen = "127.0.0.1:0";
 	o.db_path = db;
 	o.warm = 4;

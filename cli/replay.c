@@ -336,6 +336,7 @@ int cmd_replay(int argc, char **argv)
 		if (dfd >= 0)
 			close(dfd);
 		pd_server_opts o = {0};
+		o.sched.retries = 2; /* as serve's default: the scheduler takes 0 as no retries */
 		o.listen = "127.0.0.1:0";
 		o.db_path = db;
 		o.templates_file = templates;

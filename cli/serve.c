@@ -58,6 +58,18 @@ static const serve_opt serve_opts[] = {
 	{"workers", 0, T_COUNT, "N", 1, 4096, false, FIELD(sched.workers), "2 x CPUs", "concurrent jobs"},
 	{"queue-max", 0, T_COUNT, "N", 1, 1000000000, false, FIELD(sched.queue_max), "4096",
 	 "queued jobs per priority class before refusing"},
+	{"run-code-output-max", 0, T_SIZE, "SIZE", 1u << 20, 1ull << 30, false, FIELD(run_code_output_max), "16M",
+	 "/run_code keeps a program's whole output up to SIZE and judges it\n"
+	 "by its exit status; more output ends it as an output limit"},
+	{"deadline-margin", 0, T_COUNT, "N", 1, 3600, false, FIELD(deadline_margin_s), "10",
+	 "seconds: a request without deadline_ms must finish within its\n"
+	 "time limits (compile + run) plus N; refused at once (504 on\n"
+	 "/run_code, 503 elsewhere, with Retry-After) when the work queued\n"
+	 "ahead says it cannot"},
+	{"run-code-networks", 0, T_STRING, "MODES", 0, 0, false, FIELD(run_code_networks), "none",
+	 "network modes a /run_code request may ask for with its \"network\"\n"
+	 "field (comma-separated: none, loopback, host); without it the\n"
+	 "language's template decides (loopback: no egress)"},
 	{"retries", 0, T_COUNT, "N", 0, 10, false, FIELD(sched.retries), "2",
 	 "retries of infrastructure failures in a fresh sandbox"},
 	{"warm", 0, T_COUNT, "N", 0, 10000, false, FIELD(warm), "templates' pool.min",

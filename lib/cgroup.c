@@ -286,6 +286,7 @@ static int v2_stats(pd_cg *g, pd_cg_stats *st)
 		st->oom_kills = pd_keyed_u64(b, "oom_kill");
 		hits = pd_keyed_u64(b, "max");
 	}
+	st->mem_limit_hits = hits;
 	st->mem_peak = mem_peak_since_reset(g, peak, hits);
 	st->pids_current = cg_pread_u64(g, CGF_PIDS, d, "pids.current");
 	pids_peak_since_reset(g, st, cg_pread_u64(g, CGF_PIDS_PEAK, d, "pids.peak"));
@@ -482,8 +483,9 @@ static int v1_stats(pd_cg *g, pd_cg_stats *st)
 		st->cpu_user_us = pd_keyed_u64(b, "user") * us_per_tick;
 		st->cpu_sys_us = pd_keyed_u64(b, "system") * us_per_tick;
 	}
+	st->mem_limit_hits = cg_pread_u64(g, CGF_MEM_FAIL, m, "memory.failcnt");
 	st->mem_peak = mem_peak_since_reset(g, cg_pread_u64(g, CGF_MEM_PEAK, m, "memory.max_usage_in_bytes"),
-					    cg_pread_u64(g, CGF_MEM_FAIL, m, "memory.failcnt"));
+					    st->mem_limit_hits);
 	if (cg_pread(g, CGF_MEM_EVENTS, m, "memory.oom_control", b, sizeof b) >= 0)
 		st->oom_kills = pd_keyed_u64(b, "oom_kill");
 	st->pids_current = cg_pread_u64(g, CGF_PIDS, pi, "pids.current");

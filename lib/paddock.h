@@ -329,6 +329,15 @@ typedef struct pd_exec_opts {
 	int spill_fd[2];
 	uint64_t spill_max;    /* bytes per spill fd, 0 = no cap: past it the spill stops (spill_lost) */
 	uint64_t output_kill_bytes; /* 0 = the sandbox's limit */
+	/* The memory fast path: with a memory limit, the program's data segment (RLIMIT_DATA: its
+	 * private writable mappings, heap and anonymous mmap; not its code, not address space it
+	 * only reserves) is held at that limit plus this headroom, so an oversize allocation is
+	 * refused at once instead of being faulted in up to the cgroup's limit first (which takes
+	 * the better part of a second for 256 MB on a busy host). A program that then fails and
+	 * whose stderr shows its runtime's allocation failure (allocfail.c) is ML. 0 = off: for
+	 * runtimes that make large writable mappings they never touch (the JVM's heap, Go's arenas,
+	 * node's) it would refuse programs far under their limit. */
+	uint64_t data_headroom_bytes;
 	const pd_audit_opts *audit; /* this exec's audit, over the sandbox's (a pooled sandbox's
 				     * request); NULL = the sandbox's */
 	/* a time or output limit kills this exec's program and every process of its session

@@ -46,6 +46,10 @@ typedef struct pd_template {
 	char *requires[PD_TPL_MAX_REQUIRES + 1]; /* programs the image must have, e.g. "python3" */
 	char *warmup[PD_TPL_MAX_REQUIRES + 1];  /* run once when a sandbox is built; default /bin/true */
 	pd_limits limits;
+	/* "memory_fast_path": the program's data segment held at its memory limit plus this
+	 * headroom (pd_exec_opts.data_headroom_bytes); 0 = off (the JVM, Go, node map far more
+	 * writable memory than they touch) */
+	uint64_t data_headroom_bytes;
 	pd_net net;
 	uint32_t pool_min, pool_max;
 	uint64_t pool_idle_ttl_ms;   /* READY sandboxes above the target are reclaimed after this */

@@ -170,7 +170,7 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 {
 	static const char *const known[] = {"name", "language", "image", "layers", "requires", "env",
 					    "cwd", "files", "limits", "network", "pool", "session", "warmup",
-					    "audit", NULL};
+					    "audit", "memory_fast_path", NULL};
 	if (!json_is_object(o))
 		return pd_fail(e, EINVAL, "%s: must be an object", where);
 	if (unknown_keys(o, where, known, e) < 0)
@@ -179,6 +179,13 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 	const char *s = NULL;
 	json_t *v;
 #define FIELD(name) (snprintf(w, sizeof w, "%s.%s", where, name), v = json_object_get(o, name))
+	/* the headroom over the memory limit, or false (off) */
+	if (FIELD("memory_fast_path") && !json_is_false(v)) {
+		if (get_size(v, w, &t->data_headroom_bytes, e) < 0)
+			return -1;
+		if (t->data_headroom_bytes < (16u << 20))
+			return pd_fail(e, EINVAL, "%s: a headroom of at least 16M (a runtime's own mappings), or false", w);
+	}
 	if (!FIELD("name"))
 		return pd_fail(e, EINVAL, "%s.name: required", where);
 	if (need_string(v, w, &s, e) < 0)
@@ -511,14 +518,19 @@ int pd_templates_load(const char *path, pd_template **out, size_t *n, pd_err *e)
 static const char default_templates[] =
 	"{\"templates\": ["
 	"{\"name\": \"bash\", \"requires\": [\"bash\"], \"cwd\": \"/work\"},"
-	"{\"name\": \"python\", \"requires\": [\"python3\"], \"cwd\": \"/work\","
+	/* the memory fast path where the runtime tolerates a data-segment limit and says so when
+	 * an allocation fails (MemoryError, std::bad_alloc): see lib/allocfail.c */
+	"{\"name\": \"python\", \"requires\": [\"python3\"], \"cwd\": \"/work\", \"memory_fast_path\": \"32M\","
 	" \"warmup\": [\"python3\", \"-c\", \"import os, sys, json\"],"
 	" \"env\": {\"PATH\": \"/usr/local/bin:/usr/bin:/bin\", \"HOME\": \"/root\", \"LANG\": \"C.UTF-8\","
 	"          \"PYTHONDONTWRITEBYTECODE\": \"1\", \"PYTHONUNBUFFERED\": \"1\"}},"
 	"{\"name\": \"c\", \"requires\": [\"gcc\", \"as\", \"ld\"], \"cwd\": \"/work\"},"
-	"{\"name\": \"cpp\", \"requires\": [\"g++\", \"as\", \"ld\"], \"cwd\": \"/work\"},"
+	"{\"name\": \"cpp\", \"requires\": [\"g++\", \"as\", \"ld\"], \"cwd\": \"/work\", \"memory_fast_path\": \"32M\"},"
 	"{\"name\": \"node\", \"language\": \"nodejs\", \"requires\": [\"node\"], \"cwd\": \"/work\","
-	" \"warmup\": [\"node\", \"-e\", \"0\"]}"
+	" \"warmup\": [\"node\", \"-e\", \"0\"],"
+	/* Debian's node modules (node-lodash...) live there; a node not from Debian does not look */
+	" \"env\": {\"PATH\": \"/usr/local/bin:/usr/bin:/bin\", \"HOME\": \"/root\", \"LANG\": \"C.UTF-8\","
+	"          \"NODE_PATH\": \"/usr/share/nodejs:/usr/lib/nodejs\"}}"
 	"]}";
 
 int pd_templates_default(pd_template **out, size_t *n, pd_err *e)

@@ -5,6 +5,10 @@ set -euo pipefail
 pkgs=(build-essential pkg-config libseccomp-dev libcap-dev libjansson-dev libmicrohttpd-dev libsqlite3-dev curl
       bubblewrap hyperfine perl iproute2 procps util-linux e2fsprogs
       python3 nodejs g++ valgrind clang libclang-rt-14-dev jq
+      # what SandboxFusion's tests expect of its languages, where Debian packages it: junit and
+      # common jars for java, lodash for node, Test::Deep and Data::Compare for perl
+      junit4 libhamcrest-java libcommons-lang3-java libguava-java node-lodash libtest-deep-perl
+      libdata-compare-perl
       nats-server libnats-dev libarchive-dev libssl-dev
       runsc)  # gVisor, for the gvisor isolation tier (paddock exec --isolation gvisor)
 missing=()

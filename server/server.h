@@ -13,6 +13,7 @@
 #include "log.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <string.h>
 
 /* ---- failure classes ------------------------------------------------------------------------- */
@@ -41,13 +42,19 @@ typedef struct pd_language {
 	const char *template; /* the template it runs on */
 	const char *source;   /* where the code goes, e.g. /work/main.py */
 	const char *compile;  /* shell command, or NULL */
-	const char *run[4];   /* the program's argv (exec'd directly); the request's args follow */
+	const char *run[8];   /* the program's argv (exec'd directly); the request's args follow */
 	const char *version;  /* fallback for /api/v2/runtimes when the toolchain does not say */
 	const char *requires; /* program the image must have */
 	const char *probe;    /* argument that makes it print its version (--version...) */
+	/* the libraries SandboxFusion's tests expect of it, as "what=path" (the path Debian's package
+	 * installs; make deps installs them): reported by paddock pool --toolchains */
+	const char *libs[6];
 } pd_language;
 
 const pd_language *pd_language_find(const char *name);
+/* Whether the host image has l's program and libraries: false, with what is missing in missing
+ * (comma-separated), when it lacks any. */
+bool pd_language_check(const pd_language *l, char *missing, size_t len);
 const pd_language *pd_languages(size_t *n);
 /* Starts asking each installed toolchain its version (once, in the background, at most 10 s). */
 void pd_languages_probe(void);
@@ -76,6 +83,14 @@ typedef struct pd_step {
 	char *stdin_data;
 	size_t stdin_len;
 	uint64_t wall_ms, cpu_ms;
+	uint64_t output_kill_bytes; /* output (both streams) after which it is killed as OL; 0 = the
+				     * template's */
+	/* keep the whole output up to this many bytes (0: the record's head and tail only): a
+	 * program that writes more is killed as OL; one that stays under it is judged by its exit
+	 * status alone, as SandboxFusion does */
+	uint64_t keep_whole;
+	char *whole[2]; /* then: stdout and stderr, whole (NULL when not kept) */
+	size_t whole_len[2];
 } pd_step;
 
 typedef struct pd_file {
@@ -89,6 +104,8 @@ enum { PD_PRIO_HIGH = 0, PD_PRIO_NORMAL, PD_PRIO_LOW, PD_PRIO_COUNT };
 typedef struct pd_job {
 	/* what to run */
 	char template_name[64];
+	bool mem_fast_off; /* no memory fast path (Piston: its clients read the OOM kill's SIGKILL) */
+	char network[16]; /* /run_code's "network": a mode the daemon allows (netmodes.c); "" = the template's */
 	char language[32];
 	pd_file *files;
 	size_t nfiles;
@@ -104,6 +121,15 @@ typedef struct pd_job {
 	int priority;
 	uint64_t deadline_us; /* monotonic; 0 = none */
 	char client[64];
+	uint64_t est_us;       /* the scheduler's estimate of its service time, set at admission */
+	bool probe;            /* admitted as the circuit breaker's half-open probe */
+	unsigned retry_after_s; /* refused: whole seconds the client should wait (pd_sched_submit) */
+	/* cancellation (pd_job_cancel, from the thread that saw the client leave): the flag is read
+	 * and written atomically; run_mu guards running, the sandbox the job holds now, so that a
+	 * cancel kills it and never a sandbox already handed back to the pool */
+	int cancelled;
+	pthread_mutex_t run_mu;
+	pd_sandbox *running;
 	/* ids */
 	char task_id[64], problem_id[128], problem_version[32];
 	/* results */
@@ -138,7 +164,7 @@ typedef struct pd_job {
 	void (*work_free)(void *work);
 	json_t *record;
 	/* the records of this job's earlier attempts, oldest first (NULL: none): a retry is a new
-	 * attempt (DESIGN.md §2), and the store keeps a row for each, never overwriting the first's
+	 * attempt (docs/api.md), and the store keeps a row for each, never overwriting the first's
 	 * sandbox and error with the last's */
 	json_t *prior;
 	/* completion: called once, from a worker thread */
@@ -170,8 +196,13 @@ json_t *pd_job_to_piston(const pd_job *j);
  * the server answers 400 with e->msg as it is. */
 int pd_refuse(pd_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Runs a job's attempts (retrying infrastructure failures) in sandboxes from the pools. */
+/* Runs a job's attempts (retrying infrastructure failures) in sandboxes from the pools. A job
+ * cancelled before or while it runs ends as cancelled (never retried). */
 void pd_job_execute(pd_pools *pools, pd_job *j, unsigned max_retries);
+/* Marks j cancelled and, if it runs now, kills its sandbox's processes (the pool then destroys
+ * the sandbox, with its residue check, as after any killed run). Any thread; j must be alive. */
+void pd_job_cancel(pd_job *j);
+bool pd_job_is_cancelled(const pd_job *j);
 
 /* ---- store ----------------------------------------------------------------------------------- */
 
@@ -281,11 +312,11 @@ typedef struct pd_sched pd_sched;
 typedef struct pd_sched_opts {
 	unsigned workers;        /* default 2 x CPUs */
 	size_t queue_max;        /* per priority; default 4096 */
-	unsigned retries;        /* infrastructure retries; default 2 */
-	uint64_t breaker_wait_ms; /* queue wait (p90 of recent jobs) that opens the breaker; 0 = 30 s */
-	double breaker_fail_ratio; /* creation-failure ratio that opens it; 0 = 0.5 */
-	uint64_t breaker_min_free; /* MemAvailable below which it opens; 0 = 256 MiB */
-	uint64_t breaker_cooldown_ms; /* 0 = 5 s */
+	unsigned retries;        /* infrastructure retries; 0 means none (callers set it: serve's default is 2) */
+	double breaker_fail_ratio; /* share of infrastructure failures (startup_failure,
+				    * internal_error) among recent jobs that opens it; 0 = 0.5 */
+	uint64_t breaker_min_free; /* MemAvailable below which new work is refused; 0 = 256 MiB */
+	uint64_t breaker_cooldown_ms; /* open this long before a half-open probe; 0 = 5 s */
 } pd_sched_opts;
 
 typedef enum {
@@ -294,14 +325,25 @@ typedef enum {
 	PD_ADMIT_BREAKER,
 	PD_ADMIT_STOPPING,
 	PD_ADMIT_DISK_FULL, /* the store cannot record a result: running the job would lose it */
+	PD_ADMIT_DEADLINE,  /* the estimate says it cannot finish before its deadline */
+	PD_ADMIT_MEMORY,    /* the host's free memory is under breaker_min_free */
 	PD_ADMIT_COUNT
 } pd_admit;
 
 pd_sched *pd_sched_new(pd_pools *pools, pd_store *store, pd_metrics *m, const pd_sched_opts *o, pd_err *e);
-/* Queues a job; j->done is called when it finished. Refused jobs are not queued (caller frees). */
+/* Queues a job; j->done is called when it finished. Refused jobs are not queued (caller frees);
+ * j->retry_after_s then says how long the client should wait.
+ *
+ * Admission by deadline: a job with a deadline is refused at once when the scheduler estimates it
+ * cannot finish by then: its start is estimated from the work queued ahead of it (same or higher
+ * priority), what the running jobs still have to do and the free workers; its own service time
+ * from the recent service times of its template (an exponentially weighted mean; a template not
+ * seen yet counts as 0.5 s). A queued job whose deadline passes anyway ends as queue_timeout. */
 pd_admit pd_sched_submit(pd_sched *s, pd_job *j);
-/* Seconds a refused client should wait before retrying. */
-unsigned pd_sched_retry_after(pd_sched *s);
+/* The client of j left: a queued j is taken out and answered as cancelled (by the reaper), a
+ * running one is killed and ends as cancelled. j must not have finished yet (the caller knows:
+ * j->done has not run). */
+void pd_sched_cancel(pd_sched *s, pd_job *j);
 /* Stops taking jobs, runs everything queued, joins the workers. */
 void pd_sched_drain(pd_sched *s);
 void pd_sched_free(pd_sched *s);
@@ -375,6 +417,12 @@ typedef struct pd_server_opts {
 	const char *per_ip_exempt;  /* IPv4 CIDRs the per-address limit spares, comma-separated;
 				     * NULL = "127.0.0.0/8" (the host's own clients), "" = none */
 	unsigned warm;              /* READY sandboxes per template at start; 0 = templates' min */
+	uint64_t run_code_output_max; /* /run_code: output kept whole per stream, and the program
+				       * killed (output limit) past it in all; 0 = 16 MiB */
+	unsigned deadline_margin_s; /* added to a request's time limits for its default deadline;
+				     * 0 = 10 s (SandboxFusion clients' read timeout has 10 s over) */
+	const char *run_code_networks; /* the network modes a /run_code request may ask for
+					* ("none,host"); NULL or "" = none: the template's own */
 	pd_sched_opts sched;
 	const char *cluster;        /* nats://HOST:PORT[,...]: join a cluster (NULL = single node) */
 	const char *node_id;        /* the node's id in the cluster; NULL = <hostname>-<port> */

@@ -1,4 +1,4 @@
-/* The store: one SQLite row per attempt of a finished job (DESIGN.md §8: never overwritten) — its observation record (pd_job_to_json) as columns
+/* The store: one SQLite row per attempt of a finished job (never overwritten: docs/api.md, the store) — its observation record (pd_job_to_json) as columns
  * for the questions operators ask, plus the whole record as JSON. WAL mode, so readers never
  * block the writers; a busy timeout, so concurrent workers queue instead of failing.
  *

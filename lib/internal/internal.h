@@ -21,6 +21,8 @@ typedef struct pd_cg_stats {
 	uint64_t cpu_user_us, cpu_sys_us, cpu_us;
 	uint64_t mem_peak;
 	uint64_t oom_kills;
+	uint64_t mem_limit_hits; /* times usage pressed against the limit: v2 memory.events max, v1
+				  * memory.failcnt */
 	uint64_t pids_current, pids_peak;
 	bool pids_peak_exact; /* v2 pids.peak; v1 is sampled */
 } pd_cg_stats;
@@ -143,6 +145,9 @@ int pd_netns_sysfs(pd_err *e);
 void pd_netns_put(pd_netpool *p, pd_netns *ns, bool all_gone);
 /* Whether ns, still held by the live init pid (and no other process), reads exactly as a fresh
  * namespace: the network half of a sandbox reset. */
+/* allocfail.c: the program's stderr shows its runtime could not allocate (the memory fast path) */
+bool pd_alloc_failure_seen(const pd_output *err);
+
 bool pd_netns_fresh(pd_netpool *p, const pd_netns *ns, pid_t pid);
 
 /* ---- the context ----------------------------------------------------------------------------- */

@@ -325,6 +325,7 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 	}
 	s->o = *o;
 	s->listen_fd = -1;
+	s->hup_epfd = s->hup_evfd = -1;
 	if (!s->o.max_body)
 		s->o.max_body = 16u << 20;
 	if (!s->o.max_connections)
@@ -347,6 +348,8 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 				   : pd_templates_default(&s->tpl, &s->ntpl, e);
 	if (rc < 0)
 		goto fail;
+	if (netmodes_add(s, e) < 0)
+		goto fail;
 	/* a sandbox cannot raise a hard limit (no CAP_SYS_RESOURCE where it runs): a template's nofile
 	 * above the daemon's own hard RLIMIT_NOFILE would make every exec fail, so it is lowered */
 	struct rlimit nof;
@@ -361,7 +364,8 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 				s->tpl[i].limits.nofile = (uint32_t)nof.rlim_max;
 			}
 	for (size_t i = 0; i < s->ntpl; i++)
-		if (o->warm && s->tpl[i].pool_min < o->warm) {
+		/* the network twins stay cold: built on demand */
+		if (o->warm && s->tpl[i].pool_min < o->warm && !strstr(s->tpl[i].name, ".net-")) {
 			s->tpl[i].pool_min = o->warm;
 			if (s->tpl[i].pool_max < o->warm)
 				s->tpl[i].pool_max = o->warm;
@@ -405,6 +409,8 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 		goto fail;
 	s->metrics = pd_metrics_new();
 	if (!(s->sched = pd_sched_new(s->pools, s->store, s->metrics, &o->sched, e)))
+		goto fail;
+	if (hangup_start(s, e) < 0)
 		goto fail;
 	if (o->cluster) {
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -452,6 +458,8 @@ void pd_server_stop(pd_server *s)
 	pd_cluster_quiesce(s->cluster);
 	if (s->sched)
 		pd_sched_drain(s->sched);
+	/* after the drain: a client that leaves meanwhile still cancels its job */
+	hangup_stop(s);
 	pd_cluster_free(s->cluster);
 	s->cluster = NULL;
 	sessions_drain(s);

@@ -5,6 +5,7 @@
  *   sessions.c    the session endpoints and the threads their operations run on
  *   stream.c      a response body read from a pipe while it is produced (session downloads)
  *   conns.c       connection limits (total, per client address) and the descriptor reserve
+ *   hangup.c      clients that hang up while their run waits: the job is cancelled
  *   prometheus.c  /metrics: the server's gauges and counters as Prometheus text
  *   judge.c       POST /v1/judge: a submission judged by server/judge/ on a scheduler worker
  *   records.c     GET /v1/runs[/{task_id}]: the stored attempts read back
@@ -47,6 +48,7 @@ struct pd_server {
 	pd_ctx *ctx;
 	pd_template *tpl;
 	size_t ntpl;
+	unsigned run_code_nets; /* 1 << pd_net: the modes a /run_code request may ask for (netmodes.c) */
 	pd_pools *pools;
 	pd_store *store;
 	pd_metrics *metrics;
@@ -78,6 +80,13 @@ struct pd_server {
 	/* file descriptors: RLIMIT_NOFILE (0 = unlimited) and the work refused for lack of them */
 	uint64_t fd_limit;
 	uint64_t fd_refused;
+	/* hang-ups of suspended runs (hangup.c): its epoll set, the eventfd that stops its thread,
+	 * the requests watched now (under mu) */
+	int hup_epfd, hup_evfd;
+	pthread_t hup_thread;
+	bool hup_started;
+	struct req *watched;
+	uint64_t watch_seq, hangups;
 };
 
 typedef enum { K_NONE, K_NATIVE, K_RUN_CODE, K_PISTON } kind;
@@ -103,6 +112,11 @@ typedef struct req {
 	const char *content_type;
 	unsigned retry_after;
 	kind k;
+	/* a run's job while it is queued or runs, watched for the client's hang-up (hangup.c) */
+	pd_job *job;
+	uint64_t watch_id; /* 0: not watched */
+	int watch_fd;
+	struct req *wprev, *wnext;
 	/* session operations */
 	char method[8];
 	char url[512];
@@ -183,6 +197,20 @@ long conns_fds_open(void);
 /* True (and why, in msg) when a sandbox of this template would have to be built from descriptors
  * kept for the connections that may still come. */
 bool conns_fds_short(pd_server *s, const char *template_name, char *msg, size_t len);
+
+/* ---- hang-ups (hangup.c) ---- */
+int hangup_start(pd_server *s, pd_err *e);
+void hangup_stop(pd_server *s);
+/* Watches r's socket while j waits or runs: a hang-up cancels j. Before pd_sched_submit. */
+void hangup_watch(req *r, pd_job *j);
+/* Stops watching (j finished, or was refused); before r is resumed. */
+void hangup_unwatch(req *r);
+
+/* ---- /run_code's network per request (netmodes.c) ---- */
+/* Parses --run-code-networks and adds each template's twins for the modes it allows. */
+int netmodes_add(pd_server *s, pd_err *e);
+/* j's "network": its template's twin with that mode. -1 (why filled) when not allowed. */
+int netmodes_pick(pd_server *s, pd_job *j, char *why, size_t len);
 
 /* ---- /metrics (prometheus.c) ---- */
 /* The whole exposition: the scheduler's, the pools', the host's, the store's, the connections'. */

@@ -14,6 +14,8 @@
 static void judge_done(pd_job *j, void *arg)
 {
 	req *r = arg;
+	/* before j is freed: the hang-up watcher may hold it otherwise */
+	hangup_unwatch(r);
 	if (j->store_errno) {
 		r->retry_after = j->store_errno == ENOSPC ? 30 : 5;
 		http_set_error(r, j->store_errno == ENOSPC ? 507 : 503,
@@ -173,16 +175,22 @@ void judge_submit(req *r, const char *url, const char *method)
 		http_set_error(r, 503, "%s", fdwhy);
 		return;
 	}
-	/* suspend first: the job may finish (and resume us) before submit returns */
+	/* suspend first: the job may finish (and resume us) before submit returns; watched for
+	 * hang-ups before it is queued, for the same reason */
 	http_suspend(r);
+	hangup_watch(r, j);
 	pd_admit a = pd_sched_submit(srv->sched, j);
 	if (a == PD_ADMIT_OK)
 		return;
+	hangup_unwatch(r);
+	r->retry_after = j->retry_after_s ? j->retry_after_s : 1;
 	pd_job_free(j);
-	r->retry_after = pd_sched_retry_after(srv->sched);
 	http_set_error(r, a == PD_ADMIT_DISK_FULL ? 507 : 503, "%s",
 		       a == PD_ADMIT_FULL	  ? "queue full: retry later"
-		       : a == PD_ADMIT_BREAKER	  ? "overloaded (circuit breaker open): retry later"
+		       : a == PD_ADMIT_BREAKER	  ? "circuit breaker open (sandboxes are failing to start): retry later"
+		       : a == PD_ADMIT_DEADLINE  ? "overloaded: the work queued ahead would not let this request "
+						   "finish before its deadline: retry later"
+		       : a == PD_ADMIT_MEMORY	  ? "overloaded: the host is short of free memory: retry later"
 		       : a == PD_ADMIT_DISK_FULL ? "disk full: the results store cannot record results"
 						 : "shutting down");
 	pthread_mutex_lock(&srv->mu);

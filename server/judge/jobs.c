@@ -102,7 +102,7 @@ static bool judge_once(pd_job *j, judge_work *w, const pd_judge_opts *o)
 	return retry;
 }
 
-/* A sandbox failure is retried as a new attempt (DESIGN.md §2), judged whole again in new sandboxes,
+/* A sandbox failure is retried as a new attempt (docs/judge.md), judged whole again in new sandboxes,
  * not as a test rerun inside the same attempt: the store keeps each attempt's record, so the first
  * one's error is not lost to the retry. A failing checker is the judge's own retry (judge.c). */
 static void execute(pd_job *j, pd_pools *pools)

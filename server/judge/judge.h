@@ -1,4 +1,4 @@
-/* The judge (issue 21, DESIGN.md §4 and §8): problems, checkers, the judging pipeline, the verdict's
+/* The judge (issue 21; docs/judge.md): problems, checkers, the judging pipeline, the verdict's
  * three levels with the reward rule, and the execution-fingerprint cache.
  *
  *   checker.c   built-in checkers: pure functions over the candidate's output and the answer

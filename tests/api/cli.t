@@ -11,7 +11,7 @@ unset PADDOCK_TOKEN
 # --- serve: the options --help lists -------------------------------------------------------------
 mapfile -t OPTS < <("$PADDOCK" serve --help | sed -nE 's/^  (-[a-z], )?--([a-z-]+) ([A-Z]+).*/\2 \3/p' | grep -v '^config ')
 plan $((2 * ${#OPTS[@]} + 43))
-is "${#OPTS[@]}" 17 "serve --help lists 17 options with a value (besides --config)"
+is "${#OPTS[@]}" 20 "serve --help lists 20 options with a value (besides --config)"
 
 printf 'secret-from-file\n' >"$TMPD/token"
 value() {  # a value of the option's type, other than its default
@@ -27,6 +27,7 @@ value() {  # a value of the option's type, other than its default
     *:URLS) echo nats://127.0.0.1:4222 ;;
     *:ID) echo node-7 ;;
     *:SECS) echo 3 ;;
+    *:MODES) echo none,host ;;
     *) echo "no sample value for $1 $2" >&2; echo "?" ;;
   esac
 }
