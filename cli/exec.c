@@ -42,6 +42,9 @@ static void exec_usage(FILE *f)
 		"  --hostname NAME        hostname inside (default sandbox)\n"
 		"  --net MODE             loopback (default: own netns, only lo), none (lo down),\n"
 		"                         host (the host's network; all else stays isolated)\n"
+		"  --isolation TIER       container (default) or gvisor: the same sandbox run under\n"
+		"                         gVisor's runsc, a user-space kernel (docs/isolation.md)\n"
+		"  --gvisor-platform P    runsc --platform (default $PADDOCK_GVISOR_PLATFORM or ptrace)\n"
 		"\n"
 		"limits (sizes take k/M/G, times take s or ms):\n"
 		"  -m, --memory SIZE      memory, no swap (default %lluM)\n"
@@ -242,6 +245,7 @@ enum {
 	O_JSON = 256, O_RESULT, O_IMAGE, O_HOSTNAME, O_NET, O_CPUS, O_NOFILE, O_FSIZE, O_AUDIT,
 	O_AUDIT_ALLOW, O_AUDIT_DENY, O_AUDIT_DENY_NET, O_OUTPUT_KILL, O_AUDIT_POLICY,
 	O_IO_READ_BPS, O_IO_WRITE_BPS, O_IO_READ_IOPS, O_IO_WRITE_IOPS,
+	O_ISOLATION, O_GVISOR_PLATFORM,
 };
 
 static int bad(const char *opt, const char *val, const char *want)
@@ -272,7 +276,9 @@ int cmd_exec(int argc, char **argv)
 		{"audit", no_argument, 0, O_AUDIT},  {"audit-allow", required_argument, 0, O_AUDIT_ALLOW},
 		{"audit-deny", required_argument, 0, O_AUDIT_DENY},
 		{"audit-deny-net", no_argument, 0, O_AUDIT_DENY_NET},
-		{"audit-policy", required_argument, 0, O_AUDIT_POLICY}, {0, 0, 0, 0},
+		{"audit-policy", required_argument, 0, O_AUDIT_POLICY},
+		{"isolation", required_argument, 0, O_ISOLATION},
+		{"gvisor-platform", required_argument, 0, O_GVISOR_PLATFORM}, {0, 0, 0, 0},
 	};
 	pd_sandbox_opts so = {0};
 	so.limits = pd_limits_default();
@@ -402,6 +408,14 @@ int cmd_exec(int argc, char **argv)
 			*(c == O_IO_READ_IOPS ? &so.limits.io_read_iops : &so.limits.io_write_iops) = (uint64_t)cnt;
 			break;
 		}
+		case O_ISOLATION: {
+			int iso = pd_isolation_parse(optarg);
+			if (iso < 0)
+				return bad("--isolation", optarg, "container or gvisor");
+			so.isolation = (pd_isolation)iso;
+			break;
+		}
+		case O_GVISOR_PLATFORM: so.gvisor_platform = optarg; break;
 		case O_AUDIT: audit = true; break;
 		case O_AUDIT_POLICY: policy_arg = optarg, audit = true; break;
 		case O_AUDIT_ALLOW:

@@ -152,6 +152,7 @@ typedef struct pd_result {
 	 * digest) and digests; or, with no digest, the directory ("host" for the default image) */
 	char image_name[256];
 	char image_digest[PD_DIGEST_LEN], image_config_digest[PD_DIGEST_LEN];
+	char isolation[16]; /* pd_isolation_name() of the tier that ran it */
 } pd_result;
 
 void pd_result_free(pd_result *r);
@@ -220,6 +221,20 @@ typedef enum pd_net {
 	PD_NET_HOST,         /* the host's network (explicit opt-in; still all other isolation) */
 } pd_net;
 
+/* How strongly a sandbox is isolated from the host: each tier is a backend behind one interface
+ * (lib/tier.h). container: namespaces, cgroups, seccomp, overlay root (lib/sandbox.c). gvisor: the
+ * same template run under gVisor's runsc, a user-space kernel between the program and the host
+ * (lib/gvisor/); one-shot runs only (pd_run), its sandboxes are not kept warm. */
+typedef enum pd_isolation {
+	PD_ISO_CONTAINER = 0,
+	PD_ISO_GVISOR,
+	PD_ISO_N,
+} pd_isolation;
+/* "container", "gvisor" */
+const char *pd_isolation_name(pd_isolation i);
+/* The tier named name, or -1. */
+int pd_isolation_parse(const char *name);
+
 typedef struct pd_bind {
 	const char *src; /* host path */
 	const char *dst; /* path inside the sandbox */
@@ -272,6 +287,8 @@ typedef struct pd_sandbox_opts {
 	 * that forks share: each fork writes to its own upper, none copies it); must outlive the
 	 * sandbox (a reset mounts it again) */
 	const char *top_layer;
+	pd_isolation isolation; /* the tier; gvisor: pd_run only (pd_sandbox_create refuses it) */
+	const char *gvisor_platform; /* runsc --platform; NULL = $PADDOCK_GVISOR_PLATFORM or ptrace */
 } pd_sandbox_opts;
 
 typedef struct pd_sandbox pd_sandbox;

@@ -99,6 +99,8 @@ json_t *pd_result_json(const pd_result *r, bool with_output)
 		good = set(img, "name", pd_json_text(r->image_name[0] ? r->image_name : "host")) &&
 		       set(img, "digest", json_null());
 	good = good && set(o, "image", img);
+	/* execs of a warm (container) sandbox leave it empty: only the container tier keeps them */
+	good = good && set(o, "isolation", json_string(r->isolation[0] ? r->isolation : "container"));
 	json_t *audit = good ? json_array() : NULL;
 	for (size_t i = 0; audit && good && i < r->audit_len; i++) {
 		const pd_audit_event *ev = &r->audit[i];

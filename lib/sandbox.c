@@ -4,6 +4,7 @@
  * is in exec.c, scratch.c and reset.c; the context it belongs to in context.c. */
 #define _GNU_SOURCE
 #include "sandbox.h"
+#include "tier.h"
 #include "ucounts.h"
 
 #include <errno.h>
@@ -342,6 +343,11 @@ int pd_sb_layout_fds(const pd_sandbox_opts *o, const pd_layer *layers, int nlaye
 
 pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 {
+	if (o && o->isolation != PD_ISO_CONTAINER) {
+		pd_fail(e, ENOTSUP, "isolation %s: only one-shot runs, no kept sandbox",
+			pd_isolation_name(o->isolation));
+		return NULL;
+	}
 	pd_sandbox_opts none = {0};
 	if (!o) {
 		none.limits = pd_limits_default();
@@ -629,7 +635,8 @@ int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len)
 	return dirty ? -1 : 0;
 }
 
-int pd_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd_result *r, pd_err *e)
+/* The container tier's one-shot run (lib/tier.c routes pd_run here for it). */
+int pd_container_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd_result *r, pd_err *e)
 {
 	uint64_t t0 = pd_now_us();
 	pd_sandbox *s = pd_sandbox_create(c, o, e);

@@ -10,7 +10,10 @@ pkgs=(build-essential pkg-config libseccomp-dev libcap-dev libjansson-dev libmic
       junit4 libhamcrest-java libcommons-lang3-java libguava-java node-lodash libtest-deep-perl
       libdata-compare-perl
       nats-server libnats-dev libarchive-dev libssl-dev
-      prometheus runsc) # promtool checks contrib/prometheus/alerts.yml (tests/api/ops.t); its service is not needed; runsc: the gvisor tier
+      # the tests' tools: the store read back, a repository's history, a tracer refused
+      sqlite3 git strace openjdk-17-jdk-headless
+      prometheus  # promtool checks contrib/prometheus/alerts.yml (tests/api/ops.t); its service is not needed
+      runsc)      # gVisor, for the gvisor isolation tier (paddock exec --isolation gvisor)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
