@@ -100,6 +100,17 @@ static const serve_opt serve_opts[] = {
 	{"cluster-ack-wait", 0, T_COUNT, "SECS", 1, 3600, false, FIELD(cluster_ack_wait), "30",
 	 "seconds a node may hold a task without a sign of life before\n"
 	 "the cluster gives it to another node"},
+	{"breaker-fail-percent", 0, T_COUNT, "N", 1, 100, false, FIELD(breaker_fail_percent), "50",
+	 "a template's circuit breaker opens when more than N percent of its\n"
+	 "recent jobs failed for the infrastructure (a sandbox that could not\n"
+	 "start, an internal error); the other templates are not refused"},
+	{"breaker-min-jobs", 0, T_COUNT, "N", 1, 64, false, FIELD(breaker_min_jobs), "8",
+	 "a template's finished jobs before its failure share counts"},
+	{"breaker-cooldown", 0, T_COUNT, "SECS", 1, 3600, false, FIELD(breaker_cooldown_s), "5",
+	 "seconds a template's breaker stays open before one probe job"},
+	{"memory-watermark", 0, T_STRING, "WATERMARK", 0, 0, false, FIELD(memory_watermark), "256M",
+	 "host free memory (MemAvailable) under which all new work is\n"
+	 "refused: a size (256M) or a percent of the machine's (5%)"},
 	{"cluster-max-deliver", 0, T_COUNT, "N", 1, 100, false, FIELD(cluster_max_deliver), "5",
 	 "deliveries of a task whose nodes all stopped before recording\n"
 	 "it; the next one records it as an infrastructure failure"},

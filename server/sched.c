@@ -75,7 +75,15 @@ struct pd_sched {
 	pthread_cond_t reaper_cv;
 	uint64_t next_deadline;
 	bool cancel_pending; /* pd_sched_cancel asked the reaper to look at the queues */
-	pd_breaker breaker;
+	/* one breaker per template: a template whose sandboxes fail to start (a memory limit too
+	 * small, a missing toolchain) is refused alone; the others' jobs are admitted. "" keeps the
+	 * jobs of templates past MAX_TEMPLATES. */
+	struct {
+		char name[64];
+		pd_breaker b;
+	} brk[MAX_TEMPLATES + 1];
+	size_t nbrk;
+	uint64_t memtotal;
 	svc_time svc[MAX_TEMPLATES];
 	size_t nsvc;
 	uint64_t memavail, memavail_at; /* mem_available's last reading, and when */
@@ -105,10 +113,48 @@ static uint64_t mem_available(pd_sched *s)
 	return s->memavail;
 }
 
+/* The breaker of a template's jobs (made on first use); lock held. */
+static pd_breaker *breaker_of(pd_sched *s, const char *name)
+{
+	for (size_t i = 0; i < s->nbrk; i++)
+		if (!strcmp(s->brk[i].name, name))
+			return &s->brk[i].b;
+	size_t i = s->nbrk < MAX_TEMPLATES ? s->nbrk : MAX_TEMPLATES;
+	if (i == MAX_TEMPLATES && s->nbrk > MAX_TEMPLATES)
+		return &s->brk[MAX_TEMPLATES].b; /* the shared one, made when the table filled */
+	snprintf(s->brk[i].name, sizeof s->brk[i].name, "%s", i == MAX_TEMPLATES ? "" : name);
+	pd_breaker_init(&s->brk[i].b, s->o.breaker_fail_ratio, s->o.breaker_min_jobs,
+			s->o.breaker_cooldown_ms * 1000);
+	s->nbrk = i + 1;
+	return &s->brk[i].b;
+}
+
+/* A job's breaker: its template's. */
+static pd_breaker *job_breaker(pd_sched *s, const pd_job *j)
+{
+	return breaker_of(s, j->template_name);
+}
+
+/* The free memory below which new work is refused: bytes, or a share of MemTotal; lock held. */
+static uint64_t min_free(pd_sched *s)
+{
+	if (!s->o.breaker_min_free_pct)
+		return s->o.breaker_min_free;
+	if (!s->memtotal) {
+		char buf[4096];
+		char *p = pd_read_file("/proc/meminfo", buf, sizeof buf) > 0 ? strstr(buf, "MemTotal:") : NULL;
+		s->memtotal = p ? strtoull(p + 9, NULL, 10) * 1024 : 0;
+	}
+	return (uint64_t)((double)s->memtotal * s->o.breaker_min_free_pct / 100.0);
+}
+
 bool pd_sched_breaker_open(pd_sched *s)
 {
 	pthread_mutex_lock(&s->mu);
-	bool open = pd_breaker_refusing(&s->breaker, pd_now_us());
+	bool open = false;
+	uint64_t now = pd_now_us();
+	for (size_t i = 0; i < s->nbrk && !open; i++)
+		open = pd_breaker_refusing(&s->brk[i].b, now);
 	pthread_mutex_unlock(&s->mu);
 	return open;
 }
@@ -213,18 +259,18 @@ pd_admit pd_sched_submit(pd_sched *s, pd_job *j)
 		a = PD_ADMIT_STOPPING;
 	else if (s->store && pd_store_full(s->store, NULL, 0))
 		a = PD_ADMIT_DISK_FULL;
-	else if (mem_available(s) < s->o.breaker_min_free)
+	else if (mem_available(s) < min_free(s))
 		a = PD_ADMIT_MEMORY;
 	else if (s->q[pr].len >= s->o.queue_max)
 		a = PD_ADMIT_FULL;
 	else if (j->deadline_us && (finish = finish_estimate(s, j, pr, now)) > j->deadline_us)
 		a = PD_ADMIT_DEADLINE;
-	else if (!pd_breaker_admit(&s->breaker, now, idle, &j->probe))
+	else if (!pd_breaker_admit(job_breaker(s, j), now, idle, &j->probe))
 		a = PD_ADMIT_BREAKER;
 	if (a != PD_ADMIT_OK) {
 		s->refused_total[a]++;
 		if (a == PD_ADMIT_BREAKER)
-			j->retry_after_s = pd_breaker_retry_after(&s->breaker, now);
+			j->retry_after_s = pd_breaker_retry_after(job_breaker(s, j), now);
 		else if (a == PD_ADMIT_DEADLINE) {
 			/* the time by which the work ahead should have shrunk enough */
 			uint64_t late = finish - j->deadline_us;
@@ -385,7 +431,7 @@ static void *reaper_main(void *arg)
 			uint64_t now_wall = wall_us();
 			for (pd_job *j = expired; j; j = j->next) {
 				if (j->probe)
-					pd_breaker_probe_dropped(&s->breaker);
+					pd_breaker_probe_dropped(job_breaker(s, j));
 				s->cancelled_queued += pd_job_is_cancelled(j);
 			}
 			pthread_mutex_unlock(&s->mu);
@@ -447,10 +493,10 @@ static void *worker_main(void *arg)
 		uint64_t took = pd_now_us() - w->started;
 		if (ran && j->failure != PD_F_CANCELLED) {
 			learn(s, j, took);
-			pd_breaker_outcome(&s->breaker, pd_now_us(),
+			pd_breaker_outcome(job_breaker(s, j), pd_now_us(),
 					   j->failure == PD_F_STARTUP || j->failure == PD_F_INTERNAL, j->probe);
 		} else if (j->probe) {
-			pd_breaker_probe_dropped(&s->breaker);
+			pd_breaker_probe_dropped(job_breaker(s, j));
 		}
 		if (ran && j->failure == PD_F_CANCELLED)
 			s->cancelled_running++;
@@ -483,11 +529,12 @@ pd_sched *pd_sched_new(pd_pools *pools, pd_store *store, pd_metrics *m, const pd
 		s->o.queue_max = 4096;
 	if (s->o.breaker_fail_ratio <= 0)
 		s->o.breaker_fail_ratio = 0.5;
-	if (!s->o.breaker_min_free)
+	if (!s->o.breaker_min_free && !s->o.breaker_min_free_pct)
 		s->o.breaker_min_free = 256ull << 20;
 	if (!s->o.breaker_cooldown_ms)
 		s->o.breaker_cooldown_ms = 5000;
-	pd_breaker_init(&s->breaker, s->o.breaker_fail_ratio, BREAKER_MIN_SAMPLES, s->o.breaker_cooldown_ms * 1000);
+	if (!s->o.breaker_min_jobs)
+		s->o.breaker_min_jobs = BREAKER_MIN_SAMPLES;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 	/* deadlines are pd_now_us() values: the reaper's timed wait must use the same clock */
@@ -566,18 +613,29 @@ char *pd_sched_metrics(pd_sched *s)
 	if (!f)
 		return NULL;
 	pthread_mutex_lock(&s->mu);
-	bool open = pd_breaker_refusing(&s->breaker, pd_now_us());
+	uint64_t now = pd_now_us(), trips = 0;
+	bool open = false;
+	for (size_t i = 0; i < s->nbrk; i++) {
+		open |= pd_breaker_refusing(&s->brk[i].b, now);
+		trips += s->brk[i].b.trips;
+	}
 	fprintf(f, "# HELP paddock_queue_length Jobs waiting, by priority class.\n"
 		   "# TYPE paddock_queue_length gauge\n");
 	for (int p = 0; p < PD_PRIO_COUNT; p++)
 		fprintf(f, "paddock_queue_length{priority=\"%s\"} %zu\n", prio[p], s->q[p].len);
 	fprintf(f, "# HELP paddock_workers_busy Workers running a job.\n# TYPE paddock_workers_busy gauge\n"
 		   "paddock_workers_busy %u\npaddock_workers %u\n", s->busy, s->nworkers);
-	fprintf(f, "# HELP paddock_breaker_open 1 while the circuit breaker refuses new work.\n"
+	fprintf(f, "# HELP paddock_breaker_open 1 while a template's circuit breaker refuses its new work.\n"
 		   "# TYPE paddock_breaker_open gauge\npaddock_breaker_open %d\n", open);
-	fprintf(f, "# HELP paddock_breaker_trips_total Times the breaker opened.\n"
+	fprintf(f, "# HELP paddock_breaker_trips_total Times a template's breaker opened.\n"
 		   "# TYPE paddock_breaker_trips_total counter\npaddock_breaker_trips_total %llu\n",
-		(unsigned long long)s->breaker.trips);
+		(unsigned long long)trips);
+	fprintf(f, "# HELP paddock_template_breaker_open 1 while the template's breaker refuses its jobs.\n"
+		   "# TYPE paddock_template_breaker_open gauge\n");
+	for (size_t i = 0; i < s->nbrk; i++)
+		if (s->brk[i].name[0])
+			fprintf(f, "paddock_template_breaker_open{template=\"%s\"} %d\n", s->brk[i].name,
+				pd_breaker_refusing(&s->brk[i].b, now));
 	fprintf(f, "# HELP paddock_refused_total Jobs refused at admission, by reason.\n"
 		   "# TYPE paddock_refused_total counter\n"
 		   "paddock_refused_total{reason=\"queue_full\"} %llu\n"

@@ -346,7 +346,9 @@ typedef struct pd_sched_opts {
 	double breaker_fail_ratio; /* share of infrastructure failures (startup_failure,
 				    * internal_error) among recent jobs that opens it; 0 = 0.5 */
 	uint64_t breaker_min_free; /* MemAvailable below which new work is refused; 0 = 256 MiB */
+	double breaker_min_free_pct; /* or this share of MemTotal, in percent (wins when set) */
 	uint64_t breaker_cooldown_ms; /* open this long before a half-open probe; 0 = 5 s */
+	unsigned breaker_min_jobs; /* a template's finished jobs before its failure ratio counts; 0 = 8 */
 } pd_sched_opts;
 
 typedef enum {
@@ -474,6 +476,12 @@ typedef struct pd_server_opts {
 	const char *node_id;        /* the node's id in the cluster; NULL = <hostname>-<port> */
 	unsigned cluster_ack_wait;  /* seconds; 0 = 30 */
 	unsigned cluster_max_deliver; /* 0 = 5 */
+	/* each template's circuit breaker (sched.breaker_*): the percent of infrastructure failures
+	 * among its recent jobs that opens it (0 = 50), the jobs it needs first (0 = 8), seconds open
+	 * before a probe (0 = 5); and the host's free memory under which all new work is refused:
+	 * a size ("256M") or a percent of the machine's ("5%"); NULL = 256M */
+	unsigned breaker_fail_percent, breaker_min_jobs, breaker_cooldown_s;
+	const char *memory_watermark;
 } pd_server_opts;
 
 pd_server *pd_server_start(const pd_server_opts *o, pd_err *e);

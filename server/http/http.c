@@ -253,6 +253,23 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 }
 /* ---- start and stop -------------------------------------------------------------------------- */
 
+/* --memory-watermark: a size, or a percent of the machine's memory from 1 to 90. */
+static int parse_watermark(const char *w, pd_sched_opts *so, pd_err *e)
+{
+	size_t n = strlen(w);
+	if (n > 1 && w[n - 1] == '%') {
+		char *end;
+		double pct = strtod(w, &end);
+		if (end == w + n - 1 && strspn(w, "0123456789.") == n - 1 && pct >= 1 && pct <= 90) {
+			so->breaker_min_free_pct = pct;
+			return 0;
+		}
+	} else if (pd_parse_size(w, &so->breaker_min_free) == 0 && so->breaker_min_free >= (1u << 20)) {
+		return 0;
+	}
+	return pd_refuse(e, "--memory-watermark: '%s' is not a size of at least 1M nor a percent from 1%% to 90%%", w);
+}
+
 /* The pools' reclaimer finished with a use of a sandbox: its stored record's residue completed. */
 static void reclaimed(void *store, const char *use_id, const char *residue)
 {
@@ -417,7 +434,16 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 		pd_log("info", "problems loaded", PD_LS("dir", o->problems_dir), PD_LU("problems", s->problems.n));
 	}
 	s->metrics = pd_metrics_new();
-	if (!(s->sched = pd_sched_new(s->pools, s->store, s->metrics, &o->sched, e)))
+	pd_sched_opts so = o->sched;
+	if (o->breaker_fail_percent)
+		so.breaker_fail_ratio = o->breaker_fail_percent / 100.0;
+	if (o->breaker_min_jobs)
+		so.breaker_min_jobs = o->breaker_min_jobs;
+	if (o->breaker_cooldown_s)
+		so.breaker_cooldown_ms = (uint64_t)o->breaker_cooldown_s * 1000;
+	if (o->memory_watermark && parse_watermark(o->memory_watermark, &so, e) < 0)
+		goto fail;
+	if (!(s->sched = pd_sched_new(s->pools, s->store, s->metrics, &so, e)))
 		goto fail;
 	if (hangup_start(s, e) < 0)
 		goto fail;
