@@ -70,7 +70,7 @@ static const serve_opt serve_opts[] = {
 	 "network modes a /run_code request may ask for with its \"network\"\n"
 	 "field (comma-separated: none, loopback, host); without it the\n"
 	 "language's template decides (loopback: no egress)"},
-	{"retries", 0, T_COUNT, "N", 0, 10, false, FIELD(sched.retries), "2",
+	{"retries", 0, T_COUNT, "N", 1, 10, true, FIELD(sched.retries), "2",
 	 "retries of infrastructure failures in a fresh sandbox"},
 	{"warm", 0, T_COUNT, "N", 0, 10000, false, FIELD(warm), "templates' pool.min",
 	 "READY sandboxes kept per template"},
@@ -310,6 +310,9 @@ static int print_settings(const pd_server_opts *so)
 /* Runs the daemon with o until SIGINT or SIGTERM. */
 static int serve(pd_server_opts o)
 {
+	/* retries: not given is the default, 2; a given 0 is "none" (UINT_MAX in the option table,
+	 * which the scheduler must see as 0: it takes the count literally) */
+	o.sched.retries = o.sched.retries == UINT_MAX ? 0 : o.sched.retries ? o.sched.retries : 2;
 	/* every connection and sandbox holds fds: take the hard limit, and keep connections within it */
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {

@@ -305,10 +305,12 @@ class TestHidden(unittest.TestCase):
 
 
 def repo_layer(t):
-    dirent(t, "repo", uid=1000, gid=1000)
-    reg(t, "repo/calc.py", CALC_BUG, uid=1000, gid=1000)
-    reg(t, "repo/test_calc.py", VISIBLE_TEST, uid=1000, gid=1000)
-    reg(t, "repo/README", b"calc: add is wrong (issue 1)\n", uid=1000, gid=1000)
+    # owned by the image's user, root (it sets no User): the agent's programs run as that root
+    # without capabilities, and the file API acts with the same rights (docs/security.md)
+    dirent(t, "repo")
+    reg(t, "repo/calc.py", CALC_BUG)
+    reg(t, "repo/test_calc.py", VISIBLE_TEST)
+    reg(t, "repo/README", b"calc: add is wrong (issue 1)\n")
 
 
 LAYERED_CFG = {"env": ["PATH=/usr/bin:/bin", "FOO=from-image"], "workdir": "/data"}
