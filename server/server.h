@@ -262,6 +262,14 @@ uint64_t pd_store_pruned(pd_store *s);
 /* Bytes the records use now, and the cap (0: none). */
 void pd_store_size(pd_store *s, uint64_t *used, uint64_t *cap);
 
+/* The review queue (review.c): attempts queued for a human when stored (policy_violation, or a
+ * rare_pass). state: "pending", "confirmed", "dismissed" or "all"; an array of items. */
+json_t *pd_store_review_list(pd_store *s, const char *state, pd_err *e);
+/* decision "confirm" or "dismiss" (note may be NULL); *item is the decided item. -1 with e->code
+ * ENOENT (no such item) or EALREADY (decided already). */
+int pd_store_review_decide(pd_store *s, int64_t id, const char *decision, const char *note, json_t **item, pd_err *e);
+void pd_store_review_stats(pd_store *s, uint64_t *pending, uint64_t *confirmed, uint64_t *dismissed);
+
 /* ---- metrics --------------------------------------------------------------------------------- */
 
 typedef struct pd_metrics pd_metrics;

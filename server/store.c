@@ -9,6 +9,7 @@
  * stays near the cap. */
 #define _GNU_SOURCE
 #include "server.h"
+#include "review.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -197,7 +198,7 @@ pd_store *pd_store_open(const char *path, uint64_t max_bytes, pd_err *e)
 		}
 	}
 	if (sqlite3_exec(s->db, schema_request_id, NULL, NULL, &err) != SQLITE_OK ||
-	    sqlite3_exec(s->db, schema_group, NULL, NULL, &err) != SQLITE_OK) {
+	    sqlite3_exec(s->db, schema_group, NULL, NULL, &err) != SQLITE_OK || review_schema(s->db, &err) != SQLITE_OK) {
 		pd_fail(e, EIO, "store %s: %s", path, err ? err : "schema");
 		sqlite3_free(err);
 		goto fail;
@@ -338,7 +339,6 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	sqlite3_bind_int64(st, 18, r ? (sqlite3_int64)r->cpu_ms : 0);
 	sqlite3_bind_int64(st, 19, r ? (sqlite3_int64)r->memory_peak_bytes : 0);
 	bind_record(st, rec, text, true);
-	json_decref(rec);
 	bind_opt(st, 21, j->request_id);
 	size_t nprior = json_array_size(j->prior);
 	/* a request's record commits only with its claim (the cluster's mark that this node recorded
@@ -347,10 +347,13 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	bool txn = (j->request_id[0] || nprior) && sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
 	int rc = sqlite3_step(st);
 	int out = 0;
+	/* the answering attempt's row, for the review queue (the earlier attempts are inserted after) */
+	int64_t row = rc == SQLITE_DONE ? sqlite3_last_insert_rowid(s->db) : 0;
 	if (txn && rc == SQLITE_CONSTRAINT) {
 		sqlite3_reset(st);
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 		pthread_mutex_unlock(&s->mu);
+		json_decref(rec);
 		free(text);
 		return pd_fail(e, EEXIST, "request %s is recorded already", j->request_id);
 	}
@@ -361,6 +364,7 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 		if (rc == SQLITE_DONE && j->claim && j->claim(j, j->claim_arg, e) < 0) {
 			sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 			pthread_mutex_unlock(&s->mu);
+			json_decref(rec);
 			free(text);
 			return -1;
 		}
@@ -399,6 +403,7 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	/* a residue report that came before the record completes it now (the earlier attempts'
 	 * sandboxes were reclaimed first of all) */
 	if (rc == SQLITE_DONE) {
+		review_consider(s->db, row, j, rec);
 		if (j->use_id[0])
 			early_residue_locked(s, j->use_id);
 		for (size_t i = 0; i < nprior; i++) {
@@ -408,6 +413,7 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 		}
 	}
 	pthread_mutex_unlock(&s->mu);
+	json_decref(rec);
 	free(text);
 	return out;
 }
@@ -612,5 +618,35 @@ void pd_store_failures(pd_store *s, uint64_t *full, uint64_t *other)
 	pthread_mutex_lock(&s->mu);
 	*full = s->failed_full;
 	*other = s->failed_other;
+	pthread_mutex_unlock(&s->mu);
+}
+
+json_t *pd_store_review_list(pd_store *s, const char *state, pd_err *e)
+{
+	if (!s) /* no store: nothing is recorded, so nothing is queued */
+		return json_array();
+	pthread_mutex_lock(&s->mu);
+	json_t *a = review_list(s->db, state, e);
+	pthread_mutex_unlock(&s->mu);
+	return a;
+}
+
+int pd_store_review_decide(pd_store *s, int64_t id, const char *decision, const char *note, json_t **item, pd_err *e)
+{
+	if (!s)
+		return pd_fail(e, ENOENT, "no review item %lld (no store)", (long long)id);
+	pthread_mutex_lock(&s->mu);
+	int rc = review_decide(s->db, id, decision, note, item, e);
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
+void pd_store_review_stats(pd_store *s, uint64_t *pending, uint64_t *confirmed, uint64_t *dismissed)
+{
+	*pending = *confirmed = *dismissed = 0;
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->mu);
+	review_stats(s->db, pending, confirmed, dismissed);
 	pthread_mutex_unlock(&s->mu);
 }

@@ -172,6 +172,8 @@ pd_job *judge_job_for_cluster(void *srv, json_t *body, int *status, pd_err *e);
 void records_list(req *r, const char *url, const char *method);
 /* GET /v1/runs/{task_id} */
 void records_get(req *r, const char *url, const char *method);
+void review_list_http(req *r, const char *url, const char *method);
+void review_decide_http(req *r, const char *url, const char *method);
 
 /* ---- sessions (sessions.c) ---- */
 void sessions_create(req *r, const char *url, const char *method);

@@ -105,6 +105,15 @@ static char *pool_metrics(pd_server *s)
 		   "# TYPE paddock_store_pruned_records_total counter\n"
 		   "paddock_store_pruned_records_total %llu\n",
 		(unsigned long long)sf, (unsigned long long)so, (unsigned long long)pd_store_pruned(s->store));
+	uint64_t rp = 0, rc = 0, rd = 0;
+	pd_store_review_stats(s->store, &rp, &rc, &rd);
+	fprintf(f, "# HELP paddock_review_queue_size Attempts waiting in the review queue.\n"
+		   "# TYPE paddock_review_queue_size gauge\npaddock_review_queue_size %llu\n"
+		   "# HELP paddock_review_outcomes_total Review items decided, by outcome.\n"
+		   "# TYPE paddock_review_outcomes_total counter\n"
+		   "paddock_review_outcomes_total{outcome=\"confirmed\"} %llu\n"
+		   "paddock_review_outcomes_total{outcome=\"dismissed\"} %llu\n",
+		(unsigned long long)rp, (unsigned long long)rc, (unsigned long long)rd);
 	uint64_t used = 0, cap = 0;
 	pd_store_size(s->store, &used, &cap);
 	fprintf(f, "# HELP paddock_store_bytes Bytes the results store's records use.\n"

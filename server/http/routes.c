@@ -152,6 +152,8 @@ static const route routes[] = {
 	{"GET", "/v1/runs", records_list},
 	{"GET", "/v1/runs/", records_get},
 	{"POST", "/v1/judge", judge_submit},
+	{"GET", "/v1/review", review_list_http},
+	{"POST", "/v1/review/", review_decide_http},
 	{"GET", "/v1/pools", pools},
 	{"POST", "/v1/sessions", sessions_create},
 	{"GET", "/v1/sessions", sessions_list},
