@@ -298,6 +298,12 @@ pd_admit pd_sched_submit(pd_sched *s, pd_job *j)
 		s->next_deadline = j->deadline_us;
 		pthread_cond_signal(&s->reaper_cv);
 	}
+	if (pd_job_is_cancelled(j)) {
+		/* its client left between the hang-up watch and here: the reaper's look at the queues
+		 * came before it was in one, and it would otherwise wait there for a worker */
+		s->cancel_pending = true;
+		pthread_cond_signal(&s->reaper_cv);
+	}
 	pthread_mutex_unlock(&s->mu);
 	return PD_ADMIT_OK;
 }
@@ -500,6 +506,8 @@ static void *worker_main(void *arg)
 		}
 		if (ran && j->failure == PD_F_CANCELLED)
 			s->cancelled_running++;
+		else if (!ran && pd_job_is_cancelled(j))
+			s->cancelled_queued++; /* a cancelled job a worker reached before the reaper */
 		s->busy--;
 		w->busy = false;
 		pthread_mutex_unlock(&s->mu);
