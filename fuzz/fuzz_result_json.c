@@ -32,7 +32,7 @@
 /* the record (pd_result_json), whichever surface carries it */
 static const char *const result_keys[] = {"sandbox_id", "status", "exit_code", "signal", "error",
 					  "wall_ms", "cpu_ms", "cpu_user_ms", "cpu_sys_ms",
-					  "memory_peak_bytes", "pids_peak", "oom_killed", "stdout", "stderr",
+					  "memory_peak_bytes", "pids_peak", "oom_killed", "idle_timeout", "stdout", "stderr",
 					  "stdout_bytes", "stderr_bytes", "stdout_truncated", "stderr_truncated",
 					  "setup_ms", "exec_ms", "teardown_ms", "residue", "audit_file_events",
 					  "audit_net_events", "audit_denied", "audit", NULL};

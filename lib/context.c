@@ -237,6 +237,20 @@ const char *pd_ctx_state_dir(const pd_ctx *c)
 	return c->state_dir;
 }
 
+bool pd_ctx_run_alive(const pd_ctx *c, uint32_t run_id)
+{
+	if (run_id == c->run_id)
+		return true;
+	char p[PD_PATH];
+	snprintf(p, sizeof p, "%s/owners/%08" PRIx32, c->run_dir, run_id);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool alive = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+	close(fd);
+	return alive;
+}
+
 uint32_t pd_ctx_run_id(const pd_ctx *c)
 {
 	return c->run_id;

@@ -71,7 +71,8 @@ typedef struct exec_run {
 	int out[2];     /* read ends of stdout, stderr */
 	int in_w;       /* write end of stdin (stdin_data), or -1 */
 	size_t in_off;
-	bool started, exited, killed_to, killed_ol, init_died;
+	bool started, exited, killed_to, killed_ol, killed_idle, init_died;
+	uint64_t last_out_us; /* when the program last wrote (or started): the no-output timeout */
 	int wstatus;
 	/* step_kill: the session leaders among init's children when the exec began, and those
 	 * it started (the program; a child that called setsid and was orphaned) */
@@ -154,6 +155,9 @@ static void drain(exec_run *x, int i, const pd_exec_opts *o)
 			}
 			return;
 		}
+		x->last_out_us = pd_now_us();
+		if (o->on_data)
+			o->on_data(o->data_arg, i + 1, buf, (size_t)n);
 		size_t live = pd_capture_add(&x->cap[i], buf, (size_t)n);
 		if (o->on_output && live)
 			o->on_output(o->cb_arg, i + 1, buf, live);
@@ -412,6 +416,8 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 	}
 	free(msg);
 	msg = NULL;
+	if (o->on_data)
+		o->on_data(o->data_arg, 0, NULL, 0);
 	close(pout[1]);
 	close(perr[1]);
 	if (pin[0] >= 0)
@@ -428,7 +434,10 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 	uint64_t cpu_ms = o->cpu_ms ? o->cpu_ms : s->lim.cpu_ms;
 	uint64_t deadline = wall_ms ? t0 + wall_ms * 1000 : UINT64_MAX;
 	uint64_t next_check = t0 + 20000;
+	x.last_out_us = t0;
 	while (!x.exited && !x.init_died) {
+		/* the no-output deadline moves with every byte the program writes */
+		uint64_t idle_at = o->idle_ms && !x.killed_to ? x.last_out_us + o->idle_ms * 1000 : UINT64_MAX;
 		struct pollfd pf[5];
 		int np = 0, i_sock, i_out[2] = {-1, -1}, i_in = -1, i_aud = -1;
 		pf[i_sock = np++] = (struct pollfd){s->sock, POLLIN, 0};
@@ -441,6 +450,8 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 			pf[i_aud = np++] = (struct pollfd){x.aud.listener, POLLIN, 0};
 		uint64_t now = pd_now_us();
 		uint64_t until = next_check < deadline ? next_check : deadline;
+		if (idle_at < until)
+			until = idle_at;
 		int timeout = until > now ? (int)((until - now + 999) / 1000) : 0;
 		int pr = poll(pf, (nfds_t)np, timeout);
 		if (pr < 0 && errno != EINTR)
@@ -486,7 +497,9 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 				break;
 			continue;
 		}
-		if (now >= deadline) {
+		bool idle = o->idle_ms && !x.killed_to && now >= x.last_out_us + o->idle_ms * 1000;
+		if (now >= deadline || idle) {
+			x.killed_idle = idle && now < deadline;
 			x.killed_to = true;
 			deadline = UINT64_MAX;
 			if (!limit_kill(s, &x, o))
@@ -543,6 +556,7 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 		o->on_output(o->cb_arg, 2, r->err.tail, r->err.tail_len);
 
 	bool killed_by_us = x.killed_to || x.killed_ol;
+	r->idle_timeout = x.killed_to && x.killed_idle && !x.killed_ol;
 	if (x.exited) {
 		if (WIFEXITED(x.wstatus))
 			r->exit_code = WEXITSTATUS(x.wstatus);

@@ -132,6 +132,7 @@ typedef struct pd_result {
 	uint64_t memory_peak_bytes;
 	uint32_t pids_peak;
 	bool oom_killed;
+	bool idle_timeout; /* a TO from the no-output timeout (pd_exec_opts.idle_ms) */
 	pd_output out, err;
 	/* a spill (pd_exec_opts.spill) does not hold its stream whole: a write failed (a full disk)
 	 * or spill_max was reached; the run itself went on */
@@ -212,6 +213,9 @@ const char *pd_ctx_default_image(const pd_ctx *c);
  * prefixes the ids it hands out. */
 const char *pd_ctx_state_dir(const pd_ctx *c);
 uint32_t pd_ctx_run_id(const pd_ctx *c);
+/* Whether the paddock process of that run id is alive: it holds its file in the host's owner
+ * registry (<run dir>/owners). A run the registry no longer lists is not. */
+bool pd_ctx_run_alive(const pd_ctx *c, uint32_t run_id);
 
 /* ---- sandboxes ------------------------------------------------------------------------------- */
 
@@ -336,6 +340,14 @@ typedef struct pd_exec_opts {
 	uint64_t cpu_ms;       /* 0 = the sandbox's limit */
 	pd_output_cb on_output; /* called with each chunk kept (live passthrough) */
 	void *cb_arg;
+	/* every byte of stdout (stream 1) and stderr (2) as it is read, kept or not (a session
+	 * step's streamed output); and first, once, with stream 0 and no bytes, when the request
+	 * was handed to the sandbox's init (the program is starting) */
+	pd_output_cb on_data;
+	void *data_arg;
+	/* no-output timeout: a program that writes nothing to stdout or stderr for this long is
+	 * killed as at its time limit (TO, with idle_timeout set in the result); 0 = none */
+	uint64_t idle_ms;
 	bool spill;            /* also append every output byte to spill_fd[0] (stdout), [1] (stderr) */
 	int spill_fd[2];
 	uint64_t spill_max;    /* bytes per spill fd, 0 = no cap: past it the spill stops (spill_lost) */
@@ -424,6 +436,27 @@ int pd_sandbox_list(pd_sandbox *s, const char *path, pd_dirent **out, size_t *n,
 int pd_sandbox_remove(pd_sandbox *s, const char *path, pd_err *e);
 /* Creates a directory and its missing parents. */
 int pd_sandbox_mkdir(pd_sandbox *s, const char *path, mode_t mode, pd_err *e);
+
+/* ---- the writable layer (a session step's files changed outside its scratch directories) ---- */
+
+typedef struct pd_upper_ent {
+	char *path;       /* in the sandbox, absolute */
+	mode_t mode;      /* the entry's type and permissions (a deletion: the type removed) */
+	uint64_t size, ino;
+	int64_t mtime_ns, ctime_ns;
+	bool deleted;     /* a whiteout: the image's entry was removed */
+	bool in_image;    /* the image (one of its layers) has this path */
+} pd_upper_ent;
+/* What the sandbox's writable layers (the root's overlay and those of image layers mounted
+ * elsewhere, /usr) hold that differs from its image: files written or created, deletions,
+ * directories made, replaced or whose mode changed (a directory only copied up for what is below
+ * it is left out), sorted by path. Paths under skip (NULL-ended list of absolute paths; may be
+ * NULL) and the mount points the build itself made are left out. Nothing while the layers are
+ * provably untouched (their watches saw no event: they are then not walked, which keeps them
+ * keepable by the next reset). Not while an exec runs. *out is malloc'd (pd_upper_list_free).
+ * Returns 0, 1 when the list stopped at 50 000 entries (the rest is not listed), or -1. */
+int pd_sandbox_upper_list(pd_sandbox *s, const char *const *skip, pd_upper_ent **out, size_t *n, pd_err *e);
+void pd_upper_list_free(pd_upper_ent *l, size_t n);
 
 /* create + exec + destroy, with setup/exec/teardown times and residue in the result. */
 int pd_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd_result *r, pd_err *e);

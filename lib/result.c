@@ -82,6 +82,7 @@ json_t *pd_result_json(const pd_result *r, bool with_output)
 		    set(o, "cpu_sys_ms", count(r->cpu_sys_ms)) &&
 		    set(o, "memory_peak_bytes", count(r->memory_peak_bytes)) &&
 		    set(o, "pids_peak", count(r->pids_peak)) && set(o, "oom_killed", json_boolean(r->oom_killed)) &&
+		    set(o, "idle_timeout", json_boolean(r->idle_timeout)) &&
 		    set_output(o, "stdout", &r->out, with_output) && set_output(o, "stderr", &r->err, with_output) &&
 		    set(o, "setup_ms", ms(r->setup_us)) && set(o, "exec_ms", ms(r->exec_us)) &&
 		    set(o, "teardown_ms", ms(r->teardown_us)) &&

@@ -34,14 +34,7 @@
 #define MAX_ENTRIES 200000 /* a walk stops there: the disk limit bounds the upper anyway */
 #define MAX_DEPTH 64
 
-/* One overlay of the sandbox: its mount point and the name of its upper directory in the upper
- * tmpfs. */
-typedef struct upper_dir {
-	char dst[PD_PATH];
-	char name[16];
-} upper_dir;
-
-static int upper_dirs(pid_t init_pid, upper_dir *out, int max)
+int pd_upper_dirs(pid_t init_pid, pd_upper_dir *out, int max)
 {
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/mountinfo", (int)init_pid);
@@ -224,8 +217,8 @@ static void walk_dir(walk *w, int dfd, char *path, size_t plen, size_t size, int
 
 static int run(int upper_fd, pid_t init_pid, walk *w)
 {
-	upper_dir ud[PD_MAX_LAYERS];
-	int n = upper_dirs(init_pid, ud, PD_MAX_LAYERS);
+	pd_upper_dir ud[PD_MAX_LAYERS];
+	int n = pd_upper_dirs(init_pid, ud, PD_MAX_LAYERS);
 	if (n < 0)
 		return -1;
 	for (int i = 0; i < n; i++) {

@@ -1,11 +1,9 @@
 /* Files changed by a session's step: the writable directories (/work, /tmp and the template's
  * working directory) are listed after every step through the sandbox's root as the host sees it
- * (/proc/<init>/root, without following any link) and compared with the previous listing; what
- * was added, modified (size, mtime, ctime, inode or mode differ) or deleted is reported, with a
- * digest of the content read now.
- *
- * The root's own writable layer (an overlay upper: what a step writes to /usr, /etc) lives in a
- * tmpfs only the sandbox's mount namespace reaches; it is not listed here. */
+ * (/proc/<init>/root, without following any link), and so is the image's writable layer (what
+ * differs from the image anywhere else: /usr, /etc, /opt; pd_sandbox_upper_list); both are
+ * compared with the previous listing; what was added, modified (size, mtime, ctime, inode or mode
+ * differ) or deleted is reported, with a digest of the content read now through the root. */
 #define _GNU_SOURCE
 #include "trajectory.h"
 
@@ -45,6 +43,7 @@ static int add(pd_fsmap *m, const char *path, const struct stat *st)
 	e->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
 	e->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
 	e->mode = st->st_mode;
+	e->upper = e->deleted = e->in_image = false;
 	m->n++;
 	return 0;
 }
@@ -122,6 +121,40 @@ int pd_fsmap_scan(pid_t init, const char *const *dirs, pd_fsmap *m)
 	return 0;
 }
 
+int pd_fsmap_add_upper(pd_sandbox *sb, const char *const *skip, pd_fsmap *m)
+{
+	pd_upper_ent *u;
+	size_t n;
+	int rc = pd_sandbox_upper_list(sb, skip, &u, &n, NULL);
+	if (rc < 0)
+		return -1;
+	if (rc > 0)
+		m->truncated = true;
+	for (size_t i = 0; i < n; i++) {
+		if (m->n >= PD_FSMAP_MAX) {
+			m->truncated = true;
+			break;
+		}
+		struct stat st = {0};
+		st.st_mode = u[i].mode;
+		st.st_size = (off_t)u[i].size;
+		st.st_ino = u[i].ino;
+		st.st_mtim.tv_sec = u[i].mtime_ns / 1000000000;
+		st.st_mtim.tv_nsec = u[i].mtime_ns % 1000000000;
+		st.st_ctim.tv_sec = u[i].ctime_ns / 1000000000;
+		st.st_ctim.tv_nsec = u[i].ctime_ns % 1000000000;
+		if (add(m, u[i].path, &st) < 0)
+			break;
+		pd_fsent *e = &m->e[m->n - 1];
+		e->upper = true;
+		e->deleted = u[i].deleted;
+		e->in_image = u[i].in_image;
+	}
+	pd_upper_list_free(u, n);
+	qsort(m->e, m->n, sizeof *m->e, cmp_ent);
+	return 0;
+}
+
 void pd_fsmap_free(pd_fsmap *m)
 {
 	for (size_t i = 0; i < m->n; i++)
@@ -192,6 +225,24 @@ static json_t *change(int root, const pd_fsent *e, const char *what)
 	return o;
 }
 
+/* An entry as the sandbox's root shows it now (its writable layer's entry is gone, or was a
+ * deletion): for a report of what is there again. */
+static pd_fsent now_at(int root, const pd_fsent *e)
+{
+	pd_fsent x = *e;
+	x.mode = 0;
+	x.size = 0;
+	int fd = open_in(root, e->path, O_PATH);
+	struct stat st;
+	if (fd >= 0 && fstat(fd, &st) == 0) {
+		x.mode = st.st_mode;
+		x.size = S_ISDIR(st.st_mode) ? 0 : (uint64_t)st.st_size;
+	}
+	if (fd >= 0)
+		close(fd);
+	return x;
+}
+
 json_t *pd_fsmap_diff(pid_t init, const pd_fsmap *a, const pd_fsmap *b)
 {
 	json_t *arr = json_array();
@@ -202,17 +253,28 @@ json_t *pd_fsmap_diff(pid_t init, const pd_fsmap *a, const pd_fsmap *b)
 	while (i < a->n || j < b->n) {
 		int c = i >= a->n ? 1 : j >= b->n ? -1 : strcmp(a->e[i].path, b->e[j].path);
 		if (c < 0) {
-			json_array_append_new(arr, change(root, &a->e[i], "deleted"));
+			const pd_fsent *x = &a->e[i];
+			if (!x->upper || (!x->deleted && !x->in_image)) {
+				json_array_append_new(arr, change(root, x, "deleted"));
+			} else {
+				/* the layer no longer differs there (a reset): the image's entry is back */
+				pd_fsent back = now_at(root, x);
+				json_array_append_new(arr, change(root, &back, x->deleted ? "added" : "modified"));
+			}
 			i++;
 		} else if (c > 0) {
-			json_array_append_new(arr, change(root, &b->e[j], "added"));
+			const pd_fsent *y = &b->e[j];
+			json_array_append_new(arr, change(root, y, y->deleted ? "deleted" : y->upper && y->in_image ? "modified" : "added"));
 			j++;
 		} else {
 			const pd_fsent *x = &a->e[i], *y = &b->e[j];
 			/* a directory's times move with its entries, which are listed themselves */
 			bool dirs = S_ISDIR(x->mode) && S_ISDIR(y->mode);
-			if (x->mode != y->mode || (!dirs && (x->size != y->size || x->ino != y->ino ||
-							     x->mtime_ns != y->mtime_ns || x->ctime_ns != y->ctime_ns)))
+			if (x->deleted != y->deleted)
+				json_array_append_new(arr, change(root, y, y->deleted ? "deleted" : "added"));
+			else if (!y->deleted &&
+				 (x->mode != y->mode || (!dirs && (x->size != y->size || x->ino != y->ino ||
+								  x->mtime_ns != y->mtime_ns || x->ctime_ns != y->ctime_ns))))
 				json_array_append_new(arr, change(root, y, "modified"));
 			i++;
 			j++;

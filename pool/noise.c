@@ -70,10 +70,16 @@ json_t *session_noise_before(pd_session *s, unsigned n, const pd_exec_opts *x, p
 	return list;
 }
 
+bool session_noise_cuts(const pd_session *s, unsigned n)
+{
+	const pd_noise *z = &s->noise;
+	return z->on && z->truncate_rate > 0 && draw(z, n, 3) < z->truncate_rate;
+}
+
 void session_noise_after(pd_session *s, unsigned n, pd_result *r, json_t *list)
 {
 	const pd_noise *z = &s->noise;
-	if (!list || !(z->truncate_rate > 0) || !(draw(z, n, 3) < z->truncate_rate) || !r->out.head_len)
+	if (!list || !session_noise_cuts(s, n) || !r->out.head_len)
 		return;
 	/* stdout cut at a drawn point of what was kept: the head shortened, the tail dropped */
 	size_t keep = (size_t)(draw(z, n, 4) * (double)r->out.head_len);

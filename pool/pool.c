@@ -727,6 +727,8 @@ pd_pools *pd_pools_new(pd_ctx *c, const pd_template *t, size_t n, const pd_pools
 		pd_fail(e, EAGAIN, "start the pool reclaimer thread");
 		goto fail;
 	}
+	/* before any session opens: the sessions of daemons that died are closed as lost */
+	pd_sessions_recover(p);
 	return p;
 fail:
 	for (size_t i = 0; i < p->n; i++)

@@ -241,6 +241,9 @@ int pd_session_reset(pd_session *s, const char *request_id, pd_err *e);
 struct json_t;
 /* <state>/trajectories/<id>.jsonl; EINVAL for an id that is not a session id's characters. */
 int pd_trajectory_path(const char *state_dir, const char *id, char *path, size_t len, pd_err *e);
+/* The trajectory's last whole line (the closing line once its session ended), or NULL (e->code
+ * ENOENT: no such trajectory). */
+struct json_t *pd_trajectory_last(const char *state_dir, const char *id, pd_err *e);
 /* The trajectory's lines as a JSON array (a last line cut by a crash left out). */
 struct json_t *pd_trajectory_load(const char *state_dir, const char *id, pd_err *e);
 /* Appends a step of kind ("write", "read", "delete", "upload", "download", "stat", "reset", ...)
@@ -272,5 +275,11 @@ void pd_session_end(pd_session *s);
 bool pd_session_expired(const pd_session *s, uint64_t now_us);
 /* Ends the session; its sandbox goes to the reclaimer. */
 void pd_session_close(pd_session *s);
+/* The same, ended by something else than its client (the daemon stopping): why goes into the
+ * trajectory's closing line, unless the session had already ended for a reason of its own. */
+void pd_session_close_why(pd_session *s, const char *why);
+/* The reason of a session the daemon closes as it stops. */
+#define PD_SESSION_LOST_STOP "lost: the daemon stopped with the session open; its sandbox was destroyed with it"
+
 
 #endif

@@ -363,6 +363,20 @@ static record *find_record(pd_session *s, const char *rid)
 	return NULL;
 }
 
+/* A streamed exec whose stdout noise will cut: its stdout is not passed on live (the answer
+ * holds the cut one), its start and stderr are. */
+typedef struct live_filter {
+	pd_output_cb cb;
+	void *arg;
+} live_filter;
+
+static void live_no_stdout(void *arg, int stream, const char *buf, size_t len)
+{
+	live_filter *f = arg;
+	if (stream != 1)
+		f->cb(f->arg, stream, buf, len);
+}
+
 int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_result *r, pd_err *e)
 {
 	memset(r, 0, sizeof *r);
@@ -392,6 +406,11 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_re
 		xo.cwd = s->pl->t.cwd;
 	xo.spill_max = SESSION_SPILL_BYTES;
 	xo.step_kill = !s->end_on_limit;
+	live_filter lf = {x->on_data, x->data_arg};
+	if (x->on_data && session_noise_cuts(s, n)) {
+		xo.on_data = live_no_stdout;
+		xo.data_arg = &lf;
+	}
 	uint64_t t0 = pd_wall_us();
 	bool skip = false;
 	json_t *noise = session_noise_before(s, n, &xo, r, &skip);
@@ -772,6 +791,17 @@ void pd_session_close(pd_session *s)
 	session_free(s);
 }
 
+void pd_session_close_why(pd_session *s, const char *why)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->p->mu);
+	if (!s->dead_reason[0])
+		snprintf(s->dead_reason, sizeof s->dead_reason, "%s", why);
+	pthread_mutex_unlock(&s->p->mu);
+	pd_session_close(s);
+}
+
 /* Called by the reclaimer with the lock held: ends sessions past their deadlines. The session
  * object stays (its owner still holds the pointer) until pd_session_close. */
 void pd_sessions_expire_locked(pd_pools *p, uint64_t now)
@@ -807,6 +837,8 @@ void pd_sessions_free_all(pd_pools *p)
 			char residue[128];
 			pd_sandbox_destroy(s->sb, residue, sizeof residue);
 		}
+		if (!s->dead_reason[0])
+			snprintf(s->dead_reason, sizeof s->dead_reason, "%s", PD_SESSION_LOST_STOP);
 		session_free(s);
 	}
 }

@@ -69,11 +69,15 @@ void session_leave(pd_session *s);
  * else the list of faults injected (empty if none this time). */
 json_t *session_noise_before(pd_session *s, unsigned n, const pd_exec_opts *x, pd_result *r, bool *skip);
 void session_noise_after(pd_session *s, unsigned n, pd_result *r, json_t *list);
+/* Whether exec n's stdout will be cut (then it is not streamed live: the cut must not leak) */
+bool session_noise_cuts(const pd_session *s, unsigned n);
 
 /* snapshot.c: the tree of snapshot name and its template (ENOENT once expired) */
 int pd_snapshot_tree(pd_pools *p, const char *name, char *tree, size_t len, char *tpl, size_t tlen, pd_err *e);
 
 /* session_traj.c */
+/* RFC 3339 UTC with milliseconds (trajectory times) */
+void session_wall_text(uint64_t us, char b[40]);
 int session_traj_open(pd_session *s, const pd_session_opts *o, pd_err *e);
 void session_traj_close(pd_session *s);
 /* Appends a step line while the session is in use (takes action, obs; extra's fields are added) */

@@ -19,15 +19,19 @@ uint64_t pd_wall_us(void)
 	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
-/* RFC 3339 UTC with milliseconds */
-static json_t *wall_text(uint64_t us)
+void session_wall_text(uint64_t us, char b[40])
 {
 	time_t t = (time_t)(us / 1000000);
 	struct tm tm;
 	gmtime_r(&t, &tm);
-	char b[40];
-	snprintf(b, sizeof b, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+	snprintf(b, 40, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
 		 tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)(us % 1000000 / 1000));
+}
+
+static json_t *wall_text(uint64_t us)
+{
+	char b[40];
+	session_wall_text(us, b);
 	return json_string(b);
 }
 
@@ -76,7 +80,8 @@ int session_traj_open(pd_session *s, const pd_session_opts *o, pd_err *e)
 		pd_traj_index_free(s->resume);
 		return -1;
 	}
-	pd_fsmap_scan(pd_sandbox_pid(s->sb), s->scan_dirs, &s->fs);
+	if (pd_fsmap_scan(pd_sandbox_pid(s->sb), s->scan_dirs, &s->fs) == 0)
+		pd_fsmap_add_upper(s->sb, s->scan_dirs, &s->fs);
 	return 0;
 }
 
@@ -90,6 +95,9 @@ long session_traj_step(pd_session *s, const char *kind, const char *rid, uint64_
 	if (scan && pd_sandbox_state(s->sb) == PD_READY) {
 		pd_fsmap now;
 		if (pd_fsmap_scan(pd_sandbox_pid(s->sb), s->scan_dirs, &now) == 0) {
+			/* and the image's writable layer: what the step changed outside those */
+			if (pd_fsmap_add_upper(s->sb, s->scan_dirs, &now) < 0)
+				now.truncated = true; /* not listed whole: say so */
 			changed = pd_fsmap_diff(pd_sandbox_pid(s->sb), &s->fs, &now);
 			truncated = now.truncated || s->fs.truncated;
 			pd_fsmap_free(&s->fs);
@@ -189,6 +197,8 @@ json_t *session_exec_action(const pd_exec_opts *x)
 	}
 	if (x->wall_ms)
 		json_object_set_new(a, "timeout_ms", json_integer((json_int_t)x->wall_ms));
+	if (x->idle_ms)
+		json_object_set_new(a, "idle_timeout_ms", json_integer((json_int_t)x->idle_ms));
 	return a;
 }
 

@@ -124,6 +124,102 @@ void pd_traj_close(pd_traj *t)
 	free(t);
 }
 
+/* The last whole line of the file open at fd (a line a crash cut is not one), malloc'd, and the
+ * offset where what follows it starts (the cut line, if any). NULL when there is none. */
+static char *last_line(int fd, off_t *end_of_whole)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return NULL;
+	/* a closing line is small, a step line up to a few MiB: read back until a newline before
+	 * the last one is found */
+	size_t want = 65536;
+	for (;;) {
+		off_t from = st.st_size > (off_t)want ? st.st_size - (off_t)want : 0;
+		size_t n = (size_t)(st.st_size - from);
+		char *buf = malloc(n + 1);
+		if (!buf || pread(fd, buf, n, from) != (ssize_t)n) {
+			free(buf);
+			return NULL;
+		}
+		buf[n] = 0;
+		char *nl = n ? memrchr(buf, '\n', n) : NULL;
+		if (!nl && from == 0) {
+			free(buf);
+			*end_of_whole = 0;
+			return NULL;
+		}
+		if (nl) {
+			*end_of_whole = from + (nl - buf) + 1;
+			*nl = 0;
+			char *start = memrchr(buf, '\n', (size_t)(nl - buf));
+			if (start || from == 0) {
+				char *line = strdup(start ? start + 1 : buf);
+				free(buf);
+				return line;
+			}
+		}
+		free(buf);
+		if (want >= (64u << 20))
+			return NULL;
+		want *= 4;
+	}
+}
+
+json_t *pd_trajectory_last(const char *state_dir, const char *id, pd_err *e)
+{
+	char path[4096];
+	if (pd_trajectory_path(state_dir, id, path, sizeof path, e) < 0)
+		return NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		pd_fail(e, errno, "trajectory %s", id);
+		return NULL;
+	}
+	off_t end;
+	char *line = last_line(fd, &end);
+	close(fd);
+	json_t *o = line ? json_loads(line, 0, NULL) : NULL;
+	free(line);
+	if (!json_is_object(o)) {
+		json_decref(o);
+		pd_fail(e, EINVAL, "trajectory %s has no whole line", id);
+		return NULL;
+	}
+	return o;
+}
+
+int pd_traj_close_lost(const char *state_dir, const char *id, const char *ended_at, const char *reason, pd_err *e)
+{
+	char path[4096];
+	if (pd_trajectory_path(state_dir, id, path, sizeof path, e) < 0)
+		return -1;
+	int fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : pd_fail(e, errno, "trajectory %s", id);
+	off_t end = 0;
+	char *text = last_line(fd, &end);
+	json_t *last = text ? json_loads(text, 0, NULL) : NULL;
+	free(text);
+	const char *kind = json_string_value(json_object_get(last, "kind"));
+	int rc = 0;
+	if (!kind || strcmp(kind, "close")) {
+		/* a line the crash cut was never answered: it goes, so that the closing line is a line */
+		struct stat st;
+		if (fstat(fd, &st) == 0 && st.st_size > end && ftruncate(fd, end) < 0)
+			rc = pd_fail(e, errno, "trajectory %s: cut its partial last line", id);
+		json_int_t step = json_integer_value(json_object_get(last, "step"));
+		json_t *line = json_pack("{s:s,s:I,s:s,s:s,s:s,s:b}", "trajectory_id", id, "step", step + 1, "kind",
+					 "close", "ended_at", ended_at, "reason", reason, "lost", 1);
+		if (rc == 0)
+			rc = write_line(fd, line, e);
+		json_decref(line);
+	}
+	json_decref(last);
+	close(fd);
+	return rc;
+}
+
 /* ---- fast-forward ---- */
 
 struct pd_traj_index {

@@ -317,6 +317,16 @@ int pd_session_exec_parse(const char *body, size_t len, pd_session_exec_req *q, 
 	/* native limits.wall_time's bound */
 	if (seconds(b, "timeout", 86400, &q->x.wall_ms, e) < 0)
 		goto fail;
+	/* the no-output timeout: no default (a step may rightly think in silence for as long as its
+	 * time limit allows) */
+	if (seconds(b, "idle_timeout", 86400, &q->x.idle_ms, e) < 0)
+		goto fail;
+	json_t *stream = json_object_get(b, "stream");
+	if (stream && !json_is_boolean(stream) && !json_is_null(stream)) {
+		pd_refuse(e, "stream: must be true or false");
+		goto fail;
+	}
+	q->stream = json_is_true(stream);
 	/* the idempotency key: "a\u0000x" must not be taken as "a" (the recorded answer of another
 	 * request) */
 	json_t *rid = json_object_get(b, "request_id");

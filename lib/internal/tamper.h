@@ -2,7 +2,7 @@
 #ifndef PADDOCK_TAMPER_H
 #define PADDOCK_TAMPER_H
 
-#include "paddock.h"
+#include "internal.h"
 
 /* What the writable layers held before an exec (keys of path, inode and ctime), so that a scan
  * after it reports only that exec's changes. */
@@ -16,6 +16,15 @@ typedef struct pd_tamper_base {
 } pd_tamper_base;
 /* Notes a path the build made (and its parents). Returns 0 or -1 (no memory). */
 int pd_tamper_base_made(pd_tamper_base *b, const char *path);
+
+/* One overlay of the sandbox: its mount point and the name of its upper directory in the upper
+ * tmpfs (upperwatch.c's "us/u0" on the overlay at "/"). */
+typedef struct pd_upper_dir {
+	char dst[PD_PATH];
+	char name[16];
+} pd_upper_dir;
+/* The sandbox's overlays, read from its init's mountinfo: how many, or -1. */
+int pd_upper_dirs(pid_t init_pid, pd_upper_dir *out, int max);
 
 /* upper_fd: the sandbox's upper tmpfs (its root); init_pid: the sandbox's init on the host, whose
  * mountinfo says which directory there is the upper of which mount point. */

@@ -78,6 +78,8 @@ void pd_sandbox_set_owner(pd_sandbox *s, pd_pool *pl);
 void pd_template_release(pd_template *t);
 void pd_sessions_expire_locked(pd_pools *p, uint64_t now);
 void pd_sessions_free_all(pd_pools *p);
+/* session_lost.c: sessions a dead daemon left open are closed as lost (pd_pools_new) */
+void pd_sessions_recover(pd_pools *p);
 /* Resets a sandbox of pl's template to its fresh state, as for reuse (no warm-up exec). */
 int pd_pool_reset(pd_pool *pl, pd_sandbox *s, pd_err *e);
 

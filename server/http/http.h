@@ -3,7 +3,9 @@
  *   routes.c      the route table (method + path -> handler) and the small endpoints
  *   runs.c        the run endpoints (native, SandboxFusion, Piston): parse, admit, queue, answer
  *   sessions.c    the session endpoints and the threads their operations run on
- *   stream.c      a response body read from a pipe while it is produced (session downloads)
+ *   stream.c      a response body read from a pipe while it is produced (session downloads,
+ *                 streamed execs)
+ *   exec_stream.c a session exec whose output is sent while it runs (JSON lines)
  *   conns.c       connection limits (total, per client address) and the descriptor reserve
  *   hangup.c      clients that hang up while their run waits: the job is cancelled
  *   prometheus.c  /metrics: the server's gauges and counters as Prometheus text
@@ -182,6 +184,31 @@ void sessions_list(req *r, const char *url, const char *method);
 void sessions_op(req *r, const char *url, const char *method);
 /* trajectory.c: GET /v1/sessions/<id>/trajectory */
 void trajectory_get(req *r, const char *id);
+/* trajectory.c: the answer about a session not in the table: 410 with why it ended (lost with a
+ * daemon, expired) from its trajectory's closing line, else 404 */
+void session_unknown(req *r, const char *id);
+/* sessions.c, for replay.c: a session held against closing (ops) and given back; the operation
+ * op on it (a request made in the daemon itself, as a client's would be: true when it resumed
+ * the connection, which a replay's requests never ask for); a session opened and filed in the
+ * table (its description, or NULL with the answer's status and e); one closed unless in use. */
+sess_entry *session_hold(pd_server *s, const char *id);
+void session_unhold(pd_server *s, sess_entry *se);
+bool session_dispatch(req *r, sess_entry *se, const char *op);
+json_t *session_open_one(pd_server *s, pd_session_create_req *q, const char *digest, int *status, pd_err *e);
+void session_delete_quiet(pd_server *s, const char *id);
+/* replay.c: POST /v1/replay (the body: a trajectory's JSON lines) and POST
+ * /v1/sessions/<id>/replay (that session's trajectory), on a session operation's thread */
+void replay_run(req *r, const char *id);
+/* An exec's answer (sessions.c): the result record, its process verdict when audited, the
+ * session and request ids, the noise injected. NULL: out of memory. */
+json_t *session_exec_answer(sess_entry *se, const pd_session_exec_req *q, const char *rid, pd_result *res);
+/* The recorded answer of a resumed trajectory's exec with that request id, or NULL. */
+json_t *session_exec_fast_forward(sess_entry *se, const char *rid);
+/* The HTTP status of a failed pd_session_exec. */
+int session_exec_status(const pd_err *e);
+/* exec_stream.c: POST /v1/sessions/<id>/exec with "stream": true. Returns true when the
+ * connection was resumed there (the answer streams while the step runs). */
+bool session_exec_stream(req *r, sess_entry *se, pd_session_exec_req *q, const char *rid);
 /* snapshots.c: POST /v1/sessions/<id>/snapshot */
 void session_snapshot(req *r, sess_entry *se);
 /* Waits until no session operation runs (pd_server_stop, once no new request can start one). */

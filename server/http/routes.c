@@ -158,6 +158,8 @@ static const route routes[] = {
 	{"POST", "/v1/sessions", sessions_create},
 	{"GET", "/v1/sessions", sessions_list},
 	{NULL, "/v1/sessions/", cluster_session_op}, /* sessions_op, unless on another node */
+	/* a trajectory replayed in a new session: on a session operation's thread (replay.c) */
+	{"POST", "/v1/replay", sessions_create},
 	{"GET", "/v1/cluster", cluster_list},
 	{"GET", "/v1/cluster/results/", cluster_result},
 	/* SandboxFusion */

@@ -53,42 +53,35 @@ static json_t *digest_json(const void *data, size_t len)
 	return json_string(hex);
 }
 
-static void session_exec(req *r, sess_entry *se)
+json_t *session_exec_fast_forward(sess_entry *se, const char *rid)
 {
-	pd_session_exec_req q;
-	pd_err e = {0};
-	if (pd_session_exec_parse(r->body, r->len, &q, &e) < 0) {
-		http_set_error(r, 400, "%s", e.msg);
-		return;
-	}
-	const char *rid = q.request_id ? q.request_id : step_id(r);
 	json_t *ff = rid ? pd_session_fast_forward(se->s, "exec", rid) : NULL;
 	if (ff) {
 		/* recorded by the trajectory this session resumes: answered from it, not run */
 		json_object_set_new(ff, "session_id", json_string(se->id));
 		json_object_set_new(ff, "request_id", json_string(rid));
 		json_object_set_new(ff, "fast_forward", json_true());
-		http_set_json(r, 200, ff);
-		goto out;
 	}
-	pd_result res;
-	if (pd_session_exec(se->s, &q.x, rid, &res, &e) < 0) {
-		http_set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 400, "%s", e.msg);
-		goto out;
-	}
+	return ff;
+}
+
+int session_exec_status(const pd_err *e)
+{
+	return e->code == EBUSY ? 409 : e->code == ESRCH ? 410 : 400;
+}
+
+json_t *session_exec_answer(sess_entry *se, const pd_session_exec_req *q, const char *rid, pd_result *res)
+{
 	/* the process level of this exec, first: its output is evidence too */
 	pd_audit_verdict v;
-	if (q.audit)
-		pd_audit_evaluate(q.audit, &res, NULL, &v);
+	if (q->audit)
+		pd_audit_evaluate(q->audit, res, NULL, &v);
 	if (se->image_name[0]) /* the session's pool is per digest: the name is the one it was opened by */
-		snprintf(res.image_name, sizeof res.image_name, "%s", se->image_name);
-	json_t *o = pd_result_json(&res, true);
-	if (!o) {
-		pd_result_free(&res);
-		http_set_error(r, 500, "out of memory for the result");
-		goto out;
-	}
-	if (q.audit) {
+		snprintf(res->image_name, sizeof res->image_name, "%s", se->image_name);
+	json_t *o = pd_result_json(res, true);
+	if (!o)
+		return NULL;
+	if (q->audit) {
 		char *vj = pd_audit_verdict_json(&v);
 		json_t *vo = vj ? json_loads(vj, 0, NULL) : NULL;
 		free(vj);
@@ -104,10 +97,43 @@ static void session_exec(req *r, sess_entry *se)
 	if (noise)
 		json_object_set_new(o, "noise", json_loads(noise, 0, NULL));
 	free(noise);
+	return o;
+}
+
+/* Returns true when the connection was resumed here (a streamed answer). */
+static bool session_exec(req *r, sess_entry *se)
+{
+	pd_session_exec_req q;
+	pd_err e = {0};
+	bool resumed = false;
+	if (pd_session_exec_parse(r->body, r->len, &q, &e) < 0) {
+		http_set_error(r, 400, "%s", e.msg);
+		return false;
+	}
+	const char *rid = q.request_id ? q.request_id : step_id(r);
+	if (q.stream) {
+		resumed = session_exec_stream(r, se, &q, rid);
+		goto out;
+	}
+	json_t *ff = session_exec_fast_forward(se, rid);
+	if (ff) {
+		http_set_json(r, 200, ff);
+		goto out;
+	}
+	pd_result res;
+	if (pd_session_exec(se->s, &q.x, rid, &res, &e) < 0) {
+		http_set_error(r, session_exec_status(&e), "%s", e.msg);
+		goto out;
+	}
+	json_t *o = session_exec_answer(se, &q, rid, &res);
 	pd_result_free(&res);
-	http_set_json(r, 200, o);
+	if (o)
+		http_set_json(r, 200, o);
+	else
+		http_set_error(r, 500, "out of memory for the result");
 out:
 	pd_session_exec_req_free(&q);
+	return resumed;
 }
 
 /* 409 while another request uses the session, 410 once it has ended */
@@ -397,7 +423,6 @@ static void session_output(req *r, sess_entry *se)
 }
 
 static void session_create(req *r);
-static void session_delete_quiet(pd_server *s, const char *id);
 
 static void session_reset(req *r, sess_entry *se)
 {
@@ -420,30 +445,13 @@ static void session_reset(req *r, sess_entry *se)
 				   "state", state, "reset", 1));
 }
 
-static void *session_op_main(void *arg)
+bool session_dispatch(req *r, sess_entry *se, const char *op)
 {
-	req *r = arg;
-	pd_server *s = r->srv;
-	struct MHD_Connection *conn = r->conn; /* r belongs to the event thread once resumed */
-	bool resumed = false;                  /* a download resumes it as soon as it streams */
-	/* /v1/sessions/<id>/<op> */
-	char id[48] = "", op[32] = "";
-	bool url_ok = pd_session_url(r->url, id, sizeof id, op, sizeof op) == 0;
-	pthread_mutex_lock(&s->mu);
-	sess_entry *se = find_session(s, id);
-	if (se)
-		se->ops++;
-	pthread_mutex_unlock(&s->mu);
-	if (!strcmp(r->url, "/v1/sessions"))
-		session_create(r);
-	else if (!url_ok)
-		http_set_error(r, 404, "no such session operation: %s %s", r->method, r->url);
-	else if (!se)
-		http_set_error(r, 404, "no session %s", id);
-	else if (r->q.error[0])
+	bool resumed = false;
+	if (r->q.error[0])
 		http_set_error(r, 400, "%s", r->q.error);
 	else if (!strcmp(op, "exec") && !strcmp(r->method, "POST"))
-		session_exec(r, se);
+		resumed = session_exec(r, se);
 	else if (!strcmp(op, "files"))
 		session_files(r, se);
 	else if (!strcmp(op, "stat"))
@@ -460,6 +468,21 @@ static void *session_op_main(void *arg)
 		session_snapshot(r, se);
 	else
 		http_set_error(r, 404, "no such session operation: %s %s", r->method, op);
+	return resumed;
+}
+
+sess_entry *session_hold(pd_server *s, const char *id)
+{
+	pthread_mutex_lock(&s->mu);
+	sess_entry *se = find_session(s, id);
+	if (se)
+		se->ops++;
+	pthread_mutex_unlock(&s->mu);
+	return se;
+}
+
+void session_unhold(pd_server *s, sess_entry *se)
+{
 	pd_session *to_close = NULL;
 	pthread_mutex_lock(&s->mu);
 	if (se && --se->ops == 0 && se->closing) {
@@ -470,6 +493,29 @@ static void *session_op_main(void *arg)
 	pthread_mutex_unlock(&s->mu);
 	if (to_close)
 		pd_session_close(to_close);
+}
+
+static void *session_op_main(void *arg)
+{
+	req *r = arg;
+	pd_server *s = r->srv;
+	struct MHD_Connection *conn = r->conn; /* r belongs to the event thread once resumed */
+	bool resumed = false; /* a download or a streamed exec resumes it as soon as it streams */
+	/* /v1/sessions/<id>/<op> */
+	char id[48] = "", op[32] = "";
+	bool url_ok = pd_session_url(r->url, id, sizeof id, op, sizeof op) == 0;
+	sess_entry *se = url_ok ? session_hold(s, id) : NULL;
+	if (!strcmp(r->url, "/v1/sessions"))
+		session_create(r);
+	else if (!strcmp(r->url, "/v1/replay") || (url_ok && !strcmp(op, "replay")))
+		replay_run(r, url_ok ? id : NULL);
+	else if (!url_ok)
+		http_set_error(r, 404, "no such session operation: %s %s", r->method, r->url);
+	else if (!se)
+		session_unknown(r, id);
+	else
+		resumed = session_dispatch(r, se, op);
+	session_unhold(s, se);
 	pthread_mutex_lock(&s->mu);
 	s->session_ops--;
 	pthread_cond_broadcast(&s->ops_cv);
@@ -507,8 +553,8 @@ static void session_async(req *r)
 }
 
 /* Opens one session for q and files it in the table: its description, or NULL with the answer's
- * status and e filled. */
-static json_t *open_one(pd_server *s, pd_session_create_req *q, const char *digest, int *status, pd_err *e)
+ * status and e filled. digest: the request image's, or NULL. */
+json_t *session_open_one(pd_server *s, pd_session_create_req *q, const char *digest, int *status, pd_err *e)
 {
 	/* the acquire may create a sandbox on the spot: this runs on the operation's own thread */
 	pd_session *ss = pd_session_open(s->pools, q->from_snapshot[0] && !q->template_given ? NULL : q->template_name,
@@ -616,7 +662,7 @@ static void session_create(req *r)
 	json_t *list = json_array();
 	int status = 0;
 	for (unsigned i = 0; i < n; i++) {
-		json_t *one = open_one(s, &q, digest, &status, &e);
+		json_t *one = session_open_one(s, &q, digest, &status, &e);
 		if (!one)
 			break;
 		json_array_append_new(list, one);
@@ -646,8 +692,7 @@ static void session_create(req *r)
 	}
 }
 
-/* Closes a session no request uses yet (one of a group that could not be opened whole). */
-static void session_delete_quiet(pd_server *s, const char *id)
+void session_delete_quiet(pd_server *s, const char *id)
 {
 	pthread_mutex_lock(&s->mu);
 	sess_entry *se = find_session(s, id);
@@ -681,7 +726,7 @@ static void session_delete(req *r, const char *id)
 	}
 	pthread_mutex_unlock(&s->mu);
 	if (!found) {
-		http_set_error(r, 404, "no session %s", id);
+		session_unknown(r, id);
 		return;
 	}
 	if (ss)
@@ -716,7 +761,8 @@ static void session_list(req *r)
 
 void sessions_create(req *r, const char *url, const char *method)
 {
-	/* the pool may be empty and the sandbox made on the spot: not on the event thread */
+	/* the pool may be empty and the sandbox made on the spot: not on the event thread (so for
+	 * POST /v1/replay, which opens one and runs a trajectory's steps in it) */
 	snprintf(r->url, sizeof r->url, "%s", url);
 	snprintf(r->method, sizeof r->method, "%s", method);
 	session_async(r);
@@ -746,7 +792,7 @@ static void session_get(req *r, const char *id)
 	if (o)
 		http_set_json(r, 200, o);
 	else
-		http_set_error(r, 404, "no session %s", id);
+		session_unknown(r, id);
 }
 
 void sessions_op(req *r, const char *url, const char *method)

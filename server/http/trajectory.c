@@ -32,3 +32,25 @@ void trajectory_get(req *r, const char *id)
 	}
 	http_set_resp_fd(r, 200, "application/x-ndjson", fd, (uint64_t)st.st_size);
 }
+
+/* A session this daemon does not hold: ended by something else than its client's DELETE (lost
+ * with a daemon that stopped or died, expired and forgotten) is 410 with the closing line's reason
+ * and time, read from its trajectory; closed by its client, or never known, 404. Either way the
+ * client has its answer at once. */
+void session_unknown(req *r, const char *id)
+{
+	pd_err e = {0};
+	json_t *last = pd_trajectory_last(pd_ctx_state_dir(r->srv->ctx), id, &e);
+	const char *what = json_string_value(json_object_get(last, "kind"));
+	const char *reason = json_string_value(json_object_get(last, "reason"));
+	if (what && !strcmp(what, "close") && reason) {
+		bool lost = json_is_true(json_object_get(last, "lost")) || !strncmp(reason, "lost:", 5);
+		json_t *o = json_pack("{s:s+++,s:s,s:s,s:s,s:O}", "error", "session ", id, " has ended: ", reason,
+				      "session_id", id, "state", lost ? "LOST" : "ENDED", "reason", reason, "ended_at",
+				      json_object_get(last, "ended_at") ? json_object_get(last, "ended_at") : json_null());
+		http_set_json(r, 410, o);
+	} else {
+		http_set_error(r, 404, "no session %s", id);
+	}
+	json_decref(last);
+}

@@ -4,7 +4,7 @@
 # is pinpointed at its first divergent step, with what differs (output, files changed); export
 # writes the trajectory's lines and an ATIF document.
 source "$(dirname "$0")/api.sh"
-plan 20
+plan 27
 
 start_daemon
 ok $? "daemon started"
@@ -62,6 +62,24 @@ is "$(jq -r 'select(.step == 3) | .diffs | map(split(":")[0]) | join(",")' "$TMP
   "what differs there: the output and the file it wrote"
 is "$(jq -r 'select(.step != null and .step != 3) | .match' "$TMPD/nd.out" | sort -u)" true "the other steps match"
 keep "$(tail -1 "$TMPD/nd.out" | jq -r .replay_trajectory_id)"
+
+# --- the replay endpoint --------------------------------------------------------------------------
+req POST "/v1/sessions/$N/replay"
+is "$CODE" 200 "POST /v1/sessions/{id}/replay of an ended session: 200"
+is "$(jb '[.replayed, .matched, .first_divergent_step, (.steps | length), .trajectory_id] | map(tostring) | join(" ")')" "4 3 3 4 $N" \
+  "the endpoint pinpoints the same first divergent step"
+is "$(jb '.steps[] | select(.step == 3) | .diffs | map(split(":")[0]) | join(",")')" "stdout,files_changed" "and says what differs"
+keep "$(jb .replay_trajectory_id)"
+req GET "/v1/sessions/$(jb .replay_trajectory_id)/trajectory"
+is "$(jq -r .metadata.replay_of "$BODY" | head -1)" "$N" "the replay's own trajectory names what it replayed"
+req POST /v1/replay -H 'Content-Type: application/x-ndjson' --data-binary "@$TMPD/det.jsonl"
+is "$(jb '[.replayed, .matched, .first_divergent_step] | map(tostring) | join(" ")')" "7 7 null" \
+  "POST /v1/replay with a trajectory's lines: every step matches"
+keep "$(jb .replay_trajectory_id)"
+req POST "/v1/sessions/no-such-session/replay"
+is "$CODE" 404 "replay of an unknown trajectory: 404"
+req POST /v1/replay --data-binary 'not a trajectory'
+is "$CODE" 400 "a body that is not a trajectory: 400"
 
 # --- export ---------------------------------------------------------------------------------------
 "$PADDOCK" export "$D" --url "$U" >"$TMPD/exp.jsonl"
