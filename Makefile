@@ -38,7 +38,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 PROBE_SRC := $(wildcard tests/probes/*.c)
 PROBE_BIN := $(PROBE_SRC:tests/probes/%.c=$(BUILD)/probes/%)
 
-.PHONY: all deps run test bench asan valgrind examples soak fuzz clean format
+.PHONY: all deps run test test-loaded bench asan valgrind examples soak fuzz clean format
 
 LIBS    := $(BUILD)/libpaddock-server.a $(BUILD)/libpaddock-pool.a $(BUILD)/libpaddock.a
 
@@ -84,6 +84,10 @@ $(BUILD)/probes/%: tests/probes/%.c
 
 test: all $(UNIT_BIN) $(PROBE_BIN)
 	@PADDOCK_BUILD=$(BUILD) PADDOCK=$(BIN)/paddock tests/run-all
+
+# the whole suite beside a busy loop on every CPU (tests/run-all: PADDOCK_TEST_LOAD)
+test-loaded: all $(UNIT_BIN) $(PROBE_BIN)
+	@PADDOCK_TEST_LOAD=$$(nproc) PADDOCK_BUILD=$(BUILD) PADDOCK=$(BIN)/paddock tests/run-all
 
 $(BUILD)/soak: tests/soak/soak.c tests/hostcount.h tests/unit/tap.h $(LIBS)
 	@echo "  SOAK    $@"

@@ -36,6 +36,8 @@ int cmd_run(int argc, char **argv);
 int cli_run_cluster(const char *urls, json_t **reqs, const int *lines, size_t n, size_t bad, long workers,
 		    FILE *out);
 int cmd_image(int argc, char **argv);
+/* paddock top (top.c, over promtext.c): a live view of a daemon's /metrics. */
+int cmd_top(int argc, char **argv);
 /* paddock run's summary of its judge lines (run_judged.c): per-problem verdicts, rewards, usable,
  * failure classes, the cache, the lines whose verdict differed from their "expect". */
 typedef struct judged_sum judged_sum;

@@ -42,6 +42,9 @@ static void exec_usage(FILE *f)
 		"  --hostname NAME        hostname inside (default sandbox)\n"
 		"  --net MODE             loopback (default: own netns, only lo), none (lo down),\n"
 		"                         host (the host's network; all else stays isolated)\n"
+		"  --isolation TIER       container (default) or gvisor: the same sandbox run under\n"
+		"                         gVisor's runsc, a user-space kernel (docs/isolation.md)\n"
+		"  --gvisor-platform P    runsc --platform (default $PADDOCK_GVISOR_PLATFORM or ptrace)\n"
 		"\n"
 		"limits (sizes take k/M/G, times take s or ms):\n"
 		"  -m, --memory SIZE      memory, no swap (default %lluM)\n"
@@ -54,6 +57,11 @@ static void exec_usage(FILE *f)
 		"  --output-kill SIZE     output after which the sandbox is killed (default %lluM)\n"
 		"  --nofile N             open files (default %u)\n"
 		"  --fsize SIZE           largest file (default: no limit beyond the disk size)\n"
+		"  --io-read-bps SIZE     block reads per second from the disks behind the image, binds\n"
+		"                         and state directory (default: no limit; /tmp, /work are tmpfs)\n"
+		"  --io-write-bps SIZE    block writes per second to those disks (default: no limit)\n"
+		"  --io-read-iops N       read operations per second on them (default: no limit)\n"
+		"  --io-write-iops N      write operations per second on them (default: no limit)\n"
 		"\n"
 		"audit:\n"
 		"  --audit                audit the run under the default policy (docs/audit.md): changes outside\n"
@@ -236,6 +244,8 @@ static int build_policy(pd_audit_policy **out, const char *arg, const char *cwd,
 enum {
 	O_JSON = 256, O_RESULT, O_IMAGE, O_HOSTNAME, O_NET, O_CPUS, O_NOFILE, O_FSIZE, O_AUDIT,
 	O_AUDIT_ALLOW, O_AUDIT_DENY, O_AUDIT_DENY_NET, O_OUTPUT_KILL, O_AUDIT_POLICY,
+	O_IO_READ_BPS, O_IO_WRITE_BPS, O_IO_READ_IOPS, O_IO_WRITE_IOPS,
+	O_ISOLATION, O_GVISOR_PLATFORM,
 };
 
 static int bad(const char *opt, const char *val, const char *want)
@@ -259,10 +269,16 @@ int cmd_exec(int argc, char **argv)
 		{"disk", required_argument, 0, 'd'}, {"output", required_argument, 0, 'o'},
 		{"output-kill", required_argument, 0, O_OUTPUT_KILL},
 		{"nofile", required_argument, 0, O_NOFILE}, {"fsize", required_argument, 0, O_FSIZE},
+		{"io-read-bps", required_argument, 0, O_IO_READ_BPS},
+		{"io-write-bps", required_argument, 0, O_IO_WRITE_BPS},
+		{"io-read-iops", required_argument, 0, O_IO_READ_IOPS},
+		{"io-write-iops", required_argument, 0, O_IO_WRITE_IOPS},
 		{"audit", no_argument, 0, O_AUDIT},  {"audit-allow", required_argument, 0, O_AUDIT_ALLOW},
 		{"audit-deny", required_argument, 0, O_AUDIT_DENY},
 		{"audit-deny-net", no_argument, 0, O_AUDIT_DENY_NET},
-		{"audit-policy", required_argument, 0, O_AUDIT_POLICY}, {0, 0, 0, 0},
+		{"audit-policy", required_argument, 0, O_AUDIT_POLICY},
+		{"isolation", required_argument, 0, O_ISOLATION},
+		{"gvisor-platform", required_argument, 0, O_GVISOR_PLATFORM}, {0, 0, 0, 0},
 	};
 	pd_sandbox_opts so = {0};
 	so.limits = pd_limits_default();
@@ -376,6 +392,30 @@ int cmd_exec(int argc, char **argv)
 			if (!cli_size("--fsize", optarg, 1, UINT64_MAX, &so.limits.fsize_bytes))
 				return EXIT_USAGE;
 			break;
+		case O_IO_READ_BPS:
+		case O_IO_WRITE_BPS: {
+			/* below a page a second the throttle only ever stalls */
+			uint64_t *v = c == O_IO_READ_BPS ? &so.limits.io_read_bps : &so.limits.io_write_bps;
+			if (!cli_size(c == O_IO_READ_BPS ? "--io-read-bps" : "--io-write-bps", optarg, 4096, UINT64_MAX / 2, v))
+				return EXIT_USAGE;
+			break;
+		}
+		case O_IO_READ_IOPS:
+		case O_IO_WRITE_IOPS: {
+			long cnt;
+			if (!cli_count(c == O_IO_READ_IOPS ? "--io-read-iops" : "--io-write-iops", optarg, 1, 1000000000L, &cnt))
+				return EXIT_USAGE;
+			*(c == O_IO_READ_IOPS ? &so.limits.io_read_iops : &so.limits.io_write_iops) = (uint64_t)cnt;
+			break;
+		}
+		case O_ISOLATION: {
+			int iso = pd_isolation_parse(optarg);
+			if (iso < 0)
+				return bad("--isolation", optarg, "container or gvisor");
+			so.isolation = (pd_isolation)iso;
+			break;
+		}
+		case O_GVISOR_PLATFORM: so.gvisor_platform = optarg; break;
 		case O_AUDIT: audit = true; break;
 		case O_AUDIT_POLICY: policy_arg = optarg, audit = true; break;
 		case O_AUDIT_ALLOW:

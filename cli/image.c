@@ -13,7 +13,7 @@
 
 static void image_usage(FILE *f)
 {
-	fputs("usage: paddock image import SOURCE [--name NAME]\n"
+	fputs("usage: paddock image import SOURCE [--name NAME] [--strip-history PATH[@COMMIT]]\n"
 	      "       paddock image ls [--templates FILE] [--json]\n"
 	      "       paddock image inspect NAME|DIGEST\n"
 	      "       paddock image rm NAME|DIGEST\n"
@@ -25,7 +25,9 @@ static void image_usage(FILE *f)
 	      "  import   SOURCE: an OCI image layout (directory or tar) or a `docker save` archive.\n"
 	      "           Every blob is checked against its digest; each layer is stored once however\n"
 	      "           many images share it. NAME defaults to the source's own tag, if it has one.\n"
-	      "           Prints the manifest digest.\n"
+	      "           Prints the manifest digest. --strip-history: the git repository at PATH\n"
+	      "           keeps only the history its HEAD (or COMMIT) reaches, in one more layer: no\n"
+	      "           future commit, branch, tag, reflog or stray object for an agent to find.\n"
 	      "  ls       images with names, digests, layers, size (and, with --templates, the\n"
 	      "           templates of FILE that use each)\n"
 	      "  inspect  the stored record: digests, names, layers, config, manifest (JSON)\n"
@@ -39,13 +41,15 @@ static void image_usage(FILE *f)
 static int do_import(int argc, char **argv)
 {
 	static const struct option opts[] = {{"name", required_argument, 0, 'n'}, {"help", no_argument, 0, 'h'},
-					     {0, 0, 0, 0}};
+					     {"strip-history", required_argument, 0, 's'}, {0, 0, 0, 0}};
 	pd_image_import_opts o = {0};
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "hn:", opts, NULL)) != -1) {
 		if (c == 'n')
 			o.name = optarg;
+		else if (c == 's')
+			o.strip_history = optarg;
 		else {
 			image_usage(c == 'h' ? stdout : stderr);
 			return c == 'h' ? 0 : EXIT_USAGE;

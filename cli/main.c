@@ -26,6 +26,7 @@ static const struct command {
 	{"bench", "[options]", "benchmark against fork+exec and bubblewrap", cmd_bench},
 	{"replay", "TRAJECTORY [options]", "re-run a session's trajectory, report the first divergence", cmd_replay},
 	{"export", "TRAJECTORY [options]", "write a trajectory as JSON lines or ATIF", cmd_export},
+	{"top", "[--url URL] [--once]", "a live view of a running daemon (pools, queue, latency, verdicts)", cmd_top},
 	{"image", "import|ls|inspect|rm|gc ...", "the image store (OCI and docker-archive images)", cmd_image},
 	{"version", "", "print the version", cmd_version},
 	{"help", "[COMMAND]", "this text, or a command's options", cmd_help},

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "cli.h"
 #include "pool.h"
+#include "server.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -12,11 +13,16 @@
 static void pool_usage(FILE *f)
 {
 	fputs("usage: paddock pool [--templates FILE] [--warm N] [--wait SECONDS] [--json]\n"
+	      "       paddock pool --toolchains [--json]\n"
 	      "\n"
 	      "Loads the templates (the built-in bash, python, c, cpp and node, or FILE), reports\n"
 	      "which toolchains the host lacks, warms every available pool to N READY sandboxes\n"
 	      "(default: each template's pool.min), and prints the pools' state. --wait: seconds to\n"
-	      "wait for the pools to fill (default 30, at most 86400); --json: one line per pool.\n",
+	      "wait for the pools to fill (default 30, at most 86400); --json: one line per pool.\n"
+	      "--toolchains: for each language the daemon runs, its template, and whether the host\n"
+	      "has its program and the libraries SandboxFusion's tests expect (java's jars, node's\n"
+	      "lodash, perl's Test::Deep and Data::Compare: make deps installs them); exit 1 when\n"
+	      "any is missing.\n",
 	      f);
 }
 
@@ -69,6 +75,28 @@ void cli_print_pools(pd_pools *p, const pd_template *t, size_t n, bool json)
 	free(st);
 }
 
+/* --toolchains: no sandbox, no pool; what the host image has for each language. */
+static int print_toolchains(bool json)
+{
+	size_t n;
+	const pd_language *l = pd_languages(&n);
+	bool all = true;
+	if (!json)
+		printf("%-11s %-9s %-9s %s\n", "language", "template", "program", "missing");
+	for (size_t i = 0; i < n; i++) {
+		char missing[256];
+		bool ok = pd_language_check(&l[i], missing, sizeof missing);
+		all &= ok;
+		if (json)
+			printf("{\"language\":\"%s\",\"template\":\"%s\",\"program\":\"%s\",\"available\":%s,"
+			       "\"missing\":\"%s\"}\n",
+			       l[i].name, l[i].template, l[i].requires, ok ? "true" : "false", missing);
+		else
+			printf("%-11s %-9s %-9s %s\n", l[i].name, l[i].template, l[i].requires, ok ? "-" : missing);
+	}
+	return all ? 0 : 1;
+}
+
 int cmd_pool(int argc, char **argv)
 {
 	static const struct option opts[] = {{"help", no_argument, 0, 'h'},
@@ -76,11 +104,12 @@ int cmd_pool(int argc, char **argv)
 					     {"warm", required_argument, 0, 'n'},
 					     {"wait", required_argument, 0, 'w'},
 					     {"json", no_argument, 0, 'j'},
+					     {"toolchains", no_argument, 0, 'T'},
 					     {0, 0, 0, 0}};
 	const char *file = NULL;
 	long warm = -1;
 	double wait_s = 30;
-	bool json = false;
+	bool json = false, toolchains = false;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "ht:n:w:j", opts, NULL)) != -1) {
@@ -96,11 +125,14 @@ int cmd_pool(int argc, char **argv)
 				return EXIT_USAGE;
 			break;
 		case 'j': json = true; break;
+		case 'T': toolchains = true; break;
 		default: pool_usage(stderr); return EXIT_USAGE;
 		}
 	}
 	if (!cli_no_operand("pool", argc, argv, optind))
 		return EXIT_USAGE;
+	if (toolchains)
+		return print_toolchains(json);
 	pd_template *t;
 	size_t n;
 	if (cli_load_templates(file, &t, &n) < 0)

@@ -244,7 +244,6 @@ int cmd_run(int argc, char **argv)
 	so.workers = (unsigned)workers;
 	so.retries = (unsigned)retries;
 	so.queue_max = n + 16; /* a batch is admitted whole: it is ours, not a flood */
-	so.breaker_wait_ms = 24ull * 3600 * 1000;
 	pd_sched *sched = pd_sched_new(pools, NULL, m, &so, &e);
 	if (!sched) {
 		cli_error("%s", e.msg);

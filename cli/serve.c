@@ -58,13 +58,35 @@ static const serve_opt serve_opts[] = {
 	{"workers", 0, T_COUNT, "N", 1, 4096, false, FIELD(sched.workers), "2 x CPUs", "concurrent jobs"},
 	{"queue-max", 0, T_COUNT, "N", 1, 1000000000, false, FIELD(sched.queue_max), "4096",
 	 "queued jobs per priority class before refusing"},
-	{"retries", 0, T_COUNT, "N", 0, 10, false, FIELD(sched.retries), "2",
+	{"run-code-output-max", 0, T_SIZE, "SIZE", 1u << 20, 1ull << 30, false, FIELD(run_code_output_max), "16M",
+	 "/run_code keeps a program's whole output up to SIZE and judges it\n"
+	 "by its exit status; more output ends it as an output limit"},
+	{"deadline-margin", 0, T_COUNT, "N", 1, 3600, false, FIELD(deadline_margin_s), "10",
+	 "seconds: a request without deadline_ms must finish within its\n"
+	 "time limits (compile + run) plus N; refused at once (504 on\n"
+	 "/run_code, 503 elsewhere, with Retry-After) when the work queued\n"
+	 "ahead says it cannot"},
+	{"run-code-networks", 0, T_STRING, "MODES", 0, 0, false, FIELD(run_code_networks), "none",
+	 "network modes a /run_code request may ask for with its \"network\"\n"
+	 "field (comma-separated: none, loopback, host); without it the\n"
+	 "language's template decides (loopback: no egress)"},
+	{"retries", 0, T_COUNT, "N", 1, 10, true, FIELD(sched.retries), "2",
 	 "retries of infrastructure failures in a fresh sandbox"},
 	{"warm", 0, T_COUNT, "N", 0, 10000, false, FIELD(warm), "templates' pool.min",
 	 "READY sandboxes kept per template"},
 	{"trajectory-retention", 0, T_COUNT, "SECS", 1, 315360000, true, FIELD(trajectory_retention), "2592000 (30 days)",
 	 "seconds the trajectories of ended sessions are kept, from\n"
 	 "their last line; 0 = kept until deleted"},
+	{"images", 0, T_STRING, "LIST", 0, 0, false, FIELD(images), "none",
+	 "imported images a request's \"image\" may name: comma-separated\n"
+	 "names, globs of names (swe-*), digests or hex prefixes;\n"
+	 "\"*\" = any image in the store (docs/images.md)"},
+	{"image-pools", 0, T_COUNT, "N", 1, 1024, false, FIELD(image_pools), "64",
+	 "(template, image) pools live at once; an idle one is retired\n"
+	 "to make room for a new image"},
+	{"image-ready", 0, T_COUNT, "N", 1, 1000000, false, FIELD(image_ready), "4 x CPUs",
+	 "READY sandboxes all image pools keep together, the images\n"
+	 "in most demand first"},
 	{"max-body", 0, T_SIZE, "SIZE", 1024, UINT64_MAX, false, FIELD(max_body), "16M", "largest request body"},
 	{"max-connections-per-ip", 0, T_COUNT, "N", 0, 1000000, true, FIELD(max_conns_per_ip), "256",
 	 "open connections one client address may hold; more are closed\n"
@@ -81,6 +103,20 @@ static const serve_opt serve_opts[] = {
 	{"cluster-ack-wait", 0, T_COUNT, "SECS", 1, 3600, false, FIELD(cluster_ack_wait), "30",
 	 "seconds a node may hold a task without a sign of life before\n"
 	 "the cluster gives it to another node"},
+	{"breaker-fail-percent", 0, T_COUNT, "N", 1, 100, false, FIELD(breaker_fail_percent), "50",
+	 "a template's circuit breaker opens when more than N percent of its\n"
+	 "recent jobs failed for the infrastructure (a sandbox that could not\n"
+	 "start, an internal error); the other templates are not refused"},
+	{"breaker-min-jobs", 0, T_COUNT, "N", 1, 64, false, FIELD(breaker_min_jobs), "8",
+	 "a template's finished jobs before its failure share counts"},
+	{"breaker-cooldown", 0, T_COUNT, "SECS", 1, 3600, false, FIELD(breaker_cooldown_s), "5",
+	 "seconds a template's breaker stays open before one probe job"},
+	{"memory-watermark", 0, T_STRING, "WATERMARK", 0, 0, false, FIELD(memory_watermark), "256M",
+	 "host free memory (MemAvailable) under which all new work is\n"
+	 "refused: a size (256M) or a percent of the machine's (5%)"},
+	{"cluster-max-deliver", 0, T_COUNT, "N", 1, 100, false, FIELD(cluster_max_deliver), "5",
+	 "deliveries of a task whose nodes all stopped before recording\n"
+	 "it; the next one records it as an infrastructure failure"},
 };
 
 #define NOPTS (sizeof serve_opts / sizeof serve_opts[0])
@@ -288,6 +324,9 @@ static int print_settings(const pd_server_opts *so)
 /* Runs the daemon with o until SIGINT or SIGTERM. */
 static int serve(pd_server_opts o)
 {
+	/* retries: not given is the default, 2; a given 0 is "none" (UINT_MAX in the option table,
+	 * which the scheduler must see as 0: it takes the count literally) */
+	o.sched.retries = o.sched.retries == UINT_MAX ? 0 : o.sched.retries ? o.sched.retries : 2;
 	/* every connection and sandbox holds fds: take the hard limit, and keep connections within it */
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {

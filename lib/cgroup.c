@@ -3,7 +3,8 @@
  *
  * v2: one directory <root>/<name> with memory.max, pids.max, cpu.max; CLONE_INTO_CGROUP places the
  *     sandbox's init atomically; cgroup.kill ends everything at once.
- * v1: one directory per hierarchy (memory, pids, cpu, cpuacct); the pid is written to each.
+ * v1: one directory per hierarchy (memory, pids, cpu, cpuacct; blkio only for a sandbox with I/O
+ *     limits); the pid is written to each.
  *
  * The v2 backend can run over a plain directory ("fake" mode) so its logic is tested on machines
  * whose kernel gives the controllers to v1: then the interface files are created by us. */
@@ -37,7 +38,7 @@ enum {
 
 struct pd_cg {
 	pd_cgroups *root;
-	char dirs[4][PD_PATH]; /* v2: dirs[0] only */
+	char dirs[5][PD_PATH]; /* v2: dirs[0] only */
 	int ndirs;
 	int dirfd;             /* v2: the cgroup dir (for CLONE_INTO_CGROUP) */
 	int mem_i, pids_i, cpu_i, cpuacct_i; /* v1: which dir serves each controller */
@@ -173,7 +174,7 @@ static int cg_rmdir(const char *dir, bool fake)
 static const char *const v2_files[] = {"cgroup.procs", "cgroup.kill", "memory.max", "memory.swap.max",
 				       "memory.peak", "memory.events", "memory.current",
 				       "memory.reclaim", "pids.max", "pids.current",
-				       "pids.peak", "cpu.max", "cpu.stat", "cgroup.events", NULL};
+				       "pids.peak", "cpu.max", "cpu.stat", "cgroup.events", "io.max", NULL};
 
 /* A cgroup name is one path component of our own making; refuse anything else. */
 static int bad_name(const char *name, pd_err *e)
@@ -286,6 +287,7 @@ static int v2_stats(pd_cg *g, pd_cg_stats *st)
 		st->oom_kills = pd_keyed_u64(b, "oom_kill");
 		hits = pd_keyed_u64(b, "max");
 	}
+	st->mem_limit_hits = hits;
 	st->mem_peak = mem_peak_since_reset(g, peak, hits);
 	st->pids_current = cg_pread_u64(g, CGF_PIDS, d, "pids.current");
 	pids_peak_since_reset(g, st, cg_pread_u64(g, CGF_PIDS_PEAK, d, "pids.peak"));
@@ -386,15 +388,44 @@ static uint64_t v2_tasks(pd_cg *g)
 	return cg_pread_u64(g, CGF_PIDS, g->dirs[0], "pids.current");
 }
 
+/* One throttle value as the files take it: a number, or v2's "max" for none. */
+static void io_value(char *b, size_t n, uint64_t v)
+{
+	if (v)
+		snprintf(b, n, "%" PRIu64, v);
+	else
+		snprintf(b, n, "max");
+}
+
+static int v2_set_io(pd_cg *g, const pd_iodev *devs, size_t n, const pd_limits *l, pd_err *e)
+{
+	if (!g->root->v2_io && !g->root->fake)
+		return pd_fail(e, EOPNOTSUPP, "I/O limits: the io controller is not delegated to %s (not in "
+				   "its parent's cgroup.controllers)", g->root->v2_root);
+	for (size_t i = 0; i < n; i++) {
+		char line[160], rb[24], wb[24], ri[24], wi[24];
+		io_value(rb, sizeof rb, l->io_read_bps);
+		io_value(wb, sizeof wb, l->io_write_bps);
+		io_value(ri, sizeof ri, l->io_read_iops);
+		io_value(wi, sizeof wi, l->io_write_iops);
+		/* one device per write: the file takes one line at a time */
+		snprintf(line, sizeof line, "%u:%u rbps=%s wbps=%s riops=%s wiops=%s", devs[i].maj, devs[i].min, rb, wb,
+			 ri, wi);
+		if (cg_write(g->dirs[0], "io.max", line, e) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 static const pd_cg_ops v2_ops = {"v2",         v2_create,  v2_clone_fd, v2_attach,
 				  v2_stats,     v2_reset_peaks, v2_kill_all, v2_destroy,
 				  v2_exists,    v2_set_memory,  cg_stats_close, v2_reclaim,
-				  v2_tasks};
+				  v2_tasks,     v2_set_io};
 
 /* ---------------------------------------------------------------------------------------------- */
 /* v1 */
 
-enum { V1_MEMORY, V1_PIDS, V1_CPU, V1_CPUACCT };
+enum { V1_MEMORY, V1_PIDS, V1_CPU, V1_CPUACCT, V1_BLKIO };
 
 static int v1_create(pd_cgroups *root, const char *name, const pd_limits *l, pd_cg **out, pd_err *e)
 {
@@ -482,8 +513,9 @@ static int v1_stats(pd_cg *g, pd_cg_stats *st)
 		st->cpu_user_us = pd_keyed_u64(b, "user") * us_per_tick;
 		st->cpu_sys_us = pd_keyed_u64(b, "system") * us_per_tick;
 	}
+	st->mem_limit_hits = cg_pread_u64(g, CGF_MEM_FAIL, m, "memory.failcnt");
 	st->mem_peak = mem_peak_since_reset(g, cg_pread_u64(g, CGF_MEM_PEAK, m, "memory.max_usage_in_bytes"),
-					    cg_pread_u64(g, CGF_MEM_FAIL, m, "memory.failcnt"));
+					    st->mem_limit_hits);
 	if (cg_pread(g, CGF_MEM_EVENTS, m, "memory.oom_control", b, sizeof b) >= 0)
 		st->oom_kills = pd_keyed_u64(b, "oom_kill");
 	st->pids_current = cg_pread_u64(g, CGF_PIDS, pi, "pids.current");
@@ -570,10 +602,37 @@ static uint64_t v1_tasks(pd_cg *g)
 	return cg_pread_u64(g, CGF_PIDS, g->dirs[g->pids_i], "pids.current");
 }
 
+/* A sandbox with I/O limits joins the blkio hierarchy too (the others never pay its mkdir). */
+static int v1_set_io(pd_cg *g, const pd_iodev *devs, size_t n, const pd_limits *l, pd_err *e)
+{
+	if (g->root->v1_n <= V1_BLKIO)
+		return pd_fail(e, EOPNOTSUPP, "I/O limits: the cgroup v1 blkio controller is not mounted");
+	const char *name = strrchr(g->dirs[0], '/');
+	char *dir = g->dirs[g->ndirs];
+	if (!name || snprintf(dir, PD_PATH, "%s%s", g->root->v1_dirs[V1_BLKIO], name) >= PD_PATH)
+		return pd_fail(e, ENAMETOOLONG, "blkio cgroup");
+	if (mkdir(dir, 0755) < 0)
+		return pd_fail(e, errno, "mkdir cgroup %s", dir);
+	g->ndirs++; /* attach, destroy and exists take it from here */
+	static const char *const files[] = {"blkio.throttle.read_bps_device", "blkio.throttle.write_bps_device",
+					    "blkio.throttle.read_iops_device", "blkio.throttle.write_iops_device"};
+	const uint64_t v[] = {l->io_read_bps, l->io_write_bps, l->io_read_iops, l->io_write_iops};
+	for (size_t i = 0; i < n; i++)
+		for (int f = 0; f < 4; f++) {
+			if (!v[f])
+				continue;
+			char line[64];
+			snprintf(line, sizeof line, "%u:%u %" PRIu64, devs[i].maj, devs[i].min, v[f]);
+			if (cg_write(dir, files[f], line, e) < 0)
+				return -1;
+		}
+	return 0;
+}
+
 static const pd_cg_ops v1_ops = {"v1",         v1_create,  v1_clone_fd, v1_attach,
 				  v1_stats,     v1_reset_peaks, v1_kill_all, v1_destroy,
 				  v1_exists,    v1_set_memory,  cg_stats_close, v1_reclaim,
-				  v1_tasks};
+				  v1_tasks,     v1_set_io};
 
 /* ---------------------------------------------------------------------------------------------- */
 
@@ -609,14 +668,29 @@ static int v1_mount_of(const char *ctrl, char *out)
 	return found;
 }
 
-static int enable_v2_controllers(const char *dir, pd_err *e)
+/* Whether the blank-separated list has the word (strstr would find "cpu" in "cpuset"). */
+static bool has_word(const char *list, const char *word)
 {
-	char b[256];
+	size_t n = strlen(word);
+	for (const char *p = list; (p = strstr(p, word)); p += n)
+		if ((p == list || p[-1] == ' ') && (p[n] == 0 || p[n] == ' ' || p[n] == '\n'))
+			return true;
+	return false;
+}
+
+/* Delegates memory, pids and cpu to dir's children (an error if it cannot), and io when dir has
+ * it to give (*io says whether it did: I/O limits need it, nothing else does). */
+static int enable_v2_controllers(const char *dir, bool *io, pd_err *e)
+{
+	char b[256], have[256];
 	if (cg_read(dir, "cgroup.subtree_control", b, sizeof b) < 0)
 		return pd_fail(e, errno, "read %s/cgroup.subtree_control", dir);
+	*io = has_word(b, "io");
+	if (!*io && cg_read(dir, "cgroup.controllers", have, sizeof have) >= 0 && has_word(have, "io"))
+		*io = cg_write(dir, "cgroup.subtree_control", "+io", NULL) == 0;
 	const char *need[] = {"memory", "pids", "cpu"};
 	for (int i = 0; i < 3; i++) {
-		if (strstr(b, need[i]))
+		if (has_word(b, need[i]))
 			continue;
 		char w[32];
 		snprintf(w, sizeof w, "+%s", need[i]);
@@ -649,12 +723,16 @@ int pd_cgroups_init(pd_cgroups *cg, int version, const char *root, bool fake, pd
 		char parent[PD_PATH];
 		snprintf(parent, sizeof parent, "%s", cg->v2_root);
 		char *slash = strrchr(parent, '/');
+		bool io_parent = true;
 		if (slash && slash != parent) {
 			*slash = 0;
-			if (enable_v2_controllers(parent, e) < 0)
+			if (enable_v2_controllers(parent, &io_parent, e) < 0)
 				return -1;
 		}
-		return enable_v2_controllers(cg->v2_root, e);
+		bool io = false;
+		int rc = enable_v2_controllers(cg->v2_root, &io, e);
+		cg->v2_io = io_parent && io;
+		return rc;
 	}
 	cg->ops = &v1_ops;
 	const char *ctrls[4] = {"memory", "pids", "cpu", "cpuacct"};
@@ -668,6 +746,12 @@ int pd_cgroups_init(pd_cgroups *cg, int version, const char *root, bool fake, pd
 			return pd_fail(e, errno, "mkdir %s", cg->v1_dirs[c]);
 	}
 	cg->v1_n = 4;
+	/* blkio is optional: only a sandbox with I/O limits needs it, and says so if it is missing */
+	char m[PD_PATH];
+	if (v1_mount_of("blkio", m) == 0 &&
+	    snprintf(cg->v1_dirs[V1_BLKIO], PD_PATH, "%s/%s", m, root ? root : "paddock") < PD_PATH &&
+	    pd_mkdir_p(cg->v1_dirs[V1_BLKIO], 0755) == 0)
+		cg->v1_n = 5;
 	return 0;
 }
 

@@ -172,6 +172,7 @@ static __attribute__((noreturn)) void become_program(const child_cfg *c, const s
 	set_rlimit(RLIMIT_NOFILE, x->rl_nofile);
 	set_rlimit(RLIMIT_FSIZE, x->rl_fsize);
 	set_rlimit(RLIMIT_STACK, x->rl_stack);
+	set_rlimit(RLIMIT_DATA, x->rl_data);
 	set_rlimit(RLIMIT_NPROC, x->rl_nproc);
 	if ((errno = pd_ucounts_program_rlimits()) != 0)
 		goto fail_errno;

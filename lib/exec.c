@@ -222,6 +222,7 @@ static int build_exec_msg(const pd_sandbox *s, const pd_exec_opts *o, char **out
 	x->rl_nofile = s->lim.nofile;
 	x->rl_fsize = s->lim.fsize_bytes; /* the disk size already bounds every file: ENOSPC */
 	x->rl_stack = s->lim.stack_bytes;
+	x->rl_data = o->data_headroom_bytes && s->lim.memory_bytes ? s->lim.memory_bytes + o->data_headroom_bytes : 0;
 	char *p = b + sizeof *x;
 	p = stpcpy(p, cwd) + 1;
 	for (size_t i = 0; i < argc; i++)
@@ -358,6 +359,7 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 {
 	memset(r, 0, sizeof *r);
 	snprintf(r->sandbox_id, sizeof r->sandbox_id, "%s", s->id);
+	pd_sandbox_use_id(s, r->use_id, sizeof r->use_id);
 	pd_image_note(r, &s->opts);
 	if (s->state != PD_READY)
 		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
@@ -563,17 +565,29 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 	}
 	if (killed_by_us || (x.init_died && !x.exited))
 		r->signal = r->signal ? r->signal : SIGKILL;
+	/* The memory verdict comes before the time verdict, from the cgroup's own evidence: an OOM
+	 * kill, or usage that pressed against the limit (v2 memory.events max, v1 failcnt) in a run
+	 * that then failed or ran out of time. A program faulting in its way to the limit on a
+	 * loaded machine can reach the time limit before the OOM killer reaches it: it used too
+	 * much memory, and the verdict must say so, not "too slow". */
+	bool pressed = after.mem_limit_hits > before.mem_limit_hits;
+	bool failed = x.killed_to || (x.exited && (r->signal || r->exit_code));
+	bool mem_evidence = (r->oom_killed || pressed) && failed && s->lim.memory_bytes;
+	/* under the fast path's data-segment limit the cgroup saw nothing: the runtime's own words
+	 * (allocfail.c) are the evidence */
+	if (o->data_headroom_bytes && s->lim.memory_bytes && failed && !x.killed_to && pd_alloc_failure_seen(&r->err))
+		mem_evidence = true;
 	if (x.killed_ol)
 		r->status = PD_OL;
+	else if (mem_evidence && (x.exited || x.killed_to))
+		r->status = PD_ML;
 	else if (x.killed_to)
 		r->status = PD_TO;
 	else if (!x.exited) {
 		r->status = PD_XX;
 		if (!r->error[0])
 			snprintf(r->error, sizeof r->error, "sandbox init ended before the program did");
-	} else if (r->oom_killed && (r->signal || r->exit_code))
-		r->status = PD_ML;
-	else if (WIFSIGNALED(x.wstatus))
+	} else if (WIFSIGNALED(x.wstatus))
 		r->status = WTERMSIG(x.wstatus) == SIGXCPU ? PD_TO : PD_SG;
 	else if (r->exit_code)
 		r->status = PD_RE;

@@ -52,6 +52,11 @@ typedef struct pd_limits {
 	uint32_t nofile;         /* RLIMIT_NOFILE */
 	uint64_t fsize_bytes;    /* RLIMIT_FSIZE */
 	uint64_t stack_bytes;    /* RLIMIT_STACK */
+	/* Block I/O on each disk that backs the image's layers, the binds and the state directory
+	 * (cgroup v2 io.max, v1 blkio.throttle.*), bytes or operations per second; 0 = unlimited.
+	 * Reads and writes that reach those disks only: /tmp, /work and the image's writable layer
+	 * are tmpfs, which costs memory, not I/O. */
+	uint64_t io_read_bps, io_write_bps, io_read_iops, io_write_iops;
 } pd_limits;
 
 /* The defaults: 512 MiB memory, 256 pids, 10 s CPU, 20 s wall, 1 core, 256 MiB disk, 1 MiB output
@@ -117,6 +122,7 @@ typedef struct pd_audit_event {
 
 typedef struct pd_result {
 	char sandbox_id[40];
+	char use_id[56]; /* this use of the sandbox: "<sandbox_id>.<n>", n counting its resets from 1 */
 	pd_status status;
 	int exit_code;          /* valid when the program exited */
 	int signal;             /* valid when status is SG (or TO/ML from a kill) */
@@ -147,6 +153,7 @@ typedef struct pd_result {
 	 * digest) and digests; or, with no digest, the directory ("host" for the default image) */
 	char image_name[256];
 	char image_digest[PD_DIGEST_LEN], image_config_digest[PD_DIGEST_LEN];
+	char isolation[16]; /* pd_isolation_name() of the tier that ran it */
 } pd_result;
 
 void pd_result_free(pd_result *r);
@@ -218,6 +225,20 @@ typedef enum pd_net {
 	PD_NET_HOST,         /* the host's network (explicit opt-in; still all other isolation) */
 } pd_net;
 
+/* How strongly a sandbox is isolated from the host: each tier is a backend behind one interface
+ * (lib/tier.h). container: namespaces, cgroups, seccomp, overlay root (lib/sandbox.c). gvisor: the
+ * same template run under gVisor's runsc, a user-space kernel between the program and the host
+ * (lib/gvisor/); one-shot runs only (pd_run), its sandboxes are not kept warm. */
+typedef enum pd_isolation {
+	PD_ISO_CONTAINER = 0,
+	PD_ISO_GVISOR,
+	PD_ISO_N,
+} pd_isolation;
+/* "container", "gvisor" */
+const char *pd_isolation_name(pd_isolation i);
+/* The tier named name, or -1. */
+int pd_isolation_parse(const char *name);
+
 typedef struct pd_bind {
 	const char *src; /* host path */
 	const char *dst; /* path inside the sandbox */
@@ -270,6 +291,8 @@ typedef struct pd_sandbox_opts {
 	 * that forks share: each fork writes to its own upper, none copies it); must outlive the
 	 * sandbox (a reset mounts it again) */
 	const char *top_layer;
+	pd_isolation isolation; /* the tier; gvisor: pd_run only (pd_sandbox_create refuses it) */
+	const char *gvisor_platform; /* runsc --platform; NULL = $PADDOCK_GVISOR_PLATFORM or ptrace */
 } pd_sandbox_opts;
 
 typedef struct pd_sandbox pd_sandbox;
@@ -285,6 +308,9 @@ const char *pd_state_name(pd_state s);
  * their own (a reset replaces them without touching the root). */
 pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e);
 const char *pd_sandbox_id(const pd_sandbox *s);
+/* The id of the sandbox's current use: "<sandbox id>.<n>", n = 1 from its creation and one more
+ * after each reset, so that records of different users of one pooled sandbox never share it. */
+void pd_sandbox_use_id(const pd_sandbox *s, char *buf, size_t len);
 pd_state pd_sandbox_state(const pd_sandbox *s);
 /* Host pid of the sandbox's init (for tests and audits). */
 pid_t pd_sandbox_pid(const pd_sandbox *s);
@@ -295,6 +321,8 @@ void *pd_sandbox_user(const pd_sandbox *s);
 int pd_sandbox_set_memory(pd_sandbox *s, uint64_t bytes, pd_err *e);
 /* Host uid that root in the sandbox maps to. */
 uint32_t pd_sandbox_uid_base(const pd_sandbox *s);
+/* When the sandbox was created (pd_now_us's clock): its lifetime, for the pools' metrics. */
+uint64_t pd_sandbox_created_us(const pd_sandbox *s);
 
 typedef void (*pd_output_cb)(void *arg, int stream /* 1 or 2 */, const char *buf, size_t len);
 
@@ -324,6 +352,15 @@ typedef struct pd_exec_opts {
 	int spill_fd[2];
 	uint64_t spill_max;    /* bytes per spill fd, 0 = no cap: past it the spill stops (spill_lost) */
 	uint64_t output_kill_bytes; /* 0 = the sandbox's limit */
+	/* The memory fast path: with a memory limit, the program's data segment (RLIMIT_DATA: its
+	 * private writable mappings, heap and anonymous mmap; not its code, not address space it
+	 * only reserves) is held at that limit plus this headroom, so an oversize allocation is
+	 * refused at once instead of being faulted in up to the cgroup's limit first (which takes
+	 * the better part of a second for 256 MB on a busy host). A program that then fails and
+	 * whose stderr shows its runtime's allocation failure (allocfail.c) is ML. 0 = off: for
+	 * runtimes that make large writable mappings they never touch (the JVM's heap, Go's arenas,
+	 * node's) it would refuse programs far under their limit. */
+	uint64_t data_headroom_bytes;
 	const pd_audit_opts *audit; /* this exec's audit, over the sandbox's (a pooled sandbox's
 				     * request); NULL = the sandbox's */
 	/* a time or output limit kills this exec's program and every process of its session
@@ -535,6 +572,10 @@ typedef struct pd_image {
 typedef struct pd_image_import_opts {
 	const char *state_dir;
 	const char *name; /* NULL: the source's own name if it has one (RepoTags, ref.name) */
+	/* "PATH[@COMMIT]": the repository at PATH in the image keeps only the history its HEAD (or
+	 * COMMIT) reaches, in one more layer (a clean task environment: no future commit, tag,
+	 * branch, reflog or dangling object left for an agent to mine). NULL: as imported */
+	const char *strip_history;
 } pd_image_import_opts;
 
 /* Imports SOURCE (an OCI image layout, directory or tar, or a `docker save` archive): every blob
@@ -549,6 +590,11 @@ void pd_image_close(pd_image *im);
 /* True when ref names something in the store rather than a directory (a plain directory keeps
  * working as an image). */
 bool pd_image_is_ref(const char *ref);
+/* True when ref names an image by digest ("sha256:..." or 12 to 64 hex digits), not by name. */
+bool pd_image_ref_is_digest(const char *ref);
+/* The manifest digest ("sha256:<hex>") a name or digest stands for now, without leasing anything
+ * (a lookup: ENOENT for an image not in the store). */
+int pd_image_resolve(const char *state_dir, const char *ref, char digest[PD_DIGEST_LEN], pd_err *e);
 
 typedef struct pd_image_entry {
 	char digest[PD_DIGEST_LEN], config_digest[PD_DIGEST_LEN];

@@ -74,6 +74,7 @@ json_t *pd_result_json(const pd_result *r, bool with_output)
 	if (!o)
 		return NULL;
 	bool good = set(o, "sandbox_id", pd_json_text(r->sandbox_id)) &&
+		    set(o, "use_id", r->use_id[0] ? pd_json_text(r->use_id) : json_null()) &&
 		    set(o, "status", json_string(pd_status_name(r->status))) &&
 		    set(o, "exit_code", json_integer(r->exit_code)) && set(o, "signal", json_integer(r->signal)) &&
 		    set(o, "error", pd_json_text(r->error)) && set(o, "wall_ms", count(r->wall_ms)) &&
@@ -99,6 +100,8 @@ json_t *pd_result_json(const pd_result *r, bool with_output)
 		good = set(img, "name", pd_json_text(r->image_name[0] ? r->image_name : "host")) &&
 		       set(img, "digest", json_null());
 	good = good && set(o, "image", img);
+	/* execs of a warm (container) sandbox leave it empty: only the container tier keeps them */
+	good = good && set(o, "isolation", json_string(r->isolation[0] ? r->isolation : "container"));
 	json_t *audit = good ? json_array() : NULL;
 	for (size_t i = 0; audit && good && i < r->audit_len; i++) {
 		const pd_audit_event *ev = &r->audit[i];

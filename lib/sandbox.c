@@ -4,6 +4,7 @@
  * is in exec.c, scratch.c and reset.c; the context it belongs to in context.c. */
 #define _GNU_SOURCE
 #include "sandbox.h"
+#include "tier.h"
 #include "ucounts.h"
 
 #include <errno.h>
@@ -70,6 +71,40 @@ pd_limits pd_limits_default(void)
 const char *pd_sandbox_id(const pd_sandbox *s)
 {
 	return s->id;
+}
+
+/* The I/O limits on the disks behind the image's layers, the binds and the state directory. A
+ * sandbox none of whose files are on a disk (all tmpfs or overlay) cannot have its I/O limited,
+ * and is refused rather than run unlimited. */
+static int set_io_limits(pd_ctx *c, const pd_sandbox_opts *o, const pd_layer *layers, int nlayers, pd_sandbox *s,
+			 pd_err *e)
+{
+	const char *paths[PD_MAX_LAYERS + PD_MAX_BINDS + 2];
+	size_t np = 0;
+	for (int i = 0; i < nlayers; i++)
+		paths[np++] = layers[i].src;
+	for (size_t i = 0; i < o->nbinds && i < PD_MAX_BINDS; i++)
+		paths[np++] = o->binds[i].src;
+	if (o->top_layer)
+		paths[np++] = o->top_layer;
+	paths[np++] = pd_ctx_state_dir(c);
+	pd_iodev devs[PD_MAX_IODEVS];
+	size_t n = pd_io_devices(paths, np, devs, PD_MAX_IODEVS);
+	if (!n)
+		return pd_fail(e, EINVAL, "I/O limits: no disk backs the image, the binds or the state directory "
+				   "(tmpfs or overlay only), so there is nothing the limits could apply to");
+	return c->cg.ops->set_io(s->cg, devs, n, &s->lim, e);
+}
+
+void pd_sandbox_use_id(const pd_sandbox *s, char *buf, size_t len)
+{
+	/* resets counts the successful ones; a failed reset ends the sandbox, so no use repeats */
+	snprintf(buf, len, "%s.%" PRIu32, s->id, s->resets + 1);
+}
+
+uint64_t pd_sandbox_created_us(const pd_sandbox *s)
+{
+	return s->created_us;
 }
 
 pd_state pd_sandbox_state(const pd_sandbox *s)
@@ -308,6 +343,11 @@ int pd_sb_layout_fds(const pd_sandbox_opts *o, const pd_layer *layers, int nlaye
 
 pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 {
+	if (o && o->isolation != PD_ISO_CONTAINER) {
+		pd_fail(e, ENOTSUP, "isolation %s: only one-shot runs, no kept sandbox",
+			pd_isolation_name(o->isolation));
+		return NULL;
+	}
 	pd_sandbox_opts none = {0};
 	if (!o) {
 		none.limits = pd_limits_default();
@@ -359,6 +399,8 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 		goto fail;
 	s->has_slot = true;
 	if (c->cg.ops->create(&c->cg, s->id, &s->lim, &s->cg, e) < 0)
+		goto fail;
+	if (pd_limits_have_io(&s->lim) && set_io_limits(c, o, layers, nlayers, s, e) < 0)
 		goto fail;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
 		pd_fail(e, errno, "socketpair");
@@ -593,7 +635,8 @@ int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len)
 	return dirty ? -1 : 0;
 }
 
-int pd_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd_result *r, pd_err *e)
+/* The container tier's one-shot run (lib/tier.c routes pd_run here for it). */
+int pd_container_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd_result *r, pd_err *e)
 {
 	uint64_t t0 = pd_now_us();
 	pd_sandbox *s = pd_sandbox_create(c, o, e);

@@ -58,6 +58,7 @@ json_t *session_noise_before(pd_session *s, unsigned n, const pd_exec_opts *x, p
 		snprintf(msg, sizeof msg, "%s: %s\n", slash ? slash + 1 : prog, strerror(faults[f].err));
 		memset(r, 0, sizeof *r);
 		snprintf(r->sandbox_id, sizeof r->sandbox_id, "%s", s->sandbox_id);
+		snprintf(r->use_id, sizeof r->use_id, "%s", s->use_id);
 		r->status = PD_RE;
 		r->exit_code = 1;
 		r->err.head = strdup(msg);

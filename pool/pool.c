@@ -29,7 +29,7 @@ static char *xstrdup(const char *s)
 }
 
 /* Deep copy, so the pools own their templates whatever the caller does with theirs. */
-static int tpl_clone(pd_template *dst, const pd_template *src)
+int pd_template_clone(pd_template *dst, const pd_template *src)
 {
 	*dst = *src;
 	memset(dst->layers, 0, sizeof dst->layers);
@@ -98,20 +98,51 @@ void pd_sandbox_set_owner(pd_sandbox *s, pd_pool *pl)
 pd_pool *pd_pool_of(pd_pools *p, pd_sandbox *s)
 {
 	pd_pool *pl = pd_sandbox_user(s);
-	return pl >= p->pools && pl < p->pools + p->n ? pl : NULL;
+	return pl >= p->pools && pl < p->pools + p->cap ? pl : NULL;
 }
 
 static pd_pool *find(pd_pools *p, const char *name)
 {
 	for (size_t i = 0; i < p->n; i++)
-		if (!strcmp(p->pools[i].t.name, name))
+		if (p->pools[i].live && !strcmp(p->pools[i].t.name, name))
 			return &p->pools[i];
 	return NULL;
 }
 
-const pd_template *pd_pools_template(pd_pools *p, const char *name)
+pd_pool *pd_pool_find_locked(pd_pools *p, const char *name)
+{
+	return find(p, name);
+}
+
+/* find, and an image pool ("<template>@<hex>") made again if it is not live: its name says what
+ * it is, so a pool retired between a lookup and a use comes back. Called with the lock held;
+ * drops it meanwhile. */
+static pd_pool *find_or_revive_locked(pd_pools *p, const char *name, pd_err *e)
 {
 	pd_pool *pl = find(p, name);
+	if (pl || !strchr(name, '@'))
+		return pl;
+	pthread_mutex_unlock(&p->mu);
+	int rc = pd_pool_image_revive(p, name, e);
+	pthread_mutex_lock(&p->mu);
+	return rc == 0 ? find(p, name) : NULL;
+}
+
+const pd_template *pd_pools_template(pd_pools *p, const char *name)
+{
+	pthread_mutex_lock(&p->mu);
+	pd_pool *pl = find_or_revive_locked(p, name, NULL);
+	/* a lookup is a use about to happen: an image pool is not retired for a second after it
+	 * (imgpool.c), so the template stays while its caller goes on to acquire */
+	if (pl && pl->image)
+		pl->last_acquire_us = pd_now_us();
+	pthread_mutex_unlock(&p->mu);
+	return pl ? &pl->t : NULL;
+}
+
+const pd_template *pd_pool_template_of(pd_pools *p, pd_sandbox *s)
+{
+	pd_pool *pl = s ? pd_pool_of(p, s) : NULL;
 	return pl ? &pl->t : NULL;
 }
 
@@ -185,7 +216,10 @@ pd_sandbox *pd_pool_make_fork(pd_pools *p, pd_pool *pl, const char *top_layer, p
 
 pd_pool *pd_pool_named(pd_pools *p, const char *name)
 {
-	return find(p, name);
+	pthread_mutex_lock(&p->mu);
+	pd_pool *pl = find_or_revive_locked(p, name, NULL);
+	pthread_mutex_unlock(&p->mu);
+	return pl;
 }
 
 /* Creates a sandbox for the template and places what the template puts in it before use. */
@@ -226,7 +260,7 @@ static void file_ready_locked(pd_pools *p, pd_pool *pl, pd_entry *en, pd_sandbox
 /* Target READY count of a pool; called with the lock held. */
 static uint32_t target_of(pd_pools *p, pd_pool *pl)
 {
-	if (!pl->t.available)
+	if (!pl->t.available || pl->evicting)
 		return 0;
 	uint64_t peak = pl->win_peak > pl->prev_win_peak ? pl->win_peak : pl->prev_win_peak;
 	uint64_t want_total = (peak * 12 + 9) / 10; /* peak concurrency + 20% */
@@ -246,6 +280,20 @@ static uint32_t target_of(pd_pools *p, pd_pool *pl)
 	uint64_t allowed = cap > others ? cap - others : 0;
 	if (want > allowed)
 		want = allowed;
+	if (pl->image) {
+		/* image pools share a budget of READY sandboxes, the hottest first: with thousands of
+		 * per-task images, the few in demand now stay warm and the rest cost nothing */
+		uint64_t mine_score = pl->win_acquires + pl->prev_win_acquires, hotter = 0;
+		for (size_t i = p->nbase; i < p->n; i++) {
+			const pd_pool *o = &p->pools[i];
+			uint64_t sc = o->win_acquires + o->prev_win_acquires;
+			if (o != pl && o->live && (sc > mine_score || (sc == mine_score && o < pl)))
+				hotter += o->nready + o->creating;
+		}
+		uint64_t img_room = p->opts.image_ready_max > hotter ? p->opts.image_ready_max - hotter : 0;
+		if (want > img_room)
+			want = img_room;
+	}
 	return (uint32_t)want;
 }
 
@@ -254,8 +302,11 @@ static void note_demand(pd_pools *p, pd_pool *pl, uint64_t now)
 	uint64_t window = p->opts.window_ms * 1000;
 	if (now - pl->win_start >= window) {
 		/* two quiet windows forget a burst */
-		pl->prev_win_peak = now - pl->win_start >= 2 * window ? pl->in_use : pl->win_peak;
+		bool quiet = now - pl->win_start >= 2 * window;
+		pl->prev_win_peak = quiet ? pl->in_use : pl->win_peak;
+		pl->prev_win_acquires = quiet ? 0 : pl->win_acquires;
 		pl->win_peak = pl->in_use;
+		pl->win_acquires = 0;
 		pl->win_start = now;
 	}
 	if (pl->in_use > pl->win_peak)
@@ -379,6 +430,22 @@ static void *builder_main(void *arg)
 
 static void reclaim_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s, bool no_reuse);
 
+const double pd_lifetime_bounds_s[PD_LIFETIME_BUCKETS] = {0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 14400, 86400};
+
+/* A destroyed sandbox's lifetime into its pool's histogram (born: pd_sandbox_created_us, read
+ * before the destroy freed it); lock held. */
+static void lifetime_locked(pd_pool *pl, uint64_t born)
+{
+	uint64_t now = pd_now_us();
+	double secs = now > born ? (double)(now - born) / 1e6 : 0;
+	size_t i = 0;
+	while (i < PD_LIFETIME_BUCKETS && secs > pd_lifetime_bounds_s[i])
+		i++;
+	pl->st.lifetime_bucket[i]++;
+	pl->st.lifetime_count++;
+	pl->st.lifetime_sum_s += secs;
+}
+
 void pd_pool_reclaim_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
 {
 	reclaim_locked(p, pl, s, false);
@@ -394,10 +461,16 @@ static void reclaim_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s, bool no_reus
 	pd_entry *en = calloc(1, sizeof *en);
 	if (!en) {
 		/* no memory for the queue: destroy right here rather than leak */
+		uint64_t born = pd_sandbox_created_us(s);
+		char use[64];
+		pd_sandbox_use_id(s, use, sizeof use);
 		pthread_mutex_unlock(&p->mu);
 		char residue[128];
 		int dirty = pd_sandbox_destroy(s, residue, sizeof residue);
+		if (p->opts.on_reclaimed)
+			p->opts.on_reclaimed(p->opts.on_reclaimed_arg, use, residue);
 		pthread_mutex_lock(&p->mu);
+		lifetime_locked(pl, born);
 		pl->st.destroyed++;
 		pl->st.residue_failures += dirty != 0;
 		return;
@@ -442,6 +515,9 @@ static bool reuse_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
 	 * next create. A surplus expires after the pool's idle TTL. */
 	if (pl->nready + pl->creating >= pl->t.pool_max ||
 	    held_locked(p) > p->opts.memory_budget / p->opts.idle_cost_bytes)
+		return false;
+	/* an image pool keeps no more than its share of the image pools' budget */
+	if (pl->image && pl->nready + pl->creating >= target_of(p, pl))
 		return false;
 	bool backlog = p->nreclaim != 0;
 	pthread_mutex_unlock(&p->mu); /* still counted in nreclaiming: the builder expects it back */
@@ -490,17 +566,29 @@ static bool reclaim_one_locked(pd_pools *p)
 	p->nreclaim--;
 	pd_pool *pl = en->pool;
 	uint64_t t0 = pd_now_us();
+	/* the use that ends here, named before a reset starts the next */
+	char use[64];
+	pd_sandbox_use_id(en->sb, use, sizeof use);
 	if (!en->no_reuse && reuse_locked(p, pl, en->sb)) {
 		pl->nreclaiming--;
 		free(en);
 		wake_builder_locked(p);
+		if (p->opts.on_reclaimed) {
+			pthread_mutex_unlock(&p->mu);
+			p->opts.on_reclaimed(p->opts.on_reclaimed_arg, use, "clean");
+			pthread_mutex_lock(&p->mu);
+		}
 		return true;
 	}
+	uint64_t born = pd_sandbox_created_us(en->sb);
 	pthread_mutex_unlock(&p->mu);
 	char residue[128];
 	int dirty = pd_sandbox_destroy(en->sb, residue, sizeof residue);
+	if (p->opts.on_reclaimed)
+		p->opts.on_reclaimed(p->opts.on_reclaimed_arg, use, residue);
 	uint64_t took = pd_now_us() - t0;
 	pthread_mutex_lock(&p->mu);
+	lifetime_locked(pl, born);
 	pl->nreclaiming--;
 	pl->st.destroyed++;
 	if (dirty)
@@ -575,7 +663,8 @@ static void *reclaimer_main(void *arg)
 pd_pools *pd_pools_new(pd_ctx *c, const pd_template *t, size_t n, const pd_pools_opts *o, pd_err *e)
 {
 	pd_pools *p = calloc(1, sizeof *p);
-	if (!p || !(p->pools = calloc(n ? n : 1, sizeof *p->pools))) {
+	uint32_t image_pools = o && o->image_pools ? o->image_pools : 64;
+	if (!p || !(p->pools = calloc(n + image_pools, sizeof *p->pools))) {
 		free(p);
 		pd_fail(e, ENOMEM, "pools");
 		return NULL;
@@ -600,14 +689,19 @@ pd_pools *pd_pools_new(pd_ctx *c, const pd_template *t, size_t n, const pd_pools
 		p->opts.window_ms = 10000;
 	if (!p->opts.reclaim_backlog)
 		p->opts.reclaim_backlog = 8 * (uint32_t)p->ncpu;
-	p->n = n;
+	p->opts.image_pools = image_pools;
+	if (!p->opts.image_ready_max)
+		p->opts.image_ready_max = 4 * (uint32_t)p->ncpu;
+	p->n = p->nbase = n;
+	p->cap = n + image_pools;
 	for (size_t i = 0; i < n; i++) {
 		pd_pool *pl = &p->pools[i];
-		if (tpl_clone(&pl->t, &t[i]) < 0) {
+		if (pd_template_clone(&pl->t, &t[i]) < 0) {
 			p->n = i + 1;
 			pd_fail(e, ENOMEM, "templates");
 			goto fail;
 		}
+		pl->live = true;
 		pd_template_check(c, &pl->t);
 		pd_template_sandbox_opts(&pl->t, &pl->sopts);
 		pl->sopts.setup_timeout_ms = p->opts.setup_timeout_ms;
@@ -701,10 +795,16 @@ static pd_sandbox *acquire_locked(pd_pools *p, pd_pool *pl, bool *hit, pd_err *e
 pd_sandbox *pd_pool_acquire(pd_pools *p, const char *name, bool *hit, pd_err *e)
 {
 	pthread_mutex_lock(&p->mu);
-	pd_pool *pl = find(p, name);
+	pd_err re = {0};
+	pd_pool *pl = find_or_revive_locked(p, name, &re);
 	if (!pl) {
 		pthread_mutex_unlock(&p->mu);
-		pd_fail(e, ENOENT, "no template named '%s'", name);
+		if (re.code) {
+			if (e)
+				*e = re;
+		} else {
+			pd_fail(e, ENOENT, "no template named '%s'", name);
+		}
 		return NULL;
 	}
 	return acquire_locked(p, pl, hit, e);
@@ -723,6 +823,9 @@ static pd_sandbox *acquire_locked(pd_pools *p, pd_pool *pl, bool *hit, pd_err *e
 	}
 	pl->st.acquires++;
 	pl->in_use++;
+	pl->win_acquires++;
+	pl->last_acquire_us = pd_now_us();
+	pl->evicting = false;
 	note_demand(p, pl, pd_now_us());
 	if (pl->ready) {
 		pd_entry *en = pl->ready;
@@ -786,13 +889,19 @@ void pd_pool_release(pd_pools *p, pd_sandbox *s)
 
 pd_pool_stats *pd_pools_stats(pd_pools *p, size_t *n)
 {
+	pthread_mutex_lock(&p->mu);
 	pd_pool_stats *st = calloc(p->n ? p->n : 1, sizeof *st);
 	*n = 0;
-	if (!st)
+	if (!st) {
+		pthread_mutex_unlock(&p->mu);
 		return NULL;
-	pthread_mutex_lock(&p->mu);
-	for (size_t i = 0; i < p->n; i++) {
-		pd_pool *pl = &p->pools[i];
+	}
+	size_t k = 0;
+	for (size_t j = 0; j < p->n; j++) {
+		pd_pool *pl = &p->pools[j];
+		if (!pl->live)
+			continue;
+		size_t i = k++;
 		st[i] = pl->st;
 		snprintf(st[i].template_name, sizeof st[i].template_name, "%s", pl->t.name);
 		st[i].available = pl->t.available;
@@ -802,7 +911,7 @@ pd_pool_stats *pd_pools_stats(pd_pools *p, size_t *n)
 		st[i].reclaiming = pl->nreclaiming;
 		st[i].target = pl->target;
 	}
-	*n = p->n;
+	*n = k;
 	pthread_mutex_unlock(&p->mu);
 	return st;
 }

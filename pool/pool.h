@@ -46,6 +46,10 @@ typedef struct pd_template {
 	char *requires[PD_TPL_MAX_REQUIRES + 1]; /* programs the image must have, e.g. "python3" */
 	char *warmup[PD_TPL_MAX_REQUIRES + 1];  /* run once when a sandbox is built; default /bin/true */
 	pd_limits limits;
+	/* "memory_fast_path": the program's data segment held at its memory limit plus this
+	 * headroom (pd_exec_opts.data_headroom_bytes); 0 = off (the JVM, Go, node map far more
+	 * writable memory than they touch) */
+	uint64_t data_headroom_bytes;
 	pd_net net;
 	uint32_t pool_min, pool_max;
 	uint64_t pool_idle_ttl_ms;   /* READY sandboxes above the target are reclaimed after this */
@@ -56,6 +60,13 @@ typedef struct pd_template {
 	/* the template's audit policy ("audit": a policy object, docs/audit.md): a request's
 	 * "audit" tightens it; with "mandatory", every run is audited under it. NULL: none */
 	pd_audit_policy *audit;
+	/* the template's version, in every record: the templates file's "version" if it gives one,
+	 * else (pd_template_check) "sha256:" and 16 hex digits of what a sandbox and its execs are
+	 * made of (language, image digest or layers, env, cwd, files, requires, warm-up, limits,
+	 * network, audit policy): a changed recipe is a new version */
+	char version[48];
+	bool version_given;
+	char audit_digest[65]; /* of the audit policy's JSON as given; "" = none */
 	/* filled by pd_template_check */
 	bool available;
 	char missing[128];
@@ -93,7 +104,21 @@ typedef struct pd_pools_opts {
 	uint32_t reclaimers;       /* reclaimer threads; 0 = one per 4 CPUs, 1 to 16 */
 	/* trajectories of ended sessions older than this are deleted (retention.c); 0 = kept */
 	uint64_t trajectory_retention_s;
+	uint32_t image_pools;      /* image pools live at once (pd_pools_image); 0 = 64 */
+	uint32_t image_ready_max;  /* READY sandboxes all image pools hold together, the hottest
+				    * images first; 0 = 4 per CPU */
+	/* Told, on a reclaimer thread and without the pools' lock, how each use of a released
+	 * sandbox ended: use_id (pd_sandbox_use_id as the user saw it) and "clean" (reset for the
+	 * next user: the reset proved nothing of the use was left; or destroyed with nothing
+	 * left) or what the teardown found. Sessions' uses too. May be NULL. */
+	void (*on_reclaimed)(void *arg, const char *use_id, const char *residue);
+	void *on_reclaimed_arg;
 } pd_pools_opts;
+
+/* Upper bounds, in seconds, of the buckets of a pool's sandbox lifetime histogram (creation to
+ * destruction); one more bucket counts the rest (+Inf). */
+#define PD_LIFETIME_BUCKETS 12
+extern const double pd_lifetime_bounds_s[PD_LIFETIME_BUCKETS];
 
 typedef struct pd_pool_stats {
 	char template_name[64];
@@ -105,6 +130,10 @@ typedef struct pd_pool_stats {
 	uint64_t resets_kept; /* of the resets, those that kept the untouched root */
 	uint64_t resets_scratch_kept; /* of those, the ones that kept the scratch directories too */
 	uint64_t peak_in_use;
+	/* sandboxes destroyed, by how long they lived (buckets as pd_lifetime_bounds_s, not cumulative) */
+	uint64_t lifetime_bucket[PD_LIFETIME_BUCKETS + 1];
+	uint64_t lifetime_count;
+	double lifetime_sum_s;
 } pd_pool_stats;
 
 /* Starts pools for the templates (copied in) and their builder and reclaimer threads. */
@@ -123,6 +152,24 @@ void pd_pool_release(pd_pools *p, pd_sandbox *s);
 pd_pool_stats *pd_pools_stats(pd_pools *p, size_t *n);
 /* Waits until every pool has reached its target (or timeout_ms passed). Returns 0 if reached. */
 int pd_pools_wait_ready(pd_pools *p, uint64_t timeout_ms);
+/* The template of the pool s came from (pd_pool_acquire): valid while s is held. */
+const pd_template *pd_pool_template_of(pd_pools *p, pd_sandbox *s);
+
+/* ---- image pools (imgpool.c) ---- */
+/* A request may run a template on an imported image: the template's recipe (limits, network,
+ * files, requires, warm-up) on the image's layers, with the image's Env and WorkingDir over the
+ * template's env and cwd. Each (template, image) pair has a pool of its own, named
+ * "<template>@<the first 24 hex digits of the manifest digest>", made on first use and sized by
+ * demand from zero (pool.min is 0 whatever the template says): an idle image has no sandbox, the
+ * first sandbox of a cold image is created on the spot, and the image pools share
+ * image_ready_max READY sandboxes, the hottest images first. An idle pool is retired (its lease
+ * on the image's layers dropped) when a new image needs its slot; its name brings it back.
+ * Resolves ref (a name or digest) now, makes the pool if needed and writes its name into pool
+ * (at least 64 bytes) and the digest into digest (may be NULL). A template whose requires the
+ * image lacks fails with kind PD_EK_DEPENDENCY (dependency_missing); an unknown image with
+ * ENOENT; no free slot with EAGAIN. */
+int pd_pools_image(pd_pools *p, const char *template_name, const char *ref, char *pool, size_t pool_len,
+		   char *digest, pd_err *e);
 
 /* ---- sessions -------------------------------------------------------------------------------- */
 
@@ -168,6 +215,9 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *request_id
 /* The session's sandbox id and state ("EXPIRED" once the pools ended it), read safely even while
  * the reclaimer tears an ended session's sandbox down. */
 void pd_session_info(pd_session *s, char *sandbox_id, size_t id_len, char *state, size_t state_len);
+/* The id of the session's current use of its sandbox (pd_sandbox_use_id): a reset starts a new
+ * one, also when the sandbox stays the same. */
+void pd_session_use_id(pd_session *s, char *buf, size_t len);
 /* Bytes of output the session's records hold in memory (at most 8 MiB: older records read
  * theirs back from the spill files, of which a session keeps 256 MiB, newest first). */
 size_t pd_session_output_memory(pd_session *s);

@@ -241,6 +241,7 @@ pd_session *pd_session_open(pd_pools *p, const char *name, const pd_session_opts
 	}
 	s->p = p;
 	snprintf(s->sandbox_id, sizeof s->sandbox_id, "%s", pd_sandbox_id(s->sb));
+	pd_sandbox_use_id(s->sb, s->use_id, sizeof s->use_id);
 	s->created_us = s->last_used_us = pd_now_us();
 	s->idle_ttl_ms = o && o->idle_ttl_ms ? o->idle_ttl_ms : s->pl->t.session_idle_ttl_ms;
 	s->max_ms = o && o->max_lifetime_ms ? o->max_lifetime_ms : s->pl->t.session_max_ms;
@@ -309,6 +310,13 @@ void session_leave(pd_session *s)
 		snprintf(s->dead_reason, sizeof s->dead_reason, "its sandbox is %s%s%s", pd_state_name(st),
 			 s->damage[0] ? ": " : "", s->damage);
 	}
+	pthread_mutex_unlock(&s->p->mu);
+}
+
+void pd_session_use_id(pd_session *s, char *buf, size_t len)
+{
+	pthread_mutex_lock(&s->p->mu);
+	snprintf(buf, len, "%s", s->use_id);
 	pthread_mutex_unlock(&s->p->mu);
 }
 
@@ -736,7 +744,10 @@ int pd_session_reset(pd_session *s, const char *rid, pd_err *e)
 		pthread_mutex_unlock(&s->p->mu);
 		rc = 0;
 	}
-	json_t *obs = json_pack("{s:s,s:s,s:b}", "sandbox_id", s->sandbox_id, "method",
+	pthread_mutex_lock(&s->p->mu);
+	pd_sandbox_use_id(s->sb, s->use_id, sizeof s->use_id);
+	pthread_mutex_unlock(&s->p->mu);
+	json_t *obs = json_pack("{s:s,s:s,s:s,s:b}", "sandbox_id", s->sandbox_id, "use_id", s->use_id, "method",
 				strcmp(old_id, s->sandbox_id) ? "new sandbox (the reset was refused)" : "pd_sandbox_reset",
 				"reset", 1);
 	if (strcmp(old_id, s->sandbox_id))

@@ -35,6 +35,7 @@ struct pd_session {
 	pd_sandbox *sb;
 	char id[48];
 	char sandbox_id[40];
+	char use_id[56]; /* the sandbox's use (pd_sandbox_use_id): a reset starts another; under p->mu */
 	char dir[POOL_PATH];
 	char *metadata;
 	uint64_t created_us, last_used_us, idle_ttl_ms, max_ms;

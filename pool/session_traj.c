@@ -61,6 +61,7 @@ int session_traj_open(pd_session *s, const pd_session_opts *o, pd_err *e)
 	json_t *h = json_pack("{s:s,s:s,s:s,s:o,s:o,s:b}", "kind", "session", "template", s->pl->t.name,
 			      "sandbox_id", s->sandbox_id, "started_at", wall_text(pd_wall_us()), "metadata",
 			      meta ? meta : json_null(), "end_on_limit", s->end_on_limit);
+	json_object_set_new(h, "use_id", json_string(s->use_id));
 	if (s->group_id[0])
 		json_object_set_new(h, "group_id", json_string(s->group_id));
 	if (s->sample_id[0])
@@ -108,6 +109,9 @@ long session_traj_step(pd_session *s, const char *kind, const char *rid, uint64_
 				 wall_text(t1), "duration_ms", (json_int_t)((t1 - t0) / 1000), "action",
 				 action ? action : json_object(), "observation", obs ? obs : json_object(),
 				 "files_changed", changed ? changed : json_array());
+	pthread_mutex_lock(&s->p->mu);
+	json_object_set_new(line, "use_id", json_string(s->use_id));
+	pthread_mutex_unlock(&s->p->mu);
 	if (s->group_id[0])
 		json_object_set_new(line, "group_id", json_string(s->group_id));
 	if (s->sample_id[0])

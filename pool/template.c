@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,7 +113,8 @@ static int unknown_keys(json_t *obj, const char *where, const char *const *known
 static int parse_limits(json_t *o, const char *where, pd_limits *l, pd_err *e)
 {
 	static const char *const known[] = {"memory", "pids", "cpu_time", "wall_time", "cpus", "disk",
-					    "output", "output_kill", "nofile", "fsize", "stack", NULL};
+					    "output", "output_kill", "nofile", "fsize", "stack", "io_read_bps",
+					    "io_write_bps", "io_read_iops", "io_write_iops", NULL};
 	if (!json_is_object(o))
 		return pd_fail(e, EINVAL, "%s: must be an object", where);
 	if (unknown_keys(o, where, known, e) < 0)
@@ -152,11 +154,21 @@ static int parse_limits(json_t *o, const char *where, pd_limits *l, pd_err *e)
 		return -1;
 	if (FIELD("stack") && get_size(v, w, &l->stack_bytes, e) < 0)
 		return -1;
+	if (FIELD("io_read_bps") && get_size(v, w, &l->io_read_bps, e) < 0)
+		return -1;
+	if (FIELD("io_write_bps") && get_size(v, w, &l->io_write_bps, e) < 0)
+		return -1;
+	if (FIELD("io_read_iops") && get_count(v, w, 1, 1000000000, &l->io_read_iops, e) < 0)
+		return -1;
+	if (FIELD("io_write_iops") && get_count(v, w, 1, 1000000000, &l->io_write_iops, e) < 0)
+		return -1;
 #undef FIELD
 	if (l->disk_bytes && l->disk_bytes < 4096)
 		return pd_fail(e, EINVAL, "%s.disk: at least 4k", where);
 	if (l->memory_bytes && l->memory_bytes < (4u << 20))
 		return pd_fail(e, EINVAL, "%s.memory: at least 4M", where);
+	if ((l->io_read_bps && l->io_read_bps < 4096) || (l->io_write_bps && l->io_write_bps < 4096))
+		return pd_fail(e, EINVAL, "%s.io_read_bps/io_write_bps: at least 4k (a page) per second", where);
 	return 0;
 }
 
@@ -170,7 +182,7 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 {
 	static const char *const known[] = {"name", "language", "image", "layers", "requires", "env",
 					    "cwd", "files", "limits", "network", "pool", "session", "warmup",
-					    "audit", NULL};
+					    "audit", "memory_fast_path", "version", NULL};
 	if (!json_is_object(o))
 		return pd_fail(e, EINVAL, "%s: must be an object", where);
 	if (unknown_keys(o, where, known, e) < 0)
@@ -179,6 +191,13 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 	const char *s = NULL;
 	json_t *v;
 #define FIELD(name) (snprintf(w, sizeof w, "%s.%s", where, name), v = json_object_get(o, name))
+	/* the headroom over the memory limit, or false (off) */
+	if (FIELD("memory_fast_path") && !json_is_false(v)) {
+		if (get_size(v, w, &t->data_headroom_bytes, e) < 0)
+			return -1;
+		if (t->data_headroom_bytes < (16u << 20))
+			return pd_fail(e, EINVAL, "%s: a headroom of at least 16M (a runtime's own mappings), or false", w);
+	}
 	if (!FIELD("name"))
 		return pd_fail(e, EINVAL, "%s.name: required", where);
 	if (need_string(v, w, &s, e) < 0)
@@ -186,6 +205,14 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 	if (!*s || strlen(s) >= sizeof t->name || strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_.-") != strlen(s))
 		return pd_fail(e, EINVAL, "%s: '%s' must be 1-63 characters of a-z 0-9 _ . -", w, s);
 	snprintf(t->name, sizeof t->name, "%s", s);
+	if (FIELD("version")) {
+		if (need_string(v, w, &s, e) < 0)
+			return -1;
+		if (!*s || strlen(s) >= sizeof t->version)
+			return pd_fail(e, EINVAL, "%s: must be 1 to %zu characters", w, sizeof t->version - 1);
+		snprintf(t->version, sizeof t->version, "%s", s);
+		t->version_given = true;
+	}
 	if (FIELD("language")) {
 		if (need_string(v, w, &s, e) < 0)
 			return -1;
@@ -412,6 +439,7 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 		if (!text)
 			return pd_fail(e, ENOMEM, "%s", w);
 		t->audit = pd_audit_policy_parse(text, strlen(text), w, t->cwd ? t->cwd : "/work", e);
+		pd_sha256_of(text, strlen(text), t->audit_digest); /* "" if it could not be made */
 		free(text);
 		if (!t->audit)
 			return -1;
@@ -511,14 +539,19 @@ int pd_templates_load(const char *path, pd_template **out, size_t *n, pd_err *e)
 static const char default_templates[] =
 	"{\"templates\": ["
 	"{\"name\": \"bash\", \"requires\": [\"bash\"], \"cwd\": \"/work\"},"
-	"{\"name\": \"python\", \"requires\": [\"python3\"], \"cwd\": \"/work\","
+	/* the memory fast path where the runtime tolerates a data-segment limit and says so when
+	 * an allocation fails (MemoryError, std::bad_alloc): see lib/allocfail.c */
+	"{\"name\": \"python\", \"requires\": [\"python3\"], \"cwd\": \"/work\", \"memory_fast_path\": \"32M\","
 	" \"warmup\": [\"python3\", \"-c\", \"import os, sys, json\"],"
 	" \"env\": {\"PATH\": \"/usr/local/bin:/usr/bin:/bin\", \"HOME\": \"/root\", \"LANG\": \"C.UTF-8\","
 	"          \"PYTHONDONTWRITEBYTECODE\": \"1\", \"PYTHONUNBUFFERED\": \"1\"}},"
 	"{\"name\": \"c\", \"requires\": [\"gcc\", \"as\", \"ld\"], \"cwd\": \"/work\"},"
-	"{\"name\": \"cpp\", \"requires\": [\"g++\", \"as\", \"ld\"], \"cwd\": \"/work\"},"
+	"{\"name\": \"cpp\", \"requires\": [\"g++\", \"as\", \"ld\"], \"cwd\": \"/work\", \"memory_fast_path\": \"32M\"},"
 	"{\"name\": \"node\", \"language\": \"nodejs\", \"requires\": [\"node\"], \"cwd\": \"/work\","
-	" \"warmup\": [\"node\", \"-e\", \"0\"]}"
+	" \"warmup\": [\"node\", \"-e\", \"0\"],"
+	/* Debian's node modules (node-lodash...) live there; a node not from Debian does not look */
+	" \"env\": {\"PATH\": \"/usr/local/bin:/usr/bin:/bin\", \"HOME\": \"/root\", \"LANG\": \"C.UTF-8\","
+	"          \"NODE_PATH\": \"/usr/share/nodejs:/usr/lib/nodejs\"}}"
 	"]}";
 
 int pd_templates_default(pd_template **out, size_t *n, pd_err *e)
@@ -557,6 +590,75 @@ static int resolve_image(pd_ctx *c, pd_template *t)
 	return bad ? -1 : 0;
 }
 
+/* A growing text for the version's digest; b NULL once out of memory. */
+typedef struct vbuf {
+	char *b;
+	size_t len, cap;
+} vbuf;
+
+static void put(vbuf *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(vbuf *v, const char *fmt, ...)
+{
+	for (int tries = 0; v->b && tries < 2; tries++) {
+		va_list ap;
+		va_start(ap, fmt);
+		int n = vsnprintf(v->b + v->len, v->cap - v->len, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+			return;
+		if ((size_t)n < v->cap - v->len) {
+			v->len += (size_t)n;
+			return;
+		}
+		char *nb = realloc(v->b, v->cap = (v->cap + (size_t)n) * 2);
+		if (!nb)
+			free(v->b);
+		v->b = nb;
+	}
+}
+
+/* The computed version: a digest of the recipe as pd_template_check leaves it (the image by its
+ * digest, so a name re-pointed at another image is another version). */
+static void compute_version(pd_template *t)
+{
+	if (t->version_given)
+		return;
+	vbuf v = {malloc(4096), 0, 4096};
+	bool digested = true;
+	put(&v, "language=%s\n", t->language);
+	if (t->image)
+		put(&v, "image=%s\n", t->image->digest);
+	else
+		for (int k = 0; t->layers[k]; k++)
+			put(&v, "layer=%s\n", t->layers[k]);
+	for (int k = 0; t->env[k]; k++)
+		put(&v, "env=%s\n", t->env[k]);
+	put(&v, "cwd=%s\n", t->cwd ? t->cwd : "");
+	for (size_t k = 0; k < t->nfiles; k++) {
+		char h[65];
+		digested &= pd_sha256_of(t->files[k].data, t->files[k].len, h) == 0;
+		put(&v, "file=%s %o %s\n", t->files[k].path, (unsigned)t->files[k].mode, h);
+	}
+	for (int k = 0; t->requires[k]; k++)
+		put(&v, "requires=%s\n", t->requires[k]);
+	for (int k = 0; t->warmup[k]; k++)
+		put(&v, "warmup=%s\n", t->warmup[k]);
+	const pd_limits *l = &t->limits;
+	put(&v, "limits=%llu %u %llu %llu %u %llu %llu %llu %u %llu %llu\nnet=%d\naudit=%s\n",
+	    (unsigned long long)l->memory_bytes, l->pids, (unsigned long long)l->cpu_ms, (unsigned long long)l->wall_ms,
+	    l->cpu_millicores, (unsigned long long)l->disk_bytes, (unsigned long long)l->output_bytes,
+	    (unsigned long long)l->output_kill_bytes, l->nofile, (unsigned long long)l->fsize_bytes,
+	    (unsigned long long)l->stack_bytes, (int)t->net, t->audit_digest);
+	t->version[0] = 0;
+	if (v.b) {
+		/* no version rather than a wrong one when a digest could not be made */
+		char h[65];
+		if (digested && pd_sha256_of(v.b, v.len, h) == 0)
+			snprintf(t->version, sizeof t->version, "sha256:%.16s", h);
+		free(v.b);
+	}
+}
+
 void pd_template_check(pd_ctx *c, pd_template *t)
 {
 	static const char *const bins[] = {"usr/local/bin", "usr/bin", "bin", "usr/sbin", "sbin", NULL};
@@ -564,6 +666,7 @@ void pd_template_check(pd_ctx *c, pd_template *t)
 	t->missing[0] = 0;
 	if (t->image_ref && resolve_image(c, t) < 0) {
 		t->available = false;
+		compute_version(t);
 		return;
 	}
 	for (int r = 0; t->requires[r]; r++) {
@@ -584,6 +687,7 @@ void pd_template_check(pd_ctx *c, pd_template *t)
 			t->available = false;
 		}
 	}
+	compute_version(t);
 }
 
 void pd_template_sandbox_opts(const pd_template *t, pd_sandbox_opts *o)

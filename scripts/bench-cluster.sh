@@ -32,23 +32,33 @@ serve() {  # serve NAME ARGS...: prints the address
 python3 -c "
 import json
 for i in range($N): print(json.dumps({'schema':'run_code','language':'bash','code':'echo %d' % i}))" >"$T/batch.jsonl"
-measure() {  # measure LABEL ADDR J
+# CPU time (user + system, in clock ticks) a process has used: where a request's time goes
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+HZ=$(getconf CLK_TCK)
+measure() {  # measure LABEL ADDR J DAEMON_PID_FILE
+  local d0 n0 d1 n1 dp np
+  dp=$(cat "$T/$4.pid"); np=$(cat "$T/nats.pid")
+  d0=$(ticks "$dp"); n0=$(ticks "$np")
   "$P" run --cluster "http://$2" -j "$3" -o /dev/null "$T/batch.jsonl" 2>"$T/m.err" || true
+  d1=$(ticks "$dp"); n1=$(ticks "$np")
   printf '%-34s -j %-2s %s\n' "$1" "$3" "$(head -1 "$T/m.err" | sed 's/^paddock run --cluster: //')"
+  # the daemon's own threads (not its sandboxes) and the broker, per request
+  printf '%-40s CPU per request: daemon %s ms, broker %s ms\n' "" \
+    "$(echo "scale=3; ($d1 - $d0) * 1000 / $HZ / $N" | bc)" "$(echo "scale=3; ($n1 - $n0) * 1000 / $HZ / $N" | bc)"
 }
 L=$(serve local --workers 4)
 C=$(serve node1 --workers 4 --cluster "nats://127.0.0.1:$NP" --node-id bench1)
 echo "== /run_code (bash echo), $N requests each"
 for j in 1 8; do
-  measure "local path (single node)" "$L" $j
-  measure "cluster path (one node + broker)" "$C" $j
+  measure "local path (single node)" "$L" $j local
+  measure "cluster path (one node + broker)" "$C" $j node1
 done
 kill -TERM "$(cat "$T/local.pid")" "$(cat "$T/node1.pid")"; rm "$T/local.pid" "$T/node1.pid"; sleep 2
 echo "== three nodes (2 workers each) on this host, the batch through one"
 A=$(serve n1 --workers 2 --cluster "nats://127.0.0.1:$NP" --node-id bench-a)
 serve n2 --workers 2 --cluster "nats://127.0.0.1:$NP" --node-id bench-b >/dev/null
 serve n3 --workers 2 --cluster "nats://127.0.0.1:$NP" --node-id bench-c >/dev/null
-measure "3 nodes, through one" "$A" 12
+measure "3 nodes, through one" "$A" 12 n1
 echo "== the broker"
 cc -O2 -o "$T/jsbench" contrib/cluster/jsbench.c -lnats
 "$T/jsbench" "nats://127.0.0.1:$NP" 20000

@@ -5,7 +5,15 @@ set -euo pipefail
 pkgs=(build-essential pkg-config libseccomp-dev libcap-dev libjansson-dev libmicrohttpd-dev libsqlite3-dev curl
       bubblewrap hyperfine perl iproute2 procps util-linux e2fsprogs
       python3 nodejs g++ valgrind clang libclang-rt-14-dev jq
-      nats-server libnats-dev libarchive-dev libssl-dev)
+      # what SandboxFusion's tests expect of its languages, where Debian packages it: junit and
+      # common jars for java, lodash for node, Test::Deep and Data::Compare for perl
+      junit4 libhamcrest-java libcommons-lang3-java libguava-java node-lodash libtest-deep-perl
+      libdata-compare-perl
+      nats-server libnats-dev libarchive-dev libssl-dev
+      # the tests' tools: the store read back, a repository's history, a tracer refused
+      sqlite3 git strace openjdk-17-jdk-headless
+      prometheus  # promtool checks contrib/prometheus/alerts.yml (tests/api/ops.t); its service is not needed
+      runsc)      # gVisor, for the gvisor isolation tier (paddock exec --isolation gvisor)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -8,9 +8,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -31,15 +33,55 @@ const char *pd_failure_name(pd_failure f)
 pd_job *pd_job_new(void)
 {
 	pd_job *j = calloc(1, sizeof *j);
-	if (j)
+	if (j) {
 		j->priority = PD_PRIO_NORMAL;
+		pthread_mutex_init(&j->run_mu, NULL);
+	}
 	return j;
+}
+
+bool pd_job_is_cancelled(const pd_job *j)
+{
+	return __atomic_load_n(&j->cancelled, __ATOMIC_ACQUIRE) != 0;
+}
+
+void pd_job_cancel(pd_job *j)
+{
+	__atomic_store_n(&j->cancelled, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&j->run_mu);
+	/* killing the sandbox's init ends its pid namespace, every process of the program with it;
+	 * the exec returns, the sandbox is FAILED and the pool destroys it. The lock keeps the
+	 * sandbox (and so its init, our child) from being handed back meanwhile. */
+	if (j->running && pd_sandbox_pid(j->running) > 0)
+		kill(pd_sandbox_pid(j->running), SIGKILL);
+	pthread_mutex_unlock(&j->run_mu);
+}
+
+/* Records (or forgets) the sandbox the job runs in; false when the job was cancelled already. */
+static bool hold_sandbox(pd_job *j, pd_sandbox *s)
+{
+	pthread_mutex_lock(&j->run_mu);
+	bool go = !s || !pd_job_is_cancelled(j);
+	j->running = go ? s : NULL;
+	pthread_mutex_unlock(&j->run_mu);
+	return go;
+}
+
+static bool cancelled_now(pd_job *j)
+{
+	if (!pd_job_is_cancelled(j))
+		return false;
+	j->failure = PD_F_CANCELLED;
+	snprintf(j->error, sizeof j->error, "the client disconnected: the run was stopped");
+	return true;
 }
 
 static void free_step(pd_step *s)
 {
 	api_free_vec(s->argv);
 	free(s->stdin_data);
+	free(s->whole[0]);
+	free(s->whole[1]);
 }
 
 void pd_job_free(pd_job *j)
@@ -69,6 +111,7 @@ void pd_job_free(pd_job *j)
 	free(j->fetched);
 	pd_result_free(&j->compile_r);
 	pd_result_free(&j->run_r);
+	pthread_mutex_destroy(&j->run_mu);
 	pd_audit_policy_free(j->audit);
 	free(j);
 }
@@ -125,8 +168,30 @@ static char **merged_env(const pd_job *j, const pd_template *t)
 	return pd_env_merge(t && t->env[0] ? t->env : NULL, j->env);
 }
 
-static int run_step(pd_sandbox *s, const pd_job *j, const pd_step *st, const pd_template *t,
-		    pd_result *r, pd_err *e)
+/* The whole of a spilled stream, read back from its memfd (NULL: it could not be). */
+static char *read_spill(int fd, size_t *len)
+{
+	off_t end = lseek(fd, 0, SEEK_END);
+	if (end < 0 || lseek(fd, 0, SEEK_SET) < 0)
+		return NULL;
+	char *buf = malloc((size_t)end + 1);
+	size_t got = 0;
+	while (buf && got < (size_t)end) {
+		ssize_t n = read(fd, buf + got, (size_t)end - got);
+		if (n <= 0) {
+			free(buf);
+			return NULL;
+		}
+		got += (size_t)n;
+	}
+	if (buf)
+		buf[got] = 0;
+	*len = got;
+	return buf;
+}
+
+static int run_step(pd_sandbox *s, const pd_job *j, pd_step *st, const pd_template *t, pd_result *r,
+		    pd_err *e)
 {
 	pd_exec_opts x = {0};
 	x.argv = st->argv;
@@ -141,12 +206,50 @@ static int run_step(pd_sandbox *s, const pd_job *j, const pd_step *st, const pd_
 		x.audit = pd_audit_policy_opts(j->audit);
 	}
 	x.cwd = j->cwd ? j->cwd : t ? t->cwd : NULL;
+	/* a language's source and its steps are in /work (server/languages.c), wherever an image's
+	 * WorkingDir would put a command */
+	if (!j->cwd && j->language[0] && t && t->image)
+		x.cwd = "/work";
 	x.stdin_data = st->stdin_data;
 	x.stdin_len = st->stdin_len;
 	x.wall_ms = st->wall_ms;
 	x.cpu_ms = st->cpu_ms;
+	x.output_kill_bytes = st->output_kill_bytes;
+	/* the template's memory fast path, for the program only: a compiler is not the model's and
+	 * may map more than it touches */
+	if (st == &j->run && t && !j->mem_fast_off)
+		x.data_headroom_bytes = t->data_headroom_bytes;
+	/* the whole output goes to two memory files as well as to the record's head and tail */
+	int mfd[2] = {-1, -1};
+	for (int i = 0; i < 2; i++) {
+		free(st->whole[i]);
+		st->whole[i] = NULL;
+		st->whole_len[i] = 0;
+	}
+	if (st->keep_whole) {
+		mfd[0] = memfd_create("stdout", MFD_CLOEXEC);
+		mfd[1] = memfd_create("stderr", MFD_CLOEXEC);
+		if (mfd[0] >= 0 && mfd[1] >= 0) {
+			x.spill = true;
+			x.spill_fd[0] = mfd[0];
+			x.spill_fd[1] = mfd[1];
+			x.spill_max = st->keep_whole;
+			x.output_kill_bytes = st->keep_whole;
+		}
+	}
 	int rc = pd_sandbox_exec(s, &x, r, e);
 	free(env); /* the strings belong to the job and the template */
+	if (rc == 0 && x.spill && !r->spill_lost[0] && !r->spill_lost[1]) {
+		for (int i = 0; i < 2; i++)
+			st->whole[i] = read_spill(mfd[i], &st->whole_len[i]);
+		/* the record kept a head and a tail only, so the library calls it an output limit; the
+		 * output is whole here, under the cap: the exit status decides */
+		if (st->whole[0] && st->whole[1] && r->status == PD_OL && !r->signal)
+			r->status = r->exit_code ? PD_RE : PD_OK;
+	}
+	for (int i = 0; i < 2; i++)
+		if (mfd[i] >= 0)
+			close(mfd[i]);
 	free(honey);
 	return rc;
 }
@@ -190,7 +293,18 @@ static bool attempt(pd_pools *pools, pd_job *j)
 	memset(&j->run_r, 0, sizeof j->run_r);
 	j->compiled = j->ran = false;
 	memset(&j->verdict, 0, sizeof j->verdict);
-	const pd_template *t = pd_pools_template(pools, j->template_name);
+	const char *pool = j->template_name;
+	if (j->image[0]) {
+		/* the pool of (template, image), made on first use: resolved again at each attempt, so
+		 * a name re-pointed meanwhile is followed as pd_image_open would */
+		if (pd_pools_image(pools, j->template_name, j->image, j->pool, sizeof j->pool, j->image_digest, &e) < 0) {
+			j->failure = e.code == EAGAIN ? PD_F_STARTUP : PD_F_DEPENDENCY;
+			snprintf(j->error, sizeof j->error, "%s", e.msg);
+			return j->failure == PD_F_STARTUP;
+		}
+		pool = j->pool;
+	}
+	const pd_template *t = pd_pools_template(pools, pool);
 	if (!t) {
 		j->failure = PD_F_DEPENDENCY;
 		snprintf(j->error, sizeof j->error, "no template named '%s'", j->template_name);
@@ -222,14 +336,22 @@ static bool attempt(pd_pools *pools, pd_job *j)
 			return false;
 		}
 	}
-	pd_sandbox *s = pd_pool_acquire(pools, j->template_name, NULL, &e);
+	pd_sandbox *s = pd_pool_acquire(pools, pool, NULL, &e);
 	if (!s) {
 		j->failure = e.kind == PD_EK_DEPENDENCY ? PD_F_DEPENDENCY : PD_F_STARTUP;
 		snprintf(j->error, sizeof j->error, "%s", e.msg);
 		return j->failure == PD_F_STARTUP;
 	}
+	/* the pool's own template from here: an image pool's slot is stable while s is held */
+	t = pd_pool_template_of(pools, s) ? pd_pool_template_of(pools, s) : t;
+	snprintf(j->template_version, sizeof j->template_version, "%s", t->version);
 	snprintf(j->sandbox_id, sizeof j->sandbox_id, "%s", pd_sandbox_id(s));
+	pd_sandbox_use_id(s, j->use_id, sizeof j->use_id);
 	bool retry = false;
+	if (!hold_sandbox(j, s)) {
+		cancelled_now(j);
+		goto out;
+	}
 	if (j->memory_bytes && pd_sandbox_set_memory(s, j->memory_bytes, &e) < 0) {
 		j->failure = PD_F_INTERNAL;
 		snprintf(j->error, sizeof j->error, "%s", e.msg);
@@ -320,7 +442,23 @@ static bool attempt(pd_pools *pools, pd_job *j)
 			budget -= out->len;
 		}
 out:
+	hold_sandbox(j, NULL);
+	/* whatever the killed run looked like (an init that died under it, files it could not
+	 * write), it was the cancel */
+	if (cancelled_now(j))
+		retry = false;
+	if (j->image[0] && !pd_image_ref_is_digest(j->image)) {
+		/* an image pool is per digest: the name is the one this request used */
+		snprintf(j->compile_r.image_name, sizeof j->compile_r.image_name, "%s", j->image);
+		snprintf(j->run_r.image_name, sizeof j->run_r.image_name, "%s", j->image);
+	}
 	pd_pool_release(pools, s);
+	/* what the use left is known when the reclaimer has reset or destroyed the sandbox: the
+	 * stored record is completed then (pd_store_residue) */
+	if (j->compiled)
+		snprintf(j->compile_r.residue, sizeof j->compile_r.residue, "pending");
+	if (j->ran)
+		snprintf(j->run_r.residue, sizeof j->run_r.residue, "pending");
 	return retry;
 }
 
@@ -328,6 +466,8 @@ void pd_job_execute(pd_pools *pools, pd_job *j, unsigned max_retries)
 {
 	j->started_us = wall_us();
 	for (j->attempts = 1;; j->attempts++) {
+		if (cancelled_now(j))
+			break;
 		bool retry = attempt(pools, j);
 		if (!retry || j->attempts > max_retries)
 			break;

@@ -3,40 +3,58 @@
 #define _GNU_SOURCE
 #include "server.h"
 
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Each runs in its template's /work. Compile is an sh -c command line; run is the program's argv,
  * exec'd directly with the request's args appended: a shell in front would cost every run another
  * exec for nothing, and the program's crash is reported as its own signal. */
 #define RUN(...) {__VA_ARGS__, NULL}
+#define NODE_LIBS {"lodash=/usr/share/nodejs/lodash"}
 static const pd_language languages[] = {
-	{"python", "python", "/work/main.py", NULL, RUN("python3", "main.py"), "3.11", "python3", "--version"},
-	{"python3", "python", "/work/main.py", NULL, RUN("python3", "main.py"), "3.11", "python3", "--version"},
-	{"bash", "bash", "/work/main.sh", NULL, RUN("bash", "main.sh"), "5.2", "bash", "--version"},
-	{"c", "c", "/work/main.c", "gcc -O2 -std=gnu11 -o main main.c -lm", RUN("./main"), "12.2", "gcc",
-	 "-dumpfullversion"},
-	{"cpp", "cpp", "/work/main.cpp", "g++ -O2 -std=gnu++17 -o main main.cpp", RUN("./main"), "12.2", "g++",
-	 "-dumpfullversion"},
-	{"c++", "cpp", "/work/main.cpp", "g++ -O2 -std=gnu++17 -o main main.cpp", RUN("./main"), "12.2", "g++",
-	 "-dumpfullversion"},
-	{"nodejs", "node", "/work/main.js", NULL, RUN("node", "main.js"), "20", "node", "--version"},
-	{"javascript", "node", "/work/main.js", NULL, RUN("node", "main.js"), "20", "node", "--version"},
-	{"node", "node", "/work/main.js", NULL, RUN("node", "main.js"), "20", "node", "--version"},
-	{"perl", "bash", "/work/main.pl", NULL, RUN("perl", "main.pl"), "5.36", "perl", "-v"},
-	{"java", "bash", "/work/Main.java", "javac -J-Xmx256m Main.java", RUN("java", "-Xmx256m", "Main"), "17",
-	 "javac", "-version"},
-	{"go", "bash", "/work/main.go", "go build -o main main.go", RUN("./main"), "1.19", "go", "version"},
+	{"python", "python", "/work/main.py", NULL, RUN("python3", "main.py"), "3.11", "python3", "--version", {NULL}},
+	{"python3", "python", "/work/main.py", NULL, RUN("python3", "main.py"), "3.11", "python3", "--version", {NULL}},
+	{"bash", "bash", "/work/main.sh", NULL, RUN("bash", "main.sh"), "5.2", "bash", "--version", {NULL}},
+	/* every source file given is compiled, as Piston does (a request may split its program) */
+	{"c", "c", "/work/main.c", "gcc -O2 -std=gnu11 -o main *.c -lm", RUN("./main"), "12.2", "gcc",
+	 "-dumpfullversion", {NULL}},
+	{"cpp", "cpp", "/work/main.cpp", "g++ -O2 -std=gnu++17 -o main *.cpp", RUN("./main"), "12.2", "g++",
+	 "-dumpfullversion", {NULL}},
+	{"c++", "cpp", "/work/main.cpp", "g++ -O2 -std=gnu++17 -o main *.cpp", RUN("./main"), "12.2", "g++",
+	 "-dumpfullversion", {NULL}},
+	{"nodejs", "node", "/work/main.js", NULL, RUN("node", "main.js"), "20", "node", "--version", NODE_LIBS},
+	{"javascript", "node", "/work/main.js", NULL, RUN("node", "main.js"), "20", "node", "--version", NODE_LIBS},
+	{"node", "node", "/work/main.js", NULL, RUN("node", "main.js"), "20", "node", "--version", NODE_LIBS},
+	{"perl", "bash", "/work/main.pl", NULL, RUN("perl", "main.pl"), "5.36", "perl", "-v",
+	 {"Test::Deep=/usr/share/perl5/Test/Deep.pm", "Data::Compare=/usr/share/perl5/Data/Compare.pm"}},
+	/* the source launcher (JEP 330): the first class in the file runs, whatever its name, so a
+	 * public class need not be called Main; assertions on and the common jars Debian packages
+	 * (junit4, hamcrest, commons-lang3, guava) on the class path, as SandboxFusion's tests expect */
+	{"java", "bash", "/work/Main.java", NULL,
+	 RUN("java", "-ea", "-Xmx256m", "-cp",
+	     ".:/usr/share/java/junit4.jar:/usr/share/java/hamcrest-core.jar:/usr/share/java/hamcrest.jar:"
+	     "/usr/share/java/commons-lang3.jar:/usr/share/java/guava.jar",
+	     "Main.java"),
+	 "17", "javac", "-version",
+	 {"junit4=/usr/share/java/junit4.jar", "hamcrest=/usr/share/java/hamcrest-core.jar",
+	  "commons-lang3=/usr/share/java/commons-lang3.jar", "guava=/usr/share/java/guava.jar"}},
+	{"go", "bash", "/work/main.go", "go build -o main main.go", RUN("./main"), "1.19", "go", "version", {NULL}},
 	{"rust", "bash", "/work/main.rs", "rustc -O -o main main.rs", RUN("./main"), "1.63", "rustc",
-	 "--version"},
-	{"ruby", "bash", "/work/main.rb", NULL, RUN("ruby", "main.rb"), "3.1", "ruby", "--version"},
-	{"lua", "bash", "/work/main.lua", NULL, RUN("lua", "main.lua"), "5.4", "lua", "-v"},
-	{"php", "bash", "/work/main.php", NULL, RUN("php", "main.php"), "8.2", "php", "--version"},
-	{"pascal", "bash", "/work/main.pas", "fpc -O2 -omain main.pas >/dev/null", RUN("./main"), "3.2", "fpc",
-	 "-iV"},
+	 "--version", {NULL}},
+	{"ruby", "bash", "/work/main.rb", NULL, RUN("ruby", "main.rb"), "3.1", "ruby", "--version", {NULL}},
+	{"lua", "bash", "/work/main.lua", NULL, RUN("lua", "main.lua"), "5.4", "lua", "-v", {NULL}},
+	{"php", "bash", "/work/main.php", NULL, RUN("php", "main.php"), "8.2", "php", "--version", {NULL}},
+	/* the unit path given: fpc finds its units through /etc/fpc.cfg, an alternatives link that
+	 * an image may not carry; -v0 keeps the banner out and the errors in */
+	{"pascal", "bash", "/work/main.pas",
+	 "fpc -O2 -v0 -Fu\"$(ls -d /usr/lib/*/fpc/*/units/*-linux | head -1)/*\" -omain main.pas", RUN("./main"),
+	 "3.2", "fpc", "-iV", {NULL}},
 	{"fortran", "bash", "/work/main.f90", "gfortran -O2 -o main main.f90", RUN("./main"), "12.2",
-	 "gfortran", "-dumpfullversion"},
+	 "gfortran", "-dumpfullversion", {NULL}},
 };
 #undef RUN
+#undef NODE_LIBS
 
 const pd_language *pd_languages(size_t *n)
 {
@@ -52,3 +70,31 @@ const pd_language *pd_language_find(const char *name)
 	return NULL;
 }
 
+
+static void add_missing(char *missing, size_t len, const char *what, size_t wlen)
+{
+	size_t used = strlen(missing);
+	snprintf(missing + used, len - used, "%s%.*s", used ? ", " : "", (int)wlen, what);
+}
+
+bool pd_language_check(const pd_language *l, char *missing, size_t len)
+{
+	missing[0] = 0;
+	static const char *const dirs[] = {"/usr/local/bin", "/usr/bin", "/bin", NULL};
+	bool found = false;
+	for (size_t i = 0; dirs[i] && !found; i++) {
+		char path[256];
+		snprintf(path, sizeof path, "%s/%s", dirs[i], l->requires);
+		found = access(path, X_OK) == 0;
+	}
+	if (!found)
+		add_missing(missing, len, l->requires, strlen(l->requires));
+	for (size_t i = 0; i < sizeof l->libs / sizeof l->libs[0] && l->libs[i]; i++) {
+		const char *eq = strchr(l->libs[i], '=');
+		if (eq && access(eq + 1, R_OK) != 0) {
+			add_missing(missing, len, l->libs[i], (size_t)(eq - l->libs[i]));
+			found = false;
+		}
+	}
+	return found;
+}

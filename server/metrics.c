@@ -26,13 +26,16 @@ struct pd_metrics {
 	uint64_t http[6]; /* 1xx..5xx by hundreds */
 	uint64_t audit_events[PD_AK_N]; /* audited jobs' events by kind (kept or dropped) */
 	uint64_t process[3];            /* jobs by process verdict: not_audited, pass, fail */
+	pd_ops *ops;      /* the operator metrics (opsmetrics.c): costs by template and usable */
 };
 
 pd_metrics *pd_metrics_new(void)
 {
 	pd_metrics *m = calloc(1, sizeof *m);
-	if (m)
+	if (m) {
 		pthread_mutex_init(&m->mu, NULL);
+		m->ops = pd_ops_new();
+	}
 	return m;
 }
 
@@ -41,6 +44,7 @@ void pd_metrics_free(pd_metrics *m)
 	if (!m)
 		return;
 	pthread_mutex_destroy(&m->mu);
+	pd_ops_free(m->ops);
 	free(m);
 }
 
@@ -72,6 +76,12 @@ void pd_metrics_job(pd_metrics *m, const pd_job *j)
 	observe(&m->exec, exec);
 	observe(&m->setup, total > exec ? total - exec : 0);
 	pthread_mutex_unlock(&m->mu);
+	pd_ops_job(m->ops, j);
+}
+
+pd_ops *pd_metrics_ops(pd_metrics *m)
+{
+	return m->ops;
 }
 
 void pd_metrics_http(pd_metrics *m, int status)

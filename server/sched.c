@@ -3,14 +3,17 @@
  * class with work. A job whose deadline passes while queued ends as queue_timeout without running,
  * and is answered at its deadline: a reaper thread sleeps until the earliest queued deadline
  * (a timed wait on a monotonic condition variable, no polling), so a client is not kept waiting
- * for a worker to free up only to hear that its deadline passed long ago.
+ * for a worker to free up only to hear that its deadline passed long ago. The reaper also answers
+ * the queued jobs whose client left (pd_sched_cancel) as cancelled.
  *
- * Admission: a full class refuses at once; a circuit breaker refuses everything while recent queue
- * waits, sandbox-creation failures or free memory cross their thresholds, and closes by itself
- * after a cooldown once the figures recover — so overload degrades into fast refusals (clients
- * retry) instead of a growing queue and an OOM-killed daemon. */
+ * Admission: a full class refuses at once; so does a job that cannot finish before its deadline
+ * (the estimate: see pd_sched_submit in server.h) — a refusal the client can act on now, instead
+ * of work accepted and then abandoned by a client that gave up on it; so does a host short of free
+ * memory. The circuit breaker (breaker.h) refuses while infrastructure failures are frequent, and
+ * nothing else: load is the estimate's business. */
 #define _GNU_SOURCE
 #include "server.h"
+#include "breaker.h"
 
 #include <limits.h>
 #include <errno.h>
@@ -23,7 +26,10 @@
 #include <unistd.h>
 
 #define MAX_CLIENTS 1024
-#define RECENT 64
+#define MAX_TEMPLATES 64
+#define EST_PRIOR_US 500000u /* service time of a template not seen yet */
+#define EST_WEIGHT 0.2       /* of the newest service time in the mean */
+#define BREAKER_MIN_SAMPLES 8
 
 typedef struct client_q {
 	char name[64];
@@ -34,7 +40,22 @@ typedef struct client_q {
 typedef struct prio_q {
 	client_q clients[MAX_CLIENTS];
 	size_t nclients, rr, len;
+	uint64_t work_us; /* the estimates of the jobs queued here, summed */
 } prio_q;
+
+/* Recent service times of a template (acquire, files, compile, run, fetch: what a worker spends). */
+typedef struct svc_time {
+	char name[64];
+	double mean_us;
+	uint64_t n;
+} svc_time;
+
+typedef struct worker {
+	struct pd_sched *s;
+	unsigned i;
+	bool busy;
+	uint64_t started, est_us; /* monotonic us; the estimate of the job it runs */
+} worker;
 
 struct pd_sched {
 	pd_pools *pools;
@@ -45,6 +66,7 @@ struct pd_sched {
 	pthread_cond_t cv;
 	prio_q q[PD_PRIO_COUNT];
 	pthread_t *workers;
+	worker *slots;
 	unsigned nworkers, busy;
 	bool stopping;
 	/* the reaper: wakes at next_deadline (monotonic us, UINT64_MAX = no queued deadline) */
@@ -52,15 +74,21 @@ struct pd_sched {
 	bool reaper_started;
 	pthread_cond_t reaper_cv;
 	uint64_t next_deadline;
-	/* breaker inputs: recent queue waits and create outcomes */
-	uint64_t waits[RECENT];
-	unsigned nwaits;
-	bool creates_failed[RECENT];
-	unsigned ncreates;
-	bool open;
-	uint64_t open_until;
+	bool cancel_pending; /* pd_sched_cancel asked the reaper to look at the queues */
+	/* one breaker per template: a template whose sandboxes fail to start (a memory limit too
+	 * small, a missing toolchain) is refused alone; the others' jobs are admitted. "" keeps the
+	 * jobs of templates past MAX_TEMPLATES. */
+	struct {
+		char name[64];
+		pd_breaker b;
+	} brk[MAX_TEMPLATES + 1];
+	size_t nbrk;
+	uint64_t memtotal;
+	svc_time svc[MAX_TEMPLATES];
+	size_t nsvc;
 	uint64_t memavail, memavail_at; /* mem_available's last reading, and when */
-	uint64_t opened_total, refused_total[PD_ADMIT_COUNT];
+	uint64_t refused_total[PD_ADMIT_COUNT];
+	uint64_t cancelled_queued, cancelled_running;
 };
 
 static uint64_t wall_us(void)
@@ -85,58 +113,115 @@ static uint64_t mem_available(pd_sched *s)
 	return s->memavail;
 }
 
-static int cmp_u64(const void *a, const void *b)
+/* The breaker of a template's jobs (made on first use); lock held. */
+static pd_breaker *breaker_of(pd_sched *s, const char *name)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
+	for (size_t i = 0; i < s->nbrk; i++)
+		if (!strcmp(s->brk[i].name, name))
+			return &s->brk[i].b;
+	size_t i = s->nbrk < MAX_TEMPLATES ? s->nbrk : MAX_TEMPLATES;
+	if (i == MAX_TEMPLATES && s->nbrk > MAX_TEMPLATES)
+		return &s->brk[MAX_TEMPLATES].b; /* the shared one, made when the table filled */
+	snprintf(s->brk[i].name, sizeof s->brk[i].name, "%s", i == MAX_TEMPLATES ? "" : name);
+	pd_breaker_init(&s->brk[i].b, s->o.breaker_fail_ratio, s->o.breaker_min_jobs,
+			s->o.breaker_cooldown_ms * 1000);
+	s->nbrk = i + 1;
+	return &s->brk[i].b;
 }
 
-/* Decides, with the lock held, whether the breaker is open now. */
-static bool breaker_check(pd_sched *s)
+/* A job's breaker: its template's. */
+static pd_breaker *job_breaker(pd_sched *s, const pd_job *j)
 {
-	uint64_t now = pd_now_us();
-	if (s->open && now < s->open_until)
-		return true;
-	unsigned n = s->nwaits < RECENT ? s->nwaits : RECENT;
-	uint64_t sorted[RECENT];
-	memcpy(sorted, s->waits, n * sizeof *sorted);
-	qsort(sorted, n, sizeof *sorted, cmp_u64);
-	uint64_t p90 = n >= 8 ? sorted[n * 9 / 10] : 0;
-	unsigned nc = s->ncreates < RECENT ? s->ncreates : RECENT, failed = 0;
-	for (unsigned i = 0; i < nc; i++)
-		failed += s->creates_failed[i];
-	bool trip = p90 > s->o.breaker_wait_ms * 1000 ||
-		    (nc >= 8 && (double)failed / nc > s->o.breaker_fail_ratio) ||
-		    mem_available(s) < s->o.breaker_min_free;
-	if (trip) {
-		if (!s->open)
-			s->opened_total++;
-		s->open = true;
-		s->open_until = now + s->o.breaker_cooldown_ms * 1000;
-		/* forget the figures that tripped it: after the cooldown, fresh ones decide */
-		s->nwaits = 0;
-		s->ncreates = 0;
-		return true;
+	return breaker_of(s, j->template_name);
+}
+
+/* The free memory below which new work is refused: bytes, or a share of MemTotal; lock held. */
+static uint64_t min_free(pd_sched *s)
+{
+	if (!s->o.breaker_min_free_pct)
+		return s->o.breaker_min_free;
+	if (!s->memtotal) {
+		char buf[4096];
+		char *p = pd_read_file("/proc/meminfo", buf, sizeof buf) > 0 ? strstr(buf, "MemTotal:") : NULL;
+		s->memtotal = p ? strtoull(p + 9, NULL, 10) * 1024 : 0;
 	}
-	s->open = false;
-	return false;
+	return (uint64_t)((double)s->memtotal * s->o.breaker_min_free_pct / 100.0);
 }
 
 bool pd_sched_breaker_open(pd_sched *s)
 {
 	pthread_mutex_lock(&s->mu);
-	bool open = s->open && pd_now_us() < s->open_until;
+	bool open = false;
+	uint64_t now = pd_now_us();
+	for (size_t i = 0; i < s->nbrk && !open; i++)
+		open = pd_breaker_refusing(&s->brk[i].b, now);
 	pthread_mutex_unlock(&s->mu);
 	return open;
 }
 
-unsigned pd_sched_retry_after(pd_sched *s)
+/* The service-time estimate of a template; lock held. */
+static svc_time *svc_of(pd_sched *s, const char *name, bool add)
 {
-	pthread_mutex_lock(&s->mu);
-	uint64_t now = pd_now_us();
-	unsigned secs = s->open && s->open_until > now ? (unsigned)((s->open_until - now) / 1000000 + 1) : 1;
-	pthread_mutex_unlock(&s->mu);
-	return secs;
+	for (size_t i = 0; i < s->nsvc; i++)
+		if (!strcmp(s->svc[i].name, name))
+			return &s->svc[i];
+	if (!add || s->nsvc == MAX_TEMPLATES)
+		return NULL;
+	svc_time *t = &s->svc[s->nsvc++];
+	snprintf(t->name, sizeof t->name, "%s", name);
+	t->mean_us = 0;
+	t->n = 0;
+	return t;
+}
+
+/* A judge job (its own execute) runs a whole problem's tests in the template: its service time is
+ * learnt apart from the template's single runs. */
+static const char *svc_key(const pd_job *j, char *buf, size_t len)
+{
+	if (!j->execute)
+		return j->template_name;
+	snprintf(buf, len, "judge:%s", j->template_name);
+	return buf;
+}
+
+static uint64_t estimate(pd_sched *s, const pd_job *j)
+{
+	char key[80];
+	svc_time *t = svc_of(s, svc_key(j, key, sizeof key), false);
+	return t && t->n ? (uint64_t)t->mean_us : EST_PRIOR_US;
+}
+
+static void learn(pd_sched *s, const pd_job *j, uint64_t took_us)
+{
+	char key[80];
+	svc_time *t = svc_of(s, svc_key(j, key, sizeof key), true);
+	if (!t)
+		return;
+	t->mean_us = t->n ? t->mean_us + EST_WEIGHT * ((double)took_us - t->mean_us) : (double)took_us;
+	t->n++;
+}
+
+/* When j, queued now in class pr, would finish (monotonic us); lock held. Work ahead of it: the
+ * queued jobs of its class and the higher ones, and what the running jobs have left by their
+ * estimates; the workers share it. A free worker with nothing ahead starts it at once. */
+static uint64_t finish_estimate(pd_sched *s, const pd_job *j, int pr, uint64_t now)
+{
+	size_t ahead = 0;
+	uint64_t work = 0;
+	for (int p = 0; p <= pr; p++) {
+		ahead += s->q[p].len;
+		work += s->q[p].work_us;
+	}
+	uint64_t wait = 0;
+	if (ahead + s->busy >= s->nworkers) {
+		for (unsigned i = 0; i < s->nworkers; i++) {
+			const worker *w = &s->slots[i];
+			if (w->busy && now - w->started < w->est_us)
+				work += w->est_us - (now - w->started);
+		}
+		wait = work / (s->nworkers ? s->nworkers : 1);
+	}
+	return now + wait + j->est_us;
 }
 
 static client_q *client_of(prio_q *q, const char *name)
@@ -164,16 +249,35 @@ pd_admit pd_sched_submit(pd_sched *s, pd_job *j)
 	pthread_mutex_lock(&s->mu);
 	pd_admit a = PD_ADMIT_OK;
 	int pr = j->priority >= 0 && j->priority < PD_PRIO_COUNT ? j->priority : PD_PRIO_NORMAL;
+	uint64_t now = pd_now_us();
+	bool idle = s->busy < s->nworkers && !s->q[0].len && !s->q[1].len && !s->q[2].len;
+	j->est_us = estimate(s, j);
+	j->probe = false;
+	j->retry_after_s = 1;
+	uint64_t finish = 0;
 	if (s->stopping)
 		a = PD_ADMIT_STOPPING;
 	else if (s->store && pd_store_full(s->store, NULL, 0))
 		a = PD_ADMIT_DISK_FULL;
-	else if (breaker_check(s))
-		a = PD_ADMIT_BREAKER;
+	else if (mem_available(s) < min_free(s))
+		a = PD_ADMIT_MEMORY;
 	else if (s->q[pr].len >= s->o.queue_max)
 		a = PD_ADMIT_FULL;
+	else if (j->deadline_us && (finish = finish_estimate(s, j, pr, now)) > j->deadline_us)
+		a = PD_ADMIT_DEADLINE;
+	else if (!pd_breaker_admit(job_breaker(s, j), now, idle, &j->probe))
+		a = PD_ADMIT_BREAKER;
 	if (a != PD_ADMIT_OK) {
 		s->refused_total[a]++;
+		if (a == PD_ADMIT_BREAKER)
+			j->retry_after_s = pd_breaker_retry_after(job_breaker(s, j), now);
+		else if (a == PD_ADMIT_DEADLINE) {
+			/* the time by which the work ahead should have shrunk enough */
+			uint64_t late = finish - j->deadline_us;
+			j->retry_after_s = (unsigned)(late / 1000000 + 1);
+			if (j->retry_after_s > 60)
+				j->retry_after_s = 60;
+		}
 		pthread_mutex_unlock(&s->mu);
 		return a;
 	}
@@ -187,14 +291,32 @@ pd_admit pd_sched_submit(pd_sched *s, pd_job *j)
 	c->tail = j;
 	c->len++;
 	s->q[pr].len++;
+	s->q[pr].work_us += j->est_us;
 	pthread_cond_signal(&s->cv);
 	if (j->deadline_us && j->deadline_us < s->next_deadline) {
 		/* earlier than what the reaper sleeps towards: it must re-arm */
 		s->next_deadline = j->deadline_us;
 		pthread_cond_signal(&s->reaper_cv);
 	}
+	if (pd_job_is_cancelled(j)) {
+		/* its client left between the hang-up watch and here: the reaper's look at the queues
+		 * came before it was in one, and it would otherwise wait there for a worker */
+		s->cancel_pending = true;
+		pthread_cond_signal(&s->reaper_cv);
+	}
 	pthread_mutex_unlock(&s->mu);
 	return PD_ADMIT_OK;
+}
+
+void pd_sched_cancel(pd_sched *s, pd_job *j)
+{
+	pd_job_cancel(j);
+	/* queued: the reaper takes it out and answers it; running: the kill ends it, and the worker
+	 * answers it */
+	pthread_mutex_lock(&s->mu);
+	s->cancel_pending = true;
+	pthread_cond_signal(&s->reaper_cv);
+	pthread_mutex_unlock(&s->mu);
 }
 
 /* Next job by priority, then round robin over clients; lock held. */
@@ -214,6 +336,7 @@ static pd_job *take(pd_sched *s)
 				c->tail = NULL;
 			c->len--;
 			q->len--;
+			q->work_us -= j->est_us < q->work_us ? j->est_us : q->work_us;
 			q->rr = (q->rr + k + 1) % q->nclients;
 			return j;
 		}
@@ -234,7 +357,7 @@ static void finish(pd_sched *s, pd_job *j)
 			snprintf(j->store_error, sizeof j->store_error, "%s", e.msg);
 			/* EEXIST: cluster mode's second record of a request, refused as it should be */
 			pd_log(e.code == EEXIST ? "info" : "error", "store", PD_LS("task_id", j->task_id),
-			       PD_LS("error", e.msg));
+			       PD_LS("use_id", j->use_id), PD_LS("error", e.msg));
 		}
 	}
 	if (s->metrics)
@@ -242,24 +365,28 @@ static void finish(pd_sched *s, pd_job *j)
 	char problem[sizeof j->problem_id + sizeof j->problem_version + 1];
 	snprintf(problem, sizeof problem, "%s@%s", j->problem_id, j->problem_version);
 	pd_log("info", "attempt finished", PD_LS("task_id", j->task_id), PD_LS("sandbox_id", j->sandbox_id),
-	       PD_LU("attempt", j->attempts), PD_LS("problem", problem), PD_LS("template", j->template_name),
+	       PD_LS("use_id", j->use_id), PD_LU("attempt", j->attempts), PD_LS("problem", problem), PD_LS("template", j->template_name),
 	       PD_LS("status", j->ran ? pd_status_name(j->run_r.status)
 			       : j->compiled ? pd_status_name(j->compile_r.status) : "XX"),
 	       PD_LS("failure_class", pd_failure_name(j->failure)));
 	j->done(j, j->done_arg);
 }
 
-/* Ends a job that was never run because its deadline passed in the queue. */
+/* Ends a job that was never run: its deadline passed in the queue, or its client left. */
 static void expire(pd_job *j, uint64_t waited_us, uint64_t now_wall)
 {
-	j->failure = PD_F_QUEUE;
-	snprintf(j->error, sizeof j->error, "the deadline passed after %llu ms in the queue",
+	bool cancelled = pd_job_is_cancelled(j);
+	j->failure = cancelled ? PD_F_CANCELLED : PD_F_QUEUE;
+	snprintf(j->error, sizeof j->error,
+		 cancelled ? "the client disconnected after %llu ms in the queue"
+			   : "the deadline passed after %llu ms in the queue",
 		 (unsigned long long)(waited_us / 1000));
 	j->started_us = j->finished_us = now_wall;
 }
 
-/* Takes every queued job whose deadline is at or before now out of the queues (into *out, linked
- * by next) and returns the earliest deadline still queued (UINT64_MAX if none); lock held. */
+/* Takes every queued job whose deadline is at or before now, or whose client left, out of the
+ * queues (into *out, linked by next) and returns the earliest deadline still queued (UINT64_MAX
+ * if none); lock held. */
 static uint64_t take_expired(pd_sched *s, uint64_t now, pd_job **out)
 {
 	uint64_t next = UINT64_MAX;
@@ -271,7 +398,7 @@ static uint64_t take_expired(pd_sched *s, uint64_t now, pd_job **out)
 			pd_job *prev = NULL;
 			for (pd_job *j = c->head, *nx; j; j = nx) {
 				nx = j->next;
-				if (!j->deadline_us || j->deadline_us > now) {
+				if (!pd_job_is_cancelled(j) && (!j->deadline_us || j->deadline_us > now)) {
 					if (j->deadline_us && j->deadline_us < next)
 						next = j->deadline_us;
 					prev = j;
@@ -285,6 +412,7 @@ static uint64_t take_expired(pd_sched *s, uint64_t now, pd_job **out)
 					c->tail = prev;
 				c->len--;
 				q->len--;
+				q->work_us -= j->est_us < q->work_us ? j->est_us : q->work_us;
 				j->next = NULL;
 				*tail = j;
 				tail = &j->next;
@@ -302,13 +430,15 @@ static void *reaper_main(void *arg)
 	while (!s->stopping) {
 		uint64_t now = pd_now_us();
 		pd_job *expired = NULL;
+		s->cancel_pending = false;
 		s->next_deadline = take_expired(s, now, &expired);
 		if (expired) {
 			/* answered outside the lock: finishing writes to the store */
 			uint64_t now_wall = wall_us();
 			for (pd_job *j = expired; j; j = j->next) {
-				uint64_t waited = now_wall > j->queued_us ? now_wall - j->queued_us : 0;
-				s->waits[s->nwaits++ % RECENT] = waited;
+				if (j->probe)
+					pd_breaker_probe_dropped(job_breaker(s, j));
+				s->cancelled_queued += pd_job_is_cancelled(j);
 			}
 			pthread_mutex_unlock(&s->mu);
 			for (pd_job *j = expired, *nx; j; j = nx) {
@@ -320,6 +450,8 @@ static void *reaper_main(void *arg)
 			pthread_mutex_lock(&s->mu);
 			continue; /* the queues may have changed meanwhile: scan again */
 		}
+		if (s->cancel_pending)
+			continue;
 		if (s->next_deadline == UINT64_MAX) {
 			pthread_cond_wait(&s->reaper_cv, &s->mu);
 		} else {
@@ -334,7 +466,8 @@ static void *reaper_main(void *arg)
 
 static void *worker_main(void *arg)
 {
-	pd_sched *s = arg;
+	worker *w = arg;
+	pd_sched *s = w->s;
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
 		pd_job *j = take(s);
@@ -345,23 +478,38 @@ static void *worker_main(void *arg)
 			continue;
 		}
 		s->busy++;
+		w->busy = true;
+		w->started = pd_now_us();
+		w->est_us = j->est_us;
 		pthread_mutex_unlock(&s->mu);
 		uint64_t now_wall = wall_us();
 		uint64_t waited = now_wall > j->queued_us ? now_wall - j->queued_us : 0;
+		bool ran = false;
 		/* the reaper may not have reached it yet */
-		if (j->deadline_us && pd_now_us() >= j->deadline_us) {
+		if (pd_job_is_cancelled(j) || (j->deadline_us && pd_now_us() >= j->deadline_us)) {
 			expire(j, waited, now_wall);
 		} else {
 			if (j->execute)
 				j->execute(j, s->pools);
 			else
 				pd_job_execute(s->pools, j, s->o.retries);
+			ran = true;
 		}
 		pthread_mutex_lock(&s->mu);
-		s->waits[s->nwaits++ % RECENT] = waited;
-		if (j->failure != PD_F_QUEUE)
-			s->creates_failed[s->ncreates++ % RECENT] = j->failure == PD_F_STARTUP;
+		uint64_t took = pd_now_us() - w->started;
+		if (ran && j->failure != PD_F_CANCELLED) {
+			learn(s, j, took);
+			pd_breaker_outcome(job_breaker(s, j), pd_now_us(),
+					   j->failure == PD_F_STARTUP || j->failure == PD_F_INTERNAL, j->probe);
+		} else if (j->probe) {
+			pd_breaker_probe_dropped(job_breaker(s, j));
+		}
+		if (ran && j->failure == PD_F_CANCELLED)
+			s->cancelled_running++;
+		else if (!ran && pd_job_is_cancelled(j))
+			s->cancelled_queued++; /* a cancelled job a worker reached before the reaper */
 		s->busy--;
+		w->busy = false;
 		pthread_mutex_unlock(&s->mu);
 		finish(s, j);
 		pthread_mutex_lock(&s->mu);
@@ -387,14 +535,14 @@ pd_sched *pd_sched_new(pd_pools *pools, pd_store *store, pd_metrics *m, const pd
 		s->o.workers = (unsigned)(cpus > 0 ? cpus * 2 : 2);
 	if (!s->o.queue_max)
 		s->o.queue_max = 4096;
-	if (!s->o.breaker_wait_ms)
-		s->o.breaker_wait_ms = 30000;
 	if (s->o.breaker_fail_ratio <= 0)
 		s->o.breaker_fail_ratio = 0.5;
-	if (!s->o.breaker_min_free)
+	if (!s->o.breaker_min_free && !s->o.breaker_min_free_pct)
 		s->o.breaker_min_free = 256ull << 20;
 	if (!s->o.breaker_cooldown_ms)
 		s->o.breaker_cooldown_ms = 5000;
+	if (!s->o.breaker_min_jobs)
+		s->o.breaker_min_jobs = BREAKER_MIN_SAMPLES;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 	/* deadlines are pd_now_us() values: the reaper's timed wait must use the same clock */
@@ -405,7 +553,10 @@ pd_sched *pd_sched_new(pd_pools *pools, pd_store *store, pd_metrics *m, const pd
 	pthread_condattr_destroy(&ca);
 	s->next_deadline = UINT64_MAX;
 	s->workers = calloc(s->o.workers, sizeof *s->workers);
-	if (!s->workers) {
+	s->slots = calloc(s->o.workers, sizeof *s->slots);
+	if (!s->workers || !s->slots) {
+		free(s->workers);
+		free(s->slots);
 		pthread_mutex_destroy(&s->mu);
 		pthread_cond_destroy(&s->cv);
 		pthread_cond_destroy(&s->reaper_cv);
@@ -420,7 +571,9 @@ pd_sched *pd_sched_new(pd_pools *pools, pd_store *store, pd_metrics *m, const pd
 	}
 	s->reaper_started = true;
 	for (unsigned i = 0; i < s->o.workers; i++) {
-		if (pthread_create(&s->workers[i], NULL, worker_main, s) != 0) {
+		s->slots[i].s = s;
+		s->slots[i].i = i;
+		if (pthread_create(&s->workers[i], NULL, worker_main, &s->slots[i]) != 0) {
 			pd_fail(e, EAGAIN, "start worker %u", i);
 			pd_sched_drain(s);
 			pd_sched_free(s);
@@ -455,6 +608,7 @@ void pd_sched_free(pd_sched *s)
 	pthread_cond_destroy(&s->cv);
 	pthread_cond_destroy(&s->reaper_cv);
 	free(s->workers);
+	free(s->slots);
 	free(s);
 }
 
@@ -467,28 +621,53 @@ char *pd_sched_metrics(pd_sched *s)
 	if (!f)
 		return NULL;
 	pthread_mutex_lock(&s->mu);
-	bool open = s->open && pd_now_us() < s->open_until;
+	uint64_t now = pd_now_us(), trips = 0;
+	bool open = false;
+	for (size_t i = 0; i < s->nbrk; i++) {
+		open |= pd_breaker_refusing(&s->brk[i].b, now);
+		trips += s->brk[i].b.trips;
+	}
 	fprintf(f, "# HELP paddock_queue_length Jobs waiting, by priority class.\n"
 		   "# TYPE paddock_queue_length gauge\n");
 	for (int p = 0; p < PD_PRIO_COUNT; p++)
 		fprintf(f, "paddock_queue_length{priority=\"%s\"} %zu\n", prio[p], s->q[p].len);
 	fprintf(f, "# HELP paddock_workers_busy Workers running a job.\n# TYPE paddock_workers_busy gauge\n"
 		   "paddock_workers_busy %u\npaddock_workers %u\n", s->busy, s->nworkers);
-	fprintf(f, "# HELP paddock_breaker_open 1 while the circuit breaker refuses new work.\n"
+	fprintf(f, "# HELP paddock_breaker_open 1 while a template's circuit breaker refuses its new work.\n"
 		   "# TYPE paddock_breaker_open gauge\npaddock_breaker_open %d\n", open);
-	fprintf(f, "# HELP paddock_breaker_trips_total Times the breaker opened.\n"
+	fprintf(f, "# HELP paddock_breaker_trips_total Times a template's breaker opened.\n"
 		   "# TYPE paddock_breaker_trips_total counter\npaddock_breaker_trips_total %llu\n",
-		(unsigned long long)s->opened_total);
+		(unsigned long long)trips);
+	fprintf(f, "# HELP paddock_template_breaker_open 1 while the template's breaker refuses its jobs.\n"
+		   "# TYPE paddock_template_breaker_open gauge\n");
+	for (size_t i = 0; i < s->nbrk; i++)
+		if (s->brk[i].name[0])
+			fprintf(f, "paddock_template_breaker_open{template=\"%s\"} %d\n", s->brk[i].name,
+				pd_breaker_refusing(&s->brk[i].b, now));
 	fprintf(f, "# HELP paddock_refused_total Jobs refused at admission, by reason.\n"
 		   "# TYPE paddock_refused_total counter\n"
 		   "paddock_refused_total{reason=\"queue_full\"} %llu\n"
 		   "paddock_refused_total{reason=\"breaker\"} %llu\n"
 		   "paddock_refused_total{reason=\"stopping\"} %llu\n"
-		   "paddock_refused_total{reason=\"disk_full\"} %llu\n",
+		   "paddock_refused_total{reason=\"disk_full\"} %llu\n"
+		   "paddock_refused_total{reason=\"deadline\"} %llu\n"
+		   "paddock_refused_total{reason=\"memory\"} %llu\n",
 		(unsigned long long)s->refused_total[PD_ADMIT_FULL],
 		(unsigned long long)s->refused_total[PD_ADMIT_BREAKER],
 		(unsigned long long)s->refused_total[PD_ADMIT_STOPPING],
-		(unsigned long long)s->refused_total[PD_ADMIT_DISK_FULL]);
+		(unsigned long long)s->refused_total[PD_ADMIT_DISK_FULL],
+		(unsigned long long)s->refused_total[PD_ADMIT_DEADLINE],
+		(unsigned long long)s->refused_total[PD_ADMIT_MEMORY]);
+	fprintf(f, "# HELP paddock_cancelled_total Jobs whose client disconnected, by where they were.\n"
+		   "# TYPE paddock_cancelled_total counter\n"
+		   "paddock_cancelled_total{stage=\"queued\"} %llu\n"
+		   "paddock_cancelled_total{stage=\"running\"} %llu\n",
+		(unsigned long long)s->cancelled_queued, (unsigned long long)s->cancelled_running);
+	fprintf(f, "# HELP paddock_service_seconds Recent service time of a template (weighted mean).\n"
+		   "# TYPE paddock_service_seconds gauge\n");
+	for (size_t i = 0; i < s->nsvc; i++)
+		fprintf(f, "paddock_service_seconds{template=\"%s\"} %.3f\n", s->svc[i].name,
+			s->svc[i].mean_us / 1e6);
 	pthread_mutex_unlock(&s->mu);
 	fclose(f);
 	return out;

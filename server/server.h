@@ -13,6 +13,7 @@
 #include "log.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <string.h>
 
 /* ---- failure classes ------------------------------------------------------------------------- */
@@ -41,13 +42,19 @@ typedef struct pd_language {
 	const char *template; /* the template it runs on */
 	const char *source;   /* where the code goes, e.g. /work/main.py */
 	const char *compile;  /* shell command, or NULL */
-	const char *run[4];   /* the program's argv (exec'd directly); the request's args follow */
+	const char *run[8];   /* the program's argv (exec'd directly); the request's args follow */
 	const char *version;  /* fallback for /api/v2/runtimes when the toolchain does not say */
 	const char *requires; /* program the image must have */
 	const char *probe;    /* argument that makes it print its version (--version...) */
+	/* the libraries SandboxFusion's tests expect of it, as "what=path" (the path Debian's package
+	 * installs; make deps installs them): reported by paddock pool --toolchains */
+	const char *libs[6];
 } pd_language;
 
 const pd_language *pd_language_find(const char *name);
+/* Whether the host image has l's program and libraries: false, with what is missing in missing
+ * (comma-separated), when it lacks any. */
+bool pd_language_check(const pd_language *l, char *missing, size_t len);
 const pd_language *pd_languages(size_t *n);
 /* Starts asking each installed toolchain its version (once, in the background, at most 10 s). */
 void pd_languages_probe(void);
@@ -76,6 +83,14 @@ typedef struct pd_step {
 	char *stdin_data;
 	size_t stdin_len;
 	uint64_t wall_ms, cpu_ms;
+	uint64_t output_kill_bytes; /* output (both streams) after which it is killed as OL; 0 = the
+				     * template's */
+	/* keep the whole output up to this many bytes (0: the record's head and tail only): a
+	 * program that writes more is killed as OL; one that stays under it is judged by its exit
+	 * status alone, as SandboxFusion does */
+	uint64_t keep_whole;
+	char *whole[2]; /* then: stdout and stderr, whole (NULL when not kept) */
+	size_t whole_len[2];
 } pd_step;
 
 typedef struct pd_file {
@@ -89,12 +104,21 @@ enum { PD_PRIO_HIGH = 0, PD_PRIO_NORMAL, PD_PRIO_LOW, PD_PRIO_COUNT };
 typedef struct pd_job {
 	/* what to run */
 	char template_name[64];
+	bool mem_fast_off; /* no memory fast path (Piston: its clients read the OOM kill's SIGKILL) */
+	char network[16]; /* /run_code's "network": a mode the daemon allows (netmodes.c); "" = the template's */
 	char language[32];
 	pd_file *files;
 	size_t nfiles;
 	pd_step compile, run;
 	char **env; /* NULL = the template's */
 	char *cwd;
+	/* "image": an imported image's name or digest the request names (every API); "" = the
+	 * template's. The edge checks it against serve --images; the attempt runs in the pool of
+	 * (template, image) (pd_pools_image), whose name goes to pool and the digest to image_digest */
+	char image[160];
+	char pool[64];
+	char template_version[48]; /* the template's (pd_template.version), filled by the attempt */
+	char image_digest[PD_DIGEST_LEN];
 	char **fetch; /* files to return after the run */
 	size_t nfetch;
 	uint64_t memory_bytes; /* 0 = the template's */
@@ -104,6 +128,15 @@ typedef struct pd_job {
 	int priority;
 	uint64_t deadline_us; /* monotonic; 0 = none */
 	char client[64];
+	uint64_t est_us;       /* the scheduler's estimate of its service time, set at admission */
+	bool probe;            /* admitted as the circuit breaker's half-open probe */
+	unsigned retry_after_s; /* refused: whole seconds the client should wait (pd_sched_submit) */
+	/* cancellation (pd_job_cancel, from the thread that saw the client leave): the flag is read
+	 * and written atomically; run_mu guards running, the sandbox the job holds now, so that a
+	 * cancel kills it and never a sandbox already handed back to the pool */
+	int cancelled;
+	pthread_mutex_t run_mu;
+	pd_sandbox *running;
 	/* ids */
 	char task_id[64], problem_id[128], problem_version[32];
 	/* results */
@@ -117,6 +150,7 @@ typedef struct pd_job {
 	unsigned attempts;
 	uint64_t queued_us, started_us, finished_us;
 	char sandbox_id[40];
+	char use_id[56]; /* the sandbox's use this attempt had (pd_sandbox_use_id) */
 	/* cluster mode (server/cluster/): the request id (the client's X-Request-Id or body
 	 * request_id, or one made at the edge), of which the store keeps one record; the node that
 	 * ran it; and a claim the store calls inside the transaction that adds the record, before it
@@ -160,6 +194,13 @@ pd_job *pd_job_from_piston(json_t *req, pd_err *e);
 /* The job's observation record (native API): ids, timings, failure class, verdict, the result
  * records of its compile and run (pd_result_json), fetched files. */
 json_t *pd_job_to_json(const pd_job *j);
+/* The job's verdict levels ("pass", "fail", "not_judged") and whether it is usable for training
+ * (all three passed), as its record states them (server/verdict.c). */
+typedef struct pd_job_verdict_t {
+	const char *output, *process, *resources;
+	bool usable;
+} pd_job_verdict_t;
+void pd_job_verdict(const pd_job *j, pd_job_verdict_t *v);
 /* SandboxFusion response. */
 json_t *pd_job_to_run_code(const pd_job *j);
 /* Piston response. */
@@ -170,8 +211,13 @@ json_t *pd_job_to_piston(const pd_job *j);
  * the server answers 400 with e->msg as it is. */
 int pd_refuse(pd_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Runs a job's attempts (retrying infrastructure failures) in sandboxes from the pools. */
+/* Runs a job's attempts (retrying infrastructure failures) in sandboxes from the pools. A job
+ * cancelled before or while it runs ends as cancelled (never retried). */
 void pd_job_execute(pd_pools *pools, pd_job *j, unsigned max_retries);
+/* Marks j cancelled and, if it runs now, kills its sandbox's processes (the pool then destroys
+ * the sandbox, with its residue check, as after any killed run). Any thread; j must be alive. */
+void pd_job_cancel(pd_job *j);
+bool pd_job_is_cancelled(const pd_job *j);
 
 /* ---- store ----------------------------------------------------------------------------------- */
 
@@ -184,6 +230,10 @@ void pd_store_close(pd_store *s);
  * EEXIST (a unique key on the last attempt's row), and the job's claim, if any, runs before that
  * row commits. */
 int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e);
+/* Completes the record of a sandbox's use (its use_id) whose residue is "pending" with what the
+ * reclaimer found ("clean" or what was left); one that comes before its record is kept and
+ * applied when the record is stored. The rows changed (0: none yet), -1 on a store error. */
+int pd_store_residue(pd_store *s, const char *use_id, const char *residue);
 /* The stored attempts of task_id, oldest first: an array of records, each with "attempt",
  * "last" (the attempt that answered) and "stored_at" (unix ms). An empty array: none. */
 json_t *pd_store_get(pd_store *s, const char *task_id, pd_err *e);
@@ -212,6 +262,14 @@ uint64_t pd_store_pruned(pd_store *s);
 /* Bytes the records use now, and the cap (0: none). */
 void pd_store_size(pd_store *s, uint64_t *used, uint64_t *cap);
 
+/* The review queue (review.c): attempts queued for a human when stored (policy_violation, or a
+ * rare_pass). state: "pending", "confirmed", "dismissed" or "all"; an array of items. */
+json_t *pd_store_review_list(pd_store *s, const char *state, pd_err *e);
+/* decision "confirm" or "dismiss" (note may be NULL); *item is the decided item. -1 with e->code
+ * ENOENT (no such item) or EALREADY (decided already). */
+int pd_store_review_decide(pd_store *s, int64_t id, const char *decision, const char *note, json_t **item, pd_err *e);
+void pd_store_review_stats(pd_store *s, uint64_t *pending, uint64_t *confirmed, uint64_t *dismissed);
+
 /* ---- metrics --------------------------------------------------------------------------------- */
 
 typedef struct pd_metrics pd_metrics;
@@ -221,6 +279,15 @@ void pd_metrics_job(pd_metrics *m, const pd_job *j);
 void pd_metrics_http(pd_metrics *m, int status);
 /* Prometheus text exposition; extra is appended (pools, queues, breaker). malloc'd. */
 char *pd_metrics_render(pd_metrics *m, const char *extra);
+/* The operator metrics (server/opsmetrics.c): what jobs cost per template and by usable, sandbox
+ * lifetimes and pool utilisation per template (from st, n pools). malloc'd Prometheus text. */
+typedef struct pd_ops pd_ops;
+pd_ops *pd_ops_new(void);
+void pd_ops_free(pd_ops *o);
+void pd_ops_job(pd_ops *o, const pd_job *j);
+char *pd_ops_render(pd_ops *o, const pd_pool_stats *st, size_t n);
+/* The metrics' operator part (fed by pd_metrics_job). */
+pd_ops *pd_metrics_ops(pd_metrics *m);
 
 /* ---- session requests (server/session_req.c) ------------------------------------------------- */
 /* The client's bytes of the session API, parsed apart from the HTTP plumbing (server/http/sessions.c
@@ -248,13 +315,15 @@ typedef struct pd_session_query {
  * the session operation answers 400 with it. */
 void pd_session_query_set(pd_session_query *q, const char *key, const char *value, size_t len);
 
-/* POST /v1/sessions: {"template", "ttl", "max_lifetime", "metadata", "end_on_limit", "group_id",
- * "sample_id", "resume_from", "noise": {"seed", "latency_ms", "fail_rate", "truncate_rate"}};
+/* POST /v1/sessions: {"template", "image", "ttl", "max_lifetime", "metadata", "end_on_limit",
+ * "group_id", "sample_id", "resume_from", "noise": {"seed", "latency_ms", "fail_rate",
+ * "truncate_rate"}};
  * an empty body is {}. */
 typedef struct pd_session_create_req {
 	char template_name[64]; /* default "bash" */
 	char group_id[128], sample_id[128], resume_from[64]; /* "" = none; o's pointers point here */
 	char from_snapshot[64]; /* "" = none */
+	char image[160];        /* "image": an imported image's name or digest; "" = the template's */
 	bool template_given;    /* "template" was in the body (a fork takes its snapshot's) */
 	unsigned count;         /* sessions to open (1 to 64); 0 = not given (one, answered alone) */
 	pd_session_opts o;      /* TTLs in ms (0 = the template's); o.metadata is compact JSON, owned */
@@ -283,10 +352,12 @@ typedef struct pd_sched_opts {
 	unsigned workers;        /* default 2 x CPUs */
 	size_t queue_max;        /* per priority; default 4096 */
 	unsigned retries;        /* infrastructure retries; 0 means none (callers set it: serve's default is 2) */
-	uint64_t breaker_wait_ms; /* queue wait (p90 of recent jobs) that opens the breaker; 0 = 30 s */
-	double breaker_fail_ratio; /* creation-failure ratio that opens it; 0 = 0.5 */
-	uint64_t breaker_min_free; /* MemAvailable below which it opens; 0 = 256 MiB */
-	uint64_t breaker_cooldown_ms; /* 0 = 5 s */
+	double breaker_fail_ratio; /* share of infrastructure failures (startup_failure,
+				    * internal_error) among recent jobs that opens it; 0 = 0.5 */
+	uint64_t breaker_min_free; /* MemAvailable below which new work is refused; 0 = 256 MiB */
+	double breaker_min_free_pct; /* or this share of MemTotal, in percent (wins when set) */
+	uint64_t breaker_cooldown_ms; /* open this long before a half-open probe; 0 = 5 s */
+	unsigned breaker_min_jobs; /* a template's finished jobs before its failure ratio counts; 0 = 8 */
 } pd_sched_opts;
 
 typedef enum {
@@ -295,14 +366,25 @@ typedef enum {
 	PD_ADMIT_BREAKER,
 	PD_ADMIT_STOPPING,
 	PD_ADMIT_DISK_FULL, /* the store cannot record a result: running the job would lose it */
+	PD_ADMIT_DEADLINE,  /* the estimate says it cannot finish before its deadline */
+	PD_ADMIT_MEMORY,    /* the host's free memory is under breaker_min_free */
 	PD_ADMIT_COUNT
 } pd_admit;
 
 pd_sched *pd_sched_new(pd_pools *pools, pd_store *store, pd_metrics *m, const pd_sched_opts *o, pd_err *e);
-/* Queues a job; j->done is called when it finished. Refused jobs are not queued (caller frees). */
+/* Queues a job; j->done is called when it finished. Refused jobs are not queued (caller frees);
+ * j->retry_after_s then says how long the client should wait.
+ *
+ * Admission by deadline: a job with a deadline is refused at once when the scheduler estimates it
+ * cannot finish by then: its start is estimated from the work queued ahead of it (same or higher
+ * priority), what the running jobs still have to do and the free workers; its own service time
+ * from the recent service times of its template (an exponentially weighted mean; a template not
+ * seen yet counts as 0.5 s). A queued job whose deadline passes anyway ends as queue_timeout. */
 pd_admit pd_sched_submit(pd_sched *s, pd_job *j);
-/* Seconds a refused client should wait before retrying. */
-unsigned pd_sched_retry_after(pd_sched *s);
+/* The client of j left: a queued j is taken out and answered as cancelled (by the reaper), a
+ * running one is killed and ends as cancelled. j must not have finished yet (the caller knows:
+ * j->done has not run). */
+void pd_sched_cancel(pd_sched *s, pd_job *j);
 /* Stops taking jobs, runs everything queued, joins the workers. */
 void pd_sched_drain(pd_sched *s);
 void pd_sched_free(pd_sched *s);
@@ -324,6 +406,11 @@ typedef struct pd_cluster_opts {
 	unsigned max_deliver;    /* deliveries before a task ends as an infrastructure failure; 0 = 5 */
 	unsigned window_s;       /* duplicate window: request ids remembered, results kept; 0 = 600 */
 	unsigned slots;          /* tasks run at once (pulled only as they free up); 0 = 4 */
+	const char *token;       /* the bearer token peers are called with (results by reference) */
+	/* A judge request's job on this node (its judge and problems), for kind "judge"; NULL
+	 * when the node judges nothing. *status as pd_judge_job's. */
+	pd_job *(*judge_job)(void *arg, json_t *body, int *status, pd_err *e);
+	void *judge_arg;
 } pd_cluster_opts;
 
 /* Connects, makes the streams and buckets if missing, starts pulling, heartbeating. */
@@ -338,16 +425,21 @@ const char *pd_cluster_node_id(const pd_cluster *c);
 /* An answer to a request submitted through the cluster: an HTTP status and a JSON body. Called
  * once, from a cluster thread. */
 typedef void (*pd_cluster_answer)(void *arg, int status, const char *body, size_t len, unsigned retry_after);
-/* Submits a run request (kind "native", "run_code" or "piston"; body as the client sent it, which
+/* Submits a run request (kind "native", "run_code", "piston" or "judge"; template_name the
+ * template it runs in: only nodes that have it pull it; body as the client sent it, which
  * the edge has already parsed once to refuse bad requests) under a request id: the first result
  * of that id within the window, whichever node ran it. */
-void pd_cluster_submit(pd_cluster *c, const char *kind, const char *body, size_t len, const char *request_id,
-		       pd_cluster_answer cb, void *arg);
+void pd_cluster_submit(pd_cluster *c, const char *kind, const char *template_name, const char *body, size_t len,
+		       const char *request_id, pd_cluster_answer cb, void *arg);
 /* {"nodes": [{"id","address","pools","load","last_heartbeat"}...]} */
 json_t *pd_cluster_nodes(pd_cluster *c);
 /* Where a session lives: 0 here, 1 on the node at addr, -1 on a node that is gone (why says). */
 int pd_cluster_session_node(pd_cluster *c, const char *session_id, char *addr, size_t addr_len, char *why,
 			    size_t why_len);
+/* A result this node keeps because the broker cannot carry it (server/cluster/refs.c): the whole
+ * answer value of the attempt whose claim token is token, for GET /v1/cluster/results/{token}.
+ * 0 and *text (malloc'd); -1 with e->code ENOENT when there is none (expired, or never). */
+int pd_cluster_result_file(pd_cluster *c, const char *token, char **text, size_t *len, pd_err *e);
 /* Prometheus lines of this node's cluster figures. malloc'd. */
 char *pd_cluster_metrics(pd_cluster *c);
 
@@ -376,12 +468,31 @@ typedef struct pd_server_opts {
 	const char *per_ip_exempt;  /* IPv4 CIDRs the per-address limit spares, comma-separated;
 				     * NULL = "127.0.0.0/8" (the host's own clients), "" = none */
 	unsigned warm;              /* READY sandboxes per template at start; 0 = templates' min */
+	uint64_t run_code_output_max; /* /run_code: output kept whole per stream, and the program
+				       * killed (output limit) past it in all; 0 = 16 MiB */
+	unsigned deadline_margin_s; /* added to a request's time limits for its default deadline;
+				     * 0 = 10 s (SandboxFusion clients' read timeout has 10 s over) */
+	const char *run_code_networks; /* the network modes a /run_code request may ask for
+					* ("none,host"); NULL or "" = none: the template's own */
+	/* the imported images a request's "image" may name: comma-separated names, glob patterns
+	 * of names ("swe-*"), digests or hex prefixes of at least 12; "*" = any in the store.
+	 * NULL = none (a request naming one is refused with 403) */
+	const char *images;
+	unsigned image_pools;       /* image pools live at once; 0 = 64 */
+	unsigned image_ready;       /* READY sandboxes of all image pools together; 0 = 4 per CPU */
 	pd_sched_opts sched;
 	const char *cluster;        /* nats://HOST:PORT[,...]: join a cluster (NULL = single node) */
 	const char *node_id;        /* the node's id in the cluster; NULL = <hostname>-<port> */
 	unsigned cluster_ack_wait;  /* seconds; 0 = 30 */
 	/* seconds the trajectories of ended sessions are kept; 0 = 30 days, UINT_MAX = forever */
 	unsigned trajectory_retention;
+	unsigned cluster_max_deliver; /* 0 = 5 */
+	/* each template's circuit breaker (sched.breaker_*): the percent of infrastructure failures
+	 * among its recent jobs that opens it (0 = 50), the jobs it needs first (0 = 8), seconds open
+	 * before a probe (0 = 5); and the host's free memory under which all new work is refused:
+	 * a size ("256M") or a percent of the machine's ("5%"); NULL = 256M */
+	unsigned breaker_fail_percent, breaker_min_jobs, breaker_cooldown_s;
+	const char *memory_watermark;
 } pd_server_opts;
 
 pd_server *pd_server_start(const pd_server_opts *o, pd_err *e);

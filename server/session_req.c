@@ -215,6 +215,16 @@ int pd_session_create_parse(const char *body, size_t len, pd_session_create_req 
 		memcpy(q->template_name, json_string_value(t), json_string_length(t) + 1);
 		q->template_given = true;
 	}
+	json_t *im = json_object_get(b, "image");
+	if (im && !json_is_null(im)) {
+		if (!c_string(im) || !json_string_length(im) || json_string_length(im) >= sizeof q->image ||
+		    !pd_image_is_ref(json_string_value(im))) {
+			json_decref(b);
+			return pd_refuse(e, "image: must be an imported image's name or digest of 1 to %zu characters, "
+					    "not a path", sizeof q->image - 1);
+		}
+		memcpy(q->image, json_string_value(im), json_string_length(im) + 1);
+	}
 	/* the templates file's bound on session durations: 10^12 s */
 	if (seconds(b, "ttl", 1e12, &q->o.idle_ttl_ms, e) < 0 ||
 	    seconds(b, "max_lifetime", 1e12, &q->o.max_lifetime_ms, e) < 0) {
@@ -224,6 +234,10 @@ int pd_session_create_parse(const char *body, size_t len, pd_session_create_req 
 	if (episode_fields(b, q, e) < 0) {
 		json_decref(b);
 		return -1;
+	}
+	if (q->image[0] && q->from_snapshot[0]) {
+		json_decref(b);
+		return pd_refuse(e, "image: a fork runs on its snapshot's image; give image or from_snapshot, not both");
 	}
 	json_t *meta = json_object_get(b, "metadata");
 	q->o.metadata = meta ? json_dumps(meta, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;

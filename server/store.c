@@ -9,6 +9,7 @@
  * stays near the cap. */
 #define _GNU_SOURCE
 #include "server.h"
+#include "review.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -23,6 +24,11 @@
  * record is a few KiB, the WAL grows by pages, and a checkpoint needs room too. */
 #define ROOM_BYTES (4u << 20)
 
+/* Residue reports that came before their record was stored (the reclaimer can finish with a
+ * sandbox before the worker that used it has written the record): kept this many, newest last,
+ * and applied when the record comes. */
+#define EARLY_RESIDUE 256
+
 struct pd_store {
 	sqlite3 *db;
 	sqlite3_stmt *put;
@@ -33,6 +39,11 @@ struct pd_store {
 	uint64_t max;	 /* bytes the records may use; 0: no cap */
 	uint64_t since;	 /* bytes written since the last look at the size */
 	uint64_t pruned; /* records deleted for the cap */
+	struct {
+		char use_id[64];
+		char residue[128];
+	} early[EARLY_RESIDUE];
+	unsigned early_next;
 };
 
 static const char schema[] =
@@ -47,7 +58,9 @@ static const char schema[] =
 	" wall_ms INTEGER, cpu_ms INTEGER, memory_peak_bytes INTEGER,"
 	" record TEXT NOT NULL);"
 	"CREATE INDEX IF NOT EXISTS attempts_task ON attempts(task_id);"
-	"CREATE INDEX IF NOT EXISTS attempts_failure ON attempts(failure_class);";
+	"CREATE INDEX IF NOT EXISTS attempts_failure ON attempts(failure_class);"
+	/* the reclaimer's residue report finds its record by the use of the sandbox */
+	"CREATE INDEX IF NOT EXISTS attempts_use ON attempts(json_extract(record, '$.use_id'));";
 
 /* Cluster mode's key: one record per request id (a task redelivered after its node died, or
  * pulled twice, is refused the second time). Added to stores made before it; NULL for the rows of
@@ -112,6 +125,9 @@ static uint64_t used_bytes(sqlite3 *db)
  * at a time, so the writer holding the store's lock is not kept long. Row ids grow by one per
  * record and only the oldest are ever deleted, so the range of ids counts the records, and the
  * average size says how many to take. */
+static bool early_residue_locked(pd_store *s, const char *use_id);
+static bool take_early_residue(pd_store *s, const char *use_id, char *residue, size_t len);
+
 static void prune_locked(pd_store *s)
 {
 	uint64_t used = used_bytes(s->db), target = s->max - s->max / 32, removed = 0;
@@ -182,7 +198,7 @@ pd_store *pd_store_open(const char *path, uint64_t max_bytes, pd_err *e)
 		}
 	}
 	if (sqlite3_exec(s->db, schema_request_id, NULL, NULL, &err) != SQLITE_OK ||
-	    sqlite3_exec(s->db, schema_group, NULL, NULL, &err) != SQLITE_OK) {
+	    sqlite3_exec(s->db, schema_group, NULL, NULL, &err) != SQLITE_OK || review_schema(s->db, &err) != SQLITE_OK) {
 		pd_fail(e, EIO, "store %s: %s", path, err ? err : "schema");
 		sqlite3_free(err);
 		goto fail;
@@ -283,6 +299,16 @@ static int put_prior_locked(pd_store *s, const pd_job *j, const char *node, json
 int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 {
 	json_t *rec = j->record ? json_incref(j->record) : pd_job_to_json(j);
+	/* the reclaimer usually reports before the record is written: completed before the insert
+	 * (a record of our own making: one the job carries is not ours to change), not rewritten
+	 * after it */
+	char early[128];
+	if (!j->record && rec && j->use_id[0] && take_early_residue(s, j->use_id, early, sizeof early)) {
+		json_object_set_new(rec, "residue", json_string(early));
+		for (const char *const *k = (const char *const[]){"compile", "run", NULL}; *k; k++)
+			if (json_is_object(json_object_get(rec, *k)))
+				json_object_set_new(json_object_get(rec, *k), "residue", json_string(early));
+	}
 	char *text = rec ? json_dumps(rec, JSON_COMPACT) : NULL;
 	if (!text) {
 		json_decref(rec);
@@ -313,7 +339,6 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	sqlite3_bind_int64(st, 18, r ? (sqlite3_int64)r->cpu_ms : 0);
 	sqlite3_bind_int64(st, 19, r ? (sqlite3_int64)r->memory_peak_bytes : 0);
 	bind_record(st, rec, text, true);
-	json_decref(rec);
 	bind_opt(st, 21, j->request_id);
 	size_t nprior = json_array_size(j->prior);
 	/* a request's record commits only with its claim (the cluster's mark that this node recorded
@@ -322,10 +347,13 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	bool txn = (j->request_id[0] || nprior) && sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
 	int rc = sqlite3_step(st);
 	int out = 0;
+	/* the answering attempt's row, for the review queue (the earlier attempts are inserted after) */
+	int64_t row = rc == SQLITE_DONE ? sqlite3_last_insert_rowid(s->db) : 0;
 	if (txn && rc == SQLITE_CONSTRAINT) {
 		sqlite3_reset(st);
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 		pthread_mutex_unlock(&s->mu);
+		json_decref(rec);
 		free(text);
 		return pd_fail(e, EEXIST, "request %s is recorded already", j->request_id);
 	}
@@ -336,6 +364,7 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 		if (rc == SQLITE_DONE && j->claim && j->claim(j, j->claim_arg, e) < 0) {
 			sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 			pthread_mutex_unlock(&s->mu);
+			json_decref(rec);
 			free(text);
 			return -1;
 		}
@@ -371,9 +400,83 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 		}
 	}
 	sqlite3_reset(st);
+	/* a residue report that came before the record completes it now (the earlier attempts'
+	 * sandboxes were reclaimed first of all) */
+	if (rc == SQLITE_DONE) {
+		review_consider(s->db, row, j, rec);
+		if (j->use_id[0])
+			early_residue_locked(s, j->use_id);
+		for (size_t i = 0; i < nprior; i++) {
+			const char *u = json_string_value(json_object_get(json_array_get(j->prior, i), "use_id"));
+			if (u && *u)
+				early_residue_locked(s, u);
+		}
+	}
 	pthread_mutex_unlock(&s->mu);
+	json_decref(rec);
 	free(text);
 	return out;
+}
+
+/* Completes the pending residue of the record of use_id; the rows changed (0: not stored yet). */
+static int residue_locked(pd_store *s, const char *use_id, const char *residue)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(s->db,
+			       "UPDATE attempts SET record = json_set(record, '$.residue', ?1, '$.run.residue', ?1,"
+			       " '$.compile.residue', ?1) WHERE json_extract(record, '$.use_id') = ?2"
+			       " AND json_extract(record, '$.residue') = 'pending'",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_text(st, 1, residue, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, use_id, -1, SQLITE_TRANSIENT);
+	int rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? sqlite3_changes(s->db) : -1;
+}
+
+/* A report that came before use_id's record, applied to it now; true if there was one. */
+static bool early_residue_locked(pd_store *s, const char *use_id)
+{
+	for (unsigned i = 0; i < EARLY_RESIDUE; i++)
+		if (s->early[i].use_id[0] && !strcmp(s->early[i].use_id, use_id)) {
+			residue_locked(s, use_id, s->early[i].residue);
+			s->early[i].use_id[0] = 0;
+			return true;
+		}
+	return false;
+}
+
+/* Takes use_id's early report out of the ring into residue; false if there is none. */
+static bool take_early_residue(pd_store *s, const char *use_id, char *residue, size_t len)
+{
+	bool found = false;
+	pthread_mutex_lock(&s->mu);
+	for (unsigned i = 0; i < EARLY_RESIDUE && !found; i++)
+		if (s->early[i].use_id[0] && !strcmp(s->early[i].use_id, use_id)) {
+			snprintf(residue, len, "%s", s->early[i].residue);
+			s->early[i].use_id[0] = 0;
+			found = true;
+		}
+	pthread_mutex_unlock(&s->mu);
+	return found;
+}
+
+int pd_store_residue(pd_store *s, const char *use_id, const char *residue)
+{
+	if (!use_id || !*use_id)
+		return 0;
+	pthread_mutex_lock(&s->mu);
+	int n = residue_locked(s, use_id, residue);
+	if (n == 0) {
+		/* no pending record of that use yet: kept for pd_store_put (a use with no record at
+		 * all, a session's, is forgotten when the ring comes round) */
+		unsigned i = s->early_next++ % EARLY_RESIDUE;
+		snprintf(s->early[i].use_id, sizeof s->early[i].use_id, "%s", use_id);
+		snprintf(s->early[i].residue, sizeof s->early[i].residue, "%s", residue);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return n;
 }
 
 /* A row as the readers answer it: its record with the row's attempt number, whether it is the
@@ -515,5 +618,35 @@ void pd_store_failures(pd_store *s, uint64_t *full, uint64_t *other)
 	pthread_mutex_lock(&s->mu);
 	*full = s->failed_full;
 	*other = s->failed_other;
+	pthread_mutex_unlock(&s->mu);
+}
+
+json_t *pd_store_review_list(pd_store *s, const char *state, pd_err *e)
+{
+	if (!s) /* no store: nothing is recorded, so nothing is queued */
+		return json_array();
+	pthread_mutex_lock(&s->mu);
+	json_t *a = review_list(s->db, state, e);
+	pthread_mutex_unlock(&s->mu);
+	return a;
+}
+
+int pd_store_review_decide(pd_store *s, int64_t id, const char *decision, const char *note, json_t **item, pd_err *e)
+{
+	if (!s)
+		return pd_fail(e, ENOENT, "no review item %lld (no store)", (long long)id);
+	pthread_mutex_lock(&s->mu);
+	int rc = review_decide(s->db, id, decision, note, item, e);
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
+void pd_store_review_stats(pd_store *s, uint64_t *pending, uint64_t *confirmed, uint64_t *dismissed)
+{
+	*pending = *confirmed = *dismissed = 0;
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->mu);
+	review_stats(s->db, pending, confirmed, dismissed);
 	pthread_mutex_unlock(&s->mu);
 }

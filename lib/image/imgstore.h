@@ -57,6 +57,13 @@ int imgs_unpack_source(const char *tarball, const char *dest, pd_err *e);
  * files are hard links to the layers' own. */
 int imgs_flatten(const char *const *layers, int n, const char *dest, pd_err *e);
 
+/* githist.c: in work (made; the caller removes it), the layers (stored directories, bottom first)
+ * merged, the repository at repo (absolute in the image) rebuilt with only what commit (want; NULL
+ * or "": its HEAD's) reaches, as a layer whose repo/.git is opaque, written as an uncompressed tar
+ * to blob with its digest. commit gets the commit kept. */
+int imgs_strip_history(const char *work, const char *const *layers, int n, const char *repo, const char *want,
+		       char *blob, char digest[PD_DIGEST_LEN], char commit[65], pd_err *e);
+
 /* Loads the record of image <hex> into *im (no lease). */
 int imgs_load(const imgs *st, const char *hex, pd_image *im, pd_err *e);
 /* Validates a name: 1-127 characters of [A-Za-z0-9_.:/@-], not starting with '.', '/' or '-'. */

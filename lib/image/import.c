@@ -38,6 +38,8 @@ typedef struct plan {
 	/* what a sandbox stacks, bottom first: the layers, or a flattened one and the top ones */
 	char flat_dir[PD_PATH];
 	uint64_t flat_size;
+	/* --strip-history: the repository and the commit its history was cut at */
+	char strip_path[1100], strip_commit[65];
 } plan;
 
 static bool is_clean_rel(const char *p)
@@ -410,6 +412,82 @@ static int install_flat(const imgs *st, plan *p, pd_err *e)
 	return 0;
 }
 
+/* The image as imported plus one layer: its repository's history cut at the commit (githist.c).
+ * The config gets the layer's diff_id and a history entry, the manifest the layer: a new image,
+ * with a digest of its own, which the name points at. */
+static int strip_history(const imgs *st, plan *p, const char *spec, pd_err *e)
+{
+	if (p->nlayers >= IMGS_MAX_LAYERS)
+		return pd_fail(e, E2BIG, "strip history: the image has %d layers already", p->nlayers);
+	char want[80] = "";
+	snprintf(p->strip_path, sizeof p->strip_path, "%s", spec);
+	char *at = strrchr(p->strip_path, '@');
+	if (at) {
+		snprintf(want, sizeof want, "%s", at + 1);
+		*at = 0;
+	}
+	static unsigned seq;
+	char work[PD_PATH], blob[PD_PATH + 16], digest[PD_DIGEST_LEN];
+	snprintf(work, sizeof work, "%s/tmp/strip.%d.%u", st->root, (int)getpid(),
+		 __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
+	snprintf(blob, sizeof blob, "%s/layer.tar", work);
+	const char *layers[IMGS_MAX_LAYERS];
+	for (int i = 0; i < p->nlayers; i++)
+		layers[i] = p->layer_abs[i];
+	json_t *cfg = NULL, *man = NULL;
+	int rc = imgs_strip_history(work, layers, p->nlayers, p->strip_path, want, blob, digest, p->strip_commit, e);
+	if (rc < 0)
+		goto out;
+	struct stat bst;
+	cfg = json_loads(p->config, 0, NULL);
+	man = json_loads(p->manifest, 0, NULL);
+	if (stat(blob, &bst) < 0 || !json_is_object(cfg) || !json_is_object(man)) {
+		rc = pd_fail(e, EINVAL, "strip history: the image's config or manifest");
+		goto out;
+	}
+	json_t *rootfs = json_object_get(cfg, "rootfs");
+	if (json_is_array(json_object_get(rootfs, "diff_ids")))
+		json_array_append_new(json_object_get(rootfs, "diff_ids"), json_string(digest));
+	if (!json_is_array(json_object_get(cfg, "history")))
+		json_object_set_new(cfg, "history", json_array());
+	char by[1300];
+	snprintf(by, sizeof by, "paddock image import --strip-history %s@%s", p->strip_path, p->strip_commit);
+	json_array_append_new(json_object_get(cfg, "history"), json_pack("{s:s}", "created_by", by));
+	char *ctext = json_dumps(cfg, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	if (!ctext) {
+		rc = pd_fail(e, ENOMEM, "strip history");
+		goto out;
+	}
+	free(p->config);
+	p->config = ctext;
+	p->config_len = strlen(ctext);
+	imgs_sha256(p->config, p->config_len, p->config_digest);
+	json_t *c = json_object_get(man, "config");
+	json_object_set_new(c, "digest", json_string(p->config_digest));
+	json_object_set_new(c, "size", json_integer((json_int_t)p->config_len));
+	json_array_append_new(json_object_get(man, "layers"),
+			      json_pack("{s:s,s:s,s:I}", "mediaType", "application/vnd.oci.image.layer.v1.tar", "digest",
+					digest, "size", (json_int_t)bst.st_size));
+	char *mtext = json_dumps(man, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	if (!mtext) {
+		rc = pd_fail(e, ENOMEM, "strip history");
+		goto out;
+	}
+	free(p->manifest);
+	p->manifest = mtext;
+	p->manifest_len = strlen(mtext);
+	imgs_sha256(p->manifest, p->manifest_len, p->manifest_digest);
+	int i = p->nlayers++;
+	snprintf(p->layer_digest[i], PD_DIGEST_LEN, "%s", digest);
+	snprintf(p->layer_blob[i], PD_PATH, "%s", blob);
+	rc = install_layer(st, p, i, e);
+out:
+	json_decref(cfg);
+	json_decref(man);
+	imgs_rm_rf(work);
+	return rc;
+}
+
 static int write_record(const imgs *st, const plan *p, const char *source, pd_err *e)
 {
 	char path[PD_PATH];
@@ -428,6 +506,9 @@ static int write_record(const imgs *st, const plan *p, const char *source, pd_er
 	json_object_set_new(r, "format", json_string(p->format));
 	json_object_set_new(r, "source", json_string(source));
 	json_object_set_new(r, "imported", json_integer((json_int_t)time(NULL)));
+	if (p->strip_commit[0])
+		json_object_set_new(r, "strip_history",
+				    json_pack("{s:s,s:s}", "path", p->strip_path, "commit", p->strip_commit));
 	for (int i = 0; i < p->nlayers; i++) {
 		json_t *l = json_object();
 		json_object_set_new(l, "digest", json_string(p->layer_digest[i]));
@@ -521,6 +602,8 @@ int pd_image_import(const char *source, const pd_image_import_opts *o, pd_image 
 	}
 	for (int i = 0; rc == 0 && i < p->nlayers; i++)
 		rc = install_layer(&st, p, i, e);
+	if (rc == 0 && o->strip_history)
+		rc = strip_history(&st, p, o->strip_history, e);
 	if (rc == 0 && p->nlayers > PD_IMAGE_MAX_LAYERS)
 		rc = install_flat(&st, p, e);
 	if (rc == 0)

@@ -363,6 +363,26 @@ out:
 	return rc;
 }
 
+bool pd_image_ref_is_digest(const char *ref)
+{
+	return ref && by_digest(ref);
+}
+
+int pd_image_resolve(const char *state_dir, const char *ref, char digest[PD_DIGEST_LEN], pd_err *e)
+{
+	imgs st;
+	if (!pd_image_is_ref(ref))
+		return pd_fail(e, EINVAL, "image '%s': not an imported image's name or digest", ref ? ref : "");
+	if (imgs_begin(&st, state_dir, false, e) < 0)
+		return -1;
+	char hex[65];
+	int rc = resolve(&st, ref, hex, e);
+	imgs_end(&st);
+	if (rc == 0)
+		snprintf(digest, PD_DIGEST_LEN, "sha256:%s", hex);
+	return rc;
+}
+
 int pd_image_open(const char *state_dir, const char *ref, pd_image *im, pd_err *e)
 {
 	imgs st;

@@ -21,12 +21,15 @@ typedef struct pd_cg_stats {
 	uint64_t cpu_user_us, cpu_sys_us, cpu_us;
 	uint64_t mem_peak;
 	uint64_t oom_kills;
+	uint64_t mem_limit_hits; /* times usage pressed against the limit: v2 memory.events max, v1
+				  * memory.failcnt */
 	uint64_t pids_current, pids_peak;
 	bool pids_peak_exact; /* v2 pids.peak; v1 is sampled */
 } pd_cg_stats;
 
 typedef struct pd_cg pd_cg;       /* one sandbox's cgroup (one dir per hierarchy on v1) */
 typedef struct pd_cgroups pd_cgroups; /* the backend and its root(s) */
+struct pd_iodev;
 
 typedef struct pd_cg_ops {
 	const char *name;
@@ -46,6 +49,8 @@ typedef struct pd_cg_ops {
 	 * unknown, UINT64_MAX if the limit could not be put back) */
 	uint64_t (*reclaim)(pd_cg *g, uint64_t keep);
 	uint64_t (*tasks)(pd_cg *g); /* pids.current alone (a reset's check: one file, not stats' six) */
+	/* l's I/O limits on each of the n disks (before the sandbox's init is attached) */
+	int (*set_io)(pd_cg *g, const struct pd_iodev *devs, size_t n, const pd_limits *l, pd_err *e);
 } pd_cg_ops;
 
 struct pd_cgroups {
@@ -53,9 +58,24 @@ struct pd_cgroups {
 	int version;
 	bool fake;
 	char v2_root[PD_PATH];     /* v2: parent of all sandbox cgroups */
-	char v1_dirs[4][PD_PATH];  /* v1: memory, pids, cpu, cpuacct parents (may repeat) */
-	int v1_n;
+	char v1_dirs[5][PD_PATH];  /* v1: memory, pids, cpu, cpuacct (may repeat), blkio parents */
+	int v1_n;                  /* 5 when blkio is mounted (a sandbox with I/O limits joins it) */
+	bool v2_io;                /* v2: the io controller is delegated to the sandboxes */
 };
+
+/* ---- iodev.c: the disks I/O limits apply to ---------------------------------------------------- */
+
+typedef struct pd_iodev {
+	unsigned maj, min; /* a whole disk: the throttles take no partitions */
+} pd_iodev;
+#define PD_MAX_IODEVS 16
+
+/* Whether l limits block I/O at all. */
+bool pd_limits_have_io(const pd_limits *l);
+/* The whole disks behind the n paths (their file systems' devices; a partition's disk), each
+ * once, into out (max entries); paths on file systems without a block device (tmpfs, overlay,
+ * anything with an anonymous device) add none. Returns how many. */
+size_t pd_io_devices(const char *const *paths, size_t n, pd_iodev *out, size_t max);
 
 int pd_cgroups_init(pd_cgroups *cg, int version, const char *root, bool fake, pd_err *e);
 /* Removes sandbox cgroups ("sb-<owner>-<n>") whose owner is dead: is_dead(owner) says so.
@@ -143,6 +163,9 @@ int pd_netns_sysfs(pd_err *e);
 void pd_netns_put(pd_netpool *p, pd_netns *ns, bool all_gone);
 /* Whether ns, still held by the live init pid (and no other process), reads exactly as a fresh
  * namespace: the network half of a sandbox reset. */
+/* allocfail.c: the program's stderr shows its runtime could not allocate (the memory fast path) */
+bool pd_alloc_failure_seen(const pd_output *err);
+
 bool pd_netns_fresh(pd_netpool *p, const pd_netns *ns, pid_t pid);
 
 /* ---- the context ----------------------------------------------------------------------------- */

@@ -78,7 +78,7 @@ struct msg_exec {
 	uint32_t has_stdin; /* first fd is stdin; otherwise /dev/null */
 	uint32_t audit;     /* load the audit filter and hand its listener over */
 	uint32_t uid, gid;
-	uint64_t rl_cpu_s, rl_nofile, rl_fsize, rl_stack, rl_nproc;
+	uint64_t rl_cpu_s, rl_nofile, rl_fsize, rl_stack, rl_nproc, rl_data;
 	/* then: cwd NUL, argc strings NUL, envc strings NUL */
 };
 

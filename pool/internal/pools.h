@@ -27,12 +27,20 @@ struct pd_pool {
 	uint64_t retry_at;
 	char last_error[256];
 	pd_pool_stats st;
+	/* a slot of the array: the templates' pools are live for the pools' life; an image pool
+	 * (imgpool.c) is live from its first use until retired idle to make room for another */
+	bool live, image;
+	bool evicting; /* an image pool giving its slot up: no READY sandbox built or kept */
+	uint64_t last_acquire_us;
+	uint64_t win_acquires, prev_win_acquires; /* demand per window: which image pools are hottest */
 };
 
 struct pd_pools {
 	pd_ctx *ctx;
 	pd_pool *pools;
-	size_t n;
+	size_t n;     /* slots in use: the templates' pools, then image pools (some retired) */
+	size_t nbase; /* the templates' pools, pools[0..nbase) */
+	size_t cap;   /* slots allocated: nbase + opts.image_pools (the array never moves) */
 	pd_pools_opts opts;
 	pthread_mutex_t mu;
 	pthread_cond_t cv_builder, cv_reclaimer, cv_ready;
@@ -56,6 +64,14 @@ pd_pool *pd_pool_of(pd_pools *p, pd_sandbox *s);
 /* A fork's sandbox (snapshot.c): the template's, with top_layer over its image; owned by no pool */
 pd_sandbox *pd_pool_make_fork(pd_pools *p, pd_pool *pl, const char *top_layer, pd_err *e);
 pd_pool *pd_pool_named(pd_pools *p, const char *name);
+/* Deep copy of a template (the image's lease not copied: pd_template_check takes its own). */
+int pd_template_clone(pd_template *dst, const pd_template *src);
+/* A live pool of that name, or NULL. Called with the lock held. */
+pd_pool *pd_pool_find_locked(pd_pools *p, const char *name);
+/* imgpool.c: a pool named "<template>@<hex>" that is not live (never made, or retired) made
+ * again from its name. Called without the lock. */
+int pd_pool_image_revive(pd_pools *p, const char *name, pd_err *e);
+
 /* Queues s for the reclaimer to destroy, never to reset for reuse. */
 void pd_pool_discard_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s);
 void pd_sandbox_set_owner(pd_sandbox *s, pd_pool *pl);

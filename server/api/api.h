@@ -29,6 +29,8 @@ char **api_str_array(json_t *a, const char *field, size_t max, pd_err *e);
 /* task_id, problem_id, problem_version, priority, deadline_ms; and "audit" (true, false, null,
  * or a policy object: lib/auditpolicy.c, docs/audit.md), the same in every API. */
 int api_common_ids(pd_job *j, json_t *req, pd_err *e);
+/* "image": an imported image's name or digest (every API; a path is refused). */
+int api_parse_image(pd_job *j, json_t *req, pd_err *e);
 /* The result record's stdout or stderr text (a new reference; "" if absent). */
 json_t *api_record_text(json_t *rec, const char *stream);
 /* The fetched files: path -> base64, null for one that could not be read. */

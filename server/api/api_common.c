@@ -219,6 +219,22 @@ char **api_str_array(json_t *a, const char *field, size_t max, pd_err *e)
 	return v;
 }
 
+int api_parse_image(pd_job *j, json_t *req, pd_err *e)
+{
+	json_t *im = json_object_get(req, "image");
+	if (im && !json_is_null(im)) {
+		if (!json_is_string(im) || !json_string_length(im) || json_string_length(im) >= sizeof j->image)
+			return pd_refuse(e, "image: must be an imported image's name or digest of at most %zu characters",
+					 sizeof j->image - 1);
+		/* a request names images of the store only: a host directory is the operator's to choose */
+		if (!pd_image_is_ref(json_string_value(im)))
+			return pd_refuse(e, "image: '%s' is a path; a request names an imported image by name or "
+					    "digest (paddock image ls)", json_string_value(im));
+		snprintf(j->image, sizeof j->image, "%s", json_string_value(im));
+	}
+	return 0;
+}
+
 int api_common_ids(pd_job *j, json_t *req, pd_err *e)
 {
 	static const struct {
@@ -237,6 +253,8 @@ int api_common_ids(pd_job *j, json_t *req, pd_err *e)
 				       ids[i].size - 1);
 		snprintf((char *)j + ids[i].off, ids[i].size, "%s", json_string_value(v));
 	}
+	if (api_parse_image(j, req, e) < 0)
+		return -1;
 	json_t *au = json_object_get(req, "audit");
 	if (au && !json_is_null(au) && !json_is_false(au)) {
 		if (!json_is_true(au) && !json_is_object(au))

@@ -16,7 +16,7 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 		"template", "language", "code",   "files",       "files_base64", "cmd",
 		"shell",    "compile",  "stdin",  "args",        "limits",       "env",
 		"cwd",      "fetch_files", "priority", "deadline_ms", "task_id", "problem_id",
-		"problem_version", "audit", "request_id", NULL};
+		"problem_version", "audit", "request_id", "image", NULL};
 	if (!json_is_object(req)) {
 		pd_refuse(e, "request: must be a JSON object");
 		return NULL;
@@ -229,7 +229,9 @@ json_t *pd_job_to_json(const pd_job *j)
 	json_object_set_new(o, "problem_version", json_string(j->problem_version));
 	json_object_set_new(o, "attempt", json_integer(j->attempts));
 	json_object_set_new(o, "sandbox_id", json_string(j->sandbox_id));
+	json_object_set_new(o, "use_id", j->use_id[0] ? json_string(j->use_id) : json_null());
 	json_object_set_new(o, "template", json_string(j->template_name));
+	json_object_set_new(o, "template_version", j->template_version[0] ? json_string(j->template_version) : json_null());
 	json_object_set_new(o, "language", json_string(j->language));
 	json_object_set_new(o, "node", json_string(j->node[0] ? j->node : host));
 	if (j->request_id[0])
@@ -246,20 +248,21 @@ json_t *pd_job_to_json(const pd_job *j)
 	json_object_set_new(o, "setup_ms", json_real(total_us > exec_us ? (total_us - exec_us) / 1000.0 : 0));
 	/* pooled sandboxes are torn down off the request path; the pools count residue failures */
 	json_object_set_new(o, "teardown", json_string("deferred to the pool reclaimer"));
+	/* "pending" until the reclaimer has checked; the stored record is then completed */
+	json_object_set_new(o, "residue", j->use_id[0] ? json_string("pending") : json_null());
 	const pd_result *r = j->ran ? &j->run_r : j->compiled ? &j->compile_r : NULL;
 	json_object_set_new(o, "status", json_string(r ? pd_status_name(r->status) : "XX"));
 	json_object_set_new(o, "failure_class", json_string(pd_failure_name(j->failure)));
 	json_object_set_new(o, "error", pd_json_text(j->error));
+	pd_job_verdict_t v;
+	pd_job_verdict(j, &v);
 	json_t *verdict = json_object();
-	json_object_set_new(verdict, "output", json_string("not_judged"));
+	json_object_set_new(verdict, "output", json_string(v.output));
 	/* from the audit's evidence; never "pass" for a run nobody watched */
 	json_object_set_new(verdict, "process", api_process_json(j));
-	json_object_set_new(verdict, "resources",
-			    json_string(j->failure == PD_F_TIMEOUT || j->failure == PD_F_OOM ||
-						      j->failure == PD_F_OUTPUT
-					      ? "fail"
-					      : r ? "pass" : "not_judged"));
+	json_object_set_new(verdict, "resources", json_string(v.resources));
 	json_object_set_new(o, "verdict", verdict);
+	json_object_set_new(o, "usable", json_boolean(v.usable));
 	json_object_set_new(o, "compile", step_json(j->compiled, &j->compile_r));
 	json_object_set_new(o, "run", step_json(j->ran, &j->run_r));
 	json_object_set_new(o, "files", api_files_json(j));

@@ -10,6 +10,13 @@
 #include <string.h>
 #include <signal.h>
 
+#define PISTON_OUTPUT_MAX (1u << 20)
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
 pd_job *pd_job_from_piston(json_t *req, pd_err *e)
 {
 	if (!json_is_object(req)) {
@@ -64,12 +71,30 @@ pd_job *pd_job_from_piston(json_t *req, pd_err *e)
 				pd_refuse(e, "files[%zu].content: not base64", i);
 				goto fail;
 			}
+		} else if (!strcmp(encs, "hex")) {
+			/* Piston takes Node's Buffer.from(content, "hex") */
+			const char *hx = json_string_value(content);
+			size_t hl = json_string_length(content);
+			if (hl % 2 || !(data = malloc(hl / 2 + 1))) {
+				pd_refuse(e, "files[%zu].content: not hex", i);
+				goto fail;
+			}
+			for (size_t h = 0; h < hl; h += 2) {
+				int hi = hexval(hx[h]), lo = hexval(hx[h + 1]);
+				if (hi < 0 || lo < 0) {
+					free(data);
+					pd_refuse(e, "files[%zu].content: not hex", i);
+					goto fail;
+				}
+				data[len++] = (char)(hi << 4 | lo);
+			}
+			data[len] = 0;
 		} else if (!strcmp(encs, "utf8")) {
 			len = json_string_length(content);
 			data = malloc(len + 1);
 			memcpy(data, json_string_value(content), len + 1);
 		} else {
-			pd_refuse(e, "files[%zu].encoding: must be utf8 or base64", i);
+			pd_refuse(e, "files[%zu].encoding: must be utf8, base64 or hex", i);
 			goto fail;
 		}
 		if (i == 0) {
@@ -131,10 +156,26 @@ pd_job *pd_job_from_piston(json_t *req, pd_err *e)
 	}
 	json_t *in = json_object_get(req, "stdin");
 	if (in && json_is_string(in)) {
-		j->run.stdin_len = json_string_length(in);
-		j->run.stdin_data = malloc(j->run.stdin_len + 1);
-		memcpy(j->run.stdin_data, json_string_value(in), j->run.stdin_len + 1);
+		/* Piston ends stdin with a newline when it lacks one: a last line read with input() or
+		 * getline is then whole */
+		size_t n = json_string_length(in);
+		bool nl = n && json_string_value(in)[n - 1] != '\n';
+		j->run.stdin_len = n + nl;
+		j->run.stdin_data = malloc(n + 2);
+		if (!j->run.stdin_data) {
+			pd_fail(e, ENOMEM, "stdin");
+			goto fail;
+		}
+		memcpy(j->run.stdin_data, json_string_value(in), n);
+		if (nl)
+			j->run.stdin_data[n] = '\n';
+		j->run.stdin_data[j->run.stdin_len] = 0;
 	}
+	/* Piston kills a stage whose output passes its limit (OL) rather than letting it run into
+	 * the time limit: here the bytes a record keeps of a stream */
+	j->compile.output_kill_bytes = j->run.output_kill_bytes = PISTON_OUTPUT_MAX;
+	if (api_parse_image(j, req, e) < 0)
+		goto fail;
 	return j;
 fail:
 	pd_job_free(j);
@@ -179,7 +220,10 @@ static json_t *piston_stage(const pd_result *r)
 			 : r->status == PD_XX ? "XX"
 					      : NULL;
 	json_object_set_new(o, "status", st ? json_string(st) : json_null());
+	/* Piston's words for an output limit name the stream that passed it */
+	const char *ol = r->out.total >= r->err.total ? "stdout length exceeded" : "stderr length exceeded";
 	json_object_set_new(o, "message", r->status == PD_ML ? json_string("memory limit exceeded")
+					  : r->status == PD_OL ? json_string(ol)
 					  : r->error[0]     ? pd_json_text(r->error)
 							    : json_null());
 	json_object_set_new(o, "cpu_time", json_integer((json_int_t)r->cpu_ms));

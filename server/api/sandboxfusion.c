@@ -43,6 +43,16 @@ pd_job *pd_job_from_run_code(json_t *req, pd_err *e)
 	if (api_get_seconds(req, "compile_timeout", "compile_timeout", &j->compile.wall_ms, e) < 0 ||
 	    api_get_seconds(req, "run_timeout", "run_timeout", &j->run.wall_ms, e) < 0)
 		goto fail;
+	/* paddock's extension: a network mode the daemon allows (--run-code-networks) */
+	json_t *net = json_object_get(req, "network");
+	if (net && !json_is_null(net)) {
+		const char *ns = json_string_value(net);
+		if (!ns || (strcmp(ns, "none") && strcmp(ns, "loopback") && strcmp(ns, "host"))) {
+			pd_refuse(e, "network: must be none, loopback or host");
+			goto fail;
+		}
+		snprintf(j->network, sizeof j->network, "%s", ns);
+	}
 	json_t *mem = json_object_get(req, "memory_limit_MB");
 	if (mem && !json_is_null(mem)) {
 		if (!json_is_number(mem)) {
@@ -74,19 +84,29 @@ fail:
 }
 
 
-static json_t *fusion_result(const pd_result *r)
+/* The step's stdout or stderr: the whole output when the step kept it (keep_whole), else the
+ * record's text (head and tail). */
+static json_t *stream_text(json_t *rec, const pd_step *st, int i)
+{
+	if (st->whole[i])
+		return pd_json_bytes(st->whole[i], st->whole_len[i]);
+	return api_record_text(rec, i ? "stderr" : "stdout");
+}
+
+static json_t *fusion_result(const pd_result *r, const pd_step *st)
 {
 	json_t *o = json_object();
-	const char *st = r->status == PD_TO ? "TimeLimitExceeded" : r->status == PD_XX ? "Error" : "Finished";
-	json_object_set_new(o, "status", json_string(st));
+	const char *st_name = r->status == PD_TO ? "TimeLimitExceeded" : r->status == PD_XX ? "Error" : "Finished";
+	json_object_set_new(o, "status", json_string(st_name));
 	json_object_set_new(o, "execution_time", json_real(r->exec_us / 1e6));
-	/* a process ended by a signal has no return code: SandboxFusion reports null */
-	json_object_set_new(o, "return_code",
-			    r->status == PD_TO || r->status == PD_XX || r->signal ? json_null()
-										: json_integer(r->exit_code));
+	/* as SandboxFusion (Python's subprocess) reports it: a process ended by a signal has the
+	 * negative signal number; a time-out or a sandbox fault has none */
+	json_object_set_new(o, "return_code", r->status == PD_TO || r->status == PD_XX ? json_null()
+					      : r->signal ? json_integer(-r->signal)
+							  : json_integer(r->exit_code));
 	json_t *rec = pd_result_json(r, true);
-	json_object_set_new(o, "stdout", api_record_text(rec, "stdout"));
-	json_object_set_new(o, "stderr", api_record_text(rec, "stderr"));
+	json_object_set_new(o, "stdout", stream_text(rec, st, 0));
+	json_object_set_new(o, "stderr", stream_text(rec, st, 1));
 	json_decref(rec);
 	return o;
 }
@@ -107,16 +127,26 @@ json_t *pd_job_to_run_code(const pd_job *j)
 	}
 	json_object_set_new(o, "status", json_string(status));
 	json_object_set_new(o, "message", pd_json_text(message));
-	json_object_set_new(o, "compile_result", j->compiled ? fusion_result(&j->compile_r) : json_null());
-	json_object_set_new(o, "run_result", j->ran ? fusion_result(&j->run_r) : json_null());
+	json_object_set_new(o, "compile_result", j->compiled ? fusion_result(&j->compile_r, &j->compile) : json_null());
+	json_object_set_new(o, "run_result", j->ran ? fusion_result(&j->run_r, &j->run) : json_null());
 	char host[64] = "";
 	gethostname(host, sizeof host - 1);
 	json_object_set_new(o, "executor_pod_name", json_string(j->node[0] ? j->node : host));
 	json_object_set_new(o, "node", json_string(j->node[0] ? j->node : host));
-	json_object_set_new(o, "files", api_files_json(j));
+	/* a file that could not be read is left out, as SandboxFusion does: its response model
+	 * (Dict[str, str]) refuses the whole answer for one null */
+	json_t *files = api_files_json(j);
+	const char *k;
+	json_t *v;
+	void *tmp;
+	json_object_foreach_safe(files, tmp, k, v)
+		if (json_is_null(v))
+			json_object_del(files, k);
+	json_object_set_new(o, "files", files);
 	/* paddock's own fields, which SandboxFusion clients ignore */
 	json_object_set_new(o, "failure_class", json_string(pd_failure_name(j->failure)));
 	json_object_set_new(o, "sandbox_id", json_string(j->sandbox_id));
+	json_object_set_new(o, "use_id", j->use_id[0] ? json_string(j->use_id) : json_null());
 	if (j->audit) {
 		json_object_set_new(o, "process", api_process_json(j));
 		json_object_set_new(o, "audit", api_audit_json(j));

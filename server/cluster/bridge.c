@@ -1,12 +1,12 @@
 /* A node of a paddock cluster on NATS JetStream (docs/cluster.md is the user's account).
  *
- * The edge: a run request (native, /run_code, Piston) is published to the work-queue stream
+ * The edge: a run request (native, /run_code, Piston, a judge request) is published to the work-queue stream
  * PADDOCK_WORK with its request id as the message id, so the stream's duplicate window absorbs a
  * client's retries; the request waits for its result in the bucket paddock-results, keyed by the
  * request id. A result already there (a retry, through any node) is answered at once.
  *
- * The executor: every node pulls from one durable pull consumer, only as many tasks as it has
- * free slots, runs each through its own scheduler and pools, and acks only after the record is
+ * The executor: every node pulls from one durable pull consumer per template it has (shared by
+ * the nodes that have it), only as many tasks as it has free slots, runs each through its own scheduler and pools, and acks only after the record is
  * stored. The store commits a record only together with its claim: the creation of the request's
  * key in paddock-results (first writer wins), whose value is the answer. So a task redelivered
  * after its node died (ack timeout; long runs renew it with in-progress acks) finds the claim and
@@ -40,6 +40,14 @@ uint64_t cl_wall_ms(void)
 const char *cl_status(natsStatus s)
 {
 	return N.natsStatus_GetText ? N.natsStatus_GetText(s) : "nats";
+}
+
+void cl_wake_all(pd_cluster *c)
+{
+	pthread_cond_broadcast(&c->sub_cv);
+	pthread_cond_broadcast(&c->slot_cv);
+	pthread_cond_broadcast(&c->ready_cv);
+	pthread_cond_broadcast(&c->tick_cv);
 }
 
 void cl_result_key(const char *id, char *key, size_t len)
@@ -97,6 +105,50 @@ static int ensure_bucket(pd_cluster *c, const char *name, int64_t ttl_ns, kvStor
 	return 0;
 }
 
+/* A durable pull consumer per template this node has (filter paddock.work.*.<template>), shared
+ * by every node that has it: a node pulls only work it can run, and work for a template no live
+ * node has waits in the stream (it is not taken and failed by a node that lacks it). */
+static int start_consumers(pd_cluster *c, pd_err *e)
+{
+	size_t n = 0;
+	pd_pool_stats *st = pd_pools_stats(c->pools, &n);
+	c->consumers = calloc(n ? n : 1, sizeof *c->consumers);
+	if (!c->consumers) {
+		free(st);
+		return pd_fail(e, ENOMEM, "cluster: consumers");
+	}
+	int rc = 0;
+	for (size_t i = 0; st && i < n && rc == 0; i++) {
+		if (!st[i].available)
+			continue; /* its dependency is missing here: another node runs it */
+		cl_consumer *k = &c->consumers[c->nconsumers];
+		k->c = c;
+		snprintf(k->template_name, sizeof k->template_name, "%s", st[i].template_name);
+		char tok[200], name[260], filter[300];
+		cl_template_token(k->template_name, tok, sizeof tok);
+		if (!tok[0])
+			snprintf(tok, sizeof tok, "_");
+		snprintf(name, sizeof name, CL_WORK_CONSUMER_PREFIX "%s", tok);
+		snprintf(filter, sizeof filter, "paddock.work.*.%s", tok);
+		jsSubOptions so;
+		N.jsSubOptions_Init(&so);
+		so.Stream = CL_WORK_STREAM;
+		so.Config.AckPolicy = js_AckExplicit;
+		so.Config.AckWait = (int64_t)c->o.ack_wait_s * 1000000000LL;
+		/* one delivery beyond the last try: the node that sees it records the failure */
+		so.Config.MaxDeliver = (int64_t)c->o.max_deliver + 1;
+		so.Config.MaxAckPending = 65536;
+		jsErrCode je = 0;
+		natsStatus s = N.js_PullSubscribe(&k->sub, c->js, filter, name, NULL, &so, &je);
+		if (s != NATS_OK)
+			rc = pd_fail(e, EIO, "cluster: consumer %s: %s (JetStream error %d)", name, cl_status(s), (int)je);
+		else
+			c->nconsumers++;
+	}
+	free(st);
+	return rc;
+}
+
 static bool id_ok(const char *id)
 {
 	if (!*id || strlen(id) >= 64)
@@ -132,7 +184,10 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 	c->store = store;
 	c->run_id = pd_ctx_run_id(ctx);
 	pthread_mutex_init(&c->mu, NULL);
-	pthread_cond_init(&c->cv, NULL);
+	pthread_cond_init(&c->sub_cv, NULL);
+	pthread_cond_init(&c->slot_cv, NULL);
+	pthread_cond_init(&c->ready_cv, NULL);
+	pthread_cond_init(&c->tick_cv, NULL);
 	snprintf(c->urls, sizeof c->urls, "%s", o->urls);
 	snprintf(c->address, sizeof c->address, "%s", o->address ? o->address : "");
 	if (o->node_id) {
@@ -165,6 +220,10 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 		s = N.natsOptions_SetPingInterval(c->nopts, 2000);
 	if (s == NATS_OK)
 		s = N.natsOptions_SetReconnectBufSize(c->nopts, 64 << 20);
+	/* acks and "ready" notes written by the thread that makes them, not handed to libnats'
+	 * flusher thread: one wake-up fewer for each, and the origin hears of its answer sooner */
+	if (s == NATS_OK)
+		s = N.natsOptions_SetSendAsap(c->nopts, true);
 	if (s != NATS_OK) {
 		pd_fail(e, EINVAL, "cluster %s: %s", c->urls, cl_status(s));
 		goto fail;
@@ -191,32 +250,27 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 		pd_fail(e, EIO, "cluster: subscribe %s: %s", subject, cl_status(s));
 		goto fail;
 	}
-	jsSubOptions so;
-	N.jsSubOptions_Init(&so);
-	so.Stream = CL_WORK_STREAM;
-	so.Config.AckPolicy = js_AckExplicit;
-	so.Config.AckWait = (int64_t)c->o.ack_wait_s * 1000000000LL;
-	/* one delivery beyond the last try: the node that sees it records the failure */
-	so.Config.MaxDeliver = (int64_t)c->o.max_deliver + 1;
-	so.Config.MaxAckPending = 65536;
-	jsErrCode je = 0;
-	if ((s = N.js_PullSubscribe(&c->work, c->js, CL_WORK_SUBJECTS, CL_WORK_CONSUMER, NULL, &so, &je)) != NATS_OK) {
-		pd_fail(e, EIO, "cluster: consumer %s: %s (JetStream error %d)", CL_WORK_CONSUMER, cl_status(s), (int)je);
+	if (start_consumers(c, e) < 0)
 		goto fail;
-	}
 	cl_heartbeat(c);
 	for (int i = 0; i < 2; i++)
 		c->started[i] = pthread_create(&c->publishers[i], NULL, cl_publisher_main, c) == 0;
-	c->started[2] = pthread_create(&c->puller, NULL, cl_puller_main, c) == 0;
-	c->started[3] = pthread_create(&c->poller, NULL, cl_poller_main, c) == 0;
-	c->started[4] = pthread_create(&c->ticker, NULL, cl_ticker_main, c) == 0;
-	for (int i = 0; i < 5; i++)
+	c->started[2] = pthread_create(&c->poller, NULL, cl_poller_main, c) == 0;
+	c->started[3] = pthread_create(&c->ticker, NULL, cl_ticker_main, c) == 0;
+	for (int i = 0; i < 4; i++)
 		if (!c->started[i]) {
 			pd_fail(e, EAGAIN, "cluster: threads");
 			goto fail;
 		}
+	for (size_t i = 0; i < c->nconsumers; i++) {
+		cl_consumer *k = &c->consumers[i];
+		if (!(k->started = pthread_create(&k->thread, NULL, cl_puller_main, k) == 0)) {
+			pd_fail(e, EAGAIN, "cluster: threads");
+			goto fail;
+		}
+	}
 	pd_log("info", "cluster: joined", PD_LS("node", c->node), PD_LS("servers", c->urls),
-	       PD_LU("slots", c->slots), PD_LU("ack_wait_s", c->o.ack_wait_s));
+	       PD_LU("slots", c->slots), PD_LU("templates", c->nconsumers), PD_LU("ack_wait_s", c->o.ack_wait_s));
 	return c;
 fail:
 	pd_cluster_quiesce(c);
@@ -235,21 +289,23 @@ void pd_cluster_quiesce(pd_cluster *c)
 		return;
 	pthread_mutex_lock(&c->mu);
 	c->quiesced = true;
-	pthread_cond_broadcast(&c->cv);
+	cl_wake_all(c);
 	pthread_mutex_unlock(&c->mu);
-	if (c->started[2]) {
-		pthread_join(c->puller, NULL);
-		c->started[2] = false;
-	}
-	if (c->started[4]) {
+	for (size_t i = 0; i < c->nconsumers; i++)
+		if (c->consumers[i].started) {
+			pthread_join(c->consumers[i].thread, NULL);
+			c->consumers[i].started = false;
+		}
+	if (c->started[3]) {
 		pthread_join(c->ticker, NULL);
-		c->started[4] = false;
+		c->started[3] = false;
 	}
-	/* no more tasks for this node: the consumer's others take the queue */
-	if (c->work) {
-		N.natsSubscription_Destroy(c->work);
-		c->work = NULL;
-	}
+	/* no more tasks for this node: the consumers' other nodes take the queue */
+	for (size_t i = 0; i < c->nconsumers; i++)
+		if (c->consumers[i].sub) {
+			N.natsSubscription_Destroy(c->consumers[i].sub);
+			c->consumers[i].sub = NULL;
+		}
 }
 
 void pd_cluster_free(pd_cluster *c)
@@ -258,11 +314,14 @@ void pd_cluster_free(pd_cluster *c)
 		return;
 	pthread_mutex_lock(&c->mu);
 	c->stopping = c->quiesced = true;
-	pthread_cond_broadcast(&c->cv);
+	cl_wake_all(c);
 	pthread_mutex_unlock(&c->mu);
-	for (int i = 0; i < 5; i++)
+	for (size_t i = 0; i < c->nconsumers; i++)
+		if (c->consumers[i].started)
+			pthread_join(c->consumers[i].thread, NULL);
+	for (int i = 0; i < 4; i++)
 		if (c->started[i])
-			pthread_join(i < 2 ? c->publishers[i] : i == 2 ? c->puller : i == 3 ? c->poller : c->ticker, NULL);
+			pthread_join(i < 2 ? c->publishers[i] : i == 2 ? c->poller : c->ticker, NULL);
 	/* anything submitted after the publishers left */
 	cl_edge_drain(c);
 	/* no note may reach on_notify once c is freed: unsubscribed, and the connection closed
@@ -273,8 +332,10 @@ void pd_cluster_free(pd_cluster *c)
 		N.natsConnection_Close(c->nc);
 	if (c->notify)
 		N.natsSubscription_Destroy(c->notify);
-	if (c->work)
-		N.natsSubscription_Destroy(c->work);
+	for (size_t i = 0; i < c->nconsumers; i++)
+		if (c->consumers[i].sub)
+			N.natsSubscription_Destroy(c->consumers[i].sub);
+	free(c->consumers);
 	if (c->results)
 		N.kvStore_Destroy(c->results);
 	if (c->nodes)
@@ -289,6 +350,9 @@ void pd_cluster_free(pd_cluster *c)
 		free(c->ready[i]);
 	free(c->ready);
 	pthread_mutex_destroy(&c->mu);
-	pthread_cond_destroy(&c->cv);
+	pthread_cond_destroy(&c->sub_cv);
+	pthread_cond_destroy(&c->slot_cv);
+	pthread_cond_destroy(&c->ready_cv);
+	pthread_cond_destroy(&c->tick_cv);
 	free(c);
 }

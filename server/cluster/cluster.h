@@ -18,7 +18,8 @@
 
 #define CL_WORK_STREAM "PADDOCK_WORK"
 #define CL_WORK_SUBJECTS "paddock.work.>"
-#define CL_WORK_CONSUMER "paddock-workers"
+#define CL_WORK_CONSUMER_PREFIX "paddock-t-" /* + a template: its durable pull consumer */
+#define CL_MAX_TEMPLATES 128
 #define CL_RESULTS_BUCKET "paddock-results"
 #define CL_NODES_BUCKET "paddock-nodes"
 #define CL_NOTIFY_PREFIX "paddock.done." /* + the origin node's id: "result ready" for its waiters */
@@ -28,6 +29,16 @@
 typedef struct cl_waiter cl_waiter;
 typedef struct cl_task cl_task;
 typedef struct cl_submit cl_submit;
+
+/* One template's work: its durable consumer (shared by every node that has the template) and
+ * the thread that pulls from it on this node. */
+typedef struct cl_consumer {
+	pd_cluster *c;
+	char template_name[64];
+	natsSubscription *sub;
+	pthread_t thread;
+	bool started;
+} cl_consumer;
 
 struct pd_cluster {
 	pd_cluster_opts o;
@@ -43,12 +54,20 @@ struct pd_cluster {
 	natsConnection *nc;
 	jsCtx *js;
 	kvStore *results, *nodes;
-	natsSubscription *work, *notify;
+	natsSubscription *notify;
+	cl_consumer *consumers; /* one per template this node has */
+	size_t nconsumers;
 	int64_t max_payload;
 	unsigned slots;
 
 	pthread_mutex_t mu;
-	pthread_cond_t cv;      /* submissions queued, slots freed, results ready, stopping */
+	/* one condition per sleeper, so that an event wakes only the thread it concerns (one shared
+	 * condition woke all five threads for every submission, note and finished task: on a busy
+	 * node the context switches cost more CPU than the broker's round trips) */
+	pthread_cond_t sub_cv;   /* publishers: submissions queued */
+	pthread_cond_t slot_cv;  /* puller: slots freed */
+	pthread_cond_t ready_cv; /* poller: results announced */
+	pthread_cond_t tick_cv;  /* ticker: only quiesce and stop */
 	bool quiesced, stopping;
 	cl_submit *subq, *subq_tail;
 	cl_waiter *waiters; /* requests this node's clients wait for */
@@ -57,20 +76,25 @@ struct pd_cluster {
 	size_t nready, ready_cap;
 	cl_task *tasks; /* pulled and not yet acked */
 	unsigned ntasks;
-	pthread_t publishers[2], puller, poller, ticker;
-	bool started[5];
+	pthread_t publishers[2], poller, ticker;
+	bool started[4]; /* publishers, poller, ticker */
 
 	/* figures (mu) */
 	uint64_t submitted, published, dup_published, dup_answered, publish_failures;
 	uint64_t pulled, redelivered, exhausted, recorded, already_recorded, naks, answered, results_too_big;
+	uint64_t results_by_ref, refs_fetched, ref_failures;
 };
 
 /* The results bucket's key of a request id: the id's bytes a key may hold as they are, others
  * (and '=') as =XX: one key per id, never two ids on one key. */
 void cl_result_key(const char *request_id, char *key, size_t len);
+/* A template's subject token (and consumer name part): as a result key. */
+#define cl_template_token cl_result_key
 /* A status's text, for logs and errors. */
 const char *cl_status(natsStatus s);
 uint64_t cl_wall_ms(void);
+/* Wakes every cluster thread (quiesce, stop); under c->mu. */
+void cl_wake_all(pd_cluster *c);
 
 /* edge.c */
 /* The stored answer of a request id: 1 (and *val, malloc'd), 0 none, -1 the broker did not say. */
@@ -84,6 +108,19 @@ void cl_edge_drain(pd_cluster *c);
 /* executor.c */
 void *cl_puller_main(void *arg);
 void *cl_ticker_main(void *arg);
+
+/* refs.c: results larger than the broker carries */
+/* Keeps value (the whole answer) in this node's file for token; returns the small value that
+ * claims the request by reference (malloc'd), or NULL when it could not be kept. */
+char *cl_ref_keep(pd_cluster *c, int status, const char *token, const char *value, size_t len, size_t *out_len);
+/* Removes token's file (its claim lost: another node's answer is the request's). */
+void cl_ref_drop(pd_cluster *c, const char *token);
+/* Removes the files older than the duplicate window. */
+void cl_ref_expire(pd_cluster *c);
+/* Fetches the answer a claim by reference names (ref: its "ref" object) from the node that
+ * keeps it: *val (malloc'd) the whole value, or an error value (502) saying what failed. */
+void cl_ref_fetch(pd_cluster *c, json_t *ref, const char *node, const char *token, int status, char **val,
+		  size_t *len);
 
 /* nodes.c */
 void cl_heartbeat(pd_cluster *c);

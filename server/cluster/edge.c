@@ -22,6 +22,7 @@
 
 struct cl_submit {
 	char kind[16];
+	char template_name[64];
 	char request_id[128];
 	char *body;
 	size_t len;
@@ -40,10 +41,24 @@ struct cl_waiter {
 
 /* ---- answers ------------------------------------------------------------------------------- */
 
-/* The answer a result value holds: {"status", "node", "token", "body"}. */
-static void answer_from_value(const char *val, size_t len, pd_cluster_answer cb, void *arg)
+/* The answer a result value holds: {"status", "node", "token", "body"}, or, for a result larger
+ * than the broker carries, {"status", "node", "token", "ref"}: then fetched from the node that
+ * has it (an HTTP round trip: never on a libnats thread, which the executor's bare note for a
+ * reference ensures). */
+static void answer_from_value(pd_cluster *c, const char *val, size_t len, pd_cluster_answer cb, void *arg)
 {
 	json_t *v = json_loadb(val, len, 0, NULL);
+	json_t *ref = v ? json_object_get(v, "ref") : NULL;
+	if (json_is_object(ref)) {
+		char *whole = NULL;
+		size_t wlen = 0;
+		cl_ref_fetch(c, ref, json_string_value(json_object_get(v, "node")),
+			     json_string_value(json_object_get(v, "token")) ? json_string_value(json_object_get(v, "token")) : "",
+			     (int)json_integer_value(json_object_get(v, "status")), &whole, &wlen);
+		json_decref(v);
+		v = whole ? json_loadb(whole, wlen, 0, NULL) : NULL;
+		free(whole);
+	}
 	json_t *b = v ? json_object_get(v, "body") : NULL;
 	char *text = b ? json_dumps(b, JSON_COMPACT) : NULL;
 	if (!text) {
@@ -99,7 +114,7 @@ static void deliver_value(pd_cluster *c, const char *request_id, char *val, size
 	while (mine) {
 		cl_waiter *w = mine;
 		mine = w->next;
-		answer_from_value(val, len, w->cb, w->arg);
+		answer_from_value(c, val, len, w->cb, w->arg);
 		free(w);
 	}
 	free(val);
@@ -116,8 +131,8 @@ static void deliver(pd_cluster *c, const char *request_id)
 
 /* ---- the edge: submit, publish, wait ------------------------------------------------------- */
 
-void pd_cluster_submit(pd_cluster *c, const char *kind, const char *body, size_t len, const char *request_id,
-		       pd_cluster_answer cb, void *arg)
+void pd_cluster_submit(pd_cluster *c, const char *kind, const char *template_name, const char *body, size_t len,
+		       const char *request_id, pd_cluster_answer cb, void *arg)
 {
 	if (c->max_payload > 0 && len + HEADROOM > (uint64_t)c->max_payload) {
 		char msg[200];
@@ -141,6 +156,7 @@ void pd_cluster_submit(pd_cluster *c, const char *kind, const char *body, size_t
 	q->body[len] = 0;
 	q->len = len;
 	snprintf(q->kind, sizeof q->kind, "%s", kind);
+	snprintf(q->template_name, sizeof q->template_name, "%s", template_name);
 	snprintf(q->request_id, sizeof q->request_id, "%s", request_id);
 	q->cb = cb;
 	q->arg = arg;
@@ -159,7 +175,7 @@ void pd_cluster_submit(pd_cluster *c, const char *kind, const char *body, size_t
 	else
 		c->subq = q;
 	c->subq_tail = q;
-	pthread_cond_broadcast(&c->cv);
+	pthread_cond_signal(&c->sub_cv);
 	pthread_mutex_unlock(&c->mu);
 }
 
@@ -168,8 +184,13 @@ void pd_cluster_submit(pd_cluster *c, const char *kind, const char *body, size_t
  * first: the message id does the duplicate check in the same round trip. */
 static int publish(pd_cluster *c, const cl_submit *q)
 {
-	char subject[64];
-	snprintf(subject, sizeof subject, "paddock.work.%s", q->kind);
+	/* paddock.work.<kind>.<template>: the template's consumer takes it, so only a node that
+	 * has the template pulls it */
+	char subject[300], tok[200];
+	cl_template_token(q->template_name, tok, sizeof tok);
+	if (!tok[0])
+		snprintf(tok, sizeof tok, "_");
+	snprintf(subject, sizeof subject, "paddock.work.%s.%s", q->kind, tok);
 	uint64_t until = cl_wall_ms() + PUBLISH_GIVE_UP_MS;
 	for (;;) {
 		natsMsg *m = NULL;
@@ -222,7 +243,7 @@ void *cl_publisher_main(void *arg)
 		if (!q) {
 			if (c->stopping)
 				break;
-			pthread_cond_wait(&c->cv, &c->mu);
+			pthread_cond_wait(&c->sub_cv, &c->mu);
 			continue;
 		}
 		c->subq = q->next;
@@ -283,18 +304,39 @@ void *cl_publisher_main(void *arg)
 	return NULL;
 }
 
-/* "ready" notes for this node's waiters (a libnats thread): handed to the poller, which reads
- * the bucket (a round trip this thread should not wait for). */
+/* "ready" notes for this node's waiters (a libnats thread). A note that carries the answer
+ * ("ID\nVALUE", the usual case) is answered here: no round trip, and one thread hand-off fewer
+ * per request than through the poller (hand-offs were most of a cluster request's CPU, perf).
+ * A bare "ID" needs a read of the bucket, which this thread should not wait for: it goes to the
+ * poller. */
 void cl_on_notify(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *arg)
 {
 	(void)nc;
 	(void)sub;
 	pd_cluster *c = arg;
 	int n = N.natsMsg_GetDataLength(m);
+	const char *data = N.natsMsg_GetData(m);
+	const char *nl = n > 0 ? memchr(data, '\n', (size_t)n) : NULL;
+	if (nl && (size_t)(nl - data) < 128) {
+		char id[128];
+		memcpy(id, data, (size_t)(nl - data));
+		id[nl - data] = 0;
+		size_t vlen = (size_t)n - (size_t)(nl - data) - 1;
+		char *val = malloc(vlen + 1);
+		if (val) {
+			memcpy(val, nl + 1, vlen);
+			val[vlen] = 0;
+			deliver_value(c, id, val, vlen);
+			N.natsMsg_Destroy(m);
+			return;
+		}
+	}
 	char *note = n > 0 ? malloc((size_t)n + 1) : NULL;
 	if (note) {
-		memcpy(note, N.natsMsg_GetData(m), (size_t)n);
+		memcpy(note, data, (size_t)n);
 		note[n] = 0;
+		if ((nl = strchr(note, '\n')))
+			*(char *)nl = 0; /* no memory for the value: the poller reads the bucket */
 		pthread_mutex_lock(&c->mu);
 		if (c->nready == c->ready_cap) {
 			size_t cap = c->ready_cap ? c->ready_cap * 2 : 256;
@@ -307,7 +349,7 @@ void cl_on_notify(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *a
 		if (c->nready < c->ready_cap) {
 			c->ready[c->nready++] = note;
 			note = NULL;
-			pthread_cond_broadcast(&c->cv);
+			pthread_cond_signal(&c->ready_cv);
 		}
 		pthread_mutex_unlock(&c->mu);
 		free(note); /* no memory to keep it: the poller's later look finds the result */
@@ -332,7 +374,7 @@ void *cl_poller_main(void *arg)
 				ts.tv_sec++;
 				ts.tv_nsec -= 1000000000L;
 			}
-			pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+			pthread_cond_timedwait(&c->ready_cv, &c->mu, &ts);
 		}
 		size_t n = c->nready;
 		if (n > cap) {
@@ -360,21 +402,7 @@ void *cl_poller_main(void *arg)
 		bool stopping = c->stopping;
 		pthread_mutex_unlock(&c->mu);
 		for (size_t i = 0; i < n; i++) {
-			/* "ID\nVALUE": the result came with the note; "ID": read it from the bucket */
-			char *nl = strchr(batch[i], '\n');
-			if (nl) {
-				*nl = 0;
-				size_t vlen = strlen(nl + 1);
-				char *val = malloc(vlen + 1);
-				if (val) {
-					memcpy(val, nl + 1, vlen + 1);
-					deliver_value(c, batch[i], val, vlen);
-				} else {
-					deliver(c, batch[i]);
-				}
-			} else {
-				deliver(c, batch[i]);
-			}
+			deliver(c, batch[i]);
 			free(batch[i]);
 		}
 		for (size_t i = 0; i < ndue; i++)

@@ -3,6 +3,7 @@
  * noted; in-progress acks for long runs. */
 #define _GNU_SOURCE
 #include "cluster.h"
+#include "judge/judge.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -21,8 +22,9 @@ struct cl_task {
 	char request_id[128];
 	char origin[64];
 	char kind[16];
-	char token[40]; /* this attempt's mark in its claim: tells our claim from another node's */
+	char token[96]; /* this attempt's mark in its claim: tells our claim from another node's */
 	char *value;    /* the result value claimed, sent with the note to the origin */
+	bool by_ref;    /* the value claimed names a file of this node's (refs.c) */
 	cl_task *next;
 };
 
@@ -36,27 +38,48 @@ static json_t *render(const pd_job *j, const char *kind, int *status)
 		*status = 400;
 		return json_pack("{s:o}", "message", pd_json_text(j->error));
 	}
+	if (!strcmp(kind, "judge")) {
+		/* the verdict, as POST /v1/judge answers it; one that never ran (exhausted) names the
+		 * node and the request too */
+		json_t *rec = pd_judge_job_record(j);
+		if (rec && !json_object_get(rec, "node"))
+			json_object_set_new(rec, "node", json_string(j->node));
+		if (rec && !json_object_get(rec, "request_id"))
+			json_object_set_new(rec, "request_id", json_string(j->request_id));
+		return rec;
+	}
 	return !strcmp(kind, "run_code") ? pd_job_to_run_code(j)
 	       : !strcmp(kind, "piston") ? pd_job_to_piston(j)
 					 : pd_job_to_json(j);
 }
 
-static char *result_value(pd_cluster *c, int status, json_t *body, const char *token, size_t *len)
+/* The value a request is claimed with: the answer itself, or, when it is larger than the
+ * broker carries, a reference to this node's copy of it (refs.c), *by_ref set. */
+static char *result_value(pd_cluster *c, int status, json_t *body, const char *token, size_t *len, bool *by_ref)
 {
+	*by_ref = false;
 	json_t *v = json_pack("{s:i,s:s,s:s,s:o}", "status", status, "node", c->node, "token", token, "body", body);
 	char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
 	json_decref(v);
 	if (text && c->max_payload > 0 && strlen(text) + 512 > (uint64_t)c->max_payload) {
-		/* the record stays whole in this node's store; the answer says where */
 		size_t big = strlen(text);
-		free(text);
 		pthread_mutex_lock(&c->mu);
 		c->results_too_big++;
 		pthread_mutex_unlock(&c->mu);
+		size_t rlen = 0;
+		char *ref = cl_ref_keep(c, status, token, text, big, &rlen);
+		free(text);
+		if (ref) {
+			*by_ref = true;
+			*len = rlen;
+			return ref;
+		}
+		/* not kept (this node's disk): the record stays whole in this node's store; the
+		 * answer says where */
 		char msg[400];
 		snprintf(msg, sizeof msg,
 			 "the result (%zu bytes) exceeds the cluster broker's message limit (%" PRId64
-			 " bytes); its record is in the store of node %s",
+			 " bytes) and could not be kept for fetching; its record is in the store of node %s",
 			 big, c->max_payload, c->node);
 		v = json_pack("{s:i,s:s,s:s,s:{s:s,s:s}}", "status", 502, "node", c->node, "token", token, "body",
 			      "error", msg, "node", c->node);
@@ -106,14 +129,20 @@ static int claim(const pd_job *j, void *arg, pd_err *e)
 	int status;
 	json_t *body = render(j, t->kind, &status);
 	size_t len = 0;
-	char *val = body ? result_value(t->c, status, body, t->token, &len) : NULL;
+	bool by_ref = false;
+	char *val = body ? result_value(t->c, status, body, t->token, &len, &by_ref) : NULL;
 	if (!val)
 		return pd_fail(e, ENOMEM, "result");
 	int rc = claim_put(t->c, t->request_id, t->token, val, len, e);
 	free(t->value);
 	t->value = rc == 0 ? val : NULL;
-	if (rc < 0)
+	t->by_ref = rc == 0 && by_ref;
+	if (rc < 0) {
+		/* another node's answer is the request's (or none is yet): this copy names nothing */
+		if (by_ref)
+			cl_ref_drop(t->c, t->token);
 		free(val);
+	}
 	return rc;
 }
 
@@ -141,7 +170,11 @@ static void task_end(pd_cluster *c, cl_task *t)
 			c->ntasks--;
 			break;
 		}
-	pthread_cond_broadcast(&c->cv);
+	/* every template's puller may use the slot */
+	if (c->nconsumers > 1)
+		pthread_cond_broadcast(&c->slot_cv);
+	else
+		pthread_cond_signal(&c->slot_cv);
 	pthread_mutex_unlock(&c->mu);
 	N.natsMsg_Destroy(t->m);
 	free(t->value);
@@ -169,18 +202,29 @@ static void task_done(pd_job *j, void *arg)
 	}
 	pthread_mutex_unlock(&c->mu);
 	if (recorded || elsewhere)
-		notify(c, t->origin, t->request_id, recorded ? t->value : NULL);
+		/* a reference goes as a bare note: the origin fetches over HTTP, which its libnats
+		 * thread must not wait for */
+		notify(c, t->origin, t->request_id, recorded && !t->by_ref ? t->value : NULL);
 	pd_job_free(j);
 	task_end(c, t);
 }
 
-static pd_job *parse(const char *kind, const char *body, size_t len, pd_err *e)
+static pd_job *parse(pd_cluster *c, const char *kind, const char *body, size_t len, bool *named, pd_err *e)
 {
 	json_error_t je;
 	json_t *b = json_loadb(body, len, 0, &je);
 	if (!b) {
 		pd_refuse(e, "request body is not JSON");
 		return NULL;
+	}
+	*named = json_is_string(json_object_get(b, "task_id"));
+	if (!strcmp(kind, "judge")) {
+		int status = 0;
+		pd_job *j = c->o.judge_job ? c->o.judge_job(c->o.judge_arg, b, &status, e) : NULL;
+		if (!c->o.judge_job)
+			pd_refuse(e, "this node judges nothing");
+		json_decref(b);
+		return j;
 	}
 	pd_job *j = !strcmp(kind, "run_code") ? pd_job_from_run_code(b, e)
 		    : !strcmp(kind, "piston") ? pd_job_from_piston(b, e)
@@ -195,7 +239,8 @@ static void answer_refusal(pd_cluster *c, cl_task *t, const char *msg)
 {
 	json_t *body = json_pack("{s:s}", "error", msg);
 	size_t len = 0;
-	char *val = body ? result_value(c, 400, body, t->token, &len) : NULL;
+	bool by_ref = false;
+	char *val = body ? result_value(c, 400, body, t->token, &len, &by_ref) : NULL;
 	pd_err e = {0};
 	if (val && claim_put(c, t->request_id, t->token, val, len, &e) == 0) {
 		N.natsMsg_Ack(t->m, NULL);
@@ -263,14 +308,17 @@ static void take_task(pd_cluster *c, natsMsg *m)
 		}
 	}
 	pd_err e = {0};
-	pd_job *j = parse(t->kind, N.natsMsg_GetData(m), (size_t)N.natsMsg_GetDataLength(m), &e);
+	bool named = false;
+	pd_job *j = parse(c, t->kind, N.natsMsg_GetData(m), (size_t)N.natsMsg_GetDataLength(m), &named, &e);
 	if (!j) {
 		answer_refusal(c, t, e.msg);
 		return;
 	}
 	snprintf(j->request_id, sizeof j->request_id, "%s", t->request_id);
 	snprintf(j->node, sizeof j->node, "%s", c->node);
-	if (!j->task_id[0])
+	/* a judge job names itself (j-<run id>-<n>) when the request gives no task id: the request
+	 * id names it across the cluster instead, as it does a run */
+	if (!j->task_id[0] || !named)
 		snprintf(j->task_id, sizeof j->task_id, "%.63s", t->request_id);
 	/* the scheduler's round robin is per origin node: one node's flood does not starve the rest */
 	snprintf(j->client, sizeof j->client, "node:%.57s", t->origin);
@@ -308,13 +356,18 @@ static void take_task(pd_cluster *c, natsMsg *m)
 	}
 }
 
+/* One template's puller. The node's slots are shared by its templates' pullers: each asks for
+ * as many tasks as are free when it asks, so while two fetch at once a node may hold a few more
+ * than its slots (they wait in its scheduler's queue, their acks renewed), never more than its
+ * slots times its templates. */
 void *cl_puller_main(void *arg)
 {
-	pd_cluster *c = arg;
+	cl_consumer *k = arg;
+	pd_cluster *c = k->c;
 	for (;;) {
 		pthread_mutex_lock(&c->mu);
 		while (!c->quiesced && c->ntasks >= c->slots)
-			pthread_cond_wait(&c->cv, &c->mu);
+			pthread_cond_wait(&c->slot_cv, &c->mu);
 		bool q = c->quiesced;
 		int free_slots = (int)(c->slots - c->ntasks);
 		pthread_mutex_unlock(&c->mu);
@@ -322,7 +375,7 @@ void *cl_puller_main(void *arg)
 			break;
 		natsMsgList list = {0};
 		jsErrCode je = 0;
-		natsStatus s = N.natsSubscription_Fetch(&list, c->work, free_slots, 1000, &je);
+		natsStatus s = N.natsSubscription_Fetch(&list, k->sub, free_slots, 1000, &je);
 		if (s != NATS_OK && s != NATS_TIMEOUT) {
 			/* the broker away: libnats reconnects; ask again shortly */
 			usleep(200 * 1000);
@@ -343,13 +396,13 @@ void *cl_puller_main(void *arg)
 void *cl_ticker_main(void *arg)
 {
 	pd_cluster *c = arg;
-	uint64_t ack_gap = (uint64_t)c->o.ack_wait_s * 1000 / 3, last_ack = cl_wall_ms();
+	uint64_t ack_gap = (uint64_t)c->o.ack_wait_s * 1000 / 3, last_ack = cl_wall_ms(), last_expire = 0;
 	pthread_mutex_lock(&c->mu);
 	while (!c->quiesced) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += 1;
-		pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+		pthread_cond_timedwait(&c->tick_cv, &c->mu, &ts);
 		if (cl_wall_ms() - last_ack >= ack_gap) {
 			last_ack = cl_wall_ms();
 			for (cl_task *t = c->tasks; t; t = t->next)
@@ -359,6 +412,10 @@ void *cl_ticker_main(void *arg)
 			break;
 		pthread_mutex_unlock(&c->mu);
 		cl_heartbeat(c);
+		if (cl_wall_ms() - last_expire >= 60000) {
+			last_expire = cl_wall_ms();
+			cl_ref_expire(c);
+		}
 		pthread_mutex_lock(&c->mu);
 	}
 	pthread_mutex_unlock(&c->mu);

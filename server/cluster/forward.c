@@ -23,6 +23,24 @@ void cluster_list(req *r, const char *url, const char *method)
 	http_set_json(r, 200, pd_cluster_nodes(r->srv->cluster));
 }
 
+void cluster_result(req *r, const char *url, const char *method)
+{
+	(void)method;
+	if (!r->srv->cluster) {
+		http_set_error(r, 404, "this daemon is not part of a cluster (serve --cluster)");
+		return;
+	}
+	char *text = NULL;
+	size_t len = 0;
+	pd_err e = {0};
+	/* a file read on the event thread: local disk, once per oversize result */
+	if (pd_cluster_result_file(r->srv->cluster, url + strlen("/v1/cluster/results/"), &text, &len, &e) < 0) {
+		http_set_error(r, e.code == ENOENT ? 404 : e.code == EINVAL ? 400 : 500, "%s", e.msg);
+		return;
+	}
+	http_set_resp(r, 200, "application/json", text, len);
+}
+
 typedef struct fwd {
 	req *r;
 	char addr[160];

@@ -14,6 +14,7 @@
 #include <nats/nats.h>
 
 #define PD_NATS_FUNCS(X)                                                                         \
+	X(nats_Open)                                                                             \
 	X(natsOptions_Create)                                                                    \
 	X(natsOptions_Destroy)                                                                   \
 	X(natsOptions_SetURL)                                                                    \
@@ -23,6 +24,7 @@
 	X(natsOptions_SetTimeout)                                                                \
 	X(natsOptions_SetPingInterval)                                                           \
 	X(natsOptions_SetReconnectBufSize)                                                       \
+	X(natsOptions_SetSendAsap)                                                               \
 	X(natsConnection_Connect)                                                                \
 	X(natsConnection_Close)                                                                  \
 	X(natsConnection_Destroy)                                                                \

@@ -130,8 +130,12 @@ char *pd_cluster_metrics(pd_cluster *c)
 		 c->already_recorded},
 		{"naks", "Tasks given back to the stream (not recorded, or not admitted here).", c->naks},
 		{"answers", "Waiting requests answered with their result.", c->answered},
-		{"results_too_big", "Results larger than the broker's message limit (answered by reference).",
-		 c->results_too_big},
+		{"results_too_big", "Results larger than the broker's message limit.", c->results_too_big},
+		{"results_by_reference", "Results too big for the broker kept here, claimed by reference.",
+		 c->results_by_ref},
+		{"references_fetched", "Answers this node fetched by reference from the node that ran them.",
+		 c->refs_fetched},
+		{"reference_failures", "Answers by reference the node that ran them did not give.", c->ref_failures},
 	};
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
 		fprintf(f, "# HELP paddock_cluster_%s_total %s\n# TYPE paddock_cluster_%s_total counter\n"

@@ -253,6 +253,29 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 }
 /* ---- start and stop -------------------------------------------------------------------------- */
 
+/* --memory-watermark: a size, or a percent of the machine's memory from 1 to 90. */
+static int parse_watermark(const char *w, pd_sched_opts *so, pd_err *e)
+{
+	size_t n = strlen(w);
+	if (n > 1 && w[n - 1] == '%') {
+		char *end;
+		double pct = strtod(w, &end);
+		if (end == w + n - 1 && strspn(w, "0123456789.") == n - 1 && pct >= 1 && pct <= 90) {
+			so->breaker_min_free_pct = pct;
+			return 0;
+		}
+	} else if (pd_parse_size(w, &so->breaker_min_free) == 0 && so->breaker_min_free >= (1u << 20)) {
+		return 0;
+	}
+	return pd_refuse(e, "--memory-watermark: '%s' is not a size of at least 1M nor a percent from 1%% to 90%%", w);
+}
+
+/* The pools' reclaimer finished with a use of a sandbox: its stored record's residue completed. */
+static void reclaimed(void *store, const char *use_id, const char *residue)
+{
+	pd_store_residue(store, use_id, residue);
+}
+
 static int bind_listen(pd_server *s, pd_err *e)
 {
 	const char *l = s->o.listen ? s->o.listen : "127.0.0.1:8080";
@@ -325,6 +348,7 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 	}
 	s->o = *o;
 	s->listen_fd = -1;
+	s->hup_epfd = s->hup_evfd = -1;
 	if (!s->o.max_body)
 		s->o.max_body = 16u << 20;
 	if (!s->o.max_connections)
@@ -347,6 +371,8 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 				   : pd_templates_default(&s->tpl, &s->ntpl, e);
 	if (rc < 0)
 		goto fail;
+	if (netmodes_add(s, e) < 0)
+		goto fail;
 	/* a sandbox cannot raise a hard limit (no CAP_SYS_RESOURCE where it runs): a template's nofile
 	 * above the daemon's own hard RLIMIT_NOFILE would make every exec fail, so it is lowered */
 	struct rlimit nof;
@@ -361,7 +387,8 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 				s->tpl[i].limits.nofile = (uint32_t)nof.rlim_max;
 			}
 	for (size_t i = 0; i < s->ntpl; i++)
-		if (o->warm && s->tpl[i].pool_min < o->warm) {
+		/* the network twins stay cold: built on demand */
+		if (o->warm && s->tpl[i].pool_min < o->warm && !strstr(s->tpl[i].name, ".net-")) {
 			s->tpl[i].pool_min = o->warm;
 			if (s->tpl[i].pool_max < o->warm)
 				s->tpl[i].pool_max = o->warm;
@@ -378,10 +405,21 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 	}
 	/* refills of the warm pools stay out of the connections' share of descriptors too (at a
 	 * large limit the share is never reached and the per-build count is not worth it) */
-	pd_pools_opts po = {0};
-	po.trajectory_retention_s = s->o.trajectory_retention == UINT_MAX ? 0
-				    : s->o.trajectory_retention       ? s->o.trajectory_retention
-								      : 30u * 86400;
+	/* the store before the pools: their reclaimers complete its records' residue */
+	char db[PATH_MAX];
+	if (o->db_path)
+		snprintf(db, sizeof db, "%s", o->db_path);
+	else
+		snprintf(db, sizeof db, "%s/paddock.db", pd_ctx_state_dir(s->ctx));
+	uint64_t cap = o->store_max ? o->store_max : (1ull << 30);
+	if (!(s->store = pd_store_open(db, cap == UINT64_MAX ? 0 : cap, e)))
+		goto fail;
+	pd_pools_opts po = {.on_reclaimed = reclaimed, .on_reclaimed_arg = s->store};
+	po.image_pools = o->image_pools;
+	po.image_ready_max = o->image_ready;
+	po.trajectory_retention_s = o->trajectory_retention == UINT_MAX ? 0
+				    : o->trajectory_retention       ? o->trajectory_retention
+								    : 30u * 86400;
 	if (s->fd_limit && s->fd_limit <= 65536)
 		po.fd_reserve = s->o.max_connections + FD_MARGIN;
 	if (!(s->pools = pd_pools_new(s->ctx, s->tpl, s->ntpl, &po, e)))
@@ -398,21 +436,25 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 				goto fail;
 		pd_log("info", "problems loaded", PD_LS("dir", o->problems_dir), PD_LU("problems", s->problems.n));
 	}
-	char db[PATH_MAX];
-	if (o->db_path)
-		snprintf(db, sizeof db, "%s", o->db_path);
-	else
-		snprintf(db, sizeof db, "%s/paddock.db", pd_ctx_state_dir(s->ctx));
-	uint64_t cap = o->store_max ? o->store_max : (1ull << 30);
-	if (!(s->store = pd_store_open(db, cap == UINT64_MAX ? 0 : cap, e)))
-		goto fail;
 	s->metrics = pd_metrics_new();
-	if (!(s->sched = pd_sched_new(s->pools, s->store, s->metrics, &o->sched, e)))
+	pd_sched_opts so = o->sched;
+	if (o->breaker_fail_percent)
+		so.breaker_fail_ratio = o->breaker_fail_percent / 100.0;
+	if (o->breaker_min_jobs)
+		so.breaker_min_jobs = o->breaker_min_jobs;
+	if (o->breaker_cooldown_s)
+		so.breaker_cooldown_ms = (uint64_t)o->breaker_cooldown_s * 1000;
+	if (o->memory_watermark && parse_watermark(o->memory_watermark, &so, e) < 0)
+		goto fail;
+	if (!(s->sched = pd_sched_new(s->pools, s->store, s->metrics, &so, e)))
+		goto fail;
+	if (hangup_start(s, e) < 0)
 		goto fail;
 	if (o->cluster) {
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 		pd_cluster_opts co = {.urls = o->cluster, .node_id = o->node_id, .address = s->address,
-				      .ack_wait_s = o->cluster_ack_wait,
+				      .ack_wait_s = o->cluster_ack_wait, .token = o->token,
+				      .max_deliver = o->cluster_max_deliver, .judge_job = judge_job_for_cluster, .judge_arg = s,
 				      .slots = o->sched.workers ? o->sched.workers : (unsigned)(cpus > 0 ? 2 * cpus : 2)};
 		if (!(s->cluster = pd_cluster_start(&co, s->sched, s->pools, s->ctx, s->store, e)))
 			goto fail;
@@ -455,6 +497,8 @@ void pd_server_stop(pd_server *s)
 	pd_cluster_quiesce(s->cluster);
 	if (s->sched)
 		pd_sched_drain(s->sched);
+	/* after the drain: a client that leaves meanwhile still cancels its job */
+	hangup_stop(s);
 	pd_cluster_free(s->cluster);
 	s->cluster = NULL;
 	sessions_drain(s);

@@ -7,8 +7,10 @@
  *                 streamed execs)
  *   exec_stream.c a session exec whose output is sent while it runs (JSON lines)
  *   conns.c       connection limits (total, per client address) and the descriptor reserve
+ *   hangup.c      clients that hang up while their run waits: the job is cancelled
  *   prometheus.c  /metrics: the server's gauges and counters as Prometheus text
  *   judge.c       POST /v1/judge: a submission judged by server/judge/ on a scheduler worker
+ *   images.c      a request's "image": checked against serve --images and the store
  *   records.c     GET /v1/runs[/{task_id}]: the stored attempts read back
  * Only the files above include this header; the rest of paddock sees server.h. */
 #ifndef PADDOCK_SERVER_HTTP_H
@@ -41,6 +43,8 @@ typedef struct sess_entry {
 	bool closing; /* DELETE arrived while in use */
 	char id[48];
 	char template_name[64];
+	char image_name[160]; /* the image the session was opened on by name ("" = none, or by digest) */
+	char template_version[48]; /* its template's (pd_template.version), for its exec records */
 	uint64_t created_ms;
 } sess_entry;
 
@@ -49,6 +53,7 @@ struct pd_server {
 	pd_ctx *ctx;
 	pd_template *tpl;
 	size_t ntpl;
+	unsigned run_code_nets; /* 1 << pd_net: the modes a /run_code request may ask for (netmodes.c) */
 	pd_pools *pools;
 	pd_store *store;
 	pd_metrics *metrics;
@@ -80,6 +85,13 @@ struct pd_server {
 	/* file descriptors: RLIMIT_NOFILE (0 = unlimited) and the work refused for lack of them */
 	uint64_t fd_limit;
 	uint64_t fd_refused;
+	/* hang-ups of suspended runs (hangup.c): its epoll set, the eventfd that stops its thread,
+	 * the requests watched now (under mu) */
+	int hup_epfd, hup_evfd;
+	pthread_t hup_thread;
+	bool hup_started;
+	struct req *watched;
+	uint64_t watch_seq, hangups;
 };
 
 typedef enum { K_NONE, K_NATIVE, K_RUN_CODE, K_PISTON } kind;
@@ -105,6 +117,11 @@ typedef struct req {
 	const char *content_type;
 	unsigned retry_after;
 	kind k;
+	/* a run's job while it is queued or runs, watched for the client's hang-up (hangup.c) */
+	pd_job *job;
+	uint64_t watch_id; /* 0: not watched */
+	int watch_fd;
+	struct req *wprev, *wnext;
 	/* session operations */
 	char method[8];
 	char url[512];
@@ -147,12 +164,18 @@ void runs_submit(req *r, kind k);
 
 /* ---- the judge (judge.c) ---- */
 void judge_submit(req *r, const char *url, const char *method);
+/* A cluster's answer to a suspended request (runs.c): sets the response and resumes. */
+void cluster_answer(void *arg, int status, const char *body, size_t len, unsigned retry_after);
+/* A judge request's job on this node, for the cluster's executor (pd_cluster_opts.judge_job). */
+pd_job *judge_job_for_cluster(void *srv, json_t *body, int *status, pd_err *e);
 
 /* ---- the store read back (records.c) ---- */
 /* GET /v1/runs?group_id=&since=&kind=&last=&limit=&cursor= */
 void records_list(req *r, const char *url, const char *method);
 /* GET /v1/runs/{task_id} */
 void records_get(req *r, const char *url, const char *method);
+void review_list_http(req *r, const char *url, const char *method);
+void review_decide_http(req *r, const char *url, const char *method);
 
 /* ---- sessions (sessions.c) ---- */
 void sessions_create(req *r, const char *url, const char *method);
@@ -171,7 +194,7 @@ void session_unknown(req *r, const char *id);
 sess_entry *session_hold(pd_server *s, const char *id);
 void session_unhold(pd_server *s, sess_entry *se);
 bool session_dispatch(req *r, sess_entry *se, const char *op);
-json_t *session_open_one(pd_server *s, pd_session_create_req *q, int *status, pd_err *e);
+json_t *session_open_one(pd_server *s, pd_session_create_req *q, const char *digest, int *status, pd_err *e);
 void session_delete_quiet(pd_server *s, const char *id);
 /* replay.c: POST /v1/replay (the body: a trajectory's JSON lines) and POST
  * /v1/sessions/<id>/replay (that session's trajectory), on a session operation's thread */
@@ -194,6 +217,8 @@ void sessions_drain(pd_server *s);
 /* ---- cluster mode (server/cluster/forward.c) ---- */
 /* GET /v1/cluster. */
 void cluster_list(req *r, const char *url, const char *method);
+/* GET /v1/cluster/results/{token}: a result too big for the broker, kept here for its origin. */
+void cluster_result(req *r, const char *url, const char *method);
 /* A session request: forwarded to the node holding the session (410 when it is gone), or
  * handled here by sessions_op. */
 void cluster_session_op(req *r, const char *url, const char *method);
@@ -210,6 +235,25 @@ long conns_fds_open(void);
 /* True (and why, in msg) when a sandbox of this template would have to be built from descriptors
  * kept for the connections that may still come. */
 bool conns_fds_short(pd_server *s, const char *template_name, char *msg, size_t len);
+
+/* ---- hang-ups (hangup.c) ---- */
+int hangup_start(pd_server *s, pd_err *e);
+void hangup_stop(pd_server *s);
+/* Watches r's socket while j waits or runs: a hang-up cancels j. Before pd_sched_submit. */
+void hangup_watch(req *r, pd_job *j);
+/* Stops watching (j finished, or was refused); before r is resumed. */
+void hangup_unwatch(req *r);
+
+/* ---- /run_code's network per request (netmodes.c) ---- */
+/* Parses --run-code-networks and adds each template's twins for the modes it allows. */
+int netmodes_add(pd_server *s, pd_err *e);
+/* j's "network": its template's twin with that mode. -1 (why filled) when not allowed. */
+int netmodes_pick(pd_server *s, pd_job *j, char *why, size_t len);
+/* ---- request images (images.c) ---- */
+/* Checks a request's "image" against serve --images and the store: 0 (digest filled), or the
+ * HTTP status to answer (400 a malformed reference, 403 not allowed, 404 not in the store) with
+ * e's message. */
+int images_check(pd_server *s, const char *ref, char digest[PD_DIGEST_LEN], pd_err *e);
 
 /* ---- /metrics (prometheus.c) ---- */
 /* The whole exposition: the scheduler's, the pools', the host's, the store's, the connections'. */

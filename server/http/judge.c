@@ -7,6 +7,7 @@
 #include "http.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,8 @@
 static void judge_done(pd_job *j, void *arg)
 {
 	req *r = arg;
+	/* before j is freed: the hang-up watcher may hold it otherwise */
+	hangup_unwatch(r);
 	if (j->store_errno) {
 		r->retry_after = j->store_errno == ENOSPC ? 30 : 5;
 		http_set_error(r, j->store_errno == ENOSPC ? 507 : 503,
@@ -99,6 +102,11 @@ static void judge_batch(req *r, json_t *body)
 		int status;
 		jobs[i] = pd_judge_job(srv->judge, &srv->problems, one, pd_ctx_run_id(srv->ctx), &status, &e);
 		json_decref(one);
+		char digest[PD_DIGEST_LEN];
+		if (jobs[i] && jobs[i]->image[0] && (status = images_check(srv, jobs[i]->image, digest, &e)) != 0) {
+			pd_job_free(jobs[i]);
+			jobs[i] = NULL;
+		}
 		if (!jobs[i]) {
 			for (size_t k2 = 0; k2 < i; k2++)
 				pd_job_free(jobs[k2]);
@@ -138,6 +146,32 @@ static void judge_batch(req *r, json_t *body)
 	free(jobs);
 }
 
+pd_job *judge_job_for_cluster(void *arg, json_t *body, int *status, pd_err *e)
+{
+	pd_server *srv = arg;
+	return pd_judge_job(srv->judge, &srv->problems, body, pd_ctx_run_id(srv->ctx), status, e);
+}
+
+/* Cluster mode: the request, refused here when it is bad, runs on a node with room, as runs do
+ * (runs.c); the same request id answers the first verdict. */
+static void judge_to_cluster(req *r, pd_job *j)
+{
+	char rid[128];
+	const char *hid = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Request-Id");
+	if (hid && *hid) {
+		snprintf(rid, sizeof rid, "%s", hid);
+	} else {
+		static uint64_t seq;
+		snprintf(rid, sizeof rid, "j-%s-%08" PRIx32 "-%" PRIu64, pd_cluster_node_id(r->srv->cluster),
+			 pd_ctx_run_id(r->srv->ctx), __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+	}
+	char tpl[64];
+	snprintf(tpl, sizeof tpl, "%s", j->template_name);
+	pd_job_free(j);
+	http_suspend(r);
+	pd_cluster_submit(r->srv->cluster, "judge", tpl, r->body ? r->body : "", r->len, rid, cluster_answer, r);
+}
+
 void judge_submit(req *r, const char *url, const char *method)
 {
 	(void)url;
@@ -162,6 +196,16 @@ void judge_submit(req *r, const char *url, const char *method)
 		http_set_error(r, status, "%s", e.msg);
 		return;
 	}
+	char digest[PD_DIGEST_LEN];
+	if (j->image[0] && (status = images_check(srv, j->image, digest, &e)) != 0) {
+		pd_job_free(j);
+		http_set_error(r, status, "%s", e.msg);
+		return;
+	}
+	if (srv->cluster) {
+		judge_to_cluster(r, j);
+		return;
+	}
 	const char *client = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Paddock-Client");
 	snprintf(j->client, sizeof j->client, "%s", client && *client ? client : "judge");
 	j->done = judge_done;
@@ -173,16 +217,22 @@ void judge_submit(req *r, const char *url, const char *method)
 		http_set_error(r, 503, "%s", fdwhy);
 		return;
 	}
-	/* suspend first: the job may finish (and resume us) before submit returns */
+	/* suspend first: the job may finish (and resume us) before submit returns; watched for
+	 * hang-ups before it is queued, for the same reason */
 	http_suspend(r);
+	hangup_watch(r, j);
 	pd_admit a = pd_sched_submit(srv->sched, j);
 	if (a == PD_ADMIT_OK)
 		return;
+	hangup_unwatch(r);
+	r->retry_after = j->retry_after_s ? j->retry_after_s : 1;
 	pd_job_free(j);
-	r->retry_after = pd_sched_retry_after(srv->sched);
 	http_set_error(r, a == PD_ADMIT_DISK_FULL ? 507 : 503, "%s",
 		       a == PD_ADMIT_FULL	  ? "queue full: retry later"
-		       : a == PD_ADMIT_BREAKER	  ? "overloaded (circuit breaker open): retry later"
+		       : a == PD_ADMIT_BREAKER	  ? "circuit breaker open (sandboxes are failing to start): retry later"
+		       : a == PD_ADMIT_DEADLINE  ? "overloaded: the work queued ahead would not let this request "
+						   "finish before its deadline: retry later"
+		       : a == PD_ADMIT_MEMORY	  ? "overloaded: the host is short of free memory: retry later"
 		       : a == PD_ADMIT_DISK_FULL ? "disk full: the results store cannot record results"
 						 : "shutting down");
 	pthread_mutex_lock(&srv->mu);

@@ -105,6 +105,15 @@ static char *pool_metrics(pd_server *s)
 		   "# TYPE paddock_store_pruned_records_total counter\n"
 		   "paddock_store_pruned_records_total %llu\n",
 		(unsigned long long)sf, (unsigned long long)so, (unsigned long long)pd_store_pruned(s->store));
+	uint64_t rp = 0, rc = 0, rd = 0;
+	pd_store_review_stats(s->store, &rp, &rc, &rd);
+	fprintf(f, "# HELP paddock_review_queue_size Attempts waiting in the review queue.\n"
+		   "# TYPE paddock_review_queue_size gauge\npaddock_review_queue_size %llu\n"
+		   "# HELP paddock_review_outcomes_total Review items decided, by outcome.\n"
+		   "# TYPE paddock_review_outcomes_total counter\n"
+		   "paddock_review_outcomes_total{outcome=\"confirmed\"} %llu\n"
+		   "paddock_review_outcomes_total{outcome=\"dismissed\"} %llu\n",
+		(unsigned long long)rp, (unsigned long long)rc, (unsigned long long)rd);
 	uint64_t used = 0, cap = 0;
 	pd_store_size(s->store, &used, &cap);
 	fprintf(f, "# HELP paddock_store_bytes Bytes the results store's records use.\n"
@@ -163,12 +172,17 @@ static char *pool_metrics(pd_server *s)
 char *prometheus_text(pd_server *s)
 {
 	char *sm = pd_sched_metrics(s->sched), *pm = pool_metrics(s);
+	size_t nst = 0;
+	pd_pool_stats *st = pd_pools_stats(s->pools, &nst);
+	char *om = pd_ops_render(pd_metrics_ops(s->metrics), st, nst); /* server/opsmetrics.c */
+	free(st);
 	char *cm = s->cluster ? pd_cluster_metrics(s->cluster) : NULL;
 	char *extra = NULL;
-	if (asprintf(&extra, "%s%s%s", sm ? sm : "", pm ? pm : "", cm ? cm : "") < 0)
+	if (asprintf(&extra, "%s%s%s%s", sm ? sm : "", pm ? pm : "", om ? om : "", cm ? cm : "") < 0)
 		extra = NULL;
 	free(sm);
 	free(pm);
+	free(om);
 	free(cm);
 	char *text = pd_metrics_render(s->metrics, extra);
 	free(extra);

@@ -224,7 +224,7 @@ void replay_run(req *r, const char *id)
 	cq.o.metadata = json_dumps(meta, JSON_COMPACT);
 	json_decref(meta);
 	int status = 0;
-	json_t *created = session_open_one(s, &cq, &status, &e);
+	json_t *created = session_open_one(s, &cq, NULL, &status, &e);
 	pd_session_create_req_free(&cq);
 	const char *sid_v = json_string_value(json_object_get(created, "session_id"));
 	char sid[64];

@@ -157,6 +157,8 @@ static const route routes[] = {
 	{"GET", "/v1/runs", records_list},
 	{"GET", "/v1/runs/", records_get},
 	{"POST", "/v1/judge", judge_submit},
+	{"GET", "/v1/review", review_list_http},
+	{"POST", "/v1/review/", review_decide_http},
 	{"GET", "/v1/pools", pools},
 	{"POST", "/v1/sessions", sessions_create},
 	{"GET", "/v1/sessions", sessions_list},
@@ -164,6 +166,7 @@ static const route routes[] = {
 	/* a trajectory replayed in a new session: on a session operation's thread (replay.c) */
 	{"POST", "/v1/replay", sessions_create},
 	{"GET", "/v1/cluster", cluster_list},
+	{"GET", "/v1/cluster/results/", cluster_result},
 	/* SandboxFusion */
 	{"GET", "/v1/ping", ping},
 	{"POST", "/run_code", run_code},

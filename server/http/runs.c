@@ -17,6 +17,8 @@
 static void job_done(pd_job *j, void *arg)
 {
 	req *r = arg;
+	/* before j is freed: the hang-up watcher may hold it otherwise */
+	hangup_unwatch(r);
 	if (j->store_errno) {
 		/* ran, but not recorded: answering the result would let it be lost, so it is an error the
 		 * client can retry (507 for a full disk) */
@@ -64,9 +66,27 @@ static const char *client_of(struct MHD_Connection *c, char *buf, size_t len)
 	return buf;
 }
 
+/* A request without deadline_ms gets the one its client most likely has: SandboxFusion's clients
+ * (verl's) read for compile + run timeout + 10 s, Piston's wait for its run and compile
+ * timeouts; the native API's steps have their limits (or the template's). Plus the margin
+ * (--deadline-margin, 10 s by default): the sandbox's setup, the answer's way back. */
+static void default_deadline(pd_server *srv, pd_job *j)
+{
+	if (j->deadline_us)
+		return;
+	const pd_template *t = pd_pools_template(srv->pools, j->template_name);
+	uint64_t tw = t ? t->limits.wall_ms : 0;
+	uint64_t run = j->run.wall_ms ? j->run.wall_ms : tw;
+	uint64_t comp = j->compile.wall_ms ? j->compile.wall_ms : j->compile.argv ? tw : 0;
+	if (!run)
+		return; /* no limit on the run: no deadline can be derived */
+	uint64_t margin = srv->o.deadline_margin_s ? srv->o.deadline_margin_s : 10;
+	j->deadline_us = pd_now_us() + (run + comp + margin * 1000) * 1000;
+}
+
 /* A cluster's answer (a cluster thread): the first result of the request id, whichever node ran
  * it. */
-static void cluster_done(void *arg, int status, const char *body, size_t len, unsigned retry_after)
+void cluster_answer(void *arg, int status, const char *body, size_t len, unsigned retry_after)
 {
 	req *r = arg;
 	char *copy = malloc(len + 1);
@@ -107,8 +127,18 @@ void runs_submit(req *r, kind k)
 		http_set_error(r, 400, "%s", e.msg);
 		return;
 	}
+	if (j->image[0]) {
+		int st = images_check(r->srv, j->image, j->image_digest, &e);
+		if (st) {
+			pd_job_free(j);
+			http_set_error(r, st, "%s", e.msg);
+			return;
+		}
+	}
 	if (r->srv->cluster) {
 		/* refused requests were answered above, here; the rest runs where the cluster has room */
+		char tpl[64];
+		snprintf(tpl, sizeof tpl, "%s", j->template_name);
 		pd_job_free(j);
 		if (!rid[0]) {
 			static uint64_t rseq;
@@ -116,7 +146,7 @@ void runs_submit(req *r, kind k)
 				 pd_ctx_run_id(r->srv->ctx), __atomic_add_fetch(&rseq, 1, __ATOMIC_RELAXED));
 		}
 		http_suspend(r);
-		pd_cluster_submit(r->srv->cluster, kind_names[k], r->body ? r->body : "", r->len, rid, cluster_done, r);
+		pd_cluster_submit(r->srv->cluster, kind_names[k], tpl, r->body ? r->body : "", r->len, rid, cluster_answer, r);
 		return;
 	}
 	if (!j->task_id[0]) {
@@ -132,16 +162,33 @@ void runs_submit(req *r, kind k)
 		http_set_error(r, k == K_RUN_CODE ? 504 : 503, "%s", fdwhy);
 		return;
 	}
+	char netwhy[200];
+	if (netmodes_pick(r->srv, j, netwhy, sizeof netwhy) < 0) {
+		pd_job_free(j);
+		http_set_error(r, 400, "%s", netwhy);
+		return;
+	}
 	client_of(r->conn, j->client, sizeof j->client);
+	default_deadline(r->srv, j);
+	/* Piston's memory failure is the kernel's OOM kill: SG, SIGKILL, "memory limit exceeded" */
+	j->mem_fast_off = k == K_PISTON;
+	if (k == K_RUN_CODE) {
+		/* SandboxFusion keeps a program's whole output and judges it by its exit status */
+		uint64_t cap = r->srv->o.run_code_output_max ? r->srv->o.run_code_output_max : 16u << 20;
+		j->run.keep_whole = j->compile.keep_whole = cap;
+	}
 	j->done = job_done;
 	j->done_arg = r;
-	/* suspend first: the job may finish (and resume us) before submit returns */
+	/* suspend first: the job may finish (and resume us) before submit returns; watched for the
+	 * same reason before it is queued */
 	http_suspend(r);
+	hangup_watch(r, j);
 	pd_admit a = pd_sched_submit(r->srv->sched, j);
 	if (a == PD_ADMIT_OK)
 		return;
+	hangup_unwatch(r);
+	r->retry_after = j->retry_after_s ? j->retry_after_s : 1;
 	pd_job_free(j);
-	r->retry_after = pd_sched_retry_after(r->srv->sched);
 	/* verl's SandboxFusion client retries on 504 only: overload must say 504 there */
 	int code = k == K_RUN_CODE ? 504 : 503;
 	char why[600];
@@ -153,7 +200,10 @@ void runs_submit(req *r, kind k)
 			snprintf(why, sizeof why, "disk full: the results store cannot record results");
 	}
 	http_set_error(r, code, "%s", a == PD_ADMIT_FULL ? "queue full: retry later"
-			       : a == PD_ADMIT_BREAKER ? "overloaded (circuit breaker open): retry later"
+			       : a == PD_ADMIT_BREAKER ? "circuit breaker open (sandboxes are failing to start): retry later"
+			       : a == PD_ADMIT_DEADLINE ? "overloaded: the work queued ahead would not let this request "
+							  "finish before its deadline: retry later"
+			       : a == PD_ADMIT_MEMORY ? "overloaded: the host is short of free memory: retry later"
 			       : a == PD_ADMIT_DISK_FULL ? why
 						       : "shutting down");
 	pd_server *srv = r->srv;

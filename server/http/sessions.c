@@ -75,6 +75,8 @@ json_t *session_exec_answer(sess_entry *se, const pd_session_exec_req *q, const 
 	pd_audit_verdict v;
 	if (q->audit)
 		pd_audit_evaluate(q->audit, res, NULL, &v);
+	if (se->image_name[0]) /* the session's pool is per digest: the name is the one it was opened by */
+		snprintf(res->image_name, sizeof res->image_name, "%s", se->image_name);
 	json_t *o = pd_result_json(res, true);
 	if (!o)
 		return NULL;
@@ -85,6 +87,7 @@ json_t *session_exec_answer(sess_entry *se, const pd_session_exec_req *q, const 
 		json_object_set_new(o, "process", vo ? vo : json_null());
 	}
 	json_object_set_new(o, "session_id", json_string(se->id));
+	json_object_set_new(o, "template_version", se->template_version[0] ? json_string(se->template_version) : json_null());
 	/* without a client id, the exec is recorded as "#<n>": say which, for /output */
 	char auto_id[32];
 	snprintf(auto_id, sizeof auto_id, "#%u", pd_session_exec_count(se->s));
@@ -434,10 +437,11 @@ static void session_reset(req *r, sess_entry *se)
 		http_set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 503, "%s", e.msg);
 		return;
 	}
-	char sid[40], state[32];
+	char sid[40], state[32], uid[56];
 	pd_session_info(se->s, sid, sizeof sid, state, sizeof state);
-	http_set_json(r, 200, json_pack("{s:s,s:s,s:s,s:b}", "session_id", se->id, "sandbox_id", sid, "state", state,
-				   "reset", 1));
+	pd_session_use_id(se->s, uid, sizeof uid);
+	http_set_json(r, 200, json_pack("{s:s,s:s,s:s,s:s,s:b}", "session_id", se->id, "sandbox_id", sid, "use_id", uid,
+				   "state", state, "reset", 1));
 }
 
 bool session_dispatch(req *r, sess_entry *se, const char *op)
@@ -547,7 +551,9 @@ static void session_async(req *r)
 	pthread_attr_destroy(&at);
 }
 
-json_t *session_open_one(pd_server *s, pd_session_create_req *q, int *status, pd_err *e)
+/* Opens one session for q and files it in the table: its description, or NULL with the answer's
+ * status and e filled. digest: the request image's, or NULL. */
+json_t *session_open_one(pd_server *s, pd_session_create_req *q, const char *digest, int *status, pd_err *e)
 {
 	/* the acquire may create a sandbox on the spot: this runs on the operation's own thread */
 	pd_session *ss = pd_session_open(s->pools, q->from_snapshot[0] && !q->template_given ? NULL : q->template_name,
@@ -556,8 +562,10 @@ json_t *session_open_one(pd_server *s, pd_session_create_req *q, int *status, pd
 		*status = e->code == ENOENT || e->code == EINVAL ? 400 : 503;
 		return NULL;
 	}
-	char tpl[64];
+	char tpl[64], tver[48];
 	pd_session_template(ss, tpl, sizeof tpl);
+	const pd_template *st = pd_pools_template(s->pools, tpl); /* its pool holds the session's sandbox */
+	snprintf(tver, sizeof tver, "%s", st ? st->version : "");
 	pthread_mutex_lock(&s->mu);
 	sess_entry *slot = NULL;
 	for (int i = 0; i < MAX_SESSIONS && !slot; i++)
@@ -583,6 +591,9 @@ json_t *session_open_one(pd_server *s, pd_session_create_req *q, int *status, pd
 		slot->s = ss;
 		snprintf(slot->id, sizeof slot->id, "%s", pd_session_id(ss));
 		snprintf(slot->template_name, sizeof slot->template_name, "%s", tpl);
+		snprintf(slot->image_name, sizeof slot->image_name, "%s",
+			 q->image[0] && !pd_image_ref_is_digest(q->image) ? q->image : "");
+		snprintf(slot->template_version, sizeof slot->template_version, "%s", tver);
 		struct timeval tv;
 		gettimeofday(&tv, NULL);
 		slot->created_ms = (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
@@ -594,12 +605,22 @@ json_t *session_open_one(pd_server *s, pd_session_create_req *q, int *status, pd
 		pd_fail(e, EAGAIN, "too many open sessions (%d): close some", MAX_SESSIONS);
 		return NULL;
 	}
+	char uid[56];
+	pd_session_use_id(ss, uid, sizeof uid);
 	pd_log("info", "session opened", PD_LS("session_id", pd_session_id(ss)),
-	       PD_LS("sandbox_id", pd_sandbox_id(pd_session_sandbox(ss))), PD_LS("template", tpl));
-	json_t *o = json_pack("{s:s,s:s,s:s}", "session_id", pd_session_id(ss), "sandbox_id",
-			      pd_sandbox_id(pd_session_sandbox(ss)), "template", tpl);
+	       PD_LS("sandbox_id", pd_sandbox_id(pd_session_sandbox(ss))), PD_LS("use_id", uid),
+	       PD_LS("template", tpl));
+	json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "session_id", pd_session_id(ss), "sandbox_id",
+			      pd_sandbox_id(pd_session_sandbox(ss)), "use_id", uid, "template", tpl);
 	if (q->from_snapshot[0])
 		json_object_set_new(o, "from_snapshot", json_string(q->from_snapshot));
+	if (digest && digest[0]) {
+		json_t *im = json_object();
+		if (!pd_image_ref_is_digest(q->image))
+			json_object_set_new(im, "name", json_string(q->image));
+		json_object_set_new(im, "digest", json_string(digest));
+		json_object_set_new(o, "image", im);
+	}
 	return o;
 }
 
@@ -612,6 +633,23 @@ static void session_create(req *r)
 		http_set_error(r, 400, "%s", e.msg);
 		return;
 	}
+	char digest[PD_DIGEST_LEN] = "";
+	if (q.image[0]) {
+		/* the allowlist and the store first (a 4xx), then the (template, image) pool, whose
+		 * name the session opens on */
+		int st = images_check(s, q.image, digest, &e);
+		char pool[64];
+		if (!st && pd_pools_image(s->pools, q.template_name, q.image, pool, sizeof pool, digest, &e) < 0)
+			st = e.code == EAGAIN ? 503 : 400;
+		if (st) {
+			pd_session_create_req_free(&q);
+			if (st == 503)
+				r->retry_after = 5;
+			http_set_error(r, st, "%s", e.msg);
+			return;
+		}
+		snprintf(q.template_name, sizeof q.template_name, "%s", pool);
+	}
 	char why[300];
 	if (conns_fds_short(s, q.template_name, why, sizeof why)) {
 		pd_session_create_req_free(&q);
@@ -623,7 +661,7 @@ static void session_create(req *r)
 	json_t *list = json_array();
 	int status = 0;
 	for (unsigned i = 0; i < n; i++) {
-		json_t *one = session_open_one(s, &q, &status, &e);
+		json_t *one = session_open_one(s, &q, digest, &status, &e);
 		if (!one)
 			break;
 		json_array_append_new(list, one);
@@ -676,6 +714,9 @@ static void session_delete(req *r, const char *id)
 	sess_entry *se = find_session(s, id);
 	pd_session *ss = NULL;
 	bool found = se != NULL;
+	char uid[56] = "";
+	if (se && se->s)
+		pd_session_use_id(se->s, uid, sizeof uid);
 	if (se && se->ops) {
 		se->closing = true; /* the last request using it closes it */
 	} else if (se) {
@@ -689,7 +730,7 @@ static void session_delete(req *r, const char *id)
 	}
 	if (ss)
 		pd_session_close(ss);
-	pd_log("info", "session closed", PD_LS("session_id", id));
+	pd_log("info", "session closed", PD_LS("session_id", id), PD_LS("use_id", uid));
 	http_set_json(r, 200, json_pack("{s:s,s:b}", "session_id", id, "closed", 1));
 }
 
@@ -703,10 +744,11 @@ static void session_list(req *r)
 		sess_entry *se = &s->sessions[i];
 		if (!se->s)
 			continue;
-		char sid[40], state[32];
+		char sid[40], state[32], uid[56];
 		pd_session_info(se->s, sid, sizeof sid, state, sizeof state);
-		json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:s,s:I,s:b}", "session_id", se->id,
-						     "sandbox_id", sid, "template", se->template_name, "state",
+		pd_session_use_id(se->s, uid, sizeof uid);
+		json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:b}", "session_id", se->id,
+						     "sandbox_id", sid, "use_id", uid, "template", se->template_name, "state",
 						     state, "created_ms", (json_int_t)se->created_ms, "expired",
 						     pd_session_expired(se->s, now)));
 	}
@@ -739,9 +781,10 @@ static void session_get(req *r, const char *id)
 	sess_entry *se = find_session(s, id);
 	json_t *o = NULL;
 	if (se) {
-		char sid[40], state[32];
+		char sid[40], state[32], uid[56];
 		pd_session_info(se->s, sid, sizeof sid, state, sizeof state);
-		o = json_pack("{s:s,s:s,s:s,s:s}", "session_id", se->id, "sandbox_id", sid, "template",
+		pd_session_use_id(se->s, uid, sizeof uid);
+		o = json_pack("{s:s,s:s,s:s,s:s,s:s}", "session_id", se->id, "sandbox_id", sid, "use_id", uid, "template",
 			      se->template_name, "state", state);
 	}
 	pthread_mutex_unlock(&s->mu);

@@ -73,7 +73,8 @@ static void tpl_identity(pd_sha256 *h, const pd_template *t)
 	}
 	const pd_limits *l = &t->limits;
 	uint64_t v[] = {l->memory_bytes, l->pids, l->cpu_ms, l->wall_ms, l->cpu_millicores, l->disk_bytes,
-			l->output_bytes, l->output_kill_bytes, l->nofile, l->fsize_bytes, l->stack_bytes, t->net};
+			l->output_bytes, l->output_kill_bytes, l->nofile, l->fsize_bytes, l->stack_bytes, t->net,
+			l->io_read_bps, l->io_write_bps, l->io_read_iops, l->io_write_iops};
 	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
 		pd_sha256_u64(h, v[i]);
 }

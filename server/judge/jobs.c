@@ -99,6 +99,12 @@ static bool judge_once(pd_job *j, judge_work *w, const pd_judge_opts *o)
 	json_object_set_new(j->record, "attempt", json_integer(j->attempts));
 	json_object_set_new(j->record, "finished_at", json_integer((json_int_t)(wall_us() / 1000)));
 	pd_judged_free(&d);
+	/* cluster mode: the verdict names the node that judged it and the request it answers, as a
+	 * run's record does */
+	if (j->record && j->node[0])
+		json_object_set_new(j->record, "node", json_string(j->node));
+	if (j->record && j->request_id[0])
+		json_object_set_new(j->record, "request_id", json_string(j->request_id));
 	return retry;
 }
 
@@ -171,6 +177,10 @@ pd_job *pd_judge_job(pd_judge *judge, const pd_problem_set *problems, json_t *bo
 	snprintf(j->template_name, sizeof j->template_name, "%s",
 		 w->problem->template_name[0] ? w->problem->template_name : l->template);
 	snprintf(j->language, sizeof j->language, "%s", l->name);
+	/* for the edge's allowlist check: the request's image, or its inline problem's (a problem
+	 * loaded from --problems is the operator's, its image too) */
+	snprintf(j->image, sizeof j->image, "%s",
+		 w->q.opts.image[0] ? w->q.opts.image : w->q.problem ? w->q.problem->image : "");
 	snprintf(j->problem_id, sizeof j->problem_id, "%s", w->problem->id);
 	snprintf(j->problem_version, sizeof j->problem_version, "%s", w->problem->version);
 	if (w->q.task_id[0]) {

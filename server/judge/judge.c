@@ -233,6 +233,7 @@ static void test_once(pd_judge *j, const pd_problem *p, const pd_jtest *t, const
 	tr->message[0] = 0;
 	tr->time_ms = x.r.cpu_ms;
 	tr->wall_ms = x.r.wall_ms;
+	snprintf(tr->use_id, sizeof tr->use_id, "%s", x.r.use_id);
 	tr->memory_kb = x.r.memory_peak_bytes / 1024;
 	d->cpu_ms += x.r.cpu_ms;
 	tr->status = of_status(&x);
@@ -378,7 +379,24 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 	pd_audit_policy *pol = NULL;      /* the audit's policy, once the template is known */
 	d->v.resources = PD_LV_NOT_JUDGED;
 	set_ids(j, p, l->name, tpl_name, d);
+	/* an image (the request's, else the problem's): the candidate runs in the pool of (template,
+	 * image), its requires checked against the image (docs/images.md) */
+	const char *img = o->image[0] ? o->image : p->image;
+	char pool[64];
+	if (img[0]) {
+		pd_err ie = {0};
+		if (pd_pools_image(j->pools, tpl_name, img, pool, sizeof pool, d->image_digest, &ie) < 0) {
+			d->v.failure_class = ie.code == EAGAIN ? "startup_failure" : "dependency_missing";
+			snprintf(d->error, sizeof d->error, "%s", ie.msg);
+			goto done;
+		}
+		if (!pd_image_ref_is_digest(img))
+			snprintf(d->image_name, sizeof d->image_name, "%s", img);
+		tpl_name = pool;
+	}
 	const pd_template *tpl = pd_pools_template(j->pools, tpl_name);
+	if (tpl)
+		snprintf(d->template_version, sizeof d->template_version, "%s", tpl->version);
 	if (!tpl || !tpl->available) {
 		d->v.failure_class = "dependency_missing";
 		snprintf(d->error, sizeof d->error, "template '%s' %s", tpl_name,

@@ -136,6 +136,7 @@ typedef struct pd_problem {
 	char id[128], version[32];
 	char origin[512];        /* the directory, or "inline" */
 	char template_name[64];  /* the candidate's template; "" = the language's */
+	char image[160];         /* "image": the candidate's image (a name or digest); "" = the template's */
 	char judge_template[64]; /* checkers' and interactors' template; "" = "judge" if the pools
 				  * have it, else the checker language's */
 	uint64_t time_ms;        /* per test, CPU; wall is twice that plus one second */
@@ -312,6 +313,7 @@ typedef struct pd_jtest_result {
 	char message[256];
 	char checker_message[256];
 	unsigned checker_attempts; /* 2 when the checker failed once and was retried */
+	char use_id[56];           /* the sandbox use the candidate's run had (empty: none ran) */
 } pd_jtest_result;
 
 typedef struct pd_judge_opts {
@@ -321,6 +323,9 @@ typedef struct pd_judge_opts {
 	unsigned judge_retries;     /* retries of a failed checker; default 1 */
 	unsigned infra_retries;     /* retries of a sandbox that failed (XX, startup); default 1 */
 	const pd_audit_policy *audit; /* the request's "audit" (borrowed), NULL: none asked */
+	/* the request's "image" (an imported image's name or digest, checked at the edge against
+	 * serve --images): the candidate runs on it, over the problem's own; "" = the problem's */
+	char image[160];
 } pd_judge_opts;
 
 void pd_judge_opts_default(pd_judge_opts *o);
@@ -328,6 +333,8 @@ void pd_judge_opts_default(pd_judge_opts *o);
 typedef struct pd_judged {
 	char task_id[64], group_id[128], sample_id[128], attempt_id[80];
 	char problem_id[128], problem_version[32], language[32], template_name[64];
+	char template_version[48];
+	char image_name[160], image_digest[PD_DIGEST_LEN]; /* the candidate's image, when one was named */
 	pd_verdict v;
 	char error[512];            /* an infrastructure failure's cause */
 	bool compiled;              /* a compile step ran */

@@ -570,6 +570,7 @@ static int digest(pd_problem *p)
 	pd_sha256_str(&c, p->version);
 	pd_sha256_str(&c, p->template_name);
 	pd_sha256_str(&c, p->judge_template);
+	pd_sha256_str(&c, p->image);
 	pd_sha256_u64(&c, p->time_ms);
 	pd_sha256_u64(&c, p->memory_bytes);
 	pd_sha256_u64(&c, p->output_bytes);
@@ -608,7 +609,7 @@ pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, 
 		fail_at(e, where, "a problem must be a JSON object");
 		return NULL;
 	}
-	static const char *const known[] = {"id", "version", "template", "judge_template", "limits", "checker",
+	static const char *const known[] = {"id", "version", "template", "judge_template", "image", "limits", "checker",
 					    "interactor", "tests", "in_outs", "weights", "stop_at_first_failure",
 					    "title", "tags", "metadata", "audit", NULL};
 	if (unknown_fields(o, where, known, e) < 0)
@@ -636,6 +637,7 @@ pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, 
 	    get_str(o, "version", where, p->version, sizeof p->version, e) < 0 ||
 	    get_str(o, "template", where, p->template_name, sizeof p->template_name, e) < 0 ||
 	    get_str(o, "judge_template", where, p->judge_template, sizeof p->judge_template, e) < 0 ||
+	    get_str(o, "image", where, p->image, sizeof p->image, e) < 0 ||
 	    get_bool(o, "stop_at_first_failure", where, &p->stop_at_first_failure, e) < 0)
 		goto fail;
 	for (const char *q = p->id; *q; q++)

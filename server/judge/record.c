@@ -16,6 +16,16 @@ json_t *pd_judged_to_json(const pd_judged *d)
 	json_object_set_new(o, "problem_version", pd_json_text(d->problem_version));
 	json_object_set_new(o, "language", pd_json_text(d->language));
 	json_object_set_new(o, "template", pd_json_text(d->template_name));
+	json_object_set_new(o, "template_version", d->template_version[0] ? json_string(d->template_version) : json_null());
+	if (d->image_digest[0]) {
+		json_t *im = json_object();
+		if (d->image_name[0])
+			json_object_set_new(im, "name", json_string(d->image_name));
+		json_object_set_new(im, "digest", json_string(d->image_digest));
+		json_object_set_new(o, "image", im);
+	} else {
+		json_object_set_new(o, "image", json_null());
+	}
 	json_t *v = json_object(), *out = json_object(), *proc = json_object(), *res = json_object();
 	json_object_set_new(out, "status", json_string(pd_level_name(d->v.output)));
 	json_object_set_new(out, "score", json_real(d->v.score));
@@ -57,6 +67,7 @@ json_t *pd_judged_to_json(const pd_judged *d)
 		json_object_set_new(x, "memory_kb", json_integer((json_int_t)t->memory_kb));
 		json_object_set_new(x, "message", pd_json_text(t->message));
 		json_object_set_new(x, "checker", pd_json_text(t->checker_message));
+		json_object_set_new(x, "use_id", t->use_id[0] ? json_string(t->use_id) : json_null());
 		json_array_append_new(tests, x);
 	}
 	json_object_set_new(o, "tests", tests);

@@ -31,7 +31,7 @@ int pd_judge_req_parse(json_t *o, pd_judge_req *q, pd_err *e)
 		return pd_refuse(e, "request: must be a JSON object");
 	static const char *const known[] = {"problem_id", "problem_version", "problem", "language", "code",
 					    "task_id", "group_id", "sample_id", "priority", "deadline_ms", "cache",
-					    "stop_at_first_failure", "reward", "audit", NULL};
+					    "stop_at_first_failure", "reward", "audit", "image", NULL};
 	const char *k;
 	json_t *v;
 	json_object_foreach(o, k, v) {
@@ -40,6 +40,14 @@ int pd_judge_req_parse(json_t *o, pd_judge_req *q, pd_err *e)
 			ok = !strcmp(k, known[i]);
 		if (!ok)
 			return pd_refuse(e, "%s: unknown field", k);
+	}
+	json_t *im = json_object_get(o, "image");
+	if (im && !json_is_null(im)) {
+		if (!json_is_string(im) || !json_string_length(im) || json_string_length(im) >= sizeof q->opts.image ||
+		    !pd_image_is_ref(json_string_value(im)))
+			return pd_refuse(e, "image: must be an imported image's name or digest of at most %zu characters, "
+					    "not a path", sizeof q->opts.image - 1);
+		snprintf(q->opts.image, sizeof q->opts.image, "%s", json_string_value(im));
 	}
 	if (get_id(o, "problem_id", q->problem_id, sizeof q->problem_id, e) < 0 ||
 	    get_id(o, "problem_version", q->problem_version, sizeof q->problem_version, e) < 0 ||

@@ -4,6 +4,9 @@
 # /v1/runs) and every accepted request is answered whole; a deadline that passes in the queue ends
 # as queue_timeout, answered at the deadline rather than when a worker frees up; a high-priority job
 # overtakes queued low ones; clients are served round robin.
+# The scheduler refuses at admission what its estimate says cannot meet its deadline (overload.t
+# tests that): to see deadlines pass in the queue, the jobs ahead run on templates it has not
+# timed yet (counted as 0.5 s each) and take longer than that.
 source "$(dirname "$0")/api.sh"
 plan 40
 
@@ -100,21 +103,21 @@ ok $? "/metrics counts the refusals (queue_full $refused)"
 
 # --- deadline passing in the queue ------------------------------------------------------------
 workers_busy() { curl -s -m 5 "$U/metrics" | grep -qx 'paddock_workers_busy 1'; }
-curl -s -m 30 -o "$TMPD/slow.json" -H 'Content-Type: application/json' -d '{"shell":"sleep 2; echo slow"}' "$U/v1/runs" &
+curl -s -m 30 -o "$TMPD/slow.json" -H 'Content-Type: application/json' -d '{"template":"c","shell":"sleep 3; echo slow"}' "$U/v1/runs" &
 slow=$!
 wait_for 10 workers_busy
 ok $? "a slow job occupies the only worker"
-post_json /v1/runs '{"shell":"echo should-not-run","deadline_ms":100,"task_id":"deadline-1"}'
-is "$CODE" 200 "deadline_ms 100 behind a 2 s job: answered 200"
-is "$(jb .failure_class)" queue_timeout "deadline_ms 100 behind a 2 s job: failure_class queue_timeout"
+post_json /v1/runs '{"template":"cpp","shell":"echo should-not-run","deadline_ms":1500,"task_id":"deadline-1"}'
+is "$CODE" 200 "deadline_ms 1500 behind a 3 s job: answered 200"
+is "$(jb .failure_class)" queue_timeout "deadline_ms 1500 behind a 3 s job: failure_class queue_timeout"
 is "$(jb .run)" null "queue_timeout: never ran (run null)"
 wait "$slow"
 is "$(jq -r .run.stdout "$TMPD/slow.json")" slow "the slow job itself completed"
 # the same through SandboxFusion: a SandboxError, which verl treats as an infrastructure failure
-curl -s -m 30 -o /dev/null -H 'Content-Type: application/json' -d '{"shell":"sleep 2"}' "$U/v1/runs" &
+curl -s -m 30 -o /dev/null -H 'Content-Type: application/json' -d '{"template":"node","shell":"sleep 7"}' "$U/v1/runs" &
 slow=$!
 wait_for 10 workers_busy
-post_json /run_code '{"code":"print(1)","language":"python","run_timeout":10,"deadline_ms":100}'
+post_json /run_code '{"code":"print(1)","language":"python","run_timeout":10,"deadline_ms":5000}'
 is "$(jb '[.status, .failure_class] | join(" ")')" "SandboxError queue_timeout" "/run_code with a passed deadline: SandboxError, queue_timeout"
 wait "$slow"
 req GET /metrics
@@ -184,14 +187,14 @@ curl -s -m 60 -o "$TMPD/long.json" -H 'Content-Type: application/json' \
 long=$!
 wait_for 10 workers_busy
 ok $? "a 12 s job occupies the only worker"
-# the later deadline is queued first: the reaper, asleep until 3 s, must re-arm for the 0.3 s one
+# the later deadline is queued first: the reaper, asleep until 5 s, must re-arm for the 2 s one
 ( curl -s -m 60 -o "$TMPD/late.json" -H 'Content-Type: application/json' \
-    -d '{"shell":"echo late","deadline_ms":3000,"task_id":"dl-late"}' "$U/v1/runs"
+    -d '{"shell":"echo late","deadline_ms":5000,"task_id":"dl-late"}' "$U/v1/runs"
   date +%s%N >"$TMPD/late.t" ) &
 late=$!
 wait_for 5 qlen normal 1
 ( curl -s -m 60 -o "$TMPD/early.json" -H 'Content-Type: application/json' \
-    -d '{"language":"python","code":"print(1)","deadline_ms":300,"task_id":"dl-early"}' "$U/v1/runs"
+    -d '{"language":"python","code":"print(1)","deadline_ms":2000,"task_id":"dl-early"}' "$U/v1/runs"
   date +%s%N >"$TMPD/early.t" ) &
 early=$!
 # and one without a deadline, which must stay queued and run after the long job
@@ -202,9 +205,9 @@ wait "$early" "$late"
 kill -0 "$long" 2>/dev/null
 ok $? "both deadline jobs were answered while the 12 s job still ran (not when the worker freed up)"
 is "$(jq -r '[.failure_class, (.run | tostring)] | join(" ")' "$TMPD/early.json")" "queue_timeout null" \
-  "deadline_ms 300: queue_timeout, never ran"
+  "deadline_ms 2000: queue_timeout, never ran"
 is "$(jq -r '[.failure_class, (.run | tostring)] | join(" ")' "$TMPD/late.json")" "queue_timeout null" \
-  "deadline_ms 3000: queue_timeout, never ran"
+  "deadline_ms 5000: queue_timeout, never ran"
 [ "$(cat "$TMPD/early.t")" -lt "$(cat "$TMPD/late.t")" ]
 ok $? "the earlier deadline was answered first, though queued second"
 qlen normal 1

@@ -11,7 +11,7 @@ unset PADDOCK_TOKEN
 # --- serve: the options --help lists -------------------------------------------------------------
 mapfile -t OPTS < <("$PADDOCK" serve --help | sed -nE 's/^  (-[a-z], )?--([a-z-]+) ([A-Z]+).*/\2 \3/p' | grep -v '^config ')
 plan $((2 * ${#OPTS[@]} + 43))
-is "${#OPTS[@]}" 17 "serve --help lists 17 options with a value (besides --config)"
+is "${#OPTS[@]}" 28 "serve --help lists 28 options with a value (besides --config)"
 
 printf 'secret-from-file\n' >"$TMPD/token"
 value() {  # a value of the option's type, other than its default
@@ -24,9 +24,12 @@ value() {  # a value of the option's type, other than its default
     *:SIZE) echo 32M ;;
     *:N) echo 3 ;;
     *:CIDRS) echo 10.0.0.0/8 ;;
+    *:LIST) echo "swe-*,task-1" ;;
     *:URLS) echo nats://127.0.0.1:4222 ;;
     *:ID) echo node-7 ;;
     *:SECS) echo 3 ;;
+    *:MODES) echo none,host ;;
+    *:WATERMARK) echo 5% ;;
     *) echo "no sample value for $1 $2" >&2; echo "?" ;;
   esac
 }

@@ -51,7 +51,7 @@ else:
 PY
 )
 is "$(sed -n 's/^bad=//p' <<<"$CHECK")" "0 " "every log line parses as JSON, no key repeated"
-is "$(sed -n 's/^keys=//p' <<<"$CHECK")" "attempt failure_class level msg problem sandbox_id status task_id template ts" \
+is "$(sed -n 's/^keys=//p' <<<"$CHECK")" "attempt failure_class level msg problem sandbox_id status task_id template ts use_id" \
   "the attempt line has exactly the keys written"
 is "$(sed -n 's/^level=//p' <<<"$CHECK")" info "its level is the daemon's (info), not the forged one"
 is "$(sed -n 's/^task=//p' <<<"$CHECK") $(sed -n 's/^problem=//p' <<<"$CHECK")" \

@@ -20,6 +20,10 @@ the host has it, symlinked /lib64 and all), gzip-compressed. Scenarios:
   pyrepo         a Python repository at a commit: the host's python3 and its standard library,
                  bash, and /repo with a bug its visible test finds (tests/api/image_episode.t)
   toomany        layered + 6 more layers: 9, more than a sandbox stacks (the lowest are flattened)
+  gitrepo        base + the host's git + /repo, a git repository whose main branch was reset to
+                 the task's commit after the fix was committed: the fix is still in the reflog,
+                 ORIG_HEAD, a branch, a tag and a stray blob (OUT.task, OUT.future: the commits)
+  gitrepo-symlink  the repository with a symlink to CANARY in its .git: --strip-history refuses it
 """
 import gzip, hashlib, io, json, os, shutil, stat, subprocess, sys, tarfile
 
@@ -301,13 +305,62 @@ class TestHidden(unittest.TestCase):
 
 
 def repo_layer(t):
-    dirent(t, "repo", uid=1000, gid=1000)
-    reg(t, "repo/calc.py", CALC_BUG, uid=1000, gid=1000)
-    reg(t, "repo/test_calc.py", VISIBLE_TEST, uid=1000, gid=1000)
-    reg(t, "repo/README", b"calc: add is wrong (issue 1)\n", uid=1000, gid=1000)
+    # owned by the image's user, root (it sets no User): the agent's programs run as that root
+    # without capabilities, and the file API acts with the same rights (docs/security.md)
+    dirent(t, "repo")
+    reg(t, "repo/calc.py", CALC_BUG)
+    reg(t, "repo/test_calc.py", VISIBLE_TEST)
+    reg(t, "repo/README", b"calc: add is wrong (issue 1)\n")
 
 
 LAYERED_CFG = {"env": ["PATH=/usr/bin:/bin", "FOO=from-image"], "workdir": "/data"}
+
+
+def git_layer(t):
+    for p in host_paths(["/usr/bin/git"] + libs_of("/usr/bin/git")):
+        st = os.lstat(p)
+        name = p.lstrip("/")
+        if stat.S_ISLNK(st.st_mode):
+            link(t, name, os.readlink(p))
+        elif not stat.S_ISDIR(st.st_mode):
+            with open(p, "rb") as f:
+                reg(t, name, f.read(), mode=0o755)
+
+
+def git_repo(out, symlink=None):
+    """A repository at the task's commit, with the future (the fix) still inside its .git."""
+    d = out + ".repo"
+    env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", HOME=d + ".home", GIT_AUTHOR_NAME="t",
+               GIT_AUTHOR_EMAIL="t@example.com", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com")
+    g = lambda *a: subprocess.run(["git", "-C", d] + list(a), check=True, env=env, capture_output=True).stdout
+    os.makedirs(d)
+    g("init", "-q", "-b", "main")
+    with open(d + "/calc.py", "wb") as f:
+        f.write(CALC_BUG)
+    g("add", "calc.py")
+    g("commit", "-q", "-m", "the task's commit")
+    task = g("rev-parse", "HEAD").strip().decode()
+    with open(d + "/calc.py", "wb") as f:
+        f.write(CALC_FIX)
+    g("commit", "-q", "-am", "the future: fix add")
+    future = g("rev-parse", "HEAD").strip().decode()
+    g("tag", "v2")
+    g("branch", "future")
+    g("reset", "-q", "--hard", task)
+    subprocess.run(["git", "-C", d, "hash-object", "-w", "--stdin"], input=b"a stray fix\n", check=True, env=env,
+                   capture_output=True)
+    for name, val in (("task", task), ("future", future)):
+        with open("%s.%s" % (out, name), "w") as f:
+            f.write(val + "\n")
+
+    def ent(t):
+        t.add(d, arcname="repo", filter=lambda ti: (setattr(ti, "uid", 1000), setattr(ti, "gid", 1000),
+                                                   setattr(ti, "uname", ""), setattr(ti, "gname", ""), ti)[-1])
+    if symlink:  # a link in .git a host process must not follow
+        os.symlink(symlink, d + "/.git/objects/info/packs")
+    layer = tar_bytes(ent)
+    shutil.rmtree(d)
+    return layer
 
 
 def main():
@@ -370,6 +423,11 @@ def main():
             f.write(CALC_FIX)
         with open(out + ".hidden_test.py", "wb") as f:
             f.write(HIDDEN_TEST)
+    elif scen == "gitrepo":
+        write_oci(out, [(base(), gz), (tar_bytes(git_layer), None), (git_repo(out), gz)],
+                  {"env": ["PATH=/usr/bin:/bin"], "workdir": "/repo"}, name="gitrepo:task")
+    elif scen == "gitrepo-symlink":
+        write_oci(out, [(base(), gz), (git_repo(out, symlink=canary), gz)], {})
     elif scen == "toomany":
         ls = layered + [(tar_bytes(lambda t, i=i: reg(t, "data/l%d" % i, b"x")), None) for i in range(6)]
         write_oci(out, ls, LAYERED_CFG)

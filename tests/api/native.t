@@ -97,7 +97,9 @@ w=$(jb .run.wall_ms)
 [[ $w =~ ^[0-9]+$ ]] && [ "$w" -ge 900 ] && [ "$w" -lt 4000 ]
 ok $? "exec_timeout: killed near 1 s (wall_ms $w)"
 
-post_json /v1/runs '{"language":"python","code":"x = bytearray(300 * 1024 * 1024)\nprint(\"allocated\")","limits":{"memory":"64M"}}'
+# 1 MB at a time, each written: the cgroup's limit is reached before the memory fast path's
+# data-segment limit (64M + 32M), so the kernel's OOM kill decides (memory.t covers the fast path)
+post_json /v1/runs '{"language":"python","code":"x = [b\"x\" * (1 << 20) for _ in range(300)]\nprint(\"allocated\")","limits":{"memory":"64M"}}'
 is "$(jb '[.failure_class, .status] | join(" ")')" "oom ML" "300 MB hog under 64M: failure_class oom, status ML"
 is "$(jb .run.oom_killed)" true "oom: run.oom_killed true"
 peak=$(jb .run.memory_peak_bytes)

@@ -23,13 +23,14 @@ post_json /v1/runs "{\"template\":\"bash\",\"cmd\":$CMD,\"task_id\":\"record-sur
 is "$CODE" 200 "/v1/runs: 200"
 jq .run <"$BODY" >"$TMPD/runs.json"
 
-# 3. a session exec (its record, less the session's own two fields)
+# 3. a session exec (its record, less the session's own three fields)
 post_json /v1/sessions '{"template":"bash"}'
 S=$(jb .session_id)
 post_json "/v1/sessions/$S/exec" "{\"cmd\":$CMD}"
 is "$CODE" 200 "session exec: 200"
-is "$(jb '[has("session_id"), has("request_id")] | all')" true "session exec: session_id and request_id added"
-jq 'del(.session_id, .request_id)' <"$BODY" >"$TMPD/session.json"
+is "$(jb '[has("session_id"), has("request_id"), has("template_version")] | all')" true \
+  "session exec: session_id, request_id and template_version added"
+jq 'del(.session_id, .request_id, .template_version)' <"$BODY" >"$TMPD/session.json"
 req DELETE "/v1/sessions/$S"
 
 # 4. paddock run (a request line through the in-process scheduler)

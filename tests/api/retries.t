@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # `paddock serve --retries N` is the number of retries of an infrastructure failure, 0 included
 # (the scheduler once took 0 as "unset" and retried twice): a run on a template whose sandboxes
-# cannot be made is attempted N + 1 times, each attempt stored.
+# cannot be made is attempted N + 1 times, each attempt stored; without the flag, N is 2.
 source "$(dirname "$0")/api.sh"
-plan 4
+plan 6
 
 cat >"$TMPD/templates.json" <<'EOF_T'
 {"templates": [
@@ -22,3 +22,10 @@ ok $? "daemon started with --retries 1"
 post_json /v1/runs '{"task_id":"rt-1","language":"python","template":"broken","code":"print(1)"}'
 req GET /v1/runs/rt-1
 is "$(jb .attempts)" 2 "--retries 1: two attempts"
+stop_daemon
+
+start_daemon --templates "$TMPD/templates.json"
+ok $? "daemon started without --retries"
+post_json /v1/runs '{"task_id":"rt-d","language":"python","template":"broken","code":"print(1)"}'
+req GET /v1/runs/rt-d
+is "$(jb .attempts)" 3 "the default: two retries, three attempts"

@@ -120,7 +120,7 @@ got=$(jb '.files["sub/dir/out.bin"]' | base64 -d 2>/dev/null | od -An -tx1 | tr 
 want=$(printf '\x00\x01\x02\xff\xfe binary' | python3 -c 'import sys; sys.stdout.buffer.write(sys.stdin.buffer.read()[::-1])' | od -An -tx1 | tr -d ' \n')
 is "$got" "$want" "fetch_files: a binary file in a subdirectory round-trips byte for byte"
 missing=$(jb '.files | has("missing.txt")')
-is "$missing" true "fetch_files: a file that does not exist is still named in files"
+is "$missing" false "fetch_files: a file that does not exist is left out of files (SandboxFusion's Dict[str, str])"
 is "$(jb '.files["missing.txt"]')" null "fetch_files: ...with null, not an empty string"
 
 # --- unknown language ----------------------------------------------------------------------------

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -224,7 +225,7 @@ out:
 
 static void cleanup_root(void)
 {
-	for (int c = 3; c >= 0; c--) {
+	for (int c = 4; c >= 0; c--) {
 		if (!cg.v1_dirs[c][0])
 			continue;
 		DIR *d = opendir(cg.v1_dirs[c]);
@@ -249,7 +250,7 @@ int main(void)
 		printf("1..0 # SKIP no cgroup v1 (or not root)\n");
 		return 0;
 	}
-	plan(55);
+	plan(61);
 	char rootname[64];
 	snprintf(rootname, sizeof rootname, "paddock-unit-%d", (int)getpid());
 	pd_err e = {0};
@@ -257,7 +258,9 @@ int main(void)
 	ok(rc == 0, "init v1 with root %s (%s)", rootname, e.msg);
 	if (rc < 0)
 		return done();
-	ok(cg.ops && !strcmp(cg.ops->name, "v1") && cg.version == 1 && cg.v1_n == 4, "backend v1, 4 controllers");
+	bool blkio = access("/sys/fs/cgroup/blkio", F_OK) == 0;
+	ok(cg.ops && !strcmp(cg.ops->name, "v1") && cg.version == 1 && cg.v1_n == (blkio ? 5 : 4),
+	   "backend v1, 4 controllers (and blkio where it is mounted: %d)", cg.v1_n);
 	int dirs = 0;
 	for (int c = 0; c < 4; c++)
 		dirs += is_dir(cg.v1_dirs[c]) && strstr(cg.v1_dirs[c], rootname) != NULL;
@@ -413,9 +416,44 @@ int main(void)
 	if (rc == 0)
 		ops->destroy(gc, NULL);
 
+	/* I/O limits: only such a sandbox joins blkio; its throttles name the disk; destroy removes it */
+	if (blkio) {
+		pd_limits lio;
+		memset(&lio, 0, sizeof lio);
+		lio.io_read_bps = 1 << 20;
+		lio.io_write_iops = 100;
+		pd_cg *gi = NULL;
+		memset(&e, 0, sizeof e);
+		ok(ops->create(&cg, "sb-io", &lio, &gi, &e) == 0, "create sb-io (%s)", e.msg);
+		char bp[PD_PATH * 2], buf[256] = "";
+		snprintf(bp, sizeof bp, "%s/sb-io", cg.v1_dirs[4]);
+		ok(!is_dir(bp), "create alone does not join blkio");
+		struct stat rs;
+		stat("/", &rs);
+		pd_iodev dev = {major(rs.st_dev), minor(rs.st_dev)};
+		if (dev.maj == 0)
+			dev = (pd_iodev){7, 0}; /* any block device the kernel knows will do for the files */
+		ok(ops->set_io(gi, &dev, 1, &lio, &e) == 0 && is_dir(bp), "set_io joins blkio (%s)", e.msg);
+		snprintf(bp, sizeof bp, "%s/sb-io/blkio.throttle.read_bps_device", cg.v1_dirs[4]);
+		pd_read_file(bp, buf, sizeof buf);
+		char want[64];
+		snprintf(want, sizeof want, "%u:%u 1048576", dev.maj, dev.min);
+		ok(!strncmp(buf, want, strlen(want)), "read_bps_device: '%s' (want '%s')", strtok(buf, "\n"), want);
+		snprintf(bp, sizeof bp, "%s/sb-io/blkio.throttle.write_iops_device", cg.v1_dirs[4]);
+		pd_read_file(bp, buf, sizeof buf);
+		snprintf(want, sizeof want, "%u:%u 100", dev.maj, dev.min);
+		ok(!strncmp(buf, want, strlen(want)), "write_iops_device: '%s'", strtok(buf, "\n"));
+		ops->destroy(gi, NULL);
+		snprintf(bp, sizeof bp, "%s/sb-io", cg.v1_dirs[4]);
+		ok(!is_dir(bp), "destroy removes the blkio directory too");
+	} else {
+		for (int i = 0; i < 6; i++)
+			ok(1, "# skip: blkio is not mounted");
+	}
+
 	cleanup_root();
 	int left = 0;
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < cg.v1_n; i++)
 		left += is_dir(cg.v1_dirs[i]);
 	is_int(left, 0, "the test's parent directories are removed");
 	return done();

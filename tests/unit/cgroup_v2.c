@@ -106,7 +106,7 @@ static uint64_t peak_read(const pd_cg_ops *ops, pd_cg *g, const char *peak, cons
 
 int main(void)
 {
-	plan(86);
+	plan(92);
 	if (!mkdtemp(tmp)) {
 		perror("mkdtemp");
 		return 1;
@@ -188,6 +188,22 @@ int main(void)
 	   "memory only: memory.max 4096, swap 0");
 	ops->destroy(gm, NULL);
 	ok(!dir_exists("sb-m"), "destroyed");
+
+	/* ---- I/O limits: one io.max line per disk, "max" for what is not limited ---- */
+	pd_cg *gi = NULL;
+	pd_limits lio = lim(0, 0, 0);
+	lio.io_read_bps = 1 << 20;
+	lio.io_write_iops = 200;
+	ok(ops->create(&cg, "sb-io", &lio, &gi, &e) == 0, "create sb-io");
+	pd_iodev devs[] = {{254, 0}, {8, 16}};
+	memset(&e, 0, sizeof e);
+	ok(ops->set_io(gi, devs, 1, &lio, &e) == 0, "set_io on one disk (%s)", e.msg);
+	is_str(rd("sb-io", "io.max"), "254:0 rbps=1048576 wbps=max riops=max wiops=200", "io.max names the disk and each limit");
+	ok(ops->set_io(gi, devs, 2, &lio, &e) == 0, "set_io on two disks");
+	/* the kernel keeps a line per device; the fake file keeps the last write, which is the second's */
+	is_str(rd("sb-io", "io.max"), "8:16 rbps=1048576 wbps=max riops=max wiops=200", "a line is written per disk");
+	ops->destroy(gi, NULL);
+	ok(!dir_exists("sb-io"), "sb-io destroyed");
 
 	/* ---- stats ---- */
 	pd_cg_stats s;

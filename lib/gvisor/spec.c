@@ -1,0 +1,162 @@
+/* The OCI bundle of a gvisor run: the same template a container sandbox gets, as config.json.
+ *
+ * The root is the image read-only: runsc's --overlay2=root:memory keeps the program's writes in
+ * the sandbox's memory, so nothing reaches the image and nothing is left to clean. /tmp, /work
+ * and /dev/shm are tmpfs of the disk size, as in a container sandbox. */
+#define _GNU_SOURCE
+#include "gvisor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static json_t *strv(char *const *v)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && v && v[i]; i++)
+		json_array_append_new(a, json_string(v[i]));
+	return a;
+}
+
+static json_t *rlimit(const char *type, uint64_t v)
+{
+	return json_pack("{s:s,s:I,s:I}", "type", type, "hard", (json_int_t)v, "soft", (json_int_t)v);
+}
+
+static void add_mount(json_t *mounts, const char *dst, const char *type, const char *src, const char *opts)
+{
+	json_t *m = json_pack("{s:s,s:s,s:s}", "destination", dst, "type", type, "source", src);
+	if (m && opts) {
+		json_t *o = json_array();
+		char buf[256];
+		snprintf(buf, sizeof buf, "%s", opts);
+		for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+			json_array_append_new(o, json_string(t));
+		json_object_set_new(m, "options", o);
+	}
+	json_array_append_new(mounts, m);
+}
+
+/* The root: a directory image as it is (with the default image's host /usr binds), or layers
+ * stacked read-only with overlayfs on the host. */
+static int make_root(pd_gv_bundle *b, const pd_sandbox_opts *o, const char *default_image, json_t *mounts,
+		     const char **root, pd_err *e)
+{
+	if (o->layers && o->layers[0]) {
+		snprintf(b->rootfs, sizeof b->rootfs, "%s/rootfs", b->dir);
+		if (mkdir(b->rootfs, 0755) < 0)
+			return pd_fail(e, errno, "mkdir %s", b->rootfs);
+		char *data = NULL;
+		size_t n = 0;
+		while (o->layers[n])
+			n++;
+		int rc;
+		if (n == 1) /* overlayfs wants two lower layers when it has no upper */
+			rc = mount(o->layers[0], b->rootfs, NULL, MS_BIND | MS_REC, NULL);
+		else {
+			size_t len = 16;
+			for (size_t i = 0; i < n; i++)
+				len += strlen(o->layers[i]) + 1;
+			data = malloc(len);
+			if (!data)
+				return pd_fail(e, ENOMEM, "gvisor root");
+			strcpy(data, "lowerdir=");
+			for (size_t i = 0; i < n; i++) {
+				strcat(data, o->layers[i]);
+				if (i + 1 < n)
+					strcat(data, ":");
+			}
+			rc = mount("overlay", b->rootfs, "overlay", MS_RDONLY, data);
+		}
+		int err = errno;
+		free(data);
+		if (rc < 0)
+			return pd_fail(e, err, "mount the image's layers at %s", b->rootfs);
+		b->rootfs_mounted = true;
+		*root = b->rootfs;
+		return 0;
+	}
+	const char *dir = o->image ? o->image : default_image;
+	pd_layer layers[PD_MAX_LAYERS];
+	int n = 0;
+	if (pd_image_layers(dir, !o->image, layers, &n, e) < 0)
+		return -1;
+	*root = dir;
+	for (int i = 1; i < n; i++)
+		add_mount(mounts, layers[i].dst, "bind", layers[i].src, "rbind,ro");
+	return 0;
+}
+
+int pd_gv_bundle_make(pd_gv_bundle *b, const char *parent, const pd_sandbox_opts *o, const pd_exec_opts *x,
+		      const pd_limits *lim, const char *cgroup_path, const char *default_image, pd_err *e)
+{
+	memset(b, 0, sizeof *b);
+	if (snprintf(b->dir, sizeof b->dir, "%s/bundle-XXXXXX", parent) >= (int)sizeof b->dir)
+		return pd_fail(e, ENAMETOOLONG, "gvisor bundle under %s", parent);
+	if (pd_mkdir_p(parent, 0700) < 0 || !mkdtemp(b->dir))
+		return pd_fail(e, errno, "gvisor bundle under %s", parent);
+	json_t *mounts = json_array();
+	add_mount(mounts, "/proc", "proc", "proc", NULL);
+	add_mount(mounts, "/dev", "tmpfs", "tmpfs", "nosuid,mode=755");
+	char size[64];
+	snprintf(size, sizeof size, "nosuid,nodev,mode=1777,size=%llu", (unsigned long long)lim->disk_bytes);
+	add_mount(mounts, "/tmp", "tmpfs", "tmpfs", size);
+	add_mount(mounts, "/work", "tmpfs", "tmpfs", size);
+	add_mount(mounts, "/dev/shm", "tmpfs", "tmpfs", size);
+	const char *root = NULL;
+	if (make_root(b, o, default_image, mounts, &root, e) < 0) {
+		json_decref(mounts);
+		pd_gv_bundle_remove(b);
+		return -1;
+	}
+	for (size_t i = 0; i < o->nbinds; i++)
+		add_mount(mounts, o->binds[i].dst, "bind", o->binds[i].src, o->binds[i].rw ? "rbind,rw" : "rbind,ro");
+
+	json_t *rl = json_array();
+	json_array_append_new(rl, rlimit("RLIMIT_NOFILE", lim->nofile ? lim->nofile : 256));
+	if (lim->stack_bytes)
+		json_array_append_new(rl, rlimit("RLIMIT_STACK", lim->stack_bytes));
+	if (lim->fsize_bytes)
+		json_array_append_new(rl, rlimit("RLIMIT_FSIZE", lim->fsize_bytes));
+	json_t *proc = json_pack("{s:{s:i,s:i},s:o,s:o,s:s,s:b,s:o,s:{}}", "user", "uid", (int)x->uid, "gid",
+				 (int)x->gid, "args", strv(x->argv), "env", strv(x->envp ? x->envp : pd_default_env()),
+				 "cwd", x->cwd ? x->cwd : "/", "noNewPrivileges", 1, "rlimits", rl, "capabilities");
+	json_t *res = json_object();
+	/* the limits are on the cgroup already (paddock's backend made it): runsc joins it */
+	json_t *ns = json_pack("[{s:s},{s:s},{s:s},{s:s},{s:s}]", "type", "pid", "type", "network", "type", "ipc",
+			       "type", "uts", "type", "mount");
+	json_t *cfg = json_pack("{s:s,s:o,s:{s:s,s:b},s:s,s:o,s:{s:o,s:s,s:o}}", "ociVersion", "1.0.0", "process",
+				proc, "root", "path", root, "readonly", 0, "hostname",
+				o->hostname ? o->hostname : "sandbox", "mounts", mounts, "linux", "namespaces", ns,
+				"cgroupsPath", cgroup_path, "resources", res);
+	char path[PD_PATH + 16];
+	snprintf(path, sizeof path, "%s/config.json", b->dir);
+	if (!cfg || json_dump_file(cfg, path, JSON_COMPACT) < 0) {
+		json_decref(cfg);
+		pd_gv_bundle_remove(b);
+		return pd_fail(e, EIO, "write %s", path);
+	}
+	json_decref(cfg);
+	return 0;
+}
+
+void pd_gv_bundle_remove(pd_gv_bundle *b)
+{
+	if (!b->dir[0])
+		return;
+	if (b->rootfs_mounted && umount2(b->rootfs, MNT_DETACH) == 0)
+		b->rootfs_mounted = false;
+	char path[PD_PATH + 16];
+	snprintf(path, sizeof path, "%s/config.json", b->dir);
+	unlink(path);
+	if (b->rootfs[0] && !b->rootfs_mounted)
+		rmdir(b->rootfs);
+	rmdir(b->dir);
+	b->dir[0] = 0;
+}

@@ -1,0 +1,16 @@
+/* The review queue's table, kept in the store's database (store.c holds the lock and calls these;
+ * nothing else does). */
+#ifndef PD_REVIEW_H
+#define PD_REVIEW_H
+#include "server.h"
+
+#include <sqlite3.h>
+
+int review_schema(sqlite3 *db, char **err);
+/* Looks at the attempt just stored (row id `row`, its record rec) and queues it for review when
+ * it broke a rule or passed where almost nothing passes. */
+void review_consider(sqlite3 *db, int64_t row, const pd_job *j, json_t *rec);
+json_t *review_list(sqlite3 *db, const char *state, pd_err *e);
+int review_decide(sqlite3 *db, int64_t id, const char *decision, const char *note, json_t **item, pd_err *e);
+void review_stats(sqlite3 *db, uint64_t *pending, uint64_t *confirmed, uint64_t *dismissed);
+#endif

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The operator's view (docs/operations.md): the cost metrics per template and by usable (they add
+# up to what the records say), sandbox lifetimes and pool utilisation per template; the alert
+# rules pass `promtool check rules`; every series the alerts and the Grafana dashboard name exists
+# in a running daemon's /metrics; `paddock top --once` draws one frame of the same daemon.
+source "$(dirname "$0")/api.sh"
+plan 18
+
+start_daemon
+ok $? "daemon started"
+
+# metric NAME{LABELS}: its value on a fresh scrape ("" if absent)
+metric() { curl -s -m 5 "$U/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
+
+# two jobs that use CPU, one that times out (its sandbox is destroyed: a lifetime to observe)
+BUSY='i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done'
+for t in ops-1 ops-2; do
+  post_json /v1/runs "$(jq -cn --arg p "$BUSY" --arg t "$t" '{template: "bash", cmd: ["sh", "-c", $p], task_id: $t}')"
+  cp "$BODY" "$TMPD/$t.json"
+done
+is "$CODE" 200 "two busy runs: 200"
+post_json /v1/runs '{"template":"bash","cmd":["sleep","30"],"limits":{"wall_time":0.3},"task_id":"ops-3"}'
+cp "$BODY" "$TMPD/ops-3.json"
+is "$(jb .failure_class)" exec_timeout "a run past its wall time: exec_timeout"
+is "$(jq -s '[.[].usable] | unique | @json' "$TMPD"/ops-*.json)" '"[false]"' \
+  "records say usable: false (no judge decides the output level)"
+
+# the counters equal the sums over the records (cpu_ms and peak x wall of each run step)
+want=$(jq -s '[.[].run.cpu_ms] | add / 1000' "$TMPD"/ops-*.json)
+got=$(metric 'paddock_cpu_seconds_total{template="bash",usable="false"}')
+python3 -c "import sys; sys.exit(abs($got - $want) > 1e-6 or $want <= 0)" 2>/dev/null
+ok $? "paddock_cpu_seconds_total{bash,usable=false} = the records' CPU ($got s; records $want s)"
+is "$(metric 'paddock_cpu_seconds_total{template="bash",usable="true"}')" 0.000000 "and nothing under usable=true"
+want=$(jq -s '[.[].run | .memory_peak_bytes * .wall_ms / 1000] | add' "$TMPD"/ops-*.json)
+got=$(metric 'paddock_memory_byte_seconds_total{template="bash",usable="false"}')
+python3 -c "import sys; sys.exit(abs($got - $want) > 1e-3 * $want or $want <= 0)" 2>/dev/null
+ok $? "paddock_memory_byte_seconds_total = the records' peak x wall ($got; records $want)"
+is "$(metric 'paddock_samples_total{template="bash"}')" 3 "paddock_samples_total{bash}: 3"
+is "$(metric 'paddock_usable_samples_total{template="bash"}')" 0 "paddock_usable_samples_total{bash}: 0"
+is "$(metric 'paddock_samples_total{template="python"}')" 0 "a template with no job yet has its series at 0"
+
+# the timed-out sandbox is destroyed by the reclaimer: its lifetime is observed
+lifetimes() { metric 'paddock_sandbox_lifetime_seconds_count{template="bash"}'; }
+wait_for 30 bash -c "[ \"\$(curl -s -m 5 '$U/metrics' | awk '\$1 == \"paddock_sandbox_lifetime_seconds_count{template=\\\"bash\\\"}\" {print \$2}')\" -ge 1 ]"
+ok $? "paddock_sandbox_lifetime_seconds_count{bash} >= 1 once the timed-out sandbox is destroyed ($(lifetimes))"
+is "$(metric 'paddock_sandbox_lifetime_seconds_bucket{template="bash",le="+Inf"}')" "$(lifetimes)" \
+  "its +Inf bucket equals its count"
+u=$(metric 'paddock_pool_utilisation{template="bash"}')
+python3 -c "import sys; sys.exit(not 0 <= $u <= 1)" 2>/dev/null
+ok $? "paddock_pool_utilisation{bash} is a share ($u)"
+
+# the alert rules: promtool's check (Debian's prometheus package; scripts/install-deps.sh)
+if command -v promtool >/dev/null; then
+  out=$(promtool check rules contrib/prometheus/alerts.yml 2>&1)
+  ok $? "promtool check rules contrib/prometheus/alerts.yml ($(tail -1 <<<"$out" | sed 's/^ *//'))"
+else
+  skip "promtool is not installed (apt-get install prometheus)"
+fi
+jq -e '.panels | length > 0' contrib/grafana/paddock.json >/dev/null
+ok $? "contrib/grafana/paddock.json is a dashboard with panels"
+
+# every series named (with its = label matchers) has a sample in /metrics
+curl -s -m 5 "$U/metrics" >"$TMPD/metrics.txt"
+named_missing() {  # named_missing EXPRESSIONS-FILE: the selectors without a sample, one per line
+  python3 - "$1" "$TMPD/metrics.txt" <<'PY'
+import re, sys
+exprs = open(sys.argv[1]).read()
+samples = [l for l in open(sys.argv[2]).read().splitlines() if l and not l.startswith('#')]
+seen = set()
+for m in re.finditer(r'\b(paddock_[a-zA-Z0-9_]+)(\{([^}]*)\})?', exprs):
+    name, matchers = m.group(1), m.group(3) or ''
+    want = re.findall(r'([a-zA-Z_]+)="([^"]*)"', re.sub(r'[a-zA-Z_]+!="[^"]*"', '', matchers))
+    key = (name, tuple(want))
+    if key in seen:
+        continue
+    seen.add(key)
+    if not any((l.startswith(name + '{') or l.startswith(name + ' ')) and
+               all('%s="%s"' % kv in l.split(' ')[0] for kv in want) for l in samples):
+        print(m.group(0))
+PY
+}
+grep 'expr:' -A3 contrib/prometheus/alerts.yml >"$TMPD/alert-exprs"
+n=$(grep -o 'paddock_[a-z_]*' "$TMPD/alert-exprs" | sort -u | wc -l)
+is "$(named_missing "$TMPD/alert-exprs")" "" "every series the alerts name is in /metrics ($n names)"
+jq -r '.panels[].targets[].expr' contrib/grafana/paddock.json >"$TMPD/dash-exprs"
+n=$(grep -o 'paddock_[a-z_]*' "$TMPD/dash-exprs" | sort -u | wc -l)
+is "$(named_missing "$TMPD/dash-exprs")" "" "every series the dashboard names is in /metrics ($n names)"
+echo 'paddock_no_such_series{class="x"}' >"$TMPD/bogus"
+is "$(named_missing "$TMPD/bogus")" 'paddock_no_such_series{class="x"}' "(the check finds a series that is not there)"
