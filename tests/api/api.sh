@@ -11,6 +11,7 @@
 #   plan N                 as lib.sh's; the file fails at exit if it ran another number of tests
 #   wait_for SECS CMD...   polls CMD every 0.1 s until it succeeds (0) or SECS pass (1)
 #   skip REASON            a passing "ok N # skip REASON" line
+#   note_run URL           a daemon started otherwise: its sessions' trajectories go at exit too
 set -u
 export LC_ALL=C
 # loopback only: never through a proxy
@@ -101,6 +102,8 @@ stop_daemon() {
   DAEMON_RC=$?
   DPID=""
 }
+
+note_run() { curl -s -m 5 "$1/healthz" | jq -r '.run_id // empty' >>"$TMPD/runs" 2>/dev/null; }
 
 # The trajectories of the sessions the daemons of this file opened: the state directory is the
 # host's, shared by every test and daemon, so each file removes its own.

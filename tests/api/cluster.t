@@ -46,7 +46,8 @@ start_node() {
   done
   [ -n "$addr" ] || { diag "node $n did not start: $(tail -c 400 "$log")"; return 1; }
   NURL[$n]=http://$addr
-  wait_for 20 bash -c "[ \"\$(curl -s -m 2 -o /dev/null -w '%{http_code}' ${NURL[$n]}/healthz)\" = 200 ]"
+  wait_for 20 bash -c "[ \"\$(curl -s -m 2 -o /dev/null -w '%{http_code}' ${NURL[$n]}/healthz)\" = 200 ]" &&
+    note_run "${NURL[$n]}"
 }
 kill_node() { kill -KILL "${NPID[$1]}" 2>/dev/null; wait "${NPID[$1]}" 2>/dev/null; }
 stop_node() { kill -TERM "${NPID[$1]}" 2>/dev/null; wait "${NPID[$1]}" 2>/dev/null; }

@@ -185,7 +185,7 @@ prlimit_start() {
   DPID=$!
   wait_for 30 grep -q '^paddock: serving on' "$DLOG" || return 1
   U="http://$(sed -n 's/^paddock: serving on //p' "$DLOG" | head -1)"
-  wait_for 15 test "$(curl -s -m 2 -o /dev/null -w '%{http_code}' "$U/healthz")" = 200
+  wait_for 15 test "$(curl -s -m 2 -o /dev/null -w '%{http_code}' "$U/healthz")" = 200 && note_run "$U"
 }
 healthy() { [ "$(curl -s -m 2 -o /dev/null -w '%{http_code}' "$U/healthz")" = 200 ]; }
 prlimit_start
