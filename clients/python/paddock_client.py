@@ -131,6 +131,19 @@ class Client:
     def health(self):
         return self.request("GET", "/healthz")
 
+    # ---- replay (POST /v1/replay, POST /v1/sessions/{id}/replay) --------------------------------
+    def replay(self, trajectory):
+        """Replays a trajectory in a new session of its template: a session id (its trajectory in
+        the daemon), or the trajectory itself (a list of line dicts, or its JSON-lines bytes).
+        Returns the report: replayed, matched, first_divergent_step, steps[{step, match, diffs}]."""
+        if isinstance(trajectory, str):
+            return self.request("POST", "/v1/sessions/%s/replay" % trajectory)
+        if isinstance(trajectory, (bytes, bytearray)):
+            raw = bytes(trajectory)
+        else:
+            raw = "".join(json.dumps(l) + "\n" for l in trajectory).encode()
+        return self.request("POST", "/v1/replay", raw=raw, headers={"Content-Type": "application/x-ndjson"})
+
 
 class Session:
     """One session: a sandbox held across steps. Every step is in its trajectory."""
@@ -147,15 +160,48 @@ class Session:
     def _rid(request_id):
         return {"X-Request-Id": request_id} if request_id else None
 
-    def exec(self, cmd, stdin=None, cwd=None, timeout=None, request_id=None):
-        """Runs cmd (a shell string, or an argv list); returns the result record (status, exit_code,
-        stdout, stderr, ...; "noise" lists injected faults, "fast_forward" marks an answer from
-        the resumed trajectory). A time limit ends the step (status TO), not the session."""
+    @staticmethod
+    def _exec_body(cmd, stdin, cwd, timeout, idle_timeout, request_id):
         body = {"shell": cmd} if isinstance(cmd, str) else {"cmd": list(cmd)}
-        for k, v in (("stdin", stdin), ("cwd", cwd), ("timeout", timeout), ("request_id", request_id)):
+        for k, v in (("stdin", stdin), ("cwd", cwd), ("timeout", timeout), ("idle_timeout", idle_timeout),
+                     ("request_id", request_id)):
             if v is not None:
                 body[k] = v
+        return body
+
+    def exec(self, cmd, stdin=None, cwd=None, timeout=None, request_id=None, idle_timeout=None):
+        """Runs cmd (a shell string, or an argv list); returns the result record (status, exit_code,
+        stdout, stderr, ...; "noise" lists injected faults, "fast_forward" marks an answer from
+        the resumed trajectory). A time limit ends the step (status TO), not the session;
+        idle_timeout (seconds without output) too (TO with idle_timeout true)."""
+        body = self._exec_body(cmd, stdin, cwd, timeout, idle_timeout, request_id)
         return self.client.request("POST", self._p("exec"), body)
+
+    def exec_stream(self, cmd, stdin=None, cwd=None, timeout=None, request_id=None, idle_timeout=None):
+        """Runs cmd with its output sent while it runs: yields the events as they come, dicts
+        {"event": "started"}, {"event": "output", "stream": "stdout"|"stderr", "data": text}, and
+        last {"event": "result", ...the exec's answer...}. A refusal raises PaddockError."""
+        body = self._exec_body(cmd, stdin, cwd, timeout, idle_timeout, request_id)
+        body["stream"] = True
+        c = self.client
+        hdrs = {"Content-Type": "application/json"}
+        if c.token:
+            hdrs["Authorization"] = "Bearer " + c.token
+        req = urllib.request.Request(c.url + self._p("exec"), data=json.dumps(body).encode(), method="POST",
+                                     headers=hdrs)
+        try:
+            resp = urllib.request.urlopen(req, timeout=c.timeout)
+        except urllib.error.HTTPError as e:
+            payload = e.read()
+            try:
+                msg = json.loads(payload).get("error", payload.decode("utf-8", "replace"))
+            except ValueError:
+                msg = payload.decode("utf-8", "replace")
+            raise PaddockError(e.code, msg) from None
+        with resp:
+            for line in resp:
+                if line.strip():
+                    yield json.loads(line)
 
     def write_file(self, path, data, request_id=None):
         if isinstance(data, str):
@@ -208,6 +254,10 @@ class Session:
 
     def state(self):
         return self.client.request("GET", "/v1/sessions/" + self.id)
+
+    def replay(self):
+        """Replays this session's trajectory in a new session (Client.replay)."""
+        return self.client.replay(self.id)
 
     def trajectory(self):
         return self.client.trajectory(self.id)

@@ -120,6 +120,23 @@ class ClientTest(unittest.TestCase):
         self.assertTrue(self.c.trajectory_bytes(s.id).endswith(b'\n'))
         self.assertEqual(self.c.trajectory(s.id)[-1]["kind"], "close")
 
+    def test_stream_idle_timeout_replay(self):
+        with self.session() as s:
+            events = list(s.exec_stream("echo one; echo two >&2", request_id="st"))
+            self.assertEqual(events[0]["event"], "started")
+            out = "".join(e["data"] for e in events if e["event"] == "output" and e["stream"] == "stdout")
+            self.assertEqual(out, "one\n")
+            self.assertEqual((events[-1]["event"], events[-1]["status"]), ("result", "OK"))
+            r = s.exec("echo quiet-now; sleep 60", idle_timeout=1, timeout=120, request_id="idle")
+            self.assertEqual((r["status"], r["idle_timeout"], r["stdout"]), ("TO", True, "quiet-now\n"))
+            s.write_file("/work/x", b"x", request_id="wx")
+        rep = self.c.replay(s.id)
+        self.ids.append(rep["replay_trajectory_id"])
+        self.assertEqual((rep["replayed"], rep["matched"], rep["first_divergent_step"]), (3, 3, None))
+        rep2 = self.c.replay(self.c.trajectory(s.id))
+        self.ids.append(rep2["replay_trajectory_id"])
+        self.assertEqual(rep2["matched"], 3)
+
     def test_timeout_reset(self):
         with self.session() as s:
             r = s.exec("echo partial; sleep 30", timeout=1)
