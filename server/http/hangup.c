@@ -17,6 +17,7 @@
 #include "http.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
@@ -132,6 +133,12 @@ void hangup_watch(req *r, pd_job *j)
 		r->watch_id = 0;
 	}
 	pthread_mutex_unlock(&s->mu);
+	/* A pipelined request read from the buffer after its client already left: the watcher thread
+	 * will see the hang-up, but an idle worker could take the job and finish a short program
+	 * first. Asked here, before the job is queued, it is never run. */
+	struct pollfd p = {.fd = ci->connect_fd, .events = POLLRDHUP};
+	if (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+		pd_job_cancel(j);
 }
 
 void hangup_unwatch(req *r)
