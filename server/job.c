@@ -58,7 +58,7 @@ void pd_job_cancel(pd_job *j)
 }
 
 /* Records (or forgets) the sandbox the job runs in; false when the job was cancelled already. */
-static bool hold_sandbox(pd_job *j, pd_sandbox *s)
+bool pd_job_hold_sandbox(pd_job *j, pd_sandbox *s)
 {
 	pthread_mutex_lock(&j->run_mu);
 	bool go = !s || !pd_job_is_cancelled(j);
@@ -348,7 +348,7 @@ static bool attempt(pd_pools *pools, pd_job *j)
 	snprintf(j->sandbox_id, sizeof j->sandbox_id, "%s", pd_sandbox_id(s));
 	pd_sandbox_use_id(s, j->use_id, sizeof j->use_id);
 	bool retry = false;
-	if (!hold_sandbox(j, s)) {
+	if (!pd_job_hold_sandbox(j, s)) {
 		cancelled_now(j);
 		goto out;
 	}
@@ -442,7 +442,7 @@ static bool attempt(pd_pools *pools, pd_job *j)
 			budget -= out->len;
 		}
 out:
-	hold_sandbox(j, NULL);
+	pd_job_hold_sandbox(j, NULL);
 	/* whatever the killed run looked like (an init that died under it, files it could not
 	 * write), it was the cancel */
 	if (cancelled_now(j))

@@ -218,6 +218,9 @@ void pd_job_execute(pd_pools *pools, pd_job *j, unsigned max_retries);
  * the sandbox, with its residue check, as after any killed run). Any thread; j must be alive. */
 void pd_job_cancel(pd_job *j);
 bool pd_job_is_cancelled(const pd_job *j);
+/* For a job with its own execute (a judge job): the sandbox it runs in now (NULL: none), so that
+ * a cancel kills it. False (and nothing held) when the job was cancelled already. */
+bool pd_job_hold_sandbox(pd_job *j, pd_sandbox *s);
 
 /* ---- store ----------------------------------------------------------------------------------- */
 

@@ -117,11 +117,13 @@ static void execute(pd_job *j, pd_pools *pools)
 	judge_work *w = j->work;
 	j->started_us = wall_us();
 	pd_judge_opts o = w->q.opts;
+	o.job = j; /* the client's hang-up (pd_sched_cancel) kills the running program */
 	unsigned retries = o.infra_retries;
 	o.infra_retries = 0;
 	for (j->attempts = 1;; j->attempts++) {
 		bool retry = judge_once(j, w, &o);
-		if (!retry || j->attempts > retries || (j->deadline_us && pd_now_us() >= j->deadline_us))
+		if (!retry || j->attempts > retries || pd_job_is_cancelled(j) ||
+		    (j->deadline_us && pd_now_us() >= j->deadline_us))
 			break;
 		if (!j->prior)
 			j->prior = json_array();

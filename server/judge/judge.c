@@ -81,7 +81,7 @@ static int prepare_one(pd_judge *j, const pd_problem *p, pd_jsource *s, const ch
 		return pd_refuse(e, "%s: %s: language %s is not known", p->origin, what, s->language);
 	char msg[1024];
 	int rc = pd_jprog_build(j->pools, l, NULL, s->source, s->source_len, p->compile_ms, &s->built, &s->built_len,
-				msg, sizeof msg, NULL, e);
+				msg, sizeof msg, NULL, NULL, e);
 	if (rc == 1)
 		return pd_refuse(e, "%s: %s does not compile: %.700s", s->file, what, msg);
 	if (rc < 0) {
@@ -171,9 +171,14 @@ static void run_checker(pd_judge *j, const pd_problem *p, const pd_jtest *t, con
 	}
 }
 
+static bool is_cancelled(const pd_judge_opts *o)
+{
+	return o->job && pd_job_is_cancelled(o->job);
+}
+
 /* One test: run the candidate (and the interactor), check, fill tr. */
 static void test_once(pd_judge *j, const pd_problem *p, const pd_jtest *t, const pd_jprog *cand, const pd_judge_opts *o,
-		      const pd_audit_policy *pol, pd_jtest_result *tr, pd_judged *d, bool *startup)
+		      const pd_audit_policy *pol, pd_sandbox *shared, pd_jtest_result *tr, pd_judged *d, bool *startup)
 {
 	memset(tr, 0, sizeof *tr);
 	pd_jrun x, ix;
@@ -187,6 +192,8 @@ static void test_once(pd_judge *j, const pd_problem *p, const pd_jtest *t, const
 		x.memory_bytes = p->memory_bytes;
 		x.output_bytes = p->output_bytes;
 		x.audit = pol; /* the candidate's run only: never the checker's or the interactor's */
+		x.job = o->job;
+		x.sandbox = shared; /* one_sandbox: the tests' common one */
 		char *call_args[] = {(char *)p->fn_name, NULL};
 		pd_jfile harness;
 		if (p->call_based) { /* harness.c */
@@ -217,6 +224,14 @@ static void test_once(pd_judge *j, const pd_problem *p, const pd_jtest *t, const
 		}
 		if (rc == 0 && x.r.status != PD_XX)
 			break;
+		if (is_cancelled(o)) {
+			/* killed for a client that left, or never started: not a sandbox fault to retry */
+			pd_jrun_free(&x);
+			pd_jrun_free(&ix);
+			tr->status = PD_T_SKIPPED;
+			snprintf(tr->message, sizeof tr->message, "cancelled: the client left");
+			return;
+		}
 		/* the sandbox failed, not the program: a new sandbox, once */
 		snprintf(tr->message, sizeof tr->message, "%s", rc < 0 ? e.msg : x.r.error);
 		*startup = rc == -2;
@@ -282,10 +297,10 @@ static void test_once(pd_judge *j, const pd_problem *p, const pd_jtest *t, const
 /* One test; an interactive one whose interactor failed is run again, whole (the candidate talks
  * to the interactor as it goes: there is no output to check again), judge_retries times. */
 static void one_test(pd_judge *j, const pd_problem *p, const pd_jtest *t, const pd_jprog *cand, const pd_judge_opts *o,
-		     const pd_audit_policy *pol, pd_jtest_result *tr, pd_judged *d, bool *startup)
+		     const pd_audit_policy *pol, pd_sandbox *shared, pd_jtest_result *tr, pd_judged *d, bool *startup)
 {
 	for (unsigned a = 0;; a++) {
-		test_once(j, p, t, cand, o, pol, tr, d, startup);
+		test_once(j, p, t, cand, o, pol, shared, tr, d, startup);
 		tr->checker_attempts = p->checker.mode == PD_CHK_INTERACTIVE ? a + 1 : tr->checker_attempts;
 		if (p->checker.mode != PD_CHK_INTERACTIVE || tr->status != PD_T_JE || a >= o->judge_retries)
 			return;
@@ -448,12 +463,18 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 	for (unsigned a = 0; a <= o->infra_retries; a++) {
 		rc = pd_jprog_build(j->pools, l, tpl_name, harnessed ? harnessed : code, harnessed ? harnessed_len : code_len,
 				    p->compile_ms, &built, &built_len, d->compile_message, sizeof d->compile_message,
-				    &d->cpu_ms, &ce);
-		if (rc >= 0)
+				    &d->cpu_ms, o->job, &ce);
+		if (rc >= 0 || rc == -3 || is_cancelled(o))
 			break;
 	}
 	free(harnessed);
 	d->compiled = l->compile != NULL;
+	if (is_cancelled(o)) {
+		free(built);
+		d->v.failure_class = "cancelled";
+		snprintf(d->error, sizeof d->error, "cancelled: the client left before the compile ended");
+		goto done;
+	}
 	if (rc < 0) {
 		d->v.failure_class = rc == -2 ? "startup_failure" : ce.kind == PD_EK_DEPENDENCY ? "dependency_missing"
 											: "internal_error";
@@ -480,7 +501,16 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 		goto done;
 	}
 	d->ntests = p->ntests;
-	bool failed = false;
+	/* one_sandbox: the tests run in order in one sandbox, which keeps what each left (files,
+	 * /tmp) for the next; the judge's material stays out of it as always */
+	pd_sandbox *shared = NULL;
+	if (p->one_sandbox && !(shared = pd_pool_acquire(j->pools, tpl_name, NULL, &ce))) {
+		free(built);
+		d->v.failure_class = "startup_failure";
+		snprintf(d->error, sizeof d->error, "one_sandbox: %s", ce.msg);
+		goto done;
+	}
+	bool failed = false, cancelled = false;
 	for (size_t i = 0; i < p->ntests; i++) {
 		pd_jtest_result *tr = &d->tests[i];
 		if (stop && failed) {
@@ -495,7 +525,30 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 			continue;
 		}
 		bool startup = false;
-		one_test(j, p, &p->tests[i], &cand, o, pol, tr, d, &startup);
+		if (!is_cancelled(o))
+			one_test(j, p, &p->tests[i], &cand, o, pol, shared, tr, d, &startup);
+		if (shared && pd_sandbox_state(shared) != PD_READY) {
+			/* a run that had to be killed whole (a time limit, a crash of its init) leaves no
+			 * sandbox to go on in: the next test starts in a fresh one */
+			pd_pool_release(j->pools, shared);
+			pd_err se = {0};
+			shared = pd_pool_acquire(j->pools, tpl_name, NULL, &se);
+			if (!shared && i + 1 < p->ntests) {
+				d->v.failure_class = "startup_failure";
+				snprintf(d->error, sizeof d->error, "one_sandbox: %s", se.msg);
+				for (size_t k = i + 1; k < p->ntests; k++)
+					d->tests[k].status = PD_T_SKIPPED;
+				break;
+			}
+		}
+		if (is_cancelled(o)) {
+			/* the client left: nothing more runs (the running program was killed) */
+			cancelled = true;
+			for (size_t k = i; k < p->ntests; k++)
+				d->tests[k].status = PD_T_SKIPPED;
+			snprintf(d->error, sizeof d->error, "cancelled: the client left at test %s", p->tests[i].name);
+			break;
+		}
 		if (tr->status == PD_T_XX) {
 			d->v.failure_class = startup ? "startup_failure" : "internal_error";
 			snprintf(d->error, sizeof d->error, "test %s: %s", p->tests[i].name, tr->message);
@@ -508,8 +561,16 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 			break;
 		}
 	}
+	if (shared)
+		pd_pool_release(j->pools, shared);
 	free(built);
 	decide(p, d);
+	if (cancelled) {
+		/* no evidence either way: no output level, no reward, never cached */
+		d->v.failure_class = "cancelled";
+		d->v.output = PD_LV_NOT_JUDGED;
+		d->v.resources = PD_LV_NOT_JUDGED;
+	}
 done:
 	pd_judged_audit_decide(d);
 	pd_audit_policy_free(pol);

@@ -151,6 +151,7 @@ typedef struct pd_problem {
 	bool call_based;            /* in_outs with fn_name: the harness calls fn_name */
 	char fn_name[128];
 	bool stop_at_first_failure;
+	bool one_sandbox;           /* every test in one sandbox, in order (what a test leaves stays) */
 	pd_audit_policy *audit;     /* problem.json's "audit" policy (owned), or NULL */
 	pd_jtest *tests;
 	size_t ntests;
@@ -166,6 +167,9 @@ pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, 
 /* Loads a problem directory: problem.json, tests/NNN.in + tests/NNN.ans, optional checker.*,
  * interactor.*. */
 pd_problem *pd_problem_load(const char *dir, pd_err *e);
+/* An EINVAL from the library's parsers (the audit policy's) as a refusal: its message without
+ * strerror's words. Returns -1. */
+int pd_jrefusal(pd_err *e);
 void pd_problem_free(pd_problem *p);
 
 typedef struct pd_problem_set {
@@ -223,20 +227,26 @@ typedef struct pd_jrun {
 	 * judged with the sandbox still there (honey tokens and decoy answers in the files it wrote) */
 	const pd_audit_policy *audit;
 	pd_audit_verdict verdict;
+	/* in: run in this sandbox (the caller's: neither acquired nor released here), or NULL */
+	pd_sandbox *sandbox;
+	/* in: the scheduler's job this run is part of (NULL: none): its sandbox is held in the job, so
+	 * that the client's hang-up kills it; a job cancelled already runs nothing (-3) */
+	pd_job *job;
 } pd_jrun;
 
 /* Compiles source in a sandbox of the language's template (or template_name if given) and takes the
  * built program out. Returns 0 (built: *built malloc'd), 1 (did not compile: msg says why), -1
- * (infrastructure: e) or -2 (no sandbox could be had: e). For a language without a compile step *built is a copy of source. */
+ * (infrastructure: e), -2 (no sandbox could be had: e) or -3 (job, if given, was cancelled). For a
+ * language without a compile step *built is a copy of source. */
 int pd_jprog_build(pd_pools *pools, const pd_language *l, const char *template_name, const char *source,
 		   size_t len, uint64_t wall_ms, char **built, size_t *built_len, char *msg, size_t msg_len,
-		   uint64_t *cpu_ms, pd_err *e);
+		   uint64_t *cpu_ms, pd_job *job, pd_err *e);
 /* Describes the built program of language l (data borrowed) for pd_jprog_run. */
 void pd_jprog_init(pd_jprog *p, const pd_language *l, const char *template_name, const char *data,
 		   size_t len);
 /* Runs p once in a clean sandbox from the pools (released afterwards, which resets it). Returns 0
  * when a result was produced (any status), -1 when the sandbox could not be driven, -2 when none could
- * be had (e). */
+ * be had (e), -3 when x->job was cancelled before it ran. */
 int pd_jprog_run(pd_pools *pools, const pd_jprog *p, pd_jrun *x, pd_err *e);
 void pd_jrun_free(pd_jrun *x);
 
@@ -323,6 +333,9 @@ typedef struct pd_judge_opts {
 	unsigned judge_retries;     /* retries of a failed checker; default 1 */
 	unsigned infra_retries;     /* retries of a sandbox that failed (XX, startup); default 1 */
 	const pd_audit_policy *audit; /* the request's "audit" (borrowed), NULL: none asked */
+	/* the scheduler's job being judged (NULL: none): once it is cancelled (its client hung up) the
+	 * running program is killed, nothing more runs, and the attempt ends as "cancelled" */
+	pd_job *job;
 	/* the request's "image" (an imported image's name or digest, checked at the edge against
 	 * serve --images): the candidate runs on it, over the problem's own; "" = the problem's */
 	char image[160];

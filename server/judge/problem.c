@@ -31,6 +31,20 @@ static int fail_at(pd_err *e, const char *where, const char *fmt, ...)
 	return pd_refuse(e, "%s: %s", where, m);
 }
 
+int pd_jrefusal(pd_err *e)
+{
+	if (e->code != EINVAL)
+		return -1;
+	/* the library's parser says EINVAL with strerror's words after its own: a client's 400
+	 * carries the field and the reason only, as every other refusal does */
+	char m[sizeof e->msg];
+	snprintf(m, sizeof m, "%s", e->msg);
+	size_t ml = strlen(m), sl = strlen(": Invalid argument");
+	if (ml >= sl && !strcmp(m + ml - sl, ": Invalid argument"))
+		m[ml - sl] = 0;
+	return pd_refuse(e, "%s", m);
+}
+
 /* Reads a regular file of at most max bytes (NUL-terminated copy). */
 static int slurp(const char *path, size_t max, char **out, size_t *len, pd_err *e)
 {
@@ -588,6 +602,8 @@ static int digest(pd_problem *p)
 	pd_sha256_u64(&c, p->call_based);
 	pd_sha256_str(&c, p->fn_name);
 	pd_sha256_u64(&c, p->stop_at_first_failure);
+	if (p->one_sandbox) /* only when set: the digests of problems without it stay as they were */
+		pd_sha256_str(&c, "one_sandbox");
 	pd_sha256_u64(&c, p->ntests);
 	for (size_t i = 0; i < p->ntests; i++) {
 		pd_sha256_str(&c, p->tests[i].name);
@@ -610,7 +626,7 @@ pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, 
 		return NULL;
 	}
 	static const char *const known[] = {"id", "version", "template", "judge_template", "image", "limits", "checker",
-					    "interactor", "tests", "in_outs", "weights", "stop_at_first_failure",
+					    "interactor", "tests", "in_outs", "weights", "stop_at_first_failure", "one_sandbox",
 					    "title", "tags", "metadata", "audit", NULL};
 	if (unknown_fields(o, where, known, e) < 0)
 		return NULL;
@@ -638,7 +654,8 @@ pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, 
 	    get_str(o, "template", where, p->template_name, sizeof p->template_name, e) < 0 ||
 	    get_str(o, "judge_template", where, p->judge_template, sizeof p->judge_template, e) < 0 ||
 	    get_str(o, "image", where, p->image, sizeof p->image, e) < 0 ||
-	    get_bool(o, "stop_at_first_failure", where, &p->stop_at_first_failure, e) < 0)
+	    get_bool(o, "stop_at_first_failure", where, &p->stop_at_first_failure, e) < 0 ||
+	    get_bool(o, "one_sandbox", where, &p->one_sandbox, e) < 0)
 		goto fail;
 	for (const char *q = p->id; *q; q++)
 		if (*q == '/' || *q == '@' || (unsigned char)*q < 0x20) {
@@ -662,8 +679,10 @@ pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, 
 		}
 		p->audit = pd_audit_policy_parse(text, strlen(text), w, "/work", e);
 		free(text);
-		if (!p->audit)
+		if (!p->audit) {
+			pd_jrefusal(e);
 			goto fail;
+		}
 	}
 	json_t *lim = json_object_get(o, "limits");
 	if (lim) {

@@ -46,7 +46,7 @@ static char *const *tpl_env(pd_pools *pools, const char *name)
 
 int pd_jprog_build(pd_pools *pools, const pd_language *l, const char *template_name, const char *source,
 		   size_t len, uint64_t wall_ms, char **built, size_t *built_len, char *msg, size_t msg_len,
-		   uint64_t *cpu_ms, pd_err *e)
+		   uint64_t *cpu_ms, pd_job *job, pd_err *e)
 {
 	*built = NULL;
 	*built_len = 0;
@@ -72,6 +72,11 @@ int pd_jprog_build(pd_pools *pools, const pd_language *l, const char *template_n
 	int rc = -1;
 	pd_result r;
 	memset(&r, 0, sizeof r);
+	if (job && !pd_job_hold_sandbox(job, s)) {
+		pd_fail(e, ECANCELED, "compile: the job was cancelled");
+		rc = -3;
+		goto out;
+	}
 	if (place(s, l->source, source, len, 0644, e) < 0)
 		goto out;
 	char *argv[] = {(char *)"/bin/sh", (char *)"-c", (char *)l->compile, NULL};
@@ -115,6 +120,8 @@ int pd_jprog_build(pd_pools *pools, const pd_language *l, const char *template_n
 	}
 	rc = 0;
 out:
+	if (job)
+		pd_job_hold_sandbox(job, NULL); /* before the release: a cancel must not kill a reused one */
 	pd_result_free(&r);
 	pd_pool_release(pools, s);
 	return rc;
@@ -171,13 +178,18 @@ int pd_jprog_run(pd_pools *pools, const pd_jprog *p, pd_jrun *x, pd_err *e)
 	x->out = x->feedback = NULL;
 	x->out_len = 0;
 	x->sandbox_id[0] = 0;
-	pd_sandbox *s = pd_pool_acquire(pools, p->template_name, NULL, e);
+	pd_sandbox *s = x->sandbox ? x->sandbox : pd_pool_acquire(pools, p->template_name, NULL, e);
 	if (!s)
 		return -2;
 	snprintf(x->sandbox_id, sizeof x->sandbox_id, "%s", pd_sandbox_id(s));
 	int rc = -1, mfd = -1;
 	char **honey = NULL;
 	memset(&x->verdict, 0, sizeof x->verdict);
+	if (x->job && !pd_job_hold_sandbox(x->job, s)) {
+		pd_fail(e, ECANCELED, "the job was cancelled");
+		rc = -3;
+		goto out;
+	}
 	if (x->memory_bytes && pd_sandbox_set_memory(s, x->memory_bytes, e) < 0)
 		goto out;
 	if (place(s, p->path, p->data, p->len, p->mode, e) < 0)
@@ -250,10 +262,13 @@ int pd_jprog_run(pd_pools *pools, const pd_jprog *p, pd_jrun *x, pd_err *e)
 	}
 	rc = 0;
 out:
+	if (x->job)
+		pd_job_hold_sandbox(x->job, NULL); /* before the release: a cancel must not kill a reused one */
 	if (mfd >= 0)
 		close(mfd);
 	free(honey);
-	pd_pool_release(pools, s);
+	if (!x->sandbox)
+		pd_pool_release(pools, s);
 	return rc;
 }
 

@@ -134,8 +134,10 @@ int pd_judge_req_parse(json_t *o, pd_judge_req *q, pd_err *e)
 		}
 		q->audit = pd_audit_policy_parse(text, strlen(text), "audit", "/work", e);
 		free(text);
-		if (!q->audit)
+		if (!q->audit) {
+			pd_jrefusal(e);
 			goto fail;
+		}
 		q->opts.audit = q->audit;
 	}
 	return 0;

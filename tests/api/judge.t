@@ -4,7 +4,7 @@
 # cache, tests); a compile error; the fingerprint cache and its opt-out; refusals naming the field;
 # a problem directory with a checker that does not build stops the start.
 source "$(dirname "$0")/api.sh"
-plan 27
+plan 32
 
 start_daemon --problems examples/problems
 ok $? "daemon started with --problems examples/problems"
@@ -55,6 +55,23 @@ is "$(jb '[.failure_class, (.reward|tostring), .verdict.output.status] | join(" 
 post_json /v1/judge '{"problem_id":"guess-number","language":"python","code":"import sys\nlo,hi=1,1000\nwhile True:\n    m=(lo+hi)//2\n    print(m,flush=True)\n    r=sys.stdin.readline().strip()\n    if r==\"=\": break\n    if r==\"<\": hi=m-1\n    else: lo=m+1\n"}'
 is "$(jb .verdict.output.status)" pass "an interactive problem through the API"
 
+# one_sandbox: the tests share a sandbox (what one leaves, the next sees); by default each is clean
+counter='import os\np = \"/work/state\"\nn = int(open(p).read()) if os.path.exists(p) else 0\nopen(p, \"w\").write(str(n + 1))\nprint(n)'
+post_json /v1/judge '{"problem":{"tests":[{"input":"","output":"0"},{"input":"","output":"1"}],"one_sandbox":true},
+  "language":"python","code":"'"$counter"'"}'
+is "$CODE $(jb '[.verdict.output.status, .tests[1].status] | join(" ")')" "200 pass AC" \
+  "one_sandbox: the second test sees the file the first left"
+post_json /v1/judge '{"problem":{"tests":[{"input":"","output":"0"},{"input":"","output":"1"}]},
+  "language":"python","code":"'"$counter"'"}'
+is "$(jb '[.verdict.output.status, .tests[1].status] | join(" ")')" "partial WA" \
+  "by default a clean sandbox per test: the second test does not see it"
+
+# limits.total_time: the tests not started by then are TO, not run
+post_json /v1/judge '{"problem":{"tests":[{"input":"","output":"1"},{"input":"","output":"1"},{"input":"","output":"1"}],
+  "limits":{"time":5,"total_time":1}},"language":"bash","code":"sleep 1.5; echo 1"}'
+is "$(jb '[.tests[].status] | join(" ")')/$(jb .tests[2].message)" "AC TO TO/not run: the total time limit (1000 ms) passed" \
+  "total_time: the first test ran past the total; the others are TO without running"
+
 # the batch form: shared fields, one record per submission, in order
 post_json /v1/judge '{"problem_id":"sum","language":"python","group_id":"batch-1","submissions":[
   {"sample_id":"a","code":"a,b=map(int,input().split())\nprint(a+b)"},
@@ -83,6 +100,10 @@ like "$CODE/$(jb .error)" "^400/language: problem two-sum is call-based .*python
 req GET /metrics
 is "$(grep -E '^paddock_judge_cache_total\{result="hit"\} ' "$BODY" | awk '{print $2}')/$(grep -E '^paddock_judged_total\{output="pass"\} ' "$BODY" | awk '{print $2}')" \
   "2/7" "metrics: judged attempts by output, cache hits (the batch's print(0) was judged before)"
+is "$(awk '$1 == "paddock_judge_errors_total" {print $2}' "$BODY")" 2 \
+  "metrics: judge_errors counts the failing checker's two runs (the first and its retry)"
+is "$(awk '$1 == "paddock_judge_checker_cpu_ms_total" {print ($2 > 0)}' "$BODY")/$(awk '$1 == "paddock_judged_total{output=\"not_judged\"}" {print $2}' "$BODY")" \
+  "1/1" "metrics: the checker programs' CPU time; the judge error's attempt counted as not_judged"
 stop_daemon
 
 mkdir -p "$TMPD/bad/p/tests"

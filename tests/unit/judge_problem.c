@@ -255,8 +255,11 @@ static void test_digest(void)
 	pd_problem *b = parse("{\"tests\":[{\"input\":\"1\",\"output\":\"1\"}],\"limits\":{\"time\":3}}", m);
 	pd_problem *c = parse("{\"tests\":[{\"input\":\"1\",\"output\":\"1\"}],\"checker\":\"tokens\"}", m);
 	pd_problem *d = parse("{\"tests\":[{\"input\":\"1\",\"output\":\"1\"}]}", m);
-	ok(a && b && c && d, "four problems");
-	if (a && b && c && d) {
+	pd_problem *f = parse("{\"tests\":[{\"input\":\"1\",\"output\":\"1\"}],\"one_sandbox\":true}", m);
+	ok(a && b && c && d && f, "five problems");
+	if (a && b && c && d && f) {
+		ok(f->one_sandbox && !a->one_sandbox, "one_sandbox is read (default false)");
+		ok(memcmp(a->digest, f->digest, 32) != 0, "one_sandbox changes the digest (a cached verdict is not shared)");
 		ok(memcmp(a->digest, b->digest, 32) != 0, "a limit changes the digest");
 		ok(memcmp(a->digest, c->digest, 32) != 0, "the checker changes the digest");
 		ok(memcmp(a->digest, d->digest, 32) == 0, "the same problem, the same digest");
@@ -265,6 +268,13 @@ static void test_digest(void)
 	pd_problem_free(b);
 	pd_problem_free(c);
 	pd_problem_free(d);
+	pd_problem_free(f);
+	ok(refused("{\"tests\":[{\"input\":\"1\",\"output\":\"1\"}],\"one_sandbox\":1}", "one_sandbox", m),
+	   "one_sandbox must be a boolean: %s", m);
+	/* found by fuzz_judge_req: the policy parser's EINVAL carried strerror's words into the 400 */
+	ok(refused("{\"tests\":[{\"input\":\"1\",\"output\":\"1\"}],\"audit\":{\"bogus\":1}}", "audit.bogus", m) &&
+		   !strstr(m, "Invalid argument"),
+	   "a bad audit policy: the field and the reason, no strerror text: %s", m);
 	/* FIPS 180-4 test vector */
 	pd_sha256 h;
 	unsigned char out[32];
@@ -294,7 +304,7 @@ static void test_digest(void)
 
 int main(void)
 {
-	plan(70);
+	plan(74);
 	test_inline();
 	test_in_outs();
 	test_refusals();
