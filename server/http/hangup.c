@@ -10,6 +10,10 @@
  * open while they wait for an answer. A hang-up cancels the job (pd_sched_cancel): taken out of
  * the queue, or its sandbox killed; it ends as cancelled, recorded and counted like any job.
  *
+ * A judge batch (judge_batch.c) registers a function instead of one job: it cancels every
+ * submission not judged yet, and its watch lasts until the request completes, since a streamed
+ * batch's answer is sent while its jobs still run (the connection is not suspended then).
+ *
  * Each registration carries an id, not the request's address: an event read just before the job
  * finished and its request was freed must not reach a new request that got the same memory. The
  * registrations are a list under srv->mu, which also brackets suspend and resume. */
@@ -69,9 +73,13 @@ static void *hangup_main(void *arg)
 				pd_job *j = r->job;
 				unlink_req(s, r);
 				s->hangups++;
-				/* j is alive: its completion unwatches under this lock before freeing it */
-				if (j)
+				if (r->hup_fn) {
+					r->hup_fn(r->hup_arg, true);
+					r->hup_fn = NULL;
+				} else if (j) {
+					/* j is alive: its completion unwatches under this lock before freeing it */
 					pd_sched_cancel(s->sched, j);
+				}
 			}
 			pthread_mutex_unlock(&s->mu);
 		}
@@ -148,5 +156,46 @@ void hangup_unwatch(req *r)
 	if (r->watch_id)
 		unlink_req(s, r);
 	r->job = NULL;
+	if (r->hup_fn) {
+		r->hup_fn(r->hup_arg, false);
+		r->hup_fn = NULL;
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* A batch: its jobs are its own to cancel (fn), and the watch lasts as long as r, through an
+ * answer that streams while r is not suspended; the registration is r's, so a hang-up seen after
+ * r was freed cannot reach it (on_completed unwatches first). */
+void hangup_watch_fn(req *r, void (*fn)(void *arg, bool fired), void *arg)
+{
+	pd_server *s = r->srv;
+	r->hup_owned = true;
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	pthread_mutex_lock(&s->mu);
+	r->hup_fn = fn;
+	r->hup_arg = arg;
+	if (s->hup_started && ci && ci->connect_fd >= 0) {
+		r->watch_fd = ci->connect_fd;
+		r->watch_id = ++s->watch_seq;
+		struct epoll_event ev = {.events = EPOLLRDHUP, .data.u64 = r->watch_id};
+		if (epoll_ctl(s->hup_epfd, EPOLL_CTL_ADD, r->watch_fd, &ev) == 0) {
+			r->wprev = NULL;
+			r->wnext = s->watched;
+			if (s->watched)
+				s->watched->wprev = r;
+			s->watched = r;
+		} else {
+			r->watch_id = 0;
+		}
+	}
+	/* gone already (a pipelined batch read after its client left): nothing of it runs */
+	struct pollfd p = {.fd = ci ? ci->connect_fd : -1, .events = POLLRDHUP};
+	if (ci && ci->connect_fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+		if (r->watch_id)
+			unlink_req(s, r);
+		s->hangups++;
+		r->hup_fn(r->hup_arg, true);
+		r->hup_fn = NULL;
+	}
 	pthread_mutex_unlock(&s->mu);
 }

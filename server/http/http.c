@@ -245,6 +245,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 	req *r = *con_cls;
 	if (!r)
 		return;
+	/* a batch's watch lasts as long as its request (hangup_watch_fn) */
+	if (r->hup_owned)
+		hangup_unwatch(r);
 	free(r->body);
 	free(r->resp);
 	drop_resp_fd(r);

@@ -10,6 +10,7 @@
  *   hangup.c      clients that hang up while their run waits: the job is cancelled
  *   prometheus.c  /metrics: the server's gauges and counters as Prometheus text
  *   judge.c       POST /v1/judge: a submission judged by server/judge/ on a scheduler worker
+ *   judge_batch.c POST /v1/judge with many submissions: one array, or JSON lines as they finish
  *   images.c      a request's "image": checked against serve --images and the store
  *   records.c     GET /v1/runs[/{task_id}]: the stored attempts read back
  * Only the files above include this header; the rest of paddock sees server.h. */
@@ -117,8 +118,12 @@ typedef struct req {
 	const char *content_type;
 	unsigned retry_after;
 	kind k;
-	/* a run's job while it is queued or runs, watched for the client's hang-up (hangup.c) */
+	/* a run's job while it is queued or runs, watched for the client's hang-up (hangup.c); or,
+	 * for a batch of jobs, a function told of the hang-up (fired) or of the end of the watch */
 	pd_job *job;
+	void (*hup_fn)(void *arg, bool fired);
+	void *hup_arg;
+	bool hup_owned; /* hup_fn was set: on_completed ends the watch (event thread only) */
 	uint64_t watch_id; /* 0: not watched */
 	int watch_fd;
 	struct req *wprev, *wnext;
@@ -137,6 +142,10 @@ http_stream *http_stream_new(pd_server *s, struct MHD_Connection *conn, int rfd)
 void http_stream_end(http_stream *st, bool ok);
 /* The response's reference, given up (sent, never sent, or the client left). */
 void http_stream_drop(http_stream *st);
+/* A producer's own reference, for one that may still call http_stream_end after the response and
+ * the watcher are gone (the client left): taken, then given back once it ended the stream. */
+void http_stream_hold(http_stream *st);
+void http_stream_release(http_stream *st);
 struct MHD_Response *http_stream_response(http_stream *st);
 
 /* ---- responses (http.c) ---- */
@@ -164,6 +173,9 @@ void runs_submit(req *r, kind k);
 
 /* ---- the judge (judge.c) ---- */
 void judge_submit(req *r, const char *url, const char *method);
+/* judge_batch.c: {"submissions": [...]} answered as one array, or with "stream": true as JSON
+ * lines in the order they finish */
+void judge_batch(req *r, json_t *body);
 /* A cluster's answer to a suspended request (runs.c): sets the response and resumes. */
 void cluster_answer(void *arg, int status, const char *body, size_t len, unsigned retry_after);
 /* A judge request's job on this node, for the cluster's executor (pd_cluster_opts.judge_job). */
@@ -241,8 +253,13 @@ int hangup_start(pd_server *s, pd_err *e);
 void hangup_stop(pd_server *s);
 /* Watches r's socket while j waits or runs: a hang-up cancels j. Before pd_sched_submit. */
 void hangup_watch(req *r, pd_job *j);
-/* Stops watching (j finished, or was refused); before r is resumed. */
+/* Stops watching (j finished, or was refused); before r is resumed. With a function watched, it
+ * is called (fired false) if the hang-up did not call it already. */
 void hangup_unwatch(req *r);
+/* Watches r's socket for as long as r lives (its answer may stream after r was resumed): fn(arg,
+ * true) on a hang-up, fn(arg, false) when r completes without one; called once, under srv->mu,
+ * so it must not take srv->mu. on_completed ends the watch. */
+void hangup_watch_fn(req *r, void (*fn)(void *arg, bool fired), void *arg);
 
 /* ---- /run_code's network per request (netmodes.c) ---- */
 /* Parses --run-code-networks and adds each template's twins for the modes it allows. */

@@ -1,8 +1,7 @@
 /* POST /v1/judge: a submission judged against a problem loaded with --problems or an inline one
  * (docs/judge.md). On the event thread the body becomes a judge job (server/judge/jobs.c) queued on
  * the scheduler with the connection suspended; a worker judges it, the store records the judged
- * record, and judge_done answers with it. The batch form ({"submissions": [...]} with fields shared
- * by all) queues one job per submission and answers {"results": [...]} in order once all are done. */
+ * record, and judge_done answers with it. The batch form ({"submissions": [...]}) is judge_batch.c's. */
 #define _GNU_SOURCE
 #include "http.h"
 
@@ -27,123 +26,6 @@ static void judge_done(pd_job *j, void *arg)
 	}
 	pd_job_free(j);
 	http_resume(r);
-}
-
-/* ---- the batch form: {"submissions": [...], shared fields} answered as one array ---- */
-
-#define BATCH_MAX 1024
-
-typedef struct batch {
-	req *r;
-	pthread_mutex_t mu;
-	size_t pending;
-	json_t *results; /* one slot per submission, in order */
-} batch;
-
-typedef struct batch_slot {
-	batch *b;
-	size_t i;
-} batch_slot;
-
-/* Fills slot i; the last one answers the request. */
-static void batch_put(batch *b, size_t i, json_t *rec)
-{
-	pthread_mutex_lock(&b->mu);
-	json_array_set_new(b->results, i, rec);
-	bool last = --b->pending == 0;
-	pthread_mutex_unlock(&b->mu);
-	if (!last)
-		return;
-	req *r = b->r;
-	http_set_json(r, 200, json_pack("{s:o}", "results", b->results));
-	pthread_mutex_destroy(&b->mu);
-	free(b);
-	http_resume(r);
-}
-
-static void batch_done(pd_job *j, void *arg)
-{
-	batch_slot *s = arg;
-	json_t *rec = j->store_errno ? json_pack("{s:s,s:s,s:n}", "task_id", j->task_id, "error",
-						 "the verdict could not be recorded: retry later", "reward")
-				     : pd_judge_job_record(j);
-	batch *b = s->b;
-	size_t i = s->i;
-	free(s);
-	pd_job_free(j);
-	batch_put(b, i, rec);
-}
-
-/* Every submission is a request of its own with the batch's shared fields (those it does not set
- * itself); all are parsed before any runs, so a bad one refuses the batch, naming it. */
-static void judge_batch(req *r, json_t *body)
-{
-	pd_server *srv = r->srv;
-	json_t *subs = json_object_get(body, "submissions");
-	size_t n = json_array_size(subs);
-	if (!json_is_array(subs) || !n || n > BATCH_MAX) {
-		http_set_error(r, 400, "submissions: must be a list of 1 to %d judge requests", BATCH_MAX);
-		return;
-	}
-	pd_job **jobs = calloc(n, sizeof *jobs);
-	if (!jobs) {
-		http_set_error(r, 500, "out of memory");
-		return;
-	}
-	for (size_t i = 0; i < n; i++) {
-		json_t *one = json_deep_copy(json_array_get(subs, i));
-		const char *k;
-		json_t *v;
-		if (json_is_object(one))
-			json_object_foreach(body, k, v)
-				if (strcmp(k, "submissions") && !json_object_get(one, k))
-					json_object_set(one, k, v);
-		pd_err e = {0};
-		int status;
-		jobs[i] = pd_judge_job(srv->judge, &srv->problems, one, pd_ctx_run_id(srv->ctx), &status, &e);
-		json_decref(one);
-		char digest[PD_DIGEST_LEN];
-		if (jobs[i] && jobs[i]->image[0] && (status = images_check(srv, jobs[i]->image, digest, &e)) != 0) {
-			pd_job_free(jobs[i]);
-			jobs[i] = NULL;
-		}
-		if (!jobs[i]) {
-			for (size_t k2 = 0; k2 < i; k2++)
-				pd_job_free(jobs[k2]);
-			free(jobs);
-			http_set_error(r, status, "submissions[%zu]: %s", i, e.msg);
-			return;
-		}
-	}
-	batch *b = calloc(1, sizeof *b);
-	b->r = r;
-	b->pending = n;
-	b->results = json_array();
-	pthread_mutex_init(&b->mu, NULL);
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(b->results, json_null());
-	const char *client = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Paddock-Client");
-	http_suspend(r);
-	for (size_t i = 0; i < n; i++) {
-		pd_job *j = jobs[i];
-		snprintf(j->client, sizeof j->client, "%s", client && *client ? client : "judge");
-		batch_slot *s = malloc(sizeof *s);
-		s->b = b;
-		s->i = i;
-		j->done = batch_done;
-		j->done_arg = s;
-		pd_admit a = pd_sched_submit(srv->sched, j);
-		if (a != PD_ADMIT_OK) {
-			/* the others still run: this one's slot says why it did not */
-			json_t *rec = json_pack("{s:s,s:s,s:n}", "task_id", j->task_id, "error",
-						a == PD_ADMIT_FULL ? "queue full: retry later" : "not admitted: retry later",
-						"reward");
-			free(s);
-			pd_job_free(j);
-			batch_put(b, i, rec);
-		}
-	}
-	free(jobs);
 }
 
 pd_job *judge_job_for_cluster(void *arg, json_t *body, int *status, pd_err *e)

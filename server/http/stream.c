@@ -121,6 +121,18 @@ void http_stream_end(http_stream *st, bool ok)
 	pthread_mutex_unlock(&st->mu);
 }
 
+void http_stream_hold(http_stream *st)
+{
+	pthread_mutex_lock(&st->mu);
+	st->refs++;
+	pthread_mutex_unlock(&st->mu);
+}
+
+void http_stream_release(http_stream *st)
+{
+	unref(st);
+}
+
 void http_stream_drop(http_stream *st)
 {
 	pthread_mutex_lock(&st->mu);

@@ -1,0 +1,405 @@
+/* POST /v1/judge with {"submissions": [...], <fields shared by all>}: one judge job per submission,
+ * all parsed before any is queued (a bad one refuses the batch, naming its index). Two answers:
+ *
+ *   - one array, {"results": [...]} in the submissions' order, once all are judged;
+ *   - with "stream": true, JSON lines (application/x-ndjson, chunked) in the order they finish:
+ *     each line is a judged record with "index" (its place in "submissions"), so a trainer can
+ *     start on the first verdicts while the slow ones run. A submission that could not be judged
+ *     (not admitted, or its verdict not recorded) is a line with "index" and "error"; the others
+ *     go on. The body ends (the chunked terminator) after the last line: exactly one line per
+ *     submission.
+ *
+ * Either way a client that hangs up cancels what is still queued or running (hangup.c watches the
+ * socket for as long as the request lives, through the streamed answer too).
+ *
+ * The streamed lines are written into a pipe that the response reads (stream.c). Workers finish
+ * jobs and must never wait for a slow client: their done callbacks only queue the line; a writer
+ * thread of the batch's own writes the pipe, blocking if it must, and ends the stream after the
+ * last line. The batch is shared by the jobs' callbacks, the writer and the hang-up watch, and
+ * freed by the last of them (refs). */
+#define _GNU_SOURCE
+#include "http.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#define BATCH_MAX 1024
+
+typedef struct batch {
+	pd_server *srv;
+	req *r;          /* the array form: answered (resumed) by the last job */
+	bool stream;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int refs;        /* the jobs (as one), the hang-up watch, the writer */
+	size_t n, pending;
+	pd_job **jobs;   /* a slot is NULL once its job finished (it is freed then) */
+	bool gone;       /* the client hung up: what is left is cancelled */
+	json_t *results; /* the array form: one slot per submission */
+	/* the streamed form: lines not yet written, the pipe's write end, the response's stream */
+	char *lines;
+	size_t len, cap;
+	int wfd;
+	int wake;        /* an eventfd: the writer stops waiting for the pipe once the client left */
+	http_stream *st;
+	bool broken;     /* the client left: lines go nowhere */
+} batch;
+
+typedef struct batch_slot {
+	batch *b;
+	size_t i;
+} batch_slot;
+
+static void batch_unref(batch *b)
+{
+	pthread_mutex_lock(&b->mu);
+	bool last = --b->refs == 0;
+	pthread_mutex_unlock(&b->mu);
+	if (!last)
+		return;
+	json_decref(b->results);
+	if (b->wake >= 0)
+		close(b->wake);
+	free(b->lines);
+	free(b->jobs);
+	pthread_mutex_destroy(&b->mu);
+	pthread_cond_destroy(&b->cv);
+	free(b);
+}
+
+/* b->mu held: the jobs still queued or running are cancelled (taken out of the queue, or their
+ * sandbox killed); each still ends through its done callback, as cancelled. */
+static void cancel_rest(batch *b)
+{
+	b->gone = true;
+	for (size_t i = 0; i < b->n; i++)
+		if (b->jobs[i])
+			pd_sched_cancel(b->srv->sched, b->jobs[i]);
+}
+
+/* b->mu held: the streamed answer goes nowhere; the writer stops waiting for the pipe */
+static void set_broken(batch *b)
+{
+	if (b->broken)
+		return;
+	b->broken = true;
+	cancel_rest(b);
+	uint64_t one = 1;
+	if (b->wake >= 0 && write(b->wake, &one, sizeof one) != sizeof one)
+		pd_log("warn", "judge batch: could not wake its writer");
+	pthread_cond_broadcast(&b->cv);
+}
+
+/* The hang-up watch (under srv->mu, which is taken before b->mu everywhere): fired on a hang-up,
+ * or not when the request completed. A streamed answer completes normally only after the writer
+ * sent every line: a completion with lines still to come is a client that left while
+ * libmicrohttpd was sending (it saw the broken socket itself). */
+static void on_hangup(void *arg, bool fired)
+{
+	batch *b = arg;
+	pthread_mutex_lock(&b->mu);
+	if (fired && !b->stream)
+		cancel_rest(b);
+	else if (b->stream && (fired || b->pending || b->len))
+		set_broken(b);
+	pthread_mutex_unlock(&b->mu);
+	batch_unref(b);
+}
+
+/* One submission's outcome (rec taken). The streamed form queues its line for the writer; the
+ * array form fills its slot, and the last one answers the request. */
+static void batch_put(batch *b, size_t i, json_t *rec)
+{
+	pthread_mutex_lock(&b->mu);
+	b->jobs[i] = NULL;
+	if (b->stream) {
+		json_object_set_new(rec, "index", json_integer((json_int_t)i));
+		char *text = json_dumps(rec, JSON_COMPACT);
+		size_t n = text ? strlen(text) : 0;
+		if (text && !b->broken && b->len + n + 1 > b->cap) {
+			size_t cap = b->cap ? b->cap : 16384;
+			while (cap < b->len + n + 1)
+				cap *= 2;
+			char *nl = realloc(b->lines, cap);
+			if (nl) {
+				b->lines = nl;
+				b->cap = cap;
+			}
+		}
+		if (text && !b->broken && b->len + n + 1 <= b->cap) {
+			memcpy(b->lines + b->len, text, n);
+			b->lines[b->len + n] = '\n';
+			b->len += n + 1;
+		} else if (!b->broken) {
+			pd_log("error", "judge batch: a line could not be queued (out of memory)", PD_LU("bytes", n));
+		}
+		free(text);
+		json_decref(rec);
+	} else {
+		json_array_set_new(b->results, i, rec);
+	}
+	bool last = --b->pending == 0, stream = b->stream;
+	pthread_cond_broadcast(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+	/* past the unlock, b is only the last put's (the others' last may free it meanwhile) */
+	if (!last || stream)
+		return;
+	req *r = b->r;
+	/* once resumed, r may be answered and freed: nothing of it after */
+	http_set_json(r, 200, json_pack("{s:O}", "results", b->results));
+	batch_unref(b);
+	http_resume(r);
+}
+
+static void batch_done(pd_job *j, void *arg)
+{
+	batch_slot *s = arg;
+	json_t *rec = j->store_errno ? json_pack("{s:s,s:s,s:n}", "task_id", j->task_id, "error",
+						 "the verdict could not be recorded: retry later", "reward")
+				     : pd_judge_job_record(j);
+	batch *b = s->b;
+	size_t i = s->i;
+	bool stream = b->stream; /* the array form's b may be gone after its last put */
+	free(s);
+	/* the slot is emptied (under b->mu) before the job is freed: a cancel sees it alive or not
+	 * at all */
+	batch_put(b, i, rec ? rec : json_pack("{s:s,s:n}", "error", "out of memory", "reward"));
+	pd_job_free(j);
+	if (stream)
+		batch_unref(b); /* the streamed form: each job holds a reference */
+}
+
+/* Writes all of buf into the pipe (non-blocking), waiting for the client if it must; false once
+ * it is gone (EPIPE, or the hang-up watch woke us: the pipe's reader may never read again). */
+static bool write_all(batch *b, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(b->wfd, buf, len);
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			struct pollfd pf[2] = {{b->wfd, POLLOUT, 0}, {b->wake, POLLIN, 0}};
+			while (poll(pf, 2, -1) < 0 && errno == EINTR)
+				;
+			if (pf[1].revents)
+				return false;
+			continue;
+		}
+		return false; /* EPIPE: the response was dropped (SIGPIPE is ignored by serve) */
+	}
+	return true;
+}
+
+static void *writer_main(void *arg)
+{
+	batch *b = arg;
+	pd_server *s = b->srv;
+	pthread_mutex_lock(&b->mu);
+	for (;;) {
+		while (!b->len && b->pending)
+			pthread_cond_wait(&b->cv, &b->mu);
+		if (!b->len && !b->pending)
+			break;
+		char *buf = b->lines;
+		size_t len = b->len;
+		b->lines = NULL;
+		b->len = b->cap = 0;
+		bool broken = b->broken;
+		pthread_mutex_unlock(&b->mu);
+		bool ok = broken || write_all(b, buf, len);
+		free(buf);
+		pthread_mutex_lock(&b->mu);
+		if (!ok) /* the client left: the rest runs for nobody */
+			set_broken(b);
+	}
+	pthread_mutex_unlock(&b->mu);
+	http_stream_end(b->st, true); /* before the write end closes: the reader's end of file */
+	http_stream_release(b->st);
+	close(b->wfd);
+	batch_unref(b);
+	pthread_mutex_lock(&s->mu);
+	s->session_ops--;
+	pthread_cond_broadcast(&s->ops_cv);
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+/* The streamed form's response and writer; false (r answered with the error) when they could not be
+ * had. */
+static bool stream_start(req *r, batch *b)
+{
+	pd_server *s = r->srv;
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		http_set_error(r, 503, "pipe: %s: retry later", strerror(errno));
+		return false;
+	}
+	http_stream *st = http_stream_new(s, r->conn, p[0]);
+	if (!st) {
+		close(p[0]);
+		close(p[1]);
+		http_set_error(r, 503, "cannot start the stream: retry later");
+		return false;
+	}
+	http_stream_hold(st); /* the writer's: it ends the stream even after the client left */
+	b->st = st;
+	b->wfd = p[1];
+	/* room for many lines while the client catches up (the writer waits past it) */
+	fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
+	fcntl(p[1], F_SETFL, fcntl(p[1], F_GETFL) | O_NONBLOCK);
+	b->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (b->wake < 0) {
+		http_stream_end(st, false);
+		http_stream_release(st);
+		http_stream_drop(st);
+		close(p[1]);
+		http_set_error(r, 503, "eventfd: retry later");
+		return false;
+	}
+	pthread_mutex_lock(&s->mu);
+	s->session_ops++; /* the daemon's stop waits for the writer (after the scheduler drained) */
+	pthread_mutex_unlock(&s->mu);
+	pthread_t t;
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	b->refs++;
+	int rc = pthread_create(&t, &at, writer_main, b);
+	pthread_attr_destroy(&at);
+	if (rc != 0) {
+		b->refs--;
+		pthread_mutex_lock(&s->mu);
+		s->session_ops--;
+		pthread_cond_broadcast(&s->ops_cv);
+		pthread_mutex_unlock(&s->mu);
+		http_stream_end(st, false);
+		http_stream_release(st);
+		http_stream_drop(st); /* the response's reference: never sent */
+		close(p[1]);
+		http_set_error(r, 503, "cannot start a thread: retry later");
+		return false;
+	}
+	http_set_resp_stream(r, 200, "application/x-ndjson", st);
+	return true;
+}
+
+/* Every submission is a request of its own with the batch's shared fields (those it does not set
+ * itself). */
+void judge_batch(req *r, json_t *body)
+{
+	pd_server *srv = r->srv;
+	json_t *subs = json_object_get(body, "submissions");
+	size_t n = json_array_size(subs);
+	if (!json_is_array(subs) || !n || n > BATCH_MAX) {
+		http_set_error(r, 400, "submissions: must be a list of 1 to %d judge requests", BATCH_MAX);
+		return;
+	}
+	json_t *sv = json_object_get(body, "stream");
+	if (sv && !json_is_boolean(sv)) {
+		http_set_error(r, 400, "stream: must be true or false");
+		return;
+	}
+	bool stream = json_is_true(sv);
+	pd_job **jobs = calloc(n, sizeof *jobs);
+	batch *b = calloc(1, sizeof *b);
+	if (!jobs || !b) {
+		free(jobs);
+		free(b);
+		http_set_error(r, 500, "out of memory");
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_t *one = json_deep_copy(json_array_get(subs, i));
+		const char *k;
+		json_t *v;
+		if (json_is_object(one))
+			json_object_foreach(body, k, v)
+				if (strcmp(k, "submissions") && strcmp(k, "stream") && !json_object_get(one, k))
+					json_object_set(one, k, v);
+		pd_err e = {0};
+		int status;
+		jobs[i] = pd_judge_job(srv->judge, &srv->problems, one, pd_ctx_run_id(srv->ctx), &status, &e);
+		json_decref(one);
+		char digest[PD_DIGEST_LEN];
+		if (jobs[i] && jobs[i]->image[0] && (status = images_check(srv, jobs[i]->image, digest, &e)) != 0) {
+			pd_job_free(jobs[i]);
+			jobs[i] = NULL;
+		}
+		if (!jobs[i]) {
+			for (size_t k2 = 0; k2 < i; k2++)
+				pd_job_free(jobs[k2]);
+			free(jobs);
+			free(b);
+			http_set_error(r, status, "submissions[%zu]: %s", i, e.msg);
+			return;
+		}
+	}
+	b->srv = srv;
+	b->r = r;
+	b->stream = stream;
+	b->n = b->pending = n;
+	b->jobs = jobs;
+	b->wfd = b->wake = -1;
+	pthread_mutex_init(&b->mu, NULL);
+	pthread_cond_init(&b->cv, NULL);
+	/* references: the array form's last job answers and gives one back, the streamed form's jobs
+	 * one each; the hang-up watch one (given back when it fires or r completes) */
+	b->refs = stream ? (int)n + 1 : 2;
+	if (!stream) {
+		b->results = json_array();
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(b->results, json_null());
+	}
+	if (stream && !stream_start(r, b)) {
+		for (size_t i = 0; i < n; i++)
+			pd_job_free(jobs[i]);
+		b->refs = 1;
+		batch_unref(b);
+		return;
+	}
+	const char *client = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Paddock-Client");
+	if (!stream)
+		http_suspend(r);
+	/* before any job is queued: a client gone already cancels them all before they run */
+	hangup_watch_fn(r, on_hangup, b);
+	for (size_t i = 0; i < n; i++) {
+		pd_job *j = jobs[i];
+		snprintf(j->client, sizeof j->client, "%s", client && *client ? client : "judge");
+		batch_slot *s = malloc(sizeof *s);
+		pd_admit a = PD_ADMIT_FULL;
+		if (s) {
+			s->b = b;
+			s->i = i;
+			j->done = batch_done;
+			j->done_arg = s;
+			pthread_mutex_lock(&b->mu);
+			if (b->gone)
+				pd_job_cancel(j); /* queued, but never run */
+			pthread_mutex_unlock(&b->mu);
+			a = pd_sched_submit(srv->sched, j);
+		}
+		if (a != PD_ADMIT_OK) {
+			/* the others still run: this one's line (or slot) says why it did not */
+			json_t *rec = json_pack("{s:s,s:s,s:n}", "task_id", j->task_id, "error",
+						a == PD_ADMIT_FULL ? "queue full: retry later" : "not admitted: retry later",
+						"reward");
+			free(s);
+			batch_put(b, i, rec);
+			pd_job_free(j);
+			if (stream)
+				batch_unref(b);
+		}
+	}
+	/* the streamed form is answered now: the body follows as the jobs finish */
+}
