@@ -11,6 +11,9 @@ against.
     forks = c.fork(snap["snapshot"], count=8)     # a GRPO group from one prepared state
     lines = c.trajectory(s.id)                    # list of dicts, one per step
     s.reset(); s.close()
+    rec = c.judge("sum", code, "python")           # the judged record (verdict, reward, tests)
+    for rec in c.judge_stream("sum", [{"code": a}, {"code": b}], language="python"):
+        print(rec["index"], rec["reward"])        # as each finishes; break hangs up (cancels the rest)
 
 Errors from the daemon are raised as PaddockError (status, message). See docs/sessions.md.
 """
@@ -128,6 +131,55 @@ class Client:
         body.update({k: v for k, v in kw.items() if v is not None})
         return self.request("POST", "/v1/judge", body)
 
+    def judge_batch(self, problem, submissions, **shared):
+        """Judges many submissions in one request: submissions is a list of dicts ({"code",
+        "language", "sample_id", ...}); shared holds the fields they share (language, group_id,
+        task_id prefixes are the submissions' own). Returns the judged records in the submissions'
+        order, once all are judged."""
+        body = self._batch_body(problem, submissions, shared)
+        return self.request("POST", "/v1/judge", body)["results"]
+
+    def judge_stream(self, problem, submissions, **shared):
+        """As judge_batch, but yields each judged record as soon as it is judged (the daemon
+        answers JSON lines in the order they finish); each carries "index", its place in
+        submissions. Closing the generator early (break) hangs up, which cancels the submissions
+        not judged yet."""
+        body = self._batch_body(problem, submissions, shared)
+        body["stream"] = True
+        return self.lines("POST", "/v1/judge", body)
+
+    @staticmethod
+    def _batch_body(problem, submissions, shared):
+        body = {"submissions": list(submissions)}
+        if isinstance(problem, str):
+            body["problem_id"] = problem
+        elif problem is not None:
+            body["problem"] = problem
+        body.update({k: v for k, v in shared.items() if v is not None})
+        return body
+
+    def lines(self, method, path, body):
+        """A request whose answer is JSON lines: yields each as it arrives. A refusal raises
+        PaddockError; closing the generator closes the connection."""
+        hdrs = {"Content-Type": "application/json"}
+        if self.token:
+            hdrs["Authorization"] = "Bearer " + self.token
+        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(), method=method,
+                                     headers=hdrs)
+        try:
+            resp = urllib.request.urlopen(req, timeout=self.timeout)
+        except urllib.error.HTTPError as e:
+            payload = e.read()
+            try:
+                msg = json.loads(payload).get("error", payload.decode("utf-8", "replace"))
+            except ValueError:
+                msg = payload.decode("utf-8", "replace")
+            raise PaddockError(e.code, msg) from None
+        with resp:
+            for line in resp:
+                if line.strip():
+                    yield json.loads(line)
+
     def health(self):
         return self.request("GET", "/healthz")
 
@@ -183,25 +235,7 @@ class Session:
         last {"event": "result", ...the exec's answer...}. A refusal raises PaddockError."""
         body = self._exec_body(cmd, stdin, cwd, timeout, idle_timeout, request_id)
         body["stream"] = True
-        c = self.client
-        hdrs = {"Content-Type": "application/json"}
-        if c.token:
-            hdrs["Authorization"] = "Bearer " + c.token
-        req = urllib.request.Request(c.url + self._p("exec"), data=json.dumps(body).encode(), method="POST",
-                                     headers=hdrs)
-        try:
-            resp = urllib.request.urlopen(req, timeout=c.timeout)
-        except urllib.error.HTTPError as e:
-            payload = e.read()
-            try:
-                msg = json.loads(payload).get("error", payload.decode("utf-8", "replace"))
-            except ValueError:
-                msg = payload.decode("utf-8", "replace")
-            raise PaddockError(e.code, msg) from None
-        with resp:
-            for line in resp:
-                if line.strip():
-                    yield json.loads(line)
+        yield from self.client.lines("POST", self._p("exec"), body)
 
     def write_file(self, path, data, request_id=None):
         if isinstance(data, str):

@@ -207,6 +207,22 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(wrong["verdict"]["output"]["status"], "fail")
         self.assertEqual(wrong["reward"], 0)
 
+    def test_judge_batch_and_stream(self):
+        problem = {"tests": [{"input": "1 2\n", "output": "3\n"}]}
+        subs = [{"sample_id": "right", "code": "a, b = map(int, input().split())\nprint(a + b)\n"},
+                {"sample_id": "wrong", "code": "print(4)\n"}]
+        recs = self.c.judge_batch(problem, subs, language="python", group_id="gb")
+        self.assertEqual([(r["sample_id"], r["verdict"]["output"]["status"], r["group_id"]) for r in recs],
+                         [("right", "pass", "gb"), ("wrong", "fail", "gb")])
+        # streamed: every record once, with its index, as it finishes
+        got = list(self.c.judge_stream(problem, subs, language="python", cache=False))
+        self.assertEqual(sorted((r["index"], r["sample_id"], r["verdict"]["output"]["status"]) for r in got),
+                         [(0, "right", "pass"), (1, "wrong", "fail")])
+        with self.assertRaises(PaddockError) as cm:
+            list(self.c.judge_stream(problem, [{"code": "x"}], language="cobol"))
+        self.assertEqual(cm.exception.status, 400)
+        self.assertIn("submissions[0]: language", cm.exception.message)
+
 
 if __name__ == "__main__":
     unittest.main()
