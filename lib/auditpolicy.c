@@ -19,6 +19,14 @@
 #define MAX_LIST 256  /* entries per list */
 #define MAX_TRAP_BYTES (1 << 20)
 
+/* How much of a client's key an error quotes: at most 64 bytes, cut at a character boundary (the
+ * message must stay UTF-8: a 400's JSON needs it; found by fuzz_judge_req). */
+static int key_quote(const char *key)
+{
+	size_t n = strlen(key);
+	return (int)pd_utf8_cut(key, n < 64 ? n : 64);
+}
+
 static const char *const scratch_dirs[] = {"/tmp", "/work", "/dev/shm"};
 
 /* ---- string vectors (NULL-terminated, owned) ---- */
@@ -336,7 +344,7 @@ static int parse_env(pd_audit_policy *p, json_t *j, const char *what, pd_err *e)
 	json_object_foreach(j, key, val)
 	{
 		if (strlen(key) > 128 || !env_name_ok(key))
-			return pd_fail(e, EINVAL, "%s.env.%.64s: not a variable name", what, key);
+			return pd_fail(e, EINVAL, "%s.env.%.*s: not a variable name", what, key_quote(key), key);
 		const char *v = json_is_string(val) ? json_string_value(val) : NULL;
 		/* a token must be long enough not to turn up by chance in honest output */
 		if (!v || strlen(v) != json_string_length(val) || strlen(v) < 8 || strlen(v) > 256)
@@ -475,9 +483,9 @@ pd_audit_policy *pd_audit_policy_parse(const char *json, size_t len, const char 
 			else
 				p->max_events = (size_t)n;
 		} else
-			rc = pd_fail(e, EINVAL, "%s.%.64s: unknown field (allow, protect, writable, judge, traps, env, "
+			rc = pd_fail(e, EINVAL, "%s.%.*s: unknown field (allow, protect, writable, judge, traps, env, "
 					      "egress, fail, mandatory, max_events)",
-				     what, key);
+				     what, key_quote(key), key);
 		if (rc < 0)
 			break;
 	}

@@ -275,6 +275,15 @@ static void test_digest(void)
 	ok(refused("{\"tests\":[{\"input\":\"1\",\"output\":\"1\"}],\"audit\":{\"bogus\":1}}", "audit.bogus", m) &&
 		   !strstr(m, "Invalid argument"),
 	   "a bad audit policy: the field and the reason, no strerror text: %s", m);
+	/* a long unknown key of two-byte characters: quoted cut at a character boundary (UTF-8 stays) */
+	char big[512] = "{\"tests\":[{\"input\":\"1\",\"output\":\"1\"}],\"audit\":{\"H";
+	for (int i = 0; i < 40; i++)
+		strcat(big, "\u00e9");
+	strcat(big, "\":1}}");
+	json_t *js = NULL;
+	ok(refused(big, "unknown field", m) && (js = json_string(m)) != NULL,
+	   "an unknown policy key cut at 64 bytes stays UTF-8 (a 400's JSON needs it): %s", m);
+	json_decref(js);
 	/* FIPS 180-4 test vector */
 	pd_sha256 h;
 	unsigned char out[32];
@@ -304,7 +313,7 @@ static void test_digest(void)
 
 int main(void)
 {
-	plan(74);
+	plan(75);
 	test_inline();
 	test_in_outs();
 	test_refusals();
