@@ -99,7 +99,7 @@ like "$CODE/$(jb .error)" "^400/language: problem two-sum is call-based .*python
 
 req GET /metrics
 is "$(grep -E '^paddock_judge_cache_total\{result="hit"\} ' "$BODY" | awk '{print $2}')/$(grep -E '^paddock_judged_total\{output="pass"\} ' "$BODY" | awk '{print $2}')" \
-  "2/7" "metrics: judged attempts by output, cache hits (the batch's print(0) was judged before)"
+  "2/8" "metrics: judged attempts by output, cache hits (the batch's print(0) was judged before)"
 is "$(awk '$1 == "paddock_judge_errors_total" {print $2}' "$BODY")" 2 \
   "metrics: judge_errors counts the failing checker's two runs (the first and its retry)"
 is "$(awk '$1 == "paddock_judge_checker_cpu_ms_total" {print ($2 > 0)}' "$BODY")/$(awk '$1 == "paddock_judged_total{output=\"not_judged\"}" {print $2}' "$BODY")" \

@@ -49,9 +49,10 @@ is "$(jq -sr 'sort_by(.index) | map("\(.sample_id):\(.failure_class):\(.reward)"
 
 # --- http.client: lines as they arrive; a client that leaves --------------------------------------
 cat >"$TMPD/stream.py" <<'EOF'
-# stream.py URL BODYFILE DB SLOW_TASK: reads the streamed batch line by line; at the first line says
-# whether the slow task was in the store yet and whether its program ran; then hangs up
-import http.client, json, sqlite3, subprocess, sys, urllib.parse
+# stream.py URL BODYFILE DB SLOW_TASK PATTERN: reads the streamed batch line by line; at the first
+# line says whether the slow task was in the store yet; then waits (a condition, 30 s at most) until
+# the slow program (pgrep -f PATTERN) runs, says so, and hangs up while it runs
+import http.client, json, sqlite3, subprocess, sys, time, urllib.parse
 u = urllib.parse.urlsplit(sys.argv[1])
 c = http.client.HTTPConnection(u.hostname, u.port, timeout=120)
 c.request("POST", "/v1/judge", open(sys.argv[2], "rb").read(), {"Content-Type": "application/json"})
@@ -60,7 +61,12 @@ line = r.readline()
 rec = json.loads(line)
 db = sqlite3.connect(sys.argv[3])
 stored = db.execute("SELECT count(*) FROM attempts WHERE task_id = ?", (sys.argv[4],)).fetchone()[0]
-running = subprocess.run(["pgrep", "-f", "sleep 41.5"], stdout=subprocess.DEVNULL).returncode == 0
+running = False
+for _ in range(300):
+    running = subprocess.run(["pgrep", "-f", sys.argv[5]], stdout=subprocess.DEVNULL).returncode == 0
+    if running:
+        break
+    time.sleep(0.1)
 print(r.status, rec["index"], rec["sample_id"], rec["verdict"]["output"]["status"],
       "slow-stored=%d" % stored, "slow-running=%s" % running)
 c.close()
@@ -71,9 +77,9 @@ cat >"$TMPD/slow.json" <<'EOF'
                 {"sample_id":"fast","language":"python","code":"print(int(input())**2)"}]}
 EOF
 c0=$(metric 'paddock_cancelled_total{stage="running"}')
-is "$(timeout 60 python3 "$TMPD/stream.py" "$U" "$TMPD/slow.json" "$DB" slow-1)" \
+is "$(timeout 60 python3 "$TMPD/stream.py" "$U" "$TMPD/slow.json" "$DB" slow-1 "sleep 41.5")" \
   "200 1 fast pass slow-stored=0 slow-running=True" \
-  "http.client: the first line (the fast one, index 1) arrives while the slow one still runs, unrecorded"
+  "http.client: the first line (the fast one, index 1) arrives before the slow one ended (unrecorded); the client hangs up while it runs"
 wait_for 20 stored_is slow-1 cancelled
 ok $? "the client hung up: the running slow submission ends as cancelled in the store"
 wait_for 10 no_sleeper 41.5
@@ -130,7 +136,7 @@ cat >"$TMPD/deadline.json" <<'EOF'
                 {"task_id":"dl-2","language":"bash","code":"sleep 44.5; echo 4"},
                 {"task_id":"dl-3","sample_id":"late","language":"python","code":"print(4)","deadline_ms":1500}]}
 EOF
-is "$(timeout 60 python3 "$TMPD/stream.py" "$U" "$TMPD/deadline.json" "$DB" dl-3 | cut -d' ' -f1-5)" \
+is "$(timeout 60 python3 "$TMPD/stream.py" "$U" "$TMPD/deadline.json" "$DB" dl-3 "sleep 44.5" | cut -d' ' -f1-5)" \
   "200 2 late not_judged slow-stored=1" \
   "stream: the first line is the submission whose deadline passed in the queue (both workers busy)"
 is "$(sqlite3 "$DB" "SELECT failure_class || ' ' || (json_extract(record, '$.reward') IS NULL) FROM attempts WHERE task_id = 'dl-3'")" \
