@@ -140,6 +140,9 @@ typedef struct http_stream http_stream;
 http_stream *http_stream_new(pd_server *s, struct MHD_Connection *conn, int rfd);
 /* The producer: how it ended, said before it closes its write end. */
 void http_stream_end(http_stream *st, bool ok);
+/* The same and the write end wfd closed at once (under the stream's lock): the reader never sees
+ * "produced" with the pipe still open. */
+void http_stream_close(http_stream *st, bool ok, int wfd);
 /* The response's reference, given up (sent, never sent, or the client left). */
 void http_stream_drop(http_stream *st);
 /* A producer's own reference, for one that may still call http_stream_end after the response and

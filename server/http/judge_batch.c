@@ -224,9 +224,9 @@ static void *writer_main(void *arg)
 			set_broken(b);
 	}
 	pthread_mutex_unlock(&b->mu);
-	http_stream_end(b->st, true); /* before the write end closes: the reader's end of file */
+	http_stream_close(b->st, true, b->wfd); /* the end and the reader's end of file at once */
+	b->wfd = -1;
 	http_stream_release(b->st);
-	close(b->wfd);
 	batch_unref(b);
 	pthread_mutex_lock(&s->mu);
 	s->session_ops--;
