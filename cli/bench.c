@@ -79,6 +79,19 @@ static void bench_usage(FILE *f)
 	      "                         2 clients, a GRPO mix with the cache on and off); takes\n"
 	      "                         --duration (each 2-client cell, default 5s) and --rounds\n"
 	      "                         (default 3)\n"
+	      "  --goodput              instead: a trainer's load against a daemon of its own\n"
+	      "                         (paddock serve): python jobs with deadlines that are their\n"
+	      "                         clients' read timeouts, at --loads times the capacity\n"
+	      "                         measured first (default 1,2,5); per load the share of\n"
+	      "                         accepted requests answered in time, the share of CPU spent\n"
+	      "                         on answers that reached a client, and the time from the\n"
+	      "                         flood's end until a request is admitted; takes --duration\n"
+	      "                         (per load, default 10s), --job-cpu (0.3s), --deadline (3s)\n"
+	      "  --memory-verdict       instead (or with --goodput): the run time to the verdict of\n"
+	      "                         a 300 MB python allocation under 256 MB, alone and 8 at\n"
+	      "                         once, and of an infinite loop past its 1 s limit\n"
+	      "  --against PATH         with --goodput/--memory-verdict: measure another build's\n"
+	      "                         daemon too, in alternating rounds; --rounds N (default 1)\n"
 	      "\n"
 	      "exit status: 0 all operations succeeded; 2 some failed (see the notes);\n"
 	      "             64 bad usage.\n"
@@ -136,13 +149,14 @@ static const pd_audit_opts audit_opts = {.enabled = true};
 int cmd_bench(int argc, char **argv)
 {
 	/* the daemon's own section: a server, clients and python3, not the lifecycle rows */
-	bool http = false, judge = false, help = false;
+	bool http = false, judge = false, goodput = false, help = false;
 	for (int i = 1; i < argc; i++) {
 		http |= !strcmp(argv[i], "--http");
 		judge |= !strcmp(argv[i], "--judge");
+		goodput |= !strcmp(argv[i], "--goodput") || !strcmp(argv[i], "--memory-verdict");
 		help |= !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
 	}
-	if ((http || judge) && help) {
+	if ((http || judge || goodput) && help) {
 		bench_usage(stdout);
 		return 0;
 	}
@@ -150,6 +164,8 @@ int cmd_bench(int argc, char **argv)
 		return cmd_bench_http(argc, argv);
 	if (judge)
 		return cmd_bench_judge(argc, argv);
+	if (goodput)
+		return cmd_bench_goodput(argc, argv);
 	static const struct option opts[] = {
 	    {"help", no_argument, 0, 'h'},
 	    {"iterations", required_argument, 0, 'n'},

@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include "server.h"
 #include "breaker.h"
+#include "estimate.h"
 
 #include <limits.h>
 #include <errno.h>
@@ -27,8 +28,6 @@
 
 #define MAX_CLIENTS 1024
 #define MAX_TEMPLATES 64
-#define EST_PRIOR_US 500000u /* service time of a template not seen yet */
-#define EST_WEIGHT 0.2       /* of the newest service time in the mean */
 #define BREAKER_MIN_SAMPLES 8
 
 typedef struct client_q {
@@ -40,21 +39,14 @@ typedef struct client_q {
 typedef struct prio_q {
 	client_q clients[MAX_CLIENTS];
 	size_t nclients, rr, len;
-	uint64_t work_us; /* the estimates of the jobs queued here, summed */
 } prio_q;
-
-/* Recent service times of a template (acquire, files, compile, run, fetch: what a worker spends). */
-typedef struct svc_time {
-	char name[64];
-	double mean_us;
-	uint64_t n;
-} svc_time;
 
 typedef struct worker {
 	struct pd_sched *s;
 	unsigned i;
 	bool busy;
-	uint64_t started, est_us; /* monotonic us; the estimate of the job it runs */
+	uint64_t started; /* monotonic us */
+	char key[80];	  /* the service-time key of the job it runs (svc_key) */
 } worker;
 
 struct pd_sched {
@@ -84,8 +76,13 @@ struct pd_sched {
 	} brk[MAX_TEMPLATES + 1];
 	size_t nbrk;
 	uint64_t memtotal;
-	svc_time svc[MAX_TEMPLATES];
-	size_t nsvc;
+	/* service times (acquire, files, compile, run, fetch, record and answer: what a worker
+	 * spends on a job) and the finish-time estimate's correction */
+	pd_est est;
+	/* the integral of busy workers over time (worker-us), to the last change at busy_at: a job's
+	 * mean concurrency is its growth over the job's run divided by the run's length */
+	double busy_area;
+	uint64_t busy_at;
 	uint64_t memavail, memavail_at; /* mem_available's last reading, and when */
 	uint64_t refused_total[PD_ADMIT_COUNT];
 	uint64_t cancelled_queued, cancelled_running;
@@ -159,69 +156,53 @@ bool pd_sched_breaker_open(pd_sched *s)
 	return open;
 }
 
-/* The service-time estimate of a template; lock held. */
-static svc_time *svc_of(pd_sched *s, const char *name, bool add)
-{
-	for (size_t i = 0; i < s->nsvc; i++)
-		if (!strcmp(s->svc[i].name, name))
-			return &s->svc[i];
-	if (!add || s->nsvc == MAX_TEMPLATES)
-		return NULL;
-	svc_time *t = &s->svc[s->nsvc++];
-	snprintf(t->name, sizeof t->name, "%s", name);
-	t->mean_us = 0;
-	t->n = 0;
-	return t;
-}
-
 /* A judge job (its own execute) runs a whole problem's tests in the template: its service time is
  * learnt apart from the template's single runs. */
 static const char *svc_key(const pd_job *j, char *buf, size_t len)
 {
-	if (!j->execute)
-		return j->template_name;
-	snprintf(buf, len, "judge:%s", j->template_name);
+	snprintf(buf, len, "%s%s", j->execute ? "judge:" : "", j->template_name);
 	return buf;
 }
 
-static uint64_t estimate(pd_sched *s, const pd_job *j)
+/* busy changes by delta; lock held */
+static void busy_change(pd_sched *s, int delta)
 {
-	char key[80];
-	svc_time *t = svc_of(s, svc_key(j, key, sizeof key), false);
-	return t && t->n ? (uint64_t)t->mean_us : EST_PRIOR_US;
+	uint64_t now = pd_now_us();
+	s->busy_area += (double)s->busy * (double)(now - s->busy_at);
+	s->busy_at = now;
+	s->busy = (unsigned)((int)s->busy + delta);
 }
 
-static void learn(pd_sched *s, const pd_job *j, uint64_t took_us)
+static double busy_area_now(const pd_sched *s, uint64_t now)
 {
-	char key[80];
-	svc_time *t = svc_of(s, svc_key(j, key, sizeof key), true);
-	if (!t)
-		return;
-	t->mean_us = t->n ? t->mean_us + EST_WEIGHT * ((double)took_us - t->mean_us) : (double)took_us;
-	t->n++;
+	return s->busy_area + (double)s->busy * (double)(now - s->busy_at);
 }
 
-/* When j, queued now in class pr, would finish (monotonic us); lock held. Work ahead of it: the
- * queued jobs of its class and the higher ones, and what the running jobs have left by their
- * estimates; the workers share it. A free worker with nothing ahead starts it at once. */
-static uint64_t finish_estimate(pd_sched *s, const pd_job *j, int pr, uint64_t now)
+/* How long j, queued now in class pr, would take to be answered (us, uncorrected); lock held.
+ * A free worker with nothing ahead starts it at once, beside the jobs running now. Otherwise it
+ * waits for the work ahead of it: the queued jobs of its class and the higher ones, and what the
+ * running jobs have left; the workers share that work, and all of it, its own too, runs with
+ * every worker busy, so at the CPU share of a full daemon (estimate.h). */
+static uint64_t predict(pd_sched *s, const pd_job *j, int pr, uint64_t now)
 {
+	char key[80];
+	svc_key(j, key, sizeof key);
 	size_t ahead = 0;
-	uint64_t work = 0;
-	for (int p = 0; p <= pr; p++) {
+	for (int p = 0; p <= pr; p++)
 		ahead += s->q[p].len;
-		work += s->q[p].work_us;
+	if (ahead + s->busy < s->nworkers)
+		return pd_est_service(&s->est, key, s->busy + 1);
+	double full = s->nworkers;
+	uint64_t work = pd_est_queued_work(&s->est, pr, full);
+	for (unsigned i = 0; i < s->nworkers; i++) {
+		const worker *w = &s->slots[i];
+		if (!w->busy)
+			continue;
+		uint64_t svc = pd_est_service(&s->est, w->key, full), ran = now - w->started;
+		/* one that overran its estimate is not done: count a quarter more of it */
+		work += ran < svc ? svc - ran : svc / 4;
 	}
-	uint64_t wait = 0;
-	if (ahead + s->busy >= s->nworkers) {
-		for (unsigned i = 0; i < s->nworkers; i++) {
-			const worker *w = &s->slots[i];
-			if (w->busy && now - w->started < w->est_us)
-				work += w->est_us - (now - w->started);
-		}
-		wait = work / (s->nworkers ? s->nworkers : 1);
-	}
-	return now + wait + j->est_us;
+	return work / s->nworkers + pd_est_service(&s->est, key, full);
 }
 
 static client_q *client_of(prio_q *q, const char *name)
@@ -251,10 +232,17 @@ pd_admit pd_sched_submit(pd_sched *s, pd_job *j)
 	int pr = j->priority >= 0 && j->priority < PD_PRIO_COUNT ? j->priority : PD_PRIO_NORMAL;
 	uint64_t now = pd_now_us();
 	bool idle = s->busy < s->nworkers && !s->q[0].len && !s->q[1].len && !s->q[2].len;
-	j->est_us = estimate(s, j);
+	char key[80];
+	svc_key(j, key, sizeof key);
+	j->est_us = pd_est_service(&s->est, key, s->busy + 1);
 	j->probe = false;
 	j->retry_after_s = 1;
-	uint64_t finish = 0;
+	j->admitted_us = now;
+	j->predicted_us = predict(s, j, pr, now);
+	/* a guess from the prior is no measure of the model's error: its outcome is not learnt */
+	j->est_informed = pd_est_known(&s->est, key);
+	/* admitted at the correction's quantile: see estimate.h */
+	uint64_t finish = now + (uint64_t)((double)j->predicted_us * s->est.factor);
 	if (s->stopping)
 		a = PD_ADMIT_STOPPING;
 	else if (s->store && pd_store_full(s->store, NULL, 0))
@@ -263,7 +251,7 @@ pd_admit pd_sched_submit(pd_sched *s, pd_job *j)
 		a = PD_ADMIT_MEMORY;
 	else if (s->q[pr].len >= s->o.queue_max)
 		a = PD_ADMIT_FULL;
-	else if (j->deadline_us && (finish = finish_estimate(s, j, pr, now)) > j->deadline_us)
+	else if (j->deadline_us && finish > j->deadline_us)
 		a = PD_ADMIT_DEADLINE;
 	else if (!pd_breaker_admit(job_breaker(s, j), now, idle, &j->probe))
 		a = PD_ADMIT_BREAKER;
@@ -291,7 +279,7 @@ pd_admit pd_sched_submit(pd_sched *s, pd_job *j)
 	c->tail = j;
 	c->len++;
 	s->q[pr].len++;
-	s->q[pr].work_us += j->est_us;
+	pd_est_queue(&s->est, key, pr, 1);
 	pthread_cond_signal(&s->cv);
 	if (j->deadline_us && j->deadline_us < s->next_deadline) {
 		/* earlier than what the reaper sleeps towards: it must re-arm */
@@ -319,6 +307,13 @@ void pd_sched_cancel(pd_sched *s, pd_job *j)
 	pthread_mutex_unlock(&s->mu);
 }
 
+/* j left the queue of class p; lock held. */
+static void unqueue(pd_sched *s, const pd_job *j, int p)
+{
+	char key[80];
+	pd_est_queue(&s->est, svc_key(j, key, sizeof key), p, -1);
+}
+
 /* Next job by priority, then round robin over clients; lock held. */
 static pd_job *take(pd_sched *s)
 {
@@ -336,7 +331,7 @@ static pd_job *take(pd_sched *s)
 				c->tail = NULL;
 			c->len--;
 			q->len--;
-			q->work_us -= j->est_us < q->work_us ? j->est_us : q->work_us;
+			unqueue(s, j, p);
 			q->rr = (q->rr + k + 1) % q->nclients;
 			return j;
 		}
@@ -412,7 +407,7 @@ static uint64_t take_expired(pd_sched *s, uint64_t now, pd_job **out)
 					c->tail = prev;
 				c->len--;
 				q->len--;
-				q->work_us -= j->est_us < q->work_us ? j->est_us : q->work_us;
+				unqueue(s, j, p);
 				j->next = NULL;
 				*tail = j;
 				tail = &j->next;
@@ -439,6 +434,10 @@ static void *reaper_main(void *arg)
 				if (j->probe)
 					pd_breaker_probe_dropped(job_breaker(s, j));
 				s->cancelled_queued += pd_job_is_cancelled(j);
+				/* a job that waited past its deadline: the estimate was wrong by at least
+				 * this much (a cancelled one says nothing of it) */
+				if (!pd_job_is_cancelled(j) && j->est_informed)
+					pd_est_outcome(&s->est, j->predicted_us, now - j->admitted_us);
 			}
 			pthread_mutex_unlock(&s->mu);
 			for (pd_job *j = expired, *nx; j; j = nx) {
@@ -477,10 +476,11 @@ static void *worker_main(void *arg)
 			pthread_cond_wait(&s->cv, &s->mu);
 			continue;
 		}
-		s->busy++;
+		busy_change(s, 1);
 		w->busy = true;
 		w->started = pd_now_us();
-		w->est_us = j->est_us;
+		svc_key(j, w->key, sizeof w->key);
+		double area0 = busy_area_now(s, w->started);
 		pthread_mutex_unlock(&s->mu);
 		uint64_t now_wall = wall_us();
 		uint64_t waited = now_wall > j->queued_us ? now_wall - j->queued_us : 0;
@@ -496,9 +496,8 @@ static void *worker_main(void *arg)
 			ran = true;
 		}
 		pthread_mutex_lock(&s->mu);
-		uint64_t took = pd_now_us() - w->started;
-		if (ran && j->failure != PD_F_CANCELLED) {
-			learn(s, j, took);
+		bool learnt = ran && j->failure != PD_F_CANCELLED;
+		if (learnt) {
 			pd_breaker_outcome(job_breaker(s, j), pd_now_us(),
 					   j->failure == PD_F_STARTUP || j->failure == PD_F_INTERNAL, j->probe);
 		} else if (j->probe) {
@@ -508,11 +507,25 @@ static void *worker_main(void *arg)
 			s->cancelled_running++;
 		else if (!ran && pd_job_is_cancelled(j))
 			s->cancelled_queued++; /* a cancelled job a worker reached before the reaper */
-		s->busy--;
-		w->busy = false;
+		/* what the estimate learns, read before finish hands j back (its caller frees it) */
+		uint64_t cpu_us = j->execute ? PD_EST_CPU_UNKNOWN
+				  : ((j->ran ? j->run_r.cpu_ms : 0) + (j->compiled ? j->compile_r.cpu_ms : 0)) * 1000;
+		uint64_t admitted = j->admitted_us, predicted = j->predicted_us;
+		bool cancelled = pd_job_is_cancelled(j), informed = j->est_informed;
 		pthread_mutex_unlock(&s->mu);
+		/* recording the result and handing back the answer is the worker's time too: the
+		 * service time includes it, and so does the time the client waited */
 		finish(s, j);
 		pthread_mutex_lock(&s->mu);
+		uint64_t end = pd_now_us(), took = end - w->started;
+		if (learnt) {
+			double conc = took ? (busy_area_now(s, end) - area0) / (double)took : 1;
+			pd_est_learn(&s->est, w->key, took, cpu_us, conc);
+		}
+		if (!cancelled && informed)
+			pd_est_outcome(&s->est, predicted, end - admitted);
+		busy_change(s, -1);
+		w->busy = false;
 	}
 	pthread_mutex_unlock(&s->mu);
 	return NULL;
@@ -533,6 +546,8 @@ pd_sched *pd_sched_new(pd_pools *pools, pd_store *store, pd_metrics *m, const pd
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	if (!s->o.workers)
 		s->o.workers = (unsigned)(cpus > 0 ? cpus * 2 : 2);
+	pd_est_init(&s->est, s->o.cpus ? s->o.cpus : cpus > 0 ? (unsigned)cpus : 1);
+	s->busy_at = pd_now_us();
 	if (!s->o.queue_max)
 		s->o.queue_max = 4096;
 	if (s->o.breaker_fail_ratio <= 0)
@@ -665,9 +680,15 @@ char *pd_sched_metrics(pd_sched *s)
 		(unsigned long long)s->cancelled_queued, (unsigned long long)s->cancelled_running);
 	fprintf(f, "# HELP paddock_service_seconds Recent service time of a template (weighted mean).\n"
 		   "# TYPE paddock_service_seconds gauge\n");
-	for (size_t i = 0; i < s->nsvc; i++)
-		fprintf(f, "paddock_service_seconds{template=\"%s\"} %.3f\n", s->svc[i].name,
-			s->svc[i].mean_us / 1e6);
+	/* as a job of the template would take alone (one busy worker) */
+	for (size_t i = 0; i < s->est.nt; i++)
+		if (s->est.t[i].name[0] && s->est.t[i].n)
+			fprintf(f, "paddock_service_seconds{template=\"%s\"} %.3f\n", s->est.t[i].name,
+				(double)pd_est_service(&s->est, s->est.t[i].name, 1) / 1e6);
+	fprintf(f, "# HELP paddock_admission_margin The factor admission applies to its finish-time "
+		   "estimates (the 99th percentile of their recent errors, at least 1).\n"
+		   "# TYPE paddock_admission_margin gauge\npaddock_admission_margin %.3f\n",
+		s->est.factor);
 	pthread_mutex_unlock(&s->mu);
 	fclose(f);
 	return out;

@@ -129,6 +129,8 @@ typedef struct pd_job {
 	uint64_t deadline_us; /* monotonic; 0 = none */
 	char client[64];
 	uint64_t est_us;       /* the scheduler's estimate of its service time, set at admission */
+	uint64_t admitted_us, predicted_us; /* monotonic; the estimate (uncorrected) of admission to answer */
+	bool est_informed;     /* its template's service time was known at admission */
 	bool probe;            /* admitted as the circuit breaker's half-open probe */
 	unsigned retry_after_s; /* refused: whole seconds the client should wait (pd_sched_submit) */
 	/* cancellation (pd_job_cancel, from the thread that saw the client leave): the flag is read
@@ -360,6 +362,7 @@ typedef struct pd_sched pd_sched;
 
 typedef struct pd_sched_opts {
 	unsigned workers;        /* default 2 x CPUs */
+	unsigned cpus;           /* the CPUs the workers share; 0 = the online CPUs */
 	size_t queue_max;        /* per priority; default 4096 */
 	unsigned retries;        /* infrastructure retries; 0 means none (callers set it: serve's default is 2) */
 	double breaker_fail_ratio; /* share of infrastructure failures (startup_failure,
@@ -386,10 +389,12 @@ pd_sched *pd_sched_new(pd_pools *pools, pd_store *store, pd_metrics *m, const pd
  * j->retry_after_s then says how long the client should wait.
  *
  * Admission by deadline: a job with a deadline is refused at once when the scheduler estimates it
- * cannot finish by then: its start is estimated from the work queued ahead of it (same or higher
- * priority), what the running jobs still have to do and the free workers; its own service time
- * from the recent service times of its template (an exponentially weighted mean; a template not
- * seen yet counts as 0.5 s). A queued job whose deadline passes anyway ends as queue_timeout. */
+ * cannot be answered by then: its start is estimated from the work queued ahead of it (same or
+ * higher priority), what the running jobs still have to do and the free workers; service times
+ * from the recent ones of each template, as a CPU part stretched when more jobs run than there
+ * are CPUs and the rest (a template not seen yet counts as 0.5 s of CPU); the whole estimate is
+ * multiplied by the 99th percentile of its recent errors (server/estimate.h). A queued job whose
+ * deadline passes anyway ends as queue_timeout. */
 pd_admit pd_sched_submit(pd_sched *s, pd_job *j);
 /* The client of j left: a queued j is taken out and answered as cancelled (by the reaper), a
  * running one is killed and ends as cancelled. j must not have finished yet (the caller knows:

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# paddock bench --http and --judge: their options (bad ones refused with exit 64, --help), and a short real run of
+# paddock bench --http, --judge, --goodput and --memory-verdict: their options (bad ones refused with exit 64, --help), and a short real run of
 # several rounds (an in-process daemon, python on the host and in sandboxes): every round reports
 # its two ratios, the table gives the medians, and no operation failed. No timing is asserted.
 source "$(dirname "$0")/api.sh"
-plan 17
+plan 26
 
 out=$("$PADDOCK" bench --http --bogus 2>&1); rc=$?
 is "$rc" 64 "an unknown option: exit 64"
@@ -38,3 +38,23 @@ is "$rc" 0 "--judge, one round: exit 0 (every judged submission passed, every ou
 is "$(grep -cE '^  (cpp20|py20|2 clients|grpo mix).* [0-9.]+x  \(rounds' <<<"$out")" 5 \
   "the ratios: cpp20 vs verl's way, py20 vs the floor and bwrap, 2 clients, the GRPO mix's cache"
 like "$out" "grpo cache on [0-9.]+/s \([1-9][0-9]* hits\)" "the GRPO mix's duplicates hit the cache"
+
+# paddock bench --goodput and --memory-verdict: options refused, and a tiny run of each (a daemon of
+# their own; the figures are printed, not asserted)
+out=$("$PADDOCK" bench --goodput --loads 0 2>&1); rc=$?
+is "$rc" 64 "--goodput --loads 0: refused"
+out=$("$PADDOCK" bench --goodput --against /nonexistent 2>&1); rc=$?
+is "$rc $out" "64 paddock: bench --goodput: --against: '/nonexistent' is not an executable" "--against a missing build: refused"
+out=$("$PADDOCK" bench --goodput --bogus 2>&1); rc=$?
+is "$rc" 64 "--goodput with an unknown option: exit 64"
+out=$("$PADDOCK" bench --goodput --help 2>&1); rc=$?
+like "$rc $out" "^0 .*--memory-verdict" "--goodput --help: exit 0, the usage names --memory-verdict"
+out=$("$PADDOCK" bench --goodput -d 1 --loads 1,3 --job-cpu 50ms --deadline 2 2>&1); rc=$?
+is "$rc" 0 "a tiny --goodput run: exit 0"
+like "$out" "capacity [0-9.]+ jobs/s \([0-9]+ closed-loop clients\)" "... it measured the capacity"
+is "$(grep -cE '^  (1x|3x) +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[01]\.[0-9]{3} +[01]\.[0-9]{3} +([0-9.]+|never) +([0-9.]+|never)$' <<<"$out")" 2 \
+  "... and printed a row per load (offered, refused, accepted, in time, shares, recovery)"
+out=$("$PADDOCK" bench --memory-verdict 2>&1); rc=$?
+is "$rc" 0 "--memory-verdict: exit 0"
+is "$(grep -cE '^  (memory verdict, [18] at once: [0-9]+ of (3|24) ML|time verdict, infinite loop at 1 s: [0-9]+ of 5 TO)' <<<"$out")" 3 \
+  "... a line for 1 and 8 at once and one for the infinite loop"

@@ -1,0 +1,176 @@
+/* sched.c: admission by deadline in the scheduler (server/sched.c), with jobs that do their own
+ * work (pd_job.execute): a job of known cost sleeps that long, a blocker waits on a gate the test
+ * holds. Only lower bounds on time are relied on (a job sleeps at least its cost; a loaded machine
+ * makes everything slower, which makes a refusal only more certain), so no timing is asserted:
+ * a job whose deadline cannot be met is refused at once, one that can is admitted; with more
+ * workers than CPUs, the jobs queued behind a full daemon are priced at the CPU share they will
+ * get (the over-admission the goodput figures showed), not at the time one took alone. */
+#define _GNU_SOURCE
+#include "server.h"
+#include "log.h"
+#include "tap.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define MS 1000u
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int finished, started_blockers;
+static bool gate_open;
+
+/* a job of known cost: it sleeps its cost (work points at it) */
+static void sleep_job(pd_job *j, pd_pools *pools)
+{
+	(void)pools;
+	uint64_t us = *(const uint64_t *)j->work;
+	struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+/* a job that runs until the test opens the gate */
+static void blocker_job(pd_job *j, pd_pools *pools)
+{
+	(void)j;
+	(void)pools;
+	pthread_mutex_lock(&mu);
+	started_blockers++;
+	pthread_cond_broadcast(&cv);
+	while (!gate_open)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+}
+
+static void job_done(pd_job *j, void *arg)
+{
+	(void)arg;
+	pd_job_free(j);
+	pthread_mutex_lock(&mu);
+	finished++;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+}
+
+static uint64_t cost_200ms = 200 * MS;
+
+static pd_job *job(void (*execute)(pd_job *, pd_pools *), uint64_t deadline_in_us)
+{
+	pd_job *j = pd_job_new();
+	snprintf(j->template_name, sizeof j->template_name, "python");
+	j->execute = execute;
+	j->work = &cost_200ms;
+	j->done = job_done;
+	j->deadline_us = deadline_in_us ? pd_now_us() + deadline_in_us : 0;
+	return j;
+}
+
+/* submits; a refused job is freed here (the caller's part, pd_sched_submit says) */
+static pd_admit submit(pd_sched *s, pd_job *j, unsigned *retry_after)
+{
+	pd_admit a = pd_sched_submit(s, j);
+	if (retry_after)
+		*retry_after = j->retry_after_s;
+	if (a != PD_ADMIT_OK)
+		pd_job_free(j);
+	return a;
+}
+
+static void wait_finished(int n)
+{
+	pthread_mutex_lock(&mu);
+	while (finished < n)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+}
+
+static void wait_blockers(int n)
+{
+	pthread_mutex_lock(&mu);
+	while (started_blockers < n)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+}
+
+static void open_gate(bool open)
+{
+	pthread_mutex_lock(&mu);
+	gate_open = open;
+	started_blockers = 0;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+}
+
+/* n jobs of 200 ms one after the other (the scheduler learns their cost alone); returns the
+ * count of finished jobs after */
+static int teach(pd_sched *s, int n, int base)
+{
+	for (int i = 0; i < n; i++) {
+		submit(s, job(sleep_job, 0), NULL);
+		wait_finished(base + i + 1);
+	}
+	return base + n;
+}
+
+int main(void)
+{
+	plan(9);
+	pd_log_enable(false);
+	pd_err e = {0};
+
+	/* one worker, one CPU */
+	pd_sched_opts o = {.workers = 1, .cpus = 1};
+	pd_sched *s = pd_sched_new(NULL, NULL, NULL, &o, &e);
+	ok(s != NULL, "a scheduler with one worker: %s", e.msg);
+	int fin = teach(s, 3, 0);
+	unsigned ra = 0;
+	is_int(submit(s, job(sleep_job, 100 * MS), &ra), PD_ADMIT_DEADLINE,
+	       "idle, but a 200 ms job with 100 ms to its deadline: refused at once");
+	is_int(submit(s, job(sleep_job, 600000 * MS), NULL), PD_ADMIT_OK, "... with 10 minutes: admitted");
+	fin++;
+	wait_finished(fin);
+	/* the worker busy until the gate opens, four 200 ms jobs queued behind it */
+	open_gate(false);
+	submit(s, job(blocker_job, 0), NULL);
+	wait_blockers(1);
+	for (int i = 0; i < 4; i++)
+		submit(s, job(sleep_job, 0), NULL);
+	is_int(submit(s, job(sleep_job, 700 * MS), &ra), PD_ADMIT_DEADLINE,
+	       "0.8 s of work queued ahead on the one worker, 0.7 s to the deadline: refused at once");
+	ok(ra >= 1, "... with a Retry-After (%u s)", ra);
+	is_int(submit(s, job(sleep_job, 600000 * MS), NULL), PD_ADMIT_OK,
+	       "the same queue, 10 minutes to the deadline: admitted");
+	open_gate(true);
+	fin += 6;
+	wait_finished(fin);
+	pd_sched_drain(s);
+	pd_sched_free(s);
+
+	/* four workers sharing one CPU: a CPU-bound job learnt alone takes four times as long when
+	 * all four run */
+	o = (pd_sched_opts){.workers = 4, .cpus = 1};
+	s = pd_sched_new(NULL, NULL, NULL, &o, &e);
+	ok(s != NULL, "a scheduler with four workers on one CPU: %s", e.msg);
+	fin = teach(s, 3, fin);
+	open_gate(false);
+	for (int i = 0; i < 4; i++)
+		submit(s, job(blocker_job, 0), NULL);
+	wait_blockers(4);
+	for (int i = 0; i < 4; i++)
+		submit(s, job(sleep_job, 0), NULL);
+	/* alone: 4 queued x 0.2 s + 4 running x 0.2 s, over 4 workers, + its own 0.2 s = 0.6 s;
+	 * at a quarter of a CPU each, all of that four times: 2.4 s */
+	is_int(submit(s, job(sleep_job, 1500 * MS), NULL), PD_ADMIT_DEADLINE,
+	       "four workers busy on one CPU, four queued, 1.5 s to the deadline: refused (the work "
+	       "ahead runs at a quarter of a CPU)");
+	is_int(submit(s, job(sleep_job, 600000 * MS), NULL), PD_ADMIT_OK,
+	       "... with 10 minutes: admitted");
+	open_gate(true);
+	fin += 9;
+	wait_finished(fin);
+	pd_sched_drain(s);
+	pd_sched_free(s);
+	return done();
+}
