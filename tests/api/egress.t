@@ -7,7 +7,7 @@
 # URI do not get around the list. A session switches its network between stages. Many sandboxes
 # later, the daemon holds no more descriptors or threads than before.
 source "$(dirname "$0")/api.sh"
-plan 33
+plan 32
 
 # two servers on the host's loopback, each on a port the kernel picks
 cat >"$TMPD/srv.py" <<'PY'
@@ -96,7 +96,7 @@ for head in sys.argv[1:]:
     print(ask(head.replace("|", "\r\n")).split(" ")[1])'
 raw() {  # raw HEAD...: the relay's status per request head (| for CRLF)
   post_json /v1/runs "$(jq -nc --arg c "$RAW" '{template: "mirror", cmd: (["python3", "-c", $c] + $ARGS.positional), audit: true}' --args "$@")"
-  jb .run.stdout | tr '\n' ' '
+  jq -r '.run.stdout | split("\n") | map(select(. != "") + " ") | add' <"$BODY"
 }
 is "$(raw "GET http://2130706433:$T/ HTTP/1.1|Host: 2130706433:$T||" "GET http://0x7f.0.0.1:$T/ HTTP/1.1||" \
   "GET http://[::ffff:127.0.0.1]:$T/ HTTP/1.1||" "GET http://0x7f.1:$M/ HTTP/1.1||")" "403 403 403 200 " \
@@ -161,8 +161,7 @@ is "$CODE" 400 "nor switch to the host's network (400)"
 post_json "/v1/sessions/$S/network" '{"network": "allowlist"}'
 is "$CODE $(jb '.egress.allow | length')" "200 2" "back to allowlist: the template's whole list"
 sx "http://localhost:$M/"
-is "$(jb .stdout)" "mirror-ok
-" "the new stage's relay answers"
+is "$(jb .stdout)" "mirror-ok" "the new stage's relay answers"
 req GET "/v1/sessions/$S/trajectory"
 is "$(jq -rs '[.[] | select(.kind == "network") | .action.network] | join(" ")' <"$BODY")" "allowlist none allowlist" \
   "the switches are steps of the trajectory"
