@@ -215,10 +215,12 @@ static int dial(pd_relay *r, const struct sockaddr_storage *a, int na, char *add
 }
 
 /* Copies both ways until both sides are done, the byte cap, idle, or a stop. */
-static void pump(pd_relay *r, conn *c, pd_audit_event *ev)
+/* out_left: what the program may still send (a request's body; UINT64_MAX in a tunnel): past it,
+ * its side is no longer read. */
+static void pump(pd_relay *r, conn *c, pd_audit_event *ev, uint64_t out_left)
 {
 	char buf[16384];
-	bool open_[2] = {true, true}; /* [0] program -> target, [1] target -> program */
+	bool open_[2] = {out_left > 0, true}; /* [0] program -> target, [1] target -> program */
 	int from[2] = {c->cfd, c->ufd}, to[2] = {c->ufd, c->cfd};
 	uint64_t *count[2] = {&ev->bytes_out, &ev->bytes_in};
 	uint64_t *shown[2] = {&c->ev.bytes_out, &c->ev.bytes_in}; /* what a collect reads */
@@ -245,7 +247,8 @@ static void pump(pd_relay *r, conn *c, pd_audit_event *ev)
 		for (int d = 0; d < 2; d++) {
 			if (idx[d] < 0 || !p[idx[d]].revents)
 				continue;
-			ssize_t k = recv(from[d], buf, sizeof buf, MSG_DONTWAIT);
+			size_t want = d == 0 && out_left < sizeof buf ? (size_t)out_left : sizeof buf;
+			ssize_t k = recv(from[d], buf, want, MSG_DONTWAIT);
 			if (k < 0 && (errno == EINTR || errno == EAGAIN))
 				continue;
 			if (k <= 0) {
@@ -267,6 +270,8 @@ static void pump(pd_relay *r, conn *c, pd_audit_event *ev)
 				snprintf(ev->note, sizeof ev->note, "write failed");
 				return;
 			}
+			if (d == 0 && out_left != UINT64_MAX && (out_left -= (uint64_t)k) == 0)
+				open_[0] = false; /* the body is through: what follows is not relayed */
 		}
 	}
 }
@@ -337,6 +342,11 @@ static void serve(pd_relay *r, conn *c, pd_audit_event *ev)
 	publish(r, c, ev);
 	const char *rest = head + hl;
 	size_t rest_len = got - (size_t)hl;
+	uint64_t out_left = q.tunnel ? UINT64_MAX : q.body_len;
+	if (!q.tunnel && rest_len > out_left)
+		rest_len = (size_t)out_left; /* a pipelined second request: not relayed */
+	if (!q.tunnel)
+		out_left -= rest_len;
 	bool ok;
 	if (q.tunnel) {
 		static const char est[] = "HTTP/1.1 200 Connection established\r\n\r\n";
@@ -373,7 +383,7 @@ static void serve(pd_relay *r, conn *c, pd_audit_event *ev)
 	}
 	if (ok) {
 		publish(r, c, ev);
-		pump(r, c, ev);
+		pump(r, c, ev, out_left);
 	}
 }
 
@@ -415,14 +425,24 @@ static bool start_thread(pthread_t *th, void *(*fn)(void *), void *arg)
 	return ok;
 }
 
-/* Joins connection threads that ended (their events are kept on). Under the lock. */
+/* Joins connection threads that ended and files their events (not yet reported ones) with the
+ * others, bounded: a program that loops over connections between two execs grows nothing but a
+ * dropped count. Under the lock. */
 static void reap_done(pd_relay *r)
 {
-	for (conn *c = r->conns; c; c = c->next)
-		if (c->done && c->joinable) {
-			pthread_join(c->th, NULL);
-			c->joinable = false;
+	conn **pp = &r->conns;
+	while (*pp) {
+		conn *c = *pp;
+		if (!c->done || !c->joinable) {
+			pp = &c->next;
+			continue;
 		}
+		pthread_join(c->th, NULL);
+		if (!c->reported)
+			push_event(r, &c->ev);
+		*pp = c->next;
+		free(c);
+	}
 }
 
 static void refuse_now(pd_relay *r, int fd, const char *why)
@@ -662,16 +682,7 @@ void pd_relay_collect(pd_relay *r, pd_result *res, const pd_audit_opts *ao, uint
 	r->nevents = 0;
 	res->audit_dropped += r->dropped;
 	r->dropped = 0;
-	conn **pp = &r->conns;
-	while (*pp) {
-		conn *c = *pp;
+	for (conn *c = r->conns; c; c = c->next)
 		c->reported = true;
-		if (c->done && !c->joinable) {
-			*pp = c->next;
-			free(c);
-		} else {
-			pp = &c->next;
-		}
-	}
 	pthread_mutex_unlock(&r->lock);
 }

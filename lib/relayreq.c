@@ -413,6 +413,21 @@ int relay_parse_head(const char *buf, size_t len, relay_req *q, int *status, cha
 			return -1;
 		}
 	}
+	/* the body is relayed by its length and nothing after it (a second request on the same
+	 * connection would reach the granted address with whatever Host it names) */
+	if (header(buf, len, "transfer-encoding", &hl)) {
+		*status = 501;
+		snprintf(why, wl, "chunked request bodies are not relayed");
+		return -1;
+	}
+	const char *cl = header(buf, len, "content-length", &hl);
+	for (size_t i = 0; cl && i < hl; i++) {
+		if (cl[i] < '0' || cl[i] > '9' || i >= 15) {
+			snprintf(why, wl, "bad Content-Length");
+			return -1;
+		}
+		q->body_len = q->body_len * 10 + (uint64_t)(cl[i] - '0');
+	}
 	q->fwd = rewrite(buf, len, method, ml, path, pl, version, vl, &q->fwd_len);
 	if (!q->fwd) {
 		*status = 500;

@@ -29,6 +29,7 @@ typedef struct relay_req {
 	unsigned port;
 	char *fwd;             /* the head to send to the target (HTTP only; malloc'd) */
 	size_t fwd_len;
+	uint64_t body_len;     /* HTTP: the request body's length (Content-Length; 0 without) */
 } relay_req;
 
 /* Parses a complete head (up to and with its blank line). Returns 0, or -1 with why (the HTTP

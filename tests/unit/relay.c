@@ -89,7 +89,7 @@ static void hello_sni(void)
 
 int main(void)
 {
-	plan(38);
+	plan(40);
 	rule("mirror.example:8080");
 	rule("127.0.0.1:9000");
 	rule("[::1]:9001");
@@ -127,6 +127,12 @@ int main(void)
 	       "GET /a?b HTTP/1.1\r\nHost: mirror.example:8080\r\nAccept: */*\r\nConnection: close\r\n\r\n",
 	       "the forwarded head");
 	free(q.fwd);
+	h = "POST http://mirror.example:8080/up HTTP/1.1\r\nContent-Length: 1234\r\n\r\n";
+	ok(relay_parse_head(h, strlen(h), &q, &st, why, sizeof why) == 0 && q.body_len == 1234,
+	   "a body is relayed by its Content-Length (nothing after it)");
+	free(q.fwd);
+	is_str(ask("POST http://mirror.example:8080/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"),
+	       "501 chunked request bodies are not relayed", "a chunked body is refused");
 
 	ok(granted("mirror.example", 8080), "a listed name and port");
 	ok(!granted("mirror.example", 8081), "another port of a listed name");
