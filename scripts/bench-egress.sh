@@ -33,7 +33,8 @@ ts = []
 for _ in range(n):
     t = time.perf_counter()
     if proxy:
-        c = http.client.HTTPConnection("127.0.0.1", 3128); c.request("GET", "http://127.0.0.1:%d/" % port)
+        c = http.client.HTTPConnection("127.0.0.1", 3128)
+        c.request("GET", "http://127.0.0.1:%d/" % port, headers={"Host": "127.0.0.1:%d" % port})
     else:
         c = http.client.HTTPConnection("127.0.0.1", port); c.request("GET", "/")
     assert c.getresponse().read() == b"ok"
