@@ -48,6 +48,9 @@ static void bench_usage(FILE *f)
 	      "  audit        (audit-off, audit-on) pd_run of python3 -c 'import json,os; ...'\n"
 	      "               without and with the audit, alternating; latency only; overhead\n"
 	      "               of the audit in ms and %, and audit events per run\n"
+	      "  egress       (egress-off, egress-on) create+destroy of a loopback sandbox and\n"
+	      "               of an allowlist one (with its egress relay), alternating; latency\n"
+	      "               only (only with --only egress); the relay's cost in ms and %\n"
 	      "  density      (only with --only density) N idle sandboxes at once: host memory\n"
 	      "               per idle sandbox (/proc/meminfo, the inits' smaps_rollup, memory\n"
 	      "               cgroups), create and destroy rates, and whether memory came back\n"
@@ -145,6 +148,11 @@ enum { O_ONLY = 256, O_JSON, O_DENSITY };
 static pd_exec_opts py_xo;
 static pd_sandbox_opts audit_so;
 static const pd_audit_opts audit_opts = {.enabled = true};
+/* the egress pair's allowlist sandbox: one entry (the relay's cost does not grow with the list
+ * until a connection is judged) */
+static pd_sandbox_opts egress_so;
+static const char *const egress_allow[] = {"mirror.invalid:8080", NULL};
+static const pd_egress_opts egress_opts = {.allow = egress_allow};
 
 int cmd_bench(int argc, char **argv)
 {
@@ -228,6 +236,17 @@ int cmd_bench(int argc, char **argv)
 	     .kind = &bench_kind_audit,
 	     .so = &audit_so,
 	     .xo = &py_xo},
+	    {.key = "egress-off",
+	     .group = "egress",
+	     .label = "lib create+destroy, loopback",
+	     .kind = &bench_kind_egress,
+	     .optional = true},
+	    {.key = "egress-on",
+	     .group = "egress",
+	     .label = "lib create+destroy, allowlist",
+	     .kind = &bench_kind_egress,
+	     .so = &egress_so,
+	     .optional = true},
 	    {.key = "density",
 	     .label = "density: idle sandboxes",
 	     .kind = &bench_kind_density,
@@ -238,7 +257,7 @@ int cmd_bench(int argc, char **argv)
 	for (size_t i = 0; i < ncases; i++) {
 		cases[i].selected = !cases[i].optional;
 		/* audit-off is measured with audit-on in one alternating loop */
-		if (!strcmp(cases[i].key, "audit-off"))
+		if (!strcmp(cases[i].key, "audit-off") || !strcmp(cases[i].key, "egress-off"))
 			cases[i].twin = &cases[i + 1];
 	}
 	int density_n = DENSITY_DEFAULT;
@@ -272,7 +291,7 @@ int cmd_bench(int argc, char **argv)
 			if (bad) {
 				cli_error("--only: unknown case '%.*s' (cases: floor, bwrap, cli, "
 					  "lib, lib-create, lib-exec, pool-exec, pool-throughput, "
-					  "audit (audit-off, audit-on), density)",
+					  "audit (audit-off, audit-on), egress (egress-off, egress-on), density)",
 					  (int)strcspn(bad, ","), bad);
 				return EXIT_USAGE;
 			}
@@ -325,6 +344,9 @@ int cmd_bench(int argc, char **argv)
 	py_xo.argv = py_argv;
 	audit_so = env.so;
 	audit_so.audit = &audit_opts;
+	egress_so = env.so;
+	egress_so.net = PD_NET_ALLOWLIST;
+	egress_so.egress = &egress_opts;
 	if (!have_bwrap)
 		bwrap_c->skip = "bwrap not found in PATH";
 	for (size_t i = 0; i < ncases; i++)

@@ -188,7 +188,7 @@ typedef struct machine {
 
 /* the kinds of operation (bench_cases.c) */
 extern const bench_kind bench_kind_spawn, bench_kind_lib_run, bench_kind_lib_create, bench_kind_lib_exec,
-	bench_kind_pool_exec, bench_kind_pool_tp, bench_kind_audit, bench_kind_density;
+	bench_kind_pool_exec, bench_kind_pool_tp, bench_kind_audit, bench_kind_egress, bench_kind_density;
 /* A failed operation of a worker: counted, and the first one's text kept; -1. */
 int bench_record_failure(worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A failure of a case as a whole (its pools would not start, its residue); -1. */

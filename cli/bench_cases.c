@@ -157,7 +157,7 @@ static int lib_create_op(worker *w)
 {
 	pd_err e = {0};
 	uint64_t t0 = now_ns();
-	pd_sandbox *s = pd_sandbox_create(w->env->ctx, &w->env->so, &e);
+	pd_sandbox *s = pd_sandbox_create(w->env->ctx, case_so(w), &e);
 	if (!s)
 		return bench_record_failure(w, "create: %s", e.msg);
 	uint64_t t1 = now_ns();
@@ -409,4 +409,7 @@ const bench_kind bench_kind_pool_tp = {
 /* the audit pair: pd_run of a program that opens many files (python3 starting), with and without
  * the audit, its cost against the same run unaudited */
 const bench_kind bench_kind_audit = {.op = lib_run_op, .no_throughput = true};
+/* the egress pair: create + destroy of a loopback sandbox and of an allowlist one (its relay:
+ * the listener made in the sandbox's namespace, a thread started, then stopped and joined) */
+const bench_kind bench_kind_egress = {.op = lib_create_op, .no_throughput = true};
 const bench_kind bench_kind_density = {.apart = true};

@@ -110,6 +110,15 @@ static void print_case_notes(const bench_case *c, const bench_case *cases, size_
 			       (double)c->audit_kept / (double)c->audit_runs);
 		printf("\n");
 	}
+	if (c->kind == &bench_kind_egress && c->lat_done && c->so && c->so->egress) {
+		printf("  %s: p50", c->key);
+		if (off && off->lat_done && off->lat.p50 > 0)
+			printf(" loopback %.2f ms, allowlist (relay) %.2f ms: %+.2f ms (%+.1f%%)", off->lat.p50,
+			       c->lat.p50, c->lat.p50 - off->lat.p50, 100.0 * (c->lat.p50 - off->lat.p50) / off->lat.p50);
+		else
+			printf(" allowlist %.2f ms (no loopback run to compare)", c->lat.p50);
+		printf("\n");
+	}
 }
 
 static void print_density(const density_report *r)

@@ -41,7 +41,10 @@ static void exec_usage(FILE *f)
 		"  -b, --bind SRC:DST[:rw] bind a host path (read-only unless :rw; repeatable)\n"
 		"  --hostname NAME        hostname inside (default sandbox)\n"
 		"  --net MODE             loopback (default: own netns, only lo), none (lo down),\n"
-		"                         host (the host's network; all else stays isolated)\n"
+		"                         host (the host's network; all else stays isolated),\n"
+		"                         allowlist (loopback + the hosts of --egress-allow through\n"
+		"                         the relay, an HTTP proxy at " PD_RELAY_URL ")\n"
+		"  --egress-allow HOST:PORT  with --net allowlist: a host the relay may reach (repeat)\n"
 		"  --isolation TIER       container (default) or gvisor: the same sandbox run under\n"
 		"                         gVisor's runsc, a user-space kernel (docs/isolation.md)\n"
 		"  --gvisor-platform P    runsc --platform (default $PADDOCK_GVISOR_PLATFORM or ptrace)\n"
@@ -245,7 +248,7 @@ enum {
 	O_JSON = 256, O_RESULT, O_IMAGE, O_HOSTNAME, O_NET, O_CPUS, O_NOFILE, O_FSIZE, O_AUDIT,
 	O_AUDIT_ALLOW, O_AUDIT_DENY, O_AUDIT_DENY_NET, O_OUTPUT_KILL, O_AUDIT_POLICY,
 	O_IO_READ_BPS, O_IO_WRITE_BPS, O_IO_READ_IOPS, O_IO_WRITE_IOPS,
-	O_ISOLATION, O_GVISOR_PLATFORM,
+	O_ISOLATION, O_GVISOR_PLATFORM, O_EGRESS_ALLOW,
 };
 
 static int bad(const char *opt, const char *val, const char *want)
@@ -278,7 +281,8 @@ int cmd_exec(int argc, char **argv)
 		{"audit-deny-net", no_argument, 0, O_AUDIT_DENY_NET},
 		{"audit-policy", required_argument, 0, O_AUDIT_POLICY},
 		{"isolation", required_argument, 0, O_ISOLATION},
-		{"gvisor-platform", required_argument, 0, O_GVISOR_PLATFORM}, {0, 0, 0, 0},
+		{"gvisor-platform", required_argument, 0, O_GVISOR_PLATFORM},
+		{"egress-allow", required_argument, 0, O_EGRESS_ALLOW}, {0, 0, 0, 0},
 	};
 	pd_sandbox_opts so = {0};
 	so.limits = pd_limits_default();
@@ -291,8 +295,9 @@ int cmd_exec(int argc, char **argv)
 	static char *envv[1025];
 	size_t nenv = 0;
 	static pd_bind binds[32];
-	static const char *allow[65], *deny[65];
-	size_t nallow = 0, ndeny = 0;
+	static const char *allow[65], *deny[65], *egress_allow[65];
+	size_t nallow = 0, ndeny = 0, negress = 0;
+	static pd_egress_opts egress;
 	long n;
 	int c;
 	optind = 1;
@@ -344,9 +349,24 @@ int cmd_exec(int argc, char **argv)
 				so.net = PD_NET_NONE;
 			else if (!strcmp(optarg, "host"))
 				so.net = PD_NET_HOST;
+			else if (!strcmp(optarg, "allowlist"))
+				so.net = PD_NET_ALLOWLIST;
 			else
-				return bad("--net", optarg, "loopback, none or host");
+				return bad("--net", optarg, "loopback, none, allowlist or host");
 			break;
+		case O_EGRESS_ALLOW: {
+			pd_err ee;
+			if (pd_egress_entry_check(optarg, &ee) < 0) {
+				fprintf(stderr, "paddock exec: --egress-allow %s: %s\n", optarg, ee.msg);
+				return EXIT_USAGE;
+			}
+			if (negress == 64) {
+				fprintf(stderr, "paddock exec: at most 64 --egress-allow\n");
+				return EXIT_USAGE;
+			}
+			egress_allow[negress++] = optarg;
+			break;
+		}
 		case 'm':
 			if (!cli_size("--memory", optarg, 4 << 20, UINT64_MAX, &so.limits.memory_bytes))
 				return EXIT_USAGE;
@@ -434,6 +454,14 @@ int cmd_exec(int argc, char **argv)
 		case O_AUDIT_DENY_NET: audit = true; break;
 		default: exec_usage(stderr); return EXIT_USAGE;
 		}
+	}
+	if (negress) {
+		if (so.net != PD_NET_ALLOWLIST) {
+			fprintf(stderr, "paddock exec: --egress-allow needs --net allowlist\n");
+			return EXIT_USAGE;
+		}
+		egress.allow = egress_allow;
+		so.egress = &egress;
 	}
 	if (optind >= argc) {
 		cli_error("exec: no program given (usage: paddock exec [options] -- PROG [ARGS...])");

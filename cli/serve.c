@@ -68,7 +68,7 @@ static const serve_opt serve_opts[] = {
 	 "ahead says it cannot"},
 	{"run-code-networks", 0, T_STRING, "MODES", 0, 0, false, FIELD(run_code_networks), "none",
 	 "network modes a /run_code request may ask for with its \"network\"\n"
-	 "field (comma-separated: none, loopback, host); without it the\n"
+	 "field (comma-separated: none, loopback, allowlist, host); without it the\n"
 	 "language's template decides (loopback: no egress)"},
 	{"retries", 0, T_COUNT, "N", 1, 10, true, FIELD(sched.retries), "2",
 	 "retries of infrastructure failures in a fresh sandbox"},

@@ -181,9 +181,26 @@ static void drain(exec_run *x, int i, const pd_exec_opts *o)
 	}
 }
 
+static int build_msg(const pd_sandbox *s, const pd_exec_opts *o, char *const *envp, char **out, size_t *len,
+		     pd_err *e);
+
 static int build_exec_msg(const pd_sandbox *s, const pd_exec_opts *o, char **out, size_t *len, pd_err *e)
 {
 	char *const *envp = o->envp ? o->envp : pd_default_env();
+	/* an allowlist sandbox's programs find the relay where HTTP clients look for a proxy */
+	char **proxied = pd_sb_proxy_env(s, envp);
+	if (s->relay && !proxied)
+		return pd_fail(e, ENOMEM, "exec environment");
+	if (proxied)
+		envp = proxied;
+	int rc = build_msg(s, o, envp, out, len, e);
+	free(proxied);
+	return rc;
+}
+
+static int build_msg(const pd_sandbox *s, const pd_exec_opts *o, char *const *envp, char **out, size_t *len,
+		     pd_err *e)
+{
 	size_t argc = vec_len(o->argv), envc = vec_len(envp);
 	if (!argc)
 		return pd_fail(e, EINVAL, "exec needs a program");
@@ -533,6 +550,8 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 		close(x.in_w);
 	if (x.aud_on)
 		pd_auditor_close(&x.aud);
+	/* the relay's connections (a program's, or one an earlier step left running) */
+	pd_sb_relay_collect(s, r, x.ao, t0);
 	s->ctx->cg.ops->stats(s->cg, &after);
 	if (r->audited)
 		audit_after(s, &x, &after, r, t1 - t0);

@@ -95,6 +95,7 @@ static unsigned idle_cap(void)
 struct pd_netns {
 	int fd;
 	bool loopback;
+	bool tainted; /* lo switched after it was handed out (netmode.c) */
 	pd_netns *next;
 };
 
@@ -327,6 +328,11 @@ void pd_netns_detach(pd_netns *ns)
 	ns->fd = -1;
 }
 
+void pd_netns_taint(pd_netns *ns)
+{
+	ns->tainted = true;
+}
+
 void pd_netns_reattach(pd_netns *ns, pid_t pid)
 {
 	char p[64];
@@ -406,7 +412,7 @@ void pd_netns_put(pd_netpool *p, pd_netns *ns, bool all_gone)
 	bool fresh = false;
 	unsigned cap = idle_cap();
 	pthread_mutex_lock(&p->lock);
-	bool room = all_gone && !p->broken && p->fresh[m] && p->nidle[m] < cap;
+	bool room = all_gone && !ns->tainted && !p->broken && p->fresh[m] && p->nidle[m] < cap;
 	pthread_mutex_unlock(&p->lock);
 	if (room)
 		fresh = reads_fresh(p, ns->fd, m);

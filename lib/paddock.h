@@ -116,6 +116,13 @@ typedef struct pd_audit_event {
 	char target[256];   /* the object's path as the kernel resolves it, or address:port */
 	bool denied;        /* a deny rule refused it (errno EACCES) */
 	int pid;            /* host pid of the caller (0: found afterwards) */
+	/* the egress relay's connections (op "tunnel": CONNECT, "http": a proxied request); target
+	 * is HOST:PORT as the program asked */
+	char host[128];     /* the name it asked for (CONNECT, request URI or Host; the TLS SNI
+			     * when the tunnel's first bytes carry one) */
+	char address[64];   /* what the relay connected to ("" when refused) */
+	char note[64];      /* why refused or closed ("not on the allowlist", "idle", ...) */
+	uint64_t bytes_out, bytes_in; /* program to target, target to program */
 } pd_audit_event;
 
 #define PD_DIGEST_LEN 72 /* "sha256:" + 64 hex + NUL, rounded */
@@ -223,7 +230,33 @@ typedef enum pd_net {
 	PD_NET_LOOPBACK = 0, /* own network namespace, only lo, up (default) */
 	PD_NET_NONE,         /* own network namespace, lo down: no networking at all */
 	PD_NET_HOST,         /* the host's network (explicit opt-in; still all other isolation) */
+	PD_NET_ALLOWLIST,    /* loopback, plus named hosts and ports through the egress relay: an
+			      * HTTP proxy (CONNECT and absolute-URI requests) at 127.0.0.1:3128 in
+			      * the sandbox, run by the host (lib/relay.c; docs/isolation.md) */
+	PD_NET_N,
 } pd_net;
+/* "loopback", "none", "host", "allowlist" */
+const char *pd_net_name(pd_net n);
+/* The mode named name, or -1. */
+int pd_net_parse(const char *name);
+
+/* Where the relay listens inside an allowlist sandbox, and what a program's environment says. */
+#define PD_RELAY_PORT 3128
+#define PD_RELAY_URL "http://127.0.0.1:3128"
+
+/* An allowlist network: who the relay lets the sandbox reach, and its bounds. */
+typedef struct pd_egress_opts {
+	/* "HOST:PORT", NULL-ended: HOST a DNS name (resolved by the relay at each connection), an
+	 * IPv4 address or an [IPv6] one. A name's addresses that are loopback, link-local,
+	 * unspecified or multicast are refused (DNS rebinding) unless the name is "localhost";
+	 * an address is reached only when listed as an address. */
+	const char *const *allow;
+	uint32_t max_conns; /* connections open at once; more are refused; 0 = 16 */
+	uint64_t max_bytes; /* per connection, both ways together; past it, closed; 0 = 64 MiB */
+	uint64_t idle_ms;   /* a connection with no byte either way this long is closed; 0 = 30 s */
+} pd_egress_opts;
+/* Checks one allowlist entry: 0, or -1 with e saying why (without a field name). */
+int pd_egress_entry_check(const char *entry, pd_err *e);
 
 /* How strongly a sandbox is isolated from the host: each tier is a backend behind one interface
  * (lib/tier.h). container: namespaces, cgroups, seccomp, overlay root (lib/sandbox.c). gvisor: the
@@ -300,6 +333,8 @@ typedef struct pd_sandbox_opts {
 	size_t nbinds;
 	pd_limits limits;       /* sandbox-wide limits; execs may narrow time/output */
 	const pd_audit_opts *audit;
+	const pd_egress_opts *egress; /* PD_NET_ALLOWLIST's list and bounds (must outlive the
+				       * sandbox: a reset starts its relay again from it) */
 	uint64_t setup_timeout_ms; /* CREATING deadline: a sandbox not READY by then is killed; 0 = 30 s */
 	uint64_t teardown_timeout_ms; /* RECLAIMING deadline for reaping its init; 0 = 10 s */
 	/* a host directory stacked read-only over the image's layers at "/" (a session snapshot
@@ -400,6 +435,16 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *x, pd_result *r, pd_err *
  * FAILED: destroy it. tests/unit/reset.c runs dirty workloads and compares the next user's view
  * with a fresh sandbox's. */
 int pd_sandbox_reset(pd_sandbox *s, pd_err *e);
+/* Switches a READY sandbox's network between none, loopback and allowlist (e.g. allowlist for a
+ * session's setup, none for the agent's steps); eg: the allowlist (copied) for PD_NET_ALLOWLIST.
+ * Leaving allowlist stops the relay: its connections are closed, its threads joined. A
+ * sandbox made with the host's network cannot switch, nor switch to it. A reset brings back
+ * the mode it was created with; one whose loopback was turned on or off is not reset (its
+ * namespace is not reused). Execs of an allowlist sandbox get http_proxy, https_proxy,
+ * HTTP_PROXY and HTTPS_PROXY set to PD_RELAY_URL, and the relay's connections as egress
+ * events in their results. */
+int pd_sandbox_set_network(pd_sandbox *s, pd_net net, const pd_egress_opts *eg, pd_err *e);
+pd_net pd_sandbox_network(const pd_sandbox *s);
 /* Winds the pid counter back, so the next program gets pid 2 as a fresh sandbox's first does
  * (after a warm-up exec, say). */
 int pd_sandbox_rewind_pids(pd_sandbox *s, pd_err *e);

@@ -94,6 +94,11 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 	child_cfg *cfg = NULL;
 	int fds[PD_MAX_LAYERS + PD_MAX_BINDS], nfds = 0;
 	s->state = PD_RECLAIMING;
+	/* 0. the egress relay goes (its connections, listener and threads): the next user gets a
+	 * new one of the sandbox's own allowlist, never this user's (a session may have switched
+	 * it), nor its connections or events */
+	if (pd_sb_net_restore(s, e) < 0)
+		goto fail;
 
 	/* 1. init kills and reaps every process, takes a new IPC namespace, rewinds the pids, and
 	 * looks whether the scratch directories are as the host left them (when they may be kept:
@@ -207,6 +212,8 @@ reclaim:;
 	/* 6. limits as created (a request may have changed the memory limit) */
 	if (s->lim.memory_bytes != s->opts.limits.memory_bytes &&
 	    pd_sb_apply_memory(s, s->opts.limits.memory_bytes, e) < 0)
+		goto fail;
+	if (pd_sb_net_reopen(s, e) < 0)
 		goto fail;
 	s->resets++;
 	pd_scratch_reset_done(s);

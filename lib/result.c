@@ -110,6 +110,11 @@ json_t *pd_result_json(const pd_result *r, bool with_output)
 		       set(e, "op", pd_json_text(ev->op)) && set(e, "mode", pd_json_text(ev->mode)) &&
 		       set(e, "target", pd_json_text(ev->target)) && set(e, "denied", json_boolean(ev->denied)) &&
 		       set(e, "pid", json_integer(ev->pid));
+		/* the egress relay's connections: the name, where it went, how much, why it ended */
+		if (good && (!strcmp(ev->op, "tunnel") || !strcmp(ev->op, "http")))
+			good = set(e, "host", pd_json_text(ev->host)) && set(e, "resolved", pd_json_text(ev->address)) &&
+			       set(e, "bytes_out", count(ev->bytes_out)) && set(e, "bytes_in", count(ev->bytes_in)) &&
+			       set(e, "note", pd_json_text(ev->note));
 		good = good && json_array_append_new(audit, e) == 0;
 		if (!good)
 			json_decref(e);

@@ -408,7 +408,7 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 	}
 	cfg->sock = sv[1];
 	if (o->net != PD_NET_HOST) {
-		s->netns = pd_netns_get(c->net, o->net == PD_NET_LOOPBACK, e);
+		s->netns = pd_netns_get(c->net, o->net == PD_NET_LOOPBACK || o->net == PD_NET_ALLOWLIST, e);
 		if (!s->netns)
 			goto fail;
 	}
@@ -526,6 +526,8 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 		pd_fail(e, EPROTO, "sandbox %s: unexpected message %u", s->id, m.h.type);
 		goto fail;
 	}
+	if (pd_sb_net_created(s, e) < 0)
+		goto fail;
 	free(cfg);
 	pd_scratch_created(s);
 	s->state = PD_READY;
@@ -567,6 +569,8 @@ int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len)
 	pd_ctx *c = s->ctx;
 	if (s->state != PD_FAILED)
 		s->state = PD_RECLAIMING;
+	/* first: its connections and listener hold the namespace, its threads the daemon */
+	pd_sb_relay_off(s);
 	if (s->netns && s->pid > 0 && !s->reaped)
 		pd_netns_reattach(s->netns, s->pid);
 	pd_sb_kill_init(s);

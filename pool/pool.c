@@ -53,6 +53,7 @@ int pd_template_clone(pd_template *dst, const pd_template *src)
 	memset(dst->warmup, 0, sizeof dst->warmup);
 	if (src->audit)
 		bad |= !(dst->audit = pd_audit_policy_copy(src->audit));
+	bad |= pd_egress_clone(dst, src) < 0;
 	for (int k = 0; src->warmup[k]; k++)
 		bad |= !(dst->warmup[k] = xstrdup(src->warmup[k]));
 	if (src->cwd)
@@ -83,6 +84,7 @@ void pd_template_release(pd_template *tt)
 	}
 	free(tt->cwd);
 	pd_audit_policy_free(tt->audit);
+	pd_egress_list_free(tt->egress_allow);
 	free(tt->image_ref);
 	if (tt->image)
 		pd_image_close(tt->image);

@@ -51,6 +51,12 @@ typedef struct pd_template {
 	 * writable memory than they touch) */
 	uint64_t data_headroom_bytes;
 	pd_net net;
+	/* "egress": the hosts an allowlist network reaches, and the relay's bounds; for a template
+	 * whose network is allowlist, and the most a request or a session stage switching to
+	 * allowlist may ask for (docs/isolation.md). egress.allow is egress_allow (heap, NULL-ended,
+	 * NULL: none), which survives the template being moved */
+	char **egress_allow;
+	pd_egress_opts egress;
 	uint32_t pool_min, pool_max;
 	uint64_t pool_idle_ttl_ms;   /* READY sandboxes above the target are reclaimed after this */
 	/* a released sandbox the pool still needs is reset (pd_sandbox_reset) and used again
@@ -71,6 +77,14 @@ typedef struct pd_template {
 	bool available;
 	char missing[128];
 } pd_template;
+
+/* A request's or a session stage's allowlist (its "egress": {"allow": [...]}, v; NULL: all
+ * of the template's) checked against template t's: each entry must be on t's list as written.
+ * Fills *out with t's bounds and the list, *list the heap copy it points to (caller frees with
+ * pd_egress_list_free). On error, e names the field (where). */
+int pd_egress_narrow(const pd_template *t, struct json_t *v, const char *where, pd_egress_opts *out, char ***list,
+		     pd_err *e);
+void pd_egress_list_free(char **l);
 
 /* Parses a templates file (JSON; docs/ describes the schema). On error, e names the field. */
 int pd_templates_load(const char *path, pd_template **out, size_t *n, pd_err *e);
@@ -253,6 +267,12 @@ int pd_session_download_tar(pd_session *s, const char *dir, int tar_fd, const ch
  * template's files placed again), keeping its id, metadata and records. A sandbox the reset
  * refuses is replaced by a new one of the template. */
 int pd_session_reset(pd_session *s, const char *request_id, pd_err *e);
+/* Switches the session's network for its next steps (session_net.c): mode "none", "loopback"
+ * or "allowlist"; egress ({"allow": [...]}, NULL: all of it) narrows the template's allowlist.
+ * Recorded as a "network" step. Returns {"network", "egress"?} (new reference) or NULL with e:
+ * EINVAL a bad mode or field, EPERM what the template does not grant, EBUSY, ESRCH. */
+struct json_t *pd_session_set_network(pd_session *s, const char *mode, struct json_t *egress, const char *request_id,
+				      pd_err *e);
 /* ---- trajectories (trajectory.c) ---- */
 /* Deletes the trajectories of ended sessions last written more than older_than_s ago (never one
  * of a session open in p, or of a live daemon's session still open); how many (retention.c). The

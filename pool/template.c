@@ -2,6 +2,7 @@
  * "templates[2].limits.memory: '5X' is not a size". */
 #define _GNU_SOURCE
 #include "pool.h"
+#include "pools.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -33,6 +34,7 @@ void pd_templates_free(pd_template *t, size_t n)
 		}
 		free(t[i].cwd);
 		pd_audit_policy_free(t[i].audit);
+		pd_egress_list_free(t[i].egress_allow);
 	}
 	free(t);
 }
@@ -182,7 +184,7 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 {
 	static const char *const known[] = {"name", "language", "image", "layers", "requires", "env",
 					    "cwd", "files", "limits", "network", "pool", "session", "warmup",
-					    "audit", "memory_fast_path", "version", NULL};
+					    "audit", "memory_fast_path", "version", "egress", NULL};
 	if (!json_is_object(o))
 		return pd_fail(e, EINVAL, "%s: must be an object", where);
 	if (unknown_keys(o, where, known, e) < 0)
@@ -374,9 +376,15 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 			t->net = PD_NET_NONE;
 		else if (!strcmp(s, "host"))
 			t->net = PD_NET_HOST;
+		else if (!strcmp(s, "allowlist"))
+			t->net = PD_NET_ALLOWLIST;
 		else
-			return pd_fail(e, EINVAL, "%s: '%s' must be loopback, none or host", w, s);
+			return pd_fail(e, EINVAL, "%s: '%s' must be loopback, none, allowlist or host", w, s);
 	}
+	if (FIELD("egress") && pd_template_parse_egress(v, w, t, e) < 0)
+		return -1;
+	if (t->net == PD_NET_ALLOWLIST && !t->egress_allow)
+		return pd_fail(e, EINVAL, "%s.egress.allow: an allowlist network needs the hosts it may reach", where);
 	if (FIELD("pool")) {
 		static const char *const pknown[] = {"min", "max", "idle_ttl", "reuse", NULL};
 		char pw[160];
@@ -649,6 +657,11 @@ static void compute_version(pd_template *t)
 	    l->cpu_millicores, (unsigned long long)l->disk_bytes, (unsigned long long)l->output_bytes,
 	    (unsigned long long)l->output_kill_bytes, l->nofile, (unsigned long long)l->fsize_bytes,
 	    (unsigned long long)l->stack_bytes, (int)t->net, t->audit_digest);
+	for (int k = 0; t->egress_allow && t->egress_allow[k]; k++)
+		put(&v, "egress=%s\n", t->egress_allow[k]);
+	if (t->egress_allow)
+		put(&v, "egress_bounds=%u %llu %llu\n", t->egress.max_conns, (unsigned long long)t->egress.max_bytes,
+		    (unsigned long long)t->egress.idle_ms);
 	t->version[0] = 0;
 	if (v.b) {
 		/* no version rather than a wrong one when a digest could not be made */
@@ -696,5 +709,6 @@ void pd_template_sandbox_opts(const pd_template *t, pd_sandbox_opts *o)
 	o->layers = t->layers[0] ? (const char *const *)t->layers : NULL;
 	o->imported = t->image;
 	o->net = t->net;
+	o->egress = t->egress_allow ? &t->egress : NULL;
 	o->limits = t->limits;
 }

@@ -329,7 +329,7 @@ void pd_session_query_set(pd_session_query *q, const char *key, const char *valu
 
 /* POST /v1/sessions: {"template", "image", "ttl", "max_lifetime", "metadata", "end_on_limit",
  * "group_id", "sample_id", "resume_from", "noise": {"seed", "latency_ms", "fail_rate",
- * "truncate_rate"}};
+ * "truncate_rate"}, "network", "egress"};
  * an empty body is {}. */
 typedef struct pd_session_create_req {
 	char template_name[64]; /* default "bash" */
@@ -339,7 +339,14 @@ typedef struct pd_session_create_req {
 	bool template_given;    /* "template" was in the body (a fork takes its snapshot's) */
 	unsigned count;         /* sessions to open (1 to 64); 0 = not given (one, answered alone) */
 	pd_session_opts o;      /* TTLs in ms (0 = the template's); o.metadata is compact JSON, owned */
+	char network[16];       /* "network": the first stage's (pd_session_set_network); "" = the template's */
+	struct json_t *egress;  /* "egress" with it (owned; NULL = none given) */
 } pd_session_create_req;
+
+/* POST /v1/sessions/<id>/network: {"network": "none"|"loopback"|"allowlist", "egress": {"allow":
+ * [...]}}: mode (at most 15 bytes) and *egress (a new reference, or NULL). Also the create's
+ * "network" and "egress" (pd_session_create_parse). */
+int pd_session_network_parse(const char *body, size_t len, char *mode, size_t ml, struct json_t **egress, pd_err *e);
 int pd_session_create_parse(const char *body, size_t len, pd_session_create_req *q, pd_err *e);
 void pd_session_create_req_free(pd_session_create_req *q);
 

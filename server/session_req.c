@@ -240,6 +240,30 @@ static int episode_fields(json_t *b, pd_session_create_req *q, pd_err *e)
 	return noise_faults(json_object_get(n, "faults"), &q->o.noise, e);
 }
 
+/* "network" (required: one of the modes a stage may switch to) and "egress" (an object, checked
+ * against the template's allowlist by the pools) */
+static int network_fields(json_t *b, char *mode, size_t ml, json_t **egress, bool required, pd_err *e)
+{
+	json_t *n = json_object_get(b, "network"), *g = json_object_get(b, "egress");
+	if ((!n || json_is_null(n)) && !required) {
+		if (g && !json_is_null(g))
+			return pd_refuse(e, "egress: only with \"network\": \"allowlist\"");
+		return 0;
+	}
+	const char *s = json_string_value(n);
+	if (!s || (strcmp(s, "none") && strcmp(s, "loopback") && strcmp(s, "allowlist")))
+		return pd_refuse(e, "network: must be \"none\", \"loopback\" or \"allowlist\"");
+	snprintf(mode, ml, "%s", s);
+	if (g && !json_is_null(g)) {
+		if (strcmp(s, "allowlist"))
+			return pd_refuse(e, "egress: only with \"network\": \"allowlist\"");
+		if (!json_is_object(g))
+			return pd_refuse(e, "egress: must be an object {\"allow\": [\"HOST:PORT\", ...]}");
+		*egress = json_incref(g);
+	}
+	return 0;
+}
+
 int pd_session_create_parse(const char *body, size_t len, pd_session_create_req *q, pd_err *e)
 {
 	memset(q, 0, sizeof *q);
@@ -286,6 +310,10 @@ int pd_session_create_parse(const char *body, size_t len, pd_session_create_req 
 		json_decref(b);
 		return pd_refuse(e, "image: a fork runs on its snapshot's image; give image or from_snapshot, not both");
 	}
+	if (network_fields(b, q->network, sizeof q->network, &q->egress, false, e) < 0) {
+		json_decref(b);
+		return -1;
+	}
 	json_t *meta = json_object_get(b, "metadata");
 	q->o.metadata = meta ? json_dumps(meta, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
 	json_decref(b);
@@ -296,6 +324,23 @@ void pd_session_create_req_free(pd_session_create_req *q)
 {
 	free((char *)q->o.metadata);
 	q->o.metadata = NULL;
+	json_decref(q->egress);
+	q->egress = NULL;
+}
+
+int pd_session_network_parse(const char *body, size_t len, char *mode, size_t ml, json_t **egress, pd_err *e)
+{
+	*egress = NULL;
+	mode[0] = 0;
+	json_error_t je;
+	json_t *b = json_loadb(body ? body : "", len, 0, &je);
+	if (!b || !json_is_object(b)) {
+		json_decref(b);
+		return pd_refuse(e, "request body must be a JSON object");
+	}
+	int rc = network_fields(b, mode, ml, egress, true, e);
+	json_decref(b);
+	return rc;
 }
 
 int pd_session_exec_parse(const char *body, size_t len, pd_session_exec_req *q, pd_err *e)

@@ -94,9 +94,10 @@ int pd_gvisor_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd
 		snprintf(r->error, sizeof r->error, "%s", why);
 		return pd_fail(e, ENOENT, "%s", why);
 	}
-	if (o->net == PD_NET_HOST || o->top_layer || (o->audit && o->audit->enabled) || pd_limits_have_io(&o->limits)) {
+	if (o->net == PD_NET_HOST || o->net == PD_NET_ALLOWLIST || o->top_layer || (o->audit && o->audit->enabled) || pd_limits_have_io(&o->limits)) {
 		/* I/O limits: the sentry's own reads would be charged too, and nothing here measured how */
 		const char *what = o->net == PD_NET_HOST ? "the host's network"
+				   : o->net == PD_NET_ALLOWLIST ? "an allowlist network (its relay)"
 				   : o->top_layer	 ? "a session snapshot"
 				   : pd_limits_have_io(&o->limits) ? "I/O limits"
 								   : "an audit";

@@ -155,6 +155,8 @@ int pd_netns_leave(pd_netpool *p, pd_err *e);
  * daemon near its descriptor limit needs every one): detach after the clone, reattach from the
  * init (/proc/<pid>/ns/net, pid not yet reaped) before tearing it down. */
 void pd_netns_detach(pd_netns *ns);
+/* A namespace whose lo a switch turned on or off: put discards it (never handed out again). */
+void pd_netns_taint(pd_netns *ns);
 void pd_netns_reattach(pd_netns *ns, pid_t pid);
 /* A detached read-only sysfs mount for the calling thread's current network namespace. */
 int pd_netns_sysfs(pd_err *e);

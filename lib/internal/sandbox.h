@@ -19,6 +19,9 @@ struct pd_sandbox {
 	uint32_t slot;
 	bool has_slot;
 	pd_netns *netns; /* NULL with the host's network */
+	pd_net net_now;  /* the mode now (pd_sandbox_set_network switches it; netmode.c) */
+	bool lo_switched; /* a switch turned lo on or off: no reset */
+	struct pd_relay *relay; /* the egress relay while the mode is allowlist */
 	pd_sandbox_opts opts;
 	pd_limits lim;
 	uint64_t created_us;
@@ -50,6 +53,21 @@ int pd_sb_resolve_layout(pd_ctx *c, const pd_sandbox_opts *o, uint64_t disk_byte
 /* Detached mounts of the layers, then the binds, id-mapped into the user namespace of pid. */
 int pd_sb_layout_fds(const pd_sandbox_opts *o, const pd_layer *layers, int nlayers, pid_t pid,
 		     int *fds, int *nfds, pd_err *e);
+
+/* ---- netmode.c ---- */
+
+/* After a create: the relay of an allowlist sandbox. */
+int pd_sb_net_created(pd_sandbox *s, pd_err *e);
+/* Before a reset: the relay stopped, the mode as created (fails when lo was switched). */
+int pd_sb_net_restore(pd_sandbox *s, pd_err *e);
+/* After a reset: the relay started again from the creation's allowlist. */
+int pd_sb_net_reopen(pd_sandbox *s, pd_err *e);
+void pd_sb_relay_off(pd_sandbox *s);
+/* envp with the proxy variables over it (malloc'd vector of borrowed strings), or NULL when
+ * the sandbox has no relay. */
+char **pd_sb_proxy_env(const pd_sandbox *s, char *const *envp);
+/* The relay's connections since the last exec, as egress events of r. */
+void pd_sb_relay_collect(pd_sandbox *s, pd_result *r, const pd_audit_opts *ao, uint64_t t0_us);
 
 /* ---- exec.c ----------------------------------------------------------------------------------- */
 

@@ -66,6 +66,9 @@ pd_sandbox *pd_pool_make_fork(pd_pools *p, pd_pool *pl, const char *top_layer, p
 pd_pool *pd_pool_named(pd_pools *p, const char *name);
 /* Deep copy of a template (the image's lease not copied: pd_template_check takes its own). */
 int pd_template_clone(pd_template *dst, const pd_template *src);
+/* egress.c: a template's "egress" field; its deep copy (0 or -1) */
+int pd_template_parse_egress(struct json_t *v, const char *where, pd_template *t, pd_err *e);
+int pd_egress_clone(pd_template *dst, const pd_template *src);
 /* A live pool of that name, or NULL. Called with the lock held. */
 pd_pool *pd_pool_find_locked(pd_pools *p, const char *name);
 /* imgpool.c: a pool named "<template>@<hex>" that is not live (never made, or retired) made

@@ -224,6 +224,10 @@ int session_exec_status(const pd_err *e);
 /* exec_stream.c: POST /v1/sessions/<id>/exec with "stream": true. Returns true when the
  * connection was resumed there (the answer streams while the step runs). */
 bool session_exec_stream(req *r, sess_entry *se, pd_session_exec_req *q, const char *rid);
+/* session_net.c: POST /v1/sessions/<id>/network; a new session's first network (the create's
+ * "network"): 0, or -1 with e and the answer's status */
+void session_network(req *r, sess_entry *se);
+int session_open_network(pd_session *ss, const pd_session_create_req *q, int *status, pd_err *e);
 /* snapshots.c: POST /v1/sessions/<id>/snapshot */
 void session_snapshot(req *r, sess_entry *se);
 /* Waits until no session operation runs (pd_server_stop, once no new request can start one). */

@@ -1,8 +1,9 @@
 /* /run_code's network per request. SandboxFusion's sandboxes reach the network; paddock's
  * templates do not unless they say so, and a trainer may want either per request. The operator
- * names the modes a request may ask for (--run-code-networks none,loopback,host); for each, every
+ * names the modes a request may ask for (--run-code-networks none,loopback,allowlist,host); for each, every
  * template whose own mode differs gets a twin, "<name>.net-<mode>", with that network and no warm
- * sandboxes (pool.min 0: built on demand, so an allowed mode nobody asks for costs nothing). A
+ * sandboxes (pool.min 0: built on demand, so an allowed mode nobody asks for costs nothing); an
+ * allowlist twin only for a template with an "egress" allowlist, which it reaches. A
  * request's "network" then picks the twin; the record names the template it ran in. The twins are
  * parsed again from the same source rather than copied: a template owns its strings and image
  * lease, and a parsed one is a complete, independent object. */
@@ -14,13 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const mode_names[] = {[PD_NET_LOOPBACK] = "loopback", [PD_NET_NONE] = "none",
-					 [PD_NET_HOST] = "host"};
-
 static int mode_of(const char *name, size_t len)
 {
-	for (int m = 0; m < 3; m++)
-		if (strlen(mode_names[m]) == len && !strncmp(mode_names[m], name, len))
+	for (int m = 0; m < PD_NET_N; m++)
+		if (strlen(pd_net_name((pd_net)m)) == len && !strncmp(pd_net_name((pd_net)m), name, len))
 			return m;
 	return -1;
 }
@@ -34,11 +32,12 @@ int netmodes_add(pd_server *s, pd_err *e)
 		size_t len = strcspn(p, ",");
 		int m = mode_of(p, len);
 		if (m < 0)
-			return pd_fail(e, EINVAL, "run_code_networks: '%.*s' is not loopback, none or host", (int)len, p);
+			return pd_fail(e, EINVAL, "run_code_networks: '%.*s' is not loopback, none, allowlist or host", (int)len,
+				       p);
 		s->run_code_nets |= 1u << m;
 		p += len + (p[len] == ',');
 	}
-	for (int m = 0; m < 3; m++) {
+	for (int m = 0; m < PD_NET_N; m++) {
 		if (!(s->run_code_nets & (1u << m)))
 			continue;
 		pd_template *t2 = NULL;
@@ -57,9 +56,10 @@ int netmodes_add(pd_server *s, pd_err *e)
 		for (size_t i = 0; i < n2; i++) {
 			pd_template *t = &t2[i];
 			char name[sizeof t->name + 16];
-			snprintf(name, sizeof name, "%s.net-%s", t->name, mode_names[m]);
-			if ((int)t->net == m || strlen(name) >= sizeof t->name) {
-				/* the template has the mode already, or no room for the twin's name: freed below */
+			snprintf(name, sizeof name, "%s.net-%s", t->name, pd_net_name((pd_net)m));
+			if ((int)t->net == m || strlen(name) >= sizeof t->name || (m == PD_NET_ALLOWLIST && !t->egress_allow)) {
+				/* the template has the mode already, no room for the twin's name, or no
+				 * allowlist to reach (the template's "egress" grants it): freed below */
 				continue;
 			}
 			snprintf(t->name, sizeof t->name, "%s", name);
@@ -88,10 +88,10 @@ int netmodes_pick(pd_server *s, pd_job *j, char *why, size_t len)
 	if (!t || (int)t->net == m)
 		return 0;
 	char name[sizeof j->template_name + 16];
-	snprintf(name, sizeof name, "%s.net-%s", j->template_name, mode_names[m]);
+	snprintf(name, sizeof name, "%s.net-%s", j->template_name, pd_net_name((pd_net)m));
 	if (!pd_pools_template(s->pools, name)) {
-		snprintf(why, len, "network: no '%s' twin of template '%s' (its name is too long)", j->network,
-			 j->template_name);
+		snprintf(why, len, "network: no '%s' twin of template '%s' (%s)", j->network, j->template_name,
+			 m == PD_NET_ALLOWLIST && !t->egress_allow ? "it has no egress allowlist" : "its name is too long");
 		return -1;
 	}
 	snprintf(j->template_name, sizeof j->template_name, "%s", name);

@@ -465,6 +465,8 @@ bool session_dispatch(req *r, sess_entry *se, const char *op)
 		session_reset(r, se);
 	else if (!strcmp(op, "snapshot") && !strcmp(r->method, "POST"))
 		session_snapshot(r, se);
+	else if (!strcmp(op, "network") && !strcmp(r->method, "POST"))
+		session_network(r, se);
 	else
 		http_set_error(r, 404, "no such session operation: %s %s", r->method, op);
 	return resumed;
@@ -562,6 +564,10 @@ json_t *session_open_one(pd_server *s, pd_session_create_req *q, const char *dig
 		*status = e->code == ENOENT || e->code == EINVAL ? 400 : 503;
 		return NULL;
 	}
+	if (session_open_network(ss, q, status, e) < 0) {
+		pd_session_close(ss);
+		return NULL;
+	}
 	char tpl[64], tver[48];
 	pd_session_template(ss, tpl, sizeof tpl);
 	const pd_template *st = pd_pools_template(s->pools, tpl); /* its pool holds the session's sandbox */
@@ -614,6 +620,8 @@ json_t *session_open_one(pd_server *s, pd_session_create_req *q, const char *dig
 			      pd_sandbox_id(pd_session_sandbox(ss)), "use_id", uid, "template", tpl);
 	if (q->from_snapshot[0])
 		json_object_set_new(o, "from_snapshot", json_string(q->from_snapshot));
+	if (q->network[0])
+		json_object_set_new(o, "network", json_string(q->network));
 	if (digest && digest[0]) {
 		json_t *im = json_object();
 		if (!pd_image_ref_is_digest(q->image))

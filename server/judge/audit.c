@@ -138,7 +138,13 @@ json_t *pd_judged_audit_json(const pd_judged *d)
 		/* the same shape as /v1/runs' events: time in ms since the run started */
 		json_object_set_new(o, "time", json_real((double)x->t_us / 1000.0));
 		json_object_set_new(o, "pid", json_integer(x->pid));
-		bool net = !strcmp(x->op, "connect") || !strncmp(x->op, "send", 4);
+		bool relay = !strcmp(x->op, "tunnel") || !strcmp(x->op, "http");
+		bool net = relay || !strcmp(x->op, "connect") || !strncmp(x->op, "send", 4);
+		if (relay)
+			json_object_update_missing_new(o, json_pack("{s:o,s:o,s:I,s:I,s:o}", "host", pd_json_text(x->host),
+								    "resolved", pd_json_text(x->address), "bytes_out",
+								    (json_int_t)x->bytes_out, "bytes_in",
+								    (json_int_t)x->bytes_in, "note", pd_json_text(x->note)));
 		json_object_set_new(o, net ? "address" : "path", pd_json_text(x->target));
 		json_object_set_new(o, "mode", pd_json_text(x->mode));
 		json_object_set_new(o, "op", pd_json_text(x->op));
