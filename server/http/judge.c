@@ -111,7 +111,7 @@ static void judge_batch(req *r, json_t *body)
 			for (size_t k2 = 0; k2 < i; k2++)
 				pd_job_free(jobs[k2]);
 			free(jobs);
-			http_set_error(r, status, "submissions[%zu]: %s", i, e.msg);
+			http_set_error(r, status, "submissions[%zu]: %s", i, PD_ERR_STR(&e));
 			return;
 		}
 	}
@@ -193,13 +193,13 @@ void judge_submit(req *r, const char *url, const char *method)
 	pd_job *j = pd_judge_job(srv->judge, &srv->problems, body, pd_ctx_run_id(srv->ctx), &status, &e);
 	json_decref(body);
 	if (!j) {
-		http_set_error(r, status, "%s", e.msg);
+		http_set_error(r, status, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	char digest[PD_DIGEST_LEN];
 	if (j->image[0] && (status = images_check(srv, j->image, digest, &e)) != 0) {
 		pd_job_free(j);
-		http_set_error(r, status, "%s", e.msg);
+		http_set_error(r, status, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	if (srv->cluster) {

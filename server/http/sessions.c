@@ -106,7 +106,7 @@ static bool session_exec(req *r, sess_entry *se)
 	pd_err e = {0};
 	bool resumed = false;
 	if (pd_session_exec_parse(r->body, r->len, &q, &e) < 0) {
-		http_set_error(r, 400, "%s", e.msg);
+		http_set_error(r, 400, "%s", PD_ERR_STR(&e));
 		return false;
 	}
 	const char *rid = q.request_id ? q.request_id : step_id(r);
@@ -121,7 +121,7 @@ static bool session_exec(req *r, sess_entry *se)
 	}
 	pd_result res;
 	if (pd_session_exec(se->s, &q.x, rid, &res, &e) < 0) {
-		http_set_error(r, session_exec_status(&e), "%s", e.msg);
+		http_set_error(r, session_exec_status(&e), "%s", PD_ERR_STR(&e));
 		goto out;
 	}
 	json_t *o = session_exec_answer(se, &q, rid, &res);
@@ -141,7 +141,7 @@ static bool session_enter(req *r, sess_entry *se)
 	pd_err e = {0};
 	if (pd_session_begin(se->s, &e) == 0)
 		return true;
-	http_set_error(r, e.code == EBUSY ? 409 : 410, "%s", e.msg);
+	http_set_error(r, e.code == EBUSY ? 409 : 410, "%s", PD_ERR_STR(&e));
 	return false;
 }
 
@@ -218,25 +218,25 @@ static void session_files_in(req *r, sess_entry *se)
 			pd_sandbox_mkdir(sb, dir, 0755, NULL);
 		}
 		if (pd_sandbox_write_file(sb, path, r->body ? r->body : "", r->len, 0644, &e) < 0)
-			http_set_error(r, e.code == ENOSPC ? 507 : 400, "%s", e.msg);
+			http_set_error(r, e.code == ENOSPC ? 507 : 400, "%s", PD_ERR_STR(&e));
 		else
 			http_set_json(r, 200, json_pack("{s:o,s:I}", "path", pd_json_text(path), "bytes", (json_int_t)r->len));
 	} else if (!strcmp(r->method, "DELETE")) {
 		if (pd_sandbox_remove(sb, path, &e) < 0)
-			http_set_error(r, e.code == ENOENT ? 404 : 400, "%s", e.msg);
+			http_set_error(r, e.code == ENOENT ? 404 : 400, "%s", PD_ERR_STR(&e));
 		else
 			http_set_json(r, 200, json_pack("{s:o,s:b}", "path", pd_json_text(path), "deleted", 1));
 	} else {
 		struct stat st;
 		if (pd_sandbox_stat(sb, path, &st, &e) < 0) {
-			http_set_error(r, e.code == ENOENT ? 404 : 400, "%s", e.msg);
+			http_set_error(r, e.code == ENOENT ? 404 : 400, "%s", PD_ERR_STR(&e));
 			return;
 		}
 		if (S_ISDIR(st.st_mode) || r->q.list) {
 			pd_dirent *d;
 			size_t n;
 			if (pd_sandbox_list(sb, path, &d, &n, &e) < 0) {
-				http_set_error(r, 400, "%s", e.msg);
+				http_set_error(r, 400, "%s", PD_ERR_STR(&e));
 				return;
 			}
 			json_t *arr = json_array();
@@ -258,7 +258,7 @@ static void session_files_in(req *r, sess_entry *se)
 		uint64_t size;
 		int fd = pd_sandbox_open_regular(sb, path, 64u << 20, &size, &e);
 		if (fd < 0) {
-			http_set_error(r, e.code == EFBIG ? 413 : 400, "%s", e.msg);
+			http_set_error(r, e.code == EFBIG ? 413 : 400, "%s", PD_ERR_STR(&e));
 			return;
 		}
 		http_set_resp_fd(r, 200, "application/octet-stream", fd, size);
@@ -274,7 +274,7 @@ static void session_stat(req *r, sess_entry *se)
 	int rc = pd_sandbox_stat(pd_session_sandbox(se->s), r->q.path, &st, &e);
 	pd_session_end(se->s);
 	if (rc < 0) {
-		http_set_error(r, e.code == ENOENT ? 404 : 400, "%s", e.msg);
+		http_set_error(r, e.code == ENOENT ? 404 : 400, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	http_set_json(r, 200, json_pack("{s:o,s:s,s:I,s:I,s:I,s:I,s:I}", "path", pd_json_text(r->q.path), "type",
@@ -305,7 +305,7 @@ static void session_upload(req *r, sess_entry *se)
 	}
 	lseek(fd, 0, SEEK_SET);
 	if (pd_session_upload_tar(se->s, dir, fd, step_id(r), &e) < 0)
-		http_set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 400, "%s", e.msg);
+		http_set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 400, "%s", PD_ERR_STR(&e));
 	else
 		http_set_json(r, 200, json_pack("{s:o,s:I}", "dir", pd_json_text(dir), "bytes", (json_int_t)r->len));
 	close(fd);
@@ -395,7 +395,7 @@ static bool session_download(req *r, sess_entry *se)
 		} else {
 			pd_err *e = &d.e;
 			int code = e->code == EBUSY ? 409 : e->code == ESRCH ? 410 : e->code == EFBIG ? 413 : 400;
-			http_set_error(r, code, "%s", e->msg);
+			http_set_error(r, code, "%s", PD_ERR_STR(e));
 		}
 	}
 	return resumed;
@@ -407,7 +407,7 @@ static void session_output(req *r, sess_entry *se)
 	pd_err e = {0};
 	int stream = r->q.stderr_stream ? 2 : 1;
 	if (pd_session_output_path(se->s, r->q.request_id, stream, path, sizeof path, &e) < 0) {
-		http_set_error(r, 404, "%s", e.msg);
+		http_set_error(r, 404, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -434,7 +434,7 @@ static void session_reset(req *r, sess_entry *se)
 		return;
 	}
 	if (pd_session_reset(se->s, rid, &e) < 0) {
-		http_set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 503, "%s", e.msg);
+		http_set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 503, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	char sid[40], state[32], uid[56];
@@ -630,7 +630,7 @@ static void session_create(req *r)
 	pd_session_create_req q;
 	pd_err e = {0};
 	if (pd_session_create_parse(r->body, r->len, &q, &e) < 0) {
-		http_set_error(r, 400, "%s", e.msg);
+		http_set_error(r, 400, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	char digest[PD_DIGEST_LEN] = "";
@@ -645,7 +645,7 @@ static void session_create(req *r)
 			pd_session_create_req_free(&q);
 			if (st == 503)
 				r->retry_after = 5;
-			http_set_error(r, st, "%s", e.msg);
+			http_set_error(r, st, "%s", PD_ERR_STR(&e));
 			return;
 		}
 		snprintf(q.template_name, sizeof q.template_name, "%s", pool);
@@ -679,7 +679,7 @@ static void session_create(req *r)
 		json_decref(list);
 		if (status == 503)
 			r->retry_after = 5;
-		http_set_error(r, status ? status : 503, "%s", e.msg);
+		http_set_error(r, status ? status : 503, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	if (q.count)
