@@ -1,8 +1,8 @@
-/* The session endpoints (/v1/sessions...): list, get and delete run on the event thread (a delete
- * of an idle session closes it there: pd_session_close hands its sandbox back to the pool); every
- * other operation (create, which may build a sandbox; exec; files; stat; tar; output) on a thread of
- * its own, at most MAX_SESSION_OPS at once
- * (503 beyond), with the connection suspended until it answers. The client's bytes are parsed by
+/* The session endpoints (/v1/sessions...): list and get run on the event thread (a table lookup;
+ * for a session no longer held, its trajectory's last line); every other operation (create, which
+ * may build a sandbox; exec; files; stat; tar; output; delete, whose close may tear the sandbox
+ * down itself when the reclaim backlog is full) on a thread of its own, at most MAX_SESSION_OPS at
+ * once (503 beyond), with the connection suspended until it answers. The client's bytes are parsed by
  * server/session_req.c; the sessions themselves are pool/'s (pd_session_*).
  *
  * Why a thread per operation and not a fixed worker pool like the scheduler's: a session operation
@@ -422,6 +422,7 @@ static void session_output(req *r, sess_entry *se)
 }
 
 static void session_create(req *r);
+static void session_delete(req *r, sess_entry *se);
 
 static void session_reset(req *r, sess_entry *se)
 {
@@ -512,6 +513,8 @@ static void *session_op_main(void *arg)
 		http_set_error(r, 404, "no such session operation: %s %s", r->method, r->url);
 	else if (!se)
 		session_unknown(r, id);
+	else if (!op[0] && !strcmp(r->method, "DELETE"))
+		session_delete(r, se);
 	else
 		resumed = session_dispatch(r, se, op);
 	session_unhold(s, se);
@@ -707,29 +710,21 @@ void session_delete_quiet(pd_server *s, const char *id)
 		pd_session_close(ss);
 }
 
-static void session_delete(req *r, const char *id)
+/* DELETE /v1/sessions/<id>, on the operation's thread with se held (session_op_main): marked
+ * closing, so that it is found no more, and closed by the last request using it — this one, in
+ * session_unhold, before the answer is sent, unless another operation still runs in it. The close
+ * hands the sandbox to the pool, whose release may destroy one sandbox on this thread when the
+ * reclaim backlog is full: never on the event thread. */
+static void session_delete(req *r, sess_entry *se)
 {
 	pd_server *s = r->srv;
+	char id[sizeof se->id], uid[56] = "";
 	pthread_mutex_lock(&s->mu);
-	sess_entry *se = find_session(s, id);
-	pd_session *ss = NULL;
-	bool found = se != NULL;
-	char uid[56] = "";
-	if (se && se->s)
+	snprintf(id, sizeof id, "%s", se->id);
+	if (se->s)
 		pd_session_use_id(se->s, uid, sizeof uid);
-	if (se && se->ops) {
-		se->closing = true; /* the last request using it closes it */
-	} else if (se) {
-		ss = se->s;
-		se->s = NULL;
-	}
+	se->closing = true;
 	pthread_mutex_unlock(&s->mu);
-	if (!found) {
-		session_unknown(r, id);
-		return;
-	}
-	if (ss)
-		pd_session_close(ss);
 	pd_log("info", "session closed", PD_LS("session_id", id), PD_LS("use_id", uid));
 	http_set_json(r, 200, json_pack("{s:s,s:b}", "session_id", id, "closed", 1));
 }
@@ -802,8 +797,6 @@ void sessions_op(req *r, const char *url, const char *method)
 	    !strcmp(op, "trajectory")) {
 		/* the session may have ended: the trajectory is a file of the state directory */
 		trajectory_get(r, id);
-	} else if (!strchr(rest, '/') && !strcmp(method, "DELETE")) {
-		session_delete(r, rest);
 	} else if (!strchr(rest, '/') && !strcmp(method, "GET")) {
 		session_get(r, rest);
 	} else {
