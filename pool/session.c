@@ -792,13 +792,15 @@ void pd_session_close(pd_session *s)
 	session_free(s);
 }
 
-void pd_session_close_why(pd_session *s, const char *why)
+void pd_session_close_lost(pd_session *s, const char *why)
 {
 	if (!s)
 		return;
 	pthread_mutex_lock(&s->p->mu);
-	if (!s->dead_reason[0])
+	if (!s->dead_reason[0]) {
 		snprintf(s->dead_reason, sizeof s->dead_reason, "%s", why);
+		s->lost = true;
+	}
 	pthread_mutex_unlock(&s->p->mu);
 	pd_session_close(s);
 }
