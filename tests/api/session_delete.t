@@ -55,10 +55,11 @@ cleanup "release; kill $HOLDER 2>/dev/null"
 wait_for 30 test -s "$TMPD/locked"
 ok $? "another process holds the store's write lock"
 
-# every DELETE at once, each in its own client
+# every DELETE at once, each in its own client (without the lock holder's pipe, so that closing
+# it releases the lock)
 dels=()
 for ((i = 0; i < N; i++)); do
-  curl -s -m 600 -o /dev/null -w '%{http_code}\n' -X DELETE "$U/v1/sessions/${ids[$i]}" >"$TMPD/del.$i" 2>/dev/null &
+  curl -s -m 600 -o /dev/null -w '%{http_code}\n' -X DELETE "$U/v1/sessions/${ids[$i]}" >"$TMPD/del.$i" 2>/dev/null 7>&- &
   dels+=($!)
 done
 cleanup "kill ${dels[*]} 2>/dev/null"
