@@ -82,7 +82,7 @@ static void run_one(batch *b, req *r)
 	bool hit = false;
 	pd_sandbox *s = pd_pool_acquire(b->pools, tpl, &hit, &e);
 	if (!s) {
-		emit_error(b, r, id, e.msg);
+		emit_error(b, r, id, PD_ERR_STR(&e));
 		return;
 	}
 	json_t *files = q.files;
@@ -101,7 +101,7 @@ static void run_one(batch *b, req *r)
 					  0644, &e) < 0) {
 			char msg[600];
 			snprintf(msg, sizeof msg, "files.%s: %s", path,
-				 json_is_string(content) ? e.msg : "must be a string");
+				 json_is_string(content) ? PD_ERR_STR(&e) : "must be a string");
 			pd_pool_release(b->pools, s);
 			emit_error(b, r, id, msg);
 			return;
@@ -112,7 +112,7 @@ static void run_one(batch *b, req *r)
 	pd_pool_release(b->pools, s);
 	double ms = (pd_now_us() - t0) / 1000.0;
 	if (rc < 0) {
-		emit_error(b, r, id, e.msg);
+		emit_error(b, r, id, PD_ERR_STR(&e));
 		return;
 	}
 	json_t *extra = json_object();
@@ -266,12 +266,12 @@ int cmd_batch(int argc, char **argv)
 	pd_err e = {0};
 	pd_ctx *ctx = pd_ctx_new(NULL, &e);
 	if (!ctx) {
-		cli_error("%s", e.msg);
+		cli_error("%s", PD_ERR_STR(&e));
 		return EXIT_PADDOCK_FAILED;
 	}
 	b.pools = pd_pools_new(ctx, t, nt, NULL, &e);
 	if (!b.pools) {
-		cli_error("%s", e.msg);
+		cli_error("%s", PD_ERR_STR(&e));
 		return EXIT_PADDOCK_FAILED;
 	}
 	for (size_t i = 0; i < nt; i++)

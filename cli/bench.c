@@ -329,6 +329,8 @@ int cmd_bench(int argc, char **argv)
 	bench_env env = {0};
 	pd_err e = {0};
 	env.ctx = pd_ctx_new(NULL, &e);
+	char ctx_error[PD_ERR_TEXT_SIZE]; /* why the cases that need a context are skipped */
+	pd_err_text(&e, ctx_error, sizeof ctx_error);
 	if (env.ctx)
 		m.cgroup = pd_ctx_cgroup_backend(env.ctx);
 	env.so.limits = pd_limits_default();
@@ -351,7 +353,7 @@ int cmd_bench(int argc, char **argv)
 		bwrap_c->skip = "bwrap not found in PATH";
 	for (size_t i = 0; i < ncases; i++)
 		if (cases[i].kind != &bench_kind_spawn && !env.ctx)
-			cases[i].skip = e.msg;
+			cases[i].skip = ctx_error;
 
 	/* progress goes to a terminal only, so that captured output is just the report */
 	bool progress = isatty(STDERR_FILENO);

@@ -110,9 +110,9 @@ static void spawn_cleanup(worker *w)
 static int check_result(worker *w, int rc, const pd_result *r, const pd_err *e)
 {
 	if (rc < 0 && r->status != PD_XX)
-		return bench_record_failure(w, "%s", e->msg);
+		return bench_record_failure(w, "%s", PD_ERR_STR(e));
 	if (r->status == PD_XX)
-		return bench_record_failure(w, "XX: %s", r->error[0] ? r->error : e->msg);
+		return bench_record_failure(w, "XX: %s", r->error[0] ? r->error : PD_ERR_STR(e));
 	if (r->status != PD_OK)
 		return bench_record_failure(w, "%s after %" PRIu64 " ms (exit %d, signal %d)%s%s",
 				      pd_status_name(r->status), r->wall_ms, r->exit_code,
@@ -159,7 +159,7 @@ static int lib_create_op(worker *w)
 	uint64_t t0 = now_ns();
 	pd_sandbox *s = pd_sandbox_create(w->env->ctx, case_so(w), &e);
 	if (!s)
-		return bench_record_failure(w, "create: %s", e.msg);
+		return bench_record_failure(w, "create: %s", PD_ERR_STR(&e));
 	uint64_t t1 = now_ns();
 	char residue[128];
 	int dirty = pd_sandbox_destroy(s, residue, sizeof residue);
@@ -175,7 +175,7 @@ static int lib_exec_setup(worker *w)
 {
 	pd_err e = {0};
 	w->sb = pd_sandbox_create(w->env->ctx, &w->env->so, &e);
-	return w->sb ? 0 : bench_record_failure(w, "create: %s", e.msg);
+	return w->sb ? 0 : bench_record_failure(w, "create: %s", PD_ERR_STR(&e));
 }
 
 static void lib_exec_cleanup(worker *w)
@@ -267,7 +267,7 @@ static int pool_begin(bench_case *bc, const bench_env *env, int phase, int nwork
 	pd_template *all = NULL;
 	size_t n = 0;
 	if (pd_templates_default(&all, &n, &e) < 0)
-		return bench_case_failure(bc, "built-in templates: %s", e.msg);
+		return bench_case_failure(bc, "built-in templates: %s", PD_ERR_STR(&e));
 	pd_template *t = NULL;
 	for (size_t i = 0; i < n && !t; i++)
 		if (!strcmp(all[i].name, POOL_TEMPLATE))
@@ -282,7 +282,7 @@ static int pool_begin(bench_case *bc, const bench_env *env, int phase, int nwork
 	bc->pools = pd_pools_new(env->ctx, t, 1, &po, &e); /* copies the template */
 	pd_templates_free(all, n);
 	if (!bc->pools)
-		return bench_case_failure(bc, "pools: %s", e.msg);
+		return bench_case_failure(bc, "pools: %s", PD_ERR_STR(&e));
 	const pd_template *pt = pd_pools_template(bc->pools, POOL_TEMPLATE);
 	int rc = 0;
 	if (pt && !pt->available)
@@ -374,7 +374,7 @@ static int pool_op(worker *w)
 	uint64_t t0 = now_ns();
 	pd_sandbox *s = pd_pool_acquire(p, POOL_TEMPLATE, &hit, &e);
 	if (!s)
-		return bench_record_failure(w, "acquire: %s", e.msg);
+		return bench_record_failure(w, "acquire: %s", PD_ERR_STR(&e));
 	uint64_t t1 = now_ns();
 	bench_note_sandbox(s);
 	pd_result r;

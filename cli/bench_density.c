@@ -320,7 +320,7 @@ static void *density_create_main(void *arg)
 		pthread_mutex_lock(&d->lock);
 		d->failures++;
 		if (!d->error[0])
-			snprintf(d->error, sizeof d->error, "create #%d: %s", i + 1, e.msg);
+			snprintf(d->error, sizeof d->error, "create #%d: %s", i + 1, PD_ERR_STR(&e));
 		if (d->failures >= DENSITY_MAX_FAILS) {
 			if (!d->stopped[0])
 				snprintf(d->stopped, sizeof d->stopped,

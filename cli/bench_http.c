@@ -296,7 +296,7 @@ int cmd_bench_http(int argc, char **argv)
 	pd_err e = {0};
 	pd_server *s = pd_server_start(&o, &e);
 	if (!s) {
-		cli_error("%s", e.msg);
+		cli_error("%s", PD_ERR_STR(&e));
 		unlink(db);
 		return EXIT_PADDOCK_FAILED;
 	}

@@ -337,7 +337,7 @@ int cmd_bench_judge(int argc, char **argv)
 	pd_err e = {0};
 	pd_server *s = pd_server_start(&o, &e);
 	if (!s) {
-		cli_error("%s", e.msg);
+		cli_error("%s", PD_ERR_STR(&e));
 		return EXIT_PADDOCK_FAILED;
 	}
 	snprintf(url, sizeof url, "http://%s", pd_server_address(s));

@@ -229,7 +229,7 @@ static int build_policy(pd_audit_policy **out, const char *arg, const char *cwd,
 			continue;
 		pd_audit_policy *o = pd_audit_policy_parse(texts[i], i ? strlen(texts[i]) : len, names[i], work, &e);
 		if (!o || pd_audit_policy_merge(p, o, false, &e) < 0) {
-			cli_error("%s", e.msg);
+			cli_error("%s", PD_ERR_STR(&e));
 			pd_audit_policy_free(o);
 			pd_audit_policy_free(p);
 			free(text);
@@ -478,7 +478,7 @@ int cmd_exec(int argc, char **argv)
 			/* a relative directory that names no image keeps working as before */
 			if (e.code == ENOENT && stat(so.image, &ist) == 0 && S_ISDIR(ist.st_mode))
 				goto plain_dir;
-			cli_error("--image %s: %s", so.image, e.msg);
+			cli_error("--image %s: %s", so.image, PD_ERR_STR(&e));
 			return EXIT_USAGE;
 		}
 		have_image = true;
@@ -536,7 +536,7 @@ plain_dir:;
 
 	pd_ctx *ctx = pd_ctx_new(NULL, &e);
 	if (!ctx) {
-		cli_error("%s", e.msg);
+		cli_error("%s", PD_ERR_STR(&e));
 		return EXIT_PADDOCK_FAILED;
 	}
 	pd_result r;
@@ -545,7 +545,7 @@ plain_dir:;
 	if (stdin_close >= 0)
 		close(stdin_close);
 	if (rc < 0 && r.status != PD_XX) {
-		cli_error("%s", e.msg);
+		cli_error("%s", PD_ERR_STR(&e));
 		pd_ctx_free(ctx);
 		return EXIT_USAGE;
 	}
@@ -556,7 +556,7 @@ plain_dir:;
 				(unsigned long long)r.out.total, (unsigned long long)r.err.total);
 	}
 	if (rc < 0 || r.status == PD_XX)
-		cli_error("sandbox fault: %s", r.error[0] ? r.error : e.msg);
+		cli_error("sandbox fault: %s", r.error[0] ? r.error : PD_ERR_STR(&e));
 	else if (r.error[0])
 		cli_error("%s", r.error); /* e.g. the program could not be executed */
 	/* the process level of the verdict, first in the record */

@@ -142,7 +142,7 @@ int cmd_export_runs(int argc, char **argv)
 			return EXIT_PADDOCK_FAILED;
 		}
 		if (!(store = pd_store_open(db, 0, &e))) {
-			cli_error("export: %s", e.msg);
+			cli_error("export: %s", PD_ERR_STR(&e));
 			return EXIT_PADDOCK_FAILED;
 		}
 	}
@@ -161,7 +161,7 @@ int cmd_export_runs(int argc, char **argv)
 		pd_err e = {0};
 		if (store ? pd_store_list(store, &q, &records, &next, &e) < 0
 			  : page_url(url, &q, &records, &next, err, sizeof err) < 0) {
-			cli_error("export: %s", store ? e.msg : err);
+			cli_error("export: %s", store ? PD_ERR_STR(&e) : err);
 			rc = -1;
 			break;
 		}

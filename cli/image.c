@@ -63,7 +63,7 @@ static int do_import(int argc, char **argv)
 	pd_image im;
 	uint64_t t0 = pd_now_us();
 	if (pd_image_import(argv[optind], &o, &im, &e) < 0) {
-		cli_error("image import %s: %s", argv[optind], e.msg);
+		cli_error("image import %s: %s", argv[optind], PD_ERR_STR(&e));
 		return EXIT_PADDOCK_FAILED;
 	}
 	fprintf(stderr, "paddock: imported %s%s%s (%d layers) in %.1f ms\n", im.name[0] ? im.name : "",
@@ -124,7 +124,7 @@ static int do_ls(int argc, char **argv)
 	pd_image_entry *l;
 	size_t n;
 	if (pd_image_list(NULL, &l, &n, &e) < 0) {
-		cli_error("image ls: %s", e.msg);
+		cli_error("image ls: %s", PD_ERR_STR(&e));
 		pd_templates_free(t, nt);
 		return EXIT_PADDOCK_FAILED;
 	}
@@ -170,7 +170,7 @@ int cmd_image(int argc, char **argv)
 	if (!strcmp(sub, "gc")) {
 		uint64_t layers, bytes;
 		if (pd_image_gc(NULL, &layers, &bytes, &e) < 0) {
-			cli_error("image gc: %s", e.msg);
+			cli_error("image gc: %s", PD_ERR_STR(&e));
 			return EXIT_PADDOCK_FAILED;
 		}
 		printf("removed %llu layers, %.1f MiB\n", (unsigned long long)layers, (double)bytes / (1 << 20));
@@ -186,14 +186,14 @@ int cmd_image(int argc, char **argv)
 	}
 	if (!strcmp(sub, "rm")) {
 		if (pd_image_remove(NULL, argv[2], &e) < 0) {
-			cli_error("image rm %s: %s", argv[2], e.msg);
+			cli_error("image rm %s: %s", argv[2], PD_ERR_STR(&e));
 			return EXIT_PADDOCK_FAILED;
 		}
 		return 0;
 	}
 	char *txt = pd_image_inspect(NULL, argv[2], &e);
 	if (!txt) {
-		cli_error("image inspect %s: %s", argv[2], e.msg);
+		cli_error("image inspect %s: %s", argv[2], PD_ERR_STR(&e));
 		return EXIT_PADDOCK_FAILED;
 	}
 	printf("%s\n", txt);

@@ -31,7 +31,7 @@ int cli_load_templates(const char *file, pd_template **t, size_t *n)
 	pd_err e = {0};
 	int rc = file ? pd_templates_load(file, t, n, &e) : pd_templates_default(t, n, &e);
 	if (rc < 0)
-		cli_error("%s", e.msg);
+		cli_error("%s", PD_ERR_STR(&e));
 	return rc;
 }
 
@@ -146,13 +146,13 @@ int cmd_pool(int argc, char **argv)
 	pd_err e = {0};
 	pd_ctx *ctx = pd_ctx_new(NULL, &e);
 	if (!ctx) {
-		cli_error("%s", e.msg);
+		cli_error("%s", PD_ERR_STR(&e));
 		pd_templates_free(t, n);
 		return EXIT_PADDOCK_FAILED;
 	}
 	pd_pools *p = pd_pools_new(ctx, t, n, NULL, &e);
 	if (!p) {
-		cli_error("%s", e.msg);
+		cli_error("%s", PD_ERR_STR(&e));
 		pd_templates_free(t, n);
 		pd_ctx_free(ctx);
 		return EXIT_PADDOCK_FAILED;

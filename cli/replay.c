@@ -166,7 +166,7 @@ int cmd_replay(int argc, char **argv)
 		pd_err e = {0};
 		srv = pd_server_start(&o, &e);
 		if (!srv) {
-			cli_error("replay: %s", e.msg);
+			cli_error("replay: %s", PD_ERR_STR(&e));
 			unlink(db);
 			json_decref(lines);
 			return EXIT_PADDOCK_FAILED;

@@ -208,7 +208,7 @@ int cmd_run(int argc, char **argv)
 	pd_err e = {0};
 	pd_ctx *ctx = pd_ctx_new(NULL, &e);
 	if (!ctx) {
-		cli_error("%s", e.msg);
+		cli_error("%s", PD_ERR_STR(&e));
 		return EXIT_PADDOCK_FAILED;
 	}
 	for (size_t i = 0; i < nt; i++) {
@@ -218,24 +218,24 @@ int cmd_run(int argc, char **argv)
 	}
 	pd_pools *pools = pd_pools_new(ctx, t, nt, NULL, &e);
 	if (!pools) {
-		cli_error("%s", e.msg);
+		cli_error("%s", PD_ERR_STR(&e));
 		return EXIT_PADDOCK_FAILED;
 	}
 	pd_judge *judge = pd_judge_new(pools, NULL, &e);
 	pd_problem_set problems = {0};
 	if (!judge) {
-		cli_error("%s", e.msg);
+		cli_error("%s", PD_ERR_STR(&e));
 		return EXIT_PADDOCK_FAILED;
 	}
 	if (problems_dir) {
 		/* every problem is checked and its checker built before the first line runs */
 		if (pd_problems_load_dir(problems_dir, &problems, &e) < 0) {
-			cli_error("%s", e.msg);
+			cli_error("%s", PD_ERR_STR(&e));
 			return EXIT_USAGE;
 		}
 		for (size_t i = 0; i < problems.n; i++)
 			if (pd_judge_prepare(judge, problems.p[i], &e) < 0) {
-				cli_error("%s", e.msg);
+				cli_error("%s", PD_ERR_STR(&e));
 				return EXIT_USAGE;
 			}
 	}
@@ -246,7 +246,7 @@ int cmd_run(int argc, char **argv)
 	so.queue_max = n + 16; /* a batch is admitted whole: it is ours, not a flood */
 	pd_sched *sched = pd_sched_new(pools, NULL, m, &so, &e);
 	if (!sched) {
-		cli_error("%s", e.msg);
+		cli_error("%s", PD_ERR_STR(&e));
 		return EXIT_PADDOCK_FAILED;
 	}
 	pd_pools_wait_ready(pools, 20000);
@@ -275,7 +275,7 @@ int cmd_run(int argc, char **argv)
 		json_decref(reqs[i]);
 		if (!j) {
 			json_decref(expect);
-			char *text = cli_run_refusal(lines[i], pe.msg);
+			char *text = cli_run_refusal(lines[i], PD_ERR_STR(&pe));
 			pthread_mutex_lock(&st.mu);
 			fprintf(st.out, "%s\n", text ? text : "{}");
 			st.done++;

@@ -66,7 +66,7 @@ static void one(crun *c, size_t i, int worker)
 	int fidx = PD_F_COUNT;
 	uint64_t t0 = pd_now_us();
 	if (!j) {
-		line = cli_run_refusal(c->lines[i], e.msg);
+		line = cli_run_refusal(c->lines[i], PD_ERR_STR(&e));
 	} else {
 		pd_job_free(j);
 		char hdr[300];

@@ -343,7 +343,7 @@ static int serve(pd_server_opts o)
 	pd_err e = {0};
 	pd_server *s = pd_server_start(&o, &e);
 	if (!s) {
-		cli_error("%s", e.msg);
+		cli_error("%s", PD_ERR_STR(&e));
 		return EXIT_PADDOCK_FAILED;
 	}
 	fprintf(stderr, "paddock: serving on %s\n", pd_server_address(s));

@@ -37,7 +37,7 @@ int pd_run_audited(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, c
 	if (!s) {
 		memset(r, 0, sizeof *r);
 		r->status = PD_XX;
-		snprintf(r->error, sizeof r->error, "%s", e ? e->msg : "sandbox setup failed");
+		snprintf(r->error, sizeof r->error, "%s", e ? PD_ERR_STR(e) : "sandbox setup failed");
 		r->setup_us = pd_now_us() - t0;
 		snprintf(r->residue, sizeof r->residue, "not-created");
 		free(env);
@@ -46,7 +46,7 @@ int pd_run_audited(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, c
 	if (pd_audit_policy_plant(p, s, e) < 0) {
 		memset(r, 0, sizeof *r);
 		r->status = PD_XX;
-		snprintf(r->error, sizeof r->error, "plant the audit's decoys: %s", e ? e->msg : "");
+		snprintf(r->error, sizeof r->error, "plant the audit's decoys: %s", e ? PD_ERR_STR(e) : "");
 		pd_sandbox_destroy(s, r->residue, sizeof r->residue);
 		free(env);
 		return -1;

@@ -22,14 +22,15 @@ static int fileop_once(pd_sandbox *s, int sock, uint32_t op, const char *path, i
 static int fileop(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_t mode, pd_fop_use use,
 		  int *fd_out, pd_err *e)
 {
+	/* every message of a file operation names its path (the callers print it as it is) */
 	int sock = pd_sandbox_ctl(s, e);
 	if (sock < 0)
-		return -1;
+		return pd_err_prefix(e, "%s: ", path ? path : "");
 	if (!path || !*path)
 		return pd_fail(e, EINVAL, "empty path");
 	bool reuse;
 	if (pd_scratch_fileop_begin(s, op, path, flags, mode, use, &reuse, e) < 0)
-		return -1;
+		return pd_err_prefix(e, "%s: ", path);
 	/* the last user's file, as it left it (init checked), overwritten in place: O_TRUNC */
 	int rc = fileop_once(s, sock, op, path, reuse ? flags & ~O_CREAT : flags, mode, fd_out, e);
 	if (rc < 0 && reuse) {
@@ -37,6 +38,8 @@ static int fileop(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_
 		if (e)
 			memset(e, 0, sizeof *e);
 		rc = pd_scratch_fileop_unreuse(s, e);
+		if (rc < 0)
+			pd_err_prefix(e, "%s: ", path);
 		if (rc == 0)
 			rc = fileop_once(s, sock, op, path, flags, mode, fd_out, e);
 	}
@@ -52,10 +55,10 @@ static int fileop_once(pd_sandbox *s, int sock, uint32_t op, const char *path, i
 	size_t len = strlen(path);
 	struct msg_fileop *m = calloc(1, sizeof *m);
 	if (!m)
-		return pd_fail(e, ENOMEM, "file operation");
+		return pd_fail(e, ENOMEM, "%s: file operation", path);
 	if (len >= sizeof m->path) {
 		free(m);
-		return pd_fail(e, ENAMETOOLONG, "path");
+		return pd_fail(e, ENAMETOOLONG, "%s: path", path);
 	}
 	m->type = MSG_FILEOP;
 	m->op = op;
@@ -65,7 +68,7 @@ static int fileop_once(pd_sandbox *s, int sock, uint32_t op, const char *path, i
 	int rc = pd_send_fds(sock, m, sizeof *m, NULL, 0);
 	free(m);
 	if (rc < 0)
-		return pd_fail(e, errno, "send file operation");
+		return pd_fail(e, errno, "%s: send file operation", path);
 	struct pollfd pf = {sock, POLLIN, 0};
 	int pr;
 	do
@@ -314,7 +317,7 @@ int pd_sandbox_mkdir(pd_sandbox *s, const char *path, mode_t mode, pd_err *e)
 	char p[4096];
 	size_t len = strlen(path);
 	if (len >= sizeof p)
-		return pd_fail(e, ENAMETOOLONG, "path");
+		return pd_fail(e, ENAMETOOLONG, "%s: path", path);
 	memcpy(p, path, len + 1);
 	for (char *q = p + 1;; q++) {
 		if (*q == '/' || *q == 0) {

@@ -24,18 +24,35 @@
 /* What kind of failure an error is, as data, so that a caller classifies it without reading the
  * message (a message is for people). */
 typedef enum pd_err_kind {
-	PD_EK_NONE = 0,   /* not classified: the caller decides from where it failed */
+	PD_EK_NONE = 0,   /* not classified: the caller decides from code and from where it failed */
 	PD_EK_DEPENDENCY, /* the image or template lacks what was asked for (dependency_missing) */
+	PD_EK_REFUSED,    /* a request refused for what it says (a field, a path): the client's to fix */
 } pd_err_kind;
 
+/* An error as data: what decides (code, kind) apart from what is shown (msg and cause, joined
+ * only by pd_err_text at the edge: a CLI's message, an HTTP error body, a log line, a record's
+ * error). The message never holds strerror's words, so nothing has to take them off again. */
 typedef struct pd_err {
-	int code;         /* errno-style cause, 0 when there is no error */
+	int code;         /* errno-style class of the failure, for deciding (ENOENT -> 404); 0: none */
+	int cause;        /* the system's errno behind it, rendered after the message; 0: the message
+			   * says it all (a refusal, a failure with no system cause) */
 	pd_err_kind kind; /* set by the few places that know the class of what failed */
-	char msg[512];    /* what failed, with the object it concerns */
+	char msg[512];    /* the context only: what failed, with the object it concerns */
 } pd_err;
 
-/* Fills *e (if not NULL) and returns -1, so `return pd_fail(e, errno, "...")` reads naturally. */
+/* Fills *e (if not NULL) and returns -1, so `return pd_fail(e, errno, "...")` reads naturally.
+ * code is the cause (0: none, and the code becomes EIO). */
 int pd_fail(pd_err *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Puts more context in front of e's message ("compile: " + "open x"), keeping its code, cause
+ * and kind; cut at a character boundary. Returns -1. */
+int pd_err_prefix(pd_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The one renderer of an error for people: "message: strerror(cause)", or the message alone when
+ * there is no cause; cut at a character boundary to size. Returns buf. */
+#define PD_ERR_TEXT_SIZE 640
+const char *pd_err_text(const pd_err *e, char *buf, size_t size);
+/* The same into a buffer that lives until the end of the enclosing block, for a format's "%s". */
+#define PD_ERR_STR(e) pd_err_text((e), (char[PD_ERR_TEXT_SIZE]){0}, PD_ERR_TEXT_SIZE)
 
 /* ---- limits ---------------------------------------------------------------------------------- */
 
@@ -467,7 +484,7 @@ int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len);
  * RESOLVE_IN_ROOT): symlinks and ".." cannot leave it, /proc magic links are refused, and so is
  * anything on a kernel pseudo-filesystem (procfs, sysfs, devpts, cgroupfs...), a device or a socket
  * (EACCES; docs/security.md); fifos are refused where a regular file is needed. Not while an exec
- * runs in the sandbox. */
+ * runs in the sandbox. The message of a failed file operation names its path. */
 
 #include <sys/stat.h>
 

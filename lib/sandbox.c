@@ -647,7 +647,7 @@ int pd_container_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x,
 	if (!s) {
 		memset(r, 0, sizeof *r);
 		r->status = PD_XX;
-		snprintf(r->error, sizeof r->error, "%s", e ? e->msg : "sandbox setup failed");
+		snprintf(r->error, sizeof r->error, "%s", e ? PD_ERR_STR(e) : "sandbox setup failed");
 		r->setup_us = pd_now_us() - t0;
 		snprintf(r->residue, sizeof r->residue, "not-created");
 		return -1;

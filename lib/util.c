@@ -106,15 +106,42 @@ int pd_fail(pd_err *e, int code, const char *fmt, ...)
 		if (len >= (int)sizeof e->msg)
 			trim_cut_utf8(e->msg);
 		e->code = code ? code : EIO;
+		e->cause = code;
 		e->kind = PD_EK_NONE;
-		if (code) {
-			size_t n = strlen(e->msg);
-			if (snprintf(e->msg + n, sizeof e->msg - n, ": %s", strerror(code)) >= (int)(sizeof e->msg - n))
-				trim_cut_utf8(e->msg);
-		}
 	}
 	errno = code ? code : EIO;
 	return -1;
+}
+
+int pd_err_prefix(pd_err *e, const char *fmt, ...)
+{
+	if (!e)
+		return -1;
+	char head[sizeof e->msg], whole[2 * sizeof e->msg];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(head, sizeof head, fmt, ap);
+	va_end(ap);
+	snprintf(whole, sizeof whole, "%s%s", head, e->msg);
+	snprintf(e->msg, sizeof e->msg, "%s", whole);
+	if (strlen(whole) >= sizeof e->msg)
+		trim_cut_utf8(e->msg);
+	return -1;
+}
+
+const char *pd_err_text(const pd_err *e, char *buf, size_t size)
+{
+	if (!size)
+		return buf;
+	if (!e) {
+		buf[0] = 0;
+		return buf;
+	}
+	int len = e->cause ? snprintf(buf, size, "%s%s%s", e->msg, e->msg[0] ? ": " : "", strerror(e->cause))
+			   : snprintf(buf, size, "%s", e->msg);
+	if (len >= (int)size)
+		trim_cut_utf8(buf);
+	return buf;
 }
 
 uint64_t pd_now_us(void)

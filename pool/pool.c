@@ -410,7 +410,7 @@ static void *builder_main(void *arg)
 			best->st.create_failures++;
 			if (e.code == ETIMEDOUT)
 				best->st.forced_reclaims++; /* CREATING past its deadline: killed */
-			snprintf(best->last_error, sizeof best->last_error, "%s", e.msg);
+			snprintf(best->last_error, sizeof best->last_error, "%s", PD_ERR_STR(&e));
 			/* a failing template must not spin: back off up to ~6 s */
 			backoff = backoff < 6 ? backoff + 1 : backoff;
 			best->retry_at = pd_now_us() + (100000ull << backoff);

@@ -314,9 +314,9 @@ void pd_session_end(pd_session *s);
 bool pd_session_expired(const pd_session *s, uint64_t now_us);
 /* Ends the session; its sandbox goes to the reclaimer. */
 void pd_session_close(pd_session *s);
-/* The same, ended by something else than its client (the daemon stopping): why goes into the
- * trajectory's closing line, unless the session had already ended for a reason of its own. */
-void pd_session_close_why(pd_session *s, const char *why);
+/* The same, lost with its daemon (which stops): why goes into the trajectory's closing line with
+ * "lost": true, unless the session had already ended for a reason of its own. */
+void pd_session_close_lost(pd_session *s, const char *why);
 /* The reason of a session the daemon closes as it stops. */
 #define PD_SESSION_LOST_STOP "lost: the daemon stopped with the session open; its sandbox was destroyed with it"
 

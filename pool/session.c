@@ -475,7 +475,7 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_re
 		json_decref(extra);
 		if (st < 0)
 			snprintf(r->error + strlen(r->error), sizeof r->error - strlen(r->error), "%strajectory: %s",
-				 r->error[0] ? "; " : "", te.msg);
+				 r->error[0] ? "; " : "", PD_ERR_STR(&te));
 	}
 	json_decref(noise);
 	session_leave(s);
@@ -604,7 +604,7 @@ static void tar_step(pd_session *s, const char *kind, const char *dir, int fd, c
 	json_t *action = json_pack("{s:o}", "dir", pd_json_text(dir));
 	json_t *obs = json_pack("{s:b}", "ok", rc == 0);
 	if (rc < 0)
-		json_object_set_new(obs, "error", pd_json_text(e->msg));
+		json_object_set_new(obs, "error", pd_json_text(PD_ERR_STR(e)));
 	off_t len = fd >= 0 ? lseek(fd, 0, SEEK_END) : (off_t)sent_len;
 	if (fd < 0)
 		snprintf(hex, sizeof hex, "%s", sent_hex);
@@ -752,7 +752,7 @@ int pd_session_reset(pd_session *s, const char *rid, pd_err *e)
 				strcmp(old_id, s->sandbox_id) ? "new sandbox (the reset was refused)" : "pd_sandbox_reset",
 				"reset", 1);
 	if (strcmp(old_id, s->sandbox_id))
-		json_object_set_new(obs, "reset_refused", json_string(re.msg));
+		json_object_set_new(obs, "reset_refused", json_string(PD_ERR_STR(&re)));
 	pd_err te = {0};
 	session_traj_step(s, "reset", rid, t0, json_object(), obs, NULL, true, &te);
 	session_leave(s);
@@ -792,13 +792,15 @@ void pd_session_close(pd_session *s)
 	session_free(s);
 }
 
-void pd_session_close_why(pd_session *s, const char *why)
+void pd_session_close_lost(pd_session *s, const char *why)
 {
 	if (!s)
 		return;
 	pthread_mutex_lock(&s->p->mu);
-	if (!s->dead_reason[0])
+	if (!s->dead_reason[0]) {
 		snprintf(s->dead_reason, sizeof s->dead_reason, "%s", why);
+		s->lost = true;
+	}
 	pthread_mutex_unlock(&s->p->mu);
 	pd_session_close(s);
 }
@@ -838,8 +840,10 @@ void pd_sessions_free_all(pd_pools *p)
 			char residue[128];
 			pd_sandbox_destroy(s->sb, residue, sizeof residue);
 		}
-		if (!s->dead_reason[0])
+		if (!s->dead_reason[0]) {
 			snprintf(s->dead_reason, sizeof s->dead_reason, "%s", PD_SESSION_LOST_STOP);
+			s->lost = true;
+		}
 		session_free(s);
 	}
 }

@@ -40,6 +40,7 @@ struct pd_session {
 	char *metadata;
 	uint64_t created_us, last_used_us, idle_ttl_ms, max_ms;
 	bool busy, dead, closed_by_pools, end_on_limit;
+	bool lost; /* closed with its daemon (PD_SESSION_LOST_STOP): the closing line says so as data */
 	char dead_reason[400];
 	char damage[256]; /* why the last step left the sandbox unusable, when it says */
 	unsigned nexec;

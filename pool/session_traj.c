@@ -161,6 +161,8 @@ void session_traj_close(pd_session *s)
 		json_t *line = json_pack("{s:s,s:o}", "kind", "close", "ended_at", wall_text(pd_wall_us()));
 		if (s->dead_reason[0])
 			json_object_set_new(line, "reason", json_string(s->dead_reason));
+		if (s->lost)
+			json_object_set_new(line, "lost", json_true());
 		pthread_mutex_lock(&s->traj_mu);
 		pd_traj_append(s->traj, line, &e);
 		pd_traj_close(s->traj);

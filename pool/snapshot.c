@@ -297,7 +297,7 @@ json_t *pd_session_snapshot(pd_session *s, const char *name, uint64_t ttl_s, uin
 	char meta[4096];
 	snprintf(meta, sizeof meta, "%s/meta.json", tmp);
 	if (json_dump_file(res, meta, JSON_COMPACT) < 0 || rename(tmp, final) < 0) {
-		pd_fail(e, errno ? errno : EIO, "snapshot %s: %s", name, strerror(errno));
+		pd_fail(e, errno ? errno : EIO, "snapshot %s", name);
 		rm_tree(tmp);
 		json_decref(res);
 		res = NULL;
@@ -305,7 +305,7 @@ json_t *pd_session_snapshot(pd_session *s, const char *name, uint64_t ttl_s, uin
 	}
 out:;
 	pd_err te = {0};
-	json_t *obs = res ? json_deep_copy(res) : json_pack("{s:s}", "error", e->msg);
+	json_t *obs = res ? json_deep_copy(res) : json_pack("{s:s}", "error", PD_ERR_STR(e));
 	session_traj_step(s, "snapshot", rid, t0, json_pack("{s:s,s:I,s:I}", "name", name, "ttl_s", (json_int_t)ttl_s,
 							  "max_bytes", (json_int_t)max_bytes),
 			  obs, NULL, false, &te);

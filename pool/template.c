@@ -535,11 +535,8 @@ int pd_templates_load(const char *path, pd_template **out, size_t *n, pd_err *e)
 	}
 	fclose(f);
 	int rc = pd_templates_parse(buf, len, out, n, e);
-	if (rc < 0 && e) {
-		char m[sizeof e->msg];
-		snprintf(m, sizeof m, "%s: %s", path, e->msg);
-		snprintf(e->msg, sizeof e->msg, "%s", m);
-	}
+	if (rc < 0)
+		pd_err_prefix(e, "%s: ", path);
 	free(buf);
 	return rc;
 }
@@ -576,7 +573,7 @@ static int resolve_image(pd_ctx *c, pd_template *t)
 	pd_image *im = calloc(1, sizeof *im);
 	pd_err e = {0};
 	if (!im || pd_image_open(pd_ctx_state_dir(c), t->image_ref, im, &e) < 0) {
-		snprintf(t->missing, sizeof t->missing, "image %s: %s", t->image_ref, im ? e.msg : "no memory");
+		snprintf(t->missing, sizeof t->missing, "image %s: %s", t->image_ref, im ? PD_ERR_STR(&e) : "no memory");
 		free(im);
 		return -1;
 	}

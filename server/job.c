@@ -271,7 +271,7 @@ static int effective_policy(pd_job *j, const pd_template *t)
 	pd_err e = {0};
 	pd_audit_policy *p = pd_audit_policy_copy(t->audit);
 	if (!p || (j->audit && pd_audit_policy_merge(p, j->audit, true, &e) < 0)) {
-		snprintf(j->error, sizeof j->error, "%s", p ? e.msg : "audit: out of memory");
+		snprintf(j->error, sizeof j->error, "%s", p ? PD_ERR_STR(&e) : "audit: out of memory");
 		pd_audit_policy_free(p);
 		return -1;
 	}
@@ -299,7 +299,7 @@ static bool attempt(pd_pools *pools, pd_job *j)
 		 * a name re-pointed meanwhile is followed as pd_image_open would */
 		if (pd_pools_image(pools, j->template_name, j->image, j->pool, sizeof j->pool, j->image_digest, &e) < 0) {
 			j->failure = e.code == EAGAIN ? PD_F_STARTUP : PD_F_DEPENDENCY;
-			snprintf(j->error, sizeof j->error, "%s", e.msg);
+			snprintf(j->error, sizeof j->error, "%s", PD_ERR_STR(&e));
 			return j->failure == PD_F_STARTUP;
 		}
 		pool = j->pool;
@@ -339,7 +339,7 @@ static bool attempt(pd_pools *pools, pd_job *j)
 	pd_sandbox *s = pd_pool_acquire(pools, pool, NULL, &e);
 	if (!s) {
 		j->failure = e.kind == PD_EK_DEPENDENCY ? PD_F_DEPENDENCY : PD_F_STARTUP;
-		snprintf(j->error, sizeof j->error, "%s", e.msg);
+		snprintf(j->error, sizeof j->error, "%s", PD_ERR_STR(&e));
 		return j->failure == PD_F_STARTUP;
 	}
 	/* the pool's own template from here: an image pool's slot is stable while s is held */
@@ -354,7 +354,7 @@ static bool attempt(pd_pools *pools, pd_job *j)
 	}
 	if (j->memory_bytes && pd_sandbox_set_memory(s, j->memory_bytes, &e) < 0) {
 		j->failure = PD_F_INTERNAL;
-		snprintf(j->error, sizeof j->error, "%s", e.msg);
+		snprintf(j->error, sizeof j->error, "%s", PD_ERR_STR(&e));
 		retry = true;
 		goto out;
 	}
@@ -374,24 +374,21 @@ static bool attempt(pd_pools *pools, pd_job *j)
 		if (w < 0) {
 			/* a bad path is the client's; a full disk too */
 			j->failure = PD_F_NONE;
-			/* the library's message names the path itself, as a rule: not twice */
-			if (strstr(e.msg, j->files[i].path))
-				snprintf(j->error, sizeof j->error, "file %s", e.msg);
-			else
-				snprintf(j->error, sizeof j->error, "file %s: %s", j->files[i].path, e.msg);
+			/* the library's message of a file operation names the path (lib/files.c) */
+			snprintf(j->error, sizeof j->error, "file %s", PD_ERR_STR(&e));
 			goto out;
 		}
 	}
 	if (j->audit && pd_audit_policy_plant(j->audit, s, &e) < 0) {
 		j->failure = PD_F_INTERNAL;
-		snprintf(j->error, sizeof j->error, "plant the audit's decoys: %s", e.msg);
+		snprintf(j->error, sizeof j->error, "plant the audit's decoys: %s", PD_ERR_STR(&e));
 		retry = true;
 		goto out;
 	}
 	if (j->compile.argv) {
 		if (run_step(s, j, &j->compile, t, &j->compile_r, &e) < 0) {
 			j->failure = PD_F_INTERNAL;
-			snprintf(j->error, sizeof j->error, "compile: %s", e.msg);
+			snprintf(j->error, sizeof j->error, "compile: %s", PD_ERR_STR(&e));
 			retry = true;
 			goto out;
 		}
@@ -405,7 +402,7 @@ static bool attempt(pd_pools *pools, pd_job *j)
 	}
 	if (run_step(s, j, &j->run, t, &j->run_r, &e) < 0) {
 		j->failure = PD_F_INTERNAL;
-		snprintf(j->error, sizeof j->error, "run: %s", e.msg);
+		snprintf(j->error, sizeof j->error, "run: %s", PD_ERR_STR(&e));
 		retry = true;
 		goto out;
 	}

@@ -349,10 +349,10 @@ static void finish(pd_sched *s, pd_job *j)
 		 * and a result that could not be recorded is not reported as one (store_errno) */
 		if (pd_store_put(s->store, j, j->node[0] ? j->node : host, &e) < 0) {
 			j->store_errno = e.code ? e.code : EIO;
-			snprintf(j->store_error, sizeof j->store_error, "%s", e.msg);
+			snprintf(j->store_error, sizeof j->store_error, "%s", PD_ERR_STR(&e));
 			/* EEXIST: cluster mode's second record of a request, refused as it should be */
 			pd_log(e.code == EEXIST ? "info" : "error", "store", PD_LS("task_id", j->task_id),
-			       PD_LS("use_id", j->use_id), PD_LS("error", e.msg));
+			       PD_LS("use_id", j->use_id), PD_LS("error", PD_ERR_STR(&e)));
 		}
 	}
 	if (s->metrics)

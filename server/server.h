@@ -209,9 +209,10 @@ json_t *pd_job_to_run_code(const pd_job *j);
 /* Piston response. */
 json_t *pd_job_to_piston(const pd_job *j);
 /* A refusal of a client's request: e gets code EINVAL and the message alone (the field and the
- * reason are what a client needs, not strerror's "Invalid argument"), cut at a character boundary.
+ * reason are what a client needs, not strerror's "Invalid argument": no cause) and kind
+ * PD_EK_REFUSED, cut at a character boundary.
  * Returns -1. The API parsers (server/api/) and the session parsers (session_req.c) refuse with it;
- * the server answers 400 with e->msg as it is. */
+ * the server answers 400 with the message as it is (pd_err_text: no cause to add). */
 int pd_refuse(pd_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Runs a job's attempts (retrying infrastructure failures) in sandboxes from the pools. A job

@@ -441,7 +441,7 @@ int pd_session_exec_parse(const char *body, size_t len, pd_session_exec_req *q, 
 				: NULL;
 		free(text);
 		if (!q->audit) {
-			pd_refuse(e, "%s", pe.msg[0] ? pe.msg : "audit: out of memory");
+			pd_refuse(e, "%s", pe.code ? PD_ERR_STR(&pe) : "audit: out of memory");
 			goto fail;
 		}
 		q->x.audit = pd_audit_policy_opts(q->audit);

@@ -123,20 +123,20 @@ int pd_gvisor_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd
 	snprintf(gvdir, sizeof gvdir, "%s/gvisor", c->state_dir);
 	snprintf(root, sizeof root, "%s/gvisor/runsc", c->state_dir);
 	if (cgroup_rel(&c->cg, name, cgpath, sizeof cgpath, e) < 0 || pd_mkdir_p(root, 0700) < 0) {
-		if (!e || !e->msg[0])
+		if (!e || !e->code) /* cgroup_rel filed nothing: the mkdir failed */
 			pd_fail(e, errno, "mkdir %s", root);
-		snprintf(r->error, sizeof r->error, "%s", e ? e->msg : "gvisor setup");
+		snprintf(r->error, sizeof r->error, "%s", e ? PD_ERR_STR(e) : "gvisor setup");
 		return -1;
 	}
 	pd_cg *g = NULL;
 	if (c->cg.ops->create(&c->cg, name, &lim, &g, e) < 0) {
-		snprintf(r->error, sizeof r->error, "%s", e ? e->msg : "cgroup");
+		snprintf(r->error, sizeof r->error, "%s", e ? PD_ERR_STR(e) : "cgroup");
 		return -1;
 	}
 	pd_gv_bundle b;
 	if (pd_gv_bundle_make(&b, gvdir, o, x, &lim, cgpath, c->default_image, e) < 0) {
 		c->cg.ops->destroy(g, NULL);
-		snprintf(r->error, sizeof r->error, "%s", e ? e->msg : "gvisor bundle");
+		snprintf(r->error, sizeof r->error, "%s", e ? PD_ERR_STR(e) : "gvisor bundle");
 		return -1;
 	}
 

@@ -11,16 +11,18 @@
 
 int pd_refuse(pd_err *e, const char *fmt, ...)
 {
-	/* formatted here, cut (at a character boundary) and filed by pd_fail without a cause, so no
-	 * strerror text is appended that the edge would have to take off again */
+	/* formatted here and cut (at a character boundary) by pd_fail; no cause, so the message is
+	 * the whole text a client reads */
 	char msg[sizeof ((pd_err *)0)->msg + 1];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	pd_fail(e, 0, "%s", msg);
-	if (e)
+	if (e) {
 		e->code = EINVAL;
+		e->kind = PD_EK_REFUSED;
+	}
 	errno = EINVAL;
 	return -1;
 }
@@ -266,7 +268,7 @@ int api_common_ids(pd_job *j, json_t *req, pd_err *e)
 				: NULL;
 		free(text);
 		if (!j->audit)
-			return pe.code == ENOMEM ? pd_fail(e, ENOMEM, "audit") : pd_refuse(e, "%s", pe.msg);
+			return pe.code == ENOMEM ? pd_fail(e, ENOMEM, "audit") : pd_refuse(e, "%s", PD_ERR_STR(&pe));
 	}
 	json_t *p = json_object_get(req, "priority");
 	if (p && !json_is_null(p)) {

@@ -311,7 +311,7 @@ static void take_task(pd_cluster *c, natsMsg *m)
 	bool named = false;
 	pd_job *j = parse(c, t->kind, N.natsMsg_GetData(m), (size_t)N.natsMsg_GetDataLength(m), &named, &e);
 	if (!j) {
-		answer_refusal(c, t, e.msg);
+		answer_refusal(c, t, PD_ERR_STR(&e));
 		return;
 	}
 	snprintf(j->request_id, sizeof j->request_id, "%s", t->request_id);
@@ -340,7 +340,7 @@ static void take_task(pd_cluster *c, natsMsg *m)
 		j->queued_us = j->started_us = j->finished_us = cl_wall_ms() * 1000;
 		if (pd_store_put(c->store, j, c->node, &e) < 0) {
 			j->store_errno = e.code ? e.code : EIO;
-			snprintf(j->store_error, sizeof j->store_error, "%s", e.msg);
+			snprintf(j->store_error, sizeof j->store_error, "%s", PD_ERR_STR(&e));
 		}
 		task_done(j, t);
 		return;

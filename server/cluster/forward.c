@@ -35,7 +35,7 @@ void cluster_result(req *r, const char *url, const char *method)
 	pd_err e = {0};
 	/* a file read on the event thread: local disk, once per oversize result */
 	if (pd_cluster_result_file(r->srv->cluster, url + strlen("/v1/cluster/results/"), &text, &len, &e) < 0) {
-		http_set_error(r, e.code == ENOENT ? 404 : e.code == EINVAL ? 400 : 500, "%s", e.msg);
+		http_set_error(r, e.code == ENOENT ? 404 : e.code == EINVAL ? 400 : 500, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	http_set_resp(r, 200, "application/json", text, len);
@@ -110,9 +110,9 @@ static void *forward_main(void *arg)
 		http_set_resp(r, status, ctype_of(ctype), resp, rlen);
 	} else if (e.code == ECONNREFUSED || e.code == EHOSTUNREACH || e.code == ENETUNREACH) {
 		http_set_error(r, 410, "the node holding this session (%s) is gone: %s; its sandbox and state went with it",
-			       f->addr, e.msg);
+			       f->addr, PD_ERR_STR(&e));
 	} else {
-		http_set_error(r, 502, "forwarding to the node holding this session (%s): %s", f->addr, e.msg);
+		http_set_error(r, 502, "forwarding to the node holding this session (%s): %s", f->addr, PD_ERR_STR(&e));
 	}
 	free(ctype);
 	free(f);

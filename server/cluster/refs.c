@@ -118,12 +118,16 @@ int pd_cluster_result_file(pd_cluster *c, const char *token, char **text, size_t
 	char dir[PATH_MAX], path[PATH_MAX + 128];
 	if (!token_ok(token))
 		return pd_refuse(e, "not a result token: '%.100s'", token);
-	if (ref_dir(c, dir, sizeof dir) < 0)
-		return pd_fail(e, EIO, "the results directory: %s", strerror(errno));
+	if (ref_dir(c, dir, sizeof dir) < 0) {
+		pd_fail(e, errno ? errno : EIO, "the results directory");
+		if (e)
+			e->code = EIO; /* the node's own failure (500), whatever its cause */
+		return -1;
+	}
 	snprintf(path, sizeof path, "%s/%s.json", dir, token);
 	FILE *f = fopen(path, "re");
 	if (!f)
-		return pd_fail(e, errno, "result %s: %s", token, strerror(errno));
+		return pd_fail(e, errno, "result %s", token);
 	char *buf = NULL;
 	size_t n = 0;
 	FILE *m = open_memstream(&buf, &n);
@@ -171,7 +175,7 @@ void cl_ref_fetch(pd_cluster *c, json_t *ref, const char *node, const char *toke
 	if (rc == 0)
 		snprintf(msg, sizeof msg, "answered %d: %.300s", code, resp ? resp : "");
 	else
-		snprintf(msg, sizeof msg, "%s", e.msg);
+		snprintf(msg, sizeof msg, "%s", PD_ERR_STR(&e));
 	free(resp);
 	pthread_mutex_lock(&c->mu);
 	c->ref_failures++;

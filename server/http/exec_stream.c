@@ -184,7 +184,7 @@ static void *step_main(void *arg)
 				l->ncarry[i] = 0;
 			}
 		json_t *last = answer ? json_pack("{s:s}", "event", "result")
-				      : json_pack("{s:s,s:i,s:s}", "event", "error", "http_status", status, "error", e.msg);
+				      : json_pack("{s:s,s:i,s:s}", "event", "error", "http_status", status, "error", PD_ERR_STR(&e));
 		if (answer) {
 			json_object_set_new(answer, "stream_dropped_bytes", json_integer((json_int_t)l->dropped));
 			json_object_update(last, answer);
@@ -283,7 +283,7 @@ bool session_exec_stream(req *r, sess_entry *se, pd_session_exec_req *q, const c
 		else if (l.wrote)
 			http_set_error(r, 500, "the streamed answer could not be sent");
 		else
-			http_set_error(r, l.status, "%s", l.e.msg);
+			http_set_error(r, l.status, "%s", PD_ERR_STR(&l.e));
 	}
 	return resumed;
 }

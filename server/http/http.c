@@ -517,7 +517,7 @@ void pd_server_stop(pd_server *s)
 	}
 	for (int i = 0; i < MAX_SESSIONS; i++)
 		if (s->sessions[i].s)
-			pd_session_close_why(s->sessions[i].s, PD_SESSION_LOST_STOP);
+			pd_session_close_lost(s->sessions[i].s, PD_SESSION_LOST_STOP);
 	pd_sched_free(s->sched);
 	pd_judge_free(s->judge);
 	pd_problems_free(&s->problems);

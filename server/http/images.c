@@ -79,7 +79,7 @@ int images_check(pd_server *s, const char *ref, char digest[PD_DIGEST_LEN], pd_e
 		goto refused;
 	pd_err re = {0};
 	if (pd_image_resolve(pd_ctx_state_dir(s->ctx), ref, digest, &re) < 0) {
-		pd_refuse(e, "image: %s", re.msg);
+		pd_refuse(e, "image: %s", PD_ERR_STR(&re));
 		return re.code == ENOENT ? 404 : 400;
 	}
 	if (by_name || any_entry(s, list, ref, digest, entry_allows))

@@ -75,13 +75,13 @@ void judge_submit(req *r, const char *url, const char *method)
 	pd_job *j = pd_judge_job(srv->judge, &srv->problems, body, pd_ctx_run_id(srv->ctx), &status, &e);
 	json_decref(body);
 	if (!j) {
-		http_set_error(r, status, "%s", e.msg);
+		http_set_error(r, status, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	char digest[PD_DIGEST_LEN];
 	if (j->image[0] && (status = images_check(srv, j->image, digest, &e)) != 0) {
 		pd_job_free(j);
-		http_set_error(r, status, "%s", e.msg);
+		http_set_error(r, status, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	if (srv->cluster) {

@@ -341,7 +341,7 @@ void judge_batch(req *r, json_t *body)
 				pd_job_free(jobs[k2]);
 			free(jobs);
 			free(b);
-			http_set_error(r, status, "submissions[%zu]: %s", i, e.msg);
+			http_set_error(r, status, "submissions[%zu]: %s", i, PD_ERR_STR(&e));
 			return;
 		}
 	}

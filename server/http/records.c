@@ -56,7 +56,7 @@ void records_list(req *r, const char *url, const char *method)
 	int64_t next = 0;
 	pd_err e = {0};
 	if (pd_store_list(r->srv->store, &q, &records, &next, &e) < 0) {
-		http_set_error(r, 500, "%s", e.msg);
+		http_set_error(r, 500, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	json_t *o = json_object();
@@ -77,7 +77,7 @@ void records_get(req *r, const char *url, const char *method)
 	pd_err e = {0};
 	json_t *records = pd_store_get(r->srv->store, id, &e);
 	if (!records) {
-		http_set_error(r, 500, "%s", e.msg);
+		http_set_error(r, 500, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	size_t n = json_array_size(records);

@@ -233,7 +233,7 @@ void replay_run(req *r, const char *id)
 	sess_entry *se = sid[0] ? session_hold(s, sid) : NULL;
 	if (!se) {
 		http_set_error(r, status ? status : 503, "replay: a session of template %s: %s", tpl ? tpl : "bash",
-			       e.msg[0] ? e.msg : "closed meanwhile");
+			       e.code ? PD_ERR_STR(&e) : "closed meanwhile");
 		json_decref(lines);
 		return;
 	}

@@ -23,7 +23,7 @@ void review_list_http(req *r, const char *url, const char *method)
 	pd_err e = {0};
 	json_t *items = pd_store_review_list(r->srv->store, state, &e);
 	if (!items) {
-		http_set_error(r, 500, "%s", e.msg);
+		http_set_error(r, 500, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	uint64_t pending, confirmed, dismissed;
@@ -65,7 +65,7 @@ void review_decide_http(req *r, const char *url, const char *method)
 	int rc = pd_store_review_decide(r->srv->store, n, decision, json_string_value(note), &item, &e);
 	json_decref(body);
 	if (rc < 0) {
-		http_set_error(r, e.code == ENOENT ? 404 : e.code == EALREADY ? 409 : 500, "%s", e.msg);
+		http_set_error(r, e.code == ENOENT ? 404 : e.code == EALREADY ? 409 : 500, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	http_set_json(r, 200, item);

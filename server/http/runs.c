@@ -124,14 +124,14 @@ void runs_submit(req *r, kind k)
 	snprintf(rid, sizeof rid, "%s", hid && *hid ? hid : bid ? bid : "");
 	json_decref(body);
 	if (!j) {
-		http_set_error(r, 400, "%s", e.msg);
+		http_set_error(r, 400, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	if (j->image[0]) {
 		int st = images_check(r->srv, j->image, j->image_digest, &e);
 		if (st) {
 			pd_job_free(j);
-			http_set_error(r, st, "%s", e.msg);
+			http_set_error(r, st, "%s", PD_ERR_STR(&e));
 			return;
 		}
 	}

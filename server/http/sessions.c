@@ -1,8 +1,8 @@
-/* The session endpoints (/v1/sessions...): list, get and delete run on the event thread (a delete
- * of an idle session closes it there: pd_session_close hands its sandbox back to the pool); every
- * other operation (create, which may build a sandbox; exec; files; stat; tar; output) on a thread of
- * its own, at most MAX_SESSION_OPS at once
- * (503 beyond), with the connection suspended until it answers. The client's bytes are parsed by
+/* The session endpoints (/v1/sessions...): list and get run on the event thread (a table lookup;
+ * for a session no longer held, its trajectory's last line); every other operation (create, which
+ * may build a sandbox; exec; files; stat; tar; output; delete, whose close may tear the sandbox
+ * down itself when the reclaim backlog is full) on a thread of its own, at most MAX_SESSION_OPS at
+ * once (503 beyond), with the connection suspended until it answers. The client's bytes are parsed by
  * server/session_req.c; the sessions themselves are pool/'s (pd_session_*).
  *
  * Why a thread per operation and not a fixed worker pool like the scheduler's: a session operation
@@ -106,7 +106,7 @@ static bool session_exec(req *r, sess_entry *se)
 	pd_err e = {0};
 	bool resumed = false;
 	if (pd_session_exec_parse(r->body, r->len, &q, &e) < 0) {
-		http_set_error(r, 400, "%s", e.msg);
+		http_set_error(r, 400, "%s", PD_ERR_STR(&e));
 		return false;
 	}
 	const char *rid = q.request_id ? q.request_id : step_id(r);
@@ -121,7 +121,7 @@ static bool session_exec(req *r, sess_entry *se)
 	}
 	pd_result res;
 	if (pd_session_exec(se->s, &q.x, rid, &res, &e) < 0) {
-		http_set_error(r, session_exec_status(&e), "%s", e.msg);
+		http_set_error(r, session_exec_status(&e), "%s", PD_ERR_STR(&e));
 		goto out;
 	}
 	json_t *o = session_exec_answer(se, &q, rid, &res);
@@ -141,7 +141,7 @@ static bool session_enter(req *r, sess_entry *se)
 	pd_err e = {0};
 	if (pd_session_begin(se->s, &e) == 0)
 		return true;
-	http_set_error(r, e.code == EBUSY ? 409 : 410, "%s", e.msg);
+	http_set_error(r, e.code == EBUSY ? 409 : 410, "%s", PD_ERR_STR(&e));
 	return false;
 }
 
@@ -218,25 +218,25 @@ static void session_files_in(req *r, sess_entry *se)
 			pd_sandbox_mkdir(sb, dir, 0755, NULL);
 		}
 		if (pd_sandbox_write_file(sb, path, r->body ? r->body : "", r->len, 0644, &e) < 0)
-			http_set_error(r, e.code == ENOSPC ? 507 : 400, "%s", e.msg);
+			http_set_error(r, e.code == ENOSPC ? 507 : 400, "%s", PD_ERR_STR(&e));
 		else
 			http_set_json(r, 200, json_pack("{s:o,s:I}", "path", pd_json_text(path), "bytes", (json_int_t)r->len));
 	} else if (!strcmp(r->method, "DELETE")) {
 		if (pd_sandbox_remove(sb, path, &e) < 0)
-			http_set_error(r, e.code == ENOENT ? 404 : 400, "%s", e.msg);
+			http_set_error(r, e.code == ENOENT ? 404 : 400, "%s", PD_ERR_STR(&e));
 		else
 			http_set_json(r, 200, json_pack("{s:o,s:b}", "path", pd_json_text(path), "deleted", 1));
 	} else {
 		struct stat st;
 		if (pd_sandbox_stat(sb, path, &st, &e) < 0) {
-			http_set_error(r, e.code == ENOENT ? 404 : 400, "%s", e.msg);
+			http_set_error(r, e.code == ENOENT ? 404 : 400, "%s", PD_ERR_STR(&e));
 			return;
 		}
 		if (S_ISDIR(st.st_mode) || r->q.list) {
 			pd_dirent *d;
 			size_t n;
 			if (pd_sandbox_list(sb, path, &d, &n, &e) < 0) {
-				http_set_error(r, 400, "%s", e.msg);
+				http_set_error(r, 400, "%s", PD_ERR_STR(&e));
 				return;
 			}
 			json_t *arr = json_array();
@@ -258,7 +258,7 @@ static void session_files_in(req *r, sess_entry *se)
 		uint64_t size;
 		int fd = pd_sandbox_open_regular(sb, path, 64u << 20, &size, &e);
 		if (fd < 0) {
-			http_set_error(r, e.code == EFBIG ? 413 : 400, "%s", e.msg);
+			http_set_error(r, e.code == EFBIG ? 413 : 400, "%s", PD_ERR_STR(&e));
 			return;
 		}
 		http_set_resp_fd(r, 200, "application/octet-stream", fd, size);
@@ -274,7 +274,7 @@ static void session_stat(req *r, sess_entry *se)
 	int rc = pd_sandbox_stat(pd_session_sandbox(se->s), r->q.path, &st, &e);
 	pd_session_end(se->s);
 	if (rc < 0) {
-		http_set_error(r, e.code == ENOENT ? 404 : 400, "%s", e.msg);
+		http_set_error(r, e.code == ENOENT ? 404 : 400, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	http_set_json(r, 200, json_pack("{s:o,s:s,s:I,s:I,s:I,s:I,s:I}", "path", pd_json_text(r->q.path), "type",
@@ -305,7 +305,7 @@ static void session_upload(req *r, sess_entry *se)
 	}
 	lseek(fd, 0, SEEK_SET);
 	if (pd_session_upload_tar(se->s, dir, fd, step_id(r), &e) < 0)
-		http_set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 400, "%s", e.msg);
+		http_set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 400, "%s", PD_ERR_STR(&e));
 	else
 		http_set_json(r, 200, json_pack("{s:o,s:I}", "dir", pd_json_text(dir), "bytes", (json_int_t)r->len));
 	close(fd);
@@ -395,7 +395,7 @@ static bool session_download(req *r, sess_entry *se)
 		} else {
 			pd_err *e = &d.e;
 			int code = e->code == EBUSY ? 409 : e->code == ESRCH ? 410 : e->code == EFBIG ? 413 : 400;
-			http_set_error(r, code, "%s", e->msg);
+			http_set_error(r, code, "%s", PD_ERR_STR(e));
 		}
 	}
 	return resumed;
@@ -407,7 +407,7 @@ static void session_output(req *r, sess_entry *se)
 	pd_err e = {0};
 	int stream = r->q.stderr_stream ? 2 : 1;
 	if (pd_session_output_path(se->s, r->q.request_id, stream, path, sizeof path, &e) < 0) {
-		http_set_error(r, 404, "%s", e.msg);
+		http_set_error(r, 404, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -422,6 +422,7 @@ static void session_output(req *r, sess_entry *se)
 }
 
 static void session_create(req *r);
+static void session_delete(req *r, sess_entry *se);
 
 static void session_reset(req *r, sess_entry *se)
 {
@@ -434,7 +435,7 @@ static void session_reset(req *r, sess_entry *se)
 		return;
 	}
 	if (pd_session_reset(se->s, rid, &e) < 0) {
-		http_set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 503, "%s", e.msg);
+		http_set_error(r, e.code == EBUSY ? 409 : e.code == ESRCH ? 410 : 503, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	char sid[40], state[32], uid[56];
@@ -514,6 +515,8 @@ static void *session_op_main(void *arg)
 		http_set_error(r, 404, "no such session operation: %s %s", r->method, r->url);
 	else if (!se)
 		session_unknown(r, id);
+	else if (!op[0] && !strcmp(r->method, "DELETE"))
+		session_delete(r, se);
 	else
 		resumed = session_dispatch(r, se, op);
 	session_unhold(s, se);
@@ -638,7 +641,7 @@ static void session_create(req *r)
 	pd_session_create_req q;
 	pd_err e = {0};
 	if (pd_session_create_parse(r->body, r->len, &q, &e) < 0) {
-		http_set_error(r, 400, "%s", e.msg);
+		http_set_error(r, 400, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	char digest[PD_DIGEST_LEN] = "";
@@ -653,7 +656,7 @@ static void session_create(req *r)
 			pd_session_create_req_free(&q);
 			if (st == 503)
 				r->retry_after = 5;
-			http_set_error(r, st, "%s", e.msg);
+			http_set_error(r, st, "%s", PD_ERR_STR(&e));
 			return;
 		}
 		snprintf(q.template_name, sizeof q.template_name, "%s", pool);
@@ -687,7 +690,7 @@ static void session_create(req *r)
 		json_decref(list);
 		if (status == 503)
 			r->retry_after = 5;
-		http_set_error(r, status ? status : 503, "%s", e.msg);
+		http_set_error(r, status ? status : 503, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	if (q.count)
@@ -715,29 +718,21 @@ void session_delete_quiet(pd_server *s, const char *id)
 		pd_session_close(ss);
 }
 
-static void session_delete(req *r, const char *id)
+/* DELETE /v1/sessions/<id>, on the operation's thread with se held (session_op_main): marked
+ * closing, so that it is found no more, and closed by the last request using it — this one, in
+ * session_unhold, before the answer is sent, unless another operation still runs in it. The close
+ * hands the sandbox to the pool, whose release may destroy one sandbox on this thread when the
+ * reclaim backlog is full: never on the event thread. */
+static void session_delete(req *r, sess_entry *se)
 {
 	pd_server *s = r->srv;
+	char id[sizeof se->id], uid[56] = "";
 	pthread_mutex_lock(&s->mu);
-	sess_entry *se = find_session(s, id);
-	pd_session *ss = NULL;
-	bool found = se != NULL;
-	char uid[56] = "";
-	if (se && se->s)
+	snprintf(id, sizeof id, "%s", se->id);
+	if (se->s)
 		pd_session_use_id(se->s, uid, sizeof uid);
-	if (se && se->ops) {
-		se->closing = true; /* the last request using it closes it */
-	} else if (se) {
-		ss = se->s;
-		se->s = NULL;
-	}
+	se->closing = true;
 	pthread_mutex_unlock(&s->mu);
-	if (!found) {
-		session_unknown(r, id);
-		return;
-	}
-	if (ss)
-		pd_session_close(ss);
 	pd_log("info", "session closed", PD_LS("session_id", id), PD_LS("use_id", uid));
 	http_set_json(r, 200, json_pack("{s:s,s:b}", "session_id", id, "closed", 1));
 }
@@ -810,8 +805,6 @@ void sessions_op(req *r, const char *url, const char *method)
 	    !strcmp(op, "trajectory")) {
 		/* the session may have ended: the trajectory is a file of the state directory */
 		trajectory_get(r, id);
-	} else if (!strchr(rest, '/') && !strcmp(method, "DELETE")) {
-		session_delete(r, rest);
 	} else if (!strchr(rest, '/') && !strcmp(method, "GET")) {
 		session_get(r, rest);
 	} else {

@@ -39,7 +39,7 @@ void session_snapshot(req *r, sess_entry *se)
 	if (!res) {
 		int code = e.code == EBUSY || e.code == EEXIST ? 409 : e.code == ESRCH ? 410 : e.code == EINVAL ? 400
 			 : e.code == EFBIG ? 413 : e.code == ENOSPC ? 507 : 500;
-		http_set_error(r, code, "%s", e.msg);
+		http_set_error(r, code, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	http_set_json(r, 201, res);

@@ -44,7 +44,7 @@ void session_unknown(req *r, const char *id)
 	const char *what = json_string_value(json_object_get(last, "kind"));
 	const char *reason = json_string_value(json_object_get(last, "reason"));
 	if (what && !strcmp(what, "close") && reason) {
-		bool lost = json_is_true(json_object_get(last, "lost")) || !strncmp(reason, "lost:", 5);
+		bool lost = json_is_true(json_object_get(last, "lost")); /* as data, never read from the reason */
 		json_t *o = json_pack("{s:s+++,s:s,s:s,s:s,s:O}", "error", "session ", id, " has ended: ", reason,
 				      "session_id", id, "state", lost ? "LOST" : "ENDED", "reason", reason, "ended_at",
 				      json_object_get(last, "ended_at") ? json_object_get(last, "ended_at") : json_null());

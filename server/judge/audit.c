@@ -63,11 +63,20 @@ void pd_judged_audit_start(pd_judged *d)
 static void add_reason(pd_judged *d, const char *test, const char *reason)
 {
 	pd_audit_verdict *v = &d->audit_verdict;
-	for (size_t i = 0; i < v->nreasons; i++)
-		if (strstr(v->reasons[i], reason))
-			return; /* the same rule broken again in another test: once is enough */
-	if (v->nreasons < PD_VERDICT_REASONS)
-		snprintf(v->reasons[v->nreasons++], sizeof v->reasons[0], "test %s: %s", test, reason);
+	for (size_t i = 0; i < v->nreasons; i++) {
+		/* the same rule broken again in another test: once is enough. Compared whole, from
+		 * where the rule starts (a reason cut at the buffer's end: as far as it was kept) */
+		const char *kept = v->reasons[i] + d->audit_reason_at[i];
+		size_t n = strlen(kept);
+		if (strlen(v->reasons[i]) == sizeof v->reasons[0] - 1 ? !strncmp(kept, reason, n) : !strcmp(kept, reason))
+			return;
+	}
+	if (v->nreasons < PD_VERDICT_REASONS) {
+		int at = snprintf(v->reasons[v->nreasons], sizeof v->reasons[0], "test %s: ", test);
+		at = at < 0 ? 0 : at >= (int)sizeof v->reasons[0] ? (int)sizeof v->reasons[0] - 1 : at;
+		snprintf(v->reasons[v->nreasons] + at, sizeof v->reasons[0] - (size_t)at, "%s", reason);
+		d->audit_reason_at[v->nreasons++] = (size_t)at;
+	}
 }
 
 void pd_judged_audit_add(pd_judged *d, const char *test, const pd_jrun *x)

@@ -81,12 +81,12 @@ static bool judge_once(pd_job *j, judge_work *w, const pd_judge_opts *o)
 	if (w->q.problem && pd_judge_prepare(w->judge, w->problem, &e) < 0) {
 		/* an inline checker that does not build: the request's judge material is broken */
 		j->failure = PD_F_JUDGE;
-		snprintf(j->error, sizeof j->error, "%s", e.msg);
-		j->record = failed_record(j, w, "judge_error", e.msg);
+		snprintf(j->error, sizeof j->error, "%s", PD_ERR_STR(&e));
+		j->record = failed_record(j, w, "judge_error", PD_ERR_STR(&e));
 	} else if (pd_judge_submit(w->judge, w->problem, w->q.language, w->q.code, w->q.code_len, o, &d, &e) < 0) {
 		j->failure = PD_F_INTERNAL;
-		snprintf(j->error, sizeof j->error, "%s", e.msg);
-		j->record = failed_record(j, w, "internal_error", e.msg);
+		snprintf(j->error, sizeof j->error, "%s", PD_ERR_STR(&e));
+		j->record = failed_record(j, w, "internal_error", PD_ERR_STR(&e));
 	} else {
 		j->failure = failure_of(d.v.failure_class);
 		snprintf(j->error, sizeof j->error, "%s", d.error);

@@ -84,12 +84,8 @@ static int prepare_one(pd_judge *j, const pd_problem *p, pd_jsource *s, const ch
 				msg, sizeof msg, NULL, NULL, e);
 	if (rc == 1)
 		return pd_refuse(e, "%s: %s does not compile: %.700s", s->file, what, msg);
-	if (rc < 0) {
-		char m[sizeof e->msg];
-		snprintf(m, sizeof m, "%s: %s could not be built: %s", s->file, what, e->msg);
-		snprintf(e->msg, sizeof e->msg, "%s", m);
-		return -1;
-	}
+	if (rc < 0)
+		return pd_err_prefix(e, "%s: %s could not be built: ", s->file, what);
 	if (!pd_pools_template(j->pools, judge_template(j, p, s)))
 		return pd_refuse(e, "%s: %s: no template '%s' to run it in", p->origin, what, judge_template(j, p, s));
 	s->prepared = true;
@@ -158,7 +154,7 @@ static void run_checker(pd_judge *j, const pd_problem *p, const pd_jtest *t, con
 		if (rc < 0) {
 			memset(cr, 0, sizeof *cr);
 			cr->status = PD_T_JE;
-			snprintf(cr->message, sizeof cr->message, "checker sandbox: %s", e.msg);
+			snprintf(cr->message, sizeof cr->message, "checker sandbox: %s", PD_ERR_STR(&e));
 		} else {
 			pd_check_program_verdict(p->checker.convention, &x.r, x.feedback, cr);
 			d->checker_ms += x.r.cpu_ms;
@@ -233,7 +229,7 @@ static void test_once(pd_judge *j, const pd_problem *p, const pd_jtest *t, const
 			return;
 		}
 		/* the sandbox failed, not the program: a new sandbox, once */
-		snprintf(tr->message, sizeof tr->message, "%s", rc < 0 ? e.msg : x.r.error);
+		snprintf(tr->message, sizeof tr->message, "%s", rc < 0 ? PD_ERR_STR(&e) : x.r.error);
 		*startup = rc == -2;
 		pd_jrun_free(&x);
 		pd_jrun_free(&ix);
@@ -273,7 +269,7 @@ static void test_once(pd_judge *j, const pd_problem *p, const pd_jtest *t, const
 			pd_err e = {0};
 			if (pd_check(&p->checker, x.out, x.out_len, t->answer, t->answer_len, &cr, &e) < 0) {
 				cr.status = PD_T_JE;
-				snprintf(cr.message, sizeof cr.message, "%s", e.msg);
+				snprintf(cr.message, sizeof cr.message, "%s", PD_ERR_STR(&e));
 			}
 			if (cr.status == PD_T_JE)
 				d->judge_errors++;
@@ -402,7 +398,7 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 		pd_err ie = {0};
 		if (pd_pools_image(j->pools, tpl_name, img, pool, sizeof pool, d->image_digest, &ie) < 0) {
 			d->v.failure_class = ie.code == EAGAIN ? "startup_failure" : "dependency_missing";
-			snprintf(d->error, sizeof d->error, "%s", ie.msg);
+			snprintf(d->error, sizeof d->error, "%s", PD_ERR_STR(&ie));
 			goto done;
 		}
 		if (!pd_image_ref_is_digest(img))
@@ -457,7 +453,7 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 	size_t harnessed_len = 0;
 	if (p->call_based && pd_jharness_source(l, p, code, code_len, &harnessed, &harnessed_len, &ce) < 0) {
 		d->v.failure_class = "internal_error";
-		snprintf(d->error, sizeof d->error, "harness: %s", ce.msg);
+		snprintf(d->error, sizeof d->error, "harness: %s", PD_ERR_STR(&ce));
 		goto done;
 	}
 	for (unsigned a = 0; a <= o->infra_retries; a++) {
@@ -478,7 +474,7 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 	if (rc < 0) {
 		d->v.failure_class = rc == -2 ? "startup_failure" : ce.kind == PD_EK_DEPENDENCY ? "dependency_missing"
 											: "internal_error";
-		snprintf(d->error, sizeof d->error, "compile: %s", ce.msg);
+		snprintf(d->error, sizeof d->error, "compile: %s", PD_ERR_STR(&ce));
 		goto done;
 	}
 	if (rc == 1) {

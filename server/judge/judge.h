@@ -369,6 +369,7 @@ typedef struct pd_judged {
 	uint64_t audit_dropped;
 	uint64_t audit_kinds[PD_AK_N];
 	pd_audit_verdict audit_verdict;
+	size_t audit_reason_at[PD_VERDICT_REASONS]; /* where each reason's rule starts, after "test T: " */
 } pd_judged;
 
 #define PD_JUDGE_AUDIT_EVENTS 256 /* events a judged record keeps, over all its tests */

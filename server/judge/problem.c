@@ -206,7 +206,7 @@ static int get_program(json_t *o, const char *dir, const char *where, const char
 	}
 	if (path[0]) {
 		if (slurp(path, SOURCE_MAX, &js->source, &js->source_len, e) < 0)
-			return fail_at(e, where, "source: %s", e->msg);
+			return fail_at(e, where, "source: %s", PD_ERR_STR(e));
 		snprintf(js->file, sizeof js->file, "%s", path);
 	} else {
 		if (!json_is_string(code) || !json_string_length(code))

@@ -114,7 +114,7 @@ int pd_jprog_build(pd_pools *pools, const pd_language *l, const char *template_n
 	if (pd_sandbox_read_file(s, path, BUILT_MAX, built, built_len, e) < 0) {
 		/* the compiler said yes and left no program: the submission's doing (a #error trick
 		 * would fail earlier), reported as a compile error, not as the infrastructure's */
-		snprintf(msg, msg_len, "the compiler exited 0 but left no %s: %s", path, e->msg);
+		snprintf(msg, msg_len, "the compiler exited 0 but left no %s: %s", path, PD_ERR_STR(e));
 		rc = 1;
 		goto out;
 	}

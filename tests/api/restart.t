@@ -27,8 +27,8 @@ is "$CODE" 201 "a snapshot before the restart"
 # --- a daemon that stops with the session open ------------------------------------------------------
 stop_daemon
 is "$DAEMON_RC" 0 "the daemon stopped (SIGTERM) with a session open"
-is "$(tail -1 "$STATE/trajectories/$S1.jsonl" | jq -r '[.kind, (.reason | startswith("lost: the daemon stopped"))] | join(" ")')" \
-  "close true" "its trajectory's closing line says the session was lost with the daemon"
+is "$(tail -1 "$STATE/trajectories/$S1.jsonl" | jq -r '[.kind, .lost, (.reason | startswith("lost: the daemon stopped"))] | join(" ")')" \
+  "close true true" "its trajectory's closing line says the session was lost with the daemon"
 start_daemon
 ok $? "daemon restarted"
 req GET "/v1/sessions/$S1"

@@ -16,14 +16,16 @@ static void refused(parser p, const char *body, const char *want, const char *wh
 	pd_err e = {0};
 	pd_job *j = req ? p(req, &e) : NULL;
 	ok(!j && e.code == EINVAL, "%s: refused with EINVAL (%d)", what, e.code);
+	ok(e.kind == PD_EK_REFUSED && e.cause == 0, "%s: the class is data (refused, no cause)", what);
 	is_str(e.msg, want, "%s: the message alone", what);
+	is_str(PD_ERR_STR(&e), want, "%s: rendered as it is", what);
 	pd_job_free(j);
 	json_decref(req);
 }
 
 int main(void)
 {
-	plan(14);
+	plan(24);
 	refused(pd_job_from_native, "{\"shell\":\"true\",\"deadline_ms\":-1}",
 		"deadline_ms: must be a positive whole number of milliseconds, at most a year", "native deadline_ms");
 	refused(pd_job_from_native, "{\"language\":\"cobol\",\"code\":\"\"}",
@@ -36,7 +38,8 @@ int main(void)
 	pd_session_create_req c;
 	pd_err e = {0};
 	static const char cbody[] = "{\"ttl\":\"x\"}";
-	ok(pd_session_create_parse(cbody, strlen(cbody), &c, &e) < 0 && e.code == EINVAL, "session create: refused");
+	ok(pd_session_create_parse(cbody, strlen(cbody), &c, &e) < 0 && e.code == EINVAL && e.kind == PD_EK_REFUSED,
+	   "session create: refused, of the refused class");
 	ok(e.msg[0] && !strstr(e.msg, "Invalid argument"), "session create: no strerror text (%s)", e.msg);
 	pd_session_exec_req x;
 	memset(&e, 0, sizeof e);

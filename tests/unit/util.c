@@ -319,17 +319,27 @@ static void test_fds(void)
 static void test_fail(void)
 {
 	pd_err e = {0};
+	char t[PD_ERR_TEXT_SIZE];
 	errno = 0;
 	int rc = pd_fail(&e, ENOENT, "open %s", "/x/y");
 	ok(rc == -1, "pd_fail returns -1");
 	is_int(e.code, ENOENT, "pd_fail sets the code");
-	is_str(e.msg, "open /x/y: No such file or directory", "pd_fail formats and appends strerror");
+	is_int(e.cause, ENOENT, "... and the cause");
+	is_str(e.msg, "open /x/y", "the message is the context alone: no strerror baked in");
+	is_str(pd_err_text(&e, t, sizeof t), "open /x/y: No such file or directory",
+	       "pd_err_text renders the context and strerror of the cause");
 	is_int(errno, ENOENT, "pd_fail sets errno");
 
 	memset(&e, 0, sizeof e);
 	rc = pd_fail(&e, 0, "no cause %d", 42);
-	ok(rc == -1 && e.code == EIO && errno == EIO, "code 0 becomes EIO");
-	is_str(e.msg, "no cause 42", "code 0: no strerror suffix");
+	ok(rc == -1 && e.code == EIO && e.cause == 0 && errno == EIO, "code 0 becomes EIO, with no cause");
+	is_str(PD_ERR_STR(&e), "no cause 42", "no cause: rendered without a strerror suffix");
+
+	memset(&e, 0, sizeof e);
+	is_str(PD_ERR_STR(&e), "", "an empty error renders as nothing");
+	is_str(pd_err_text(NULL, t, sizeof t), "", "a NULL error too");
+	e.cause = EPERM;
+	is_str(PD_ERR_STR(&e), "Operation not permitted", "a cause without context: strerror alone, no ': '");
 
 	errno = 0;
 	ok(pd_fail(NULL, EPERM, "nobody listens") == -1 && errno == EPERM, "NULL pd_err: -1 and errno");
@@ -340,6 +350,11 @@ static void test_fail(void)
 	rc = pd_fail(&e, EACCES, "%s", lng);
 	ok(rc == -1 && strlen(e.msg) == sizeof e.msg - 1, "a long message is cut to the buffer and terminated");
 	is_int(e.code, EACCES, "long message: code kept");
+	const char *lt = PD_ERR_STR(&e);
+	ok(strlen(lt) == strlen(e.msg) + strlen(": Permission denied") && strstr(lt, ": Permission denied"),
+	   "a full message still renders its cause (the render buffer holds both)");
+	char small[8];
+	is_str(pd_err_text(&e, small, sizeof small), "qqqqqqq", "rendered into a small buffer: cut, terminated");
 
 	/* cut inside a UTF-8 character: the partial character goes, so the text stays UTF-8 (JSON) */
 	char u8[700] = "ab";
@@ -348,13 +363,29 @@ static void test_fail(void)
 	pd_fail(&e, 0, "%s", u8);
 	ok(strlen(e.msg) == sizeof e.msg - 2 && (unsigned char)e.msg[strlen(e.msg) - 1] == 0xa9,
 	   "a message cut inside a UTF-8 character drops the partial character");
+	char u8t[6];
+	pd_fail(&e, 0, "ab\xc3\xa9\xc3\xa9");
+	is_str(pd_err_text(&e, u8t, sizeof u8t), "ab\xc3\xa9", "the renderer's cut drops a partial character too");
 
-	/* the message may quote the previous error in the same pd_err */
+	/* the message may quote the previous error in the same pd_err, rendered */
 	pd_fail(&e, ENOENT, "inner");
-	char prev[sizeof e.msg];
-	snprintf(prev, sizeof prev, "%s", e.msg);
+	char prev[PD_ERR_TEXT_SIZE];
+	pd_err_text(&e, prev, sizeof prev);
 	pd_fail(&e, EIO, "outer (%s)", prev);
-	is_str(e.msg, "outer (inner: No such file or directory): Input/output error", "nested message");
+	is_str(PD_ERR_STR(&e), "outer (inner: No such file or directory): Input/output error", "nested message");
+
+	/* more context in front keeps the error's data: its class survives, its cause is rendered once */
+	pd_fail(&e, ENOENT, "open /w/main.py");
+	e.kind = PD_EK_DEPENDENCY;
+	ok(pd_err_prefix(&e, "compile %s: ", "main") == -1, "pd_err_prefix returns -1");
+	ok(e.code == ENOENT && e.cause == ENOENT && e.kind == PD_EK_DEPENDENCY,
+	   "pd_err_prefix keeps code, cause and kind as data");
+	is_str(PD_ERR_STR(&e), "compile main: open /w/main.py: No such file or directory",
+	       "the prefixed error renders context, then the cause once");
+	ok(pd_err_prefix(NULL, "x") == -1, "pd_err_prefix of NULL: -1");
+	pd_fail(&e, 0, "%s", lng);
+	pd_err_prefix(&e, "ab\xc3\xa9");
+	ok(strlen(e.msg) == sizeof e.msg - 1 && !strncmp(e.msg, "ab\xc3\xa9q", 5), "a prefix over a full message: cut to the buffer");
 }
 
 /* The UTF-8 cut, the default environment and its merge, the descriptor count: one copy each. */
@@ -394,7 +425,7 @@ static void test_helpers(void)
 
 int main(void)
 {
-	plan(132);
+	plan(145);
 	if (!mkdtemp(tmp)) {
 		perror("mkdtemp");
 		return 1;
