@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ---- failure classes ------------------------------------------------------------------------- */
@@ -145,6 +146,9 @@ typedef struct pd_job {
 	bool compiled, ran;
 	pd_result compile_r, run_r;
 	pd_audit_verdict verdict; /* the process level (not_audited without an audit) */
+	/* a job that does its own work (the judge): the audit events of its runs by kind, for
+	 * paddock_audit_events_total (a compile and run job's are in compile_r and run_r) */
+	uint64_t work_audit_kinds[PD_AK_N];
 	pd_file *fetched; /* data NULL: could not be read (error in path's place) */
 	size_t nfetched;
 	unsigned attempts;
@@ -286,6 +290,12 @@ pd_ops *pd_ops_new(void);
 void pd_ops_free(pd_ops *o);
 void pd_ops_job(pd_ops *o, const pd_job *j);
 char *pd_ops_render(pd_ops *o, const pd_pool_stats *st, size_t n);
+/* Cheat-detection counters per (template, problem), label-bounded (server/detections.c). */
+typedef struct pd_detect pd_detect;
+pd_detect *pd_detect_new(void);
+void pd_detect_free(pd_detect *d);
+void pd_detect_job(pd_detect *d, const pd_job *j);
+void pd_detect_render(pd_detect *d, FILE *f);
 /* The metrics' operator part (fed by pd_metrics_job). */
 pd_ops *pd_metrics_ops(pd_metrics *m);
 

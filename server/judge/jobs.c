@@ -93,6 +93,11 @@ static bool judge_once(pd_job *j, judge_work *w, const pd_judge_opts *o)
 		/* the process level for the metrics (paddock_process_verdicts_total) */
 		j->verdict.status = d.v.process == PD_LV_FAIL ? PD_PROCESS_FAIL
 				    : d.v.process == PD_LV_PASS ? PD_PROCESS_PASS : PD_PROCESS_NOT_AUDITED;
+		/* and the kinds that failed it and the events seen (paddock_audit_detections_total,
+		 * paddock_audit_events_total): a cache hit ran nothing, so it saw no events */
+		j->verdict.failed_kinds = d.audit_verdict.failed_kinds;
+		for (int k = 0; d.audited && !d.cache_hit && k < PD_AK_N; k++)
+			j->work_audit_kinds[k] += d.audit_kinds[k];
 		j->record = pd_judged_to_json(&d);
 		retry = j->failure == PD_F_STARTUP || j->failure == PD_F_INTERNAL;
 	}
