@@ -8,8 +8,8 @@
 
 int review_schema(sqlite3 *db, char **err);
 /* Looks at the attempt just stored (row id `row`, its record rec) and queues it for review when
- * it broke a rule or passed where almost nothing passes. */
-void review_consider(sqlite3 *db, int64_t row, const pd_job *j, json_t *rec);
+ * it broke a rule or looks too good by c's thresholds. */
+void review_consider(sqlite3 *db, int64_t row, const pd_job *j, json_t *rec, const pd_review_cfg *c);
 json_t *review_list(sqlite3 *db, const char *state, pd_err *e);
 int review_decide(sqlite3 *db, int64_t id, const char *decision, const char *note, json_t **item, pd_err *e);
 void review_stats(sqlite3 *db, uint64_t *pending, uint64_t *confirmed, uint64_t *dismissed);

@@ -228,6 +228,20 @@ bool pd_job_is_cancelled(const pd_job *j);
 typedef struct pd_store pd_store;
 /* max_bytes: what the records may use before the oldest are deleted (0: no cap). */
 pd_store *pd_store_open(const char *path, uint64_t max_bytes, pd_err *e);
+/* The review queue's "too good" signals (server/review.c; docs/audit.md, "The review queue"):
+ * a percent of 0 turns its signal off. */
+typedef struct pd_review_cfg {
+	unsigned min_samples;   /* judged attempts (rare_pass) or earlier passes (fast_pass, short_pass)
+				 * of the problem stored before those signals apply */
+	unsigned rare_percent;  /* rare_pass: the problem's pass rate is at most this */
+	unsigned fast_percent;  /* fast_pass: tests' wall time under this % of the median pass's */
+	unsigned short_percent; /* short_pass: code bytes under this % of the median pass's */
+	unsigned jump_percent;  /* score_jump: this many points (of 100) above its group's best */
+	unsigned group_min;     /* earlier judged attempts in the group before score_jump applies */
+} pd_review_cfg;
+/* 20 samples, 5% rare, 10% fast, 10% short, a 50-point jump over at least 3 in the group. */
+void pd_review_cfg_default(pd_review_cfg *c);
+void pd_store_set_review(pd_store *s, const pd_review_cfg *c);
 void pd_store_close(pd_store *s);
 /* Records a finished job: one row per attempt, its earlier attempts (j->prior) and the last. A
  * job with a request_id is recorded once: a second record of the same request is refused with
@@ -503,6 +517,10 @@ typedef struct pd_server_opts {
 	 * a size ("256M") or a percent of the machine's ("5%"); NULL = 256M */
 	unsigned breaker_fail_percent, breaker_min_jobs, breaker_cooldown_s;
 	const char *memory_watermark;
+	/* the review queue's signals (pd_review_cfg): 0 = the default; the percents take UINT_MAX
+	 * for off */
+	unsigned review_min_samples, review_rare_percent, review_fast_percent, review_short_percent,
+		review_jump_percent, review_group_min;
 } pd_server_opts;
 
 pd_server *pd_server_start(const pd_server_opts *o, pd_err *e);

@@ -44,6 +44,7 @@ struct pd_store {
 		char residue[128];
 	} early[EARLY_RESIDUE];
 	unsigned early_next;
+	pd_review_cfg review;
 };
 
 static const char schema[] =
@@ -165,6 +166,7 @@ pd_store *pd_store_open(const char *path, uint64_t max_bytes, pd_err *e)
 		return NULL;
 	}
 	pthread_mutex_init(&s->mu, NULL);
+	pd_review_cfg_default(&s->review);
 	{
 		char tmp[sizeof s->dir];
 		snprintf(tmp, sizeof tmp, "%s", path);
@@ -403,7 +405,7 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	/* a residue report that came before the record completes it now (the earlier attempts'
 	 * sandboxes were reclaimed first of all) */
 	if (rc == SQLITE_DONE) {
-		review_consider(s->db, row, j, rec);
+		review_consider(s->db, row, j, rec, &s->review);
 		if (j->use_id[0])
 			early_residue_locked(s, j->use_id);
 		for (size_t i = 0; i < nprior; i++) {
@@ -618,6 +620,13 @@ void pd_store_failures(pd_store *s, uint64_t *full, uint64_t *other)
 	pthread_mutex_lock(&s->mu);
 	*full = s->failed_full;
 	*other = s->failed_other;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void pd_store_set_review(pd_store *s, const pd_review_cfg *c)
+{
+	pthread_mutex_lock(&s->mu);
+	s->review = *c;
 	pthread_mutex_unlock(&s->mu);
 }
 

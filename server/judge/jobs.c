@@ -102,6 +102,9 @@ static bool judge_once(pd_job *j, judge_work *w, const pd_judge_opts *o)
 		retry = j->failure == PD_F_STARTUP || j->failure == PD_F_INTERNAL;
 	}
 	json_object_set_new(j->record, "attempt", json_integer(j->attempts));
+	/* the submission's size, for the review queue's short_pass (a pass far shorter than the
+	 * problem's usual ones is worth a look) */
+	json_object_set_new(j->record, "code_bytes", json_integer((json_int_t)w->q.code_len));
 	json_object_set_new(j->record, "finished_at", json_integer((json_int_t)(wall_us() / 1000)));
 	pd_judged_free(&d);
 	/* cluster mode: the verdict names the node that judged it and the request it answers, as a
