@@ -134,6 +134,11 @@ static const serve_opt serve_opts[] = {
 	 "group's (group_id) earlier judged attempts; 0 = off"},
 	{"review-group-min", 0, T_COUNT, "N", 1, 100000, false, FIELD(review_group_min), "3",
 	 "score_jump: earlier judged attempts in the group it needs"},
+	{"problem-submit-max", 0, T_COUNT, "N", 1, 100000000, true, FIELD(problem_submit_max), "none",
+	 "judged submissions of one problem per window; more are refused\n"
+	 "(429 with Retry-After) and counted; 0 = no cap"},
+	{"problem-submit-window", 0, T_COUNT, "SECS", 1, 86400, false, FIELD(problem_submit_window), "60",
+	 "the window of --problem-submit-max, from its first submission"},
 };
 
 #define NOPTS (sizeof serve_opts / sizeof serve_opts[0])

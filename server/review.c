@@ -34,7 +34,10 @@ static const char schema[] = "CREATE TABLE IF NOT EXISTS review ("
 			     " state TEXT NOT NULL DEFAULT 'pending', note TEXT, decided_at INTEGER);"
 			     "CREATE INDEX IF NOT EXISTS review_state ON review(state);"
 			     /* the signals' questions are per problem and language, and per group */
-			     "CREATE INDEX IF NOT EXISTS attempts_problem ON attempts(problem_id, language);";
+			     "CREATE INDEX IF NOT EXISTS attempts_problem ON attempts(problem_id, language);"
+			     /* the risk list: problems with confirmed hacks (kept across restarts) */
+			     "CREATE TABLE IF NOT EXISTS risk (problem_id TEXT PRIMARY KEY, since INTEGER,"
+			     " confirmed INTEGER NOT NULL DEFAULT 0, last_review INTEGER);";
 
 void pd_review_cfg_default(pd_review_cfg *c)
 {
@@ -329,6 +332,20 @@ int review_decide(sqlite3 *db, int64_t id, const char *decision, const char *not
 	if (rc != SQLITE_DONE)
 		return pd_fail(e, EIO, "review: %s", sqlite3_errmsg(db));
 	bool changed = sqlite3_changes(db) > 0;
+	/* a confirmed hack puts its problem on the risk list: from now on its submissions are
+	 * audited in full with egress denied (docs/audit.md, "The risk list") */
+	if (changed && !strcmp(state, "confirmed") &&
+	    sqlite3_prepare_v2(db,
+			       "INSERT INTO risk (problem_id, since, confirmed, last_review)"
+			       " SELECT problem_id, ?1, 1, id FROM review WHERE id = ?2 AND problem_id IS NOT NULL"
+			       " AND problem_id <> '' ON CONFLICT(problem_id) DO UPDATE SET confirmed = confirmed + 1,"
+			       " last_review = excluded.last_review",
+			       -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, now_ms());
+		sqlite3_bind_int64(st, 2, id);
+		sqlite3_step(st);
+		sqlite3_finalize(st);
+	}
 	*item = item_get(db, id);
 	if (!*item)
 		return pd_fail(e, ENOENT, "no review item %lld", (long long)id);
@@ -359,4 +376,51 @@ void review_stats(sqlite3 *db, uint64_t *pending, uint64_t *confirmed, uint64_t 
 			*dismissed = n;
 	}
 	sqlite3_finalize(st);
+}
+
+bool review_risky(sqlite3 *db, const char *problem_id)
+{
+	sqlite3_stmt *st;
+	if (!problem_id[0] || sqlite3_prepare_v2(db, "SELECT 1 FROM risk WHERE problem_id = ?", -1, &st, NULL) != SQLITE_OK)
+		return false;
+	sqlite3_bind_text(st, 1, problem_id, -1, SQLITE_TRANSIENT);
+	bool on = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return on;
+}
+
+json_t *review_risk_list(sqlite3 *db, pd_err *e)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, "SELECT problem_id, since, confirmed, last_review FROM risk ORDER BY problem_id", -1,
+			       &st, NULL) != SQLITE_OK) {
+		pd_fail(e, EIO, "risk: %s", sqlite3_errmsg(db));
+		return NULL;
+	}
+	json_t *a = json_array();
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		json_t *o = json_object();
+		json_object_set_new(o, "problem_id", opt_text(st, 0));
+		json_object_set_new(o, "since", opt_int(st, 1));
+		json_object_set_new(o, "confirmed", opt_int(st, 2));
+		json_object_set_new(o, "last_review", opt_int(st, 3));
+		json_array_append_new(a, o);
+	}
+	sqlite3_finalize(st);
+	return a;
+}
+
+int review_risk_remove(sqlite3 *db, const char *problem_id, pd_err *e)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, "DELETE FROM risk WHERE problem_id = ?", -1, &st, NULL) != SQLITE_OK)
+		return pd_fail(e, EIO, "risk: %s", sqlite3_errmsg(db));
+	sqlite3_bind_text(st, 1, problem_id, -1, SQLITE_TRANSIENT);
+	int rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return pd_fail(e, EIO, "risk: %s", sqlite3_errmsg(db));
+	if (!sqlite3_changes(db))
+		return pd_fail(e, ENOENT, "problem %s is not on the risk list", problem_id);
+	return 0;
 }

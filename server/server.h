@@ -283,6 +283,12 @@ void pd_store_size(pd_store *s, uint64_t *used, uint64_t *cap);
 /* The review queue (review.c): attempts queued for a human when stored (policy_violation, or a
  * rare_pass). state: "pending", "confirmed", "dismissed" or "all"; an array of items. */
 json_t *pd_store_review_list(pd_store *s, const char *state, pd_err *e);
+/* The risk list (problems with confirmed hacks: their submissions are audited in full with
+ * egress denied; docs/audit.md): whether problem_id is on it; its entries [{problem_id, since,
+ * confirmed, last_review}]; an operator taking one off (ENOENT: not on it). */
+bool pd_store_risky(pd_store *s, const char *problem_id);
+json_t *pd_store_risk_list(pd_store *s, pd_err *e);
+int pd_store_risk_remove(pd_store *s, const char *problem_id, pd_err *e);
 /* decision "confirm" or "dismiss" (note may be NULL); *item is the decided item. -1 with e->code
  * ENOENT (no such item) or EALREADY (decided already). */
 int pd_store_review_decide(pd_store *s, int64_t id, const char *decision, const char *note, json_t **item, pd_err *e);
@@ -304,6 +310,17 @@ pd_ops *pd_ops_new(void);
 void pd_ops_free(pd_ops *o);
 void pd_ops_job(pd_ops *o, const pd_job *j);
 char *pd_ops_render(pd_ops *o, const pd_pool_stats *st, size_t n);
+/* Per-problem submission caps (server/caps.c): at most max (0: no cap) judged submissions of a
+ * problem per window_s (0: 60) seconds. take counts n more, or refuses them all (false) with the
+ * seconds until the problem's window ends; give_back returns taken ones a request did not use. */
+typedef struct pd_caps pd_caps;
+pd_caps *pd_caps_new(unsigned max, unsigned window_s);
+void pd_caps_free(pd_caps *c);
+bool pd_caps_take(pd_caps *c, const char *problem, unsigned n, unsigned *retry_after_s);
+void pd_caps_give_back(pd_caps *c, const char *problem, unsigned n);
+unsigned pd_caps_max(const pd_caps *c);
+unsigned pd_caps_window_s(const pd_caps *c);
+uint64_t pd_caps_refused(pd_caps *c);
 /* Cheat-detection counters per (template, problem), label-bounded (server/detections.c). */
 typedef struct pd_detect pd_detect;
 pd_detect *pd_detect_new(void);
@@ -521,6 +538,8 @@ typedef struct pd_server_opts {
 	 * for off */
 	unsigned review_min_samples, review_rare_percent, review_fast_percent, review_short_percent,
 		review_jump_percent, review_group_min;
+	/* judged submissions of one problem per window (pd_caps): 0 = no cap; seconds, 0 = 60 */
+	unsigned problem_submit_max, problem_submit_window;
 } pd_server_opts;
 
 pd_server *pd_server_start(const pd_server_opts *o, pd_err *e);

@@ -659,3 +659,27 @@ void pd_store_review_stats(pd_store *s, uint64_t *pending, uint64_t *confirmed, 
 	review_stats(s->db, pending, confirmed, dismissed);
 	pthread_mutex_unlock(&s->mu);
 }
+
+bool pd_store_risky(pd_store *s, const char *problem_id)
+{
+	pthread_mutex_lock(&s->mu);
+	bool on = review_risky(s->db, problem_id);
+	pthread_mutex_unlock(&s->mu);
+	return on;
+}
+
+json_t *pd_store_risk_list(pd_store *s, pd_err *e)
+{
+	pthread_mutex_lock(&s->mu);
+	json_t *a = review_risk_list(s->db, e);
+	pthread_mutex_unlock(&s->mu);
+	return a;
+}
+
+int pd_store_risk_remove(pd_store *s, const char *problem_id, pd_err *e)
+{
+	pthread_mutex_lock(&s->mu);
+	int rc = review_risk_remove(s->db, problem_id, e);
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}

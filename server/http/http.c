@@ -429,6 +429,11 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 				*knobs[i].to = knobs[i].given == UINT_MAX ? 0 : knobs[i].given;
 		pd_store_set_review(s->store, &rv);
 	}
+	if (!(s->caps = pd_caps_new(o->problem_submit_max == UINT_MAX ? 0 : o->problem_submit_max,
+				    o->problem_submit_window))) {
+		pd_fail(e, ENOMEM, "caps");
+		goto fail;
+	}
 	pd_pools_opts po = {.on_reclaimed = reclaimed, .on_reclaimed_arg = s->store};
 	po.image_pools = o->image_pools;
 	po.image_ready_max = o->image_ready;
@@ -532,6 +537,7 @@ void pd_server_stop(pd_server *s)
 			pd_session_close_why(s->sessions[i].s, PD_SESSION_LOST_STOP);
 	pd_sched_free(s->sched);
 	pd_judge_free(s->judge);
+	pd_caps_free(s->caps);
 	pd_problems_free(&s->problems);
 	pd_pools_free(s->pools);
 	pd_store_close(s->store);

@@ -107,10 +107,19 @@ static void judge_batch(req *r, json_t *body)
 			pd_job_free(jobs[i]);
 			jobs[i] = NULL;
 		}
+		/* the caps count every submission; a batch refused gives back what it took */
+		unsigned ra = 0;
+		if (jobs[i] && !judge_controls(srv, jobs[i], &status, &ra, &e)) {
+			pd_job_free(jobs[i]);
+			jobs[i] = NULL;
+		}
 		if (!jobs[i]) {
-			for (size_t k2 = 0; k2 < i; k2++)
+			for (size_t k2 = 0; k2 < i; k2++) {
+				pd_caps_give_back(srv->caps, jobs[k2]->problem_id, 1);
 				pd_job_free(jobs[k2]);
+			}
 			free(jobs);
+			r->retry_after = ra;
 			http_set_error(r, status, "submissions[%zu]: %s", i, e.msg);
 			return;
 		}
@@ -199,6 +208,13 @@ void judge_submit(req *r, const char *url, const char *method)
 	char digest[PD_DIGEST_LEN];
 	if (j->image[0] && (status = images_check(srv, j->image, digest, &e)) != 0) {
 		pd_job_free(j);
+		http_set_error(r, status, "%s", e.msg);
+		return;
+	}
+	unsigned ra = 0;
+	if (!judge_controls(srv, j, &status, &ra, &e)) {
+		pd_job_free(j);
+		r->retry_after = ra;
 		http_set_error(r, status, "%s", e.msg);
 		return;
 	}

@@ -139,6 +139,12 @@ static void execute(pd_job *j, pd_pools *pools)
 	j->finished_us = wall_us();
 }
 
+void pd_judge_job_risky(pd_job *j)
+{
+	judge_work *w = j->work;
+	w->q.opts.risky = true;
+}
+
 pd_job *pd_judge_job(pd_judge *judge, const pd_problem_set *problems, json_t *body, uint32_t run_id, int *status,
 		     pd_err *e)
 {
