@@ -338,8 +338,28 @@ static bool base_dir(pid_t pid, int dirfd, char *base, size_t size)
 	return true;
 }
 
-/* Judges one path of a file call. Returns true when the call is to be refused. */
-static bool judge_file(pd_auditor *a, pd_result *r, const call *c, const path_arg *pa, const __u64 *arg,
+/* The errno of the first injected fault that covers this call, or 0. */
+static int fault_for(const pd_audit_opts *o, const char *op, const char *target, bool is_path)
+{
+	for (size_t i = 0; i < o->nfaults; i++) {
+		const pd_fault *f = &o->faults[i];
+		if (f->op && strcmp(f->op, op))
+			continue;
+		if (f->path) {
+			const char *const one[] = {f->path, NULL};
+			if (is_path ? !pd_path_under(target, one) : strncmp(target, f->path, strlen(f->path)))
+				continue;
+		}
+		if (f->hits)
+			(*f->hits)++;
+		return f->err;
+	}
+	return 0;
+}
+
+/* Judges one path of a file call. Returns the errno the call is to fail with (EACCES when it is
+ * refused, an injected fault's), or 0 to let it run. */
+static int judge_file(pd_auditor *a, pd_result *r, const call *c, const path_arg *pa, const __u64 *arg,
 		       pid_t pid)
 {
 	const pd_audit_opts *o = a->opts;
@@ -367,8 +387,10 @@ static bool judge_file(pd_auditor *a, pd_result *r, const call *c, const path_ar
 			/* unreadable, or no NUL within PATH_MAX (then the call fails too) */
 			pd_audit_record(r, o, PD_AK_READ_OUTSIDE, c->op, pd_audit_mode_name(pa->mode),
 					"(unreadable path)", any_deny, pid, pd_now_us() - a->t0_us);
+			if (o->faults_only)
+				return 0;
 			r->audit_files++;
-			return any_deny;
+			return any_deny ? EACCES : 0;
 		}
 		bool have_base = raw[0] == '/' || base_dir(pid, dirfd, base, sizeof base);
 		if (!raw[0] && pa->dirfd_arg >= 0 && have_base) /* AT_EMPTY_PATH: the dirfd's object */
@@ -379,7 +401,14 @@ static bool judge_file(pd_auditor *a, pd_result *r, const call *c, const path_ar
 			snprintf(target, sizeof target, "%s", raw);
 	}
 	if (got == 0)
-		return false; /* a pipe, a socket: no path rule concerns it */
+		return 0; /* a pipe, a socket: no path rule concerns it */
+	if (got > 0 && o->nfaults) {
+		int ferr = fault_for(o, c->op, target, true);
+		if (ferr)
+			return ferr;
+	}
+	if (o->faults_only)
+		return 0;
 	bool deny = false;
 	pd_audit_mode m = pa->mode;
 	if (got > 0 && m == PD_AM_CREATE && a->rootfd >= 0) {
@@ -388,7 +417,7 @@ static bool judge_file(pd_auditor *a, pd_result *r, const call *c, const path_ar
 		if (exists && !strcmp(c->op, "open"))
 			m = PD_AM_WRITE; /* O_CREAT on a file that exists: opened for writing */
 		else if (exists)
-			return false; /* mkdir, mknod, symlink, link over a name taken: EEXIST, no change */
+			return 0;     /* mkdir, mknod, symlink, link over a name taken: EEXIST, no change */
 	}
 	int kind;
 	if (got < 0) {
@@ -399,13 +428,13 @@ static bool judge_file(pd_auditor *a, pd_result *r, const call *c, const path_ar
 		kind = pd_audit_classify(o, target, m, v.self, &deny);
 	}
 	if (kind < 0)
-		return false;
+		return 0;
 	r->audit_files++;
 	if (deny)
 		r->audit_denied++;
 	pd_audit_record(r, o, (pd_audit_kind)kind, c->op, pd_audit_mode_name(m), target, deny, pid,
 			pd_now_us() - a->t0_us);
-	return deny;
+	return deny ? EACCES : 0;
 }
 
 /* ---- sockets ---- */
@@ -480,13 +509,21 @@ static bool egress_allowed(const pd_audit_opts *o, const char *addr)
 /* unix socket paths the C library tries by itself (user and host lookups through nscd) */
 static const char *const libc_sockets[] = {"/var/run/nscd/socket", "/run/nscd/socket", NULL};
 
-/* Judges a connect or a datagram's destination. Returns true when it is to be refused. */
-static bool judge_net(pd_auditor *a, pd_result *r, const char *op, const struct sockaddr_storage *ss,
-		      socklen_t len, pid_t pid, int sockfd)
+/* Judges a connect or a datagram's destination. Returns the errno the call is to fail with (EACCES
+ * when it is refused, an injected fault's), or 0 to let it run. */
+static int judge_net(pd_auditor *a, pd_result *r, const char *op, const struct sockaddr_storage *ss,
+		     socklen_t len, pid_t pid, int sockfd)
 {
 	const pd_audit_opts *o = a->opts;
 	char target[PD_PATH];
 	format_addr(ss, len, target, sizeof target);
+	if (o->nfaults) {
+		int ferr = fault_for(o, op, target, false);
+		if (ferr)
+			return ferr;
+	}
+	if (o->faults_only)
+		return 0;
 	int kind = -1;
 	bool deny = false;
 	const char *mode = "out";
@@ -541,12 +578,12 @@ static bool judge_net(pd_auditor *a, pd_result *r, const char *op, const struct 
 		}
 	}
 	if (kind < 0)
-		return false;
+		return 0;
 	r->audit_net++;
 	if (deny)
 		r->audit_denied++;
 	pd_audit_record(r, o, (pd_audit_kind)kind, op, mode, target, deny, pid, pd_now_us() - a->t0_us);
-	return deny;
+	return deny ? EACCES : 0;
 }
 
 int pd_auditor_handle(pd_auditor *a, pd_result *r)
@@ -570,11 +607,15 @@ int pd_auditor_handle(pd_auditor *a, pd_result *r)
 		a->rootfd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	}
 	/* recorded even when the caller dies before the answer: the attempt is the evidence */
-	bool deny = false;
+	int err = 0;
 	call c;
 	if (decode(nr, arg, pid, &c)) {
-		for (int i = 0; i < c.n; i++)
-			deny |= judge_file(a, r, &c, &c.p[i], arg, pid);
+		/* every path is judged (and recorded); the first refusal's errno answers */
+		for (int i = 0; i < c.n; i++) {
+			int e1 = judge_file(a, r, &c, &c.p[i], arg, pid);
+			if (!err)
+				err = e1;
+		}
 	} else {
 		struct sockaddr_storage ss;
 		memset(&ss, 0, sizeof ss);
@@ -594,13 +635,13 @@ int pd_auditor_handle(pd_auditor *a, pd_result *r)
 			if (len > sizeof ss)
 				len = sizeof ss;
 			if (peek(pid, addr, &ss, (size_t)len) > 0)
-				deny = judge_net(a, r, op, &ss, (socklen_t)len, pid,
-						 nr == SYS_connect ? (int)arg[0] : -1);
+				err = judge_net(a, r, op, &ss, (socklen_t)len, pid,
+						nr == SYS_connect ? (int)arg[0] : -1);
 		}
 	}
-	if (deny) {
+	if (err) {
 		resp->flags = 0;
-		resp->error = -EACCES;
+		resp->error = -err;
 	}
 	if (ioctl(a->listener, SECCOMP_IOCTL_NOTIF_SEND, resp) < 0 && errno != ENOENT)
 		return errno == EINTR ? 0 : -1;

@@ -158,12 +158,16 @@ static int cg_rmdir(const char *dir, bool fake)
 			closedir(d);
 		}
 	}
-	for (int i = 0; i < 200; i++) {
+	/* EBUSY while the last tasks finish exiting after their init was reaped: usually within a
+	 * millisecond, but on a loaded machine a dying task's exit (unmapping its memory) can take
+	 * longer than the 0.2 s this once allowed, and the cgroup was then left behind as residue.
+	 * So up to ~2 s: 2 ms in 100 us steps, 0.1 s in 1 ms steps, then 10 ms steps. */
+	for (int i = 0; i < 330; i++) {
 		if (rmdir(dir) == 0 || errno == ENOENT)
 			return 0;
 		if (errno != EBUSY)
 			return -1;
-		usleep(i < 20 ? 100 : 1000);
+		usleep(i < 20 ? 100 : i < 120 ? 1000 : 10000);
 	}
 	return -1;
 }

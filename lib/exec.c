@@ -259,7 +259,8 @@ static void on_init_msg(pd_sandbox *s, exec_run *x, pd_result *r)
 			if (l >= 0 && pd_auditor_init(&x->aud, l, x->ao, pd_now_us(), NULL) == 0) {
 				x->aud_on = true;
 				x->aud.net = (int)s->opts.net;
-				r->audited = true;
+				/* a listener for injected faults alone records nothing */
+				r->audited = !x->ao->faults_only;
 			} else {
 				if (l >= 0)
 					close(l);
@@ -396,7 +397,7 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 	x.ao = o->audit ? o->audit : s->opts.audit;
 	if (x.ao && !x.ao->enabled)
 		x.ao = NULL;
-	bool scan_upper = x.ao && !x.ao->no_upper_scan && s->upper_fd >= 0;
+	bool scan_upper = x.ao && !x.ao->faults_only && !x.ao->no_upper_scan && s->upper_fd >= 0;
 	/* Uppers nothing touched since they were built hold only what the build made: not walked
 	 * now (a walk is an event to their watches, and the next reset could not keep them) */
 	x.upper_clean = scan_upper && pd_uwatch_clean(s->ctx->uwatch, &s->upper_dirty);

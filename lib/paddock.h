@@ -255,8 +255,23 @@ typedef enum pd_egress {
  * language (lib/auditpolicy.c) compiles to this. Every list is of absolute path prefixes,
  * NULL-terminated; paths are judged as the kernel resolves them in the sandbox (symlinks, "..",
  * /proc/PID/root, cwd and fd links), not as they are spelled. */
+/* An injected fault (a session's noise): a file call (open, exec, unlink, rename, mkdir, ...) on a
+ * path under path, or a network call (connect, sendto, sendmsg) to an address starting with path
+ * ("10.0.0.1:", "[::1]:8080", "unix:/run/x"), fails with err instead of running. op NULL: any
+ * call; path NULL: any path or address. Each failure adds one to *hits. Not audit evidence. */
+typedef struct pd_fault {
+	const char *op;
+	const char *path;
+	int err;
+	uint32_t *hits;
+} pd_fault;
+
 typedef struct pd_audit_opts {
 	bool enabled;
+	/* the listener serves faults alone: no events, no verdict (the exec is not audited) */
+	bool faults_only;
+	const pd_fault *faults;
+	size_t nfaults;
 	const char *const *allow;   /* readable without a read_outside event, besides the image's
 				     * system files and the scratch directories */
 	const char *const *deny;    /* refused with EACCES, recorded as judge_material */

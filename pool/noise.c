@@ -33,9 +33,79 @@ static const struct {
 	const char *name;
 } faults[] = {{EACCES, "EACCES"}, {ENOSPC, "ENOSPC"}, {ETIMEDOUT, "ETIMEDOUT"}, {EIO, "EIO"}};
 
-json_t *session_noise_before(pd_session *s, unsigned n, const pd_exec_opts *x, pd_result *r, bool *skip)
+/* what a fault rule may make a call fail with: errors a real system gives */
+static const struct {
+	int err;
+	const char *name;
+} errnos[] = {{EACCES, "EACCES"},	  {EPERM, "EPERM"},		 {ENOENT, "ENOENT"},
+	      {ENOSPC, "ENOSPC"},	  {EIO, "EIO"},			 {EAGAIN, "EAGAIN"},
+	      {EMFILE, "EMFILE"},	  {EROFS, "EROFS"},		 {ETIMEDOUT, "ETIMEDOUT"},
+	      {ECONNREFUSED, "ECONNREFUSED"}, {ECONNRESET, "ECONNRESET"}, {ENETUNREACH, "ENETUNREACH"},
+	      {EHOSTUNREACH, "EHOSTUNREACH"}};
+
+const char *session_noise_errno_name(int err)
+{
+	for (size_t i = 0; i < sizeof errnos / sizeof errnos[0]; i++)
+		if (errnos[i].err == err)
+			return errnos[i].name;
+	return "?";
+}
+
+int pd_noise_errno_parse(const char *name)
+{
+	for (size_t i = 0; i < sizeof errnos / sizeof errnos[0]; i++)
+		if (!strcmp(errnos[i].name, name))
+			return errnos[i].err;
+	return -1;
+}
+
+bool pd_noise_op_known(const char *op)
+{
+	/* the calls the audit's seccomp listener stops (lib/audit.c decodes each by these names) */
+	static const char *const ops[] = {"open",  "exec",    "unlink", "rename", "chmod", "chown",
+					  "truncate", "link", "symlink", "mkdir",  "mknod", "xattr",
+					  "connect", "sendto", "sendmsg", "sendmmsg", NULL};
+	for (size_t i = 0; ops[i]; i++)
+		if (!strcmp(ops[i], op))
+			return true;
+	return false;
+}
+
+/* Arms the session's fault rules drawn for exec n: the program's matching calls fail for this exec
+ * through a seccomp listener (the audit's, or one serving the faults alone). */
+static void arm_faults(const pd_noise *z, unsigned n, pd_exec_opts *x, noise_armed *arm)
+{
+	for (size_t i = 0; i < z->nfaults && arm->n < sizeof arm->f / sizeof arm->f[0]; i++) {
+		if (!(draw(z, n, 5 + (unsigned)i) < z->faults[i].rate))
+			continue;
+		size_t k = arm->n++;
+		arm->rule[k] = i;
+		arm->hits[k] = 0;
+		arm->f[k] = (pd_fault){.op = z->faults[i].op[0] ? z->faults[i].op : NULL,
+				       .path = z->faults[i].path[0] ? z->faults[i].path : NULL,
+				       .err = z->faults[i].err,
+				       .hits = &arm->hits[k]};
+	}
+	if (!arm->n)
+		return;
+	/* over the step's own audit when it has one (its events and verdict stay as they were) */
+	if (x->audit && x->audit->enabled) {
+		arm->ao = *x->audit;
+	} else {
+		memset(&arm->ao, 0, sizeof arm->ao);
+		arm->ao.enabled = true;
+		arm->ao.faults_only = true;
+	}
+	arm->ao.faults = arm->f;
+	arm->ao.nfaults = arm->n;
+	x->audit = &arm->ao;
+}
+
+json_t *session_noise_before(pd_session *s, unsigned n, pd_exec_opts *x, noise_armed *arm, pd_result *r,
+			     bool *skip)
 {
 	*skip = false;
+	arm->n = 0;
 	const pd_noise *z = &s->noise;
 	if (!z->on)
 		return NULL;
@@ -67,6 +137,8 @@ json_t *session_noise_before(pd_session *s, unsigned n, const pd_exec_opts *x, p
 		*skip = true;
 		json_array_append_new(list, json_pack("{s:s,s:s,s:s}", "kind", "fail", "errno", faults[f].name, "stderr", msg));
 	}
+	if (!*skip)
+		arm_faults(z, n, x, arm);
 	return list;
 }
 
@@ -76,10 +148,23 @@ bool session_noise_cuts(const pd_session *s, unsigned n)
 	return z->on && z->truncate_rate > 0 && draw(z, n, 3) < z->truncate_rate;
 }
 
-void session_noise_after(pd_session *s, unsigned n, pd_result *r, json_t *list)
+void session_noise_after(pd_session *s, unsigned n, const noise_armed *arm, pd_result *r, json_t *list)
 {
 	const pd_noise *z = &s->noise;
-	if (!list || !session_noise_cuts(s, n) || !r->out.head_len)
+	if (!list)
+		return;
+	for (size_t k = 0; k < arm->n; k++) {
+		/* armed for this exec: listed whether the program made the call or not */
+		const struct pd_noise_fault *f = &z->faults[arm->rule[k]];
+		json_t *o = json_pack("{s:s,s:s,s:I}", "kind", "fault", "errno", session_noise_errno_name(f->err), "hits",
+				      (json_int_t)arm->hits[k]);
+		if (f->op[0])
+			json_object_set_new(o, "op", json_string(f->op));
+		if (f->path[0])
+			json_object_set_new(o, "path", json_string(f->path));
+		json_array_append_new(list, o);
+	}
+	if (!session_noise_cuts(s, n) || !r->out.head_len)
 		return;
 	/* stdout cut at a drawn point of what was kept: the head shortened, the tail dropped */
 	size_t keep = (size_t)(draw(z, n, 4) * (double)r->out.head_len);

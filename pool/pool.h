@@ -183,7 +183,21 @@ typedef struct pd_noise {
 	uint64_t latency_ms;    /* up to this much added to each step (uniform) */
 	double fail_rate;       /* of execs answered with a realistic failure instead of running */
 	double truncate_rate;   /* of execs whose output is cut short */
+	/* faults inside the program: each rule is armed for an exec with its rate; an armed rule
+	 * makes the program's matching calls fail with its errno (pd_fault) for that exec */
+	struct pd_noise_fault {
+		char op[12];    /* "" = any call */
+		char path[256]; /* "" = any path or address */
+		int err;
+		double rate;
+	} faults[8];
+	size_t nfaults;
 } pd_noise;
+/* A fault rule's errno by name ("EIO"), or -1 when it is not one a rule may use. */
+int pd_noise_errno_parse(const char *name);
+/* Whether op names a call a fault rule can make fail (the audit's names: "open", "exec",
+ * "unlink", "rename", "connect", ...). */
+bool pd_noise_op_known(const char *op);
 
 typedef struct pd_session_opts {
 	uint64_t idle_ttl_ms;    /* 0 = the template's */

@@ -413,10 +413,11 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_re
 	}
 	uint64_t t0 = pd_wall_us();
 	bool skip = false;
-	json_t *noise = session_noise_before(s, n, &xo, r, &skip);
+	noise_armed arm;
+	json_t *noise = session_noise_before(s, n, &xo, &arm, r, &skip);
 	int rc = skip ? 0 : pd_sandbox_exec(s->sb, &xo, r, e);
 	if (rc == 0)
-		session_noise_after(s, n, r, noise);
+		session_noise_after(s, n, &arm, r, noise);
 	if (rc == 0 && pd_sandbox_state(s->sb) != PD_READY)
 		snprintf(s->damage, sizeof s->damage, "%s %s", pd_status_name(r->status),
 			 r->error[0] ? r->error : "(a limit kill of the whole sandbox)");

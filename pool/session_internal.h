@@ -67,10 +67,21 @@ void session_leave(pd_session *s);
 /* noise.c: before an exec (n: its number), the latency slept and maybe a failure put in *r
  * instead of running (*skip); after it, maybe its stdout cut. NULL when the session has no noise;
  * else the list of faults injected (empty if none this time). */
-json_t *session_noise_before(pd_session *s, unsigned n, const pd_exec_opts *x, pd_result *r, bool *skip);
-void session_noise_after(pd_session *s, unsigned n, pd_result *r, json_t *list);
+/* The faults armed for one exec and the audit options that carry them to the program's calls
+ * (must outlive the exec: the caller keeps it on its stack). */
+typedef struct noise_armed {
+	pd_fault f[8];
+	uint32_t hits[8];
+	size_t rule[8]; /* which of the session's rules each is */
+	size_t n;
+	pd_audit_opts ao;
+} noise_armed;
+json_t *session_noise_before(pd_session *s, unsigned n, pd_exec_opts *x, noise_armed *arm, pd_result *r,
+			     bool *skip);
+void session_noise_after(pd_session *s, unsigned n, const noise_armed *arm, pd_result *r, json_t *list);
 /* Whether exec n's stdout will be cut (then it is not streamed live: the cut must not leak) */
 bool session_noise_cuts(const pd_session *s, unsigned n);
+const char *session_noise_errno_name(int err);
 
 /* snapshot.c: the tree of snapshot name and its template (ENOENT once expired) */
 int pd_snapshot_tree(pd_pools *p, const char *name, char *tree, size_t len, char *tpl, size_t tlen, pd_err *e);

@@ -157,13 +157,14 @@ typedef struct pd_job {
 	char use_id[56]; /* the sandbox's use this attempt had (pd_sandbox_use_id) */
 	/* cluster mode (server/cluster/): the request id (the client's X-Request-Id or body
 	 * request_id, or one made at the edge), of which the store keeps one record; the node that
-	 * ran it; and a claim the store calls inside the transaction that adds the record, before it
-	 * commits: -1 with e->code EEXIST means another node already recorded this request (the row
-	 * is not added, the store answers EEXIST), any other -1 undoes the row too */
+	 * ran it; and a claim the store calls once the record's rows are committed (staged, see
+	 * pd_store_staged): -1 with e->code EEXIST means another node already recorded this request
+	 * (the rows are taken out, the store answers EEXIST), any other -1 takes them out too */
 	char request_id[128];
 	char node[64];
 	int (*claim)(const struct pd_job *j, void *arg, pd_err *e);
 	void *claim_arg;
+	char claim_token[96]; /* the claim's mark of this attempt (kept with its staged rows) */
 	/* 0: recorded in the store before the answer; else why it could not be (ENOSPC: disk full),
 	 * and the caller must not be told the job succeeded: its record would be lost */
 	int store_errno;
@@ -245,9 +246,15 @@ void pd_store_set_review(pd_store *s, const pd_review_cfg *c);
 void pd_store_close(pd_store *s);
 /* Records a finished job: one row per attempt, its earlier attempts (j->prior) and the last. A
  * job with a request_id is recorded once: a second record of the same request is refused with
- * EEXIST (a unique key on the last attempt's row), and the job's claim, if any, runs before that
- * row commits. */
+ * EEXIST (a unique key on the last attempt's row); the job's claim, if any, is made after the rows
+ * commit (staged) and a refused claim takes them out again, all under the store's lock. */
 int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e);
+/* Settles the requests whose rows were committed but whose claim was not known to be made (the
+ * node was killed between the two): settle answers 1 (the claim with that token is in the
+ * broker: the rows stay), 0 (it is not, or another's is: the rows go) or -1 (the broker did not
+ * say: left for the next start). Run before the node takes work. */
+int pd_store_staged(pd_store *s, int (*settle)(void *arg, const char *request_id, const char *token), void *arg,
+		    unsigned *kept, unsigned *dropped, pd_err *e);
 /* Completes the record of a sandbox's use (its use_id) whose residue is "pending" with what the
  * reclaimer found ("clean" or what was left); one that comes before its record is kept and
  * applied when the record is stored. The rows changed (0: none yet), -1 on a store error. */

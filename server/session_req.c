@@ -151,6 +151,53 @@ static int rate(json_t *n, const char *key, double *out, pd_err *e)
 	return 0;
 }
 
+/* noise.faults: [{"op": "open", "path": "/work/data.csv", "errno": "EIO", "rate": 0.3}, ...]: calls
+ * inside the program that fail, armed per exec with the rule's rate (pool/noise.c). */
+static int noise_faults(json_t *a, pd_noise *z, pd_err *e)
+{
+	if (!a || json_is_null(a))
+		return 0;
+	size_t max = sizeof z->faults / sizeof z->faults[0];
+	if (!json_is_array(a) || json_array_size(a) > max)
+		return pd_refuse(e, "noise.faults: must be an array of at most %zu rules {op, path, errno, rate}", max);
+	size_t i;
+	json_t *f;
+	json_array_foreach(a, i, f) {
+		struct pd_noise_fault *d = &z->faults[i];
+		if (!json_is_object(f))
+			return pd_refuse(e, "noise.faults[%zu]: must be an object {op, path, errno, rate}", i);
+		const char *k;
+		json_t *v;
+		json_object_foreach(f, k, v) {
+			if (strcmp(k, "op") && strcmp(k, "path") && strcmp(k, "errno") && strcmp(k, "rate"))
+				return pd_refuse(e, "noise.faults[%zu].%s: unknown field (op, path, errno, rate)", i, k);
+		}
+		json_t *op = json_object_get(f, "op"), *path = json_object_get(f, "path"), *en = json_object_get(f, "errno"),
+		       *r = json_object_get(f, "rate");
+		if (op && (!json_is_string(op) || !pd_noise_op_known(json_string_value(op))))
+			return pd_refuse(e, "noise.faults[%zu].op: one of open, exec, unlink, rename, chmod, chown, "
+					    "truncate, link, symlink, mkdir, mknod, xattr, connect, sendto, sendmsg, sendmmsg", i);
+		if (path && (!json_is_string(path) || !json_string_length(path) ||
+			     json_string_length(path) >= sizeof d->path))
+			return pd_refuse(e, "noise.faults[%zu].path: a path or address prefix of 1 to %zu bytes", i,
+					 sizeof d->path - 1);
+		if (!op && !path)
+			return pd_refuse(e, "noise.faults[%zu]: needs an op, a path, or both", i);
+		int err = json_is_string(en) ? pd_noise_errno_parse(json_string_value(en)) : -1;
+		if (err < 0)
+			return pd_refuse(e, "noise.faults[%zu].errno: one of EACCES, EPERM, ENOENT, ENOSPC, EIO, EAGAIN, "
+					    "EMFILE, EROFS, ETIMEDOUT, ECONNREFUSED, ECONNRESET, ENETUNREACH, EHOSTUNREACH", i);
+		if (!json_is_number(r) || !(json_number_value(r) >= 0) || json_number_value(r) > 1)
+			return pd_refuse(e, "noise.faults[%zu].rate: required, a number from 0 to 1", i);
+		snprintf(d->op, sizeof d->op, "%s", op ? json_string_value(op) : "");
+		snprintf(d->path, sizeof d->path, "%s", path ? json_string_value(path) : "");
+		d->err = err;
+		d->rate = json_number_value(r);
+	}
+	z->nfaults = json_array_size(a);
+	return 0;
+}
+
 /* The episode's fields: survival, trajectory identity, fast-forward, noise. */
 static int episode_fields(json_t *b, pd_session_create_req *q, pd_err *e)
 {
@@ -188,9 +235,9 @@ static int episode_fields(json_t *b, pd_session_create_req *q, pd_err *e)
 	q->o.noise.on = true;
 	q->o.noise.seed = (uint64_t)json_integer_value(seed);
 	q->o.noise.latency_ms = lat ? (uint64_t)json_integer_value(lat) : 0;
-	return rate(n, "fail_rate", &q->o.noise.fail_rate, e) < 0 || rate(n, "truncate_rate", &q->o.noise.truncate_rate, e) < 0
-		       ? -1
-		       : 0;
+	if (rate(n, "fail_rate", &q->o.noise.fail_rate, e) < 0 || rate(n, "truncate_rate", &q->o.noise.truncate_rate, e) < 0)
+		return -1;
+	return noise_faults(json_object_get(n, "faults"), &q->o.noise, e);
 }
 
 int pd_session_create_parse(const char *body, size_t len, pd_session_create_req *q, pd_err *e)

@@ -68,7 +68,11 @@ static const char schema[] =
  * single-node requests, which the partial index leaves out. */
 static const char schema_request_id[] =
 	"CREATE UNIQUE INDEX IF NOT EXISTS attempts_request ON attempts(request_id)"
-	" WHERE request_id IS NOT NULL;";
+	" WHERE request_id IS NOT NULL;"
+	/* a request's rows committed before its claim was made in the broker (pd_store_put): a node
+	 * killed between the two finds them here when it comes back (pd_store_staged) */
+	"CREATE TABLE IF NOT EXISTS staged (request_id TEXT PRIMARY KEY, token TEXT NOT NULL,"
+	" first_id INTEGER NOT NULL, last_id INTEGER NOT NULL, staged_at INTEGER NOT NULL);";
 
 /* Columns added after the first stores were made: the GRPO group and sample of a judged record,
  * the record's kind ("judge" or "run"), and whether the row is its task's last attempt (rows of
@@ -298,6 +302,89 @@ static int put_prior_locked(pd_store *s, const pd_job *j, const char *node, json
 	return rc;
 }
 
+/* Marks rows first..last as request_id's, awaiting its claim (token): inside the put's
+ * transaction. */
+static int stage_locked(pd_store *s, const char *request_id, const char *token, int64_t first, int64_t last)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO staged VALUES (?, ?, ?, ?, ?)", -1, &st, NULL) != SQLITE_OK)
+		return sqlite3_extended_errcode(s->db);
+	sqlite3_bind_text(st, 1, request_id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, token ? token : "", -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 3, first);
+	sqlite3_bind_int64(st, 4, last);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)(pd_wall_us() / 1000));
+	int rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Clears request_id's stage: its rows stay (keep: the claim is ours) or go. 0, or -1 when the
+ * store did not take it (the stage stays, for the next start to settle). */
+static int unstage_locked(pd_store *s, const char *request_id, bool keep)
+{
+	sqlite3_stmt *st;
+	bool ok = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
+	if (ok && !keep) {
+		ok = sqlite3_prepare_v2(s->db,
+					"DELETE FROM attempts WHERE id BETWEEN (SELECT first_id FROM staged WHERE request_id = ?1)"
+					" AND (SELECT last_id FROM staged WHERE request_id = ?1)",
+					-1, &st, NULL) == SQLITE_OK;
+		if (ok) {
+			sqlite3_bind_text(st, 1, request_id, -1, SQLITE_TRANSIENT);
+			ok = sqlite3_step(st) == SQLITE_DONE;
+			sqlite3_finalize(st);
+		}
+	}
+	if (ok && (ok = sqlite3_prepare_v2(s->db, "DELETE FROM staged WHERE request_id = ?", -1, &st, NULL) == SQLITE_OK)) {
+		sqlite3_bind_text(st, 1, request_id, -1, SQLITE_TRANSIENT);
+		ok = sqlite3_step(st) == SQLITE_DONE;
+		sqlite3_finalize(st);
+	}
+	if (ok && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+		return 0;
+	sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	return -1;
+}
+
+int pd_store_staged(pd_store *s, int (*settle)(void *arg, const char *request_id, const char *token), void *arg,
+		    unsigned *kept, unsigned *dropped, pd_err *e)
+{
+	*kept = *dropped = 0;
+	pthread_mutex_lock(&s->mu);
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(s->db, "SELECT request_id, token FROM staged ORDER BY staged_at", -1, &st, NULL) != SQLITE_OK) {
+		pthread_mutex_unlock(&s->mu);
+		return pd_fail(e, EIO, "store: %s", sqlite3_errmsg(s->db));
+	}
+	/* read whole first: the deletes below must not run under this statement's cursor */
+	json_t *list = json_array();
+	while (sqlite3_step(st) == SQLITE_ROW)
+		json_array_append_new(list, json_pack("[s,s]", (const char *)sqlite3_column_text(st, 0),
+						      (const char *)sqlite3_column_text(st, 1)));
+	sqlite3_finalize(st);
+	int out = 0;
+	size_t i;
+	json_t *it;
+	json_array_foreach(list, i, it) {
+		const char *rid = json_string_value(json_array_get(it, 0)), *tok = json_string_value(json_array_get(it, 1));
+		int v = settle(arg, rid, tok);
+		if (v < 0) {
+			out = pd_fail(e, EAGAIN, "request %s: the broker could not say whose claim it has", rid);
+			continue;
+		}
+		if (unstage_locked(s, rid, v == 1) < 0)
+			out = pd_fail(e, EIO, "store: %s", sqlite3_errmsg(s->db));
+		else if (v == 1)
+			(*kept)++;
+		else
+			(*dropped)++;
+	}
+	json_decref(list);
+	pthread_mutex_unlock(&s->mu);
+	return out;
+}
+
 int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 {
 	json_t *rec = j->record ? json_incref(j->record) : pd_job_to_json(j);
@@ -343,9 +430,14 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	bind_record(st, rec, text, true);
 	bind_opt(st, 21, j->request_id);
 	size_t nprior = json_array_size(j->prior);
-	/* a request's record commits only with its claim (the cluster's mark that this node recorded
-	 * it): both or neither; a job's attempts likewise commit together. The lock is held across the
-	 * claim, a round trip to the broker, so a record is never seen without it. */
+	/* A job's attempts commit together. A request's record goes with its claim (the cluster's
+	 * mark, in the broker, that this node recorded it): the rows commit first, staged (their ids
+	 * and the claim's token), then the claim is made, then the stage is cleared; a refused claim
+	 * takes the rows out again. The broker and this file cannot commit as one, so the order is the
+	 * one a node killed at any point can finish when it comes back (pd_store_staged): rows staged
+	 * and no claim of ours, they go (the task, never acked, is delivered again); our claim made,
+	 * they stay. Committing after the claim instead would lose a claimed record to a kill between
+	 * the two. The lock is held throughout, so this process never shows a row before its claim. */
 	bool txn = (j->request_id[0] || nprior) && sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
 	int rc = sqlite3_step(st);
 	int out = 0;
@@ -363,17 +455,23 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 		sqlite3_reset(st);
 		for (size_t i = 0; i < nprior && rc == SQLITE_DONE; i++)
 			rc = put_prior_locked(s, j, node, json_array_get(j->prior, i), (unsigned)i + 1);
-		if (rc == SQLITE_DONE && j->claim && j->claim(j, j->claim_arg, e) < 0) {
-			sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-			pthread_mutex_unlock(&s->mu);
-			json_decref(rec);
-			free(text);
-			return -1;
-		}
+		bool staged = rc == SQLITE_DONE && j->claim;
+		if (staged)
+			rc = stage_locked(s, j->request_id, j->claim_token, row, sqlite3_last_insert_rowid(s->db));
 		if (rc == SQLITE_DONE && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 			rc = sqlite3_extended_errcode(s->db);
 		if (rc != SQLITE_DONE)
 			sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		if (rc == SQLITE_DONE && staged) {
+			if (j->claim(j, j->claim_arg, e) < 0) {
+				unstage_locked(s, j->request_id, false);
+				pthread_mutex_unlock(&s->mu);
+				json_decref(rec);
+				free(text);
+				return -1;
+			}
+			unstage_locked(s, j->request_id, true);
+		}
 	} else if (txn) {
 		sqlite3_reset(st);
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);

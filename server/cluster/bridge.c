@@ -250,6 +250,10 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 		pd_fail(e, EIO, "cluster: subscribe %s: %s", subject, cl_status(s));
 		goto fail;
 	}
+	/* a stage a kill left must be settled before this node can be handed the task again (its
+	 * unique key would answer "recorded already" for rows that may be about to go) */
+	if (c->store && cl_settle_staged(c, e) < 0)
+		goto fail;
 	if (start_consumers(c, e) < 0)
 		goto fail;
 	cl_heartbeat(c);

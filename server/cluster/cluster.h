@@ -97,6 +97,9 @@ uint64_t cl_wall_ms(void);
 void cl_wake_all(pd_cluster *c);
 
 /* edge.c */
+/* Settles the store's records that a kill left between commit and claim (pd_store_staged):
+ * before the node pulls work. */
+int cl_settle_staged(pd_cluster *c, pd_err *e);
 /* The stored answer of a request id: 1 (and *val, malloc'd), 0 none, -1 the broker did not say. */
 int cl_result_get(pd_cluster *c, const char *request_id, char **val, size_t *len);
 void *cl_publisher_main(void *arg);

@@ -324,6 +324,7 @@ static void take_task(pd_cluster *c, natsMsg *m)
 	snprintf(j->client, sizeof j->client, "node:%.57s", t->origin);
 	j->claim = claim;
 	j->claim_arg = t;
+	snprintf(j->claim_token, sizeof j->claim_token, "%s", t->token);
 	j->done = task_done;
 	j->done_arg = t;
 	if (delivered > c->o.max_deliver) {
@@ -422,3 +423,30 @@ void *cl_ticker_main(void *arg)
 	return NULL;
 }
 
+/* Whose claim request_id has: 1 ours (token), 0 none or another's, -1 the broker did not say. */
+static int settle_staged(void *arg, const char *request_id, const char *token)
+{
+	pd_cluster *c = arg;
+	char *val = NULL;
+	size_t len = 0;
+	int got = cl_result_get(c, request_id, &val, &len);
+	if (got <= 0)
+		return got;
+	json_t *v = json_loadb(val, len, 0, NULL);
+	const char *t = json_string_value(json_object_get(v, "token"));
+	int ours = t && !strcmp(t, token);
+	json_decref(v);
+	free(val);
+	return ours;
+}
+
+int cl_settle_staged(pd_cluster *c, pd_err *e)
+{
+	unsigned kept = 0, dropped = 0;
+	int rc = pd_store_staged(c->store, settle_staged, c, &kept, &dropped, e);
+	if (kept || dropped)
+		/* dropped: never claimed, so never acked: the queue delivers them again */
+		pd_log("warn", "cluster: records staged when this node stopped settled", PD_LU("kept", kept),
+		       PD_LU("dropped", dropped));
+	return rc;
+}

@@ -5,7 +5,7 @@
 # back byte-exact after the session ended and after a daemon restart; fast-forward from a recorded
 # trajectory never re-runs a recorded step.
 source "$(dirname "$0")/api.sh"
-plan 58
+plan 69
 
 cat >"$TMPD/templates.json" <<'EOF2'
 {"templates": [
@@ -158,6 +158,35 @@ sx "$Q" '{"shell":"echo quiet"}'
 is "$(jb '.noise // "none"')" none "noise is off by default"
 post_json /v1/sessions '{"noise":{"fail_rate":2,"seed":1}}'
 is "$CODE" 400 "noise: a rate over 1 is refused"
+# faults inside the program: on a chosen path, on a chosen call
+post_json /v1/sessions '{"template":"bash","noise":{"seed":3,"faults":[{"op":"open","path":"/work/data.txt","errno":"EIO","rate":1},{"op":"connect","errno":"ENETUNREACH","rate":1}]}}'
+is "$CODE" 201 "a session with fault rules: 201"
+P=$(jb .session_id); mine+=("$P")
+sx "$P" '{"shell":"echo secret-data > /work/other.txt; (echo x > /work/data.txt) && echo wrote || echo refused; cat /work/other.txt"}'
+is "$(jb '[.status, (.stdout | rtrimstr("\n") | gsub("\n"; " "))] | join(" ")')" "OK refused secret-data" \
+  "a path fault: writing the chosen file fails, another file works"
+like "$(jb .stderr)" "Input/output error" "the program sees the chosen errno (EIO)"
+is "$(jq -c '[.noise[] | select(.kind == "fault") | [.op, .path // "-", .errno, (.hits > 0)]]' "$BODY")" \
+  '[["open","/work/data.txt","EIO",true],["connect","-","ENETUNREACH",false]]' \
+  "the step's noise lists each armed fault with its hits"
+is "$(jb '[(.audit | length), .audit_file_events, .audit_denied] | join(" ")')" "0 0 0" "a fault listener is not an audit: no events, nothing counted as denied"
+sx "$P" '{"shell":"bash -c \"exec 3<>/dev/tcp/127.0.0.1/9\" && echo connected"}'
+like "$(jb .stderr)" "Network is unreachable" "a call fault: connect fails with the chosen errno (a dropped connection)"
+is "$(jb '[.noise[] | select(.kind == "fault" and .op == "connect") | .hits > 0] | join("")')" true "and it is counted (bash tries each address it resolved)"
+post_json /v1/sessions '{"template":"bash","noise":{"seed":11,"faults":[{"path":"/work/f","errno":"EACCES","rate":0.5}]}}'
+H=$(jb .session_id); mine+=("$H")
+req PUT "/v1/sessions/$H/files?path=/work/f" --data-binary 'eff'
+: >"$TMPD/half"
+for i in 1 2 3 4 5 6 7 8 9 10; do
+  sx "$H" '{"shell":"cat /work/f >/dev/null 2>&1; echo rc=$?"}'
+  echo "$(jb '.stdout | rtrimstr("\n")') $(jb '[.noise[]? | select(.kind == "fault")] | length')" >>"$TMPD/half"
+done
+is "$(awk '($1 == "rc=1") != ($2 == 1)' "$TMPD/half" | wc -l)" 0 "rate 0.5: an exec fails exactly when its fault was armed"
+like "$(cut -d' ' -f2 "$TMPD/half" | sort -u | tr '\n' ' ')" "0 1" "rate 0.5: armed for some execs, not for others"
+post_json /v1/sessions '{"template":"bash","noise":{"seed":1,"faults":[{"op":"open","errno":"EFOO","rate":1}]}}'
+is "$(echo "$CODE $(jb .error)" | cut -c1-30)" "400 noise.faults[0].errno: one" "an unknown errno: 400 naming the field"
+post_json /v1/sessions '{"template":"bash","noise":{"seed":1,"faults":[{"op":"read","errno":"EIO","rate":1}]}}'
+is "$CODE" 400 "a call a fault cannot reach: 400"
 
 # --- after a daemon restart -----------------------------------------------------------------------
 stop_daemon

@@ -11,16 +11,21 @@
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int claims;
 static int claim_rc; /* what the claim answers: 0, EEXIST or EIO */
+static int die_in_claim; /* 1: the process dies before the claim is made; 2: after */
 
 static int claim(const pd_job *j, void *arg, pd_err *e)
 {
 	(void)j;
 	(void)arg;
 	claims++;
+	if (die_in_claim)
+		_exit(0); /* a node killed between its commit and (1) or after (2) its claim */
 	return claim_rc ? pd_fail(e, claim_rc, "claim") : 0;
 }
 
@@ -34,6 +39,34 @@ static pd_job *job(const char *rid, bool with_claim)
 	return j;
 }
 
+/* settle_staged stand-in: the broker has our claim (1), none (0), or cannot say (-1) */
+static int broker_says;
+static int settle(void *arg, const char *request_id, const char *token)
+{
+	(void)arg;
+	(void)request_id;
+	return strcmp(token, "tok-1") ? 0 : broker_says;
+}
+
+/* A child process records rid and dies in its claim; the store it leaves, reopened. */
+static pd_store *killed_in_claim(const char *path, const char *rid)
+{
+	pid_t p = fork();
+	if (p == 0) {
+		pd_err ce = {0};
+		pd_store *cs = pd_store_open(path, 0, &ce);
+		pd_job *j = job(rid, true);
+		snprintf(j->claim_token, sizeof j->claim_token, "tok-1");
+		die_in_claim = 1;
+		pd_store_put(cs, j, "n1", &ce);
+		_exit(3); /* not reached: the claim ended the process */
+	}
+	int st = 0;
+	waitpid(p, &st, 0);
+	pd_err e = {0};
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? pd_store_open(path, 0, &e) : NULL;
+}
+
 static int put(pd_store *s, pd_job *j, int *code)
 {
 	pd_err e = {0};
@@ -45,7 +78,7 @@ static int put(pd_store *s, pd_job *j, int *code)
 
 int main(void)
 {
-	plan(15);
+	plan(24);
 	char dir[] = "/tmp/pd-store-once-XXXXXX";
 	if (!mkdtemp(dir))
 		return 1;
@@ -74,6 +107,29 @@ int main(void)
 
 	is_int(put(s, job("", false), &code) + put(s, job("", false), &code), 0, "two records without a request id");
 	is_int(pd_store_count(s), 4, "... both kept (single-node records are not keyed)");
+	pd_store_close(s);
+
+	/* a node killed between its record's commit and its claim, or after the claim: the rows
+	 * are staged, and its next start settles them by what the broker holds */
+	unsigned kept, dropped;
+	s = killed_in_claim(path, "k1");
+	ok(s != NULL, "a process killed in its claim: the store reopens");
+	is_int(pd_store_count(s), 5, "... its row was committed before the claim (staged)");
+	broker_says = -1;
+	is_int(pd_store_staged(s, settle, NULL, &kept, &dropped, &e), -1, "the broker cannot say: an error");
+	is_int(pd_store_count(s), 5, "... and the row stays staged for the next start");
+	broker_says = 0;
+	ok(pd_store_staged(s, settle, NULL, &kept, &dropped, &e) == 0 && kept == 0 && dropped == 1,
+	   "no claim of ours in the broker: dropped (the task, never acked, runs again)");
+	is_int(pd_store_count(s), 4, "... its row is gone");
+	pd_store_close(s);
+	s = killed_in_claim(path, "k2");
+	broker_says = 1;
+	ok(s && pd_store_staged(s, settle, NULL, &kept, &dropped, &e) == 0 && kept == 1 && dropped == 0,
+	   "our claim is in the broker: kept (the client's answer has its record)");
+	is_int(pd_store_count(s), 5, "... its row stays");
+	ok(pd_store_staged(s, settle, NULL, &kept, &dropped, &e) == 0 && kept == 0 && dropped == 0,
+	   "settled once: nothing staged is left");
 	pd_store_close(s);
 
 	/* a store from before the key: the old table without request_id */
