@@ -11,6 +11,10 @@
  *           running the floor's 20 tests per submission
  *   grpo    a GRPO-like mix at 2 clients (groups of 8 samples, 2 of them duplicates of another in
  *           the group: 25%), the fingerprint cache on against the same mix with "cache": false
+ *   audit   the cpp20 and py20 submissions judged with "audit": true (every test run audited under
+ *           the default policy) against the same with no audit, in the order off, on, on, off in
+ *           each round (issue 22's target: full audit at most 10% over audit off). --audit runs
+ *           only these cells, --rounds of them.
  *
  * The daemon is started in this process (as --http does) with inline problems, so that no file
  * outside the run is needed. Not a test: timings are never asserted. */
@@ -46,7 +50,14 @@ static double now_ms(void)
 
 /* A judge request: the inline problem of NTESTS squares, the code (with a comment that makes it
  * unique when tag >= 0), the cache on or off. */
+static char *judge_body_audit(const char *lang, const char *code, long tag, bool cache, bool audit);
+
 static char *judge_body(const char *lang, const char *code, long tag, bool cache)
+{
+	return judge_body_audit(lang, code, tag, cache, false);
+}
+
+static char *judge_body_audit(const char *lang, const char *code, long tag, bool cache, bool audit)
 {
 	json_t *tests = json_array();
 	for (int i = 1; i <= NTESTS; i++) {
@@ -61,6 +72,8 @@ static char *judge_body(const char *lang, const char *code, long tag, bool cache
 	json_t *o = json_pack("{s:{s:o},s:s,s:s,s:b}", "problem", "tests", tests, "language", lang, "code",
 			      src ? src : code, "cache", cache);
 	free(src);
+	if (audit)
+		json_object_set_new(o, "audit", json_true());
 	char *s = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return s;
@@ -244,7 +257,19 @@ static double run_cell(cell_kind k, double secs, long *tag, uint64_t *hits, uint
 /* ---- the command ----------------------------------------------------------------------------- */
 
 enum { F_CPP_JUDGE, F_CPP_VERL, F_PY_JUDGE, F_PY_FLOOR, F_PY_BWRAP, F_RATE_JUDGE, F_RATE_FLOOR, F_GRPO_ON,
-       F_GRPO_OFF, F_GRPO_HITS, NF };
+       F_GRPO_OFF, F_GRPO_HITS, F_CPP_AUDIT_OFF, F_CPP_AUDIT_ON, F_PY_AUDIT_OFF, F_PY_AUDIT_ON, NF };
+
+/* The audit cells of one round: each side twice, off on on off, the sum of the two (ms). */
+static void audit_cells(double *row, const char *off_body, const char *on_body, int f_off, int f_on, uint64_t *failed)
+{
+	const char *order[4] = {off_body, on_body, on_body, off_body};
+	row[f_off] = row[f_on] = 0;
+	for (int k = 0; k < 4; k++) {
+		double t = now_ms();
+		*failed += post_judge(order[k], NULL) < 0;
+		row[order[k] == on_body ? f_on : f_off] += now_ms() - t;
+	}
+}
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -283,9 +308,11 @@ int cmd_bench_judge(int argc, char **argv)
 	    {"judge", no_argument, 0, 'J'},
 	    {"duration", required_argument, 0, 'd'},
 	    {"rounds", required_argument, 0, 'r'},
+	    {"audit", no_argument, 0, 'A'},
 	    {0, 0, 0, 0},
 	};
 	int rounds = 3;
+	bool audit_only = false;
 	uint64_t duration_ms = 5000;
 	int ch;
 	optind = 1;
@@ -293,6 +320,9 @@ int cmd_bench_judge(int argc, char **argv)
 		long v;
 		switch (ch) {
 		case 'J':
+			break;
+		case 'A':
+			audit_only = true;
 			break;
 		case 'd':
 			if (!cli_duration_ms("bench --judge: --duration", optarg, 1000, 600000, &duration_ms))
@@ -304,7 +334,7 @@ int cmd_bench_judge(int argc, char **argv)
 			rounds = (int)v;
 			break;
 		default:
-			cli_error("bench --judge takes --duration and --rounds (see paddock bench --help)");
+			cli_error("bench --judge takes --duration, --rounds and --audit (see paddock bench --help)");
 			return EXIT_USAGE;
 		}
 	}
@@ -347,6 +377,8 @@ int cmd_bench_judge(int argc, char **argv)
 	       sysconf(_SC_NPROCESSORS_ONLN), rounds, rounds == 1 ? "" : "s", secs, pd_server_address(s));
 	char *cpp_body = judge_body("cpp", cpp_code, -1, false), *py_body = judge_body("python", py_code, -1, false);
 	py_body_nocache = py_body;
+	char *cpp_audit = judge_body_audit("cpp", cpp_code, -1, false, true),
+	     *py_audit = judge_body_audit("python", py_code, -1, false, true);
 	/* warm-up: the pools, the compilers' page cache, python's */
 	post_judge(cpp_body, NULL);
 	post_judge(py_body, NULL);
@@ -354,7 +386,16 @@ int cmd_bench_judge(int argc, char **argv)
 	double(*r)[NF] = calloc((size_t)rounds, sizeof *r);
 	uint64_t failed = 0;
 	long tag = (long)getpid() * 1000000L; /* unique samples: the store's cache is per daemon anyway */
+	post_judge(cpp_audit, NULL);
+	post_judge(py_audit, NULL);
 	for (int i = 0; i < rounds; i++) {
+		audit_cells(r[i], cpp_body, cpp_audit, F_CPP_AUDIT_OFF, F_CPP_AUDIT_ON, &failed);
+		audit_cells(r[i], py_body, py_audit, F_PY_AUDIT_OFF, F_PY_AUDIT_ON, &failed);
+		printf("round %d: audit (2 each, off on on off): cpp20 off %.0f ms, on %.0f ms | py20 off %.0f ms, on %.0f ms\n",
+		       i + 1, r[i][F_CPP_AUDIT_OFF], r[i][F_CPP_AUDIT_ON], r[i][F_PY_AUDIT_OFF], r[i][F_PY_AUDIT_ON]);
+		fflush(stdout);
+		if (audit_only)
+			continue;
 		double t;
 		t = now_ms();
 		failed += post_judge(cpp_body, NULL) < 0;
@@ -385,6 +426,8 @@ int cmd_bench_judge(int argc, char **argv)
 		       r[i][F_RATE_JUDGE], r[i][F_RATE_FLOOR], r[i][F_GRPO_ON], (unsigned long long)hits, r[i][F_GRPO_OFF]);
 		fflush(stdout);
 	}
+	if (audit_only)
+		goto ratios;
 	printf("\nmedians: cpp20 judge %.0f ms, verl-style %.0f ms; py20 judge %.0f ms, floor %.0f ms, bwrap %.0f ms;\n"
 	       "         2 clients judge %.2f/s, floor %.2f/s; grpo cache on %.2f/s, off %.2f/s\n\n",
 	       median_of(r, rounds, F_CPP_JUDGE), median_of(r, rounds, F_CPP_VERL), median_of(r, rounds, F_PY_JUDGE),
@@ -399,11 +442,17 @@ int cmd_bench_judge(int argc, char **argv)
 	ratio_line("2 clients: judge rate / floor rate", r, rounds, F_RATE_JUDGE, F_RATE_FLOOR, "");
 	ratio_line("grpo mix (8 per group, 25% duplicates): cache on / off", r, rounds, F_GRPO_ON, F_GRPO_OFF,
 		   "ideal 1.33x");
+ratios:
+	printf("\naudit overhead (judged, 20 tests, \"audit\": true over no audit; median over rounds):\n");
+	ratio_line("cpp20: audit on / audit off", r, rounds, F_CPP_AUDIT_ON, F_CPP_AUDIT_OFF, "target <= 1.10x");
+	ratio_line("py20: audit on / audit off", r, rounds, F_PY_AUDIT_ON, F_PY_AUDIT_OFF, "target <= 1.10x");
 	if (failed)
 		printf("\n%llu operations failed (a judge that did not pass, or a wrong output)\n", (unsigned long long)failed);
 	free(r);
 	free(cpp_body);
 	free(py_body);
+	free(cpp_audit);
+	free(py_audit);
 	pd_server_stop(s);
 	unlink(path);
 	unlink(db);

@@ -117,6 +117,28 @@ static const serve_opt serve_opts[] = {
 	{"cluster-max-deliver", 0, T_COUNT, "N", 1, 100, false, FIELD(cluster_max_deliver), "5",
 	 "deliveries of a task whose nodes all stopped before recording\n"
 	 "it; the next one records it as an infrastructure failure"},
+	{"review-min-samples", 0, T_COUNT, "N", 1, 1000000, false, FIELD(review_min_samples), "20",
+	 "review queue (docs/audit.md): a problem's judged attempts (for\n"
+	 "rare_pass) or earlier passes in the language (fast_pass,\n"
+	 "short_pass) stored before those signals apply"},
+	{"review-rare-percent", 0, T_COUNT, "N", 1, 100, true, FIELD(review_rare_percent), "5",
+	 "rare_pass: a pass on a problem where at most N% passed; 0 = off"},
+	{"review-fast-percent", 0, T_COUNT, "N", 1, 100, true, FIELD(review_fast_percent), "10",
+	 "fast_pass: a pass whose tests took under N% of the wall time\n"
+	 "of the problem's median pass in its language; 0 = off"},
+	{"review-short-percent", 0, T_COUNT, "N", 1, 100, true, FIELD(review_short_percent), "10",
+	 "short_pass: a pass whose code is under N% of the size of the\n"
+	 "problem's median pass in its language; 0 = off"},
+	{"review-jump-percent", 0, T_COUNT, "N", 1, 100, true, FIELD(review_jump_percent), "50",
+	 "score_jump: a score N points (of 100) over the best of its\n"
+	 "group's (group_id) earlier judged attempts; 0 = off"},
+	{"review-group-min", 0, T_COUNT, "N", 1, 100000, false, FIELD(review_group_min), "3",
+	 "score_jump: earlier judged attempts in the group it needs"},
+	{"problem-submit-max", 0, T_COUNT, "N", 1, 100000000, true, FIELD(problem_submit_max), "none",
+	 "judged submissions of one problem per window; more are refused\n"
+	 "(429 with Retry-After) and counted; 0 = no cap"},
+	{"problem-submit-window", 0, T_COUNT, "SECS", 1, 86400, false, FIELD(problem_submit_window), "60",
+	 "the window of --problem-submit-max, from its first submission"},
 };
 
 #define NOPTS (sizeof serve_opts / sizeof serve_opts[0])

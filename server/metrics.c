@@ -27,6 +27,7 @@ struct pd_metrics {
 	uint64_t audit_events[PD_AK_N]; /* audited jobs' events by kind (kept or dropped) */
 	uint64_t process[3];            /* jobs by process verdict: not_audited, pass, fail */
 	pd_ops *ops;      /* the operator metrics (opsmetrics.c): costs by template and usable */
+	pd_detect *detect; /* cheat detections by template and problem (detections.c) */
 };
 
 pd_metrics *pd_metrics_new(void)
@@ -35,6 +36,7 @@ pd_metrics *pd_metrics_new(void)
 	if (m) {
 		pthread_mutex_init(&m->mu, NULL);
 		m->ops = pd_ops_new();
+		m->detect = pd_detect_new();
 	}
 	return m;
 }
@@ -45,6 +47,7 @@ void pd_metrics_free(pd_metrics *m)
 		return;
 	pthread_mutex_destroy(&m->mu);
 	pd_ops_free(m->ops);
+	pd_detect_free(m->detect);
 	free(m);
 }
 
@@ -67,6 +70,9 @@ void pd_metrics_job(pd_metrics *m, const pd_job *j)
 	m->attempts += j->attempts;
 	for (int k = 0; j->audit && k < PD_AK_N; k++)
 		m->audit_events[k] += (j->compiled ? j->compile_r.audit_kinds[k] : 0) + (j->ran ? j->run_r.audit_kinds[k] : 0);
+	/* a judged job runs no steps of its own: its candidate runs' events */
+	for (int k = 0; k < PD_AK_N; k++)
+		m->audit_events[k] += j->work_audit_kinds[k];
 	m->process[(unsigned)j->verdict.status < 3 ? j->verdict.status : 0]++;
 	m->retried += j->attempts > 1 ? j->attempts - 1 : 0;
 	double q = j->started_us > j->queued_us && j->queued_us ? (j->started_us - j->queued_us) / 1000.0 : 0;
@@ -77,6 +83,7 @@ void pd_metrics_job(pd_metrics *m, const pd_job *j)
 	observe(&m->setup, total > exec ? total - exec : 0);
 	pthread_mutex_unlock(&m->mu);
 	pd_ops_job(m->ops, j);
+	pd_detect_job(m->detect, j);
 }
 
 pd_ops *pd_metrics_ops(pd_metrics *m)
@@ -137,6 +144,7 @@ char *pd_metrics_render(pd_metrics *m, const char *extra)
 	for (int v = 0; v < 3; v++)
 		fprintf(f, "paddock_process_verdicts_total{process=\"%s\"} %llu\n",
 			pd_process_status_name((pd_process_status)v), (unsigned long long)m->process[v]);
+	pd_detect_render(m->detect, f);
 	put_hist(f, "paddock_queue_seconds", "Time a job waited for a worker.", &m->queue);
 	put_hist(f, "paddock_setup_seconds", "Time to get a sandbox ready and place files.", &m->setup);
 	put_hist(f, "paddock_exec_seconds", "Time the program (and its compile) ran.", &m->exec);

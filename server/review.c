@@ -1,28 +1,53 @@
 /* The review queue (GET /v1/review, POST /v1/review/{id}): attempts a human should look at.
- * Two kinds go in when they are stored:
+ * They go in when they are stored, for one of these reasons (docs/audit.md, "The review queue"):
  *   policy_violation — the process level failed (the audit saw a rule broken); kept for a
  *     reviewer to confirm the hack, so that confirmed hacks can be counted per problem;
- *   rare_pass — a judged pass on a problem where passes are rare (at least RARE_MIN judged
- *     attempts stored, at most 1 in RARE_RATIO of them passed, this one included): the audit saw
- *     nothing, but a hack the audit missed looks exactly like this.
+ * and, for a judged attempt that broke no rule but looks too good (a hack the audit missed looks
+ * exactly like these), with thresholds from serve's --review-* options (pd_review_cfg):
+ *   rare_pass — a pass on a problem where passes are rare (at least min_samples judged attempts
+ *     stored, at most rare_percent of them passed, this one included);
+ *   fast_pass — a pass whose tests took (wall time, summed) under fast_percent of the median of
+ *     the problem's earlier passes in the same language (at least min_samples of them);
+ *   short_pass — a pass whose code is under short_percent of that median's code size;
+ *   score_jump — a score at least jump_percent points (of 100) above the best of its group's
+ *     (group_id) earlier judged attempts (at least group_min of them).
+ * One item per attempt: its reason is the first signal that fired, its detail names all of them.
  * A reviewer confirms (a hack) or dismisses (honest) an item, with a note; the decision stays
- * with the item and is counted in /metrics (paddock_review_outcomes_total). */
+ * with the item and is counted in /metrics (paddock_review_outcomes_total). A confirmed item puts
+ * its problem on the risk list (server/risk.c). */
 #define _GNU_SOURCE
 #include "review.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 
-#define RARE_MIN 20
-#define RARE_RATIO 20
+/* the earlier passes a median is taken over: the newest ones */
+#define MEDIAN_ROWS 1000
 
 static const char schema[] = "CREATE TABLE IF NOT EXISTS review ("
 			     " id INTEGER PRIMARY KEY, attempt_row INTEGER, task_id TEXT, problem_id TEXT,"
 			     " template TEXT, reason TEXT NOT NULL, detail TEXT, created_at INTEGER,"
 			     " state TEXT NOT NULL DEFAULT 'pending', note TEXT, decided_at INTEGER);"
-			     "CREATE INDEX IF NOT EXISTS review_state ON review(state);";
+			     "CREATE INDEX IF NOT EXISTS review_state ON review(state);"
+			     /* the signals' questions are per problem and language, and per group */
+			     "CREATE INDEX IF NOT EXISTS attempts_problem ON attempts(problem_id, language);"
+			     /* the risk list: problems with confirmed hacks (kept across restarts) */
+			     "CREATE TABLE IF NOT EXISTS risk (problem_id TEXT PRIMARY KEY, since INTEGER,"
+			     " confirmed INTEGER NOT NULL DEFAULT 0, last_review INTEGER);";
+
+void pd_review_cfg_default(pd_review_cfg *c)
+{
+	c->min_samples = 20;
+	c->rare_percent = 5;
+	c->fast_percent = 10;
+	c->short_percent = 10;
+	c->jump_percent = 50;
+	c->group_min = 3;
+}
 
 static int64_t now_ms(void)
 {
@@ -50,7 +75,7 @@ static void enqueue(sqlite3 *db, int64_t row, const pd_job *j, const char *reaso
 		sqlite3_bind_text(st, 3, j->problem_id, -1, SQLITE_TRANSIENT);
 	if (j->template_name[0])
 		sqlite3_bind_text(st, 4, j->template_name, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 5, reason, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, reason, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 6, detail, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, 7, now_ms());
 	sqlite3_step(st);
@@ -65,18 +90,25 @@ static const char *first_reason(json_t *rec)
 	return s ? s : "process level failed";
 }
 
-void review_consider(sqlite3 *db, int64_t row, const pd_job *j, json_t *rec)
+/* The signals that fired so far: the first one's name, and all of them as "name: detail; ...". */
+typedef struct signals {
+	char reason[32];
+	char detail[512];
+} signals;
+
+static void fired(signals *g, const char *name, const char *detail)
 {
-	if (j->failure == PD_F_POLICY) {
-		enqueue(db, row, j, "policy_violation", first_reason(rec));
-		return;
-	}
-	const char *out = json_string_value(
-		json_object_get(json_object_get(json_object_get(rec, "verdict"), "output"), "status"));
-	if (!j->problem_id[0] || !out || strcmp(out, "pass") || !json_object_get(rec, "reward"))
-		return;
+	if (!g->reason[0])
+		snprintf(g->reason, sizeof g->reason, "%s", name);
+	size_t n = strlen(g->detail);
+	snprintf(g->detail + n, sizeof g->detail - n, "%s%s: %s", n ? "; " : "", name, detail);
+}
+
+static void rare_pass(sqlite3 *db, const pd_job *j, const pd_review_cfg *c, signals *g)
+{
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db,
+	if (!c->rare_percent ||
+	    sqlite3_prepare_v2(db,
 			       "SELECT COUNT(*), SUM(json_extract(record, '$.verdict.output.status') = 'pass')"
 			       " FROM attempts WHERE problem_id = ? AND kind = 'judge' AND last = 1",
 			       -1, &st, NULL) != SQLITE_OK)
@@ -88,12 +120,136 @@ void review_consider(sqlite3 *db, int64_t row, const pd_job *j, json_t *rec)
 		passes = sqlite3_column_int64(st, 1);
 	}
 	sqlite3_finalize(st);
-	if (n >= RARE_MIN && passes * RARE_RATIO <= n) {
+	if (n >= c->min_samples && passes * 100 <= n * (int64_t)c->rare_percent) {
 		char detail[128];
 		snprintf(detail, sizeof detail, "a pass where %lld of %lld judged attempts passed", (long long)passes,
 			 (long long)n);
-		enqueue(db, row, j, "rare_pass", detail);
+		fired(g, "rare_pass", detail);
 	}
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* The median of expr over the problem's earlier passes in this language (the newest
+ * MEDIAN_ROWS), and how many there were; -1 when the query fails. */
+static int64_t median_of(sqlite3 *db, const pd_job *j, int64_t row, const char *expr, int64_t *n)
+{
+	char sql[512];
+	snprintf(sql, sizeof sql,
+		 "SELECT v FROM (SELECT %s AS v FROM attempts WHERE problem_id = ? AND language = ? AND kind = 'judge'"
+		 " AND last = 1 AND id <> ? AND json_extract(record, '$.verdict.output.status') = 'pass'"
+		 " ORDER BY id DESC LIMIT %d) WHERE v IS NOT NULL",
+		 expr, MEDIAN_ROWS);
+	*n = 0;
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_text(st, 1, j->problem_id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, j->language, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 3, row);
+	int64_t *v = malloc(MEDIAN_ROWS * sizeof *v);
+	while (v && *n < MEDIAN_ROWS && sqlite3_step(st) == SQLITE_ROW)
+		v[(*n)++] = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	if (!v || !*n) {
+		free(v);
+		return -1;
+	}
+	qsort(v, (size_t)*n, sizeof *v, cmp_i64);
+	int64_t m = v[*n / 2];
+	free(v);
+	return m;
+}
+
+/* fast_pass and short_pass: this pass against the median of the earlier ones. */
+static void unusual_pass(sqlite3 *db, int64_t row, const pd_job *j, json_t *rec, const pd_review_cfg *c, signals *g)
+{
+	static const struct {
+		const char *name, *expr, *unit;
+		size_t off;
+	} sig[] = {
+		{"fast_pass", "(SELECT SUM(json_extract(t.value, '$.wall_ms')) FROM json_each(record, '$.tests') t)",
+		 "ms of tests", offsetof(pd_review_cfg, fast_percent)},
+		{"short_pass", "json_extract(record, '$.code_bytes')", "bytes of code", offsetof(pd_review_cfg, short_percent)},
+	};
+	for (size_t i = 0; i < sizeof sig / sizeof sig[0]; i++) {
+		unsigned pct = *(const unsigned *)((const char *)c + sig[i].off);
+		int64_t mine = 0;
+		if (!pct)
+			continue;
+		if (i == 0) {
+			json_t *t;
+			size_t k;
+			json_array_foreach(json_object_get(rec, "tests"), k, t)
+				mine += json_integer_value(json_object_get(t, "wall_ms"));
+		} else {
+			json_t *cb = json_object_get(rec, "code_bytes");
+			if (!json_is_integer(cb))
+				continue;
+			mine = json_integer_value(cb);
+		}
+		int64_t n, med = median_of(db, j, row, sig[i].expr, &n);
+		if (med <= 0 || n < c->min_samples || mine * 100 >= med * (int64_t)pct)
+			continue;
+		char detail[160];
+		snprintf(detail, sizeof detail, "%lld %s where the median of %lld earlier %s passes is %lld",
+			 (long long)mine, sig[i].unit, (long long)n, j->language, (long long)med);
+		fired(g, sig[i].name, detail);
+	}
+}
+
+static void score_jump(sqlite3 *db, int64_t row, json_t *rec, const pd_review_cfg *c, signals *g)
+{
+	const char *group = json_string_value(json_object_get(rec, "group_id"));
+	json_t *sc = json_object_get(json_object_get(json_object_get(rec, "verdict"), "output"), "score");
+	sqlite3_stmt *st;
+	if (!c->jump_percent || !group || !group[0] || !json_is_number(sc) ||
+	    sqlite3_prepare_v2(db,
+			       "SELECT COUNT(*), MAX(json_extract(record, '$.verdict.output.score')) FROM attempts"
+			       " WHERE group_id = ? AND kind = 'judge' AND last = 1 AND id <> ?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_text(st, 1, group, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 2, row);
+	int64_t n = 0;
+	double best = 0;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		n = sqlite3_column_int64(st, 0);
+		best = sqlite3_column_double(st, 1);
+	}
+	sqlite3_finalize(st);
+	double mine = json_number_value(sc);
+	if (n < c->group_min || (mine - best) * 100 < c->jump_percent)
+		return;
+	char detail[192];
+	snprintf(detail, sizeof detail, "score %.2f where the best of %lld earlier attempts of group %.64s is %.2f", mine,
+		 (long long)n, group, best);
+	fired(g, "score_jump", detail);
+}
+
+void review_consider(sqlite3 *db, int64_t row, const pd_job *j, json_t *rec, const pd_review_cfg *c)
+{
+	if (j->failure == PD_F_POLICY) {
+		enqueue(db, row, j, "policy_violation", first_reason(rec));
+		return;
+	}
+	/* the too-good signals are about judged attempts: a run has no output level */
+	if (!json_object_get(rec, "reward"))
+		return;
+	signals g = {{0}, {0}};
+	const char *out = json_string_value(
+		json_object_get(json_object_get(json_object_get(rec, "verdict"), "output"), "status"));
+	if (j->problem_id[0] && out && !strcmp(out, "pass")) {
+		rare_pass(db, j, c, &g);
+		unusual_pass(db, row, j, rec, c, &g);
+	}
+	score_jump(db, row, rec, c, &g);
+	if (g.reason[0])
+		enqueue(db, row, j, g.reason, g.detail);
 }
 
 static json_t *opt_text(sqlite3_stmt *st, int col)
@@ -176,6 +332,20 @@ int review_decide(sqlite3 *db, int64_t id, const char *decision, const char *not
 	if (rc != SQLITE_DONE)
 		return pd_fail(e, EIO, "review: %s", sqlite3_errmsg(db));
 	bool changed = sqlite3_changes(db) > 0;
+	/* a confirmed hack puts its problem on the risk list: from now on its submissions are
+	 * audited in full with egress denied (docs/audit.md, "The risk list") */
+	if (changed && !strcmp(state, "confirmed") &&
+	    sqlite3_prepare_v2(db,
+			       "INSERT INTO risk (problem_id, since, confirmed, last_review)"
+			       " SELECT problem_id, ?1, 1, id FROM review WHERE id = ?2 AND problem_id IS NOT NULL"
+			       " AND problem_id <> '' ON CONFLICT(problem_id) DO UPDATE SET confirmed = confirmed + 1,"
+			       " last_review = excluded.last_review",
+			       -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, now_ms());
+		sqlite3_bind_int64(st, 2, id);
+		sqlite3_step(st);
+		sqlite3_finalize(st);
+	}
 	*item = item_get(db, id);
 	if (!*item)
 		return pd_fail(e, ENOENT, "no review item %lld", (long long)id);
@@ -206,4 +376,51 @@ void review_stats(sqlite3 *db, uint64_t *pending, uint64_t *confirmed, uint64_t 
 			*dismissed = n;
 	}
 	sqlite3_finalize(st);
+}
+
+bool review_risky(sqlite3 *db, const char *problem_id)
+{
+	sqlite3_stmt *st;
+	if (!problem_id[0] || sqlite3_prepare_v2(db, "SELECT 1 FROM risk WHERE problem_id = ?", -1, &st, NULL) != SQLITE_OK)
+		return false;
+	sqlite3_bind_text(st, 1, problem_id, -1, SQLITE_TRANSIENT);
+	bool on = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return on;
+}
+
+json_t *review_risk_list(sqlite3 *db, pd_err *e)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, "SELECT problem_id, since, confirmed, last_review FROM risk ORDER BY problem_id", -1,
+			       &st, NULL) != SQLITE_OK) {
+		pd_fail(e, EIO, "risk: %s", sqlite3_errmsg(db));
+		return NULL;
+	}
+	json_t *a = json_array();
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		json_t *o = json_object();
+		json_object_set_new(o, "problem_id", opt_text(st, 0));
+		json_object_set_new(o, "since", opt_int(st, 1));
+		json_object_set_new(o, "confirmed", opt_int(st, 2));
+		json_object_set_new(o, "last_review", opt_int(st, 3));
+		json_array_append_new(a, o);
+	}
+	sqlite3_finalize(st);
+	return a;
+}
+
+int review_risk_remove(sqlite3 *db, const char *problem_id, pd_err *e)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, "DELETE FROM risk WHERE problem_id = ?", -1, &st, NULL) != SQLITE_OK)
+		return pd_fail(e, EIO, "risk: %s", sqlite3_errmsg(db));
+	sqlite3_bind_text(st, 1, problem_id, -1, SQLITE_TRANSIENT);
+	int rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return pd_fail(e, EIO, "risk: %s", sqlite3_errmsg(db));
+	if (!sqlite3_changes(db))
+		return pd_fail(e, ENOENT, "problem %s is not on the risk list", problem_id);
+	return 0;
 }

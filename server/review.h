@@ -8,9 +8,13 @@
 
 int review_schema(sqlite3 *db, char **err);
 /* Looks at the attempt just stored (row id `row`, its record rec) and queues it for review when
- * it broke a rule or passed where almost nothing passes. */
-void review_consider(sqlite3 *db, int64_t row, const pd_job *j, json_t *rec);
+ * it broke a rule or looks too good by c's thresholds. */
+void review_consider(sqlite3 *db, int64_t row, const pd_job *j, json_t *rec, const pd_review_cfg *c);
 json_t *review_list(sqlite3 *db, const char *state, pd_err *e);
 int review_decide(sqlite3 *db, int64_t id, const char *decision, const char *note, json_t **item, pd_err *e);
+/* The risk list: whether the problem is on it; its entries; one taken off (ENOENT: not on it). */
+bool review_risky(sqlite3 *db, const char *problem_id);
+json_t *review_risk_list(sqlite3 *db, pd_err *e);
+int review_risk_remove(sqlite3 *db, const char *problem_id, pd_err *e);
 void review_stats(sqlite3 *db, uint64_t *pending, uint64_t *confirmed, uint64_t *dismissed);
 #endif

@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ---- failure classes ------------------------------------------------------------------------- */
@@ -147,6 +148,9 @@ typedef struct pd_job {
 	bool compiled, ran;
 	pd_result compile_r, run_r;
 	pd_audit_verdict verdict; /* the process level (not_audited without an audit) */
+	/* a job that does its own work (the judge): the audit events of its runs by kind, for
+	 * paddock_audit_events_total (a compile and run job's are in compile_r and run_r) */
+	uint64_t work_audit_kinds[PD_AK_N];
 	pd_file *fetched; /* data NULL: could not be read (error in path's place) */
 	size_t nfetched;
 	unsigned attempts;
@@ -231,6 +235,20 @@ bool pd_job_hold_sandbox(pd_job *j, pd_sandbox *s);
 typedef struct pd_store pd_store;
 /* max_bytes: what the records may use before the oldest are deleted (0: no cap). */
 pd_store *pd_store_open(const char *path, uint64_t max_bytes, pd_err *e);
+/* The review queue's "too good" signals (server/review.c; docs/audit.md, "The review queue"):
+ * a percent of 0 turns its signal off. */
+typedef struct pd_review_cfg {
+	unsigned min_samples;   /* judged attempts (rare_pass) or earlier passes (fast_pass, short_pass)
+				 * of the problem stored before those signals apply */
+	unsigned rare_percent;  /* rare_pass: the problem's pass rate is at most this */
+	unsigned fast_percent;  /* fast_pass: tests' wall time under this % of the median pass's */
+	unsigned short_percent; /* short_pass: code bytes under this % of the median pass's */
+	unsigned jump_percent;  /* score_jump: this many points (of 100) above its group's best */
+	unsigned group_min;     /* earlier judged attempts in the group before score_jump applies */
+} pd_review_cfg;
+/* 20 samples, 5% rare, 10% fast, 10% short, a 50-point jump over at least 3 in the group. */
+void pd_review_cfg_default(pd_review_cfg *c);
+void pd_store_set_review(pd_store *s, const pd_review_cfg *c);
 void pd_store_close(pd_store *s);
 /* Records a finished job: one row per attempt, its earlier attempts (j->prior) and the last. A
  * job with a request_id is recorded once: a second record of the same request is refused with
@@ -278,6 +296,12 @@ void pd_store_size(pd_store *s, uint64_t *used, uint64_t *cap);
 /* The review queue (review.c): attempts queued for a human when stored (policy_violation, or a
  * rare_pass). state: "pending", "confirmed", "dismissed" or "all"; an array of items. */
 json_t *pd_store_review_list(pd_store *s, const char *state, pd_err *e);
+/* The risk list (problems with confirmed hacks: their submissions are audited in full with
+ * egress denied; docs/audit.md): whether problem_id is on it; its entries [{problem_id, since,
+ * confirmed, last_review}]; an operator taking one off (ENOENT: not on it). */
+bool pd_store_risky(pd_store *s, const char *problem_id);
+json_t *pd_store_risk_list(pd_store *s, pd_err *e);
+int pd_store_risk_remove(pd_store *s, const char *problem_id, pd_err *e);
 /* decision "confirm" or "dismiss" (note may be NULL); *item is the decided item. -1 with e->code
  * ENOENT (no such item) or EALREADY (decided already). */
 int pd_store_review_decide(pd_store *s, int64_t id, const char *decision, const char *note, json_t **item, pd_err *e);
@@ -299,6 +323,23 @@ pd_ops *pd_ops_new(void);
 void pd_ops_free(pd_ops *o);
 void pd_ops_job(pd_ops *o, const pd_job *j);
 char *pd_ops_render(pd_ops *o, const pd_pool_stats *st, size_t n);
+/* Per-problem submission caps (server/caps.c): at most max (0: no cap) judged submissions of a
+ * problem per window_s (0: 60) seconds. take counts n more, or refuses them all (false) with the
+ * seconds until the problem's window ends; give_back returns taken ones a request did not use. */
+typedef struct pd_caps pd_caps;
+pd_caps *pd_caps_new(unsigned max, unsigned window_s);
+void pd_caps_free(pd_caps *c);
+bool pd_caps_take(pd_caps *c, const char *problem, unsigned n, unsigned *retry_after_s);
+void pd_caps_give_back(pd_caps *c, const char *problem, unsigned n);
+unsigned pd_caps_max(const pd_caps *c);
+unsigned pd_caps_window_s(const pd_caps *c);
+uint64_t pd_caps_refused(pd_caps *c);
+/* Cheat-detection counters per (template, problem), label-bounded (server/detections.c). */
+typedef struct pd_detect pd_detect;
+pd_detect *pd_detect_new(void);
+void pd_detect_free(pd_detect *d);
+void pd_detect_job(pd_detect *d, const pd_job *j);
+void pd_detect_render(pd_detect *d, FILE *f);
 /* The metrics' operator part (fed by pd_metrics_job). */
 pd_ops *pd_metrics_ops(pd_metrics *m);
 
@@ -516,6 +557,12 @@ typedef struct pd_server_opts {
 	 * a size ("256M") or a percent of the machine's ("5%"); NULL = 256M */
 	unsigned breaker_fail_percent, breaker_min_jobs, breaker_cooldown_s;
 	const char *memory_watermark;
+	/* the review queue's signals (pd_review_cfg): 0 = the default; the percents take UINT_MAX
+	 * for off */
+	unsigned review_min_samples, review_rare_percent, review_fast_percent, review_short_percent,
+		review_jump_percent, review_group_min;
+	/* judged submissions of one problem per window (pd_caps): 0 = no cap; seconds, 0 = 60 */
+	unsigned problem_submit_max, problem_submit_window;
 } pd_server_opts;
 
 pd_server *pd_server_start(const pd_server_opts *o, pd_err *e);

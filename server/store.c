@@ -44,6 +44,7 @@ struct pd_store {
 		char residue[128];
 	} early[EARLY_RESIDUE];
 	unsigned early_next;
+	pd_review_cfg review;
 };
 
 static const char schema[] =
@@ -169,6 +170,7 @@ pd_store *pd_store_open(const char *path, uint64_t max_bytes, pd_err *e)
 		return NULL;
 	}
 	pthread_mutex_init(&s->mu, NULL);
+	pd_review_cfg_default(&s->review);
 	{
 		char tmp[sizeof s->dir];
 		snprintf(tmp, sizeof tmp, "%s", path);
@@ -501,7 +503,7 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	/* a residue report that came before the record completes it now (the earlier attempts'
 	 * sandboxes were reclaimed first of all) */
 	if (rc == SQLITE_DONE) {
-		review_consider(s->db, row, j, rec);
+		review_consider(s->db, row, j, rec, &s->review);
 		if (j->use_id[0])
 			early_residue_locked(s, j->use_id);
 		for (size_t i = 0; i < nprior; i++) {
@@ -719,6 +721,13 @@ void pd_store_failures(pd_store *s, uint64_t *full, uint64_t *other)
 	pthread_mutex_unlock(&s->mu);
 }
 
+void pd_store_set_review(pd_store *s, const pd_review_cfg *c)
+{
+	pthread_mutex_lock(&s->mu);
+	s->review = *c;
+	pthread_mutex_unlock(&s->mu);
+}
+
 json_t *pd_store_review_list(pd_store *s, const char *state, pd_err *e)
 {
 	if (!s) /* no store: nothing is recorded, so nothing is queued */
@@ -747,4 +756,28 @@ void pd_store_review_stats(pd_store *s, uint64_t *pending, uint64_t *confirmed, 
 	pthread_mutex_lock(&s->mu);
 	review_stats(s->db, pending, confirmed, dismissed);
 	pthread_mutex_unlock(&s->mu);
+}
+
+bool pd_store_risky(pd_store *s, const char *problem_id)
+{
+	pthread_mutex_lock(&s->mu);
+	bool on = review_risky(s->db, problem_id);
+	pthread_mutex_unlock(&s->mu);
+	return on;
+}
+
+json_t *pd_store_risk_list(pd_store *s, pd_err *e)
+{
+	pthread_mutex_lock(&s->mu);
+	json_t *a = review_risk_list(s->db, e);
+	pthread_mutex_unlock(&s->mu);
+	return a;
+}
+
+int pd_store_risk_remove(pd_store *s, const char *problem_id, pd_err *e)
+{
+	pthread_mutex_lock(&s->mu);
+	int rc = review_risk_remove(s->db, problem_id, e);
+	pthread_mutex_unlock(&s->mu);
+	return rc;
 }

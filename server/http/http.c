@@ -417,6 +417,26 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 	uint64_t cap = o->store_max ? o->store_max : (1ull << 30);
 	if (!(s->store = pd_store_open(db, cap == UINT64_MAX ? 0 : cap, e)))
 		goto fail;
+	{
+		pd_review_cfg rv;
+		pd_review_cfg_default(&rv);
+		const struct {
+			unsigned given, *to;
+		} knobs[] = {
+			{o->review_min_samples, &rv.min_samples},   {o->review_rare_percent, &rv.rare_percent},
+			{o->review_fast_percent, &rv.fast_percent}, {o->review_short_percent, &rv.short_percent},
+			{o->review_jump_percent, &rv.jump_percent}, {o->review_group_min, &rv.group_min},
+		};
+		for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
+			if (knobs[i].given)
+				*knobs[i].to = knobs[i].given == UINT_MAX ? 0 : knobs[i].given;
+		pd_store_set_review(s->store, &rv);
+	}
+	if (!(s->caps = pd_caps_new(o->problem_submit_max == UINT_MAX ? 0 : o->problem_submit_max,
+				    o->problem_submit_window))) {
+		pd_fail(e, ENOMEM, "caps");
+		goto fail;
+	}
 	pd_pools_opts po = {.on_reclaimed = reclaimed, .on_reclaimed_arg = s->store};
 	po.image_pools = o->image_pools;
 	po.image_ready_max = o->image_ready;
@@ -520,6 +540,7 @@ void pd_server_stop(pd_server *s)
 			pd_session_close_lost(s->sessions[i].s, PD_SESSION_LOST_STOP);
 	pd_sched_free(s->sched);
 	pd_judge_free(s->judge);
+	pd_caps_free(s->caps);
 	pd_problems_free(&s->problems);
 	pd_pools_free(s->pools);
 	pd_store_close(s->store);

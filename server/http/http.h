@@ -60,6 +60,7 @@ struct pd_server {
 	pd_metrics *metrics;
 	pd_sched *sched;
 	pd_judge *judge;
+	pd_caps *caps;           /* per-problem submission caps (--problem-submit-max) */
 	pd_problem_set problems; /* --problems DIR, loaded and prepared at start */
 	pd_cluster *cluster; /* NULL: a single node */
 	struct MHD_Daemon *mhd;
@@ -191,6 +192,12 @@ void records_list(req *r, const char *url, const char *method);
 void records_get(req *r, const char *url, const char *method);
 void review_list_http(req *r, const char *url, const char *method);
 void review_decide_http(req *r, const char *url, const char *method);
+/* GET /v1/review/risk, DELETE /v1/review/risk/{problem_id}: the risk list */
+void review_risk_http(req *r, const char *url, const char *method);
+void review_risk_remove_http(req *r, const char *url, const char *method);
+/* A judge job's per-problem controls (review.c): its problem's submission cap (429 with
+ * Retry-After past it, *status and e set, false) and the risk list (the job marked risky). */
+bool judge_controls(pd_server *srv, pd_job *j, int *status, unsigned *retry_after, pd_err *e);
 
 /* ---- sessions (sessions.c) ---- */
 void sessions_create(req *r, const char *url, const char *method);

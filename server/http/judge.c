@@ -84,6 +84,13 @@ void judge_submit(req *r, const char *url, const char *method)
 		http_set_error(r, status, "%s", PD_ERR_STR(&e));
 		return;
 	}
+	unsigned ra = 0;
+	if (!judge_controls(srv, j, &status, &ra, &e)) {
+		pd_job_free(j);
+		r->retry_after = ra;
+		http_set_error(r, status, "%s", PD_ERR_STR(&e));
+		return;
+	}
 	if (srv->cluster) {
 		judge_to_cluster(r, j);
 		return;

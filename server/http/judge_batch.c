@@ -336,11 +336,20 @@ void judge_batch(req *r, json_t *body)
 			pd_job_free(jobs[i]);
 			jobs[i] = NULL;
 		}
+		/* the caps count every submission; a batch refused gives back what it took */
+		unsigned ra = 0;
+		if (jobs[i] && !judge_controls(srv, jobs[i], &status, &ra, &e)) {
+			pd_job_free(jobs[i]);
+			jobs[i] = NULL;
+		}
 		if (!jobs[i]) {
-			for (size_t k2 = 0; k2 < i; k2++)
+			for (size_t k2 = 0; k2 < i; k2++) {
+				pd_caps_give_back(srv->caps, jobs[k2]->problem_id, 1);
 				pd_job_free(jobs[k2]);
+			}
 			free(jobs);
 			free(b);
+			r->retry_after = ra;
 			http_set_error(r, status, "submissions[%zu]: %s", i, PD_ERR_STR(&e));
 			return;
 		}

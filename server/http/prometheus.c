@@ -114,6 +114,14 @@ static char *pool_metrics(pd_server *s)
 		   "paddock_review_outcomes_total{outcome=\"confirmed\"} %llu\n"
 		   "paddock_review_outcomes_total{outcome=\"dismissed\"} %llu\n",
 		(unsigned long long)rp, (unsigned long long)rc, (unsigned long long)rd);
+	pd_err re = {0};
+	json_t *risk = pd_store_risk_list(s->store, &re);
+	fprintf(f, "# HELP paddock_risk_problems Problems on the risk list (confirmed hacks: full audit, no egress).\n"
+		   "# TYPE paddock_risk_problems gauge\npaddock_risk_problems %zu\n"
+		   "# HELP paddock_submission_cap_refusals_total Judged submissions refused by --problem-submit-max.\n"
+		   "# TYPE paddock_submission_cap_refusals_total counter\npaddock_submission_cap_refusals_total %llu\n",
+		json_array_size(risk), (unsigned long long)pd_caps_refused(s->caps));
+	json_decref(risk);
 	uint64_t used = 0, cap = 0;
 	pd_store_size(s->store, &used, &cap);
 	fprintf(f, "# HELP paddock_store_bytes Bytes the results store's records use.\n"

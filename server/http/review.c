@@ -1,7 +1,9 @@
 /* The review queue over HTTP: GET /v1/review?state=pending|confirmed|dismissed|all (default
  * pending) lists the items; POST /v1/review/{id} {"decision":"confirm"|"dismiss","note":"..."}
  * records a reviewer's decision (once: a decided item answers 409). The queue itself is in the
- * store (server/review.c). */
+ * store (server/review.c). And the per-problem controls that follow from it: the risk list
+ * (GET /v1/review/risk; DELETE /v1/review/risk/{problem_id} takes a problem off it) and the
+ * submission caps, both applied to judge jobs as they are made (judge_controls). */
 #define _GNU_SOURCE
 #include "http.h"
 
@@ -69,4 +71,50 @@ void review_decide_http(req *r, const char *url, const char *method)
 		return;
 	}
 	http_set_json(r, 200, item);
+}
+
+void review_risk_http(req *r, const char *url, const char *method)
+{
+	(void)url;
+	(void)method;
+	pd_err e = {0};
+	json_t *items = pd_store_risk_list(r->srv->store, &e);
+	if (!items) {
+		http_set_error(r, 500, "%s", e.msg);
+		return;
+	}
+	json_t *o = json_object();
+	json_object_set_new(o, "count", json_integer((json_int_t)json_array_size(items)));
+	json_object_set_new(o, "problems", items);
+	http_set_json(r, 200, o);
+}
+
+void review_risk_remove_http(req *r, const char *url, const char *method)
+{
+	(void)method;
+	const char *id = url + strlen("/v1/review/risk/");
+	pd_err e = {0};
+	if (!id[0] || strchr(id, '/')) {
+		http_set_error(r, 404, "no such endpoint: DELETE %s", url);
+		return;
+	}
+	if (pd_store_risk_remove(r->srv->store, id, &e) < 0) {
+		http_set_error(r, e.code == ENOENT ? 404 : 500, "%s", e.msg);
+		return;
+	}
+	http_set_json(r, 200, json_pack("{s:s,s:b}", "problem_id", id, "removed", 1));
+}
+
+bool judge_controls(pd_server *srv, pd_job *j, int *status, unsigned *retry_after, pd_err *e)
+{
+	*retry_after = 0;
+	if (!pd_caps_take(srv->caps, j->problem_id, 1, retry_after)) {
+		*status = 429;
+		pd_refuse(e, "problem_id: %s has had its %u submissions in %u s (--problem-submit-max): retry in %u s",
+			  j->problem_id, pd_caps_max(srv->caps), pd_caps_window_s(srv->caps), *retry_after);
+		return false;
+	}
+	if (pd_store_risky(srv->store, j->problem_id))
+		pd_judge_job_risky(j);
+	return true;
 }

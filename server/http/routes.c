@@ -158,6 +158,8 @@ static const route routes[] = {
 	{"GET", "/v1/runs/", records_get},
 	{"POST", "/v1/judge", judge_submit},
 	{"GET", "/v1/review", review_list_http},
+	{"GET", "/v1/review/risk", review_risk_http},
+	{"DELETE", "/v1/review/risk/", review_risk_remove_http},
 	{"POST", "/v1/review/", review_decide_http},
 	{"GET", "/v1/pools", pools},
 	{"POST", "/v1/sessions", sessions_create},

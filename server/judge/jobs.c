@@ -93,10 +93,18 @@ static bool judge_once(pd_job *j, judge_work *w, const pd_judge_opts *o)
 		/* the process level for the metrics (paddock_process_verdicts_total) */
 		j->verdict.status = d.v.process == PD_LV_FAIL ? PD_PROCESS_FAIL
 				    : d.v.process == PD_LV_PASS ? PD_PROCESS_PASS : PD_PROCESS_NOT_AUDITED;
+		/* and the kinds that failed it and the events seen (paddock_audit_detections_total,
+		 * paddock_audit_events_total): a cache hit ran nothing, so it saw no events */
+		j->verdict.failed_kinds = d.audit_verdict.failed_kinds;
+		for (int k = 0; d.audited && !d.cache_hit && k < PD_AK_N; k++)
+			j->work_audit_kinds[k] += d.audit_kinds[k];
 		j->record = pd_judged_to_json(&d);
 		retry = j->failure == PD_F_STARTUP || j->failure == PD_F_INTERNAL;
 	}
 	json_object_set_new(j->record, "attempt", json_integer(j->attempts));
+	/* the submission's size, for the review queue's short_pass (a pass far shorter than the
+	 * problem's usual ones is worth a look) */
+	json_object_set_new(j->record, "code_bytes", json_integer((json_int_t)w->q.code_len));
 	json_object_set_new(j->record, "finished_at", json_integer((json_int_t)(wall_us() / 1000)));
 	pd_judged_free(&d);
 	/* cluster mode: the verdict names the node that judged it and the request it answers, as a
@@ -131,6 +139,12 @@ static void execute(pd_job *j, pd_pools *pools)
 		j->record = NULL;
 	}
 	j->finished_us = wall_us();
+}
+
+void pd_judge_job_risky(pd_job *j)
+{
+	judge_work *w = j->work;
+	w->q.opts.risky = true;
 }
 
 pd_job *pd_judge_job(pd_judge *judge, const pd_problem_set *problems, json_t *body, uint32_t run_id, int *status,

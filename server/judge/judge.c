@@ -421,6 +421,11 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 	bool stop = o->stop_at_first_failure < 0 ? p->stop_at_first_failure : o->stop_at_first_failure > 0;
 	if (pd_judge_policy(tpl, p, o->audit, &pol, e) < 0)
 		return -1;
+	if (o->risky && pd_judge_policy_risky(&pol, e) < 0) {
+		pd_audit_policy_free(pol);
+		return -1;
+	}
+	d->risk_list = o->risky;
 	if (pol)
 		pd_judged_audit_start(d);
 	/* no key (out of memory): no cache, neither read nor written */
@@ -435,6 +440,7 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 			memcpy(hit.sample_id, d->sample_id, sizeof hit.sample_id);
 			memcpy(hit.attempt_id, d->attempt_id, sizeof hit.attempt_id);
 			*d = hit;
+			d->risk_list = o->risky;
 			d->cache_hit = true;
 			d->cache_used = true;
 			pd_verdict_decide(&d->v, &o->rule); /* this request's rule */

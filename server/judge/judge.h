@@ -339,6 +339,9 @@ typedef struct pd_judge_opts {
 	/* the request's "image" (an imported image's name or digest, checked at the edge against
 	 * serve --images): the candidate runs on it, over the problem's own; "" = the problem's */
 	char image[160];
+	/* the problem is on the risk list (confirmed hacks): audited in full, egress denied, whatever
+	 * the request asked (docs/audit.md, "The risk list") */
+	bool risky;
 } pd_judge_opts;
 
 void pd_judge_opts_default(pd_judge_opts *o);
@@ -370,6 +373,7 @@ typedef struct pd_judged {
 	uint64_t audit_kinds[PD_AK_N];
 	pd_audit_verdict audit_verdict;
 	size_t audit_reason_at[PD_VERDICT_REASONS]; /* where each reason's rule starts, after "test T: " */
+	bool risk_list;             /* audited in full because the problem is on the risk list */
 } pd_judged;
 
 #define PD_JUDGE_AUDIT_EVENTS 256 /* events a judged record keeps, over all its tests */
@@ -440,6 +444,8 @@ int pd_judge_check_policy(pd_judge *j, const pd_problem *p, const char *language
 /* The record's audit: started (process pass until a run says otherwise), each candidate run's
  * events and verdict added, a run whose evidence is missing (a sandbox fault), then the process
  * level decided (policy_violation on a fail). */
+/* A problem on the risk list: *pol (NULL: none asked) becomes a full audit with egress denied. */
+int pd_judge_policy_risky(pd_audit_policy **pol, pd_err *e);
 void pd_judged_audit_start(pd_judged *d);
 void pd_judged_audit_add(pd_judged *d, const char *test, const pd_jrun *x);
 void pd_judged_audit_unseen(pd_judged *d);
@@ -459,6 +465,8 @@ pd_job *pd_judge_job(pd_judge *judge, const pd_problem_set *problems, json_t *bo
 /* The judged record of a finished judge job (a new reference): j->record, or for a job that never
  * ran (queue_timeout, cancelled) a record of that failure, with no reward. */
 json_t *pd_judge_job_record(const pd_job *j);
+/* Marks a judge job's problem as on the risk list (pd_judge_opts.risky). */
+void pd_judge_job_risky(pd_job *j);
 
 /* ---- the fingerprint cache (cache.c) --------------------------------------------------------- */
 

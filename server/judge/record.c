@@ -76,5 +76,6 @@ json_t *pd_judged_to_json(const pd_judged *d)
 	json_object_set_new(o, "checker_ms", json_integer((json_int_t)d->checker_ms));
 	json_object_set_new(o, "judge_errors", json_integer(d->judge_errors));
 	json_object_set_new(o, "audit", pd_judged_audit_json(d));
+	json_object_set_new(o, "risk_list", json_boolean(d->risk_list));
 	return o;
 }

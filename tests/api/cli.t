@@ -11,7 +11,7 @@ unset PADDOCK_TOKEN
 # --- serve: the options --help lists -------------------------------------------------------------
 mapfile -t OPTS < <("$PADDOCK" serve --help | sed -nE 's/^  (-[a-z], )?--([a-z-]+) ([A-Z]+).*/\2 \3/p' | grep -v '^config ')
 plan $((2 * ${#OPTS[@]} + 43))
-is "${#OPTS[@]}" 29 "serve --help lists 29 options with a value (besides --config)"
+is "${#OPTS[@]}" 37 "serve --help lists 37 options with a value (besides --config)"
 
 printf 'secret-from-file\n' >"$TMPD/token"
 value() {  # a value of the option's type, other than its default

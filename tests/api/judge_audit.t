@@ -7,7 +7,7 @@
 # from a trusted copy in a clean sandbox), harvesting a honey variable. Honest submissions are clean.
 # The cache key includes the policy; a request may not widen the problem's policy.
 source "$(dirname "$0")/api.sh"
-plan 27
+plan 31
 
 P=$TMPD/problems/guarded
 mkdir -p "$P/tests"
@@ -114,3 +114,14 @@ is "$(awk '/^paddock_judge_audit_events_total\{kind="trap_read"\}/ {print ($2 >=
   "metrics: judged candidates' audit events by kind (trap_read counted)"
 is "$(awk '/^paddock_judged_process_total\{process="fail"\}/ {print ($2 >= 4)}' <<<"$M")" 1 \
   "metrics: judged attempts by process level (the four hacks failed it)"
+# the judged candidates' events are audit events like any job's (no run was sent to this daemon:
+# paddock_audit_events_total is the judge's alone), and the detections per template and problem
+same=$(awk '/^paddock(_judge)?_audit_events_total\{/ { sub(/^paddock_judge_/, "paddock_"); v[$1] = v[$1] " " $2 }
+  END { for (k in v) { split(v[k], a, " "); if (a[1] != a[2]) bad = bad k v[k] "; "; n++ } print n ":" bad }' <<<"$M")
+is "$same" "7:" "paddock_audit_events_total{kind} counts judged attempts' events (equal to the judge's, every kind)"
+is "$(awk '$1 == "paddock_audit_detections_total{kind=\"trap_read\",template=\"python\",problem=\"guarded\"}" {print $2}' <<<"$M")" 2 \
+  "paddock_audit_detections_total{trap_read,python,guarded}: the two decoy hacks"
+is "$(awk '$1 == "paddock_audit_detections_total{kind=\"tamper\",template=\"python\",problem=\"guarded\"}" {print $2}' <<<"$M")" 1 \
+  "paddock_audit_detections_total{tamper,python,guarded}: the interpreter replaced"
+is "$(awk '$1 == "paddock_audited_attempts_total{template=\"python\",problem=\"guarded\"}" {print $2}' <<<"$M")" 5 \
+  "paddock_audited_attempts_total{python,guarded}: 5 audited (2 honest, 3 hacks): the rate is a division"
