@@ -35,8 +35,8 @@ out=$("$PADDOCK" bench --judge --rounds 0 2>&1); rc=$?
 is "$rc $out" "64 paddock: bench --judge: --rounds: '0' is not a count from 1 to 100" "--judge --rounds 0: refused"
 out=$("$PADDOCK" bench --judge -d 1 --rounds 1 2>&1); rc=$?
 is "$rc" 0 "--judge, one round: exit 0 (every judged submission passed, every output matched)"
-is "$(grep -cE '^  (cpp20|py20|2 clients|grpo mix).* [0-9.]+x  \(rounds' <<<"$out")" 5 \
-  "the ratios: cpp20 vs verl's way, py20 vs the floor and bwrap, 2 clients, the GRPO mix's cache"
+is "$(grep -cE '^  (cpp20|py20|2 clients|grpo mix).* [0-9.]+x  \(rounds' <<<"$out")" 7 \
+  "the ratios: cpp20 vs verl's way, py20 vs the floor and bwrap, 2 clients, the GRPO mix's cache, the two audit cells"
 like "$out" "grpo cache on [0-9.]+/s \([1-9][0-9]* hits\)" "the GRPO mix's duplicates hit the cache"
 
 # paddock bench --goodput and --memory-verdict: options refused, and a tiny run of each (a daemon of
