@@ -1,7 +1,5 @@
-/* Warm pools: a builder thread keeps READY sandboxes per template, sized by demand; reclaimer
- * threads reset released sandboxes for reuse (when the template reuses them, the pool needs them
- * and the reset proves them clean) or destroy them, off the request path; the first reclaimer
- * also enforces every state's deadline.
+/* Warm pools: a builder thread keeps READY sandboxes per template, sized by demand; acquire and
+ * release. Reclaimer threads (reclaim.c) reset released sandboxes for reuse or destroy them.
  *
  * Sizing: each pool tracks the peak number of its sandboxes in use over the current and the last
  * window (10 s). The target of READY sandboxes covers that peak with 20% headroom, within the
@@ -148,11 +146,10 @@ const pd_template *pd_pool_template_of(pd_pools *p, pd_sandbox *s)
 	return pl ? &pl->t : NULL;
 }
 
-typedef enum { WARM_NONE, WARM_TRUE, WARM_TEMPLATE } warm_kind;
 
 /* What the template puts in a new (or reset) sandbox before use: its working directory, its
  * files, and a warm-up exec: the template's own (a new sandbox), /bin/true (a reset one), or none. */
-static int prepare(pd_pool *pl, pd_sandbox *s, warm_kind warm, pd_err *e)
+int pd_pool_prepare(pd_pool *pl, pd_sandbox *s, pd_warm warm, pd_err *e)
 {
 	/* every sandbox has /work (paddock.h): no round trip to init for it */
 	if (pl->t.cwd && strcmp(pl->t.cwd, "/work") && pd_sandbox_mkdir(s, pl->t.cwd, 0755, e) < 0)
@@ -170,7 +167,7 @@ static int prepare(pd_pool *pl, pd_sandbox *s, warm_kind warm, pd_err *e)
 		if (pd_sandbox_write_file(s, f->path, f->data, f->len, f->mode, e) < 0)
 			return -1;
 	}
-	if (warm == WARM_NONE)
+	if (warm == PD_WARM_NONE)
 		return 0;
 	/* a fresh overlay has cold lookups: the first exec in a sandbox costs more than the next.
 	 * Pay that here, off the request path, with a program that changes nothing. */
@@ -178,7 +175,7 @@ static int prepare(pd_pool *pl, pd_sandbox *s, warm_kind warm, pd_err *e)
 	char *argv[] = {t_true, NULL};
 	pd_exec_opts x = {0};
 	/* the template's own interpreter warms the files its requests will open first */
-	x.argv = warm == WARM_TEMPLATE && pl->t.warmup[0] ? pl->t.warmup : argv;
+	x.argv = warm == PD_WARM_TEMPLATE && pl->t.warmup[0] ? pl->t.warmup : argv;
 	x.envp = pl->t.env[0] ? pl->t.env : NULL;
 	x.cwd = pl->t.cwd;
 	pd_result r;
@@ -197,7 +194,7 @@ int pd_pool_reset(pd_pool *pl, pd_sandbox *s, pd_err *e)
 {
 	if (pd_sandbox_reset(s, e) < 0)
 		return -1;
-	return prepare(pl, s, WARM_NONE, e);
+	return pd_pool_prepare(pl, s, PD_WARM_NONE, e);
 }
 
 pd_sandbox *pd_pool_make_fork(pd_pools *p, pd_pool *pl, const char *top_layer, pd_err *e)
@@ -231,7 +228,7 @@ pd_sandbox *pd_pool_make(pd_pools *p, pd_pool *pl, pd_err *e)
 	if (!s)
 		return NULL;
 	pd_sandbox_set_owner(s, pl);
-	if (prepare(pl, s, WARM_TEMPLATE, e) < 0) {
+	if (pd_pool_prepare(pl, s, PD_WARM_TEMPLATE, e) < 0) {
 		pd_sandbox_destroy(s, NULL, 0);
 		return NULL;
 	}
@@ -240,7 +237,7 @@ pd_sandbox *pd_pool_make(pd_pools *p, pd_pool *pl, pd_err *e)
 
 /* Sandboxes all pools hold against the memory budget: READY, being built, and waiting for the
  * reclaimer (still alive). Called with the lock held. */
-static uint64_t held_locked(const pd_pools *p)
+uint64_t pd_pools_held_locked(const pd_pools *p)
 {
 	uint64_t held = 0;
 	for (size_t i = 0; i < p->n; i++)
@@ -249,7 +246,7 @@ static uint64_t held_locked(const pd_pools *p)
 }
 
 /* Files s at the front of pl's READY list (newest first) and wakes waiting acquires. */
-static void file_ready_locked(pd_pools *p, pd_pool *pl, pd_entry *en, pd_sandbox *s)
+void pd_pool_file_ready_locked(pd_pools *p, pd_pool *pl, pd_entry *en, pd_sandbox *s)
 {
 	en->sb = s;
 	en->since = pd_now_us();
@@ -260,7 +257,7 @@ static void file_ready_locked(pd_pools *p, pd_pool *pl, pd_entry *en, pd_sandbox
 }
 
 /* Target READY count of a pool; called with the lock held. */
-static uint32_t target_of(pd_pools *p, pd_pool *pl)
+uint32_t pd_pool_target_of(pd_pools *p, pd_pool *pl)
 {
 	if (!pl->t.available || pl->evicting)
 		return 0;
@@ -275,7 +272,7 @@ static uint32_t target_of(pd_pools *p, pd_pool *pl)
 	if (want > room)
 		want = room;
 	/* the memory budget caps what all pools hold ready (in-use sandboxes were asked for) */
-	uint64_t held = held_locked(p);
+	uint64_t held = pd_pools_held_locked(p);
 	uint64_t mine = pl->nready + pl->creating;
 	uint64_t cap = p->opts.memory_budget / p->opts.idle_cost_bytes;
 	uint64_t others = held - mine;
@@ -319,7 +316,7 @@ static void note_demand(pd_pools *p, pd_pool *pl, uint64_t now)
 
 /* Background work yields to requests: a refill must not preempt the thread that just acquired.
  * RESET_ON_FORK: the sandboxes these threads create get ordinary scheduling. */
-static void background_priority(void)
+void pd_pool_background_priority(void)
 {
 	struct sched_param sp = {0};
 	sched_setscheduler(0, SCHED_BATCH | SCHED_RESET_ON_FORK, &sp);
@@ -354,10 +351,10 @@ static int64_t deficit_of(const pd_pool *pl, uint32_t target)
  * sandbox and its release comes back reset, and waking the builder on each of both, to find
  * nothing to do, cost four context switches a request (it also looks every tick). Every pool,
  * not just the caller's: a reset shortens the backlog another pool's build may wait for. */
-static void wake_builder_locked(pd_pools *p)
+void pd_pools_wake_builder_locked(pd_pools *p)
 {
 	for (size_t i = 0; i < p->n; i++)
-		if (deficit_of(&p->pools[i], target_of(p, &p->pools[i])) > 0) {
+		if (deficit_of(&p->pools[i], pd_pool_target_of(p, &p->pools[i])) > 0) {
 			pthread_cond_signal(&p->cv_builder);
 			return;
 		}
@@ -366,7 +363,7 @@ static void wake_builder_locked(pd_pools *p)
 static void *builder_main(void *arg)
 {
 	pd_pools *p = arg;
-	background_priority();
+	pd_pool_background_priority();
 	pthread_mutex_lock(&p->mu);
 	unsigned backoff = 0;
 	while (!p->stop) {
@@ -376,7 +373,7 @@ static void *builder_main(void *arg)
 		for (size_t i = 0; i < p->n; i++) {
 			pd_pool *pl = &p->pools[i];
 			note_demand(p, pl, now);
-			pl->target = target_of(p, pl);
+			pl->target = pd_pool_target_of(p, pl);
 			int64_t deficit = deficit_of(pl, pl->target);
 			if (deficit > best_deficit && now >= pl->retry_at) {
 				best = pl;
@@ -424,239 +421,7 @@ static void *builder_main(void *arg)
 			pd_pool_reclaim_locked(p, best, s);
 			continue;
 		}
-		file_ready_locked(p, best, en, s);
-	}
-	pthread_mutex_unlock(&p->mu);
-	return NULL;
-}
-
-static void reclaim_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s, bool no_reuse);
-
-const double pd_lifetime_bounds_s[PD_LIFETIME_BUCKETS] = {0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 14400, 86400};
-
-/* A destroyed sandbox's lifetime into its pool's histogram (born: pd_sandbox_created_us, read
- * before the destroy freed it); lock held. */
-static void lifetime_locked(pd_pool *pl, uint64_t born)
-{
-	uint64_t now = pd_now_us();
-	double secs = now > born ? (double)(now - born) / 1e6 : 0;
-	size_t i = 0;
-	while (i < PD_LIFETIME_BUCKETS && secs > pd_lifetime_bounds_s[i])
-		i++;
-	pl->st.lifetime_bucket[i]++;
-	pl->st.lifetime_count++;
-	pl->st.lifetime_sum_s += secs;
-}
-
-void pd_pool_reclaim_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
-{
-	reclaim_locked(p, pl, s, false);
-}
-
-void pd_pool_discard_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
-{
-	reclaim_locked(p, pl, s, true);
-}
-
-static void reclaim_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s, bool no_reuse)
-{
-	pd_entry *en = calloc(1, sizeof *en);
-	if (!en) {
-		/* no memory for the queue: destroy right here rather than leak */
-		uint64_t born = pd_sandbox_created_us(s);
-		char use[64];
-		pd_sandbox_use_id(s, use, sizeof use);
-		pthread_mutex_unlock(&p->mu);
-		char residue[128];
-		int dirty = pd_sandbox_destroy(s, residue, sizeof residue);
-		if (p->opts.on_reclaimed)
-			p->opts.on_reclaimed(p->opts.on_reclaimed_arg, use, residue);
-		pthread_mutex_lock(&p->mu);
-		lifetime_locked(pl, born);
-		pl->st.destroyed++;
-		pl->st.residue_failures += dirty != 0;
-		return;
-	}
-	en->sb = s;
-	en->pool = pl;
-	en->since = pd_now_us();
-	en->no_reuse = no_reuse;
-	en->next = NULL;
-	if (p->reclaim_tail)
-		p->reclaim_tail->next = en;
-	else
-		p->reclaim = en;
-	p->reclaim_tail = en;
-	p->nreclaim++;
-	pl->nreclaiming++;
-	pthread_cond_signal(&p->cv_reclaimer);
-}
-
-/* Whether a CPU is idle now: fewer runnable tasks than CPUs, not counting the caller
- * (/proc/loadavg's fourth field, "runnable/total", is the kernel's instantaneous count). */
-static bool cpu_idle_now(const pd_pools *p)
-{
-	char b[128];
-	if (pd_read_file("/proc/loadavg", b, sizeof b) <= 0)
-		return false;
-	unsigned long runnable = 0;
-	if (sscanf(b, "%*s %*s %*s %lu/", &runnable) != 1)
-		return false;
-	return runnable < 1 || runnable - 1 < p->ncpu;
-}
-
-/* Resets s for the next user and files it as READY: true. False if the pool does not need it
- * or the reset was refused (the caller destroys it). Called with the lock held; drops it
- * meanwhile. */
-static bool reuse_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
-{
-	if (!pl->t.pool_reuse || p->stop || pd_sandbox_state(s) != PD_READY)
-		return false;
-	/* Kept up to the pool's max and the memory budget, not just its target: the builder has
-	 * usually replaced the sandbox when it was acquired, and a reset is far cheaper than the
-	 * next create. A surplus expires after the pool's idle TTL. */
-	if (pl->nready + pl->creating >= pl->t.pool_max ||
-	    held_locked(p) > p->opts.memory_budget / p->opts.idle_cost_bytes)
-		return false;
-	/* an image pool keeps no more than its share of the image pools' budget */
-	if (pl->image && pl->nready + pl->creating >= target_of(p, pl))
-		return false;
-	bool backlog = p->nreclaim != 0;
-	pthread_mutex_unlock(&p->mu); /* still counted in nreclaiming: the builder expects it back */
-	pd_err e = {0};
-	uint32_t kept0 = pd_sandbox_resets_kept(s), skept0 = pd_sandbox_resets_scratch_kept(s);
-	bool ok = pd_sandbox_reset(s, &e) == 0;
-	bool kept = ok && pd_sandbox_resets_kept(s) != kept0;
-	bool skept = ok && pd_sandbox_resets_scratch_kept(s) != skept0;
-	/* After a reset the image's files are in the page cache since the sandbox's first user; only
-	 * a new overlay's own dentries are cold, and a reset that kept the root made none. /bin/true
-	 * warms a new one, which is worth its CPU only when that CPU would otherwise idle, so only
-	 * with no backlog and a CPU idle now (under load it cost more CPU than the exec it sped up
-	 * saved). Never the template's warm-up, which is often a whole interpreter: as much CPU as
-	 * the request it would speed up. */
-	warm_kind warm = !kept && !backlog && cpu_idle_now(p) ? WARM_TRUE : WARM_NONE;
-	ok = ok && prepare(pl, s, warm, &e) == 0;
-	pd_entry *en = ok ? calloc(1, sizeof *en) : NULL;
-	pthread_mutex_lock(&p->mu);
-	if (p->stop) {
-		/* the pools closed meanwhile and have drained their READY lists: not to be filed
-		 * there now, where nothing would ever destroy it */
-		free(en);
-		return false;
-	}
-	if (!en) {
-		pl->st.reset_refusals++;
-		return false;
-	}
-	pl->st.resets++;
-	pl->st.resets_kept += kept;
-	pl->st.resets_scratch_kept += skept;
-	file_ready_locked(p, pl, en, s);
-	return true;
-}
-
-/* Resets for reuse, or destroys, the oldest sandbox waiting for reclaim. Called with the lock
- * held; drops it meanwhile. Returns false if there was none. */
-static bool reclaim_one_locked(pd_pools *p)
-{
-	pd_entry *en = p->reclaim;
-	if (!en)
-		return false;
-	p->reclaim = en->next;
-	if (!p->reclaim)
-		p->reclaim_tail = NULL;
-	p->nreclaim--;
-	pd_pool *pl = en->pool;
-	uint64_t t0 = pd_now_us();
-	/* the use that ends here, named before a reset starts the next */
-	char use[64];
-	pd_sandbox_use_id(en->sb, use, sizeof use);
-	if (!en->no_reuse && reuse_locked(p, pl, en->sb)) {
-		pl->nreclaiming--;
-		free(en);
-		wake_builder_locked(p);
-		if (p->opts.on_reclaimed) {
-			pthread_mutex_unlock(&p->mu);
-			p->opts.on_reclaimed(p->opts.on_reclaimed_arg, use, "clean");
-			pthread_mutex_lock(&p->mu);
-		}
-		return true;
-	}
-	uint64_t born = pd_sandbox_created_us(en->sb);
-	pthread_mutex_unlock(&p->mu);
-	char residue[128];
-	int dirty = pd_sandbox_destroy(en->sb, residue, sizeof residue);
-	if (p->opts.on_reclaimed)
-		p->opts.on_reclaimed(p->opts.on_reclaimed_arg, use, residue);
-	uint64_t took = pd_now_us() - t0;
-	pthread_mutex_lock(&p->mu);
-	lifetime_locked(pl, born);
-	pl->nreclaiming--;
-	pl->st.destroyed++;
-	if (dirty)
-		pl->st.residue_failures++;
-	/* a teardown that needed the forced path, or outlived its deadline, is counted */
-	if (dirty || took > p->opts.teardown_timeout_ms * 1000)
-		pl->st.forced_reclaims++;
-	free(en);
-	pthread_cond_broadcast(&p->cv_builder); /* it may have waited for the backlog */
-	return true;
-}
-
-/* Idle READY sandboxes above target, past the idle TTL, and expired sessions go to reclaim. */
-static void expire_locked(pd_pools *p, uint64_t now)
-{
-	for (size_t i = 0; i < p->n; i++) {
-		pd_pool *pl = &p->pools[i];
-		pd_entry **pp = &pl->ready;
-		while (*pp) {
-			pd_entry *en = *pp;
-			bool surplus = pl->nready > pl->target;
-			if (surplus && now - en->since > pl->t.pool_idle_ttl_ms * 1000) {
-				*pp = en->next;
-				pl->nready--;
-				pl->st.expired++;
-				reclaim_locked(p, pl, en->sb, true);
-				free(en);
-				continue;
-			}
-			pp = &en->next;
-		}
-	}
-	pd_sessions_expire_locked(p, now);
-}
-
-static void *reclaimer_main(void *arg)
-{
-	pd_pools *p = arg;
-	background_priority();
-	pthread_mutex_lock(&p->mu);
-	bool first = p->reclaimer_ids++ == 0; /* the first one also expires idle sandboxes */
-	uint64_t next_tick = 0, next_prune = 0;
-	uint64_t keep_s = p->opts.trajectory_retention_s;
-	for (;;) {
-		uint64_t now = pd_now_us();
-		if (first && now >= next_tick) {
-			expire_locked(p, now);
-			next_tick = now + p->opts.tick_ms * 1000;
-		}
-		if (first && keep_s && now >= next_prune && !p->stop) {
-			/* files only: not under the lock (the prune takes it to see open sessions) */
-			pthread_mutex_unlock(&p->mu);
-			pd_trajectories_prune(p, keep_s);
-			pthread_mutex_lock(&p->mu);
-			next_prune = pd_now_us() + (keep_s < 600 ? keep_s : 600) * 1000000;
-		}
-		if (reclaim_one_locked(p))
-			continue;
-		if (p->stop)
-			break;
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		uint64_t ns = (uint64_t)ts.tv_nsec + p->opts.tick_ms * 1000000ull;
-		ts.tv_sec += (time_t)(ns / 1000000000ull);
-		ts.tv_nsec = (long)(ns % 1000000000ull);
-		pthread_cond_timedwait(&p->cv_reclaimer, &p->mu, &ts);
+		pd_pool_file_ready_locked(p, best, en, s);
 	}
 	pthread_mutex_unlock(&p->mu);
 	return NULL;
@@ -723,7 +488,7 @@ pd_pools *pd_pools_new(pd_ctx *c, const pd_template *t, size_t n, const pd_pools
 	unsigned want = p->opts.reclaimers ? p->opts.reclaimers : (unsigned)(p->ncpu / 4);
 	want = want < 1 ? 1 : want > 16 ? 16 : want;
 	for (unsigned i = 0; i < want; i++) {
-		if (pthread_create(&p->reclaimers[i], NULL, reclaimer_main, p) != 0)
+		if (pthread_create(&p->reclaimers[i], NULL, pd_pools_reclaimer_main, p) != 0)
 			break;
 		p->nreclaimers++;
 	}
@@ -834,7 +599,7 @@ static pd_sandbox *acquire_locked(pd_pools *p, pd_pool *pl, bool *hit, pd_err *e
 		pl->ready = en->next;
 		pl->nready--;
 		pl->st.hits++;
-		wake_builder_locked(p); /* refill */
+		pd_pools_wake_builder_locked(p); /* refill */
 		pthread_mutex_unlock(&p->mu);
 		pd_sandbox *s = en->sb;
 		free(en);
@@ -885,7 +650,7 @@ void pd_pool_release(pd_pools *p, pd_sandbox *s)
 	 * cgroup). Past the bound the releasing thread pays for one destroy itself, so the backlog
 	 * stays bounded and throughput is set by what the machine can tear down. */
 	if (p->nreclaim > p->opts.reclaim_backlog)
-		reclaim_one_locked(p);
+		pd_pools_reclaim_one_locked(p);
 	pthread_mutex_unlock(&p->mu);
 }
 
@@ -926,7 +691,7 @@ int pd_pools_wait_ready(pd_pools *p, uint64_t timeout_ms)
 		bool all = true;
 		for (size_t i = 0; i < p->n; i++) {
 			pd_pool *pl = &p->pools[i];
-			uint32_t t = target_of(p, pl);
+			uint32_t t = pd_pool_target_of(p, pl);
 			if (pl->t.available && pl->nready < t)
 				all = false;
 		}

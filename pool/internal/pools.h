@@ -1,4 +1,4 @@
-/* Internals shared by the pool layer's files (pool.c, session.c): on pool/internal, so only they see it. */
+/* Internals shared by the pool layer's files (pool.c, reclaim.c, session*.c, ...): on pool/internal, so only they see it. */
 #ifndef PADDOCK_POOLS_H
 #define PADDOCK_POOLS_H
 
@@ -85,5 +85,25 @@ void pd_sessions_free_all(pd_pools *p);
 void pd_sessions_recover(pd_pools *p);
 /* Resets a sandbox of pl's template to its fresh state, as for reuse (no warm-up exec). */
 int pd_pool_reset(pd_pool *pl, pd_sandbox *s, pd_err *e);
+
+/* Shared by the builder (pool.c) and the reclaimer (reclaim.c); all with the lock held unless said. */
+typedef enum { PD_WARM_NONE, PD_WARM_TRUE, PD_WARM_TEMPLATE } pd_warm;
+/* The template's cwd and files put in s, then a warm-up exec: the template's own (a new sandbox),
+ * /bin/true (a reset one), or none. Without the lock. */
+int pd_pool_prepare(pd_pool *pl, pd_sandbox *s, pd_warm warm, pd_err *e);
+/* Sandboxes held by all pools (READY, in use, being made or reclaimed): the memory budget's count */
+uint64_t pd_pools_held_locked(const pd_pools *p);
+/* How many READY sandboxes pl should keep now */
+uint32_t pd_pool_target_of(pd_pools *p, pd_pool *pl);
+/* Files s (its entry en) as READY in pl and wakes a waiting acquire */
+void pd_pool_file_ready_locked(pd_pools *p, pd_pool *pl, pd_entry *en, pd_sandbox *s);
+void pd_pools_wake_builder_locked(pd_pools *p);
+/* The calling thread at background CPU and I/O priority (builder and reclaimers) */
+void pd_pool_background_priority(void);
+/* Resets for reuse, or destroys, the oldest sandbox waiting for reclaim; drops the lock meanwhile.
+ * False if there was none. */
+bool pd_pools_reclaim_one_locked(pd_pools *p);
+/* A reclaimer thread's loop (reclaim.c), started by pd_pools_new */
+void *pd_pools_reclaimer_main(void *arg);
 
 #endif
