@@ -113,6 +113,23 @@ int pd_fail(pd_err *e, int code, const char *fmt, ...)
 	return -1;
 }
 
+int pd_fail_as(pd_err *e, int code, const char *fmt, ...)
+{
+	if (e) {
+		va_list ap;
+		va_start(ap, fmt);
+		int len = vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+		va_end(ap);
+		if (len >= (int)sizeof e->msg)
+			trim_cut_utf8(e->msg);
+		e->code = code ? code : EIO;
+		e->cause = 0;
+		e->kind = PD_EK_NONE;
+	}
+	errno = code ? code : EIO;
+	return -1;
+}
+
 int pd_err_prefix(pd_err *e, const char *fmt, ...)
 {
 	if (!e)
