@@ -33,6 +33,7 @@
 struct pd_store {
 	sqlite3 *db; /* the writer's connection, under mu */
 	sqlite3_stmt *put;
+	sqlite3_stmt *residue; /* prepared once: the reclaimer completes a record per released sandbox */
 	pthread_mutex_t mu;
 	/* The readers' connection, under rd_mu. A write waits up to SQLite's busy timeout (10 s)
 	 * for another process's lock, holding mu meanwhile; on the WAL a reader never waits for a
@@ -255,6 +256,7 @@ void pd_store_close(pd_store *s)
 	if (!s)
 		return;
 	sqlite3_finalize(s->put);
+	sqlite3_finalize(s->residue);
 	sqlite3_close(s->db);
 	if (s->rd)
 		sqlite3_close(s->rd);
@@ -558,17 +560,20 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 /* Completes the pending residue of the record of use_id; the rows changed (0: not stored yet). */
 static int residue_locked(pd_store *s, const char *use_id, const char *residue)
 {
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(s->db,
+	if (!s->residue &&
+	    sqlite3_prepare_v2(s->db,
 			       "UPDATE attempts SET record = json_set(record, '$.residue', ?1, '$.run.residue', ?1,"
 			       " '$.compile.residue', ?1) WHERE json_extract(record, '$.use_id') = ?2"
 			       " AND json_extract(record, '$.residue') = 'pending'",
-			       -1, &st, NULL) != SQLITE_OK)
+			       -1, &s->residue, NULL) != SQLITE_OK)
 		return -1;
+	sqlite3_stmt *st = s->residue;
+	sqlite3_reset(st);
 	sqlite3_bind_text(st, 1, residue, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 2, use_id, -1, SQLITE_TRANSIENT);
 	int rc = sqlite3_step(st);
-	sqlite3_finalize(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
 	return rc == SQLITE_DONE ? sqlite3_changes(s->db) : -1;
 }
 
