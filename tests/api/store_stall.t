@@ -23,21 +23,8 @@ acquires() { req GET /v1/pools; jb '[.pools[].acquires] | add'; }
 in_use() { req GET /v1/pools; jb '[.pools[].in_use] | add'; }
 A0=$(acquires)
 
-# the store's write lock, held by another process until its stdin closes
-mkfifo "$TMPD/hold"
-python3 -c '
-import sqlite3, sys
-c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=60)
-c.execute("BEGIN IMMEDIATE")
-open(sys.argv[2], "w").write("locked")
-sys.stdin.read()
-c.execute("ROLLBACK")
-' "$DB" "$TMPD/locked" <"$TMPD/hold" &
-HOLDER=$!
-exec 7>"$TMPD/hold"
-release() { exec 7>&- 2>/dev/null; }
-cleanup "release; kill $HOLDER 2>/dev/null"
-wait_for 30 test -s "$TMPD/locked"
+# the store's write lock, held by another process
+hold_store_lock
 ok $? "another process holds the store's write lock"
 
 # two runs whose records cannot be written until the lock goes
@@ -67,7 +54,7 @@ is "$m $r $g" "200 200 200" "/metrics, /readyz and GET /v1/runs/{id} answer whil
 is "$fails" 0 "... before any write gave up (SQLite's busy timeout is 10 s)"
 is "$answered" 0 "... and before either stuck run was answered"
 
-release
+release_store_lock
 wait "$HOLDER" 2>/dev/null
 done_both() { [ "$(cat "$TMPD"/code.* 2>/dev/null | grep -c .)" = 2 ]; }
 wait_for 120 done_both
