@@ -73,6 +73,9 @@ struct pd_cluster {
 	pthread_cond_t slot_cv;  /* puller: slots freed */
 	pthread_cond_t ready_cv; /* poller: results announced */
 	pthread_cond_t tick_cv;  /* ticker: only quiesce and stop */
+	pthread_cond_t pub_cv;   /* the stop: every asynchronous publish settled */
+	unsigned pub_inflight;   /* publishes whose ack (or failure) has not come yet */
+	uint64_t poll_due;       /* the poller's next look (wall ms); 0: nothing waits */
 	bool quiesced, stopping;
 	cl_submit *subq, *subq_tail;
 	cl_waiter *waiters; /* requests this node's clients wait for */
@@ -81,7 +84,7 @@ struct pd_cluster {
 	size_t nready, ready_cap;
 	cl_task *tasks; /* pulled and not yet acked */
 	unsigned ntasks;
-	pthread_t publishers[2], poller, ticker;
+	pthread_t publishers[2], poller, ticker; /* publishers: the tries again (edge.c) */
 	bool started[4]; /* publishers, poller, ticker */
 
 	/* figures (mu) */
@@ -110,7 +113,9 @@ int cl_result_get(pd_cluster *c, const char *request_id, char **val, size_t *len
 void *cl_publisher_main(void *arg);
 void *cl_poller_main(void *arg);
 void cl_on_notify(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *arg);
-/* Answers what was submitted and not yet published (503: shutting down). */
+/* The broker's ack (or not) of an asynchronous publish (jsOptions.PublishAsync.AckHandler). */
+void cl_on_pub_ack(jsCtx *js, natsMsg *m, jsPubAck *pa, jsPubAckErr *pae, void *arg);
+/* Frees what waited to be published again (its waiters were answered at the stop). */
 void cl_edge_drain(pd_cluster *c);
 
 /* executor.c */
