@@ -61,7 +61,7 @@ struct pd_cluster {
 	unsigned slots;
 	/* tasks held beyond the slots, queued in this node's scheduler so that a worker that
 	 * finishes starts the next task at once instead of idling for a pull's round trip to the
-	 * broker (the cluster path's largest loss at load); only while tasks are short (mu) */
+	 * broker; only while tasks are short (mu) */
 	unsigned ahead;
 	uint64_t run_avg_us; /* moving mean of tasks' run times (mu) */
 
