@@ -90,6 +90,7 @@ struct pd_cluster {
 	/* figures (mu) */
 	uint64_t submitted, published, dup_published, dup_answered, publish_failures;
 	uint64_t pulled, redelivered, exhausted, recorded, already_recorded, naks, answered, results_too_big;
+	uint64_t notes_local; /* results of this node's own requests answered in process (no note) */
 	uint64_t results_by_ref, refs_fetched, ref_failures;
 };
 
@@ -113,6 +114,9 @@ int cl_result_get(pd_cluster *c, const char *request_id, char **val, size_t *len
 void *cl_publisher_main(void *arg);
 void *cl_poller_main(void *arg);
 void cl_on_notify(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *arg);
+/* The executor's answer to a request this node published itself: its waiters answered in
+ * process, with no note through the broker (val copied; not a reference). */
+void cl_deliver_local(pd_cluster *c, const char *request_id, const char *val);
 /* The broker's ack (or not) of an asynchronous publish (jsOptions.PublishAsync.AckHandler). */
 void cl_on_pub_ack(jsCtx *js, natsMsg *m, jsPubAck *pa, jsPubAckErr *pae, void *arg);
 /* Frees what waited to be published again (its waiters were answered at the stop). */

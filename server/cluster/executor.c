@@ -152,9 +152,17 @@ static int claim(const pd_job *j, void *arg, pd_err *e)
 }
 
 /* "Ready" to the origin node: the request id, and the result value when this node has it (the
- * origin answers without a read of the bucket). */
+ * origin answers without a read of the bucket). When the origin is this node (every request of a
+ * one-node cluster, a node's share of its own requests in a larger one) its waiters are answered
+ * in process: the note would only go to the broker and back (two messages, two thread hand-offs
+ * and about 0.1 ms each way). The claim is made either way: it is what a retry, a duplicate or a
+ * redelivery finds. */
 static void notify(pd_cluster *c, const char *origin, const char *request_id, const char *value)
 {
+	if (value && !strcmp(origin, c->node)) {
+		cl_deliver_local(c, request_id, value);
+		return;
+	}
 	char subject[128];
 	snprintf(subject, sizeof subject, CL_NOTIFY_PREFIX "%s", origin);
 	char *note = NULL;

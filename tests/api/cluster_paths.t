@@ -19,7 +19,7 @@ if ! [ -e /usr/lib/x86_64-linux-gnu/libnats.so.3.4 ] && ! ldconfig -p | grep -q 
   echo "1..0 # SKIP libnats3.4 is missing (scripts/install-deps.sh installs it)"
   exit 0
 fi
-plan 40
+plan 42
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 NPORT=$(free_port)
@@ -135,6 +135,19 @@ import glob, sqlite3
 print(sum(sqlite3.connect(d, timeout=30).execute(\"SELECT count(*) FROM attempts WHERE request_id LIKE 'js-1-%'\").fetchone()[0]
           for d in glob.glob('$TMPD/db.*.sqlite')))")
 is "$judgeds" 2 "... each judged and recorded once"
+
+# --- a node's own requests that it ran: answered in process, no note through the broker ---------
+lp0=$(metric answered_in_process_total a)
+lp_ok=0 lp_a=0
+for i in $(seq 12); do
+  U=${NURL[a]} req POST /run_code -H "X-Request-Id: lp-$i" -H 'Content-Type: application/json' \
+    --data-binary "{\"language\":\"bash\",\"code\":\"echo lp $i\"}"
+  [ "$CODE|$(jb .run_result.stdout)" = "200|lp $i" ] && lp_ok=$((lp_ok + 1))
+  [ "$(jb .node)" = a ] && lp_a=$((lp_a + 1))
+done
+is "$lp_ok" 12 "12 /run_code through node a: each answered with its own output ($lp_a run on a)"
+is "$(($(metric answered_in_process_total a) - lp0))" "$lp_a" \
+  "... those node a ran were answered in process (paddock_cluster_answered_in_process_total), the rest by note"
 
 # --- deterministic failures are answers: acked, never given back or run again -------------------
 U=${NURL[a]} post_json /v1/runs '{"request_id":"det-exit","template":"bash","cmd":["bash","-c","exit 7"]}'
