@@ -12,8 +12,10 @@
 #      broker's own messages/s and CPU during it (from its monitoring endpoint);
 #   3. the broker alone (contrib/cluster/jsbench.c): publishes with message ids waiting for their
 #      acks, and pulls with acks, per second: the ceiling the messages/s of 2. are measured against.
-# usage: [BENCH_OLD=bin] [NODES=4] scripts/bench-cluster.sh [N [ROUNDS]]  (N requests per measure,
-# default 1000; ROUNDS default 3). Needs root (the daemons make sandboxes).
+# usage: [BENCH_OLD=bin] [NODES=4] [BENCH_LANG=bash|python] [BENCH_ONLY=1] scripts/bench-cluster.sh [N [ROUNDS]]
+# (N requests per measure, default 1000; ROUNDS default 3; BENCH_LANG: section 1's program, bash's
+# echo (default: the cluster path's cost at its largest share) or python's print, the program of
+# paddock bench --http; BENCH_ONLY=1: section 1 alone). Needs root (the daemons make sandboxes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-1000}
@@ -21,6 +23,8 @@ ROUNDS=${2:-3}
 NODES=${NODES:-4}
 P=$PWD/bin/paddock
 OLD=${BENCH_OLD:-}
+LANG_=${BENCH_LANG:-bash}
+case $LANG_ in bash) CODE='echo %d' ;; python) CODE='print(%d)' ;; *) echo "BENCH_LANG: bash or python" >&2; exit 64 ;; esac
 T=$(mktemp -d /tmp/pdk-bench-cluster.XXXXXX)
 stop_all() {
   local f
@@ -55,7 +59,7 @@ serve() {  # serve NAME BINARY ARGS...: prints the address
 }
 python3 -c "
 import json
-for i in range($N): print(json.dumps({'schema':'run_code','language':'bash','code':'echo %d' % i}))" >"$T/batch.jsonl"
+for i in range($N): print(json.dumps({'schema':'run_code','language':'$LANG_','code':'$CODE' % i}))" >"$T/batch.jsonl"
 # CPU time (user + system, in clock ticks) a process has used: where a request's time goes
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 HZ=$(getconf CLK_TCK)
@@ -87,7 +91,7 @@ if [ -n "$OLD" ]; then
   O=$(serve oldnode "$OLD" --workers 4 --cluster "nats://127.0.0.1:$OP" --node-id bench1)
   KEYS="local cluster cluster-old"
 fi
-echo "== 1. /run_code (bash echo), $N requests a measure, 4 workers a daemon, $ROUNDS alternating rounds"
+echo "== 1. /run_code ($LANG_: $CODE), $N requests a measure, 4 workers a daemon, $ROUNDS alternating rounds"
 for r in $(seq "$ROUNDS"); do
   # the order turns each round: no path always runs first (or right after another)
   set -- $KEYS
@@ -123,6 +127,7 @@ for c in ("cluster", "cluster-old"):
             c, med(c + "-j8", 0) / med("local-j8", 0), med(c + "-j1", 1) - med("local-j1", 1)))
 EOF_PY
 
+[ "${BENCH_ONLY:-}" = 1 ] && exit 0
 echo "== 2. scale simulation: $NODES nodes of 1 worker each on this host, one broker, the batch split across them"
 read -r SP SM < <(broker scale)
 : >"$T/results"
