@@ -632,6 +632,7 @@ int pd_auditor_handle(pd_auditor *a, pd_result *r)
 
 	pid_t pid = (pid_t)req->pid;
 	long nr = req->data.nr;
+	r->audit_notified++;
 	const __u64 *arg = req->data.args;
 	if (a->rootfd < 0) {
 		/* every process of the sandbox has its root (chroot and pivot_root are denied) */

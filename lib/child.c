@@ -103,7 +103,13 @@ static void set_rlimit(int res, uint64_t v)
 
 /* execvp with the PATH of the program's environment, not init's (libc's execvpe reads the
  * caller's own PATH). Returns only on failure, with errno as execvp would leave it. */
-static void exec_in_path(void)
+/* skip: an audited program's execve stops at the audit's listener, a round trip to the host each.
+ * A PATH search tries every directory before the one that has the program (python3: four execs,
+ * three of them of names that do not exist), so under audit a candidate that stat finds missing is
+ * passed over without its execve: the kernel would answer ENOENT or ENOTDIR alike, and the one
+ * execve made is the program's, judged as before. This is the sandbox's own code, before the
+ * program exists: nothing the program does is hidden by it. */
+static void exec_in_path(bool skip_missing)
 {
 	const char *name = g_argv[0];
 	if (!*name) {
@@ -132,12 +138,16 @@ static void exec_in_path(void)
 				full[n++] = '.';
 			full[n++] = '/';
 			pd_ch_cat(full + n, sizeof full - n, name, NULL, NULL);
+			struct stat st;
+			if (skip_missing && stat(full, &st) < 0 && (errno == ENOENT || errno == ENOTDIR))
+				goto next;
 			execve(full, g_argv, g_envp);
 			if (errno == EACCES)
 				err = EACCES; /* found but not executable: report that over ENOENT */
 			else if (errno != ENOENT && errno != ENOTDIR)
 				return;
 		}
+	next:
 		if (!*q)
 			break;
 		p = q;
@@ -215,7 +225,7 @@ static __attribute__((noreturn)) void become_program(const child_cfg *c, const s
 		report(errfd, &m, sizeof m);
 	}
 	/* the base filter is already ours: init loaded it once, and filters are inherited */
-	exec_in_path();
+	exec_in_path(x->audit);
 fail_errno:;
 	struct msg_error m = {MSG_EXEC_FAILED, errno, ""};
 	pd_ch_cat(m.what, sizeof m.what, "execute ", g_argv[0] ? g_argv[0] : "(null)", NULL);
