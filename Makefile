@@ -71,7 +71,7 @@ $(BIN)/paddock: $(CLI_OBJ) $(LIBS)
 	@echo "  LD      $@"
 	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIBS) $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/tap.h tests/unit/output.h tests/hostcount.h $(LIBS)
+$(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) tests/hostcount.h $(LIBS)
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
 	@$(CC) $(CFLAGS) $(TEST_INC) $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)

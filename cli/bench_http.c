@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -162,9 +163,20 @@ static void pool_quiet(int port)
 /* ops completed by `clients` threads in about secs; *elapsed grows by the time they really took
  * (the last op started before the deadline ends after it, and for /run_code until the pool has
  * reset what the ops released) */
-static uint64_t throughput(op_kind k, int port, int clients, double secs, uint64_t *bad, double *elapsed)
+/* CPU time of this process so far, all threads (the in-process daemon's and the clients'), in µs */
+static uint64_t self_cpu_us(void)
 {
-	uint64_t t0 = pd_now_us();
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) < 0)
+		return 0;
+	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u + (uint64_t)ru.ru_utime.tv_usec +
+	       (uint64_t)ru.ru_stime.tv_usec;
+}
+
+static uint64_t throughput(op_kind k, int port, int clients, double secs, uint64_t *bad, double *elapsed,
+			   uint64_t *cpu_us)
+{
+	uint64_t t0 = pd_now_us(), c0 = self_cpu_us();
 	tput t[8];
 	pthread_t th[8];
 	for (int i = 0; i < clients; i++) {
@@ -180,6 +192,7 @@ static uint64_t throughput(op_kind k, int port, int clients, double secs, uint64
 	if (k == OP_RUN_CODE)
 		pool_quiet(port);
 	*elapsed += (pd_now_us() - t0) / 1e6;
+	*cpu_us += self_cpu_us() - c0;
 	return ok;
 }
 
@@ -189,6 +202,9 @@ enum { NK = 3 };
 typedef struct hround {
 	double p50[NK], p99[NK], t1[NK], t2[NK];
 	uint64_t bad[NK];
+	/* this process's CPU per op in the throughput cells: for /run_code, what paddock itself
+	 * spends per request (HTTP, scheduler, store, pool, reset) without the sandboxed program */
+	double cpu_ms[NK];
 } hround;
 
 /* Latency with one client, then throughput with one and with two; the cases interleaved, op by
@@ -198,6 +214,7 @@ typedef struct hround {
 static void measure(int port, hconn *c, int iterations, double secs, hround *h)
 {
 	double e1[NK] = {0}, e2[NK] = {0};
+	uint64_t cpu[NK] = {0}, ops[NK] = {0};
 	memset(h, 0, sizeof *h);
 	double *lat[NK];
 	for (int k = 0; k < NK; k++)
@@ -214,10 +231,14 @@ static void measure(int port, hconn *c, int iterations, double secs, hround *h)
 	int slices = (int)ceil(secs / slice);
 	for (int r = 0; r < slices; r++)
 		for (int k = 0; k < NK; k++) {
-			h->t1[k] += (double)throughput((op_kind)k, port, 1, slice, &h->bad[k], &e1[k]);
-			h->t2[k] += (double)throughput((op_kind)k, port, 2, slice, &h->bad[k], &e2[k]);
+			uint64_t n1 = throughput((op_kind)k, port, 1, slice, &h->bad[k], &e1[k], &cpu[k]);
+			uint64_t n2 = throughput((op_kind)k, port, 2, slice, &h->bad[k], &e2[k], &cpu[k]);
+			h->t1[k] += (double)n1;
+			h->t2[k] += (double)n2;
+			ops[k] += n1 + n2;
 		}
 	for (int k = 0; k < NK; k++) {
+		h->cpu_ms[k] = ops[k] ? (double)cpu[k] / 1000.0 / (double)ops[k] : 0;
 		h->t1[k] = e1[k] > 0 ? h->t1[k] / e1[k] : 0;
 		h->t2[k] = e2[k] > 0 ? h->t2[k] / e2[k] : 0;
 		if (!lat[k])
@@ -373,6 +394,12 @@ int cmd_bench_http(int argc, char **argv)
 			if (bad)
 				rc = EXIT_PADDOCK_FAILED;
 		}
+		for (int r = 0; r < rounds; r++)
+			v[0][r] = h[r].cpu_ms[OP_RUN_CODE];
+		printf("\n  paddock's own CPU per /run_code: %.3f ms (this process's threads over the /run_code "
+		       "cells: HTTP,\n  scheduler, store, pool and reset; not the sandboxed program, not the "
+		       "sandboxes' inits)\n",
+		       median(v[0], rounds));
 		if (rounds == 1)
 			printf("\n  /run_code p50 = %.2fx the floor's p50 (issue target <= 1.3x); throughput "
 			       "at 2 clients = %.2fx the floor's (target >= 0.8x)\n",

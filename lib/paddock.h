@@ -43,6 +43,9 @@ typedef struct pd_err {
 /* Fills *e (if not NULL) and returns -1, so `return pd_fail(e, errno, "...")` reads naturally.
  * code is the cause (0: none, and the code becomes EIO). */
 int pd_fail(pd_err *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A failure of class code (EINVAL, EPERM, ...) with no system cause behind it: the message says it
+ * all, and pd_err_text adds no strerror. For refusals of what a caller asked. Returns -1. */
+int pd_fail_as(pd_err *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Puts more context in front of e's message ("compile: " + "open x"), keeping its code, cause
  * and kind; cut at a character boundary. Returns -1. */
 int pd_err_prefix(pd_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

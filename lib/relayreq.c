@@ -17,28 +17,11 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-/* a refusal: the message as written (pd_fail would append strerror's text), the code kept */
-static int refuse(pd_err *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int refuse(pd_err *e, int code, const char *fmt, ...)
-{
-	char msg[sizeof ((pd_err *)0)->msg];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	pd_fail(e, 0, "%s", msg);
-	if (e)
-		e->code = code;
-	errno = code;
-	return -1;
-}
 
 /* host (not bracketed) as an address, any spelling the C library would take: true and *a */
 static bool host_ip(const char *host, struct in6_addr *a)
@@ -140,10 +123,10 @@ int relay_rule_parse(const char *entry, relay_rule *r, pd_err *e)
 {
 	memset(r, 0, sizeof *r);
 	if (!entry || split_hostport(entry, strlen(entry), r->host, sizeof r->host, &r->port, true) < 0)
-		return refuse(e, EINVAL, "not HOST:PORT (a name, an IPv4 address or [an IPv6 one], and a port 1-65535)");
+		return pd_fail_as(e, EINVAL, "not HOST:PORT (a name, an IPv4 address or [an IPv6 one], and a port 1-65535)");
 	r->is_ip = host_ip(r->host, &r->ip);
 	if (!r->is_ip && !host_name_ok(r->host))
-		return refuse(e, EINVAL, "'%s' is neither an address nor a host name", r->host);
+		return pd_fail_as(e, EINVAL, "'%s' is neither an address nor a host name", r->host);
 	return 0;
 }
 

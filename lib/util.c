@@ -96,20 +96,37 @@ long pd_open_fds(void)
 	return n - 1; /* the directory's own */
 }
 
-int pd_fail(pd_err *e, int code, const char *fmt, ...)
+/* The message formatted and cut at a character boundary; the class is code (EIO if none), the
+ * cause the errno behind it (0: none). Returns -1 with errno set to the class. */
+static int vfail(pd_err *e, int code, int cause, const char *fmt, va_list ap)
 {
 	if (e) {
-		va_list ap;
-		va_start(ap, fmt);
 		int len = vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-		va_end(ap);
 		if (len >= (int)sizeof e->msg)
 			trim_cut_utf8(e->msg);
 		e->code = code ? code : EIO;
-		e->cause = code;
+		e->cause = cause;
 		e->kind = PD_EK_NONE;
 	}
 	errno = code ? code : EIO;
+	return -1;
+}
+
+int pd_fail(pd_err *e, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vfail(e, code, code, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int pd_fail_as(pd_err *e, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vfail(e, code, 0, fmt, ap);
+	va_end(ap);
 	return -1;
 }
 

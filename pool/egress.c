@@ -9,29 +9,12 @@
 #include "pools.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_ALLOW 64
-
-/* a refusal: the message as written (pd_fail would append strerror's text), the code kept */
-static int refuse(pd_err *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int refuse(pd_err *e, int code, const char *fmt, ...)
-{
-	char msg[sizeof ((pd_err *)0)->msg];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	pd_fail(e, 0, "%s", msg);
-	if (e)
-		e->code = code;
-	errno = code;
-	return -1;
-}
 
 void pd_egress_list_free(char **l)
 {
@@ -58,7 +41,7 @@ static char **list_copy(char *const *src)
 static int parse_allow(json_t *a, const char *where, char ***out, pd_err *e)
 {
 	if (!json_is_array(a) || !json_array_size(a) || json_array_size(a) > MAX_ALLOW)
-		return refuse(e, EINVAL, "%s.allow: must be an array of 1 to %d \"HOST:PORT\" entries", where, MAX_ALLOW);
+		return pd_fail_as(e, EINVAL, "%s.allow: must be an array of 1 to %d \"HOST:PORT\" entries", where, MAX_ALLOW);
 	char **l = calloc(json_array_size(a) + 1, sizeof *l);
 	if (!l)
 		return pd_fail(e, ENOMEM, "%s", where);
@@ -67,7 +50,7 @@ static int parse_allow(json_t *a, const char *where, char ***out, pd_err *e)
 		pd_err pe;
 		if (!s || pd_egress_entry_check(s, &pe) < 0) {
 			pd_egress_list_free(l);
-			return refuse(e, EINVAL, "%s.allow[%zu]: %s", where, i, s ? pe.msg : "must be a string");
+			return pd_fail_as(e, EINVAL, "%s.allow[%zu]: %s", where, i, s ? pe.msg : "must be a string");
 		}
 		if (!(l[i] = strdup(s))) {
 			pd_egress_list_free(l);
@@ -82,7 +65,7 @@ int pd_template_parse_egress(json_t *v, const char *where, pd_template *t, pd_er
 {
 	static const char *const known[] = {"allow", "max_connections", "max_bytes", "idle_timeout", NULL};
 	if (!json_is_object(v))
-		return refuse(e, EINVAL, "%s: must be an object ({\"allow\": [\"HOST:PORT\", ...]})", where);
+		return pd_fail_as(e, EINVAL, "%s: must be an object ({\"allow\": [\"HOST:PORT\", ...]})", where);
 	const char *key;
 	json_t *x;
 	json_object_foreach(v, key, x) {
@@ -90,7 +73,7 @@ int pd_template_parse_egress(json_t *v, const char *where, pd_template *t, pd_er
 		for (int i = 0; known[i]; i++)
 			ok |= !strcmp(key, known[i]);
 		if (!ok)
-			return refuse(e, EINVAL, "%s.%s: unknown field (allow, max_connections, max_bytes, idle_timeout)",
+			return pd_fail_as(e, EINVAL, "%s.%s: unknown field (allow, max_connections, max_bytes, idle_timeout)",
 				       where, key);
 	}
 	char **l = NULL;
@@ -100,21 +83,21 @@ int pd_template_parse_egress(json_t *v, const char *where, pd_template *t, pd_er
 	json_t *m = json_object_get(v, "max_connections");
 	if (m && (!json_is_integer(m) || json_integer_value(m) < 1 || json_integer_value(m) > 1024)) {
 		pd_egress_list_free(l);
-		return refuse(e, EINVAL, "%s.max_connections: must be a whole number from 1 to 1024", where);
+		return pd_fail_as(e, EINVAL, "%s.max_connections: must be a whole number from 1 to 1024", where);
 	}
 	o.max_conns = m ? (uint32_t)json_integer_value(m) : 0;
 	m = json_object_get(v, "max_bytes");
 	if (m && !((json_is_integer(m) && json_integer_value(m) > 0 && (o.max_bytes = (uint64_t)json_integer_value(m))) ||
 		   (json_is_string(m) && pd_parse_size(json_string_value(m), &o.max_bytes) == 0 && o.max_bytes))) {
 		pd_egress_list_free(l);
-		return refuse(e, EINVAL, "%s.max_bytes: not a size (bytes, or a string like \"64M\")", where);
+		return pd_fail_as(e, EINVAL, "%s.max_bytes: not a size (bytes, or a string like \"64M\")", where);
 	}
 	m = json_object_get(v, "idle_timeout");
 	if (m && !((json_is_number(m) && json_number_value(m) > 0 && json_number_value(m) <= 86400 &&
 		    (o.idle_ms = (uint64_t)(json_number_value(m) * 1000.0 + 0.5))) ||
 		   (json_is_string(m) && pd_parse_duration_ms(json_string_value(m), &o.idle_ms) == 0 && o.idle_ms))) {
 		pd_egress_list_free(l);
-		return refuse(e, EINVAL, "%s.idle_timeout: not a duration (seconds, or a string like \"30s\")", where);
+		return pd_fail_as(e, EINVAL, "%s.idle_timeout: not a duration (seconds, or a string like \"30s\")", where);
 	}
 	pd_egress_list_free(t->egress_allow);
 	t->egress_allow = l;
@@ -141,7 +124,7 @@ int pd_egress_narrow(const pd_template *t, json_t *v, const char *where, pd_egre
 	*list = NULL;
 	memset(out, 0, sizeof *out);
 	if (!t->egress_allow)
-		return refuse(e, EPERM, "%s: template '%s' has no egress allowlist to use", where, t->name);
+		return pd_fail_as(e, EPERM, "%s: template '%s' has no egress allowlist to use", where, t->name);
 	*out = t->egress;
 	char **l = NULL;
 	if (v && !json_is_null(v)) {
@@ -149,10 +132,10 @@ int pd_egress_narrow(const pd_template *t, json_t *v, const char *where, pd_egre
 		const char *key;
 		json_t *x;
 		if (!json_is_object(v))
-			return refuse(e, EINVAL, "%s: must be an object ({\"allow\": [...]})", where);
+			return pd_fail_as(e, EINVAL, "%s: must be an object ({\"allow\": [...]})", where);
 		json_object_foreach(v, key, x) {
 			if (strcmp(key, known[0]))
-				return refuse(e, EINVAL, "%s.%s: unknown field (allow; the bounds are the template's)",
+				return pd_fail_as(e, EINVAL, "%s.%s: unknown field (allow; the bounds are the template's)",
 					       where, key);
 		}
 		if (parse_allow(json_object_get(v, "allow"), where, &l, e) < 0)
@@ -162,7 +145,7 @@ int pd_egress_narrow(const pd_template *t, json_t *v, const char *where, pd_egre
 			for (size_t k = 0; !on && t->egress_allow[k]; k++)
 				on = !strcmp(l[i], t->egress_allow[k]);
 			if (!on) {
-				refuse(e, EPERM, "%s.allow[%zu]: %s is not on template '%s''s egress allowlist", where, i,
+				pd_fail_as(e, EPERM, "%s.allow[%zu]: %s is not on template '%s''s egress allowlist", where, i,
 					l[i], t->name);
 				pd_egress_list_free(l);
 				return -1;

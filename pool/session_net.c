@@ -5,37 +5,20 @@
 #include "session_internal.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* a refusal: the message as written (pd_fail would append strerror's text), the code kept */
-static int refuse(pd_err *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int refuse(pd_err *e, int code, const char *fmt, ...)
-{
-	char msg[sizeof ((pd_err *)0)->msg];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	pd_fail(e, 0, "%s", msg);
-	if (e)
-		e->code = code;
-	errno = code;
-	return -1;
-}
-
 json_t *pd_session_set_network(pd_session *s, const char *mode, json_t *egress, const char *rid, pd_err *e)
 {
 	int net = pd_net_parse(mode);
 	if (net < 0)
-		return refuse(e, EINVAL, "network: '%s' is not none, loopback or allowlist", mode ? mode : ""), NULL;
+		return pd_fail_as(e, EINVAL, "network: '%s' is not none, loopback or allowlist", mode ? mode : ""), NULL;
 	if (net == PD_NET_HOST)
-		return refuse(e, EPERM, "network: the host's network is a template's, not a session stage's"), NULL;
+		return pd_fail_as(e, EPERM, "network: the host's network is a template's, not a session stage's"), NULL;
 	if (net != PD_NET_ALLOWLIST && egress && !json_is_null(egress))
-		return refuse(e, EINVAL, "egress: only with network allowlist"), NULL;
+		return pd_fail_as(e, EINVAL, "egress: only with network allowlist"), NULL;
 	pd_egress_opts eo = {0};
 	char **list = NULL;
 	if (net == PD_NET_ALLOWLIST && pd_egress_narrow(&s->pl->t, egress, "egress", &eo, &list, e) < 0)

@@ -15,6 +15,7 @@
 #include <libgen.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,15 +31,23 @@
 #define EARLY_RESIDUE 256
 
 struct pd_store {
-	sqlite3 *db;
+	sqlite3 *db; /* the writer's connection, under mu */
 	sqlite3_stmt *put;
+	sqlite3_stmt *residue; /* prepared once: the reclaimer completes a record per released sandbox */
 	pthread_mutex_t mu;
+	/* The readers' connection, under rd_mu. A write waits up to SQLite's busy timeout (10 s)
+	 * for another process's lock, holding mu meanwhile; on the WAL a reader never waits for a
+	 * writer, so GET /v1/runs, /metrics and /readyz (on the event thread) read here and do not
+	 * stall behind it. NULL if the file could not be opened twice: then readers share db. */
+	sqlite3 *rd;
+	pthread_mutex_t rd_mu;
 	char dir[4096];
-	bool full;
-	uint64_t failed_full, failed_other;
+	/* read by /readyz and /metrics without either lock */
+	_Atomic bool full;
+	_Atomic uint64_t failed_full, failed_other;
+	_Atomic uint64_t pruned; /* records deleted for the cap */
 	uint64_t max;	 /* bytes the records may use; 0: no cap */
 	uint64_t since;	 /* bytes written since the last look at the size */
-	uint64_t pruned; /* records deleted for the cap */
 	struct {
 		char use_id[64];
 		char residue[128];
@@ -170,6 +179,7 @@ pd_store *pd_store_open(const char *path, uint64_t max_bytes, pd_err *e)
 		return NULL;
 	}
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->rd_mu, NULL);
 	pd_review_cfg_default(&s->review);
 	{
 		char tmp[sizeof s->dir];
@@ -219,6 +229,14 @@ pd_store *pd_store_open(const char *path, uint64_t max_bytes, pd_err *e)
 		pd_fail(e, EIO, "store %s: %s", path, sqlite3_errmsg(s->db));
 		goto fail;
 	}
+	/* the readers' connection, opened once the schema is there (a read-only one cannot make it) */
+	if (sqlite3_open_v2(path, &s->rd, SQLITE_OPEN_READONLY | SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK) {
+		sqlite3_close(s->rd);
+		s->rd = NULL;
+	} else {
+		/* a reader waits only for a WAL recovery or checkpoint, never for a writer */
+		sqlite3_busy_timeout(s->rd, 1000);
+	}
 	/* a store kept from an earlier run under a larger cap is brought under this one now */
 	s->max = max_bytes;
 	if (s->max)
@@ -228,6 +246,7 @@ fail:
 	if (s->db)
 		sqlite3_close(s->db);
 	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->rd_mu);
 	free(s);
 	return NULL;
 }
@@ -237,9 +256,29 @@ void pd_store_close(pd_store *s)
 	if (!s)
 		return;
 	sqlite3_finalize(s->put);
+	sqlite3_finalize(s->residue);
 	sqlite3_close(s->db);
+	if (s->rd)
+		sqlite3_close(s->rd);
 	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->rd_mu);
 	free(s);
+}
+
+/* The connection a reader uses, its lock taken: the readers' own, or the writer's if there is none. */
+static sqlite3 *rd_lock(pd_store *s)
+{
+	if (!s->rd) {
+		pthread_mutex_lock(&s->mu);
+		return s->db;
+	}
+	pthread_mutex_lock(&s->rd_mu);
+	return s->rd;
+}
+
+static void rd_unlock(pd_store *s)
+{
+	pthread_mutex_unlock(s->rd ? &s->rd_mu : &s->mu);
 }
 
 static const char *jstr(json_t *o, const char *k)
@@ -521,17 +560,20 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 /* Completes the pending residue of the record of use_id; the rows changed (0: not stored yet). */
 static int residue_locked(pd_store *s, const char *use_id, const char *residue)
 {
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(s->db,
+	if (!s->residue &&
+	    sqlite3_prepare_v2(s->db,
 			       "UPDATE attempts SET record = json_set(record, '$.residue', ?1, '$.run.residue', ?1,"
 			       " '$.compile.residue', ?1) WHERE json_extract(record, '$.use_id') = ?2"
 			       " AND json_extract(record, '$.residue') = 'pending'",
-			       -1, &st, NULL) != SQLITE_OK)
+			       -1, &s->residue, NULL) != SQLITE_OK)
 		return -1;
+	sqlite3_stmt *st = s->residue;
+	sqlite3_reset(st);
 	sqlite3_bind_text(st, 1, residue, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 2, use_id, -1, SQLITE_TRANSIENT);
 	int rc = sqlite3_step(st);
-	sqlite3_finalize(st);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
 	return rc == SQLITE_DONE ? sqlite3_changes(s->db) : -1;
 }
 
@@ -602,12 +644,12 @@ json_t *pd_store_get(pd_store *s, const char *task_id, pd_err *e)
 {
 	sqlite3_stmt *st;
 	json_t *arr = json_array();
-	pthread_mutex_lock(&s->mu);
-	if (sqlite3_prepare_v2(s->db,
+	sqlite3 *db = rd_lock(s);
+	if (sqlite3_prepare_v2(db,
 			       "SELECT id, record, attempt, last FROM attempts WHERE task_id = ? ORDER BY attempt, id",
 			       -1, &st, NULL) != SQLITE_OK) {
-		pd_fail(e, EIO, "store: %s", sqlite3_errmsg(s->db));
-		pthread_mutex_unlock(&s->mu);
+		pd_fail(e, EIO, "store: %s", sqlite3_errmsg(db));
+		rd_unlock(s);
 		json_decref(arr);
 		return NULL;
 	}
@@ -615,7 +657,7 @@ json_t *pd_store_get(pd_store *s, const char *task_id, pd_err *e)
 	while (sqlite3_step(st) == SQLITE_ROW)
 		json_array_append_new(arr, row_json(st));
 	sqlite3_finalize(st);
-	pthread_mutex_unlock(&s->mu);
+	rd_unlock(s);
 	return arr;
 }
 
@@ -632,10 +674,10 @@ int pd_store_list(pd_store *s, const pd_store_query *q, json_t **records, int64_
 		 " ORDER BY id LIMIT ?5",
 		 q->last_only ? " AND last = 1" : "");
 	sqlite3_stmt *st;
-	pthread_mutex_lock(&s->mu);
-	if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
-		pd_fail(e, EIO, "store: %s", sqlite3_errmsg(s->db));
-		pthread_mutex_unlock(&s->mu);
+	sqlite3 *db = rd_lock(s);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+		pd_fail(e, EIO, "store: %s", sqlite3_errmsg(db));
+		rd_unlock(s);
 		return -1;
 	}
 	sqlite3_bind_int64(st, 1, q->after > 0 ? q->after : 0);
@@ -654,14 +696,14 @@ int pd_store_list(pd_store *s, const pd_store_query *q, json_t **records, int64_
 		json_array_append_new(arr, row_json(st));
 	}
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		pd_fail(e, EIO, "store: %s", sqlite3_errmsg(s->db));
+		pd_fail(e, EIO, "store: %s", sqlite3_errmsg(db));
 		sqlite3_finalize(st);
-		pthread_mutex_unlock(&s->mu);
+		rd_unlock(s);
 		json_decref(arr);
 		return -1;
 	}
 	sqlite3_finalize(st);
-	pthread_mutex_unlock(&s->mu);
+	rd_unlock(s);
 	*records = arr;
 	return 0;
 }
@@ -670,19 +712,18 @@ long pd_store_count(pd_store *s)
 {
 	sqlite3_stmt *st;
 	long n = -1;
-	pthread_mutex_lock(&s->mu);
-	if (sqlite3_prepare_v2(s->db, "SELECT COUNT(*) FROM attempts", -1, &st, NULL) == SQLITE_OK) {
+	sqlite3 *db = rd_lock(s);
+	if (sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM attempts", -1, &st, NULL) == SQLITE_OK) {
 		if (sqlite3_step(st) == SQLITE_ROW)
 			n = (long)sqlite3_column_int64(st, 0);
 		sqlite3_finalize(st);
 	}
-	pthread_mutex_unlock(&s->mu);
+	rd_unlock(s);
 	return n;
 }
 
 bool pd_store_full(pd_store *s, char *msg, size_t len)
 {
-	pthread_mutex_lock(&s->mu);
 	bool full = s->full;
 	if (full) {
 		struct statvfs v;
@@ -693,32 +734,26 @@ bool pd_store_full(pd_store *s, char *msg, size_t len)
 			snprintf(msg, len, "disk full: the results store in %s cannot record results (%llu KiB free)",
 				 s->dir, (unsigned long long)(avail >> 10));
 	}
-	pthread_mutex_unlock(&s->mu);
 	return full;
 }
 
 void pd_store_size(pd_store *s, uint64_t *used, uint64_t *cap)
 {
-	pthread_mutex_lock(&s->mu);
-	*used = used_bytes(s->db);
+	sqlite3 *db = rd_lock(s);
+	*used = used_bytes(db);
 	*cap = s->max;
-	pthread_mutex_unlock(&s->mu);
+	rd_unlock(s);
 }
 
 uint64_t pd_store_pruned(pd_store *s)
 {
-	pthread_mutex_lock(&s->mu);
-	uint64_t n = s->pruned;
-	pthread_mutex_unlock(&s->mu);
-	return n;
+	return s->pruned;
 }
 
 void pd_store_failures(pd_store *s, uint64_t *full, uint64_t *other)
 {
-	pthread_mutex_lock(&s->mu);
 	*full = s->failed_full;
 	*other = s->failed_other;
-	pthread_mutex_unlock(&s->mu);
 }
 
 void pd_store_set_review(pd_store *s, const pd_review_cfg *c)
@@ -732,9 +767,9 @@ json_t *pd_store_review_list(pd_store *s, const char *state, pd_err *e)
 {
 	if (!s) /* no store: nothing is recorded, so nothing is queued */
 		return json_array();
-	pthread_mutex_lock(&s->mu);
-	json_t *a = review_list(s->db, state, e);
-	pthread_mutex_unlock(&s->mu);
+	sqlite3 *db = rd_lock(s);
+	json_t *a = review_list(db, state, e);
+	rd_unlock(s);
 	return a;
 }
 
@@ -753,24 +788,24 @@ void pd_store_review_stats(pd_store *s, uint64_t *pending, uint64_t *confirmed, 
 	*pending = *confirmed = *dismissed = 0;
 	if (!s)
 		return;
-	pthread_mutex_lock(&s->mu);
-	review_stats(s->db, pending, confirmed, dismissed);
-	pthread_mutex_unlock(&s->mu);
+	sqlite3 *db = rd_lock(s);
+	review_stats(db, pending, confirmed, dismissed);
+	rd_unlock(s);
 }
 
 bool pd_store_risky(pd_store *s, const char *problem_id)
 {
-	pthread_mutex_lock(&s->mu);
-	bool on = review_risky(s->db, problem_id);
-	pthread_mutex_unlock(&s->mu);
+	sqlite3 *db = rd_lock(s);
+	bool on = review_risky(db, problem_id);
+	rd_unlock(s);
 	return on;
 }
 
 json_t *pd_store_risk_list(pd_store *s, pd_err *e)
 {
-	pthread_mutex_lock(&s->mu);
-	json_t *a = review_risk_list(s->db, e);
-	pthread_mutex_unlock(&s->mu);
+	sqlite3 *db = rd_lock(s);
+	json_t *a = review_risk_list(db, e);
+	rd_unlock(s);
 	return a;
 }
 

@@ -11,19 +11,16 @@
 
 int pd_refuse(pd_err *e, const char *fmt, ...)
 {
-	/* formatted here and cut (at a character boundary) by pd_fail; no cause, so the message is
+	/* formatted here and cut (at a character boundary) by pd_fail_as; no cause, so the message is
 	 * the whole text a client reads */
 	char msg[sizeof ((pd_err *)0)->msg + 1];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	pd_fail(e, 0, "%s", msg);
-	if (e) {
-		e->code = EINVAL;
+	pd_fail_as(e, EINVAL, "%s", msg);
+	if (e)
 		e->kind = PD_EK_REFUSED;
-	}
-	errno = EINVAL;
 	return -1;
 }
 

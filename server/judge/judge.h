@@ -2,7 +2,8 @@
  * three levels with the reward rule, and the execution-fingerprint cache.
  *
  *   checker.c   built-in checkers: pure functions over the candidate's output and the answer
- *   problem.c   problems: the on-disk package, inline problems, the RL "in_outs" form; validation
+ *   problem.c   problems: the on-disk package, inline problems; validation
+ *   tests.c     a problem's tests: the inline list, the RL "in_outs" form, a tests/ directory
  *   judge.c     compile once, run every test in a clean sandbox, check, score
  *   program.c   running one program (candidate, checker, interactor) in a pooled sandbox
  *   interact.c  an interactor and the candidate connected through host pipes, each in its sandbox
@@ -184,6 +185,21 @@ int pd_problems_load_dir(const char *dir, pd_problem_set *out, pd_err *e);
 /* The problem id (and version, if not NULL or "": else the highest loaded). */
 pd_problem *pd_problems_find(const pd_problem_set *s, const char *id, const char *version);
 void pd_problems_free(pd_problem_set *s);
+
+/* problem.c's parsing helpers, shared with tests.c: a refusal "where: ..." (-1); a regular file of
+ * at most max bytes read whole (NUL-terminated); fields of o not in known refused. */
+int pd_jfail_at(pd_err *e, const char *where, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int pd_jslurp(const char *path, size_t max, char **out, size_t *len, pd_err *e);
+int pd_junknown_fields(json_t *o, const char *where, const char *const *known, pd_err *e);
+/* qsort order of file names (char *), bytewise */
+int pd_jname_cmp(const void *a, const void *b);
+/* tests.c: the tests of p from the inline list, from in_outs (checker_given: a checker was named,
+ * so call-based answers need not be JSON), or from dir/tests (weights: problem.json's, or NULL);
+ * *total counts the bytes of all of p's tests. */
+int pd_jparse_tests(pd_problem *p, json_t *tests, const char *where, uint64_t *total, pd_err *e);
+int pd_jparse_in_outs(pd_problem *p, json_t *io, bool checker_given, const char *where, uint64_t *total,
+		      pd_err *e);
+int pd_jload_test_dir(pd_problem *p, const char *dir, json_t *weights, uint64_t *total, pd_err *e);
 
 /* ---- running programs in pooled sandboxes (program.c) ---------------------------------------- */
 

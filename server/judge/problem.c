@@ -15,13 +15,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define TEST_FILE_MAX (64u << 20)    /* one input or answer */
-#define PROBLEM_MAX (256u << 20)     /* all of a problem's tests */
-#define MAX_TESTS 10000
 #define SOURCE_MAX (1u << 20)        /* a checker or interactor source */
 
-static int fail_at(pd_err *e, const char *where, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail_at(pd_err *e, const char *where, const char *fmt, ...)
+int pd_jfail_at(pd_err *e, const char *where, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int pd_jfail_at(pd_err *e, const char *where, const char *fmt, ...)
 {
 	char m[sizeof e->msg]; /* as long as the message: pd_refuse cuts the whole at a character boundary */
 	va_list ap;
@@ -35,18 +32,15 @@ int pd_jrefusal(pd_err *e)
 {
 	if (e->code != EINVAL)
 		return -1;
-	/* the library's parser says EINVAL with strerror's words after its own: a client's 400
-	 * carries the field and the reason only, as every other refusal does */
+	/* the library's parser gives EINVAL as its cause: a client's 400 carries the field and the
+	 * reason only, as every other refusal does */
 	char m[sizeof e->msg];
 	snprintf(m, sizeof m, "%s", e->msg);
-	size_t ml = strlen(m), sl = strlen(": Invalid argument");
-	if (ml >= sl && !strcmp(m + ml - sl, ": Invalid argument"))
-		m[ml - sl] = 0;
 	return pd_refuse(e, "%s", m);
 }
 
 /* Reads a regular file of at most max bytes (NUL-terminated copy). */
-static int slurp(const char *path, size_t max, char **out, size_t *len, pd_err *e)
+int pd_jslurp(const char *path, size_t max, char **out, size_t *len, pd_err *e)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
@@ -94,7 +88,12 @@ static const char *lang_of_ext(const char *file)
 	return NULL;
 }
 
-static int unknown_fields(json_t *o, const char *where, const char *const *known, pd_err *e)
+int pd_jname_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int pd_junknown_fields(json_t *o, const char *where, const char *const *known, pd_err *e)
 {
 	const char *k;
 	json_t *v;
@@ -103,7 +102,7 @@ static int unknown_fields(json_t *o, const char *where, const char *const *known
 		for (int i = 0; known[i] && !ok; i++)
 			ok = !strcmp(k, known[i]);
 		if (!ok)
-			return fail_at(e, where, "%s: unknown field", k);
+			return pd_jfail_at(e, where, "%s: unknown field", k);
 	}
 	return 0;
 }
@@ -114,7 +113,7 @@ static int get_secs(json_t *o, const char *key, const char *where, uint64_t *ms,
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_number(v) || json_number_value(v) <= 0 || json_number_value(v) > 3600)
-		return fail_at(e, where, "%s: must be a number of seconds above 0, at most 3600", key);
+		return pd_jfail_at(e, where, "%s: must be a number of seconds above 0, at most 3600", key);
 	*ms = (uint64_t)(json_number_value(v) * 1000.0 + 0.5);
 	if (!*ms)
 		*ms = 1;
@@ -130,9 +129,9 @@ static int get_size(json_t *o, const char *key, const char *where, uint64_t min,
 	if (json_is_integer(v) && json_integer_value(v) > 0)
 		b = (uint64_t)json_integer_value(v);
 	else if (!json_is_string(v) || pd_parse_size(json_string_value(v), &b) < 0)
-		return fail_at(e, where, "%s: must be bytes or a size like \"256M\"", key);
+		return pd_jfail_at(e, where, "%s: must be bytes or a size like \"256M\"", key);
 	if (b < min || b > (64ull << 30))
-		return fail_at(e, where, "%s: must be from %llu bytes to 64G", key, (unsigned long long)min);
+		return pd_jfail_at(e, where, "%s: must be from %llu bytes to 64G", key, (unsigned long long)min);
 	*out = b;
 	return 0;
 }
@@ -148,7 +147,7 @@ static int get_str(json_t *o, const char *key, const char *where, char *out, siz
 	}
 	if (!json_is_string(v) || !json_string_length(v) || json_string_length(v) >= size ||
 	    memchr(json_string_value(v), 0, json_string_length(v)))
-		return fail_at(e, where, "%s: must be a string of 1 to %zu characters", key, size - 1);
+		return pd_jfail_at(e, where, "%s: must be a string of 1 to %zu characters", key, size - 1);
 	snprintf(out, size, "%s", json_string_value(v));
 	return 0;
 }
@@ -159,7 +158,7 @@ static int get_bool(json_t *o, const char *key, const char *where, bool *out, pd
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_boolean(v))
-		return fail_at(e, where, "%s: must be true or false", key);
+		return pd_jfail_at(e, where, "%s: must be true or false", key);
 	*out = json_is_true(v);
 	return 0;
 }
@@ -170,7 +169,7 @@ static int get_tol(json_t *o, const char *key, const char *where, double *out, p
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_number(v) || !(json_number_value(v) >= 0 && json_number_value(v) <= 1e9))
-		return fail_at(e, where, "%s: must be a number from 0 to 1e9", key);
+		return pd_jfail_at(e, where, "%s: must be a number from 0 to 1e9", key);
 	*out = json_number_value(v);
 	return 0;
 }
@@ -182,14 +181,14 @@ static int get_program(json_t *o, const char *dir, const char *where, const char
 	json_t *src = json_object_get(o, "source"), *code = json_object_get(o, "code"),
 	       *lang = json_object_get(o, "language");
 	if (src && code)
-		return fail_at(e, where, "give source or code, not both");
+		return pd_jfail_at(e, where, "give source or code, not both");
 	char path[1024] = "";
 	if (src) {
 		if (!json_is_string(src) || !dir)
-			return fail_at(e, where, "source: %s", dir ? "must be a file name" : "an inline problem gives code, not source");
+			return pd_jfail_at(e, where, "source: %s", dir ? "must be a file name" : "an inline problem gives code, not source");
 		const char *s = json_string_value(src);
 		if (!*s || s[0] == '/' || strstr(s, ".."))
-			return fail_at(e, where, "source: must be a relative file name inside the problem");
+			return pd_jfail_at(e, where, "source: must be a relative file name inside the problem");
 		snprintf(path, sizeof path, "%s/%s", dir, s);
 	} else if (!code && dir) {
 		static const char *const exts[] = {".cpp", ".cc", ".c", ".py", ".sh", ".js", NULL};
@@ -200,17 +199,17 @@ static int get_program(json_t *o, const char *dir, const char *where, const char
 				snprintf(path, sizeof path, "%s", p);
 		}
 		if (!path[0])
-			return fail_at(e, where, "source: no %s.{cpp,c,py,sh,js} in %s and no source given", base, dir);
+			return pd_jfail_at(e, where, "source: no %s.{cpp,c,py,sh,js} in %s and no source given", base, dir);
 	} else if (!code) {
-		return fail_at(e, where, "code: required (the program's source)");
+		return pd_jfail_at(e, where, "code: required (the program's source)");
 	}
 	if (path[0]) {
-		if (slurp(path, SOURCE_MAX, &js->source, &js->source_len, e) < 0)
-			return fail_at(e, where, "source: %s", PD_ERR_STR(e));
+		if (pd_jslurp(path, SOURCE_MAX, &js->source, &js->source_len, e) < 0)
+			return pd_jfail_at(e, where, "source: %s", PD_ERR_STR(e));
 		snprintf(js->file, sizeof js->file, "%s", path);
 	} else {
 		if (!json_is_string(code) || !json_string_length(code))
-			return fail_at(e, where, "code: must be a non-empty string");
+			return pd_jfail_at(e, where, "code: must be a non-empty string");
 		js->source_len = json_string_length(code);
 		js->source = malloc(js->source_len + 1);
 		if (!js->source)
@@ -220,9 +219,9 @@ static int get_program(json_t *o, const char *dir, const char *where, const char
 	}
 	const char *l = lang ? json_string_value(lang) : lang_of_ext(path[0] ? path : "");
 	if (!l)
-		return fail_at(e, where, "language: required (c, cpp, python, bash, nodejs)");
+		return pd_jfail_at(e, where, "language: required (c, cpp, python, bash, nodejs)");
 	if (!pd_language_find(l))
-		return fail_at(e, where, "language: '%s' is not a language paddock knows", l);
+		return pd_jfail_at(e, where, "language: '%s' is not a language paddock knows", l);
 	snprintf(js->language, sizeof js->language, "%s", l);
 	return 0;
 }
@@ -234,20 +233,20 @@ static int parse_checker(pd_problem *p, json_t *c, const char *dir, const char *
 	if (json_is_string(c)) { /* "checker": "tokens" */
 		int m = pd_check_mode_parse(json_string_value(c));
 		if (m < 0 || m == PD_CHK_PROGRAM || m == PD_CHK_INTERACTIVE)
-			return fail_at(e, w, "'%s' is not a built-in mode (use an object for a program)", json_string_value(c));
+			return pd_jfail_at(e, w, "'%s' is not a built-in mode (use an object for a program)", json_string_value(c));
 		p->checker = pd_checker_default((pd_check_mode)m);
 		return 0;
 	}
 	if (!json_is_object(c))
-		return fail_at(e, w, "must be a mode name or an object");
+		return pd_jfail_at(e, w, "must be a mode name or an object");
 	static const char *const known[] = {"mode", "case_insensitive", "tolerance", "abs_tol", "rel_tol", "epsilon",
 					    "source", "code", "language", "convention", NULL};
-	if (unknown_fields(c, w, known, e) < 0)
+	if (pd_junknown_fields(c, w, known, e) < 0)
 		return -1;
 	json_t *m = json_object_get(c, "mode");
 	int mode = m && json_is_string(m) ? pd_check_mode_parse(json_string_value(m)) : m ? -1 : PD_CHK_LINES;
 	if (mode < 0 || mode == PD_CHK_INTERACTIVE)
-		return fail_at(e, w, "mode: must be one of exact, lines, tokens, numeric, yesno, unordered_lines, "
+		return pd_jfail_at(e, w, "mode: must be one of exact, lines, tokens, numeric, yesno, unordered_lines, "
 				     "multiset_tokens, json_value, checker (interactive problems have an interactor)");
 	p->checker = pd_checker_default((pd_check_mode)mode);
 	if (get_bool(c, "case_insensitive", w, &p->checker.case_insensitive, e) < 0 ||
@@ -269,7 +268,7 @@ static int parse_checker(pd_problem *p, json_t *c, const char *dir, const char *
 		else if (ts && !strcmp(ts, "abs_or_rel"))
 			p->checker.tolerance = PD_TOL_ABS_OR_REL;
 		else
-			return fail_at(e, w, "tolerance: must be abs, rel or abs_or_rel");
+			return pd_jfail_at(e, w, "tolerance: must be abs, rel or abs_or_rel");
 	}
 	json_t *cv = json_object_get(c, "convention");
 	if (cv) {
@@ -279,300 +278,14 @@ static int parse_checker(pd_problem *p, json_t *c, const char *dir, const char *
 		else if (cs && !strcmp(cs, "kattis"))
 			p->checker.convention = PD_CONV_KATTIS;
 		else
-			return fail_at(e, w, "convention: must be testlib or kattis");
+			return pd_jfail_at(e, w, "convention: must be testlib or kattis");
 	}
 	bool has_prog = json_object_get(c, "source") || json_object_get(c, "code");
 	if (mode == PD_CHK_PROGRAM)
 		return get_program(c, dir, w, "checker", &p->checker_prog, e);
 	if (has_prog)
-		return fail_at(e, w, "source/code: only mode \"checker\" runs a program");
+		return pd_jfail_at(e, w, "source/code: only mode \"checker\" runs a program");
 	return 0;
-}
-
-static int add_test(pd_problem *p, const char *name, const char *in, size_t inl, const char *ans, size_t ansl,
-		    double weight, uint64_t *total, const char *where, pd_err *e)
-{
-	if (p->ntests >= MAX_TESTS)
-		return fail_at(e, where, "tests: more than %d", MAX_TESTS);
-	*total += inl + ansl;
-	if (*total > PROBLEM_MAX)
-		return fail_at(e, where, "tests: over %u MiB in all", PROBLEM_MAX >> 20);
-	if (!(p->ntests & (p->ntests + 1)) || !p->tests) { /* grows at 0, 1, 3, 7...: capacity 2^k */
-		size_t cap = p->ntests ? (p->ntests + 1) * 2 : 1;
-		pd_jtest *nt = realloc(p->tests, cap * sizeof *nt);
-		if (!nt)
-			return pd_fail(e, ENOMEM, "%s: tests", where);
-		p->tests = nt;
-	}
-	pd_jtest *t = &p->tests[p->ntests];
-	memset(t, 0, sizeof *t);
-	snprintf(t->name, sizeof t->name, "%s", name);
-	t->input = malloc(inl + 1);
-	t->answer = malloc(ansl + 1);
-	if (!t->input || !t->answer) {
-		free(t->input);
-		free(t->answer);
-		return pd_fail(e, ENOMEM, "%s: tests", where);
-	}
-	memcpy(t->input, in, inl);
-	t->input[inl] = 0;
-	t->input_len = inl;
-	memcpy(t->answer, ans, ansl);
-	t->answer[ansl] = 0;
-	t->answer_len = ansl;
-	t->weight = weight;
-	p->ntests++;
-	return 0;
-}
-
-static int parse_weight(json_t *w, const char *where, double *out, pd_err *e)
-{
-	if (!w || json_is_null(w))
-		return 0;
-	if (!json_is_number(w) || !(json_number_value(w) > 0 && json_number_value(w) <= 1e6))
-		return fail_at(e, where, "weight: must be a number above 0, at most 1e6");
-	*out = json_number_value(w);
-	return 0;
-}
-
-/* {"tests": [{"input", "output", "weight", "name"}]} */
-static int parse_tests(pd_problem *p, json_t *tests, const char *where, uint64_t *total, pd_err *e)
-{
-	if (!json_is_array(tests))
-		return fail_at(e, where, "tests: must be a list of {\"input\", \"output\"}");
-	size_t i;
-	json_t *t;
-	json_array_foreach(tests, i, t) {
-		char w[600];
-		snprintf(w, sizeof w, "%s: tests[%zu]", where, i);
-		if (!json_is_object(t))
-			return fail_at(e, w, "must be an object {\"input\", \"output\"}");
-		static const char *const known[] = {"input", "output", "weight", "name", NULL};
-		if (unknown_fields(t, w, known, e) < 0)
-			return -1;
-		json_t *in = json_object_get(t, "input"), *out = json_object_get(t, "output");
-		if (!in || !json_is_string(in))
-			return fail_at(e, w, "input: required, a string");
-		if (!out || !json_is_string(out))
-			return fail_at(e, w, "output: required, a string (the expected answer)");
-		double weight = 1;
-		if (parse_weight(json_object_get(t, "weight"), w, &weight, e) < 0)
-			return -1;
-		char name[32];
-		json_t *nm = json_object_get(t, "name");
-		if (nm && (!json_is_string(nm) || json_string_length(nm) >= sizeof name || !json_string_length(nm)))
-			return fail_at(e, w, "name: must be a string of 1 to %zu characters", sizeof name - 1);
-		snprintf(name, sizeof name, "%s", nm ? json_string_value(nm) : "");
-		if (!nm)
-			snprintf(name, sizeof name, "%zu", i + 1);
-		if (add_test(p, name, json_string_value(in), json_string_length(in), json_string_value(out),
-			     json_string_length(out), weight, total, w, e) < 0)
-			return -1;
-	}
-	return 0;
-}
-
-/* A call-based test's arguments: a JSON list, or (LiveCodeBench) a text of one JSON value per
- * line. Returns the compact JSON list as text (malloc'd). */
-static char *call_args(json_t *in, const char *w, pd_err *e)
-{
-	json_t *args = NULL;
-	if (json_is_array(in)) {
-		args = json_incref(in);
-	} else if (json_is_string(in)) {
-		args = json_array();
-		const char *s = json_string_value(in), *end = s + json_string_length(in);
-		while (s < end) {
-			const char *nl = memchr(s, '\n', (size_t)(end - s));
-			size_t l = nl ? (size_t)(nl - s) : (size_t)(end - s);
-			json_error_t je;
-			bool blank = true;
-			for (size_t k = 0; k < l && blank; k++)
-				blank = s[k] == ' ' || s[k] == '\t' || s[k] == '\r';
-			if (!blank) {
-				json_t *v = json_loadb(s, l, JSON_DECODE_ANY, &je);
-				if (!v) {
-					json_decref(args);
-					fail_at(e, w, "a call-based input line is not JSON: %s", je.text);
-					return NULL;
-				}
-				json_array_append_new(args, v);
-			}
-			s += l + (nl ? 1 : 0);
-		}
-	} else {
-		fail_at(e, w, "a call-based input must be a list of arguments or lines of JSON");
-		return NULL;
-	}
-	char *txt = json_dumps(args, JSON_COMPACT | JSON_ENCODE_ANY);
-	json_decref(args);
-	if (!txt)
-		pd_fail(e, ENOMEM, "%s", w);
-	return txt;
-}
-
-/* {"inputs": [...], "outputs": [...], "fn_name": "..."} (a JSON text of it is accepted too: verl
- * carries it as a string). */
-static int parse_in_outs(pd_problem *p, json_t *io, bool checker_given, const char *where, uint64_t *total,
-			 pd_err *e)
-{
-	char w[600];
-	snprintf(w, sizeof w, "%s: in_outs", where);
-	json_t *parsed = NULL;
-	if (json_is_string(io)) {
-		json_error_t je;
-		parsed = json_loadb(json_string_value(io), json_string_length(io), 0, &je);
-		if (!parsed)
-			return fail_at(e, w, "a string, but not JSON: %s", je.text);
-		io = parsed;
-	}
-	int rc = -1;
-	if (!json_is_object(io)) {
-		fail_at(e, w, "must be an object {\"inputs\", \"outputs\", \"fn_name\"}");
-		goto out;
-	}
-	static const char *const known[] = {"inputs", "outputs", "fn_name", NULL};
-	if (unknown_fields(io, w, known, e) < 0)
-		goto out;
-	json_t *ins = json_object_get(io, "inputs"), *outs = json_object_get(io, "outputs"),
-	       *fn = json_object_get(io, "fn_name");
-	if (!json_is_array(ins) || !json_is_array(outs) || json_array_size(ins) != json_array_size(outs)) {
-		fail_at(e, w, "inputs and outputs: required, two lists of the same length");
-		goto out;
-	}
-	if (fn && !json_is_null(fn)) {
-		const char *f = json_string_value(fn);
-		bool ident = f && *f && strlen(f) < sizeof p->fn_name && !(f[0] >= '0' && f[0] <= '9');
-		for (const char *q = f; ident && *q; q++)
-			ident = (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || (*q >= '0' && *q <= '9') || *q == '_';
-		if (!ident) {
-			fail_at(e, w, "fn_name: must be a Python identifier");
-			goto out;
-		}
-		p->call_based = true;
-		snprintf(p->fn_name, sizeof p->fn_name, "%s", f);
-		if (!checker_given) /* call-based answers are values: compared as JSON */
-			p->checker = pd_checker_default(PD_CHK_JSON_VALUE);
-	}
-	for (size_t i = 0; i < json_array_size(ins); i++) {
-		char tw[640], name[32];
-		snprintf(tw, sizeof tw, "%s[%zu]", w, i);
-		snprintf(name, sizeof name, "%zu", i + 1);
-		json_t *in = json_array_get(ins, i), *out = json_array_get(outs, i);
-		if (p->call_based) {
-			char *args = call_args(in, tw, e);
-			if (!args)
-				goto out;
-			/* an expected value given as a JSON text (LiveCodeBench) is that value */
-			json_t *val = NULL;
-			if (json_is_string(out)) {
-				json_error_t je;
-				val = json_loadb(json_string_value(out), json_string_length(out), JSON_DECODE_ANY, &je);
-			}
-			char *ans = json_dumps(val ? val : out, JSON_COMPACT | JSON_ENCODE_ANY);
-			json_decref(val);
-			int r = ans ? add_test(p, name, args, strlen(args), ans, strlen(ans), 1, total, tw, e)
-				    : pd_fail(e, ENOMEM, "%s", tw);
-			free(args);
-			free(ans);
-			if (r < 0)
-				goto out;
-		} else {
-			if (!json_is_string(in) || !json_is_string(out)) {
-				fail_at(e, tw, "stdin-style inputs and outputs must be strings (give fn_name for call-based)");
-				goto out;
-			}
-			if (add_test(p, name, json_string_value(in), json_string_length(in), json_string_value(out),
-				     json_string_length(out), 1, total, tw, e) < 0)
-				goto out;
-		}
-	}
-	rc = 0;
-out:
-	json_decref(parsed);
-	return rc;
-}
-
-static int name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* tests/NNN.in with NNN.ans (or NNN.out), in name order. */
-static int load_test_dir(pd_problem *p, const char *dir, json_t *weights, uint64_t *total, pd_err *e)
-{
-	char td[1024];
-	snprintf(td, sizeof td, "%s/tests", dir);
-	DIR *d = opendir(td);
-	if (!d)
-		return pd_fail(e, errno, "%s", td);
-	char **names = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	int rc = -1;
-	while ((de = readdir(d))) {
-		size_t l = strlen(de->d_name);
-		if (l < 4 || strcmp(de->d_name + l - 3, ".in") || l - 3 >= sizeof p->tests[0].name)
-			continue;
-		if (n == cap) {
-			char **nn = realloc(names, (cap = cap ? cap * 2 : 32) * sizeof *nn);
-			if (!nn)
-				goto out;
-			names = nn;
-		}
-		names[n++] = strndup(de->d_name, l - 3);
-	}
-	if (!n) {
-		pd_fail(e, ENOENT, "%s: no tests (NNN.in with NNN.ans)", td);
-		goto out;
-	}
-	qsort(names, n, sizeof *names, name_cmp);
-	for (size_t i = 0; i < n; i++) {
-		char pin[1400], pans[1400];
-		snprintf(pin, sizeof pin, "%s/%s.in", td, names[i]);
-		snprintf(pans, sizeof pans, "%s/%s.ans", td, names[i]);
-		if (access(pans, F_OK) != 0)
-			snprintf(pans, sizeof pans, "%s/%s.out", td, names[i]);
-		char *in = NULL, *ans = NULL;
-		size_t inl, ansl;
-		if (slurp(pin, TEST_FILE_MAX, &in, &inl, e) < 0)
-			goto out;
-		if (slurp(pans, TEST_FILE_MAX, &ans, &ansl, e) < 0) {
-			if (e->code == ENOENT)
-				pd_fail(e, ENOENT, "%s/%s.in has no answer (%s.ans)", td, names[i], names[i]);
-			free(in);
-			goto out;
-		}
-		double weight = 1;
-		char w[1400];
-		snprintf(w, sizeof w, "%s/problem.json: weights.%s", dir, names[i]);
-		int r = parse_weight(weights ? json_object_get(weights, names[i]) : NULL, w, &weight, e);
-		if (r == 0)
-			r = add_test(p, names[i], in, inl, ans, ansl, weight, total, td, e);
-		free(in);
-		free(ans);
-		if (r < 0)
-			goto out;
-	}
-	/* a weight for a test that does not exist is a typo that would silently count for nothing */
-	const char *k;
-	json_t *v;
-	json_object_foreach(weights, k, v) {
-		bool found = false;
-		for (size_t i = 0; i < n && !found; i++)
-			found = !strcmp(names[i], k);
-		if (!found) {
-			pd_refuse(e, "%s/problem.json: weights.%s: no test %s/%s.in", dir, k, td, k);
-			goto out;
-		}
-	}
-	rc = 0;
-out:
-	for (size_t i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	closedir(d);
-	return rc;
 }
 
 static int digest(pd_problem *p)
@@ -622,13 +335,13 @@ static int digest(pd_problem *p)
 pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, pd_err *e)
 {
 	if (!json_is_object(o)) {
-		fail_at(e, where, "a problem must be a JSON object");
+		pd_jfail_at(e, where, "a problem must be a JSON object");
 		return NULL;
 	}
 	static const char *const known[] = {"id", "version", "template", "judge_template", "image", "limits", "checker",
 					    "interactor", "tests", "in_outs", "weights", "stop_at_first_failure", "one_sandbox",
 					    "title", "tags", "metadata", "audit", NULL};
-	if (unknown_fields(o, where, known, e) < 0)
+	if (pd_junknown_fields(o, where, known, e) < 0)
 		return NULL;
 	pd_problem *p = calloc(1, sizeof *p);
 	if (!p) {
@@ -646,7 +359,7 @@ pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, 
 	p->checker = pd_checker_default(PD_CHK_LINES);
 	uint64_t total = 0;
 	if (dir && !json_object_get(o, "id")) {
-		fail_at(e, where, "id: required");
+		pd_jfail_at(e, where, "id: required");
 		goto fail;
 	}
 	if (get_str(o, "id", where, p->id, sizeof p->id, e) < 0 ||
@@ -659,7 +372,7 @@ pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, 
 		goto fail;
 	for (const char *q = p->id; *q; q++)
 		if (*q == '/' || *q == '@' || (unsigned char)*q < 0x20) {
-			fail_at(e, where, "id: '/', '@' and control characters are not allowed");
+			pd_jfail_at(e, where, "id: '/', '@' and control characters are not allowed");
 			goto fail;
 		}
 	json_t *au = json_object_get(o, "audit");
@@ -669,7 +382,7 @@ pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, 
 		char w[600];
 		snprintf(w, sizeof w, "%s: audit", where);
 		if (!json_is_true(au) && !json_is_object(au)) {
-			fail_at(e, where, "audit: must be true, false or a policy object (docs/audit.md)");
+			pd_jfail_at(e, where, "audit: must be true, false or a policy object (docs/audit.md)");
 			goto fail;
 		}
 		char *text = json_dumps(au, JSON_COMPACT | JSON_ENCODE_ANY);
@@ -690,10 +403,10 @@ pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, 
 		snprintf(w, sizeof w, "%s: limits", where);
 		static const char *const lk[] = {"time", "memory", "output", "total_time", "compile_time", NULL};
 		if (!json_is_object(lim)) {
-			fail_at(e, w, "must be an object");
+			pd_jfail_at(e, w, "must be an object");
 			goto fail;
 		}
-		if (unknown_fields(lim, w, lk, e) < 0 || get_secs(lim, "time", w, &p->time_ms, e) < 0 ||
+		if (pd_junknown_fields(lim, w, lk, e) < 0 || get_secs(lim, "time", w, &p->time_ms, e) < 0 ||
 		    get_size(lim, "memory", w, 4u << 20, &p->memory_bytes, e) < 0 ||
 		    get_size(lim, "output", w, 1, &p->output_bytes, e) < 0 ||
 		    get_secs(lim, "total_time", w, &p->total_ms, e) < 0 ||
@@ -708,15 +421,15 @@ pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, 
 		char w[600];
 		snprintf(w, sizeof w, "%s: interactor", where);
 		if (chk) {
-			fail_at(e, w, "an interactive problem has an interactor and no checker");
+			pd_jfail_at(e, w, "an interactive problem has an interactor and no checker");
 			goto fail;
 		}
 		static const char *const ik[] = {"source", "code", "language", "time", "convention", NULL};
 		if (!json_is_object(inter)) {
-			fail_at(e, w, "must be an object {\"source\" or \"code\", \"language\", \"time\"}");
+			pd_jfail_at(e, w, "must be an object {\"source\" or \"code\", \"language\", \"time\"}");
 			goto fail;
 		}
-		if (unknown_fields(inter, w, ik, e) < 0 || get_secs(inter, "time", w, &p->interactor_time_ms, e) < 0 ||
+		if (pd_junknown_fields(inter, w, ik, e) < 0 || get_secs(inter, "time", w, &p->interactor_time_ms, e) < 0 ||
 		    get_program(inter, dir, w, "interactor", &p->interactor, e) < 0)
 			goto fail;
 		p->checker = pd_checker_default(PD_CHK_INTERACTIVE);
@@ -724,42 +437,42 @@ pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, 
 		if (cv && json_is_string(cv) && !strcmp(json_string_value(cv), "kattis"))
 			p->checker.convention = PD_CONV_KATTIS;
 		else if (cv && !(json_is_string(cv) && !strcmp(json_string_value(cv), "testlib"))) {
-			fail_at(e, w, "convention: must be testlib or kattis");
+			pd_jfail_at(e, w, "convention: must be testlib or kattis");
 			goto fail;
 		}
 	}
 	json_t *tests = json_object_get(o, "tests"), *io = json_object_get(o, "in_outs"),
 	       *weights = json_object_get(o, "weights");
 	if (tests && io) {
-		fail_at(e, where, "tests: give tests or in_outs, not both");
+		pd_jfail_at(e, where, "tests: give tests or in_outs, not both");
 		goto fail;
 	}
 	if (weights && (!json_is_object(weights) || !dir || tests || io)) {
-		fail_at(e, where, "weights: an object of test name: weight, for the tests/ directory only");
+		pd_jfail_at(e, where, "weights: an object of test name: weight, for the tests/ directory only");
 		goto fail;
 	}
 	if (tests) {
-		if (parse_tests(p, tests, where, &total, e) < 0)
+		if (pd_jparse_tests(p, tests, where, &total, e) < 0)
 			goto fail;
 	} else if (io) {
-		if (parse_in_outs(p, io, chk != NULL, where, &total, e) < 0)
+		if (pd_jparse_in_outs(p, io, chk != NULL, where, &total, e) < 0)
 			goto fail;
 	} else if (dir) {
-		if (load_test_dir(p, dir, weights, &total, e) < 0)
+		if (pd_jload_test_dir(p, dir, weights, &total, e) < 0)
 			goto fail;
 	}
 	if (!p->ntests) {
-		fail_at(e, where, "tests: the problem has no tests");
+		pd_jfail_at(e, where, "tests: the problem has no tests");
 		goto fail;
 	}
 	if (p->call_based && p->checker.mode == PD_CHK_INTERACTIVE) {
-		fail_at(e, where, "in_outs.fn_name: a call-based problem cannot be interactive");
+		pd_jfail_at(e, where, "in_outs.fn_name: a call-based problem cannot be interactive");
 		goto fail;
 	}
 	if (!p->interactor_time_ms)
 		p->interactor_time_ms = p->time_ms * 2 + 1000;
 	if (digest(p) < 0) {
-		fail_at(e, where, "the problem's digest: out of memory");
+		pd_jfail_at(e, where, "the problem's digest: out of memory");
 		goto fail;
 	}
 	return p;
@@ -774,7 +487,7 @@ pd_problem *pd_problem_load(const char *dir, pd_err *e)
 	snprintf(path, sizeof path, "%s/problem.json", dir);
 	char *text;
 	size_t len;
-	if (slurp(path, SOURCE_MAX, &text, &len, e) < 0)
+	if (pd_jslurp(path, SOURCE_MAX, &text, &len, e) < 0)
 		return NULL;
 	json_error_t je;
 	json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
@@ -834,7 +547,7 @@ int pd_problems_load_dir(const char *dir, pd_problem_set *out, pd_err *e)
 		names[n++] = strdup(de->d_name);
 	}
 	closedir(d);
-	qsort(names, n, sizeof *names, name_cmp);
+	qsort(names, n, sizeof *names, pd_jname_cmp);
 	int rc = 0;
 	out->p = calloc(n ? n : 1, sizeof *out->p);
 	for (size_t i = 0; i < n && rc == 0; i++) {

@@ -149,5 +149,24 @@ post_json() { req POST "$1" -H 'Content-Type: application/json' --data-binary "$
 jb() { jq -r "$1" <"$BODY" 2>/dev/null; }
 hdr() { awk -v n="$(tr 'A-Z' 'a-z' <<<"$1")" -F': ' 'tolower($1) == n { sub(/\r$/, "", $2); print $2 }' <<<"$HDRS" | tail -1; }
 body() { cat "$BODY"; }
+# hold_store_lock: another process takes the store's ($DB) SQLite write lock and holds it until
+# release_store_lock (also at exit); needs python3. Clients started meanwhile must close fd 7
+# (`7>&-`), or they keep the lock's pipe open.
+hold_store_lock() {
+  mkfifo "$TMPD/hold"
+  python3 -c '
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=60)
+c.execute("BEGIN IMMEDIATE")
+open(sys.argv[2], "w").write("locked")
+sys.stdin.read()
+c.execute("ROLLBACK")
+' "$DB" "$TMPD/locked" <"$TMPD/hold" &
+  HOLDER=$!
+  exec 7>"$TMPD/hold"
+  cleanup "release_store_lock; kill $HOLDER 2>/dev/null"
+  wait_for 30 test -s "$TMPD/locked"
+}
+release_store_lock() { exec 7>&- 2>/dev/null; }
 # is_json: the last body parses as JSON
 is_json() { jq -e . <"$BODY" >/dev/null 2>&1; }

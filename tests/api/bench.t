@@ -3,7 +3,7 @@
 # several rounds (an in-process daemon, python on the host and in sandboxes): every round reports
 # its two ratios, the table gives the medians, and no operation failed. No timing is asserted.
 source "$(dirname "$0")/api.sh"
-plan 26
+plan 28
 
 out=$("$PADDOCK" bench --http --bogus 2>&1); rc=$?
 is "$rc" 64 "an unknown option: exit 64"
@@ -29,6 +29,9 @@ fails=$(awk '/^POST \/run_code/ {print $NF}' <<<"$out")
 is "$fails" 0 "the /run_code row counts no failed request"
 like "$out" "over 2 rounds: /run_code p50 = [0-9.]+x the floor's \([0-9.]+x-[0-9.]+x; .*throughput at 2 clients = [0-9.]+x the floor's \([0-9.]+x-[0-9.]+x" \
   "the summary gives medians and ranges"
+like "$out" "paddock's own CPU per /run_code: [0-9]+\.[0-9]{3} ms" "paddock's own CPU per request is reported"
+cpu=$(grep -oE "own CPU per /run_code: [0-9.]+" <<<"$out" | grep -oE '[0-9.]+$')
+ok "$(awk -v c="$cpu" 'BEGIN { exit !(c > 0) }' && echo 0 || echo 1)" "... and it is not zero ($cpu ms)"
 
 # paddock bench --judge: options refused, and one short round of every cell (no timing asserted)
 out=$("$PADDOCK" bench --judge --rounds 0 2>&1); rc=$?

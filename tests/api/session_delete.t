@@ -38,21 +38,8 @@ for ((i = 0; i < N; i++)); do
 done
 is "${#ids[@]}" "$N" "$N sessions open (backlog $BACKLOG, $RECLAIMERS reclaimer(s))"
 
-# the store's write lock, held by another process until its stdin closes
-mkfifo "$TMPD/hold"
-python3 -c '
-import sqlite3, sys
-c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=60)
-c.execute("BEGIN IMMEDIATE")
-open(sys.argv[2], "w").write("locked")
-sys.stdin.read()
-c.execute("ROLLBACK")
-' "$DB" "$TMPD/locked" <"$TMPD/hold" &
-HOLDER=$!
-exec 7>"$TMPD/hold"
-release() { exec 7>&- 2>/dev/null; }
-cleanup "release; kill $HOLDER 2>/dev/null"
-wait_for 30 test -s "$TMPD/locked"
+# the store's write lock, held by another process
+hold_store_lock
 ok $? "another process holds the store's write lock"
 
 # every DELETE at once, each in its own client (without the lock holder's pipe, so that closing
@@ -79,7 +66,7 @@ ok "$([ "$done_then" -lt "$N" ] && echo 0 || echo 1)" \
 req GET /v1/pools
 is "$CODE" 200 "/v1/pools answers too"
 
-release
+release_store_lock
 for p in "${dels[@]}"; do wait "$p"; done
 codes=$(cat "$TMPD"/del.* | sort | uniq -c | awk '{print $2 "x" $1}' | xargs)
 is "$codes" "200x$N" "once the lock is released, every DELETE answers 200"
