@@ -18,6 +18,7 @@
 #include "http.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
@@ -32,12 +33,16 @@
 typedef struct live {
 	sess_entry *se;
 	pd_session_exec_req *q;
-	const char *rid;
+	const char *rid;  /* rid_buf's, or NULL */
+	/* a copy: the request's own id (r->q) goes with r, which a client that leaves mid-stream
+	 * frees while the step still runs */
+	char rid_buf[256];
 	int wfd;
 	char *queue; /* lines the pipe could not take yet */
 	size_t qlen, qcap;
 	bool wrote;   /* a line went into the queue: the answer streams, the result goes there too */
 	bool broken;  /* the reader is gone */
+	_Atomic bool gone; /* ... seen by the exec (pd_exec_opts.cancel): the step is cancelled */
 	uint64_t dropped;
 	char carry[2][4]; /* the start of a UTF-8 sequence a read cut, per stream */
 	size_t ncarry[2];
@@ -70,7 +75,10 @@ static void flush(live *l, bool wait)
 				;
 			continue;
 		}
-		l->broken = true; /* EPIPE: the client left; the step goes on, its lines go nowhere */
+		/* EPIPE: the client left; its step is cancelled (killed as at a limit, the session
+		 * goes on) */
+		l->broken = true;
+		atomic_store(&l->gone, true);
 	}
 }
 
@@ -161,6 +169,7 @@ static void *step_main(void *arg)
 	if (!answer) {
 		q->x.on_data = on_data;
 		q->x.data_arg = l;
+		q->x.cancel = &l->gone;
 		pd_result res;
 		if (pd_session_exec(l->se->s, &q->x, l->rid, &res, &e) < 0) {
 			status = session_exec_status(&e);
@@ -227,7 +236,11 @@ static void answer_lines(req *r, json_t *answer)
 
 bool session_exec_stream(req *r, sess_entry *se, pd_session_exec_req *q, const char *rid)
 {
-	live l = {.se = se, .q = q, .rid = rid};
+	live l = {.se = se, .q = q};
+	if (rid) {
+		snprintf(l.rid_buf, sizeof l.rid_buf, "%s", rid);
+		l.rid = l.rid_buf;
+	}
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		http_set_error(r, 500, "pipe: %s", strerror(errno));

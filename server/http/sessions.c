@@ -129,8 +129,8 @@ static bool session_exec(req *r, sess_entry *se)
 	}
 	/* A client that leaves cancels its step: the program (its sessions only) is killed, the
 	 * session goes on, the trajectory's step says cancelled. The connection stays suspended until
-	 * this returns, so r and `gone` outlive the watch. (A streamed step is not watched: its
-	 * request outlives this frame; it runs to its limits.) */
+	 * this returns, so r and `gone` outlive the watch. (A streamed step's request outlives this
+	 * frame: its stream cancels it when a line finds the client gone, exec_stream.c.) */
 	_Atomic bool gone = false;
 	hangup_watch_fn(r, step_client_gone, &gone);
 	q.x.cancel = &gone;
@@ -332,7 +332,10 @@ static void session_upload(req *r, sess_entry *se)
 
 typedef struct {
 	pd_session *s;
-	const char *dir, *rid;
+	/* copies: r's own (r->q) go with r, which a client that leaves mid-transfer frees while tar
+	 * still runs and the step is recorded */
+	char dir[PATH_MAX], rid_buf[256];
+	const char *rid; /* rid_buf, or NULL */
 	int wfd;
 	http_stream *st; /* set once the response streams; NULL while the status is undecided */
 	pthread_mutex_t mu;
@@ -364,7 +367,12 @@ static void *download_main(void *arg)
  * while the operation still runs). */
 static bool session_download(req *r, sess_entry *se)
 {
-	download d = {.s = se->s, .dir = *r->q.dir ? r->q.dir : "/work", .rid = step_id(r)};
+	download d = {.s = se->s};
+	snprintf(d.dir, sizeof d.dir, "%s", *r->q.dir ? r->q.dir : "/work");
+	if (step_id(r)) {
+		snprintf(d.rid_buf, sizeof d.rid_buf, "%s", step_id(r));
+		d.rid = d.rid_buf;
+	}
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		http_set_error(r, 500, "pipe: %s", strerror(errno));
