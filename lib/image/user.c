@@ -17,6 +17,31 @@
 
 #define ID_FILE_MAX (4u << 20)
 
+/* The whole file (closed here) as a NUL-terminated text, at most ID_FILE_MAX bytes. */
+static int read_text(int fd, const char *name, char **out, pd_err *e)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > ID_FILE_MAX) {
+		close(fd);
+		return pd_fail(e, EFBIG, "the image's /etc/%s: not a regular file of at most %u bytes", name,
+			       ID_FILE_MAX);
+	}
+	char *b = malloc((size_t)st.st_size + 1);
+	size_t len = 0;
+	ssize_t n = 0;
+	while (b && len < (size_t)st.st_size && (n = read(fd, b + len, (size_t)st.st_size - len)) > 0)
+		len += (size_t)n;
+	int err = !b ? ENOMEM : n < 0 ? errno : 0;
+	close(fd);
+	if (err) {
+		free(b);
+		return pd_fail(e, err, "the image's /etc/%s", name);
+	}
+	b[len] = 0;
+	*out = b;
+	return 0;
+}
+
 static bool opaque_dir(int dfd)
 {
 	char v[4];
@@ -69,16 +94,11 @@ static int stacked_file(const char *const *layers, const char *name, char **out,
 			return pd_fail(e, S_ISLNK(st.st_mode) ? ELOOP : EINVAL,
 				       "the image's /etc/%s is not a regular file (links are not followed)", name);
 		}
-		char path[64];
 		int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		close(dfd);
 		if (fd < 0)
 			return pd_fail(e, errno, "the image's /etc/%s", name);
-		snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-		size_t len;
-		int rc = imgs_slurp(path, ID_FILE_MAX, out, &len, e);
-		close(fd);
-		return rc;
+		return read_text(fd, name, out, e);
 	}
 	return 0;
 }
