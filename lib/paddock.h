@@ -518,7 +518,7 @@ int pd_sandbox_read_file(pd_sandbox *s, const char *path, size_t max, char **out
 /* Opens a regular file inside the sandbox for reading, of at most max bytes (EFBIG past it;
  * EISDIR or EINVAL if not a regular file); returns the fd and its size. */
 int pd_sandbox_open_regular(pd_sandbox *s, const char *path, uint64_t max, uint64_t *size, pd_err *e);
-/* lstat of path inside the sandbox. */
+/* lstat of path inside the sandbox; st_uid and st_gid as the sandbox sees them. */
 int pd_sandbox_stat(pd_sandbox *s, const char *path, struct stat *st, pd_err *e);
 /* Lists a directory (without . and ..); *out is malloc'd. */
 int pd_sandbox_list(pd_sandbox *s, const char *path, pd_dirent **out, size_t *n, pd_err *e);
