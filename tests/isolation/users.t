@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Non-root users through the library and the CLI (paddock exec --user, --image): the program's
 # uid and gid, /work owned by the user, /tmp sticky 1777, root-owned image files out of reach,
-# and an imported image's User resolved from the image's own /etc/passwd and /etc/group.
+# and an imported image's User resolved from the image's own /etc/passwd and /etc/group; the
+# gvisor tier runs its program as the same user, with /work its own.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/iso.sh"
-plan 9
+plan 11
 
 sbt 30 --user sandbox -- sh -c 'id -u; id -g; stat -c "%u:%g %a" /work /tmp; echo x > /work/f && stat -c %u:%g /work/f; echo x > /etc/passwd 2>/dev/null || echo refused'
 is "$(echo $(so))" "1000 1000 1000:1000 755 0:0 1777 1000:1000 refused" \
@@ -31,3 +32,18 @@ ok "$([ $rc -ne 0 ] && grep -q "not in the image's /etc/passwd" "$TMPD/err" && e
   "a name the image lacks is refused, saying so (exit $rc)"
 sbt 30 --image users:t -- sh -c 'echo x > /data/rootfile 2>/dev/null || echo refused; touch /data/appdir/ok && echo appdir'
 is "$(echo $(so))" "refused appdir" "the image's root-owned file is out of reach, its user's directory is not"
+
+# the gvisor tier (lib/gvisor/spec.c): the process's user and /work's owner in the OCI spec.
+# python's stat: runsc's ptrace platform answers coreutils' statx with EINVAL here.
+if [ -x /usr/bin/runsc ]; then
+  sbt 60 --isolation gvisor --user sandbox -- python3 -c 'import os
+s = os.stat("/work"); t = os.stat("/tmp")
+print(os.getuid(), os.getgid(), "%d:%d" % (s.st_uid, s.st_gid), "%d:%d" % (t.st_uid, t.st_gid))'
+  is "$(echo $(so))" "1000 1000 1000:1000 0:0" "gvisor --user sandbox: the program is 1000:1000, /work its own, /tmp root's"
+  # --cwd /: runsc fails to start with a cwd the image lacks (/work, its WorkingDir here)
+  sbt 60 --isolation gvisor --image users:t --cwd / -- sh -c 'id -u; id -g'
+  is "$(echo $(so))" "4321 777" "gvisor on the image: its User from the image's own passwd and group"
+else
+  skip "runsc is not installed"
+  skip "runsc is not installed"
+fi
