@@ -22,7 +22,8 @@ cat >"$TMPD/tpl.json" <<'JSON'
 {"templates": [
   {"name": "bash", "language": "bash", "requires": ["bash"], "cwd": "/work", "user": "sandbox",
    "pool": {"min": 1, "max": 1}},
-  {"name": "num", "language": "num", "requires": ["sh"], "cwd": "/work", "user": "1234:2345"},
+  {"name": "num", "language": "num", "requires": ["sh"], "cwd": "/work", "user": "1234:2345",
+   "files": [{"path": "/work/tpl.txt", "content": "from the template", "mode": "0600"}]},
   {"name": "asroot", "language": "asroot", "requires": ["sh"], "cwd": "/work", "user": "root"}]}
 JSON
 start_daemon --templates "$TMPD/tpl.json" --images "users:*"
@@ -45,8 +46,9 @@ post_json /v1/runs '{"template":"bash","shell":"true","files":{"/etc/planted":"x
 [ "$CODE" != 200 ] || [ "$(jb .run.status)" != OK ]
 ok $? "nor can the harness place a file there on its behalf ($CODE $(jb .error // .run.status))"
 
-post_json /v1/runs '{"template":"num","shell":"id -u; id -g; stat -c %u:%g /work"}'
-is "$(echo $(jb .run.stdout))" "1234 2345 1234:2345" "user UID:GID: the program and /work"
+post_json /v1/runs '{"template":"num","shell":"id -u; id -g; stat -c %u:%g /work; stat -c \"%u:%g %a\" /work/tpl.txt; cat /work/tpl.txt"}'
+is "$(echo $(jb .run.stdout))" "1234 2345 1234:2345 1234:2345 600 from the template" \
+  "user UID:GID: the program, /work, and the template's own files (mode 0600) are the user's"
 post_json /v1/runs '{"template":"asroot","shell":"id -u; stat -c %u:%g /work"}'
 is "$(echo $(jb .run.stdout))" "0 0:0" "user root: today's sandbox root"
 
