@@ -7,7 +7,7 @@
 # /etc/passwd and /etc/group, never the host's) applies to /v1/runs, /run_code and sessions that
 # name the image, unless the template says "user".
 source "$(dirname "$0")/api.sh"
-plan 31
+plan 32
 
 export PADDOCK_STATE_DIR=$TMPD/state
 # the image's passwd has daemon as 4321:4322 (the host's daemon is uid 1) and group staff 777
@@ -15,6 +15,8 @@ python3 tests/api/mkimage.py users "$TMPD/u-name" daemon
 python3 tests/api/mkimage.py users "$TMPD/u-group" daemon:staff
 DN=$("$PADDOCK" image import "$TMPD/u-name" --name users:name 2>/dev/null)
 DG=$("$PADDOCK" image import "$TMPD/u-group" --name users:group 2>/dev/null)
+python3 tests/api/mkimage.py users "$TMPD/u-bad" nosuch
+"$PADDOCK" image import "$TMPD/u-bad" --name users:bad >/dev/null 2>&1
 [ -n "$DN" ] && [ -n "$DG" ]
 ok $? "two images whose config User is daemon and daemon:staff imported"
 
@@ -109,6 +111,9 @@ req PUT "/v1/sessions/$S3/files?path=/work/w.txt" --data-binary w
 post_json "/v1/sessions/$S3/exec" '{"shell":"id -u; stat -c %u:%g /work/w.txt"}'
 is "$(echo $(jb .stdout))" "4321 4321:4322" "a session on the image: its step and the file API act as the User"
 req DELETE "/v1/sessions/$S3"
+post_json /v1/runs '{"template":"bash","image":"users:bad","shell":"id -u"}'
+like "$CODE $(jb '.error // .run.error // .run.status')" "not in the image's /etc/passwd" \
+  "an image whose User its passwd lacks: refused, saying so, not run as root"
 post_json /v1/runs '{"template":"asroot","image":"users:name","shell":"id -u"}'
 is "$(echo $(jb .run.stdout))" "0" "a template that says user root overrides the image's User"
 post_json /v1/runs '{"template":"bash","cmd":["id","-u"]}'
