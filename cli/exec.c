@@ -31,11 +31,14 @@ static void exec_usage(FILE *f)
 		"  --image NAME|DIGEST|DIR an imported image (paddock image ls), or a root filesystem\n"
 		"                         directory (a path: /..., ./...; default: the host image); an\n"
 		"                         image's Env is the base of the environment, its WorkingDir\n"
-		"                         the default --cwd, its numeric User the default --user\n"
+		"                         the default --cwd, its User (by number or by name from its\n"
+		"                         own /etc/passwd) the default --user\n"
 		"  -e, --env K=V          set a variable (repeatable), over the defaults PATH, HOME,\n"
 		"                         LANG, TERM; nothing is taken from the host\n"
 		"  -C, --cwd DIR          working directory inside (default /)\n"
-		"  -u, --user UID[:GID]   run as this user inside (numbers, or root, sandbox, nobody;\n"
+		"  -u, --user UID[:GID]   the sandbox's user: its program, its /work and the files\n"
+		"                         placed in it (numbers, root, sandbox = 1000:1000, nobody, or\n"
+		"                         names of an imported image's /etc/passwd and /etc/group;\n"
 		"                         default root: the sandbox's root, with no capabilities)\n"
 		"  -i, --stdin FILE       feed FILE on stdin ('-' = paddock's stdin; default /dev/null)\n"
 		"  -b, --bind SRC:DST[:rw] bind a host path (read-only unless :rw; repeatable)\n"
@@ -129,25 +132,6 @@ static int parse_user(const char *arg, uint32_t *uid, uint32_t *gid)
 		return -1;
 	*gid = *uid;
 	return colon ? parse_id(colon, gid) : 0;
-}
-
-/* An image config's User when it is numeric ("1000" or "1000:1000"); names would need the
- * image's /etc/passwd and are left to --user. */
-static void image_user(const char *user, uint32_t *uid, uint32_t *gid)
-{
-	char *end;
-	long u = strtol(user, &end, 10);
-	if (end == user || (*end && *end != ':') || u < 0 || u > 65535)
-		return;
-	long g = u;
-	if (*end == ':') {
-		char *gend;
-		g = strtol(end + 1, &gend, 10);
-		if (gend == end + 1 || *gend || g < 0 || g > 65535)
-			return;
-	}
-	*uid = (uint32_t)u;
-	*gid = (uint32_t)g;
 }
 
 /* The CLI's environment: paddock's defaults, then each --env over them by name. */
@@ -291,6 +275,7 @@ int cmd_exec(int argc, char **argv)
 	bool audit = false;
 	const char *policy_arg = NULL;
 	bool json = false, quiet = false, user_given = false;
+	const char *user_arg = NULL;
 	const char *result_file = NULL, *stdin_file = NULL;
 	static char *envv[1025];
 	size_t nenv = 0;
@@ -317,9 +302,9 @@ int cmd_exec(int argc, char **argv)
 			break;
 		case 'C': xo.cwd = optarg; break;
 		case 'u':
-			if (parse_user(optarg, &xo.uid, &xo.gid) < 0)
-				return bad("--user", optarg, "UID[:GID] below 65536, or root, sandbox, nobody");
-			user_given = true;
+			/* names other than these are the image's (resolved once it is open) */
+			user_arg = optarg;
+			user_given = parse_user(optarg, &so.uid, &so.gid) == 0;
 			break;
 		case 'i': stdin_file = optarg; break;
 		case 'b': {
@@ -487,8 +472,15 @@ int cmd_exec(int argc, char **argv)
 		so.image = NULL;
 		if (!xo.cwd && im.workdir && im.workdir[0] == '/')
 			xo.cwd = im.workdir;
-		if (!user_given && im.user)
-			image_user(im.user, &xo.uid, &xo.gid);
+		/* a name from --user, or the image's User (names and numbers), through the image's own
+		 * /etc/passwd and /etc/group */
+		const char *spec = user_arg ? (user_given ? NULL : user_arg) : im.user;
+		if (spec && pd_image_user(&im, spec, &so.uid, &so.gid, &e) < 0) {
+			cli_error("%s %s: %s", user_arg ? "--user" : "the image's User", spec, e.msg);
+			pd_image_close(&im);
+			return EXIT_USAGE;
+		}
+		user_given = true;
 		size_t ni = 0;
 		while (im.env[ni])
 			ni++;
@@ -502,6 +494,9 @@ int cmd_exec(int argc, char **argv)
 		nenv += ni;
 	}
 plain_dir:;
+	if (user_arg && !user_given)
+		return bad("--user", user_arg,
+			   "UID[:GID] below 65536, root, sandbox, nobody, or a name of an imported image's /etc/passwd");
 	char **merged = NULL;
 	if (nenv) {
 		merged = merge_env(envv, nenv);

@@ -337,13 +337,17 @@ bad:
 
 static void do_fileop_as_program(const struct msg_fileop *f);
 
+/* The ids the host's file operations act with: the sandbox's user (child_cfg uid/gid). */
+static uint32_t fop_uid, fop_gid;
+
 /* Init holds every capability of the sandbox's user namespace (CAP_DAC_OVERRIDE,
- * CAP_DAC_READ_SEARCH, CAP_FOWNER...); a program runs as its root without any. A file operation
- * done with init's capabilities read a file its program had made unreadable (mode 000), or wrote
- * where the program cannot. So each operation runs with a program's credentials: file system
- * ids 0 (a program's default uid and gid, which also own what it creates) and no effective
- * capability; the permitted set stays, and the effective one is restored afterwards, for the
- * resets that need it. Init is single-threaded: nothing else runs meanwhile. */
+ * CAP_DAC_READ_SEARCH, CAP_FOWNER...); a program runs as the sandbox's user without any. A file
+ * operation done with init's capabilities read a file its program had made unreadable (mode
+ * 000), or wrote where the program cannot. So each operation runs with a program's credentials:
+ * file system ids of the sandbox's user (0 by default, a non-root user's otherwise: they also
+ * own what it creates) and no effective capability; the permitted set stays, and init's own
+ * ids and effective set are restored afterwards, for the resets that need them. Init is
+ * single-threaded: nothing else runs meanwhile. */
 static int fileop_creds(bool as_program, struct __user_cap_data_struct saved[2])
 {
 	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
@@ -353,10 +357,13 @@ static int fileop_creds(bool as_program, struct __user_cap_data_struct saved[2])
 		struct __user_cap_data_struct d[2];
 		memcpy(d, saved, sizeof d);
 		d[0].effective = d[1].effective = 0;
-		syscall(SYS_setfsgid, 0);
-		syscall(SYS_setfsuid, 0);
+		syscall(SYS_setfsgid, fop_gid);
+		syscall(SYS_setfsuid, fop_uid);
 		return (int)syscall(SYS_capset, &h, d);
 	}
+	/* back to init's effective ids 0 (allowed: they are its effective ids) */
+	syscall(SYS_setfsuid, 0);
+	syscall(SYS_setfsgid, 0);
 	return (int)syscall(SYS_capset, &h, saved);
 }
 
@@ -482,7 +489,7 @@ static bool scratch_as_left(const struct msg_reset *m)
 				int f = openat(d, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 				ok = f >= 0 && fstat(f, &fs) == 0 && S_ISREG(fs.st_mode) &&
 				     fs.st_ino == m->file_ino && (fs.st_mode & 07777) == m->file_mode &&
-				     fs.st_nlink == 1 && fs.st_uid == geteuid() && fs.st_gid == getegid() &&
+				     fs.st_nlink == 1 && fs.st_uid == fop_uid && fs.st_gid == fop_gid &&
 				     (uint64_t)fs.st_size == m->file_size &&
 				     (uint64_t)fs.st_blocks == m->file_blocks && plain_inode(f);
 				if (f >= 0)
@@ -672,6 +679,8 @@ void pd_child_main(const child_cfg *c)
 	/* first, drop every fd inherited from the host process except our socket: another
 	 * sandbox's socket held here would keep that sandbox alive after the host died */
 	pd_ch_sock = c->sock;
+	fop_uid = c->uid;
+	fop_gid = c->gid;
 	if (pd_ch_sock != 3) {
 		if (dup2(pd_ch_sock, 3) < 0)
 			_exit(1);

@@ -229,6 +229,8 @@ static int build_msg(const pd_sandbox *s, const pd_exec_opts *o, char *const *en
 	x->envc = (uint32_t)envc;
 	const pd_audit_opts *ao = o->audit ? o->audit : s->opts.audit;
 	x->audit = ao && ao->enabled;
+	/* 0:0 is the sandbox's user (checked at its creation) */
+	bool own = o->uid || o->gid;
 	if (o->uid >= PD_UID_RANGE || o->gid >= PD_UID_RANGE) {
 		free(b);
 		return pd_fail(e, EINVAL, "uid and gid must be below %u", PD_UID_RANGE);
@@ -237,8 +239,8 @@ static int build_msg(const pd_sandbox *s, const pd_exec_opts *o, char *const *en
 		free(b);
 		return pd_fail(e, EINVAL, "uid %u is reserved for the sandbox's init", PD_INIT_UID);
 	}
-	x->uid = o->uid;
-	x->gid = o->gid;
+	x->uid = own ? o->uid : s->opts.uid;
+	x->gid = own ? o->gid : s->opts.gid;
 	uint64_t cpu_ms = o->cpu_ms ? o->cpu_ms : s->lim.cpu_ms;
 	/* the per-process CPU rlimit is a backstop; the cgroup check ends the sandbox first */
 	x->rl_cpu_s = cpu_ms ? cpu_ms / 1000 + 2 : 0;

@@ -252,7 +252,14 @@ int pd_sandbox_stat(pd_sandbox *s, const char *path, struct stat *st, pd_err *e)
 	int rc = fstat(fd, st);
 	int err = errno;
 	close(fd);
-	return rc < 0 ? pd_fail(e, err, "stat %s", path) : 0;
+	if (rc < 0)
+		return pd_fail(e, err, "stat %s", path);
+	/* the owner as the sandbox sees it (the host's ids are the sandbox's slot, which a client
+	 * has no use for); unmapped ids read as the overflow id, as in the sandbox */
+	uint32_t base = pd_sandbox_uid_base(s);
+	st->st_uid = st->st_uid >= base && st->st_uid - base < PD_UID_RANGE ? st->st_uid - base : 65534;
+	st->st_gid = st->st_gid >= base && st->st_gid - base < PD_UID_RANGE ? st->st_gid - base : 65534;
+	return 0;
 }
 
 int pd_sandbox_list(pd_sandbox *s, const char *path, pd_dirent **out, size_t *n, pd_err *e)

@@ -366,7 +366,16 @@ typedef struct pd_sandbox_opts {
 	const char *top_layer;
 	pd_isolation isolation; /* the tier; gvisor: pd_run only (pd_sandbox_create refuses it) */
 	const char *gvisor_platform; /* runsc --platform; NULL = $PADDOCK_GVISOR_PLATFORM or ptrace */
+	/* The sandbox's user (ids inside it, below 65536, not 65533, init's): its programs run as
+	 * it (an exec's own uid/gid, when non-zero, win), every file operation of the host
+	 * (pd_sandbox_open, write_file, mkdir...) acts with its ids and no capability, so what the
+	 * host places is owned by it, and /work (a scratch mount) is owned by it; /tmp and /dev/shm
+	 * stay 1777 root. 0:0 = the sandbox's root without capabilities (the default).
+	 * PD_USER_SANDBOX is the "sandbox" user of templates and the CLI. */
+	uint32_t uid, gid;
 } pd_sandbox_opts;
+
+#define PD_USER_SANDBOX 1000u
 
 typedef struct pd_sandbox pd_sandbox;
 
@@ -403,7 +412,8 @@ typedef struct pd_exec_opts {
 	char *const *argv;     /* argv[0] is looked up in PATH of envp */
 	char *const *envp;     /* the whole environment; NULL = PATH, HOME, LANG, TERM defaults */
 	const char *cwd;       /* default "/" */
-	uint32_t uid, gid;     /* inside the sandbox (0..65535); default 0, its root without capabilities */
+	uint32_t uid, gid;     /* inside the sandbox (0..65535); 0:0 = the sandbox's user
+				* (pd_sandbox_opts.uid/gid: its root without capabilities unless set) */
 	bool stdin_from_fd;    /* feed stdin_fd to the program (a zeroed struct must not hand the
 				* caller's own fd 0 to a sandbox: without this, stdin is /dev/null) */
 	int stdin_fd;          /* host fd read by the program */
@@ -515,7 +525,7 @@ int pd_sandbox_read_file(pd_sandbox *s, const char *path, size_t max, char **out
 /* Opens a regular file inside the sandbox for reading, of at most max bytes (EFBIG past it;
  * EISDIR or EINVAL if not a regular file); returns the fd and its size. */
 int pd_sandbox_open_regular(pd_sandbox *s, const char *path, uint64_t max, uint64_t *size, pd_err *e);
-/* lstat of path inside the sandbox. */
+/* lstat of path inside the sandbox; st_uid and st_gid as the sandbox sees them. */
 int pd_sandbox_stat(pd_sandbox *s, const char *path, struct stat *st, pd_err *e);
 /* Lists a directory (without . and ..); *out is malloc'd. */
 int pd_sandbox_list(pd_sandbox *s, const char *path, pd_dirent **out, size_t *n, pd_err *e);
@@ -699,6 +709,13 @@ void pd_image_list_free(pd_image_entry *l, size_t n);
 char *pd_image_inspect(const char *state_dir, const char *ref, pd_err *e);
 /* Removes a name; by digest, the image and all its names. Its layers stay until pd_image_gc. */
 int pd_image_remove(const char *state_dir, const char *ref, pd_err *e);
+/* A user spec, "USER[:GROUP]" (an image config's User, a template's user), as ids inside the
+ * sandbox: each part a number or a name looked up in the image's own /etc/passwd and /etc/group
+ * (the files its layers stack to, top first; links there are not followed), never the host's.
+ * A bare user takes its passwd entry's group, or the group of its own number when it has none.
+ * ENOENT names what the image lacks; ERANGE for ids outside 0..65535 or init's 65533. */
+int pd_user_resolve(const char *const *layers, const char *spec, uint32_t *uid, uint32_t *gid, pd_err *e);
+int pd_image_user(const pd_image *im, const char *spec, uint32_t *uid, uint32_t *gid, pd_err *e);
 /* Removes layers and blobs no image refers to and no process leases, and abandoned imports. */
 int pd_image_gc(const char *state_dir, uint64_t *layers_removed, uint64_t *bytes_freed, pd_err *e);
 

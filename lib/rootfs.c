@@ -427,6 +427,14 @@ static void build_tree(const child_cfg *c, const int *layer_fds, const int *bind
 			rep->scr[i] = a;
 		if (!a.on)
 			continue;
+		/* /work is the user's: the program and the host's files go there. /tmp keeps the
+		 * image's (sticky 1777 root), which every user can use */
+		if (!strcmp(pd_ch_scratch[i].dst, "/work") && (c->uid || c->gid)) {
+			a.uid = c->uid;
+			a.gid = c->gid;
+			if (rep)
+				rep->scr[i] = a;
+		}
 		set_attr(AT_FDCWD, pd_ch_scratch[i].name, &a);
 		pd_ch_cat(q, sizeof q, ROOT, pd_ch_scratch[i].dst, NULL);
 		bind_scratch(pd_ch_scratch[i].name, q);

@@ -259,6 +259,11 @@ int pd_sb_resolve_layout(pd_ctx *c, const pd_sandbox_opts *o, uint64_t disk_byte
 			 pd_layer *layers, int *nlayers_out, pd_err *e)
 {
 	int nlayers = 0;
+	if (o->uid >= PD_UID_RANGE || o->gid >= PD_UID_RANGE || o->uid == PD_INIT_UID)
+		return pd_fail(e, EINVAL, "sandbox user %u:%u: ids must be below %u and not %u (init's)", o->uid,
+			       o->gid, PD_UID_RANGE, PD_INIT_UID);
+	cfg->uid = o->uid;
+	cfg->gid = o->gid;
 	if (o->layers && o->layers[0]) {
 		for (; o->layers[nlayers]; nlayers++) {
 			struct stat lst;

@@ -40,6 +40,12 @@ typedef struct pd_template {
 	char *image_ref;
 	pd_image *image;
 	char *env[PD_TPL_MAX_ENV + 1];       /* K=V; none = paddock's defaults */
+	/* "user": root, sandbox (PD_USER_SANDBOX, 1000:1000), UID[:GID], or names of the image's
+	 * own /etc/passwd and /etc/group; "" = the imported image's config User if it has one, else
+	 * root. pd_template_check resolves it into uid and gid (pd_sandbox_opts.uid/gid): the
+	 * program, the session steps, the file API and the harness's files act as / belong to it */
+	char user[64];
+	uint32_t uid, gid;
 	char *cwd;
 	pd_tpl_file files[PD_TPL_MAX_FILES];
 	size_t nfiles;

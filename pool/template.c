@@ -180,11 +180,23 @@ static int dup_str(char **dst, const char *s, const char *where, pd_err *e)
 	return *dst ? 0 : pd_fail(e, ENOMEM, "%s", where);
 }
 
+/* The two users a template names by keyword, whatever the image's passwd says. */
+static int keyword_user(const char *s, uint32_t *uid, uint32_t *gid)
+{
+	if (!strcmp(s, "root"))
+		*uid = *gid = 0;
+	else if (!strcmp(s, "sandbox"))
+		*uid = *gid = PD_USER_SANDBOX;
+	else
+		return -1;
+	return 0;
+}
+
 static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 {
 	static const char *const known[] = {"name", "language", "image", "layers", "requires", "env",
 					    "cwd", "files", "limits", "network", "pool", "session", "warmup",
-					    "audit", "memory_fast_path", "version", "egress", NULL};
+					    "audit", "memory_fast_path", "version", "egress", "user", NULL};
 	if (!json_is_object(o))
 		return pd_fail(e, EINVAL, "%s: must be an object", where);
 	if (unknown_keys(o, where, known, e) < 0)
@@ -299,6 +311,19 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 				return pd_fail(e, ENOMEM, "%s", w);
 			i++;
 		}
+	}
+	if (FIELD("user")) {
+		if (need_string(v, w, &s, e) < 0)
+			return -1;
+		uint32_t u, g;
+		pd_err ue = {0};
+		/* names wait for the image (pd_template_check); numbers are checked now */
+		if (!*s || strlen(s) >= sizeof t->user || strchr(s, ' ') ||
+		    (keyword_user(s, &u, &g) < 0 && strspn(s, "0123456789:") == strlen(s) &&
+		     pd_user_resolve(NULL, s, &u, &g, &ue) < 0))
+			return pd_fail(e, EINVAL, "%s: '%s' must be root, sandbox, UID[:GID] (below 65536, not 65533) or a name of the image's /etc/passwd",
+				       w, s);
+		snprintf(t->user, sizeof t->user, "%s", s);
 	}
 	if (FIELD("cwd")) {
 		if (need_string(v, w, &s, e) < 0)
@@ -595,6 +620,24 @@ static int resolve_image(pd_ctx *c, pd_template *t)
 	return bad ? -1 : 0;
 }
 
+/* The template's user, or else its imported image's config User: names from the image's own
+ * /etc/passwd and /etc/group (a directory image's too), never the host's. */
+static int resolve_user(pd_template *t)
+{
+	const char *spec = t->user[0] ? t->user : t->image && t->image->user && *t->image->user ? t->image->user : NULL;
+	t->uid = t->gid = 0;
+	if (!spec || keyword_user(t->user, &t->uid, &t->gid) == 0)
+		return 0;
+	pd_err e = {0};
+	if (pd_user_resolve(t->layers[0] ? (const char *const *)t->layers : NULL, spec, &t->uid, &t->gid, &e) < 0) {
+		snprintf(t->missing, sizeof t->missing, "%s %s: %s", t->user[0] ? "user" : "the image's User", spec,
+			 e.msg);
+		t->uid = t->gid = 0;
+		return -1;
+	}
+	return 0;
+}
+
 /* A growing text for the version's digest; b NULL once out of memory. */
 typedef struct vbuf {
 	char *b;
@@ -639,6 +682,8 @@ static void compute_version(pd_template *t)
 	for (int k = 0; t->env[k]; k++)
 		put(&v, "env=%s\n", t->env[k]);
 	put(&v, "cwd=%s\n", t->cwd ? t->cwd : "");
+	if (t->uid || t->gid) /* root's recipes keep the versions they had */
+		put(&v, "user=%u:%u\n", t->uid, t->gid);
 	for (size_t k = 0; k < t->nfiles; k++) {
 		char h[65];
 		digested &= pd_sha256_of(t->files[k].data, t->files[k].len, h) == 0;
@@ -679,6 +724,11 @@ void pd_template_check(pd_ctx *c, pd_template *t)
 		compute_version(t);
 		return;
 	}
+	if (resolve_user(t) < 0) {
+		t->available = false;
+		compute_version(t);
+		return;
+	}
 	for (int r = 0; t->requires[r]; r++) {
 		bool found = false;
 		/* the default image's programs are the host's /usr */
@@ -708,4 +758,6 @@ void pd_template_sandbox_opts(const pd_template *t, pd_sandbox_opts *o)
 	o->net = t->net;
 	o->egress = t->egress_allow ? &t->egress : NULL;
 	o->limits = t->limits;
+	o->uid = t->uid;
+	o->gid = t->gid;
 }

@@ -324,6 +324,11 @@ pd_ops *pd_ops_new(void);
 void pd_ops_free(pd_ops *o);
 void pd_ops_job(pd_ops *o, const pd_job *j);
 char *pd_ops_render(pd_ops *o, const pd_pool_stats *st, size_t n);
+/* The problems of a problems directory (serve --problems) whose problem.json names an image:
+ * [{"problem": "ID@VERSION", "image": REF}] (a new reference), for `paddock image ls` and
+ * `inspect`; NULL with e when the directory does not load. */
+json_t *pd_problems_images(const char *dir, pd_err *e);
+
 /* Per-problem submission caps (server/caps.c): at most max (0: no cap) judged submissions of a
  * problem per window_s (0: 60) seconds. take counts n more, or refuses them all (false) with the
  * seconds until the problem's window ends; give_back returns taken ones a request did not use. */

@@ -107,7 +107,14 @@ int pd_gv_bundle_make(pd_gv_bundle *b, const char *parent, const pd_sandbox_opts
 	char size[64];
 	snprintf(size, sizeof size, "nosuid,nodev,mode=1777,size=%llu", (unsigned long long)lim->disk_bytes);
 	add_mount(mounts, "/tmp", "tmpfs", "tmpfs", size);
-	add_mount(mounts, "/work", "tmpfs", "tmpfs", size);
+	/* /work belongs to the sandbox's user (pd_sandbox_opts.uid), as in a container sandbox */
+	char wsize[128];
+	if (o->uid || o->gid)
+		snprintf(wsize, sizeof wsize, "nosuid,nodev,mode=755,uid=%u,gid=%u,size=%llu", o->uid, o->gid,
+			 (unsigned long long)lim->disk_bytes);
+	else
+		snprintf(wsize, sizeof wsize, "%s", size);
+	add_mount(mounts, "/work", "tmpfs", "tmpfs", wsize);
 	add_mount(mounts, "/dev/shm", "tmpfs", "tmpfs", size);
 	const char *root = NULL;
 	if (make_root(b, o, default_image, mounts, &root, e) < 0) {
@@ -124,8 +131,9 @@ int pd_gv_bundle_make(pd_gv_bundle *b, const char *parent, const pd_sandbox_opts
 		json_array_append_new(rl, rlimit("RLIMIT_STACK", lim->stack_bytes));
 	if (lim->fsize_bytes)
 		json_array_append_new(rl, rlimit("RLIMIT_FSIZE", lim->fsize_bytes));
-	json_t *proc = json_pack("{s:{s:i,s:i},s:o,s:o,s:s,s:b,s:o,s:{}}", "user", "uid", (int)x->uid, "gid",
-				 (int)x->gid, "args", strv(x->argv), "env", strv(x->envp ? x->envp : pd_default_env()),
+	bool own = x->uid || x->gid; /* else the sandbox's user */
+	json_t *proc = json_pack("{s:{s:i,s:i},s:o,s:o,s:s,s:b,s:o,s:{}}", "user", "uid",
+				 (int)(own ? x->uid : o->uid), "gid", (int)(own ? x->gid : o->gid), "args", strv(x->argv), "env", strv(x->envp ? x->envp : pd_default_env()),
 				 "cwd", x->cwd ? x->cwd : "/", "noNewPrivileges", 1, "rlimits", rl, "capabilities");
 	json_t *res = json_object();
 	/* the limits are on the cgroup already (paddock's backend made it): runsc joins it */

@@ -58,8 +58,8 @@ struct msg_reset_done {
 /* The scratch directories (/tmp, /work, /dev/shm: the order of rootfs.c's pd_ch_scratch[]) as a
  * reset that keeps them expects them: a directory of this mode and owner (ids inside the sandbox) with
  * no entry but, in the directory file_dir, the one file the host wrote there (when has_file):
- * a regular file of that inode number, mode, size and blocks and one link, owned by init's
- * effective ids. */
+ * a regular file of that inode number, mode, size and blocks and one link, owned by the
+ * sandbox's user (the ids init's file operations act with). */
 #define PD_KEEP_FILE_MAX (1u << 20) /* what a kept file may hold: more goes with its tmpfs */
 struct msg_reset {
 	uint32_t type;
@@ -121,6 +121,9 @@ typedef struct child_cfg {
 	bool keep_root;
 	pd_scratch_attr scr[PD_SCRATCH_IMG]; /* keep_root: what the last build found */
 	int uwatch_fd;
+	/* the sandbox's user (pd_sandbox_opts.uid/gid): owner of the /work scratch, and the ids
+	 * init's file operations act with */
+	uint32_t uid, gid;
 } child_cfg;
 
 /* Runs in the child after clone3: builds the root, then serves as the sandbox's init. Never returns. */

@@ -615,3 +615,23 @@ void pd_problems_free(pd_problem_set *s)
 	s->p = NULL;
 	s->n = 0;
 }
+
+json_t *pd_problems_images(const char *dir, pd_err *e)
+{
+	pd_problem_set set;
+	if (pd_problems_load_dir(dir, &set, e) < 0)
+		return NULL;
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < set.n; i++) {
+		const pd_problem *p = set.p[i];
+		if (!p->image[0])
+			continue;
+		char id[sizeof p->id + sizeof p->version + 1];
+		snprintf(id, sizeof id, "%s@%s", p->id, p->version);
+		json_array_append_new(a, json_pack("{s:s, s:s}", "problem", id, "image", p->image));
+	}
+	pd_problems_free(&set);
+	if (!a)
+		pd_fail(e, ENOMEM, "problems of %s", dir);
+	return a;
+}

@@ -8,7 +8,7 @@
 # planted symlink, device nodes, a corrupted layer, too many layers — nothing lands outside the
 # store. A leased layer survives rm and gc until its sandbox is gone. Templates name images.
 source "$(dirname "$0")/api.sh"
-plan 75
+plan 78
 
 export PADDOCK_STATE_DIR=$TMPD/state
 STORE=$PADDOCK_STATE_DIR/images/store
@@ -163,6 +163,17 @@ is "$(jq -r 'select(.template=="img" or .template=="bydigest") | .available' <<<
 is "$(jq -r 'select(.template=="needs") | .available, .missing' <<<"$pj" | tr '\n' ' ')" "false python3 " "requires checked against the image: python3 missing"
 like "$(jq -r 'select(.template=="gone") | .missing' <<<"$pj")" "image nosuch: .*no such image" "an unknown image: unavailable, saying so"
 like "$(img ls --templates "$TMPD/tpl.json")" "layered layered-tar .* img,needs,bydigest" "ls --templates: which templates use each image"
+mkdir -p "$TMPD/probs/a/tests" "$TMPD/probs/b/tests" "$TMPD/probs/c/tests"
+echo '{"id":"pa","image":"layered"}' >"$TMPD/probs/a/problem.json"
+echo "{\"id\":\"pb\",\"version\":\"2\",\"image\":\"${D:7:16}\"}" >"$TMPD/probs/b/problem.json"
+echo '{"id":"pc"}' >"$TMPD/probs/c/problem.json"
+for p in a b c; do echo 1 >"$TMPD/probs/$p/tests/1.in"; echo 1 >"$TMPD/probs/$p/tests/1.ans"; done
+like "$(img ls --templates "$TMPD/tpl.json" --problems "$TMPD/probs")" "layered layered-tar .* img,needs,bydigest +pa@1,pb@2" \
+  "ls --problems: which problems use each image (by name, by a digest prefix; not one naming none)"
+j=$(img inspect --templates "$TMPD/tpl.json" --problems "$TMPD/probs" layered)
+is "$(jq -r '(.templates | join(",")) + " " + (.problems | join(",")) + " " + .digest' <<<"$j")" "img,needs,bydigest pa@1,pb@2 $D" \
+  "inspect --templates --problems: the record with the templates and problems that use the image"
+is "$(img inspect --problems "$TMPD/probs" layered | jq -c '.templates')" "[]" "inspect without --templates: no template named"
 start_daemon --templates "$TMPD/tpl.json"
 post_json /v1/runs '{"template":"img","cmd":["bash","-c","ls /data | tr \"\\n\" \" \"; echo $FOO; pwd"]}'
 is "$(jb .status) $(jb .run.stdout)" "OK b base-only c h1 h2 hl_lower keep out setuid tagged from-image

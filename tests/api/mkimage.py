@@ -23,6 +23,9 @@ the host has it, symlinked /lib64 and all), gzip-compressed. Scenarios:
   gitrepo        base + the host's git + /repo, a git repository whose main branch was reset to
                  the task's commit after the fix was committed: the fix is still in the reflog,
                  ORIG_HEAD, a branch, a tag and a stray blob (OUT.task, OUT.future: the commits)
+  users USER     base + a layer replacing /etc/passwd and /etc/group (daemon is uid 4321 here, not
+                 the host's 1; group staff is 777) with a root-owned /data/rootfile and /data/appdir
+                 owned by 4321; the config's User is USER (tests/api/users.t)
   gitrepo-symlink  the repository with a symlink to CANARY in its .git: --strip-history refuses it
 """
 import gzip, hashlib, io, json, os, shutil, stat, subprocess, sys, tarfile
@@ -428,6 +431,14 @@ def main():
                   {"env": ["PATH=/usr/bin:/bin"], "workdir": "/repo"}, name="gitrepo:task")
     elif scen == "gitrepo-symlink":
         write_oci(out, [(base(), gz), (git_repo(out, symlink=canary), gz)], {})
+    elif scen == "users":
+        def ent(t):
+            dirent(t, "etc")
+            reg(t, "etc/passwd", b"root:x:0:0:root:/root:/bin/bash\ndaemon:x:4321:4322::/data/appdir:/bin/bash\n")
+            reg(t, "etc/group", b"root:x:0:\ndaemon:x:4322:\nstaff:x:777:daemon\n")
+            reg(t, "data/rootfile", b"root's\n", mode=0o644)
+            dirent(t, "data/appdir", uid=4321, gid=4322)
+        write_oci(out, [(base(), gz), (tar_bytes(ent), gz)], {"user": canary, "workdir": "/work"})
     elif scen == "toomany":
         ls = layered + [(tar_bytes(lambda t, i=i: reg(t, "data/l%d" % i, b"x")), None) for i in range(6)]
         write_oci(out, ls, LAYERED_CFG)
