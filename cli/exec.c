@@ -448,10 +448,6 @@ int cmd_exec(int argc, char **argv)
 		egress.allow = egress_allow;
 		so.egress = &egress;
 	}
-	if (optind >= argc) {
-		cli_error("exec: no program given (usage: paddock exec [options] -- PROG [ARGS...])");
-		return EXIT_USAGE;
-	}
 	so.binds = binds;
 	/* an imported image: its layers, leased until the sandbox is gone, and its config's defaults */
 	pd_image im;
@@ -494,6 +490,14 @@ int cmd_exec(int argc, char **argv)
 		nenv += ni;
 	}
 plain_dir:;
+	/* no program named: an imported image's Entrypoint and Cmd, as `docker run IMAGE` would */
+	if (optind >= argc && !(have_image && im.command[0])) {
+		cli_error("exec: no program given (usage: paddock exec [options] -- PROG [ARGS...]%s)",
+			  have_image ? "; the image has no Entrypoint or Cmd" : "");
+		if (have_image)
+			pd_image_close(&im);
+		return EXIT_USAGE;
+	}
 	if (user_arg && !user_given)
 		return bad("--user", user_arg,
 			   "UID[:GID] below 65536, root, sandbox, nobody, or a name of an imported image's /etc/passwd");
@@ -512,7 +516,7 @@ plain_dir:;
 		if (prc)
 			return prc;
 	}
-	xo.argv = argv + optind;
+	xo.argv = optind < argc ? argv + optind : im.command;
 	int stdin_close = -1;
 	if (stdin_file) {
 		xo.stdin_from_fd = true;

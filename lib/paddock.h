@@ -663,6 +663,9 @@ typedef struct pd_image {
 	char **env;                          /* the config's Env, K=V, NULL-ended (never NULL) */
 	char *workdir;                       /* the config's WorkingDir, NULL if none */
 	char *user;                          /* the config's User, NULL if none */
+	/* the config's Entrypoint then its Cmd (Docker's rule), NULL-ended (never NULL; empty when
+	 * neither): the command an exec that names none runs */
+	char **command;
 	int lease_fds[PD_IMAGE_MAX_LAYERS];  /* held locks, -1 when not held */
 } pd_image;
 

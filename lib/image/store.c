@@ -356,6 +356,17 @@ int imgs_load(const imgs *st, const char *hex, pd_image *im, pd_err *e)
 		im->env[k++] = strdup(json_string_value(v));
 	im->workdir = dup_or_null(json_object_get(cfg, "WorkingDir"));
 	im->user = dup_or_null(json_object_get(cfg, "User"));
+	json_t *ep = json_object_get(cfg, "Entrypoint"), *cmd = json_object_get(cfg, "Cmd");
+	im->command = calloc(json_array_size(ep) + json_array_size(cmd) + 1, sizeof *im->command);
+	if (!im->command) {
+		rc = pd_fail(e, ENOMEM, "image");
+		goto out;
+	}
+	k = 0;
+	json_t *parts[] = {ep, cmd};
+	for (int p = 0; p < 2; p++)
+		json_array_foreach(parts[p], i, v) if (json_is_string(v) && (im->command[k] = strdup(json_string_value(v))))
+			k++;
 out:
 	json_decref(j);
 	if (rc < 0)
@@ -429,6 +440,10 @@ void pd_image_close(pd_image *im)
 	for (size_t i = 0; im->env && im->env[i]; i++)
 		free(im->env[i]);
 	free(im->env);
+	for (size_t i = 0; im->command && im->command[i]; i++)
+		free(im->command[i]);
+	free(im->command);
+	im->command = NULL;
 	free(im->workdir);
 	free(im->user);
 	im->env = NULL;
