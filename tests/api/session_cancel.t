@@ -4,7 +4,7 @@
 # counts it. Without the cancel, the step would run for nobody to its own time limit (here
 # 120 s) and hold the session busy (409) all that time.
 source "$(dirname "$0")/api.sh"
-plan 9
+plan 12
 
 start_daemon
 ok $? "daemon started"
@@ -33,7 +33,17 @@ is "$(jq -r 'select(.request_id == "left") | .observation.cancelled' "$BODY")" t
 
 req GET /metrics
 m=$(awk '/^paddock_session_steps_cancelled_total / {print $2}' "$BODY")
-is "$m" 1 "paddock_session_steps_cancelled_total counts it"
+is "$m" 1 "paddock_session_steps_cancelled_total counts it (the watched, not streamed, step)"
+
+# a streamed step: its client leaves while lines stream; the next line finds it gone
+curl -s -N -m 1 -o /dev/null -H 'Content-Type: application/json' -H 'X-Request-Id: left-stream' \
+  -d '{"shell": "while :; do echo tick; sleep 0.1; done", "timeout": 120, "stream": true}' "$U/v1/sessions/$S/exec"
+is "$?" 28 "a streaming client gave up"
+wait_for 60 free
+ok $? "the session takes the next step again ($CODE)"
+req GET "/v1/sessions/$S/trajectory"
+is "$(jq -r 'select(.request_id == "left-stream") | .observation.cancelled' "$BODY")" true \
+  "the abandoned streamed step's trajectory line says cancelled"
 
 req DELETE "/v1/sessions/$S"
 is "$CODE" 200 "the session closes as usual"
