@@ -120,7 +120,7 @@ struct bench_case {
 	uint64_t parts_n, part_us[3]; /* lib: sums of the lifecycle parts over the latency phase */
 	const char *part_names[3];
 	/* audited runs over the latency phase: events reported (files + net) and kept */
-	uint64_t audit_runs, audit_reported, audit_kept;
+	uint64_t audit_runs, audit_reported, audit_kept, audit_notified;
 	/* pool kinds: the pools of the phase under way, and what each phase's pools did */
 	pd_pools *pools;
 	pool_phase pool[1 + MAX_WORKERS];
@@ -139,7 +139,7 @@ struct worker {
 	uint64_t ok, failed;
 	char error[ERR_LEN]; /* the first failure, as it was reported */
 	uint64_t part_us[3];
-	uint64_t audit_runs, audit_reported, audit_kept;
+	uint64_t audit_runs, audit_reported, audit_kept, audit_notified;
 	/* throughput: the start signal and the end of the cell */
 	struct tp_run *run;
 	uint64_t max_op_ns;

@@ -147,6 +147,7 @@ static int lib_run_op(worker *w)
 		w->audit_runs++;
 		w->audit_reported += r.audit_files + r.audit_net;
 		w->audit_kept += r.audit_len;
+		w->audit_notified += r.audit_notified;
 	}
 	pd_result_free(&r);
 	return ret;

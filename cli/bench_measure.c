@@ -80,7 +80,7 @@ void bench_measure_latency(const bench_env *env, bench_case **bcs, int nb, int i
 			}
 	for (int k = 0; k < nb; k++) {
 		memset(w[k].part_us, 0, sizeof w[k].part_us);
-		w[k].audit_runs = w[k].audit_reported = w[k].audit_kept = 0;
+		w[k].audit_runs = w[k].audit_reported = w[k].audit_kept = w[k].audit_notified = 0;
 	}
 	for (int i = 0; i < iterations; i++)
 		for (int j = 0; j < nb; j++) {
@@ -115,6 +115,7 @@ void bench_measure_latency(const bench_env *env, bench_case **bcs, int nb, int i
 			bc->audit_runs = w[k].audit_runs;
 			bc->audit_reported = w[k].audit_reported;
 			bc->audit_kept = w[k].audit_kept;
+			bc->audit_notified = w[k].audit_notified;
 		}
 		free(ns[k]);
 		worker_done(&w[k], bc);

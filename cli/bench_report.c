@@ -105,9 +105,10 @@ static void print_case_notes(const bench_case *c, const bench_case *cases, size_
 			printf(" with audit %.2f ms (no unaudited run to compare)", c->lat.p50);
 		if (c->audit_runs)
 			printf(";\n    per audited run %.1f events reported (opens, execs, sends "
-			       "outside the allowed paths), %.1f kept",
+			       "outside the allowed paths), %.1f kept, %.1f calls stopped and answered",
 			       (double)c->audit_reported / (double)c->audit_runs,
-			       (double)c->audit_kept / (double)c->audit_runs);
+			       (double)c->audit_kept / (double)c->audit_runs,
+			       (double)c->audit_notified / (double)c->audit_runs);
 		printf("\n");
 	}
 	if (c->kind == &bench_kind_egress && c->lat_done && c->so && c->so->egress) {

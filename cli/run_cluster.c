@@ -186,7 +186,7 @@ int cli_run_cluster(const char *urls, json_t **reqs, const int *lines, size_t n,
 	double secs = (pd_now_us() - t0) / 1e6;
 	cli_sort_latencies(c.lat, c.nlat);
 	fprintf(stderr,
-		"paddock run --cluster: %zu requests in %.2f s: %.1f/s; latency p50 %.0f ms, p90 %.0f ms, p99 %.0f ms;"
+		"paddock run --cluster: %zu requests in %.2f s: %.1f/s; latency p50 %.1f ms, p90 %.1f ms, p99 %.1f ms;"
 		" retried posts %" PRIu64 "\n",
 		n + bad, secs, secs > 0 ? (n + bad) / secs : 0.0, cli_percentile(c.lat, c.nlat, 50),
 		cli_percentile(c.lat, c.nlat, 90), cli_percentile(c.lat, c.nlat, 99), c.retries);

@@ -42,6 +42,16 @@
 #define __NR_removexattrat 466
 #endif
 
+/* Linux 6.6: the notifying thread hands its CPU to the supervisor and back (a synchronous
+ * wake-up), instead of two ordinary wake-ups that each wait for the scheduler to pick the other
+ * side on whichever CPU is free. On a loaded machine that wait is most of a notification's cost. */
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
+#endif
+
 int pd_auditor_init(pd_auditor *a, int listener, const pd_audit_opts *opts, uint64_t t0_us, pd_err *e)
 {
 	memset(a, 0, sizeof *a);
@@ -50,6 +60,8 @@ int pd_auditor_init(pd_auditor *a, int listener, const pd_audit_opts *opts, uint
 	a->t0_us = t0_us;
 	a->rootfd = -1;
 	a->last_pid = -1;
+	/* an older kernel answers EINVAL: the notifications work the same, only slower */
+	a->sync_wake = ioctl(listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) == 0;
 	struct seccomp_notif_sizes sz;
 	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sz) < 0)
 		return pd_fail(e, errno, "seccomp notification sizes");
@@ -82,6 +94,27 @@ void pd_auditor_close(pd_auditor *a)
 	free(a->dirs);
 	a->dirs = NULL;
 	a->req = a->resp = NULL;
+}
+
+/* Reads a NUL-terminated string of up to len bytes at addr in pid, a page at a time, stopping at
+ * the page that holds its NUL (a path is one read, not the two a full PATH_MAX read across a page
+ * boundary takes) or at an unmapped page. Returns the bytes read (the NUL among them when found). */
+static ssize_t peek_str(pid_t pid, uint64_t addr, char *buf, size_t len)
+{
+	size_t got = 0;
+	while (got < len) {
+		size_t page_left = 4096 - ((addr + got) & 4095);
+		size_t want = len - got < page_left ? len - got : page_left;
+		struct iovec l = {buf + got, want}, r = {(void *)(uintptr_t)(addr + got), want};
+		ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+		if (n <= 0)
+			break;
+		bool nul = memchr(buf + got, 0, (size_t)n) != NULL;
+		got += (size_t)n;
+		if (nul)
+			break;
+	}
+	return got ? (ssize_t)got : -1;
 }
 
 /* Reads up to len bytes at addr in pid; stops early at an unmapped page. */
@@ -381,7 +414,7 @@ static int judge_file(pd_auditor *a, pd_result *r, const call *c, const path_arg
 			got = pd_audit_resolve(&v, "/", base, true, target, sizeof target);
 	} else {
 		char raw[PD_AUDIT_READ];
-		ssize_t n = arg[pa->arg] ? peek(pid, arg[pa->arg], raw, sizeof raw) : -1;
+		ssize_t n = arg[pa->arg] ? peek_str(pid, arg[pa->arg], raw, sizeof raw) : -1;
 		const char *nul = n > 0 ? memchr(raw, 0, (size_t)n) : NULL;
 		if (!nul) {
 			/* unreadable, or no NUL within PATH_MAX (then the call fails too) */
@@ -599,6 +632,7 @@ int pd_auditor_handle(pd_auditor *a, pd_result *r)
 
 	pid_t pid = (pid_t)req->pid;
 	long nr = req->data.nr;
+	r->audit_notified++;
 	const __u64 *arg = req->data.args;
 	if (a->rootfd < 0) {
 		/* every process of the sandbox has its root (chroot and pivot_root are denied) */

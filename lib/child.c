@@ -103,7 +103,13 @@ static void set_rlimit(int res, uint64_t v)
 
 /* execvp with the PATH of the program's environment, not init's (libc's execvpe reads the
  * caller's own PATH). Returns only on failure, with errno as execvp would leave it. */
-static void exec_in_path(void)
+/* skip: an audited program's execve stops at the audit's listener, a round trip to the host each.
+ * A PATH search tries every directory before the one that has the program (python3: four execs,
+ * three of them of names that do not exist), so under audit a candidate that stat finds missing is
+ * passed over without its execve: the kernel would answer ENOENT or ENOTDIR alike, and the one
+ * execve made is the program's, judged as before. This is the sandbox's own code, before the
+ * program exists: nothing the program does is hidden by it. */
+static void exec_in_path(bool skip_missing)
 {
 	const char *name = g_argv[0];
 	if (!*name) {
@@ -132,12 +138,16 @@ static void exec_in_path(void)
 				full[n++] = '.';
 			full[n++] = '/';
 			pd_ch_cat(full + n, sizeof full - n, name, NULL, NULL);
+			struct stat st;
+			if (skip_missing && stat(full, &st) < 0 && (errno == ENOENT || errno == ENOTDIR))
+				goto next;
 			execve(full, g_argv, g_envp);
 			if (errno == EACCES)
 				err = EACCES; /* found but not executable: report that over ENOENT */
 			else if (errno != ENOENT && errno != ENOTDIR)
 				return;
 		}
+	next:
 		if (!*q)
 			break;
 		p = q;
@@ -200,22 +210,30 @@ static __attribute__((noreturn)) void become_program(const child_cfg *c, const s
 		report(errfd, &m, sizeof m);
 		_exit(127);
 	}
-	/* only 0, 1, 2 (and the CLOEXEC report pipe) cross into the program */
-	if (errfd > 3)
-		syscall(SYS_close_range, 3, errfd - 1, 0);
-	syscall(SYS_close_range, errfd + 1, ~0U, 0);
 	drop_privileges(x->uid, x->gid);
+	int keep = errfd;
 	if (x->audit) {
 		int l = load_filter(c->bpf_audit, SECCOMP_FILTER_FLAG_NEW_LISTENER);
 		if (l < 0)
 			goto fail_errno;
-		/* tell init which fd the host should take; the fd is CLOEXEC, so the program
-		 * never holds it: its own execve waits in the kernel until the host answers */
-		struct msg_started m = {MSG_STARTED, 0, l};
-		report(errfd, &m, sizeof m);
+		/* Tell the host which fd to take, on init's socket ourselves: init lent us its
+		 * memory (vfork) and waits until our execve, which waits in the kernel until the host
+		 * answers it. write, not send: send is a call the filter just loaded stops. The fd is
+		 * CLOEXEC, so the program never holds it. */
+		struct msg_started m = {MSG_STARTED, getpid(), l};
+		if (write(pd_ch_sock, &m, sizeof m) != (ssize_t)sizeof m)
+			goto fail_errno;
+		keep = l;
 	}
+	/* only 0, 1, 2 (and the CLOEXEC report pipe and listener) cross into the program's execve */
+	int lo = errfd < keep ? errfd : keep, hi = errfd < keep ? keep : errfd;
+	if (lo > 3)
+		syscall(SYS_close_range, 3, lo - 1, 0);
+	if (hi > lo + 1)
+		syscall(SYS_close_range, lo + 1, hi - 1, 0);
+	syscall(SYS_close_range, hi + 1, ~0U, 0);
 	/* the base filter is already ours: init loaded it once, and filters are inherited */
-	exec_in_path();
+	exec_in_path(x->audit);
 fail_errno:;
 	struct msg_error m = {MSG_EXEC_FAILED, errno, ""};
 	pd_ch_cat(m.what, sizeof m.what, "execute ", g_argv[0] ? g_argv[0] : "(null)", NULL);
@@ -282,53 +300,33 @@ static pid_t start_program(const child_cfg *c, ssize_t len, int *fds, int nfds)
 	int rep[2];
 	if (pipe2(rep, O_CLOEXEC) < 0)
 		return refuse(errno, "pipe");
-	pid_t pid;
-	if (!x->audit) {
-		/* the fast path: the child borrows init's memory until it execs (posix_spawn's way),
-		 * so no page table is copied and init resumes only once the program runs or failed */
-		struct spawn sp = {c, x, cwd, fds, nfds, rep[1]};
+	/* the child borrows init's memory until it execs (posix_spawn's way), so no page table is
+	 * copied (init is a copy of the host process: a fork copied the daemon's tables, about a
+	 * millisecond for each audited exec) and init resumes only once the program runs or failed.
+	 * An audited child hands its listener to the host itself (become_program). */
+	struct spawn sp = {c, x, cwd, fds, nfds, rep[1]};
 #ifdef __SANITIZE_ADDRESS__
-		/* the previous program's frames never returned (it execed): their redzones are still
-		 * poisoned in the shadow of this shared stack */
-		ASAN_UNPOISON_MEMORY_REGION(g_stack, sizeof g_stack);
+	/* the previous program's frames never returned (it execed): their redzones are still
+	 * poisoned in the shadow of this shared stack */
+	ASAN_UNPOISON_MEMORY_REGION(g_stack, sizeof g_stack);
 #endif
-		pid = clone(spawn_entry, g_stack + sizeof g_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &sp);
-	} else {
-		/* audited: init must keep running to pass the listener on while the program's own
-		 * execve waits for the host, so the child gets a copy of init instead */
-		pid = pd_ch_fork();
-		if (pid == 0) {
-			close(rep[0]);
-			become_program(c, x, cwd, fds, nfds, rep[1]);
-		}
-	}
+	pid_t pid = clone(spawn_entry, g_stack + sizeof g_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &sp);
 	int forkerr = errno;
 	close(rep[1]);
 	if (pid < 0) {
 		close(rep[0]);
 		return refuse(forkerr, "fork");
 	}
-	/* the program's reports: its audit listener (if any), then EOF on a successful execve or
-	 * an error record; without audit the child has already execed or exited here */
-	union {
-		struct msg_started s;
-		struct msg_error e;
-	} r;
+	/* the program's report: EOF on a successful execve, or an error record; the child has
+	 * already execed or exited here (an audited one sent its listener to the host itself) */
+	struct msg_error r;
 	ssize_t n;
-	for (;;) {
-		do
-			n = read(rep[0], &r, sizeof r);
-		while (n < 0 && errno == EINTR);
-		if (n >= (ssize_t)sizeof r.s && r.s.type == MSG_STARTED) {
-			struct msg_started st = {MSG_STARTED, pid, r.s.listener_fd};
-			send(pd_ch_sock, &st, sizeof st, MSG_NOSIGNAL);
-			continue;
-		}
-		break;
-	}
+	do
+		n = read(rep[0], &r, sizeof r);
+	while (n < 0 && errno == EINTR);
 	close(rep[0]);
-	if (n >= (ssize_t)sizeof r.e && r.e.type == MSG_EXEC_FAILED)
-		send(pd_ch_sock, &r.e, sizeof r.e, MSG_NOSIGNAL);
+	if (n >= (ssize_t)sizeof r && r.type == MSG_EXEC_FAILED)
+		send(pd_ch_sock, &r, sizeof r, MSG_NOSIGNAL);
 
 	return pid; /* reaped and reported as exited (127 if it failed) */
 bad:

@@ -80,11 +80,6 @@ int pd_ch_setgroups_none(void)
 	return (int)syscall(SYS_setgroups, 0, NULL);
 }
 
-pid_t pd_ch_fork(void)
-{
-	return (pid_t)syscall(SYS_clone, SIGCHLD, 0, NULL, NULL, 0);
-}
-
 /* ---- tiny string helpers (no libc formatting in the child) ---------------------------------- */
 
 size_t pd_ch_cat(char *dst, size_t size, const char *a, const char *b, const char *c)

@@ -87,6 +87,7 @@ typedef struct exec_run {
 	bool upper_clean;        /* the uppers were untouched when it started (upperwatch.c) */
 	bool spill_failed[2];
 	uint64_t spilled[2];
+	uint64_t kill_at; /* the output kill: bytes of both streams; 0 = none */
 } exec_run;
 
 /* The sessions this exec started: init's session-leading children that were not there when it
@@ -178,6 +179,11 @@ static void drain(exec_run *x, int i, const pd_exec_opts *o)
 				off += w;
 			}
 		}
+		/* past the output kill, the limit is acted on before more is read (one read a call,
+		 * so a full pipe never spins the loop): a writer as fast as this reader would
+		 * otherwise be read to its end and be gone before it could be killed */
+		if (x->kill_at && x->cap[0].total + x->cap[1].total > x->kill_at)
+			return;
 	}
 }
 
@@ -335,20 +341,25 @@ static uint64_t delta(uint64_t after, uint64_t before)
 	return after > before ? after - before : 0;
 }
 
-/* A limit was hit: with step_kill and the exec's sessions known, they are killed and the loop
- * waits for init's report of the program's end (true: go on polling); else the sandbox is
- * (false: stop). */
+/* A limit was hit: with step_kill the exec's sessions are killed (looked for again while none
+ * is found) and the loop waits for init's report of the program's end (true: go on polling);
+ * else, or past the teardown timeout, the sandbox is killed (false: stop). */
 static bool limit_kill(pd_sandbox *s, exec_run *x, const pd_exec_opts *o)
 {
 	if (o->step_kill)
 		find_mine(s, x);
-	if (o->step_kill && x->nmine) {
+	/* No session of the exec's found is no reason to kill the sandbox: the program may have
+	 * ended (and been reaped by init, its exit report on its way: a program whose output fits
+	 * in the pipe writes past the output kill and exits before the host reads a byte), or not
+	 * yet have become a session leader (a time limit reached while a loaded host starts it).
+	 * Either way init reports its end; until then it is looked for again, up to the deadline. */
+	if (o->step_kill) {
 		if (!x->step_killing) {
 			uint64_t td = s->opts.teardown_timeout_ms ? s->opts.teardown_timeout_ms : 10000;
 			x->step_killing = true;
 			x->step_until = pd_now_us() + td * 1000;
 		}
-		if (kill_mine(x) >= 0 && pd_now_us() < x->step_until)
+		if ((x->nmine == 0 || kill_mine(x) >= 0) && pd_now_us() < x->step_until)
 			return true;
 	}
 	x->step_killing = false;
@@ -398,6 +409,7 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 	int pout[2] = {-1, -1}, perr[2] = {-1, -1}, pin[2] = {-1, -1};
 	uint64_t keep = s->lim.output_bytes ? s->lim.output_bytes : (1ull << 20);
 	uint64_t kill_at = o->output_kill_bytes ? o->output_kill_bytes : s->lim.output_kill_bytes;
+	x.kill_at = kill_at;
 	if (pd_capture_init(&x.cap[0], keep) < 0 || pd_capture_init(&x.cap[1], keep) < 0 ||
 	    pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0 ||
 	    (o->stdin_data && pipe2(pin, O_CLOEXEC) < 0)) {

@@ -176,6 +176,8 @@ typedef struct pd_result {
 	uint64_t audit_dropped;             /* events past the cap, counted but not kept */
 	uint64_t audit_kinds[PD_AK_N];      /* events per category, kept or dropped */
 	uint64_t audit_egress_allowed;      /* of the egress events, those the policy allowed */
+	uint64_t audit_notified;            /* calls the audit's listener stopped and answered: its
+					     * cost is about this many round trips to the host */
 	/* the image the sandbox's root was made of: an imported image's name ("" when opened by
 	 * digest) and digests; or, with no digest, the directory ("host" for the default image) */
 	char image_name[256];

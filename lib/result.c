@@ -89,7 +89,8 @@ json_t *pd_result_json(const pd_result *r, bool with_output)
 		    set(o, "residue", pd_json_text(r->residue[0] ? r->residue : "unchecked")) &&
 		    set(o, "audit_file_events", count(r->audit_files)) &&
 		    set(o, "audit_net_events", count(r->audit_net)) && set(o, "audit_denied", count(r->audit_denied)) &&
-		    set(o, "audit_dropped", count(r->audit_dropped));
+		    set(o, "audit_dropped", count(r->audit_dropped)) &&
+		    set(o, "audit_notified", count(r->audit_notified));
 	/* the image: an imported one by digest, a directory (or the host's) by path alone */
 	json_t *img = good ? json_object() : NULL;
 	if (img && r->image_digest[0])

@@ -170,11 +170,20 @@ uint64_t pd_now_us(void)
 
 int pd_write_file(const char *path, const char *data, pd_err *e)
 {
-	int fd = open(path, O_WRONLY | O_CLOEXEC | O_TRUNC);
+	int fd;
+	do
+		fd = open(path, O_WRONLY | O_CLOEXEC | O_TRUNC);
+	while (fd < 0 && errno == EINTR);
 	if (fd < 0)
 		return pd_fail(e, errno, "open %s", path);
 	size_t len = strlen(data);
-	ssize_t n = write(fd, data, len);
+	/* a cgroup write that makes the kernel reclaim (a memory limit under the usage) answers
+	 * EINTR when a signal comes meanwhile: written again, as the kernel expects */
+	ssize_t n;
+	int tries = 0;
+	do
+		n = write(fd, data, len);
+	while (n < 0 && errno == EINTR && ++tries < 1000);
 	int saved = errno;
 	close(fd);
 	if (n != (ssize_t)len)

@@ -1,27 +1,55 @@
 #!/usr/bin/env bash
 # The cluster path against the local path, on this one machine (docs/cluster.md, "Speed"):
-#   1. a single-node daemon (no --cluster) and a one-node cluster (its own nats-server) each take
-#      the same /run_code requests (bash: echo) from `paddock run --cluster` (which only posts
-#      lines, with X-Request-Id): one at a time (latency p50) and 8 at a time (throughput);
-#   2. three nodes with 2 workers each on this host against one broker: throughput of the same
-#      batch through one node, limited by the sandboxes, not the broker;
-#   3. the broker's own figures (contrib/cluster/jsbench.c): publishes with message ids waiting
-#      for their acks, and pulls with acks, per second.
-# usage: scripts/bench-cluster.sh [N]   (N requests per measure, default 2000). Needs root.
+#   1. a single-node daemon (no --cluster) and a one-node cluster (its own nats-server) take the
+#      same /run_code requests (bash: echo) from `paddock run --cluster` (which only posts lines,
+#      with X-Request-Id): one at a time (latency) and 8 at a time (throughput), in ROUNDS
+#      alternating rounds; with BENCH_OLD=/path/to/an/older/paddock its one-node cluster (on a
+#      broker of its own) takes part in the same rounds. Prints each round, then the median and
+#      the range of each figure, and the cluster path against the local path;
+#   2. the scale simulation: NODES nodes with tiny pools (1 worker each) on this host and one
+#      broker, the batch split across them, against one single-node daemon with NODES workers:
+#      when the two rates match, the sandboxes limit the throughput, not the broker; with the
+#      broker's own messages/s and CPU during it (from its monitoring endpoint);
+#   3. the broker alone (contrib/cluster/jsbench.c): publishes with message ids waiting for their
+#      acks, and pulls with acks, per second: the ceiling the messages/s of 2. are measured against.
+# usage: [BENCH_OLD=bin] [NODES=4] [BENCH_LANG=bash|python] [BENCH_ONLY=1] scripts/bench-cluster.sh [N [ROUNDS]]
+# (N requests per measure, default 1000; ROUNDS default 3; BENCH_LANG: section 1's program, bash's
+# echo (default: the cluster path's cost at its largest share) or python's print, the program of
+# paddock bench --http; BENCH_ONLY=1: section 1 alone). Needs root (the daemons make sandboxes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-N=${1:-2000}
+N=${1:-1000}
+ROUNDS=${2:-3}
+NODES=${NODES:-4}
 P=$PWD/bin/paddock
+OLD=${BENCH_OLD:-}
+LANG_=${BENCH_LANG:-bash}
+case $LANG_ in bash) CODE='echo %d' ;; python) CODE='print(%d)' ;; *) echo "BENCH_LANG: bash or python" >&2; exit 64 ;; esac
 T=$(mktemp -d /tmp/pdk-bench-cluster.XXXXXX)
-trap 'for f in "$T"/*.pid; do kill -TERM "$(cat "$f")" 2>/dev/null || true; done; sleep 2; rm -rf "$T"' EXIT
+stop_all() {
+  local f
+  for f in "$T"/*.pid; do [ -e "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null; done
+  for f in "$T"/*.pid; do
+    [ -e "$f" ] || continue
+    for _ in $(seq 100); do kill -0 "$(cat "$f")" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$(cat "$f")" 2>/dev/null || true
+    rm -f "$f"
+  done
+}
+trap 'stop_all; rm -rf "$T"' EXIT
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-NP=$(port)
-nats-server -js -sd "$T/js" -a 127.0.0.1 -p "$NP" >"$T/nats.log" 2>&1 &
-echo $! >"$T/nats.pid"
-for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$NP) 2>/dev/null && break; sleep 0.1; done
-serve() {  # serve NAME ARGS...: prints the address
-  local n=$1; shift
-  "$P" serve --listen 127.0.0.1:0 --db "$T/$n.db" "$@" >"$T/$n.log" 2>&1 &
+broker() {  # broker NAME: starts a nats-server; prints "PORT MONITOR_PORT"
+  local p m
+  p=$(port); m=$(port)
+  nats-server -js -sd "$T/js.$1" -a 127.0.0.1 -p "$p" -m "$m" >"$T/nats.$1.log" 2>&1 &
+  echo $! >"$T/nats.$1.pid"
+  for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && break; sleep 0.1; done
+  echo "$p $m"
+}
+serve() {  # serve NAME BINARY ARGS...: prints the address
+  local n=$1 b=$2 a=""
+  shift 2
+  "$b" serve --listen 127.0.0.1:0 --db "$T/$n.db" "$@" >"$T/$n.log" 2>&1 &
   echo $! >"$T/$n.pid"
   for _ in $(seq 300); do
     a=$(sed -n 's/^paddock: serving on //p' "$T/$n.log"); [ -n "$a" ] && break; sleep 0.1
@@ -31,34 +59,113 @@ serve() {  # serve NAME ARGS...: prints the address
 }
 python3 -c "
 import json
-for i in range($N): print(json.dumps({'schema':'run_code','language':'bash','code':'echo %d' % i}))" >"$T/batch.jsonl"
+for i in range($N): print(json.dumps({'schema':'run_code','language':'$LANG_','code':'$CODE' % i}))" >"$T/batch.jsonl"
 # CPU time (user + system, in clock ticks) a process has used: where a request's time goes
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 HZ=$(getconf CLK_TCK)
-measure() {  # measure LABEL ADDR J DAEMON_PID_FILE
-  local d0 n0 d1 n1 dp np
-  dp=$(cat "$T/$4.pid"); np=$(cat "$T/nats.pid")
+# measure KEY ADDR J DAEMON BROKER: one measure; appends "KEY rate p50 p90 daemon_ms broker_ms"
+# to $T/results and prints the round's line
+measure() {
+  local d0 n0 d1 n1 dp np line rate p50 p90 dms bms
+  dp=$(cat "$T/$4.pid"); np=$(cat "$T/nats.$5.pid" 2>/dev/null || echo 0)
   d0=$(ticks "$dp"); n0=$(ticks "$np")
   "$P" run --cluster "http://$2" -j "$3" -o /dev/null "$T/batch.jsonl" 2>"$T/m.err" || true
   d1=$(ticks "$dp"); n1=$(ticks "$np")
-  printf '%-34s -j %-2s %s\n' "$1" "$3" "$(head -1 "$T/m.err" | sed 's/^paddock run --cluster: //')"
-  # the daemon's own threads (not its sandboxes) and the broker, per request
-  printf '%-40s CPU per request: daemon %s ms, broker %s ms\n' "" \
-    "$(echo "scale=3; ($d1 - $d0) * 1000 / $HZ / $N" | bc)" "$(echo "scale=3; ($n1 - $n0) * 1000 / $HZ / $N" | bc)"
+  line=$(head -1 "$T/m.err")
+  rate=$(sed -n 's/.*s: \([0-9.]*\)\/s;.*/\1/p' <<<"$line")
+  p50=$(sed -n 's/.*p50 \([0-9.]*\) ms.*/\1/p' <<<"$line")
+  p90=$(sed -n 's/.*p90 \([0-9.]*\) ms.*/\1/p' <<<"$line")
+  dms=$(echo "scale=3; ($d1 - $d0) * 1000 / $HZ / $N" | bc)
+  bms=$(echo "scale=3; ($n1 - $n0) * 1000 / $HZ / $N" | bc)
+  echo "$1 ${rate:-0} ${p50:-0} ${p90:-0} $dms $bms" >>"$T/results"
+  printf '  %-22s %7s/s  p50 %5s ms  p90 %5s ms  CPU/req: daemon %s ms, broker %s ms\n' "$1" "${rate:-0}" \
+    "${p50:-?}" "${p90:-?}" "$dms" "$bms"
 }
-L=$(serve local --workers 4)
-C=$(serve node1 --workers 4 --cluster "nats://127.0.0.1:$NP" --node-id bench1)
-echo "== /run_code (bash echo), $N requests each"
-for j in 1 8; do
-  measure "local path (single node)" "$L" $j local
-  measure "cluster path (one node + broker)" "$C" $j node1
+
+read -r NP _ < <(broker new)
+L=$(serve local "$P" --workers 4)
+C=$(serve node "$P" --workers 4 --cluster "nats://127.0.0.1:$NP" --node-id bench1)
+KEYS="local cluster"
+if [ -n "$OLD" ]; then
+  read -r OP _ < <(broker old)
+  O=$(serve oldnode "$OLD" --workers 4 --cluster "nats://127.0.0.1:$OP" --node-id bench1)
+  KEYS="local cluster cluster-old"
+fi
+echo "== 1. /run_code ($LANG_: $CODE), $N requests a measure, 4 workers a daemon, $ROUNDS alternating rounds"
+for r in $(seq "$ROUNDS"); do
+  # the order turns each round: no path always runs first (or right after another)
+  set -- $KEYS
+  for _ in $(seq $(((r - 1) % $#))); do set -- "${@:2}" "$1"; done
+  for j in 1 8; do
+    echo "round $r, $j client(s) at a time"
+    for k in "$@"; do
+      case $k in
+      local) measure "local-j$j" "$L" "$j" local none ;;
+      cluster) measure "cluster-j$j" "$C" "$j" node new ;;
+      cluster-old) measure "cluster-old-j$j" "$O" "$j" oldnode old ;;
+      esac
+    done
+  done
 done
-kill -TERM "$(cat "$T/local.pid")" "$(cat "$T/node1.pid")"; rm "$T/local.pid" "$T/node1.pid"; sleep 2
-echo "== three nodes (2 workers each) on this host, the batch through one"
-A=$(serve n1 --workers 2 --cluster "nats://127.0.0.1:$NP" --node-id bench-a)
-serve n2 --workers 2 --cluster "nats://127.0.0.1:$NP" --node-id bench-b >/dev/null
-serve n3 --workers 2 --cluster "nats://127.0.0.1:$NP" --node-id bench-c >/dev/null
-measure "3 nodes, through one" "$A" 12 n1
-echo "== the broker"
+stop_all
+python3 - "$T/results" <<'EOF_PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    k, *v = line.split()
+    rows.setdefault(k, []).append([float(x) for x in v])
+def med(k, i): return statistics.median(r[i] for r in rows[k])
+def rng(k, i): return "%g-%g" % (min(r[i] for r in rows[k]), max(r[i] for r in rows[k]))
+print("== medians (ranges) over the rounds")
+print("  %-16s %-20s %-18s %-10s %-14s %s" % ("path", "requests/s", "p50 ms", "p90 ms", "daemon CPU/req", "broker CPU/req"))
+for k in sorted(rows):
+    print("  %-16s %-20s %-18s %-10g %-14s %s" % (k, "%.0f (%s)" % (med(k, 0), rng(k, 0)), "%g (%s)" % (med(k, 1), rng(k, 1)),
+          med(k, 2), "%.2f ms" % med(k, 3), "%.2f ms" % med(k, 4)))
+for c in ("cluster", "cluster-old"):
+    if c + "-j8" in rows:
+        print("  %-12s throughput %.2fx the local path's (8 clients); p50 %+.1f ms against it (1 client)" % (
+            c, med(c + "-j8", 0) / med("local-j8", 0), med(c + "-j1", 1) - med("local-j1", 1)))
+EOF_PY
+
+[ "${BENCH_ONLY:-}" = 1 ] && exit 0
+echo "== 2. scale simulation: $NODES nodes of 1 worker each on this host, one broker, the batch split across them"
+read -r SP SM < <(broker scale)
+: >"$T/results"
+ADDRS=()
+for i in $(seq "$NODES"); do ADDRS+=("$(serve "s$i" "$P" --workers 1 --cluster "nats://127.0.0.1:$SP" --node-id "sim$i")"); done
+S=$(serve single "$P" --workers "$NODES")
+split -n "l/$NODES" -d "$T/batch.jsonl" "$T/part."
+varz() { curl -s "http://127.0.0.1:$SM/varz" | python3 -c 'import json,sys; v=json.load(sys.stdin); print(v["in_msgs"] + v["out_msgs"])'; }
+for r in $(seq "$ROUNDS"); do
+  m0=$(varz); b0=$(ticks "$(cat "$T/nats.scale.pid")"); t0=$(date +%s.%N)
+  i=0
+  for a in "${ADDRS[@]}"; do
+    "$P" run --cluster "http://$a" -j 2 -o /dev/null "$T/part.$(printf %02d $i)" 2>"$T/s.$i.err" &
+    i=$((i + 1))
+  done
+  wait
+  t1=$(date +%s.%N); m1=$(varz); b1=$(ticks "$(cat "$T/nats.scale.pid")")
+  python3 - "$t0" "$t1" "$m0" "$m1" "$b0" "$b1" "$HZ" "$N" "$NODES" <<'EOF_PY' | tee -a "$T/scale"
+import sys
+t0, t1, m0, m1, b0, b1, hz, n, nodes = map(float, sys.argv[1:])
+s = t1 - t0
+print("  %-22s %7.1f/s  broker: %.0f messages/s (%.1f a request), %.0f%% of a core" % (
+      "cluster-%dx1" % nodes, n / s, (m1 - m0) / s, (m1 - m0) / n, (b1 - b0) / hz / s * 100))
+EOF_PY
+  measure "single-daemon-x$NODES" "$S" $((2 * NODES)) single none
+done
+stop_all
+python3 - "$T/scale" "$T/results" <<'EOF_PY'
+import re, statistics, sys
+cl = [float(re.search(r"([0-9.]+)/s", l).group(1)) for l in open(sys.argv[1])]
+mps = [float(re.search(r"broker: ([0-9.]+) messages/s", l).group(1)) for l in open(sys.argv[1])]
+sd = [float(l.split()[1]) for l in open(sys.argv[2])]
+print("  medians: the cluster %.0f/s (%g-%g), one daemon with as many workers %.0f/s (%g-%g): %.2fx;"
+      " the broker at %.0f messages/s" % (statistics.median(cl), min(cl), max(cl), statistics.median(sd), min(sd),
+      max(sd), statistics.median(cl) / statistics.median(sd), statistics.median(mps)))
+EOF_PY
+
+echo "== 3. the broker alone"
+read -r BP _ < <(broker alone)
 cc -O2 -o "$T/jsbench" contrib/cluster/jsbench.c -lnats
-"$T/jsbench" "nats://127.0.0.1:$NP" 20000
+"$T/jsbench" "nats://127.0.0.1:$BP" 20000

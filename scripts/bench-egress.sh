@@ -45,7 +45,11 @@ PY
 host=() relay=()
 for r in $(seq "$ROUNDS"); do
   host+=("$(env -u http_proxy python3 "$TMP/get.py" "$PORT" "$N")")
-  relay+=("$("$PADDOCK" exec -q --net allowlist --egress-allow "127.0.0.1:$PORT" --bind "$TMP:/b" -- python3 /b/get.py "$PORT" "$N")")
+  # not -q: that option drops the program's output, which is the figure (the empty figure once)
+  relay+=("$("$PADDOCK" exec --net allowlist --egress-allow "127.0.0.1:$PORT" --bind "$TMP:/b" -- python3 /b/get.py "$PORT" "$N")")
+done
+for v in "${host[@]}" "${relay[@]}"; do
+  case $v in ''|*[!0-9]*) echo "bench-egress: a round printed no figure ('$v')" >&2; exit 1;; esac
 done
 med() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 h=$(med "${host[@]}") y=$(med "${relay[@]}")

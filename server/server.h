@@ -128,6 +128,7 @@ typedef struct pd_job {
 	size_t nfetch;
 	uint64_t memory_bytes; /* 0 = the template's */
 	pd_audit_policy *audit; /* "audit": true or a policy; NULL: not audited */
+	bool risk_list;         /* its problem is on the risk list: audited in full, egress denied */
 	bool audit_merged;      /* audit is the template's policy tightened by the request's */
 	/* scheduling */
 	int priority;

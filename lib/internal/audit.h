@@ -14,6 +14,7 @@ typedef struct pd_auditor {
 	size_t req_size, resp_size;
 	int net;          /* the sandbox's pd_net: loopback is its own, or the host's */
 	int rootfd;       /* the sandbox's root (O_PATH), opened at the first notification */
+	bool sync_wake;   /* the listener hands the CPU over at each notification (Linux 6.6) */
 	pid_t last_pid;   /* the caller whose numbers in the sandbox's pid namespace are cached */
 	char last_tgid[16], last_tid[16];
 	struct pd_audit_dircache *dirs;

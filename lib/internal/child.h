@@ -20,11 +20,10 @@ void pd_ch_helper(pd_reset_report *rep);
  * one would (child.c) */
 extern int pd_ch_lastpid;
 
-/* set*id, setgroups and fork as raw system calls (glibc's wait on threads this copy lacks) */
+/* set*id and setgroups as raw system calls (glibc's wait on threads this copy lacks) */
 int pd_ch_setresuid(uid_t u);
 int pd_ch_setresgid(gid_t g);
 int pd_ch_setgroups_none(void);
-pid_t pd_ch_fork(void);
 
 /* dst = a b c (NULL parts skipped), truncated to size; returns the length. */
 size_t pd_ch_cat(char *dst, size_t size, const char *a, const char *b, const char *c);

@@ -227,6 +227,7 @@ json_t *pd_job_to_json(const pd_job *j)
 	json_object_set_new(o, "task_id", json_string(j->task_id));
 	json_object_set_new(o, "problem_id", json_string(j->problem_id));
 	json_object_set_new(o, "problem_version", json_string(j->problem_version));
+	json_object_set_new(o, "risk_list", json_boolean(j->risk_list));
 	json_object_set_new(o, "attempt", json_integer(j->attempts));
 	json_object_set_new(o, "sandbox_id", json_string(j->sandbox_id));
 	json_object_set_new(o, "use_id", j->use_id[0] ? json_string(j->use_id) : json_null());

@@ -152,6 +152,8 @@ json_t *pd_job_to_run_code(const pd_job *j)
 		json_object_set_new(o, "process", api_process_json(j));
 		json_object_set_new(o, "audit", api_audit_json(j));
 	}
+	if (j->risk_list)
+		json_object_set_new(o, "risk_list", json_true());
 	return o;
 }
 

@@ -188,6 +188,7 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 	pthread_cond_init(&c->slot_cv, NULL);
 	pthread_cond_init(&c->ready_cv, NULL);
 	pthread_cond_init(&c->tick_cv, NULL);
+	pthread_cond_init(&c->pub_cv, NULL);
 	snprintf(c->urls, sizeof c->urls, "%s", o->urls);
 	snprintf(c->address, sizeof c->address, "%s", o->address ? o->address : "");
 	if (o->node_id) {
@@ -236,6 +237,10 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 	jsOptions jo;
 	N.jsOptions_Init(&jo);
 	jo.Wait = 3000;
+	/* work is published without waiting (edge.c): the broker's acks come to cl_on_pub_ack */
+	jo.PublishAsync.AckHandler = cl_on_pub_ack;
+	jo.PublishAsync.AckHandlerClosure = c;
+	jo.PublishAsync.MaxPending = 65536;
 	if ((s = N.natsConnection_JetStream(&c->js, c->nc, &jo)) != NATS_OK) {
 		pd_fail(e, EIO, "cluster: JetStream: %s", cl_status(s));
 		goto fail;
@@ -326,7 +331,21 @@ void pd_cluster_free(pd_cluster *c)
 	for (int i = 0; i < 4; i++)
 		if (c->started[i])
 			pthread_join(i < 2 ? c->publishers[i] : i == 2 ? c->poller : c->ticker, NULL);
-	/* anything submitted after the publishers left */
+	/* every asynchronous publish is acked or has failed by its ack wait (libnats calls
+	 * cl_on_pub_ack either way): none may call it once c is freed */
+	pthread_mutex_lock(&c->mu);
+	uint64_t until = cl_wall_ms() + 10000;
+	while (c->pub_inflight && cl_wall_ms() < until) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&c->pub_cv, &c->mu, &ts);
+	}
+	unsigned left = c->pub_inflight;
+	pthread_mutex_unlock(&c->mu);
+	if (left)
+		pd_log("warn", "cluster: publishes still unacked at the stop", PD_LU("publishes", left));
+	/* anything queued to be published again after the publishers left */
 	cl_edge_drain(c);
 	/* no note may reach on_notify once c is freed: unsubscribed, and the connection closed
 	 * (which ends its deliveries) before anything of c goes */
@@ -358,5 +377,6 @@ void pd_cluster_free(pd_cluster *c)
 	pthread_cond_destroy(&c->slot_cv);
 	pthread_cond_destroy(&c->ready_cv);
 	pthread_cond_destroy(&c->tick_cv);
+	pthread_cond_destroy(&c->pub_cv);
 	free(c);
 }

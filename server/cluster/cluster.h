@@ -59,6 +59,11 @@ struct pd_cluster {
 	size_t nconsumers;
 	int64_t max_payload;
 	unsigned slots;
+	/* tasks held beyond the slots, queued in this node's scheduler so that a worker that
+	 * finishes starts the next task at once instead of idling for a pull's round trip to the
+	 * broker; only while tasks are short (mu) */
+	unsigned ahead;
+	uint64_t run_avg_us; /* moving mean of tasks' run times (mu) */
 
 	pthread_mutex_t mu;
 	/* one condition per sleeper, so that an event wakes only the thread it concerns (one shared
@@ -68,6 +73,9 @@ struct pd_cluster {
 	pthread_cond_t slot_cv;  /* puller: slots freed */
 	pthread_cond_t ready_cv; /* poller: results announced */
 	pthread_cond_t tick_cv;  /* ticker: only quiesce and stop */
+	pthread_cond_t pub_cv;   /* the stop: every asynchronous publish settled */
+	unsigned pub_inflight;   /* publishes whose ack (or failure) has not come yet */
+	uint64_t poll_due;       /* the poller's next look (wall ms); 0: nothing waits */
 	bool quiesced, stopping;
 	cl_submit *subq, *subq_tail;
 	cl_waiter *waiters; /* requests this node's clients wait for */
@@ -76,12 +84,13 @@ struct pd_cluster {
 	size_t nready, ready_cap;
 	cl_task *tasks; /* pulled and not yet acked */
 	unsigned ntasks;
-	pthread_t publishers[2], poller, ticker;
+	pthread_t publishers[2], poller, ticker; /* publishers: the tries again (edge.c) */
 	bool started[4]; /* publishers, poller, ticker */
 
 	/* figures (mu) */
 	uint64_t submitted, published, dup_published, dup_answered, publish_failures;
 	uint64_t pulled, redelivered, exhausted, recorded, already_recorded, naks, answered, results_too_big;
+	uint64_t notes_local; /* results of this node's own requests answered in process (no note) */
 	uint64_t results_by_ref, refs_fetched, ref_failures;
 };
 
@@ -105,7 +114,12 @@ int cl_result_get(pd_cluster *c, const char *request_id, char **val, size_t *len
 void *cl_publisher_main(void *arg);
 void *cl_poller_main(void *arg);
 void cl_on_notify(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *arg);
-/* Answers what was submitted and not yet published (503: shutting down). */
+/* The executor's answer to a request this node published itself: its waiters answered in
+ * process, with no note through the broker (val copied; not a reference). */
+void cl_deliver_local(pd_cluster *c, const char *request_id, const char *val);
+/* The broker's ack (or not) of an asynchronous publish (jsOptions.PublishAsync.AckHandler). */
+void cl_on_pub_ack(jsCtx *js, natsMsg *m, jsPubAck *pa, jsPubAckErr *pae, void *arg);
+/* Frees what waited to be published again (its waiters were answered at the stop). */
 void cl_edge_drain(pd_cluster *c);
 
 /* executor.c */

@@ -17,17 +17,17 @@
 
 #define HEADROOM 4096
 #define PUBLISH_GIVE_UP_MS 30000
+#define ACK_WAIT_MS 5000 /* an asynchronous publish's ack, before it is tried again */
 #define POLL_FIRST_MS 1000
 #define POLL_MAX_MS 8000
 
+/* A publish to try again (publish_later). */
 struct cl_submit {
+	char subject[300];
 	char kind[16];
-	char template_name[64];
 	char request_id[128];
 	char *body;
 	size_t len;
-	pd_cluster_answer cb;
-	void *arg;
 	cl_submit *next;
 };
 
@@ -131,6 +131,92 @@ static void deliver(pd_cluster *c, const char *request_id)
 
 /* ---- the edge: submit, publish, wait ------------------------------------------------------- */
 
+/* The work subject of a request: paddock.work.<kind>.<template>, so that the template's consumer
+ * takes it and only a node that has the template pulls it. */
+static void work_subject(const char *kind, const char *template_name, char *subject, size_t len)
+{
+	char tok[200];
+	cl_template_token(template_name, tok, sizeof tok);
+	if (!tok[0])
+		snprintf(tok, sizeof tok, "_");
+	snprintf(subject, len, "paddock.work.%s.%s", kind, tok);
+}
+
+static natsStatus work_msg(pd_cluster *c, const char *subject, const char *kind, const char *request_id,
+			   const char *body, size_t len, natsMsg **m)
+{
+	*m = NULL;
+	natsStatus s = N.natsMsg_Create(m, subject, NULL, body, (int)len);
+	if (s == NATS_OK)
+		s = N.natsMsgHeader_Set(*m, "Paddock-Kind", kind);
+	if (s == NATS_OK)
+		s = N.natsMsgHeader_Set(*m, "Paddock-Origin", c->node);
+	if (s == NATS_OK)
+		s = N.natsMsgHeader_Set(*m, "Paddock-Request-Id", request_id);
+	return s;
+}
+
+/* A publish the broker did not take at once (its reply timed out, the connection is down): to
+ * the publisher threads, which try again until the broker takes it or give up. Under no lock. */
+static void publish_later(pd_cluster *c, const char *subject, const char *kind, const char *request_id,
+			  const char *body, size_t len)
+{
+	cl_submit *q = calloc(1, sizeof *q);
+	if (q)
+		q->body = malloc(len + 1);
+	if (!q || !q->body) {
+		free(q);
+		return; /* the waiter's later looks find nothing, and the stop answers it */
+	}
+	memcpy(q->body, body, len);
+	q->body[len] = 0;
+	q->len = len;
+	snprintf(q->subject, sizeof q->subject, "%s", subject);
+	snprintf(q->kind, sizeof q->kind, "%s", kind);
+	snprintf(q->request_id, sizeof q->request_id, "%s", request_id);
+	pthread_mutex_lock(&c->mu);
+	if (c->subq_tail)
+		c->subq_tail->next = q;
+	else
+		c->subq = q;
+	c->subq_tail = q;
+	pthread_cond_signal(&c->sub_cv);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* The publish is done (the broker's ack counted, a give-up answered): one publish in flight
+ * fewer, which the stop waits for. */
+static void publish_settled(pd_cluster *c)
+{
+	pthread_mutex_lock(&c->mu);
+	if (--c->pub_inflight == 0)
+		pthread_cond_broadcast(&c->pub_cv);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* A note for the poller: request_id's answer is (or may be) in the results bucket. Under mu. */
+static void ready_push(pd_cluster *c, char *id)
+{
+	if (c->nready == c->ready_cap) {
+		size_t cap = c->ready_cap ? c->ready_cap * 2 : 256;
+		void *p = realloc(c->ready, cap * sizeof *c->ready);
+		if (p) {
+			c->ready = p;
+			c->ready_cap = cap;
+		}
+	}
+	if (c->nready < c->ready_cap) {
+		c->ready[c->nready++] = id;
+		pthread_cond_signal(&c->ready_cv);
+	} else {
+		free(id); /* no memory to keep it: the poller's later look finds the result */
+	}
+}
+
+/* Publishes from the submitting thread without waiting for the broker: the request's waiter is
+ * registered first (its answer may come before the broker's ack), and the ack comes to
+ * cl_on_pub_ack. The synchronous publish this replaces held a publisher thread for a round trip
+ * per request and cost two thread hand-offs (to the publisher and back from libnats). */
 void pd_cluster_submit(pd_cluster *c, const char *kind, const char *template_name, const char *body, size_t len,
 		       const char *request_id, pd_cluster_answer cb, void *arg)
 {
@@ -143,40 +229,119 @@ void pd_cluster_submit(pd_cluster *c, const char *kind, const char *template_nam
 		cb(arg, 413, msg, (size_t)n, 0);
 		return;
 	}
-	cl_submit *q = calloc(1, sizeof *q);
-	if (q)
-		q->body = malloc(len + 1);
-	if (!q || !q->body) {
-		free(q);
+	cl_waiter *w = calloc(1, sizeof *w);
+	if (!w) {
 		static const char oom[] = "{\"error\":\"out of memory\"}";
 		cb(arg, 503, oom, sizeof oom - 1, 1);
 		return;
 	}
-	memcpy(q->body, body, len);
-	q->body[len] = 0;
-	q->len = len;
-	snprintf(q->kind, sizeof q->kind, "%s", kind);
-	snprintf(q->template_name, sizeof q->template_name, "%s", template_name);
-	snprintf(q->request_id, sizeof q->request_id, "%s", request_id);
-	q->cb = cb;
-	q->arg = arg;
+	snprintf(w->request_id, sizeof w->request_id, "%s", request_id);
+	w->cb = cb;
+	w->arg = arg;
+	w->poll_gap_ms = POLL_FIRST_MS;
+	w->next_poll_ms = cl_wall_ms() + POLL_FIRST_MS;
 	pthread_mutex_lock(&c->mu);
 	if (c->stopping) {
 		pthread_mutex_unlock(&c->mu);
-		free(q->body);
-		free(q);
+		free(w);
 		static const char stop[] = "{\"error\":\"shutting down\"}";
 		cb(arg, 503, stop, sizeof stop - 1, 1);
 		return;
 	}
 	c->submitted++;
-	if (c->subq_tail)
-		c->subq_tail->next = q;
-	else
-		c->subq = q;
-	c->subq_tail = q;
-	pthread_cond_signal(&c->sub_cv);
+	c->pub_inflight++;
+	w->next = c->waiters;
+	c->waiters = w;
+	c->nwaiting++;
+	if (!c->poll_due || w->next_poll_ms < c->poll_due) {
+		/* the poller sleeps until its next due look: this one is sooner */
+		c->poll_due = w->next_poll_ms;
+		pthread_cond_signal(&c->ready_cv);
+	}
 	pthread_mutex_unlock(&c->mu);
+	char subject[300];
+	work_subject(kind, template_name, subject, sizeof subject);
+	natsMsg *m = NULL;
+	natsStatus s = work_msg(c, subject, kind, request_id, body, len, &m);
+	if (s == NATS_OK) {
+		jsPubOptions po;
+		N.jsPubOptions_Init(&po);
+		po.MsgId = request_id;
+		po.MaxWait = ACK_WAIT_MS;
+		s = N.js_PublishMsgAsync(c->js, &m, &po);
+	}
+	N.natsMsg_Destroy(m); /* NULL when libnats took it */
+	if (s != NATS_OK) {
+		pthread_mutex_lock(&c->mu);
+		c->publish_failures++;
+		pthread_mutex_unlock(&c->mu);
+		publish_later(c, subject, kind, request_id, body, len);
+		publish_settled(c);
+	}
+}
+
+/* The broker's ack of an asynchronous publish, or its failure (a libnats thread). A duplicate
+ * (a retry of an id the stream knows, through any node) is answered from the bucket by the
+ * poller: a read this thread should not wait for. A failure is tried again by the publisher
+ * threads. */
+void cl_on_pub_ack(jsCtx *js, natsMsg *m, jsPubAck *pa, jsPubAckErr *pae, void *arg)
+{
+	(void)js;
+	pd_cluster *c = arg;
+	const char *rid = NULL;
+	if (N.natsMsgHeader_Get(m, "Paddock-Request-Id", &rid) != NATS_OK)
+		rid = NULL;
+	pthread_mutex_lock(&c->mu);
+	bool stopping = c->stopping;
+	if (pa && pa->Duplicate) {
+		c->dup_published++;
+		c->dup_answered++;
+		char *id = rid ? strdup(rid) : NULL;
+		if (id)
+			ready_push(c, id);
+	} else if (pa) {
+		c->published++;
+	} else {
+		c->publish_failures++;
+	}
+	pthread_mutex_unlock(&c->mu);
+	if (!pa && rid && !stopping) {
+		const char *kind = NULL;
+		if (N.natsMsgHeader_Get(m, "Paddock-Kind", &kind) != NATS_OK || !kind)
+			kind = "native";
+		pd_log("info", "cluster: publish not acked, trying again", PD_LS("request_id", rid),
+		       PD_LS("error", pae ? cl_status(pae->Err) : "no ack"));
+		publish_later(c, N.natsMsg_GetSubject(m), kind, rid, N.natsMsg_GetData(m),
+			      (size_t)N.natsMsg_GetDataLength(m));
+	}
+	N.natsMsg_Destroy(m);
+	publish_settled(c);
+}
+
+/* Answers every waiter of request_id with a failure to publish. */
+static void fail_waiters(pd_cluster *c, const char *request_id)
+{
+	pthread_mutex_lock(&c->mu);
+	cl_waiter *mine = NULL;
+	for (cl_waiter **pp = &c->waiters; *pp;) {
+		cl_waiter *w = *pp;
+		if (!strcmp(w->request_id, request_id)) {
+			*pp = w->next;
+			w->next = mine;
+			mine = w;
+			c->nwaiting--;
+		} else {
+			pp = &w->next;
+		}
+	}
+	pthread_mutex_unlock(&c->mu);
+	while (mine) {
+		cl_waiter *w = mine;
+		mine = w->next;
+		static const char down[] = "{\"error\":\"the cluster's broker did not take the request: retry later\"}";
+		w->cb(w->arg, 503, down, sizeof down - 1, 5);
+		free(w);
+	}
 }
 
 /* Publishes until the broker takes it (a broker restart is waited out) or gives up: 1 published,
@@ -184,23 +349,10 @@ void pd_cluster_submit(pd_cluster *c, const char *kind, const char *template_nam
  * first: the message id does the duplicate check in the same round trip. */
 static int publish(pd_cluster *c, const cl_submit *q)
 {
-	/* paddock.work.<kind>.<template>: the template's consumer takes it, so only a node that
-	 * has the template pulls it */
-	char subject[300], tok[200];
-	cl_template_token(q->template_name, tok, sizeof tok);
-	if (!tok[0])
-		snprintf(tok, sizeof tok, "_");
-	snprintf(subject, sizeof subject, "paddock.work.%s.%s", q->kind, tok);
 	uint64_t until = cl_wall_ms() + PUBLISH_GIVE_UP_MS;
 	for (;;) {
 		natsMsg *m = NULL;
-		natsStatus s = N.natsMsg_Create(&m, subject, NULL, q->body, (int)q->len);
-		if (s == NATS_OK)
-			s = N.natsMsgHeader_Set(m, "Paddock-Kind", q->kind);
-		if (s == NATS_OK)
-			s = N.natsMsgHeader_Set(m, "Paddock-Origin", c->node);
-		if (s == NATS_OK)
-			s = N.natsMsgHeader_Set(m, "Paddock-Request-Id", q->request_id);
+		natsStatus s = work_msg(c, q->subject, q->kind, q->request_id, q->body, q->len, &m);
 		jsPubOptions po;
 		N.jsPubOptions_Init(&po);
 		po.MsgId = q->request_id;
@@ -230,10 +382,13 @@ static int publish(pd_cluster *c, const cl_submit *q)
 			       PD_LS("error", cl_status(s)));
 			return 0;
 		}
+		/* the broker is away (restarting): libnats reconnects meanwhile */
 		usleep(250 * 1000);
 	}
 }
 
+/* The publishes the broker did not ack at once, tried again (synchronously: rare, and a broker
+ * that is away is waited out here, not on the submitting threads). */
 void *cl_publisher_main(void *arg)
 {
 	pd_cluster *c = arg;
@@ -250,51 +405,16 @@ void *cl_publisher_main(void *arg)
 		if (!c->subq)
 			c->subq_tail = NULL;
 		pthread_mutex_unlock(&c->mu);
-
-		{
-			/* waiting before publishing: the result may be announced before publish returns */
-			cl_waiter *w = calloc(1, sizeof *w);
-			if (!w) {
-				static const char oom[] = "{\"error\":\"out of memory\"}";
-				q->cb(q->arg, 503, oom, sizeof oom - 1, 1);
-			} else {
-				snprintf(w->request_id, sizeof w->request_id, "%s", q->request_id);
-				w->cb = q->cb;
-				w->arg = q->arg;
-				w->poll_gap_ms = POLL_FIRST_MS;
-				w->next_poll_ms = cl_wall_ms() + POLL_FIRST_MS;
-				pthread_mutex_lock(&c->mu);
-				w->next = c->waiters;
-				c->waiters = w;
-				c->nwaiting++;
-				pthread_mutex_unlock(&c->mu);
-				int pub = publish(c, q);
-				if (pub == 2) {
-					/* the stream knew the id (a retry, here or through another node): its
-					 * result may be there already; if not, the poller looks again */
-					pthread_mutex_lock(&c->mu);
-					c->dup_answered++;
-					pthread_mutex_unlock(&c->mu);
-					deliver(c, q->request_id);
-				} else if (!pub) {
-					bool found = false;
-					pthread_mutex_lock(&c->mu);
-					for (cl_waiter **pp = &c->waiters; *pp; pp = &(*pp)->next)
-						if (*pp == w) {
-							*pp = w->next;
-							c->nwaiting--;
-							found = true;
-							break;
-						}
-					pthread_mutex_unlock(&c->mu);
-					if (found) {
-						static const char down[] =
-							"{\"error\":\"the cluster's broker did not take the request: retry later\"}";
-						w->cb(w->arg, 503, down, sizeof down - 1, 5);
-						free(w);
-					}
-				}
-			}
+		int pub = publish(c, q);
+		if (pub == 2) {
+			/* the stream knew the id (the first try took after all, or a retry through
+			 * another node): its result may be there already; if not, the poller looks */
+			pthread_mutex_lock(&c->mu);
+			c->dup_answered++;
+			pthread_mutex_unlock(&c->mu);
+			deliver(c, q->request_id);
+		} else if (!pub) {
+			fail_waiters(c, q->request_id);
 		}
 		free(q->body);
 		free(q);
@@ -309,6 +429,26 @@ void *cl_publisher_main(void *arg)
  * per request than through the poller (hand-offs were most of a cluster request's CPU, perf).
  * A bare "ID" needs a read of the bucket, which this thread should not wait for: it goes to the
  * poller. */
+void cl_deliver_local(pd_cluster *c, const char *request_id, const char *val)
+{
+	size_t len = strlen(val);
+	char *copy = malloc(len + 1);
+	if (!copy) {
+		/* no memory for the value: the poller reads the bucket */
+		char *note = strdup(request_id);
+		pthread_mutex_lock(&c->mu);
+		if (note)
+			ready_push(c, note);
+		pthread_mutex_unlock(&c->mu);
+		return;
+	}
+	memcpy(copy, val, len + 1);
+	pthread_mutex_lock(&c->mu);
+	c->notes_local++;
+	pthread_mutex_unlock(&c->mu);
+	deliver_value(c, request_id, copy, len);
+}
+
 void cl_on_notify(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *arg)
 {
 	(void)nc;
@@ -338,21 +478,8 @@ void cl_on_notify(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *a
 		if ((nl = strchr(note, '\n')))
 			*(char *)nl = 0; /* no memory for the value: the poller reads the bucket */
 		pthread_mutex_lock(&c->mu);
-		if (c->nready == c->ready_cap) {
-			size_t cap = c->ready_cap ? c->ready_cap * 2 : 256;
-			void *p = realloc(c->ready, cap * sizeof *c->ready);
-			if (p) {
-				c->ready = p;
-				c->ready_cap = cap;
-			}
-		}
-		if (c->nready < c->ready_cap) {
-			c->ready[c->nready++] = note;
-			note = NULL;
-			pthread_cond_signal(&c->ready_cv);
-		}
+		ready_push(c, note);
 		pthread_mutex_unlock(&c->mu);
-		free(note); /* no memory to keep it: the poller's later look finds the result */
 	}
 	N.natsMsg_Destroy(m);
 }
@@ -366,15 +493,15 @@ void *cl_poller_main(void *arg)
 	size_t cap = 0;
 	pthread_mutex_lock(&c->mu);
 	while (!(c->stopping && !c->waiters)) {
-		if (!c->nready) {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 200 * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
+		/* asleep until a note comes or a look is due: no ticks while nothing waits */
+		if (!c->nready && !c->stopping) {
+			if (!c->poll_due) {
+				pthread_cond_wait(&c->ready_cv, &c->mu);
+			} else if (c->poll_due > cl_wall_ms()) {
+				struct timespec ts = {.tv_sec = (time_t)(c->poll_due / 1000),
+						      .tv_nsec = (long)(c->poll_due % 1000) * 1000000L};
+				pthread_cond_timedwait(&c->ready_cv, &c->mu, &ts);
 			}
-			pthread_cond_timedwait(&c->ready_cv, &c->mu, &ts);
 		}
 		size_t n = c->nready;
 		if (n > cap) {
@@ -393,12 +520,17 @@ void *cl_poller_main(void *arg)
 		char due[64][128];
 		size_t ndue = 0;
 		uint64_t now = cl_wall_ms();
-		for (cl_waiter *w = c->waiters; w && ndue < 64; w = w->next)
-			if (w->next_poll_ms <= now) {
+		uint64_t next_due = 0;
+		for (cl_waiter *w = c->waiters; w; w = w->next) {
+			if (w->next_poll_ms <= now && ndue < 64) {
 				snprintf(due[ndue++], 128, "%s", w->request_id);
 				w->poll_gap_ms = w->poll_gap_ms * 2 > POLL_MAX_MS ? POLL_MAX_MS : w->poll_gap_ms * 2;
 				w->next_poll_ms = now + w->poll_gap_ms;
 			}
+			if (!next_due || w->next_poll_ms < next_due)
+				next_due = w->next_poll_ms;
+		}
+		c->poll_due = next_due;
 		bool stopping = c->stopping;
 		pthread_mutex_unlock(&c->mu);
 		for (size_t i = 0; i < n; i++) {
@@ -431,11 +563,10 @@ void *cl_poller_main(void *arg)
 
 void cl_edge_drain(pd_cluster *c)
 {
+	/* their waiters were answered when the poller stopped */
 	while (c->subq) {
 		cl_submit *q = c->subq;
 		c->subq = q->next;
-		static const char stop[] = "{\"error\":\"shutting down\"}";
-		q->cb(q->arg, 503, stop, sizeof stop - 1, 1);
 		free(q->body);
 		free(q);
 	}

@@ -16,6 +16,11 @@
 
 #define N pd_nats
 
+/* Tasks shorter than this on average are pulled ahead of free slots (one slot's worth each):
+ * a task pulled ahead waits at most about this long behind another while a different node may
+ * have been free, which for short tasks costs less than an idle worker per round trip. */
+#define AHEAD_BELOW_US 100000
+
 struct cl_task {
 	pd_cluster *c;
 	natsMsg *m;
@@ -147,9 +152,17 @@ static int claim(const pd_job *j, void *arg, pd_err *e)
 }
 
 /* "Ready" to the origin node: the request id, and the result value when this node has it (the
- * origin answers without a read of the bucket). */
+ * origin answers without a read of the bucket). When the origin is this node (every request of a
+ * one-node cluster, a node's share of its own requests in a larger one) its waiters are answered
+ * in process: the note would only go to the broker and back (two messages, two thread hand-offs
+ * and about 0.1 ms each way). The claim is made either way: it is what a retry, a duplicate or a
+ * redelivery finds. */
 static void notify(pd_cluster *c, const char *origin, const char *request_id, const char *value)
 {
+	if (value && !strcmp(origin, c->node)) {
+		cl_deliver_local(c, request_id, value);
+		return;
+	}
 	char subject[128];
 	snprintf(subject, sizeof subject, CL_NOTIFY_PREFIX "%s", origin);
 	char *note = NULL;
@@ -187,7 +200,12 @@ static void task_done(pd_job *j, void *arg)
 	cl_task *t = arg;
 	pd_cluster *c = t->c;
 	bool recorded = j->store_errno == 0, elsewhere = j->store_errno == EEXIST;
+	uint64_t ran = j->started_us && j->finished_us > j->started_us ? j->finished_us - j->started_us : 0;
 	pthread_mutex_lock(&c->mu);
+	if (ran) {
+		c->run_avg_us = c->run_avg_us ? (c->run_avg_us * 7 + ran) / 8 : ran;
+		c->ahead = c->run_avg_us < AHEAD_BELOW_US ? c->slots : 0;
+	}
 	/* in-progress acks and this ack go out on the same message: under the lock, one at a time */
 	if (recorded || elsewhere) {
 		N.natsMsg_Ack(t->m, NULL);
@@ -357,20 +375,21 @@ static void take_task(pd_cluster *c, natsMsg *m)
 	}
 }
 
-/* One template's puller. The node's slots are shared by its templates' pullers: each asks for
- * as many tasks as are free when it asks, so while two fetch at once a node may hold a few more
- * than its slots (they wait in its scheduler's queue, their acks renewed), never more than its
- * slots times its templates. */
+/* One template's puller. The node's slots (and, while tasks are short, as many again queued
+ * ahead: c->ahead) are shared by its templates' pullers: each asks, in one pull, for as many
+ * tasks as are free when it asks, so while two fetch at once a node may hold a few more (they
+ * wait in its scheduler's queue, their acks renewed), never more than that times its
+ * templates. */
 void *cl_puller_main(void *arg)
 {
 	cl_consumer *k = arg;
 	pd_cluster *c = k->c;
 	for (;;) {
 		pthread_mutex_lock(&c->mu);
-		while (!c->quiesced && c->ntasks >= c->slots)
+		while (!c->quiesced && c->ntasks >= c->slots + c->ahead)
 			pthread_cond_wait(&c->slot_cv, &c->mu);
 		bool q = c->quiesced;
-		int free_slots = (int)(c->slots - c->ntasks);
+		int free_slots = (int)(c->slots + c->ahead - c->ntasks);
 		pthread_mutex_unlock(&c->mu);
 		if (q)
 			break;

@@ -40,6 +40,7 @@
 	X(natsMsg_Create)                                                                        \
 	X(natsMsg_Destroy)                                                                       \
 	X(natsMsg_GetData)                                                                       \
+	X(natsMsg_GetSubject)                                                                    \
 	X(natsMsg_GetDataLength)                                                                 \
 	X(natsMsgHeader_Set)                                                                     \
 	X(natsMsgHeader_Get)                                                                     \
@@ -57,6 +58,7 @@
 	X(js_UpdateStream)                                                                       \
 	X(jsStreamInfo_Destroy)                                                                  \
 	X(js_PublishMsg)                                                                         \
+	X(js_PublishMsgAsync)                                                                    \
 	X(jsPubAck_Destroy)                                                                      \
 	X(js_PullSubscribe)                                                                      \
 	X(jsCtx_Destroy)                                                                         \

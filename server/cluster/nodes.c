@@ -130,6 +130,8 @@ char *pd_cluster_metrics(pd_cluster *c)
 		 c->already_recorded},
 		{"naks", "Tasks given back to the stream (not recorded, or not admitted here).", c->naks},
 		{"answers", "Waiting requests answered with their result.", c->answered},
+		{"answered_in_process", "Results of this node's own requests it ran, answered without a note through the broker.",
+		 c->notes_local},
 		{"results_too_big", "Results larger than the broker's message limit.", c->results_too_big},
 		{"results_by_reference", "Results too big for the broker kept here, claimed by reference.",
 		 c->results_by_ref},

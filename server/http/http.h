@@ -198,6 +198,10 @@ void review_risk_remove_http(req *r, const char *url, const char *method);
 /* A judge job's per-problem controls (review.c): its problem's submission cap (429 with
  * Retry-After past it, *status and e set, false) and the risk list (the job marked risky). */
 bool judge_controls(pd_server *srv, pd_job *j, int *status, unsigned *retry_after, pd_err *e);
+/* A run's (/v1/runs, /run_code, Piston) risk list: a job naming a problem on it is audited in full
+ * with egress denied, whatever it asked (j->risk_list set); one asking for a network with egress
+ * (allowlist, host) is refused, 403 in *status. Returns false (e set) when refused. */
+bool run_controls(pd_server *srv, pd_job *j, int *status, pd_err *e);
 
 /* ---- sessions (sessions.c) ---- */
 void sessions_create(req *r, const char *url, const char *method);

@@ -12,6 +12,13 @@
  * Either way a client that hangs up cancels what is still queued or running (hangup.c watches the
  * socket for as long as the request lives, through the streamed answer too).
  *
+ * On a cluster node (--cluster) each submission is published as a judge request of its own under
+ * a request id of its own (the batch's X-Request-Id with "-<index>", else one made here): judged
+ * on a node with room, exactly once, and the same batch sent again through any node answers the
+ * first verdicts. Both answers work the same way there: the cluster's answers fill the slots (or
+ * the lines). A client that hangs up does not cancel them (work published to the cluster is not
+ * taken back): they are judged and recorded, and a retry with the same X-Request-Id answers them.
+ *
  * The streamed lines are written into a pipe that the response reads (stream.c). Workers finish
  * jobs and must never wait for a slow client: their done callbacks only queue the line; a writer
  * thread of the batch's own writes the pipe, blocking if it must, and ends the stream after the
@@ -22,6 +29,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +62,7 @@ typedef struct batch {
 typedef struct batch_slot {
 	batch *b;
 	size_t i;
+	char rid[128]; /* cluster mode: the submission's request id */
 } batch_slot;
 
 static void batch_unref(batch *b)
@@ -173,6 +182,61 @@ static void batch_done(pd_job *j, void *arg)
 	pd_job_free(j);
 	if (stream)
 		batch_unref(b); /* the streamed form: each job holds a reference */
+}
+
+/* A submission's answer from the cluster (on the cluster's threads): its verdict, or (a refusal, a
+ * failure) a record saying why, as the local batch's. */
+static void batch_cluster_answer(void *arg, int status, const char *body, size_t len, unsigned retry_after)
+{
+	(void)retry_after;
+	batch_slot *s = arg;
+	json_t *rec = json_loadb(body ? body : "", len, 0, NULL);
+	if (status != 200 || !json_is_object(rec)) {
+		const char *why = json_string_value(json_object_get(rec, "error"));
+		json_t *err = json_pack("{s:s,s:s,s:s,s:n}", "task_id", s->rid, "request_id", s->rid, "error",
+					why ? why : "the cluster gave no verdict: retry later", "reward");
+		json_decref(rec);
+		rec = err;
+	}
+	batch *b = s->b;
+	size_t i = s->i;
+	bool stream = b->stream;
+	free(s);
+	batch_put(b, i, rec ? rec : json_pack("{s:s,s:n}", "error", "out of memory", "reward"));
+	if (stream)
+		batch_unref(b);
+}
+
+/* Cluster mode: texts[i] is submission i with the batch's shared fields, published under its own
+ * request id. b->jobs stays empty: nothing here is cancellable. */
+static void batch_to_cluster(req *r, batch *b, char **texts, char (*tpls)[64])
+{
+	pd_server *srv = r->srv;
+	const char *hid = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Request-Id");
+	static uint64_t seq;
+	uint64_t first = __atomic_fetch_add(&seq, b->n, __ATOMIC_RELAXED);
+	/* the array form's b is gone once its last slot is filled: nothing of it is read after */
+	size_t n = b->n;
+	bool stream = b->stream;
+	for (size_t i = 0; i < n; i++) {
+		batch_slot *s = malloc(sizeof *s);
+		if (!s) {
+			batch_put(b, i, json_pack("{s:s,s:n}", "error", "out of memory", "reward"));
+			if (stream)
+				batch_unref(b);
+			continue;
+		}
+		s->b = b;
+		s->i = i;
+		if (hid && *hid)
+			snprintf(s->rid, sizeof s->rid, "%.100s-%zu", hid, i);
+		else
+			snprintf(s->rid, sizeof s->rid, "j-%s-%08" PRIx32 "-%" PRIu64, pd_cluster_node_id(srv->cluster),
+				 pd_ctx_run_id(srv->ctx), first + i);
+		/* the answer may come (and, the array form's last, answer r) before this returns */
+		pd_cluster_submit(srv->cluster, "judge", tpls[i], texts[i], strlen(texts[i]), s->rid,
+				  batch_cluster_answer, s);
+	}
 }
 
 /* Writes all of buf into the pipe (non-blocking), waiting for the client if it must; false once
@@ -313,9 +377,14 @@ void judge_batch(req *r, json_t *body)
 	bool stream = json_is_true(sv);
 	pd_job **jobs = calloc(n, sizeof *jobs);
 	batch *b = calloc(1, sizeof *b);
-	if (!jobs || !b) {
+	/* cluster mode: each submission's text and template, published once all are checked */
+	char **texts = srv->cluster ? calloc(n, sizeof *texts) : NULL;
+	char(*tpls)[64] = srv->cluster ? calloc(n, sizeof *tpls) : NULL;
+	if (!jobs || !b || (srv->cluster && (!texts || !tpls))) {
 		free(jobs);
 		free(b);
+		free(texts);
+		free(tpls);
 		http_set_error(r, 500, "out of memory");
 		return;
 	}
@@ -330,6 +399,12 @@ void judge_batch(req *r, json_t *body)
 		pd_err e = {0};
 		int status;
 		jobs[i] = pd_judge_job(srv->judge, &srv->problems, one, pd_ctx_run_id(srv->ctx), &status, &e);
+		if (texts && jobs[i] && !(texts[i] = json_dumps(one, JSON_COMPACT))) {
+			pd_job_free(jobs[i]);
+			jobs[i] = NULL;
+			status = 500;
+			pd_fail(&e, 0, "out of memory");
+		}
 		json_decref(one);
 		char digest[PD_DIGEST_LEN];
 		if (jobs[i] && jobs[i]->image[0] && (status = images_check(srv, jobs[i]->image, digest, &e)) != 0) {
@@ -347,6 +422,11 @@ void judge_batch(req *r, json_t *body)
 				pd_caps_give_back(srv->caps, jobs[k2]->problem_id, 1);
 				pd_job_free(jobs[k2]);
 			}
+			if (texts)
+				for (size_t k2 = 0; k2 <= i; k2++)
+					free(texts[k2]);
+			free(texts);
+			free(tpls);
 			free(jobs);
 			free(b);
 			r->retry_after = ra;
@@ -370,9 +450,22 @@ void judge_batch(req *r, json_t *body)
 		for (size_t i = 0; i < n; i++)
 			json_array_append_new(b->results, json_null());
 	}
-	if (stream && !stream_start(r, b)) {
-		for (size_t i = 0; i < n; i++)
+	if (texts) {
+		/* the local jobs only checked the submissions: the cluster's nodes make their own */
+		for (size_t i = 0; i < n; i++) {
+			snprintf(tpls[i], sizeof *tpls, "%s", jobs[i]->template_name);
 			pd_job_free(jobs[i]);
+			jobs[i] = NULL;
+		}
+	}
+	if (stream && !stream_start(r, b)) {
+		for (size_t i = 0; i < n; i++) {
+			pd_job_free(jobs[i]);
+			if (texts)
+				free(texts[i]);
+		}
+		free(texts);
+		free(tpls);
 		b->refs = 1;
 		batch_unref(b);
 		return;
@@ -382,6 +475,14 @@ void judge_batch(req *r, json_t *body)
 		http_suspend(r);
 	/* before any job is queued: a client gone already cancels them all before they run */
 	hangup_watch_fn(r, on_hangup, b);
+	if (texts) {
+		batch_to_cluster(r, b, texts, tpls);
+		for (size_t i = 0; i < n; i++)
+			free(texts[i]);
+		free(texts);
+		free(tpls);
+		return;
+	}
 	for (size_t i = 0; i < n; i++) {
 		pd_job *j = jobs[i];
 		snprintf(j->client, sizeof j->client, "%s", client && *client ? client : "judge");

@@ -167,6 +167,12 @@ void runs_submit(req *r, kind k)
 		http_set_error(r, k == K_RUN_CODE ? 504 : 503, "%s", fdwhy);
 		return;
 	}
+	int rst = 0;
+	if (!run_controls(r->srv, j, &rst, &e)) {
+		pd_job_free(j);
+		http_set_error(r, rst, "%s", PD_ERR_STR(&e));
+		return;
+	}
 	char netwhy[200];
 	if (netmodes_pick(r->srv, j, netwhy, sizeof netwhy) < 0) {
 		pd_job_free(j);

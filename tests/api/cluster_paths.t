@@ -2,7 +2,8 @@
 # Cluster mode's other paths (issue 25, docs/cluster.md), on two nodes and a nats-server of their
 # own whose message limit is 256 KiB: a result larger than the broker carries is kept on the node
 # that ran it and fetched by reference (also for a retry through the other node); POST /v1/judge
-# runs on the cluster (a verdict with the node that judged it; the same request id judged once);
+# runs on the cluster (a verdict with the node that judged it; the same request id judged once), a
+# batch of submissions too (each its own request, judged once, answered in order; streamed too);
 # deterministic failures (an exit code, a timeout, a compile error) are answered, never given
 # back; a task whose every delivery ended with its node gone (here --cluster-max-deliver 1: one node
 # killed mid-run) ends as a recorded infrastructure failure, answered to the client and counted;
@@ -18,7 +19,7 @@ if ! [ -e /usr/lib/x86_64-linux-gnu/libnats.so.3.4 ] && ! ldconfig -p | grep -q 
   echo "1..0 # SKIP libnats3.4 is missing (scripts/install-deps.sh installs it)"
   exit 0
 fi
-plan 32
+plan 42
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 NPORT=$(free_port)
@@ -103,6 +104,50 @@ import glob, sqlite3
 print(sum(sqlite3.connect(d, timeout=30).execute(\"SELECT count(*) FROM attempts WHERE request_id = 'judge-1'\").fetchone()[0]
           for d in glob.glob('$TMPD/db.*.sqlite')))")
 is "$judged" 1 "... judged and recorded once"
+
+# --- a batch POST /v1/judge on the cluster: each submission a request of its own ------------------
+BATCH='{"problem":{"tests":[{"input":"2\n","output":"4\n"}]},"language":"python","submissions":[{"code":"print(int(input())**2)"},{"code":"print(5)"},{"code":"print(int(input())*2)"}]}'
+U=${NURL[a]} req POST /v1/judge -H 'X-Request-Id: jb-1' -H 'Content-Type: application/json' --data-binary "$BATCH"
+firstb=$(body)
+is "$CODE|$(jb '[.results[].verdict.output.status] | join(" ")')|$(jb '[.results[].reward] | join(" ")')" \
+  "200|pass fail pass|1 0 1" "a batch of 3 through node a: each judged on the cluster, answered in order"
+is "$(jb '[.results[].request_id] | join(" ")')|$(jb '[.results[].node | test("^(a|b)$")] | all')" \
+  "jb-1-0 jb-1-1 jb-1-2|true" "... each submission under its own request id (X-Request-Id-<index>), naming its node"
+U=${NURL[b]} req POST /v1/judge -H 'X-Request-Id: jb-1' -H 'Content-Type: application/json' --data-binary "$BATCH"
+is "$(body)" "$firstb" "the same batch and X-Request-Id through node b: the first verdicts, byte for byte"
+judgedb=$(python3 -c "
+import glob, sqlite3
+print(sum(sqlite3.connect(d, timeout=30).execute(\"SELECT count(*) FROM attempts WHERE request_id LIKE 'jb-1-%'\").fetchone()[0]
+          for d in glob.glob('$TMPD/db.*.sqlite')))")
+is "$judgedb" 3 "... each submission judged and recorded once"
+# the streamed form on the cluster: a line per submission as its verdict comes, with its index
+SBATCH='{"problem":{"tests":[{"input":"2\n","output":"4\n"}]},"language":"python","stream":true,"submissions":[{"code":"print(int(input())**2)"},{"code":"print(5)"}]}'
+U=${NURL[b]} req POST /v1/judge -H 'X-Request-Id: js-1' -H 'Content-Type: application/json' --data-binary "$SBATCH"
+is "$CODE|$(hdr Content-Type)|$(wc -l <"$BODY" | tr -d ' ')" "200|application/x-ndjson|2" \
+  "a streamed batch through node b: 200, JSON lines, one per submission"
+is "$(jq -sr 'sort_by(.index) | map("\(.index):\(.request_id):\(.verdict.output.status):\(.node | test("^(a|b)$"))") | join(" ")' "$BODY")" \
+  "0:js-1-0:pass:true 1:js-1-1:fail:true" "... each line its index, its own request id, its verdict and node"
+U=${NURL[a]} req POST /v1/judge -H 'X-Request-Id: js-1' -H 'Content-Type: application/json' --data-binary "$SBATCH"
+is "$(jq -sr 'sort_by(.index) | map("\(.index):\(.verdict.output.status)") | join(" ")' "$BODY")" "0:pass 1:fail" \
+  "... sent again through node a: the same verdicts"
+judgeds=$(python3 -c "
+import glob, sqlite3
+print(sum(sqlite3.connect(d, timeout=30).execute(\"SELECT count(*) FROM attempts WHERE request_id LIKE 'js-1-%'\").fetchone()[0]
+          for d in glob.glob('$TMPD/db.*.sqlite')))")
+is "$judgeds" 2 "... each judged and recorded once"
+
+# --- a node's own requests that it ran: answered in process, no note through the broker ---------
+lp0=$(metric answered_in_process_total a)
+lp_ok=0 lp_a=0
+for i in $(seq 12); do
+  U=${NURL[a]} req POST /run_code -H "X-Request-Id: lp-$i" -H 'Content-Type: application/json' \
+    --data-binary "{\"language\":\"bash\",\"code\":\"echo lp $i\"}"
+  [ "$CODE|$(jb .run_result.stdout)" = "200|lp $i" ] && lp_ok=$((lp_ok + 1))
+  [ "$(jb .node)" = a ] && lp_a=$((lp_a + 1))
+done
+is "$lp_ok" 12 "12 /run_code through node a: each answered with its own output ($lp_a run on a)"
+is "$(($(metric answered_in_process_total a) - lp0))" "$lp_a" \
+  "... those node a ran were answered in process (paddock_cluster_answered_in_process_total), the rest by note"
 
 # --- deterministic failures are answers: acked, never given back or run again -------------------
 U=${NURL[a]} post_json /v1/runs '{"request_id":"det-exit","template":"bash","cmd":["bash","-c","exit 7"]}'

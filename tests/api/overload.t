@@ -7,8 +7,10 @@
 #    with Retry-After on /run_code, 503 with Retry-After and a JSON error on /v1/runs and Piston;
 #  - after a flood of abandoned and timed-out work, an idle daemon admits the next request (the
 #    breaker trips on infrastructure failures only).
+#  - a quick request right after a burst of abandoned long jobs is answered (they were cancelled,
+#    not left to run for nobody ahead of it).
 source "$(dirname "$0")/api.sh"
-plan 36
+plan 39
 
 metric() { curl -s -m 5 "$U/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
 metric_is() { [ "$(metric "$1")" = "$2" ]; }
@@ -170,5 +172,24 @@ ok $? "the flood is over: nothing runs or waits"
 post_json /run_code '{"code":"print(42)","language":"python"}'
 is "$CODE $(jb .status) $(jb .run_result.stdout)" "200 Success 42" "the next request is admitted and answered"
 is "$(metric paddock_breaker_trips_total)" 0 "the breaker never tripped on load or time-outs"
+
+# --- a quick request right after abandoned long jobs (issue 20: one failed at its client) --------
+c0=$(cancelled)
+pids=""
+for i in $(seq 1 12); do
+  curl -s -m 1 -o /dev/null -H 'Content-Type: application/json' -d '{"shell":"sleep 42.5","limits":{"wall_time":60},"deadline_ms":600000,"task_id":"ab-'$i'"}' "$U/v1/runs" &
+  pids="$pids $!"
+done
+wait $pids
+# the twelve held the only worker for 8 minutes had they run; the quick one's client waits 20 s
+REQ_TIMEOUT=20 post_json /v1/runs '{"shell":"echo quick"}'
+is "$CODE $(jb .run.stdout)" "200 quick" "a quick request just after 12 abandoned 42 s jobs is answered"
+wait_for 10 no_sleeper 42.5
+ok $? "  none of the abandoned jobs' programs is left"
+# (a client the loaded host kept from sending within its second made no job: count those that came)
+ab() { sqlite3 "$DB" "SELECT count(*) FROM attempts WHERE task_id LIKE 'ab-%' ${1:-}" 2>&1; }
+ab_settled() { n=$(ab); [ "$n" -gt 0 ] && [ "$(ab "AND failure_class = 'cancelled'")" = "$n" ] && [ "$(cancelled)" = $((c0 + n)) ]; }
+wait_for 10 ab_settled
+ok $? "  every abandoned job that reached the daemon ($(ab) of 12) ended as cancelled, and was counted"
 
 done_testing

@@ -7,7 +7,7 @@
 # window: past it a 429 with Retry-After and a JSON error naming problem_id, counted in /metrics;
 # a refused batch gives back what it took; the other problems are not touched.
 source "$(dirname "$0")/api.sh"
-plan 23
+plan 28
 
 start_daemon --problems examples/problems --problem-submit-max 3 --problem-submit-window 3600
 ok $? "daemon started with a cap of 3 submissions per problem per hour"
@@ -42,6 +42,22 @@ except OSError: pass
 $HELLO" rk-3
 is "$(jb '[.verdict.output.status, .verdict.process.status, (.verdict.process.failed | join(","))] | join(" ")')" \
   "pass fail egress" "egress is denied and fails the process level, though the request asked nothing"
+
+# runs naming the problem (/v1/runs, /run_code) are audited in full too, egress denied
+post_json /v1/runs "$(jq -cn --arg c "$HELLO" '{language: "python", code: $c, problem_id: "hello", task_id: "rk-run"}')"
+is "$(jb '[.run.status, .verdict.process.status, (.risk_list|tostring)] | join(" ")')" "OK pass true" \
+  "a run of hello without \"audit\": audited (risk_list true), an honest one passes"
+post_json /v1/runs "$(jq -cn --arg c "import socket
+s = socket.socket(); s.settimeout(2)
+try: s.connect(('192.0.2.1', 80))
+except OSError: pass" '{language: "python", code: $c, problem_id: "hello", task_id: "rk-run2"}')"
+is "$(jb '[.verdict.process.status, (.verdict.process.failed | join(","))] | join(" ")')" "fail egress" \
+  "a run of hello reaching out: egress denied, the process level fails"
+post_json /run_code "$(jq -cn --arg c "$HELLO" '{language: "python", code: $c, problem_id: "hello"}')"
+is "$(jb '[.process.status, (.risk_list|tostring)] | join(" ")')" "pass true" "/run_code naming hello: audited too"
+post_json /run_code "$(jq -cn --arg c "$HELLO" '{language: "python", code: $c, problem_id: "hello", network: "host"}')"
+is "$CODE" 403 "/run_code of hello asking for the host network: 403"
+like "$(jb .error)" "^network: problem_id hello is on the risk list" "the error names the risk list"
 
 # the cap: that was hello's third submission this hour
 judge hello "$HELLO" rk-4

@@ -6,7 +6,7 @@
 # under a protected path; the writable layer shows the same change after the run.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/iso.sh"
-plan 36
+plan 39
 
 SECRET=$TMPD/secret
 mkdir -p "$SECRET"
@@ -72,3 +72,14 @@ sbt 30 --audit -- sh -c 'echo a > /work/a; mkdir -p /tmp/d/e; echo b > /tmp/d/e/
 is "$(so) $(jq '.audit | length' <<<"$OUT")" "ok 0" "writes in /work, /tmp and /dev/shm are no event"
 sbt 30 --audit -- sh -c 'mkdir -p /work/x/y; echo ok'
 is "$(jq '.audit | length' <<<"$OUT")" "0" "mkdir -p in /work: no event for the directories that exist"
+
+# --- what the audit costs: one stop per call it must see --------------------------------------
+# a program found through PATH is one execve for the audit, not one per directory tried before it
+# (python3 in /usr/bin was four round trips to the host); the stops are counted in audit_notified
+sbt 30 --audit -- /usr/bin/true
+by_path=$(jq '.audit_notified' <<<"$OUT")
+sbt 30 --audit --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin -- true
+is "$(jq '.audit_notified' <<<"$OUT")" "$by_path" "found through PATH: as many stops as named by its path ($by_path)"
+sbt 30 --audit --env PATH=/nonexistent:/usr/bin -- no-such-program-s29
+is "$(jq '.audit_notified' <<<"$OUT")" "0" "a program on no PATH directory: no execve stopped"
+like "$(jq -r '.error' <<<"$OUT")" "No such file or directory" "and it is reported not found, as before"

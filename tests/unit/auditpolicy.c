@@ -307,10 +307,46 @@ static void test_verdict(void)
 	pd_audit_policy_free(p);
 }
 
+static bool lists_whole(const pd_audit_opts *o)
+{
+	return o && o->allow && o->protect && o->writable && o->judge && o->traps && o->egress_allow;
+}
+
+/* The fuzz find ` true` (fuzz_audit_policy: mode byte ' ', then JSON `true`): reported as a
+ * policy with a NULL list ("allow: a NULL list"). `true` in any spacing is the default policy with
+ * every list present, alone and merged as a request over a template; a JSON value that is neither
+ * true nor an object is refused with an error naming the field. */
+static void test_true_spellings(void)
+{
+	static const char *const spellings[] = {"true", " true", "true ", "\t true \r\n", "\ntrue"};
+	pd_err e;
+	pd_audit_policy *d = parse("true", &e);
+	char *dj = d ? pd_audit_policy_json(d) : NULL;
+	for (size_t i = 0; i < sizeof spellings / sizeof spellings[0]; i++) {
+		pd_audit_policy *p = parse(spellings[i], &e);
+		const pd_audit_opts *o = p ? pd_audit_policy_opts(p) : NULL;
+		char *j = p ? pd_audit_policy_json(p) : NULL;
+		ok(lists_whole(o) && j && dj && !strcmp(j, dj), "spelling %zu of true: the default policy, every list there", i);
+		pd_audit_policy *t = parse("{\"protect\": [\"/work/tests\"], \"judge\": [\"/judge\"]}", &e);
+		int rc = t && p ? pd_audit_policy_merge(t, p, true, &e) : -1;
+		ok(rc == 0 && lists_whole(pd_audit_policy_opts(t)), "spelling %zu of true merged over a template: every list there", i);
+		free(j);
+		pd_audit_policy_free(t);
+		pd_audit_policy_free(p);
+	}
+	free(dj);
+	pd_audit_policy_free(d);
+	refused(" false", "audit: not true nor a policy object");
+	refused(" null", "audit: not true nor a policy object");
+	refused(" [true]", "audit: not true nor a policy object");
+	refused(" tru", "audit: not JSON");
+}
+
 int main(void)
 {
-	plan(78);
+	plan(92);
 	test_parse();
+	test_true_spellings();
 	test_merge();
 	test_resolve();
 	test_verdict();
