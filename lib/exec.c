@@ -71,7 +71,7 @@ typedef struct exec_run {
 	int out[2];     /* read ends of stdout, stderr */
 	int in_w;       /* write end of stdin (stdin_data), or -1 */
 	size_t in_off;
-	bool started, exited, killed_to, killed_ol, killed_idle, init_died;
+	bool started, exited, killed_to, killed_ol, killed_idle, killed_cancel, init_died;
 	uint64_t last_out_us; /* when the program last wrote (or started): the no-output timeout */
 	int wstatus;
 	/* step_kill: the session leaders among init's children when the exec began, and those
@@ -523,6 +523,12 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 			}
 			continue;
 		}
+		if (o->cancel && *o->cancel && !x.killed_cancel) {
+			x.killed_cancel = true;
+			if (!limit_kill(s, &x, o))
+				break;
+			continue;
+		}
 		if (kill_at && x.cap[0].total + x.cap[1].total > kill_at) {
 			x.killed_ol = true;
 			if (!limit_kill(s, &x, o))
@@ -589,8 +595,9 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 	if (o->on_output && r->err.tail_len && !r->err.truncated)
 		o->on_output(o->cb_arg, 2, r->err.tail, r->err.tail_len);
 
-	bool killed_by_us = x.killed_to || x.killed_ol;
+	bool killed_by_us = x.killed_to || x.killed_ol || x.killed_cancel;
 	r->idle_timeout = x.killed_to && x.killed_idle && !x.killed_ol;
+	r->cancelled = x.killed_cancel;
 	if (x.exited) {
 		if (WIFEXITED(x.wstatus))
 			r->exit_code = WEXITSTATUS(x.wstatus);

@@ -160,6 +160,7 @@ typedef struct pd_result {
 	uint32_t pids_peak;
 	bool oom_killed;
 	bool idle_timeout; /* a TO from the no-output timeout (pd_exec_opts.idle_ms) */
+	bool cancelled;    /* killed because pd_exec_opts.cancel was set (its client left) */
 	pd_output out, err;
 	/* a spill (pd_exec_opts.spill) does not hold its stream whole: a write failed (a full disk)
 	 * or spill_max was reached; the run itself went on */
@@ -439,6 +440,10 @@ typedef struct pd_exec_opts {
 	 * (not those an earlier exec left, nor init) and the sandbox stays READY; if they cannot
 	 * all be killed within the teardown timeout, the sandbox is killed as without it */
 	bool step_kill;
+	/* set (by any thread) while the exec runs: the program is killed as at a limit (with
+	 * step_kill, its sessions only) within about 20 ms, and the result says cancelled; for a
+	 * caller whose client left. NULL = never */
+	const _Atomic bool *cancel;
 } pd_exec_opts;
 
 /* Runs one command in the sandbox and fills *r. Returns 0 when a result was produced (whatever the

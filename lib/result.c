@@ -103,6 +103,9 @@ json_t *pd_result_json(const pd_result *r, bool with_output)
 	good = good && set(o, "image", img);
 	/* execs of a warm (container) sandbox leave it empty: only the container tier keeps them */
 	good = good && set(o, "isolation", json_string(r->isolation[0] ? r->isolation : "container"));
+	/* only when it happened: a step whose client left (pd_exec_opts.cancel) */
+	if (good && r->cancelled)
+		good = set(o, "cancelled", json_true());
 	json_t *audit = good ? json_array() : NULL;
 	for (size_t i = 0; audit && good && i < r->audit_len; i++) {
 		const pd_audit_event *ev = &r->audit[i];

@@ -87,6 +87,7 @@ struct pd_server {
 	/* file descriptors: RLIMIT_NOFILE (0 = unlimited) and the work refused for lack of them */
 	uint64_t fd_limit;
 	uint64_t fd_refused;
+	uint64_t steps_cancelled; /* session steps whose client left (atomic) */
 	/* hang-ups of suspended runs (hangup.c): its epoll set, the eventfd that stops its thread,
 	 * the requests watched now (under mu) */
 	int hup_epfd, hup_evfd;

@@ -95,6 +95,9 @@ static char *pool_metrics(pd_server *s)
 		   "# TYPE paddock_fd_refusals_total counter\npaddock_fd_refusals_total %llu\n",
 		conns_fds_open(), (unsigned long long)s->fd_limit,
 		(unsigned long long)__atomic_load_n(&s->fd_refused, __ATOMIC_RELAXED));
+	fprintf(f, "# HELP paddock_session_steps_cancelled_total Session steps killed because their client left.\n"
+		   "# TYPE paddock_session_steps_cancelled_total counter\npaddock_session_steps_cancelled_total %llu\n",
+		(unsigned long long)__atomic_load_n(&s->steps_cancelled, __ATOMIC_RELAXED));
 	uint64_t sf = 0, so = 0;
 	pd_store_failures(s->store, &sf, &so);
 	fprintf(f, "# HELP paddock_store_write_failures_total Results that could not be recorded (and were not answered as results).\n"

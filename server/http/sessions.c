@@ -18,6 +18,7 @@
 #include "http.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -99,6 +100,13 @@ json_t *session_exec_answer(sess_entry *se, const pd_session_exec_req *q, const 
 	return o;
 }
 
+/* The hang-up watcher's call (its thread, under srv->mu): the step's client left */
+static void step_client_gone(void *arg, bool fired)
+{
+	if (fired)
+		atomic_store((_Atomic bool *)arg, true);
+}
+
 /* Returns true when the connection was resumed here (a streamed answer). */
 static bool session_exec(req *r, sess_entry *se)
 {
@@ -119,8 +127,19 @@ static bool session_exec(req *r, sess_entry *se)
 		http_set_json(r, 200, ff);
 		goto out;
 	}
+	/* A client that leaves cancels its step: the program (its sessions only) is killed, the
+	 * session goes on, the trajectory's step says cancelled. The connection stays suspended until
+	 * this returns, so r and `gone` outlive the watch. (A streamed step is not watched: its
+	 * request outlives this frame; it runs to its limits.) */
+	_Atomic bool gone = false;
+	hangup_watch_fn(r, step_client_gone, &gone);
+	q.x.cancel = &gone;
 	pd_result res;
-	if (pd_session_exec(se->s, &q.x, rid, &res, &e) < 0) {
+	int rc = pd_session_exec(se->s, &q.x, rid, &res, &e);
+	hangup_unwatch(r);
+	if (atomic_load(&gone))
+		__atomic_add_fetch(&r->srv->steps_cancelled, 1, __ATOMIC_RELAXED);
+	if (rc < 0) {
 		http_set_error(r, session_exec_status(&e), "%s", PD_ERR_STR(&e));
 		goto out;
 	}

@@ -9,6 +9,9 @@
 #include "internal.h"
 #include "tap.h"
 
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -88,13 +91,51 @@ static void test_ended_before_the_kill(pd_sandbox *s)
 	is_int(run(s, &x, out, sizeof out), PD_OK, "the sandbox runs the next exec");
 }
 
+static void *cancel_later(void *arg)
+{
+	usleep(300 * 1000);
+	atomic_store((_Atomic bool *)arg, true);
+	return NULL;
+}
+
+/* pd_exec_opts.cancel, set by another thread while the step runs (a client that left) */
+static void test_cancel(pd_sandbox *s)
+{
+	_Atomic bool cancel = false;
+	pd_exec_opts x = step(ARGV("sh", "-c", "sleep 91 & sleep 92"));
+	x.wall_ms = 120000;
+	x.cancel = &cancel;
+	pthread_t t;
+	pthread_create(&t, NULL, cancel_later, &cancel);
+	pd_err e = {0};
+	pd_result r;
+	uint64_t t0 = pd_now_us();
+	int rc = pd_sandbox_exec(s, &x, &r, &e);
+	uint64_t took_ms = (pd_now_us() - t0) / 1000;
+	pthread_join(t, NULL);
+	ok(rc == 0 && r.cancelled && r.status == PD_SG && r.signal == SIGKILL,
+	   "a step cancelled while it runs: killed, the result says cancelled (%s, after %llu ms of a 120 s limit)",
+	   rc == 0 ? pd_status_name(r.status) : e.msg, (unsigned long long)took_ms);
+	if (rc == 0)
+		pd_result_free(&r);
+	is_str(pd_state_name(pd_sandbox_state(s)), "READY", "the sandbox is READY after it");
+	char out[64];
+	pd_exec_opts y = step(ARGV("sh", "-c", "ps -e -o args | grep -c '^sleep 9[12]' || true"));
+	run(s, &y, out, sizeof out);
+	is_str(out, "0\n", "none of the cancelled step's processes is left");
+	_Atomic bool never = false;
+	pd_exec_opts z = step(ARGV("echo", "ok"));
+	z.cancel = &never;
+	is_int(run(s, &z, NULL, 0), PD_OK, "a cancel flag never set changes nothing");
+}
+
 int main(void)
 {
 	if (geteuid() != 0) {
 		printf("1..0 # SKIP the runtime needs root\n");
 		return 0;
 	}
-	plan(12);
+	plan(16);
 	pd_err e = {0};
 	ctx = pd_ctx_new(NULL, &e);
 	ok(ctx != NULL, "pd_ctx_new (%s)", e.msg);
@@ -107,6 +148,7 @@ int main(void)
 		return done();
 	test_limits_keep_sandbox(s);
 	test_ended_before_the_kill(s);
+	test_cancel(s);
 	char res[128] = "";
 	ok(pd_sandbox_destroy(s, res, sizeof res) == 0 && !strcmp(res, "clean"), "destroyed, residue %s", res);
 	pd_ctx_free(ctx);
