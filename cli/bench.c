@@ -51,8 +51,6 @@ static void bench_usage(FILE *f)
 	      "  egress       (egress-off, egress-on) create+destroy of a loopback sandbox and\n"
 	      "               of an allowlist one (with its egress relay), alternating; latency\n"
 	      "               only (only with --only egress); the relay's cost in ms and %\n"
-	      "  gvisor       (only with --only gvisor) the gvisor tier: runsc do /bin/true alone,\n"
-	      "               pd_run, create+destroy of a kept sandbox, exec in a live one\n"
 	      "  density      (only with --only density) N idle sandboxes at once: host memory\n"
 	      "               per idle sandbox (/proc/meminfo, the inits' smaps_rollup, memory\n"
 	      "               cgroups), create and destroy rates, and whether memory came back\n"
@@ -157,8 +155,6 @@ static const pd_audit_opts audit_opts = {.enabled = true};
 static pd_sandbox_opts egress_so;
 static const char *const egress_allow[] = {"mirror.invalid:8080", NULL};
 static const pd_egress_opts egress_opts = {.allow = egress_allow};
-/* the gvisor group's sandbox: the same one under runsc (docs/isolation.md) */
-static pd_sandbox_opts gvisor_so;
 
 int cmd_bench(int argc, char **argv)
 {
@@ -204,10 +200,6 @@ int cmd_bench(int argc, char **argv)
 		"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
 		"/bin/true", NULL};
 	/* /proc/self/exe: the very binary running the bench, even if a rebuild replaced the file */
-	/* runsc's own one-shot run of the host's root, without paddock: --rootless, no network,
-	 * ptrace as paddock's default platform */
-	const char *const argv_runsc_do[] = {"/usr/bin/runsc", "--rootless", "--network=none", "--platform=ptrace",
-					     "do", "/bin/true", NULL};
 	const char *const argv_cli[] = {"/proc/self/exe", "exec", "-q", "--", "/bin/true", NULL};
 	bench_case cases[] = {
 	    {.key = "floor",
@@ -257,33 +249,6 @@ int cmd_bench(int argc, char **argv)
 	     .kind = &bench_kind_egress,
 	     .so = &egress_so,
 	     .optional = true},
-	    /* the gvisor tier beside runsc alone (only with --only gvisor: each costs ~0.1-0.3 s) */
-	    {.key = "gvisor-runsc-do",
-	     .group = "gvisor",
-	     .label = "runsc do /bin/true (runsc alone)",
-	     .kind = &bench_kind_spawn,
-	     .argv = argv_runsc_do,
-	     .optional = true},
-	    {.key = "gvisor-run",
-	     .group = "gvisor",
-	     .label = "gvisor pd_run create+exec+destroy",
-	     .kind = &bench_kind_lib_run,
-	     .so = &gvisor_so,
-	     .part_names = {"setup", "exec", "teardown"},
-	     .optional = true},
-	    {.key = "gvisor-create",
-	     .group = "gvisor",
-	     .label = "gvisor create+destroy (kept sandbox)",
-	     .kind = &bench_kind_lib_create,
-	     .so = &gvisor_so,
-	     .part_names = {"create", NULL, "destroy"},
-	     .optional = true},
-	    {.key = "gvisor-exec",
-	     .group = "gvisor",
-	     .label = "gvisor exec in a live sandbox (warm)",
-	     .kind = &bench_kind_lib_exec,
-	     .so = &gvisor_so,
-	     .optional = true},
 	    {.key = "density",
 	     .label = "density: idle sandboxes",
 	     .kind = &bench_kind_density,
@@ -328,8 +293,7 @@ int cmd_bench(int argc, char **argv)
 			if (bad) {
 				cli_error("--only: unknown case '%.*s' (cases: floor, bwrap, cli, "
 					  "lib, lib-create, lib-exec, pool-exec, pool-throughput, "
-					  "audit (audit-off, audit-on), egress (egress-off, egress-on), density, "
-					  "gvisor (gvisor-runsc-do, gvisor-run, gvisor-create, gvisor-exec))",
+					  "audit (audit-off, audit-on), egress (egress-off, egress-on), density)",
 					  (int)strcspn(bad, ","), bad);
 				return EXIT_USAGE;
 			}
@@ -387,8 +351,6 @@ int cmd_bench(int argc, char **argv)
 	egress_so = env.so;
 	egress_so.net = PD_NET_ALLOWLIST;
 	egress_so.egress = &egress_opts;
-	gvisor_so = env.so;
-	gvisor_so.isolation = PD_ISO_GVISOR;
 	if (!have_bwrap)
 		bwrap_c->skip = "bwrap not found in PATH";
 	for (size_t i = 0; i < ncases; i++)

@@ -175,7 +175,7 @@ static int lib_create_op(worker *w)
 static int lib_exec_setup(worker *w)
 {
 	pd_err e = {0};
-	w->sb = pd_sandbox_create(w->env->ctx, case_so(w), &e);
+	w->sb = pd_sandbox_create(w->env->ctx, &w->env->so, &e);
 	return w->sb ? 0 : bench_record_failure(w, "create: %s", PD_ERR_STR(&e));
 }
 
