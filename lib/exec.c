@@ -394,6 +394,8 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 	pd_image_note(r, &s->opts);
 	if (s->state != PD_READY)
 		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
+	if (s->gv)
+		return pd_gv_sandbox_exec(s, o, r, e);
 	if (pd_scratch_end_setup(s, e) < 0)
 		return -1;
 	char *msg = NULL;

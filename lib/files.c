@@ -22,6 +22,8 @@ static int fileop_once(pd_sandbox *s, int sock, uint32_t op, const char *path, i
 static int fileop(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_t mode, pd_fop_use use,
 		  int *fd_out, pd_err *e)
 {
+	if (s->gv)
+		return pd_gv_fileop(s, op, path, flags, mode, fd_out, e);
 	/* every message of a file operation names its path (the callers print it as it is) */
 	int sock = pd_sandbox_ctl(s, e);
 	if (sock < 0)

@@ -364,7 +364,7 @@ typedef struct pd_sandbox_opts {
 	 * that forks share: each fork writes to its own upper, none copies it); must outlive the
 	 * sandbox (a reset mounts it again) */
 	const char *top_layer;
-	pd_isolation isolation; /* the tier; gvisor: pd_run only (pd_sandbox_create refuses it) */
+	pd_isolation isolation; /* the tier (pd_run and pd_sandbox_create; docs/isolation.md) */
 	const char *gvisor_platform; /* runsc --platform; NULL = $PADDOCK_GVISOR_PLATFORM or ptrace */
 	/* The sandbox's user (ids inside it, below 65536, not 65533, init's): its programs run as
 	 * it (an exec's own uid/gid, when non-zero, win), every file operation of the host

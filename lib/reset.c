@@ -52,6 +52,8 @@ int pd_sandbox_rewind_pids(pd_sandbox *s, pd_err *e)
 {
 	if (s->state != PD_READY)
 		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
+	if (s->gv) /* the Sentry's pid counter is its own: nothing the host can wind back */
+		return 0;
 	struct msg_hdr h = {MSG_REWIND};
 	return init_request(s, &h, sizeof h, pd_now_us() + 10000000u, NULL, e);
 }
@@ -80,6 +82,9 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 	pd_ctx *c = s->ctx;
 	if (s->state != PD_READY)
 		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
+	if (s->gv) /* lib/gvisor/sandbox.c: the reuse rule is none */
+		return pd_fail(e, ENOTSUP, "sandbox %s is a gvisor sandbox: never reset, a fresh one is made "
+					   "for each user", s->id);
 	for (size_t i = 0; i < s->opts.nbinds; i++)
 		if (s->opts.binds[i].rw)
 			return pd_fail(e, EPERM,

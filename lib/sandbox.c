@@ -348,9 +348,10 @@ int pd_sb_layout_fds(const pd_sandbox_opts *o, const pd_layer *layers, int nlaye
 
 pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 {
+	if (o && o->isolation == PD_ISO_GVISOR)
+		return pd_gv_sandbox_create(c, o, e);
 	if (o && o->isolation != PD_ISO_CONTAINER) {
-		pd_fail(e, ENOTSUP, "isolation %s: only one-shot runs, no kept sandbox",
-			pd_isolation_name(o->isolation));
+		pd_fail(e, ENOTSUP, "isolation %d: unknown", (int)o->isolation);
 		return NULL;
 	}
 	pd_sandbox_opts none = {0};
@@ -568,6 +569,8 @@ int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len)
 {
 	if (!s)
 		return 0;
+	if (s->gv)
+		return pd_gv_sandbox_destroy(s, residue, residue_len);
 	if (residue && residue_len)
 		snprintf(residue, residue_len, "clean");
 	int dirty = 0;

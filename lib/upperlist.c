@@ -223,6 +223,8 @@ int pd_sandbox_upper_list(pd_sandbox *s, const char *const *skip, pd_upper_ent *
 	*n = 0;
 	if (s->state != PD_READY)
 		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
+	if (s->gv) /* its root's writes are in the Sentry's memory, out of the host's sight */
+		return pd_fail(e, ENOTSUP, "sandbox %s is a gvisor sandbox: its root's changes cannot be listed", s->id);
 	if (s->upper_fd < 0 || pd_uwatch_clean(s->ctx->uwatch, &s->upper_dirty))
 		return 0; /* no layer to walk, or nothing touched them since they were built */
 	pd_upper_dir ud[PD_MAX_LAYERS];

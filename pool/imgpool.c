@@ -145,9 +145,10 @@ static pd_pool *free_slot_locked(pd_pools *p, bool *draining)
 	return NULL;
 }
 
-/* Files t (taken) as a live pool; waits a few seconds for a slot being drained. Called with the
- * lock held (dropped while waiting). */
-static int install_locked(pd_pools *p, pd_template *t, pd_err *e)
+/* Files t (taken) as a live pool (a derived one: an image's or a tier's, retired when idle);
+ * waits a few seconds for a slot being drained. Called with the lock held (dropped while
+ * waiting). */
+int pd_pool_install_locked(pd_pools *p, pd_template *t, pd_err *e)
 {
 	uint64_t deadline = pd_now_us() + 5000000;
 	pd_pool *slot = NULL;
@@ -205,7 +206,7 @@ static int ensure(pd_pools *p, const char *tname, const char *name, const char *
 	if (make_template(p, &base->t, name, digest, &t, e) < 0)
 		return -1;
 	pthread_mutex_lock(&p->mu);
-	int rc = install_locked(p, &t, e);
+	int rc = pd_pool_install_locked(p, &t, e);
 	pthread_mutex_unlock(&p->mu);
 	return rc;
 }

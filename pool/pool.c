@@ -120,10 +120,10 @@ pd_pool *pd_pool_find_locked(pd_pools *p, const char *name)
 static pd_pool *find_or_revive_locked(pd_pools *p, const char *name, pd_err *e)
 {
 	pd_pool *pl = find(p, name);
-	if (pl || !strchr(name, '@'))
+	if (pl || !strpbrk(name, "@~"))
 		return pl;
 	pthread_mutex_unlock(&p->mu);
-	int rc = pd_pool_image_revive(p, name, e);
+	int rc = strchr(name, '~') ? pd_pool_tier_revive(p, name, e) : pd_pool_image_revive(p, name, e);
 	pthread_mutex_lock(&p->mu);
 	return rc == 0 ? find(p, name) : NULL;
 }

@@ -63,6 +63,12 @@ typedef struct pd_template {
 	 * NULL: none), which survives the template being moved */
 	char **egress_allow;
 	pd_egress_opts egress;
+	/* "isolation": the tier its sandboxes run under (the first the template names; container by
+	 * default), and the tiers a request may ask for instead (a bit per pd_isolation; by default
+	 * every tier: a request may pay for a stronger one). A request's other tier runs in a pool of
+	 * its own, "<template>~<tier>" (pd_pools_tier). */
+	pd_isolation isolation;
+	uint32_t isolation_allowed;
 	uint32_t pool_min, pool_max;
 	uint64_t pool_idle_ttl_ms;   /* READY sandboxes above the target are reclaimed after this */
 	/* a released sandbox the pool still needs is reset (pd_sandbox_reset) and used again
@@ -174,6 +180,20 @@ pd_pool_stats *pd_pools_stats(pd_pools *p, size_t *n);
 int pd_pools_wait_ready(pd_pools *p, uint64_t timeout_ms);
 /* The template of the pool s came from (pd_pool_acquire): valid while s is held. */
 const pd_template *pd_pool_template_of(pd_pools *p, pd_sandbox *s);
+
+/* ---- tier pools (tierpool.c) ---- */
+/* The pool a request runs in when it asks for isolation tier (pd_isolation) on the pool named
+ * base (a template's, or an image pool's): base itself when tier is its template's, else
+ * "<base>~<tier>", the same recipe under that tier, made on first use and sized by demand from
+ * zero like an image pool. A tier the template does not allow fails with EINVAL (e->msg names the
+ * allowed ones); a tier that cannot offer what the template needs (an audit, the host's network,
+ * I/O limits) with ENOTSUP; no free slot with EAGAIN. Writes the name into pool (64 bytes). */
+int pd_pools_tier(pd_pools *p, const char *base, int tier, char *pool, size_t pool_len, pd_err *e);
+/* 0 when the template named tname allows tier and the tier can offer what it needs; else -1 with
+ * e->msg starting "isolation: " (EINVAL: not allowed or no such template, ENOTSUP: cannot offer). */
+int pd_pools_tier_allowed(pd_pools *p, const char *tname, int tier, pd_err *e);
+/* "container", "container gvisor": the tiers t allows, its own first. */
+void pd_template_tiers(const pd_template *t, char *buf, size_t len);
 
 /* ---- image pools (imgpool.c) ---- */
 /* A request may run a template on an imported image: the template's recipe (limits, network,

@@ -44,6 +44,8 @@ static void tpl_defaults(pd_template *t)
 	memset(t, 0, sizeof *t);
 	t->limits = pd_limits_default();
 	t->net = PD_NET_LOOPBACK;
+	t->isolation = PD_ISO_CONTAINER;
+	t->isolation_allowed = (1u << PD_ISO_N) - 1;
 	t->pool_min = 0;
 	t->pool_max = 64;
 	t->pool_idle_ttl_ms = 60000;
@@ -192,11 +194,41 @@ static int keyword_user(const char *s, uint32_t *uid, uint32_t *gid)
 	return 0;
 }
 
+/* "isolation": a tier ("gvisor": that one alone), or a list of the tiers a request may ask for,
+ * the first the template's own (["container", "gvisor"]) */
+static int parse_isolation(json_t *v, const char *w, pd_template *t, pd_err *e)
+{
+	json_t *one = json_is_array(v) ? NULL : v;
+	if (json_is_array(v) && json_array_size(v) == 0)
+		return pd_fail(e, EINVAL, "%s: must name at least one tier", w);
+	t->isolation_allowed = 0;
+	size_t i, n = one ? 1 : json_array_size(v);
+	for (i = 0; i < n; i++) {
+		json_t *x = one ? one : json_array_get(v, i);
+		int k = json_is_string(x) ? pd_isolation_parse(json_string_value(x)) : -1;
+		if (k < 0)
+			return pd_fail(e, EINVAL, "%s%s: must be container or gvisor%s", w, one ? "" : "[]",
+				       one ? ", or a list of them" : "");
+		if (i == 0)
+			t->isolation = (pd_isolation)k;
+		t->isolation_allowed |= 1u << k;
+	}
+	return 0;
+}
+
+void pd_template_tiers(const pd_template *t, char *buf, size_t len)
+{
+	size_t n = (size_t)snprintf(buf, len, "%s", pd_isolation_name(t->isolation));
+	for (int k = 0; k < PD_ISO_N && n < len; k++)
+		if (k != (int)t->isolation && (t->isolation_allowed & (1u << k)))
+			n += (size_t)snprintf(buf + n, len - n, " %s", pd_isolation_name((pd_isolation)k));
+}
+
 static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 {
 	static const char *const known[] = {"name", "language", "image", "layers", "requires", "env",
 					    "cwd", "files", "limits", "network", "pool", "session", "warmup",
-					    "audit", "memory_fast_path", "version", "egress", "user", NULL};
+					    "audit", "memory_fast_path", "version", "egress", "user", "isolation", NULL};
 	if (!json_is_object(o))
 		return pd_fail(e, EINVAL, "%s: must be an object", where);
 	if (unknown_keys(o, where, known, e) < 0)
@@ -410,6 +442,8 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 		return -1;
 	if (t->net == PD_NET_ALLOWLIST && !t->egress_allow)
 		return pd_fail(e, EINVAL, "%s.egress.allow: an allowlist network needs the hosts it may reach", where);
+	if (FIELD("isolation") && parse_isolation(v, w, t, e) < 0)
+		return -1;
 	if (FIELD("pool")) {
 		static const char *const pknown[] = {"min", "max", "idle_ttl", "reuse", NULL};
 		char pw[160];
@@ -477,6 +511,17 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 		if (!t->audit)
 			return -1;
 	}
+	/* the gvisor tier has no audit (the Sentry's calls never reach the host's seccomp) and no
+	 * host network: a template whose own tier it is cannot ask for them */
+	const pd_limits *l = &t->limits;
+	bool io = l->io_read_bps || l->io_write_bps || l->io_read_iops || l->io_write_iops;
+	if (t->isolation == PD_ISO_GVISOR && (t->audit || t->net == PD_NET_HOST || t->net == PD_NET_ALLOWLIST || io))
+		return pd_fail(e, EINVAL, "%s.isolation: gvisor offers no %s", where,
+			       t->audit ? "audit" : t->net == PD_NET_HOST ? "host network"
+					   : t->net == PD_NET_ALLOWLIST ? "allowlist network" : "I/O limits");
+	/* the gvisor tier's reuse rule is none (lib/gvisor/sandbox.c): a released sandbox is destroyed */
+	if (t->isolation == PD_ISO_GVISOR)
+		t->pool_reuse = false;
 #undef FIELD
 	return 0;
 }
@@ -704,6 +749,10 @@ static void compute_version(pd_template *t)
 	if (t->egress_allow)
 		put(&v, "egress_bounds=%u %llu %llu\n", t->egress.max_conns, (unsigned long long)t->egress.max_bytes,
 		    (unsigned long long)t->egress.idle_ms);
+	/* the container tier, the default, adds nothing: the versions of templates that predate
+	 * the field stay as they were */
+	if (t->isolation != PD_ISO_CONTAINER)
+		put(&v, "isolation=%s\n", pd_isolation_name(t->isolation));
 	t->version[0] = 0;
 	if (v.b) {
 		/* no version rather than a wrong one when a digest could not be made */
@@ -760,4 +809,5 @@ void pd_template_sandbox_opts(const pd_template *t, pd_sandbox_opts *o)
 	o->limits = t->limits;
 	o->uid = t->uid;
 	o->gid = t->gid;
+	o->isolation = t->isolation;
 }

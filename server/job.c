@@ -304,6 +304,16 @@ static bool attempt(pd_pools *pools, pd_job *j)
 		}
 		pool = j->pool;
 	}
+	if (j->isolation[0]) {
+		/* the (template or image) pool's recipe under the tier asked for: its own pool, made on
+		 * first use (pd_pools_tier); the edge checked the template allows it */
+		if (pd_pools_tier(pools, pool, pd_isolation_parse(j->isolation), j->tier_pool, sizeof j->tier_pool, &e) < 0) {
+			j->failure = e.code == EAGAIN ? PD_F_STARTUP : PD_F_DEPENDENCY;
+			snprintf(j->error, sizeof j->error, "%s", PD_ERR_STR(&e));
+			return j->failure == PD_F_STARTUP;
+		}
+		pool = j->tier_pool;
+	}
 	const pd_template *t = pd_pools_template(pools, pool);
 	if (!t) {
 		j->failure = PD_F_DEPENDENCY;

@@ -118,6 +118,10 @@ typedef struct pd_job {
 	 * (template, image) (pd_pools_image), whose name goes to pool and the digest to image_digest */
 	char image[160];
 	char pool[64];
+	/* "isolation": the tier the request asks for (every API), one its template allows; "" = the
+	 * template's own. The attempt runs in the pool of that tier (pd_pools_tier), named in tier_pool */
+	char isolation[16];
+	char tier_pool[64];
 	char template_version[48]; /* the template's (pd_template.version), filled by the attempt */
 	char image_digest[PD_DIGEST_LEN];
 	char **fetch; /* files to return after the run */
@@ -384,6 +388,7 @@ typedef struct pd_session_create_req {
 	char group_id[128], sample_id[128], resume_from[64]; /* "" = none; o's pointers point here */
 	char from_snapshot[64]; /* "" = none */
 	char image[160];        /* "image": an imported image's name or digest; "" = the template's */
+	char isolation[16];     /* "isolation": a tier the template allows; "" = the template's */
 	bool template_given;    /* "template" was in the body (a fork takes its snapshot's) */
 	unsigned count;         /* sessions to open (1 to 64); 0 = not given (one, answered alone) */
 	pd_session_opts o;      /* TTLs in ms (0 = the template's); o.metadata is compact JSON, owned */

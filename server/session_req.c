@@ -296,6 +296,15 @@ int pd_session_create_parse(const char *body, size_t len, pd_session_create_req 
 		}
 		memcpy(q->image, json_string_value(im), json_string_length(im) + 1);
 	}
+	json_t *iso = json_object_get(b, "isolation");
+	if (iso && !json_is_null(iso)) {
+		/* whether the template allows it is checked where the session is opened (pd_pools_tier) */
+		if (!c_string(iso) || pd_isolation_parse(json_string_value(iso)) < 0) {
+			json_decref(b);
+			return pd_refuse(e, "isolation: must be container or gvisor");
+		}
+		snprintf(q->isolation, sizeof q->isolation, "%s", json_string_value(iso));
+	}
 	/* the templates file's bound on session durations: 10^12 s */
 	if (seconds(b, "ttl", 1e12, &q->o.idle_ttl_ms, e) < 0 ||
 	    seconds(b, "max_lifetime", 1e12, &q->o.max_lifetime_ms, e) < 0) {

@@ -93,8 +93,23 @@ static int make_root(pd_gv_bundle *b, const pd_sandbox_opts *o, const char *defa
 	return 0;
 }
 
+json_t *pd_gv_process_json(const pd_exec_opts *x, const pd_limits *lim, uint32_t uid, uint32_t gid)
+{
+	json_t *rl = json_array();
+	json_array_append_new(rl, rlimit("RLIMIT_NOFILE", lim->nofile ? lim->nofile : 256));
+	if (lim->stack_bytes)
+		json_array_append_new(rl, rlimit("RLIMIT_STACK", lim->stack_bytes));
+	if (lim->fsize_bytes)
+		json_array_append_new(rl, rlimit("RLIMIT_FSIZE", lim->fsize_bytes));
+	bool own = x->uid || x->gid; /* else the sandbox's user (uid, gid) */
+	return json_pack("{s:{s:i,s:i},s:o,s:o,s:s,s:b,s:o,s:{}}", "user", "uid", (int)(own ? x->uid : uid), "gid",
+			 (int)(own ? x->gid : gid),
+			 "args", strv(x->argv), "env", strv(x->envp ? x->envp : pd_default_env()), "cwd",
+			 x->cwd ? x->cwd : "/", "noNewPrivileges", 1, "rlimits", rl, "capabilities");
+}
+
 int pd_gv_bundle_make(pd_gv_bundle *b, const char *parent, const pd_sandbox_opts *o, const pd_exec_opts *x,
-		      const pd_limits *lim, const char *cgroup_path, const char *default_image, pd_err *e)
+		      const pd_limits *lim, const char *cgroup_path, const char *default_image, const char *scratch, pd_err *e)
 {
 	memset(b, 0, sizeof *b);
 	if (snprintf(b->dir, sizeof b->dir, "%s/bundle-XXXXXX", parent) >= (int)sizeof b->dir)
@@ -106,7 +121,6 @@ int pd_gv_bundle_make(pd_gv_bundle *b, const char *parent, const pd_sandbox_opts
 	add_mount(mounts, "/dev", "tmpfs", "tmpfs", "nosuid,mode=755");
 	char size[64];
 	snprintf(size, sizeof size, "nosuid,nodev,mode=1777,size=%llu", (unsigned long long)lim->disk_bytes);
-	add_mount(mounts, "/tmp", "tmpfs", "tmpfs", size);
 	/* /work belongs to the sandbox's user (pd_sandbox_opts.uid), as in a container sandbox */
 	char wsize[128];
 	if (o->uid || o->gid)
@@ -114,8 +128,20 @@ int pd_gv_bundle_make(pd_gv_bundle *b, const char *parent, const pd_sandbox_opts
 			 (unsigned long long)lim->disk_bytes);
 	else
 		snprintf(wsize, sizeof wsize, "%s", size);
-	add_mount(mounts, "/work", "tmpfs", "tmpfs", wsize);
-	add_mount(mounts, "/dev/shm", "tmpfs", "tmpfs", size);
+	if (scratch) {
+		/* a kept sandbox's: the host's own tmpfs of the disk size (sandbox.c), which the host
+		 * reaches for the file operations of sessions and pools */
+		static const char *const dirs[][2] = {{"/tmp", "tmp"}, {"/work", "work"}, {"/dev/shm", "shm"}};
+		for (int i = 0; i < 3; i++) {
+			char src[PD_PATH + 8];
+			snprintf(src, sizeof src, "%s/%s", scratch, dirs[i][1]);
+			add_mount(mounts, dirs[i][0], "bind", src, "rbind,rw");
+		}
+	} else {
+		add_mount(mounts, "/tmp", "tmpfs", "tmpfs", size);
+		add_mount(mounts, "/work", "tmpfs", "tmpfs", wsize);
+		add_mount(mounts, "/dev/shm", "tmpfs", "tmpfs", size);
+	}
 	const char *root = NULL;
 	if (make_root(b, o, default_image, mounts, &root, e) < 0) {
 		json_decref(mounts);
@@ -125,16 +151,7 @@ int pd_gv_bundle_make(pd_gv_bundle *b, const char *parent, const pd_sandbox_opts
 	for (size_t i = 0; i < o->nbinds; i++)
 		add_mount(mounts, o->binds[i].dst, "bind", o->binds[i].src, o->binds[i].rw ? "rbind,rw" : "rbind,ro");
 
-	json_t *rl = json_array();
-	json_array_append_new(rl, rlimit("RLIMIT_NOFILE", lim->nofile ? lim->nofile : 256));
-	if (lim->stack_bytes)
-		json_array_append_new(rl, rlimit("RLIMIT_STACK", lim->stack_bytes));
-	if (lim->fsize_bytes)
-		json_array_append_new(rl, rlimit("RLIMIT_FSIZE", lim->fsize_bytes));
-	bool own = x->uid || x->gid; /* else the sandbox's user */
-	json_t *proc = json_pack("{s:{s:i,s:i},s:o,s:o,s:s,s:b,s:o,s:{}}", "user", "uid",
-				 (int)(own ? x->uid : o->uid), "gid", (int)(own ? x->gid : o->gid), "args", strv(x->argv), "env", strv(x->envp ? x->envp : pd_default_env()),
-				 "cwd", x->cwd ? x->cwd : "/", "noNewPrivileges", 1, "rlimits", rl, "capabilities");
+	json_t *proc = pd_gv_process_json(x, lim, o->uid, o->gid);
 	json_t *res = json_object();
 	/* the limits are on the cgroup already (paddock's backend made it): runsc joins it */
 	json_t *ns = json_pack("[{s:s},{s:s},{s:s},{s:s},{s:s}]", "type", "pid", "type", "network", "type", "ipc",
@@ -162,6 +179,9 @@ void pd_gv_bundle_remove(pd_gv_bundle *b)
 		b->rootfs_mounted = false;
 	char path[PD_PATH + 16];
 	snprintf(path, sizeof path, "%s/config.json", b->dir);
+	unlink(path);
+	/* a kept sandbox's last exec's process spec (sandbox.c) */
+	snprintf(path, sizeof path, "%s/process.json", b->dir);
 	unlink(path);
 	if (b->rootfs[0] && !b->rootfs_mounted)
 		rmdir(b->rootfs);

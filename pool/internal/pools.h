@@ -75,6 +75,12 @@ pd_pool *pd_pool_find_locked(pd_pools *p, const char *name);
  * again from its name. Called without the lock. */
 int pd_pool_image_revive(pd_pools *p, const char *name, pd_err *e);
 
+/* imgpool.c: files t (taken) as a live derived pool, in a free slot (retiring an idle derived
+ * pool if need be). Called with the lock held (dropped while waiting for a slot). */
+int pd_pool_install_locked(pd_pools *p, pd_template *t, pd_err *e);
+/* tierpool.c: a pool named "<base>~<tier>" made again from its name. Called without the lock. */
+int pd_pool_tier_revive(pd_pools *p, const char *name, pd_err *e);
+
 /* Queues s for the reclaimer to destroy, never to reset for reuse. */
 void pd_pool_discard_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s);
 void pd_sandbox_set_owner(pd_sandbox *s, pd_pool *pl);

@@ -31,6 +31,11 @@ char **api_str_array(json_t *a, const char *field, size_t max, pd_err *e);
 int api_common_ids(pd_job *j, json_t *req, pd_err *e);
 /* "image": an imported image's name or digest (every API; a path is refused). */
 int api_parse_image(pd_job *j, json_t *req, pd_err *e);
+/* The tier a job ran under (its run's, else its compile's, else the one asked for, else
+ * "container"): every API's record names it. */
+const char *api_isolation_of(const pd_job *j);
+/* "isolation" (v, may be NULL): a tier's name into out, or "" when not given; 400 otherwise */
+int api_parse_isolation(json_t *v, char *out, size_t len, pd_err *e);
 /* The result record's stdout or stderr text (a new reference; "" if absent). */
 json_t *api_record_text(json_t *rec, const char *stream);
 /* The fetched files: path -> base64, null for one that could not be read. */

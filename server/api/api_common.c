@@ -231,6 +231,26 @@ int api_parse_image(pd_job *j, json_t *req, pd_err *e)
 					    "digest (paddock image ls)", json_string_value(im));
 		snprintf(j->image, sizeof j->image, "%s", json_string_value(im));
 	}
+	return api_parse_isolation(json_object_get(req, "isolation"), j->isolation, sizeof j->isolation, e);
+}
+
+const char *api_isolation_of(const pd_job *j)
+{
+	if (j->ran && j->run_r.isolation[0])
+		return j->run_r.isolation;
+	if (j->compiled && j->compile_r.isolation[0])
+		return j->compile_r.isolation;
+	return j->isolation[0] ? j->isolation : "container";
+}
+
+int api_parse_isolation(json_t *v, char *out, size_t len, pd_err *e)
+{
+	if (!v || json_is_null(v))
+		return 0;
+	/* whether the template allows it is the edge's check (pd_pools_tier_allowed) */
+	if (!json_is_string(v) || pd_isolation_parse(json_string_value(v)) < 0)
+		return pd_refuse(e, "isolation: must be container or gvisor");
+	snprintf(out, len, "%s", json_string_value(v));
 	return 0;
 }
 

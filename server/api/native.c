@@ -16,7 +16,7 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 		"template", "language", "code",   "files",       "files_base64", "cmd",
 		"shell",    "compile",  "stdin",  "args",        "limits",       "env",
 		"cwd",      "fetch_files", "priority", "deadline_ms", "task_id", "problem_id",
-		"problem_version", "audit", "request_id", "image", NULL};
+		"problem_version", "audit", "request_id", "image", "isolation", NULL};
 	if (!json_is_object(req)) {
 		pd_refuse(e, "request: must be a JSON object");
 		return NULL;
@@ -234,6 +234,8 @@ json_t *pd_job_to_json(const pd_job *j)
 	json_object_set_new(o, "template", json_string(j->template_name));
 	json_object_set_new(o, "template_version", j->template_version[0] ? json_string(j->template_version) : json_null());
 	json_object_set_new(o, "language", json_string(j->language));
+	/* the tier it ran under: the run's (the one asked for, or the template's own) */
+	json_object_set_new(o, "isolation", json_string(api_isolation_of(j)));
 	json_object_set_new(o, "node", json_string(j->node[0] ? j->node : host));
 	if (j->request_id[0])
 		json_object_set_new(o, "request_id", json_string(j->request_id));

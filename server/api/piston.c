@@ -257,6 +257,8 @@ json_t *pd_job_to_piston(const pd_job *j)
 		snprintf(none.error, sizeof none.error, "%s", j->error);
 		json_object_set_new(o, "run", piston_stage(&none));
 	}
+	/* paddock's own, which Piston clients ignore */
+	json_object_set_new(o, "isolation", json_string(api_isolation_of(j)));
 	return o;
 }
 

@@ -147,6 +147,7 @@ json_t *pd_job_to_run_code(const pd_job *j)
 	json_object_set_new(o, "failure_class", json_string(pd_failure_name(j->failure)));
 	json_object_set_new(o, "sandbox_id", json_string(j->sandbox_id));
 	json_object_set_new(o, "use_id", j->use_id[0] ? json_string(j->use_id) : json_null());
+	json_object_set_new(o, "isolation", json_string(api_isolation_of(j)));
 	if (j->audit) {
 		json_object_set_new(o, "process", api_process_json(j));
 		json_object_set_new(o, "audit", api_audit_json(j));

@@ -135,6 +135,11 @@ void runs_submit(req *r, kind k)
 			return;
 		}
 	}
+	if (j->isolation[0] && pd_pools_tier_allowed(r->srv->pools, j->template_name, pd_isolation_parse(j->isolation), &e) < 0) {
+		pd_job_free(j);
+		http_set_error(r, e.code == ENOENT ? 404 : 400, "%s", PD_ERR_STR(&e));
+		return;
+	}
 	if (r->srv->cluster) {
 		/* refused requests were answered above, here; the rest runs where the cluster has room */
 		char tpl[64];

@@ -688,6 +688,19 @@ static void session_create(req *r)
 		}
 		snprintf(q.template_name, sizeof q.template_name, "%s", pool);
 	}
+	if (q.isolation[0]) {
+		/* the (template or image) pool's recipe under the tier asked for, in a pool of its own */
+		char pool[64];
+		if (pd_pools_tier(s->pools, q.template_name, pd_isolation_parse(q.isolation), pool, sizeof pool, &e) < 0) {
+			int st = e.code == EAGAIN ? 503 : e.code == ENOENT ? 404 : 400;
+			pd_session_create_req_free(&q);
+			if (st == 503)
+				r->retry_after = 5;
+			http_set_error(r, st, "%s", PD_ERR_STR(&e));
+			return;
+		}
+		snprintf(q.template_name, sizeof q.template_name, "%s", pool);
+	}
 	char why[300];
 	if (conns_fds_short(s, q.template_name, why, sizeof why)) {
 		pd_session_create_req_free(&q);
