@@ -8,7 +8,7 @@
 # planted symlink, device nodes, a corrupted layer, too many layers — nothing lands outside the
 # store. A leased layer survives rm and gc until its sandbox is gone. Templates name images.
 source "$(dirname "$0")/api.sh"
-plan 78
+plan 81
 
 export PADDOCK_STATE_DIR=$TMPD/state
 STORE=$PADDOCK_STATE_DIR/images/store
@@ -215,6 +215,18 @@ is "$(jq -r .stdout "$TMPD/held.json")" "other" "the sandbox read its layer to t
 like "$(img gc)" "removed 1 layers" "gc once the sandbox is gone: the layer is removed"
 [ ! -e "$STORE/layers/sha256/$other_layer" ] && [ -d "$STORE/$(jq -r '.layers[0].dir' "$STORE/images/${D:7}.json" | sed 's|^|layers/|')" ]
 ok $? "... and the shared base, still used by other images, stays"
+# --- an exec that names no program: the image's Entrypoint then Cmd (docker run IMAGE) ----------
+$MK entry "$TMPD/entry" && img import "$TMPD/entry" --name entry >/dev/null
+sb --image entry
+is "$(jf status) $(jf stdout)" "OK from-cmd arg0" "no program named: the image's Entrypoint then its Cmd run"
+sb --image entry -- bash -c 'echo named'
+is "$(jf status) $(jf stdout)" "OK named" "a program named runs instead (the Entrypoint is not put in front of it)"
+$MK nocmd "$TMPD/nocmd" && img import "$TMPD/nocmd" --name nocmd >/dev/null
+out=$("$PADDOCK" exec --image nocmd 2>&1); rc=$?
+is "$rc $out" "64 paddock: exec: no program given (usage: paddock exec [options] -- PROG [ARGS...]; the image has no Entrypoint or Cmd)" \
+  "an image with neither: refused, saying so"
+img rm entry >/dev/null && img rm nocmd >/dev/null
+
 img rm "$D" && img rm "$DD" && img rm sparse && img rm "$DT"
 is "$?" 0 "rm by digest removes an image and all its names"
 is "$(img ls | wc -l)" 1 "the store lists no image"

@@ -162,10 +162,12 @@ def sha(b):
     return "sha256:" + hashlib.sha256(b).hexdigest()
 
 
-def config_for(diff_ids, env=None, workdir=None, user=None):
+def config_for(diff_ids, env=None, workdir=None, user=None, entrypoint=None, cmd=None):
     c = {"architecture": "amd64", "os": "linux",
-         "config": {"Env": env or ["PATH=/usr/bin:/bin"], "Cmd": ["bash"]},
+         "config": {"Env": env or ["PATH=/usr/bin:/bin"], "Cmd": cmd if cmd is not None else ["bash"]},
          "rootfs": {"type": "layers", "diff_ids": diff_ids}}
+    if entrypoint is not None:
+        c["config"]["Entrypoint"] = entrypoint
     if workdir:
         c["config"]["WorkingDir"] = workdir
     if user:
@@ -439,6 +441,10 @@ def main():
             reg(t, "data/rootfile", b"root's\n", mode=0o644)
             dirent(t, "data/appdir", uid=4321, gid=4322)
         write_oci(out, [(base(), gz), (tar_bytes(ent), gz)], {"user": canary, "workdir": "/work"})
+    elif scen == "entry":  # an Entrypoint and a Cmd: what an exec that names no program runs
+        write_oci(out, [(base(), gz)], {"entrypoint": ["bash", "-c"], "cmd": ["echo from-cmd $0", "arg0"]})
+    elif scen == "nocmd":  # neither
+        write_oci(out, [(base(), gz)], {"cmd": []})
     elif scen == "toomany":
         ls = layered + [(tar_bytes(lambda t, i=i: reg(t, "data/l%d" % i, b"x")), None) for i in range(6)]
         write_oci(out, ls, LAYERED_CFG)
