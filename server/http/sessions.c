@@ -132,11 +132,15 @@ static bool session_exec(req *r, sess_entry *se)
 	 * this returns, so r and `gone` outlive the watch. (A streamed step's request outlives this
 	 * frame: its stream cancels it when a line finds the client gone, exec_stream.c.) */
 	_Atomic bool gone = false;
-	hangup_watch_fn(r, step_client_gone, &gone);
-	q.x.cancel = &gone;
+	bool watched = r->conn != NULL; /* a replayed step (replay.c) has no client connection */
+	if (watched) {
+		hangup_watch_fn(r, step_client_gone, &gone);
+		q.x.cancel = &gone;
+	}
 	pd_result res;
 	int rc = pd_session_exec(se->s, &q.x, rid, &res, &e);
-	hangup_unwatch(r);
+	if (watched)
+		hangup_unwatch(r);
 	if (atomic_load(&gone))
 		__atomic_add_fetch(&r->srv->steps_cancelled, 1, __ATOMIC_RELAXED);
 	if (rc < 0) {
