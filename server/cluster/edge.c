@@ -93,8 +93,8 @@ int cl_result_get(pd_cluster *c, const char *request_id, char **val, size_t *len
 	return *val ? 1 : -1;
 }
 
-/* Answers every waiter of request_id with the result value val (taken). */
-static void deliver_value(pd_cluster *c, const char *request_id, char *val, size_t len)
+/* Takes every waiter of request_id off the list (answered: counted as answered). */
+static cl_waiter *take_waiters(pd_cluster *c, const char *request_id, bool answered)
 {
 	pthread_mutex_lock(&c->mu);
 	cl_waiter *mine = NULL;
@@ -105,12 +105,19 @@ static void deliver_value(pd_cluster *c, const char *request_id, char *val, size
 			w->next = mine;
 			mine = w;
 			c->nwaiting--;
-			c->answered++;
+			c->answered += answered;
 		} else {
 			pp = &w->next;
 		}
 	}
 	pthread_mutex_unlock(&c->mu);
+	return mine;
+}
+
+/* Answers every waiter of request_id with the result value val (taken). */
+static void deliver_value(pd_cluster *c, const char *request_id, char *val, size_t len)
+{
+	cl_waiter *mine = take_waiters(c, request_id, true);
 	while (mine) {
 		cl_waiter *w = mine;
 		mine = w->next;
@@ -321,20 +328,7 @@ void cl_on_pub_ack(jsCtx *js, natsMsg *m, jsPubAck *pa, jsPubAckErr *pae, void *
 /* Answers every waiter of request_id with a failure to publish. */
 static void fail_waiters(pd_cluster *c, const char *request_id)
 {
-	pthread_mutex_lock(&c->mu);
-	cl_waiter *mine = NULL;
-	for (cl_waiter **pp = &c->waiters; *pp;) {
-		cl_waiter *w = *pp;
-		if (!strcmp(w->request_id, request_id)) {
-			*pp = w->next;
-			w->next = mine;
-			mine = w;
-			c->nwaiting--;
-		} else {
-			pp = &w->next;
-		}
-	}
-	pthread_mutex_unlock(&c->mu);
+	cl_waiter *mine = take_waiters(c, request_id, false);
 	while (mine) {
 		cl_waiter *w = mine;
 		mine = w->next;

@@ -666,6 +666,15 @@ json_t *session_open_one(pd_server *s, pd_session_create_req *q, const char *dig
 	return o;
 }
 
+/* A session create refused with status st (e says why): 503s say when to try again. */
+static void create_refused(req *r, pd_session_create_req *q, int st, pd_err *e)
+{
+	pd_session_create_req_free(q);
+	if (st == 503)
+		r->retry_after = 5;
+	http_set_error(r, st, "%s", PD_ERR_STR(e));
+}
+
 static void session_create(req *r)
 {
 	pd_server *s = r->srv;
@@ -684,10 +693,7 @@ static void session_create(req *r)
 		if (!st && pd_pools_image(s->pools, q.template_name, q.image, pool, sizeof pool, digest, &e) < 0)
 			st = e.code == EAGAIN ? 503 : 400;
 		if (st) {
-			pd_session_create_req_free(&q);
-			if (st == 503)
-				r->retry_after = 5;
-			http_set_error(r, st, "%s", PD_ERR_STR(&e));
+			create_refused(r, &q, st, &e);
 			return;
 		}
 		snprintf(q.template_name, sizeof q.template_name, "%s", pool);
@@ -696,11 +702,7 @@ static void session_create(req *r)
 		/* the (template or image) pool's recipe under the tier asked for, in a pool of its own */
 		char pool[64];
 		if (pd_pools_tier(s->pools, q.template_name, pd_isolation_parse(q.isolation), pool, sizeof pool, &e) < 0) {
-			int st = e.code == EAGAIN ? 503 : e.code == ENOENT ? 404 : 400;
-			pd_session_create_req_free(&q);
-			if (st == 503)
-				r->retry_after = 5;
-			http_set_error(r, st, "%s", PD_ERR_STR(&e));
+			create_refused(r, &q, e.code == EAGAIN ? 503 : e.code == ENOENT ? 404 : 400, &e);
 			return;
 		}
 		snprintf(q.template_name, sizeof q.template_name, "%s", pool);
