@@ -91,14 +91,19 @@ static void exec(const uint8_t *data, size_t size)
 	}
 	json_t *b = q.body;
 	FUZZ_CHECK(json_is_object(b), "accepted a body that is not a JSON object");
-	FUZZ_CHECK(q.x.argv && q.x.argv[0], "no argv");
-	size_t n = 0;
-	while (q.x.argv[n])
-		n++;
-	FUZZ_CHECK(n <= 4096, "%zu arguments", n);
 	json_t *cmd = json_object_get(b, "cmd"), *shell = json_object_get(b, "shell");
+	/* neither: no argv (the session's image's Entrypoint and Cmd run) */
+	FUZZ_CHECK((cmd || shell) == (q.x.argv != NULL), "argv %s with cmd %s and shell %s", q.x.argv ? "set" : "absent",
+		   cmd ? "given" : "absent", shell ? "given" : "absent");
+	size_t n = 0;
+	while (q.x.argv && q.x.argv[n])
+		n++;
+	FUZZ_CHECK(!q.x.argv || n > 0, "an empty argv");
+	FUZZ_CHECK(n <= 4096, "%zu arguments", n);
 	FUZZ_CHECK(!(cmd && shell), "both cmd and shell accepted: one of them is ignored");
-	if (cmd) {
+	if (!q.x.argv) {
+		/* nothing more of argv to check */
+	} else if (cmd) {
 		FUZZ_CHECK(json_is_array(cmd) && json_array_size(cmd) == n, "cmd");
 		for (size_t i = 0; i < n; i++)
 			FUZZ_CHECK(whole(json_array_get(cmd, i), q.x.argv[i]), "cmd[%zu] became '%s'", i, q.x.argv[i]);

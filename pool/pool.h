@@ -262,7 +262,8 @@ const char *pd_session_id(const pd_session *s);
 /* The session's template's name. */
 void pd_session_template(const pd_session *s, char *name, size_t len);
 pd_sandbox *pd_session_sandbox(pd_session *s);
-/* Runs a command. With a request_id seen before, returns the recorded result instead of running
+/* Runs a command: x->argv, or if NULL the session's image's Entrypoint then Cmd (EINVAL when it
+ * has neither). With a request_id seen before, returns the recorded result instead of running
  * it again (a client retrying after a network hiccup must not double side effects). Full output
  * beyond the kept head/tail is spilled to files fetchable with pd_session_output_path. */
 int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *request_id, pd_result *r, pd_err *e);

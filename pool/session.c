@@ -392,11 +392,21 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_re
 			return 0;
 		}
 	}
+	/* no command named: the image's Entrypoint then Cmd, as `docker run IMAGE` runs them */
+	char *const *argv = x->argv;
+	if (!argv && s->pl->t.image && s->pl->t.image->command && s->pl->t.image->command[0])
+		argv = s->pl->t.image->command;
+	if (!argv) {
+		session_leave(s);
+		return pd_fail_as(e, EINVAL, "cmd: give cmd (a list of strings) or shell (a string); the session's image "
+					     "has no Entrypoint or Cmd to run instead");
+	}
 	unsigned n = ++s->nexec;
 	char out[POOL_PATH], err[POOL_PATH];
 	snprintf(out, sizeof out, "%s/%u.stdout", s->dir, n);
 	snprintf(err, sizeof err, "%s/%u.stderr", s->dir, n);
 	pd_exec_opts xo = *x;
+	xo.argv = argv;
 	xo.spill = true;
 	xo.spill_fd[0] = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	xo.spill_fd[1] = open(err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);

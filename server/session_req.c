@@ -393,6 +393,9 @@ int pd_session_exec_parse(const char *body, size_t len, pd_session_exec_req *q, 
 		argv[0] = sh;
 		argv[1] = dash_c;
 		argv[2] = (char *)json_string_value(shell);
+	} else if (!cmd && !shell) {
+		/* neither: the session's image's Entrypoint and Cmd (pd_session_exec), or a refusal */
+		q->x.argv = NULL;
 	} else {
 		pd_refuse(e, "cmd: give cmd (a list of 1 to %d strings) or shell (a string), without NUL bytes",
 		       MAX_ARGV);

@@ -728,11 +728,13 @@ bool pd_store_full(pd_store *s, char *msg, size_t len)
 	if (full) {
 		struct statvfs v;
 		uint64_t avail = statvfs(s->dir, &v) == 0 ? (uint64_t)v.f_bavail * v.f_frsize : 0;
-		if (avail >= ROOM_BYTES)
-			full = s->full = false; /* the next write tells whether that was enough */
-		else if (msg)
+		if (avail >= ROOM_BYTES) {
+			s->full = false; /* the next write tells whether that was enough */
+			full = false;
+		} else if (msg) {
 			snprintf(msg, len, "disk full: the results store in %s cannot record results (%llu KiB free)",
 				 s->dir, (unsigned long long)(avail >> 10));
+		}
 	}
 	return full;
 }

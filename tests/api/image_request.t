@@ -4,7 +4,7 @@
 # image's WorkingDir and Env apply unless the request gives cwd or env; each (template, image)
 # pair has its own pool, made on first use (cold: created on the spot) and kept warm by demand.
 source "$(dirname "$0")/api.sh"
-plan 50
+plan 53
 
 export PADDOCK_STATE_DIR=$TMPD/state
 python3 tests/api/mkimage.py layered "$TMPD/layered"
@@ -102,7 +102,19 @@ is "$(jb .stdout)" "/data
 from-image" "the session's exec: the image's WorkingDir and Env"
 is "$(jb '.image.digest + " " + .image.name')" "$D1 layered:1" "... its record names the image"
 is "$(jb .template_version)" "$V1" "... and the template's version, as the run's on that image"
+# a step that names no command: the image's Entrypoint then Cmd (layered's Cmd is bash, which
+# reads its script from stdin)
+post_json "/v1/sessions/$S/exec" '{"stdin": "echo via-the-image-cmd"}'
+is "$CODE $(jb .stdout)" "200 via-the-image-cmd" "a step with no cmd or shell runs the image's Cmd"
+req GET "/v1/sessions/$S/trajectory"
+is "$(jq -c 'select(.kind == "exec") | .action.cmd' "$BODY" | tail -1)" '["bash"]' "... and its trajectory names what ran"
 req DELETE "/v1/sessions/$S"
+post_json /v1/sessions '{"template": "bash"}'
+S2=$(jb .session_id)
+post_json "/v1/sessions/$S2/exec" '{"stdin": "echo x"}'
+is "$CODE $(jb .error)" "400 cmd: give cmd (a list of strings) or shell (a string); the session's image has no Entrypoint or Cmd to run instead" \
+  "no command and no image's command to run: 400 saying so"
+req DELETE "/v1/sessions/$S2"
 post_json /v1/sessions '{"template": "bash", "image": "secret:1"}'
 is "$CODE" 403 "a session on an image not on the list: 403"
 stop_daemon
