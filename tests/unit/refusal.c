@@ -43,7 +43,8 @@ int main(void)
 	ok(e.msg[0] && !strstr(e.msg, "Invalid argument"), "session create: no strerror text (%s)", e.msg);
 	pd_session_exec_req x;
 	memset(&e, 0, sizeof e);
-	ok(pd_session_exec_parse("{}", 2, &x, &e) < 0 && e.code == EINVAL && e.msg[0] && !strstr(e.msg, "Invalid argument"),
+	/* "{}" is a step with no command (the image's Entrypoint and Cmd): a cmd of the wrong type is refused */
+	ok(pd_session_exec_parse("{\"cmd\":5}", 9, &x, &e) < 0 && e.code == EINVAL && e.msg[0] && !strstr(e.msg, "Invalid argument"),
 	   "session exec: refused, no strerror text (%s)", e.msg);
 	/* a message cut at its buffer's end stays UTF-8: a client's long key of 2-byte characters */
 	char *key = malloc(1201);
