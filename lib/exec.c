@@ -278,9 +278,19 @@ static void on_init_msg(pd_sandbox *s, exec_run *x, pd_result *r)
 		if (m.st.listener_fd >= 0 && x->ao && !x->aud_on) {
 			pid_t hp = host_pid_of(s->pid, m.st.pid);
 			int pfd = hp > 0 ? (int)syscall(SYS_pidfd_open, hp, 0) : -1;
+			/* the program's process already gone: it ended before any call the audit stops
+			 * (a program found on no PATH directory is refused without an execve), so nothing
+			 * ran unaudited, and its exec failure is on its way */
+			bool gone = hp <= 0 || (pfd < 0 && errno == ESRCH);
 			int l = pfd >= 0 ? (int)syscall(SYS_pidfd_getfd, pfd, m.st.listener_fd, 0) : -1;
+			if (l < 0 && pfd >= 0) {
+				struct pollfd pp = {pfd, POLLIN, 0}; /* readable once the process has exited */
+				gone = poll(&pp, 1, 0) == 1;
+			}
 			if (pfd >= 0)
 				close(pfd);
+			if (l < 0 && gone)
+				break;
 			if (l >= 0 && pd_auditor_init(&x->aud, l, x->ao, pd_now_us(), NULL) == 0) {
 				x->aud_on = true;
 				x->aud.net = (int)s->opts.net;

@@ -10,6 +10,7 @@
 #include "gvisor.h"
 
 #include <errno.h>
+#include <time.h>
 #include <glob.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -82,10 +83,23 @@ int pd_gv_cgroup_sweep(pd_ctx *c, const char *name)
 	snprintf(pat, sizeof pat, "/sys/fs/cgroup/*%s", rel);
 	if (glob(pat, GLOB_NOSORT | GLOB_ONLYDIR, NULL, &gl) != 0)
 		return 0;
+	/* runsc's sandbox and gofer may still be exiting (a killed sandbox's tasks leave its
+	 * cgroups a moment after runsc returns): EBUSY is waited out, up to about 2 s, as
+	 * paddock's own cgroups are (cgroup.c) */
 	int rc = 0;
-	for (size_t i = 0; i < gl.gl_pathc; i++)
-		if (rmdir(gl.gl_pathv[i]) < 0 && errno != ENOENT)
-			rc = -1;
+	for (int tries = 0; tries < 100; tries++) {
+		rc = 0;
+		bool busy = false;
+		for (size_t i = 0; i < gl.gl_pathc; i++)
+			if (rmdir(gl.gl_pathv[i]) < 0 && errno != ENOENT) {
+				busy = busy || errno == EBUSY;
+				rc = -1;
+			}
+		if (!busy)
+			break;
+		struct timespec ts = {0, 20 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
 	globfree(&gl);
 	return rc;
 }
