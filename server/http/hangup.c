@@ -53,6 +53,23 @@ static void unlink_req(pd_server *s, req *r)
 	r->watch_id = 0;
 }
 
+/* lock held: r's socket watched for hang-ups under a new id (watch_id 0 if it cannot be) */
+static void link_req(pd_server *s, req *r, int fd)
+{
+	r->watch_fd = fd;
+	r->watch_id = ++s->watch_seq;
+	struct epoll_event ev = {.events = EPOLLRDHUP, .data.u64 = r->watch_id};
+	if (epoll_ctl(s->hup_epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		r->watch_id = 0;
+		return;
+	}
+	r->wprev = NULL;
+	r->wnext = s->watched;
+	if (s->watched)
+		s->watched->wprev = r;
+	s->watched = r;
+}
+
 static void *hangup_main(void *arg)
 {
 	pd_server *s = arg;
@@ -128,18 +145,7 @@ void hangup_watch(req *r, pd_job *j)
 		return;
 	pthread_mutex_lock(&s->mu);
 	r->job = j;
-	r->watch_fd = ci->connect_fd;
-	r->watch_id = ++s->watch_seq;
-	struct epoll_event ev = {.events = EPOLLRDHUP, .data.u64 = r->watch_id};
-	if (epoll_ctl(s->hup_epfd, EPOLL_CTL_ADD, r->watch_fd, &ev) == 0) {
-		r->wprev = NULL;
-		r->wnext = s->watched;
-		if (s->watched)
-			s->watched->wprev = r;
-		s->watched = r;
-	} else {
-		r->watch_id = 0;
-	}
+	link_req(s, r, ci->connect_fd);
 	pthread_mutex_unlock(&s->mu);
 	/* A pipelined request read from the buffer after its client already left: the watcher thread
 	 * will see the hang-up, but an idle worker could take the job and finish a short program
@@ -174,20 +180,8 @@ void hangup_watch_fn(req *r, void (*fn)(void *arg, bool fired), void *arg)
 	pthread_mutex_lock(&s->mu);
 	r->hup_fn = fn;
 	r->hup_arg = arg;
-	if (s->hup_started && ci && ci->connect_fd >= 0) {
-		r->watch_fd = ci->connect_fd;
-		r->watch_id = ++s->watch_seq;
-		struct epoll_event ev = {.events = EPOLLRDHUP, .data.u64 = r->watch_id};
-		if (epoll_ctl(s->hup_epfd, EPOLL_CTL_ADD, r->watch_fd, &ev) == 0) {
-			r->wprev = NULL;
-			r->wnext = s->watched;
-			if (s->watched)
-				s->watched->wprev = r;
-			s->watched = r;
-		} else {
-			r->watch_id = 0;
-		}
-	}
+	if (s->hup_started && ci && ci->connect_fd >= 0)
+		link_req(s, r, ci->connect_fd);
 	/* gone already (a pipelined batch read after its client left): nothing of it runs */
 	struct pollfd p = {.fd = ci ? ci->connect_fd : -1, .events = POLLRDHUP};
 	if (ci && ci->connect_fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
