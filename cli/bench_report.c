@@ -132,7 +132,7 @@ static const bench_case *case_by_key(const bench_case *cases, size_t ncases, con
 
 /* The gvisor rows against their container row (and runsc do alone): p50 and the 2-worker
  * throughput as ratios, so that the tier's cost reads in one line. */
-static void print_tier_notes(const bench_case *c, const bench_case *cases, size_t ncases)
+static void print_tier_notes(const bench_case *c, const bench_case *cases, size_t ncases, uint64_t duration_ms)
 {
 	int last = MAX_WORKERS - 1;
 	if (c->lat_cut)
@@ -146,8 +146,15 @@ static void print_tier_notes(const bench_case *c, const bench_case *cases, size_
 		printf("  %s: p50 runsc do alone %.2f ms: paddock's gvisor run %.2fx runsc do's (%+.2f ms)\n", c->key,
 		       r->lat.p50, c->lat.p50 / r->lat.p50, c->lat.p50 - r->lat.p50);
 	if (p && have_tp(c, last) && have_tp(p, last))
-		printf("  %s %dw: container %.1f/s, gvisor %.1f/s: %.3fx the container's\n", c->key, MAX_WORKERS,
+		printf("  %s %dw: container %.1f/s, gvisor %.1f/s: %.3gx the container's\n", c->key, MAX_WORKERS,
 		       p->tp[last].ops_s, c->tp[last].ops_s, ratio(c, p, last));
+	/* a pool cell lasts until its reclaimer is done: say what the requests alone saw */
+	for (int sl = 0; c->kind == &bench_kind_pool_tp && c->bound_ms && duration_ms && sl < MAX_WORKERS; sl++)
+		if (c->tp[sl].done && c->tp[sl].secs > 1.25 * (double)duration_ms / 1000.0)
+			printf("  %s %dw: %" PRIu64 " requests served in the %g s of requests (%.1f/s), the rest of "
+			       "the %.1f s was the reclaimer's teardowns\n",
+			       c->key, c->tp[sl].workers, c->tp[sl].ok, (double)duration_ms / 1000.0,
+			       (double)c->tp[sl].ok * 1000.0 / (double)duration_ms, c->tp[sl].secs);
 }
 
 static void print_density(const density_report *r)
@@ -291,7 +298,7 @@ void bench_print_table(const machine *m, const bench_case *cases, size_t ncases,
 			printf(" (latency phase)\n");
 		}
 		print_case_notes(c, cases, ncases, floor_c, bwrap_c, duration_ms);
-		print_tier_notes(c, cases, ncases);
+		print_tier_notes(c, cases, ncases, duration_ms);
 	}
 	bool rusage = false;
 	for (size_t i = 0; i < ncases; i++)
