@@ -8,6 +8,7 @@
 #   uid_base TEXT        the host uid of sandbox root from a "0 BASE 65536" uid_map line in TEXT
 #   procs_in_range BASE  host processes (not zombies) whose uid lies in [BASE, BASE+65536): "uid pid args"
 #   wait_for SECS CMD... polls CMD every 0.1 s until it succeeds (0) or SECS pass (1)
+#   runsc_procs          gvisor: runsc's host processes under this file's state dir ("pid args")
 #   host_canary MARKER   starts `sleep 300` on the host whose argv[0] is MARKER; sets CANARY_PID
 # The tier: PADDOCK_ISO_TIER=container (the default) or gvisor. Under gvisor every `paddock exec`
 # of the file (sbt, and the direct "$PADDOCK" exec calls) gets `--isolation gvisor`: $PADDOCK is
@@ -99,6 +100,9 @@ wait_for() {
   done
   "$@"
 }
+
+# gvisor: the host processes of runsc (runsc, its gofer and sandbox) under this file's state dir
+runsc_procs() { pgrep -af -- "--root=${PADDOCK_STATE_DIR:-/var/lib/paddock}/gvisor/runsc( |$)"; }
 
 host_canary() {
   bash -c "exec -a '$1' sleep 300" </dev/null >/dev/null 2>&1 &
