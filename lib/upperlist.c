@@ -242,7 +242,8 @@ int pd_sandbox_upper_list(pd_sandbox *s, const char *const *skip, pd_upper_ent *
 		pd_upper_list_free(l.e, l.n);
 		return pd_fail(e, l.err, "list the writable layers of sandbox %s", s->id);
 	}
-	qsort(l.e, l.n, sizeof *l.e, cmp_ent);
+	if (l.n)
+		qsort(l.e, l.n, sizeof *l.e, cmp_ent);
 	*out = l.e;
 	*n = l.n;
 	return l.full ? 1 : 0;

@@ -117,7 +117,8 @@ int pd_fsmap_scan(pid_t init, const char *const *dirs, pd_fsmap *m)
 			walk(m, d, dirs[i], 0);
 	}
 	close(root);
-	qsort(m->e, m->n, sizeof *m->e, cmp_ent);
+	if (m->n)
+		qsort(m->e, m->n, sizeof *m->e, cmp_ent);
 	return 0;
 }
 
@@ -151,7 +152,8 @@ int pd_fsmap_add_upper(pd_sandbox *sb, const char *const *skip, pd_fsmap *m)
 		e->in_image = u[i].in_image;
 	}
 	pd_upper_list_free(u, n);
-	qsort(m->e, m->n, sizeof *m->e, cmp_ent);
+	if (m->n)
+		qsort(m->e, m->n, sizeof *m->e, cmp_ent);
 	return 0;
 }
 

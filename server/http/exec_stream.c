@@ -19,25 +19,23 @@
 
 #include <errno.h>
 #include <stdatomic.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #define QUEUE_MAX (4u << 20)
 #define PIPE_BYTES (1 << 20)
 
 typedef struct live {
+	http_piped pp; /* first: produce's argument is this */
 	sess_entry *se;
 	pd_session_exec_req *q;
 	const char *rid;  /* rid_buf's, or NULL */
 	/* a copy: the request's own id (r->q) goes with r, which a client that leaves mid-stream
 	 * frees while the step still runs */
 	char rid_buf[256];
-	int wfd;
 	char *queue; /* lines the pipe could not take yet */
 	size_t qlen, qcap;
 	bool wrote;   /* a line went into the queue: the answer streams, the result goes there too */
@@ -46,10 +44,7 @@ typedef struct live {
 	uint64_t dropped;
 	char carry[2][4]; /* the start of a UTF-8 sequence a read cut, per stream */
 	size_t ncarry[2];
-	/* the step's end, and the stream once the response reads it */
-	pthread_mutex_t mu;
-	http_stream *st;
-	bool done;
+	/* the step's end, for an answer that did not stream */
 	int status;     /* of a step that did not start: its HTTP status */
 	pd_err e;
 	json_t *answer; /* of a step answered without any line written */
@@ -59,7 +54,7 @@ typedef struct live {
 static void flush(live *l, bool wait)
 {
 	while (l->qlen && !l->broken) {
-		ssize_t n = write(l->wfd, l->queue, l->qlen);
+		ssize_t n = write(l->pp.wfd, l->queue, l->qlen);
 		if (n > 0) {
 			memmove(l->queue, l->queue + n, l->qlen - (size_t)n);
 			l->qlen -= (size_t)n;
@@ -70,7 +65,7 @@ static void flush(live *l, bool wait)
 		if (n < 0 && errno == EAGAIN) {
 			if (!wait)
 				return;
-			struct pollfd pf = {l->wfd, POLLOUT, 0};
+			struct pollfd pf = {l->pp.wfd, POLLOUT, 0};
 			while (poll(&pf, 1, -1) < 0 && errno == EINTR)
 				;
 			continue;
@@ -159,9 +154,9 @@ static void on_data(void *arg, int stream, const char *buf, size_t len)
 	free(joined);
 }
 
-static void *step_main(void *arg)
+static void step_main(http_piped *pp)
 {
-	live *l = arg;
+	live *l = (live *)pp;
 	pd_session_exec_req *q = l->q;
 	json_t *answer = session_exec_fast_forward(l->se, l->rid);
 	pd_err e = {0};
@@ -201,19 +196,14 @@ static void *step_main(void *arg)
 		put(l, last, true);
 		flush(l, true);
 	}
-	pthread_mutex_lock(&l->mu);
-	l->done = true;
+	/* read by the caller after the thread ended, and only if nothing streamed */
 	l->status = status;
 	l->e = e;
 	if (!l->wrote)
 		l->answer = answer;
 	else
 		json_decref(answer);
-	if (l->st)
-		http_stream_end(l->st, true); /* before the write end closes: the reader's EOF */
-	pthread_mutex_unlock(&l->mu);
-	close(l->wfd);
-	return NULL;
+	http_piped_end(pp, true);
 }
 
 /* A body of one JSON line, as a stream that had nothing to send before its result. */
@@ -241,56 +231,12 @@ bool session_exec_stream(req *r, sess_entry *se, pd_session_exec_req *q, const c
 		snprintf(l.rid_buf, sizeof l.rid_buf, "%s", rid);
 		l.rid = l.rid_buf;
 	}
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		http_set_error(r, 500, "pipe: %s", strerror(errno));
-		return false;
-	}
-	/* room for a burst while the client catches up; what does not fit is queued */
-	fcntl(p[1], F_SETPIPE_SZ, PIPE_BYTES);
-	int fl = fcntl(p[1], F_GETFL);
-	fcntl(p[1], F_SETFL, fl | O_NONBLOCK);
-	l.wfd = p[1];
-	pthread_mutex_init(&l.mu, NULL);
-	pthread_t t;
-	if ((errno = pthread_create(&t, NULL, step_main, &l)) != 0) {
-		http_set_error(r, 503, "cannot start a thread: %s", strerror(errno));
-		close(p[0]);
-		close(p[1]);
-		pthread_mutex_destroy(&l.mu);
-		return false;
-	}
-	/* the first line, or the step's end without one */
-	struct pollfd pf = {p[0], POLLIN, 0};
-	while (poll(&pf, 1, -1) < 0 && errno == EINTR)
-		;
-	int avail = 0;
-	bool resumed = false;
-	if (ioctl(p[0], FIONREAD, &avail) == 0 && avail > 0) {
-		pd_server *s = r->srv;
-		struct MHD_Connection *conn = r->conn;
-		http_stream *st = http_stream_new(s, conn, p[0]);
-		if (st) {
-			pthread_mutex_lock(&l.mu);
-			l.st = st;
-			if (l.done)
-				http_stream_end(st, true);
-			pthread_mutex_unlock(&l.mu);
-			http_set_resp_stream(r, 200, "application/x-ndjson", st);
-			p[0] = -1;
-			/* r belongs to the event thread from here */
-			pthread_mutex_lock(&s->mu);
-			MHD_resume_connection(conn);
-			pthread_mutex_unlock(&s->mu);
-			resumed = true;
-		}
-	}
-	if (!resumed && p[0] >= 0)
-		close(p[0]); /* the step's later lines fail (EPIPE) and go nowhere */
-	pthread_join(t, NULL);
-	pthread_mutex_destroy(&l.mu);
+	l.pp.produce = step_main;
+	l.pp.pipe_bytes = PIPE_BYTES;
+	l.pp.nonblocking = true;
+	int how = http_piped_run(r, &l.pp, "application/x-ndjson");
 	free(l.queue);
-	if (!resumed) {
+	if (how == HTTP_PIPED_ENDED) {
 		if (l.answer)
 			answer_lines(r, l.answer);
 		else if (l.wrote)
@@ -298,5 +244,5 @@ bool session_exec_stream(req *r, sess_entry *se, pd_session_exec_req *q, const c
 		else
 			http_set_error(r, l.status, "%s", PD_ERR_STR(&l.e));
 	}
-	return resumed;
+	return how == HTTP_PIPED_STREAMED;
 }

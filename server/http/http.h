@@ -153,6 +153,28 @@ void http_stream_hold(http_stream *st);
 void http_stream_release(http_stream *st);
 struct MHD_Response *http_stream_response(http_stream *st);
 
+/* A producer on a thread of its own (a streamed session step, a download) whose first bytes
+ * decide the answer: bytes first, 200 and the rest streamed; its end without a byte, the caller
+ * answers (its error, usually, with its status). */
+typedef struct http_piped http_piped;
+struct http_piped {
+	void (*produce)(http_piped *pp); /* writes into wfd, then calls http_piped_end */
+	int pipe_bytes;			 /* the pipe's size, 0 for the default */
+	bool nonblocking;		 /* wfd non-blocking (the producer handles EAGAIN) */
+	int wfd;			 /* the write end, for produce */
+	/* private to stream.c */
+	pthread_mutex_t mu;
+	http_stream *st;
+	bool done, ok;
+};
+enum { HTTP_PIPED_FAILED = -1, HTTP_PIPED_ENDED = 0, HTTP_PIPED_STREAMED = 1 };
+/* Runs pp->produce and waits for it. STREAMED: r was resumed with the streamed response (r is no
+ * longer the caller's). ENDED: no byte streamed; the caller answers r. FAILED: r was answered. */
+int http_piped_run(req *r, http_piped *pp, const char *ctype);
+/* The producer's end (ok: the body is whole); closes wfd. After it the producer must not touch the
+ * pipe. */
+void http_piped_end(http_piped *pp, bool ok);
+
 /* ---- responses (http.c) ---- */
 /* The body is fd's first len bytes, sent by libmicrohttpd, which closes fd. */
 void http_set_resp_fd(req *r, int status, const char *ctype, int fd, uint64_t len);

@@ -21,12 +21,10 @@
 #include <stdatomic.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -335,33 +333,21 @@ static void session_upload(req *r, sess_entry *se)
 }
 
 typedef struct {
+	http_piped pp; /* first: produce's argument is this */
 	pd_session *s;
 	/* copies: r's own (r->q) go with r, which a client that leaves mid-transfer frees while tar
 	 * still runs and the step is recorded */
 	char dir[PATH_MAX], rid_buf[256];
 	const char *rid; /* rid_buf, or NULL */
-	int wfd;
-	http_stream *st; /* set once the response streams; NULL while the status is undecided */
-	pthread_mutex_t mu;
 	pd_err e;
 	int rc;
-	bool done;
 } download;
 
-static void *download_main(void *arg)
+static void download_main(http_piped *pp)
 {
-	download *d = arg;
-	pd_err e = {0};
-	int rc = pd_session_download_tar(d->s, d->dir, d->wfd, d->rid, &e);
-	pthread_mutex_lock(&d->mu);
-	d->rc = rc;
-	d->e = e;
-	d->done = true;
-	if (d->st)
-		http_stream_end(d->st, rc == 0); /* before the write end closes: the reader's EOF */
-	pthread_mutex_unlock(&d->mu);
-	close(d->wfd);
-	return NULL;
+	download *d = (download *)pp;
+	d->rc = pd_session_download_tar(d->s, d->dir, pp->wfd, d->rid, &d->e);
+	http_piped_end(pp, d->rc == 0);
 }
 
 /* The archive streams from tar in the sandbox to the client: nothing is spooled on the host.
@@ -371,56 +357,14 @@ static void *download_main(void *arg)
  * while the operation still runs). */
 static bool session_download(req *r, sess_entry *se)
 {
-	download d = {.s = se->s};
+	download d = {.s = se->s, .pp.produce = download_main};
 	snprintf(d.dir, sizeof d.dir, "%s", *r->q.dir ? r->q.dir : "/work");
 	if (step_id(r)) {
 		snprintf(d.rid_buf, sizeof d.rid_buf, "%s", step_id(r));
 		d.rid = d.rid_buf;
 	}
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		http_set_error(r, 500, "pipe: %s", strerror(errno));
-		return false;
-	}
-	d.wfd = p[1];
-	pthread_mutex_init(&d.mu, NULL);
-	pthread_t t;
-	if ((errno = pthread_create(&t, NULL, download_main, &d)) != 0) {
-		http_set_error(r, 503, "cannot start a thread: %s", strerror(errno));
-		close(p[0]);
-		close(p[1]);
-		pthread_mutex_destroy(&d.mu);
-		return false;
-	}
-	struct pollfd pf = {p[0], POLLIN, 0};
-	while (poll(&pf, 1, -1) < 0 && errno == EINTR)
-		;
-	int avail = 0;
-	bool resumed = false;
-	if (ioctl(p[0], FIONREAD, &avail) == 0 && avail > 0) {
-		pd_server *s = r->srv;
-		struct MHD_Connection *conn = r->conn;
-		http_stream *st = http_stream_new(s, conn, p[0]);
-		if (st) {
-			pthread_mutex_lock(&d.mu);
-			d.st = st;
-			if (d.done)
-				http_stream_end(st, d.rc == 0);
-			pthread_mutex_unlock(&d.mu);
-			http_set_resp_stream(r, 200, "application/x-tar", st);
-			p[0] = -1;
-			/* r belongs to the event thread from here */
-			pthread_mutex_lock(&s->mu);
-			MHD_resume_connection(conn);
-			pthread_mutex_unlock(&s->mu);
-			resumed = true;
-		}
-	}
-	if (!resumed && p[0] >= 0)
-		close(p[0]); /* tar's later writes fail: its output goes nowhere */
-	pthread_join(t, NULL);
-	pthread_mutex_destroy(&d.mu);
-	if (!resumed) {
+	int how = http_piped_run(r, &d.pp, "application/x-tar");
+	if (how == HTTP_PIPED_ENDED) {
 		if (d.rc == 0) {
 			http_set_error(r, 500, "the archive could not be sent");
 		} else {
@@ -429,7 +373,7 @@ static bool session_download(req *r, sess_entry *se)
 			http_set_error(r, code, "%s", PD_ERR_STR(e));
 		}
 	}
-	return resumed;
+	return how == HTTP_PIPED_STREAMED;
 }
 
 static void session_output(req *r, sess_entry *se)

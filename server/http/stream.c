@@ -1,5 +1,5 @@
-/* A response body read from a pipe while its producer (a session's tar, on the operation's
- * thread) writes it: a download is never spooled on the host.
+/* A response body read from a pipe while its producer (a session's tar, a streamed step, a
+ * judge batch) writes it on a thread of its own: nothing is spooled on the host.
  *
  * libmicrohttpd reads the body on its one event thread, so the read must never block: the pipe
  * is non-blocking, and when it is empty the reader suspends the connection (allowed from a
@@ -8,13 +8,20 @@
  * the reader finishes the body only if the producer succeeded, else it ends the response with an
  * error: the client sees a cut transfer, never part of an archive passed off as the whole.
  * The watcher holds a session operation, so the daemon's shutdown (which must not stop
- * libmicrohttpd with a suspended connection) waits for it. */
+ * libmicrohttpd with a suspended connection) waits for it.
+ *
+ * http_piped_run is the common shape of a download and a streamed step: the producer's first
+ * bytes decide the status (200 and streamed), its end without any leaves the answer to the
+ * caller. The producer holds a reference of its own on the stream: a client that leaves drops
+ * the response's and the watcher's, and the producer still ends the stream after that. */
 #define _GNU_SOURCE
 #include "http.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <string.h>
+#include <sys/ioctl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -27,17 +34,22 @@ struct http_stream {
 	int state;     /* 0 being produced, 1 produced whole, 2 failed */
 	bool waiting;  /* the reader suspended the connection for want of data */
 	bool gone;     /* libmicrohttpd dropped the response (sent, or the client left) */
-	int refs;      /* the watcher and the response */
+	int refs;      /* the watcher, the response and a producer's own (http_stream_hold) */
+	int readers;   /* the watcher and the response: with both gone rfd is closed, so the
+			* producer's writes fail (EPIPE) even while it still holds the stream */
 };
 
-static void unref(http_stream *st)
+static void unref(http_stream *st, bool reader)
 {
 	pthread_mutex_lock(&st->mu);
+	if (reader && --st->readers == 0) {
+		close(st->rfd);
+		st->rfd = -1;
+	}
 	bool last = --st->refs == 0;
 	pthread_mutex_unlock(&st->mu);
 	if (!last)
 		return;
-	close(st->rfd);
 	pthread_mutex_destroy(&st->mu);
 	pthread_cond_destroy(&st->cv);
 	free(st);
@@ -67,7 +79,7 @@ static void *watcher(void *arg)
 		}
 	}
 	pthread_mutex_unlock(&st->mu);
-	unref(st);
+	unref(st, true);
 	pthread_mutex_lock(&s->mu);
 	s->session_ops--;
 	pthread_cond_broadcast(&s->ops_cv);
@@ -88,7 +100,7 @@ http_stream *http_stream_new(pd_server *s, struct MHD_Connection *conn, int rfd)
 	st->srv = s;
 	st->conn = conn;
 	st->rfd = rfd;
-	st->refs = 2;
+	st->refs = st->readers = 2;
 	pthread_mutex_init(&st->mu, NULL);
 	pthread_cond_init(&st->cv, NULL);
 	pthread_mutex_lock(&s->mu);
@@ -139,7 +151,7 @@ void http_stream_hold(http_stream *st)
 
 void http_stream_release(http_stream *st)
 {
-	unref(st);
+	unref(st, false);
 }
 
 void http_stream_drop(http_stream *st)
@@ -148,7 +160,7 @@ void http_stream_drop(http_stream *st)
 	st->gone = true;
 	pthread_cond_broadcast(&st->cv);
 	pthread_mutex_unlock(&st->mu);
-	unref(st);
+	unref(st, true);
 }
 
 /* libmicrohttpd's content reader, on the event thread: never blocks */
@@ -201,4 +213,88 @@ static void stream_free(void *cls)
 struct MHD_Response *http_stream_response(http_stream *st)
 {
 	return MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_read, st, stream_free);
+}
+
+/* ---- a producer whose first bytes decide the answer ---- */
+
+static void *piped_main(void *arg)
+{
+	http_piped *pp = arg;
+	pp->produce(pp);
+	return NULL;
+}
+
+void http_piped_end(http_piped *pp, bool ok)
+{
+	pthread_mutex_lock(&pp->mu);
+	pp->done = true;
+	pp->ok = ok;
+	if (pp->st) {
+		/* the end and the reader's end of file at once; then the producer's reference, which
+		 * kept the stream alive after a client that left dropped the response's */
+		http_stream_close(pp->st, ok, pp->wfd);
+		http_stream_release(pp->st);
+		pp->st = NULL;
+	} else {
+		close(pp->wfd);
+	}
+	pp->wfd = -1;
+	pthread_mutex_unlock(&pp->mu);
+}
+
+int http_piped_run(req *r, http_piped *pp, const char *ctype)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		http_set_error(r, 500, "pipe: %s", strerror(errno));
+		return HTTP_PIPED_FAILED;
+	}
+	if (pp->pipe_bytes) /* room for a burst while the client catches up */
+		fcntl(p[1], F_SETPIPE_SZ, pp->pipe_bytes);
+	if (pp->nonblocking)
+		fcntl(p[1], F_SETFL, fcntl(p[1], F_GETFL) | O_NONBLOCK);
+	pp->wfd = p[1];
+	pp->st = NULL;
+	pp->done = false;
+	pthread_mutex_init(&pp->mu, NULL);
+	pthread_t t;
+	if ((errno = pthread_create(&t, NULL, piped_main, pp)) != 0) {
+		http_set_error(r, 503, "cannot start a thread: %s", strerror(errno));
+		close(p[0]);
+		close(p[1]);
+		pthread_mutex_destroy(&pp->mu);
+		return HTTP_PIPED_FAILED;
+	}
+	/* the first bytes, or the end without any */
+	struct pollfd pf = {p[0], POLLIN, 0};
+	while (poll(&pf, 1, -1) < 0 && errno == EINTR)
+		;
+	int avail = 0, ret = HTTP_PIPED_ENDED;
+	if (ioctl(p[0], FIONREAD, &avail) == 0 && avail > 0) {
+		pd_server *s = r->srv;
+		struct MHD_Connection *conn = r->conn;
+		http_stream *st = http_stream_new(s, conn, p[0]);
+		if (st) {
+			pthread_mutex_lock(&pp->mu);
+			if (pp->done) {
+				http_stream_end(st, pp->ok); /* its write end is closed already */
+			} else {
+				http_stream_hold(st);
+				pp->st = st;
+			}
+			pthread_mutex_unlock(&pp->mu);
+			http_set_resp_stream(r, 200, ctype, st);
+			p[0] = -1;
+			/* r belongs to the event thread from here */
+			pthread_mutex_lock(&s->mu);
+			MHD_resume_connection(conn);
+			pthread_mutex_unlock(&s->mu);
+			ret = HTTP_PIPED_STREAMED;
+		}
+	}
+	if (p[0] >= 0)
+		close(p[0]); /* the producer's later writes fail (EPIPE) and go nowhere */
+	pthread_join(t, NULL);
+	pthread_mutex_destroy(&pp->mu);
+	return ret;
 }

@@ -176,18 +176,18 @@ pd_job *pd_judge_job(pd_judge *judge, const pd_problem_set *problems, json_t *bo
 		work_free(w);
 		return NULL;
 	}
-	pd_job *j = pd_job_new();
-	if (!j) {
-		work_free(w);
-		*status = 500;
-		pd_fail(e, ENOMEM, "job");
-		return NULL;
-	}
 	const pd_language *l = pd_language_find(w->q.language);
 	if (w->problem->call_based && !pd_jharness_supported(l)) {
 		pd_refuse(e, "language: problem %s is call-based (fn_name %s): python, node or cpp", w->problem->id,
 			  w->problem->fn_name);
 		work_free(w);
+		return NULL;
+	}
+	pd_job *j = pd_job_new();
+	if (!j) {
+		work_free(w);
+		*status = 500;
+		pd_fail(e, ENOMEM, "job");
 		return NULL;
 	}
 	snprintf(j->template_name, sizeof j->template_name, "%s",

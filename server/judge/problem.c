@@ -547,7 +547,8 @@ int pd_problems_load_dir(const char *dir, pd_problem_set *out, pd_err *e)
 		names[n++] = strdup(de->d_name);
 	}
 	closedir(d);
-	qsort(names, n, sizeof *names, pd_jname_cmp);
+	if (n)
+		qsort(names, n, sizeof *names, pd_jname_cmp);
 	int rc = 0;
 	out->p = calloc(n ? n : 1, sizeof *out->p);
 	for (size_t i = 0; i < n && rc == 0; i++) {

@@ -102,7 +102,8 @@ int pd_jprog_build(pd_pools *pools, const pd_language *l, const char *template_n
 		for (int i = 0; i < 2 && k + 1 < msg_len; i++) {
 			const pd_output *o = i ? &r.out : &r.err;
 			size_t take = o->head_len < msg_len - 1 - k ? o->head_len : msg_len - 1 - k;
-			memcpy(msg + k, o->head, take);
+			if (take) /* head is NULL for a stream that said nothing */
+				memcpy(msg + k, o->head, take);
 			k += take;
 		}
 		msg[k < msg_len ? k : msg_len - 1] = 0;

@@ -249,7 +249,8 @@ int pd_jload_test_dir(pd_problem *p, const char *dir, json_t *weights, uint64_t 
 		pd_fail(e, ENOENT, "%s: no tests (NNN.in with NNN.ans)", td);
 		goto out;
 	}
-	qsort(names, n, sizeof *names, pd_jname_cmp);
+	if (n)
+		qsort(names, n, sizeof *names, pd_jname_cmp);
 	for (size_t i = 0; i < n; i++) {
 		char pin[1400], pans[1400];
 		snprintf(pin, sizeof pin, "%s/%s.in", td, names[i]);
