@@ -29,7 +29,8 @@ if gv; then
   "$PADDOCK" exec --quiet -w 5 -- sleep 30 >/dev/null 2>&1 &
   slp=$!
   adj() { local p; p=$(runsc_procs | awk '$2 ~ /^runsc-sandbox/ { print $1; exit }'); [ -n "$p" ] && cat "/proc/$p/oom_score_adj"; }
-  wait_for 20 eval '[ -n "$(adj)" ]'
+  # runsc sets it once its sandbox process has started
+  wait_for 20 eval '[ "$(adj)" = 1000 ]'
   is "$(adj)" 1000 "gvisor: the host's OOM killer takes the sandbox first (runsc-sandbox's oom_score_adj 1000)"
   wait "$slp"
 else
