@@ -55,6 +55,17 @@ struct pd_gv_sb {
 static const char *const scratch_dst[3] = {"/tmp", "/work", "/dev/shm"};
 static const char *const scratch_src[3] = {"tmp", "work", "shm"};
 
+/* A writable bind is written by runsc's gofer, which runs as the host's root: the sandbox's root
+ * would own (write, chmod) the host root's files in it, where a container sandbox's root is an
+ * unprivileged host uid that cannot (tests/isolation/filesystem.t). */
+static bool has_rw_bind(const pd_sandbox_opts *o)
+{
+	for (size_t i = 0; i < o->nbinds; i++)
+		if (o->binds[i].rw)
+			return true;
+	return false;
+}
+
 int pd_gv_refused(const pd_sandbox_opts *o, char *why, size_t len)
 {
 	/* I/O limits: the sentry's own reads would be charged too, and nothing here measured how */
@@ -63,6 +74,7 @@ int pd_gv_refused(const pd_sandbox_opts *o, char *why, size_t len)
 			   : o->top_layer			 ? "a session snapshot"
 			   : pd_limits_have_io(&o->limits)	 ? "I/O limits"
 			   : o->audit && o->audit->enabled ? "an audit"
+			   : has_rw_bind(o)			 ? "a writable bind (its gofer writes as the host's root)"
 							   : NULL;
 	if (what)
 		snprintf(why, len, "isolation gvisor does not offer %s", what);
