@@ -219,6 +219,19 @@ static void notify(pd_cluster *c, const cl_task *t, const char *request_id, cons
 	free(note);
 }
 
+/* The free slots a puller waits for before it pulls again: while tasks are queued ahead, half
+ * of those (the workers still have the other half queued, so none idles meanwhile), one pull and
+ * one wake-up of the puller for every few tasks instead of one each; else one. Under mu. */
+static unsigned pull_batch(const pd_cluster *c)
+{
+	return c->ahead >= 2 ? c->ahead / 2 : 1;
+}
+
+static bool may_pull(const pd_cluster *c)
+{
+	return c->ntasks + pull_batch(c) <= c->slots + c->ahead;
+}
+
 static void task_end(pd_cluster *c, cl_task *t)
 {
 	pthread_mutex_lock(&c->mu);
@@ -228,11 +241,13 @@ static void task_end(pd_cluster *c, cl_task *t)
 			c->ntasks--;
 			break;
 		}
-	/* every template's puller may use the slot */
-	if (c->nconsumers > 1)
-		pthread_cond_broadcast(&c->slot_cv);
-	else
-		pthread_cond_signal(&c->slot_cv);
+	/* every template's puller may use the slots; none is woken to sleep again */
+	if (may_pull(c)) {
+		if (c->nconsumers > 1)
+			pthread_cond_broadcast(&c->slot_cv);
+		else
+			pthread_cond_signal(&c->slot_cv);
+	}
 	pthread_mutex_unlock(&c->mu);
 	N.natsMsg_Destroy(t->m);
 	free(t->value);
@@ -432,7 +447,7 @@ void *cl_puller_main(void *arg)
 	pd_cluster *c = k->c;
 	for (;;) {
 		pthread_mutex_lock(&c->mu);
-		while (!c->quiesced && c->ntasks >= c->slots + c->ahead)
+		while (!c->quiesced && !may_pull(c))
 			pthread_cond_wait(&c->slot_cv, &c->mu);
 		bool q = c->quiesced;
 		int free_slots = (int)(c->slots + c->ahead - c->ntasks);
