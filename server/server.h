@@ -266,6 +266,11 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e);
  * say: left for the next start). Run before the node takes work. */
 int pd_store_staged(pd_store *s, int (*settle)(void *arg, const char *request_id, const char *token), void *arg,
 		    unsigned *kept, unsigned *dropped, pd_err *e);
+/* A request whose claim was made stays staged until the next record's commit clears it (one
+ * commit a record, not two); this clears the stage of those now (a cluster node each second and
+ * at the close, so that a node killed while idle leaves none to settle). 0, or -1 (they stay
+ * staged: a kill then is settled as kept, the claims being ours). */
+int pd_store_unstage(pd_store *s);
 /* Completes the record of a sandbox's use (its use_id) whose residue is "pending" with what the
  * reclaimer found ("clean" or what was left); one that comes before its record is kept and
  * applied when the record is stored. The rows changed (0: none yet), -1 on a store error. */

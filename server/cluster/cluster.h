@@ -115,8 +115,8 @@ void *cl_publisher_main(void *arg);
 void *cl_poller_main(void *arg);
 void cl_on_notify(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *arg);
 /* The executor's answer to a request this node published itself: its waiters answered in
- * process, with no note through the broker (val copied; not a reference). */
-void cl_deliver_local(pd_cluster *c, const char *request_id, const char *val);
+ * process with the status and body, with no note through the broker. */
+void cl_deliver_local(pd_cluster *c, const char *request_id, int status, const char *body, size_t len);
 /* The broker's ack (or not) of an asynchronous publish (jsOptions.PublishAsync.AckHandler). */
 void cl_on_pub_ack(jsCtx *js, natsMsg *m, jsPubAck *pa, jsPubAckErr *pae, void *arg);
 /* Frees what waited to be published again (its waiters were answered at the stop). */

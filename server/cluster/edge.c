@@ -423,24 +423,19 @@ void *cl_publisher_main(void *arg)
  * per request than through the poller (hand-offs were most of a cluster request's CPU, perf).
  * A bare "ID" needs a read of the bucket, which this thread should not wait for: it goes to the
  * poller. */
-void cl_deliver_local(pd_cluster *c, const char *request_id, const char *val)
+void cl_deliver_local(pd_cluster *c, const char *request_id, int status, const char *body, size_t len)
 {
-	size_t len = strlen(val);
-	char *copy = malloc(len + 1);
-	if (!copy) {
-		/* no memory for the value: the poller reads the bucket */
-		char *note = strdup(request_id);
-		pthread_mutex_lock(&c->mu);
-		if (note)
-			ready_push(c, note);
-		pthread_mutex_unlock(&c->mu);
-		return;
-	}
-	memcpy(copy, val, len + 1);
+	cl_waiter *mine = take_waiters(c, request_id, true);
 	pthread_mutex_lock(&c->mu);
 	c->notes_local++;
 	pthread_mutex_unlock(&c->mu);
-	deliver_value(c, request_id, copy, len);
+	/* the body as the executor made it: not the value parsed again and its body dumped again */
+	while (mine) {
+		cl_waiter *w = mine;
+		mine = w->next;
+		w->cb(w->arg, status, body, len, 0);
+		free(w);
+	}
 }
 
 void cl_on_notify(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *arg)

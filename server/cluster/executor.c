@@ -29,6 +29,9 @@ struct cl_task {
 	char kind[16];
 	char token[96]; /* this attempt's mark in its claim: tells our claim from another node's */
 	char *value;    /* the result value claimed, sent with the note to the origin */
+	char *body;     /* its body's text and status, for an answer in process (origin: this node) */
+	size_t body_len;
+	int status;
 	bool by_ref;    /* the value claimed names a file of this node's (refs.c) */
 	cl_task *next;
 };
@@ -58,22 +61,49 @@ static json_t *render(const pd_job *j, const char *kind, int *status)
 					 : pd_job_to_json(j);
 }
 
+/* The value of a result: {"status","node","token","body"}, made from the body's text (kept by
+ * the caller for an answer in process: one serialization of the body, and none parsed again). */
+static char *value_text(pd_cluster *c, int status, const char *token, const char *body, size_t blen, size_t *len)
+{
+	json_t *head = json_pack("{s:i,s:s,s:s}", "status", status, "node", c->node, "token", token);
+	char *h = head ? json_dumps(head, JSON_COMPACT) : NULL;
+	json_decref(head);
+	size_t hl = h ? strlen(h) : 0;
+	char *text = hl > 1 ? malloc(hl + blen + 16) : NULL;
+	if (text) {
+		/* "{...}" less its "}", then ,"body":BODY} */
+		memcpy(text, h, hl - 1);
+		int n = sprintf(text + hl - 1, ",\"body\":");
+		memcpy(text + hl - 1 + n, body, blen);
+		text[hl - 1 + n + blen] = '}';
+		text[hl + n + blen] = 0;
+		*len = hl + (size_t)n + blen;
+	}
+	free(h);
+	return text;
+}
+
 /* The value a request is claimed with: the answer itself, or, when it is larger than the
- * broker carries, a reference to this node's copy of it (refs.c), *by_ref set. */
-static char *result_value(pd_cluster *c, int status, json_t *body, const char *token, size_t *len, bool *by_ref)
+ * broker carries, a reference to this node's copy of it (refs.c), *by_ref set. body: taken.
+ * *body_text (if asked for, and the claim is the answer itself): the body's text, malloc'd. */
+static char *result_value(pd_cluster *c, int status, json_t *body, const char *token, size_t *len, bool *by_ref,
+			  char **body_text)
 {
 	*by_ref = false;
-	json_t *v = json_pack("{s:i,s:s,s:s,s:o}", "status", status, "node", c->node, "token", token, "body", body);
-	char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
-	json_decref(v);
-	if (text && c->max_payload > 0 && strlen(text) + 512 > (uint64_t)c->max_payload) {
-		size_t big = strlen(text);
+	if (body_text)
+		*body_text = NULL;
+	char *b = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	char *text = b ? value_text(c, status, token, b, strlen(b), len) : NULL;
+	if (text && c->max_payload > 0 && *len + 512 > (uint64_t)c->max_payload) {
+		size_t big = *len;
 		pthread_mutex_lock(&c->mu);
 		c->results_too_big++;
 		pthread_mutex_unlock(&c->mu);
 		size_t rlen = 0;
 		char *ref = cl_ref_keep(c, status, token, text, big, &rlen);
 		free(text);
+		free(b);
 		if (ref) {
 			*by_ref = true;
 			*len = rlen;
@@ -86,13 +116,18 @@ static char *result_value(pd_cluster *c, int status, json_t *body, const char *t
 			 "the result (%zu bytes) exceeds the cluster broker's message limit (%" PRId64
 			 " bytes) and could not be kept for fetching; its record is in the store of node %s",
 			 big, c->max_payload, c->node);
-		v = json_pack("{s:i,s:s,s:s,s:{s:s,s:s}}", "status", 502, "node", c->node, "token", token, "body",
-			      "error", msg, "node", c->node);
+		json_t *v = json_pack("{s:i,s:s,s:s,s:{s:s,s:s}}", "status", 502, "node", c->node, "token", token, "body",
+				      "error", msg, "node", c->node);
 		text = v ? json_dumps(v, JSON_COMPACT) : NULL;
 		json_decref(v);
+		if (text)
+			*len = strlen(text);
+		return text;
 	}
-	if (text)
-		*len = strlen(text);
+	if (text && body_text)
+		*body_text = b;
+	else
+		free(b);
 	return text;
 }
 
@@ -135,18 +170,27 @@ static int claim(const pd_job *j, void *arg, pd_err *e)
 	json_t *body = render(j, t->kind, &status);
 	size_t len = 0;
 	bool by_ref = false;
-	char *val = body ? result_value(t->c, status, body, t->token, &len, &by_ref) : NULL;
+	char *btext = NULL;
+	/* the body's text is kept for an answer in process (the request's origin is this node) */
+	char *val = body ? result_value(t->c, status, body, t->token, &len, &by_ref,
+					!strcmp(t->origin, t->c->node) ? &btext : NULL)
+			 : NULL;
 	if (!val)
 		return pd_fail(e, ENOMEM, "result");
 	int rc = claim_put(t->c, t->request_id, t->token, val, len, e);
 	free(t->value);
+	free(t->body);
 	t->value = rc == 0 ? val : NULL;
+	t->body = rc == 0 ? btext : NULL;
+	t->body_len = t->body ? strlen(t->body) : 0;
+	t->status = status;
 	t->by_ref = rc == 0 && by_ref;
 	if (rc < 0) {
 		/* another node's answer is the request's (or none is yet): this copy names nothing */
 		if (by_ref)
 			cl_ref_drop(t->c, t->token);
 		free(val);
+		free(btext);
 	}
 	return rc;
 }
@@ -157,10 +201,11 @@ static int claim(const pd_job *j, void *arg, pd_err *e)
  * in process: the note would only go to the broker and back (two messages, two thread hand-offs
  * and about 0.1 ms each way). The claim is made either way: it is what a retry, a duplicate or a
  * redelivery finds. */
-static void notify(pd_cluster *c, const char *origin, const char *request_id, const char *value)
+static void notify(pd_cluster *c, const cl_task *t, const char *request_id, const char *value)
 {
-	if (value && !strcmp(origin, c->node)) {
-		cl_deliver_local(c, request_id, value);
+	const char *origin = t->origin;
+	if (value && t->body && !strcmp(origin, c->node)) {
+		cl_deliver_local(c, request_id, t->status, t->body, t->body_len);
 		return;
 	}
 	char subject[128];
@@ -174,6 +219,19 @@ static void notify(pd_cluster *c, const char *origin, const char *request_id, co
 	free(note);
 }
 
+/* The free slots a puller waits for before it pulls again: while tasks are queued ahead, half
+ * of those (the workers still have the other half queued, so none idles meanwhile), one pull and
+ * one wake-up of the puller for every few tasks instead of one each; else one. Under mu. */
+static unsigned pull_batch(const pd_cluster *c)
+{
+	return c->ahead >= 2 ? c->ahead / 2 : 1;
+}
+
+static bool may_pull(const pd_cluster *c)
+{
+	return c->ntasks + pull_batch(c) <= c->slots + c->ahead;
+}
+
 static void task_end(pd_cluster *c, cl_task *t)
 {
 	pthread_mutex_lock(&c->mu);
@@ -183,14 +241,17 @@ static void task_end(pd_cluster *c, cl_task *t)
 			c->ntasks--;
 			break;
 		}
-	/* every template's puller may use the slot */
-	if (c->nconsumers > 1)
-		pthread_cond_broadcast(&c->slot_cv);
-	else
-		pthread_cond_signal(&c->slot_cv);
+	/* every template's puller may use the slots; none is woken to sleep again */
+	if (may_pull(c)) {
+		if (c->nconsumers > 1)
+			pthread_cond_broadcast(&c->slot_cv);
+		else
+			pthread_cond_signal(&c->slot_cv);
+	}
 	pthread_mutex_unlock(&c->mu);
 	N.natsMsg_Destroy(t->m);
 	free(t->value);
+	free(t->body);
 	free(t);
 }
 
@@ -222,7 +283,7 @@ static void task_done(pd_job *j, void *arg)
 	if (recorded || elsewhere)
 		/* a reference goes as a bare note: the origin fetches over HTTP, which its libnats
 		 * thread must not wait for */
-		notify(c, t->origin, t->request_id, recorded && !t->by_ref ? t->value : NULL);
+		notify(c, t, t->request_id, recorded && !t->by_ref ? t->value : NULL);
 	pd_job_free(j);
 	task_end(c, t);
 }
@@ -258,11 +319,11 @@ static void answer_refusal(pd_cluster *c, cl_task *t, const char *msg)
 	json_t *body = json_pack("{s:s}", "error", msg);
 	size_t len = 0;
 	bool by_ref = false;
-	char *val = body ? result_value(c, 400, body, t->token, &len, &by_ref) : NULL;
+	char *val = body ? result_value(c, 400, body, t->token, &len, &by_ref, NULL) : NULL;
 	pd_err e = {0};
 	if (val && claim_put(c, t->request_id, t->token, val, len, &e) == 0) {
 		N.natsMsg_Ack(t->m, NULL);
-		notify(c, t->origin, t->request_id, NULL);
+		notify(c, t, t->request_id, NULL);
 	}
 	free(val);
 	task_end(c, t);
@@ -320,7 +381,7 @@ static void take_task(pd_cluster *c, natsMsg *m)
 			N.natsMsg_Ack(m, NULL);
 			c->already_recorded++;
 			pthread_mutex_unlock(&c->mu);
-			notify(c, t->origin, t->request_id, NULL);
+			notify(c, t, t->request_id, NULL);
 			task_end(c, t);
 			return;
 		}
@@ -386,7 +447,7 @@ void *cl_puller_main(void *arg)
 	pd_cluster *c = k->c;
 	for (;;) {
 		pthread_mutex_lock(&c->mu);
-		while (!c->quiesced && c->ntasks >= c->slots + c->ahead)
+		while (!c->quiesced && !may_pull(c))
 			pthread_cond_wait(&c->slot_cv, &c->mu);
 		bool q = c->quiesced;
 		int free_slots = (int)(c->slots + c->ahead - c->ntasks);
@@ -431,6 +492,8 @@ void *cl_ticker_main(void *arg)
 		if (c->quiesced)
 			break;
 		pthread_mutex_unlock(&c->mu);
+		/* the stage of claimed records that no later record's commit cleared (pd_store_put) */
+		pd_store_unstage(c->store);
 		cl_heartbeat(c);
 		if (cl_wall_ms() - last_expire >= 60000) {
 			last_expire = cl_wall_ms();

@@ -2,7 +2,9 @@
  * record of the same id is refused with EEXIST; the job's claim runs inside the transaction, and
  * a claim that fails (another node recorded it, or the broker could not say) leaves no row, so a
  * later try can record it; records without a request id are kept as before (one per put); a store
- * made before the key had it gets the column and the key when opened. */
+ * made before the key had it gets the column and the key when opened. A claimed record's stage is
+ * cleared by the next record's commit (or pd_store_unstage, or the close), not by a commit of its
+ * own: a kill before that leaves it staged, and the next start keeps it (the claim is ours). */
 #define _GNU_SOURCE
 #include "server.h"
 #include "tap.h"
@@ -67,6 +69,28 @@ static pd_store *killed_in_claim(const char *path, const char *rid)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? pd_store_open(path, 0, &e) : NULL;
 }
 
+/* A child process records each of rids with its claim made (token toks[i]) and is killed (exits
+ * without closing the store) after the last; the store it leaves, reopened. */
+static pd_store *killed_after(const char *path, const char *const *rids, const char *const *toks, int n)
+{
+	pid_t p = fork();
+	if (p == 0) {
+		pd_err ce = {0};
+		pd_store *cs = pd_store_open(path, 0, &ce);
+		for (int i = 0; i < n; i++) {
+			pd_job *j = job(rids[i], true);
+			snprintf(j->claim_token, sizeof j->claim_token, "%s", toks[i]);
+			if (pd_store_put(cs, j, "n1", &ce) < 0)
+				_exit(3);
+		}
+		_exit(0);
+	}
+	int st = 0;
+	waitpid(p, &st, 0);
+	pd_err e = {0};
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? pd_store_open(path, 0, &e) : NULL;
+}
+
 static int put(pd_store *s, pd_job *j, int *code)
 {
 	pd_err e = {0};
@@ -78,7 +102,7 @@ static int put(pd_store *s, pd_job *j, int *code)
 
 int main(void)
 {
-	plan(24);
+	plan(34);
 	char dir[] = "/tmp/pd-store-once-XXXXXX";
 	if (!mkdtemp(dir))
 		return 1;
@@ -130,6 +154,34 @@ int main(void)
 	is_int(pd_store_count(s), 5, "... its row stays");
 	ok(pd_store_staged(s, settle, NULL, &kept, &dropped, &e) == 0 && kept == 0 && dropped == 0,
 	   "settled once: nothing staged is left");
+	pd_store_close(s);
+
+	/* killed after claims were made: the last one's stage is left (its clearing waits for the
+	 * next commit), the earlier ones' went with the later commits */
+	int before = 0;
+	s = pd_store_open(path, 0, &e);
+	before = pd_store_count(s);
+	pd_store_close(s);
+	claim_rc = 0;
+	die_in_claim = 0;
+	s = killed_after(path, (const char *const[]){"c1", "c2", "c3"}, (const char *const[]){"tok-x", "tok-y", "tok-1"}, 3);
+	ok(s != NULL, "a process killed after three claimed records: the store reopens");
+	is_int(pd_store_count(s), before + 3, "... all three rows are there");
+	broker_says = 1;
+	ok(s && pd_store_staged(s, settle, NULL, &kept, &dropped, &e) == 0 && kept == 1 && dropped == 0,
+	   "only the last is staged (the others' stage went with the next commit), and is kept: our claim");
+	is_int(pd_store_count(s), before + 3, "... no row dropped");
+	/* pd_store_unstage and the close clear the stage of claimed records */
+	is_int(put(s, job("c4", true), &code), 0, "c4 recorded with its claim");
+	is_int(pd_store_unstage(s), 0, "pd_store_unstage");
+	ok(pd_store_staged(s, settle, NULL, &kept, &dropped, &e) == 0 && kept == 0 && dropped == 0,
+	   "... nothing staged is left");
+	is_int(put(s, job("c5", true), &code), 0, "c5 recorded with its claim");
+	pd_store_close(s);
+	s = pd_store_open(path, 0, &e);
+	ok(s && pd_store_staged(s, settle, NULL, &kept, &dropped, &e) == 0 && kept == 0 && dropped == 0,
+	   "closed and opened: nothing staged is left");
+	is_int(pd_store_count(s), before + 5, "... c4 and c5 stay");
 	pd_store_close(s);
 
 	/* a store from before the key: the old table without request_id */
