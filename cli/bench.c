@@ -51,6 +51,13 @@ static void bench_usage(FILE *f)
 	      "  egress       (egress-off, egress-on) create+destroy of a loopback sandbox and\n"
 	      "               of an allowlist one (with its egress relay), alternating; latency\n"
 	      "               only (only with --only egress); the relay's cost in ms and %\n"
+	      "  gvisor       (only with --only gvisor) the two isolation tiers side by side,\n"
+	      "               each pair alternating: create+destroy (container, gvisor), a cold\n"
+	      "               pd_run of /bin/true (container, gvisor, and `runsc do /bin/true`\n"
+	      "               alone, gVisor's own floor), warm exec from a pool (bash template,\n"
+	      "               latency), pool throughput at 1 and 2 workers (gvisor sandboxes are\n"
+	      "               never reused: destroyed and rebuilt); gvisor against container\n"
+	      "               and runsc do as ratios. Every cell is bounded by --cell-timeout\n"
 	      "  density      (only with --only density) N idle sandboxes at once: host memory\n"
 	      "               per idle sandbox (/proc/meminfo, the inits' smaps_rollup, memory\n"
 	      "               cgroups), create and destroy rates, and whether memory came back\n"
@@ -63,7 +70,13 @@ static void bench_usage(FILE *f)
 	      "  -d, --duration T       time of each throughput cell, e.g. 3, 500ms (default 3s;\n"
 	      "                         0 skips throughput); --duration 60 gives the 60 s\n"
 	      "                         pool-throughput figure of the issue\n"
-	      "  --only LIST            comma list of cases to run (default: all but density)\n"
+	      "  --only LIST            comma list of cases to run (default: all but density,\n"
+	      "                         egress and gvisor)\n"
+	      "  --cell-timeout T       the gvisor cells' bound (default 60s): a latency phase\n"
+	      "                         stops starting operations after T (reported), a spawned\n"
+	      "                         runsc is killed at it, a pool's waits end at it; a cell\n"
+	      "                         still running 3T + 60 s after its start (an operation\n"
+	      "                         stuck in the library) ends the bench with exit 2\n"
 	      "  --density N            idle sandboxes of the density case (default 1000, at\n"
 	      "                         most 10000); raises RLIMIT_NOFILE as needed, stops if\n"
 	      "                         MemAvailable falls below a tenth of the machine.\n"
@@ -144,7 +157,7 @@ static const char *select_cases(bench_case *cases, size_t ncases, const char *li
 	return NULL;
 }
 
-enum { O_ONLY = 256, O_JSON, O_DENSITY };
+enum { O_ONLY = 256, O_JSON, O_DENSITY, O_CELL_TIMEOUT };
 
 /* the audit pair's options: they must outlive cmd_bench's cases, which point at them */
 static pd_exec_opts py_xo;
@@ -155,6 +168,8 @@ static const pd_audit_opts audit_opts = {.enabled = true};
 static pd_sandbox_opts egress_so;
 static const char *const egress_allow[] = {"mirror.invalid:8080", NULL};
 static const pd_egress_opts egress_opts = {.allow = egress_allow};
+/* the gvisor group's sandbox: the same one under runsc (docs/isolation.md) */
+static pd_sandbox_opts gvisor_so;
 
 int cmd_bench(int argc, char **argv)
 {
@@ -183,6 +198,7 @@ int cmd_bench(int argc, char **argv)
 	    {"only", required_argument, 0, O_ONLY},
 	    {"json", no_argument, 0, O_JSON},
 	    {"density", required_argument, 0, O_DENSITY},
+	    {"cell-timeout", required_argument, 0, O_CELL_TIMEOUT},
 	    {0, 0, 0, 0},
 	};
 	char bwrap_path[4096];
@@ -201,6 +217,10 @@ int cmd_bench(int argc, char **argv)
 		"/bin/true", NULL};
 	/* /proc/self/exe: the very binary running the bench, even if a rebuild replaced the file */
 	const char *const argv_cli[] = {"/proc/self/exe", "exec", "-q", "--", "/bin/true", NULL};
+	/* gVisor alone, without paddock: the host's root, no network, the platform paddock uses
+	 * by default (ptrace: no KVM here) */
+	const char *const argv_runsc_do[] = {"/usr/bin/runsc", "--rootless", "--network=none",
+					     "--platform=ptrace", "do", "/bin/true", NULL};
 	bench_case cases[] = {
 	    {.key = "floor",
 	     .label = "floor: spawn /bin/true",
@@ -249,6 +269,68 @@ int cmd_bench(int argc, char **argv)
 	     .kind = &bench_kind_egress,
 	     .so = &egress_so,
 	     .optional = true},
+	    /* the tiers, side by side (only with --only gvisor: a gvisor operation costs 0.03-2 s) */
+	    {.key = "gv-c-create",
+	     .group = "gvisor",
+	     .label = "container create+destroy",
+	     .kind = &bench_kind_tier_create,
+	     .part_names = {"create", NULL, "destroy"},
+	     .optional = true},
+	    {.key = "gv-create",
+	     .group = "gvisor",
+	     .label = "gvisor create+destroy",
+	     .kind = &bench_kind_tier_create,
+	     .so = &gvisor_so,
+	     .part_names = {"create", NULL, "destroy"},
+	     .peer = "gv-c-create",
+	     .optional = true},
+	    {.key = "gv-c-run",
+	     .group = "gvisor",
+	     .label = "container pd_run /bin/true",
+	     .kind = &bench_kind_tier_run,
+	     .part_names = {"setup", "exec", "teardown"},
+	     .optional = true},
+	    {.key = "gv-run",
+	     .group = "gvisor",
+	     .label = "gvisor pd_run /bin/true",
+	     .kind = &bench_kind_tier_run,
+	     .so = &gvisor_so,
+	     .part_names = {"setup", "exec", "teardown"},
+	     .peer = "gv-c-run",
+	     .runsc = "gv-runsc-do",
+	     .optional = true},
+	    {.key = "gv-runsc-do",
+	     .group = "gvisor",
+	     .label = "runsc do /bin/true (alone)",
+	     .kind = &bench_kind_spawn,
+	     .argv = argv_runsc_do,
+	     .optional = true},
+	    {.key = "gv-c-pool",
+	     .group = "gvisor",
+	     .label = "container pool warm exec",
+	     .kind = &bench_kind_pool_exec,
+	     .part_names = {"acquire", "exec", "release"},
+	     .optional = true},
+	    {.key = "gv-pool",
+	     .group = "gvisor",
+	     .label = "gvisor pool warm exec",
+	     .kind = &bench_kind_pool_exec,
+	     .so = &gvisor_so,
+	     .part_names = {"acquire", "exec", "release"},
+	     .peer = "gv-c-pool",
+	     .optional = true},
+	    {.key = "gv-c-pool-tp",
+	     .group = "gvisor",
+	     .label = "container pool throughput",
+	     .kind = &bench_kind_pool_tp,
+	     .optional = true},
+	    {.key = "gv-pool-tp",
+	     .group = "gvisor",
+	     .label = "gvisor pool throughput",
+	     .kind = &bench_kind_pool_tp,
+	     .so = &gvisor_so,
+	     .peer = "gv-c-pool-tp",
+	     .optional = true},
 	    {.key = "density",
 	     .label = "density: idle sandboxes",
 	     .kind = &bench_kind_density,
@@ -259,9 +341,11 @@ int cmd_bench(int argc, char **argv)
 	for (size_t i = 0; i < ncases; i++) {
 		cases[i].selected = !cases[i].optional;
 		/* audit-off is measured with audit-on in one alternating loop */
-		if (!strcmp(cases[i].key, "audit-off") || !strcmp(cases[i].key, "egress-off"))
+		if (!strcmp(cases[i].key, "audit-off") || !strcmp(cases[i].key, "egress-off") ||
+		    !strcmp(cases[i].key, "gv-c-create") || !strcmp(cases[i].key, "gv-c-run"))
 			cases[i].twin = &cases[i + 1];
 	}
+	uint64_t bound_ms = 60000;
 	int density_n = DENSITY_DEFAULT;
 	bool density_set = false;
 
@@ -293,13 +377,19 @@ int cmd_bench(int argc, char **argv)
 			if (bad) {
 				cli_error("--only: unknown case '%.*s' (cases: floor, bwrap, cli, "
 					  "lib, lib-create, lib-exec, pool-exec, pool-throughput, "
-					  "audit (audit-off, audit-on), egress (egress-off, egress-on), density)",
+					  "audit (audit-off, audit-on), egress (egress-off, egress-on), density, "
+					  "gvisor (gv-c-create, gv-create, gv-c-run, gv-run, gv-runsc-do, "
+					  "gv-c-pool, gv-pool, gv-c-pool-tp, gv-pool-tp))",
 					  (int)strcspn(bad, ","), bad);
 				return EXIT_USAGE;
 			}
 			break;
 		}
 		case O_JSON: json = true; break;
+		case O_CELL_TIMEOUT:
+			if (!cli_duration_ms("--cell-timeout", optarg, 1000, 3600000, &bound_ms))
+				return EXIT_USAGE;
+			break;
 		case O_DENSITY: {
 			long n;
 			if (!cli_count("--density", optarg, 1, DENSITY_MAX, &n))
@@ -351,8 +441,16 @@ int cmd_bench(int argc, char **argv)
 	egress_so = env.so;
 	egress_so.net = PD_NET_ALLOWLIST;
 	egress_so.egress = &egress_opts;
+	gvisor_so = env.so;
+	gvisor_so.isolation = PD_ISO_GVISOR;
+	for (size_t i = 0; i < ncases; i++)
+		if (cases[i].group && !strcmp(cases[i].group, "gvisor"))
+			cases[i].bound_ms = bound_ms;
 	if (!have_bwrap)
 		bwrap_c->skip = "bwrap not found in PATH";
+	for (size_t i = 0; i < ncases; i++)
+		if (cases[i].bound_ms && access(argv_runsc_do[0], X_OK) < 0)
+			cases[i].skip = "runsc not installed (/usr/bin/runsc)";
 	for (size_t i = 0; i < ncases; i++)
 		if (cases[i].kind != &bench_kind_spawn && !env.ctx)
 			cases[i].skip = ctx_error;
@@ -371,6 +469,9 @@ int cmd_bench(int argc, char **argv)
 			if (progress)
 				fprintf(stderr, "\r\033[Kbench: %s, %s", bc->label,
 					phase ? "throughput" : "latency");
+			/* a bounded cell's pool fill, operations and drain each end at the bound */
+			if (bc->bound_ms)
+				bench_watch(bc->label, (phase ? duration_ms : 0) + 3 * bc->bound_ms + 60000);
 			if (phase == 0) {
 				bench_case *group[2] = {bc, bc->twin};
 				int nb = 1;
@@ -381,6 +482,7 @@ int cmd_bench(int argc, char **argv)
 				bench_measure_latency(&env, group, nb, iterations);
 			} else
 				bench_measure_throughput(&env, bc, phase - 1, phase, duration_ms);
+			bench_watch(NULL, 0);
 		}
 	}
 	/* last, and alone: it holds thousands of sandboxes, which would weigh on any other row */

@@ -108,6 +108,13 @@ struct bench_case {
 	const pd_exec_opts *xo;
 	bench_case *twin; /* latency measured in the same loop, alternating with this one */
 	bool optional;	  /* not in the default run */
+	/* the tier cells (--only gvisor): an operation can take seconds (runsc), so the latency
+	 * phase stops starting operations after bound_ms, a spawned command is killed at it, and a
+	 * pool's waits end at it; a cell cut short says so (lat_cut) */
+	uint64_t bound_ms;
+	bool lat_cut;
+	const char *peer;   /* key of the row this one is compared with (gvisor against container) */
+	const char *runsc;  /* key of the `runsc do` row (the floor of the gvisor tier) */
 	bool selected;
 	bool paired;	  /* its latency was measured with the case it is the twin of */
 	const char *skip; /* why it was not measured */
@@ -129,8 +136,11 @@ struct bench_case {
 struct worker {
 	const bench_env *env;
 	const bench_case *bc;
+	uint64_t deadline_ns; /* bounded cases: operations and waits end by then (0: none) */
 	/* spawned kinds */
 	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr; /* bounded cases: the child in a group of its own, killed whole */
+	bool attr_ok;
 	bool fa_ok;
 	int nullfd, errfd; /* children's stdio: /dev/null, and a memfd that keeps their stderr */
 	/* lib-exec: this worker's long-lived sandbox */
@@ -188,7 +198,8 @@ typedef struct machine {
 
 /* the kinds of operation (bench_cases.c) */
 extern const bench_kind bench_kind_spawn, bench_kind_lib_run, bench_kind_lib_create, bench_kind_lib_exec,
-	bench_kind_pool_exec, bench_kind_pool_tp, bench_kind_audit, bench_kind_egress, bench_kind_density;
+	bench_kind_pool_exec, bench_kind_pool_tp, bench_kind_audit, bench_kind_egress, bench_kind_density,
+	bench_kind_tier_create, bench_kind_tier_run;
 /* A failed operation of a worker: counted, and the first one's text kept; -1. */
 int bench_record_failure(worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A failure of a case as a whole (its pools would not start, its residue); -1. */
@@ -202,6 +213,10 @@ void bench_count_leftovers(leftovers *l);
 uint64_t bench_leftovers_bad(const leftovers *l);
 
 /* bench_measure.c */
+/* The watchdog of bounded cells: a cell still running limit_ms after it started (an operation
+ * stuck inside the library, where no bound of the bench reaches) ends the bench with its name
+ * and exit 2 instead of hanging it. 0 ends the watch. */
+void bench_watch(const char *label, uint64_t limit_ms);
 int bench_cmp_u64(const void *a, const void *b);
 /* Nearest-rank percentile of sorted samples, in ms. */
 double bench_percentile_ms(const uint64_t *ns, size_t n, unsigned pct);

@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,7 +47,35 @@ static int spawn_setup(worker *w)
 	    posix_spawn_file_actions_adddup2(&w->fa, w->nullfd, STDOUT_FILENO) ||
 	    posix_spawn_file_actions_adddup2(&w->fa, w->errfd, STDERR_FILENO))
 		return bench_record_failure(w, "posix_spawn_file_actions: out of memory");
+	if (w->bc->bound_ms) {
+		posix_spawnattr_init(&w->attr);
+		w->attr_ok = true;
+		if (posix_spawnattr_setflags(&w->attr, POSIX_SPAWN_SETPGROUP) ||
+		    posix_spawnattr_setpgroup(&w->attr, 0))
+			return bench_record_failure(w, "posix_spawnattr: out of memory");
+	}
 	return 0;
+}
+
+/* A bounded case's child: waited for until the worker's deadline, then killed with its process
+ * group (runsc's gofer and sandbox are its children) and reaped. 1 when it was killed. */
+static int wait_bounded(worker *w, pid_t pid)
+{
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	uint64_t now = now_ns();
+	int left = w->deadline_ns > now ? (int)((w->deadline_ns - now + 999999) / 1000000) : 0;
+	struct pollfd pf = {.fd = pfd, .events = POLLIN};
+	int r = 1;
+	if (pfd >= 0)
+		while ((r = poll(&pf, 1, left)) < 0 && errno == EINTR)
+			;
+	if (pfd >= 0)
+		close(pfd);
+	if (r != 0)
+		return 0; /* ended (or no pidfd: waitpid waits as for the other cases) */
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+	return 1;
 }
 
 /* The first line of what the child wrote to stderr, then the memfd is emptied for the next one. */
@@ -67,9 +98,10 @@ static int spawn_op(worker *w)
 	pid_t pid;
 	/* POSIX declares argv as char *const[] for historical reasons; it is never written to */
 	char *const *argv = (char *const *)w->bc->argv;
-	int err = posix_spawn(&pid, argv[0], &w->fa, NULL, argv, environ);
+	int err = posix_spawn(&pid, argv[0], &w->fa, w->attr_ok ? &w->attr : NULL, argv, environ);
 	if (err)
 		return bench_record_failure(w, "spawn %s: %s", w->bc->argv[0], strerror(err));
+	int killed = w->deadline_ns ? wait_bounded(w, pid) : 0;
 	int st;
 	pid_t r;
 	do
@@ -77,6 +109,12 @@ static int spawn_op(worker *w)
 	while (r < 0 && errno == EINTR);
 	if (r < 0)
 		return bench_record_failure(w, "waitpid %d: %s", (int)pid, strerror(errno));
+	if (killed) {
+		char ignored[8];
+		take_stderr(w, ignored, sizeof ignored);
+		return bench_record_failure(w, "timed out: killed at the cell's bound of %.0f s",
+					    (double)w->bc->bound_ms / 1000.0);
+	}
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
 		/* a warning on a successful run must not pile up in the memfd */
 		if (lseek(w->errfd, 0, SEEK_CUR) > 0) {
@@ -96,7 +134,9 @@ static void spawn_cleanup(worker *w)
 {
 	if (w->fa_ok)
 		posix_spawn_file_actions_destroy(&w->fa);
-	w->fa_ok = false;
+	if (w->attr_ok)
+		posix_spawnattr_destroy(&w->attr);
+	w->fa_ok = w->attr_ok = false;
 	if (w->nullfd >= 0)
 		close(w->nullfd);
 	if (w->errfd >= 0)
@@ -279,7 +319,13 @@ static int pool_begin(bench_case *bc, const bench_env *env, int phase, int nwork
 	}
 	t->pool_min = (uint32_t)nworkers + 2;
 	t->pool_max = POOL_MAX;
+	/* the gvisor row: the same template under runsc, with that tier's reuse rule (none) */
+	if (bc->so && bc->so->isolation == PD_ISO_GVISOR) {
+		t->isolation = PD_ISO_GVISOR;
+		t->pool_reuse = false;
+	}
 	pd_pools_opts po = {.prewarm = true};
+	uint64_t wait_ms = bc->bound_ms && bc->bound_ms < POOL_WAIT_MS ? bc->bound_ms : POOL_WAIT_MS;
 	bc->pools = pd_pools_new(env->ctx, t, 1, &po, &e); /* copies the template */
 	pd_templates_free(all, n);
 	if (!bc->pools)
@@ -289,13 +335,12 @@ static int pool_begin(bench_case *bc, const bench_env *env, int phase, int nwork
 	if (pt && !pt->available)
 		rc =
 		    bench_case_failure(bc, "template %s: its image lacks %s", POOL_TEMPLATE, pt->missing);
-	else if (pd_pools_wait_ready(bc->pools, POOL_WAIT_MS) < 0 ||
-		 !pool_quiet(bc->pools, POOL_WAIT_MS, NULL)) {
+	else if (pd_pools_wait_ready(bc->pools, wait_ms) < 0 || !pool_quiet(bc->pools, wait_ms, NULL)) {
 		pd_pool_stats st = pool_stats(bc->pools);
 		rc = bench_case_failure(bc,
-				  "the pool did not fill in %d s (%u ready of %u, %" PRIu64
+				  "the pool did not fill in %.0f s (%u ready of %u, %" PRIu64
 				  " creates failed)",
-				  POOL_WAIT_MS / 1000, st.ready, st.target, st.create_failures);
+				  (double)wait_ms / 1000.0, st.ready, st.target, st.create_failures);
 	}
 	if (rc < 0) {
 		pd_pools_free(bc->pools);
@@ -310,7 +355,8 @@ static void pool_drain(bench_case *bc, int phase)
 	if (!bc->pools)
 		return;
 	uint64_t t0 = now_ns();
-	pp->drain_timeout = !pool_quiet(bc->pools, POOL_WAIT_MS, &pp->backlog);
+	uint64_t wait_ms = bc->bound_ms && bc->bound_ms < POOL_WAIT_MS ? bc->bound_ms : POOL_WAIT_MS;
+	pp->drain_timeout = !pool_quiet(bc->pools, wait_ms, &pp->backlog);
 	pp->drain_s = (double)(now_ns() - t0) / 1e9;
 }
 
@@ -339,7 +385,8 @@ static uint64_t pool_end(bench_case *bc, int phase)
 	bench_count_leftovers(&pp->left);
 	pp->done = true;
 	if (pp->drain_timeout)
-		bench_case_failure(bc, "the reclaimer did not drain in %d s", POOL_WAIT_MS / 1000);
+		bench_case_failure(bc, "the reclaimer did not drain in %.0f s",
+				   (double)(bc->bound_ms && bc->bound_ms < POOL_WAIT_MS ? bc->bound_ms : POOL_WAIT_MS) / 1000.0);
 	uint64_t bad = pp->residue_failures + bench_leftovers_bad(&pp->left);
 	if (bad) {
 		bench_case_failure(bc,
@@ -358,8 +405,14 @@ static void pool_pace(worker *w)
 	pd_pools *p = w->bc->pools;
 	if (!p)
 		return;
-	pd_pools_wait_ready(p, POOL_WAIT_MS);
-	pool_quiet(p, POOL_WAIT_MS, NULL);
+	uint64_t wait_ms = POOL_WAIT_MS, now = now_ns();
+	/* a bounded case waits no longer than its bound: the latency loop then stops */
+	if (w->deadline_ns)
+		wait_ms = w->deadline_ns > now ? (w->deadline_ns - now) / 1000000 : 0;
+	if (wait_ms > POOL_WAIT_MS)
+		wait_ms = POOL_WAIT_MS;
+	pd_pools_wait_ready(p, wait_ms);
+	pool_quiet(p, wait_ms, NULL);
 }
 
 /* acquire a READY sandbox + exec /bin/true + release: what a request costs with warm pools. The
@@ -414,3 +467,7 @@ const bench_kind bench_kind_audit = {.op = lib_run_op, .no_throughput = true};
  * the listener made in the sandbox's namespace, a thread started, then stopped and joined) */
 const bench_kind bench_kind_egress = {.op = lib_create_op, .no_throughput = true};
 const bench_kind bench_kind_density = {.apart = true};
+/* the tier cells (--only gvisor): create+destroy and a cold pd_run of each tier, latency only
+ * (alternating container and gvisor); their warm and throughput rows are the pool kinds */
+const bench_kind bench_kind_tier_create = {.op = lib_create_op, .no_throughput = true};
+const bench_kind bench_kind_tier_run = {.op = lib_run_op, .no_throughput = true};

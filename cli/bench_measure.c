@@ -71,7 +71,19 @@ void bench_measure_latency(const bench_env *env, bench_case **bcs, int nb, int i
 			continue;
 		ready[k] = worker_setup(&w[k]) == 0;
 	}
-	for (int i = 0; i < WARMUP && i < iterations; i++)
+	/* a bounded pair stops starting operations at the first one's bound (warm-up included) */
+	uint64_t deadline = 0;
+	for (int k = 0; k < nb; k++)
+		if (bcs[k]->bound_ms) {
+			uint64_t d = now_ns() + bcs[k]->bound_ms * 1000000u;
+			deadline = deadline && deadline < d ? deadline : d;
+		}
+	for (int k = 0; k < nb; k++)
+		w[k].deadline_ns = deadline;
+	bool cut = false;
+	/* a bounded case's operation takes long enough (runsc: 0.03-2 s) that one warms it up */
+	int warmup = deadline ? 1 : WARMUP;
+	for (int i = 0; i < warmup && i < iterations && !(cut = deadline && now_ns() >= deadline); i++)
 		for (int k = 0; k < nb; k++)
 			if (ready[k]) {
 				if (bcs[k]->kind->pace)
@@ -82,11 +94,15 @@ void bench_measure_latency(const bench_env *env, bench_case **bcs, int nb, int i
 		memset(w[k].part_us, 0, sizeof w[k].part_us);
 		w[k].audit_runs = w[k].audit_reported = w[k].audit_kept = w[k].audit_notified = 0;
 	}
-	for (int i = 0; i < iterations; i++)
+	for (int i = 0; i < iterations && !cut; i++)
 		for (int j = 0; j < nb; j++) {
 			int k = i & 1 ? nb - 1 - j : j;
 			if (!ready[k])
 				continue;
+			if (deadline && now_ns() >= deadline) {
+				cut = true;
+				break;
+			}
 			if (bcs[k]->kind->pace)
 				bcs[k]->kind->pace(&w[k]);
 			uint64_t t0 = now_ns();
@@ -97,6 +113,7 @@ void bench_measure_latency(const bench_env *env, bench_case **bcs, int nb, int i
 		}
 	for (int k = 0; k < nb; k++) {
 		bench_case *bc = bcs[k];
+		bc->lat_cut = cut;
 		if (n[k]) {
 			uint64_t *v = ns[k];
 			qsort(v, n[k], sizeof *v, bench_cmp_u64);
@@ -239,6 +256,9 @@ void bench_measure_throughput(const bench_env *env, bench_case *bc, int slot, in
 	}
 	double cpu0 = cpu_ms(counter), host0 = host_busy_ms();
 	uint64_t t0 = now_ns();
+	/* a bounded case's operation may run past the cell's end by its bound, no more */
+	for (int i = 0; bc->bound_ms && i < nworkers; i++)
+		w[i].deadline_ns = t0 + (duration_ms + bc->bound_ms) * 1000000u;
 	pthread_mutex_lock(&run.lock);
 	/* a cell that could not start every worker releases the ones it has at once */
 	run.deadline_ns = setup_ok ? t0 + duration_ms * 1000000u : 0;
@@ -287,4 +307,68 @@ void bench_measure_throughput(const bench_env *env, bench_case *bc, int slot, in
 	cell->cpu_from_perf = counter >= 0;
 	cell->cpu_ms_op = ok ? (cpu1 - cpu0) / (double)ok : -1;
 	cell->host_ms_op = ok && host0 >= 0 && host1 >= 0 ? (host1 - host0) / (double)ok : -1;
+}
+
+/* ---- the watchdog of bounded cells ------------------------------------------------------------ */
+
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t watch_cond = PTHREAD_COND_INITIALIZER;
+static const char *watch_label;
+static uint64_t watch_end_ns;
+static bool watch_started;
+
+static void *watchdog(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&watch_lock);
+	for (;;) {
+		if (watch_label && now_ns() >= watch_end_ns) {
+			/* nothing of the bench can interrupt an operation inside the library (a runsc
+			 * that never returns): the run ends here, saying which cell and why, rather
+			 * than holding the machine (and the callers' test lock) without end */
+			fprintf(stderr,
+				"\npaddock: bench: the cell '%s' did not end within its bound; an operation "
+				"is stuck (ps shows which runsc); the bench stops, its sandboxes may be left\n",
+				watch_label);
+			fflush(stdout);
+			_exit(EXIT_PADDOCK_FAILED);
+		}
+		if (!watch_label)
+			pthread_cond_wait(&watch_cond, &watch_lock);
+		else {
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			uint64_t left = watch_end_ns - now_ns();
+			ts.tv_sec += (time_t)(left / 1000000000u);
+			ts.tv_nsec += (long)(left % 1000000000u);
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&watch_cond, &watch_lock, &ts);
+		}
+	}
+	return NULL;
+}
+
+void bench_watch(const char *label, uint64_t limit_ms)
+{
+	pthread_mutex_lock(&watch_lock);
+	if (label && !watch_started) {
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_destroy(&watch_cond);
+		pthread_cond_init(&watch_cond, &ca);
+		pthread_condattr_destroy(&ca);
+		pthread_t th;
+		if (pthread_create(&th, NULL, watchdog, NULL) == 0) {
+			pthread_detach(th);
+			watch_started = true;
+		}
+	}
+	watch_label = limit_ms ? label : NULL;
+	watch_end_ns = now_ns() + limit_ms * 1000000u;
+	pthread_cond_broadcast(&watch_cond);
+	pthread_mutex_unlock(&watch_lock);
 }

@@ -77,7 +77,7 @@ static void print_case_notes(const bench_case *c, const bench_case *cases, size_
 		print_residue(pp);
 		printf("\n");
 	}
-	if (c->kind == &bench_kind_pool_tp && c->tp[MAX_WORKERS - 1].done) {
+	if (c->kind == &bench_kind_pool_tp && c->tp[MAX_WORKERS - 1].done && !c->bound_ms) {
 		int last = MAX_WORKERS - 1;
 		printf("  %s %dw: ", c->key, MAX_WORKERS);
 		if (have_tp(c, last) && have_tp(floor_c, last))
@@ -120,6 +120,41 @@ static void print_case_notes(const bench_case *c, const bench_case *cases, size_
 			printf(" allowlist %.2f ms (no loopback run to compare)", c->lat.p50);
 		printf("\n");
 	}
+}
+
+static const bench_case *case_by_key(const bench_case *cases, size_t ncases, const char *key)
+{
+	for (size_t i = 0; key && i < ncases; i++)
+		if (cases[i].selected && !strcmp(cases[i].key, key))
+			return &cases[i];
+	return NULL;
+}
+
+/* The gvisor rows against their container row (and runsc do alone): p50 and the 2-worker
+ * throughput as ratios, so that the tier's cost reads in one line. */
+static void print_tier_notes(const bench_case *c, const bench_case *cases, size_t ncases, uint64_t duration_ms)
+{
+	int last = MAX_WORKERS - 1;
+	if (c->lat_cut)
+		printf("  %s: the latency phase stopped at its bound (%.0f s) after %zu operations\n", c->key,
+		       (double)c->bound_ms / 1000.0, c->lat.n);
+	const bench_case *p = case_by_key(cases, ncases, c->peer), *r = case_by_key(cases, ncases, c->runsc);
+	if (p && c->lat_done && p->lat_done && p->lat.p50 > 0)
+		printf("  %s: p50 container %.2f ms, gvisor %.2f ms: %.2fx the container's\n", c->key, p->lat.p50,
+		       c->lat.p50, c->lat.p50 / p->lat.p50);
+	if (r && c->lat_done && r->lat_done && r->lat.p50 > 0)
+		printf("  %s: p50 runsc do alone %.2f ms: paddock's gvisor run %.2fx runsc do's (%+.2f ms)\n", c->key,
+		       r->lat.p50, c->lat.p50 / r->lat.p50, c->lat.p50 - r->lat.p50);
+	if (p && have_tp(c, last) && have_tp(p, last))
+		printf("  %s %dw: container %.1f/s, gvisor %.1f/s: %.3gx the container's\n", c->key, MAX_WORKERS,
+		       p->tp[last].ops_s, c->tp[last].ops_s, ratio(c, p, last));
+	/* a pool cell lasts until its reclaimer is done: say what the requests alone saw */
+	for (int sl = 0; c->kind == &bench_kind_pool_tp && c->bound_ms && duration_ms && sl < MAX_WORKERS; sl++)
+		if (c->tp[sl].done && c->tp[sl].secs > 1.25 * (double)duration_ms / 1000.0)
+			printf("  %s %dw: %" PRIu64 " requests served in the %g s of requests (%.1f/s), the rest of "
+			       "the %.1f s was the reclaimer's teardowns\n",
+			       c->key, c->tp[sl].workers, c->tp[sl].ok, (double)duration_ms / 1000.0,
+			       (double)c->tp[sl].ok * 1000.0 / (double)duration_ms, c->tp[sl].secs);
 }
 
 static void print_density(const density_report *r)
@@ -263,6 +298,7 @@ void bench_print_table(const machine *m, const bench_case *cases, size_t ncases,
 			printf(" (latency phase)\n");
 		}
 		print_case_notes(c, cases, ncases, floor_c, bwrap_c, duration_ms);
+		print_tier_notes(c, cases, ncases, duration_ms);
 	}
 	bool rusage = false;
 	for (size_t i = 0; i < ncases; i++)
@@ -472,6 +508,22 @@ void bench_print_json(const machine *m, const bench_case *cases, size_t ncases,
 		printf(",\"p50_x_floor\":");
 		bool pf = c->lat_done && floor_c->lat_done && floor_c->lat.p50 > 0;
 		json_num(pf ? c->lat.p50 / floor_c->lat.p50 : 0, pf);
+		if (c->bound_ms) {
+			const bench_case *p = case_by_key(cases, ncases, c->peer);
+			const bench_case *r = case_by_key(cases, ncases, c->runsc);
+			printf(",\"bound_s\":%g,\"latency_cut\":%s,\"peer\":", (double)c->bound_ms / 1000.0,
+			       c->lat_cut ? "true" : "false");
+			json_str(p ? p->key : NULL);
+			bool pp = p && c->lat_done && p->lat_done && p->lat.p50 > 0;
+			printf(",\"p50_x_peer\":");
+			json_num(pp ? c->lat.p50 / p->lat.p50 : 0, pp);
+			bool pt = p && have_tp(c, MAX_WORKERS - 1) && have_tp(p, MAX_WORKERS - 1);
+			printf(",\"tp_2w_x_peer\":");
+			json_num(pt ? ratio(c, p, MAX_WORKERS - 1) : 0, pt);
+			bool pr = r && c->lat_done && r->lat_done && r->lat.p50 > 0;
+			printf(",\"p50_x_runsc_do\":");
+			json_num(pr ? c->lat.p50 / r->lat.p50 : 0, pr);
+		}
 		if (c->kind->begin) {
 			printf(",\"pool\":[");
 			bool pfirst = true;

@@ -4,6 +4,7 @@
  * one's), and keeps the sandboxes whose init outlived the teardown deadline (the stuck list). */
 #define _GNU_SOURCE
 #include "sandbox.h"
+#include "tier.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -121,6 +122,7 @@ pd_ctx *pd_ctx_new(const pd_ctx_opts *o, pd_err *e)
 	if (take_owner_lock(c, e) < 0)
 		goto fail;
 	pd_cgroups_sweep(&c->cg, owner_dead, c);
+	pd_gvisor_sweep(c, owner_dead, c);
 	prune_owners(c);
 	if (pd_seccomp_compile_base(&c->bpf_base, e) < 0 || pd_seccomp_compile_audit(&c->bpf_audit, e) < 0)
 		goto fail;

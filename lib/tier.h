@@ -27,5 +27,8 @@ const pd_tier *pd_tier_get(pd_isolation i);
 int pd_container_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd_result *r, pd_err *e);
 int pd_gvisor_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd_result *r, pd_err *e);
 bool pd_gvisor_available(char *msg, size_t len);
+/* Removes the cgroups runsc made for the sandboxes of dead owners in the v1 hierarchies paddock's
+ * backend leaves alone (pd_cgroups_sweep removes the rest and kills their tasks first). */
+void pd_gvisor_sweep(pd_ctx *c, bool (*is_dead)(const char *owner, void *arg), void *arg);
 
 #endif

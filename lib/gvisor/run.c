@@ -104,6 +104,31 @@ int pd_gv_cgroup_sweep(pd_ctx *c, const char *name)
 	return rc;
 }
 
+/* A paddock killed with SIGKILL leaves its gvisor sandboxes' cgroups in every v1 hierarchy:
+ * paddock's own are swept by pd_cgroups_sweep, runsc's others (cpuset, devices, freezer,
+ * systemd) here, each named sb-OWNER-gN as pd_gv_cgroup_rel places them. */
+void pd_gvisor_sweep(pd_ctx *c, bool (*is_dead)(const char *owner, void *arg), void *arg)
+{
+	char rel[PD_PATH], pat[PD_PATH + 32];
+	if (c->cg.version != 1 || pd_gv_cgroup_rel(&c->cg, "sb-*-g*", rel, sizeof rel, NULL) < 0)
+		return;
+	glob_t gl;
+	snprintf(pat, sizeof pat, "/sys/fs/cgroup/*%s", rel);
+	if (glob(pat, GLOB_NOSORT | GLOB_ONLYDIR, NULL, &gl) != 0)
+		return;
+	for (size_t i = 0; i < gl.gl_pathc; i++) {
+		const char *name = strrchr(gl.gl_pathv[i], '/') + 1;
+		char owner[9];
+		if (strlen(name) < 12 || name[11] != '-')
+			continue;
+		memcpy(owner, name + 3, 8);
+		owner[8] = 0;
+		if (is_dead(owner, arg))
+			pd_gv_cgroup_sweep(c, name); /* all hierarchies of the name; ENOENT once done */
+	}
+	globfree(&gl);
+}
+
 typedef struct kill_arg {
 	pd_ctx *c;
 	pd_cg *g;

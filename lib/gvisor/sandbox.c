@@ -29,11 +29,13 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <linux/openat2.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -45,12 +47,24 @@ struct pd_gv_sb {
 	char cid[48];              /* runsc's container id */
 	char scratch[PD_PATH + 48]; /* the host tmpfs holding tmp, work, shm */
 	bool scratch_mounted, created;
+	pid_t reaper;              /* the sandbox processes' subreaper (runsc_cmd), 0 if none */
 	int dir_fd[3];             /* tmp, work, shm */
 	uint64_t execs;
 };
 
 static const char *const scratch_dst[3] = {"/tmp", "/work", "/dev/shm"};
 static const char *const scratch_src[3] = {"tmp", "work", "shm"};
+
+/* A writable bind is written by runsc's gofer, which runs as the host's root: the sandbox's root
+ * would own (write, chmod) the host root's files in it, where a container sandbox's root is an
+ * unprivileged host uid that cannot (tests/isolation/filesystem.t). */
+static bool has_rw_bind(const pd_sandbox_opts *o)
+{
+	for (size_t i = 0; i < o->nbinds; i++)
+		if (o->binds[i].rw)
+			return true;
+	return false;
+}
 
 int pd_gv_refused(const pd_sandbox_opts *o, char *why, size_t len)
 {
@@ -60,14 +74,74 @@ int pd_gv_refused(const pd_sandbox_opts *o, char *why, size_t len)
 			   : o->top_layer			 ? "a session snapshot"
 			   : pd_limits_have_io(&o->limits)	 ? "I/O limits"
 			   : o->audit && o->audit->enabled ? "an audit"
+			   : has_rw_bind(o)			 ? "a writable bind (its gofer writes as the host's root)"
 							   : NULL;
 	if (what)
 		snprintf(why, len, "isolation gvisor does not offer %s", what);
 	return what ? -1 : 0;
 }
 
-/* runsc with args after the global flags; its stderr's last line into err on failure */
-static int runsc_cmd(pd_sandbox *s, const char *const *args, char *err, size_t errlen)
+/* rc, and on failure the last line runsc wrote to ef (closed) into err */
+static int runsc_err(int ef, int rc, char *err, size_t errlen)
+{
+	char buf[4096];
+	off_t end = lseek(ef, 0, SEEK_END);
+	off_t from = end > (off_t)sizeof buf - 1 ? end - (off_t)sizeof buf + 1 : 0; /* the reason is last */
+	ssize_t k = pread(ef, buf, sizeof buf - 1, from);
+	size_t got = k > 0 ? (size_t)k : 0;
+	close(ef);
+	buf[got] = 0;
+	if (rc && err) {
+		while (got && buf[got - 1] == '\n')
+			buf[--got] = 0;
+		char *last = strrchr(buf, '\n');
+		snprintf(err, errlen, "%s", last ? last + 1 : buf);
+	}
+	return rc;
+}
+
+/* The reaper's body, in a child of the caller: runsc (argv) as its child, runsc's exit status
+ * written to fd 3, then every orphan reaped until none is left.
+ *
+ * Why: `runsc create` leaves the sandbox's processes (the Sentry, the gofer) behind as orphans,
+ * and `runsc delete` waits until they are gone, reaped by whoever adopted them. Adopted by the
+ * host's init they wait for its reaping, which on this VM (pid 1 is not a real init) took
+ * 1.4-1.8 s per sandbox, and in a container whose pid 1 is paddock itself would never come. A
+ * subreaper of their own reaps them at once. Only async-signal-safe calls after the fork: the
+ * caller is multi-threaded. */
+static _Noreturn void reaper_main(const char *const *argv, int devnull, int ef)
+{
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	/* the daemon's descriptors (connections, the listening socket) must not live on in a
+	 * process that outlives this call: only the status pipe (3), /dev/null (4) and runsc's
+	 * stderr (5) are kept */
+	close_range(6, ~0U, 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(devnull, 0), dup2(devnull, 1), dup2(ef, 2);
+		close_range(3, ~0U, 0);
+		execv(PD_RUNSC, (char *const *)argv);
+		_exit(127);
+	}
+	close(devnull);
+	close(ef);
+	close(0), close(1), close(2);
+	int st = 0;
+	while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	int rc = pid < 0 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	if (write(3, &rc, sizeof rc) != (ssize_t)sizeof rc)
+		_exit(1);
+	close(3);
+	for (;;)
+		if (waitpid(-1, &st, __WALL) < 0 && errno != EINTR)
+			_exit(0); /* ECHILD: the sandbox's processes are all gone */
+}
+
+/* runsc with args after the global flags; its stderr's last line into err on failure. With
+ * reaper (`runsc create`) it runs under a subreaper (reaper_main) that stays until the sandbox's
+ * processes are gone: its pid in s->gv->reaper, waited for by pd_gv_sandbox_destroy. */
+static int runsc_cmd_as(pd_sandbox *s, const char *const *args, bool reaper, char *err, size_t errlen)
 {
 	struct pd_gv_sb *g = s->gv;
 	char plat[80];
@@ -81,31 +155,49 @@ static int runsc_cmd(pd_sandbox *s, const char *const *args, char *err, size_t e
 	int ef = memfd_create("paddock-runsc-err", MFD_CLOEXEC);
 	if (ef < 0)
 		return -1;
+	int sp[2] = {-1, -1};
+	if (reaper && pipe2(sp, O_CLOEXEC) < 0) {
+		close(ef);
+		return -1;
+	}
 	pid_t pid = fork();
 	if (pid == 0) {
-		int fd = open("/dev/null", O_RDWR);
+		int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (reaper) {
+			/* 3: the status pipe, 4: /dev/null, 5: the memfd (above any of them: dup
+			 * first to high numbers, then down, so that none overwrites another) */
+			int a = fcntl(sp[1], F_DUPFD, 64), b = fcntl(fd, F_DUPFD, 64), c = fcntl(ef, F_DUPFD, 64);
+			if (a < 0 || b < 0 || c < 0 || dup2(a, 3) < 0 || dup2(b, 4) < 0 || dup2(c, 5) < 0)
+				_exit(127);
+			reaper_main((const char *const *)argv, 4, 5);
+		}
 		dup2(fd, 0), dup2(fd, 1), dup2(ef, 2);
 		execv(PD_RUNSC, (char *const *)argv);
 		_exit(127);
 	}
-	int st = 0;
-	while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	char buf[4096];
-	off_t end = lseek(ef, 0, SEEK_END);
-	off_t from = end > (off_t)sizeof buf - 1 ? end - (off_t)sizeof buf + 1 : 0; /* the reason is last */
-	ssize_t k = pread(ef, buf, sizeof buf - 1, from);
-	size_t got = k > 0 ? (size_t)k : 0;
-	close(ef);
-	buf[got] = 0;
-	int rc = pid < 0 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-	if (rc && err) {
-		while (got && buf[got - 1] == '\n')
-			buf[--got] = 0;
-		char *last = strrchr(buf, '\n');
-		snprintf(err, errlen, "%s", last ? last + 1 : buf);
+	int rc = -1;
+	if (reaper) {
+		close(sp[1]);
+		ssize_t k = -1;
+		while (pid > 0 && (k = read(sp[0], &rc, sizeof rc)) < 0 && errno == EINTR)
+			;
+		close(sp[0]);
+		if (k != (ssize_t)sizeof rc)
+			rc = -1; /* the reaper died before runsc ended */
+		if (pid > 0)
+			g->reaper = pid;
+	} else {
+		int st = 0;
+		while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		rc = pid < 0 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 	}
-	return rc;
+	return runsc_err(ef, rc, err, errlen);
+}
+
+static int runsc_cmd(pd_sandbox *s, const char *const *args, char *err, size_t errlen)
+{
+	return runsc_cmd_as(s, args, false, err, errlen);
 }
 
 static int make_scratch(pd_sandbox *s, pd_err *e)
@@ -194,7 +286,7 @@ pd_sandbox *pd_gv_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 		goto fail;
 	char err[256] = "";
 	g->created = true;
-	if (runsc_cmd(s, (const char *const[]){"create", "--bundle", g->b.dir, g->cid, NULL}, err, sizeof err) ||
+	if (runsc_cmd_as(s, (const char *const[]){"create", "--bundle", g->b.dir, g->cid, NULL}, true, err, sizeof err) ||
 	    runsc_cmd(s, (const char *const[]){"start", g->cid, NULL}, err, sizeof err)) {
 		pd_fail(e, EIO, "runsc could not start the sandbox (its image needs sleep): %s", err);
 		goto fail;
@@ -284,6 +376,22 @@ int pd_gv_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len)
 		s->state = PD_RECLAIMING;
 	if (g->created)
 		runsc_cmd(s, (const char *const[]){"delete", "--force", g->cid, NULL}, NULL, 0);
+	if (g->reaper > 0) {
+		/* its end is the sandbox processes' end; one still there past the teardown timeout
+		 * is counted as residue, the reaper killed (init adopts what is left) and reaped */
+		uint64_t td = s->opts.teardown_timeout_ms ? s->opts.teardown_timeout_ms : 10000;
+		uint64_t end = pd_now_us() + td * 1000;
+		pid_t w;
+		while ((w = waitpid(g->reaper, NULL, WNOHANG)) == 0 && pd_now_us() < end)
+			usleep(2000);
+		if (w == 0) {
+			snprintf(res, sizeof res, "runsc-processes");
+			kill(g->reaper, SIGKILL);
+			while (waitpid(g->reaper, NULL, 0) < 0 && errno == EINTR)
+				;
+		}
+		g->reaper = 0;
+	}
 	if (s->cg) {
 		/* runsc's processes may take a moment to leave the cgroup after the kill: wait for
 		 * them (the cgroup's task count), as long as the teardown timeout allows */
@@ -295,7 +403,7 @@ int pd_gv_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len)
 			usleep(5000);
 		}
 		if (rc < 0)
-			snprintf(res, sizeof res, "cgroup");
+			snprintf(res + strlen(res), sizeof res - strlen(res), "%scgroup", res[0] ? "," : "");
 		s->cg = NULL;
 	}
 	if (pd_gv_cgroup_sweep(c, s->id) < 0 && !strstr(res, "cgroup"))

@@ -5,6 +5,7 @@
  * and /dev/shm are tmpfs of the disk size, as in a container sandbox. */
 #define _GNU_SOURCE
 #include "gvisor.h"
+#include "../internal/ucounts.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -97,15 +98,24 @@ json_t *pd_gv_process_json(const pd_exec_opts *x, const pd_limits *lim, uint32_t
 {
 	json_t *rl = json_array();
 	json_array_append_new(rl, rlimit("RLIMIT_NOFILE", lim->nofile ? lim->nofile : 256));
+	/* as a container sandbox's program has them (lib/child.c, lib/ucounts.c): no core dumps, and
+	 * the same signal, message-queue and locked-memory budgets, so that a program cannot tell the
+	 * tiers apart by its rlimits (tests/isolation/limits.t, hostobjects.t) */
+	json_array_append_new(rl, rlimit("RLIMIT_CORE", 0));
+	json_array_append_new(rl, rlimit("RLIMIT_SIGPENDING", PD_RL_SIGPENDING));
+	json_array_append_new(rl, rlimit("RLIMIT_MSGQUEUE", PD_RL_MSGQUEUE));
+	json_array_append_new(rl, rlimit("RLIMIT_MEMLOCK", PD_RL_MEMLOCK));
 	if (lim->stack_bytes)
 		json_array_append_new(rl, rlimit("RLIMIT_STACK", lim->stack_bytes));
 	if (lim->fsize_bytes)
 		json_array_append_new(rl, rlimit("RLIMIT_FSIZE", lim->fsize_bytes));
 	bool own = x->uid || x->gid; /* else the sandbox's user (uid, gid) */
-	return json_pack("{s:{s:i,s:i},s:o,s:o,s:s,s:b,s:o,s:{}}", "user", "uid", (int)(own ? x->uid : uid), "gid",
+	/* oomScoreAdj 1000: the host's OOM killer takes the sandbox first, as a container program
+	 * (lib/child.c); runsc gives it to its sandbox process and shows it inside */
+	return json_pack("{s:{s:i,s:i},s:o,s:o,s:s,s:b,s:o,s:{},s:i}", "user", "uid", (int)(own ? x->uid : uid), "gid",
 			 (int)(own ? x->gid : gid),
 			 "args", strv(x->argv), "env", strv(x->envp ? x->envp : pd_default_env()), "cwd",
-			 x->cwd ? x->cwd : "/", "noNewPrivileges", 1, "rlimits", rl, "capabilities");
+			 x->cwd ? x->cwd : "/", "noNewPrivileges", 1, "rlimits", rl, "capabilities", "oomScoreAdj", 1000);
 }
 
 int pd_gv_bundle_make(pd_gv_bundle *b, const char *parent, const pd_sandbox_opts *o, const pd_exec_opts *x,

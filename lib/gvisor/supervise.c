@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,12 +46,20 @@ static bool runsc_own_failure(int code, const pd_output *err)
 int pd_gv_supervise(pd_ctx *c, const pd_gv_proc *p, const pd_exec_opts *x, pd_result *r, pd_err *e)
 {
 	int in = stdin_of(x), outp[2] = {-1, -1}, errp[2] = {-1, -1};
-	pid_t pid = -1;
+	pid_t pid = -1, parent = -1;
 	if (in >= 0 && pipe2(outp, O_CLOEXEC) == 0 && pipe2(errp, O_CLOEXEC) == 0) {
 		c->cg.ops->reset_peaks(p->cg);
+		parent = getpid();
 		pid = fork();
 	}
 	if (pid == 0) {
+		/* runsc dies with this thread (which waits for it below), and its sandbox and gofer with
+		 * runsc ("attached"): a killed paddock leaves no sandbox running, as a container
+		 * sandbox's init exits when its host is gone (tests/isolation/process.t); the next
+		 * paddock sweeps the cgroups (pd_gvisor_sweep) */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
 		dup2(in, 0), dup2(outp[1], 1), dup2(errp[1], 2);
 		setpgid(0, 0);
 		execv(p->argv[0], (char *const *)p->argv);

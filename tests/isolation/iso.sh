@@ -8,7 +8,16 @@
 #   uid_base TEXT        the host uid of sandbox root from a "0 BASE 65536" uid_map line in TEXT
 #   procs_in_range BASE  host processes (not zombies) whose uid lies in [BASE, BASE+65536): "uid pid args"
 #   wait_for SECS CMD... polls CMD every 0.1 s until it succeeds (0) or SECS pass (1)
+#   runsc_procs          gvisor: runsc's host processes under this file's state dir ("pid args")
 #   host_canary MARKER   starts `sleep 300` on the host whose argv[0] is MARKER; sets CANARY_PID
+# The tier: PADDOCK_ISO_TIER=container (the default) or gvisor. Under gvisor every `paddock exec`
+# of the file (sbt, and the direct "$PADDOCK" exec calls) gets `--isolation gvisor`: $PADDOCK is
+# then a wrapper that adds it and execs the real binary (same pid, so kill and wait still reach
+# paddock itself). tests/run-all runs a file marked "# tiers: container gvisor" once per tier.
+#   TIER                 container or gvisor
+#   gv                   true under the gvisor tier
+#   gvskip REASON        under gvisor: a skip saying why gVisor answers otherwise (returns 0),
+#                        else returns 1 so that the container check runs: gvskip "..." || is ...
 set -u
 export LC_ALL=C
 case $PROBES in /*) PROBES_ABS=$PROBES ;; *) PROBES_ABS=$PWD/$PROBES ;; esac
@@ -17,6 +26,28 @@ BINDP=(--bind "$PROBES_ABS:/probes")
 TAG=pdk-iso-$$-$RANDOM
 TMPD=$(mktemp -d "/tmp/$TAG.XXXXXX")
 chmod 755 "$TMPD"
+
+TIER=${PADDOCK_ISO_TIER:-container}
+gv() { [ "$TIER" = gvisor ]; }
+case $TIER in
+  container) PADDOCK_REAL=$PADDOCK ;;
+  gvisor)
+    if [ ! -x /usr/bin/runsc ]; then
+      rm -rf "$TMPD"
+      echo "1..0 # SKIP runsc is not installed"
+      exit 0
+    fi
+    case $PADDOCK in /*) PADDOCK_REAL=$PADDOCK ;; *) PADDOCK_REAL=$PWD/$PADDOCK ;; esac
+    printf '#!/bin/sh\nif [ "$1" = exec ]; then shift; exec "%s" exec --isolation gvisor "$@"; fi\nexec "%s" "$@"\n' \
+      "$PADDOCK_REAL" "$PADDOCK_REAL" >"$TMPD/paddock"
+    chmod 755 "$TMPD/paddock"
+    PADDOCK=$TMPD/paddock
+    ;;
+  *)
+    echo "Bail out! PADDOCK_ISO_TIER=$TIER: container or gvisor"
+    exit 1
+    ;;
+esac
 
 _cleanups=()
 _planned=""
@@ -36,6 +67,7 @@ trap _run_cleanups EXIT
 trap 'exit 130' INT TERM
 
 skip() { _n=$((_n + 1)); echo "ok $_n # skip $*"; }
+gvskip() { gv || return 1; skip "gvisor: $*"; }
 
 sbt() {
   local secs=$1
@@ -68,6 +100,9 @@ wait_for() {
   done
   "$@"
 }
+
+# gvisor: the host processes of runsc (runsc, its gofer and sandbox) under this file's state dir
+runsc_procs() { pgrep -af -- "--root=${PADDOCK_STATE_DIR:-/var/lib/paddock}/gvisor/runsc( |$)"; }
 
 host_canary() {
   bash -c "exec -a '$1' sleep 300" </dev/null >/dev/null 2>&1 &

@@ -11,11 +11,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #define ARGV(...) ((char *const *)(const char *const[]){__VA_ARGS__, NULL})
-#define NTESTS 25 /* of test_sandbox */
+#define NTESTS 27 /* of test_sandbox */
 
 static pd_ctx *ctx;
 
@@ -55,6 +56,46 @@ static int count_in_state(const char *prefix)
 	return n;
 }
 
+/* processes whose parent's parent is this process (with grand: whose parent is) */
+static int descendants(bool grand)
+{
+	DIR *d = opendir("/proc");
+	int n = 0;
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		int pid = atoi(de->d_name);
+		if (pid <= 0)
+			continue;
+		char path[64], line[256];
+		snprintf(path, sizeof path, "/proc/%d/status", pid);
+		FILE *f = fopen(path, "r");
+		int ppid = -1;
+		while (f && fgets(line, sizeof line, f))
+			if (sscanf(line, "PPid: %d", &ppid) == 1)
+				break;
+		if (f)
+			fclose(f);
+		if (ppid <= 0)
+			continue;
+		if (!grand) {
+			n += ppid == getpid();
+			continue;
+		}
+		snprintf(path, sizeof path, "/proc/%d/status", ppid);
+		f = fopen(path, "r");
+		int pp = -1;
+		while (f && fgets(line, sizeof line, f))
+			if (sscanf(line, "PPid: %d", &pp) == 1)
+				break;
+		if (f)
+			fclose(f);
+		n += pp == getpid();
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
 static void test_sandbox(void)
 {
 	pd_err e = {0};
@@ -70,6 +111,11 @@ static void test_sandbox(void)
 	}
 	ok(pd_sandbox_state(s) == PD_READY && !strncmp(pd_sandbox_id(s), "sb-", 3), "READY, id %s",
 	   pd_sandbox_id(s));
+	/* runsc create leaves the Sentry and gofer as orphans: adopted by the host's init, runsc
+	 * delete waited for init's reaping (1.8 s a sandbox here) */
+	int kept = descendants(true);
+	ok(descendants(false) == 1 && kept >= 1,
+	   "the sandbox's host processes are adopted by paddock's own reaper, not the host's init (%d)", kept);
 
 	pd_result r;
 	pd_exec_opts x = {.argv = ARGV("sh", "-c", "echo hello > /tmp/f; echo one; echo err >&2; exit 3")};
@@ -147,6 +193,7 @@ static void test_sandbox(void)
 	if (gl.gl_pathc)
 		globfree(&gl);
 	ok(count_in_state("scratch-") == scratch0 && count_in_state("bundle-") == bundle0, "no scratch or bundle left");
+	ok(descendants(false) == 0, "the reaper ended with the sandbox's processes (no child of this process left)");
 }
 
 static void test_refused(void)
