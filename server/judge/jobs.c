@@ -176,6 +176,12 @@ pd_job *pd_judge_job(pd_judge *judge, const pd_problem_set *problems, json_t *bo
 		work_free(w);
 		return NULL;
 	}
+	/* a tier the template does not allow: 400 naming the field, as /v1/runs answers it */
+	if (pd_judge_check_isolation(judge, w->problem, w->q.language, w->q.opts.isolation, e) < 0) {
+		*status = e->code == ENOENT ? 404 : 400;
+		work_free(w);
+		return NULL;
+	}
 	const pd_language *l = pd_language_find(w->q.language);
 	if (w->problem->call_based && !pd_jharness_supported(l)) {
 		pd_refuse(e, "language: problem %s is call-based (fn_name %s): python, node or cpp", w->problem->id,

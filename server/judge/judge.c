@@ -405,9 +405,26 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 			snprintf(d->image_name, sizeof d->image_name, "%s", img);
 		tpl_name = pool;
 	}
+	/* a tier (the request's, else the problem's): the (template or image) pool's recipe under it,
+	 * a pool of its own made on first use; the edge checked the template allows it. Only the
+	 * candidate's runs move: checkers and interactors run judge material in the judge template. */
+	const char *iso = o->isolation[0] ? o->isolation : p->isolation;
+	snprintf(d->isolation, sizeof d->isolation, "%s", iso);
+	char tpool[64];
+	if (iso[0]) {
+		pd_err te = {0};
+		if (pd_pools_tier(j->pools, tpl_name, pd_isolation_parse(iso), tpool, sizeof tpool, &te) < 0) {
+			d->v.failure_class = te.code == EAGAIN ? "startup_failure" : "dependency_missing";
+			snprintf(d->error, sizeof d->error, "%s", PD_ERR_STR(&te));
+			goto done;
+		}
+		tpl_name = tpool;
+	}
 	const pd_template *tpl = pd_pools_template(j->pools, tpl_name);
 	if (tpl)
 		snprintf(d->template_version, sizeof d->template_version, "%s", tpl->version);
+	if (tpl) /* the tier it runs under, named or the template's own */
+		snprintf(d->isolation, sizeof d->isolation, "%s", pd_isolation_name(tpl->isolation));
 	if (!tpl || !tpl->available) {
 		d->v.failure_class = "dependency_missing";
 		snprintf(d->error, sizeof d->error, "template '%s' %s", tpl_name,
@@ -582,6 +599,17 @@ done:
 		pd_jcache_put(j->cache, key, d);
 	count(j, d);
 	return 0;
+}
+
+int pd_judge_check_isolation(pd_judge *j, const pd_problem *p, const char *language, const char *isolation,
+			     pd_err *e)
+{
+	const char *iso = isolation && isolation[0] ? isolation : p->isolation;
+	if (!iso[0])
+		return 0;
+	const pd_language *l = pd_language_find(language);
+	const char *tpl_name = p->template_name[0] ? p->template_name : l ? l->template : "";
+	return pd_pools_tier_allowed(j->pools, tpl_name, pd_isolation_parse(iso), e);
 }
 
 int pd_judge_check_policy(pd_judge *j, const pd_problem *p, const char *language, const pd_audit_policy *req,

@@ -138,6 +138,7 @@ typedef struct pd_problem {
 	char origin[512];        /* the directory, or "inline" */
 	char template_name[64];  /* the candidate's template; "" = the language's */
 	char image[160];         /* "image": the candidate's image (a name or digest); "" = the template's */
+	char isolation[16];      /* "isolation": the candidate's tier (container, gvisor); "" = the template's */
 	char judge_template[64]; /* checkers' and interactors' template; "" = "judge" if the pools
 				  * have it, else the checker language's */
 	uint64_t time_ms;        /* per test, CPU; wall is twice that plus one second */
@@ -355,6 +356,9 @@ typedef struct pd_judge_opts {
 	/* the request's "image" (an imported image's name or digest, checked at the edge against
 	 * serve --images): the candidate runs on it, over the problem's own; "" = the problem's */
 	char image[160];
+	/* the request's "isolation" (a tier name, checked at the edge against the tiers the template
+	 * allows): the candidate runs under it, over the problem's own; "" = the problem's */
+	char isolation[16];
 	/* the problem is on the risk list (confirmed hacks): audited in full, egress denied, whatever
 	 * the request asked (docs/audit.md, "The risk list") */
 	bool risky;
@@ -367,6 +371,7 @@ typedef struct pd_judged {
 	char problem_id[128], problem_version[32], language[32], template_name[64];
 	char template_version[48];
 	char image_name[160], image_digest[PD_DIGEST_LEN]; /* the candidate's image, when one was named */
+	char isolation[16];         /* the tier the candidate ran under (or was to): "container", "gvisor" */
 	pd_verdict v;
 	char error[512];            /* an infrastructure failure's cause */
 	bool compiled;              /* a compile step ran */
@@ -454,6 +459,11 @@ void pd_judge_req_free(pd_judge_req *q);
  * names the field) when the request would widen the template's or problem's policy. */
 int pd_judge_policy(const pd_template *tpl, const pd_problem *p, const pd_audit_policy *req,
 		    pd_audit_policy **out, pd_err *e);
+/* 0 when the candidate's template for p and language allows the tier isolation ("" = its own);
+ * else -1 with e->msg starting "isolation: " (EINVAL: not allowed, ENOENT: no such template,
+ * ENOTSUP: the tier cannot offer what the template needs), as /v1/runs answers it. */
+int pd_judge_check_isolation(pd_judge *j, const pd_problem *p, const char *language, const char *isolation,
+			     pd_err *e);
 /* The same check for a request before it is queued (400 at once): -1 with e when it is refused. */
 int pd_judge_check_policy(pd_judge *j, const pd_problem *p, const char *language, const pd_audit_policy *req,
 			  pd_err *e);

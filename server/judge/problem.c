@@ -298,6 +298,8 @@ static int digest(pd_problem *p)
 	pd_sha256_str(&c, p->template_name);
 	pd_sha256_str(&c, p->judge_template);
 	pd_sha256_str(&c, p->image);
+	if (p->isolation[0]) /* only when named: the digests of problems without it stay as they were */
+		pd_sha256_str(&c, p->isolation);
 	pd_sha256_u64(&c, p->time_ms);
 	pd_sha256_u64(&c, p->memory_bytes);
 	pd_sha256_u64(&c, p->output_bytes);
@@ -338,7 +340,7 @@ pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, 
 		pd_jfail_at(e, where, "a problem must be a JSON object");
 		return NULL;
 	}
-	static const char *const known[] = {"id", "version", "template", "judge_template", "image", "limits", "checker",
+	static const char *const known[] = {"id", "version", "template", "judge_template", "image", "isolation", "limits", "checker",
 					    "interactor", "tests", "in_outs", "weights", "stop_at_first_failure", "one_sandbox",
 					    "title", "tags", "metadata", "audit", NULL};
 	if (pd_junknown_fields(o, where, known, e) < 0)
@@ -367,9 +369,14 @@ pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, 
 	    get_str(o, "template", where, p->template_name, sizeof p->template_name, e) < 0 ||
 	    get_str(o, "judge_template", where, p->judge_template, sizeof p->judge_template, e) < 0 ||
 	    get_str(o, "image", where, p->image, sizeof p->image, e) < 0 ||
+	    get_str(o, "isolation", where, p->isolation, sizeof p->isolation, e) < 0 ||
 	    get_bool(o, "stop_at_first_failure", where, &p->stop_at_first_failure, e) < 0 ||
 	    get_bool(o, "one_sandbox", where, &p->one_sandbox, e) < 0)
 		goto fail;
+	if (p->isolation[0] && pd_isolation_parse(p->isolation) < 0) {
+		pd_jfail_at(e, where, "isolation: must be container or gvisor");
+		goto fail;
+	}
 	for (const char *q = p->id; *q; q++)
 		if (*q == '/' || *q == '@' || (unsigned char)*q < 0x20) {
 			pd_jfail_at(e, where, "id: '/', '@' and control characters are not allowed");

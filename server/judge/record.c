@@ -17,6 +17,7 @@ json_t *pd_judged_to_json(const pd_judged *d)
 	json_object_set_new(o, "language", pd_json_text(d->language));
 	json_object_set_new(o, "template", pd_json_text(d->template_name));
 	json_object_set_new(o, "template_version", d->template_version[0] ? json_string(d->template_version) : json_null());
+	json_object_set_new(o, "isolation", json_string(d->isolation[0] ? d->isolation : "container"));
 	if (d->image_digest[0]) {
 		json_t *im = json_object();
 		if (d->image_name[0])

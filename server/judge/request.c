@@ -31,7 +31,7 @@ int pd_judge_req_parse(json_t *o, pd_judge_req *q, pd_err *e)
 		return pd_refuse(e, "request: must be a JSON object");
 	static const char *const known[] = {"problem_id", "problem_version", "problem", "language", "code",
 					    "task_id", "group_id", "sample_id", "priority", "deadline_ms", "cache",
-					    "stop_at_first_failure", "reward", "audit", "image", NULL};
+					    "stop_at_first_failure", "reward", "audit", "image", "isolation", NULL};
 	const char *k;
 	json_t *v;
 	json_object_foreach(o, k, v) {
@@ -48,6 +48,14 @@ int pd_judge_req_parse(json_t *o, pd_judge_req *q, pd_err *e)
 			return pd_refuse(e, "image: must be an imported image's name or digest of at most %zu characters, "
 					    "not a path", sizeof q->opts.image - 1);
 		snprintf(q->opts.image, sizeof q->opts.image, "%s", json_string_value(im));
+	}
+	/* whether the template allows the tier is the edge's check (pd_judge_check_isolation): the
+	 * template is known once the problem is */
+	json_t *iso = json_object_get(o, "isolation");
+	if (iso && !json_is_null(iso)) {
+		if (!json_is_string(iso) || pd_isolation_parse(json_string_value(iso)) < 0)
+			return pd_refuse(e, "isolation: must be container or gvisor");
+		snprintf(q->opts.isolation, sizeof q->opts.isolation, "%s", json_string_value(iso));
 	}
 	if (get_id(o, "problem_id", q->problem_id, sizeof q->problem_id, e) < 0 ||
 	    get_id(o, "problem_version", q->problem_version, sizeof q->problem_version, e) < 0 ||

@@ -59,8 +59,8 @@ req DELETE "/v1/sessions/$A"
 post_json /v1/sessions '{"template":"gv"}'
 B=$(jb .session_id); SBB=$(jb .sandbox_id)
 ok "$([ "$SBB" != "$SBA" ] && echo 0 || echo 1)" "user B gets another sandbox ($SBA, $SBB)"
-# (a glob, not ls: runsc 20221219 answers ls's statx on a host-bound directory with EINVAL;
-# docs/isolation.md)
+# (a glob, not ls: runsc 20221219's statx refuses coreutils' AT_NO_AUTOMOUNT with EINVAL;
+# docs/isolation.md, tests/isolation/gvisor_statx.t)
 post_json "/v1/sessions/$B/exec" '{"shell":"echo /work/* /work/.[!.]* /tmp/* /tmp/.[!.]*; for p in /proc/[0-9]*; do tr \"\\\\0\" \" \" < $p/cmdline; echo; done | grep -c \"^sleep 300\" || true"}'
 is "$(jb .stdout)" "/work/* /work/.[!.]* /tmp/* /tmp/.[!.]*
 0" "... which shows nothing of A's (no file in /work or /tmp, no process)"

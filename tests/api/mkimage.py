@@ -26,6 +26,7 @@ the host has it, symlinked /lib64 and all), gzip-compressed. Scenarios:
   users USER     base + a layer replacing /etc/passwd and /etc/group (daemon is uid 4321 here, not
                  the host's 1; group staff is 777) with a root-owned /data/rootfile and /data/appdir
                  owned by 4321; the config's User is USER (tests/api/users.t)
+  workdir DIR    base with the config's WorkingDir DIR (tests/isolation/gvisor_workdir.t)
   gitrepo-symlink  the repository with a symlink to CANARY in its .git: --strip-history refuses it
 """
 import gzip, hashlib, io, json, os, shutil, stat, subprocess, sys, tarfile
@@ -441,6 +442,8 @@ def main():
             reg(t, "data/rootfile", b"root's\n", mode=0o644)
             dirent(t, "data/appdir", uid=4321, gid=4322)
         write_oci(out, [(base(), gz), (tar_bytes(ent), gz)], {"user": canary, "workdir": "/work"})
+    elif scen == "workdir":  # base + WorkingDir CANARY (e.g. /work or /tmp, which the sandbox mounts)
+        write_oci(out, [(base(), gz)], {"workdir": canary})
     elif scen == "entry":  # an Entrypoint and a Cmd: what an exec that names no program runs
         write_oci(out, [(base(), gz)], {"entrypoint": ["bash", "-c"], "cmd": ["echo from-cmd $0", "arg0"]})
     elif scen == "nocmd":  # neither
