@@ -155,10 +155,8 @@ sbt 30 -- env
 unlike "$(so)" "SECRET_CANARY|secret-$TAG" "a host variable (SECRET_CANARY) does not leak in"
 is "$(so | cut -d= -f1 | sort | tr '\n' ' ')" "HOME LANG PATH TERM " "the default environment is PATH, HOME, LANG and TERM only"
 sbt 30 -e K=V -e "X=a b" -- env
-like "$(so)" '(^|
-)K=V
-X=a b(
-|$)' "-e K=V sets variables"
+# both lines, in any order: gVisor's runsc does not keep the spec's order of variables
+is "$(so | grep -cxE 'K=V|X=a b')" 2 "-e K=V sets variables"
 unlike "$(so)" "SECRET_CANARY" "-e adds nothing from the host"
 sbt 30 -C /tmp -- pwd
 is "$(so)" "/tmp" "-C /tmp sets the working directory"
