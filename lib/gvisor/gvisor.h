@@ -9,6 +9,7 @@
 typedef struct pd_gv_bundle {
 	char dir[PD_PATH];
 	char rootfs[PD_PATH];
+	char point_cwd[PD_PATH]; /* the program's cwd made in the mount points' layer, or "" */
 	bool rootfs_mounted;
 } pd_gv_bundle;
 

@@ -44,37 +44,50 @@ static void add_mount(json_t *mounts, const char *dst, const char *type, const c
 	json_array_append_new(mounts, m);
 }
 
+/* The mount points of the spec, parents first (removed in reverse) */
+static const char *const mount_points[] = {"", "/tmp", "/work", "/dev", "/dev/shm", "/proc", "/sys"};
+
 /* The root: a directory image as it is (with the default image's host /usr binds), or layers
  * stacked read-only with overlayfs on the host. */
-static int make_root(pd_gv_bundle *b, const pd_sandbox_opts *o, const char *default_image, json_t *mounts,
-		     const char **root, pd_err *e)
+static int make_root(pd_gv_bundle *b, const pd_sandbox_opts *o, const char *cwd, const char *default_image,
+		     json_t *mounts, const char **root, pd_err *e)
 {
 	if (o->layers && o->layers[0]) {
 		snprintf(b->rootfs, sizeof b->rootfs, "%s/rootfs", b->dir);
 		if (mkdir(b->rootfs, 0755) < 0)
 			return pd_fail(e, errno, "mkdir %s", b->rootfs);
-		char *data = NULL;
-		size_t n = 0;
-		while (o->layers[n])
-			n++;
-		int rc;
-		if (n == 1) /* overlayfs wants two lower layers when it has no upper */
-			rc = mount(o->layers[0], b->rootfs, NULL, MS_BIND | MS_REC, NULL);
-		else {
-			size_t len = 16;
-			for (size_t i = 0; i < n; i++)
-				len += strlen(o->layers[i]) + 1;
-			data = malloc(len);
-			if (!data)
-				return pd_fail(e, ENOMEM, "gvisor root");
-			strcpy(data, "lowerdir=");
-			for (size_t i = 0; i < n; i++) {
-				strcat(data, o->layers[i]);
-				if (i + 1 < n)
-					strcat(data, ":");
-			}
-			rc = mount("overlay", b->rootfs, "overlay", MS_RDONLY, data);
+		/* The mount points as the top layer: runsc refuses to start (exit 128, "cannot read
+		 * client sync file") when the program's cwd is a mount point the image lacks (/tmp,
+		 * /work: an image built FROM scratch has neither), and the read-only root cannot take
+		 * them. Empty directories merge with the image's own of the same name. */
+		char pts[PD_PATH + 16];
+		snprintf(pts, sizeof pts, "%s/points", b->dir);
+		for (size_t i = 0; i < sizeof mount_points / sizeof *mount_points; i++) {
+			char d[PD_PATH + 32];
+			snprintf(d, sizeof d, "%s%s", pts, mount_points[i]);
+			if (mkdir(d, 0755) < 0 && errno != EEXIST)
+				return pd_fail(e, errno, "mkdir %s", d);
 		}
+		/* and the program's cwd where the image lacks it (a WorkingDir the image never made, as
+		 * a container runtime makes it) */
+		if (cwd && cwd[0] == '/' && cwd[1] && !strstr(cwd, "/..") &&
+		    strlen(pts) + strlen(cwd) < sizeof b->point_cwd) {
+			snprintf(b->point_cwd, sizeof b->point_cwd, "%s%s", pts, cwd);
+			if (pd_mkdir_p(b->point_cwd, 0755) < 0)
+				return pd_fail(e, errno, "mkdir %s", b->point_cwd);
+		}
+		size_t len = strlen(pts) + 16;
+		for (size_t i = 0; o->layers[i]; i++)
+			len += strlen(o->layers[i]) + 1;
+		char *data = malloc(len);
+		if (!data)
+			return pd_fail(e, ENOMEM, "gvisor root");
+		snprintf(data, len, "lowerdir=%s", pts);
+		for (size_t i = 0; o->layers[i]; i++) {
+			strcat(data, ":");
+			strcat(data, o->layers[i]);
+		}
+		int rc = mount("overlay", b->rootfs, "overlay", MS_RDONLY, data);
 		int err = errno;
 		free(data);
 		if (rc < 0)
@@ -153,7 +166,7 @@ int pd_gv_bundle_make(pd_gv_bundle *b, const char *parent, const pd_sandbox_opts
 		add_mount(mounts, "/dev/shm", "tmpfs", "tmpfs", size);
 	}
 	const char *root = NULL;
-	if (make_root(b, o, default_image, mounts, &root, e) < 0) {
+	if (make_root(b, o, x ? x->cwd : NULL, default_image, mounts, &root, e) < 0) {
 		json_decref(mounts);
 		pd_gv_bundle_remove(b);
 		return -1;
@@ -195,6 +208,18 @@ void pd_gv_bundle_remove(pd_gv_bundle *b)
 	unlink(path);
 	if (b->rootfs[0] && !b->rootfs_mounted)
 		rmdir(b->rootfs);
+	/* the cwd's directories, deepest first, up to the layer's own (the fixed ones below) */
+	size_t plen = strlen(b->dir) + strlen("/points");
+	for (char *cut; strlen(b->point_cwd) > plen; *cut = 0) {
+		rmdir(b->point_cwd);
+		if (!(cut = strrchr(b->point_cwd, '/')))
+			break;
+	}
+	b->point_cwd[0] = 0;
+	for (size_t i = sizeof mount_points / sizeof *mount_points; i-- > 0;) {
+		snprintf(path, sizeof path, "%s/points%s", b->dir, mount_points[i]);
+		rmdir(path);
+	}
 	rmdir(b->dir);
 	b->dir[0] = 0;
 }

@@ -85,8 +85,8 @@ is "$(jf error)" "isolation gvisor does not offer I/O limits" "I/O limits are re
 # an imported image's layers, stacked with overlayfs for runsc's root
 python3 tests/api/mkimage.py layered "$TMPD/layered" >/dev/null
 "$PADDOCK" image import "$TMPD/layered" --name gvlayered >/dev/null 2>&1
-# (bash's glob, not ls: runsc 20221219 answers ls's statx on the overlay root with EINVAL,
-# docs/isolation.md)
+# (bash's glob, not ls: runsc 20221219 refuses statx's AT_NO_AUTOMOUNT, which coreutils' ls
+# passes, with EINVAL on every path: docs/isolation.md, gvisor_statx.t)
 sbt 60 "${G[@]}" --image gvlayered -- bash -c 'echo $(pwd) *; cat /data/c; echo "FOO=$FOO"'
 is "$(so)" "/data b base-only c h1 h2 hl_lower keep out setuid tagged
 file c

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The gvisor tier on an imported image whose config's WorkingDir is a directory the sandbox mounts
-# a tmpfs on (/work, /tmp) or one the image lacks: runsc starts in it (the tmpfs is mounted before
-# the process's cwd is looked up), the program runs there and writes to it, and the image's User
-# applies with it. (Issue 26 reported "exit 128" for WorkingDir /work; it does not reproduce at
-# main eeff0a1, one-shot or kept: this file keeps it so.)
+# a tmpfs on (/work, /tmp) or one the image lacks: runsc starts in it, the program runs there and
+# writes to it, and the image's User applies with it. runsc refuses to start (exit 128) when the
+# cwd is missing from a root of several layers (a read-only overlay on the host): the bundle's
+# top layer makes the mount points and the cwd (lib/gvisor/spec.c). users.t@gvisor runs an image
+# of several layers without /tmp or /work in its own WorkingDir.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/iso.sh"
 plan 5

@@ -13,10 +13,6 @@ OWN='import os, sys
 m = sys.argv[1] == "-m"
 for p in sys.argv[1 + m:]:
     s = os.stat(p); print("%d:%d" % (s.st_uid, s.st_gid) + (" %o" % (s.st_mode & 0o7777) if m else ""))'
-# gvisor: runsc cannot start in a WorkingDir the image lacks (/work, users:t's), so image runs
-# start in / there
-IMGC=()
-gv && IMGC=(-C /)
 
 sbt 30 --user sandbox -- sh -c 'id -u; id -g; python3 -c "$1" -m /work /tmp; echo x > /work/f && python3 -c "$1" /work/f; echo x > /etc/passwd 2>/dev/null || echo refused' sh "$OWN"
 is "$(echo $(so))" "1000 1000 1000:1000 755 0:0 1777 1000:1000 refused" \
@@ -41,7 +37,7 @@ ok $? "an image whose User is daemon:staff imported"
 if gv; then
   # this image has no python, and runsc 20221219 answers coreutils' statx with EINVAL: the ids
   # alone (/work's owner under gvisor: the --user sandbox check above)
-  sbt 30 --image users:t "${IMGC[@]}" -- sh -c 'id -u; id -g'
+  sbt 30 --image users:t -- sh -c 'id -u; id -g'
   is "$(echo $(so))" "4321 777" \
     "gvisor: its User resolves from the image's passwd and group (daemon 4321, staff 777; the host's daemon is 1)"
 else
@@ -49,13 +45,13 @@ else
   is "$(echo $(so))" "4321 777 4321:777" \
     "its User resolves from the image's passwd and group (daemon 4321, staff 777; the host's daemon is 1)"
 fi
-sbt 30 --image users:t "${IMGC[@]}" --user daemon:daemon -- sh -c 'id -u; id -g'
+sbt 30 --image users:t --user daemon:daemon -- sh -c 'id -u; id -g'
 is "$(echo $(so))" "4321 4322" "--user names resolve from the image too"
-timeout 30 "$PADDOCK" exec --quiet --image users:t "${IMGC[@]}" --user nosuch -- true 2>"$TMPD/err"
+timeout 30 "$PADDOCK" exec --quiet --image users:t --user nosuch -- true 2>"$TMPD/err"
 rc=$?
 ok "$([ $rc -ne 0 ] && grep -q "not in the image's /etc/passwd" "$TMPD/err" && echo 0 || echo 1)" \
   "a name the image lacks is refused, saying so (exit $rc)"
-sbt 30 --image users:t "${IMGC[@]}" -- sh -c 'echo x > /data/rootfile 2>/dev/null || echo refused; touch /data/appdir/ok && echo appdir'
+sbt 30 --image users:t -- sh -c 'echo x > /data/rootfile 2>/dev/null || echo refused; touch /data/appdir/ok && echo appdir'
 is "$(echo $(so))" "refused appdir" "the image's root-owned file is out of reach, its user's directory is not"
 
 # the gvisor tier (lib/gvisor/spec.c): the process's user and /work's owner in the OCI spec.
