@@ -9,7 +9,6 @@
 typedef struct pd_gv_bundle {
 	char dir[PD_PATH];
 	char rootfs[PD_PATH];
-	char point_cwd[PD_PATH]; /* the program's cwd made in the mount points' layer, or "" */
 	bool rootfs_mounted;
 } pd_gv_bundle;
 
@@ -22,6 +21,9 @@ int pd_gv_bundle_make(pd_gv_bundle *b, const char *parent, const pd_sandbox_opts
 		      pd_err *e);
 /* Unmounts and removes what pd_gv_bundle_make made. */
 void pd_gv_bundle_remove(pd_gv_bundle *b);
+/* A dead owner's bundles and kept sandboxes' scratch directories under gvdir (unmounted and
+ * removed) and its sandboxes' runsc state files: what a killed paddock left. */
+void pd_gv_state_sweep(const char *gvdir, bool (*is_dead)(const char *owner, void *arg), void *arg);
 /* The process spec of x (args, env, cwd, user, rlimits, no capabilities) as an OCI "process"
  * object: config.json's, and the file `runsc exec --process` reads. */
 struct json_t;

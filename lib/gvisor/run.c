@@ -107,9 +107,11 @@ int pd_gv_cgroup_sweep(pd_ctx *c, const char *name)
 /* A paddock killed with SIGKILL leaves its gvisor sandboxes' cgroups in every v1 hierarchy:
  * paddock's own are swept by pd_cgroups_sweep, runsc's others (cpuset, devices, freezer,
  * systemd) here, each named sb-OWNER-gN as pd_gv_cgroup_rel places them. */
-void pd_gvisor_sweep(pd_ctx *c, bool (*is_dead)(const char *owner, void *arg), void *arg)
+static void sweep_cgroups(pd_ctx *c, bool (*is_dead)(const char *owner, void *arg), void *arg)
 {
 	char rel[PD_PATH], pat[PD_PATH + 32];
+	snprintf(pat, sizeof pat, "%s/gvisor", c->state_dir);
+	pd_gv_state_sweep(pat, is_dead, arg);
 	if (c->cg.version != 1 || pd_gv_cgroup_rel(&c->cg, "sb-*-g*", rel, sizeof rel, NULL) < 0)
 		return;
 	glob_t gl;
@@ -127,6 +129,14 @@ void pd_gvisor_sweep(pd_ctx *c, bool (*is_dead)(const char *owner, void *arg), v
 			pd_gv_cgroup_sweep(c, name); /* all hierarchies of the name; ENOENT once done */
 	}
 	globfree(&gl);
+}
+
+void pd_gvisor_sweep(pd_ctx *c, bool (*is_dead)(const char *owner, void *arg), void *arg)
+{
+	sweep_cgroups(c, is_dead, arg); /* first: the dead owner's runsc processes go with them */
+	char gvdir[PD_PATH + 16];
+	snprintf(gvdir, sizeof gvdir, "%s/gvisor", c->state_dir);
+	pd_gv_state_sweep(gvdir, is_dead, arg);
 }
 
 typedef struct kill_arg {

@@ -7,6 +7,7 @@
 #include "gvisor.h"
 #include "../internal/ucounts.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -44,8 +45,27 @@ static void add_mount(json_t *mounts, const char *dst, const char *type, const c
 	json_array_append_new(mounts, m);
 }
 
-/* The mount points of the spec, parents first (removed in reverse) */
+/* The mount points of the spec, parents first */
 static const char *const mount_points[] = {"", "/tmp", "/work", "/dev", "/dev/shm", "/proc", "/sys"};
+
+/* Removes name (under parent) and the directories under it, which must be empty of anything
+ * else (the mount points' layer, a scratch directory's tmp/work/shm once unmounted): a file
+ * or a mount in it leaves it there. Never follows a symbolic link. */
+static void rmdir_tree(int parent, const char *name, int depth)
+{
+	int fd = depth < 64 ? openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (d) {
+		struct dirent *de;
+		while ((de = readdir(d)))
+			if (de->d_type == DT_DIR && strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+				rmdir_tree(dirfd(d), de->d_name, depth + 1);
+		closedir(d);
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	unlinkat(parent, name, AT_REMOVEDIR);
+}
 
 /* The root: a directory image as it is (with the default image's host /usr binds), or layers
  * stacked read-only with overlayfs on the host. */
@@ -70,12 +90,10 @@ static int make_root(pd_gv_bundle *b, const pd_sandbox_opts *o, const char *cwd,
 		}
 		/* and the program's cwd where the image lacks it (a WorkingDir the image never made, as
 		 * a container runtime makes it) */
+		char d[PD_PATH + 16];
 		if (cwd && cwd[0] == '/' && cwd[1] && !strstr(cwd, "/..") &&
-		    strlen(pts) + strlen(cwd) < sizeof b->point_cwd) {
-			snprintf(b->point_cwd, sizeof b->point_cwd, "%s%s", pts, cwd);
-			if (pd_mkdir_p(b->point_cwd, 0755) < 0)
-				return pd_fail(e, errno, "mkdir %s", b->point_cwd);
-		}
+		    (size_t)snprintf(d, sizeof d, "%s%s", pts, cwd) < sizeof d && pd_mkdir_p(d, 0755) < 0)
+			return pd_fail(e, errno, "mkdir %s", d);
 		size_t len = strlen(pts) + 16;
 		for (size_t i = 0; o->layers[i]; i++)
 			len += strlen(o->layers[i]) + 1;
@@ -135,10 +153,13 @@ int pd_gv_bundle_make(pd_gv_bundle *b, const char *parent, const pd_sandbox_opts
 		      const pd_limits *lim, const char *cgroup_path, const char *default_image, const char *scratch, pd_err *e)
 {
 	memset(b, 0, sizeof *b);
-	if (snprintf(b->dir, sizeof b->dir, "%s/bundle-XXXXXX", parent) >= (int)sizeof b->dir)
+	/* named by the sandbox (sb-OWNER-gN, the cgroup's last part): a dead owner's are swept */
+	const char *sb = strrchr(cgroup_path, '/');
+	sb = sb ? sb + 1 : cgroup_path;
+	if (snprintf(b->dir, sizeof b->dir, "%s/bundle-%s", parent, sb) >= (int)sizeof b->dir)
 		return pd_fail(e, ENAMETOOLONG, "gvisor bundle under %s", parent);
-	if (pd_mkdir_p(parent, 0700) < 0 || !mkdtemp(b->dir))
-		return pd_fail(e, errno, "gvisor bundle under %s", parent);
+	if (pd_mkdir_p(parent, 0700) < 0 || mkdir(b->dir, 0700) < 0)
+		return pd_fail(e, errno, "gvisor bundle %s", b->dir);
 	json_t *mounts = json_array();
 	add_mount(mounts, "/proc", "proc", "proc", NULL);
 	add_mount(mounts, "/dev", "tmpfs", "tmpfs", "nosuid,mode=755");
@@ -208,18 +229,62 @@ void pd_gv_bundle_remove(pd_gv_bundle *b)
 	unlink(path);
 	if (b->rootfs[0] && !b->rootfs_mounted)
 		rmdir(b->rootfs);
-	/* the cwd's directories, deepest first, up to the layer's own (the fixed ones below) */
-	size_t plen = strlen(b->dir) + strlen("/points");
-	for (char *cut; strlen(b->point_cwd) > plen; *cut = 0) {
-		rmdir(b->point_cwd);
-		if (!(cut = strrchr(b->point_cwd, '/')))
-			break;
-	}
-	b->point_cwd[0] = 0;
-	for (size_t i = sizeof mount_points / sizeof *mount_points; i-- > 0;) {
-		snprintf(path, sizeof path, "%s/points%s", b->dir, mount_points[i]);
-		rmdir(path);
-	}
+	snprintf(path, sizeof path, "%s/points", b->dir);
+	rmdir_tree(AT_FDCWD, path, 0);
 	rmdir(b->dir);
 	b->dir[0] = 0;
+}
+
+/* Whose sandbox a name ending in sb-OWNER-gN is: OWNER (8 hex digits) into owner, or false */
+static bool owner_of(const char *name, const char *prefix, char owner[9])
+{
+	size_t l = strlen(prefix);
+	if (strncmp(name, prefix, l) || strncmp(name + l, "sb-", 3) || strlen(name + l) < 13 || name[l + 11] != '-' ||
+	    name[l + 12] != 'g')
+		return false;
+	memcpy(owner, name + l + 3, 8);
+	owner[8] = 0;
+	return true;
+}
+
+void pd_gv_state_sweep(const char *gvdir, bool (*is_dead)(const char *owner, void *arg), void *arg)
+{
+	DIR *d = opendir(gvdir);
+	if (!d)
+		return;
+	struct dirent *de;
+	char owner[9], path[PD_PATH + 320];
+	while ((de = readdir(d))) {
+		if (owner_of(de->d_name, "bundle-", owner) && is_dead(owner, arg)) {
+			pd_gv_bundle b = {0};
+			snprintf(b.dir, sizeof b.dir, "%s/%s", gvdir, de->d_name);
+			snprintf(b.rootfs, sizeof b.rootfs, "%s/rootfs", b.dir);
+			b.rootfs_mounted = true; /* if it was: detached; if not, EINVAL and on */
+			pd_gv_bundle_remove(&b);
+		} else if (owner_of(de->d_name, "scratch-", owner) && is_dead(owner, arg)) {
+			snprintf(path, sizeof path, "%s/%s", gvdir, de->d_name);
+			umount2(path, MNT_DETACH);
+			rmdir_tree(AT_FDCWD, path, 0);
+		}
+	}
+	closedir(d);
+	/* runsc's own state of the dead owner's sandboxes (container ids paddock-OWNER-N): its
+	 * processes went with their cgroups (pd_gvisor_sweep) */
+	snprintf(path, sizeof path, "%s/runsc", gvdir);
+	int rfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *r = rfd >= 0 ? fdopendir(rfd) : NULL;
+	if (!r) {
+		if (rfd >= 0)
+			close(rfd);
+		return;
+	}
+	while ((de = readdir(r))) {
+		if (strncmp(de->d_name, "paddock-", 8) || strlen(de->d_name) < 17 || de->d_name[16] != '-')
+			continue;
+		memcpy(owner, de->d_name + 8, 8);
+		owner[8] = 0;
+		if (de->d_type == DT_REG && is_dead(owner, arg))
+			unlinkat(dirfd(r), de->d_name, 0);
+	}
+	closedir(r);
 }

@@ -93,12 +93,13 @@ if gv; then
   ok $? "gvisor: within 2 s of kill -9 on paddock its runsc sandbox and gofer are gone"
   [ -n "$cg" ] && [ -e "${PADDOCK_RUN_DIR:-/run/paddock}/owners/$owner" ]
   ok $? "control: the killed paddock left its owner entry ($owner) behind"
-  [ -n "$(find /sys/fs/cgroup -maxdepth 4 -name "$cg" 2>/dev/null)" ]
-  ok $? "control: and its cgroup ($cg) in the hierarchies"
+  gvstate() { ls "$PADDOCK_STATE_DIR/gvisor" "$PADDOCK_STATE_DIR/gvisor/runsc" 2>/dev/null | grep -c -e "$cg" -e "paddock-$owner-"; }
+  [ -n "$(find /sys/fs/cgroup -maxdepth 4 -name "$cg" 2>/dev/null)" ] && [ "$(gvstate)" -gt 0 ]
+  ok $? "control: and its cgroup ($cg) in the hierarchies, its bundle and runsc's state ($(gvstate) entries)"
   "$PADDOCK" exec -- true
   [ -n "$cg" ] && [ -z "$(find /sys/fs/cgroup -maxdepth 4 -name "$cg" 2>/dev/null)" ] &&
-    [ ! -e "${PADDOCK_RUN_DIR:-/run/paddock}/owners/$owner" ]
-  ok $? "gvisor: the next paddock swept its cgroup ($cg) from every hierarchy, runsc's too, and forgot the owner"
+    [ ! -e "${PADDOCK_RUN_DIR:-/run/paddock}/owners/$owner" ] && [ "$(gvstate)" = 0 ]
+  ok $? "gvisor: the next paddock swept its cgroup ($cg) from every hierarchy, runsc's too, its bundle and runsc's state ($(gvstate) left), and forgot the owner"
 else
   "$PADDOCK" exec -- bash -c 'cat /proc/self/uid_map; exec -a '"$M3"' sleep 1000' >"$TMPD/orphan.out" 2>&1 &
   pd=$!
