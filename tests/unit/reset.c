@@ -361,7 +361,11 @@ static void test_kept(const struct view *fresh)
 		char *after = s && rc == 0 ? root_dev(s) : strdup("?");
 		bool kept = s && rc == 0 && pd_sandbox_resets_kept(s) == kept0 + 1;
 		bool same = !strcmp(before, after);
-		ok(rc == 0 && kept == CASES[i].keeps && same == CASES[i].keeps,
+		/* a kept overlay keeps its devices; a rebuilt one gets new ones, except that the
+		 * kernel hands out the lowest free anonymous device numbers, so a rebuild whose old
+		 * superblocks went first may get the very same numbers (seen under load): then the
+		 * reset's own count is the evidence */
+		ok(rc == 0 && kept == CASES[i].keeps && (CASES[i].keeps ? same : !kept),
 		   "%s: / and /usr %s (devices %s -> %s)", CASES[i].name, CASES[i].keeps ? "kept" : "rebuilt",
 		   strtok(before, "\n") ? before : "?", strtok(after, "\n") ? after : "?");
 		free(before);
