@@ -45,21 +45,26 @@ static void add_mount(json_t *mounts, const char *dst, const char *type, const c
 	json_array_append_new(mounts, m);
 }
 
-/* The mount points of the spec, parents first */
+/* The mount points every spec has, parents first */
 static const char *const mount_points[] = {"", "/tmp", "/work", "/dev", "/dev/shm", "/proc", "/sys"};
 
-/* Removes name (under parent) and the directories under it, which must be empty of anything
- * else (the mount points' layer, a scratch directory's tmp/work/shm once unmounted): a file
- * or a mount in it leaves it there. Never follows a symbolic link. */
+/* Removes name (under parent) and what is under it: the mount points' layer (directories and
+ * empty files paddock made), a dead owner's scratch directory once unmounted. Never follows a
+ * symbolic link; a mount in it leaves it there. */
 static void rmdir_tree(int parent, const char *name, int depth)
 {
 	int fd = depth < 64 ? openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	if (d) {
 		struct dirent *de;
-		while ((de = readdir(d)))
-			if (de->d_type == DT_DIR && strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+		while ((de = readdir(d))) {
+			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+				continue;
+			if (de->d_type == DT_DIR)
 				rmdir_tree(dirfd(d), de->d_name, depth + 1);
+			else
+				unlinkat(dirfd(d), de->d_name, 0);
+		}
 		closedir(d);
 	} else if (fd >= 0) {
 		close(fd);
@@ -67,61 +72,93 @@ static void rmdir_tree(int parent, const char *name, int depth)
 	unlinkat(parent, name, AT_REMOVEDIR);
 }
 
-/* The root: a directory image as it is (with the default image's host /usr binds), or layers
- * stacked read-only with overlayfs on the host. */
-static int make_root(pd_gv_bundle *b, const pd_sandbox_opts *o, const char *cwd, const char *default_image,
-		     json_t *mounts, const char **root, pd_err *e)
+/* path (absolute inside the sandbox) made under pts: a directory, or with file an empty file */
+static int make_point(const char *pts, const char *path, bool file, pd_err *e)
 {
+	if (path[0] != '/' || strstr(path, "/.."))
+		return 0; /* runsc refuses such a destination itself */
+	char d[PD_PATH + 16];
+	if ((size_t)snprintf(d, sizeof d, "%s%s", pts, path) >= sizeof d)
+		return pd_fail(e, ENAMETOOLONG, "mount point %s", path);
+	if (!file)
+		return pd_mkdir_p(d, 0755) < 0 ? pd_fail(e, errno, "mkdir %s", d) : 0;
+	char *slash = strrchr(d, '/');
+	*slash = 0;
+	int rc = pd_mkdir_p(d, 0755);
+	*slash = '/';
+	int fd = rc < 0 ? -1 : open(d, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return pd_fail(e, errno, "mount point %s", d);
+	close(fd);
+	return 0;
+}
+
+/* The root: the image (a directory, with the default image's host /usr binds added to mounts, or
+ * layers) under a top layer of paddock's own holding every mount point of mounts and the
+ * program's cwd, stacked read-only with overlayfs on the host.
+ *
+ * Why the top layer: runsc makes a missing mount point in the root it is given, as the host's
+ * root, before its in-memory overlay (--overlay2=root:memory) is there. Given the image itself,
+ * a gvisor run with --bind SRC:/data left /data in the shared default image for every later
+ * sandbox of either tier (found by tests/unit/reset, whose "mkdir /data" then failed). Given a
+ * read-only overlay without them, runsc cannot start at all (exit 128, "cannot read client sync
+ * file") where the program's cwd is missing (an image built FROM scratch lacks /tmp and
+ * /work). Empty directories merge with the image's own of the same name. */
+static int make_root(pd_gv_bundle *b, const pd_sandbox_opts *o, const char *cwd, const char *default_image,
+		     json_t *mounts, pd_err *e)
+{
+	const char *lowers[PD_MAX_LAYERS + 2];
+	size_t n = 0;
 	if (o->layers && o->layers[0]) {
-		snprintf(b->rootfs, sizeof b->rootfs, "%s/rootfs", b->dir);
-		if (mkdir(b->rootfs, 0755) < 0)
-			return pd_fail(e, errno, "mkdir %s", b->rootfs);
-		/* The mount points as the top layer: runsc refuses to start (exit 128, "cannot read
-		 * client sync file") when the program's cwd is a mount point the image lacks (/tmp,
-		 * /work: an image built FROM scratch has neither), and the read-only root cannot take
-		 * them. Empty directories merge with the image's own of the same name. */
-		char pts[PD_PATH + 16];
-		snprintf(pts, sizeof pts, "%s/points", b->dir);
-		for (size_t i = 0; i < sizeof mount_points / sizeof *mount_points; i++) {
-			char d[PD_PATH + 32];
-			snprintf(d, sizeof d, "%s%s", pts, mount_points[i]);
-			if (mkdir(d, 0755) < 0 && errno != EEXIST)
-				return pd_fail(e, errno, "mkdir %s", d);
-		}
-		/* and the program's cwd where the image lacks it (a WorkingDir the image never made, as
-		 * a container runtime makes it) */
-		char d[PD_PATH + 16];
-		if (cwd && cwd[0] == '/' && cwd[1] && !strstr(cwd, "/..") &&
-		    (size_t)snprintf(d, sizeof d, "%s%s", pts, cwd) < sizeof d && pd_mkdir_p(d, 0755) < 0)
-			return pd_fail(e, errno, "mkdir %s", d);
-		size_t len = strlen(pts) + 16;
-		for (size_t i = 0; o->layers[i]; i++)
-			len += strlen(o->layers[i]) + 1;
-		char *data = malloc(len);
-		if (!data)
-			return pd_fail(e, ENOMEM, "gvisor root");
-		snprintf(data, len, "lowerdir=%s", pts);
-		for (size_t i = 0; o->layers[i]; i++) {
-			strcat(data, ":");
-			strcat(data, o->layers[i]);
-		}
-		int rc = mount("overlay", b->rootfs, "overlay", MS_RDONLY, data);
-		int err = errno;
-		free(data);
-		if (rc < 0)
-			return pd_fail(e, err, "mount the image's layers at %s", b->rootfs);
-		b->rootfs_mounted = true;
-		*root = b->rootfs;
-		return 0;
+		while (o->layers[n] && n < PD_MAX_LAYERS)
+			lowers[n] = o->layers[n], n++;
+	} else {
+		const char *dir = o->image ? o->image : default_image;
+		pd_layer layers[PD_MAX_LAYERS];
+		int nl = 0;
+		if (pd_image_layers(dir, !o->image, layers, &nl, e) < 0)
+			return -1;
+		lowers[n++] = dir;
+		for (int i = 1; i < nl; i++)
+			add_mount(mounts, layers[i].dst, "bind", layers[i].src, "rbind,ro");
 	}
-	const char *dir = o->image ? o->image : default_image;
-	pd_layer layers[PD_MAX_LAYERS];
-	int n = 0;
-	if (pd_image_layers(dir, !o->image, layers, &n, e) < 0)
+	char pts[PD_PATH + 16];
+	snprintf(pts, sizeof pts, "%s/points", b->dir);
+	for (size_t i = 0; i < sizeof mount_points / sizeof *mount_points; i++)
+		if (make_point(pts, mount_points[i][0] ? mount_points[i] : "/", false, e) < 0)
+			return -1;
+	for (size_t i = 0; i < json_array_size(mounts); i++) {
+		json_t *m = json_array_get(mounts, i);
+		const char *dst = json_string_value(json_object_get(m, "destination"));
+		const char *src = json_string_value(json_object_get(m, "source"));
+		struct stat st;
+		bool file = src && !strcmp(json_string_value(json_object_get(m, "type")) ?: "", "bind") &&
+			    stat(src, &st) == 0 && !S_ISDIR(st.st_mode);
+		if (dst && make_point(pts, dst, file, e) < 0)
+			return -1;
+	}
+	if (cwd && cwd[1] && make_point(pts, cwd, false, e) < 0)
 		return -1;
-	*root = dir;
-	for (int i = 1; i < n; i++)
-		add_mount(mounts, layers[i].dst, "bind", layers[i].src, "rbind,ro");
+	snprintf(b->rootfs, sizeof b->rootfs, "%s/rootfs", b->dir);
+	if (mkdir(b->rootfs, 0755) < 0)
+		return pd_fail(e, errno, "mkdir %s", b->rootfs);
+	size_t len = strlen(pts) + 16;
+	for (size_t i = 0; i < n; i++)
+		len += strlen(lowers[i]) + 1;
+	char *data = malloc(len);
+	if (!data)
+		return pd_fail(e, ENOMEM, "gvisor root");
+	snprintf(data, len, "lowerdir=%s", pts);
+	for (size_t i = 0; i < n; i++) {
+		strcat(data, ":");
+		strcat(data, lowers[i]);
+	}
+	int rc = mount("overlay", b->rootfs, "overlay", MS_RDONLY, data);
+	int err = errno;
+	free(data);
+	if (rc < 0)
+		return pd_fail(e, err, "mount the image at %s", b->rootfs);
+	b->rootfs_mounted = true;
 	return 0;
 }
 
@@ -186,14 +223,14 @@ int pd_gv_bundle_make(pd_gv_bundle *b, const char *parent, const pd_sandbox_opts
 		add_mount(mounts, "/work", "tmpfs", "tmpfs", wsize);
 		add_mount(mounts, "/dev/shm", "tmpfs", "tmpfs", size);
 	}
-	const char *root = NULL;
-	if (make_root(b, o, x ? x->cwd : NULL, default_image, mounts, &root, e) < 0) {
+	for (size_t i = 0; i < o->nbinds; i++)
+		add_mount(mounts, o->binds[i].dst, "bind", o->binds[i].src, o->binds[i].rw ? "rbind,rw" : "rbind,ro");
+	if (make_root(b, o, x ? x->cwd : NULL, default_image, mounts, e) < 0) {
 		json_decref(mounts);
 		pd_gv_bundle_remove(b);
 		return -1;
 	}
-	for (size_t i = 0; i < o->nbinds; i++)
-		add_mount(mounts, o->binds[i].dst, "bind", o->binds[i].src, o->binds[i].rw ? "rbind,rw" : "rbind,ro");
+	const char *root = b->rootfs;
 
 	json_t *proc = pd_gv_process_json(x, lim, o->uid, o->gid);
 	json_t *res = json_object();

@@ -6,7 +6,7 @@
 # run leaves no cgroup, runsc container or bundle behind.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/iso.sh"
-plan 31
+plan 33
 if [ ! -x /usr/bin/runsc ]; then
   for i in $(seq 30); do skip "runsc is not installed"; done
   exit 0
@@ -73,6 +73,14 @@ sbt 60 "${G[@]}" -- sh -c 'echo x > /etc/pdk-gv-probe && cat /etc/pdk-gv-probe'
 is "$(so)" x "the root is writable inside (runsc's in-memory overlay)"
 [ ! -e "$PADDOCK_STATE_DIR/images/host/etc/pdk-gv-probe" ]
 ok $? "... and the image directory is unchanged"
+# a bind to a path the image lacks, and a cwd it lacks: runsc makes mount points in the root it is
+# given, as the host's root (the image itself once: every later sandbox saw the directory)
+mkdir -p "$TMPD/bsrc" && echo b >"$TMPD/bsrc/f" && echo 1 >"$TMPD/bfile"
+sbt 60 "${G[@]}" --bind "$TMPD/bsrc:/pdk-bp/dir" --bind "$TMPD/bfile:/pdk-bf" -C /pdk-cwd/x -- sh -c 'cat /pdk-bp/dir/f /pdk-bf; pwd'
+is "$(jf status) $(echo $(so))" "OK b 1 /pdk-cwd/x" "binds to paths the image lacks (a directory, a file) and a cwd it lacks"
+[ ! -e "$PADDOCK_STATE_DIR/images/host/pdk-bp" ] && [ ! -e "$PADDOCK_STATE_DIR/images/host/pdk-bf" ] &&
+  [ ! -e "$PADDOCK_STATE_DIR/images/host/pdk-cwd" ]
+ok $? "... and none of their mount points reached the image directory"
 
 sbt 60 "${G[@]}" -d 1M -- sh -c 'head -c 4000000 /dev/zero > /tmp/big; echo rc=$?'
 like "$(so)" "rc=1" "-d 1M: writing 4 MB to /tmp fails (the tmpfs is the disk size)"
