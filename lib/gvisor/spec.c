@@ -45,8 +45,9 @@ static void add_mount(json_t *mounts, const char *dst, const char *type, const c
 	json_array_append_new(mounts, m);
 }
 
-/* The mount points every spec has, parents first */
-static const char *const mount_points[] = {"", "/tmp", "/work", "/dev", "/dev/shm", "/proc", "/sys"};
+/* The mount points no entry of the spec's mounts names: the layer's own root, and /sys, which
+ * runsc mounts unasked */
+static const char *const mount_points[] = {"/", "/sys"};
 
 /* Removes name (under parent) and what is under it: the mount points' layer (directories and
  * empty files paddock made), a dead owner's scratch directory once unmounted. Never follows a
@@ -125,7 +126,7 @@ static int make_root(pd_gv_bundle *b, const pd_sandbox_opts *o, const char *cwd,
 	char pts[PD_PATH + 16];
 	snprintf(pts, sizeof pts, "%s/points", b->dir);
 	for (size_t i = 0; i < sizeof mount_points / sizeof *mount_points; i++)
-		if (make_point(pts, mount_points[i][0] ? mount_points[i] : "/", false, e) < 0)
+		if (make_point(pts, mount_points[i], false, e) < 0)
 			return -1;
 	for (size_t i = 0; i < json_array_size(mounts); i++) {
 		json_t *m = json_array_get(mounts, i);

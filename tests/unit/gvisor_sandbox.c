@@ -56,40 +56,31 @@ static int count_in_state(const char *prefix)
 	return n;
 }
 
-/* processes whose parent's parent is this process (with grand: whose parent is) */
+/* pid's parent from /proc/PID/status, -1 if it is gone */
+static int ppid_of(int pid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof path, "/proc/%d/status", pid);
+	FILE *f = fopen(path, "r");
+	int ppid = -1;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "PPid: %d", &ppid) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return ppid;
+}
+
+/* processes whose parent is this process (with grand: whose parent's parent is) */
 static int descendants(bool grand)
 {
 	DIR *d = opendir("/proc");
 	int n = 0;
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
-		int pid = atoi(de->d_name);
-		if (pid <= 0)
-			continue;
-		char path[64], line[256];
-		snprintf(path, sizeof path, "/proc/%d/status", pid);
-		FILE *f = fopen(path, "r");
-		int ppid = -1;
-		while (f && fgets(line, sizeof line, f))
-			if (sscanf(line, "PPid: %d", &ppid) == 1)
-				break;
-		if (f)
-			fclose(f);
-		if (ppid <= 0)
-			continue;
-		if (!grand) {
-			n += ppid == getpid();
-			continue;
-		}
-		snprintf(path, sizeof path, "/proc/%d/status", ppid);
-		f = fopen(path, "r");
-		int pp = -1;
-		while (f && fgets(line, sizeof line, f))
-			if (sscanf(line, "PPid: %d", &pp) == 1)
-				break;
-		if (f)
-			fclose(f);
-		n += pp == getpid();
+		int pid = atoi(de->d_name), ppid = pid > 0 ? ppid_of(pid) : -1;
+		if (ppid > 0)
+			n += (grand ? ppid_of(ppid) : ppid) == getpid();
 	}
 	if (d)
 		closedir(d);
