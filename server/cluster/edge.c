@@ -85,7 +85,8 @@ int cl_result_get(pd_cluster *c, const char *request_id, char **val, size_t *len
 	int n = N.kvEntry_ValueLen(en);
 	*val = malloc((size_t)n + 1);
 	if (*val) {
-		memcpy(*val, N.kvEntry_Value(en), (size_t)n);
+		if (n > 0) /* an empty value may have no buffer at all */
+			memcpy(*val, N.kvEntry_Value(en), (size_t)n);
 		(*val)[n] = 0;
 		*len = (size_t)n;
 	}
@@ -175,7 +176,8 @@ static void publish_later(pd_cluster *c, const char *subject, const char *kind, 
 		free(q);
 		return; /* the waiter's later looks find nothing, and the stop answers it */
 	}
-	memcpy(q->body, body, len);
+	if (len)
+		memcpy(q->body, body, len);
 	q->body[len] = 0;
 	q->len = len;
 	snprintf(q->subject, sizeof q->subject, "%s", subject);
@@ -502,9 +504,12 @@ void *cl_poller_main(void *arg)
 				n = cap;
 			}
 		}
-		memcpy(batch, c->ready, n * sizeof *batch);
-		memmove(c->ready, c->ready + n, (c->nready - n) * sizeof *c->ready);
-		c->nready -= n;
+		/* (nothing ready: batch and ready may both still be NULL, which memcpy may not be given) */
+		if (n) {
+			memcpy(batch, c->ready, n * sizeof *batch);
+			memmove(c->ready, c->ready + n, (c->nready - n) * sizeof *c->ready);
+			c->nready -= n;
+		}
 		/* due looks, at most 64 a round so announced results are not kept behind them */
 		char due[64][128];
 		size_t ndue = 0;

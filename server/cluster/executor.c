@@ -74,7 +74,8 @@ static char *value_text(pd_cluster *c, int status, const char *token, const char
 		/* "{...}" less its "}", then ,"body":BODY} */
 		memcpy(text, h, hl - 1);
 		int n = sprintf(text + hl - 1, ",\"body\":");
-		memcpy(text + hl - 1 + n, body, blen);
+		if (blen)
+			memcpy(text + hl - 1 + n, body, blen);
 		text[hl - 1 + n + blen] = '}';
 		text[hl + n + blen] = 0;
 		*len = hl + (size_t)n + blen;
