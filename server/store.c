@@ -525,14 +525,15 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	bind_record(st, rec, text, true);
 	bind_opt(st, 21, j->request_id);
 	size_t nprior = json_array_size(j->prior);
-	/* A job's attempts commit together. A request's record goes with its claim (the cluster's
-	 * mark, in the broker, that this node recorded it): the rows commit first, staged (their ids
-	 * and the claim's token), then the claim is made, and the stage is cleared with the next
-	 * record's commit (s->claimed); a refused claim takes the rows out again. The broker and
-	 * this file cannot commit as one, so the order is the one a node killed at any point can finish when it comes back (pd_store_staged): rows staged
-	 * and no claim of ours, they go (the task, never acked, is delivered again); our claim made,
-	 * they stay. Committing after the claim instead would lose a claimed record to a kill between
-	 * the two. The lock is held throughout, so this process never shows a row before its claim. */
+	/* A job's attempts commit together. A request's record goes with its claim (the cluster's mark,
+	 * in the broker, that this node recorded it): the rows commit first, staged (their ids and the
+	 * claim's token), then the claim is made, and the stage is cleared with the next record's
+	 * commit (s->claimed); a refused claim takes the rows out again. The broker and this file
+	 * cannot commit as one, so the order is the one a node killed at any point can finish when it
+	 * comes back (pd_store_staged): rows staged and no claim of ours, they go (the task, never
+	 * acked, is delivered again); our claim made, they stay. Committing after the claim instead
+	 * would lose a claimed record to a kill between the two. The lock is held throughout, so this
+	 * process never shows a row before its claim. */
 	bool txn = (j->request_id[0] || nprior) && sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
 	int rc = sqlite3_step(st);
 	int out = 0;
