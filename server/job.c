@@ -40,6 +40,11 @@ pd_job *pd_job_new(void)
 	return j;
 }
 
+const char *pd_job_problem_key(const pd_job *j)
+{
+	return j->problem_key[0] ? j->problem_key : j->problem_id;
+}
+
 bool pd_job_is_cancelled(const pd_job *j)
 {
 	return __atomic_load_n(&j->cancelled, __ATOMIC_ACQUIRE) != 0;

@@ -33,8 +33,13 @@ static const char schema[] = "CREATE TABLE IF NOT EXISTS review ("
 			     " template TEXT, reason TEXT NOT NULL, detail TEXT, created_at INTEGER,"
 			     " state TEXT NOT NULL DEFAULT 'pending', note TEXT, decided_at INTEGER);"
 			     "CREATE INDEX IF NOT EXISTS review_state ON review(state);"
-			     /* the signals' questions are per problem and language, and per group */
-			     "CREATE INDEX IF NOT EXISTS attempts_problem ON attempts(problem_id, language);"
+			     /* the signals' questions are per problem and language, and per group: answered
+			      * from this index alone (the facts review_bind stored with each row), never by
+			      * reading records, which took 7 ms a judged record at 200 of them and grew with
+			      * the store */
+			     "DROP INDEX IF EXISTS attempts_problem;"
+			     "CREATE INDEX IF NOT EXISTS attempts_review ON attempts(problem_key, language, kind, last,"
+			     " passed, id, tests_ms, code_bytes);"
 			     /* the risk list: problems with confirmed hacks (kept across restarts) */
 			     "CREATE TABLE IF NOT EXISTS risk (problem_id TEXT PRIMARY KEY, since INTEGER,"
 			     " confirmed INTEGER NOT NULL DEFAULT 0, last_review INTEGER);";
@@ -61,6 +66,48 @@ int review_schema(sqlite3 *db, char **err)
 	return sqlite3_exec(db, schema, NULL, NULL, err);
 }
 
+/* The facts of older rows, from their records (run once, when the store gains the columns). */
+const char review_fill_sql[] =
+	"UPDATE attempts SET problem_key = CASE WHEN problem_id = 'inline' THEN NULL ELSE problem_id END,"
+	" passed = COALESCE(json_extract(record, '$.verdict.output.status') = 'pass', 0),"
+	" tests_ms = (SELECT SUM(json_extract(t.value, '$.wall_ms')) FROM json_each(record, '$.tests') t),"
+	" code_bytes = json_extract(record, '$.code_bytes'), score = json_extract(record, '$.verdict.output.score')"
+	" WHERE kind = 'judge'";
+
+void review_bind(sqlite3_stmt *st, int first, const pd_job *j, json_t *rec)
+{
+	const char *key = pd_job_problem_key(j);
+	if (key[0])
+		sqlite3_bind_text(st, first, key, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(st, first);
+	for (int i = 1; i <= 4; i++)
+		sqlite3_bind_null(st, first + i);
+	if (!json_object_get(rec, "reward"))
+		return; /* a run: none of the judged facts */
+	json_t *out = json_object_get(json_object_get(rec, "verdict"), "output");
+	const char *status = json_string_value(json_object_get(out, "status"));
+	sqlite3_bind_int(st, first + 1, status && !strcmp(status, "pass"));
+	/* the tests' wall time summed (none when no test says it, as SQL's SUM of nothing) */
+	json_t *t, *tests = json_object_get(rec, "tests");
+	size_t k;
+	int64_t ms = 0;
+	bool any = false;
+	json_array_foreach(tests, k, t) {
+		json_t *w = json_object_get(t, "wall_ms");
+		if (json_is_integer(w))
+			ms += json_integer_value(w), any = true;
+	}
+	if (any)
+		sqlite3_bind_int64(st, first + 2, ms);
+	json_t *cb = json_object_get(rec, "code_bytes");
+	if (json_is_integer(cb))
+		sqlite3_bind_int64(st, first + 3, json_integer_value(cb));
+	json_t *sc = json_object_get(out, "score");
+	if (json_is_number(sc))
+		sqlite3_bind_double(st, first + 4, json_number_value(sc));
+}
+
 static void enqueue(sqlite3 *db, int64_t row, const pd_job *j, const char *reason, const char *detail)
 {
 	sqlite3_stmt *st;
@@ -71,8 +118,9 @@ static void enqueue(sqlite3 *db, int64_t row, const pd_job *j, const char *reaso
 		return;
 	sqlite3_bind_int64(st, 1, row);
 	sqlite3_bind_text(st, 2, j->task_id, -1, SQLITE_TRANSIENT);
-	if (j->problem_id[0])
-		sqlite3_bind_text(st, 3, j->problem_id, -1, SQLITE_TRANSIENT);
+	const char *key = pd_job_problem_key(j);
+	if (key[0])
+		sqlite3_bind_text(st, 3, key, -1, SQLITE_TRANSIENT);
 	if (j->template_name[0])
 		sqlite3_bind_text(st, 4, j->template_name, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 5, reason, -1, SQLITE_TRANSIENT);
@@ -109,11 +157,11 @@ static void rare_pass(sqlite3 *db, const pd_job *j, const pd_review_cfg *c, sign
 	sqlite3_stmt *st;
 	if (!c->rare_percent ||
 	    sqlite3_prepare_v2(db,
-			       "SELECT COUNT(*), SUM(json_extract(record, '$.verdict.output.status') = 'pass')"
-			       " FROM attempts WHERE problem_id = ? AND kind = 'judge' AND last = 1",
+			       "SELECT COUNT(*), SUM(passed) FROM attempts WHERE problem_key = ? AND kind = 'judge'"
+			       " AND last = 1",
 			       -1, &st, NULL) != SQLITE_OK)
 		return;
-	sqlite3_bind_text(st, 1, j->problem_id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 1, pd_job_problem_key(j), -1, SQLITE_TRANSIENT);
 	int64_t n = 0, passes = 0;
 	if (sqlite3_step(st) == SQLITE_ROW) {
 		n = sqlite3_column_int64(st, 0);
@@ -136,19 +184,18 @@ static int cmp_i64(const void *a, const void *b)
 
 /* The median of expr over the problem's earlier passes in this language (the newest
  * MEDIAN_ROWS), and how many there were; -1 when the query fails. */
-static int64_t median_of(sqlite3 *db, const pd_job *j, int64_t row, const char *expr, int64_t *n)
+static int64_t median_of(sqlite3 *db, const pd_job *j, int64_t row, const char *column, int64_t *n)
 {
 	char sql[512];
 	snprintf(sql, sizeof sql,
-		 "SELECT v FROM (SELECT %s AS v FROM attempts WHERE problem_id = ? AND language = ? AND kind = 'judge'"
-		 " AND last = 1 AND id <> ? AND json_extract(record, '$.verdict.output.status') = 'pass'"
-		 " ORDER BY id DESC LIMIT %d) WHERE v IS NOT NULL",
-		 expr, MEDIAN_ROWS);
+		 "SELECT %s FROM attempts WHERE problem_key = ? AND language = ? AND kind = 'judge' AND last = 1"
+		 " AND passed = 1 AND id <> ? AND %s IS NOT NULL ORDER BY id DESC LIMIT %d",
+		 column, column, MEDIAN_ROWS);
 	*n = 0;
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
 		return -1;
-	sqlite3_bind_text(st, 1, j->problem_id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 1, pd_job_problem_key(j), -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 2, j->language, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, 3, row);
 	int64_t *v = malloc(MEDIAN_ROWS * sizeof *v);
@@ -169,12 +216,11 @@ static int64_t median_of(sqlite3 *db, const pd_job *j, int64_t row, const char *
 static void unusual_pass(sqlite3 *db, int64_t row, const pd_job *j, json_t *rec, const pd_review_cfg *c, signals *g)
 {
 	static const struct {
-		const char *name, *expr, *unit;
+		const char *name, *column, *unit;
 		size_t off;
 	} sig[] = {
-		{"fast_pass", "(SELECT SUM(json_extract(t.value, '$.wall_ms')) FROM json_each(record, '$.tests') t)",
-		 "ms of tests", offsetof(pd_review_cfg, fast_percent)},
-		{"short_pass", "json_extract(record, '$.code_bytes')", "bytes of code", offsetof(pd_review_cfg, short_percent)},
+		{"fast_pass", "tests_ms", "ms of tests", offsetof(pd_review_cfg, fast_percent)},
+		{"short_pass", "code_bytes", "bytes of code", offsetof(pd_review_cfg, short_percent)},
 	};
 	for (size_t i = 0; i < sizeof sig / sizeof sig[0]; i++) {
 		unsigned pct = *(const unsigned *)((const char *)c + sig[i].off);
@@ -192,7 +238,7 @@ static void unusual_pass(sqlite3 *db, int64_t row, const pd_job *j, json_t *rec,
 				continue;
 			mine = json_integer_value(cb);
 		}
-		int64_t n, med = median_of(db, j, row, sig[i].expr, &n);
+		int64_t n, med = median_of(db, j, row, sig[i].column, &n);
 		if (med <= 0 || n < c->min_samples || mine * 100 >= med * (int64_t)pct)
 			continue;
 		char detail[160];
@@ -209,8 +255,8 @@ static void score_jump(sqlite3 *db, int64_t row, json_t *rec, const pd_review_cf
 	sqlite3_stmt *st;
 	if (!c->jump_percent || !group || !group[0] || !json_is_number(sc) ||
 	    sqlite3_prepare_v2(db,
-			       "SELECT COUNT(*), MAX(json_extract(record, '$.verdict.output.score')) FROM attempts"
-			       " WHERE group_id = ? AND kind = 'judge' AND last = 1 AND id <> ?",
+			       "SELECT COUNT(*), MAX(score) FROM attempts WHERE group_id = ? AND kind = 'judge' AND last = 1"
+			       " AND id <> ?",
 			       -1, &st, NULL) != SQLITE_OK)
 		return;
 	sqlite3_bind_text(st, 1, group, -1, SQLITE_TRANSIENT);
@@ -243,7 +289,7 @@ void review_consider(sqlite3 *db, int64_t row, const pd_job *j, json_t *rec, con
 	signals g = {{0}, {0}};
 	const char *out = json_string_value(
 		json_object_get(json_object_get(json_object_get(rec, "verdict"), "output"), "status"));
-	if (j->problem_id[0] && out && !strcmp(out, "pass")) {
+	if (pd_job_problem_key(j)[0] && out && !strcmp(out, "pass")) {
 		rare_pass(db, j, c, &g);
 		unusual_pass(db, row, j, rec, c, &g);
 	}

@@ -7,6 +7,15 @@
 #include <sqlite3.h>
 
 int review_schema(sqlite3 *db, char **err);
+/* The facts the signals ask about, kept as columns of each attempt's row (they were read from the
+ * record at every judged store): the problem's key (pd_job_problem_key), whether it passed, its
+ * tests' wall time, its code's size, its score. REVIEW_COLUMNS are their declarations for the
+ * store's table; review_bind binds the five parameters from first on for an insert of rec;
+ * review_fill_sql fills them in for the judged rows of a store made before them. */
+#define REVIEW_COLUMNS {"problem_key", "problem_key TEXT"}, {"passed", "passed INTEGER"}, \
+	{"tests_ms", "tests_ms INTEGER"}, {"code_bytes", "code_bytes INTEGER"}, {"score", "score REAL"}
+void review_bind(sqlite3_stmt *st, int first, const pd_job *j, json_t *rec);
+extern const char review_fill_sql[];
 /* Looks at the attempt just stored (row id `row`, its record rec) and queues it for review when
  * it broke a rule or looks too good by c's thresholds. */
 void review_consider(sqlite3 *db, int64_t row, const pd_job *j, json_t *rec, const pd_review_cfg *c);

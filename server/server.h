@@ -147,6 +147,11 @@ typedef struct pd_job {
 	pd_sandbox *running;
 	/* ids */
 	char task_id[64], problem_id[128], problem_version[32];
+	/* the problem as the per-problem controls know it (submission caps, the risk list, the review
+	 * signals' statistics): empty for its problem_id; an inline problem without an id of its own
+	 * is "inline:" and the first 16 hex digits of its content's digest, so that every such
+	 * problem is not one problem called "inline" (pd_job_problem_key) */
+	char problem_key[32];
 	/* results */
 	pd_failure failure;
 	char error[512];
@@ -231,6 +236,8 @@ void pd_job_execute(pd_pools *pools, pd_job *j, unsigned max_retries);
  * the sandbox, with its residue check, as after any killed run). Any thread; j must be alive. */
 void pd_job_cancel(pd_job *j);
 bool pd_job_is_cancelled(const pd_job *j);
+/* The job's problem for the per-problem controls: problem_key, else problem_id ("" for none). */
+const char *pd_job_problem_key(const pd_job *j);
 /* For a job with its own execute (a judge job): the sandbox it runs in now (NULL: none), so that
  * a cancel kills it. False (and nothing held) when the job was cancelled already. */
 bool pd_job_hold_sandbox(pd_job *j, pd_sandbox *s);

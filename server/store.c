@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "server.h"
 #include "review.h"
+#include "store_schema.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -63,64 +64,6 @@ struct pd_store {
 	unsigned nclaimed;
 	sqlite3_stmt *unstage; /* DELETE FROM staged WHERE request_id = ?, prepared once */
 };
-
-static const char schema[] =
-	"PRAGMA journal_mode=WAL;"
-	"PRAGMA synchronous=NORMAL;"
-	"CREATE TABLE IF NOT EXISTS attempts ("
-	" id INTEGER PRIMARY KEY,"
-	" task_id TEXT, attempt INTEGER, sandbox_id TEXT, problem_id TEXT, problem_version TEXT,"
-	" template TEXT, language TEXT, node TEXT,"
-	" queued_at INTEGER, started_at INTEGER, finished_at INTEGER, queue_ms INTEGER,"
-	" status TEXT, failure_class TEXT, exit_code INTEGER, signal INTEGER,"
-	" wall_ms INTEGER, cpu_ms INTEGER, memory_peak_bytes INTEGER,"
-	" record TEXT NOT NULL);"
-	"CREATE INDEX IF NOT EXISTS attempts_task ON attempts(task_id);"
-	"CREATE INDEX IF NOT EXISTS attempts_failure ON attempts(failure_class);"
-	/* the reclaimer's residue report finds its record by the use of the sandbox */
-	"CREATE INDEX IF NOT EXISTS attempts_use ON attempts(json_extract(record, '$.use_id'));";
-
-/* Cluster mode's key: one record per request id (a task redelivered after its node died, or
- * pulled twice, is refused the second time). Added to stores made before it; NULL for the rows of
- * single-node requests, which the partial index leaves out. */
-static const char schema_request_id[] =
-	"CREATE UNIQUE INDEX IF NOT EXISTS attempts_request ON attempts(request_id)"
-	" WHERE request_id IS NOT NULL;"
-	/* a request's rows committed before its claim was made in the broker (pd_store_put): a node
-	 * killed between the two finds them here when it comes back (pd_store_staged) */
-	"CREATE TABLE IF NOT EXISTS staged (request_id TEXT PRIMARY KEY, token TEXT NOT NULL,"
-	" first_id INTEGER NOT NULL, last_id INTEGER NOT NULL, staged_at INTEGER NOT NULL);";
-
-/* Columns added after the first stores were made: the GRPO group and sample of a judged record,
- * the record's kind ("judge" or "run"), and whether the row is its task's last attempt (rows of
- * older stores were one per job: the last). */
-static const struct {
-	const char *name, *decl;
-} added_columns[] = {
-	{"request_id", "request_id TEXT"},
-	{"group_id", "group_id TEXT"},
-	{"sample_id", "sample_id TEXT"},
-	{"kind", "kind TEXT"},
-	{"last", "last INTEGER NOT NULL DEFAULT 1"},
-};
-
-static const char schema_group[] = "CREATE INDEX IF NOT EXISTS attempts_group ON attempts(group_id);";
-
-static bool has_column(sqlite3 *db, const char *table, const char *col)
-{
-	char sql[128];
-	snprintf(sql, sizeof sql, "PRAGMA table_info(%s)", table);
-	sqlite3_stmt *st;
-	bool found = false;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return false;
-	while (!found && sqlite3_step(st) == SQLITE_ROW) {
-		const unsigned char *name = sqlite3_column_text(st, 1);
-		found = name && !strcmp((const char *)name, col);
-	}
-	sqlite3_finalize(st);
-	return found;
-}
 
 static int64_t query_i64(sqlite3 *db, const char *sql)
 {
@@ -200,39 +143,14 @@ pd_store *pd_store_open(const char *path, uint64_t max_bytes, pd_err *e)
 		goto fail;
 	}
 	sqlite3_busy_timeout(s->db, 10000);
-	char *err = NULL;
-	if (sqlite3_exec(s->db, schema, NULL, NULL, &err) != SQLITE_OK) {
-		pd_fail(e, EIO, "store %s: %s", path, err ? err : "schema");
-		sqlite3_free(err);
+	if (store_schema(s->db, path, e) < 0)
 		goto fail;
-	}
-	for (size_t i = 0; i < sizeof added_columns / sizeof added_columns[0]; i++) {
-		char sql[160];
-		snprintf(sql, sizeof sql, "ALTER TABLE attempts ADD COLUMN %s", added_columns[i].decl);
-		if (has_column(s->db, "attempts", added_columns[i].name))
-			continue;
-		/* the kind of older rows, from their record: a judged record has a reward */
-		if (sqlite3_exec(s->db, sql, NULL, NULL, &err) != SQLITE_OK ||
-		    (!strcmp(added_columns[i].name, "kind") &&
-		     sqlite3_exec(s->db, "UPDATE attempts SET kind = CASE WHEN instr(record, '\"reward\":') > 0"
-					 " THEN 'judge' ELSE 'run' END", NULL, NULL, &err) != SQLITE_OK)) {
-			pd_fail(e, EIO, "store %s: %s", path, err ? err : "schema");
-			sqlite3_free(err);
-			goto fail;
-		}
-	}
-	if (sqlite3_exec(s->db, schema_request_id, NULL, NULL, &err) != SQLITE_OK ||
-	    sqlite3_exec(s->db, schema_group, NULL, NULL, &err) != SQLITE_OK || review_schema(s->db, &err) != SQLITE_OK) {
-		pd_fail(e, EIO, "store %s: %s", path, err ? err : "schema");
-		sqlite3_free(err);
-		goto fail;
-	}
 	if (sqlite3_prepare_v2(s->db,
 			       "INSERT INTO attempts (task_id, attempt, sandbox_id, problem_id, problem_version,"
 			       " template, language, node, queued_at, started_at, finished_at, queue_ms, status,"
 			       " failure_class, exit_code, signal, wall_ms, cpu_ms, memory_peak_bytes, record, request_id,"
-			       " group_id, sample_id, kind, last)"
-			       " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       " group_id, sample_id, kind, last, problem_key, passed, tests_ms, code_bytes, score)"
+			       " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 			       -1, &s->put, NULL) != SQLITE_OK) {
 		pd_fail(e, EIO, "store %s: %s", path, sqlite3_errmsg(s->db));
 		goto fail;
@@ -312,14 +230,15 @@ static void bind_opt(sqlite3_stmt *st, int i, const char *v)
 }
 
 /* The columns read from the record itself: its GRPO ids, its kind (a judged record is the one with
- * a reward, even a null one), and whether it is its task's last attempt. */
-static void bind_record(sqlite3_stmt *st, json_t *rec, const char *text, bool last)
+ * a reward, even a null one), whether it is its task's last attempt, and the review's facts. */
+static void bind_record(sqlite3_stmt *st, const pd_job *j, json_t *rec, const char *text, bool last)
 {
 	sqlite3_bind_text(st, 20, text, -1, SQLITE_TRANSIENT);
 	bind_opt(st, 22, jstr(rec, "group_id"));
 	bind_opt(st, 23, jstr(rec, "sample_id"));
 	sqlite3_bind_text(st, 24, json_object_get(rec, "reward") ? "judge" : "run", -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 25, last);
+	review_bind(st, 26, j, rec);
 }
 
 /* An earlier attempt's row: its columns come from its record (the job's own fields describe the
@@ -349,7 +268,7 @@ static int put_prior_locked(pd_store *s, const pd_job *j, const char *node, json
 	sqlite3_bind_text(st, 14, jstr(rec, "failure_class"), -1, SQLITE_TRANSIENT);
 	for (int i = 15; i <= 19; i++)
 		sqlite3_bind_int(st, i, 0);
-	bind_record(st, rec, text, false);
+	bind_record(st, j, rec, text, false);
 	sqlite3_bind_null(st, 21);
 	int rc = sqlite3_step(st);
 	sqlite3_reset(st);
@@ -522,7 +441,7 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	sqlite3_bind_int64(st, 17, r ? (sqlite3_int64)r->wall_ms : 0);
 	sqlite3_bind_int64(st, 18, r ? (sqlite3_int64)r->cpu_ms : 0);
 	sqlite3_bind_int64(st, 19, r ? (sqlite3_int64)r->memory_peak_bytes : 0);
-	bind_record(st, rec, text, true);
+	bind_record(st, j, rec, text, true);
 	bind_opt(st, 21, j->request_id);
 	size_t nprior = json_array_size(j->prior);
 	/* A job's attempts commit together. A request's record goes with its claim (the cluster's mark,

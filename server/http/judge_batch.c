@@ -419,7 +419,7 @@ void judge_batch(req *r, json_t *body)
 		}
 		if (!jobs[i]) {
 			for (size_t k2 = 0; k2 < i; k2++) {
-				pd_caps_give_back(srv->caps, jobs[k2]->problem_id, 1);
+				pd_caps_give_back(srv->caps, pd_job_problem_key(jobs[k2]), 1);
 				pd_job_free(jobs[k2]);
 			}
 			if (texts)

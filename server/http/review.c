@@ -108,7 +108,8 @@ void review_risk_remove_http(req *r, const char *url, const char *method)
 
 bool run_controls(pd_server *srv, pd_job *j, int *status, pd_err *e)
 {
-	if (!j->problem_id[0] || !pd_store_risky(srv->store, j->problem_id))
+	const char *key = pd_job_problem_key(j);
+	if (!key[0] || !pd_store_risky(srv->store, key))
 		return true;
 	/* no egress: a network that reaches out is refused rather than quietly changed (the caller
 	 * asked for it; a run without it may not be what it meant) */
@@ -116,8 +117,8 @@ bool run_controls(pd_server *srv, pd_job *j, int *status, pd_err *e)
 	const char *net = j->network[0] ? j->network : t ? pd_net_name(t->net) : "";
 	if (!strcmp(net, "allowlist") || !strcmp(net, "host")) {
 		*status = 403;
-		pd_refuse(e, "network: problem_id %s is on the risk list (confirmed hacks): no egress, not '%s'",
-			  j->problem_id, net);
+		pd_refuse(e, "network: problem_id %s is on the risk list (confirmed hacks): no egress, not '%s'", key,
+			  net);
 		return false;
 	}
 	/* the defaults of "audit": true when the request asked for none (the template's policy is
@@ -142,13 +143,14 @@ bool run_controls(pd_server *srv, pd_job *j, int *status, pd_err *e)
 bool judge_controls(pd_server *srv, pd_job *j, int *status, unsigned *retry_after, pd_err *e)
 {
 	*retry_after = 0;
-	if (!pd_caps_take(srv->caps, j->problem_id, 1, retry_after)) {
+	const char *key = pd_job_problem_key(j);
+	if (!pd_caps_take(srv->caps, key, 1, retry_after)) {
 		*status = 429;
 		pd_refuse(e, "problem_id: %s has had its %u submissions in %u s (--problem-submit-max): retry in %u s",
-			  j->problem_id, pd_caps_max(srv->caps), pd_caps_window_s(srv->caps), *retry_after);
+			  key, pd_caps_max(srv->caps), pd_caps_window_s(srv->caps), *retry_after);
 		return false;
 	}
-	if (pd_store_risky(srv->store, j->problem_id))
+	if (pd_store_risky(srv->store, key))
 		pd_judge_job_risky(j);
 	return true;
 }

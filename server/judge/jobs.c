@@ -205,6 +205,9 @@ pd_job *pd_judge_job(pd_judge *judge, const pd_problem_set *problems, json_t *bo
 		 w->q.opts.image[0] ? w->q.opts.image : w->q.problem ? w->q.problem->image : "");
 	snprintf(j->problem_id, sizeof j->problem_id, "%s", w->problem->id);
 	snprintf(j->problem_version, sizeof j->problem_version, "%s", w->problem->version);
+	/* every inline problem without an id is called "inline": its content tells them apart */
+	if (!strcmp(w->problem->id, "inline"))
+		snprintf(j->problem_key, sizeof j->problem_key, "inline:%.16s", w->problem->digest_hex);
 	if (w->q.task_id[0]) {
 		snprintf(j->task_id, sizeof j->task_id, "%s", w->q.task_id);
 	} else {

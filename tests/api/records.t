@@ -5,7 +5,7 @@
 # through a group's records (group_id, since, kind, last, limit/cursor); `paddock export --runs`
 # writes the judged records as JSON lines a trainer loads, from a daemon or from the store file.
 source "$(dirname "$0")/api.sh"
-plan 21
+plan 22
 
 # a template whose sandboxes cannot be made (its warm-up fails): every attempt is a startup_failure
 cat >"$TMPD/templates.json" <<'EOF_T'
@@ -82,7 +82,12 @@ sqlite3 "$TMPD/old.sqlite" "CREATE TABLE attempts (id INTEGER PRIMARY KEY, task_
   queued_at INTEGER, started_at INTEGER, finished_at INTEGER, queue_ms INTEGER, status TEXT, failure_class TEXT,
   exit_code INTEGER, signal INTEGER, wall_ms INTEGER, cpu_ms INTEGER, memory_peak_bytes INTEGER, record TEXT NOT NULL);
   INSERT INTO attempts (task_id, attempt, finished_at, record) VALUES ('old-1', 1, 5, '{\"task_id\":\"old-1\"}'),
-  ('old-2', 1, 6, '{\"task_id\":\"old-2\",\"reward\":1}');"
+  ('old-2', 1, 6, '{\"task_id\":\"old-2\",\"reward\":1}');
+  UPDATE attempts SET problem_id = 'sum', record = '{\"task_id\":\"old-2\",\"reward\":1,\"code_bytes\":39,
+    \"verdict\":{\"output\":{\"status\":\"pass\",\"score\":1}},\"tests\":[{\"wall_ms\":7},{\"wall_ms\":5}]}'
+    WHERE task_id = 'old-2';"
 "$PADDOCK" export --runs --db "$TMPD/old.sqlite" 2>/dev/null >"$TMPD/old.jsonl"
 is "$(jq -r '"\(.task_id) \(.attempt) \(.last)"' "$TMPD/old.jsonl")" "old-2 1 true" \
   "an older store: migrated (its judged rows known by their reward), read back as last attempts"
+is "$(sqlite3 "$TMPD/old.sqlite" "SELECT problem_key, passed, tests_ms, code_bytes, score FROM attempts WHERE task_id = 'old-2'")" \
+  "sum|1|12|39|1.0" "and the review signals' facts of its judged row are read from its record once"

@@ -4,7 +4,7 @@
 # GET /v1/review lists them by state; POST /v1/review/{id} confirms or dismisses one with a note,
 # once (a second decision is a 409); /metrics counts the queue's size and its outcomes.
 source "$(dirname "$0")/api.sh"
-plan 22
+plan 25
 
 start_daemon --problems examples/problems
 ok $? "daemon started"
@@ -63,3 +63,20 @@ is "$(jb '[.items[] | .state] | join(" ")')" "confirmed dismissed" "state=all li
 req GET /metrics
 like "$(body)" 'paddock_review_queue_size 0' "metrics: the queue's size"
 like "$(body)" 'paddock_review_outcomes_total\{outcome="confirmed"\} 1' "metrics: outcomes"
+
+# inline problems without an id are told apart by their content: 19 failing attempts of one (A),
+# then a pass of another (B) is not "1 in 20" of one problem called "inline"; a pass of A is
+inline_judge() {  # inline_judge TASK WANT CODE: an inline problem whose one test wants WANT
+  post_json /v1/judge "$(jq -cn --arg t "$1" --arg w "$2" --arg c "$3" \
+    '{task_id: $t, language: "python", cache: false, code: $c, problem: {tests: [{input: "", output: ($w + "\n")}]}}')"
+}
+for i in $(seq 1 19); do inline_judge "rv-ia-$i" A 'print("x")'; done
+is "$(jb '[.problem_id, .verdict.output.status] | join(" ")')" "inline fail" "inline problem A: failing attempts (the record says inline)"
+inline_judge rv-ib B 'print("B")'
+req GET '/v1/review?state=all'
+is "$(jb '[.items[] | select(.task_id == "rv-ib")] | length')" 0 \
+  "a pass of another inline problem: not queued (not counted with A's attempts)"
+inline_judge rv-ia-pass A 'print("A")'
+req GET '/v1/review?state=all'
+like "$(jb '.items[] | select(.task_id == "rv-ia-pass") | [.reason, .problem_id] | join(" ")')" '^rare_pass inline:[0-9a-f]{16}$' \
+  "a pass of A, 1 in 20: rare_pass, the problem named by its content's digest"
