@@ -72,8 +72,9 @@ int pd_auditor_init(pd_auditor *a, int listener, const pd_audit_opts *opts, uint
 			       : sizeof(struct seccomp_notif_resp);
 	a->req = calloc(1, a->req_size);
 	a->resp = calloc(1, a->resp_size);
-	a->dirs = calloc(1, sizeof *a->dirs);
-	if (!a->req || !a->resp || !a->dirs) {
+	a->own = calloc(1, sizeof *a->own);
+	a->names = a->own;
+	if (!a->req || !a->resp || !a->own) {
 		pd_auditor_close(a);
 		return pd_fail(e, ENOMEM, "audit buffers");
 	}
@@ -90,10 +91,17 @@ void pd_auditor_close(pd_auditor *a)
 	a->rootfd = -1;
 	free(a->req);
 	free(a->resp);
-	pd_audit_dircache_clear(a->dirs);
-	free(a->dirs);
-	a->dirs = NULL;
+	pd_audit_names_clear(a->own);
+	free(a->own);
+	a->own = a->names = NULL;
 	a->req = a->resp = NULL;
+}
+
+void pd_auditor_share(pd_auditor *a, pd_audit_names *names)
+{
+	/* one already off stays so to its sandbox's reset: this run keeps its own meanwhile */
+	if (names && !atomic_load_explicit(&names->off, memory_order_acquire))
+		a->names = names;
 }
 
 /* Reads a NUL-terminated string of up to len bytes at addr in pid, a page at a time, stopping at
@@ -396,13 +404,18 @@ static int judge_file(pd_auditor *a, pd_result *r, const call *c, const path_arg
 		       pid_t pid)
 {
 	const pd_audit_opts *o = a->opts;
-	pd_audit_view v = {.rootfd = a->rootfd, .dirs = a->dirs};
+	/* a name removed, renamed or linked may come back as a link (even while this call is judged:
+	 * another thread's may be answered before the kernel makes this one): from here on what
+	 * resolutions found is neither used nor kept, in this run, and in the sandbox's to its reset */
+	if (!strcmp(c->op, "unlink") || !strcmp(c->op, "rename") || !strcmp(c->op, "link") ||
+	    !strcmp(c->op, "symlink")) {
+		pd_audit_names_off(a->names);
+		pd_audit_names_off(a->own);
+	}
+	pd_audit_view v = {.rootfd = a->rootfd, .names = a->names};
 	ns_ids(a, pid);
 	snprintf(v.self, sizeof v.self, "%s", a->last_tgid);
 	snprintf(v.tid, sizeof v.tid, "%s", a->last_tid);
-	/* a directory renamed or removed may come back as a link: what was known is forgotten */
-	if (pa->mode == PD_AM_DELETE || !strcmp(c->op, "rename"))
-		pd_audit_dircache_clear(a->dirs);
 	char target[PD_AUDIT_MAX] = "", base[PD_AUDIT_READ];
 	int dirfd = pa->dirfd_arg < 0 ? AT_FDCWD : (int)arg[pa->dirfd_arg];
 	int got;

@@ -141,41 +141,77 @@ static uint64_t path_hash(const char *s)
 	return h | 1; /* 0 marks a free slot */
 }
 
-static bool dir_known(const pd_audit_dircache *c, const char *path)
+/* What c holds of path (PD_NAME_*, with *link where a link leads), or 0: unknown, or c is off. */
+static int name_known(pd_audit_names *c, const char *path, const char **link)
 {
-	if (!c)
-		return false;
+	if (!c || atomic_load_explicit(&c->off, memory_order_acquire))
+		return 0;
 	uint64_t h = path_hash(path);
-	for (size_t i = 0, k = h % PD_AUDIT_DIRCACHE; i < 8; i++, k = (k + 1) % PD_AUDIT_DIRCACHE) {
+	for (size_t i = 0, k = h % PD_AUDIT_NAMES; i < 8; i++, k = (k + 1) % PD_AUDIT_NAMES) {
 		if (!c->hash[k])
-			return false;
-		if (c->hash[k] == h && !strcmp(c->path[k], path))
-			return true;
+			return 0;
+		if (c->hash[k] == h && !strcmp(c->path[k], path)) {
+			*link = c->link[k];
+			return c->what[k];
+		}
 	}
-	return false;
+	return 0;
 }
 
-static void dir_note(pd_audit_dircache *c, const char *path)
+/* Not kept: /proc's entries, and what is under the scratch directories (each user's own files,
+ * gone at the reset: kept, they would only fill the table before the image's names do). */
+static bool name_kept(const char *path)
 {
-	if (!c)
+	static const char *const under[] = {"/proc/", "/tmp/", "/work/", "/dev/shm/"};
+	for (size_t i = 0; i < sizeof under / sizeof under[0]; i++)
+		if (!strncmp(path, under[i], strlen(under[i])))
+			return false;
+	return true;
+}
+
+static void name_note(pd_audit_names *c, const char *path, int what, const char *link)
+{
+	if (!c || atomic_load_explicit(&c->off, memory_order_acquire) || !name_kept(path))
 		return;
 	uint64_t h = path_hash(path);
-	for (size_t i = 0, k = h % PD_AUDIT_DIRCACHE; i < 8; i++, k = (k + 1) % PD_AUDIT_DIRCACHE)
+	for (size_t i = 0, k = h % PD_AUDIT_NAMES; i < 8; i++, k = (k + 1) % PD_AUDIT_NAMES)
 		if (!c->hash[k]) {
 			c->path[k] = strdup(path);
-			if (c->path[k])
+			c->link[k] = link ? strdup(link) : NULL;
+			if (c->path[k] && (!link || c->link[k])) {
 				c->hash[k] = h;
+				c->what[k] = (uint8_t)what;
+			} else {
+				free(c->path[k]);
+				free(c->link[k]);
+				c->path[k] = c->link[k] = NULL;
+			}
 			return;
 		}
 }
 
-void pd_audit_dircache_clear(pd_audit_dircache *c)
+void pd_audit_names_clear(pd_audit_names *c)
 {
-	for (size_t k = 0; c && k < PD_AUDIT_DIRCACHE; k++) {
+	for (size_t k = 0; c && k < PD_AUDIT_NAMES; k++) {
 		free(c->path[k]);
-		c->path[k] = NULL;
+		free(c->link[k]);
+		c->path[k] = c->link[k] = NULL;
 		c->hash[k] = 0;
 	}
+	if (c)
+		atomic_store_explicit(&c->off, false, memory_order_release);
+}
+
+void pd_audit_names_reset(pd_audit_names *c)
+{
+	if (c && atomic_load_explicit(&c->off, memory_order_acquire))
+		pd_audit_names_clear(c);
+}
+
+void pd_audit_names_off(pd_audit_names *c)
+{
+	if (c)
+		atomic_store_explicit(&c->off, true, memory_order_release);
 }
 
 /* Is the resolved path cur (length cl) a per-process magic link of /proc: /proc/N/{root,cwd,exe},
@@ -262,23 +298,37 @@ int pd_audit_resolve(const pd_audit_view *v, const char *base, const char *path,
 		size_t pl = cl; /* the parent, if a relative link must go back to it */
 		cl += 1 + len;
 		cur[cl] = 0;
-		if (!v || v->rootfd < 0 || (last && !follow_last) || (!last && dir_known(v->dirs, cur)))
+		if (!v || v->rootfd < 0 || (last && !follow_last))
 			continue;
-		struct stat st;
-		if (fstatat(v->rootfd, cur + 1, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue; /* a missing component: the rest is taken as spelled */
-		if (!S_ISLNK(st.st_mode)) {
-			/* /proc's directories come and go with processes: not kept */
-			if (S_ISDIR(st.st_mode) && strncmp(cur, "/proc/", 6))
-				dir_note(v->dirs, cur);
+		const char *kept = NULL;
+		int known = name_known(v->names, cur, &kept);
+		ssize_t n;
+		if (known == PD_NAME_THERE || known == PD_NAME_NONE)
 			continue;
+		if (known == PD_NAME_LINK) {
+			n = (ssize_t)strlen(kept);
+			memcpy(tgt, kept, (size_t)n + 1);
+		} else {
+			struct stat st;
+			if (fstatat(v->rootfd, cur + 1, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+				/* a missing component: the rest is taken as spelled (kept only when
+				 * nothing is there: a name we may not look at may be there for the caller) */
+				if (errno == ENOENT || errno == ENOTDIR)
+					name_note(v->names, cur, PD_NAME_NONE, NULL);
+				continue;
+			}
+			if (!S_ISLNK(st.st_mode)) {
+				name_note(v->names, cur, PD_NAME_THERE, NULL);
+				continue;
+			}
+			n = readlinkat(v->rootfd, cur + 1, tgt, sizeof tgt - 1);
+			if (n <= 0)
+				continue;
+			tgt[n] = 0;
+			name_note(v->names, cur, PD_NAME_LINK, tgt);
 		}
 		if (++links > 40)
 			return -1; /* ELOOP for the kernel too */
-		ssize_t n = readlinkat(v->rootfd, cur + 1, tgt, sizeof tgt - 1);
-		if (n <= 0)
-			continue;
-		tgt[n] = 0;
 		bool magic = is_magic(cur);
 		if (magic) {
 			/* a file unlinked since: the object is still the one that was there */

@@ -294,6 +294,8 @@ static void on_init_msg(pd_sandbox *s, exec_run *x, pd_result *r)
 			if (l >= 0 && pd_auditor_init(&x->aud, l, x->ao, pd_now_us(), NULL) == 0) {
 				x->aud_on = true;
 				x->aud.net = (int)s->opts.net;
+				if (!x->ao->faults_only)
+					pd_auditor_share(&x->aud, s->names);
 				/* a listener for injected faults alone records nothing */
 				r->audited = !x->ao->faults_only;
 			} else {
@@ -341,8 +343,12 @@ static void audit_after(pd_sandbox *s, exec_run *x, const pd_cg_stats *after, pd
 	    (s->upper_fd < 0 || pd_tamper_scan(s->upper_fd, s->pid, x->ao, &x->upper0, r, t_us) < 0))
 		r->audited = false;
 	pd_tamper_base_free(&x->upper0);
+	/* a change the syscall audit missed, or a run not audited after all: the kept resolutions go */
+	if (!r->audited || r->audit_kinds[PD_AK_TAMPER])
+		pd_audit_names_off(s->names);
 	if (!x->exited || after->pids_current <= 1)
 		return;
+	pd_audit_names_off(s->names);
 	char what[64];
 	snprintf(what, sizeof what, "%" PRIu64 " tasks outlived the program", after->pids_current - 1);
 	pd_audit_record(r, x->ao, PD_AK_TAMPER, "outlive", "-", what, false, 0, t_us);
@@ -440,6 +446,9 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 	x.ao = o->audit ? o->audit : s->opts.audit;
 	if (x.ao && !x.ao->enabled)
 		x.ao = NULL;
+	/* a program the audit does not watch in full can change names unseen (audit.h) */
+	if (!x.ao || x.ao->faults_only)
+		pd_audit_names_off(s->names);
 	bool scan_upper = x.ao && !x.ao->faults_only && !x.ao->no_upper_scan && s->upper_fd >= 0;
 	/* Uppers nothing touched since they were built hold only what the build made: not walked
 	 * now (a walk is an event to their watches, and the next reset could not keep them) */
@@ -503,6 +512,9 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 		if (pr > 0) {
 			if (i_aud >= 0 && pf[i_aud].revents) {
 				if ((pf[i_aud].revents & (POLLHUP | POLLERR)) || pd_auditor_handle(&x.aud, r) < 0) {
+					/* the program's calls go on unseen, if any of it is left */
+					if (!(pf[i_aud].revents & POLLHUP))
+						pd_audit_names_off(s->names);
 					pd_auditor_close(&x.aud);
 					x.aud_on = false;
 				}

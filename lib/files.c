@@ -3,6 +3,7 @@
  * /proc/<pid>/root from the host) means the sandbox's own mounts, owners and permissions apply,
  * and a link planted by the program can never lead to a host file. */
 #define _GNU_SOURCE
+#include "audit.h"
 #include "initmsg.h"
 #include "sandbox.h"
 
@@ -30,6 +31,10 @@ static int fileop(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_
 		return pd_err_prefix(e, "%s: ", path ? path : "");
 	if (!path || !*path)
 		return pd_fail(e, EINVAL, "empty path");
+	/* a name removed (it may come back as a link), or a descriptor handed out (its holder may do
+	 * anything with it): the audit's kept resolutions go, to the next reset (audit.h) */
+	if (op == FILEOP_UNLINK || op == FILEOP_RMDIR || use == PD_FOP_HANDED)
+		pd_audit_names_off(s->names);
 	bool reuse;
 	if (pd_scratch_fileop_begin(s, op, path, flags, mode, use, &reuse, e) < 0)
 		return pd_err_prefix(e, "%s: ", path);

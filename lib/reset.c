@@ -5,6 +5,7 @@
  * user only read it (scratch.c); the cgroup's memory is brought down and the limits put back.
  * docs/design/reset.md tells the whole of it. */
 #define _GNU_SOURCE
+#include "audit.h"
 #include "initmsg.h"
 #include "sandbox.h"
 
@@ -222,6 +223,9 @@ reclaim:;
 		goto fail;
 	s->resets++;
 	pd_scratch_reset_done(s);
+	/* every process ended and the image's names back: what the audit kept is true again, unless
+	 * it was turned off (a name removed, renamed or linked since), which ends here */
+	pd_audit_names_reset(s->names);
 	s->state = PD_READY;
 	return 0;
 fail:

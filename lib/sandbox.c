@@ -3,6 +3,7 @@
  * check what is left), with the helpers exec and reset use again (sandbox.h). The rest of its life
  * is in exec.c, scratch.c and reset.c; the context it belongs to in context.c. */
 #define _GNU_SOURCE
+#include "audit.h"
 #include "sandbox.h"
 #include "tier.h"
 #include "ucounts.h"
@@ -372,13 +373,16 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 		pd_ctx_reap_stuck(c);
 	pd_sandbox *s = calloc(1, sizeof *s);
 	child_cfg *cfg = calloc(1, sizeof *cfg);
-	if (!s || !cfg) {
+	pd_audit_names *names = calloc(1, sizeof *names);
+	if (!s || !cfg || !names) {
 		free(s);
 		free(cfg);
+		free(names);
 		pd_fail(e, ENOMEM, "sandbox");
 		return NULL;
 	}
 	s->ctx = c;
+	s->names = names;
 	s->state = PD_CREATING;
 	s->pidfd = s->sock = s->upper_fd = -1;
 	s->opts = *o;
@@ -643,6 +647,8 @@ int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len)
 	s->state = PD_DESTROYED;
 	pd_uwatch_forget(c->uwatch, &s->upper_dirty);
 	pd_scratch_forget(s);
+	pd_audit_names_clear(s->names);
+	free(s->names);
 	free(s);
 	return dirty ? -1 : 0;
 }

@@ -4,7 +4,9 @@
 
 #include "paddock.h"
 
-struct pd_audit_dircache;
+#include <stdatomic.h>
+
+struct pd_audit_names;
 
 typedef struct pd_auditor {
 	int listener;
@@ -17,13 +19,17 @@ typedef struct pd_auditor {
 	bool sync_wake;   /* the listener hands the CPU over at each notification (Linux 6.6) */
 	pid_t last_pid;   /* the caller whose numbers in the sandbox's pid namespace are cached */
 	char last_tgid[16], last_tid[16];
-	struct pd_audit_dircache *dirs;
+	/* what resolutions found: the sandbox's, kept across its runs (pd_auditor_share), else this
+	 * run's own; either is off from the first call that changes a name */
+	struct pd_audit_names *names, *own;
 } pd_auditor;
 
 int pd_auditor_init(pd_auditor *a, int listener, const pd_audit_opts *opts, uint64_t t0_us, pd_err *e);
 /* Answers one pending notification, recording it in r. Returns 0, or -1 when the listener is dead. */
 int pd_auditor_handle(pd_auditor *a, pd_result *r);
 void pd_auditor_close(pd_auditor *a);
+/* Resolves with the sandbox's names (kept across its runs) instead of this run's own. */
+void pd_auditor_share(pd_auditor *a, struct pd_audit_names *names);
 /* The size of the buffers pd_auditor_handle reads a path (from the program's memory) and a
  * directory (readlink of its cwd or dirfd) into: PATH_MAX, the longest path the kernel takes, its
  * NUL included. */
@@ -47,19 +53,44 @@ bool pd_path_under(const char *path, const char *const *prefixes);
 /* The sandbox's filesystem as a caller sees it: its root (a directory fd; -1: resolve lexically,
  * following no link), and its own numbers in the sandbox's pid namespace, which replace "self"
  * and "thread-self" under /proc (empty: left as they are). */
-/* Directories a resolution found to be directories, not links (so the next one need not look
- * again): forgotten whole at any call that could turn one into a link (rename, unlink). */
-#define PD_AUDIT_DIRCACHE 512
-typedef struct pd_audit_dircache {
-	uint64_t hash[PD_AUDIT_DIRCACHE];
-	char *path[PD_AUDIT_DIRCACHE];
-} pd_audit_dircache;
-void pd_audit_dircache_clear(pd_audit_dircache *c);
+/* What resolutions found of a sandbox's names, so that the next one need not look again: a name
+ * that is there and is not a link, a link and where it leads (a link's target never changes: a
+ * new one is a new link), or a name under which nothing is there. Nothing under /proc is kept (its
+ * entries come and go with processes, its links are the processes' own), nor under the scratch
+ * directories (/tmp, /work, /dev/shm: each user's own files).
+ *
+ * Kept as long as every change of a name in the sandbox can be seen: it is turned off (off: not
+ * read, not filled) by anything that could make a kept name wrong — a call of the program that
+ * removes, renames or links a name (unlink, rmdir, rename, link, symlink: the audit stops each),
+ * the host's removal of a name or a descriptor it handed out (files.c), an exec not audited in
+ * full (its program could do any of those unseen) — and back on, empty, only at the sandbox's
+ * reset, which ends every process and brings the image's names back (pd_audit_names_reset). A name made (mkdir, mknod,
+ * O_CREAT, the host's write or mkdir) cannot be a link, so it leaves the entries true. Once off
+ * it stays off to the reset, not just to the next exec: names a run removed and made again come
+ * back as the image had them at the reset. Off is atomic: the host's file operations run on
+ * other threads than the exec's audit. */
+#define PD_AUDIT_NAMES 1024
+enum { PD_NAME_THERE = 1, PD_NAME_NONE, PD_NAME_LINK };
+typedef struct pd_audit_names {
+	uint64_t hash[PD_AUDIT_NAMES];
+	char *path[PD_AUDIT_NAMES];
+	char *link[PD_AUDIT_NAMES]; /* a link: where it leads */
+	uint8_t what[PD_AUDIT_NAMES]; /* PD_NAME_* */
+	_Atomic bool off;
+} pd_audit_names;
+/* Empties c and turns it on. Only while nothing else uses it (a reset, a teardown). */
+void pd_audit_names_clear(pd_audit_names *c);
+/* Turns c off until the next pd_audit_names_clear (NULL: nothing). */
+void pd_audit_names_off(pd_audit_names *c);
+/* At the sandbox's reset: c kept when on (no name it holds was removed, renamed or linked since
+ * it was last emptied: the names made since are gone again, and a name gone resolves as one that
+ * is there and not a link does), emptied and on again when off. */
+void pd_audit_names_reset(pd_audit_names *c);
 
 typedef struct pd_audit_view {
 	int rootfd;
 	char self[16], tid[16];
-	pd_audit_dircache *dirs; /* may be NULL */
+	pd_audit_names *names; /* may be NULL */
 } pd_audit_view;
 
 /* Resolves path as the kernel would for the caller: relative ones from base (an absolute,

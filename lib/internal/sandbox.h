@@ -29,6 +29,7 @@ struct pd_sandbox {
 	uint32_t resets_kept; /* resets that kept the root and its overlays */
 	bool upper_dirty;     /* their watches saw an event (upperwatch.c; under its lock) */
 	int upper_fd;         /* the uppers' tmpfs, for the audit's diff after a run (tamper.c) */
+	struct pd_audit_names *names; /* what the audit's resolutions found, kept to the reset (audit.h) */
 	pd_keep_state keep;   /* the scratch kept across resets: scratch.c's alone */
 	pd_scratch_attr scr[PD_SCRATCH_IMG]; /* /tmp and /work as the last rebuild made them */
 	int nlayers;                         /* and how many image layers it attached */
