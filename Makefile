@@ -107,7 +107,7 @@ asan:
 
 # valgrind 3.19 does not know clone3 or seccomp's flags: the modules that make sandboxes are
 # checked by `make asan` instead
-VALGRIND_UNITS := util capture result cgroup_v2 audit image imagestore
+VALGRIND_UNITS := util capture result cgroup_v2 audit auditnames image imagestore
 valgrind: all $(UNIT_BIN)
 	@PADDOCK_BUILD=$(BUILD) PADDOCK=$(BIN)/paddock PADDOCK_VALGRIND=1 tests/run-all $(VALGRIND_UNITS:%=$(BUILD)/tests/%)
 

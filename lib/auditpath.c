@@ -158,20 +158,21 @@ static int name_known(pd_audit_names *c, const char *path, const char **link)
 	return 0;
 }
 
-/* Not kept: /proc's entries, and what is under the scratch directories (each user's own files,
- * gone at the reset: kept, they would only fill the table before the image's names do). */
-static bool name_kept(const char *path)
+/* Not kept: /proc's entries; what is under the scratch directories (each user's own files, gone
+ * at the reset: kept, they would only fill the table before the image's names do); what is under
+ * a bind mount (a host directory, which the host or another sandbox may change unseen). */
+static bool name_kept(const pd_audit_names *c, const char *path)
 {
 	static const char *const under[] = {"/proc/", "/tmp/", "/work/", "/dev/shm/"};
 	for (size_t i = 0; i < sizeof under / sizeof under[0]; i++)
 		if (!strncmp(path, under[i], strlen(under[i])))
 			return false;
-	return true;
+	return !c->binds || !pd_path_under(path, (const char *const *)c->binds);
 }
 
 static void name_note(pd_audit_names *c, const char *path, int what, const char *link)
 {
-	if (!c || atomic_load_explicit(&c->off, memory_order_acquire) || !name_kept(path))
+	if (!c || atomic_load_explicit(&c->off, memory_order_acquire) || !name_kept(c, path))
 		return;
 	uint64_t h = path_hash(path);
 	for (size_t i = 0, k = h % PD_AUDIT_NAMES; i < 8; i++, k = (k + 1) % PD_AUDIT_NAMES)
@@ -200,6 +201,35 @@ void pd_audit_names_clear(pd_audit_names *c)
 	}
 	if (c)
 		atomic_store_explicit(&c->off, false, memory_order_release);
+}
+
+pd_audit_names *pd_audit_names_new(const pd_bind *binds, size_t nbinds)
+{
+	pd_audit_names *c = calloc(1, sizeof *c);
+	if (!c || !nbinds)
+		return c;
+	c->binds = calloc(nbinds + 1, sizeof *c->binds);
+	for (size_t i = 0; c->binds && i < nbinds; i++)
+		if (binds[i].dst && !(c->binds[i] = strdup(binds[i].dst))) {
+			pd_audit_names_free(c);
+			return NULL;
+		}
+	if (!c->binds) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void pd_audit_names_free(pd_audit_names *c)
+{
+	if (!c)
+		return;
+	pd_audit_names_clear(c);
+	for (size_t i = 0; c->binds && c->binds[i]; i++)
+		free(c->binds[i]);
+	free(c->binds);
+	free(c);
 }
 
 void pd_audit_names_reset(pd_audit_names *c)

@@ -373,11 +373,11 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 		pd_ctx_reap_stuck(c);
 	pd_sandbox *s = calloc(1, sizeof *s);
 	child_cfg *cfg = calloc(1, sizeof *cfg);
-	pd_audit_names *names = calloc(1, sizeof *names);
+	pd_audit_names *names = pd_audit_names_new(o->binds, o->nbinds);
 	if (!s || !cfg || !names) {
 		free(s);
 		free(cfg);
-		free(names);
+		pd_audit_names_free(names);
 		pd_fail(e, ENOMEM, "sandbox");
 		return NULL;
 	}
@@ -647,8 +647,7 @@ int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len)
 	s->state = PD_DESTROYED;
 	pd_uwatch_forget(c->uwatch, &s->upper_dirty);
 	pd_scratch_forget(s);
-	pd_audit_names_clear(s->names);
-	free(s->names);
+	pd_audit_names_free(s->names);
 	free(s);
 	return dirty ? -1 : 0;
 }

@@ -57,7 +57,8 @@ bool pd_path_under(const char *path, const char *const *prefixes);
  * that is there and is not a link, a link and where it leads (a link's target never changes: a
  * new one is a new link), or a name under which nothing is there. Nothing under /proc is kept (its
  * entries come and go with processes, its links are the processes' own), nor under the scratch
- * directories (/tmp, /work, /dev/shm: each user's own files).
+ * directories (/tmp, /work, /dev/shm: each user's own files), nor under the sandbox's bind mounts
+ * (host directories: the host, or another sandbox binding the same one, changes them unseen).
  *
  * Kept as long as every change of a name in the sandbox can be seen: it is turned off (off: not
  * read, not filled) by anything that could make a kept name wrong — a call of the program that
@@ -77,7 +78,11 @@ typedef struct pd_audit_names {
 	char *link[PD_AUDIT_NAMES]; /* a link: where it leads */
 	uint8_t what[PD_AUDIT_NAMES]; /* PD_NAME_* */
 	_Atomic bool off;
+	char **binds; /* the bind mounts' destinations (NULL-terminated; NULL: none): never kept */
 } pd_audit_names;
+/* A sandbox's names: empty, on, with its bind mounts' destinations (NULL with ENOMEM). */
+pd_audit_names *pd_audit_names_new(const pd_bind *binds, size_t nbinds);
+void pd_audit_names_free(pd_audit_names *c);
 /* Empties c and turns it on. Only while nothing else uses it (a reset, a teardown). */
 void pd_audit_names_clear(pd_audit_names *c);
 /* Turns c off until the next pd_audit_names_clear (NULL: nothing). */
