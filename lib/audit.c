@@ -92,15 +92,23 @@ void pd_auditor_close(pd_auditor *a)
 	free(a->req);
 	free(a->resp);
 	pd_audit_names_clear(a->own);
+	if (a->own)
+		a->own->binds = NULL; /* the sandbox's (pd_auditor_share) */
 	free(a->own);
 	a->own = a->names = NULL;
 	a->req = a->resp = NULL;
 }
 
-void pd_auditor_share(pd_auditor *a, pd_audit_names *names)
+void pd_auditor_share(pd_auditor *a, pd_audit_names *names, bool share)
 {
+	if (!names)
+		return;
+	/* the run's own table keeps no more than the sandbox's: nothing under its bind mounts, which
+	 * the host or another sandbox binding the same directory can change during this run too
+	 * (borrowed: the sandbox outlives its runs; pd_auditor_close does not free them) */
+	a->own->binds = names->binds;
 	/* one already off stays so to its sandbox's reset: this run keeps its own meanwhile */
-	if (names && !atomic_load_explicit(&names->off, memory_order_acquire))
+	if (share && !atomic_load_explicit(&names->off, memory_order_acquire))
 		a->names = names;
 }
 

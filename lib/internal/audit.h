@@ -28,8 +28,9 @@ int pd_auditor_init(pd_auditor *a, int listener, const pd_audit_opts *opts, uint
 /* Answers one pending notification, recording it in r. Returns 0, or -1 when the listener is dead. */
 int pd_auditor_handle(pd_auditor *a, pd_result *r);
 void pd_auditor_close(pd_auditor *a);
-/* Resolves with the sandbox's names (kept across its runs) instead of this run's own. */
-void pd_auditor_share(pd_auditor *a, struct pd_audit_names *names);
+/* Gives this run's own names the sandbox's bind mounts (never kept, in either table) and, when
+ * share and the sandbox's names are on, resolves with those (kept across its runs) instead. */
+void pd_auditor_share(pd_auditor *a, struct pd_audit_names *names, bool share);
 /* The size of the buffers pd_auditor_handle reads a path (from the program's memory) and a
  * directory (readlink of its cwd or dirfd) into: PATH_MAX, the longest path the kernel takes, its
  * NUL included. */

@@ -6,7 +6,8 @@
  * - off: nothing kept is used or added, the tree is read again; a reset empties an off table and
  *   turns it on, and keeps an on one;
  * - never kept: names under a bind mount's destination (a host directory that the host or another
- *   sandbox may change unseen), under the scratch directories, under /proc. */
+ *   sandbox may change unseen), under the scratch directories, under /proc;
+ * - nor by a run's own table, used while the sandbox's is off: it has the sandbox's bind mounts. */
 #define _GNU_SOURCE
 #include "audit.h"
 #include "tap.h"
@@ -50,10 +51,11 @@ static int relink(const char *rel, const char *target)
 
 int main(void)
 {
-	plan(14);
+	plan(19);
 	if (!mkdtemp(root))
 		return ok(0, "mkdtemp: %s", strerror(errno)), 1;
-	const char *dirs[] = {"opt", "opt/d", "data", "data/d", "tmp", "tmp/secret", "tmp/s", NULL};
+	const char *dirs[] = {"opt",	"opt/d", "opt/e",     "data", "data/d",
+			      "data/e", "tmp",	 "tmp/secret", "tmp/s", NULL};
 	int rc = 0;
 	for (int i = 0; dirs[i]; i++)
 		rc |= mkdir(at(dirs[i]), 0755);
@@ -90,9 +92,36 @@ int main(void)
 	relink("opt/d", "/tmp");
 	is_str(resolved(&v, "/opt/d/secret/flag"), "/opt/secret/flag", "the reset of an on table keeps it");
 
+	/* a run whose sandbox's table is off resolves with its own, which must not keep what is under
+	 * a bind mount either: another writer to that host directory can change it during the run */
+	pd_audit_names_off(names);
+	pd_auditor a = {.listener = -1};
+	pd_audit_opts ao = {0};
+	pd_err err = {0};
+	int rc2 = pd_auditor_init(&a, open("/dev/null", O_RDONLY | O_CLOEXEC), &ao, 0, &err);
+	ok(rc2 == 0, "an auditor is made (%s)", err.msg);
+	if (rc2 == 0) {
+		pd_auditor_share(&a, names, true);
+		ok(a.names == a.own, "the sandbox's table off: the run uses its own");
+		pd_audit_view w = {.rootfd = fd, .names = a.names};
+		resolved(&w, "/opt/e/secret/flag");
+		resolved(&w, "/data/e/secret/flag");
+		relink("opt/e", "/tmp");
+		relink("data/e", "/tmp");
+		is_str(resolved(&w, "/opt/e/secret/flag"), "/opt/e/secret/flag", "the run's own table keeps a name");
+		is_str(resolved(&w, "/data/e/secret/flag"), "/tmp/secret/flag",
+		       "but nothing under a bind: the new link");
+		pd_auditor_close(&a);
+	} else {
+		for (int i = 0; i < 4; i++)
+			ok(0, "no auditor");
+	}
+	ok(names->binds && names->binds[0] && !strcmp(names->binds[0], "/data"),
+	   "the sandbox's bind list outlives the run's close");
+
 	pd_audit_names_free(names);
 	close(fd);
-	const char *links[] = {"opt/d", "opt/l", "data/d", "tmp/s", NULL};
+	const char *links[] = {"opt/d", "opt/e", "opt/l", "data/d", "data/e", "tmp/s", NULL};
 	for (int i = 0; links[i]; i++)
 		unlink(at(links[i]));
 	const char *rm[] = {"tmp/secret", "tmp", "data", "opt", "", NULL};
