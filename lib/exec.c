@@ -284,8 +284,11 @@ static void on_init_msg(pd_sandbox *s, exec_run *x, pd_result *r)
 			bool gone = hp <= 0 || (pfd < 0 && errno == ESRCH);
 			int l = pfd >= 0 ? (int)syscall(SYS_pidfd_getfd, pfd, m.st.listener_fd, 0) : -1;
 			if (l < 0 && pfd >= 0) {
-				struct pollfd pp = {pfd, POLLIN, 0}; /* readable once the process has exited */
-				gone = poll(&pp, 1, 0) == 1;
+				/* readable once the process has exited; an exiting one drops its files
+				 * before that, so its getfd fails a moment before its pidfd tells why:
+				 * wait for that moment (a live process always has its listener) */
+				struct pollfd pp = {pfd, POLLIN, 0};
+				gone = poll(&pp, 1, 2000) == 1;
 			}
 			if (pfd >= 0)
 				close(pfd);
@@ -294,8 +297,7 @@ static void on_init_msg(pd_sandbox *s, exec_run *x, pd_result *r)
 			if (l >= 0 && pd_auditor_init(&x->aud, l, x->ao, pd_now_us(), NULL) == 0) {
 				x->aud_on = true;
 				x->aud.net = (int)s->opts.net;
-				if (!x->ao->faults_only)
-					pd_auditor_share(&x->aud, s->names);
+				pd_auditor_share(&x->aud, s->names, !x->ao->faults_only);
 				/* a listener for injected faults alone records nothing */
 				r->audited = !x->ao->faults_only;
 			} else {
