@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,17 +80,22 @@ static char *judge_body_audit(const char *lang, const char *code, long tag, bool
 	return s;
 }
 
-/* POSTs a judge request; 0 when it passed; *hit set when the cache answered. */
+/* POSTs a judge request; 0 when it passed, its process level as asked (audited: "pass"; else
+ * "not_audited", so that no side is timed without the work it stands for); *hit set when the
+ * cache answered. */
 static int post_judge(const char *body, bool *hit)
 {
 	int status = 0;
 	char err[256];
 	json_error_t je;
 	json_t *req = json_loads(body, 0, &je);
+	const char *want = json_is_true(json_object_get(req, "audit")) ? "pass" : "not_audited";
 	json_t *rec = httpc_json(url, "POST", "/v1/judge", req, NULL, &status, err, sizeof err);
 	json_decref(req);
-	const char *out = json_string_value(json_object_get(json_object_get(json_object_get(rec, "verdict"), "output"), "status"));
-	int rc = status == 200 && out && !strcmp(out, "pass") ? 0 : -1;
+	json_t *v = json_object_get(rec, "verdict");
+	const char *out = json_string_value(json_object_get(json_object_get(v, "output"), "status"));
+	const char *proc = json_string_value(json_object_get(json_object_get(v, "process"), "status"));
+	int rc = status == 200 && out && !strcmp(out, "pass") && proc && !strcmp(proc, want) ? 0 : -1;
 	if (hit)
 		*hit = !strcmp(json_string_value(json_object_get(rec, "cache")) ?: "", "hit");
 	json_decref(rec);
@@ -254,6 +260,59 @@ static double run_cell(cell_kind k, double secs, long *tag, uint64_t *hits, uint
 	return el > 0 ? c.ok / el : 0;
 }
 
+/* The machine's cost of handing the CPU between two processes: a one-byte pipe round trip (us),
+ * both on CPU 0, or on CPUs 0 and 1. Each audited call is such a hand-over to the daemon's
+ * handler and back, so the audit's share moves with it from machine to machine (a nested VM's
+ * may be several times a bare host's). Measured in a child of its own: the caller's affinity
+ * is left alone. -1 when it could not be measured. */
+static double switch_rt_us(bool cross)
+{
+	int res[2];
+	if (pipe2(res, O_CLOEXEC) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		int a[2], b[2];
+		double us = -1;
+		cpu_set_t cs;
+		CPU_ZERO(&cs);
+		CPU_SET(0, &cs);
+		if (pipe(a) == 0 && pipe(b) == 0 && sched_setaffinity(0, sizeof cs, &cs) == 0) {
+			enum { N = 20000 };
+			char c = 0;
+			pid_t peer = fork();
+			if (peer == 0) {
+				CPU_ZERO(&cs);
+				CPU_SET(cross ? 1 : 0, &cs);
+				if (sched_setaffinity(0, sizeof cs, &cs) < 0)
+					_exit(1);
+				for (int i = 0; i < N; i++)
+					if (read(a[0], &c, 1) != 1 || write(b[1], &c, 1) != 1)
+						_exit(1);
+				_exit(0);
+			}
+			double t = now_ms();
+			int i = 0;
+			for (; peer > 0 && i < N; i++)
+				if (write(a[1], &c, 1) != 1 || read(b[0], &c, 1) != 1)
+					break;
+			if (i == N)
+				us = (now_ms() - t) * 1000.0 / N;
+			if (peer > 0)
+				waitpid(peer, NULL, 0);
+		}
+		_exit(write(res[1], &us, sizeof us) == sizeof us ? 0 : 1);
+	}
+	close(res[1]);
+	double us = -1;
+	if (pid < 0 || read(res[0], &us, sizeof us) != sizeof us)
+		us = -1;
+	close(res[0]);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	return us;
+}
+
 /* ---- the command ----------------------------------------------------------------------------- */
 
 enum { F_CPP_JUDGE, F_CPP_VERL, F_PY_JUDGE, F_PY_FLOOR, F_PY_BWRAP, F_RATE_JUDGE, F_RATE_FLOOR, F_GRPO_ON,
@@ -358,6 +417,8 @@ int cmd_bench_judge(int argc, char **argv)
 		cli_error("bench --judge: %s: %s", path, strerror(errno));
 		return EXIT_PADDOCK_FAILED;
 	}
+	/* before the daemon's threads: the measurement forks */
+	double rt_same = switch_rt_us(false), rt_cross = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? switch_rt_us(true) : -1;
 	pd_log_enable(false);
 	pd_server_opts o = {0};
 	o.sched.retries = 2; /* as serve's default: the scheduler takes 0 as no retries */
@@ -375,6 +436,10 @@ int cmd_bench_judge(int argc, char **argv)
 	printf("paddock bench --judge — %ld CPUs, %d round%s, %.1f s per 2-client cell, daemon on %s\n"
 	       "(20 tests per submission; each round runs every side, alternating; ratios per round)\n\n",
 	       sysconf(_SC_NPROCESSORS_ONLN), rounds, rounds == 1 ? "" : "s", secs, pd_server_address(s));
+	/* what an audited call's stop costs here at the least: the ratio is read against it */
+	printf("this machine: a pipe round trip between two processes takes %.1f us on one CPU, %.1f us across "
+	       "two\n(each audited call hands the CPU to the daemon and back)\n\n",
+	       rt_same, rt_cross);
 	char *cpp_body = judge_body("cpp", cpp_code, -1, false), *py_body = judge_body("python", py_code, -1, false);
 	py_body_nocache = py_body;
 	char *cpp_audit = judge_body_audit("cpp", cpp_code, -1, false, true),
@@ -447,7 +512,8 @@ ratios:
 	ratio_line("cpp20: audit on / audit off", r, rounds, F_CPP_AUDIT_ON, F_CPP_AUDIT_OFF, "target <= 1.10x");
 	ratio_line("py20: audit on / audit off", r, rounds, F_PY_AUDIT_ON, F_PY_AUDIT_OFF, "target <= 1.10x");
 	if (failed)
-		printf("\n%llu operations failed (a judge that did not pass, or a wrong output)\n", (unsigned long long)failed);
+		printf("\n%llu operations failed (a judge that did not pass or not audited as asked, or a wrong output)\n",
+		       (unsigned long long)failed);
 	free(r);
 	free(cpp_body);
 	free(py_body);
