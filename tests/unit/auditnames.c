@@ -95,27 +95,21 @@ int main(void)
 	/* a run whose sandbox's table is off resolves with its own, which must not keep what is under
 	 * a bind mount either: another writer to that host directory can change it during the run */
 	pd_audit_names_off(names);
-	pd_auditor a = {.listener = -1};
-	pd_audit_opts ao = {0};
-	pd_err err = {0};
-	int rc2 = pd_auditor_init(&a, open("/dev/null", O_RDONLY | O_CLOEXEC), &ao, 0, &err);
-	ok(rc2 == 0, "an auditor is made (%s)", err.msg);
-	if (rc2 == 0) {
-		pd_auditor_share(&a, names, true);
-		ok(a.names == a.own, "the sandbox's table off: the run uses its own");
-		pd_audit_view w = {.rootfd = fd, .names = a.names};
-		resolved(&w, "/opt/e/secret/flag");
-		resolved(&w, "/data/e/secret/flag");
-		relink("opt/e", "/tmp");
-		relink("data/e", "/tmp");
-		is_str(resolved(&w, "/opt/e/secret/flag"), "/opt/e/secret/flag", "the run's own table keeps a name");
-		is_str(resolved(&w, "/data/e/secret/flag"), "/tmp/secret/flag",
-		       "but nothing under a bind: the new link");
-		pd_auditor_close(&a);
-	} else {
-		for (int i = 0; i < 4; i++)
-			ok(0, "no auditor");
-	}
+	/* as pd_auditor_init leaves it (its notification buffers aside: the seccomp calls it makes
+	 * are unknown to valgrind), closed by pd_auditor_close */
+	pd_auditor a = {.listener = -1, .rootfd = -1, .own = calloc(1, sizeof(pd_audit_names))};
+	a.names = a.own;
+	ok(a.own != NULL, "a run's own table");
+	pd_auditor_share(&a, names, true);
+	ok(a.names == a.own, "the sandbox's table off: the run uses its own");
+	pd_audit_view w = {.rootfd = fd, .names = a.names};
+	resolved(&w, "/opt/e/secret/flag");
+	resolved(&w, "/data/e/secret/flag");
+	relink("opt/e", "/tmp");
+	relink("data/e", "/tmp");
+	is_str(resolved(&w, "/opt/e/secret/flag"), "/opt/e/secret/flag", "the run's own table keeps a name");
+	is_str(resolved(&w, "/data/e/secret/flag"), "/tmp/secret/flag", "but nothing under a bind: the new link");
+	pd_auditor_close(&a);
 	ok(names->binds && names->binds[0] && !strcmp(names->binds[0], "/data"),
 	   "the sandbox's bind list outlives the run's close");
 
