@@ -65,6 +65,16 @@ static void line_done(pd_job *j, void *arg)
 	free(lc);
 }
 
+/* A line is the judge's when it carries a problem: an inline one, or a problem_id while
+ * --problems is given. Without --problems, problem_id and problem_version are a run's ids,
+ * as in POST /v1/runs: examples/requests.jsonl labels its lines with them. */
+static bool judge_line(const json_t *req, bool have_problems)
+{
+	if (json_is_object(json_object_get(req, "problem")))
+		return true;
+	return have_problems && json_object_get(req, "problem_id");
+}
+
 static void run_usage(FILE *f)
 {
 	fputs("usage: paddock run [options] REQUESTS.jsonl|-\n"
@@ -73,9 +83,10 @@ static void run_usage(FILE *f)
 	      "server needed) and writes one result line each. A line is a native run request\n"
 	      "(language+code, or template+cmd/shell, files, stdin, limits, ids) or a SandboxFusion\n"
 	      "/run_code request (with \"schema\": \"run_code\", or its compile_timeout/run_timeout/\n"
-	      "memory_limit_MB fields), or a judge request (problem_id or an inline problem, language,\n"
-	      "code, group_id, sample_id...; docs/judge.md), judged against --problems; a judge line's\n"
-	      "\"expect\" ({\"output\", \"failure_class\"}) is checked and counted, \"note\" ignored.\n"
+	      "memory_limit_MB fields), or a judge request (an inline problem, or a problem_id when\n"
+	      "--problems is given; language, code, group_id, sample_id...; docs/judge.md); a judge\n"
+	      "line's \"expect\" ({\"output\", \"failure_class\"}) is checked and counted, \"note\"\n"
+	      "ignored. Without --problems, problem_id and problem_version are a run's ids.\n"
 	      "\n"
 	      "  --problems DIR         the judge's problems (examples/problems)\n"
 	      "  --cluster URLS         send the lines to a cluster's nodes (http://HOST:PORT, comma-\n"
@@ -262,7 +273,7 @@ int cmd_run(int argc, char **argv)
 		pd_err pe = {0};
 		json_t *expect = NULL;
 		pd_job *j;
-		if (json_object_get(reqs[i], "problem_id") || json_object_get(reqs[i], "problem")) {
+		if (judge_line(reqs[i], problems_dir != NULL)) {
 			/* a judge line: what it expects is the file's, not the judge's */
 			expect = json_incref(json_object_get(reqs[i], "expect"));
 			json_object_del(reqs[i], "expect");
