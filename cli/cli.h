@@ -60,6 +60,8 @@ void cli_print_pools(struct pd_pools *p, const struct pd_template *t, size_t n, 
 
 /* A progress line on stderr ("\r[====  ] done/total  rate/s  ETA"). */
 void cli_progress(size_t done, size_t total, uint64_t t0_us);
+/* The same as a whole line ("paddock CMD: 120/252 done ..."), for a stderr that is not a terminal. */
+void cli_progress_line(const char *cmd, size_t done, size_t total, uint64_t t0_us);
 /* Sorts latencies; then the p-th percentile (nearest rank) of the sorted values. */
 void cli_sort_latencies(double *v, size_t n);
 double cli_percentile(const double *sorted, size_t n, double p);

@@ -166,12 +166,28 @@ pd_job *cli_run_job(json_t *o, bool *run_code, pd_err *e)
 	return *run_code ? pd_job_from_run_code(o, e) : pd_job_from_native(o, e);
 }
 
-char *cli_run_refusal(int line, const char *msg)
+static char *dump(json_t *o)
 {
-	/* pd_json_text: the message may quote a client's text (a field name) */
-	json_t *o = json_pack("{s:i,s:s,s:s,s:o}", "line", line, "status", "XX", "failure_class", "internal_error",
-			      "error", pd_json_text(msg));
 	char *text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return text;
+}
+
+char *cli_run_refusal(int line, const char *task_id, const char *msg)
+{
+	/* not an attempt: no program status, no failure class; pd_json_text as the message may quote
+	 * a client's text (a field name) */
+	json_t *o = json_pack("{s:i,s:s,s:o}", "line", line, "refused", "bad_request", "error", pd_json_text(msg));
+	if (task_id && *task_id)
+		json_object_set_new(o, "task_id", pd_json_text(task_id));
+	return dump(o);
+}
+
+char *cli_run_unrun(int line, const char *task_id, pd_failure f, const char *msg)
+{
+	json_t *o = json_pack("{s:i,s:s,s:s,s:o}", "line", line, "status", "XX", "failure_class", pd_failure_name(f),
+			      "error", pd_json_text(msg));
+	if (task_id && *task_id)
+		json_object_set_new(o, "task_id", pd_json_text(task_id));
+	return dump(o);
 }

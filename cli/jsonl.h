@@ -44,7 +44,13 @@ char *cli_batch_error_line(int line, json_t *id, const char *msg);
  * when refused: e says why. */
 pd_job *cli_run_job(json_t *o, bool *run_code, pd_err *e);
 
-/* The result line of a refused request (no newline). malloc'd. */
-char *cli_run_refusal(int line, const char *msg);
+/* The result line of a line refused as a request (malformed, a bad field): {"line", "task_id"
+ * when known, "refused": "bad_request", "error"}, no status or failure class, as it is no attempt.
+ * No newline; malloc'd. */
+char *cli_run_refusal(int line, const char *task_id, const char *msg);
+/* The result line of a valid request that never ran: status XX and failure class f (queue_timeout
+ * when its deadline could not be met, internal_error when the infrastructure could not take it),
+ * with "error" saying why. No newline; malloc'd. */
+char *cli_run_unrun(int line, const char *task_id, pd_failure f, const char *msg);
 
 #endif

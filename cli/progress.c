@@ -6,6 +6,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+void cli_progress_line(const char *cmd, size_t done, size_t total, uint64_t t0_us)
+{
+	/* where stderr is a log, not a terminal: whole lines, no carriage returns */
+	double secs = (pd_now_us() - t0_us) / 1e6, rate = secs > 0 ? done / secs : 0;
+	fprintf(stderr, "paddock %s: %zu/%zu done (%.0f%%) in %.0f s, %.1f/s, ETA %.0f s\n", cmd, done, total,
+		total ? 100.0 * (double)done / (double)total : 100.0, secs, rate,
+		rate > 0 ? (double)(total - done) / rate : 0.0);
+}
+
 void cli_progress(size_t done, size_t total, uint64_t t0_us)
 {
 	double secs = (pd_now_us() - t0_us) / 1e6, rate = secs > 0 ? done / secs : 0;

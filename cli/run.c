@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,11 +26,13 @@ typedef struct run_state {
 	size_t nlat;
 	uint64_t status[8];
 	uint64_t failure[PD_F_COUNT];
+	pd_job **jobs; /* by request: set while submitted and not yet answered (for Ctrl-C) */
 	judged_sum *judged; /* judge lines: the grading run's summary (run_judged.c) */
 } run_state;
 
 typedef struct line_ctx {
 	run_state *st;
+	size_t idx; /* in st->jobs */
 	int line;
 	bool run_code;
 	uint64_t t0;
@@ -50,11 +53,15 @@ static void line_done(pd_job *j, void *arg)
 	if (text)
 		fprintf(st->out, "%s\n", text);
 	st->lat[st->nlat++] = (pd_now_us() - lc->t0) / 1000.0;
-	if (!j->execute) /* a judge line has no one program status: its tests have theirs */
+	/* a judge line has no one program status (its tests have theirs), and its failure classes
+	 * include the judge's own (compile_error): the judged summary counts them */
+	if (!j->execute) {
 		st->status[r ? r->status : 7]++;
-	st->failure[j->failure]++;
+		st->failure[j->failure]++;
+	}
 	if (j->execute)
 		judged_sum_add(st->judged, o, lc->expect, lc->line);
+	st->jobs[lc->idx] = NULL;
 	st->done++;
 	pthread_cond_broadcast(&st->cv);
 	pthread_mutex_unlock(&st->mu);
@@ -73,6 +80,31 @@ static bool judge_line(const json_t *req, bool have_problems)
 	if (json_is_object(json_object_get(req, "problem")))
 		return true;
 	return have_problems && json_object_get(req, "problem_id");
+}
+
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
+{
+	(void)sig;
+	/* the first one stops the batch cleanly; the second is the user insisting */
+	if (interrupted++)
+		_exit(130);
+}
+
+/* The record of a request that passed its checks but was not admitted. Its own deadline is its
+ * own outcome (queue_timeout, as when it expires in the queue); anything else is the
+ * infrastructure's (internal_error) and makes the run exit 2. */
+static char *admission_record(int line, const char *task_id, pd_admit a, bool *infra)
+{
+	*infra = a != PD_ADMIT_DEADLINE;
+	const char *why = a == PD_ADMIT_DEADLINE    ? "its deadline could not be met: the work ahead of it takes longer"
+			  : a == PD_ADMIT_MEMORY    ? "the host is short of free memory"
+			  : a == PD_ADMIT_BREAKER   ? "circuit breaker open: sandboxes are failing to start"
+			  : a == PD_ADMIT_DISK_FULL ? "disk full"
+			  : a == PD_ADMIT_FULL      ? "queue full"
+						    : "stopping";
+	return cli_run_unrun(line, task_id, a == PD_ADMIT_DEADLINE ? PD_F_QUEUE : PD_F_INTERNAL, why);
 }
 
 static void run_usage(FILE *f)
@@ -100,7 +132,13 @@ static void run_usage(FILE *f)
 	      "  -q, --quiet            no progress bar\n"
 	      "  -v, --verbose          the daemon's JSON log lines on stderr\n"
 	      "\n"
-	      "exit: 0 when every request ran (whatever the programs' verdicts), 2 when some could not.\n",
+	      "A line refused as a request (malformed, a bad field) is answered {\"line\", \"refused\":\n"
+	      "\"bad_request\", \"error\"}; one whose deadline could not be met, status XX with\n"
+	      "failure_class queue_timeout. Ctrl-C cancels what has not finished (each gets its\n"
+	      "cancelled record) and prints the summary; a second Ctrl-C quits at once.\n"
+	      "\n"
+	      "exit: 0 when every line got its result (whatever the programs' verdicts), 2 when a line\n"
+	      "was refused or the infrastructure could not run it, 130 after Ctrl-C.\n",
 	      f);
 }
 
@@ -144,7 +182,7 @@ int cmd_run(int argc, char **argv)
 		case 'q': quiet = true; break;
 		case 'v': pd_log_enable(true); break;
 		case 'C': cluster = optarg; break;
-		default: run_usage(stderr); return EXIT_USAGE;
+		default: cli_error("see 'paddock run --help'"); return EXIT_USAGE;
 		}
 	}
 	if (optind >= argc) {
@@ -172,13 +210,20 @@ int cmd_run(int argc, char **argv)
 		cli_error("%s: %s", outfile, strerror(errno));
 		return EXIT_USAGE;
 	}
+	/* a line reaches the file when it is written: an interrupted run leaves whole lines */
+	setvbuf(st.out, NULL, _IOLBF, 0);
 	json_t *o;
 	json_error_t je;
 	while ((lst = cli_jsonl_next(in, &line, &lcap, &lineno, &o, &je)) != CLI_LINE_EOF) {
 		if (lst != CLI_LINE_OK) {
-			fprintf(st.out, "{\"line\":%d,\"status\":\"XX\",\"failure_class\":\"internal_error\","
-					"\"error\":\"not a JSON object: %s\"}\n",
-				lineno, lst == CLI_LINE_NOT_OBJECT ? "a JSON value of another type" : "malformed JSON");
+			char msg[300];
+			if (lst == CLI_LINE_NOT_OBJECT)
+				snprintf(msg, sizeof msg, "not a JSON object: a JSON value of another type");
+			else
+				snprintf(msg, sizeof msg, "malformed JSON at column %d: %s", je.column, je.text);
+			char *text = cli_run_refusal(lineno, NULL, msg);
+			fprintf(st.out, "%s\n", text ? text : "{}");
+			free(text);
 			bad++;
 			continue;
 		}
@@ -266,9 +311,28 @@ int cmd_run(int argc, char **argv)
 	pthread_cond_init(&st.cv, NULL);
 	st.total = n;
 	st.lat = calloc(n ? n : 1, sizeof *st.lat);
+	st.jobs = calloc(n ? n : 1, sizeof *st.jobs);
+	struct sigaction sa = {.sa_handler = on_interrupt}, old_int, old_term;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
 	uint64_t t0 = pd_now_us();
-	size_t rejected = 0;
+	size_t rejected = 0, refused = 0;
 	for (size_t i = 0; i < n; i++) {
+		if (interrupted) {
+			/* the rest are not submitted: each still gets its line */
+			char *text = cli_run_unrun(lines[i], json_string_value(json_object_get(reqs[i], "task_id")),
+						   PD_F_CANCELLED, "interrupted before it was submitted");
+			json_decref(reqs[i]);
+			pthread_mutex_lock(&st.mu);
+			fprintf(st.out, "%s\n", text ? text : "{}");
+			st.status[7]++;
+			st.failure[PD_F_CANCELLED]++;
+			st.done++;
+			pthread_mutex_unlock(&st.mu);
+			free(text);
+			continue;
+		}
 		bool rc = false;
 		pd_err pe = {0};
 		json_t *expect = NULL;
@@ -283,14 +347,18 @@ int cmd_run(int argc, char **argv)
 		} else {
 			j = cli_run_job(reqs[i], &rc, &pe);
 		}
+		char task_id[sizeof j->task_id] = "";
+		const char *tid = json_string_value(json_object_get(reqs[i], "task_id"));
+		if (tid)
+			snprintf(task_id, sizeof task_id, "%s", tid);
 		json_decref(reqs[i]);
 		if (!j) {
 			json_decref(expect);
-			char *text = cli_run_refusal(lines[i], PD_ERR_STR(&pe));
+			char *text = cli_run_refusal(lines[i], task_id, PD_ERR_STR(&pe));
 			pthread_mutex_lock(&st.mu);
 			fprintf(st.out, "%s\n", text ? text : "{}");
 			st.done++;
-			rejected++;
+			refused++;
 			pthread_mutex_unlock(&st.mu);
 			free(text);
 			continue;
@@ -299,6 +367,7 @@ int cmd_run(int argc, char **argv)
 			snprintf(j->task_id, sizeof j->task_id, "line-%d", lines[i]);
 		line_ctx *lc = calloc(1, sizeof *lc);
 		lc->st = &st;
+		lc->idx = i;
 		lc->line = lines[i];
 		lc->run_code = rc;
 		lc->expect = expect;
@@ -306,22 +375,49 @@ int cmd_run(int argc, char **argv)
 		j->done = line_done;
 		j->done_arg = lc;
 		snprintf(j->client, sizeof j->client, "run");
-		if (pd_sched_submit(sched, j) != PD_ADMIT_OK) {
+		pthread_mutex_lock(&st.mu);
+		st.jobs[i] = j; /* before it can finish: line_done clears it */
+		pthread_mutex_unlock(&st.mu);
+		pd_admit a = pd_sched_submit(sched, j);
+		if (a != PD_ADMIT_OK) {
+			bool infra;
+			char *text = admission_record(lines[i], j->task_id, a, &infra);
 			pd_job_free(j);
 			json_decref(lc->expect);
 			free(lc);
 			pthread_mutex_lock(&st.mu);
+			st.jobs[i] = NULL;
+			fprintf(st.out, "%s\n", text ? text : "{}");
+			st.status[7]++;
+			st.failure[infra ? PD_F_INTERNAL : PD_F_QUEUE]++;
 			st.done++;
-			rejected++;
+			rejected += infra;
 			pthread_mutex_unlock(&st.mu);
+			free(text);
 		}
 	}
 	free(reqs);
-	bool tty = !quiet && isatty(STDERR_FILENO);
+	bool tty = !quiet && isatty(STDERR_FILENO), cancelling = false;
+	uint64_t said = t0;
 	pthread_mutex_lock(&st.mu);
 	while (st.done < st.total) {
+		if (interrupted && !cancelling) {
+			/* queued jobs end as cancelled, running ones are killed: every line gets its record */
+			cancelling = true;
+			if (tty)
+				fputc('\n', stderr);
+			fprintf(stderr, "paddock run: interrupted: cancelling %zu unfinished requests (Ctrl-C again quits at once)\n",
+				st.total - st.done);
+			for (size_t i = 0; i < n; i++)
+				if (st.jobs[i])
+					pd_sched_cancel(sched, st.jobs[i]);
+		}
 		if (tty)
 			cli_progress(st.done, st.total, t0);
+		else if (!quiet && pd_now_us() - said >= 10000000) {
+			said = pd_now_us();
+			cli_progress_line("run", st.done, st.total, t0);
+		}
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += 200000000;
@@ -336,18 +432,27 @@ int cmd_run(int argc, char **argv)
 	if (tty)
 		fputc('\n', stderr);
 	pd_sched_drain(sched);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
 	cli_sort_latencies(st.lat, st.nlat);
 	fprintf(stderr, "paddock run: %zu requests in %.2f s: %.1f/s; latency from submission (queue included) p50 %.0f ms, p90 %.0f ms, p99 %.0f ms\n",
 		n + bad, secs, secs > 0 ? (n + bad) / secs : 0.0, cli_percentile(st.lat, st.nlat, 50), cli_percentile(st.lat, st.nlat, 90),
 		cli_percentile(st.lat, st.nlat, 99));
-	fprintf(stderr, "  status:");
-	for (int s = 0; s < 7; s++)
-		fprintf(stderr, " %s %llu", pd_status_name((pd_status)s), (unsigned long long)st.status[s]);
-	fprintf(stderr, ", never ran %llu", (unsigned long long)st.status[7]);
-	fprintf(stderr, "\n  failure classes:");
-	for (int f = 0; f < PD_F_COUNT; f++)
-		fprintf(stderr, " %s %llu", pd_failure_name((pd_failure)f), (unsigned long long)st.failure[f]);
-	fprintf(stderr, "\n  requests refused before running (bad line or field): %zu\n", bad + rejected);
+	uint64_t runs = 0;
+	for (int s = 0; s < 8; s++)
+		runs += st.status[s];
+	if (runs) { /* the run lines' own; judge lines have the judged summary below */
+		fprintf(stderr, "  status:");
+		for (int s = 0; s < 7; s++)
+			fprintf(stderr, " %s %llu", pd_status_name((pd_status)s), (unsigned long long)st.status[s]);
+		fprintf(stderr, ", never ran %llu", (unsigned long long)st.status[7]);
+		fprintf(stderr, "\n  failure classes:");
+		for (int f = 0; f < PD_F_COUNT; f++)
+			fprintf(stderr, " %s %llu", pd_failure_name((pd_failure)f), (unsigned long long)st.failure[f]);
+		fputc('\n', stderr);
+	}
+	fprintf(stderr, "  lines refused as requests (malformed, a bad field): %zu; not admitted by the infrastructure: %zu\n",
+		bad + refused, rejected);
 	pd_judge_stats js;
 	pd_judge_stats_get(judge, &js);
 	judged_sum_print(st.judged, stderr, js.cpu_ms_saved, js.judge_errors);
@@ -359,9 +464,12 @@ int cmd_run(int argc, char **argv)
 	pd_templates_free(t, nt);
 	pd_ctx_free(ctx);
 	free(st.lat);
+	free(st.jobs);
 	judged_sum_free(st.judged);
 	free(lines);
 	if (st.out != stdout)
 		fclose(st.out);
-	return bad + rejected ? EXIT_PADDOCK_FAILED : 0;
+	if (interrupted)
+		return 130;
+	return bad + refused + rejected ? EXIT_PADDOCK_FAILED : 0;
 }

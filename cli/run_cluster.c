@@ -66,7 +66,7 @@ static void one(crun *c, size_t i, int worker)
 	int fidx = PD_F_COUNT;
 	uint64_t t0 = pd_now_us();
 	if (!j) {
-		line = cli_run_refusal(c->lines[i], PD_ERR_STR(&e));
+		line = cli_run_refusal(c->lines[i], task, PD_ERR_STR(&e));
 	} else {
 		pd_job_free(j);
 		char hdr[300];
@@ -104,7 +104,7 @@ static void one(crun *c, size_t i, int worker)
 		if (!line) {
 			char msg[200];
 			snprintf(msg, sizeof msg, "no node of the cluster answered %s after %d tries", rid, TRIES);
-			line = cli_run_refusal(c->lines[i], msg);
+			line = cli_run_unrun(c->lines[i], task, PD_F_INTERNAL, msg);
 		}
 	}
 	free(body);
