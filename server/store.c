@@ -191,9 +191,18 @@ void pd_store_close(pd_store *s)
 	sqlite3_finalize(s->put);
 	sqlite3_finalize(s->residue);
 	sqlite3_finalize(s->unstage);
-	sqlite3_close(s->db);
+	/* The reader first: SQLite copies the WAL into the database file only when the last
+	 * connection closes, and a read-only one cannot; closed after the writer, it left every
+	 * record in the -wal file and the database file empty (a copy of it alone had nothing). Then
+	 * the copy is made explicitly (TRUNCATE: the -wal is emptied too), so that it happens even
+	 * while another process holds the file open and the close is not the last. */
 	if (s->rd)
 		sqlite3_close(s->rd);
+	int rc = sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+	if (rc != SQLITE_OK)
+		pd_log("warn", "results store: the checkpoint at close failed (the records stay in the -wal file)",
+		       PD_LS("dir", s->dir), PD_LS("error", sqlite3_errmsg(s->db)));
+	sqlite3_close(s->db);
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->rd_mu);
 	free(s);
