@@ -647,7 +647,8 @@ char *pd_sched_metrics(pd_sched *s)
 	for (int p = 0; p < PD_PRIO_COUNT; p++)
 		fprintf(f, "paddock_queue_length{priority=\"%s\"} %zu\n", prio[p], s->q[p].len);
 	fprintf(f, "# HELP paddock_workers_busy Workers running a job.\n# TYPE paddock_workers_busy gauge\n"
-		   "paddock_workers_busy %u\npaddock_workers %u\n", s->busy, s->nworkers);
+		   "paddock_workers_busy %u\n# HELP paddock_workers Workers the scheduler has (--workers).\n"
+		   "# TYPE paddock_workers gauge\npaddock_workers %u\n", s->busy, s->nworkers);
 	fprintf(f, "# HELP paddock_breaker_open 1 while a template's circuit breaker refuses its new work.\n"
 		   "# TYPE paddock_breaker_open gauge\npaddock_breaker_open %d\n", open);
 	fprintf(f, "# HELP paddock_breaker_trips_total Times a template's breaker opened.\n"
