@@ -24,6 +24,7 @@ typedef struct run_state {
 	double *lat;
 	size_t nlat;
 	uint64_t status[8];
+	uint64_t judge_lines; /* judge lines: no one program status (pd_job_status_name) */
 	uint64_t failure[PD_F_COUNT];
 	judged_sum *judged; /* judge lines: the grading run's summary (run_judged.c) */
 } run_state;
@@ -50,7 +51,9 @@ static void line_done(pd_job *j, void *arg)
 	if (text)
 		fprintf(st->out, "%s\n", text);
 	st->lat[st->nlat++] = (pd_now_us() - lc->t0) / 1000.0;
-	if (!j->execute) /* a judge line has no one program status: its tests have theirs */
+	if (j->execute) /* a judge line has no one program status: its tests have theirs */
+		st->judge_lines++;
+	else
 		st->status[r ? r->status : 7]++;
 	st->failure[j->failure]++;
 	if (j->execute)
@@ -343,7 +346,8 @@ int cmd_run(int argc, char **argv)
 	fprintf(stderr, "  status:");
 	for (int s = 0; s < 7; s++)
 		fprintf(stderr, " %s %llu", pd_status_name((pd_status)s), (unsigned long long)st.status[s]);
-	fprintf(stderr, ", never ran %llu", (unsigned long long)st.status[7]);
+	fprintf(stderr, ", never ran %llu, judge %llu", (unsigned long long)st.status[7],
+		(unsigned long long)st.judge_lines);
 	fprintf(stderr, "\n  failure classes:");
 	for (int f = 0; f < PD_F_COUNT; f++)
 		fprintf(stderr, " %s %llu", pd_failure_name((pd_failure)f), (unsigned long long)st.failure[f]);

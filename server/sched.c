@@ -361,8 +361,7 @@ static void finish(pd_sched *s, pd_job *j)
 	snprintf(problem, sizeof problem, "%s@%s", j->problem_id, j->problem_version);
 	pd_log("info", "attempt finished", PD_LS("task_id", j->task_id), PD_LS("sandbox_id", j->sandbox_id),
 	       PD_LS("use_id", j->use_id), PD_LU("attempt", j->attempts), PD_LS("problem", problem), PD_LS("template", j->template_name),
-	       PD_LS("status", j->ran ? pd_status_name(j->run_r.status)
-			       : j->compiled ? pd_status_name(j->compile_r.status) : "XX"),
+	       PD_LS("status", pd_job_status_name(j)),
 	       PD_LS("failure_class", pd_failure_name(j->failure)));
 	j->done(j, j->done_arg);
 }

@@ -236,6 +236,10 @@ void pd_job_execute(pd_pools *pools, pd_job *j, unsigned max_retries);
  * the sandbox, with its residue check, as after any killed run). Any thread; j must be alive. */
 void pd_job_cancel(pd_job *j);
 bool pd_job_is_cancelled(const pd_job *j);
+/* The job's status as paddock_jobs_total, the store's status column and the log line name it: its
+ * last stage's (OK, RE, ...), XX when no stage ran, or "judge" for a judge job (its own execute):
+ * it runs many programs, and its outcome is its verdict, not one program's status. */
+const char *pd_job_status_name(const pd_job *j);
 /* The job's problem for the per-problem controls: problem_key, else problem_id ("" for none). */
 const char *pd_job_problem_key(const pd_job *j);
 /* For a job with its own execute (a judge job): the sandbox it runs in now (NULL: none), so that

@@ -273,7 +273,8 @@ static int put_prior_locked(pd_store *s, const pd_job *j, const char *node, json
 	sqlite3_bind_int64(st, 10, json_integer_value(json_object_get(rec, "started_at")));
 	sqlite3_bind_int64(st, 11, json_integer_value(json_object_get(rec, "finished_at")));
 	sqlite3_bind_int64(st, 12, json_integer_value(json_object_get(rec, "queue_ms")));
-	sqlite3_bind_text(st, 13, jstr(rec, "status")[0] ? jstr(rec, "status") : "XX", -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 13, jstr(rec, "status")[0] ? jstr(rec, "status") : j->execute ? "judge" : "XX", -1,
+			  SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 14, jstr(rec, "failure_class"), -1, SQLITE_TRANSIENT);
 	for (int i = 15; i <= 19; i++)
 		sqlite3_bind_int(st, i, 0);
@@ -443,7 +444,7 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	sqlite3_bind_int64(st, 10, (sqlite3_int64)(j->started_us / 1000));
 	sqlite3_bind_int64(st, 11, (sqlite3_int64)(j->finished_us / 1000));
 	sqlite3_bind_int64(st, 12, j->started_us > j->queued_us ? (sqlite3_int64)((j->started_us - j->queued_us) / 1000) : 0);
-	sqlite3_bind_text(st, 13, r ? pd_status_name(r->status) : "XX", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 13, pd_job_status_name(j), -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 14, pd_failure_name(j->failure), -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 15, r ? r->exit_code : 0);
 	sqlite3_bind_int(st, 16, r ? r->signal : 0);
