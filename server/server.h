@@ -512,6 +512,8 @@ void pd_cluster_quiesce(pd_cluster *c);
 /* Answers what still waits (503), disconnects, frees. After the scheduler drained. */
 void pd_cluster_free(pd_cluster *c);
 const char *pd_cluster_node_id(const pd_cluster *c);
+/* A node id the cluster takes: 1 to 63 of A-Z a-z 0-9 - _. */
+bool pd_cluster_id_ok(const char *id);
 
 /* An answer to a request submitted through the cluster: an HTTP status and a JSON body. Called
  * once, from a cluster thread. */
@@ -593,6 +595,12 @@ typedef struct pd_server_opts {
 } pd_server_opts;
 
 pd_server *pd_server_start(const pd_server_opts *o, pd_err *e);
+/* The settings o checked as pd_server_start checks them, starting nothing (no socket is bound, no
+ * sandbox made): the listen address and its token, the store's directory, --memory-watermark,
+ * --node-id with --cluster, --per-ip-exempt, the templates and --run-code-networks, the problems
+ * (read and parsed: their checkers are built only at the start). -1 with e naming the flag and
+ * what is wrong: the operator's to fix (serve and serve --check exit 64 with it). */
+int pd_server_check(const pd_server_opts *o, pd_err *e);
 /* The address actually bound (port 0 picks one). */
 const char *pd_server_address(const pd_server *s);
 /* Graceful: stop accepting, finish running and queued work, answer it, close. */

@@ -139,7 +139,7 @@ pd_store *pd_store_open(const char *path, uint64_t max_bytes, pd_err *e)
 	}
 	if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
 			    NULL) != SQLITE_OK) {
-		pd_fail(e, EIO, "open store %s: %s", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
+		pd_fail_as(e, EIO, "open store %s: %s", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
 		goto fail;
 	}
 	sqlite3_busy_timeout(s->db, 10000);
@@ -152,11 +152,11 @@ pd_store *pd_store_open(const char *path, uint64_t max_bytes, pd_err *e)
 			       " group_id, sample_id, kind, last, problem_key, passed, tests_ms, code_bytes, score)"
 			       " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 			       -1, &s->put, NULL) != SQLITE_OK) {
-		pd_fail(e, EIO, "store %s: %s", path, sqlite3_errmsg(s->db));
+		pd_fail_as(e, EIO, "store %s: %s", path, sqlite3_errmsg(s->db));
 		goto fail;
 	}
 	if (sqlite3_prepare_v2(s->db, "DELETE FROM staged WHERE request_id = ?", -1, &s->unstage, NULL) != SQLITE_OK) {
-		pd_fail(e, EIO, "store %s: %s", path, sqlite3_errmsg(s->db));
+		pd_fail_as(e, EIO, "store %s: %s", path, sqlite3_errmsg(s->db));
 		goto fail;
 	}
 	/* the readers' connection, opened once the schema is there (a read-only one cannot make it) */
@@ -379,7 +379,7 @@ int pd_store_staged(pd_store *s, int (*settle)(void *arg, const char *request_id
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(s->db, "SELECT request_id, token FROM staged ORDER BY staged_at", -1, &st, NULL) != SQLITE_OK) {
 		pthread_mutex_unlock(&s->mu);
-		return pd_fail(e, EIO, "store: %s", sqlite3_errmsg(s->db));
+		return pd_fail_as(e, EIO, "store: %s", sqlite3_errmsg(s->db));
 	}
 	/* read whole first: the deletes below must not run under this statement's cursor */
 	json_t *list = json_array();
@@ -398,7 +398,7 @@ int pd_store_staged(pd_store *s, int (*settle)(void *arg, const char *request_id
 			continue;
 		}
 		if (unstage_locked(s, rid, v == 1) < 0)
-			out = pd_fail(e, EIO, "store: %s", sqlite3_errmsg(s->db));
+			out = pd_fail_as(e, EIO, "store: %s", sqlite3_errmsg(s->db));
 		else if (v == 1)
 			(*kept)++;
 		else
@@ -648,7 +648,7 @@ json_t *pd_store_get(pd_store *s, const char *task_id, pd_err *e)
 	if (sqlite3_prepare_v2(db,
 			       "SELECT id, record, attempt, last FROM attempts WHERE task_id = ? ORDER BY attempt, id",
 			       -1, &st, NULL) != SQLITE_OK) {
-		pd_fail(e, EIO, "store: %s", sqlite3_errmsg(db));
+		pd_fail_as(e, EIO, "store: %s", sqlite3_errmsg(db));
 		rd_unlock(s);
 		json_decref(arr);
 		return NULL;
@@ -676,7 +676,7 @@ int pd_store_list(pd_store *s, const pd_store_query *q, json_t **records, int64_
 	sqlite3_stmt *st;
 	sqlite3 *db = rd_lock(s);
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-		pd_fail(e, EIO, "store: %s", sqlite3_errmsg(db));
+		pd_fail_as(e, EIO, "store: %s", sqlite3_errmsg(db));
 		rd_unlock(s);
 		return -1;
 	}
@@ -696,7 +696,7 @@ int pd_store_list(pd_store *s, const pd_store_query *q, json_t **records, int64_
 		json_array_append_new(arr, row_json(st));
 	}
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		pd_fail(e, EIO, "store: %s", sqlite3_errmsg(db));
+		pd_fail_as(e, EIO, "store: %s", sqlite3_errmsg(db));
 		sqlite3_finalize(st);
 		rd_unlock(s);
 		json_decref(arr);

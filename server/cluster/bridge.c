@@ -149,7 +149,7 @@ static int start_consumers(pd_cluster *c, pd_err *e)
 	return rc;
 }
 
-static bool id_ok(const char *id)
+bool pd_cluster_id_ok(const char *id)
 {
 	if (!*id || strlen(id) >= 64)
 		return false;
@@ -203,8 +203,9 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 			      *p == '-'))
 				*p = '_';
 	}
-	if (!id_ok(c->node)) {
-		pd_fail(e, EINVAL, "node id '%s': 1 to 63 of A-Z a-z 0-9 - _", c->node);
+	if (!pd_cluster_id_ok(c->node)) {
+		/* as pd_server_check says it (a made-up id is made of these already) */
+		pd_fail_as(e, EINVAL, "--node-id '%s': 1 to 63 of A-Z a-z 0-9 - _", c->node);
 		goto fail;
 	}
 	natsStatus s = N.natsOptions_Create(&c->nopts);
@@ -226,7 +227,7 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 	if (s == NATS_OK)
 		s = N.natsOptions_SetSendAsap(c->nopts, true);
 	if (s != NATS_OK) {
-		pd_fail(e, EINVAL, "cluster %s: %s", c->urls, cl_status(s));
+		pd_fail_as(e, EINVAL, "--cluster %s: %s", c->urls, cl_status(s));
 		goto fail;
 	}
 	if ((s = N.natsConnection_Connect(&c->nc, c->nopts)) != NATS_OK) {
