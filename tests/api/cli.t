@@ -11,7 +11,7 @@ unset PADDOCK_TOKEN
 
 # --- serve: the options --help lists -------------------------------------------------------------
 mapfile -t OPTS < <("$PADDOCK" serve --help | sed -nE 's/^  (-[a-z], )?--([a-z-]+) ([A-Z]+).*/\2 \3/p' | grep -v '^config ')
-plan $((2 * ${#OPTS[@]} + 76))
+plan $((2 * ${#OPTS[@]} + 77))
 is "${#OPTS[@]}" 37 "serve --help lists 37 options with a value (besides --config)"
 
 printf 'secret-from-file\n' >"$TMPD/token"
@@ -150,5 +150,10 @@ refused "--cpus: 'nan' is not a number" exec --cpus nan -- true
 refused "--cpus: '0x1' is not a number" exec --cpus 0x1 -- true
 refused "--wait: 'nan' is not a number" pool --wait nan
 refused "unexpected argument 'b'" batch a b
+# a request naming a template batch does not have: said so, with the ones it has (-n 0: no
+# sandbox is made, none being warmed and the request not run)
+out=$(echo '{"id":"r1","template":"nope","cmd":["true"]}' | "$PADDOCK" batch -n 0 2>/dev/null); rc=$?
+is "$rc $(jq -r .error <<<"$out")" "2 template: unknown template 'nope' (the templates: bash, python, c, cpp, node)" \
+  "batch: an unknown template is named with the known ones (not 'No such file or directory')"
 refused "unexpected argument 'b'" run a b
 refused "--only: no case named" bench --only ,
