@@ -198,6 +198,10 @@ void pd_store_close(pd_store *s)
 	 * while another process holds the file open and the close is not the last. */
 	if (s->rd)
 		sqlite3_close(s->rd);
+	/* TRUNCATE waits for other processes' readers (an operator's sqlite3 shell): a second, not
+	 * the writers' 10, so that one does not hold up the stop; if it gives up, the records stay
+	 * in the -wal, whole, for the next open */
+	sqlite3_busy_timeout(s->db, 1000);
 	int rc = sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
 	if (rc != SQLITE_OK)
 		pd_log("warn", "results store: the checkpoint at close failed (the records stay in the -wal file)",
