@@ -459,7 +459,7 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 				  (unsigned)120, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 				  MHD_OPTION_NOTIFY_CONNECTION, conns_on_connection, s, MHD_OPTION_END);
 	if (!s->mhd) {
-		pd_fail(e, EIO, "start the HTTP server on %s", s->address);
+		pd_fail_as(e, EIO, "start the HTTP server on %s", s->address);
 		goto fail;
 	}
 	pd_log("info", "listening", PD_LS("address", s->address), PD_LS("cgroup", pd_ctx_cgroup_backend(s->ctx)),
