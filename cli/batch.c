@@ -29,6 +29,8 @@ typedef struct req {
 
 typedef struct batch {
 	pd_pools *pools;
+	const pd_template *tpl; /* the templates loaded, named when a request names another */
+	size_t ntpl;
 	req *reqs;
 	size_t n, next, done;
 	pthread_mutex_t mu;
@@ -71,11 +73,21 @@ static void run_one(batch *b, req *r)
 	pd_exec_opts x = q.x;
 	x.argv = q.argv;
 	const pd_template *t = pd_pools_template(b->pools, tpl);
-	if (t) {
-		x.envp = t->env[0] ? t->env : NULL;
-		if (!x.cwd)
-			x.cwd = t->cwd;
+	if (!t) {
+		/* said here, with the names it could have meant: the pool's "no template named" is all
+		 * the pools can say */
+		char msg[1024];
+		size_t n = (size_t)snprintf(msg, sizeof msg, "template: unknown template '%s' (the templates: ", tpl);
+		for (size_t i = 0; i < b->ntpl && n < sizeof msg; i++)
+			n += (size_t)snprintf(msg + n, sizeof msg - n, "%s%s", i ? ", " : "", b->tpl[i].name);
+		if (n < sizeof msg)
+			snprintf(msg + n, sizeof msg - n, ")");
+		emit_error(b, r, id, msg);
+		return;
 	}
+	x.envp = t->env[0] ? t->env : NULL;
+	if (!x.cwd)
+		x.cwd = t->cwd;
 
 	uint64_t t0 = pd_now_us();
 	pd_err e = {0};
@@ -270,6 +282,8 @@ int cmd_batch(int argc, char **argv)
 		return EXIT_PADDOCK_FAILED;
 	}
 	b.pools = pd_pools_new(ctx, t, nt, NULL, &e);
+	b.tpl = t;
+	b.ntpl = nt;
 	if (!b.pools) {
 		cli_error("%s", PD_ERR_STR(&e));
 		return EXIT_PADDOCK_FAILED;

@@ -25,6 +25,7 @@ typedef struct run_state {
 	double *lat;
 	size_t nlat;
 	uint64_t status[8];
+	uint64_t judge_lines; /* judge lines: no one program status (pd_job_status_name) */
 	uint64_t failure[PD_F_COUNT];
 	pd_job **jobs; /* by request: set while submitted and not yet answered (for Ctrl-C) */
 	judged_sum *judged; /* judge lines: the grading run's summary (run_judged.c) */
@@ -55,12 +56,13 @@ static void line_done(pd_job *j, void *arg)
 	st->lat[st->nlat++] = (pd_now_us() - lc->t0) / 1000.0;
 	/* a judge line has no one program status (its tests have theirs), and its failure classes
 	 * include the judge's own (compile_error): the judged summary counts them */
-	if (!j->execute) {
+	if (j->execute) {
+		st->judge_lines++;
+		judged_sum_add(st->judged, o, lc->expect, lc->line);
+	} else {
 		st->status[r ? r->status : 7]++;
 		st->failure[j->failure]++;
 	}
-	if (j->execute)
-		judged_sum_add(st->judged, o, lc->expect, lc->line);
 	st->jobs[lc->idx] = NULL;
 	st->done++;
 	pthread_cond_broadcast(&st->cv);
@@ -446,6 +448,8 @@ int cmd_run(int argc, char **argv)
 		for (int s = 0; s < 7; s++)
 			fprintf(stderr, " %s %llu", pd_status_name((pd_status)s), (unsigned long long)st.status[s]);
 		fprintf(stderr, ", never ran %llu", (unsigned long long)st.status[7]);
+		if (st.judge_lines) /* a file that mixes both: the judge lines are not in these counts */
+			fprintf(stderr, " (and %llu judge lines, below)", (unsigned long long)st.judge_lines);
 		fprintf(stderr, "\n  failure classes:");
 		for (int f = 0; f < PD_F_COUNT; f++)
 			fprintf(stderr, " %s %llu", pd_failure_name((pd_failure)f), (unsigned long long)st.failure[f]);

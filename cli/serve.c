@@ -18,7 +18,7 @@
 
 typedef enum {
 	T_STRING,      /* any non-empty text */
-	T_ADDRESS,     /* HOST:PORT or unix:/path (the server checks the form when it binds) */
+	T_ADDRESS,     /* HOST:PORT or unix:/path (pd_server_check checks the form) */
 	T_FILE,        /* a path, read by the server */
 	T_SECRET_FILE, /* a file whose first line is the value (the token, kept out of argv) */
 	T_COUNT,       /* a whole number from lo to hi */
@@ -179,9 +179,9 @@ static void serve_usage(FILE *f)
 	fputs("  --config FILE          JSON object with any of the options above, each under its name\n"
 	      "                         with '_' for '-' (\"max_body\": \"64M\"), taking the same values\n"
 	      "                         as the flag (a number as a JSON number or string); flags win\n"
-	      "  --check                print the settings the options and config files give, as a\n"
-	      "                         JSON object under the config keys (null: the default), and\n"
-	      "                         exit without serving\n",
+	      "  --check                check the settings as serve does (exit 64 with its message if\n"
+	      "                         it would refuse them), print them as a JSON object under the\n"
+	      "                         config keys (null: the default), and exit without serving\n",
 	      f);
 }
 
@@ -364,6 +364,8 @@ static int serve(pd_server_opts o)
 	sigaction(SIGTERM, &sa, NULL);
 	pd_err e = {0};
 	pd_server *s = pd_server_start(&o, &e);
+	/* what pd_server_check took and the start still refuses is the host's (a port in use, no
+	 * cgroups): not a usage error */
 	if (!s) {
 		cli_error("%s", PD_ERR_STR(&e));
 		return EXIT_PADDOCK_FAILED;
@@ -440,6 +442,13 @@ int cmd_serve(int argc, char **argv)
 			if (!ok)
 				goto out;
 		}
+	}
+	/* the settings as the server will check them, before anything starts: a refusal is the
+	 * operator's to fix (64), with the same message serve --check gives */
+	pd_err e = {0};
+	if (pd_server_check(&o, &e) < 0) {
+		cli_error("%s", PD_ERR_STR(&e));
+		goto out;
 	}
 	rc = check ? print_settings(&o) : serve(o);
 out:

@@ -200,7 +200,7 @@ static int ensure(pd_pools *p, const char *tname, const char *name, const char *
 	if (pl)
 		return 0;
 	if (!base || base->image)
-		return pd_fail(e, ENOENT, "no template named '%s'", tname);
+		return pd_fail_as(e, ENOENT, "no template named '%s'", tname);
 	/* the templates' pools never change after start: base is read without the lock */
 	pd_template t;
 	if (make_template(p, &base->t, name, digest, &t, e) < 0)
@@ -236,7 +236,7 @@ int pd_pool_image_revive(pd_pools *p, const char *name, pd_err *e)
 	char tname[sizeof ((pd_template *)0)->name], d[PD_DIGEST_LEN];
 	if (!at || (size_t)(at - name) >= sizeof tname || strlen(at + 1) != HEX_KEPT ||
 	    strspn(at + 1, "0123456789abcdef") != HEX_KEPT)
-		return pd_fail(e, ENOENT, "no template named '%s'", name);
+		return pd_fail_as(e, ENOENT, "no template named '%s'", name);
 	snprintf(tname, sizeof tname, "%.*s", (int)(at - name), name);
 	/* the digits kept are a unique prefix of the digest (the store refuses an ambiguous one) */
 	if (pd_image_resolve(pd_ctx_state_dir(p->ctx), at + 1, d, e) < 0)

@@ -570,7 +570,7 @@ pd_sandbox *pd_pool_acquire(pd_pools *p, const char *name, bool *hit, pd_err *e)
 			if (e)
 				*e = re;
 		} else {
-			pd_fail(e, ENOENT, "no template named '%s'", name);
+			pd_fail_as(e, ENOENT, "no template named '%s'", name);
 		}
 		return NULL;
 	}

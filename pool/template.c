@@ -60,7 +60,7 @@ static int need_string(json_t *v, const char *where, const char **out, pd_err *e
 {
 	*out = "";
 	if (!json_is_string(v))
-		return pd_fail(e, EINVAL, "%s: must be a string", where);
+		return pd_fail_as(e, EINVAL, "%s: must be a string", where);
 	*out = json_string_value(v);
 	return 0;
 }
@@ -73,8 +73,8 @@ static int get_size(json_t *v, const char *where, uint64_t *out, pd_err *e)
 	}
 	if (json_is_string(v) && pd_parse_size(json_string_value(v), out) == 0)
 		return 0;
-	return pd_fail(e, EINVAL, "%s: '%s' is not a size (bytes, or a string like \"512M\")", where,
-		       json_is_string(v) ? json_string_value(v) : "(not a string)");
+	return pd_fail_as(e, EINVAL, "%s: '%s' is not a size (bytes, or a string like \"512M\")", where,
+		          json_is_string(v) ? json_string_value(v) : "(not a string)");
 }
 
 static int get_duration(json_t *v, const char *where, uint64_t *out, pd_err *e)
@@ -86,16 +86,16 @@ static int get_duration(json_t *v, const char *where, uint64_t *out, pd_err *e)
 	}
 	if (json_is_string(v) && pd_parse_duration_ms(json_string_value(v), out) == 0)
 		return 0;
-	return pd_fail(e, EINVAL, "%s: '%s' is not a duration (seconds, or a string like \"250ms\")",
-		       where, json_is_string(v) ? json_string_value(v) : "(not a string)");
+	return pd_fail_as(e, EINVAL, "%s: '%s' is not a duration (seconds, or a string like \"250ms\")",
+		          where, json_is_string(v) ? json_string_value(v) : "(not a string)");
 }
 
 static int get_count(json_t *v, const char *where, uint64_t lo, uint64_t hi, uint64_t *out, pd_err *e)
 {
 	if (!json_is_integer(v) || json_integer_value(v) < (json_int_t)lo ||
 	    (uint64_t)json_integer_value(v) > hi)
-		return pd_fail(e, EINVAL, "%s: must be a whole number from %llu to %llu", where,
-			       (unsigned long long)lo, (unsigned long long)hi);
+		return pd_fail_as(e, EINVAL, "%s: must be a whole number from %llu to %llu", where,
+			          (unsigned long long)lo, (unsigned long long)hi);
 	*out = (uint64_t)json_integer_value(v);
 	return 0;
 }
@@ -109,7 +109,7 @@ static int unknown_keys(json_t *obj, const char *where, const char *const *known
 		for (int i = 0; known[i]; i++)
 			ok |= !strcmp(k, known[i]);
 		if (!ok)
-			return pd_fail(e, EINVAL, "%s: unknown field '%s'", where, k);
+			return pd_fail_as(e, EINVAL, "%s: unknown field '%s'", where, k);
 	}
 	return 0;
 }
@@ -120,7 +120,7 @@ static int parse_limits(json_t *o, const char *where, pd_limits *l, pd_err *e)
 					    "output", "output_kill", "nofile", "fsize", "stack", "io_read_bps",
 					    "io_write_bps", "io_read_iops", "io_write_iops", NULL};
 	if (!json_is_object(o))
-		return pd_fail(e, EINVAL, "%s: must be an object", where);
+		return pd_fail_as(e, EINVAL, "%s: must be an object", where);
 	if (unknown_keys(o, where, known, e) < 0)
 		return -1;
 	char w[160];
@@ -140,7 +140,7 @@ static int parse_limits(json_t *o, const char *where, pd_limits *l, pd_err *e)
 		return -1;
 	if (FIELD("cpus")) {
 		if (!json_is_number(v) || json_number_value(v) < 0.01 || json_number_value(v) > 1024)
-			return pd_fail(e, EINVAL, "%s: must be a number of cores from 0.01 to 1024", w);
+			return pd_fail_as(e, EINVAL, "%s: must be a number of cores from 0.01 to 1024", w);
 		l->cpu_millicores = (uint32_t)(json_number_value(v) * 1000 + 0.5);
 	}
 	if (FIELD("disk") && get_size(v, w, &l->disk_bytes, e) < 0)
@@ -168,11 +168,11 @@ static int parse_limits(json_t *o, const char *where, pd_limits *l, pd_err *e)
 		return -1;
 #undef FIELD
 	if (l->disk_bytes && l->disk_bytes < 4096)
-		return pd_fail(e, EINVAL, "%s.disk: at least 4k", where);
+		return pd_fail_as(e, EINVAL, "%s.disk: at least 4k", where);
 	if (l->memory_bytes && l->memory_bytes < (4u << 20))
-		return pd_fail(e, EINVAL, "%s.memory: at least 4M", where);
+		return pd_fail_as(e, EINVAL, "%s.memory: at least 4M", where);
 	if ((l->io_read_bps && l->io_read_bps < 4096) || (l->io_write_bps && l->io_write_bps < 4096))
-		return pd_fail(e, EINVAL, "%s.io_read_bps/io_write_bps: at least 4k (a page) per second", where);
+		return pd_fail_as(e, EINVAL, "%s.io_read_bps/io_write_bps: at least 4k (a page) per second", where);
 	return 0;
 }
 
@@ -200,15 +200,15 @@ static int parse_isolation(json_t *v, const char *w, pd_template *t, pd_err *e)
 {
 	json_t *one = json_is_array(v) ? NULL : v;
 	if (json_is_array(v) && json_array_size(v) == 0)
-		return pd_fail(e, EINVAL, "%s: must name at least one tier", w);
+		return pd_fail_as(e, EINVAL, "%s: must name at least one tier", w);
 	t->isolation_allowed = 0;
 	size_t i, n = one ? 1 : json_array_size(v);
 	for (i = 0; i < n; i++) {
 		json_t *x = one ? one : json_array_get(v, i);
 		int k = json_is_string(x) ? pd_isolation_parse(json_string_value(x)) : -1;
 		if (k < 0)
-			return pd_fail(e, EINVAL, "%s%s: must be container or gvisor%s", w, one ? "" : "[]",
-				       one ? ", or a list of them" : "");
+			return pd_fail_as(e, EINVAL, "%s%s: must be container or gvisor%s", w, one ? "" : "[]",
+				          one ? ", or a list of them" : "");
 		if (i == 0)
 			t->isolation = (pd_isolation)k;
 		t->isolation_allowed |= 1u << k;
@@ -230,7 +230,7 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 					    "cwd", "files", "limits", "network", "pool", "session", "warmup",
 					    "audit", "memory_fast_path", "version", "egress", "user", "isolation", NULL};
 	if (!json_is_object(o))
-		return pd_fail(e, EINVAL, "%s: must be an object", where);
+		return pd_fail_as(e, EINVAL, "%s: must be an object", where);
 	if (unknown_keys(o, where, known, e) < 0)
 		return -1;
 	char w[160];
@@ -242,20 +242,20 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 		if (get_size(v, w, &t->data_headroom_bytes, e) < 0)
 			return -1;
 		if (t->data_headroom_bytes < (16u << 20))
-			return pd_fail(e, EINVAL, "%s: a headroom of at least 16M (a runtime's own mappings), or false", w);
+			return pd_fail_as(e, EINVAL, "%s: a headroom of at least 16M (a runtime's own mappings), or false", w);
 	}
 	if (!FIELD("name"))
-		return pd_fail(e, EINVAL, "%s.name: required", where);
+		return pd_fail_as(e, EINVAL, "%s.name: required", where);
 	if (need_string(v, w, &s, e) < 0)
 		return -1;
 	if (!*s || strlen(s) >= sizeof t->name || strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_.-") != strlen(s))
-		return pd_fail(e, EINVAL, "%s: '%s' must be 1-63 characters of a-z 0-9 _ . -", w, s);
+		return pd_fail_as(e, EINVAL, "%s: '%s' must be 1-63 characters of a-z 0-9 _ . -", w, s);
 	snprintf(t->name, sizeof t->name, "%s", s);
 	if (FIELD("version")) {
 		if (need_string(v, w, &s, e) < 0)
 			return -1;
 		if (!*s || strlen(s) >= sizeof t->version)
-			return pd_fail(e, EINVAL, "%s: must be 1 to %zu characters", w, sizeof t->version - 1);
+			return pd_fail_as(e, EINVAL, "%s: must be 1 to %zu characters", w, sizeof t->version - 1);
 		snprintf(t->version, sizeof t->version, "%s", s);
 		t->version_given = true;
 	}
@@ -268,7 +268,7 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 	}
 	json_t *img = json_object_get(o, "image"), *layers = json_object_get(o, "layers");
 	if (img && layers)
-		return pd_fail(e, EINVAL, "%s: give image or layers, not both", where);
+		return pd_fail_as(e, EINVAL, "%s: give image or layers, not both", where);
 	if (img && !json_is_null(img)) {
 		snprintf(w, sizeof w, "%s.image", where);
 		if (need_string(img, w, &s, e) < 0)
@@ -279,8 +279,8 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 				return -1;
 		} else {
 			if (s[0] != '/')
-				return pd_fail(e, EINVAL, "%s: '%s' must be an absolute path or an image name",
-					       w, s);
+				return pd_fail_as(e, EINVAL, "%s: '%s' must be an absolute path or an image name",
+					          w, s);
 			if (dup_str(&t->layers[0], s, w, e) < 0)
 				return -1;
 		}
@@ -289,20 +289,20 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 		snprintf(w, sizeof w, "%s.layers", where);
 		if (!json_is_array(layers) || json_array_size(layers) == 0 ||
 		    json_array_size(layers) > PD_TPL_MAX_LAYERS)
-			return pd_fail(e, EINVAL, "%s: must be a list of 1 to %d directories", w, PD_TPL_MAX_LAYERS);
+			return pd_fail_as(e, EINVAL, "%s: must be a list of 1 to %d directories", w, PD_TPL_MAX_LAYERS);
 		size_t i;
 		json_array_foreach(layers, i, v) {
 			snprintf(w, sizeof w, "%s.layers[%zu]", where, i);
 			if (need_string(v, w, &s, e) < 0 || dup_str(&t->layers[i], s, w, e) < 0)
 				return -1;
 			if (s[0] != '/')
-				return pd_fail(e, EINVAL, "%s: '%s' must be an absolute path", w, s);
+				return pd_fail_as(e, EINVAL, "%s: '%s' must be an absolute path", w, s);
 		}
 	}
 	if (FIELD("requires")) {
 		if (!json_is_array(v) || json_array_size(v) > PD_TPL_MAX_REQUIRES)
-			return pd_fail(e, EINVAL, "%s: must be a list of at most %d program names", w,
-				       PD_TPL_MAX_REQUIRES);
+			return pd_fail_as(e, EINVAL, "%s: must be a list of at most %d program names", w,
+				          PD_TPL_MAX_REQUIRES);
 		size_t i;
 		json_t *r;
 		json_array_foreach(v, i, r) {
@@ -310,15 +310,15 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 			if (need_string(r, w, &s, e) < 0)
 				return -1;
 			if (!*s || strchr(s, '/') || strlen(s) > 64)
-				return pd_fail(e, EINVAL, "%s: '%s' must be a program name", w, s);
+				return pd_fail_as(e, EINVAL, "%s: '%s' must be a program name", w, s);
 			if (dup_str(&t->requires[i], s, w, e) < 0)
 				return -1;
 		}
 	}
 	if (FIELD("warmup")) {
 		if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > PD_TPL_MAX_REQUIRES)
-			return pd_fail(e, EINVAL, "%s: must be a command, a list of 1 to %d strings", w,
-				       PD_TPL_MAX_REQUIRES);
+			return pd_fail_as(e, EINVAL, "%s: must be a command, a list of 1 to %d strings", w,
+				          PD_TPL_MAX_REQUIRES);
 		size_t i;
 		json_t *a;
 		json_array_foreach(v, i, a) {
@@ -329,14 +329,14 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 	}
 	if (FIELD("env")) {
 		if (!json_is_object(v) || json_object_size(v) > PD_TPL_MAX_ENV)
-			return pd_fail(e, EINVAL, "%s: must be an object of at most %d strings", w, PD_TPL_MAX_ENV);
+			return pd_fail_as(e, EINVAL, "%s: must be an object of at most %d strings", w, PD_TPL_MAX_ENV);
 		const char *k;
 		json_t *x;
 		size_t i = 0;
 		json_object_foreach(v, k, x) {
 			snprintf(w, sizeof w, "%s.env.%s", where, k);
 			if (!*k || strchr(k, '='))
-				return pd_fail(e, EINVAL, "%s: a variable name cannot be empty or hold '='", w);
+				return pd_fail_as(e, EINVAL, "%s: a variable name cannot be empty or hold '='", w);
 			if (need_string(x, w, &s, e) < 0)
 				return -1;
 			if (asprintf(&t->env[i], "%s=%s", k, s) < 0)
@@ -353,21 +353,21 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 		if (!*s || strlen(s) >= sizeof t->user || strchr(s, ' ') ||
 		    (keyword_user(s, &u, &g) < 0 && strspn(s, "0123456789:") == strlen(s) &&
 		     pd_user_resolve(NULL, s, &u, &g, &ue) < 0))
-			return pd_fail(e, EINVAL, "%s: '%s' must be root, sandbox, UID[:GID] (below 65536, not 65533) or a name of the image's /etc/passwd",
-				       w, s);
+			return pd_fail_as(e, EINVAL, "%s: '%s' must be root, sandbox, UID[:GID] (below 65536, not 65533) or a name of the image's /etc/passwd",
+				          w, s);
 		snprintf(t->user, sizeof t->user, "%s", s);
 	}
 	if (FIELD("cwd")) {
 		if (need_string(v, w, &s, e) < 0)
 			return -1;
 		if (s[0] != '/')
-			return pd_fail(e, EINVAL, "%s: '%s' must be an absolute path", w, s);
+			return pd_fail_as(e, EINVAL, "%s: '%s' must be an absolute path", w, s);
 		if (dup_str(&t->cwd, s, w, e) < 0)
 			return -1;
 	}
 	if (FIELD("files")) {
 		if (!json_is_array(v) || json_array_size(v) > PD_TPL_MAX_FILES)
-			return pd_fail(e, EINVAL, "%s: must be a list of at most %d files", w, PD_TPL_MAX_FILES);
+			return pd_fail_as(e, EINVAL, "%s: must be a list of at most %d files", w, PD_TPL_MAX_FILES);
 		size_t i;
 		json_t *f;
 		json_array_foreach(v, i, f) {
@@ -375,7 +375,7 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 			snprintf(fw, sizeof fw, "%s.files[%zu]", where, i);
 			static const char *const fknown[] = {"path", "content", "content_base64", "mode", NULL};
 			if (!json_is_object(f))
-				return pd_fail(e, EINVAL, "%s: must be an object", fw);
+				return pd_fail_as(e, EINVAL, "%s: must be an object", fw);
 			if (unknown_keys(f, fw, fknown, e) < 0)
 				return -1;
 			pd_tpl_file *tf = &t->files[t->nfiles++];
@@ -383,16 +383,16 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 			snprintf(w, sizeof w, "%s.path", fw);
 			json_t *p = json_object_get(f, "path");
 			if (!p)
-				return pd_fail(e, EINVAL, "%s: required", w);
+				return pd_fail_as(e, EINVAL, "%s: required", w);
 			if (need_string(p, w, &s, e) < 0)
 				return -1;
 			if (s[0] != '/')
-				return pd_fail(e, EINVAL, "%s: '%s' must be an absolute path", w, s);
+				return pd_fail_as(e, EINVAL, "%s: '%s' must be an absolute path", w, s);
 			if (dup_str(&tf->path, s, w, e) < 0)
 				return -1;
 			json_t *c = json_object_get(f, "content"), *c64 = json_object_get(f, "content_base64");
 			if (!!c == !!c64)
-				return pd_fail(e, EINVAL, "%s: give exactly one of content, content_base64", fw);
+				return pd_fail_as(e, EINVAL, "%s: give exactly one of content, content_base64", fw);
 			if (c) {
 				snprintf(w, sizeof w, "%s.content", fw);
 				if (need_string(c, w, &s, e) < 0)
@@ -407,7 +407,7 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 				if (need_string(c64, w, &s, e) < 0)
 					return -1;
 				if (pd_b64_decode(s, &tf->data, &tf->len) < 0)
-					return pd_fail(e, EINVAL, "%s: not valid base64", w);
+					return pd_fail_as(e, EINVAL, "%s: not valid base64", w);
 			}
 			json_t *m = json_object_get(f, "mode");
 			if (m) {
@@ -415,7 +415,7 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 				char *end = NULL;
 				long mode = json_is_string(m) ? strtol(json_string_value(m), &end, 8) : -1;
 				if (!json_is_string(m) || *end || mode < 0 || mode > 07777)
-					return pd_fail(e, EINVAL, "%s: must be an octal string like \"0644\"", w);
+					return pd_fail_as(e, EINVAL, "%s: must be an octal string like \"0644\"", w);
 				tf->mode = (mode_t)mode;
 			}
 		}
@@ -436,12 +436,12 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 		else if (!strcmp(s, "allowlist"))
 			t->net = PD_NET_ALLOWLIST;
 		else
-			return pd_fail(e, EINVAL, "%s: '%s' must be loopback, none, allowlist or host", w, s);
+			return pd_fail_as(e, EINVAL, "%s: '%s' must be loopback, none, allowlist or host", w, s);
 	}
 	if (FIELD("egress") && pd_template_parse_egress(v, w, t, e) < 0)
 		return -1;
 	if (t->net == PD_NET_ALLOWLIST && !t->egress_allow)
-		return pd_fail(e, EINVAL, "%s.egress.allow: an allowlist network needs the hosts it may reach", where);
+		return pd_fail_as(e, EINVAL, "%s.egress.allow: an allowlist network needs the hosts it may reach", where);
 	if (FIELD("isolation") && parse_isolation(v, w, t, e) < 0)
 		return -1;
 	if (FIELD("pool")) {
@@ -449,7 +449,7 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 		char pw[160];
 		snprintf(pw, sizeof pw, "%s", w);
 		if (!json_is_object(v))
-			return pd_fail(e, EINVAL, "%s: must be an object", pw);
+			return pd_fail_as(e, EINVAL, "%s: must be an object", pw);
 		if (unknown_keys(v, pw, pknown, e) < 0)
 			return -1;
 		json_t *x;
@@ -473,18 +473,18 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 		}
 		if ((x = json_object_get(v, "reuse"))) {
 			if (!json_is_boolean(x))
-				return pd_fail(e, EINVAL, "%s.reuse: must be true or false", pw);
+				return pd_fail_as(e, EINVAL, "%s.reuse: must be true or false", pw);
 			t->pool_reuse = json_is_true(x);
 		}
 		if (t->pool_min > t->pool_max)
-			return pd_fail(e, EINVAL, "%s: min (%u) is above max (%u)", pw, t->pool_min, t->pool_max);
+			return pd_fail_as(e, EINVAL, "%s: min (%u) is above max (%u)", pw, t->pool_min, t->pool_max);
 	}
 	if (FIELD("session")) {
 		static const char *const sknown[] = {"idle_ttl", "max_lifetime", NULL};
 		char sw[160];
 		snprintf(sw, sizeof sw, "%s", w);
 		if (!json_is_object(v))
-			return pd_fail(e, EINVAL, "%s: must be an object", sw);
+			return pd_fail_as(e, EINVAL, "%s: must be an object", sw);
 		if (unknown_keys(v, sw, sknown, e) < 0)
 			return -1;
 		json_t *x;
@@ -501,7 +501,7 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 	}
 	if (FIELD("audit")) {
 		if (!json_is_object(v))
-			return pd_fail(e, EINVAL, "%s: must be a policy object", w);
+			return pd_fail_as(e, EINVAL, "%s: must be a policy object", w);
 		char *text = json_dumps(v, JSON_COMPACT);
 		if (!text)
 			return pd_fail(e, ENOMEM, "%s", w);
@@ -516,9 +516,9 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 	const pd_limits *l = &t->limits;
 	bool io = l->io_read_bps || l->io_write_bps || l->io_read_iops || l->io_write_iops;
 	if (t->isolation == PD_ISO_GVISOR && (t->audit || t->net == PD_NET_HOST || t->net == PD_NET_ALLOWLIST || io))
-		return pd_fail(e, EINVAL, "%s.isolation: gvisor offers no %s", where,
-			       t->audit ? "audit" : t->net == PD_NET_HOST ? "host network"
-					   : t->net == PD_NET_ALLOWLIST ? "allowlist network" : "I/O limits");
+		return pd_fail_as(e, EINVAL, "%s.isolation: gvisor offers no %s", where,
+			          t->audit ? "audit" : t->net == PD_NET_HOST ? "host network"
+					      : t->net == PD_NET_ALLOWLIST ? "allowlist network" : "I/O limits");
 	/* the gvisor tier's reuse rule is none (lib/gvisor/sandbox.c): a released sandbox is destroyed */
 	if (t->isolation == PD_ISO_GVISOR)
 		t->pool_reuse = false;
@@ -533,11 +533,11 @@ int pd_templates_parse(const char *text, size_t len, pd_template **out, size_t *
 	json_error_t je;
 	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root)
-		return pd_fail(e, EINVAL, "line %d column %d: %s", je.line, je.column, je.text);
+		return pd_fail_as(e, EINVAL, "line %d column %d: %s", je.line, je.column, je.text);
 	json_t *arr = json_is_object(root) ? json_object_get(root, "templates") : NULL;
 	int rc = -1;
 	if (!arr || !json_is_array(arr)) {
-		pd_fail(e, EINVAL, "templates: the file must be an object with a list \"templates\"");
+		pd_fail_as(e, EINVAL, "templates: the file must be an object with a list \"templates\"");
 		goto out;
 	}
 	if (json_object_size(root) != 1) {
@@ -561,8 +561,8 @@ int pd_templates_parse(const char *text, size_t len, pd_template **out, size_t *
 		}
 		for (size_t j = 0; j < i; j++)
 			if (!strcmp(t[j].name, t[i].name)) {
-				pd_fail(e, EINVAL, "%s.name: '%s' is already the name of templates[%zu]", where,
-					t[i].name, j);
+				pd_fail_as(e, EINVAL, "%s.name: '%s' is already the name of templates[%zu]", where,
+					   t[i].name, j);
 				pd_templates_free(t, i + 1);
 				goto out;
 			}
@@ -587,7 +587,7 @@ int pd_templates_load(const char *path, pd_template **out, size_t *n, pd_err *e)
 			if (cap > (16u << 20)) {
 				free(buf);
 				fclose(f);
-				return pd_fail(e, EFBIG, "templates file %s is over 16 MiB", path);
+				return pd_fail_as(e, EFBIG, "templates file %s is over 16 MiB", path);
 			}
 			cap = cap ? cap * 2 : 8192;
 			char *nb = realloc(buf, cap);
@@ -606,7 +606,7 @@ int pd_templates_load(const char *path, pd_template **out, size_t *n, pd_err *e)
 	fclose(f);
 	int rc = pd_templates_parse(buf, len, out, n, e);
 	if (rc < 0)
-		pd_err_prefix(e, "%s: ", path);
+		pd_err_prefix(e, "templates file %s: ", path);
 	free(buf);
 	return rc;
 }

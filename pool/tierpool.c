@@ -69,7 +69,7 @@ int pd_pools_tier(pd_pools *p, const char *base, int tier, char *pool, size_t po
 	pthread_mutex_unlock(&p->mu);
 	if (!pl) {
 		if (!bp)
-			return pd_fail(e, ENOENT, "no template named '%s'", base);
+			return pd_fail_as(e, ENOENT, "no template named '%s'", base);
 		/* a base pool's template never changes while it is live; an image pool retired meanwhile
 		 * is not read: its slot is only reused under the lock, after its template was copied */
 		pd_template t;
@@ -101,7 +101,7 @@ int pd_pool_tier_revive(pd_pools *p, const char *name, pd_err *e)
 	char base[sizeof ((pd_template *)0)->name], got[sizeof base];
 	int tier = tilde ? pd_isolation_parse(tilde + 1) : -1;
 	if (tier < 0 || (size_t)(tilde - name) >= sizeof base)
-		return pd_fail(e, ENOENT, "no template named '%s'", name);
+		return pd_fail_as(e, ENOENT, "no template named '%s'", name);
 	snprintf(base, sizeof base, "%.*s", (int)(tilde - name), name);
 	return pd_pools_tier(p, base, tier, got, sizeof got, e);
 }

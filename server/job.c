@@ -40,6 +40,16 @@ pd_job *pd_job_new(void)
 	return j;
 }
 
+const char *pd_job_status_name(const pd_job *j)
+{
+	/* a judge job compiles once and runs a program per test: no one program's status is the
+	 * job's (its outcome is its verdict), and XX would say a sandbox failed it */
+	if (j->execute)
+		return "judge";
+	const pd_result *r = j->ran ? &j->run_r : j->compiled ? &j->compile_r : NULL;
+	return r ? pd_status_name(r->status) : "XX";
+}
+
 const char *pd_job_problem_key(const pd_job *j)
 {
 	return j->problem_key[0] ? j->problem_key : j->problem_id;

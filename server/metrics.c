@@ -1,5 +1,6 @@
-/* Metrics in Prometheus text format: attempts by status and by failure class (each class its own
- * series, always present), histograms of queue, setup and exec time, HTTP responses by code. */
+/* Metrics in Prometheus text format: jobs by status (a judge job under "judge": it has no one
+ * program status) and by failure class (each class its own series, always present), histograms of
+ * queue, setup and exec time, HTTP responses by code. */
 #define _GNU_SOURCE
 #include "server.h"
 
@@ -20,6 +21,7 @@ typedef struct hist {
 struct pd_metrics {
 	pthread_mutex_t mu;
 	uint64_t status[7];
+	uint64_t judge_jobs; /* a judge job has no one program status (pd_job_status_name) */
 	uint64_t failure[PD_F_COUNT];
 	uint64_t attempts, retried;
 	hist queue, setup, exec;
@@ -65,7 +67,10 @@ void pd_metrics_job(pd_metrics *m, const pd_job *j)
 {
 	const pd_result *r = j->ran ? &j->run_r : j->compiled ? &j->compile_r : NULL;
 	pthread_mutex_lock(&m->mu);
-	m->status[r ? r->status : PD_XX]++;
+	if (j->execute)
+		m->judge_jobs++;
+	else
+		m->status[r ? r->status : PD_XX]++;
 	m->failure[j->failure]++;
 	m->attempts += j->attempts;
 	for (int k = 0; j->audit && k < PD_AK_N; k++)
@@ -119,11 +124,13 @@ char *pd_metrics_render(pd_metrics *m, const char *extra)
 	if (!f)
 		return NULL;
 	pthread_mutex_lock(&m->mu);
-	fprintf(f, "# HELP paddock_jobs_total Finished jobs by the program's status.\n"
+	fprintf(f, "# HELP paddock_jobs_total Finished jobs by the program's status; judge: judge jobs, whose "
+		   "outcome is their verdict (paddock_judged_total).\n"
 		   "# TYPE paddock_jobs_total counter\n");
 	for (int s = 0; s < 7; s++)
 		fprintf(f, "paddock_jobs_total{status=\"%s\"} %llu\n", pd_status_name((pd_status)s),
 			(unsigned long long)m->status[s]);
+	fprintf(f, "paddock_jobs_total{status=\"judge\"} %llu\n", (unsigned long long)m->judge_jobs);
 	fprintf(f, "# HELP paddock_failures_total Finished jobs by failure class.\n"
 		   "# TYPE paddock_failures_total counter\n");
 	for (int c = 0; c < PD_F_COUNT; c++)

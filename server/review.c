@@ -335,7 +335,7 @@ json_t *review_list(sqlite3 *db, const char *state, pd_err *e)
 	snprintf(sql, sizeof sql, "%s%s ORDER BY id LIMIT 1000", columns, all ? "" : " WHERE state = ?");
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-		pd_fail(e, EIO, "review: %s", sqlite3_errmsg(db));
+		pd_fail_as(e, EIO, "review: %s", sqlite3_errmsg(db));
 		return NULL;
 	}
 	if (!all)
@@ -367,7 +367,7 @@ int review_decide(sqlite3 *db, int64_t id, const char *decision, const char *not
 	/* only a pending item is decided: a second decision would silently rewrite the first */
 	if (sqlite3_prepare_v2(db, "UPDATE review SET state = ?, note = ?, decided_at = ? WHERE id = ? AND state = 'pending'",
 			       -1, &st, NULL) != SQLITE_OK)
-		return pd_fail(e, EIO, "review: %s", sqlite3_errmsg(db));
+		return pd_fail_as(e, EIO, "review: %s", sqlite3_errmsg(db));
 	sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
 	if (note)
 		sqlite3_bind_text(st, 2, note, -1, SQLITE_TRANSIENT);
@@ -376,7 +376,7 @@ int review_decide(sqlite3 *db, int64_t id, const char *decision, const char *not
 	int rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
-		return pd_fail(e, EIO, "review: %s", sqlite3_errmsg(db));
+		return pd_fail_as(e, EIO, "review: %s", sqlite3_errmsg(db));
 	bool changed = sqlite3_changes(db) > 0;
 	/* a confirmed hack puts its problem on the risk list: from now on its submissions are
 	 * audited in full with egress denied (docs/audit.md, "The risk list") */
@@ -440,7 +440,7 @@ json_t *review_risk_list(sqlite3 *db, pd_err *e)
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db, "SELECT problem_id, since, confirmed, last_review FROM risk ORDER BY problem_id", -1,
 			       &st, NULL) != SQLITE_OK) {
-		pd_fail(e, EIO, "risk: %s", sqlite3_errmsg(db));
+		pd_fail_as(e, EIO, "risk: %s", sqlite3_errmsg(db));
 		return NULL;
 	}
 	json_t *a = json_array();
@@ -460,12 +460,12 @@ int review_risk_remove(sqlite3 *db, const char *problem_id, pd_err *e)
 {
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db, "DELETE FROM risk WHERE problem_id = ?", -1, &st, NULL) != SQLITE_OK)
-		return pd_fail(e, EIO, "risk: %s", sqlite3_errmsg(db));
+		return pd_fail_as(e, EIO, "risk: %s", sqlite3_errmsg(db));
 	sqlite3_bind_text(st, 1, problem_id, -1, SQLITE_TRANSIENT);
 	int rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
-		return pd_fail(e, EIO, "risk: %s", sqlite3_errmsg(db));
+		return pd_fail_as(e, EIO, "risk: %s", sqlite3_errmsg(db));
 	if (!sqlite3_changes(db))
 		return pd_fail(e, ENOENT, "problem %s is not on the risk list", problem_id);
 	return 0;

@@ -361,8 +361,7 @@ static void finish(pd_sched *s, pd_job *j)
 	snprintf(problem, sizeof problem, "%s@%s", j->problem_id, j->problem_version);
 	pd_log("info", "attempt finished", PD_LS("task_id", j->task_id), PD_LS("sandbox_id", j->sandbox_id),
 	       PD_LS("use_id", j->use_id), PD_LU("attempt", j->attempts), PD_LS("problem", problem), PD_LS("template", j->template_name),
-	       PD_LS("status", j->ran ? pd_status_name(j->run_r.status)
-			       : j->compiled ? pd_status_name(j->compile_r.status) : "XX"),
+	       PD_LS("status", pd_job_status_name(j)),
 	       PD_LS("failure_class", pd_failure_name(j->failure)));
 	j->done(j, j->done_arg);
 }
@@ -647,7 +646,8 @@ char *pd_sched_metrics(pd_sched *s)
 	for (int p = 0; p < PD_PRIO_COUNT; p++)
 		fprintf(f, "paddock_queue_length{priority=\"%s\"} %zu\n", prio[p], s->q[p].len);
 	fprintf(f, "# HELP paddock_workers_busy Workers running a job.\n# TYPE paddock_workers_busy gauge\n"
-		   "paddock_workers_busy %u\npaddock_workers %u\n", s->busy, s->nworkers);
+		   "paddock_workers_busy %u\n# HELP paddock_workers Workers the scheduler has (--workers).\n"
+		   "# TYPE paddock_workers gauge\npaddock_workers %u\n", s->busy, s->nworkers);
 	fprintf(f, "# HELP paddock_breaker_open 1 while a template's circuit breaker refuses its new work.\n"
 		   "# TYPE paddock_breaker_open gauge\npaddock_breaker_open %d\n", open);
 	fprintf(f, "# HELP paddock_breaker_trips_total Times a template's breaker opened.\n"

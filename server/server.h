@@ -236,6 +236,10 @@ void pd_job_execute(pd_pools *pools, pd_job *j, unsigned max_retries);
  * the sandbox, with its residue check, as after any killed run). Any thread; j must be alive. */
 void pd_job_cancel(pd_job *j);
 bool pd_job_is_cancelled(const pd_job *j);
+/* The job's status as paddock_jobs_total, the store's status column and the log line name it: its
+ * last stage's (OK, RE, ...), XX when no stage ran, or "judge" for a judge job (its own execute):
+ * it runs many programs, and its outcome is its verdict, not one program's status. */
+const char *pd_job_status_name(const pd_job *j);
 /* The job's problem for the per-problem controls: problem_key, else problem_id ("" for none). */
 const char *pd_job_problem_key(const pd_job *j);
 /* For a job with its own execute (a judge job): the sandbox it runs in now (NULL: none), so that
@@ -508,6 +512,8 @@ void pd_cluster_quiesce(pd_cluster *c);
 /* Answers what still waits (503), disconnects, frees. After the scheduler drained. */
 void pd_cluster_free(pd_cluster *c);
 const char *pd_cluster_node_id(const pd_cluster *c);
+/* A node id the cluster takes: 1 to 63 of A-Z a-z 0-9 - _. */
+bool pd_cluster_id_ok(const char *id);
 
 /* An answer to a request submitted through the cluster: an HTTP status and a JSON body. Called
  * once, from a cluster thread. */
@@ -589,6 +595,12 @@ typedef struct pd_server_opts {
 } pd_server_opts;
 
 pd_server *pd_server_start(const pd_server_opts *o, pd_err *e);
+/* The settings o checked as pd_server_start checks them, starting nothing (no socket is bound, no
+ * sandbox made): the listen address and its token, the store's directory, --memory-watermark,
+ * --node-id with --cluster, --per-ip-exempt, the templates and --run-code-networks, the problems
+ * (read and parsed: their checkers are built only at the start). -1 with e naming the flag and
+ * what is wrong: the operator's to fix (serve and serve --check exit 64 with it). */
+int pd_server_check(const pd_server_opts *o, pd_err *e);
 /* The address actually bound (port 0 picks one). */
 const char *pd_server_address(const pd_server *s);
 /* Graceful: stop accepting, finish running and queued work, answer it, close. */

@@ -139,7 +139,7 @@ pd_store *pd_store_open(const char *path, uint64_t max_bytes, pd_err *e)
 	}
 	if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
 			    NULL) != SQLITE_OK) {
-		pd_fail(e, EIO, "open store %s: %s", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
+		pd_fail_as(e, EIO, "open store %s: %s", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
 		goto fail;
 	}
 	sqlite3_busy_timeout(s->db, 10000);
@@ -152,11 +152,11 @@ pd_store *pd_store_open(const char *path, uint64_t max_bytes, pd_err *e)
 			       " group_id, sample_id, kind, last, problem_key, passed, tests_ms, code_bytes, score)"
 			       " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 			       -1, &s->put, NULL) != SQLITE_OK) {
-		pd_fail(e, EIO, "store %s: %s", path, sqlite3_errmsg(s->db));
+		pd_fail_as(e, EIO, "store %s: %s", path, sqlite3_errmsg(s->db));
 		goto fail;
 	}
 	if (sqlite3_prepare_v2(s->db, "DELETE FROM staged WHERE request_id = ?", -1, &s->unstage, NULL) != SQLITE_OK) {
-		pd_fail(e, EIO, "store %s: %s", path, sqlite3_errmsg(s->db));
+		pd_fail_as(e, EIO, "store %s: %s", path, sqlite3_errmsg(s->db));
 		goto fail;
 	}
 	/* the readers' connection, opened once the schema is there (a read-only one cannot make it) */
@@ -191,9 +191,22 @@ void pd_store_close(pd_store *s)
 	sqlite3_finalize(s->put);
 	sqlite3_finalize(s->residue);
 	sqlite3_finalize(s->unstage);
-	sqlite3_close(s->db);
+	/* The reader first: SQLite copies the WAL into the database file only when the last
+	 * connection closes, and a read-only one cannot; closed after the writer, it left every
+	 * record in the -wal file and the database file empty (a copy of it alone had nothing). Then
+	 * the copy is made explicitly (TRUNCATE: the -wal is emptied too), so that it happens even
+	 * while another process holds the file open and the close is not the last. */
 	if (s->rd)
 		sqlite3_close(s->rd);
+	/* TRUNCATE waits for other processes' readers (an operator's sqlite3 shell): a second, not
+	 * the writers' 10, so that one does not hold up the stop; if it gives up, the records stay
+	 * in the -wal, whole, for the next open */
+	sqlite3_busy_timeout(s->db, 1000);
+	int rc = sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+	if (rc != SQLITE_OK)
+		pd_log("warn", "results store: the checkpoint at close failed (the records stay in the -wal file)",
+		       PD_LS("dir", s->dir), PD_LS("error", sqlite3_errmsg(s->db)));
+	sqlite3_close(s->db);
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->rd_mu);
 	free(s);
@@ -264,7 +277,8 @@ static int put_prior_locked(pd_store *s, const pd_job *j, const char *node, json
 	sqlite3_bind_int64(st, 10, json_integer_value(json_object_get(rec, "started_at")));
 	sqlite3_bind_int64(st, 11, json_integer_value(json_object_get(rec, "finished_at")));
 	sqlite3_bind_int64(st, 12, json_integer_value(json_object_get(rec, "queue_ms")));
-	sqlite3_bind_text(st, 13, jstr(rec, "status")[0] ? jstr(rec, "status") : "XX", -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 13, jstr(rec, "status")[0] ? jstr(rec, "status") : j->execute ? "judge" : "XX", -1,
+			  SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 14, jstr(rec, "failure_class"), -1, SQLITE_TRANSIENT);
 	for (int i = 15; i <= 19; i++)
 		sqlite3_bind_int(st, i, 0);
@@ -369,7 +383,7 @@ int pd_store_staged(pd_store *s, int (*settle)(void *arg, const char *request_id
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(s->db, "SELECT request_id, token FROM staged ORDER BY staged_at", -1, &st, NULL) != SQLITE_OK) {
 		pthread_mutex_unlock(&s->mu);
-		return pd_fail(e, EIO, "store: %s", sqlite3_errmsg(s->db));
+		return pd_fail_as(e, EIO, "store: %s", sqlite3_errmsg(s->db));
 	}
 	/* read whole first: the deletes below must not run under this statement's cursor */
 	json_t *list = json_array();
@@ -388,7 +402,7 @@ int pd_store_staged(pd_store *s, int (*settle)(void *arg, const char *request_id
 			continue;
 		}
 		if (unstage_locked(s, rid, v == 1) < 0)
-			out = pd_fail(e, EIO, "store: %s", sqlite3_errmsg(s->db));
+			out = pd_fail_as(e, EIO, "store: %s", sqlite3_errmsg(s->db));
 		else if (v == 1)
 			(*kept)++;
 		else
@@ -434,7 +448,7 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	sqlite3_bind_int64(st, 10, (sqlite3_int64)(j->started_us / 1000));
 	sqlite3_bind_int64(st, 11, (sqlite3_int64)(j->finished_us / 1000));
 	sqlite3_bind_int64(st, 12, j->started_us > j->queued_us ? (sqlite3_int64)((j->started_us - j->queued_us) / 1000) : 0);
-	sqlite3_bind_text(st, 13, r ? pd_status_name(r->status) : "XX", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 13, pd_job_status_name(j), -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 14, pd_failure_name(j->failure), -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 15, r ? r->exit_code : 0);
 	sqlite3_bind_int(st, 16, r ? r->signal : 0);
@@ -638,7 +652,7 @@ json_t *pd_store_get(pd_store *s, const char *task_id, pd_err *e)
 	if (sqlite3_prepare_v2(db,
 			       "SELECT id, record, attempt, last FROM attempts WHERE task_id = ? ORDER BY attempt, id",
 			       -1, &st, NULL) != SQLITE_OK) {
-		pd_fail(e, EIO, "store: %s", sqlite3_errmsg(db));
+		pd_fail_as(e, EIO, "store: %s", sqlite3_errmsg(db));
 		rd_unlock(s);
 		json_decref(arr);
 		return NULL;
@@ -666,7 +680,7 @@ int pd_store_list(pd_store *s, const pd_store_query *q, json_t **records, int64_
 	sqlite3_stmt *st;
 	sqlite3 *db = rd_lock(s);
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-		pd_fail(e, EIO, "store: %s", sqlite3_errmsg(db));
+		pd_fail_as(e, EIO, "store: %s", sqlite3_errmsg(db));
 		rd_unlock(s);
 		return -1;
 	}
@@ -686,7 +700,7 @@ int pd_store_list(pd_store *s, const pd_store_query *q, json_t **records, int64_
 		json_array_append_new(arr, row_json(st));
 	}
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		pd_fail(e, EIO, "store: %s", sqlite3_errmsg(db));
+		pd_fail_as(e, EIO, "store: %s", sqlite3_errmsg(db));
 		sqlite3_finalize(st);
 		rd_unlock(s);
 		json_decref(arr);

@@ -100,7 +100,7 @@ int store_schema(sqlite3 *db, const char *path, pd_err *e)
 		goto fail;
 	return 0;
 fail:
-	pd_fail(e, EIO, "store %s: %s", path, err ? err : sqlite3_errmsg(db));
+	pd_fail_as(e, EIO, "store %s: %s", path, err ? err : sqlite3_errmsg(db));
 	sqlite3_free(err);
 	return -1;
 }

@@ -84,8 +84,8 @@ static int ensure_stream(pd_cluster *c, pd_err *e)
 		s = N.js_UpdateStream(&si, c->js, &sc, NULL, &je);
 	N.jsStreamInfo_Destroy(si);
 	if (s != NATS_OK)
-		return pd_fail(e, EIO, "cluster: stream %s: %s (JetStream error %d; is the server run with -js?)",
-			       CL_WORK_STREAM, cl_status(s), (int)je);
+		return pd_fail_as(e, EIO, "cluster: stream %s: %s (JetStream error %d; is the server run with -js?)",
+				  CL_WORK_STREAM, cl_status(s), (int)je);
 	return 0;
 }
 
@@ -101,7 +101,7 @@ static int ensure_bucket(pd_cluster *c, const char *name, int64_t ttl_ns, kvStor
 	if (s != NATS_OK)
 		s = N.js_KeyValue(kv, c->js, name);
 	if (s != NATS_OK)
-		return pd_fail(e, EIO, "cluster: bucket %s: %s", name, cl_status(s));
+		return pd_fail_as(e, EIO, "cluster: bucket %s: %s", name, cl_status(s));
 	return 0;
 }
 
@@ -141,7 +141,7 @@ static int start_consumers(pd_cluster *c, pd_err *e)
 		jsErrCode je = 0;
 		natsStatus s = N.js_PullSubscribe(&k->sub, c->js, filter, name, NULL, &so, &je);
 		if (s != NATS_OK)
-			rc = pd_fail(e, EIO, "cluster: consumer %s: %s (JetStream error %d)", name, cl_status(s), (int)je);
+			rc = pd_fail_as(e, EIO, "cluster: consumer %s: %s (JetStream error %d)", name, cl_status(s), (int)je);
 		else
 			c->nconsumers++;
 	}
@@ -149,7 +149,7 @@ static int start_consumers(pd_cluster *c, pd_err *e)
 	return rc;
 }
 
-static bool id_ok(const char *id)
+bool pd_cluster_id_ok(const char *id)
 {
 	if (!*id || strlen(id) >= 64)
 		return false;
@@ -203,8 +203,9 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 			      *p == '-'))
 				*p = '_';
 	}
-	if (!id_ok(c->node)) {
-		pd_fail(e, EINVAL, "node id '%s': 1 to 63 of A-Z a-z 0-9 - _", c->node);
+	if (!pd_cluster_id_ok(c->node)) {
+		/* as pd_server_check says it (a made-up id is made of these already) */
+		pd_fail_as(e, EINVAL, "--node-id '%s': 1 to 63 of A-Z a-z 0-9 - _", c->node);
 		goto fail;
 	}
 	natsStatus s = N.natsOptions_Create(&c->nopts);
@@ -226,11 +227,11 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 	if (s == NATS_OK)
 		s = N.natsOptions_SetSendAsap(c->nopts, true);
 	if (s != NATS_OK) {
-		pd_fail(e, EINVAL, "cluster %s: %s", c->urls, cl_status(s));
+		pd_fail_as(e, EINVAL, "--cluster %s: %s", c->urls, cl_status(s));
 		goto fail;
 	}
 	if ((s = N.natsConnection_Connect(&c->nc, c->nopts)) != NATS_OK) {
-		pd_fail(e, ECONNREFUSED, "cluster: connect to %s: %s", c->urls, cl_status(s));
+		pd_fail_as(e, ECONNREFUSED, "cluster: connect to %s: %s", c->urls, cl_status(s));
 		goto fail;
 	}
 	c->max_payload = N.natsConnection_GetMaxPayload(c->nc);
@@ -242,7 +243,7 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 	jo.PublishAsync.AckHandlerClosure = c;
 	jo.PublishAsync.MaxPending = 65536;
 	if ((s = N.natsConnection_JetStream(&c->js, c->nc, &jo)) != NATS_OK) {
-		pd_fail(e, EIO, "cluster: JetStream: %s", cl_status(s));
+		pd_fail_as(e, EIO, "cluster: JetStream: %s", cl_status(s));
 		goto fail;
 	}
 	if (ensure_stream(c, e) < 0 ||
@@ -252,7 +253,7 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 	char subject[128];
 	snprintf(subject, sizeof subject, CL_NOTIFY_PREFIX "%s", c->node);
 	if ((s = N.natsConnection_Subscribe(&c->notify, c->nc, subject, cl_on_notify, c)) != NATS_OK) {
-		pd_fail(e, EIO, "cluster: subscribe %s: %s", subject, cl_status(s));
+		pd_fail_as(e, EIO, "cluster: subscribe %s: %s", subject, cl_status(s));
 		goto fail;
 	}
 	/* a stage a kill left must be settled before this node can be handed the task again (its

@@ -158,7 +158,7 @@ static int claim_put(pd_cluster *c, const char *request_id, const char *token, c
 			return ours ? 0 : pd_fail(e, EEXIST, "request %s was recorded by another node", request_id);
 		}
 		if (s != NATS_NOT_FOUND && cl_wall_ms() >= until)
-			return pd_fail(e, EIO, "cluster broker: %s", cl_status(s));
+			return pd_fail_as(e, EIO, "cluster broker: %s", cl_status(s));
 		if (s != NATS_NOT_FOUND)
 			usleep(200 * 1000);
 	}

@@ -21,7 +21,7 @@ static int connect_to(const char *hostport, int timeout_ms, pd_err *e)
 	char host[256];
 	const char *colon = strrchr(hostport, ':');
 	if (!colon || colon == hostport || (size_t)(colon - hostport) >= sizeof host)
-		return pd_fail(e, EINVAL, "address %s: not HOST:PORT", hostport);
+		return pd_fail_as(e, EINVAL, "address %s: not HOST:PORT", hostport);
 	memcpy(host, hostport, (size_t)(colon - hostport));
 	host[colon - hostport] = 0;
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;

@@ -170,7 +170,7 @@ int conns_parse_exempt(pd_server *s, const char *list, pd_err *e)
 		if (!strcmp(tok, "none"))
 			continue;
 		if (s->nexempt == MAX_EXEMPT)
-			return pd_fail(e, EINVAL, "per_ip_exempt: at most %d networks", MAX_EXEMPT);
+			return pd_fail_as(e, EINVAL, "--per-ip-exempt: at most %d networks", MAX_EXEMPT);
 		char *slash = strchr(tok, '/');
 		long bits = 32;
 		if (slash) {
@@ -178,11 +178,12 @@ int conns_parse_exempt(pd_server *s, const char *list, pd_err *e)
 			*slash = 0;
 			bits = strtol(slash + 1, &end, 10);
 			if (*end || end == slash + 1 || bits < 0 || bits > 32)
-				return pd_fail(e, EINVAL, "per_ip_exempt: '%s' has a bad prefix length", tok);
+				return pd_fail_as(e, EINVAL, "--per-ip-exempt: '%s/%s' has a bad prefix length (0 to 32)",
+						  tok, slash + 1);
 		}
 		struct in_addr a;
 		if (inet_pton(AF_INET, tok, &a) != 1)
-			return pd_fail(e, EINVAL, "per_ip_exempt: '%s' is not an IPv4 address or network", tok);
+			return pd_fail_as(e, EINVAL, "--per-ip-exempt: '%s' is not an IPv4 address or network", tok);
 		uint32_t mask = bits ? ~0u << (32 - bits) : 0;
 		s->exempt[s->nexempt].mask = mask;
 		s->exempt[s->nexempt].net = ntohl(a.s_addr) & mask;

@@ -256,23 +256,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 }
 /* ---- start and stop -------------------------------------------------------------------------- */
 
-/* --memory-watermark: a size, or a percent of the machine's memory from 1 to 90. */
-static int parse_watermark(const char *w, pd_sched_opts *so, pd_err *e)
-{
-	size_t n = strlen(w);
-	if (n > 1 && w[n - 1] == '%') {
-		char *end;
-		double pct = strtod(w, &end);
-		if (end == w + n - 1 && strspn(w, "0123456789.") == n - 1 && pct >= 1 && pct <= 90) {
-			so->breaker_min_free_pct = pct;
-			return 0;
-		}
-	} else if (pd_parse_size(w, &so->breaker_min_free) == 0 && so->breaker_min_free >= (1u << 20)) {
-		return 0;
-	}
-	return pd_refuse(e, "--memory-watermark: '%s' is not a size of at least 1M nor a percent from 1%% to 90%%", w);
-}
-
 /* The pools' reclaimer finished with a use of a sandbox: its stored record's residue completed. */
 static void reclaimed(void *store, const char *use_id, const char *residue)
 {
@@ -282,13 +265,14 @@ static void reclaimed(void *store, const char *use_id, const char *residue)
 static int bind_listen(pd_server *s, pd_err *e)
 {
 	const char *l = s->o.listen ? s->o.listen : "127.0.0.1:8080";
+	listen_addr a;
+	if (settings_listen(l, s->o.token, &a, e) < 0)
+		return -1;
 	int fd;
-	if (!strncmp(l, "unix:", 5)) {
+	if (a.is_unix) {
 		struct sockaddr_un sa = {.sun_family = AF_UNIX};
-		if (strlen(l + 5) >= sizeof sa.sun_path)
-			return pd_fail(e, ENAMETOOLONG, "unix socket path %s", l + 5);
-		snprintf(sa.sun_path, sizeof sa.sun_path, "%s", l + 5);
-		snprintf(s->unix_path, sizeof s->unix_path, "%s", l + 5);
+		snprintf(sa.sun_path, sizeof sa.sun_path, "%s", a.path);
+		snprintf(s->unix_path, sizeof s->unix_path, "%s", a.path);
 		unlink(sa.sun_path);
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 1024) < 0) {
@@ -302,22 +286,7 @@ static int bind_listen(pd_server *s, pd_err *e)
 		s->listen_fd = fd;
 		return 0;
 	}
-	char host[128];
-	const char *colon = strrchr(l, ':');
-	if (!colon || colon == l || (size_t)(colon - l) >= sizeof host)
-		return pd_fail(e, EINVAL, "listen: '%s' must be HOST:PORT or unix:/path", l);
-	memcpy(host, l, (size_t)(colon - l));
-	host[colon - l] = 0;
-	char *end;
-	long port = strtol(colon + 1, &end, 10);
-	if (*end || port < 0 || port > 65535)
-		return pd_fail(e, EINVAL, "listen: bad port in '%s'", l);
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
-		return pd_fail(e, EINVAL, "listen: '%s' is not an IPv4 address", host);
-	bool loopback = (ntohl(sa.sin_addr.s_addr) >> 24) == 127;
-	if (!loopback && (!s->o.token || !*s->o.token))
-		return pd_fail(e, EPERM, "listening on %s needs a bearer token (--token): sandboxes run code", l);
+	struct sockaddr_in sa = a.in;
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	int one = 1;
 	if (fd >= 0)
@@ -330,7 +299,7 @@ static int bind_listen(pd_server *s, pd_err *e)
 	}
 	socklen_t sl = sizeof sa;
 	getsockname(fd, (struct sockaddr *)&sa, &sl);
-	snprintf(s->address, sizeof s->address, "%s:%u", host, ntohs(sa.sin_port));
+	snprintf(s->address, sizeof s->address, "%s:%u", a.host, ntohs(sa.sin_port));
 	s->listen_fd = fd;
 	return 0;
 }
@@ -415,7 +384,7 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 	else
 		snprintf(db, sizeof db, "%s/paddock.db", pd_ctx_state_dir(s->ctx));
 	uint64_t cap = o->store_max ? o->store_max : (1ull << 30);
-	if (!(s->store = pd_store_open(db, cap == UINT64_MAX ? 0 : cap, e)))
+	if ((o->db_path && settings_db(o->db_path, e) < 0) || !(s->store = pd_store_open(db, cap == UINT64_MAX ? 0 : cap, e)))
 		goto fail;
 	{
 		pd_review_cfg rv;
@@ -467,7 +436,7 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 		so.breaker_min_jobs = o->breaker_min_jobs;
 	if (o->breaker_cooldown_s)
 		so.breaker_cooldown_ms = (uint64_t)o->breaker_cooldown_s * 1000;
-	if (o->memory_watermark && parse_watermark(o->memory_watermark, &so, e) < 0)
+	if (o->memory_watermark && settings_watermark(o->memory_watermark, &so, e) < 0)
 		goto fail;
 	if (!(s->sched = pd_sched_new(s->pools, s->store, s->metrics, &so, e)))
 		goto fail;
@@ -490,7 +459,7 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 				  (unsigned)120, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 				  MHD_OPTION_NOTIFY_CONNECTION, conns_on_connection, s, MHD_OPTION_END);
 	if (!s->mhd) {
-		pd_fail(e, EIO, "start the HTTP server on %s", s->address);
+		pd_fail_as(e, EIO, "start the HTTP server on %s", s->address);
 		goto fail;
 	}
 	pd_log("info", "listening", PD_LS("address", s->address), PD_LS("cgroup", pd_ctx_cgroup_backend(s->ctx)),

@@ -13,6 +13,7 @@
  *   judge_batch.c POST /v1/judge with many submissions: one array, or JSON lines as they finish
  *   images.c      a request's "image": checked against serve --images and the store
  *   records.c     GET /v1/runs[/{task_id}]: the stored attempts read back
+ *   settings.c    serve's settings checked before anything starts (pd_server_check)
  * Only the files above include this header; the rest of paddock sees server.h. */
 #ifndef PADDOCK_SERVER_HTTP_H
 #define PADDOCK_SERVER_HTTP_H
@@ -21,6 +22,7 @@
 #include "judge/judge.h"
 #include "mhd.h" /* <microhttpd.h>, its functions loaded on first use */
 
+#include <netinet/in.h>
 #include <pthread.h>
 #include <sys/socket.h>
 
@@ -275,6 +277,21 @@ void cluster_result(req *r, const char *url, const char *method);
 /* A session request: forwarded to the node holding the session (410 when it is gone), or
  * handled here by sessions_op. */
 void cluster_session_op(req *r, const char *url, const char *method);
+
+/* ---- settings (settings.c): each -1 with e naming the flag ---- */
+typedef struct listen_addr {
+	bool is_unix;
+	char path[108];        /* unix: the socket's path */
+	struct sockaddr_in in; /* else the address and port */
+	char host[128];        /* and the host as given */
+} listen_addr;
+/* --listen: its form (HOST:PORT with an IPv4 host, or unix:/path in a directory that exists), and a
+ * token when the address is beyond loopback. */
+int settings_listen(const char *listen, const char *token, listen_addr *a, pd_err *e);
+/* --db: its directory exists, and the path is not a directory. */
+int settings_db(const char *path, pd_err *e);
+/* --memory-watermark: a size of at least 1M, or a percent from 1 to 90, into so. */
+int settings_watermark(const char *w, pd_sched_opts *so, pd_err *e);
 
 /* ---- connections and descriptors (conns.c) ---- */
 /* "10.0.0.0/8,192.168.1.7" into the exemption list of the per-address limit. */

@@ -32,8 +32,8 @@ int netmodes_add(pd_server *s, pd_err *e)
 		size_t len = strcspn(p, ",");
 		int m = mode_of(p, len);
 		if (m < 0)
-			return pd_fail(e, EINVAL, "run_code_networks: '%.*s' is not loopback, none, allowlist or host", (int)len,
-				       p);
+			return pd_fail_as(e, EINVAL, "--run-code-networks: '%.*s' is not loopback, none, allowlist or host",
+					  (int)len, p);
 		s->run_code_nets |= 1u << m;
 		p += len + (p[len] == ',');
 	}

@@ -1,22 +1,27 @@
 #!/usr/bin/env bash
 # The paddock command line: the command table (dispatch, top-level help, unknown commands), serve's
 # option table (every option its --help lists is taken as a flag and as a --config key with the
-# same value, and a bad value names the flag or the key), and the value parsers every subcommand
-# shares, fed what a hostile user would type. No daemon is started and no sandbox is made: serve
-# --check prints the settings the options give and exits.
+# same value, and a bad value names the flag or the key; --check refuses what serve refuses, with
+# its message and exit 64), and the value parsers every subcommand shares, fed what a hostile user
+# would type. No daemon is started and no sandbox is made: serve --check checks and prints the
+# settings the options give and exits, and serve given settings it refuses exits before it starts.
 source "$(dirname "$0")/api.sh"
 export -n PADDOCK_TOKEN
 unset PADDOCK_TOKEN
 
 # --- serve: the options --help lists -------------------------------------------------------------
 mapfile -t OPTS < <("$PADDOCK" serve --help | sed -nE 's/^  (-[a-z], )?--([a-z-]+) ([A-Z]+).*/\2 \3/p' | grep -v '^config ')
-plan $((2 * ${#OPTS[@]} + 43))
+plan $((2 * ${#OPTS[@]} + 77))
 is "${#OPTS[@]}" 37 "serve --help lists 37 options with a value (besides --config)"
 
 printf 'secret-from-file\n' >"$TMPD/token"
+# a templates file and a problems directory that load: --check reads them as serve does
+cp contrib/templates.example.json "$TMPD/some.templates"
+cp -r examples/problems "$TMPD/some.dir"
 value() {  # a value of the option's type, other than its default
   case $1:$2 in
     token-file:*) echo "$TMPD/token" ;;
+    templates:*) echo "$TMPD/some.templates" ;;
     *:ADDR) echo 127.0.0.1:9 ;;
     *:TOKEN) echo t0k3n ;;
     *:FILE) echo "$TMPD/some.file" ;;
@@ -56,7 +61,9 @@ out=$("$PADDOCK" serve --check --config "$TMPD/s.json" 2>&1)
 is "$(jq -c '[.max_body, .store_max, .max_connections_per_ip]' <<<"$out" 2>/dev/null)" "[67108864,0,0]" \
   "max_body \"64M\" (once refused in a config) and the 0 = no limit of store_max and max_connections_per_ip"
 
-"$PADDOCK" serve --check --config contrib/config.example.json >/dev/null 2>&1
+# its templates file and store are where an installed host has them; here, flags put them elsewhere
+"$PADDOCK" serve --check --config contrib/config.example.json --templates contrib/templates.example.json \
+  --db "$TMPD/paddock.db" >/dev/null 2>&1
 ok $? "the example config (contrib/config.example.json) is taken whole"
 
 # flags win over the config, wherever they stand
@@ -88,6 +95,35 @@ done
 "$PADDOCK" serve --check stray >/dev/null 2>&1
 is "$?" 64 "serve with a stray operand: refused"
 
+# --check refuses what serve refuses: the same validation, exit 64 (usage) and the same message,
+# naming the flag, with no strerror tacked on ("Invalid argument", "Input/output error")
+echo '{"templates": [' >"$TMPD/broken.templates"
+refuses() {  # refuses REGEX SERVE-ARGS...
+  local want=$1; shift
+  cout=$("$PADDOCK" serve --check "$@" 2>&1); crc=$?
+  sout=$(timeout 60 "$PADDOCK" serve "$@" </dev/null 2>&1); src=$?
+  is "$crc $src $([ "$cout" = "$sout" ] && echo same)" "64 64 same" "serve $*: refused by --check and by serve alike, exit 64 ($sout)"
+  like "$cout" "^paddock: $want\$" "serve $*: the message says why"
+}
+refuses "--listen: '127\.0\.0\.1' must be HOST:PORT .*or unix:/path" --listen 127.0.0.1
+refuses "--listen: '127\.0\.0\.1:99999': the port must be a number from 0 to 65535" --listen 127.0.0.1:99999
+refuses "--listen: '127\.0\.0\.1:http': the port must be a number from 0 to 65535" --listen 127.0.0.1:http
+refuses "--listen: 'localhost' is not an IPv4 address" --listen localhost:8080
+refuses "--listen 0\.0\.0\.0:0 is beyond loopback: it needs a bearer token \(--token or --token-file\).*" --listen 0.0.0.0:0
+refuses "--listen unix:$TMPD/no/such/s\.sock: the directory $TMPD/no/such does not exist" --listen "unix:$TMPD/no/such/s.sock"
+refuses "--db /nonexistent/dir/x\.sqlite: the directory /nonexistent/dir does not exist" --listen 127.0.0.1:0 --db /nonexistent/dir/x.sqlite
+refuses "--db $TMPD: a directory, not a file" --listen 127.0.0.1:0 --db "$TMPD"
+refuses "templates file $TMPD/none\.json: No such file or directory" --listen 127.0.0.1:0 --templates "$TMPD/none.json"
+refuses "templates.*$TMPD/broken\.templates.*" --listen 127.0.0.1:0 --templates "$TMPD/broken.templates"
+refuses "problems directory $TMPD/none: No such file or directory" --listen 127.0.0.1:0 --problems "$TMPD/none"
+refuses "--memory-watermark: '3q' is not a size of at least 1M nor a percent from 1% to 90%" --listen 127.0.0.1:0 --memory-watermark 3q
+refuses "--per-ip-exempt: 'bogus' is not an IPv4 address or network" --listen 127.0.0.1:0 --per-ip-exempt bogus
+refuses "--per-ip-exempt: '10\.0\.0\.0/33' has a bad prefix length \(0 to 32\)" --listen 127.0.0.1:0 --per-ip-exempt 10.0.0.0/33
+refuses "--run-code-networks: 'wifi' is not loopback, none, allowlist or host" --listen 127.0.0.1:0 --run-code-networks none,wifi
+refuses "--node-id 'a b': 1 to 63 of A-Z a-z 0-9 - _" --listen 127.0.0.1:0 --cluster nats://127.0.0.1:4222 --node-id "a b"
+"$PADDOCK" serve --check --listen 0.0.0.0:0 --token t0k3n >/dev/null 2>&1
+is "$?" 0 "--check takes beyond loopback with a token"
+
 # --- the command table ---------------------------------------------------------------------------
 "$PADDOCK" >/dev/null 2>&1
 is "$?" 64 "no command: exit 64"
@@ -114,5 +150,10 @@ refused "--cpus: 'nan' is not a number" exec --cpus nan -- true
 refused "--cpus: '0x1' is not a number" exec --cpus 0x1 -- true
 refused "--wait: 'nan' is not a number" pool --wait nan
 refused "unexpected argument 'b'" batch a b
+# a request naming a template batch does not have: said so, with the ones it has (-n 0: no
+# sandbox is made, none being warmed and the request not run)
+out=$(echo '{"id":"r1","template":"nope","cmd":["true"]}' | "$PADDOCK" batch -n 0 2>/dev/null); rc=$?
+is "$rc $(jq -r .error <<<"$out")" "2 template: unknown template 'nope' (the templates: bash, python, c, cpp, node)" \
+  "batch: an unknown template is named with the known ones (not 'No such file or directory')"
 refused "unexpected argument 'b'" run a b
 refused "--only: no case named" bench --only ,

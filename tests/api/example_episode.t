@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The example episode (examples/episode/run_episode.py): 8 recorded agents as 8 forks of one
 # prepared repository, each judged with the hidden tests in a separate sandbox, trajectories
-# exported (JSON lines and ATIF). The rewards follow from what each agent did.
+# exported (JSON lines and ATIF). The rewards follow from what each agent did. And the bundled
+# examples of `make examples` (examples/run): a record for each, and exit 0 when all gave one.
 source "$(dirname "$0")/api.sh"
-plan 8
+plan 11
 
 start_daemon
 ok $? "daemon started"
@@ -23,3 +24,12 @@ is "$(jq -r 'select(.request_id == "fixer-slow-3") | .observation.status' "$TMPD
 is "$(head -1 "$TMPD/out/fixer.jsonl" | jq -r '[.from_snapshot != null, .group_id] | map(tostring) | join(" ")')" "true calc-median" \
   "the trajectories say which snapshot and group they belong to"
 is "$(jq -r '.schema_version' "$TMPD/out/fixer.atif.json")" ATIF-v1.4 "and are exported as ATIF too"
+
+# make examples: each example's row has a status; the script exits 0 (an example without stdout as
+# the last one, audit, once made it exit 1), and 1 when paddock gives no record
+PADDOCK=$PADDOCK examples/run >"$TMPD/examples.out" 2>&1
+is "$?" 0 "examples/run (make examples): exit 0"
+is "$(grep -cE '^[a-z]+ +.*  (OK|RE|SG|TO|ML|OL|XX)  exit=' "$TMPD/examples.out")/$(grep -c 'paddock failed' "$TMPD/examples.out")" \
+  "15/0" "every one of the 15 examples has its record's row ($(grep -oE '  (OK|RE|SG|TO|ML|OL|XX)  exit' "$TMPD/examples.out" | awk '{print $1}' | tr '\n' ' '))"
+out=$(PADDOCK=/bin/false examples/run 2>&1)
+is "$?/$(tail -1 <<<"$out")" "1/paddock gave no record for 15 example(s)" "without paddock's records it exits 1, saying so"

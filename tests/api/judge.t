@@ -4,7 +4,7 @@
 # cache, tests); a compile error; the fingerprint cache and its opt-out; refusals naming the field;
 # a problem directory with a checker that does not build stops the start.
 source "$(dirname "$0")/api.sh"
-plan 32
+plan 36
 
 start_daemon --problems examples/problems
 ok $? "daemon started with --problems examples/problems"
@@ -104,6 +104,19 @@ is "$(awk '$1 == "paddock_judge_errors_total" {print $2}' "$BODY")" 2 \
   "metrics: judge_errors counts the failing checker's two runs (the first and its retry)"
 is "$(awk '$1 == "paddock_judge_checker_cpu_ms_total" {print ($2 > 0)}' "$BODY")/$(awk '$1 == "paddock_judged_total{output=\"not_judged\"}" {print $2}' "$BODY")" \
   "1/1" "metrics: the checker programs' CPU time; the judge error's attempt counted as not_judged"
+# a judge job runs a program per test: it has no one status, and XX would say a sandbox failed it
+judged=$(awk '$1 ~ /^paddock_judged_total\{/ {n += $2} END {print n + 0}' "$BODY")
+is "$(awk '$1 == "paddock_jobs_total{status=\"judge\"}" {j = $2} $1 == "paddock_jobs_total{status=\"XX\"}" {x = $2}
+  END {print j "/" x}' "$BODY")" "$judged/0" \
+  "metrics: the judge jobs under paddock_jobs_total{status=\"judge\"} (one per judged attempt), none under XX"
+is "$(grep '"msg":"attempt finished"' "$DLOG" | jq -r .status | sort | uniq -c | awk '{print $2 ":" $1}' | tr '\n' ' ')" \
+  "judge:$judged " "the log's attempt lines say status judge, never XX"
+is "$(python3 -c 'import sqlite3, sys
+print(" ".join("%s:%d" % r for r in sqlite3.connect(sys.argv[1]).execute(
+  "SELECT status, COUNT(*) FROM attempts GROUP BY status")))' "$DB")" "judge:$judged" \
+  "the store's status column says judge for the judged records"
+out=$("$PADDOCK" top --once --interval 0 --url "$U" 2>&1)
+is "$(awk '$1 == "RESULTS" {$1 = $1; print}' <<<"$out")" "RESULTS judge $judged" "paddock top's RESULTS line counts them under judge"
 stop_daemon
 
 mkdir -p "$TMPD/bad/p/tests"

@@ -4,7 +4,7 @@
 # distribution, the usable rate, the judged failure classes, what the cache answered, and the lines
 # whose verdict differed from their "expect".
 source "$(dirname "$0")/api.sh"
-plan 8
+plan 10
 
 ok_py='a, b = map(int, input().split())\nprint(a + b)\n'
 cat >"$TMPD/subs.jsonl" <<EOF_L
@@ -14,9 +14,14 @@ cat >"$TMPD/subs.jsonl" <<EOF_L
 {"problem_id":"sum","language":"python","code":"$ok_py","expect":{"output":"pass","failure_class":"none"}}
 {"problem_id":"hello","language":"python","code":"print('Hello, World!')","expect":{"output":"fail","failure_class":"none"}}
 EOF_L
-"$PADDOCK" run -j 1 -q --problems examples/problems "$TMPD/subs.jsonl" -o "$TMPD/out.jsonl" 2>"$TMPD/err"
+"$PADDOCK" run -j 1 -q -v --problems examples/problems "$TMPD/subs.jsonl" -o "$TMPD/out.jsonl" 2>"$TMPD/err.v"
 is "$?" 0 "paddock run --problems: exit 0"
+grep -v '^{' "$TMPD/err.v" >"$TMPD/err"
 diag "$(cat "$TMPD/err")"
+# a judge line runs a program per test: no one status is its own, and XX would say a sandbox failed
+is "$(grep '"msg":"attempt finished"' "$TMPD/err.v" | jq -r .status | sort | uniq -c | awk '{print $2 ":" $1}' | tr '\n' ' ')" \
+  "judge:5 " "the log's attempt lines (-v) say status judge, never XX"
+is "$(grep -c '^  status:' "$TMPD/err")" 0 "a judge-only run has no program status line: its judge lines are never counted XX"
 like "$(cat "$TMPD/err")" "per-problem verdicts" "the summary has the per-problem table"
 like "$(grep -E '^  sum ' "$TMPD/err")" "^  sum +4  PFCP\* +0\.50 +1 +4/4$" \
   "sum: pass, fail, compile error, and the duplicate answered by the cache (starred); mean reward 0.50; 4 of 4 expected"

@@ -3,9 +3,10 @@
 # output floods would fill the disk at the request rate. Past the cap the oldest records are
 # deleted, the newest are all there, the file stays near the cap, the deletions are counted in
 # paddock_store_pruned_records_total; a store kept from a run with a larger cap is brought under
-# the new one at start; bad values are refused with a message.
+# the new one at start; bad values are refused with a message; a graceful stop leaves the records
+# in the database file itself, not in its -wal.
 source "$(dirname "$0")/api.sh"
-plan 15
+plan 18
 
 # sqlite figures of a store: records, oldest and newest task ids, MiB in use, file MiB
 cat >"$TMPD/figures.py" <<'EOF_PY'
@@ -56,6 +57,16 @@ ok $? "paddock_store_bytes ($sb) is under paddock_store_cap_bytes ($cb)"
 grep -q '"msg":"results store over its cap' "$DLOG"
 ok $? "a log line says the store deleted records for its cap"
 stop_daemon
+is "$DAEMON_RC" 0 "SIGTERM: the daemon stops gracefully (exit 0)"
+
+# after a graceful stop the records are in the database file itself: a copy of that file alone
+# (what a backup or an scp of paddock.db takes) has them all, and the -wal is gone or empty
+mkdir "$TMPD/alone"
+cp "$DB" "$TMPD/alone/db.sqlite"
+read -r na _ newesta _ _ < <(python3 "$TMPD/figures.py" "$TMPD/alone/db.sqlite" 2>&1)
+is "$na $newesta" "$n $newest" "the database file alone, copied after the stop, has every record ($na, newest $newesta)"
+[ ! -s "$DB-wal" ]
+ok $? "the -wal file is gone or empty ($(stat -c %s "$DB-wal" 2>/dev/null || echo none))"
 
 # with no cap (0) the store is left whole and grows; a daemon started on it again with a cap
 # brings it under the cap before it serves
