@@ -122,7 +122,7 @@ static void run_one(batch *b, req *r)
 	json_object_set_new(extra, "template", json_string(tpl));
 	json_object_set_new(extra, "pool_hit", json_boolean(hit));
 	json_object_set_new(extra, "latency_ms", json_real(ms));
-	char *ex = json_dumps(extra, JSON_COMPACT);
+	char *ex = pd_json_dumps(extra, JSON_COMPACT);
 	json_decref(extra);
 	/* drop the braces: pd_result_write_json_with takes the fields */
 	if (ex) {

@@ -262,7 +262,7 @@ static char *job_body(const gp_opts *o, const char *tid)
 	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:{s:f}}", "language", "python", "code", code, "task_id", tid,
 			      "deadline_ms", (json_int_t)(o->deadline_s * 1000), "limits", "wall_time",
 			      o->deadline_s * 4);
-	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	char *s = j ? pd_json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	return s;
 }

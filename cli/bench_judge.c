@@ -75,7 +75,7 @@ static char *judge_body_audit(const char *lang, const char *code, long tag, bool
 	free(src);
 	if (audit)
 		json_object_set_new(o, "audit", json_true());
-	char *s = json_dumps(o, JSON_COMPACT);
+	char *s = pd_json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return s;
 }

@@ -169,7 +169,7 @@ int cmd_export_runs(int argc, char **argv)
 		json_t *rec;
 		json_array_foreach(records, i, rec) {
 			json_object_del(rec, "row"); /* the store's cursor, not part of the record */
-			if (json_dumpf(rec, f, JSON_COMPACT) < 0)
+			if (json_dumpf(rec, f, JSON_COMPACT | JSON_REAL_PRECISION(PD_JSON_REAL_DIGITS)) < 0)
 				rc = -1;
 			fputc('\n', f);
 			lines++;

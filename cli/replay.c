@@ -63,7 +63,7 @@ static int replay(const char *url, json_t *lines, bool json_out)
 	json_t *out;
 	json_array_foreach(json_object_get(ans, "steps"), i, out) {
 		if (json_out) {
-			json_dumpf(out, stdout, JSON_COMPACT);
+			json_dumpf(out, stdout, JSON_COMPACT | JSON_REAL_PRECISION(PD_JSON_REAL_DIGITS));
 			putchar('\n');
 			continue;
 		}
@@ -79,7 +79,7 @@ static int replay(const char *url, json_t *lines, bool json_out)
 	json_t *first = json_object_get(ans, "first_divergent_step");
 	if (json_out) {
 		json_object_del(ans, "steps");
-		json_dumpf(ans, stdout, JSON_COMPACT);
+		json_dumpf(ans, stdout, JSON_COMPACT | JSON_REAL_PRECISION(PD_JSON_REAL_DIGITS));
 		putchar('\n');
 	} else {
 		long long skipped = json_integer_value(json_object_get(ans, "not_replayed"));

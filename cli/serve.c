@@ -332,7 +332,7 @@ static int print_settings(const pd_server_opts *so)
 		}
 		json_object_set_new(out, key, v);
 	}
-	char *text = json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	char *text = pd_json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(out);
 	if (!text) {
 		cli_error("out of memory");
