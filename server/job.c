@@ -345,9 +345,12 @@ static bool attempt(pd_pools *pools, pd_job *j)
 			have = access(p, X_OK) == 0;
 		}
 		if (l && l->requires && !have && !t->layers[0]) {
+			/* the language has no template of its own when it runs in bash's: the error says
+			 * what to install, as paddock pool --toolchains does */
 			j->failure = PD_F_DEPENDENCY;
-			snprintf(j->error, sizeof j->error, "language %s needs %s, which the image lacks",
-				 l->name, l->requires);
+			snprintf(j->error, sizeof j->error,
+				 "language %s needs %s, which the image lacks (Debian package %s%s)", l->name,
+				 l->requires, l->package, l->optional ? ", which make deps does not install" : "");
 			return false;
 		}
 	}

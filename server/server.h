@@ -50,6 +50,10 @@ typedef struct pd_language {
 	/* the libraries SandboxFusion's tests expect of it, as "what=path" (the path Debian's package
 	 * installs; make deps installs them): reported by paddock pool --toolchains */
 	const char *libs[6];
+	const char *package; /* the Debian package that installs the program */
+	/* make deps does not install it (a large toolchain no test needs): paddock pool --toolchains
+	 * lists it missing with its package, and exits 0 without it */
+	bool optional;
 } pd_language;
 
 const pd_language *pd_language_find(const char *name);
