@@ -82,6 +82,13 @@ const pd_language *pd_language_find(const char *name)
 	return NULL;
 }
 
+void pd_language_names(char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < sizeof languages / sizeof languages[0] && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", languages[i].name);
+}
 
 static void add_missing(char *missing, size_t len, const char *what, size_t wlen)
 {

@@ -57,6 +57,8 @@ typedef struct pd_language {
 } pd_language;
 
 const pd_language *pd_language_find(const char *name);
+/* Every language's name, comma-separated, for a refusal that says what there is. */
+void pd_language_names(char *buf, size_t len);
 /* Whether the host image has l's program and libraries: false, with what is missing in missing
  * (comma-separated), when it lacks any. */
 bool pd_language_check(const pd_language *l, char *missing, size_t len);
