@@ -184,7 +184,7 @@ int cmd_batch(int argc, char **argv)
 	long jobs = 2, warm = -1;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "ht:j:n:o:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":ht:j:n:o:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'h': batch_usage(stdout); return 0;
 		case 't': file = optarg; break;
@@ -197,7 +197,7 @@ int cmd_batch(int argc, char **argv)
 				return EXIT_USAGE;
 			break;
 		case 'o': outfile = optarg; break;
-		default: batch_usage(stderr); return EXIT_USAGE;
+		default: return cli_bad_option("batch", "batch", c, argv, opts);
 		}
 	}
 	if (optind + 1 < argc && !cli_no_operand("batch", argc, argv, optind + 1))

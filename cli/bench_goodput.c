@@ -647,7 +647,7 @@ int cmd_bench_goodput(int argc, char **argv)
 	int rounds = 1;
 	int ch;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "d:", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":d:", opts, NULL)) != -1) {
 		uint64_t ms;
 		long v;
 		switch (ch) {
@@ -683,9 +683,9 @@ int cmd_bench_goodput(int argc, char **argv)
 			rounds = (int)v;
 			break;
 		default:
-			cli_error("bench --goodput and --memory-verdict take --against, --rounds, and for "
-				  "--goodput --duration, --loads, --job-cpu and --deadline (see paddock bench --help)");
-			return EXIT_USAGE;
+			/* bench --goodput and --memory-verdict take --against, --rounds, and for --goodput
+			 * --duration, --loads, --job-cpu and --deadline: bench --help says so */
+			return cli_bad_option("bench", "bench", ch, argv, opts);
 		}
 	}
 	if (optind < argc) {

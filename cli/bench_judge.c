@@ -375,7 +375,7 @@ int cmd_bench_judge(int argc, char **argv)
 	uint64_t duration_ms = 5000;
 	int ch;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "d:", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":d:", opts, NULL)) != -1) {
 		long v;
 		switch (ch) {
 		case 'J':
@@ -393,8 +393,8 @@ int cmd_bench_judge(int argc, char **argv)
 			rounds = (int)v;
 			break;
 		default:
-			cli_error("bench --judge takes --duration, --rounds and --audit (see paddock bench --help)");
-			return EXIT_USAGE;
+			/* bench --judge takes --duration, --rounds and --audit: bench --help says so */
+			return cli_bad_option("bench", "bench", ch, argv, opts);
 		}
 	}
 	if (optind < argc) {

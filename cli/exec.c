@@ -287,7 +287,7 @@ int cmd_exec(int argc, char **argv)
 	long n;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+hqe:C:i:b:m:p:t:w:d:o:u:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:hqe:C:i:b:m:p:t:w:d:o:u:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'h': exec_usage(stdout); return 0;
 		case O_JSON: json = true; break;
@@ -438,7 +438,7 @@ int cmd_exec(int argc, char **argv)
 			audit = true;
 			break;
 		case O_AUDIT_DENY_NET: audit = true; break;
-		default: exec_usage(stderr); return EXIT_USAGE;
+		default: return cli_bad_option("exec", "exec", c, argv, opts);
 		}
 	}
 	if (negress) {

@@ -124,7 +124,7 @@ int cmd_export(int argc, char **argv)
 	const char *url = NULL, *format = "jsonl", *out = NULL;
 	int ch;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "u:f:o:h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":u:f:o:h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'u':
 			url = optarg;
@@ -146,8 +146,7 @@ int cmd_export(int argc, char **argv)
 			       "  -o, --output F  write there instead of stdout\n");
 			return 0;
 		default:
-			cli_error("export: see paddock export --help");
-			return EXIT_USAGE;
+			return cli_bad_option("export", "export", ch, argv, opts);
 		}
 	}
 	if (optind != argc - 1) {

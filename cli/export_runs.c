@@ -80,7 +80,7 @@ int cmd_export_runs(int argc, char **argv)
 	q.limit = 1000;
 	int ch;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "u:o:h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":u:o:h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'r':
 			break;
@@ -124,8 +124,7 @@ int cmd_export_runs(int argc, char **argv)
 			       "  -o, --output F     write there instead of stdout\n");
 			return 0;
 		default:
-			cli_error("export: see paddock export --runs --help");
-			return EXIT_USAGE;
+			return cli_bad_option("export", "export --runs", ch, argv, opts);
 		}
 	}
 	if (optind != argc || !url == !db) {

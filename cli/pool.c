@@ -126,7 +126,7 @@ int cmd_pool(int argc, char **argv)
 	bool json = false, toolchains = false;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "ht:n:w:j", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":ht:n:w:j", opts, NULL)) != -1) {
 		switch (c) {
 		case 'h': pool_usage(stdout); return 0;
 		case 't': file = optarg; break;
@@ -140,7 +140,7 @@ int cmd_pool(int argc, char **argv)
 			break;
 		case 'j': json = true; break;
 		case 'T': toolchains = true; break;
-		default: pool_usage(stderr); return EXIT_USAGE;
+		default: return cli_bad_option("pool", "pool", c, argv, opts);
 		}
 	}
 	if (!cli_no_operand("pool", argc, argv, optind))

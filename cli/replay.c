@@ -109,7 +109,7 @@ int cmd_replay(int argc, char **argv)
 	bool json_out = false, local = false;
 	int ch;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "u:lt:jh", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":u:lt:jh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'u':
 			url = optarg;
@@ -133,8 +133,7 @@ int cmd_replay(int argc, char **argv)
 			       "exit 0: every replayed step matches; 1: a step diverges; 2: the replay could not run\n");
 			return 0;
 		default:
-			cli_error("replay: see paddock replay --help");
-			return EXIT_USAGE;
+			return cli_bad_option("replay", "replay", ch, argv, opts);
 		}
 	}
 	if (optind != argc - 1) {
