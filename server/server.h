@@ -35,6 +35,10 @@ typedef enum pd_failure {
 } pd_failure;
 
 const char *pd_failure_name(pd_failure f);
+/* The failure class of one exec: its status's (TO exec_timeout, ML oom, OL output_limit, XX
+ * internal_error), else policy_violation when the audit refused a call or (v, may be NULL) failed
+ * the process level, else none. One rule for a job's steps (job.c) and paddock exec's record. */
+pd_failure pd_failure_of(const pd_result *r, const pd_audit_verdict *v);
 
 /* ---- languages (server/languages.c; versions and Piston names: server/runtimes.c) ------------- */
 
@@ -224,6 +228,9 @@ typedef struct pd_job_verdict_t {
 	bool usable;
 } pd_job_verdict_t;
 void pd_job_verdict(const pd_job *j, pd_job_verdict_t *v);
+/* The resources level of a verdict: "fail" for exec_timeout, oom and output_limit, else "pass"
+ * when the program ran, "not_judged" when it did not (pd_job_verdict's, and paddock exec's). */
+const char *pd_resources_level(pd_failure f, bool ran);
 /* SandboxFusion response. */
 json_t *pd_job_to_run_code(const pd_job *j);
 /* Piston response. */
