@@ -28,7 +28,8 @@ bool cli_bad(const char *what, const char *arg, const char *want)
 	return false;
 }
 
-int cli_bad_option(const char *cmd, const char *help, int c, char **argv, const struct option *opts)
+int cli_bad_option(const char *cmd, const char *help, const char *takes, int c, char **argv,
+		   const struct option *opts)
 {
 	/* glibc has moved optind past a long option (and past a short one ending its cluster) when it
 	 * fails, so argv[optind - 1] is the long option as typed; a short one is optopt */
@@ -59,7 +60,8 @@ int cli_bad_option(const char *cmd, const char *help, int c, char **argv, const 
 		else
 			snprintf(what, sizeof what, "unknown option '%s'", given);
 	}
-	fprintf(stderr, "paddock %s: %s (see 'paddock %s --help')\n", cmd, what, help);
+	fprintf(stderr, "paddock %s: %s (%s%s%ssee 'paddock %s --help')\n", cmd, what, takes ? "it takes " : "",
+		takes ? takes : "", takes ? "; " : "", help);
 	return EXIT_USAGE;
 }
 

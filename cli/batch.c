@@ -197,7 +197,7 @@ int cmd_batch(int argc, char **argv)
 				return EXIT_USAGE;
 			break;
 		case 'o': outfile = optarg; break;
-		default: return cli_bad_option("batch", "batch", c, argv, opts);
+		default: return cli_bad_option("batch", "batch", NULL, c, argv, opts);
 		}
 	}
 	if (optind + 1 < argc && !cli_no_operand("batch", argc, argv, optind + 1))

@@ -400,7 +400,7 @@ int cmd_bench(int argc, char **argv)
 			density_set = true;
 			break;
 		}
-		default: return cli_bad_option("bench", "bench", c, argv, opts);
+		default: return cli_bad_option("bench", "bench", NULL, c, argv, opts);
 		}
 	}
 	if (optind < argc) {

@@ -683,9 +683,10 @@ int cmd_bench_goodput(int argc, char **argv)
 			rounds = (int)v;
 			break;
 		default:
-			/* bench --goodput and --memory-verdict take --against, --rounds, and for --goodput
-			 * --duration, --loads, --job-cpu and --deadline: bench --help says so */
-			return cli_bad_option("bench", "bench", ch, argv, opts);
+			return cli_bad_option("bench", "bench",
+					      "--against and --rounds, and with --goodput --duration, --loads, "
+					      "--job-cpu and --deadline",
+					      ch, argv, opts);
 		}
 	}
 	if (optind < argc) {

@@ -294,8 +294,8 @@ int cmd_bench_http(int argc, char **argv)
 			rounds = (int)v;
 			break;
 		default:
-			/* bench --http takes --iterations, --duration and --rounds: bench --help says so */
-			return cli_bad_option("bench", "bench", ch, argv, opts);
+			return cli_bad_option("bench --http", "bench", "--iterations, --duration and --rounds", ch,
+					      argv, opts);
 		}
 	}
 	if (optind < argc) {

@@ -393,8 +393,7 @@ int cmd_bench_judge(int argc, char **argv)
 			rounds = (int)v;
 			break;
 		default:
-			/* bench --judge takes --duration, --rounds and --audit: bench --help says so */
-			return cli_bad_option("bench", "bench", ch, argv, opts);
+			return cli_bad_option("bench --judge", "bench", "--duration, --rounds and --audit", ch, argv, opts);
 		}
 	}
 	if (optind < argc) {

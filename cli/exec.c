@@ -522,7 +522,7 @@ int cmd_exec(int argc, char **argv)
 			audit = true;
 			break;
 		case O_AUDIT_DENY_NET: audit = true; break;
-		default: return cli_bad_option("exec", "exec", c, argv, opts);
+		default: return cli_bad_option("exec", "exec", NULL, c, argv, opts);
 		}
 	}
 	if (negress) {

@@ -146,7 +146,7 @@ int cmd_export(int argc, char **argv)
 			       "  -o, --output F  write there instead of stdout\n");
 			return 0;
 		default:
-			return cli_bad_option("export", "export", ch, argv, opts);
+			return cli_bad_option("export", "export", NULL, ch, argv, opts);
 		}
 	}
 	if (optind != argc - 1) {

@@ -124,7 +124,7 @@ int cmd_export_runs(int argc, char **argv)
 			       "  -o, --output F     write there instead of stdout\n");
 			return 0;
 		default:
-			return cli_bad_option("export", "export --runs", ch, argv, opts);
+			return cli_bad_option("export", "export --runs", NULL, ch, argv, opts);
 		}
 	}
 	if (optind != argc || !url == !db) {

@@ -56,7 +56,7 @@ static int do_import(int argc, char **argv)
 			image_usage(stdout);
 			return 0;
 		} else
-			return cli_bad_option("image import", "image", c, argv, opts);
+			return cli_bad_option("image import", "image", NULL, c, argv, opts);
 	}
 	if (optind != argc - 1) {
 		cli_error("image import: give one SOURCE");
@@ -159,7 +159,7 @@ static int users_opts(int argc, char **argv, bool *json, users_src *u, const cha
 			fprintf(stderr, "paddock %s: unknown option '--json' (see 'paddock image --help')\n", cmd);
 			return -1;
 		} else {
-			cli_bad_option(cmd, "image", c, argv, opts);
+			cli_bad_option(cmd, "image", NULL, c, argv, opts);
 			return -1;
 		}
 	}

@@ -140,7 +140,7 @@ int cmd_pool(int argc, char **argv)
 			break;
 		case 'j': json = true; break;
 		case 'T': toolchains = true; break;
-		default: return cli_bad_option("pool", "pool", c, argv, opts);
+		default: return cli_bad_option("pool", "pool", NULL, c, argv, opts);
 		}
 	}
 	if (!cli_no_operand("pool", argc, argv, optind))

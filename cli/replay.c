@@ -133,7 +133,7 @@ int cmd_replay(int argc, char **argv)
 			       "exit 0: every replayed step matches; 1: a step diverges; 2: the replay could not run\n");
 			return 0;
 		default:
-			return cli_bad_option("replay", "replay", ch, argv, opts);
+			return cli_bad_option("replay", "replay", NULL, ch, argv, opts);
 		}
 	}
 	if (optind != argc - 1) {

@@ -409,7 +409,7 @@ int cmd_serve(int argc, char **argv)
 			}
 			/* the first pass has returned at any bad option */
 			if (c == '?' || c == ':')
-				return cli_bad_option("serve", "serve", c, argv, opts);
+				return cli_bad_option("serve", "serve", NULL, c, argv, opts);
 			check |= c == O_CHECK;
 			if (c == O_CONFIG && pass == 0) {
 				if (nfiles == sizeof files / sizeof files[0]) {

@@ -291,7 +291,7 @@ int cmd_top(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			return cli_bad_option("top", "top", c, argv, opts);
+			return cli_bad_option("top", "top", NULL, c, argv, opts);
 		}
 	}
 	if (!cli_no_operand("top", argc, argv, optind))

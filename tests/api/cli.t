@@ -129,7 +129,7 @@ for c in exec serve pool batch bench replay export top; do
 done
 badopt "paddock image ls: unknown option '--nosuch' (see 'paddock image --help')" image ls --nosuch
 badopt "paddock export: unknown option '--nosuch' (see 'paddock export --runs --help')" export --runs --nosuch
-badopt "paddock bench: unknown option '--nosuch' (see 'paddock bench --help')" bench --http --nosuch
+badopt "paddock bench --http: unknown option '--nosuch' (it takes --iterations, --duration and --rounds; see 'paddock bench --help')" bench --http --nosuch
 badopt "paddock exec: option '--json' takes no value (see 'paddock exec --help')" exec --json=1 -- true
 badopt "paddock exec: option '-m' needs a value (see 'paddock exec --help')" exec -m
 badopt "paddock exec: unknown option '-z' (see 'paddock exec --help')" exec -qz -- true
