@@ -103,10 +103,10 @@ void cluster_answer(void *arg, int status, const char *body, size_t len, unsigne
 
 static const char *const kind_names[] = {"native", "native", "run_code", "piston"};
 
-/* A template the request names must be one of this daemon's: refused as an unknown language is,
- * naming the field and what there is, rather than answered 200 with the XX record of a run that
- * never was. The network twins ("<name>.net-<mode>") are picked by "network", so not listed. */
-static int check_template(pd_server *srv, const char *name, pd_err *e)
+/* Refused as an unknown language is, naming the field and what there is, rather than answered 200
+ * with the XX record of a run that never was. The network twins ("<name>.net-<mode>") are picked
+ * by "network", so not listed. */
+int http_check_template(pd_server *srv, const char *name, pd_err *e)
 {
 	if (!srv->pools || pd_pools_template(srv->pools, name))
 		return 0;
@@ -142,7 +142,7 @@ void runs_submit(req *r, kind k)
 	 * templates file stays a dependency_missing record */
 	bool named = k == K_NATIVE && json_object_get(body, "template");
 	json_decref(body);
-	if (j && named && check_template(r->srv, j->template_name, &e) < 0) {
+	if (j && named && http_check_template(r->srv, j->template_name, &e) < 0) {
 		pd_job_free(j);
 		j = NULL;
 	}
