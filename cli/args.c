@@ -5,6 +5,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,6 +26,43 @@ bool cli_bad(const char *what, const char *arg, const char *want)
 {
 	cli_error("%s: '%s' is not %s", what, arg, want);
 	return false;
+}
+
+int cli_bad_option(const char *cmd, const char *help, const char *takes, int c, char **argv,
+		   const struct option *opts)
+{
+	/* glibc has moved optind past a long option (and past a short one ending its cluster) when it
+	 * fails, so argv[optind - 1] is the long option as typed; a short one is optopt */
+	const char *given = optind > 0 ? argv[optind - 1] : "";
+	char name[64];
+	bool lng = !strncmp(given, "--", 2);
+	snprintf(name, sizeof name, "%.*s", (int)strcspn(given, "="), given);
+	char what[160];
+	if (c == ':' && lng)
+		snprintf(what, sizeof what, "option '%s' needs a value", name);
+	else if (c == ':')
+		snprintf(what, sizeof what, "option '-%c' needs a value", optopt);
+	else if (optopt == 0) {
+		/* an unknown name, or the start of several (glibc takes a unique prefix) */
+		size_t n = strlen(name + 2), matches = 0;
+		for (const struct option *o = opts; o && o->name; o++)
+			matches += n && !strncmp(o->name, name + 2, n);
+		snprintf(what, sizeof what, "%s option '%s'", matches > 1 ? "ambiguous" : "unknown", name);
+	} else {
+		/* a short option it does not know, or a long one given a value it does not take */
+		bool valued = false;
+		for (const struct option *o = opts; lng && given[strlen(name)] == '=' && o && o->name; o++)
+			valued |= o->has_arg == no_argument && o->val == optopt && !strncmp(o->name, name + 2, strlen(name + 2));
+		if (valued)
+			snprintf(what, sizeof what, "option '%s' takes no value", name);
+		else if (optopt > ' ' && optopt < 127)
+			snprintf(what, sizeof what, "unknown option '-%c'", optopt);
+		else
+			snprintf(what, sizeof what, "unknown option '%s'", given);
+	}
+	fprintf(stderr, "paddock %s: %s (%s%s%ssee 'paddock %s --help')\n", cmd, what, takes ? "it takes " : "",
+		takes ? takes : "", takes ? "; " : "", help);
+	return EXIT_USAGE;
 }
 
 bool cli_no_operand(const char *cmd, int argc, char **argv, int optind_)

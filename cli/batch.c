@@ -134,7 +134,7 @@ static void run_one(batch *b, req *r)
 	json_object_set_new(extra, "template", json_string(tpl));
 	json_object_set_new(extra, "pool_hit", json_boolean(hit));
 	json_object_set_new(extra, "latency_ms", json_real(ms));
-	char *ex = json_dumps(extra, JSON_COMPACT);
+	char *ex = pd_json_dumps(extra, JSON_COMPACT);
 	json_decref(extra);
 	/* drop the braces: pd_result_write_json_with takes the fields */
 	if (ex) {
@@ -196,7 +196,7 @@ int cmd_batch(int argc, char **argv)
 	long jobs = 2, warm = -1;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "ht:j:n:o:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":ht:j:n:o:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'h': batch_usage(stdout); return 0;
 		case 't': file = optarg; break;
@@ -209,7 +209,7 @@ int cmd_batch(int argc, char **argv)
 				return EXIT_USAGE;
 			break;
 		case 'o': outfile = optarg; break;
-		default: batch_usage(stderr); return EXIT_USAGE;
+		default: return cli_bad_option("batch", "batch", NULL, c, argv, opts);
 		}
 	}
 	if (optind + 1 < argc && !cli_no_operand("batch", argc, argv, optind + 1))

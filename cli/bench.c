@@ -356,7 +356,7 @@ int cmd_bench(int argc, char **argv)
 	bool json = false;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+hn:d:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:hn:d:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'h': bench_usage(stdout); return 0;
 		case 'n': {
@@ -400,7 +400,7 @@ int cmd_bench(int argc, char **argv)
 			density_set = true;
 			break;
 		}
-		default: bench_usage(stderr); return EXIT_USAGE;
+		default: return cli_bad_option("bench", "bench", NULL, c, argv, opts);
 		}
 	}
 	if (optind < argc) {

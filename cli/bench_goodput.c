@@ -262,7 +262,7 @@ static char *job_body(const gp_opts *o, const char *tid)
 	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:{s:f}}", "language", "python", "code", code, "task_id", tid,
 			      "deadline_ms", (json_int_t)(o->deadline_s * 1000), "limits", "wall_time",
 			      o->deadline_s * 4);
-	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	char *s = j ? pd_json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	return s;
 }
@@ -647,7 +647,7 @@ int cmd_bench_goodput(int argc, char **argv)
 	int rounds = 1;
 	int ch;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "d:", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":d:", opts, NULL)) != -1) {
 		uint64_t ms;
 		long v;
 		switch (ch) {
@@ -683,9 +683,10 @@ int cmd_bench_goodput(int argc, char **argv)
 			rounds = (int)v;
 			break;
 		default:
-			cli_error("bench --goodput and --memory-verdict take --against, --rounds, and for "
-				  "--goodput --duration, --loads, --job-cpu and --deadline (see paddock bench --help)");
-			return EXIT_USAGE;
+			return cli_bad_option("bench", "bench",
+					      "--against and --rounds, and with --goodput --duration, --loads, "
+					      "--job-cpu and --deadline",
+					      ch, argv, opts);
 		}
 	}
 	if (optind < argc) {

@@ -274,7 +274,7 @@ int cmd_bench_http(int argc, char **argv)
 	int iterations = 100, rounds = 1;
 	uint64_t duration_ms = 3000;
 	int ch;
-	while ((ch = getopt_long(argc, argv, "n:d:", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":n:d:", opts, NULL)) != -1) {
 		long v;
 		switch (ch) {
 		case 'H':
@@ -294,9 +294,8 @@ int cmd_bench_http(int argc, char **argv)
 			rounds = (int)v;
 			break;
 		default:
-			cli_error("bench --http takes --iterations, --duration and --rounds "
-				  "(see paddock bench --help)");
-			return EXIT_USAGE;
+			return cli_bad_option("bench --http", "bench", "--iterations, --duration and --rounds", ch,
+					      argv, opts);
 		}
 	}
 	if (optind < argc) {

@@ -75,7 +75,7 @@ static char *judge_body_audit(const char *lang, const char *code, long tag, bool
 	free(src);
 	if (audit)
 		json_object_set_new(o, "audit", json_true());
-	char *s = json_dumps(o, JSON_COMPACT);
+	char *s = pd_json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return s;
 }
@@ -375,7 +375,7 @@ int cmd_bench_judge(int argc, char **argv)
 	uint64_t duration_ms = 5000;
 	int ch;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "d:", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":d:", opts, NULL)) != -1) {
 		long v;
 		switch (ch) {
 		case 'J':
@@ -393,8 +393,7 @@ int cmd_bench_judge(int argc, char **argv)
 			rounds = (int)v;
 			break;
 		default:
-			cli_error("bench --judge takes --duration, --rounds and --audit (see paddock bench --help)");
-			return EXIT_USAGE;
+			return cli_bad_option("bench --judge", "bench", "--duration, --rounds and --audit", ch, argv, opts);
 		}
 	}
 	if (optind < argc) {

@@ -82,6 +82,15 @@ bool cli_duration_ms(const char *what, const char *arg, uint64_t lo, uint64_t hi
 bool cli_decimal(const char *what, const char *arg, double lo, double hi, double *out);
 /* Says "<what>: '<arg>' is not <want>"; false. */
 bool cli_bad(const char *what, const char *arg, const char *want);
+/* After getopt_long returned '?' or ':' (every optstring starts with ':' so that getopt says
+ * nothing itself, or the user would read two messages): one line on stderr naming the option as
+ * given, "paddock CMD: unknown option '--x' (see 'paddock HELP --help')", where HELP is the
+ * command whose --help lists the options (e.g. "bench" for bench --http); takes (may be NULL)
+ * names the options CMD takes when HELP lists others too ("it takes T; see ..."). Returns
+ * EXIT_USAGE. */
+struct option;
+int cli_bad_option(const char *cmd, const char *help, const char *takes, int c, char **argv,
+		   const struct option *opts);
 /* After getopt: true when no operand is left at optind, else says which one is unexpected. */
 bool cli_no_operand(const char *cmd, int argc, char **argv, int optind_);
 

@@ -1,11 +1,13 @@
 /* paddock exec: run one program in a fresh sandbox and report its result. */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "server.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +24,10 @@ static void exec_usage(FILE *f)
 		"overlay root; cgroup limits; seccomp; no capabilities) and passes its output through.\n"
 		"\n"
 		"result:\n"
-		"  --json                 print the result record as JSON on stdout after the run\n"
-		"                         (the program's output is then not passed through but kept in it)\n"
+		"  --json                 print the result record as JSON on stdout after the run, with its\n"
+		"                         failure_class and verdict (the program's output is then not\n"
+		"                         passed through but kept in it); without --json, a program that\n"
+		"                         was stopped gets one line on stderr saying why (timed out...)\n"
 		"  --result FILE          write the result record to FILE\n"
 		"  -q, --quiet            do not pass the program's output through\n"
 		"\n"
@@ -229,6 +233,86 @@ static int build_policy(pd_audit_policy **out, const char *arg, const char *cwd,
 	return 0;
 }
 
+/* The record --json and --result write: the exec record every surface renders, with the failure
+ * class and the three-level verdict the native API's record states (output not_judged: exec has
+ * no judge; process from the audit, not_audited without one), so that the exit status can be read
+ * off it. With an audit its verdict is also first, as "process", where it has always been. */
+static json_t *exec_record(const pd_result *r, const pd_audit_verdict *v, bool ran)
+{
+	static const pd_audit_verdict none; /* not_audited */
+	pd_failure fc = pd_failure_of(r, v);
+	json_t *base = pd_result_json(r, true), *o = json_object();
+	char *vj = pd_audit_verdict_json(v ? v : &none);
+	json_t *process = vj ? json_loads(vj, 0, NULL) : NULL;
+	free(vj);
+	json_t *verdict = process ? json_pack("{s:s,s:O,s:s}", "output", "not_judged", "process", process,
+					      "resources", pd_resources_level(fc, ran))
+				  : NULL;
+	bool good = base && o && verdict && (!v || json_object_set(o, "process", process) == 0);
+	const char *k;
+	json_t *x;
+	json_object_foreach(base, k, x) {
+		good = good && json_object_set(o, k, x) == 0;
+		if (!strcmp(k, "status"))
+			good = good && json_object_set_new(o, "failure_class", json_string(pd_failure_name(fc))) == 0;
+		else if (!strcmp(k, "error"))
+			good = good && json_object_set(o, "verdict", verdict) == 0;
+	}
+	json_decref(base);
+	json_decref(process);
+	json_decref(verdict);
+	if (!good) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static int write_all(int fd, const char *text, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, text, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		text += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Without --json nothing says why a program that was stopped failed (exit status 1 covers RE, SG,
+ * TO, ML and OL alike, and a killed program cannot say it was): one line on stderr, as a shell
+ * says "Killed". */
+static void say_status(const pd_result *r, const pd_limits *l)
+{
+	const char *sig = r->signal > 0 ? sigabbrev_np(r->signal) : NULL;
+	switch (r->status) {
+	case PD_TO:
+		if (r->idle_timeout)
+			fprintf(stderr, "paddock exec: timed out: no output for too long\n");
+		else if (r->cpu_ms >= l->cpu_ms)
+			fprintf(stderr, "paddock exec: timed out after %.1f s of CPU time (cpu)\n", l->cpu_ms / 1000.0);
+		else
+			fprintf(stderr, "paddock exec: timed out after %.1f s (wall)\n", l->wall_ms / 1000.0);
+		break;
+	case PD_SG:
+		fprintf(stderr, "paddock exec: killed by signal %d (%s%s)\n", r->signal, sig ? "SIG" : "",
+			sig ? sig : "unknown");
+		break;
+	case PD_ML:
+		fprintf(stderr, "paddock exec: killed at the memory limit (%llu MiB)\n",
+			(unsigned long long)(l->memory_bytes >> 20));
+		break;
+	case PD_OL:
+		fprintf(stderr, "paddock exec: killed past the output limit (%llu bytes written, the limit %llu bytes)\n",
+			(unsigned long long)(r->out.total + r->err.total), (unsigned long long)l->output_kill_bytes);
+		break;
+	default: break; /* RE: the program ended itself, and says why as it would outside */
+	}
+}
+
 enum {
 	O_JSON = 256, O_RESULT, O_IMAGE, O_HOSTNAME, O_NET, O_CPUS, O_NOFILE, O_FSIZE, O_AUDIT,
 	O_AUDIT_ALLOW, O_AUDIT_DENY, O_AUDIT_DENY_NET, O_OUTPUT_KILL, O_AUDIT_POLICY,
@@ -287,7 +371,7 @@ int cmd_exec(int argc, char **argv)
 	long n;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+hqe:C:i:b:m:p:t:w:d:o:u:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:hqe:C:i:b:m:p:t:w:d:o:u:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'h': exec_usage(stdout); return 0;
 		case O_JSON: json = true; break;
@@ -438,7 +522,7 @@ int cmd_exec(int argc, char **argv)
 			audit = true;
 			break;
 		case O_AUDIT_DENY_NET: audit = true; break;
-		default: exec_usage(stderr); return EXIT_USAGE;
+		default: return cli_bad_option("exec", "exec", NULL, c, argv, opts);
 		}
 	}
 	if (negress) {
@@ -559,28 +643,32 @@ plain_dir:;
 		cli_error("sandbox fault: %s", r.error[0] ? r.error : PD_ERR_STR(&e));
 	else if (r.error[0])
 		cli_error("%s", r.error); /* e.g. the program could not be executed */
-	/* the process level of the verdict, first in the record */
-	char *vj = policy ? pd_audit_verdict_json(&verdict) : NULL;
-	char *extra = NULL;
-	if (vj && asprintf(&extra, "\"process\":%s", vj) < 0)
-		extra = NULL;
-	free(vj);
+	if (!json)
+		say_status(&r, &so.limits);
 	if (policy && verdict.status == PD_PROCESS_FAIL && !quiet)
 		for (size_t i = 0; i < verdict.nreasons; i++)
 			cli_error("audit: %s", verdict.reasons[i]);
-	if (json && pd_result_write_json_with(&r, STDOUT_FILENO, true, extra) < 0)
+	json_t *rec = json || result_file ? exec_record(&r, policy ? &verdict : NULL, rc == 0) : NULL;
+	char *text = rec ? pd_json_dumps(rec, JSON_COMPACT) : NULL;
+	json_decref(rec);
+	size_t tlen = text ? strlen(text) : 0;
+	if (text)
+		text[tlen++] = '\n'; /* over the NUL: the length is known */
+	if ((json || result_file) && !text)
+		cli_error("the result record: out of memory");
+	if (json && text && write_all(STDOUT_FILENO, text, tlen) < 0)
 		cli_error("write result: %s", strerror(errno));
-	if (result_file) {
+	if (result_file && text) {
 		int fd = open(result_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd < 0 || pd_result_write_json_with(&r, fd, true, extra) < 0)
+		if (fd < 0 || write_all(fd, text, tlen) < 0)
 			cli_error("write result to %s: %s", result_file, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 	}
+	free(text);
 	int status = r.status == PD_XX ? EXIT_PADDOCK_FAILED
 		     : r.status != PD_OK || verdict.status == PD_PROCESS_FAIL ? EXIT_PROGRAM_FAILED
 									: EXIT_PROGRAM_OK;
-	free(extra);
 	pd_audit_policy_free(policy);
 	pd_result_free(&r);
 	pd_ctx_free(ctx);

@@ -92,7 +92,7 @@ static json_t *atif_of(json_t *lines)
 		char call_id[64];
 		snprintf(call_id, sizeof call_id, "call-%lld", (long long)json_integer_value(json_object_get(l, "step")));
 		json_t *obs = json_object_get(l, "observation");
-		char *content = obs ? json_dumps(obs, JSON_COMPACT) : NULL;
+		char *content = obs ? pd_json_dumps(obs, JSON_COMPACT) : NULL;
 		json_t *extra = json_deep_copy(l);
 		json_object_del(extra, "action");
 		json_object_del(extra, "observation");
@@ -124,7 +124,7 @@ int cmd_export(int argc, char **argv)
 	const char *url = NULL, *format = "jsonl", *out = NULL;
 	int ch;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "u:f:o:h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":u:f:o:h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'u':
 			url = optarg;
@@ -146,8 +146,7 @@ int cmd_export(int argc, char **argv)
 			       "  -o, --output F  write there instead of stdout\n");
 			return 0;
 		default:
-			cli_error("export: see paddock export --help");
-			return EXIT_USAGE;
+			return cli_bad_option("export", "export", NULL, ch, argv, opts);
 		}
 	}
 	if (optind != argc - 1) {
@@ -169,14 +168,14 @@ int cmd_export(int argc, char **argv)
 	int rc = 0;
 	if (!strcmp(format, "atif")) {
 		json_t *a = atif_of(lines);
-		rc = a ? json_dumpf(a, f, JSON_INDENT(1)) : -1;
+		rc = a ? json_dumpf(a, f, JSON_INDENT(1) | JSON_REAL_PRECISION(PD_JSON_REAL_DIGITS)) : -1;
 		fputc('\n', f);
 		json_decref(a);
 	} else {
 		size_t i;
 		json_t *l;
 		json_array_foreach(lines, i, l) {
-			if (json_dumpf(l, f, JSON_COMPACT) < 0)
+			if (json_dumpf(l, f, JSON_COMPACT | JSON_REAL_PRECISION(PD_JSON_REAL_DIGITS)) < 0)
 				rc = -1;
 			fputc('\n', f);
 		}

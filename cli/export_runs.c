@@ -80,7 +80,7 @@ int cmd_export_runs(int argc, char **argv)
 	q.limit = 1000;
 	int ch;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "u:o:h", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":u:o:h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'r':
 			break;
@@ -124,8 +124,7 @@ int cmd_export_runs(int argc, char **argv)
 			       "  -o, --output F     write there instead of stdout\n");
 			return 0;
 		default:
-			cli_error("export: see paddock export --runs --help");
-			return EXIT_USAGE;
+			return cli_bad_option("export", "export --runs", NULL, ch, argv, opts);
 		}
 	}
 	if (optind != argc || !url == !db) {
@@ -169,7 +168,7 @@ int cmd_export_runs(int argc, char **argv)
 		json_t *rec;
 		json_array_foreach(records, i, rec) {
 			json_object_del(rec, "row"); /* the store's cursor, not part of the record */
-			if (json_dumpf(rec, f, JSON_COMPACT) < 0)
+			if (json_dumpf(rec, f, JSON_COMPACT | JSON_REAL_PRECISION(PD_JSON_REAL_DIGITS)) < 0)
 				rc = -1;
 			fputc('\n', f);
 			lines++;

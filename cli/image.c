@@ -47,15 +47,16 @@ static int do_import(int argc, char **argv)
 	pd_image_import_opts o = {0};
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "hn:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hn:", opts, NULL)) != -1) {
 		if (c == 'n')
 			o.name = optarg;
 		else if (c == 's')
 			o.strip_history = optarg;
-		else {
-			image_usage(c == 'h' ? stdout : stderr);
-			return c == 'h' ? 0 : EXIT_USAGE;
-		}
+		else if (c == 'h') {
+			image_usage(stdout);
+			return 0;
+		} else
+			return cli_bad_option("image import", "image", NULL, c, argv, opts);
 	}
 	if (optind != argc - 1) {
 		cli_error("image import: give one SOURCE");
@@ -143,16 +144,23 @@ static int users_opts(int argc, char **argv, bool *json, users_src *u, const cha
 	const char *tfile = NULL, *pdir = NULL;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "ht:p:", opts, NULL)) != -1) {
+	const char *cmd = ref ? "image inspect" : "image ls";
+	while ((c = getopt_long(argc, argv, ":ht:p:", opts, NULL)) != -1) {
 		if (c == 't')
 			tfile = optarg;
 		else if (c == 'p')
 			pdir = optarg;
 		else if (c == 'j' && json)
 			*json = true;
-		else {
-			image_usage(c == 'h' ? stdout : stderr);
-			return c == 'h' ? 1 : -1;
+		else if (c == 'h') {
+			image_usage(stdout);
+			return 1;
+		} else if (c == 'j') {
+			fprintf(stderr, "paddock %s: unknown option '--json' (see 'paddock image --help')\n", cmd);
+			return -1;
+		} else {
+			cli_bad_option(cmd, "image", NULL, c, argv, opts);
+			return -1;
 		}
 	}
 	if (ref) {
@@ -289,6 +297,11 @@ int cmd_image(int argc, char **argv)
 		return do_inspect(argc - 1, argv + 1);
 	pd_err e = {0};
 	if (!strcmp(sub, "gc")) {
+		/* it takes nothing: a mistyped option must not start a collection */
+		if (argc > 2) {
+			cli_error("image gc: unexpected argument '%s' (see 'paddock image --help')", argv[2]);
+			return EXIT_USAGE;
+		}
 		uint64_t layers, bytes;
 		if (pd_image_gc(NULL, &layers, &bytes, &e) < 0) {
 			cli_error("image gc: %s", PD_ERR_STR(&e));

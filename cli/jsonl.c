@@ -143,7 +143,7 @@ char *cli_batch_error_line(int line, json_t *id, const char *msg)
 	json_object_set_new(o, "status", json_string("XX"));
 	/* msg may quote a client's text cut to fit, or jansson's error text: never drop it */
 	json_object_set_new(o, "error", pd_json_text(msg));
-	char *s = json_dumps(o, JSON_COMPACT);
+	char *s = pd_json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return s;
 }
@@ -168,7 +168,7 @@ pd_job *cli_run_job(json_t *o, bool *run_code, pd_err *e)
 
 static char *dump(json_t *o)
 {
-	char *text = json_dumps(o, JSON_COMPACT);
+	char *text = pd_json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return text;
 }

@@ -63,7 +63,7 @@ static int replay(const char *url, json_t *lines, bool json_out)
 	json_t *out;
 	json_array_foreach(json_object_get(ans, "steps"), i, out) {
 		if (json_out) {
-			json_dumpf(out, stdout, JSON_COMPACT);
+			json_dumpf(out, stdout, JSON_COMPACT | JSON_REAL_PRECISION(PD_JSON_REAL_DIGITS));
 			putchar('\n');
 			continue;
 		}
@@ -79,7 +79,7 @@ static int replay(const char *url, json_t *lines, bool json_out)
 	json_t *first = json_object_get(ans, "first_divergent_step");
 	if (json_out) {
 		json_object_del(ans, "steps");
-		json_dumpf(ans, stdout, JSON_COMPACT);
+		json_dumpf(ans, stdout, JSON_COMPACT | JSON_REAL_PRECISION(PD_JSON_REAL_DIGITS));
 		putchar('\n');
 	} else {
 		long long skipped = json_integer_value(json_object_get(ans, "not_replayed"));
@@ -109,7 +109,7 @@ int cmd_replay(int argc, char **argv)
 	bool json_out = false, local = false;
 	int ch;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "u:lt:jh", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":u:lt:jh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'u':
 			url = optarg;
@@ -133,8 +133,7 @@ int cmd_replay(int argc, char **argv)
 			       "exit 0: every replayed step matches; 1: a step diverges; 2: the replay could not run\n");
 			return 0;
 		default:
-			cli_error("replay: see paddock replay --help");
-			return EXIT_USAGE;
+			return cli_bad_option("replay", "replay", NULL, ch, argv, opts);
 		}
 	}
 	if (optind != argc - 1) {

@@ -48,7 +48,7 @@ static void line_done(pd_job *j, void *arg)
 	json_object_set_new(o, "line", json_integer(lc->line));
 	if (lc->run_code)
 		json_object_set_new(o, "task_id", json_string(j->task_id));
-	char *text = json_dumps(o, JSON_COMPACT);
+	char *text = pd_json_dumps(o, JSON_COMPACT);
 	const pd_result *r = j->ran ? &j->run_r : j->compiled ? &j->compile_r : NULL;
 	pthread_mutex_lock(&st->mu);
 	if (text)
@@ -163,7 +163,7 @@ int cmd_run(int argc, char **argv)
 	int c;
 	optind = 1;
 	pd_log_enable(false);
-	while ((c = getopt_long(argc, argv, "ho:j:qv", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":ho:j:qv", opts, NULL)) != -1) {
 		switch (c) {
 		case 'h': run_usage(stdout); return 0;
 		case 'o': outfile = optarg; break;
@@ -184,7 +184,7 @@ int cmd_run(int argc, char **argv)
 		case 'q': quiet = true; break;
 		case 'v': pd_log_enable(true); break;
 		case 'C': cluster = optarg; break;
-		default: cli_error("see 'paddock run --help'"); return EXIT_USAGE;
+		default: return cli_bad_option("run", "run", NULL, c, argv, opts);
 		}
 	}
 	if (optind >= argc) {

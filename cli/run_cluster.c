@@ -51,7 +51,7 @@ static void one(crun *c, size_t i, int worker)
 	/* the local parser says which API the line is for, and refuses what a node would */
 	json_t *copy = json_deep_copy(o);
 	pd_job *j = cli_run_job(copy, &rc, &e);
-	char *body = json_dumps(copy, JSON_COMPACT);
+	char *body = pd_json_dumps(copy, JSON_COMPACT);
 	json_decref(copy);
 	char rid[128];
 	const char *given = json_string_value(json_object_get(o, "request_id"));
@@ -91,7 +91,7 @@ static void one(crun *c, size_t i, int worker)
 				json_object_set_new(r, "request_id", json_string(rid));
 				fidx = status == 200 ? failure_index(json_string_value(json_object_get(r, "failure_class")))
 						     : PD_F_COUNT;
-				line = json_dumps(r, JSON_COMPACT);
+				line = pd_json_dumps(r, JSON_COMPACT);
 				json_decref(r);
 			} else {
 				pthread_mutex_lock(&c->mu);

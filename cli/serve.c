@@ -332,7 +332,7 @@ static int print_settings(const pd_server_opts *so)
 		}
 		json_object_set_new(out, key, v);
 	}
-	char *text = json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	char *text = pd_json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(out);
 	if (!text) {
 		cli_error("out of memory");
@@ -382,7 +382,7 @@ static int serve(pd_server_opts o)
 int cmd_serve(int argc, char **argv)
 {
 	struct option opts[NOPTS + 4];
-	char shorts[2 * NOPTS + 2] = "h";
+	char shorts[2 * NOPTS + 3] = ":h";
 	for (size_t i = 0; i < NOPTS; i++) {
 		opts[i] = (struct option){serve_opts[i].name, required_argument, 0, O_TABLE + (int)i};
 		if (serve_opts[i].short_name)
@@ -404,16 +404,14 @@ int cmd_serve(int argc, char **argv)
 	int c, rc = EXIT_USAGE;
 	for (int pass = 0; pass < 2; pass++) {
 		optind = 1;
-		opterr = pass == 0; /* the first pass has said what is wrong */
 		while ((c = getopt_long(argc, argv, shorts, opts, NULL)) != -1) {
 			if (c == 'h' || c == O_HELP) {
 				serve_usage(stdout);
 				return 0;
 			}
-			if (c == '?' || c == ':') {
-				cli_error("serve: see 'paddock serve --help'");
-				return EXIT_USAGE;
-			}
+			/* the first pass has returned at any bad option */
+			if (c == '?' || c == ':')
+				return cli_bad_option("serve", "serve", NULL, c, argv, opts);
 			check |= c == O_CHECK;
 			if (c == O_CONFIG && pass == 0) {
 				if (nfiles == sizeof files / sizeof files[0]) {

@@ -275,7 +275,7 @@ int cmd_top(int argc, char **argv)
 	double interval = 1;
 	int c;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'u':
 			url = optarg;
@@ -291,8 +291,7 @@ int cmd_top(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
-			return EXIT_USAGE;
+			return cli_bad_option("top", "top", NULL, c, argv, opts);
 		}
 	}
 	if (!cli_no_operand("top", argc, argv, optind))

@@ -198,6 +198,12 @@ int pd_result_write_json(const pd_result *r, int fd, bool with_output);
 /* The same, with extra fields (a JSON fragment like "\"id\":\"x\"") written first. */
 int pd_result_write_json_with(const pd_result *r, int fd, bool with_output, const char *extra);
 
+/* The text of a record, as json_dumps(o, flags) with reals at PD_JSON_REAL_DIGITS significant
+ * digits: jansson's default (17) writes a time of 0.239 ms as 0.23899999999999999. Every surface
+ * that prints or stores records writes them with it. NULL when out of memory; free() it. */
+#define PD_JSON_REAL_DIGITS 15
+char *pd_json_dumps(const struct json_t *o, size_t flags);
+
 /* n bytes as a JSON string: bytes that are not UTF-8 become U+FFFD one byte at a time, where
  * jansson would refuse the whole text (program output, a client's string cut by snprintf). */
 struct json_t *pd_json_bytes(const char *s, size_t n);

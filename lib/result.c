@@ -152,7 +152,7 @@ int pd_result_write_json_with(const pd_result *r, int fd, bool with_output, cons
 		json_decref(rec);
 		o = x;
 	}
-	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	char *text = o ? pd_json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	if (!text) {
 		errno = ENOMEM;
@@ -174,6 +174,14 @@ int pd_result_write_json_with(const pd_result *r, int fd, bool with_output, cons
 	}
 	free(text);
 	return 0;
+}
+
+char *pd_json_dumps(const json_t *o, size_t flags)
+{
+	/* 15 digits write back exactly every value a record holds: times are whole microseconds
+	 * (at most 3 decimals of a ms, 6 of a second) and 15 digits are all a double keeps of a
+	 * decimal; what a computed score or reward has past them is rounding noise */
+	return json_dumps(o, flags | JSON_REAL_PRECISION(PD_JSON_REAL_DIGITS));
 }
 
 /* ---- JSON strings of arbitrary bytes --------------------------------------------------------- */

@@ -47,7 +47,7 @@ int pd_trajectory_path(const char *state_dir, const char *id, char *path, size_t
 
 static int write_line(int fd, json_t *line, pd_err *e)
 {
-	char *text = json_dumps(line, JSON_COMPACT);
+	char *text = pd_json_dumps(line, JSON_COMPACT);
 	if (!text)
 		return pd_fail(e, ENOMEM, "trajectory line");
 	size_t n = strlen(text);

@@ -9,6 +9,10 @@ pkgs=(build-essential pkg-config libseccomp-dev libcap-dev libjansson-dev libmic
       # common jars for java, lodash for node, Test::Deep and Data::Compare for perl
       junit4 libhamcrest-java libcommons-lang3-java libguava-java node-lodash libtest-deep-perl
       libdata-compare-perl
+      # the compilers of pascal and fortran (tests/api/peers.t compiles Pascal). go, rust, ruby, lua
+      # and php are not installed: large, and no test needs them; paddock pool --toolchains lists
+      # them as optional with their packages (golang-go rustc ruby lua5.4 php-cli)
+      fp-compiler gfortran
       nats-server libnats-dev libarchive-dev libssl-dev
       # the tests' tools: the store read back, a repository's history, a tracer refused
       sqlite3 git strace openjdk-17-jdk-headless

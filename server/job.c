@@ -137,14 +137,14 @@ void pd_job_free(pd_job *j)
 
 /* ---- running --------------------------------------------------------------------------------- */
 
-static pd_failure failure_of(const pd_result *r)
+pd_failure pd_failure_of(const pd_result *r, const pd_audit_verdict *v)
 {
 	switch (r->status) {
 	case PD_TO: return PD_F_TIMEOUT;
 	case PD_ML: return PD_F_OOM;
 	case PD_OL: return PD_F_OUTPUT;
 	case PD_XX: return PD_F_INTERNAL;
-	default: return r->audit_denied ? PD_F_POLICY : PD_F_NONE;
+	default: return r->audit_denied || (v && v->status == PD_PROCESS_FAIL) ? PD_F_POLICY : PD_F_NONE;
 	}
 }
 
@@ -355,9 +355,12 @@ static bool attempt(pd_pools *pools, pd_job *j)
 			have = access(p, X_OK) == 0;
 		}
 		if (l && l->requires && !have && !t->layers[0]) {
+			/* the language has no template of its own when it runs in bash's: the error says
+			 * what to install, as paddock pool --toolchains does */
 			j->failure = PD_F_DEPENDENCY;
-			snprintf(j->error, sizeof j->error, "language %s needs %s, which the image lacks",
-				 l->name, l->requires);
+			snprintf(j->error, sizeof j->error,
+				 "language %s needs %s, which the image lacks (Debian package %s%s)", l->name,
+				 l->requires, l->package, l->optional ? ", which make deps does not install" : "");
 			return false;
 		}
 	}
@@ -418,7 +421,7 @@ static bool attempt(pd_pools *pools, pd_job *j)
 			goto out;
 		}
 		j->compiled = true;
-		pd_failure f = failure_of(&j->compile_r);
+		pd_failure f = pd_failure_of(&j->compile_r, NULL);
 		if (f != PD_F_NONE || j->compile_r.status != PD_OK) {
 			j->failure = f;
 			retry = f == PD_F_INTERNAL;
@@ -432,10 +435,8 @@ static bool attempt(pd_pools *pools, pd_job *j)
 		goto out;
 	}
 	j->ran = true;
-	j->failure = failure_of(&j->run_r);
 	judge_process(j, s);
-	if (j->verdict.status == PD_PROCESS_FAIL && j->failure == PD_F_NONE)
-		j->failure = PD_F_POLICY;
+	j->failure = pd_failure_of(&j->run_r, &j->verdict);
 	retry = j->failure == PD_F_INTERNAL;
 	/* each file up to 16 MiB, and 64 MiB in all: the sandbox chooses what the files hold, and
 	 * each byte is held several times over (data, base64, the JSON answer, the stored record)

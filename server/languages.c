@@ -13,21 +13,28 @@
 #define RUN(...) {__VA_ARGS__, NULL}
 #define NODE_LIBS {"lodash=/usr/share/nodejs/lodash"}
 static const pd_language languages[] = {
-	{"python", "python", "/work/main.py", NULL, RUN("python3", "main.py"), "3.11", "python3", "--version", {NULL}},
-	{"python3", "python", "/work/main.py", NULL, RUN("python3", "main.py"), "3.11", "python3", "--version", {NULL}},
-	{"bash", "bash", "/work/main.sh", NULL, RUN("bash", "main.sh"), "5.2", "bash", "--version", {NULL}},
+	{"python", "python", "/work/main.py", NULL, RUN("python3", "main.py"), "3.11", "python3", "--version", {NULL},
+	 "python3", false},
+	{"python3", "python", "/work/main.py", NULL, RUN("python3", "main.py"), "3.11", "python3", "--version", {NULL},
+	 "python3", false},
+	{"bash", "bash", "/work/main.sh", NULL, RUN("bash", "main.sh"), "5.2", "bash", "--version", {NULL}, "bash",
+	 false},
 	/* every source file given is compiled, as Piston does (a request may split its program) */
 	{"c", "c", "/work/main.c", "gcc -O2 -std=gnu11 -o main *.c -lm", RUN("./main"), "12.2", "gcc",
-	 "-dumpfullversion", {NULL}},
+	 "-dumpfullversion", {NULL}, "gcc", false},
 	{"cpp", "cpp", "/work/main.cpp", "g++ -O2 -std=gnu++17 -o main *.cpp", RUN("./main"), "12.2", "g++",
-	 "-dumpfullversion", {NULL}},
+	 "-dumpfullversion", {NULL}, "g++", false},
 	{"c++", "cpp", "/work/main.cpp", "g++ -O2 -std=gnu++17 -o main *.cpp", RUN("./main"), "12.2", "g++",
-	 "-dumpfullversion", {NULL}},
-	{"nodejs", "node", "/work/main.js", NULL, RUN("node", "main.js"), "20", "node", "--version", NODE_LIBS},
-	{"javascript", "node", "/work/main.js", NULL, RUN("node", "main.js"), "20", "node", "--version", NODE_LIBS},
-	{"node", "node", "/work/main.js", NULL, RUN("node", "main.js"), "20", "node", "--version", NODE_LIBS},
+	 "-dumpfullversion", {NULL}, "g++", false},
+	{"nodejs", "node", "/work/main.js", NULL, RUN("node", "main.js"), "20", "node", "--version", NODE_LIBS,
+	 "nodejs", false},
+	{"javascript", "node", "/work/main.js", NULL, RUN("node", "main.js"), "20", "node", "--version", NODE_LIBS,
+	 "nodejs", false},
+	{"node", "node", "/work/main.js", NULL, RUN("node", "main.js"), "20", "node", "--version", NODE_LIBS,
+	 "nodejs", false},
 	{"perl", "bash", "/work/main.pl", NULL, RUN("perl", "main.pl"), "5.36", "perl", "-v",
-	 {"Test::Deep=/usr/share/perl5/Test/Deep.pm", "Data::Compare=/usr/share/perl5/Data/Compare.pm"}},
+	 {"Test::Deep=/usr/share/perl5/Test/Deep.pm", "Data::Compare=/usr/share/perl5/Data/Compare.pm"}, "perl",
+	 false},
 	/* the source launcher (JEP 330): the first class in the file runs, whatever its name, so a
 	 * public class need not be called Main; assertions on and the common jars Debian packages
 	 * (junit4, hamcrest, commons-lang3, guava) on the class path, as SandboxFusion's tests expect */
@@ -38,20 +45,25 @@ static const pd_language languages[] = {
 	     "Main.java"),
 	 "17", "javac", "-version",
 	 {"junit4=/usr/share/java/junit4.jar", "hamcrest=/usr/share/java/hamcrest-core.jar",
-	  "commons-lang3=/usr/share/java/commons-lang3.jar", "guava=/usr/share/java/guava.jar"}},
-	{"go", "bash", "/work/main.go", "go build -o main main.go", RUN("./main"), "1.19", "go", "version", {NULL}},
+	  "commons-lang3=/usr/share/java/commons-lang3.jar", "guava=/usr/share/java/guava.jar"},
+	 "openjdk-17-jdk-headless", false},
+	{"go", "bash", "/work/main.go", "go build -o main main.go", RUN("./main"), "1.19", "go", "version", {NULL},
+	 "golang-go", true},
 	{"rust", "bash", "/work/main.rs", "rustc -O -o main main.rs", RUN("./main"), "1.63", "rustc",
-	 "--version", {NULL}},
-	{"ruby", "bash", "/work/main.rb", NULL, RUN("ruby", "main.rb"), "3.1", "ruby", "--version", {NULL}},
-	{"lua", "bash", "/work/main.lua", NULL, RUN("lua", "main.lua"), "5.4", "lua", "-v", {NULL}},
-	{"php", "bash", "/work/main.php", NULL, RUN("php", "main.php"), "8.2", "php", "--version", {NULL}},
+	 "--version", {NULL}, "rustc", true},
+	{"ruby", "bash", "/work/main.rb", NULL, RUN("ruby", "main.rb"), "3.1", "ruby", "--version", {NULL}, "ruby",
+	 true},
+	{"lua", "bash", "/work/main.lua", NULL, RUN("lua", "main.lua"), "5.4", "lua", "-v", {NULL}, "lua5.4",
+	 true},
+	{"php", "bash", "/work/main.php", NULL, RUN("php", "main.php"), "8.2", "php", "--version", {NULL}, "php-cli",
+	 true},
 	/* the unit path given: fpc finds its units through /etc/fpc.cfg, an alternatives link that
 	 * an image may not carry; -v0 keeps the banner out and the errors in */
 	{"pascal", "bash", "/work/main.pas",
 	 "fpc -O2 -v0 -Fu\"$(ls -d /usr/lib/*/fpc/*/units/*-linux | head -1)/*\" -omain main.pas", RUN("./main"),
-	 "3.2", "fpc", "-iV", {NULL}},
+	 "3.2", "fpc", "-iV", {NULL}, "fp-compiler", false},
 	{"fortran", "bash", "/work/main.f90", "gfortran -O2 -o main main.f90", RUN("./main"), "12.2",
-	 "gfortran", "-dumpfullversion", {NULL}},
+	 "gfortran", "-dumpfullversion", {NULL}, "gfortran", false},
 };
 #undef RUN
 #undef NODE_LIBS
@@ -70,6 +82,13 @@ const pd_language *pd_language_find(const char *name)
 	return NULL;
 }
 
+void pd_language_names(char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < sizeof languages / sizeof languages[0] && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", languages[i].name);
+}
 
 static void add_missing(char *missing, size_t len, const char *what, size_t wlen)
 {

@@ -58,7 +58,7 @@ char *pd_log_line(const char *level, const char *msg, const pd_log_field *f, siz
 						 : json_integer((json_int_t)f[i].u);
 		json_object_set_new(o, f[i].key, v);
 	}
-	char *body = json_dumps(o, JSON_COMPACT);
+	char *body = pd_json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	if (!body)
 		return NULL;

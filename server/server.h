@@ -35,6 +35,10 @@ typedef enum pd_failure {
 } pd_failure;
 
 const char *pd_failure_name(pd_failure f);
+/* The failure class of one exec: its status's (TO exec_timeout, ML oom, OL output_limit, XX
+ * internal_error), else policy_violation when the audit refused a call or (v, may be NULL) failed
+ * the process level, else none. One rule for a job's steps (job.c) and paddock exec's record. */
+pd_failure pd_failure_of(const pd_result *r, const pd_audit_verdict *v);
 
 /* ---- languages (server/languages.c; versions and Piston names: server/runtimes.c) ------------- */
 
@@ -50,9 +54,15 @@ typedef struct pd_language {
 	/* the libraries SandboxFusion's tests expect of it, as "what=path" (the path Debian's package
 	 * installs; make deps installs them): reported by paddock pool --toolchains */
 	const char *libs[6];
+	const char *package; /* the Debian package that installs the program */
+	/* make deps does not install it (a large toolchain no test needs): paddock pool --toolchains
+	 * lists it missing with its package, and exits 0 without it */
+	bool optional;
 } pd_language;
 
 const pd_language *pd_language_find(const char *name);
+/* Every language's name, comma-separated, for a refusal that says what there is. */
+void pd_language_names(char *buf, size_t len);
 /* Whether the host image has l's program and libraries: false, with what is missing in missing
  * (comma-separated), when it lacks any. */
 bool pd_language_check(const pd_language *l, char *missing, size_t len);
@@ -218,6 +228,9 @@ typedef struct pd_job_verdict_t {
 	bool usable;
 } pd_job_verdict_t;
 void pd_job_verdict(const pd_job *j, pd_job_verdict_t *v);
+/* The resources level of a verdict: "fail" for exec_timeout, oom and output_limit, else "pass"
+ * when the program ran, "not_judged" when it did not (pd_job_verdict's, and paddock exec's). */
+const char *pd_resources_level(pd_failure f, bool ran);
 /* SandboxFusion response. */
 json_t *pd_job_to_run_code(const pd_job *j);
 /* Piston response. */

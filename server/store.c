@@ -258,7 +258,7 @@ static void bind_record(sqlite3_stmt *st, const pd_job *j, json_t *rec, const ch
  * last attempt). Lock held. */
 static int put_prior_locked(pd_store *s, const pd_job *j, const char *node, json_t *rec, unsigned attempt)
 {
-	char *text = json_dumps(rec, JSON_COMPACT);
+	char *text = pd_json_dumps(rec, JSON_COMPACT);
 	if (!text)
 		return SQLITE_NOMEM;
 	sqlite3_stmt *st = s->put;
@@ -426,7 +426,7 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 			if (json_is_object(json_object_get(rec, *k)))
 				json_object_set_new(json_object_get(rec, *k), "residue", json_string(early));
 	}
-	char *text = rec ? json_dumps(rec, JSON_COMPACT) : NULL;
+	char *text = rec ? pd_json_dumps(rec, JSON_COMPACT) : NULL;
 	if (!text) {
 		json_decref(rec);
 		return pd_fail(e, ENOMEM, "record");

@@ -7,14 +7,17 @@
  * cost per usable sample is then honestly undefined rather than flattered by unjudged runs. */
 #include "server.h"
 
+const char *pd_resources_level(pd_failure f, bool ran)
+{
+	return f == PD_F_TIMEOUT || f == PD_F_OOM || f == PD_F_OUTPUT ? "fail" : ran ? "pass" : "not_judged";
+}
+
 void pd_job_verdict(const pd_job *j, pd_job_verdict_t *v)
 {
 	bool ran = j->ran || j->compiled;
 	v->output = "not_judged";
 	/* the audit's level (pd_audit_verdict): never "pass" for a run nobody watched */
 	v->process = pd_process_status_name(j->verdict.status);
-	v->resources = j->failure == PD_F_TIMEOUT || j->failure == PD_F_OOM || j->failure == PD_F_OUTPUT
-			       ? "fail"
-			       : ran ? "pass" : "not_judged";
+	v->resources = pd_resources_level(j->failure, ran);
 	v->usable = !strcmp(v->output, "pass") && !strcmp(v->process, "pass") && !strcmp(v->resources, "pass");
 }

@@ -109,8 +109,11 @@ int api_set_language(pd_job *j, const char *lang, const char *code, size_t code_
 			pd_err *e)
 {
 	const pd_language *l = pd_language_find(lang);
-	if (!l)
-		return pd_refuse(e, "language: '%s' is not a language paddock knows", lang);
+	if (!l) {
+		char names[256];
+		pd_language_names(names, sizeof names);
+		return pd_refuse(e, "language: '%s' is not a language paddock knows (%s)", lang, names);
+	}
 	snprintf(j->language, sizeof j->language, "%s", l->name);
 	snprintf(j->template_name, sizeof j->template_name, "%s", l->template);
 	if (code && api_add_file(j, l->source, code, code_len) < 0)

@@ -55,6 +55,12 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 		if (api_set_language(j, json_string_value(lang), code ? json_string_value(code) : NULL,
 				 code ? json_string_length(code) : 0, args, e) < 0)
 			goto fail;
+		/* without it the language's program runs on a source file nobody wrote (python3
+		 * main.py: exit 2) and the record looks like the client's program failed */
+		if (!code) {
+			pd_refuse(e, "code: required with language");
+			goto fail;
+		}
 	} else if (code) {
 		pd_refuse(e, "code: needs a language");
 		goto fail;

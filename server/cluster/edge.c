@@ -60,7 +60,7 @@ static void answer_from_value(pd_cluster *c, const char *val, size_t len, pd_clu
 		free(whole);
 	}
 	json_t *b = v ? json_object_get(v, "body") : NULL;
-	char *text = b ? json_dumps(b, JSON_COMPACT) : NULL;
+	char *text = b ? pd_json_dumps(b, JSON_COMPACT) : NULL;
 	if (!text) {
 		static const char bad[] = "{\"error\":\"the cluster's result for this request is unreadable\"}";
 		cb(arg, 502, bad, sizeof bad - 1, 0);

@@ -93,7 +93,7 @@ static char *result_value(pd_cluster *c, int status, json_t *body, const char *t
 	*by_ref = false;
 	if (body_text)
 		*body_text = NULL;
-	char *b = json_dumps(body, JSON_COMPACT);
+	char *b = pd_json_dumps(body, JSON_COMPACT);
 	json_decref(body);
 	char *text = b ? value_text(c, status, token, b, strlen(b), len) : NULL;
 	if (text && c->max_payload > 0 && *len + 512 > (uint64_t)c->max_payload) {

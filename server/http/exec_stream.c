@@ -80,7 +80,7 @@ static void flush(live *l, bool wait)
 /* Queues one line (o taken); false when it did not fit. */
 static bool put(live *l, json_t *o, bool must)
 {
-	char *text = json_dumps(o, JSON_COMPACT);
+	char *text = pd_json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	if (!text)
 		return false;
@@ -213,7 +213,7 @@ static void answer_lines(req *r, json_t *answer)
 	json_object_set_new(answer, "stream_dropped_bytes", json_integer(0));
 	json_object_update(o, answer);
 	json_decref(answer);
-	char *text = json_dumps(o, JSON_COMPACT);
+	char *text = pd_json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	if (!text) {
 		http_set_error(r, 500, "out of memory for the result");

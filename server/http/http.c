@@ -69,7 +69,7 @@ void http_set_resp(req *r, int status, const char *ctype, char *body, size_t len
 
 void http_set_json(req *r, int status, json_t *j)
 {
-	char *s = json_dumps(j, JSON_COMPACT);
+	char *s = pd_json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	if (!s) {
 		s = strdup("{\"error\":\"out of memory\"}");

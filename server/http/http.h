@@ -199,6 +199,9 @@ void http_route(req *r, const char *url, const char *method);
 
 /* ---- runs (runs.c) ---- */
 void runs_submit(req *r, kind k);
+/* A template a request names (a run's, a session's) is one of this daemon's: else refused, naming
+ * the field and the templates there are (runs.c). */
+int http_check_template(pd_server *srv, const char *name, pd_err *e);
 
 /* ---- the judge (judge.c) ---- */
 void judge_submit(req *r, const char *url, const char *method);

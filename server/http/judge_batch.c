@@ -129,7 +129,7 @@ static void batch_put(batch *b, size_t i, json_t *rec)
 	b->jobs[i] = NULL;
 	if (b->stream) {
 		json_object_set_new(rec, "index", json_integer((json_int_t)i));
-		char *text = json_dumps(rec, JSON_COMPACT);
+		char *text = pd_json_dumps(rec, JSON_COMPACT);
 		size_t n = text ? strlen(text) : 0;
 		if (text && !b->broken && b->len + n + 1 > b->cap) {
 			size_t cap = b->cap ? b->cap : 16384;

@@ -103,6 +103,22 @@ void cluster_answer(void *arg, int status, const char *body, size_t len, unsigne
 
 static const char *const kind_names[] = {"native", "native", "run_code", "piston"};
 
+/* Refused as an unknown language is, naming the field and what there is, rather than answered 200
+ * with the XX record of a run that never was. The network twins ("<name>.net-<mode>") are picked
+ * by "network", so not listed. */
+int http_check_template(pd_server *srv, const char *name, pd_err *e)
+{
+	if (!srv->pools || pd_pools_template(srv->pools, name))
+		return 0;
+	char names[512] = "";
+	size_t used = 0;
+	for (size_t i = 0; i < srv->ntpl && used < sizeof names; i++)
+		if (!strstr(srv->tpl[i].name, ".net-"))
+			used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "",
+						 srv->tpl[i].name);
+	return pd_refuse(e, "template: '%s' is not a template of this daemon (%s)", name, names);
+}
+
 void runs_submit(req *r, kind k)
 {
 	r->k = k;
@@ -122,7 +138,14 @@ void runs_submit(req *r, kind k)
 	const char *hid = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Request-Id");
 	const char *bid = json_string_value(json_object_get(body, "request_id"));
 	snprintf(rid, sizeof rid, "%s", hid && *hid ? hid : bid ? bid : "");
+	/* the client's own choice; a language's template is the daemon's, and its absence from a
+	 * templates file stays a dependency_missing record */
+	bool named = k == K_NATIVE && json_object_get(body, "template");
 	json_decref(body);
+	if (j && named && http_check_template(r->srv, j->template_name, &e) < 0) {
+		pd_job_free(j);
+		j = NULL;
+	}
 	if (!j) {
 		http_set_error(r, 400, "%s", PD_ERR_STR(&e));
 		return;

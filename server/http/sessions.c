@@ -628,6 +628,10 @@ static void session_create(req *r)
 		http_set_error(r, 400, "%s", PD_ERR_STR(&e));
 		return;
 	}
+	if (q.template_given && http_check_template(s, q.template_name, &e) < 0) {
+		create_refused(r, &q, 400, &e);
+		return;
+	}
 	char digest[PD_DIGEST_LEN] = "";
 	if (q.image[0]) {
 		/* the allowlist and the store first (a 4xx), then the (template, image) pool, whose

@@ -376,8 +376,11 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 		o = &defaults;
 	}
 	const pd_language *l = pd_language_find(language);
-	if (!l)
-		return pd_refuse(e, "language: '%s' is not a language paddock knows", language);
+	if (!l) {
+		char names[256];
+		pd_language_names(names, sizeof names);
+		return pd_refuse(e, "language: '%s' is not a language paddock knows (%s)", language, names);
+	}
 	if (p->call_based && !pd_jharness_supported(l))
 		return pd_refuse(e, "language: problem %s is call-based (fn_name %s): python, node or cpp", p->id,
 				 p->fn_name);

@@ -220,8 +220,11 @@ static int get_program(json_t *o, const char *dir, const char *where, const char
 	const char *l = lang ? json_string_value(lang) : lang_of_ext(path[0] ? path : "");
 	if (!l)
 		return pd_jfail_at(e, where, "language: required (c, cpp, python, bash, nodejs)");
-	if (!pd_language_find(l))
-		return pd_jfail_at(e, where, "language: '%s' is not a language paddock knows", l);
+	if (!pd_language_find(l)) {
+		char names[256];
+		pd_language_names(names, sizeof names);
+		return pd_jfail_at(e, where, "language: '%s' is not a language paddock knows (%s)", l, names);
+	}
 	snprintf(js->language, sizeof js->language, "%s", l);
 	return 0;
 }

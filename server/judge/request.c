@@ -78,7 +78,9 @@ int pd_judge_req_parse(json_t *o, pd_judge_req *q, pd_err *e)
 	if (!q->language[0])
 		goto fail_lang;
 	if (!pd_language_find(q->language)) {
-		pd_refuse(e, "language: '%s' is not a language paddock knows", q->language);
+		char names[256];
+		pd_language_names(names, sizeof names);
+		pd_refuse(e, "language: '%s' is not a language paddock knows (%s)", q->language, names);
 		goto fail;
 	}
 	json_t *code = json_object_get(o, "code");

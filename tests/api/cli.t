@@ -11,7 +11,7 @@ unset PADDOCK_TOKEN
 
 # --- serve: the options --help lists -------------------------------------------------------------
 mapfile -t OPTS < <("$PADDOCK" serve --help | sed -nE 's/^  (-[a-z], )?--([a-z-]+) ([A-Z]+).*/\2 \3/p' | grep -v '^config ')
-plan $((2 * ${#OPTS[@]} + 77))
+plan $((2 * ${#OPTS[@]} + 94))
 is "${#OPTS[@]}" 37 "serve --help lists 37 options with a value (besides --config)"
 
 printf 'secret-from-file\n' >"$TMPD/token"
@@ -157,3 +157,22 @@ is "$rc $(jq -r .error <<<"$out")" "2 template: unknown template 'nope' (the tem
   "batch: an unknown template is named with the known ones (not 'No such file or directory')"
 refused "unexpected argument 'b'" run a b
 refused "--only: no case named" bench --only ,
+
+# --- a mistyped option: one line naming it and where the options are, exit 64 (not the whole help,
+# and not getopt's own message besides ours) -----------------------------------------------------
+badopt() {  # badopt WANT ARGS...
+  local want=$1; shift
+  out=$("$PADDOCK" "$@" 2>&1 >/dev/null); rc=$?
+  is "$rc|$(wc -l <<<"$out")|$out" "64|1|$want" "$* : exit 64, one line naming the option"
+}
+for c in exec serve pool batch bench replay export top run; do
+  badopt "paddock $c: unknown option '--nosuch' (see 'paddock $c --help')" "$c" --nosuch
+done
+badopt "paddock image ls: unknown option '--nosuch' (see 'paddock image --help')" image ls --nosuch
+badopt "paddock export: unknown option '--nosuch' (see 'paddock export --runs --help')" export --runs --nosuch
+badopt "paddock bench --http: unknown option '--nosuch' (it takes --iterations, --duration and --rounds; see 'paddock bench --help')" bench --http --nosuch
+badopt "paddock exec: option '--json' takes no value (see 'paddock exec --help')" exec --json=1 -- true
+badopt "paddock exec: option '-m' needs a value (see 'paddock exec --help')" exec -m
+badopt "paddock exec: unknown option '-z' (see 'paddock exec --help')" exec -qz -- true
+badopt "paddock exec: ambiguous option '--audit-' (see 'paddock exec --help')" exec --audit- -- true
+badopt "paddock: image gc: unexpected argument '--nosuch' (see 'paddock image --help')" image gc --nosuch

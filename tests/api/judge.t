@@ -86,7 +86,8 @@ like "$CODE/$(jb .error)" "^400/submissions\\[1\\]: language" "batch: a bad subm
 post_json /v1/judge '{"problem_id":"nope","language":"python","code":"print(1)"}'
 is "$CODE" 404 "an unknown problem: 404"
 post_json /v1/judge '{"problem_id":"sum","language":"cobol","code":"x"}'
-is "$CODE/$(jb .error)" "400/language: 'cobol' is not a language paddock knows" "an unknown language: 400 naming the field"
+like "$CODE/$(jb .error)" "^400/language: 'cobol' is not a language paddock knows \\(python, python3, bash, " \
+  "an unknown language: 400 naming the field, listing the languages"
 post_json /v1/judge '{"problem_id":"sum","language":"python"}'
 like "$CODE/$(jb .error)" "^400/code" "no code: 400 naming code"
 post_json /v1/judge '{"problem":{"tests":[]},"language":"python","code":"x"}'

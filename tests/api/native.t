@@ -3,10 +3,12 @@
 # the observation record's fields; failure classes exec_timeout, oom, output_limit; input
 # validation (400 naming the field) and the body size limit (413).
 source "$(dirname "$0")/api.sh"
-plan 67
+plan 72
 
 start_daemon --max-body 64k
 ok $? "daemon started with --max-body 64k"
+TC=$("$PADDOCK" pool --toolchains --json)
+LANGS=$(jq -rs 'map(.language) | join(", ")' <<<"$TC")
 
 # --- language + code, with ids ---------------------------------------------------------------------
 post_json /v1/runs '{"language":"python","code":"import sys\nprint(sum(map(int, sys.argv[1:])))","args":["20","22"],
@@ -117,9 +119,36 @@ ok $? "output_limit: the answer keeps a bounded part of the output ($sz characte
 post_json /v1/runs '{"shell":"exit 7"}'
 is "$(jb '[.failure_class, .status, (.run.exit_code | tostring)] | join(" ")')" "none RE 7" "exit 7: failure_class none (the program's own), RE, exit_code 7"
 
+# an unknown template is the client's mistake, as an unknown language is: 400 naming the field and
+# saying what there is, not a 200 with the XX record of a run that never was
 post_json /v1/runs '{"template":"no-such-template","cmd":["true"]}'
-is "$(jb .failure_class)" dependency_missing "an unknown template: dependency_missing"
-like "$(jb .error)" 'no-such-template' "an unknown template: the error names it"
+is "$CODE" 400 "an unknown template: 400"
+is "$(jb .error)" "template: 'no-such-template' is not a template of this daemon (bash, python, c, cpp, node)" \
+  "an unknown template: the error names the field and lists the templates"
+post_json /v1/runs '{"language":"cobol","code":"x"}'
+is "$CODE/$(jb .error)" "400/language: 'cobol' is not a language paddock knows ($LANGS)" \
+  "an unknown language: 400 naming the field and listing the languages"
+# a language without code would run its program on a source nobody wrote (python3 main.py: exit 2)
+post_json /v1/runs '{"language":"python"}'
+is "$CODE/$(jb .error)" "400/code: required with language" "a language without code: 400 naming the field"
+# a language whose program the host lacks (an optional toolchain, or a name no host has): a
+# dependency_missing record naming the package, in the bash template its language runs in
+if [ "$(jq -r 'select(.language == "rust") | .available' <<<"$TC")" = false ]; then
+  post_json /v1/runs '{"language":"rust","code":"fn main() {}"}'
+  is "$(jb '[.status, .failure_class, .template, .language] | join(" ")')" "XX dependency_missing bash rust" \
+    "rust without rustc: XX dependency_missing, in the bash template, language rust"
+  is "$(jb .error)" "language rust needs rustc, which the image lacks (Debian package rustc, which make deps does not install)" \
+    "rust without rustc: the error names the package"
+else
+  skip "rustc is installed: no dependency_missing to see"
+  skip "rustc is installed: no dependency_missing to see"
+fi
+
+# times in the record print as the decimals they are (whole microseconds: at most 3 decimals of a
+# ms), not as 17 digits of the nearest double (0.23899999999999999)
+post_json /v1/runs '{"shell":"true"}'
+long=$(grep -oE '"[a-z_]+_ms":[0-9]+\.[0-9]{4,}' "$BODY" | head -3 | tr '\n' ' ')
+is "$long" "" "record: no time with more than 3 decimals"
 
 # --- malformed input: 400 naming the field ---------------------------------------------------------
 bad() {  # bad BODY FIELD-REGEX DESCRIPTION

@@ -9,7 +9,7 @@
 # name; Pascal compiles (and shows its errors); tests/multi_request.py's 20 parallel requests with
 # version "*" all return their output.
 source "$(dirname "$0")/api.sh"
-plan 27
+plan 28
 
 start_daemon
 ok $? "daemon started"
@@ -109,7 +109,11 @@ tc() { jq -r --arg l "$1" 'select(.language == $l) | [.template, .available, .mi
 is "$(tc java)" "$(printf 'bash\ttrue\t')" "--toolchains: java and its jars (junit4, hamcrest, commons-lang3, guava) are there"
 is "$(tc node)" "$(printf 'node\ttrue\t')" "--toolchains: node and lodash"
 is "$(tc perl)" "$(printf 'bash\ttrue\t')" "--toolchains: perl, Test::Deep and Data::Compare"
-is "$tc_rc" "$(jq -s 'any(.[]; .available == false) | if . then 1 else 0 end' <<<"$TC")" \
-  "--toolchains exits 1 exactly when something is missing"
+# make deps installs every toolchain but the optional ones: after it the command exits 0, and an
+# optional one missing is listed with the package that provides it
+is "$tc_rc" "$(jq -s 'any(.[]; .available == false and .optional == false) | if . then 1 else 0 end' <<<"$TC")" \
+  "--toolchains exits 1 exactly when a toolchain make deps installs is missing"
+is "$(jq -r 'select(.optional) | "\(.language)=\(.package)"' <<<"$TC" | tr '\n' ' ')" \
+  "go=golang-go rust=rustc ruby=ruby lua=lua5.4 php=php-cli " "--toolchains: the optional ones, each with its package"
 
 done_testing

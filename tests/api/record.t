@@ -4,7 +4,7 @@
 # a session exec, `paddock run` and the daemon's store must give a record with the same keys and the
 # same stdout, stderr (its tail included) and counts. lib/result.c renders it for all of them.
 source "$(dirname "$0")/api.sh"
-plan 12
+plan 13
 
 PROG='echo out; yes e | head -c 3000000 >&2; echo ERR-TAIL >&2'
 CMD=$(jq -cn --arg p "$PROG" '["sh", "-c", $p]')
@@ -14,9 +14,14 @@ ok $? "daemon started"
 
 # 1. paddock exec --json
 # (its status is OL, the API's OK: exec's own rule for a cut stream, not the rendering's)
-"$PADDOCK" exec --json --quiet -- sh -c "$PROG" >"$TMPD/exec.json" 2>"$TMPD/exec.err"
-jq -e . <"$TMPD/exec.json" >/dev/null
+"$PADDOCK" exec --json --quiet -- sh -c "$PROG" >"$TMPD/exec.full.json" 2>"$TMPD/exec.err"
+jq -e . <"$TMPD/exec.full.json" >/dev/null
 ok $? "paddock exec --json: a record"
+# exec adds the failure class and verdict that /v1/runs states at the top, beside "run": the
+# same rules (OL: output_limit, resources fail; no judge, no audit)
+is "$(jq -c '[.failure_class, .verdict.output, .verdict.process.status, .verdict.resources]' <"$TMPD/exec.full.json")" \
+  '["output_limit","not_judged","not_audited","fail"]' "paddock exec --json: failure_class and verdict, as /v1/runs states them"
+jq 'del(.failure_class, .verdict)' <"$TMPD/exec.full.json" >"$TMPD/exec.json"
 
 # 2. POST /v1/runs (the run step's record)
 post_json /v1/runs "{\"template\":\"bash\",\"cmd\":$CMD,\"task_id\":\"record-surfaces\"}"

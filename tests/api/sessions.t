@@ -36,7 +36,8 @@ is "$(jb '[.session_id, .state] | join(" ")')" "$S READY" "GET the session: its 
 req GET /v1/sessions
 is "$(jb "[.sessions[].session_id] | index(\"$S\") != null")" true "the session is listed"
 post_json /v1/sessions '{"template":"no-such-template"}'
-like "$CODE" '^(400|404)$' "create with an unknown template: 400/404 ($CODE)"
+is "$CODE/$(jb .error)" "400/template: 'no-such-template' is not a template of this daemon (bash, python, c, cpp, node)" \
+  "create with an unknown template: 400 naming the field and the templates, as /v1/runs"
 
 # --- idempotent exec ------------------------------------------------------------------------------
 sx "$S" '{"shell":"echo run >> /work/count; wc -l < /work/count","request_id":"req-1"}'

@@ -7,14 +7,14 @@
 # tiers: container gvisor (tests/isolation/iso.sh; where gVisor answers otherwise, the check says why)
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/iso.sh"
-plan 39
+plan 41
 if gv; then
   # the audit rests on the host kernel's seccomp notifications, which the Sentry's calls never
   # reach: the tier refuses it (XX with the reason) rather than run unaudited
   sbt 30 --audit -- true
   is "$(jf status)|$(jf error)" "XX|isolation gvisor does not offer an audit: Operation not supported" \
     "gvisor: --audit is refused (XX, the reason), not ignored"
-  for i in $(seq 38); do skip "gvisor: no audit (the Sentry's calls never reach the host's seccomp notifications)"; done
+  for i in $(seq 40); do skip "gvisor: no audit (the Sentry's calls never reach the host's seccomp notifications)"; done
   exit 0
 fi
 
@@ -48,6 +48,15 @@ sbt 30 --audit -- sh -c 'cat /etc/hostname >/dev/null; cat /usr/bin/env >/dev/nu
 unlike "$(ev)" "tamper" "reading the image's files is no tamper"
 sbt 30 --audit -- sh -c 'echo x >> /etc/hostname'
 like "$(ev)" "tamper:open:w:/etc/hostname" "appending to /etc/hostname is"
+# the record says why the exit status is 1 when the program's is OK: the failure class and the
+# verdict, as /v1/runs' record states them; it is the record of a run without --audit, plus the
+# audit's verdict ("process", first, as it always was)
+is "$RC|$(jf status)|$(jf failure_class)|$(jq -r '.verdict | "\(.output) \(.process.status) \(.resources)"' <<<"$OUT")" \
+  "1|OK|policy_violation|not_judged fail pass" "a tamper: exit 1, and the record says why (failure_class, verdict.process)"
+audited=$(jq -c 'keys' <<<"$OUT")
+sbt 30 -- sh -c 'echo x >> /etc/hostname'
+is "$(jq -c 'keys + ["process"] | sort' <<<"$OUT")|$(jq -r '"\(.failure_class) \(.verdict.process.status)"' <<<"$OUT")" \
+  "$audited|none not_audited" "without --audit: the same record less \"process\", verdict.process not_audited"
 sbt 30 --audit -- sh -c 'mv /usr/bin/env /tmp/env'
 like "$(ev)" "tamper:rename:delete:/usr/bin/env" "rename away from a protected path"
 sbt 30 --audit -- sh -c 'echo x > /tmp/py; mv /tmp/py /usr/bin/python3'

@@ -5,7 +5,7 @@
 # tiers: container gvisor (tests/isolation/iso.sh; where gVisor answers otherwise, the check says why)
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/iso.sh"
-plan 27
+plan 32
 
 gone() {  # gone BASE MARKER: no live host process in the sandbox's uid range nor with the marker
   # gvisor: no uid range (the Sentry's ids are its own): none of runsc's processes may be left
@@ -110,6 +110,20 @@ sbt 30 -C /tmp -- bash -c 'python3 -c "import os; os.abort()"; echo "rc=$?"; ls 
 is "$(so)" "rc=134" "an abort leaves no core file"
 sbt 30 --fsize 1M -- dd if=/dev/zero of=/tmp/f bs=1M count=2
 is "$(jf status) $(jf signal)" "SG 25" "a program killed by SIGXFSZ is reported SG 25"
+
+# --- without --json: a line on stderr says why the program failed, and the exit status is 1 -----
+said() {  # said WANT ARGS...: paddock exec ARGS (no --json); the last line of its stderr and its status
+  local want=$1; shift
+  timeout -k 3 60 "$PADDOCK" exec --quiet "$@" >/dev/null 2>"$TMPD/said"; local rc=$?
+  is "$rc|$(tail -1 "$TMPD/said")" "1|$want" "without --json: $want"
+}
+said "paddock exec: timed out after 1.0 s (wall)" -w 1 -- sleep 30
+said "paddock exec: timed out after 1.0 s of CPU time (cpu)" -t 1 -- sh -c 'while :; do :; done'
+said "paddock exec: killed by signal 11 (SIGSEGV)" -- sh -c 'kill -SEGV $$'
+said "paddock exec: killed at the memory limit (64 MiB)" -m 64M -- python3 -c 'x = b"\x01" * (200 << 20)'
+# a program that exits non-zero speaks for itself: paddock adds nothing to its stderr
+timeout -k 3 60 "$PADDOCK" exec -- sh -c 'echo own >&2; exit 3' >/dev/null 2>"$TMPD/said"
+is "$?|$(cat "$TMPD/said")" "1|own" "without --json: an RE's stderr is the program's alone"
 
 # --- output --------------------------------------------------------------------------------
 if [ -x /usr/bin/time ]; then

@@ -25,11 +25,15 @@ static void refused(parser p, const char *body, const char *want, const char *wh
 
 int main(void)
 {
-	plan(24);
+	plan(28);
 	refused(pd_job_from_native, "{\"shell\":\"true\",\"deadline_ms\":-1}",
 		"deadline_ms: must be a positive whole number of milliseconds, at most a year", "native deadline_ms");
 	refused(pd_job_from_native, "{\"language\":\"cobol\",\"code\":\"\"}",
-		"language: 'cobol' is not a language paddock knows", "native language");
+		"language: 'cobol' is not a language paddock knows (python, python3, bash, c, cpp, c++, nodejs, "
+		"javascript, node, perl, java, go, rust, ruby, lua, php, pascal, fortran)",
+		"native language, listing the languages");
+	refused(pd_job_from_native, "{\"language\":\"python\"}", "code: required with language",
+		"native language without code");
 	refused(pd_job_from_native, "{\"shell\":\"true\",\"x: Invalid argument\":1}",
 		"x: Invalid argument: unknown field", "native unknown field quoting strerror's words");
 	refused(pd_job_from_run_code, "{\"language\":\"python\"}", "code: required, a string", "run_code code");

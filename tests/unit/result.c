@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -157,6 +158,30 @@ static void test_normal(void)
 	      "without output: counts but no bytes");
 	r.residue[0] = 0;
 	check(&r, true, "d['residue'] == 'unchecked'", "an empty residue is written as unchecked");
+
+	/* times are written as the decimals they are (whole microseconds), not as jansson's 17 digits
+	 * of the nearest double (0.23899999999999999) */
+	r.setup_us = 239;
+	r.exec_us = 1000322;
+	r.teardown_us = 1140;
+	int fd = open(jsonfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	bool wrote = fd >= 0 && pd_result_write_json(&r, fd, false) == 0;
+	if (fd >= 0)
+		close(fd);
+	char text[4096] = "";
+	FILE *tf = wrote ? fopen(jsonfile, "re") : NULL;
+	if (tf) {
+		text[fread(text, 1, sizeof text - 1, tf)] = 0;
+		fclose(tf);
+	}
+	ok(strstr(text, "\"setup_ms\":0.239,") && strstr(text, "\"exec_ms\":1000.322,") &&
+		   strstr(text, "\"teardown_ms\":1.14,"),
+	   "times print as their decimals: %.200s", strstr(text, "\"setup_ms\"") ? strstr(text, "\"setup_ms\"") : text);
+	json_t *sum = json_pack("{s:f}", "x", 0.1 + 0.2);
+	char *st = pd_json_dumps(sum, JSON_COMPACT);
+	is_str(st ? st : "", "{\"x\":0.3}", "pd_json_dumps: a computed real at 15 digits");
+	free(st);
+	json_decref(sum);
 
 	pd_result z;
 	memset(&z, 0, sizeof z);
@@ -388,7 +413,7 @@ int main(void)
 		printf("1..0 # SKIP python3 is needed to validate JSON\n");
 		return 0;
 	}
-	plan(48);
+	plan(50);
 	if (!mkdtemp(tmp)) {
 		perror("mkdtemp");
 		return 1;
