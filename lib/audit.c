@@ -19,6 +19,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -234,6 +235,9 @@ typedef struct call {
 	const char *op;
 	int n;
 	path_arg p[2];
+	/* openat2's resolve: in_root, RESOLVE_IN_ROOT (the dirfd is the root of the lookup);
+	 * unknown, how it resolves cannot be told (an open_how not read, or flags newer than ours) */
+	bool in_root, unknown;
 } call;
 
 #define P(a, d, f, m) {a, d, f, m}
@@ -247,10 +251,16 @@ static bool decode(long nr, const __u64 *arg, pid_t pid, call *c)
 		int pa = nr == SYS_open ? 0 : 1;
 		uint64_t flags = arg[pa + 1];
 		if (nr == SYS_openat2) {
-			uint64_t how = 0;
-			if (!arg[2] || peek(pid, arg[2], &how, sizeof how) != (ssize_t)sizeof how)
-				how = 0;
-			flags = how;
+			/* struct open_how {flags, mode, resolve}: what the path reaches depends on
+			 * resolve; the flags that only make the lookup fail more often change nothing */
+			uint64_t how[3] = {0, 0, 0};
+			if (!arg[2] || arg[3] < sizeof how || peek(pid, arg[2], how, sizeof how) != (ssize_t)sizeof how)
+				c->unknown = true;
+			flags = how[0];
+			c->in_root = how[2] & RESOLVE_IN_ROOT;
+			if (how[2] & ~(uint64_t)(RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS |
+						 RESOLVE_BENEATH | RESOLVE_IN_ROOT | RESOLVE_CACHED))
+				c->unknown = true;
 		}
 		pd_audit_mode m = (flags & O_ACCMODE) == O_WRONLY ? PD_AM_WRITE
 				  : (flags & O_ACCMODE) == O_RDWR ? PD_AM_RW
@@ -446,8 +456,12 @@ static int judge_file(pd_auditor *a, pd_result *r, const call *c, const path_arg
 			r->audit_files++;
 			return any_deny ? EACCES : 0;
 		}
-		bool have_base = raw[0] == '/' || base_dir(pid, dirfd, base, sizeof base);
-		if (!raw[0] && pa->dirfd_arg >= 0 && have_base) /* AT_EMPTY_PATH: the dirfd's object */
+		bool have_base = (raw[0] == '/' && !c->in_root) || base_dir(pid, dirfd, base, sizeof base);
+		if (c->unknown)
+			got = -1;
+		else if (c->in_root) /* the dirfd (or cwd) is the root: absolute paths start there */
+			got = have_base ? pd_audit_resolve_in(&v, base, base, raw, pa->follow, target, sizeof target) : -1;
+		else if (!raw[0] && pa->dirfd_arg >= 0 && have_base) /* AT_EMPTY_PATH: the dirfd's object */
 			got = pd_audit_resolve(&v, "/", base, pa->follow, target, sizeof target);
 		else
 			got = have_base ? pd_audit_resolve(&v, base, raw, pa->follow, target, sizeof target) : -1;

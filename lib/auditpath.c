@@ -199,8 +199,11 @@ void pd_audit_names_clear(pd_audit_names *c)
 		c->path[k] = c->link[k] = NULL;
 		c->hash[k] = 0;
 	}
-	if (c)
+	if (c) {
+		/* a reset may mount the root anew: its mount is found again at the first lookup */
+		atomic_store_explicit(&c->root_mnt, 0, memory_order_release);
 		atomic_store_explicit(&c->off, false, memory_order_release);
+	}
 }
 
 pd_audit_names *pd_audit_names_new(const pd_bind *binds, size_t nbinds)
@@ -244,6 +247,31 @@ void pd_audit_names_off(pd_audit_names *c)
 		atomic_store_explicit(&c->off, true, memory_order_release);
 }
 
+/* Whether a name (st, or else the path rel from the root, "" for the root itself) is on the
+ * sandbox root's own mount, the only one whose names are kept. False when it cannot tell. */
+static bool on_root_mount(const pd_audit_view *v, const char *rel, const struct statx *st)
+{
+	pd_audit_names *c = v->names;
+	if (!c || atomic_load_explicit(&c->off, memory_order_acquire))
+		return false;
+	uint64_t root = atomic_load_explicit(&c->root_mnt, memory_order_acquire);
+	struct statx rs;
+	if (!root) {
+		if (statx(v->rootfd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &rs) < 0 ||
+		    !(rs.stx_mask & STATX_MNT_ID) || !rs.stx_mnt_id)
+			return false;
+		root = rs.stx_mnt_id;
+		atomic_store_explicit(&c->root_mnt, root, memory_order_release);
+	}
+	if (!st) {
+		if (statx(v->rootfd, rel, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC | (*rel ? 0 : AT_EMPTY_PATH),
+			  STATX_MNT_ID, &rs) < 0)
+			return false;
+		st = &rs;
+	}
+	return (st->stx_mask & STATX_MNT_ID) && st->stx_mnt_id == root;
+}
+
 /* Is the resolved path cur (length cl) a per-process magic link of /proc: /proc/N/{root,cwd,exe},
  * /proc/N/fd/M, /proc/N/map_files/X, also under /proc/N/task/T? */
 static bool is_magic(const char *cur)
@@ -273,8 +301,27 @@ static bool is_magic(const char *cur)
 int pd_audit_resolve(const pd_audit_view *v, const char *base, const char *path, bool follow_last, char *out,
 		     size_t size)
 {
-	char cur[PD_AUDIT_MAX], rest[PD_AUDIT_MAX], tgt[PD_AUDIT_READ];
-	size_t cl = 0;
+	return pd_audit_resolve_in(v, NULL, base, path, follow_last, out, size);
+}
+
+int pd_audit_resolve_in(const pd_audit_view *v, const char *root, const char *base, const char *path,
+			bool follow_last, char *out, size_t size)
+{
+	char cur[PD_AUDIT_MAX], rest[PD_AUDIT_MAX], tgt[PD_AUDIT_READ], top[PD_AUDIT_MAX] = "";
+	/* rootlen: the length of the root the resolution cannot leave ("" for the sandbox's own; for
+	 * openat2's RESOLVE_IN_ROOT, its dirfd: "/" and ".." stop there, as the kernel's do) */
+	size_t cl = 0, rootlen = 0;
+	if (root) {
+		if (root[0] != '/')
+			return -1;
+		size_t n = normalize(root, top, sizeof top);
+		if (!n)
+			return -1;
+		rootlen = n == 1 ? 0 : n;
+		top[rootlen] = 0;
+		if (!base)
+			base = root;
+	}
 	if (path[0] != '/') {
 		if (!base || base[0] != '/')
 			return -1;
@@ -282,6 +329,11 @@ int pd_audit_resolve(const pd_audit_view *v, const char *base, const char *path,
 		if (!n)
 			return -1;
 		cl = n == 1 ? 0 : n; /* cur holds no trailing "/": the root is "" */
+		if (cl < rootlen || strncmp(cur, top, rootlen) || (cur[rootlen] && cur[rootlen] != '/'))
+			return -1; /* a base outside the root: no such call */
+	} else {
+		memcpy(cur, top, rootlen + 1);
+		cl = rootlen;
 	}
 	cur[cl] = 0;
 	if (snprintf(rest, sizeof rest, "%s", path) >= (int)sizeof rest)
@@ -304,9 +356,9 @@ int pd_audit_resolve(const pd_audit_view *v, const char *base, const char *path,
 		if (len == 1 && rest[start] == '.')
 			continue;
 		if (len == 2 && rest[start] == '.' && rest[start + 1] == '.') {
-			while (cl > 0 && cur[cl - 1] != '/')
+			while (cl > rootlen && cur[cl - 1] != '/')
 				cl--;
-			if (cl > 0)
+			if (cl > rootlen)
 				cl--;
 			cur[cl] = 0;
 			continue;
@@ -339,27 +391,41 @@ int pd_audit_resolve(const pd_audit_view *v, const char *base, const char *path,
 			n = (ssize_t)strlen(kept);
 			memcpy(tgt, kept, (size_t)n + 1);
 		} else {
-			struct stat st;
-			if (fstatat(v->rootfd, cur + 1, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			struct statx st;
+			if (statx(v->rootfd, cur + 1, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_MNT_ID,
+				  &st) < 0) {
 				/* a missing component: the rest is taken as spelled (kept only when
-				 * nothing is there: a name we may not look at may be there for the caller) */
-				if (errno == ENOENT || errno == ENOTDIR)
-					name_note(v->names, cur, PD_NAME_NONE, NULL);
+				 * nothing is there: a name we may not look at may be there for the caller),
+				 * and only in a directory of the root's own mount */
+				if (errno == ENOENT || errno == ENOTDIR) {
+					cur[pl] = 0;
+					bool keep = on_root_mount(v, pl ? cur + 1 : "", NULL);
+					cur[pl] = '/';
+					if (keep)
+						name_note(v->names, cur, PD_NAME_NONE, NULL);
+				}
 				continue;
 			}
-			if (!S_ISLNK(st.st_mode)) {
-				name_note(v->names, cur, PD_NAME_THERE, NULL);
+			/* a name on another mount (a bind of a host directory, however its destination
+			 * was spelled, or a mount the image has there) may change unseen: never kept */
+			bool keep = on_root_mount(v, NULL, &st);
+			if (!S_ISLNK(st.stx_mode)) {
+				if (keep)
+					name_note(v->names, cur, PD_NAME_THERE, NULL);
 				continue;
 			}
 			n = readlinkat(v->rootfd, cur + 1, tgt, sizeof tgt - 1);
 			if (n <= 0)
 				continue;
 			tgt[n] = 0;
-			name_note(v->names, cur, PD_NAME_LINK, tgt);
+			if (keep)
+				name_note(v->names, cur, PD_NAME_LINK, tgt);
 		}
 		if (++links > 40)
 			return -1; /* ELOOP for the kernel too */
 		bool magic = is_magic(cur);
+		if (magic && rootlen)
+			return -1; /* a jump out of the root: the kernel refuses it, or we cannot tell */
 		if (magic) {
 			/* a file unlinked since: the object is still the one that was there */
 			size_t tl = (size_t)n;
@@ -377,7 +443,7 @@ int pd_audit_resolve(const pd_audit_view *v, const char *base, const char *path,
 		memcpy(rest, tmp, strlen(tmp) + 1);
 		pos = 0;
 		if (tgt[0] == '/')
-			cl = 0;
+			cl = rootlen;
 		else
 			cl = pl;
 		cur[cl] = 0;

@@ -80,6 +80,8 @@ typedef struct pd_audit_names {
 	uint8_t what[PD_AUDIT_NAMES]; /* PD_NAME_* */
 	_Atomic bool off;
 	char **binds; /* the bind mounts' destinations (NULL-terminated; NULL: none): never kept */
+	_Atomic uint64_t root_mnt; /* the sandbox root's mount id (0: not known yet): names on any
+				    * other mount are never kept */
 } pd_audit_names;
 /* A sandbox's names: empty, on, with its bind mounts' destinations (NULL with ENOMEM). */
 pd_audit_names *pd_audit_names_new(const pd_bind *binds, size_t nbinds);
@@ -106,6 +108,11 @@ typedef struct pd_audit_view {
  * tell (too long, a link loop, a relative path with no base). */
 int pd_audit_resolve(const pd_audit_view *v, const char *base, const char *path, bool follow_last, char *out,
 		     size_t size);
+/* The same within root (an absolute, resolved directory), as openat2's RESOLVE_IN_ROOT resolves
+ * from its dirfd: an absolute path or link target starts at root, ".." stops there; base (NULL:
+ * root) is where a relative path starts; a /proc magic link gives -1. */
+int pd_audit_resolve_in(const pd_audit_view *v, const char *root, const char *base, const char *path,
+			bool follow_last, char *out, size_t size);
 
 typedef enum pd_audit_mode {
 	PD_AM_READ, PD_AM_WRITE, PD_AM_RW, PD_AM_EXEC, PD_AM_CREATE, PD_AM_DELETE, PD_AM_META,
