@@ -17,6 +17,7 @@
 #include "internal.h"
 
 #include <arpa/inet.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -416,6 +417,94 @@ static int fault_for(const pd_audit_opts *o, const char *op, const char *target,
 	return 0;
 }
 
+/* The interpreter the kernel opens by itself when path (resolved, absolute in the sandbox) is
+ * exec'd: a script's "#!" one (its first word, within the 256 bytes the kernel reads), or an ELF's
+ * PT_INTERP. No call of the program's names it, so the exec stop must. Returns 1 with it in out,
+ * 0 when there is none or the file cannot be read (then the kernel's exec fails too, or runs
+ * what this saw). */
+static int exec_interp(int rootfd, const char *path, char *out, size_t size)
+{
+	struct open_how how = {.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
+			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+	int fd = (int)syscall(SYS_openat2, rootfd, path[1] ? path + 1 : ".", &how, sizeof how);
+	if (fd < 0)
+		return 0;
+	struct stat st;
+	unsigned char buf[256];
+	ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? pread(fd, buf, sizeof buf, 0) : -1;
+	int found = 0;
+	if (n >= 2 && buf[0] == '#' && buf[1] == '!') {
+		size_t i = 2, j;
+		while (i < (size_t)n && (buf[i] == ' ' || buf[i] == '\t'))
+			i++;
+		for (j = i; j < (size_t)n && buf[j] && buf[j] != ' ' && buf[j] != '\t' && buf[j] != '\n'; j++)
+			;
+		if (j > i && j - i < size) {
+			memcpy(out, buf + i, j - i);
+			out[j - i] = 0;
+			found = 1;
+		}
+	} else if (n >= (ssize_t)sizeof(Elf64_Ehdr) && !memcmp(buf, ELFMAG, SELFMAG) && buf[EI_CLASS] == ELFCLASS64) {
+		const Elf64_Ehdr *eh = (const Elf64_Ehdr *)buf;
+		for (unsigned k = 0; k < eh->e_phnum && k < 256 && eh->e_phentsize == sizeof(Elf64_Phdr); k++) {
+			Elf64_Phdr ph;
+			if (pread(fd, &ph, sizeof ph, (off_t)(eh->e_phoff + (uint64_t)k * sizeof ph)) != (ssize_t)sizeof ph)
+				break;
+			if (ph.p_type != PT_INTERP)
+				continue;
+			size_t len = ph.p_filesz < size ? (size_t)ph.p_filesz : size - 1;
+			ssize_t got = len ? pread(fd, out, len, (off_t)ph.p_offset) : -1;
+			if (got > 0) {
+				out[got] = 0;
+				found = out[0] != 0;
+			}
+			break;
+		}
+	}
+	close(fd);
+	return found;
+}
+
+/* An exec judged on its own may still run judge material as its interpreter: each one the kernel
+ * would open (a script's, that one's if it is a script too: the kernel goes 4 levels deep; an
+ * ELF's PT_INTERP) is judged as an exec of its own, and refuses the whole exec when refused. */
+static int exec_chain(pd_auditor *a, pd_result *r, pd_audit_view *v, pd_audit_mode m, int got, const char *target,
+		      pid_t pid)
+{
+	if (m != PD_AM_EXEC || got <= 0 || a->rootfd < 0)
+		return 0;
+	char cur[PD_AUDIT_MAX], interp[PD_AUDIT_READ], cwd[PD_AUDIT_READ];
+	snprintf(cur, sizeof cur, "%s", target);
+	bool have_cwd = base_dir(pid, AT_FDCWD, cwd, sizeof cwd);
+	for (int level = 0; level < 5 && exec_interp(a->rootfd, cur, interp, sizeof interp) > 0; level++) {
+		char next[PD_AUDIT_MAX];
+		int ig = interp[0] == '/' || have_cwd ? pd_audit_resolve(v, have_cwd ? cwd : "/", interp, true, next, sizeof next)
+						      : -1;
+		bool deny = false;
+		int kind;
+		if (ig <= 0) {
+			snprintf(next, sizeof next, "%s", interp);
+			kind = PD_AK_READ_OUTSIDE;
+			deny = (a->opts->deny && a->opts->deny[0]) || (a->opts->judge && a->opts->judge[0]);
+		} else {
+			kind = pd_audit_classify(a->opts, next, PD_AM_EXEC, v->self, &deny);
+		}
+		if (kind >= 0) {
+			r->audit_files++;
+			if (deny)
+				r->audit_denied++;
+			pd_audit_record(r, a->opts, (pd_audit_kind)kind, "exec", pd_audit_mode_name(PD_AM_EXEC), next, deny,
+					pid, pd_now_us() - a->t0_us);
+		}
+		if (deny)
+			return EACCES;
+		if (ig <= 0)
+			return 0;
+		snprintf(cur, sizeof cur, "%s", next);
+	}
+	return 0;
+}
+
 /* Judges one path of a file call. Returns the errno the call is to fail with (EACCES when it is
  * refused, an injected fault's), or 0 to let it run. */
 static int judge_file(pd_auditor *a, pd_result *r, const call *c, const path_arg *pa, const __u64 *arg,
@@ -495,14 +584,14 @@ static int judge_file(pd_auditor *a, pd_result *r, const call *c, const path_arg
 	} else {
 		kind = pd_audit_classify(o, target, m, v.self, &deny);
 	}
-	if (kind < 0)
-		return 0;
+	if (kind < 0) /* nothing to say of the file itself; its interpreter may be another matter */
+		return exec_chain(a, r, &v, m, got, target, pid);
 	r->audit_files++;
 	if (deny)
 		r->audit_denied++;
 	pd_audit_record(r, o, (pd_audit_kind)kind, c->op, pd_audit_mode_name(m), target, deny, pid,
 			pd_now_us() - a->t0_us);
-	return deny ? EACCES : 0;
+	return deny ? EACCES : exec_chain(a, r, &v, m, got, target, pid);
 }
 
 /* ---- sockets ---- */

@@ -9,11 +9,13 @@
 #     /lib -> usr/lib link, or with a doubled slash): the names under it are kept after all, so a
 #     directory there that the host (or another sandbox binding the same directory) turns into a
 #     link to judge material during the run is still resolved as the directory.
+#  3. an exec whose interpreter is judge material: a script of the program's own naming a judge
+#     binary on its "#!" line (the kernel opens the interpreter itself: no call the audit stops).
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/iso.sh"
-plan 7
+plan 10
 if gv; then
-  for i in $(seq 7); do skip "gvisor: no audit"; done
+  for i in $(seq 10); do skip "gvisor: no audit"; done
   exit 0
 fi
 
@@ -70,3 +72,15 @@ like "$(ev)" "judge_material:open:r:/secret/flag:true" "and the read is refused 
 run_bind //shared /shared
 unlike "$(so)" "FLAG-" "a bind at //shared: the material is not read through its d"
 like "$(ev)" "judge_material:open:r:/secret/flag:true" "and the read is refused as judge_material"
+
+# --- 3. judge material as a script's interpreter ----------------------------------------------
+cp /usr/bin/echo "$SECRET/solve"
+chmod 755 "$SECRET/solve"
+sbt 30 --bind "$SECRET:/secret" --audit-deny /secret -- \
+  sh -c 'printf "#!/secret/solve JUDGE-RAN\n" > /tmp/x; chmod +x /tmp/x; /tmp/x'
+unlike "$(so)" "JUDGE-RAN" "a script whose #! names /secret/solve: the judge binary does not run"
+like "$(ev)" "judge_material:exec:x:/secret/solve:true" "and its exec is refused as judge_material /secret/solve"
+# the control: a script with an allowed interpreter still runs
+sbt 30 --bind "$SECRET:/secret" --audit-deny /secret -- \
+  sh -c 'printf "#!/bin/echo SCRIPT-RAN\n" > /tmp/y; chmod +x /tmp/y; /tmp/y'
+like "$(so)" "SCRIPT-RAN" "control: a script whose #! names /bin/echo runs"
