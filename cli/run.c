@@ -74,6 +74,47 @@ static void line_done(pd_job *j, void *arg)
 	free(lc);
 }
 
+static void unknown_template(const char *name, const pd_template *t, size_t nt, pd_err *e)
+{
+	char names[512] = "";
+	size_t used = 0;
+	for (size_t i = 0; i < nt && used < sizeof names; i++)
+		used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", t[i].name);
+	pd_refuse(e, "template: '%s' is not a template of this run (%s)", name, names);
+}
+
+/* Counts the record of a line that never ran (interrupted before it was submitted, refused at
+ * admission) as line_done counts one that did: a judge line's in the judged summary under its
+ * problem (named in its record too), against what it expected; a run line's in the program
+ * statuses and failure classes. Takes expect. */
+static void unrun_done(run_state *st, char *text, bool judge, const char *problem_id, json_t *expect, int line,
+		       pd_failure f)
+{
+	json_t *o = judge && text ? json_loads(text, 0, NULL) : NULL;
+	if (o && problem_id && *problem_id) {
+		json_object_set_new(o, "problem_id", pd_json_text(problem_id));
+		char *again = pd_json_dumps(o, JSON_COMPACT);
+		if (again) {
+			free(text);
+			text = again;
+		}
+	}
+	pthread_mutex_lock(&st->mu);
+	fprintf(st->out, "%s\n", text ? text : "{}");
+	if (judge) {
+		st->judge_lines++;
+		judged_sum_add(st->judged, o ? o : json_object(), expect, line);
+	} else {
+		st->status[7]++;
+		st->failure[f]++;
+	}
+	st->done++;
+	pthread_mutex_unlock(&st->mu);
+	json_decref(o);
+	json_decref(expect);
+	free(text);
+}
+
 /* A line is the judge's when it carries a problem: an inline one, or a problem_id while
  * --problems is given. Without --problems, problem_id and problem_version are a run's ids,
  * as in POST /v1/runs: examples/requests.jsonl labels its lines with them. */
@@ -321,25 +362,22 @@ int cmd_run(int argc, char **argv)
 	uint64_t t0 = pd_now_us();
 	size_t rejected = 0, refused = 0;
 	for (size_t i = 0; i < n; i++) {
+		bool is_judge = judge_line(reqs[i], problems_dir != NULL);
 		if (interrupted) {
 			/* the rest are not submitted: each still gets its line */
 			char *text = cli_run_unrun(lines[i], json_string_value(json_object_get(reqs[i], "task_id")),
 						   PD_F_CANCELLED, "interrupted before it was submitted");
+			unrun_done(&st, text, is_judge, json_string_value(json_object_get(reqs[i], "problem_id")),
+				   is_judge ? json_incref(json_object_get(reqs[i], "expect")) : NULL, lines[i],
+				   PD_F_CANCELLED);
 			json_decref(reqs[i]);
-			pthread_mutex_lock(&st.mu);
-			fprintf(st.out, "%s\n", text ? text : "{}");
-			st.status[7]++;
-			st.failure[PD_F_CANCELLED]++;
-			st.done++;
-			pthread_mutex_unlock(&st.mu);
-			free(text);
 			continue;
 		}
 		bool rc = false;
 		pd_err pe = {0};
 		json_t *expect = NULL;
 		pd_job *j;
-		if (judge_line(reqs[i], problems_dir != NULL)) {
+		if (is_judge) {
 			/* a judge line: what it expects is the file's, not the judge's */
 			expect = json_incref(json_object_get(reqs[i], "expect"));
 			json_object_del(reqs[i], "expect");
@@ -348,6 +386,13 @@ int cmd_run(int argc, char **argv)
 			j = pd_judge_job(judge, &problems, reqs[i], pd_ctx_run_id(ctx), &status, &pe);
 		} else {
 			j = cli_run_job(reqs[i], &rc, &pe);
+			/* a template the line names and this run does not have is the line's mistake, as
+			 * in POST /v1/runs; a language's template missing is dependency_missing, below */
+			if (j && json_object_get(reqs[i], "template") && !pd_pools_template(pools, j->template_name)) {
+				unknown_template(j->template_name, t, nt, &pe);
+				pd_job_free(j);
+				j = NULL;
+			}
 		}
 		char task_id[sizeof j->task_id] = "";
 		const char *tid = json_string_value(json_object_get(reqs[i], "task_id"));
@@ -384,18 +429,14 @@ int cmd_run(int argc, char **argv)
 		if (a != PD_ADMIT_OK) {
 			bool infra;
 			char *text = admission_record(lines[i], j->task_id, a, &infra);
-			pd_job_free(j);
-			json_decref(lc->expect);
-			free(lc);
 			pthread_mutex_lock(&st.mu);
 			st.jobs[i] = NULL;
-			fprintf(st.out, "%s\n", text ? text : "{}");
-			st.status[7]++;
-			st.failure[infra ? PD_F_INTERNAL : PD_F_QUEUE]++;
-			st.done++;
-			rejected += infra;
 			pthread_mutex_unlock(&st.mu);
-			free(text);
+			rejected += infra;
+			unrun_done(&st, text, is_judge, j->problem_id, lc->expect, lines[i],
+				   infra ? PD_F_INTERNAL : PD_F_QUEUE);
+			pd_job_free(j);
+			free(lc);
 		}
 	}
 	free(reqs);

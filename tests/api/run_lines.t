@@ -5,7 +5,7 @@
 # cannot be met is a queue_timeout; Ctrl-C cancels what is unfinished, each line still gets its
 # record, the summary is printed, and the file holds only whole lines.
 source "$(dirname "$0")/api.sh"
-plan 16
+plan 19
 
 # --- the example set, as `make run` runs it ---------------------------------------------------
 "$PADDOCK" run -j 4 -q examples/requests.jsonl -o "$TMPD/results.jsonl" 2>"$TMPD/err"
@@ -27,6 +27,7 @@ cat >"$TMPD/mixed.jsonl" <<'EOF_L'
 [1,2,3]
 {"task_id":"badfield","language":"bash","code":"echo x","stdn":"typo"}
 {"task_id":"late","language":"bash","code":"echo never","priority":"low","deadline_ms":1}
+{"task_id":"notpl","template":"nosuch","cmd":["true"]}
 EOF_L
 "$PADDOCK" run -j 1 -q "$TMPD/mixed.jsonl" -o "$TMPD/mixed.out" 2>"$TMPD/err"
 is "$?" 2 "a run with refused lines exits 2"
@@ -38,8 +39,18 @@ like "$(jq -c 'select(.line == 4)' "$TMPD/mixed.out")" '"refused":"bad_request",
   "a bad field is refused, naming the field and the line's task_id"
 is "$(jq -r 'select(.line == 5) | [.task_id, .status, .failure_class] | join(" ")' "$TMPD/mixed.out")" "late XX queue_timeout" \
   "a deadline that cannot be met is its own outcome: queue_timeout, never ran"
-like "$(cat "$TMPD/err")" "refused as requests \(malformed, a bad field\): 3; not admitted by the infrastructure: 0" \
+like "$(jq -c 'select(.line == 6)' "$TMPD/mixed.out")" '"refused":"bad_request","error":"template: .nosuch. is not a template of this run \(bash, ' \
+  "a template the run does not have is the line's mistake: refused, naming it and the known ones"
+like "$(cat "$TMPD/err")" "refused as requests \(malformed, a bad field\): 4; not admitted by the infrastructure: 0" \
   "the summary counts the refused lines apart from the infrastructure's"
+
+# a judge line that never ran is counted with the judged lines, under its problem
+head -1 examples/submissions.jsonl | jq -c '. + {task_id: "jlate", priority: "low", deadline_ms: 1}' >"$TMPD/jlate.jsonl"
+"$PADDOCK" run -j 1 -q --problems examples/problems "$TMPD/jlate.jsonl" -o "$TMPD/jlate.out" 2>"$TMPD/err"
+is "$(jq -r '[.task_id, .problem_id, .status, .failure_class] | join(" ")' "$TMPD/jlate.out")" "jlate sum XX queue_timeout" \
+  "a judge line refused at admission: queue_timeout, with its problem"
+like "$(cat "$TMPD/err")" "sum +1 +X .*judged failure classes: queue_timeout 1" \
+  "it is in the judged summary under its problem"
 
 # --- Ctrl-C ------------------------------------------------------------------------------------------
 : >"$TMPD/slow.jsonl"
