@@ -106,6 +106,9 @@ int pd_templates_parse(const char *json, size_t len, pd_template **out, size_t *
 int pd_templates_default(pd_template **out, size_t *n, pd_err *e);
 /* Checks that the template's image has its toolchain; sets available and missing. */
 void pd_template_check(pd_ctx *c, pd_template *t);
+/* Whether t's image (its layers; the host's /usr for the default image) has prog in one of its
+ * bin directories, executable. */
+bool pd_template_has_program(const pd_template *t, const char *prog);
 void pd_templates_free(pd_template *t, size_t n);
 /* Sandbox options for a template (pointers into t; valid while t lives). */
 void pd_template_sandbox_opts(const pd_template *t, pd_sandbox_opts *o);

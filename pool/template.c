@@ -763,9 +763,24 @@ static void compute_version(pd_template *t)
 	}
 }
 
-void pd_template_check(pd_ctx *c, pd_template *t)
+bool pd_template_has_program(const pd_template *t, const char *prog)
 {
 	static const char *const bins[] = {"usr/local/bin", "usr/bin", "bin", "usr/sbin", "sbin", NULL};
+	/* the default image's programs are the host's /usr */
+	const char *roots_default[] = {"/", NULL};
+	const char *const *roots = t->layers[0] ? (const char *const *)t->layers : roots_default;
+	for (int l = 0; roots[l]; l++)
+		for (int b = 0; bins[b]; b++) {
+			char p[1024];
+			snprintf(p, sizeof p, "%s/%s/%s", roots[l], bins[b], prog);
+			if (access(p, X_OK) == 0)
+				return true;
+		}
+	return false;
+}
+
+void pd_template_check(pd_ctx *c, pd_template *t)
+{
 	t->available = true;
 	t->missing[0] = 0;
 	if (t->image_ref && resolve_image(c, t) < 0) {
@@ -779,17 +794,7 @@ void pd_template_check(pd_ctx *c, pd_template *t)
 		return;
 	}
 	for (int r = 0; t->requires[r]; r++) {
-		bool found = false;
-		/* the default image's programs are the host's /usr */
-		const char *roots_default[] = {"/", NULL};
-		const char *const *roots = t->layers[0] ? (const char *const *)t->layers : roots_default;
-		for (int l = 0; roots[l] && !found; l++)
-			for (int b = 0; bins[b] && !found; b++) {
-				char p[1024];
-				snprintf(p, sizeof p, "%s/%s/%s", roots[l], bins[b], t->requires[r]);
-				found = access(p, X_OK) == 0;
-			}
-		if (!found) {
+		if (!pd_template_has_program(t, t->requires[r])) {
 			size_t len = strlen(t->missing);
 			snprintf(t->missing + len, sizeof t->missing - len, "%s%s", len ? " " : "",
 				 t->requires[r]);

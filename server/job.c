@@ -347,16 +347,10 @@ static bool attempt(pd_pools *pools, pd_job *j)
 	}
 	if (j->language[0]) {
 		const pd_language *l = pd_language_find(j->language);
-		char p[256];
-		bool have = false;
-		static const char *const bins[] = {"/usr/local/bin", "/usr/bin", "/bin", NULL};
-		for (int b = 0; l && l->requires && bins[b] && !have; b++) {
-			snprintf(p, sizeof p, "%s/%s", bins[b], l->requires);
-			have = access(p, X_OK) == 0;
-		}
-		if (l && l->requires && !have && !t->layers[0]) {
-			/* the language has no template of its own when it runs in bash's: the error says
-			 * what to install, as paddock pool --toolchains does */
+		if (l && l->requires && !pd_template_has_program(t, l->requires)) {
+			/* the language has no template of its own when it runs in bash's, or its image
+			 * lacks the compiler: the error says what to install, as paddock pool
+			 * --toolchains does */
 			j->failure = PD_F_DEPENDENCY;
 			snprintf(j->error, sizeof j->error,
 				 "language %s needs %s, which the image lacks (Debian package %s%s)", l->name,

@@ -4,7 +4,7 @@
 # image's WorkingDir and Env apply unless the request gives cwd or env; each (template, image)
 # pair has its own pool, made on first use (cold: created on the spot) and kept warm by demand.
 source "$(dirname "$0")/api.sh"
-plan 53
+plan 55
 
 export PADDOCK_STATE_DIR=$TMPD/state
 python3 tests/api/mkimage.py layered "$TMPD/layered"
@@ -61,6 +61,10 @@ is "$CODE" 400 "an image that is not a string: 400"
 post_json /v1/runs '{"image": "layered:1", "language": "python", "code": "print(1)"}'
 is "$(jb .failure_class)" "dependency_missing" "python on an image without python3: dependency_missing"
 like "$(jb .error)" "python3" "... naming what is missing"
+# perl has no template of its own (it runs in bash's): the image, not the host, must have it
+post_json /v1/runs '{"image": "layered:1", "language": "perl", "code": "print 1"}'
+is "$(jb .status)/$(jb .failure_class)" "XX/dependency_missing" "perl on an image without perl: dependency_missing, not the program's RE 127"
+like "$(jb .error)" "language perl needs perl, which the image lacks \\(Debian package perl" "... naming the program and its package"
 
 post_json /run_code '{"language": "python", "code": "import os; print(os.getcwd(), os.path.exists(\"/repo/calc.py\"))", "image": "pyrepo:commit-1"}'
 is "$(jb .status)/$(jb .run_result.stdout)" "Success//work True" "SandboxFusion /run_code on an image: the language runs in /work, the image's files are there"
