@@ -348,6 +348,11 @@ int cmd_run(int argc, char **argv)
 			j = pd_judge_job(judge, &problems, reqs[i], pd_ctx_run_id(ctx), &status, &pe);
 		} else {
 			j = cli_run_job(reqs[i], &rc, &pe);
+			/* a policy that would widen the template's is refused as a bad field is */
+			if (j && pd_job_audit_policy(j, pd_pools_template(pools, j->template_name), &pe) < 0) {
+				pd_job_free(j);
+				j = NULL;
+			}
 		}
 		char task_id[sizeof j->task_id] = "";
 		const char *tid = json_string_value(json_object_get(reqs[i], "task_id"));
