@@ -7,7 +7,7 @@
 # URI do not get around the list. A session switches its network between stages. Many sandboxes
 # later, the daemon holds no more descriptors or threads than before.
 source "$(dirname "$0")/api.sh"
-plan 32
+plan 34
 
 # two servers on the host's loopback, each on a port the kernel picks
 cat >"$TMPD/srv.py" <<'PY'
@@ -46,7 +46,7 @@ cat >"$TMPD/tpl.json" <<JSON
   {"name": "stages", "language": "python", "network": "none",
    "egress": {"allow": ["127.0.0.1:$M", "localhost:$M"]}}]}
 JSON
-start_daemon --templates "$TMPD/tpl.json"
+start_daemon --templates "$TMPD/tpl.json" --run-code-networks allowlist
 ok $? "daemon started with an allowlist template"
 
 # FETCH: python's urllib, which takes the proxy from http_proxy as any HTTP client does
@@ -138,6 +138,14 @@ is "$(jb '.audit.events[] | select(.kind == "egress") | [.host, .mode, .note] | 
 # the relay is the only way out: the host's loopback is not the sandbox's
 post_json /v1/runs "$(jq -nc --arg m "$M" '{template: "mirror", cmd: ["python3", "-c", "import socket,sys\ntry: socket.create_connection((\"127.0.0.1\", int(sys.argv[1])), timeout=5); print(\"reached\")\nexcept OSError as e: print(e.errno)", $m]}')"
 is "$(jb .run.stdout)" "111" "a direct connection to the mirror's port: refused (the sandbox's loopback, not the host's)"
+
+# a request's network: "allowlist" runs in the twin of a template whose own network is none
+post_json /v1/runs "$(jq -nc --arg c "$FETCH" '{template: "stages", network: "allowlist", audit: true, cmd: (["python3", "-c", $c] + $ARGS.positional)}' --args "http://127.0.0.1:$M/" "http://127.0.0.1:$T/")"
+is "$CODE $(jb '[.template, .run.stdout, .verdict.process.status] | join(" ")')" "200 stages.net-allowlist mirror-ok
+ERR 403
+ fail" "/v1/runs \"network\": \"allowlist\": the mirror answers, the target is refused and fails the process level"
+post_json /v1/runs '{"template": "stages", "network": "host", "shell": "true"}'
+like "$CODE $(jb .error)" "^400 network: 'host' is not one this daemon allows" "a mode the daemon does not allow: 400"
 
 # --- a session's stages -----------------------------------------------------------------------------
 post_json /v1/sessions '{"template": "stages", "network": "allowlist", "egress": {"allow": ["127.0.0.1:'"$M"'"]}}'
