@@ -143,6 +143,7 @@ typedef struct pd_audit_event {
 	char address[64];   /* what the relay connected to ("" when refused) */
 	char note[64];      /* why refused or closed ("not on the allowlist", "idle", ...) */
 	uint64_t bytes_out, bytes_in; /* program to target, target to program */
+	bool honey;         /* a honey token went out on it (relay.c; env_probe) */
 } pd_audit_event;
 
 #define PD_DIGEST_LEN 72 /* "sha256:" + 64 hex + NUL, rounded */
