@@ -393,6 +393,19 @@ int cmd_run(int argc, char **argv)
 				pd_job_free(j);
 				j = NULL;
 			}
+			/* a policy that would widen the template's is refused as a bad field is; so is a
+			 * network mode, which only the daemon's twins offer (serve --run-code-networks):
+			 * run here, the line would get its template's network instead, unsaid */
+			if (j && j->network[0]) {
+				pd_refuse(&pe, "network: paddock run has no per-request networks (serve "
+					       "--run-code-networks has): name a template with that network");
+				pd_job_free(j);
+				j = NULL;
+			}
+			if (j && pd_job_audit_policy(j, pd_pools_template(pools, j->template_name), &pe) < 0) {
+				pd_job_free(j);
+				j = NULL;
+			}
 		}
 		char task_id[sizeof j->task_id] = "";
 		const char *tid = json_string_value(json_object_get(reqs[i], "task_id"));

@@ -11,6 +11,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -79,8 +80,25 @@ static bool is_trap(const pd_audit_policy *p, const char *path)
 }
 
 /* the files the attempt wrote in the scratch directories, for tokens and wrong answers */
+/* a file last changed before since_ns (CLOCK_REALTIME; 0: none is) is not this exec's doing */
+static bool older(pd_sandbox *s, const char *path, int64_t mtime_s, int64_t since_ns)
+{
+	if (!since_ns)
+		return false;
+	if (mtime_s < since_ns / 1000000000 - 1)
+		return true;
+	pd_err e = {0};
+	int fd = pd_sandbox_open(s, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0, &e);
+	struct stat st;
+	bool old = fd < 0 || fstat(fd, &st) < 0 ||
+		   (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec < since_ns;
+	if (fd >= 0)
+		close(fd);
+	return old;
+}
+
 static void scan_dir(const pd_audit_policy *p, pd_result *r, pd_sandbox *s, const char *dir, int depth,
-		     int *budget)
+		     int *budget, int64_t since_ns)
 {
 	pd_dirent *ents = NULL;
 	size_t n = 0;
@@ -92,10 +110,11 @@ static void scan_dir(const pd_audit_policy *p, pd_result *r, pd_sandbox *s, cons
 		if (snprintf(path, sizeof path, "%s/%s", dir, ents[i].name) >= (int)sizeof path)
 			continue;
 		if (S_ISDIR(ents[i].mode)) {
-			scan_dir(p, r, s, path, depth + 1, budget);
+			scan_dir(p, r, s, path, depth + 1, budget, since_ns);
 			continue;
 		}
-		if (!S_ISREG(ents[i].mode) || ents[i].size > SCAN_FILE_BYTES || is_trap(p, path))
+		if (!S_ISREG(ents[i].mode) || ents[i].size > SCAN_FILE_BYTES || is_trap(p, path) ||
+		    older(s, path, ents[i].mtime, since_ns))
 			continue;
 		(*budget)--;
 		char *data = NULL;
@@ -123,6 +142,12 @@ static const pd_audit_event *first_of(const pd_result *r, pd_audit_kind k)
 
 void pd_audit_evaluate(const pd_audit_policy *p, pd_result *r, pd_sandbox *s, pd_audit_verdict *v)
 {
+	pd_audit_evaluate_since(p, r, s, 0, v);
+}
+
+void pd_audit_evaluate_since(const pd_audit_policy *p, pd_result *r, pd_sandbox *s, int64_t since_ns,
+			     pd_audit_verdict *v)
+{
 	memset(v, 0, sizeof *v);
 	if (p->env.n) {
 		honey_in(p, r, r->out.head, r->out.head_len, "output", "stdout", NULL);
@@ -137,8 +162,8 @@ void pd_audit_evaluate(const pd_audit_policy *p, pd_result *r, pd_sandbox *s, pd
 	}
 	if (s && (p->env.n || p->ntraps)) {
 		int budget = SCAN_FILES;
-		scan_dir(p, r, s, "/work", 0, &budget);
-		scan_dir(p, r, s, "/tmp", 0, &budget);
+		scan_dir(p, r, s, "/work", 0, &budget, since_ns);
+		scan_dir(p, r, s, "/tmp", 0, &budget, since_ns);
 	}
 	if (!r->audited) {
 		v->status = PD_PROCESS_NOT_AUDITED;

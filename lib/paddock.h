@@ -143,6 +143,7 @@ typedef struct pd_audit_event {
 	char address[64];   /* what the relay connected to ("" when refused) */
 	char note[64];      /* why refused or closed ("not on the allowlist", "idle", ...) */
 	uint64_t bytes_out, bytes_in; /* program to target, target to program */
+	bool honey;         /* a honey token went out on it (relay.c; env_probe) */
 } pd_audit_event;
 
 #define PD_DIGEST_LEN 72 /* "sha256:" + 64 hex + NUL, rounded */
@@ -642,6 +643,10 @@ typedef struct pd_audit_verdict {
  * "file"); then the process level: not_audited when r was not audited whole, fail when an event
  * of a failing kind is there (egress only when not allowed), else pass. */
 void pd_audit_evaluate(const pd_audit_policy *p, pd_result *r, pd_sandbox *s, pd_audit_verdict *v);
+/* The same for an exec in a sandbox that lives on (a session's): only the files changed since
+ * since_ns (CLOCK_REALTIME, in ns; the exec's start) are its doing and searched. */
+void pd_audit_evaluate_since(const pd_audit_policy *p, pd_result *r, pd_sandbox *s, int64_t since_ns,
+			     pd_audit_verdict *v);
 /* {"status": "fail", "reasons": [...], "failed": [kinds]} (malloc'd), for records. */
 char *pd_audit_verdict_json(const pd_audit_verdict *v);
 /* pd_run under policy p: its decoys planted after the create, its honey variables added to

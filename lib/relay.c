@@ -46,6 +46,8 @@ typedef struct conn {
 	bool done, reported, joinable;
 	uint64_t t_us;
 	pd_audit_event ev; /* built as the connection goes */
+	char carry[15];    /* the last bytes sent out, for a honey mark cut between two reads */
+	size_t ncarry;
 	struct conn *next;
 } conn;
 
@@ -217,6 +219,37 @@ static int dial(pd_relay *r, const struct sockaddr_storage *a, int na, char *add
 /* Copies both ways until both sides are done, the byte cap, idle, or a stop. */
 /* out_left: what the program may still send (a request's body; UINT64_MAX in a tunnel): past it,
  * its side is no longer read. */
+/* Every honey token the audit makes starts so (auditpolicy.c): one in the bytes a program sends
+ * out means it harvested its environment (an env_probe when the exec is audited). Sent as it was;
+ * in a TLS tunnel it is encrypted and not seen. */
+#define HONEY_MARK "pdk-honey-"
+#define HONEY_MARK_LEN (sizeof HONEY_MARK - 1)
+
+static void honey_scan(conn *c, pd_audit_event *ev, const char *b, size_t n)
+{
+	_Static_assert(sizeof c->carry >= HONEY_MARK_LEN - 1, "carry holds a mark's head");
+	const size_t m1 = HONEY_MARK_LEN - 1;
+	if (ev->honey || !n)
+		return;
+	char edge[2 * HONEY_MARK_LEN];
+	size_t take = n < m1 ? n : m1;
+	memcpy(edge, c->carry, c->ncarry);
+	memcpy(edge + c->ncarry, b, take);
+	if (memmem(edge, c->ncarry + take, HONEY_MARK, HONEY_MARK_LEN) || memmem(b, n, HONEY_MARK, HONEY_MARK_LEN)) {
+		ev->honey = true;
+		return;
+	}
+	/* keep the last m1 bytes of what went out */
+	size_t all = c->ncarry + n, keep = all < m1 ? all : m1;
+	if (n >= keep) {
+		memcpy(c->carry, b + n - keep, keep);
+	} else {
+		memmove(c->carry, c->carry + c->ncarry - (keep - n), keep - n);
+		memcpy(c->carry + keep - n, b, n);
+	}
+	c->ncarry = keep;
+}
+
 static void pump(pd_relay *r, conn *c, pd_audit_event *ev, uint64_t out_left)
 {
 	char buf[16384];
@@ -266,6 +299,8 @@ static void pump(pd_relay *r, conn *c, pd_audit_event *ev, uint64_t out_left)
 				snprintf(ev->note, sizeof ev->note, "byte limit");
 				return;
 			}
+			if (d == 0)
+				honey_scan(c, ev, buf, (size_t)k);
 			if (!send_all(r, to[d], buf, (size_t)k, r->idle_ms)) {
 				snprintf(ev->note, sizeof ev->note, "write failed");
 				return;
@@ -292,6 +327,7 @@ static void serve(pd_relay *r, conn *c, pd_audit_event *ev)
 	size_t got = 0;
 	snprintf(ev->op, sizeof ev->op, "http");
 	ssize_t hl = read_head(r, c->cfd, head, sizeof head, &got);
+	honey_scan(c, ev, head, got); /* a refused request carried it out of the program all the same */
 	if (hl <= 0) {
 		snprintf(ev->note, sizeof ev->note, hl < 0 ? "request head too long" : "no request");
 		if (hl < 0)
@@ -358,6 +394,7 @@ static void serve(pd_relay *r, conn *c, pd_audit_event *ev)
 			if (k > 0) {
 				rest = head;
 				rest_len = (size_t)k;
+				honey_scan(c, ev, rest, rest_len);
 			}
 		}
 		char sni[128];
@@ -623,6 +660,8 @@ static void put(pd_result *res, const pd_audit_opts *ao, pd_audit_event ev, uint
 		d->bytes_out = ev.bytes_out;
 		d->bytes_in = ev.bytes_in;
 	}
+	if (ev.honey)
+		pd_audit_record(res, ao, PD_AK_ENV_PROBE, ev.op, "out", ev.target, false, 0, ev.t_us);
 	res->audit_net++;
 	if (ev.denied)
 		res->audit_denied++;

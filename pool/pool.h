@@ -270,6 +270,11 @@ pd_sandbox *pd_session_sandbox(pd_session *s);
  * it again (a client retrying after a network hiccup must not double side effects). Full output
  * beyond the kept head/tail is spilled to files fetchable with pd_session_output_path. */
 int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *request_id, pd_result *r, pd_err *e);
+/* pd_session_exec under an audit policy (docs/audit.md): its decoys planted and its honey
+ * variables set before the program runs, the process level computed into v with the sandbox's
+ * files after it (p NULL: pd_session_exec). x->audit must be p's options. */
+int pd_session_exec_audited(pd_session *s, const pd_exec_opts *x, const pd_audit_policy *p, const char *request_id,
+			    pd_result *r, pd_audit_verdict *v, pd_err *e);
 /* The session's sandbox id and state ("EXPIRED" once the pools ended it), read safely even while
  * the reclaimer tears an ended session's sandbox down. */
 void pd_session_info(pd_session *s, char *sandbox_id, size_t id_len, char *state, size_t state_len);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 
@@ -379,6 +380,12 @@ static void live_no_stdout(void *arg, int stream, const char *buf, size_t len)
 
 int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_result *r, pd_err *e)
 {
+	return pd_session_exec_audited(s, x, NULL, rid, r, NULL, e);
+}
+
+int pd_session_exec_audited(pd_session *s, const pd_exec_opts *x, const pd_audit_policy *p, const char *rid,
+			    pd_result *r, pd_audit_verdict *v, pd_err *e)
+{
 	memset(r, 0, sizeof *r);
 	if (rid && (!*rid || strlen(rid) >= sizeof s->rec[0].request_id))
 		return pd_fail(e, EINVAL, "request id must have 1 to 127 characters");
@@ -389,6 +396,8 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_re
 		if (rec) {
 			record_result(s, rec, r);
 			session_leave(s);
+			if (p)
+				pd_audit_evaluate(p, r, NULL, v);
 			return 0;
 		}
 	}
@@ -414,6 +423,21 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_re
 		xo.envp = s->pl->t.env;
 	if (!xo.cwd && s->pl->t.cwd)
 		xo.cwd = s->pl->t.cwd;
+	/* the policy's decoys planted and honey variables set, as for a run (server/job.c) */
+	char *const *env_asked = xo.envp; /* what the trajectory records: not the tokens */
+	char **honey = p ? pd_env_merge(xo.envp, (char *const *)pd_audit_policy_env(p)) : NULL;
+	if (honey)
+		xo.envp = honey;
+	if (p && pd_audit_policy_plant(p, s->sb, e) < 0) {
+		free(honey);
+		for (int i = 0; i < 2; i++)
+			if (xo.spill_fd[i] >= 0)
+				close(xo.spill_fd[i]);
+		unlink(out);
+		unlink(err);
+		session_leave(s);
+		return -1;
+	}
 	xo.spill_max = SESSION_SPILL_BYTES;
 	xo.step_kill = !s->end_on_limit;
 	live_filter lf = {x->on_data, x->data_arg};
@@ -425,7 +449,16 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_re
 	bool skip = false;
 	noise_armed arm;
 	json_t *noise = session_noise_before(s, n, &xo, &arm, r, &skip);
+	/* the coarse clock, as the file systems stamp a change: a file this exec wrote is not older */
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
 	int rc = skip ? 0 : pd_sandbox_exec(s->sb, &xo, r, e);
+	xo.envp = env_asked;
+	free(honey);
+	/* judged with the sandbox's files (a decoy's answer or a token written), before the record
+	 * is kept: its events are the record's */
+	if (rc == 0 && p)
+		pd_audit_evaluate_since(p, r, s->sb, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, v);
 	if (rc == 0)
 		session_noise_after(s, n, &arm, r, noise);
 	if (rc == 0 && pd_sandbox_state(s->sb) != PD_READY)

@@ -278,15 +278,17 @@ static uint64_t wall_us(void)
 
 /* The job's policy: the template's, tightened by the request's, when the template has one and
  * the request asks for an audit or the template makes it mandatory; else the request's. Once per
- * job. Returns -1 (j->error set) when the request would widen the template's. */
-static int effective_policy(pd_job *j, const pd_template *t)
+ * job: the surfaces call it when the request arrives (a request that would widen the template's
+ * is refused there, naming the field), the attempt again for a job that did not come through them.
+ * Returns -1 (e set) when the request would widen the template's. */
+int pd_job_audit_policy(pd_job *j, const pd_template *t, pd_err *e)
 {
-	if (j->audit_merged || !t->audit || (!j->audit && !pd_audit_policy_mandatory(t->audit)))
+	if (j->audit_merged || !t || !t->audit || (!j->audit && !pd_audit_policy_mandatory(t->audit)))
 		return 0;
-	pd_err e = {0};
 	pd_audit_policy *p = pd_audit_policy_copy(t->audit);
-	if (!p || (j->audit && pd_audit_policy_merge(p, j->audit, true, &e) < 0)) {
-		snprintf(j->error, sizeof j->error, "%s", p ? PD_ERR_STR(&e) : "audit: out of memory");
+	if (!p)
+		return pd_fail(e, ENOMEM, "audit: out of memory");
+	if (j->audit && pd_audit_policy_merge(p, j->audit, true, e) < 0) {
 		pd_audit_policy_free(p);
 		return -1;
 	}
@@ -341,8 +343,10 @@ static bool attempt(pd_pools *pools, pd_job *j)
 			 t->name, t->missing);
 		return false;
 	}
-	if (effective_policy(j, t) < 0) {
+	pd_err pe = {0};
+	if (pd_job_audit_policy(j, t, &pe) < 0) {
 		j->failure = PD_F_NONE; /* the client's: its policy would widen the template's */
+		snprintf(j->error, sizeof j->error, "%s", PD_ERR_STR(&pe));
 		return false;
 	}
 	if (j->language[0]) {

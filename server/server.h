@@ -210,6 +210,10 @@ typedef struct pd_job {
 
 pd_job *pd_job_new(void);
 void pd_job_free(pd_job *j);
+/* The job's audit policy made final (server/job.c): the template's tightened by the request's,
+ * or the template's alone when it is mandatory. -1 with e naming the field (e.g. audit.egress)
+ * when the request would widen the template's: the surfaces refuse such a request (400). */
+int pd_job_audit_policy(pd_job *j, const pd_template *t, pd_err *e);
 /* The three run APIs, each a parser and an encoder in server/api/ (native.c, sandboxfusion.c,
  * piston.c). */
 /* Parses a native run request; on error returns NULL and e names the field. */
@@ -440,6 +444,8 @@ typedef struct pd_session_exec_req {
 	bool stream;            /* the output is sent while the step runs (JSON lines, chunked) */
 	json_t *body;           /* owned */
 	pd_audit_policy *audit; /* owned; x.audit points into it; NULL = not audited */
+	pd_audit_verdict verdict; /* the exec's process level, once run (evaluated) */
+	bool evaluated;
 } pd_session_exec_req;
 int pd_session_exec_parse(const char *body, size_t len, pd_session_exec_req *q, pd_err *e);
 void pd_session_exec_req_free(pd_session_exec_req *q);

@@ -36,6 +36,8 @@ int api_parse_image(pd_job *j, json_t *req, pd_err *e);
 const char *api_isolation_of(const pd_job *j);
 /* "isolation" (v, may be NULL): a tier's name into out, or "" when not given; 400 otherwise */
 int api_parse_isolation(json_t *v, char *out, size_t len, pd_err *e);
+/* "network": none, loopback, allowlist or host (which of them the daemon allows: netmodes.c) */
+int api_parse_network(pd_job *j, json_t *req, pd_err *e);
 /* The result record's stdout or stderr text (a new reference; "" if absent). */
 json_t *api_record_text(json_t *rec, const char *stream);
 /* The fetched files: path -> base64, null for one that could not be read. */

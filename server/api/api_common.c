@@ -246,6 +246,20 @@ const char *api_isolation_of(const pd_job *j)
 	return j->isolation[0] ? j->isolation : "container";
 }
 
+int api_parse_network(pd_job *j, json_t *req, pd_err *e)
+{
+	/* paddock's extension: a network mode the daemon allows (--run-code-networks, checked by
+	 * netmodes_pick: the request runs in the template's twin of that mode) */
+	json_t *net = json_object_get(req, "network");
+	if (!net || json_is_null(net))
+		return 0;
+	const char *ns = json_string_value(net);
+	if (!ns || (strcmp(ns, "none") && strcmp(ns, "loopback") && strcmp(ns, "allowlist") && strcmp(ns, "host")))
+		return pd_refuse(e, "network: must be none, loopback, allowlist or host");
+	snprintf(j->network, sizeof j->network, "%s", ns);
+	return 0;
+}
+
 int api_parse_isolation(json_t *v, char *out, size_t len, pd_err *e)
 {
 	if (!v || json_is_null(v))

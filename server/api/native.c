@@ -16,7 +16,7 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 		"template", "language", "code",   "files",       "files_base64", "cmd",
 		"shell",    "compile",  "stdin",  "args",        "limits",       "env",
 		"cwd",      "fetch_files", "priority", "deadline_ms", "task_id", "problem_id",
-		"problem_version", "audit", "request_id", "image", "isolation", NULL};
+		"problem_version", "audit", "request_id", "image", "isolation", "network", NULL};
 	if (!json_is_object(req)) {
 		pd_refuse(e, "request: must be a JSON object");
 		return NULL;
@@ -208,6 +208,8 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 		j->cwd = strdup(json_string_value(cwd));
 	}
 	if (api_parse_fetch(j, json_object_get(req, "fetch_files"), e) < 0)
+		goto fail;
+	if (api_parse_network(j, req, e) < 0)
 		goto fail;
 	if (api_common_ids(j, req, e) < 0)
 		goto fail;

@@ -43,16 +43,8 @@ pd_job *pd_job_from_run_code(json_t *req, pd_err *e)
 	if (api_get_seconds(req, "compile_timeout", "compile_timeout", &j->compile.wall_ms, e) < 0 ||
 	    api_get_seconds(req, "run_timeout", "run_timeout", &j->run.wall_ms, e) < 0)
 		goto fail;
-	/* paddock's extension: a network mode the daemon allows (--run-code-networks) */
-	json_t *net = json_object_get(req, "network");
-	if (net && !json_is_null(net)) {
-		const char *ns = json_string_value(net);
-		if (!ns || (strcmp(ns, "none") && strcmp(ns, "loopback") && strcmp(ns, "host"))) {
-			pd_refuse(e, "network: must be none, loopback or host");
-			goto fail;
-		}
-		snprintf(j->network, sizeof j->network, "%s", ns);
-	}
+	if (api_parse_network(j, req, e) < 0)
+		goto fail;
 	json_t *mem = json_object_get(req, "memory_limit_MB");
 	if (mem && !json_is_null(mem)) {
 		if (!json_is_number(mem)) {

@@ -166,9 +166,10 @@ static void step_main(http_piped *pp)
 		q->x.data_arg = l;
 		q->x.cancel = &l->gone;
 		pd_result res;
-		if (pd_session_exec(l->se->s, &q->x, l->rid, &res, &e) < 0) {
+		if (pd_session_exec_audited(l->se->s, &q->x, q->audit, l->rid, &res, &q->verdict, &e) < 0) {
 			status = session_exec_status(&e);
 		} else {
+			q->evaluated = q->audit != NULL;
 			answer = session_exec_answer(l->se, q, l->rid, &res);
 			pd_result_free(&res);
 			if (!answer) {

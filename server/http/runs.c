@@ -202,6 +202,13 @@ void runs_submit(req *r, kind k)
 		http_set_error(r, 400, "%s", netwhy);
 		return;
 	}
+	/* a policy that would widen the template's is the client's error, said now (400 naming the
+	 * field), not a record of a run that never was */
+	if (r->srv->pools && pd_job_audit_policy(j, pd_pools_template(r->srv->pools, j->template_name), &e) < 0) {
+		pd_job_free(j);
+		http_set_error(r, 400, "%s", PD_ERR_STR(&e));
+		return;
+	}
 	client_of(r->conn, j->client, sizeof j->client);
 	default_deadline(r->srv, j);
 	/* Piston's memory failure is the kernel's OOM kill: SG, SIGKILL, "memory limit exceeded" */

@@ -71,8 +71,8 @@ int session_exec_status(const pd_err *e)
 json_t *session_exec_answer(sess_entry *se, const pd_session_exec_req *q, const char *rid, pd_result *res)
 {
 	/* the process level of this exec, first: its output is evidence too */
-	pd_audit_verdict v;
-	if (q->audit)
+	pd_audit_verdict v = q->verdict;
+	if (q->audit && !q->evaluated)
 		pd_audit_evaluate(q->audit, res, NULL, &v);
 	if (se->image_name[0]) /* the session's pool is per digest: the name is the one it was opened by */
 		snprintf(res->image_name, sizeof res->image_name, "%s", se->image_name);
@@ -98,6 +98,24 @@ json_t *session_exec_answer(sess_entry *se, const pd_session_exec_req *q, const 
 	return o;
 }
 
+int session_exec_policy(pd_server *srv, sess_entry *se, pd_session_exec_req *q, pd_err *e)
+{
+	const pd_template *t = srv->pools ? pd_pools_template(srv->pools, se->template_name) : NULL;
+	if (!t || !t->audit || (!q->audit && !pd_audit_policy_mandatory(t->audit)))
+		return 0;
+	pd_audit_policy *p = pd_audit_policy_copy(t->audit);
+	if (!p)
+		return pd_fail(e, ENOMEM, "audit: out of memory");
+	if (q->audit && pd_audit_policy_merge(p, q->audit, true, e) < 0) {
+		pd_audit_policy_free(p);
+		return -1;
+	}
+	pd_audit_policy_free(q->audit);
+	q->audit = p;
+	q->x.audit = pd_audit_policy_opts(p);
+	return 0;
+}
+
 /* The hang-up watcher's call (its thread, under srv->mu): the step's client left */
 static void step_client_gone(void *arg, bool fired)
 {
@@ -114,6 +132,11 @@ static bool session_exec(req *r, sess_entry *se)
 	if (pd_session_exec_parse(r->body, r->len, &q, &e) < 0) {
 		http_set_error(r, 400, "%s", PD_ERR_STR(&e));
 		return false;
+	}
+	/* the template's policy, as for a run: mandatory, and a request may only tighten it */
+	if (session_exec_policy(r->srv, se, &q, &e) < 0) {
+		http_set_error(r, 400, "%s", PD_ERR_STR(&e));
+		goto out;
 	}
 	const char *rid = q.request_id ? q.request_id : step_id(r);
 	if (q.stream) {
@@ -136,7 +159,8 @@ static bool session_exec(req *r, sess_entry *se)
 		q.x.cancel = &gone;
 	}
 	pd_result res;
-	int rc = pd_session_exec(se->s, &q.x, rid, &res, &e);
+	int rc = pd_session_exec_audited(se->s, &q.x, q.audit, rid, &res, &q.verdict, &e);
+	q.evaluated = rc == 0 && q.audit;
 	if (watched)
 		hangup_unwatch(r);
 	if (atomic_load(&gone))

@@ -3,9 +3,10 @@
 # program that commits all seven — a tamper, a read of judge material, a decoy read, an environ
 # harvest, an egress attempt, a loopback scan, a read outside the allowed paths — run under one
 # policy by paddock exec, POST /v1/runs, /run_code, a session's exec and a judged submission; each
-# must report the seven kinds, and fail the process level.
+# must report the seven kinds, and fail the process level; and paddock run, a run line and a judge
+# line, the same.
 source "$(dirname "$0")/api.sh"
-plan 11
+plan 14
 
 POL='{"judge":["/etc/hostname"],"traps":[{"path":"/work/expected_output.txt","content":"41\n"}]}'
 SH='echo x > /usr/bin/.pdk-kinds; cat /etc/hostname; cat /work/expected_output.txt; cat /proc/self/environ >/dev/null; python3 -c "import socket
@@ -40,3 +41,14 @@ is "$(body | kinds)" "$ALL" "/v1/judge: all seven kinds"
 is "$(jb .verdict.process.status)" fail "/v1/judge: the process level fails"
 stop_daemon
 ok $? "daemon stopped"
+
+# paddock run: the same request lines in process, a run line and a judge line
+JCODE=$(jq -cn --arg s "$SH" '"import subprocess\nsubprocess.run([\"bash\", \"-c\", " + ($s | tojson) + "], stdout=subprocess.DEVNULL)\nprint(\"Hello, World!\")\n"')
+{ jq -cn --arg s "$SH" --argjson p "$POL" '{task_id: "run", shell: $s, audit: $p}'
+  jq -cn --argjson c "$JCODE" --argjson p "$POL" '{task_id: "judge", problem_id: "hello", language: "python", cache: false, audit: $p, code: $c}'
+} >"$TMPD/kinds.jsonl"
+"$PADDOCK" run -q -j 1 --problems examples/problems -o "$TMPD/kinds.out" "$TMPD/kinds.jsonl" 2>"$TMPD/kinds.err"
+is "$(jq -c 'select(.task_id == "run")' "$TMPD/kinds.out" | kinds)" "$ALL" "paddock run, a run line: all seven kinds"
+is "$(jq -c 'select(.task_id == "judge")' "$TMPD/kinds.out" | kinds)" "$ALL" "paddock run, a judge line: all seven kinds"
+is "$(jq -r '[.task_id, .verdict.process.status, .failure_class] | join(" ")' "$TMPD/kinds.out" | sort | tr '\n' ';')" \
+  "judge fail policy_violation;run fail policy_violation;" "paddock run: both fail the process level (policy_violation)"

@@ -7,7 +7,7 @@
 # URI do not get around the list. A session switches its network between stages. Many sandboxes
 # later, the daemon holds no more descriptors or threads than before.
 source "$(dirname "$0")/api.sh"
-plan 32
+plan 37
 
 # two servers on the host's loopback, each on a port the kernel picks
 cat >"$TMPD/srv.py" <<'PY'
@@ -46,7 +46,7 @@ cat >"$TMPD/tpl.json" <<JSON
   {"name": "stages", "language": "python", "network": "none",
    "egress": {"allow": ["127.0.0.1:$M", "localhost:$M"]}}]}
 JSON
-start_daemon --templates "$TMPD/tpl.json"
+start_daemon --templates "$TMPD/tpl.json" --run-code-networks allowlist
 ok $? "daemon started with an allowlist template"
 
 # FETCH: python's urllib, which takes the proxy from http_proxy as any HTTP client does
@@ -138,6 +138,39 @@ is "$(jb '.audit.events[] | select(.kind == "egress") | [.host, .mode, .note] | 
 # the relay is the only way out: the host's loopback is not the sandbox's
 post_json /v1/runs "$(jq -nc --arg m "$M" '{template: "mirror", cmd: ["python3", "-c", "import socket,sys\ntry: socket.create_connection((\"127.0.0.1\", int(sys.argv[1])), timeout=5); print(\"reached\")\nexcept OSError as e: print(e.errno)", $m]}')"
 is "$(jb .run.stdout)" "111" "a direct connection to the mirror's port: refused (the sandbox's loopback, not the host's)"
+
+# a honey token sent out through the relay to an allowed host: the environment was harvested
+# (env_probe), in a plain request's URI and in a tunnel's bytes; the same fetch without it passes
+HONEY='import os, socket, sys, urllib.request
+m, tok = int(sys.argv[1]), os.environ["API_TOKEN"]
+if sys.argv[2] == "http":
+    print(urllib.request.urlopen("http://127.0.0.1:%d/?k=%s" % (m, tok if sys.argv[3] == "1" else "none"), timeout=20).read().decode())
+else:
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+    s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n" % m)
+    print(s.recv(100).split(b"\r\n")[0].decode())
+    req = ("GET /?k=%s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % tok).encode()
+    s.sendall(req[:12]); s.sendall(req[12:])
+    print(s.recv(1000).split(b"\r\n")[0].decode())'
+hrun() { post_json /v1/runs "$(jq -nc --arg c "$HONEY" '{template: "mirror", audit: {env: ["API_TOKEN"]}, cmd: (["python3", "-c", $c] + $ARGS.positional)}' --args "$M" "$@")"; }
+hrun http 1
+is "$(jb '[.run.stdout, .verdict.process.status, (.verdict.process.failed | join(",")), ([.audit.events[] | select(.kind == "env_probe") | .op] | join(","))] | join(" ")')" \
+  "mirror-ok
+ fail env_probe http" "a honey token in an allowed request's URI: env_probe (the request still went: the mirror answered)"
+hrun tunnel 1
+is "$(jb '[.verdict.process.status, ([.audit.events[] | select(.kind == "env_probe") | .op] | join(","))] | join(" ")')" \
+  "fail tunnel" "a honey token in a tunnel's bytes, sent in two pieces: env_probe"
+hrun http 0
+is "$(jb '[.run.stdout, .verdict.process.status] | join(" ")')" "mirror-ok
+ pass" "the same fetch without the token: pass"
+
+# a request's network: "allowlist" runs in the twin of a template whose own network is none
+post_json /v1/runs "$(jq -nc --arg c "$FETCH" '{template: "stages", network: "allowlist", audit: true, cmd: (["python3", "-c", $c] + $ARGS.positional)}' --args "http://127.0.0.1:$M/" "http://127.0.0.1:$T/")"
+is "$CODE $(jb '[.template, .run.stdout, .verdict.process.status] | join(" ")')" "200 stages.net-allowlist mirror-ok
+ERR 403
+ fail" "/v1/runs \"network\": \"allowlist\": the mirror answers, the target is refused and fails the process level"
+post_json /v1/runs '{"template": "stages", "network": "host", "shell": "true"}'
+like "$CODE $(jb .error)" "^400 network: 'host' is not one this daemon allows" "a mode the daemon does not allow: 400"
 
 # --- a session's stages -----------------------------------------------------------------------------
 post_json /v1/sessions '{"template": "stages", "network": "allowlist", "egress": {"allow": ["127.0.0.1:'"$M"'"]}}'

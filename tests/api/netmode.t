@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# /run_code's network per request (paddock's "network" field), from the set the operator allows
+# /run_code's and /v1/runs' network per request (paddock's "network" field), from the set the operator allows
 # with --run-code-networks: "none" runs in a network namespace whose loopback is down, "host" in
 # the host's network (SandboxFusion's sandboxes reach the network), no field the language
 # template's own (loopback: no egress). A mode not allowed, or none allowed, is a 400 naming it.
 source "$(dirname "$0")/api.sh"
-plan 8
+plan 11
 
 # what the program sees: the errno of a connect to a closed loopback port (111 refused: lo is up;
 # 101 unreachable: no network at all) and whether an interface besides lo exists
@@ -30,6 +30,14 @@ run loopback; is "$CODE $(jb .error)" "400 network: 'loopback' is not one this d
   "a mode not in the set: 400 naming it"
 post_json /run_code '{"language":"python","code":"print(1)","network":"wifi"}'
 is "$CODE" 400 "an unknown mode: 400"
+post_json /v1/runs "$(jq -nc --arg c "$PROG" '{language: "python", code: $c, network: "none"}')"
+is "$CODE $(jb .run.stdout)" "200 101 lo-only" "/v1/runs takes the same field: network none"
+post_json /v1/runs '{"language":"python","code":"print(1)","network":"wifi"}'
+is "$CODE $(jb .error)" "400 network: must be none, loopback, allowlist or host" "/v1/runs: an unknown mode: 400 naming it"
+printf '%s\n' '{"language":"python","code":"print(1)","network":"none","task_id":"n"}' >"$TMPD/net.jsonl"
+"$PADDOCK" run -q -j 1 -o "$TMPD/net.out" "$TMPD/net.jsonl" 2>/dev/null
+like "$(jq -r '[.refused, .error] | join(" ")' "$TMPD/net.out")" '^bad_request network: paddock run has no per-request networks' \
+  "paddock run: a line asking for a network is refused, not run in its template's network unsaid"
 stop_daemon
 start_daemon
 ok $? "daemon without --run-code-networks"
