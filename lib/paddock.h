@@ -194,6 +194,13 @@ struct json_t;
  * SandboxFusion and Piston shapes take their fields from it). Without with_output, the stdout and
  * stderr texts are left out (their byte counts stay). NULL when out of memory. */
 struct json_t *pd_result_json(const pd_result *r, bool with_output);
+/* One audit event as every record spells it: kind, time (ms since the exec started), pid, path
+ * (or address, for a network event), mode, op, denied, and for the egress relay's connections
+ * host, resolved, bytes_out, bytes_in, note. NULL when out of memory. */
+struct json_t *pd_audit_event_json(const pd_audit_event *ev);
+/* r's audit as a record's "audit": {"events", "dropped", "counts" per kind}, or JSON null when no
+ * audit ran. NULL when out of memory. */
+struct json_t *pd_result_audit_json(const pd_result *r);
 /* Writes r as one line of JSON (the result record) to fd. Returns 0 or -1 with errno. */
 int pd_result_write_json(const pd_result *r, int fd, bool with_output);
 /* The same, with extra fields (a JSON fragment like "\"id\":\"x\"") written first. */

@@ -68,6 +68,54 @@ static bool set_output(json_t *o, const char *name, const pd_output *out, bool w
 	return good;
 }
 
+json_t *pd_audit_event_json(const pd_audit_event *ev)
+{
+	/* network calls and the egress relay's connections name an address, the rest a path */
+	bool relay = !strcmp(ev->op, "tunnel") || !strcmp(ev->op, "http");
+	bool net = relay || !strcmp(ev->op, "connect") || !strncmp(ev->op, "send", 4);
+	json_t *e = json_object();
+	bool good = e && set(e, "kind", pd_json_text(ev->kind)) && set(e, "time", ms(ev->t_us)) &&
+		    set(e, "pid", json_integer(ev->pid)) && set(e, net ? "address" : "path", pd_json_text(ev->target)) &&
+		    set(e, "mode", pd_json_text(ev->mode)) && set(e, "op", pd_json_text(ev->op)) &&
+		    set(e, "denied", json_boolean(ev->denied));
+	/* the relay's connection: the name asked for, where it went, how much, why it ended */
+	if (good && relay)
+		good = set(e, "host", pd_json_text(ev->host)) && set(e, "resolved", pd_json_text(ev->address)) &&
+		       set(e, "bytes_out", count(ev->bytes_out)) && set(e, "bytes_in", count(ev->bytes_in)) &&
+		       set(e, "note", pd_json_text(ev->note));
+	if (!good) {
+		json_decref(e);
+		return NULL;
+	}
+	return e;
+}
+
+json_t *pd_result_audit_json(const pd_result *r)
+{
+	bool any = r->audited || r->audit_len || r->audit_dropped;
+	for (int k = 0; k < PD_AK_N && !any; k++)
+		any = r->audit_kinds[k] != 0;
+	if (!any) /* no audit ran: the record says so rather than showing an empty list */
+		return json_null();
+	/* the lists belong to o from the start: one decref undoes a failure anywhere */
+	json_t *o = json_object(), *events = json_array(), *counts = json_object();
+	bool good = o && set(o, "events", events) && set(o, "counts", counts);
+	if (!good && !o) {
+		json_decref(events);
+		json_decref(counts);
+	}
+	for (size_t i = 0; good && i < r->audit_len; i++)
+		good = json_array_append_new(events, pd_audit_event_json(&r->audit[i])) == 0;
+	for (int k = 0; good && k < PD_AK_N; k++)
+		good = set(counts, pd_audit_kind_name((pd_audit_kind)k), count(r->audit_kinds[k]));
+	good = good && set(o, "dropped", count(r->audit_dropped));
+	if (!good) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
 json_t *pd_result_json(const pd_result *r, bool with_output)
 {
 	json_t *o = json_object();
@@ -106,23 +154,7 @@ json_t *pd_result_json(const pd_result *r, bool with_output)
 	/* only when it happened: a step whose client left (pd_exec_opts.cancel) */
 	if (good && r->cancelled)
 		good = set(o, "cancelled", json_true());
-	json_t *audit = good ? json_array() : NULL;
-	for (size_t i = 0; audit && good && i < r->audit_len; i++) {
-		const pd_audit_event *ev = &r->audit[i];
-		json_t *e = json_object();
-		good = e && set(e, "t_ms", ms(ev->t_us)) && set(e, "kind", pd_json_text(ev->kind)) &&
-		       set(e, "op", pd_json_text(ev->op)) && set(e, "mode", pd_json_text(ev->mode)) &&
-		       set(e, "target", pd_json_text(ev->target)) && set(e, "denied", json_boolean(ev->denied)) &&
-		       set(e, "pid", json_integer(ev->pid));
-		/* the egress relay's connections: the name, where it went, how much, why it ended */
-		if (good && (!strcmp(ev->op, "tunnel") || !strcmp(ev->op, "http")))
-			good = set(e, "host", pd_json_text(ev->host)) && set(e, "resolved", pd_json_text(ev->address)) &&
-			       set(e, "bytes_out", count(ev->bytes_out)) && set(e, "bytes_in", count(ev->bytes_in)) &&
-			       set(e, "note", pd_json_text(ev->note));
-		good = good && json_array_append_new(audit, e) == 0;
-		if (!good)
-			json_decref(e);
-	}
+	json_t *audit = good ? pd_result_audit_json(r) : NULL;
 	if (!good || !set(o, "audit", audit)) {
 		json_decref(o);
 		return NULL;

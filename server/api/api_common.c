@@ -348,25 +348,12 @@ json_t *api_files_json(const pd_job *j)
 	return files;
 }
 
-/* one event as the record carries it: the path, or the address of a network event */
+/* one event as every record spells it (pd_audit_event_json), with the stage it happened in */
 static json_t *event_json(const pd_audit_event *ev, const char *step)
 {
-	json_t *o = json_object();
-	bool relay = !strcmp(ev->op, "tunnel") || !strcmp(ev->op, "http");
-	bool net = relay || !strcmp(ev->op, "connect") || !strncmp(ev->op, "send", 4);
-	json_object_set_new(o, "kind", json_string(ev->kind));
-	json_object_set_new(o, "time", json_real((double)ev->t_us / 1000.0));
-	json_object_set_new(o, "pid", json_integer(ev->pid));
-	json_object_set_new(o, net ? "address" : "path", pd_json_text(ev->target));
-	json_object_set_new(o, "mode", pd_json_text(ev->mode));
-	json_object_set_new(o, "op", pd_json_text(ev->op));
-	json_object_set_new(o, "denied", json_boolean(ev->denied));
-	json_object_set_new(o, "step", json_string(step));
-	if (relay) /* the egress relay's connection: the name asked for, where it went, how much */
-		json_object_update_missing_new(o, json_pack("{s:o,s:o,s:I,s:I,s:o}", "host", pd_json_text(ev->host),
-							    "resolved", pd_json_text(ev->address), "bytes_out",
-							    (json_int_t)ev->bytes_out, "bytes_in", (json_int_t)ev->bytes_in,
-							    "note", pd_json_text(ev->note)));
+	json_t *o = pd_audit_event_json(ev);
+	if (o)
+		json_object_set_new(o, "step", json_string(step));
 	return o;
 }
 

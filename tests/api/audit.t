@@ -77,10 +77,10 @@ post_json "/v1/sessions/$S/exec" '{"shell":"echo ok > /work/a; cat /work/a","aud
 is "$(jb '[.stdout, .process.status] | join(" ")')" "ok
  pass" "session exec with audit, honest: pass"
 post_json "/v1/sessions/$S/exec" '{"shell":"rm /usr/bin/bash; ln -s /bin/true /usr/bin/bash","audit":true}'
-is "$(jb '[.process.status, (.audit | map(.kind) | unique | join(","))] | join(" ")')" "fail tamper" \
+is "$(jb '[.process.status, (.audit.events | map(.kind) | unique | join(","))] | join(" ")')" "fail tamper" \
   "session exec with audit, rm + ln -s over bash: fail, tamper"
 post_json "/v1/sessions/$S/exec" '{"shell":"echo again","audit":true}'
-is "$(jb '[.process.status, (.audit | length)] | map(tostring) | join(" ")')" "pass 0" \
+is "$(jb '[.process.status, (.audit.events | length)] | map(tostring) | join(" ")')" "pass 0" \
   "the next exec does not inherit the last one's changes"
 req DELETE "/v1/sessions/$S"
 

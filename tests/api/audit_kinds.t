@@ -4,7 +4,7 @@
 # harvest, an egress attempt, a loopback scan, a read outside the allowed paths — run under one
 # policy by paddock exec, POST /v1/runs, /run_code, a session's exec and a judged submission; each
 # must report the seven kinds, and fail the process level; and paddock run, a run line and a judge
-# line, the same.
+# line, the same; every one spells its events alike.
 source "$(dirname "$0")/api.sh"
 plan 14
 
@@ -14,8 +14,12 @@ for a in (\"192.0.2.1\", 80), (\"127.0.0.1\", 1):
   try: socket.create_connection(a, 2)
   except OSError: pass"; cat /srv/pdk-none 2>/dev/null; echo done'
 ALL="egress,env_probe,harness_probe,judge_material,read_outside,tamper,trap_read"
-# the kinds of an answer's events, wherever the API keeps them
-kinds() { jq -r '[(.audit.events? // .audit // [])[] | .kind] | unique | join(",")'; }
+# the kinds of an answer's events, counting only an event spelled as every record spells it
+# (audit.events[], each with kind, time, pid, path or address, mode)
+kinds() {
+  jq -r '[.audit.events[] | select(has("kind") and has("time") and has("pid") and has("mode")
+    and (has("path") or has("address"))) | .kind] | unique | join(",")'
+}
 
 OUT=$("$PADDOCK" exec --json --quiet --audit-policy "$POL" -- bash -c "$SH")
 is "$(kinds <<<"$OUT")" "$ALL" "paddock exec: all seven kinds"

@@ -17,8 +17,8 @@ audited() {  # audited SESSION SHELL: a step under the policy; its answer in $BO
 }
 plain() { post_json "/v1/sessions/$1/exec" "$(jq -cn --arg s "$2" '{shell: $s}')"; }
 judged() {  # judged: "<stdout> <process status> <kinds> <a refused judge_material target>"
-  jb '[(.stdout | rtrimstr("\n")), .process.status, (.audit | map(.kind) | unique | join(",")),
-       ([.audit[] | select(.kind == "judge_material" and .denied) | .target] | first // "-")] | join(" ")'
+  jb '[(.stdout | rtrimstr("\n")), .process.status, (.audit.events | map(.kind) | unique | join(",")),
+       ([.audit.events[] | select(.kind == "judge_material" and .denied) | .path] | first // "-")] | join(" ")'
 }
 session() {
   post_json /v1/sessions '{"template":"bash"}'

@@ -37,7 +37,7 @@ post_json "/v1/sessions/$S/exec" '{"shell":"echo ok"}'
 is "$(jb '[.process.status, (.audit_notified > 0)] | map(tostring) | join(" ")')" "pass true" \
   "a session's exec without \"audit\": audited all the same (mandatory)"
 post_json "/v1/sessions/$S/exec" '{"shell":"mkdir -p /work/tests && echo x > /work/tests/t.py","audit":false}'
-is "$(jb '[.process.status, ([.audit[] | select(.kind == "tamper") | .target | startswith("/work/tests")] | any)] | map(tostring) | join(" ")')" \
+is "$(jb '[.process.status, ([.audit.events[] | select(.kind == "tamper") | .path | startswith("/work/tests")] | any)] | map(tostring) | join(" ")')" \
   "fail true" "a session's exec with \"audit\": false: the template's protect still fails it"
 post_json "/v1/sessions/$S/exec" '{"shell":"echo ok","audit":{"egress":"log"}}'
 is "$CODE $(jb .error)" "400 audit.egress: laxer than the template's or problem's: Operation not permitted" \
@@ -53,10 +53,10 @@ post_json "/v1/sessions/$S/exec" '{"shell":"cat /work/expected.txt","audit":{"tr
 is "$(jb '[.stdout, .process.status, (.process.failed | join(","))] | join(" ")')" "41
  fail trap_read" "a session's exec: the decoy is planted, and reading it is trap_read"
 post_json "/v1/sessions/$S/exec" '{"shell":"echo 41 > /work/answer.txt","audit":{"traps":[{"path":"/srv/pdk-decoy.txt","content":"41\n"}]}}'
-is "$(jb '[.process.status, ([.audit[] | select(.kind == "trap_read") | .op] | join(","))] | join(" ")')" "fail file" \
+is "$(jb '[.process.status, ([.audit.events[] | select(.kind == "trap_read") | .op] | join(","))] | join(" ")')" "fail file" \
   "a session's exec writing the decoy's wrong answer to a file, the decoy unread: trap_read (op file)"
 post_json "/v1/sessions/$S/exec" '{"shell":"test -n \"$API_TOKEN\" && echo $API_TOKEN > /work/loot","audit":{"env":["API_TOKEN"]}}'
-is "$(jb '[.exit_code, .process.status, ([.audit[] | select(.kind == "env_probe") | .op] | join(","))] | map(tostring) | join(" ")')" \
+is "$(jb '[.exit_code, .process.status, ([.audit.events[] | select(.kind == "env_probe") | .op] | join(","))] | map(tostring) | join(" ")')" \
   "0 fail file" "a session's exec: the honey variable is set, and its token in a written file is env_probe"
 post_json "/v1/sessions/$S/exec" '{"shell":"echo ok > /work/o","audit":{"env":["API_TOKEN"],"traps":[{"path":"/work/expected.txt","content":"41\n"}]}}'
 is "$(jb .process.status)" pass "a session's honest exec under the same policy passes"

@@ -180,7 +180,7 @@ sx() { post_json "/v1/sessions/$S/exec" "$(jq -nc --arg c "$FETCH" '{cmd: (["pyt
 sx "http://127.0.0.1:$M/" "http://localhost:$M/"
 is "$(jb .stdout)" "mirror-ok
 ERR 403" "setup stage: the mirror answers; an entry the session did not ask for is refused"
-is "$(jb '[.audit[] | select(.kind == "egress") | .mode] | join(" ")')" "allowed out" "the step's egress events"
+is "$(jb '[.audit.events[] | select(.kind == "egress") | .mode] | join(" ")')" "allowed out" "the step's egress events"
 post_json "/v1/sessions/$S/network" '{"network": "none"}'
 is "$CODE $(jb .network)" "200 none" "switched to none for the agent's steps"
 post_json "/v1/sessions/$S/exec" '{"cmd": ["sh", "-c", "echo ${http_proxy:-unset}; python3 -c \"import socket\ntry: socket.create_connection((\\\"127.0.0.1\\\", 3128), timeout=3)\nexcept OSError as e: print(\\\"no relay\\\")\""]}'

@@ -169,7 +169,7 @@ like "$(jb .stderr)" "Input/output error" "the program sees the chosen errno (EI
 is "$(jq -c '[.noise[] | select(.kind == "fault") | [.op, .path // "-", .errno, (.hits > 0)]]' "$BODY")" \
   '[["open","/work/data.txt","EIO",true],["connect","-","ENETUNREACH",false]]' \
   "the step's noise lists each armed fault with its hits"
-is "$(jb '[(.audit | length), .audit_file_events, .audit_denied] | join(" ")')" "0 0 0" "a fault listener is not an audit: no events, nothing counted as denied"
+is "$(jb '[(.audit | tostring), .audit_file_events, .audit_denied] | join(" ")')" "null 0 0" "a fault listener is not an audit: no events, nothing counted as denied"
 sx "$P" '{"shell":"bash -c \"exec 3<>/dev/tcp/127.0.0.1/9\" && echo connected"}'
 like "$(jb .stderr)" "Network is unreachable" "a call fault: connect fails with the chosen errno (a dropped connection)"
 is "$(jb '[.noise[] | select(.kind == "fault" and .op == "connect") | .hits > 0] | join("")')" true "and it is counted (bash tries each address it resolved)"

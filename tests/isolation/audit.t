@@ -24,7 +24,7 @@ echo "FLAG-$TAG" >"$SECRET/flag"
 chmod -R a+rX "$SECRET"
 deny=(--bind "$SECRET:/secret" --audit-deny /secret)
 # kinds of the last result's events, "kind:op:mode:target" one per line
-ev() { jq -r '.audit[] | "\(.kind):\(.op):\(.mode):\(.target)"' <<<"$OUT"; }
+ev() { jq -r '.audit.events[] | "\(.kind):\(.op):\(.mode):\(.path // .address)"' <<<"$OUT"; }
 
 # --- a deny rule judges the object, not the spelling ------------------------------------------
 for how in 'cat /secret/flag' 'cat /proc/self/root/secret/flag' 'cd /secret && cat /proc/self/cwd/flag' \
@@ -88,9 +88,9 @@ is "$(ev)" "tamper:upper:w:/etc/hostname" "a change the syscall audit misses is 
 
 # --- the attempt's own places -----------------------------------------------------------------
 sbt 30 --audit -- sh -c 'echo a > /work/a; mkdir -p /tmp/d/e; echo b > /tmp/d/e/f; mv /tmp/d /tmp/g; rm -r /tmp/g; ln -s /work/a /tmp/l; chmod 600 /work/a; echo c > /dev/shm/c; echo ok'
-is "$(so) $(jq '.audit | length' <<<"$OUT")" "ok 0" "writes in /work, /tmp and /dev/shm are no event"
+is "$(so) $(jq '.audit.events | length' <<<"$OUT")" "ok 0" "writes in /work, /tmp and /dev/shm are no event"
 sbt 30 --audit -- sh -c 'mkdir -p /work/x/y; echo ok'
-is "$(jq '.audit | length' <<<"$OUT")" "0" "mkdir -p in /work: no event for the directories that exist"
+is "$(jq '.audit.events | length' <<<"$OUT")" "0" "mkdir -p in /work: no event for the directories that exist"
 
 # --- what the audit costs: one stop per call it must see --------------------------------------
 # a program found through PATH is one execve for the audit, not one per directory tried before it

@@ -23,7 +23,7 @@ SECRET=$TMPD/secret
 mkdir -p "$SECRET"
 echo "FLAG-$TAG" >"$SECRET/flag"
 chmod -R a+rX "$SECRET"
-ev() { jq -r '.audit[] | "\(.kind):\(.op):\(.mode):\(.target):\(.denied)"' <<<"$OUT"; }
+ev() { jq -r '.audit.events[] | "\(.kind):\(.op):\(.mode):\(.path // .address):\(.denied)"' <<<"$OUT"; }
 
 # --- 1. openat2 RESOLVE_IN_ROOT -----------------------------------------------------------------
 cat >"$TMPD/inroot.py" <<'EOF'
