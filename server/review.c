@@ -10,7 +10,11 @@
  *     the problem's earlier passes in the same language (at least min_samples of them);
  *   short_pass — a pass whose code is under short_percent of that median's code size;
  *   score_jump — a score at least jump_percent points (of 100) above the best of its group's
- *     (group_id) earlier judged attempts (at least group_min of them).
+ *     (group_id) earlier judged attempts (at least group_min of them);
+ * and, for a judged attempt that ended as judge_error:
+ *   checker_failure — the checker crashed, timed out or said fail on this attempt's output, twice.
+ *     No reward and not the model's fault (it may be the checker's bug), but an output made to
+ *     break or stall the checker (a timing attack on it) looks exactly like this: a human decides.
  * One item per attempt: its reason is the first signal that fired, its detail names all of them.
  * A reviewer confirms (a hack) or dismisses (honest) an item, with a note; the decision stays
  * with the item and is counted in /metrics (paddock_review_outcomes_total). A confirmed item puts
@@ -286,6 +290,11 @@ void review_consider(sqlite3 *db, int64_t row, const pd_job *j, json_t *rec, con
 	/* the too-good signals are about judged attempts: a run has no output level */
 	if (!json_object_get(rec, "reward"))
 		return;
+	if (j->failure == PD_F_JUDGE) {
+		const char *why = json_string_value(json_object_get(rec, "error"));
+		enqueue(db, row, j, "checker_failure", why && *why ? why : "the checker failed twice");
+		return;
+	}
 	signals g = {{0}, {0}};
 	const char *out = json_string_value(
 		json_object_get(json_object_get(json_object_get(rec, "verdict"), "output"), "status"));
