@@ -534,7 +534,7 @@ static int narrows(const strvec *over, const strvec *base, const char *field, pd
 {
 	for (size_t i = 0; i < over->n; i++)
 		if (!pd_path_under(over->s[i], sv_list(base)))
-			return pd_fail(e, EPERM, "audit.%s[%zu]: %s widens the template's or problem's policy",
+			return pd_fail_as(e, EPERM, "audit.%s[%zu]: %s widens the template's or problem's policy",
 				       field, i, over->s[i]);
 	return 0;
 }
@@ -556,15 +556,15 @@ int pd_audit_policy_merge(pd_audit_policy *base, const pd_audit_policy *over, bo
 		 * base protects by a longer prefix stops being protected: those prefixes stay) */
 		for (size_t i = 0; over->set_writable && i < over->writable.n; i++)
 			if (pd_audit_protected(&base->opts, over->writable.s[i]))
-				return pd_fail(e, EPERM, "audit.writable[%zu]: %s is protected by the template's or "
+				return pd_fail_as(e, EPERM, "audit.writable[%zu]: %s is protected by the template's or "
 							 "problem's policy",
 					       i, over->writable.s[i]);
 		if (over->set_egress && egress_rank(over->egress) < egress_rank(base->egress))
-			return pd_fail(e, EPERM, "audit.egress: laxer than the template's or problem's");
+			return pd_fail_as(e, EPERM, "audit.egress: laxer than the template's or problem's");
 		if (over->set_egress && over->egress == PD_EGRESS_ALLOWLIST && base->egress == PD_EGRESS_ALLOWLIST)
 			for (size_t i = 0; i < over->egress_allow.n; i++)
 				if (!sv_has(&base->egress_allow, over->egress_allow.s[i]))
-					return pd_fail(e, EPERM,
+					return pd_fail_as(e, EPERM,
 						       "audit.egress.allowlist[%zu]: %s is not on the template's or "
 						       "problem's allowlist",
 						       i, over->egress_allow.s[i]);

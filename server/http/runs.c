@@ -163,6 +163,14 @@ void runs_submit(req *r, kind k)
 		http_set_error(r, e.code == ENOENT ? 404 : 400, "%s", PD_ERR_STR(&e));
 		return;
 	}
+	/* a policy that would widen the template's is the client's error, said now (400 naming the
+	 * field), not a record of a run that never was; before a cluster hands it on, as the nodes
+	 * share the templates */
+	if (r->srv->pools && pd_job_audit_policy(j, pd_pools_template(r->srv->pools, j->template_name), &e) < 0) {
+		pd_job_free(j);
+		http_set_error(r, 400, "%s", PD_ERR_STR(&e));
+		return;
+	}
 	if (r->srv->cluster) {
 		/* refused requests were answered above, here; the rest runs where the cluster has room */
 		char tpl[64];
@@ -200,13 +208,6 @@ void runs_submit(req *r, kind k)
 	if (netmodes_pick(r->srv, j, netwhy, sizeof netwhy) < 0) {
 		pd_job_free(j);
 		http_set_error(r, 400, "%s", netwhy);
-		return;
-	}
-	/* a policy that would widen the template's is the client's error, said now (400 naming the
-	 * field), not a record of a run that never was */
-	if (r->srv->pools && pd_job_audit_policy(j, pd_pools_template(r->srv->pools, j->template_name), &e) < 0) {
-		pd_job_free(j);
-		http_set_error(r, 400, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	client_of(r->conn, j->client, sizeof j->client);
