@@ -419,14 +419,23 @@ static int fault_for(const pd_audit_opts *o, const char *op, const char *target,
 
 /* The interpreter the kernel opens by itself when path (resolved, absolute in the sandbox) is
  * exec'd: a script's "#!" one (its first word, within the 256 bytes the kernel reads), or an ELF's
- * PT_INTERP. No call of the program's names it, so the exec stop must. Returns 1 with it in out,
- * 0 when there is none or the file cannot be read (then the kernel's exec fails too, or runs
+ * PT_INTERP (ELF32 too: i386 and x32 programs load one as well). No call of the program's names
+ * it, so the exec stop must. via (may be NULL or ""): the /proc magic link the exec reached its
+ * file through, rootfd-relative (pd_audit_view.via): that file is read, not its name, which may be
+ * no file (a memfd's) or another one (a file unlinked, its name taken since). Returns 1 with it in
+ * out, 0 when there is none or the file cannot be read (then the kernel's exec fails too, or runs
  * what this saw). */
-static int exec_interp(int rootfd, const char *path, char *out, size_t size)
+static int exec_interp(int rootfd, const char *path, const char *via, char *out, size_t size)
 {
-	struct open_how how = {.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
-			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
-	int fd = (int)syscall(SYS_openat2, rootfd, path[1] ? path + 1 : ".", &how, sizeof how);
+	int fd;
+	if (via && via[0]) {
+		/* a walk that follows the magic link: the host may (the caller is its sandbox's) */
+		fd = openat(rootfd, via, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	} else {
+		struct open_how how = {.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
+				       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+		fd = (int)syscall(SYS_openat2, rootfd, path[1] ? path + 1 : ".", &how, sizeof how);
+	}
 	if (fd < 0)
 		return 0;
 	struct stat st;
@@ -444,21 +453,52 @@ static int exec_interp(int rootfd, const char *path, char *out, size_t size)
 			out[j - i] = 0;
 			found = 1;
 		}
-	} else if (n >= (ssize_t)sizeof(Elf64_Ehdr) && !memcmp(buf, ELFMAG, SELFMAG) && buf[EI_CLASS] == ELFCLASS64) {
-		const Elf64_Ehdr *eh = (const Elf64_Ehdr *)buf;
-		for (unsigned k = 0; k < eh->e_phnum && k < 256 && eh->e_phentsize == sizeof(Elf64_Phdr); k++) {
-			Elf64_Phdr ph;
-			if (pread(fd, &ph, sizeof ph, (off_t)(eh->e_phoff + (uint64_t)k * sizeof ph)) != (ssize_t)sizeof ph)
+	} else if (n >= (ssize_t)sizeof(Elf32_Ehdr) && !memcmp(buf, ELFMAG, SELFMAG) &&
+		   (buf[EI_CLASS] == ELFCLASS64 || buf[EI_CLASS] == ELFCLASS32)) {
+		/* the program headers as the kernel takes them (load_elf_phdrs): entries of the
+		 * class's size, up to 64 KiB of them; its first PT_INTERP is the one it opens */
+		bool e64 = buf[EI_CLASS] == ELFCLASS64;
+		uint64_t phoff;
+		unsigned phnum, entsize, want = e64 ? sizeof(Elf64_Phdr) : sizeof(Elf32_Phdr);
+		if (e64 && n >= (ssize_t)sizeof(Elf64_Ehdr)) {
+			const Elf64_Ehdr *eh = (const Elf64_Ehdr *)buf;
+			phoff = eh->e_phoff, phnum = eh->e_phnum, entsize = eh->e_phentsize;
+		} else if (!e64) {
+			const Elf32_Ehdr *eh = (const Elf32_Ehdr *)buf;
+			phoff = eh->e_phoff, phnum = eh->e_phnum, entsize = eh->e_phentsize;
+		} else {
+			phoff = 0, phnum = 0, entsize = 0;
+		}
+		if (entsize != want || (uint64_t)phnum * want > 65536)
+			phnum = 0;
+		Elf64_Phdr ph[32]; /* read 32 entries at a time (as bytes: an ELF32 one is smaller) */
+		for (unsigned k = 0; k < phnum && !found;) {
+			unsigned batch = phnum - k < 32 ? phnum - k : 32;
+			ssize_t got = pread(fd, ph, (size_t)batch * want, (off_t)(phoff + (uint64_t)k * want));
+			if (got < (ssize_t)want)
 				break;
-			if (ph.p_type != PT_INTERP)
-				continue;
-			size_t len = ph.p_filesz < size ? (size_t)ph.p_filesz : size - 1;
-			ssize_t got = len ? pread(fd, out, len, (off_t)ph.p_offset) : -1;
-			if (got > 0) {
-				out[got] = 0;
-				found = out[0] != 0;
+			batch = (unsigned)((size_t)got / want);
+			for (unsigned b = 0; b < batch; b++, k++) {
+				uint32_t type;
+				uint64_t off, filesz;
+				if (e64) {
+					type = ph[b].p_type, off = ph[b].p_offset, filesz = ph[b].p_filesz;
+				} else {
+					Elf32_Phdr p32;
+					memcpy(&p32, (const char *)ph + (size_t)b * want, sizeof p32);
+					type = p32.p_type, off = p32.p_offset, filesz = p32.p_filesz;
+				}
+				if (type != PT_INTERP)
+					continue;
+				size_t len = filesz < size ? (size_t)filesz : size - 1;
+				ssize_t r = len ? pread(fd, out, len, (off_t)off) : -1;
+				if (r > 0) {
+					out[r] = 0;
+					found = out[0] != 0;
+				}
+				k = phnum; /* the first one only, found or not */
+				break;
 			}
-			break;
 		}
 	}
 	close(fd);
@@ -466,18 +506,23 @@ static int exec_interp(int rootfd, const char *path, char *out, size_t size)
 }
 
 /* An exec judged on its own may still run judge material as its interpreter: each one the kernel
- * would open (a script's, that one's if it is a script too: the kernel goes 4 levels deep; an
- * ELF's PT_INTERP) is judged as an exec of its own, and refuses the whole exec when refused. */
+ * would open is judged as an exec of its own, and refuses the whole exec when refused. The kernel
+ * hands a file to its loaders up to 6 times (fs/exec.c, exec_binprm: depths 0-5), so a chain of 5
+ * scripts ends in a file whose own interpreter (an ELF's PT_INTERP) is loaded too: 6 levels.
+ * via: as for exec_interp, for the exec'd file itself. */
 static int exec_chain(pd_auditor *a, pd_result *r, pd_audit_view *v, pd_audit_mode m, int got, const char *target,
-		      pid_t pid)
+		      const char *via, pid_t pid)
 {
 	if (m != PD_AM_EXEC || got <= 0 || a->rootfd < 0)
 		return 0;
-	char cur[PD_AUDIT_MAX], interp[PD_AUDIT_READ], cwd[PD_AUDIT_READ];
+	char cur[PD_AUDIT_MAX], interp[PD_AUDIT_READ], cwd[PD_AUDIT_READ], cur_via[PD_AUDIT_VIA];
 	snprintf(cur, sizeof cur, "%s", target);
+	snprintf(cur_via, sizeof cur_via, "%s", via ? via : "");
 	bool have_cwd = base_dir(pid, AT_FDCWD, cwd, sizeof cwd);
-	for (int level = 0; level < 5 && exec_interp(a->rootfd, cur, interp, sizeof interp) > 0; level++) {
+	for (int level = 0; level < 6 && exec_interp(a->rootfd, cur, cur_via, interp, sizeof interp) > 0; level++) {
 		char next[PD_AUDIT_MAX];
+		/* an interpreter named through a magic link ("#!/dev/fd/3"): read through it too */
+		v->via = cur_via;
 		int ig = interp[0] == '/' || have_cwd ? pd_audit_resolve(v, have_cwd ? cwd : "/", interp, true, next, sizeof next)
 						      : -1;
 		bool deny = false;
@@ -519,7 +564,8 @@ static int judge_file(pd_auditor *a, pd_result *r, const call *c, const path_arg
 		pd_audit_names_off(a->names);
 		pd_audit_names_off(a->own);
 	}
-	pd_audit_view v = {.rootfd = a->rootfd, .names = a->names};
+	char via[PD_AUDIT_VIA] = "";
+	pd_audit_view v = {.rootfd = a->rootfd, .names = a->names, .via = pa->mode == PD_AM_EXEC ? via : NULL};
 	ns_ids(a, pid);
 	snprintf(v.self, sizeof v.self, "%s", a->last_tgid);
 	snprintf(v.tid, sizeof v.tid, "%s", a->last_tid);
@@ -550,8 +596,11 @@ static int judge_file(pd_auditor *a, pd_result *r, const call *c, const path_arg
 			got = -1;
 		else if (c->in_root) /* the dirfd (or cwd) is the root: absolute paths start there */
 			got = have_base ? pd_audit_resolve_in(&v, base, base, raw, pa->follow, target, sizeof target) : -1;
-		else if (!raw[0] && pa->dirfd_arg >= 0 && have_base) /* AT_EMPTY_PATH: the dirfd's object */
+		else if (!raw[0] && pa->dirfd_arg >= 0 && have_base) { /* AT_EMPTY_PATH: the dirfd's object */
 			got = pd_audit_resolve(&v, "/", base, pa->follow, target, sizeof target);
+			if (v.via && v.self[0]) /* that object is read through the fd, not its name */
+				snprintf(via, sizeof via, "proc/%s/task/%s/fd/%d", v.self, v.tid[0] ? v.tid : v.self, dirfd);
+		}
 		else
 			got = have_base ? pd_audit_resolve(&v, base, raw, pa->follow, target, sizeof target) : -1;
 		if (got < 0)
@@ -582,16 +631,18 @@ static int judge_file(pd_auditor *a, pd_result *r, const call *c, const path_arg
 		kind = PD_AK_READ_OUTSIDE;
 		deny = any_deny;
 	} else {
-		kind = pd_audit_classify(o, target, m, v.self, &deny);
+		kind = !strcmp(c->op, "rename") ? pd_audit_classify_move(o, target, &deny) : -1;
+		if (kind < 0)
+			kind = pd_audit_classify(o, target, m, v.self, &deny);
 	}
 	if (kind < 0) /* nothing to say of the file itself; its interpreter may be another matter */
-		return exec_chain(a, r, &v, m, got, target, pid);
+		return exec_chain(a, r, &v, m, got, target, via, pid);
 	r->audit_files++;
 	if (deny)
 		r->audit_denied++;
 	pd_audit_record(r, o, (pd_audit_kind)kind, c->op, pd_audit_mode_name(m), target, deny, pid,
 			pd_now_us() - a->t0_us);
-	return deny ? EACCES : exec_chain(a, r, &v, m, got, target, pid);
+	return deny ? EACCES : exec_chain(a, r, &v, m, got, target, via, pid);
 }
 
 /* ---- sockets ---- */

@@ -336,6 +336,8 @@ int pd_audit_resolve_in(const pd_audit_view *v, const char *root, const char *ba
 		cl = rootlen;
 	}
 	cur[cl] = 0;
+	if (v && v->via)
+		v->via[0] = 0;
 	if (snprintf(rest, sizeof rest, "%s", path) >= (int)sizeof rest)
 		return -1;
 	int links = 0;
@@ -426,6 +428,8 @@ int pd_audit_resolve_in(const pd_audit_view *v, const char *root, const char *ba
 		bool magic = is_magic(cur);
 		if (magic && rootlen)
 			return -1; /* a jump out of the root: the kernel refuses it, or we cannot tell */
+		if (magic && v->via) /* the last component: the object is the link's (else a path below it) */
+			snprintf(v->via, PD_AUDIT_VIA, "%s", rest[after] ? "" : cur + 1);
 		if (magic) {
 			/* a file unlinked since: the object is still the one that was there */
 			size_t tl = (size_t)n;
@@ -516,6 +520,38 @@ int pd_audit_classify(const pd_audit_opts *o, const char *path, pd_audit_mode m,
 	if (reads && !longest_under(norm, builtin_allow) && !longest_under(norm, o->allow) &&
 	    !longest_under(norm, builtin_scratch) && !longest_under(norm, o->writable))
 		return PD_AK_READ_OUTSIDE;
+	return -1;
+}
+
+/* Whether an entry of list is the normalized path norm or lies under it. */
+static bool covers(const char *norm, const char *const *list)
+{
+	size_t n = strlen(norm);
+	for (int i = 0; list && list[i]; i++) {
+		char e[PD_AUDIT_MAX];
+		if (list[i][0] != '/' || !normalize(list[i], e, sizeof e))
+			continue;
+		if (n == 1 || (!strncmp(e, norm, n) && (e[n] == 0 || e[n] == '/')))
+			return true;
+	}
+	return false;
+}
+
+int pd_audit_classify_move(const pd_audit_opts *o, const char *path, bool *deny)
+{
+	*deny = false;
+	char norm[PD_AUDIT_MAX];
+	if (path[0] != '/' || !normalize(path, norm, sizeof norm))
+		return -1;
+	if (covers(norm, o->judge) || covers(norm, o->deny)) {
+		*deny = true;
+		return PD_AK_JUDGE;
+	}
+	if (covers(norm, o->traps))
+		return PD_AK_TRAP;
+	/* the default "/" covers only a rename of "/" itself, which the kernel refuses */
+	if (covers(norm, o->protect))
+		return PD_AK_TAMPER;
 	return -1;
 }
 

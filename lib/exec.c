@@ -85,6 +85,10 @@ typedef struct exec_run {
 	pd_tamper_base upper0; /* the writable layers before the exec (tamper.c) */
 	const pd_audit_opts *ao; /* the exec's audit (pd_exec_opts.audit, else the sandbox's) */
 	bool upper_clean;        /* the uppers were untouched when it started (upperwatch.c) */
+	/* protected trees no writable layer holds, walked before and after (tampertree.c) */
+	char trees[PD_TAMPER_TREES][PD_PATH];
+	int ntrees, tree_fd; /* tree_fd: the sandbox's root, -1 when it could not be opened */
+	pd_tamper_base tree0;
 	bool spill_failed[2];
 	uint64_t spilled[2];
 	uint64_t kill_at; /* the output kill: bytes of both streams; 0 = none */
@@ -345,6 +349,10 @@ static void audit_after(pd_sandbox *s, exec_run *x, const pd_cg_stats *after, pd
 	    (s->upper_fd < 0 || pd_tamper_scan(s->upper_fd, s->pid, x->ao, &x->upper0, r, t_us) < 0))
 		r->audited = false;
 	pd_tamper_base_free(&x->upper0);
+	if (x->ntrees && x->tree_fd < 0)
+		r->audited = false;
+	else if (x->ntrees)
+		pd_tamper_tree_scan(x->tree_fd, x->trees, x->ntrees, x->ao, &x->tree0, r, t_us);
 	/* a change the syscall audit missed, or a run not audited after all: the kept resolutions go */
 	if (!r->audited || r->audit_kinds[PD_AK_TAMPER])
 		pd_audit_names_off(s->names);
@@ -426,6 +434,7 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 		x.nbefore = pd_init_leaders(s->pid, x.before, sizeof x.before / sizeof x.before[0]);
 	x.out[0] = x.out[1] = x.in_w = -1;
 	x.aud.listener = -1;
+	x.tree_fd = -1;
 	int pout[2] = {-1, -1}, perr[2] = {-1, -1}, pin[2] = {-1, -1};
 	uint64_t keep = s->lim.output_bytes ? s->lim.output_bytes : (1ull << 20);
 	uint64_t kill_at = o->output_kill_bytes ? o->output_kill_bytes : s->lim.output_kill_bytes;
@@ -459,6 +468,16 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 		upper_made(s, &x.upper0);
 	else if (scan_upper)
 		pd_tamper_snapshot(s->upper_fd, s->pid, &x.upper0);
+	x.ntrees = x.ao && !x.ao->faults_only
+			   ? pd_tamper_tree_roots(x.ao, s->opts.binds, s->opts.nbinds, x.trees, PD_TAMPER_TREES)
+			   : 0;
+	if (x.ntrees) {
+		char root[64];
+		snprintf(root, sizeof root, "/proc/%d/root", (int)s->pid);
+		x.tree_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (x.tree_fd >= 0)
+			pd_tamper_tree_snapshot(x.tree_fd, x.trees, x.ntrees, &x.tree0);
+	}
 	pd_cg_stats before, after;
 	s->ctx->cg.ops->reset_peaks(s->cg);
 	s->ctx->cg.ops->stats(s->cg, &before);
@@ -601,6 +620,10 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 	s->ctx->cg.ops->stats(s->cg, &after);
 	if (r->audited)
 		audit_after(s, &x, &after, r, t1 - t0);
+	pd_tamper_base_free(&x.upper0);
+	pd_tamper_base_free(&x.tree0);
+	if (x.tree_fd >= 0)
+		close(x.tree_fd);
 	s->ctx->cg.ops->rest(s->cg);
 
 	r->wall_ms = (t1 - t0) / 1000;
@@ -673,6 +696,9 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 	return 0;
 fail_early:
 	pd_tamper_base_free(&x.upper0);
+	pd_tamper_base_free(&x.tree0);
+	if (x.tree_fd >= 0)
+		close(x.tree_fd);
 	free(msg);
 	for (int i = 0; i < 2; i++) {
 		if (pout[i] >= 0)

@@ -255,5 +255,6 @@ void pd_tamper_base_free(pd_tamper_base *b)
 		free(b->made[i]);
 	free(b->made);
 	free(b->keys);
+	free(b->names);
 	memset(b, 0, sizeof *b);
 }

@@ -95,10 +95,16 @@ void pd_audit_names_off(pd_audit_names *c);
  * is there and not a link does), emptied and on again when off. */
 void pd_audit_names_reset(pd_audit_names *c);
 
+#define PD_AUDIT_VIA 64
 typedef struct pd_audit_view {
 	int rootfd;
 	char self[16], tid[16];
 	pd_audit_names *names; /* may be NULL */
+	/* out (NULL: not wanted; else PD_AUDIT_VIA bytes): the /proc magic link, relative to rootfd
+	 * ("proc/12/fd/3"), through which the resolution reached its object, "" when none. Its
+	 * readlink is a name, not the object: a memfd's "/memfd:x", a file unlinked since (another
+	 * may have its name now); the object itself is reopened through the link. */
+	char *via;
 } pd_audit_view;
 
 /* Resolves path as the kernel would for the caller: relative ones from base (an absolute,
@@ -122,6 +128,12 @@ const char *pd_audit_mode_name(pd_audit_mode m);
 /* The category of an access in mode m to the resolved path (self: the caller's pid in the
  * sandbox, as text), or -1 for none; *deny: refuse the call (judge material, a deny list). */
 int pd_audit_classify(const pd_audit_opts *o, const char *path, pd_audit_mode m, const char *self, bool *deny);
+/* The category of a rename of the resolved path (its source, or its destination: RENAME_EXCHANGE
+ * moves both), or -1 when the rules on the path itself decide (pd_audit_classify): a rename moves
+ * what is under the path too, so judge material, a decoy or a protected path at or below it would
+ * be reached afterwards by a name no rule covers ("mv /work/a /work/z; cat /work/z/b/judge/x").
+ * Judge material is refused (*deny), a decoy is a trap_read, a protected path a tamper. */
+int pd_audit_classify_move(const pd_audit_opts *o, const char *path, bool *deny);
 /* "/a//b/./c/../d" -> "/a/b/d" (lexically; ".." at the root stays there); 0 when out is short. */
 size_t pd_audit_normalize(const char *in, char *out, size_t size);
 /* Whether a change to the (normalized) path is a tamper under o: the longest prefix covering it

@@ -13,6 +13,12 @@ typedef struct pd_tamper_base {
 	 * built): the paths the build itself made there, skipped (mount points and their parents) */
 	char **made;
 	size_t nmade;
+	/* a snapshot of protected trees (tampertree.c): keys of the entries' paths alone (one gone
+	 * is a deletion), and their count after each tree's walk */
+#define PD_TAMPER_TREES 16
+	uint64_t *names;
+	size_t nnames, names_cap;
+	size_t tree_n[PD_TAMPER_TREES];
 } pd_tamper_base;
 /* Notes a path the build made (and its parents). Returns 0 or -1 (no memory). */
 int pd_tamper_base_made(pd_tamper_base *b, const char *path);
@@ -35,5 +41,20 @@ int pd_tamper_snapshot(int upper_fd, pid_t init_pid, pd_tamper_base *b);
 int pd_tamper_scan(int upper_fd, pid_t init_pid, const pd_audit_opts *o, const pd_tamper_base *base, pd_result *r,
 		   uint64_t t_us);
 void pd_tamper_base_free(pd_tamper_base *b);
+
+/* ---- tampertree.c: protected trees no writable layer holds ---- */
+/* The protected paths of o (those it names: not the default "/") that lie on a scratch tmpfs
+ * (/tmp, /work, /dev/shm) or a writable bind, and writable binds inside a protected path: into
+ * roots (at most max). Returns how many. */
+int pd_tamper_tree_roots(const pd_audit_opts *o, const pd_bind *binds, size_t nbinds, char roots[][PD_PATH],
+			 int max);
+/* Keys (path, inode, ctime, type) of every entry of the trees, walked from rootfd (the sandbox's
+ * root), links not followed. */
+int pd_tamper_tree_snapshot(int rootfd, char roots[][PD_PATH], int nroots, pd_tamper_base *b);
+/* Records a tamper (op "tree") for each protected entry whose key base lacks ("w": written,
+ * made, moved in, its mode or owner changed) and for each tree that lost one of its keys
+ * ("delete", at the tree's root). */
+void pd_tamper_tree_scan(int rootfd, char roots[][PD_PATH], int nroots, const pd_audit_opts *o,
+			 const pd_tamper_base *base, pd_result *r, uint64_t t_us);
 
 #endif
