@@ -30,8 +30,8 @@ SECRET=$TMPD/secret
 T=$TMPD/t
 mkdir -p "$SECRET" "$T"
 echo "FLAG-$TAG" >"$SECRET/flag"
-ev() { jq -r '.audit[] | "\(.kind):\(.op):\(.mode):\(.target):\(.denied)"' <<<"$OUT"; }
-nev() { jq "[.audit[] | select(.kind == \"$1\" and .op == \"$2\" and .target == \"$3\")] | length" <<<"$OUT"; }
+ev() { jq -r '.audit.events[] | "\(.kind):\(.op):\(.mode):\(.path // .address):\(.denied)"' <<<"$OUT"; }
+nev() { jq "[.audit.events[] | select(.kind == \"$1\" and .op == \"$2\" and (.path // .address) == \"$3\")] | length" <<<"$OUT"; }
 pstatus() { jq -r '.verdict.process.status' <<<"$OUT"; }
 
 # judge binaries that say so when they run: x86_64, and i386 that switches to 64-bit mode
