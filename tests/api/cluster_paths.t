@@ -19,7 +19,7 @@ if ! [ -e /usr/lib/x86_64-linux-gnu/libnats.so.3.4 ] && ! ldconfig -p | grep -q 
   echo "1..0 # SKIP libnats3.4 is missing (scripts/install-deps.sh installs it)"
   exit 0
 fi
-plan 42
+plan 43
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 NPORT=$(free_port)
@@ -193,9 +193,14 @@ is "$rec" "1|internal_error" "... and recorded once, in node $other's store, as 
 python3 -c "
 import json
 d = json.load(open('contrib/templates.example.json'))
-print(json.dumps({'templates': [t for t in d['templates'] if t['name'] == 'bash']}))" >"$TMPD/bash-only.json"
+ts = [t for t in d['templates'] if t['name'] == 'bash']
+ts[0]['audit'] = {'egress': {'allowlist': ['10.0.0.1:443']}}  # a policy a request may only tighten
+print(json.dumps({'templates': ts}))" >"$TMPD/bash-only.json"
 start_node c --templates "$TMPD/bash-only.json"
 ok $? "node c joined with the bash template only"
+U=${NURL[c]} post_json /v1/runs '{"template":"bash","shell":"echo x","audit":{"egress":"log"}}'
+is "$CODE $(jb .error)" "400 audit.egress: laxer than the template's or problem's" \
+  "a request widening the template's audit policy: 400 from the node it reached, not handed on"
 kill -KILL "${NPID[$other]}"
 wait "${NPID[$other]}" 2>/dev/null
 unset "NPID[$other]"
