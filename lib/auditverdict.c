@@ -252,6 +252,15 @@ void pd_audit_evaluate_since(const pd_audit_policy *p, pd_result *r, pd_sandbox 
 			snprintf(out, sizeof v->reasons[0], "%s: %" PRIu64 " events, none kept (the cap)",
 				 pd_audit_kind_name((pd_audit_kind)k), n);
 	}
+	/* no rule broken in what was seen, but not all was seen: tasks an earlier exec left were
+	 * running under no filter of this audit (they could read judge material and serve it over
+	 * loopback, or write a protected file as if for it), so no pass can be claimed */
+	if (v->status == PD_PROCESS_PASS && r->audit_outside) {
+		v->status = PD_PROCESS_NOT_AUDITED;
+		snprintf(v->reasons[v->nreasons++], sizeof v->reasons[0],
+			 "outside: %" PRIu64 " task%s an earlier exec left ran outside the audit", r->audit_outside,
+			 r->audit_outside == 1 ? "" : "s");
+	}
 }
 
 char *pd_audit_verdict_json(const pd_audit_verdict *v)

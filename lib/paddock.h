@@ -180,6 +180,9 @@ typedef struct pd_result {
 	uint64_t audit_egress_allowed;      /* of the egress events, those the policy allowed */
 	uint64_t audit_notified;            /* calls the audit's listener stopped and answered: its
 					     * cost is about this many round trips to the host */
+	uint64_t audit_outside;             /* tasks alive in the sandbox when an audited exec began
+					     * (an earlier exec's, in a session): under no filter of
+					     * this audit, they could act for it unseen */
 	/* the image the sandbox's root was made of: an imported image's name ("" when opened by
 	 * digest) and digests; or, with no digest, the directory ("host" for the default image) */
 	char image_name[256];
