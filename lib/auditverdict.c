@@ -143,18 +143,20 @@ static bool is_trap(const pd_audit_policy *p, const char *path)
 }
 
 /* the files the attempt wrote in the scratch directories, for tokens and wrong answers */
-/* a file last changed before since_ns (CLOCK_REALTIME; 0: none is) is not this exec's doing */
-static bool older(pd_sandbox *s, const char *path, int64_t mtime_s, int64_t since_ns)
+/* a file last changed before since_ns (CLOCK_REALTIME; 0: none is) is not this exec's doing. By
+ * its ctime, which a write moves and no program can set back: mtime is the program's to choose
+ * (touch -d, utimensat), and a back-dated file must not hide a token or a decoy's answer. */
+static bool older(pd_sandbox *s, const char *path, int64_t ctime_s, int64_t since_ns)
 {
 	if (!since_ns)
 		return false;
-	if (mtime_s < since_ns / 1000000000 - 1)
+	if (ctime_s < since_ns / 1000000000 - 1)
 		return true;
 	pd_err e = {0};
 	int fd = pd_sandbox_open(s, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0, &e);
 	struct stat st;
 	bool old = fd < 0 || fstat(fd, &st) < 0 ||
-		   (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec < since_ns;
+		   (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec < since_ns;
 	if (fd >= 0)
 		close(fd);
 	return old;
@@ -177,7 +179,7 @@ static void scan_dir(const pd_audit_policy *p, pd_result *r, pd_sandbox *s, cons
 			continue;
 		}
 		if (!S_ISREG(ents[i].mode) || ents[i].size > SCAN_FILE_BYTES || is_trap(p, path) ||
-		    older(s, path, ents[i].mtime, since_ns))
+		    older(s, path, ents[i].ctime, since_ns))
 			continue;
 		(*budget)--;
 		char *data = NULL;

@@ -530,6 +530,7 @@ typedef struct pd_dirent {
 	mode_t mode;   /* type and permissions (of a symlink itself, not its target) */
 	uint64_t size;
 	int64_t mtime;
+	int64_t ctime; /* the inode's last change: unlike mtime, no program can set it back */
 } pd_dirent;
 
 /* Opens path inside the sandbox and returns a host fd to it (caller closes), or -1. */
