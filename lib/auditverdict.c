@@ -105,17 +105,38 @@ out:
 	return found;
 }
 
+/* Whether buf holds part of a token the audit made ("pdk-honey-" and 32 random hex digits,
+ * auditpolicy.c): its random digits without the fixed prefix (${TOKEN#pdk-honey-}), plainly or
+ * encoded as encoded_in looks for, or any 16 consecutive of them (a token cut in two, or
+ * truncated). 64 random bits appear by chance in no honest output; the prefix alone is no
+ * evidence (docs name it). Tokens a policy chose itself are looked for whole only. */
+static bool partial_in(const char *buf, size_t n, const char *t)
+{
+	static const char mark[] = "pdk-honey-";
+	const size_t w = 16;
+	if (strncmp(t, mark, sizeof mark - 1))
+		return false;
+	const char *rnd = t + sizeof mark - 1;
+	size_t rl = strlen(rnd);
+	if (rl < 2 * w || !buf)
+		return false;
+	for (size_t i = 0; i + w <= rl; i++)
+		if (memmem(buf, n, rnd + i, w))
+			return true;
+	return encoded_in(buf, n, rnd);
+}
+
 static void honey_in(const pd_audit_policy *p, pd_result *r, const char *buf, size_t n, const char *op,
 		     const char *mode, const char *where)
 {
 	for (size_t i = 0; i < p->env.n; i++) {
 		const char *eq = strchr(p->env.s[i], '=');
-		bool plain = eq && contains(buf, n, eq + 1);
-		if (!eq || (!plain && !encoded_in(buf, n, eq + 1)))
+		bool plain = eq && contains(buf, n, eq + 1), enc = false;
+		if (!eq || (!plain && !(enc = encoded_in(buf, n, eq + 1)) && !partial_in(buf, n, eq + 1)))
 			continue;
 		char what[PD_PATH + 160];
-		snprintf(what, sizeof what, "%.*s%s%s%s", (int)(eq - p->env.s[i]), p->env.s[i], plain ? "" : " (encoded)",
-			 where ? " in " : "", where ? where : "");
+		snprintf(what, sizeof what, "%.*s%s%s%s", (int)(eq - p->env.s[i]), p->env.s[i],
+			 plain ? "" : enc ? " (encoded)" : " (partial)", where ? " in " : "", where ? where : "");
 		pd_audit_record(r, &p->opts, PD_AK_ENV_PROBE, op, mode, what, false, 0, r->exec_us);
 	}
 }
@@ -174,6 +195,9 @@ static void scan_dir(const pd_audit_policy *p, pd_result *r, pd_sandbox *s, cons
 		char path[PD_PATH];
 		if (snprintf(path, sizeof path, "%s/%s", dir, ents[i].name) >= (int)sizeof path)
 			continue;
+		/* a name is written too ("touch /work/$TOKEN"), of any file type */
+		if (p->env.n && !older(s, path, ents[i].ctime, since_ns))
+			honey_in(p, r, ents[i].name, strlen(ents[i].name), "file", "name", path);
 		if (S_ISDIR(ents[i].mode)) {
 			scan_dir(p, r, s, path, depth + 1, budget, since_ns);
 			continue;
