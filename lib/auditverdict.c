@@ -254,10 +254,9 @@ void pd_audit_evaluate_since(const pd_audit_policy *p, pd_result *r, pd_sandbox 
 		scan_dir(p, r, s, "/work", 0, &budget, since_ns);
 		scan_dir(p, r, s, "/tmp", 0, &budget, since_ns);
 	}
-	if (!r->audited) {
-		v->status = PD_PROCESS_NOT_AUDITED;
-		return;
-	}
+	/* evidence not whole (r->audited false) is no pass; but what was seen of it still fails the
+	 * process level: a program that broke a rule and also made the audit stop short (a tree
+	 * too big to walk) must not turn its fail into not_audited */
 	v->status = PD_PROCESS_PASS;
 	for (int k = 0; k < PD_AK_N; k++) {
 		uint64_t n = r->audit_kinds[k];
@@ -277,6 +276,10 @@ void pd_audit_evaluate_since(const pd_audit_policy *p, pd_result *r, pd_sandbox 
 		else
 			snprintf(out, sizeof v->reasons[0], "%s: %" PRIu64 " events, none kept (the cap)",
 				 pd_audit_kind_name((pd_audit_kind)k), n);
+	}
+	if (v->status == PD_PROCESS_PASS && !r->audited) {
+		v->status = PD_PROCESS_NOT_AUDITED;
+		return;
 	}
 	/* no rule broken in what was seen, but not all was seen: tasks an earlier exec left were
 	 * running under no filter of this audit (they could read judge material and serve it over

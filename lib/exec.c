@@ -351,8 +351,8 @@ static void audit_after(pd_sandbox *s, exec_run *x, const pd_cg_stats *after, pd
 	pd_tamper_base_free(&x->upper0);
 	if (x->ntrees && x->tree_fd < 0)
 		r->audited = false;
-	else if (x->ntrees)
-		pd_tamper_tree_scan(x->tree_fd, x->trees, x->ntrees, x->ao, &x->tree0, r, t_us);
+	else if (x->ntrees && pd_tamper_tree_scan(x->tree_fd, x->trees, x->ntrees, x->ao, &x->tree0, r, t_us))
+		r->audited = false; /* a protected tree too big or deep to walk whole */
 	/* a change the syscall audit missed, or a run not audited after all: the kept resolutions go */
 	if (!r->audited || r->audit_kinds[PD_AK_TAMPER])
 		pd_audit_names_off(s->names);

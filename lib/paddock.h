@@ -651,8 +651,10 @@ typedef struct pd_audit_verdict {
 /* Completes the evidence and judges it: output (r's stdout and stderr) and, with s (may be NULL:
  * not looked at), the files the attempt wrote in /work and /tmp are searched for the honey
  * tokens and the traps' wrong answers (each a trap_read or env_probe event, op "output" or
- * "file"); then the process level: not_audited when r was not audited whole, fail when an event
- * of a failing kind is there (egress only when not allowed), else pass. */
+ * "file"); then the process level: fail when an event of a failing kind is there (egress only
+ * when not allowed; also when r was not audited whole: what was seen stands), else not_audited
+ * when r was not audited whole or tasks an earlier exec left ran beside it (r->audit_outside),
+ * else pass. */
 void pd_audit_evaluate(const pd_audit_policy *p, pd_result *r, pd_sandbox *s, pd_audit_verdict *v);
 /* The same for an exec in a sandbox that lives on (a session's): only the files changed since
  * since_ns (CLOCK_REALTIME, in ns; the exec's start) are its doing and searched. */
