@@ -151,9 +151,9 @@ static void test_normal(void)
 	      "normal record: figures");
 	check(&r, true,
 	      "abs(d['setup_ms'] - 1.5) < 1e-9 and abs(d['exec_ms'] - 2.25) < 1e-9 and "
-	      "abs(d['teardown_ms'] - 0.001) < 1e-9 and d['residue'] == 'clean' and d['audit'] == [] and "
+	      "abs(d['teardown_ms'] - 0.001) < 1e-9 and d['residue'] == 'clean' and d['audit'] is None and "
 	      "d['audit_file_events'] == 0 and d['audit_net_events'] == 0 and d['audit_denied'] == 0",
-	      "normal record: timings, residue, empty audit");
+	      "normal record: timings, residue, no audit (null)");
 	check(&r, false, "'stdout' not in d and 'stderr' not in d and d['stdout_bytes'] == 6 and d['stderr_truncated'] is False",
 	      "without output: counts but no bytes");
 	r.residue[0] = 0;
@@ -352,16 +352,19 @@ static void test_audit(void)
 	r.audit_net = 1;
 	r.audit_denied = 1;
 	check(&r, true,
-	      "len(d['audit']) == 3 and d['audit_file_events'] == 10 and d['audit_net_events'] == 1 and "
-	      "d['audit_denied'] == 1",
+	      "len(d['audit']['events']) == 3 and d['audit']['dropped'] == 0 and "
+	      "d['audit']['counts']['judge_material'] == 0 and d['audit_file_events'] == 10 and "
+	      "d['audit_net_events'] == 1 and d['audit_denied'] == 1",
 	      "audit: events and counts");
 	check(&r, true,
-	      "d['audit'][0] == {'t_ms': 1.5, 'kind': 'judge_material', 'op': 'open', 'mode': 'r', 'target': '/judge/\"answers\"\\\\x.txt', "
-	      "'denied': True, 'pid': 4242}",
+	      "d['audit']['events'][0] == {'time': 1.5, 'kind': 'judge_material', 'op': 'open', 'mode': 'r', "
+	      "'path': '/judge/\"answers\"\\\\x.txt', 'denied': True, 'pid': 4242}",
 	      "audit: first event round-trips (quotes and backslash escaped)");
 	check(&r, true,
-	      "d['audit'][1] == {'t_ms': 2000.0, 'kind': 'egress', 'op': 'connect', 'mode': 'out', 'target': '10.0.0.1:80', 'denied': False, 'pid': 7} "
-	      "and d['audit'][2]['target'] == '/tmp/bad\\ufffd\\x01name' and abs(d['audit'][2]['t_ms'] - 0.001) < 1e-9",
+	      "d['audit']['events'][1] == {'time': 2000.0, 'kind': 'egress', 'op': 'connect', 'mode': 'out', "
+	      "'address': '10.0.0.1:80', 'denied': False, 'pid': 7} and "
+	      "d['audit']['events'][2]['path'] == '/tmp/bad\\ufffd\\x01name' and "
+	      "abs(d['audit']['events'][2]['time'] - 0.001) < 1e-9",
 	      "audit: network event, bad bytes in a target");
 }
 
