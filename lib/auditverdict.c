@@ -112,9 +112,11 @@ out:
 
 /* Whether buf holds part of a token the audit made ("pdk-honey-" and 32 random hex digits,
  * auditpolicy.c): its random digits without the fixed prefix (${TOKEN#pdk-honey-}), plainly or
- * encoded as encoded_in looks for, or any 16 consecutive of them (a token cut in two, or
- * truncated). 64 random bits appear by chance in no honest output; the prefix alone is no
- * evidence (docs name it). Tokens a policy chose itself are looked for whole only. */
+ * encoded as encoded_in looks for, or any 24 consecutive of them (a token cut, or truncated):
+ * such a run holds one of the 16-digit windows at 0, 8 and 16, and 64 random bits appear by
+ * chance in no honest output (three searches a buffer, not one per offset: files are searched
+ * by the MiB). The prefix alone is no evidence. Tokens a policy chose itself are looked for
+ * whole only. */
 static bool partial_in(const char *buf, size_t n, const char *t)
 {
 	static const char mark[] = "pdk-honey-";
@@ -125,7 +127,7 @@ static bool partial_in(const char *buf, size_t n, const char *t)
 	size_t rl = strlen(rnd);
 	if (rl < 2 * w || !buf)
 		return false;
-	for (size_t i = 0; i + w <= rl; i++)
+	for (size_t i = 0; i + w <= rl; i += w / 2)
 		if (memmem(buf, n, rnd + i, w))
 			return true;
 	return encoded_in(buf, n, rnd);
