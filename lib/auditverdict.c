@@ -20,9 +20,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SCAN_FILES 256          /* files of /work and /tmp looked at */
-#define SCAN_FILE_BYTES (1 << 20)
-#define SCAN_DEPTH 6
+/* The written files searched: every regular one in the scratch directories, to these budgets
+ * (a file is read in chunks, each overlapping the last by more than an encoded token, so a token
+ * anywhere in a big file is found); a decoy's answer is matched in files of at most a chunk. */
+#define SCAN_FILES 1024
+#define SCAN_BYTES ((uint64_t)32 << 20)
+#define SCAN_CHUNK (1 << 20)
+#define SCAN_DEPTH 32
+static const char *const scan_roots[] = {"/work", "/tmp", "/dev/shm", NULL};
 
 const char *pd_process_status_name(pd_process_status s)
 {
@@ -105,17 +110,40 @@ out:
 	return found;
 }
 
+/* Whether buf holds part of a token the audit made ("pdk-honey-" and 32 random hex digits,
+ * auditpolicy.c): its random digits without the fixed prefix (${TOKEN#pdk-honey-}), plainly or
+ * encoded as encoded_in looks for, or any 24 consecutive of them (a token cut, or truncated):
+ * such a run holds one of the 16-digit windows at 0, 8 and 16, and 64 random bits appear by
+ * chance in no honest output (three searches a buffer, not one per offset: files are searched
+ * by the MiB). The prefix alone is no evidence. Tokens a policy chose itself are looked for
+ * whole only. */
+static bool partial_in(const char *buf, size_t n, const char *t)
+{
+	static const char mark[] = "pdk-honey-";
+	const size_t w = 16;
+	if (strncmp(t, mark, sizeof mark - 1))
+		return false;
+	const char *rnd = t + sizeof mark - 1;
+	size_t rl = strlen(rnd);
+	if (rl < 2 * w || !buf)
+		return false;
+	for (size_t i = 0; i + w <= rl; i += w / 2)
+		if (memmem(buf, n, rnd + i, w))
+			return true;
+	return encoded_in(buf, n, rnd);
+}
+
 static void honey_in(const pd_audit_policy *p, pd_result *r, const char *buf, size_t n, const char *op,
 		     const char *mode, const char *where)
 {
 	for (size_t i = 0; i < p->env.n; i++) {
 		const char *eq = strchr(p->env.s[i], '=');
-		bool plain = eq && contains(buf, n, eq + 1);
-		if (!eq || (!plain && !encoded_in(buf, n, eq + 1)))
+		bool plain = eq && contains(buf, n, eq + 1), enc = false;
+		if (!eq || (!plain && !(enc = encoded_in(buf, n, eq + 1)) && !partial_in(buf, n, eq + 1)))
 			continue;
 		char what[PD_PATH + 160];
-		snprintf(what, sizeof what, "%.*s%s%s%s", (int)(eq - p->env.s[i]), p->env.s[i], plain ? "" : " (encoded)",
-			 where ? " in " : "", where ? where : "");
+		snprintf(what, sizeof what, "%.*s%s%s%s", (int)(eq - p->env.s[i]), p->env.s[i],
+			 plain ? "" : enc ? " (encoded)" : " (partial)", where ? " in " : "", where ? where : "");
 		pd_audit_record(r, &p->opts, PD_AK_ENV_PROBE, op, mode, what, false, 0, r->exec_us);
 	}
 }
@@ -143,52 +171,107 @@ static bool is_trap(const pd_audit_policy *p, const char *path)
 }
 
 /* the files the attempt wrote in the scratch directories, for tokens and wrong answers */
-/* a file last changed before since_ns (CLOCK_REALTIME; 0: none is) is not this exec's doing */
-static bool older(pd_sandbox *s, const char *path, int64_t mtime_s, int64_t since_ns)
+/* a file last changed before since_ns (CLOCK_REALTIME; 0: none is) is not this exec's doing. By
+ * its ctime, which a write moves and no program can set back: mtime is the program's to choose
+ * (touch -d, utimensat), and a back-dated file must not hide a token or a decoy's answer. */
+static bool older(pd_sandbox *s, const char *path, int64_t ctime_s, int64_t since_ns)
 {
 	if (!since_ns)
 		return false;
-	if (mtime_s < since_ns / 1000000000 - 1)
+	if (ctime_s < since_ns / 1000000000 - 1)
 		return true;
 	pd_err e = {0};
 	int fd = pd_sandbox_open(s, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0, &e);
 	struct stat st;
 	bool old = fd < 0 || fstat(fd, &st) < 0 ||
-		   (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec < since_ns;
+		   (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec < since_ns;
 	if (fd >= 0)
 		close(fd);
 	return old;
 }
 
+typedef struct scan_budget {
+	int files;
+	uint64_t bytes;
+} scan_budget;
+
+/* the longest text a token can hide in (its hex), and then some: the overlap between chunks */
+static size_t token_span(const pd_audit_policy *p)
+{
+	size_t m = 0;
+	for (size_t i = 0; i < p->env.n; i++)
+		if (strlen(p->env.s[i]) > m)
+			m = strlen(p->env.s[i]);
+	return 3 * m + 16;
+}
+
+/* Searches the file at path for the honey tokens chunk by chunk, and (answers) a small one for
+ * a decoy's answer. */
+static void scan_file(const pd_audit_policy *p, pd_result *r, pd_sandbox *s, const char *path, bool answers,
+		      scan_budget *b)
+{
+	pd_err e = {0};
+	uint64_t size = 0;
+	int fd = pd_sandbox_open_regular(s, path, UINT64_MAX, &size, &e);
+	if (fd < 0)
+		return;
+	size_t span = token_span(p), cap = SCAN_CHUNK + span;
+	char *buf = malloc(cap + 1);
+	size_t have = 0; /* bytes kept from the last chunk */
+	uint64_t off = 0;
+	bool whole = size <= SCAN_CHUNK;
+	while (buf && off < size && b->bytes) {
+		size_t want = cap - have;
+		if (want > b->bytes)
+			want = (size_t)b->bytes;
+		ssize_t got = pread(fd, buf + have, want, (off_t)off);
+		if (got <= 0)
+			break;
+		off += (uint64_t)got;
+		b->bytes -= (uint64_t)got;
+		have += (size_t)got;
+		buf[have] = 0;
+		if (p->env.n)
+			honey_in(p, r, buf, have, "file", "w", path);
+		if (answers && whole && off >= size) {
+			const pd_trap *t = p->ntraps ? answer_match(p, buf, have) : NULL;
+			if (t)
+				pd_audit_record(r, &p->opts, PD_AK_TRAP, "file", "match", t->path, false, 0, r->exec_us);
+		}
+		/* the last span bytes go on: a token cut by the chunk's end is whole in the next */
+		size_t keep = have < span ? have : span;
+		memmove(buf, buf + have - keep, keep);
+		have = keep;
+	}
+	free(buf);
+	close(fd);
+}
+
 static void scan_dir(const pd_audit_policy *p, pd_result *r, pd_sandbox *s, const char *dir, int depth,
-		     int *budget, int64_t since_ns)
+		     scan_budget *b, int64_t since_ns)
 {
 	pd_dirent *ents = NULL;
 	size_t n = 0;
 	pd_err e = {0};
 	if (depth > SCAN_DEPTH || pd_sandbox_list(s, dir, &ents, &n, &e) < 0)
 		return;
-	for (size_t i = 0; i < n && *budget > 0; i++) {
+	for (size_t i = 0; i < n && b->files > 0 && b->bytes > 0; i++) {
 		char path[PD_PATH];
 		if (snprintf(path, sizeof path, "%s/%s", dir, ents[i].name) >= (int)sizeof path)
 			continue;
+		/* a name is written too ("touch /work/$TOKEN"), of any file type */
+		if (p->env.n && !older(s, path, ents[i].ctime, since_ns))
+			honey_in(p, r, ents[i].name, strlen(ents[i].name), "file", "name", path);
 		if (S_ISDIR(ents[i].mode)) {
-			scan_dir(p, r, s, path, depth + 1, budget, since_ns);
+			scan_dir(p, r, s, path, depth + 1, b, since_ns);
 			continue;
 		}
-		if (!S_ISREG(ents[i].mode) || ents[i].size > SCAN_FILE_BYTES || is_trap(p, path) ||
-		    older(s, path, ents[i].mtime, since_ns))
+		if (!S_ISREG(ents[i].mode) || !ents[i].size || older(s, path, ents[i].ctime, since_ns))
 			continue;
-		(*budget)--;
-		char *data = NULL;
-		size_t len = 0;
-		if (pd_sandbox_read_file(s, path, SCAN_FILE_BYTES, &data, &len, &e) < 0)
-			continue;
-		honey_in(p, r, data, len, "file", "w", path);
-		const pd_trap *t = p->ntraps ? answer_match(p, data, len) : NULL;
-		if (t)
-			pd_audit_record(r, &p->opts, PD_AK_TRAP, "file", "match", t->path, false, 0, r->exec_us);
-		free(data);
+		b->files--;
+		/* a decoy holds its own answer, not a token: searched for tokens only (one written
+		 * into it is hidden there no better than elsewhere) */
+		scan_file(p, r, s, path, !is_trap(p, path), b);
 	}
 	free(ents);
 }
@@ -224,14 +307,13 @@ void pd_audit_evaluate_since(const pd_audit_policy *p, pd_result *r, pd_sandbox 
 			pd_audit_record(r, &p->opts, PD_AK_TRAP, "output", "match", t->path, false, 0, r->exec_us);
 	}
 	if (s && (p->env.n || p->ntraps)) {
-		int budget = SCAN_FILES;
-		scan_dir(p, r, s, "/work", 0, &budget, since_ns);
-		scan_dir(p, r, s, "/tmp", 0, &budget, since_ns);
+		scan_budget b = {SCAN_FILES, SCAN_BYTES};
+		for (int i = 0; scan_roots[i]; i++)
+			scan_dir(p, r, s, scan_roots[i], 0, &b, since_ns);
 	}
-	if (!r->audited) {
-		v->status = PD_PROCESS_NOT_AUDITED;
-		return;
-	}
+	/* evidence not whole (r->audited false) is no pass; but what was seen of it still fails the
+	 * process level: a program that broke a rule and also made the audit stop short (a tree
+	 * too big to walk) must not turn its fail into not_audited */
 	v->status = PD_PROCESS_PASS;
 	for (int k = 0; k < PD_AK_N; k++) {
 		uint64_t n = r->audit_kinds[k];
@@ -251,6 +333,19 @@ void pd_audit_evaluate_since(const pd_audit_policy *p, pd_result *r, pd_sandbox 
 		else
 			snprintf(out, sizeof v->reasons[0], "%s: %" PRIu64 " events, none kept (the cap)",
 				 pd_audit_kind_name((pd_audit_kind)k), n);
+	}
+	if (v->status == PD_PROCESS_PASS && !r->audited) {
+		v->status = PD_PROCESS_NOT_AUDITED;
+		return;
+	}
+	/* no rule broken in what was seen, but not all was seen: tasks an earlier exec left were
+	 * running under no filter of this audit (they could read judge material and serve it over
+	 * loopback, or write a protected file as if for it), so no pass can be claimed */
+	if (v->status == PD_PROCESS_PASS && r->audit_outside) {
+		v->status = PD_PROCESS_NOT_AUDITED;
+		snprintf(v->reasons[v->nreasons++], sizeof v->reasons[0],
+			 "outside: %" PRIu64 " task%s an earlier exec left ran outside the audit", r->audit_outside,
+			 r->audit_outside == 1 ? "" : "s");
 	}
 }
 

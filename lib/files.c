@@ -308,6 +308,7 @@ int pd_sandbox_list(pd_sandbox *s, const char *path, pd_dirent **out, size_t *n,
 			ent->mode = st.st_mode;
 			ent->size = (uint64_t)st.st_size;
 			ent->mtime = st.st_mtim.tv_sec;
+			ent->ctime = st.st_ctim.tv_sec;
 		}
 	}
 	closedir(d);

@@ -180,6 +180,9 @@ typedef struct pd_result {
 	uint64_t audit_egress_allowed;      /* of the egress events, those the policy allowed */
 	uint64_t audit_notified;            /* calls the audit's listener stopped and answered: its
 					     * cost is about this many round trips to the host */
+	uint64_t audit_outside;             /* tasks alive in the sandbox when an audited exec began
+					     * (an earlier exec's, in a session): under no filter of
+					     * this audit, they could act for it unseen */
 	/* the image the sandbox's root was made of: an imported image's name ("" when opened by
 	 * digest) and digests; or, with no digest, the directory ("host" for the default image) */
 	char image_name[256];
@@ -527,6 +530,7 @@ typedef struct pd_dirent {
 	mode_t mode;   /* type and permissions (of a symlink itself, not its target) */
 	uint64_t size;
 	int64_t mtime;
+	int64_t ctime; /* the inode's last change: unlike mtime, no program can set it back */
 } pd_dirent;
 
 /* Opens path inside the sandbox and returns a host fd to it (caller closes), or -1. */
@@ -647,8 +651,10 @@ typedef struct pd_audit_verdict {
 /* Completes the evidence and judges it: output (r's stdout and stderr) and, with s (may be NULL:
  * not looked at), the files the attempt wrote in /work and /tmp are searched for the honey
  * tokens and the traps' wrong answers (each a trap_read or env_probe event, op "output" or
- * "file"); then the process level: not_audited when r was not audited whole, fail when an event
- * of a failing kind is there (egress only when not allowed), else pass. */
+ * "file"); then the process level: fail when an event of a failing kind is there (egress only
+ * when not allowed; also when r was not audited whole: what was seen stands), else not_audited
+ * when r was not audited whole or tasks an earlier exec left ran beside it (r->audit_outside),
+ * else pass. */
 void pd_audit_evaluate(const pd_audit_policy *p, pd_result *r, pd_sandbox *s, pd_audit_verdict *v);
 /* The same for an exec in a sandbox that lives on (a session's): only the files changed since
  * since_ns (CLOCK_REALTIME, in ns; the exec's start) are its doing and searched. */

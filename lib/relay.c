@@ -46,7 +46,7 @@ typedef struct conn {
 	bool done, reported, joinable;
 	uint64_t t_us;
 	pd_audit_event ev; /* built as the connection goes */
-	char carry[15];    /* the last bytes sent out, for a honey mark cut between two reads */
+	char carry[31];    /* the last bytes sent out, for a honey mark cut between two reads */
 	size_t ncarry;
 	struct conn *next;
 } conn;
@@ -216,26 +216,81 @@ static int dial(pd_relay *r, const struct sockaddr_storage *a, int na, char *add
 	return -1;
 }
 
-/* Copies both ways until both sides are done, the byte cap, idle, or a stop. */
-/* out_left: what the program may still send (a request's body; UINT64_MAX in a tunnel): past it,
- * its side is no longer read. */
 /* Every honey token the audit makes starts so (auditpolicy.c): one in the bytes a program sends
- * out means it harvested its environment (an env_probe when the exec is audited). Sent as it was;
- * in a TLS tunnel it is encrypted and not seen. */
+ * out means it harvested its environment (an env_probe when the exec is audited). The mark is
+ * looked for as it is and in the spellings a harvester would use to slip it past that search
+ * (as auditverdict.c looks for whole tokens): reversed, upper-cased, hex (either case),
+ * percent-encoded (either case), base64 (standard and URL-safe) at each of the 3 alignments it
+ * can have in a longer text, only the characters that depend on the mark alone. In a TLS tunnel
+ * the bytes are encrypted and nothing is seen; a mark cut across two connections is not joined. */
 #define HONEY_MARK "pdk-honey-"
 #define HONEY_MARK_LEN (sizeof HONEY_MARK - 1)
+#define HONEY_FORMS 13
+#define HONEY_FORM_MAX (3 * HONEY_MARK_LEN) /* the percent-encoded one */
+
+static char honey_forms[HONEY_FORMS][HONEY_FORM_MAX + 1];
+static size_t honey_form_len[HONEY_FORMS];
+static pthread_once_t honey_once = PTHREAD_ONCE_INIT;
+
+static void honey_forms_make(void)
+{
+	static const char *const hexd[2] = {"0123456789abcdef", "0123456789ABCDEF"};
+	static const char *const b64[2] = {
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"};
+	const unsigned char *m = (const unsigned char *)HONEY_MARK;
+	const size_t ml = HONEY_MARK_LEN;
+	int f = 0;
+	memcpy(honey_forms[f++], m, ml);
+	for (size_t i = 0; i < ml; i++) {
+		honey_forms[f][i] = (char)m[ml - 1 - i];
+		honey_forms[f + 1][i] = m[i] >= 'a' && m[i] <= 'z' ? (char)(m[i] - 32) : (char)m[i];
+	}
+	f += 2;
+	for (int c = 0; c < 2; c++, f += 2)
+		for (size_t i = 0; i < ml; i++) {
+			honey_forms[f][2 * i] = hexd[c][m[i] >> 4];
+			honey_forms[f][2 * i + 1] = hexd[c][m[i] & 15];
+			honey_forms[f + 1][3 * i] = '%';
+			honey_forms[f + 1][3 * i + 1] = hexd[c][m[i] >> 4];
+			honey_forms[f + 1][3 * i + 2] = hexd[c][m[i] & 15];
+		}
+	for (size_t k = 0; k < 3; k++) {
+		/* k bytes of something else first: the characters whose 6 bits all lie in the mark */
+		unsigned char pad[HONEY_MARK_LEN + 5] = {0};
+		memcpy(pad + k, m, ml);
+		size_t lo = (8 * k + 5) / 6, hi = 8 * (k + ml) / 6;
+		for (int a = 0; a < 2; a++, f++)
+			for (size_t j = lo; j < hi; j++) {
+				size_t bit = 6 * j, byte = bit / 8, sh = bit % 8;
+				unsigned v = ((unsigned)pad[byte] << 8 | pad[byte + 1]) >> (10 - sh) & 63;
+				honey_forms[f][j - lo] = b64[a][v];
+			}
+	}
+	for (int i = 0; i < HONEY_FORMS; i++)
+		honey_form_len[i] = strlen(honey_forms[i]);
+}
+
+static bool honey_in(const char *b, size_t n)
+{
+	for (int i = 0; i < HONEY_FORMS; i++)
+		if (memmem(b, n, honey_forms[i], honey_form_len[i]))
+			return true;
+	return false;
+}
 
 static void honey_scan(conn *c, pd_audit_event *ev, const char *b, size_t n)
 {
-	_Static_assert(sizeof c->carry >= HONEY_MARK_LEN - 1, "carry holds a mark's head");
-	const size_t m1 = HONEY_MARK_LEN - 1;
+	_Static_assert(sizeof c->carry >= HONEY_FORM_MAX - 1, "carry holds a form's head");
+	const size_t m1 = HONEY_FORM_MAX - 1;
 	if (ev->honey || !n)
 		return;
-	char edge[2 * HONEY_MARK_LEN];
+	pthread_once(&honey_once, honey_forms_make);
+	char edge[2 * HONEY_FORM_MAX];
 	size_t take = n < m1 ? n : m1;
 	memcpy(edge, c->carry, c->ncarry);
 	memcpy(edge + c->ncarry, b, take);
-	if (memmem(edge, c->ncarry + take, HONEY_MARK, HONEY_MARK_LEN) || memmem(b, n, HONEY_MARK, HONEY_MARK_LEN)) {
+	if (honey_in(edge, c->ncarry + take) || honey_in(b, n)) {
 		ev->honey = true;
 		return;
 	}
@@ -250,6 +305,9 @@ static void honey_scan(conn *c, pd_audit_event *ev, const char *b, size_t n)
 	c->ncarry = keep;
 }
 
+/* Copies both ways until both sides are done, the byte cap, idle, or a stop. */
+/* out_left: what the program may still send (a request's body; UINT64_MAX in a tunnel): past it,
+ * its side is no longer read. */
 static void pump(pd_relay *r, conn *c, pd_audit_event *ev, uint64_t out_left)
 {
 	char buf[16384];

@@ -91,6 +91,7 @@ typedef struct tree_walk {
 	pd_result *r;
 	uint64_t t_us;
 	size_t seen, matched;
+	bool cut; /* an entry left unwalked (the caps): what lies there is unknown */
 } tree_walk;
 
 static bool push(uint64_t **a, size_t *n, size_t *cap, uint64_t k)
@@ -139,21 +140,29 @@ static void tree_dir(tree_walk *w, int dfd, char *path, size_t plen, size_t size
 		return;
 	}
 	struct dirent *de;
-	while ((de = readdir(d)) && w->seen < TREE_MAX_ENTRIES) {
+	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
+		if (w->seen >= TREE_MAX_ENTRIES) {
+			w->cut = true;
+			break;
+		}
 		w->seen++;
 		size_t nl = strlen(de->d_name);
-		if (plen + 1 + nl + 1 > size)
+		if (plen + 1 + nl + 1 > size) {
+			w->cut = true;
 			continue;
+		}
 		path[plen] = '/';
 		memcpy(path + plen + 1, de->d_name, nl + 1);
 		struct stat st;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 			tree_note(w, path, &st);
 			int sub;
-			if (S_ISDIR(st.st_mode) && depth < TREE_MAX_DEPTH &&
-			    (sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0)
+			if (S_ISDIR(st.st_mode) && depth >= TREE_MAX_DEPTH)
+				w->cut = true;
+			else if (S_ISDIR(st.st_mode) &&
+				 (sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0)
 				tree_dir(w, sub, path, plen + 1 + nl, size, depth + 1);
 		}
 		path[plen] = 0;
@@ -190,6 +199,7 @@ int pd_tamper_tree_snapshot(int rootfd, char roots[][PD_PATH], int nroots, pd_ta
 		tree_walk w = {.snap = b};
 		tree_walk_one(&w, rootfd, roots[i]);
 		b->tree_n[i] = b->nnames;
+		b->tree_cut |= w.cut;
 	}
 	if (b->n)
 		qsort(b->keys, b->n, sizeof *b->keys, cmp_key);
@@ -198,14 +208,17 @@ int pd_tamper_tree_snapshot(int rootfd, char roots[][PD_PATH], int nroots, pd_ta
 	return 0;
 }
 
-void pd_tamper_tree_scan(int rootfd, char roots[][PD_PATH], int nroots, const pd_audit_opts *o,
-			 const pd_tamper_base *base, pd_result *r, uint64_t t_us)
+int pd_tamper_tree_scan(int rootfd, char roots[][PD_PATH], int nroots, const pd_audit_opts *o,
+			const pd_tamper_base *base, pd_result *r, uint64_t t_us)
 {
+	bool cut = base->tree_cut;
 	for (int i = 0; i < nroots && i < PD_TAMPER_TREES; i++) {
 		tree_walk w = {.base = base, .o = o, .r = r, .t_us = t_us};
 		tree_walk_one(&w, rootfd, roots[i]);
+		cut |= w.cut;
 		size_t had = base->tree_n[i] - (i ? base->tree_n[i - 1] : 0);
 		if (w.matched < had && pd_audit_protected(o, roots[i]))
 			pd_audit_record(r, o, PD_AK_TAMPER, "tree", "delete", roots[i], false, 0, t_us);
 	}
+	return cut ? 1 : 0;
 }

@@ -128,6 +128,11 @@ const char *pd_audit_mode_name(pd_audit_mode m);
 /* The category of an access in mode m to the resolved path (self: the caller's pid in the
  * sandbox, as text), or -1 for none; *deny: refuse the call (judge material, a deny list). */
 int pd_audit_classify(const pd_audit_opts *o, const char *path, pd_audit_mode m, const char *self, bool *deny);
+/* The interpreter the kernel would open for the file open at fd (auditinterp.c): a script's "#!"
+ * one (its first word, within the 256 bytes the kernel reads) or an ELF's (32 or 64 bit) first
+ * PT_INTERP, into out (size bytes, NUL-terminated). Returns 1 with it, 0 when there is none or
+ * the file is not a regular one or cannot be read. */
+int pd_audit_interp_fd(int fd, char *out, size_t size);
 /* The category of a rename of the resolved path (its source, or its destination: RENAME_EXCHANGE
  * moves both), or -1 when the rules on the path itself decide (pd_audit_classify): a rename moves
  * what is under the path too, so judge material, a decoy or a protected path at or below it would

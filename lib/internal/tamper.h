@@ -19,6 +19,7 @@ typedef struct pd_tamper_base {
 	uint64_t *names;
 	size_t nnames, names_cap;
 	size_t tree_n[PD_TAMPER_TREES];
+	bool tree_cut; /* a walk stopped short (its caps): entries were not keyed */
 } pd_tamper_base;
 /* Notes a path the build made (and its parents). Returns 0 or -1 (no memory). */
 int pd_tamper_base_made(pd_tamper_base *b, const char *path);
@@ -53,8 +54,10 @@ int pd_tamper_tree_roots(const pd_audit_opts *o, const pd_bind *binds, size_t nb
 int pd_tamper_tree_snapshot(int rootfd, char roots[][PD_PATH], int nroots, pd_tamper_base *b);
 /* Records a tamper (op "tree") for each protected entry whose key base lacks ("w": written,
  * made, moved in, its mode or owner changed) and for each tree that lost one of its keys
- * ("delete", at the tree's root). */
-void pd_tamper_tree_scan(int rootfd, char roots[][PD_PATH], int nroots, const pd_audit_opts *o,
+ * ("delete", at the tree's root). Returns 1 when this walk or base's stopped short of an entry
+ * (100,000 a walk, 32 levels deep, a path too long): a change there went unseen, the evidence
+ * is not whole; else 0. */
+int pd_tamper_tree_scan(int rootfd, char roots[][PD_PATH], int nroots, const pd_audit_opts *o,
 			 const pd_tamper_base *base, pd_result *r, uint64_t t_us);
 
 #endif

@@ -6,7 +6,7 @@
 # policy is mandatory is audited under it without asking; a session's audited exec gets the policy's
 # decoys planted and honey variables set, and its written files are evidence, as a run's are.
 source "$(dirname "$0")/api.sh"
-plan 18
+plan 20
 
 cat >"$TMPD/tpl.json" <<'JSON'
 {"templates": [
@@ -58,6 +58,12 @@ is "$(jb '[.process.status, ([.audit.events[] | select(.kind == "trap_read") | .
 post_json "/v1/sessions/$S/exec" '{"shell":"test -n \"$API_TOKEN\" && echo $API_TOKEN > /work/loot","audit":{"env":["API_TOKEN"]}}'
 is "$(jb '[.exit_code, .process.status, ([.audit.events[] | select(.kind == "env_probe") | .op] | join(","))] | map(tostring) | join(" ")')" \
   "0 fail file" "a session's exec: the honey variable is set, and its token in a written file is env_probe"
+# a file's mtime is the program's to set: back-dating the loot must not hide it from the search
+post_json "/v1/sessions/$S/exec" '{"shell":"echo $API_TOKEN > /work/old-loot; touch -d @1000 /work/old-loot","audit":{"env":["API_TOKEN"]}}'
+is "$(jb '[.process.status, ([.audit.events[] | select(.kind == "env_probe") | .path | test("old-loot")] | any)] | map(tostring) | join(" ")')" \
+  "fail true" "a session's exec back-dating the file it saved the token to: env_probe all the same"
+post_json "/v1/sessions/$S/exec" '{"shell":"echo 41 > /work/old-answer; touch -d @1000 /work/old-answer","audit":{"traps":[{"path":"/srv/pdk-decoy.txt","content":"41\n"}]}}'
+is "$(jb .process.status)" "fail" "a session's exec back-dating a file holding the decoy's answer: trap_read all the same"
 post_json "/v1/sessions/$S/exec" '{"shell":"echo ok > /work/o","audit":{"env":["API_TOKEN"],"traps":[{"path":"/work/expected.txt","content":"41\n"}]}}'
 is "$(jb .process.status)" pass "a session's honest exec under the same policy passes"
 req DELETE "/v1/sessions/$S"

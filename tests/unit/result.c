@@ -352,16 +352,19 @@ static void test_audit(void)
 	r.audit_net = 1;
 	r.audit_denied = 1;
 	check(&r, true,
-	      "len(d['audit']['events']) == 3 and d['audit']['dropped'] == 0 and d['audit_file_events'] == 10 and d['audit_net_events'] == 1 and "
-	      "d['audit_denied'] == 1",
+	      "len(d['audit']['events']) == 3 and d['audit']['dropped'] == 0 and "
+	      "d['audit']['counts']['judge_material'] == 0 and d['audit_file_events'] == 10 and "
+	      "d['audit_net_events'] == 1 and d['audit_denied'] == 1",
 	      "audit: events and counts");
 	check(&r, true,
-	      "d['audit']['events'][0] == {'time': 1.5, 'kind': 'judge_material', 'op': 'open', 'mode': 'r', 'path': '/judge/\"answers\"\\\\x.txt', "
-	      "'denied': True, 'pid': 4242}",
+	      "d['audit']['events'][0] == {'time': 1.5, 'kind': 'judge_material', 'op': 'open', 'mode': 'r', "
+	      "'path': '/judge/\"answers\"\\\\x.txt', 'denied': True, 'pid': 4242}",
 	      "audit: first event round-trips (quotes and backslash escaped)");
 	check(&r, true,
-	      "d['audit']['events'][1] == {'time': 2000.0, 'kind': 'egress', 'op': 'connect', 'mode': 'out', 'address': '10.0.0.1:80', 'denied': False, 'pid': 7} "
-	      "and d['audit']['events'][2]['path'] == '/tmp/bad\\ufffd\\x01name' and abs(d['audit']['events'][2]['time'] - 0.001) < 1e-9",
+	      "d['audit']['events'][1] == {'time': 2000.0, 'kind': 'egress', 'op': 'connect', 'mode': 'out', "
+	      "'address': '10.0.0.1:80', 'denied': False, 'pid': 7} and "
+	      "d['audit']['events'][2]['path'] == '/tmp/bad\\ufffd\\x01name' and "
+	      "abs(d['audit']['events'][2]['time'] - 0.001) < 1e-9",
 	      "audit: network event, bad bytes in a target");
 }
 
