@@ -621,6 +621,22 @@ bool pd_audit_policy_mandatory(const pd_audit_policy *p)
 	return p->mandatory;
 }
 
+int pd_audit_policy_effective(const pd_audit_policy *base, pd_audit_policy **req, pd_err *e)
+{
+	if (!base || (!*req && !base->mandatory))
+		return 0;
+	pd_audit_policy *p = pd_audit_policy_copy(base);
+	if (!p)
+		return pd_fail(e, ENOMEM, "audit: out of memory");
+	if (*req && pd_audit_policy_merge(p, *req, true, e) < 0) {
+		pd_audit_policy_free(p);
+		return -1;
+	}
+	pd_audit_policy_free(*req);
+	*req = p;
+	return 1;
+}
+
 const char *const *pd_audit_policy_env(const pd_audit_policy *p)
 {
 	return sv_list(&p->env);

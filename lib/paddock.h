@@ -626,6 +626,12 @@ void pd_audit_policy_free(pd_audit_policy *p);
 /* The options for pd_sandbox_opts.audit (valid while p lives, enabled set). */
 const pd_audit_opts *pd_audit_policy_opts(const pd_audit_policy *p);
 bool pd_audit_policy_mandatory(const pd_audit_policy *p);
+/* The policy a request runs under on a template or problem whose policy is base (may be NULL):
+ * when base is set and the request asked for an audit (*req) or base's is mandatory, *req is
+ * replaced by base tightened by the request's (pd_audit_policy_merge, tighten_only). Returns 1
+ * when it replaced *req, 0 when there was nothing to do, -1 (e filled, *req unchanged) when the
+ * request would widen base or memory ran out. */
+int pd_audit_policy_effective(const pd_audit_policy *base, pd_audit_policy **req, pd_err *e);
 /* The honey variables as "NAME=TOKEN" (NULL-terminated; valid while p lives): the caller adds
  * them to the program's environment. */
 const char *const *pd_audit_policy_env(const pd_audit_policy *p);

@@ -283,19 +283,11 @@ static uint64_t wall_us(void)
  * Returns -1 (e set) when the request would widen the template's. */
 int pd_job_audit_policy(pd_job *j, const pd_template *t, pd_err *e)
 {
-	if (j->audit_merged || !t || !t->audit || (!j->audit && !pd_audit_policy_mandatory(t->audit)))
+	if (j->audit_merged || !t)
 		return 0;
-	pd_audit_policy *p = pd_audit_policy_copy(t->audit);
-	if (!p)
-		return pd_fail(e, ENOMEM, "audit: out of memory");
-	if (j->audit && pd_audit_policy_merge(p, j->audit, true, e) < 0) {
-		pd_audit_policy_free(p);
-		return -1;
-	}
-	pd_audit_policy_free(j->audit);
-	j->audit = p;
-	j->audit_merged = true;
-	return 0;
+	int rc = pd_audit_policy_effective(t->audit, &j->audit, e);
+	j->audit_merged = rc > 0;
+	return rc < 0 ? -1 : 0;
 }
 
 /* One attempt in one fresh sandbox. Returns true if it may be retried (infrastructure). */

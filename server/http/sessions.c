@@ -101,19 +101,10 @@ json_t *session_exec_answer(sess_entry *se, const pd_session_exec_req *q, const 
 int session_exec_policy(pd_server *srv, sess_entry *se, pd_session_exec_req *q, pd_err *e)
 {
 	const pd_template *t = srv->pools ? pd_pools_template(srv->pools, se->template_name) : NULL;
-	if (!t || !t->audit || (!q->audit && !pd_audit_policy_mandatory(t->audit)))
-		return 0;
-	pd_audit_policy *p = pd_audit_policy_copy(t->audit);
-	if (!p)
-		return pd_fail(e, ENOMEM, "audit: out of memory");
-	if (q->audit && pd_audit_policy_merge(p, q->audit, true, e) < 0) {
-		pd_audit_policy_free(p);
-		return -1;
-	}
-	pd_audit_policy_free(q->audit);
-	q->audit = p;
-	q->x.audit = pd_audit_policy_opts(p);
-	return 0;
+	int rc = pd_audit_policy_effective(t ? t->audit : NULL, &q->audit, e);
+	if (rc > 0)
+		q->x.audit = pd_audit_policy_opts(q->audit);
+	return rc < 0 ? -1 : 0;
 }
 
 /* The hang-up watcher's call (its thread, under srv->mu): the step's client left */

@@ -446,6 +446,7 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 		return -1;
 	}
 	d->risk_list = o->risky;
+	d->v.audit_asked = pol != NULL;
 	if (pol)
 		pd_judged_audit_start(d);
 	/* no key (out of memory): no cache, neither read nor written */

@@ -322,11 +322,13 @@ typedef struct pd_verdict {
 	bool has_reward;        /* false: reward is null (an infrastructure failure or a rule's) */
 	double reward;
 	const char *failure_class; /* pd_failure_name() or "compile_error"; "none" */
+	bool audit_asked;          /* a policy applied (request, problem, template, risk list) */
 } pd_verdict;
 
 /* Fills v's usable, unusable, has_reward and reward from its levels and failure class. An
  * infrastructure failure (startup_failure, internal_error, judge_error, queue_timeout, cancelled,
- * dependency_missing) carries no reward, never 0. */
+ * dependency_missing) carries no reward, never 0; nor does an attempt whose audit was asked for
+ * (audit_asked) and not completed (not_audited), as under requires_audit. */
 void pd_verdict_decide(pd_verdict *v, const pd_reward_rule *rule);
 /* Whether a failure class is the infrastructure's (no reward). */
 bool pd_failure_is_infra(const char *failure_class);

@@ -94,7 +94,9 @@ void pd_verdict_decide(pd_verdict *v, const pd_reward_rule *rule)
 		v->reward = rule->penalty;
 		return;
 	}
-	if (rule->requires_audit && v->process != PD_LV_PASS)
+	/* an audit asked for and left incomplete (a task outside it, a tree too big to walk: what
+	 * the attempt may have done on purpose) earns nothing, as under requires_audit */
+	if ((rule->requires_audit || v->audit_asked) && v->process != PD_LV_PASS)
 		return;
 	v->has_reward = true;
 	if (rule->mode == PD_REWARD_BINARY)

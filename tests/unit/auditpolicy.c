@@ -158,6 +158,30 @@ static void test_merge(void)
 	   "a problem over its template may set egress: log");
 	pd_audit_policy_free(req);
 	pd_audit_policy_free(tmpl);
+
+	/* the policy a request runs under (pd_audit_policy_effective, every surface's one rule) */
+	pd_audit_policy *opt = parse("{\"judge\": [\"/judge\"]}", &e);
+	pd_audit_policy *must = parse("{\"mandatory\": true, \"judge\": [\"/judge\"]}", &e);
+	req = NULL;
+	ok(pd_audit_policy_effective(opt, &req, &e) == 0 && !req, "effective: an optional policy, no audit asked: none");
+	ok(pd_audit_policy_effective(NULL, &req, &e) == 0 && !req, "effective: no template policy: none");
+	ok(pd_audit_policy_effective(must, &req, &e) == 1 && req && pd_audit_policy_mandatory(req),
+	   "effective: a mandatory policy applies unasked");
+	pd_audit_policy_free(req);
+	req = parse("{\"egress\": \"log\"}", &e);
+	pd_audit_policy *asked = req;
+	memset(&e, 0, sizeof e);
+	ok(pd_audit_policy_effective(opt, &req, &e) == -1 && req == asked && strstr(e.msg, "audit.egress"),
+	   "effective: a widening request is refused, its policy left as it was (%s)", e.msg);
+	pd_audit_policy_free(req);
+	req = parse("{\"protect\": [\"/work/tests\"]}", &e);
+	ok(pd_audit_policy_effective(opt, &req, &e) == 1 && req &&
+		   classify(pd_audit_policy_opts(req), "/judge/x", PD_AM_READ) == PD_AK_JUDGE &&
+		   classify(pd_audit_policy_opts(req), "/work/tests/t", PD_AM_WRITE) == PD_AK_TAMPER,
+	   "effective: an asked audit is the template's tightened by the request's");
+	pd_audit_policy_free(req);
+	pd_audit_policy_free(opt);
+	pd_audit_policy_free(must);
 }
 
 /* a tree standing for a sandbox's root: symlinks the resolver must follow */
@@ -344,7 +368,7 @@ static void test_true_spellings(void)
 
 int main(void)
 {
-	plan(92);
+	plan(97);
 	test_parse();
 	test_true_spellings();
 	test_merge();

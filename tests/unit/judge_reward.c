@@ -26,6 +26,16 @@ static void test_rule(void)
 	v = V(PD_LV_PASS, 1, PD_LV_NOT_AUDITED, PD_LV_PASS, "none");
 	pd_verdict_decide(&v, &r);
 	ok(!v.has_reward, "with requires_audit an unaudited answer has no reward (null)");
+	r.requires_audit = false;
+	v = V(PD_LV_PASS, 1, PD_LV_NOT_AUDITED, PD_LV_PASS, "none");
+	v.audit_asked = true;
+	pd_verdict_decide(&v, &r);
+	ok(!v.has_reward && !v.usable, "an audit asked for and not completed: no reward (null) even without requires_audit");
+	v = V(PD_LV_PASS, 1, PD_LV_PASS, PD_LV_PASS, "none");
+	v.audit_asked = true;
+	pd_verdict_decide(&v, &r);
+	ok(v.has_reward && v.reward == 1 && v.usable, "... and completed and passed: reward 1, usable");
+	r.requires_audit = true;
 	v = V(PD_LV_PASS, 1, PD_LV_PASS, PD_LV_PASS, "none");
 	pd_verdict_decide(&v, &r);
 	ok(v.usable && !v.unusable && v.has_reward && v.reward == 1, "all three pass: usable, reward 1");
@@ -212,7 +222,7 @@ static void test_record(void)
 
 int main(void)
 {
-	plan(48);
+	plan(50);
 	test_rule();
 	test_cache();
 	test_record();
