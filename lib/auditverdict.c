@@ -8,6 +8,7 @@
  * fails the process level, with the first such event as the reason. */
 #define _GNU_SOURCE
 #include "auditpolicy.h"
+#include "encforms.h"
 #include "internal.h"
 
 #include <errno.h>
@@ -48,66 +49,26 @@ static size_t trimmed(const char *s, size_t n)
 	return n;
 }
 
+typedef struct hay {
+	const char *buf;
+	size_t n;
+} hay;
+
+static bool in_hay(const char *form, size_t len, void *arg)
+{
+	const hay *h = arg;
+	return h->n >= len && memmem(h->buf, h->n, form, len);
+}
+
 /* Whether buf holds the token t in a form a harvester would use to slip it past a search for
- * the token itself: reversed, upper-cased, hex of its bytes (either case), base64 (standard or
- * URL-safe) at any of the 3 alignments it can have inside a longer encoded text (only the
- * characters that depend on the token's bytes alone are looked for). Not every encoding: a
- * cipher of the program's own is beyond a search, and the token stays evidence, not a wall. */
+ * the token itself (pd_enc_forms: reversed, upper-cased, hex, base64 at any alignment). */
 static bool encoded_in(const char *buf, size_t n, const char *t)
 {
 	size_t tl = strlen(t);
 	if (tl < 8 || tl > 4096 || !buf)
 		return false;
-	char *f = malloc(2 * tl + 1), *pad = calloc(1, tl + 4), *b64 = malloc(2 * tl + 16);
-	bool found = false;
-	if (!f || !pad || !b64)
-		goto out;
-	for (size_t i = 0; i < tl; i++)
-		f[i] = t[tl - 1 - i];
-	f[tl] = 0;
-	if ((found = contains(buf, n, f)))
-		goto out;
-	for (size_t i = 0; i <= tl; i++)
-		f[i] = t[i] >= 'a' && t[i] <= 'z' ? (char)(t[i] - 32) : t[i];
-	if (strcmp(f, t) && (found = contains(buf, n, f)))
-		goto out;
-	for (int upper = 0; upper < 2 && !found; upper++) {
-		const char *hex = upper ? "0123456789ABCDEF" : "0123456789abcdef";
-		for (size_t i = 0; i < tl; i++) {
-			f[2 * i] = hex[(unsigned char)t[i] >> 4];
-			f[2 * i + 1] = hex[(unsigned char)t[i] & 15];
-		}
-		f[2 * tl] = 0;
-		found = contains(buf, n, f);
-	}
-	static const char *const alpha[2] = {
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"};
-	for (size_t k = 0; k < 3 && !found; k++) {
-		/* k bytes of something else first: the characters j with bits [6j, 6j+6) inside the
-		 * token's [8k, 8(k+tl)) */
-		memset(pad, 0, tl + 4);
-		memcpy(pad + k, t, tl);
-		size_t bytes = k + tl, nc = 0;
-		for (size_t i = 0; i < bytes; i += 3) {
-			unsigned v = (unsigned)(unsigned char)pad[i] << 16 | (unsigned)(unsigned char)pad[i + 1] << 8 |
-				     (unsigned char)pad[i + 2];
-			for (int c = 0; c < 4; c++)
-				b64[nc++] = (char)(v >> (18 - 6 * c) & 63);
-		}
-		size_t lo = (8 * k + 5) / 6, hi = 8 * bytes / 6; /* chars [lo, hi) */
-		for (int a = 0; a < 2 && !found && hi > lo + 8; a++) {
-			for (size_t j = lo; j < hi; j++)
-				f[j - lo] = alpha[a][(unsigned char)b64[j]];
-			f[hi - lo] = 0;
-			found = contains(buf, n, f);
-		}
-	}
-out:
-	free(f);
-	free(pad);
-	free(b64);
-	return found;
+	hay h = {buf, n};
+	return pd_enc_forms(t, tl, 0, in_hay, &h);
 }
 
 /* Whether buf holds part of a token the audit made ("pdk-honey-" and 32 random hex digits,

@@ -18,6 +18,7 @@
  * relay's. */
 #define _GNU_SOURCE
 #include "audit.h"
+#include "encforms.h"
 #include "relay.h"
 
 #include <errno.h>
@@ -230,50 +231,29 @@ static int dial(pd_relay *r, const struct sockaddr_storage *a, int na, char *add
 
 static char honey_forms[HONEY_FORMS][HONEY_FORM_MAX + 1];
 static size_t honey_form_len[HONEY_FORMS];
+static int honey_nforms; /* those made: a form of length 0 would match anything */
 static pthread_once_t honey_once = PTHREAD_ONCE_INIT;
+
+static bool honey_form_add(const char *form, size_t len, void *arg)
+{
+	int *f = arg;
+	memcpy(honey_forms[*f], form, len);
+	honey_form_len[(*f)++] = len;
+	return *f == HONEY_FORMS; /* full: the count below is the generator's for this mark */
+}
 
 static void honey_forms_make(void)
 {
-	static const char *const hexd[2] = {"0123456789abcdef", "0123456789ABCDEF"};
-	static const char *const b64[2] = {
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"};
-	const unsigned char *m = (const unsigned char *)HONEY_MARK;
-	const size_t ml = HONEY_MARK_LEN;
 	int f = 0;
-	memcpy(honey_forms[f++], m, ml);
-	for (size_t i = 0; i < ml; i++) {
-		honey_forms[f][i] = (char)m[ml - 1 - i];
-		honey_forms[f + 1][i] = m[i] >= 'a' && m[i] <= 'z' ? (char)(m[i] - 32) : (char)m[i];
-	}
-	f += 2;
-	for (int c = 0; c < 2; c++, f += 2)
-		for (size_t i = 0; i < ml; i++) {
-			honey_forms[f][2 * i] = hexd[c][m[i] >> 4];
-			honey_forms[f][2 * i + 1] = hexd[c][m[i] & 15];
-			honey_forms[f + 1][3 * i] = '%';
-			honey_forms[f + 1][3 * i + 1] = hexd[c][m[i] >> 4];
-			honey_forms[f + 1][3 * i + 2] = hexd[c][m[i] & 15];
-		}
-	for (size_t k = 0; k < 3; k++) {
-		/* k bytes of something else first: the characters whose 6 bits all lie in the mark */
-		unsigned char pad[HONEY_MARK_LEN + 5] = {0};
-		memcpy(pad + k, m, ml);
-		size_t lo = (8 * k + 5) / 6, hi = 8 * (k + ml) / 6;
-		for (int a = 0; a < 2; a++, f++)
-			for (size_t j = lo; j < hi; j++) {
-				size_t bit = 6 * j, byte = bit / 8, sh = bit % 8;
-				unsigned v = ((unsigned)pad[byte] << 8 | pad[byte + 1]) >> (10 - sh) & 63;
-				honey_forms[f][j - lo] = b64[a][v];
-			}
-	}
-	for (int i = 0; i < HONEY_FORMS; i++)
-		honey_form_len[i] = strlen(honey_forms[i]);
+	memcpy(honey_forms[f], HONEY_MARK, HONEY_MARK_LEN);
+	honey_form_len[f++] = HONEY_MARK_LEN;
+	pd_enc_forms(HONEY_MARK, HONEY_MARK_LEN, PD_ENC_PERCENT, honey_form_add, &f);
+	honey_nforms = f;
 }
 
 static bool honey_in(const char *b, size_t n)
 {
-	for (int i = 0; i < HONEY_FORMS; i++)
+	for (int i = 0; i < honey_nforms; i++)
 		if (memmem(b, n, honey_forms[i], honey_form_len[i]))
 			return true;
 	return false;
