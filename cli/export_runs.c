@@ -1,12 +1,13 @@
-/* paddock export --runs [--url URL | --db FILE] [--group-id G] [--since MS] [--kind judge|run|any]
- *                       [--all-attempts] [-o FILE]
+/* paddock export --runs [--url URL [--token T | --token-file F] | --db FILE] [--group-id G] [--since MS]
+ *                       [--kind judge|run|any] [--all-attempts] [-o FILE]
  *
  * The stored records as JSON lines, one record a line, in the order they were stored: what a
  * trainer loads (each judged record carries group_id, sample_id, reward — null for infrastructure
  * failures — and usable). By default only judged records and only each task's last attempt (the
  * one that answered); --all-attempts adds the earlier attempts (retries), --kind run or any the
- * records of plain runs. With --url it pages through a daemon's GET /v1/runs; with --db it reads
- * a store file directly (a stopped daemon's, or a live one's: the store is in WAL mode). */
+ * records of plain runs. With --url it pages through a daemon's GET /v1/runs, sending the daemon's
+ * bearer token (--token, --token-file, else $PADDOCK_TOKEN); with --db it reads a store file
+ * directly (a stopped daemon's, or a live one's: the store is in WAL mode). */
 #define _GNU_SOURCE
 #include "cli.h"
 #include "httpc.h"
@@ -49,7 +50,8 @@ static int page_url(const char *url, const pd_store_query *q, json_t **records, 
 		return -1;
 	json_t *o = r.status == 200 ? json_loadb(r.body, r.len, 0, NULL) : NULL;
 	if (!json_is_array(json_object_get(o, "records"))) {
-		snprintf(err, errlen, "GET %s: %d %.200s", path, r.status, r.body ? r.body : "");
+		snprintf(err, errlen, "GET %s: %d %.200s%s", path, r.status, r.body ? r.body : "",
+			 r.status == 401 ? " (the daemon wants its token: --token, --token-file or $PADDOCK_TOKEN)" : "");
 		free(r.body);
 		json_decref(o);
 		return -1;
@@ -59,6 +61,20 @@ static int page_url(const char *url, const pd_store_query *q, json_t **records, 
 	*next = json_integer_value(json_object_get(o, "next"));
 	json_decref(o);
 	return 0;
+}
+
+/* The first line of a file into buf (a token: kept out of argv, as serve's --token-file); false
+ * when it cannot be read or the line is empty. */
+static bool read_token_file(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	buf[strcspn(buf, "\r\n")] = 0;
+	return buf[0] != 0;
 }
 
 int cmd_export_runs(int argc, char **argv)
@@ -71,9 +87,12 @@ int cmd_export_runs(int argc, char **argv)
 					     {"kind", required_argument, 0, 'k'},
 					     {"all-attempts", no_argument, 0, 'a'},
 					     {"output", required_argument, 0, 'o'},
+					     {"token", required_argument, 0, 't'},
+					     {"token-file", required_argument, 0, 'T'},
 					     {"help", no_argument, 0, 'h'},
 					     {0, 0, 0, 0}};
-	const char *url = NULL, *db = NULL, *out = NULL;
+	const char *url = NULL, *db = NULL, *out = NULL, *token = NULL;
+	static char token_buf[4096]; /* a token file's first line */
 	pd_store_query q = {0};
 	q.kind = "judge";
 	q.last_only = true;
@@ -113,9 +132,23 @@ int cmd_export_runs(int argc, char **argv)
 		case 'o':
 			out = optarg;
 			break;
+		case 't':
+			if (!optarg[0])
+				return cli_bad("export: --token", optarg, "a non-empty token"), EXIT_USAGE;
+			token = optarg;
+			break;
+		case 'T':
+			if (!read_token_file(optarg, token_buf, sizeof token_buf))
+				return cli_bad("export: --token-file", optarg, "a file whose first line is a token"),
+				       EXIT_USAGE;
+			token = token_buf;
+			break;
 		case 'h':
 			printf("usage: paddock export --runs [--url URL | --db FILE] [options]\n"
 			       "  --url URL          a daemon (pages through its GET /v1/runs)\n"
+			       "  --token TOKEN      the daemon's bearer token (default: $PADDOCK_TOKEN;\n"
+			       "                     a daemon with a token answers 401 without it)\n"
+			       "  --token-file FILE  the bearer token: the first line of FILE\n"
 			       "  --db FILE          a store file (the daemon's --db)\n"
 			       "  --group-id G       only the records of this group\n"
 			       "  --since MS         only records finished at or after (unix ms)\n"
@@ -131,6 +164,11 @@ int cmd_export_runs(int argc, char **argv)
 		cli_error("export --runs: give --url URL or --db FILE (and no other argument)");
 		return EXIT_USAGE;
 	}
+	if (token && !url) {
+		cli_error("export --runs: --token and --token-file go with --url");
+		return EXIT_USAGE;
+	}
+	httpc_set_token(token);
 	pd_store *store = NULL;
 	if (db) {
 		struct stat st;

@@ -75,6 +75,13 @@ static int send_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
+static const char *set_token; /* a command's own, over the environment's */
+
+void httpc_set_token(const char *token)
+{
+	set_token = token;
+}
+
 int httpc_call(const char *base, const char *method, const char *path, const char *body, size_t len,
 	       const char *headers, httpc_resp *r, char *err, size_t errlen)
 {
@@ -86,7 +93,9 @@ int httpc_call(const char *base, const char *method, const char *path, const cha
 	/* a step may run up to its own time limit, a tar a few minutes */
 	struct timeval tv = {900, 0};
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-	const char *token = getenv("PADDOCK_TOKEN");
+	const char *token = set_token ? set_token : getenv("PADDOCK_TOKEN");
+	if (token && !*token)
+		token = NULL;
 	char *head = NULL;
 	int hn = asprintf(&head,
 			  "%s %s HTTP/1.0\r\nHost: %s\r\nContent-Length: %zu\r\n%s%s%s%s%s\r\n", method, path, host,

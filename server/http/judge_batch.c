@@ -1,7 +1,8 @@
 /* POST /v1/judge with {"submissions": [...], <fields shared by all>}: one judge job per submission,
  * all parsed before any is queued (a bad one refuses the batch, naming its index). Two answers:
  *
- *   - one array, {"results": [...]} in the submissions' order, once all are judged;
+ *   - one array, {"results": [...]} in the submissions' order, once all are judged, each result
+ *     with "index" (its place in "submissions") as in the streamed form;
  *   - with "stream": true, JSON lines (application/x-ndjson, chunked) in the order they finish:
  *     each line is a judged record with "index" (its place in "submissions"), so a trainer can
  *     start on the first verdicts while the slow ones run. A submission that could not be judged
@@ -127,8 +128,10 @@ static void batch_put(batch *b, size_t i, json_t *rec)
 {
 	pthread_mutex_lock(&b->mu);
 	b->jobs[i] = NULL;
+	/* both forms: a result names its place in "submissions" (the array's order says it too, but
+	 * a trainer that filters or reorders the array keeps it) */
+	json_object_set_new(rec, "index", json_integer((json_int_t)i));
 	if (b->stream) {
-		json_object_set_new(rec, "index", json_integer((json_int_t)i));
 		char *text = pd_json_dumps(rec, JSON_COMPACT);
 		size_t n = text ? strlen(text) : 0;
 		if (text && !b->broken && b->len + n + 1 > b->cap) {

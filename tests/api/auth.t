@@ -3,7 +3,7 @@
 # "Authorization: Bearer <token>"; a wrong or missing token is 401. Listening beyond loopback
 # without a token is refused at start. A unix socket listener works without one.
 source "$(dirname "$0")/api.sh"
-plan 29
+plan 34
 
 start_daemon --token secret
 ok $? "daemon started with --token secret"
@@ -51,6 +51,21 @@ req GET /readyz
 is "$CODE" 200 "/readyz without a token: 200"
 req GET '/healthz/../v1/ping' --path-as-is
 is "$CODE" 401 "a path that only starts like /healthz is still guarded (or normalised): 401"
+
+# paddock export --runs --url sends the daemon's token: --token, --token-file, else $PADDOCK_TOKEN
+env -u PADDOCK_TOKEN "$PADDOCK" export --runs --url "$U" --kind any >"$TMPD/x.jsonl" 2>"$TMPD/x.err"
+rc=$?
+[ "$rc" = 2 ] && grep -q -- '--token' "$TMPD/x.err"
+ok $? "export --runs --url without a token: exit 2, the error names --token (exit $rc: $(head -c 200 "$TMPD/x.err"))"
+env -u PADDOCK_TOKEN "$PADDOCK" export --runs --url "$U" --kind any --token secret >"$TMPD/x.jsonl" 2>"$TMPD/x.err"
+is "$?/$(jq -r .run.stdout "$TMPD/x.jsonl")" "0/$(printf 'authorized\n')" "export --runs --token: the records"
+printf 'secret\n' >"$TMPD/export.token"
+env -u PADDOCK_TOKEN "$PADDOCK" export --runs --url "$U" --kind any --token-file "$TMPD/export.token" >"$TMPD/x.jsonl" 2>"$TMPD/x.err"
+is "$?/$(wc -l <"$TMPD/x.jsonl")" "0/1" "export --runs --token-file: the records"
+PADDOCK_TOKEN=secret "$PADDOCK" export --runs --url "$U" --kind any >"$TMPD/x.jsonl" 2>"$TMPD/x.err"
+is "$?/$(wc -l <"$TMPD/x.jsonl")" "0/1" "export --runs with \$PADDOCK_TOKEN: the records"
+"$PADDOCK" export --runs --help | grep -q -- '--token-file'
+ok $? "export --runs --help names --token-file"
 stop_daemon
 
 # --- the token from the environment and from a file --------------------------------------------------

@@ -4,7 +4,7 @@
 # cache, tests); a compile error; the fingerprint cache and its opt-out; refusals naming the field;
 # a problem directory with a checker that does not build stops the start.
 source "$(dirname "$0")/api.sh"
-plan 36
+plan 37
 
 start_daemon --problems examples/problems
 ok $? "daemon started with --problems examples/problems"
@@ -79,6 +79,8 @@ post_json /v1/judge '{"problem_id":"sum","language":"python","group_id":"batch-1
   {"sample_id":"c","language":"bash","code":"read a b\necho $((a+b))"}]}'
 is "$CODE/$(jb '[.results[] | "\(.sample_id):\(.verdict.output.status):\(.group_id)"] | join(" ")')" \
   "200/a:pass:batch-1 b:fail:batch-1 c:pass:batch-1" "batch: one record per submission, in order, shared fields applied"
+is "$(jb '[.results[].index] | map(tostring) | join(" ")')" "0 1 2" \
+  "batch: the array form's results carry index, as the streamed lines do"
 post_json /v1/judge '{"problem_id":"sum","submissions":[{"language":"python","code":"print(1)"},{"code":"x"}]}'
 like "$CODE/$(jb .error)" "^400/submissions\\[1\\]: language" "batch: a bad submission refuses the batch, naming it"
 
