@@ -130,12 +130,22 @@ int pd_judged_copy(pd_judged *dst, const pd_judged *src)
 		if (!dst->tests)
 			return -1;
 		memcpy(dst->tests, src->tests, src->ntests * sizeof *dst->tests);
+		bool ok = true;
+		for (size_t i = 0; i < src->ntests; i++) {
+			pd_jtest_result *t = &dst->tests[i];
+			t->stderr_tail = t->stderr_tail && ok ? strdup(t->stderr_tail) : NULL;
+			t->harness = t->harness && ok ? strdup(t->harness) : NULL;
+			ok = ok && (!src->tests[i].stderr_tail || t->stderr_tail) && (!src->tests[i].harness || t->harness);
+		}
+		if (!ok) {
+			pd_judged_free(dst);
+			return -1;
+		}
 	}
 	if (src->audit_len) {
 		dst->audit = malloc(src->audit_len * sizeof *dst->audit);
 		if (!dst->audit) {
-			free(dst->tests);
-			dst->tests = NULL;
+			pd_judged_free(dst);
 			return -1;
 		}
 		memcpy(dst->audit, src->audit, src->audit_len * sizeof *dst->audit);

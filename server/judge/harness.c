@@ -13,6 +13,10 @@
  *           types (integers, floating point, bool, char, std::string, std::vector of those, nested)
  *           are read from the function's signature, so the JSON arguments convert to them
  *
+ * The harness's own failures (no such function, a result JSON cannot hold, arguments of the wrong
+ * arity) are a line of stderr starting PD_JHARNESS_SAYS and exit status 3: the judge keeps that
+ * line as the test's "harness" message, apart from the program's stderr.
+ *
  * C (no way to know a function's parameter types or an array's length from its signature) and bash
  * have none: a call-based problem refuses them. */
 #define _GNU_SOURCE
@@ -25,7 +29,13 @@
 
 static const char harness_py[] =
 	"import json, os, sys\n"
-	"_dumps, _write = json.dumps, os.write\n"
+	"_dumps, _write, _exit = json.dumps, os.write, os._exit\n"
+	"def _say(msg):\n"
+	"    for f in (sys.stdout, sys.stderr):\n"
+	"        try: f.flush()\n"
+	"        except Exception: pass\n"
+	"    _write(2, ('\\n" PD_JHARNESS_SAYS "' + msg + '\\n').encode())\n"
+	"    _exit(3)\n"
 	"_out = os.dup(1)\n"
 	"os.dup2(2, 1)\n"
 	"_args = json.loads(sys.stdin.read())\n"
@@ -34,11 +44,17 @@ static const char harness_py[] =
 	"_mod = importlib.util.module_from_spec(_spec)\n"
 	"sys.modules['solution'] = _mod\n"
 	"_spec.loader.exec_module(_mod)\n"
-	"_fn = getattr(_mod, sys.argv[1], None)\n"
-	"if _fn is None:\n"
-	"    _fn = getattr(_mod.Solution(), sys.argv[1])\n"
+	"_name = sys.argv[1]\n"
+	"_fn = getattr(_mod, _name, None)\n"
+	"if _fn is None and isinstance(getattr(_mod, 'Solution', None), type):\n"
+	"    _fn = getattr(_mod.Solution(), _name, None)\n"
+	"if not callable(_fn):\n"
+	"    _say('the submission defines no function %s (nor a method of class Solution)' % _name)\n"
 	"_res = _fn(*_args)\n"
-	"_txt = _dumps(_res)\n"
+	"try:\n"
+	"    _txt = _dumps(_res)\n"
+	"except (TypeError, ValueError) as _e:\n"
+	"    _say('the function returned a value JSON cannot hold: %s' % _e)\n"
 	"_write(_out, (_txt + '\\n').encode())\n";
 
 /* The submission is evaluated as a function body, so that its top-level function declarations are
@@ -58,8 +74,11 @@ static const char harness_js[] =
 	"  '\\n;return [typeof ' + name + \" === 'function' ? \" + name + ' : undefined, ' +\n"
 	"  \"typeof Solution === 'function' ? Solution : undefined];\")(require, mod, mod.exports);\n"
 	"let fn = found[0] || (typeof mod.exports[name] === 'function' ? mod.exports[name] : undefined);\n"
-	"if (!fn && found[1]) { const s = new found[1](); fn = s[name].bind(s); }\n"
-	"if (!fn && mod.exports.Solution) { const s = new mod.exports.Solution(); fn = s[name].bind(s); }\n"
+	"const say = (m) => { writeSync(2, '\\n" PD_JHARNESS_SAYS "' + m + '\\n'); exit(3); };\n"
+	"const method = (C) => { const s = new C(); return typeof s[name] === 'function' ? s[name].bind(s) : undefined; };\n"
+	"if (!fn && found[1]) fn = method(found[1]);\n"
+	"if (!fn && typeof mod.exports.Solution === 'function') fn = method(mod.exports.Solution);\n"
+	"if (typeof fn !== 'function') say('the submission defines no function ' + name + ' (nor a method of class Solution)');\n"
 	"const res = fn(...args);\n"
 	"writeSync(1, stringify(res === undefined ? null : res) + '\\n');\n"
 	"exit(0);\n";
@@ -140,7 +159,7 @@ static const char harness_cpp[] =
 	"template <class R, class... A, std::size_t... I, class F>\n"
 	"std::string call(F &&f, const J &args, std::index_sequence<I...>) {\n"
 	"  if (args.a.size() != sizeof...(A)) {\n"
-	"    std::fprintf(stderr, \"harness: %zu arguments given, the function takes %zu\\n\", args.a.size(), sizeof...(A));\n"
+	"    std::fprintf(stderr, \"\\n" PD_JHARNESS_SAYS "%zu arguments given, the function takes %zu\\n\", args.a.size(), sizeof...(A));\n"
 	"    std::exit(3); }\n"
 	"  std::tuple<std::decay_t<A>...> t{get<std::decay_t<A>>(args.a[I])...};\n"
 	"  std::string o;\n"
@@ -158,7 +177,7 @@ static const char harness_cpp[] =
 	"  std::string in((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());\n"
 	"  paddock_harness::P p{in.c_str()};\n"
 	"  paddock_harness::J args = p.val();\n"
-	"  if (p.bad || args.k != 4) { std::fputs(\"harness: the arguments are not a JSON list\\n\", stderr); return 3; }\n"
+	"  if (p.bad || args.k != 4) { std::fputs(\"\\n" PD_JHARNESS_SAYS "the arguments are not a JSON list\\n\", stderr); return 3; }\n"
 	"  int out = dup(1);\n"
 	"  std::fflush(stdout); dup2(2, 1);\n"
 	"  std::string r = paddock_harness::run(";

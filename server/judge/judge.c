@@ -172,11 +172,48 @@ static bool is_cancelled(const pd_judge_opts *o)
 	return o->job && pd_job_is_cancelled(o->job);
 }
 
+/* The last line of s[0..n) that starts with the harness's mark, without it (malloc'd), or NULL. */
+static char *harness_line(const char *s, size_t n)
+{
+	const size_t ml = sizeof PD_JHARNESS_SAYS - 1;
+	char *found = NULL;
+	for (size_t i = 0; i + ml <= n; i++) {
+		if ((i && s[i - 1] != '\n') || memcmp(s + i, PD_JHARNESS_SAYS, ml))
+			continue;
+		const char *end = memchr(s + i + ml, '\n', n - i - ml);
+		size_t l = (end ? (size_t)(end - s) : n) - i - ml;
+		free(found);
+		found = strndup(s + i + ml, l < 255 ? l : 255);
+	}
+	return found;
+}
+
+/* What a test's record keeps of the candidate's stderr: its last PD_JTEST_STDERR_MAX bytes (of
+ * what the capture kept: the tail when it was cut), and for a call-based test the harness's own
+ * message, so that a run the harness could not make (a misnamed function) says why rather than
+ * only its exit status. Out of memory leaves them NULL. */
+static void keep_stderr(pd_jtest_result *tr, const pd_result *r, bool call_based)
+{
+	const pd_output *o = &r->err;
+	tr->stderr_bytes = o->total;
+	const char *s = o->truncated && o->tail_len ? o->tail : o->head;
+	size_t n = o->truncated && o->tail_len ? o->tail_len : o->head_len;
+	if (s && n) {
+		size_t from = n > PD_JTEST_STDERR_MAX ? n - PD_JTEST_STDERR_MAX : 0;
+		tr->stderr_tail = strndup(s + from, n - from);
+	}
+	if (call_based && r->status == PD_RE && r->exit_code == 3) {
+		tr->harness = harness_line(s, n);
+		if (!tr->harness && o->head_len && s != o->head)
+			tr->harness = harness_line(o->head, o->head_len);
+	}
+}
+
 /* One test: run the candidate (and the interactor), check, fill tr. */
 static void test_once(pd_judge *j, const pd_problem *p, const pd_jtest *t, const pd_jprog *cand, const pd_judge_opts *o,
 		      const pd_audit_policy *pol, pd_sandbox *shared, pd_jtest_result *tr, pd_judged *d, bool *startup)
 {
-	memset(tr, 0, sizeof *tr);
+	pd_jtest_result_clear(tr);
 	pd_jrun x, ix;
 	for (unsigned a = 0; a <= o->infra_retries; a++) {
 		memset(&x, 0, sizeof x);
@@ -248,6 +285,7 @@ static void test_once(pd_judge *j, const pd_problem *p, const pd_jtest *t, const
 	tr->memory_kb = x.r.memory_peak_bytes / 1024;
 	d->cpu_ms += x.r.cpu_ms;
 	tr->status = of_status(&x);
+	keep_stderr(tr, &x.r, p->call_based);
 	pd_check_result cr;
 	memset(&cr, 0, sizeof cr);
 	if (p->checker.mode == PD_CHK_INTERACTIVE) {
@@ -627,8 +665,17 @@ int pd_judge_check_policy(pd_judge *j, const pd_problem *p, const char *language
 	return rc;
 }
 
+void pd_jtest_result_clear(pd_jtest_result *t)
+{
+	free(t->stderr_tail);
+	free(t->harness);
+	memset(t, 0, sizeof *t);
+}
+
 void pd_judged_free(pd_judged *d)
 {
+	for (size_t i = 0; d->tests && i < d->ntests; i++)
+		pd_jtest_result_clear(&d->tests[i]);
 	free(d->tests);
 	d->tests = NULL;
 	d->ntests = 0;

@@ -271,6 +271,9 @@ void pd_jrun_free(pd_jrun *x);
 
 #define PD_JHARNESS_PY "/work/.paddock_harness.py"
 #define PD_JHARNESS_JS "/work/.paddock_harness.js"
+/* The start of the stderr line in which a harness says why it could not call the function (exit
+ * status 3); the judge keeps the rest of that line as the test's "harness" message. */
+#define PD_JHARNESS_SAYS "paddock harness: "
 
 /* Whether call-based problems can be judged in language l (python, node, C++). */
 bool pd_jharness_supported(const pd_language *l);
@@ -343,7 +346,15 @@ typedef struct pd_jtest_result {
 	char checker_message[256];
 	unsigned checker_attempts; /* 2 when the checker failed once and was retried */
 	char use_id[56];           /* the sandbox use the candidate's run had (empty: none ran) */
+	/* malloc'd, NULL for none: the last PD_JTEST_STDERR_MAX bytes of the candidate's stderr, and
+	 * the harness's own message (a call-based test whose harness could not call the function) */
+	char *stderr_tail;
+	uint64_t stderr_bytes;     /* what the candidate wrote to stderr in all */
+	char *harness;
 } pd_jtest_result;
+#define PD_JTEST_STDERR_MAX 1024
+/* Frees what t holds and zeroes it. */
+void pd_jtest_result_clear(pd_jtest_result *t);
 
 typedef struct pd_judge_opts {
 	int stop_at_first_failure;  /* -1 = the problem's, 0 no, 1 yes */

@@ -68,6 +68,9 @@ json_t *pd_judged_to_json(const pd_judged *d)
 		json_object_set_new(x, "memory_kb", json_integer((json_int_t)t->memory_kb));
 		json_object_set_new(x, "message", pd_json_text(t->message));
 		json_object_set_new(x, "checker", pd_json_text(t->checker_message));
+		json_object_set_new(x, "stderr", pd_json_text(t->stderr_tail ? t->stderr_tail : ""));
+		json_object_set_new(x, "stderr_bytes", json_integer((json_int_t)t->stderr_bytes));
+		json_object_set_new(x, "harness", t->harness ? pd_json_text(t->harness) : json_null());
 		json_object_set_new(x, "use_id", t->use_id[0] ? json_string(t->use_id) : json_null());
 		json_array_append_new(tests, x);
 	}

@@ -5,7 +5,7 @@
 # prints do not reach the result; a wrong function fails; C and bash are refused, naming the
 # languages that can.
 source "$(dirname "$0")/api.sh"
-plan 14
+plan 20
 
 start_daemon
 ok $? "daemon started"
@@ -102,6 +102,21 @@ is "$(verdict)" "pass none AC" "C++: a free function over a nested vector, a str
 judge "$two_sum" cpp '"#include <vector>\nstd::vector<int> twoSum(std::vector<int> nums) { return {0, 1}; }"'
 is "$(verdict)" "fail none RE,RE" "C++: a function taking fewer arguments than the test gives: the harness says so (RE), fail"
 like "$(jb '.tests[0].message')" "exit code 3" "... exit 3"
+is "$(jb '.tests[0].harness')" "2 arguments given, the function takes 1" "... and the harness's own message in the test's record"
+
+# a misnamed function: the harness says so (not only "exit code"), and the stderr tail is kept
+judge "$two_sum" python '"import sys\nprint(\"loading\", file=sys.stderr)\ndef two_sum(nums, target):\n    return [0, 1]\n"'
+is "$(jb '[.tests[0].status, .tests[0].message, .tests[0].harness] | join("/")')" \
+  "RE/exit code 3/the submission defines no function twoSum (nor a method of class Solution)" \
+  "python: a misnamed function: RE with the harness's message"
+like "$(jb '.tests[0].stderr')" "^loading" "... and the submission's stderr tail ($(jb .tests[0].stderr_bytes) bytes)"
+judge "$two_sum" nodejs '"function two_sum(n, t) { return [0, 1]; }"'
+is "$(jb '[.tests[0].status, .tests[0].harness] | join("/")')" \
+  "RE/the submission defines no function twoSum (nor a method of class Solution)" "node: a misnamed function: the harness says so"
+judge "$two_sum" python '"import sys\ndef twoSum(n, t):\n    sys.stderr.write(\"x\" * 5000 + \"END\")\n    raise ValueError(\"boom\")\n"'
+is "$(jb '[.tests[0].status, (.tests[0].harness|tostring), (.tests[0].stderr|length <= 1024|tostring), (.tests[0].stderr|test("ValueError: boom"))|tostring] | join("/")')" \
+  "RE/null/true/true" "python: the function raises: no harness message, the stderr tail (capped at 1 KiB) ends with the traceback"
+is "$(jb '.tests[0].stderr_bytes > 5000')" true "... stderr_bytes counts all of it"
 
 judge "$two_sum" cpp '"int main() { return 0 }"'
 is "$(jb '[.verdict.output.status, .failure_class] | join(" ")')" "fail compile_error" "C++: no such function: compile_error"
