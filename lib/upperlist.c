@@ -198,7 +198,11 @@ static void walk(list *l, int dfd, const char *path, int depth)
 		if (S_ISDIR(st.st_mode)) {
 			bool opaque = has_xattr(dirfd(d), de->d_name, "user.overlay.opaque") ||
 				      has_xattr(dirfd(d), de->d_name, "trusted.overlay.opaque");
-			if ((!have && !made(l, p)) || opaque || (have && (img.st_mode & 07777) != (st.st_mode & 07777)))
+			/* opaque means something only over the image's directory: overlayfs marks a
+			 * directory it makes where no layer has one opaque too (the build's /proc, /dev
+			 * and /sys on an image without them), which hides nothing */
+			if ((!have && !made(l, p)) ||
+			    (have && (opaque || (img.st_mode & 07777) != (st.st_mode & 07777))))
 				add(l, p, &st, false, have);
 			if (depth < MAX_DEPTH) {
 				int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -7,7 +7,8 @@
  * with the recorded request ids. Replayed: exec (command, cwd, stdin when it was recorded whole,
  * time and no-output limits), file writes (content when recorded: up to 64 KiB), deletes, reads and
  * resets. Compared: status, exit code, signal, stdout and stderr as kept, the HTTP status of file
- * steps, a read's digest, and the files each step changed (path, kind of change, size, digest).
+ * steps, a read's digest, and the files each step changed (path, kind of change, size, digest;
+ * never /proc, /dev or /sys, which no step changes).
  * Not compared: times, peaks, sandbox ids. Uploads and downloads (their archives are not recorded),
  * snapshots, and steps whose input was too large to record are reported as not replayed.
  *
@@ -28,12 +29,29 @@ static bool same(json_t *a, json_t *b)
 	return json_equal(a ? a : json_null(), b ? b : json_null());
 }
 
+/* Whether path is one no step can change: the mount points of /proc, /dev and /sys (and what is
+ * under them), which the sandbox's build makes. A trajectory recorded before the upper listing
+ * left them out (on an image without them) names them at its first reset; compared, they would be
+ * a divergence of the sandbox's history (fresh or reused), not of the steps. */
+static bool not_a_step_change(const char *path)
+{
+	static const char *const mounts[] = {"/proc", "/dev", "/sys"};
+	for (size_t i = 0; path && i < sizeof mounts / sizeof mounts[0]; i++) {
+		size_t n = strlen(mounts[i]);
+		if (!strncmp(path, mounts[i], n) && (path[n] == 0 || path[n] == '/'))
+			return true;
+	}
+	return false;
+}
+
 /* the files a step changed, as comparable text entries "path change size sha256" */
 static json_t *changes(json_t *line)
 {
 	json_t *out = json_array(), *f;
 	size_t i;
 	json_array_foreach(json_object_get(line, "files_changed"), i, f) {
+		if (not_a_step_change(json_string_value(json_object_get(f, "path"))))
+			continue;
 		const char *digest = json_string_value(json_object_get(f, "sha256"));
 		char *t = NULL;
 		if (asprintf(&t, "%s %s %lld %s", json_string_value(json_object_get(f, "path")),

@@ -4,7 +4,7 @@
 # image's WorkingDir and Env apply unless the request gives cwd or env; each (template, image)
 # pair has its own pool, made on first use (cold: created on the spot) and kept warm by demand.
 source "$(dirname "$0")/api.sh"
-plan 55
+plan 58
 
 export PADDOCK_STATE_DIR=$TMPD/state
 python3 tests/api/mkimage.py layered "$TMPD/layered"
@@ -13,6 +13,10 @@ python3 tests/api/mkimage.py pyrepo "$TMPD/pyrepo"
 D1=$("$PADDOCK" image import "$TMPD/layered" --name layered:1)
 D2=$("$PADDOCK" image import "$TMPD/other" --name other:1)
 D3=$("$PADDOCK" image import "$TMPD/pyrepo")
+# an image no other request of this file uses (so its first session's sandbox is made for it), and
+# like the others without /proc, /dev or /sys
+python3 tests/api/mkimage.py workdir "$TMPD/nosys" /work
+"$PADDOCK" image import "$TMPD/nosys" --name layered:nosys >/dev/null
 [ -n "$D1" ] && [ -n "$D2" ] && [ -n "$D3" ]
 ok $? "three images imported"
 
@@ -119,6 +123,25 @@ post_json "/v1/sessions/$S2/exec" '{"stdin": "echo x"}'
 is "$CODE $(jb .error)" "400 cmd: give cmd (a list of strings) or shell (a string); the session's image has no Entrypoint or Cmd to run instead" \
   "no command and no image's command to run: 400 saying so"
 req DELETE "/v1/sessions/$S2"
+# an image without /proc, /dev or /sys: the mount points the build makes are no step's change, and a
+# replay compares only what the steps could change (no false divergence)
+post_json /v1/sessions '{"template": "bash", "image": "layered:nosys"}'
+S3=$(jb .session_id)
+post_json "/v1/sessions/$S3/exec" '{"shell": "ls -d /sys /proc /dev; echo a > /work/a", "request_id": "i1"}'
+req POST "/v1/sessions/$S3/reset" -H 'X-Request-Id: i2'
+post_json "/v1/sessions/$S3/exec" '{"shell": "echo b > /work/b", "request_id": "i3"}'
+req DELETE "/v1/sessions/$S3"
+req GET "/v1/sessions/$S3/trajectory"
+cp "$BODY" "$TMPD/other.jsonl"
+is "$(jq -r 'select(.kind != "session") | "\(.kind):\([.files_changed[] | .path + " " + .change] | join(","))"' "$TMPD/other.jsonl" | tr '\n' ' ')" \
+  "exec:/work/a added reset:/work/a deleted exec:/work/b added " \
+  "an image without /sys: each step's files_changed holds only what it changed (no /proc, /dev, /sys)"
+for i in 1 2; do
+  "$PADDOCK" replay "$TMPD/other.jsonl" --url "$U" --json >"$TMPD/rep.$i" 2>&1
+  rc=$?
+  is "$rc $(tail -1 "$TMPD/rep.$i" | jq -r '[.replayed, .matched, .first_divergent_step] | map(tostring) | join(" ")')" \
+    "0 3 3 null" "replay $i of that session (a fresh or a reused sandbox): every step matches"
+done
 post_json /v1/sessions '{"template": "bash", "image": "secret:1"}'
 is "$CODE" 403 "a session on an image not on the list: 403"
 stop_daemon
