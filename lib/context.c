@@ -117,6 +117,8 @@ pd_ctx *pd_ctx_new(const pd_ctx_opts *o, pd_err *e)
 		c->run_id = (uint32_t)getpid() ^ (uint32_t)pd_now_us();
 	if (pd_image_build_default(c->default_image, e) < 0)
 		goto fail;
+	/* records name the host image by this digest; none (null) rather than a start refused */
+	pd_image_default_id(c->default_image, c->default_image_id);
 	if (pd_cgroups_init(&c->cg, o->cgroup_version, o->cgroup_root, o->cgroup_fake, e) < 0)
 		goto fail;
 	if (take_owner_lock(c, e) < 0)
@@ -261,4 +263,9 @@ uint32_t pd_ctx_run_id(const pd_ctx *c)
 const char *pd_ctx_default_image(const pd_ctx *c)
 {
 	return c->default_image;
+}
+
+const char *pd_ctx_default_image_id(const pd_ctx *c)
+{
+	return c->default_image_id;
 }

@@ -422,7 +422,7 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 	memset(r, 0, sizeof *r);
 	snprintf(r->sandbox_id, sizeof r->sandbox_id, "%s", s->id);
 	pd_sandbox_use_id(s, r->use_id, sizeof r->use_id);
-	pd_image_note(r, &s->opts);
+	pd_image_note(r, &s->opts, s->ctx->default_image_id);
 	if (s->state != PD_READY)
 		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
 	if (s->gv)

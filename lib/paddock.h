@@ -256,6 +256,9 @@ typedef struct pd_netns_stats {
 void pd_ctx_netns_stats(pd_ctx *c, pd_netns_stats *out);
 /* Directory of the default image's generated root layer. */
 const char *pd_ctx_default_image(const pd_ctx *c);
+/* The default (host) image's id, "sha256:<hex>" (lib/imageid.c): the digest records name it by
+ * ("" when it could not be made). */
+const char *pd_ctx_default_image_id(const pd_ctx *c);
 /* The state directory (PADDOCK_STATE_DIR or /var/lib/paddock) and this context's run id, which
  * prefixes the ids it hands out. */
 const char *pd_ctx_state_dir(const pd_ctx *c);

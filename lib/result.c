@@ -141,10 +141,13 @@ json_t *pd_result_json(const pd_result *r, bool with_output)
 		    set(o, "audit_notified", count(r->audit_notified));
 	/* the image: an imported one by digest, a directory (or the host's) by path alone */
 	json_t *img = good ? json_object() : NULL;
-	if (img && r->image_digest[0])
+	if (img && r->image_config_digest[0])
 		good = (!r->image_name[0] || set(img, "name", pd_json_text(r->image_name))) &&
 		       set(img, "digest", pd_json_text(r->image_digest)) &&
 		       set(img, "config_digest", pd_json_text(r->image_config_digest));
+	else if (img && r->image_digest[0]) /* the host image: its id (imageid.c) */
+		good = set(img, "name", pd_json_text(r->image_name[0] ? r->image_name : "host")) &&
+		       set(img, "digest", pd_json_text(r->image_digest));
 	else if (img)
 		good = set(img, "name", pd_json_text(r->image_name[0] ? r->image_name : "host")) &&
 		       set(img, "digest", json_null());

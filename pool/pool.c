@@ -140,6 +140,21 @@ const pd_template *pd_pools_template(pd_pools *p, const char *name)
 	return pl ? &pl->t : NULL;
 }
 
+void pd_pools_template_image(pd_pools *p, const pd_template *t, char *name, size_t nlen, char *digest,
+			     size_t dlen)
+{
+	if (t && t->image) {
+		snprintf(name, nlen, "%s", t->image->name);
+		snprintf(digest, dlen, "%s", t->image->digest);
+	} else if (t && t->layers[0]) {
+		snprintf(name, nlen, "%s", t->layers[0]);
+		digest[0] = 0;
+	} else {
+		snprintf(name, nlen, "host");
+		snprintf(digest, dlen, "%s", pd_ctx_default_image_id(p->ctx));
+	}
+}
+
 const pd_template *pd_pool_template_of(pd_pools *p, pd_sandbox *s)
 {
 	pd_pool *pl = s ? pd_pool_of(p, s) : NULL;

@@ -170,6 +170,11 @@ pd_pools *pd_pools_new(pd_ctx *c, const pd_template *t, size_t n, const pd_pools
 /* Stops the threads, destroys every sandbox the pools hold; sessions must be closed first. */
 void pd_pools_free(pd_pools *p);
 const pd_template *pd_pools_template(pd_pools *p, const char *name);
+/* The image a template's sandboxes are made of, as records name it: an imported image's name ("" when
+ * opened by digest) and manifest digest; a root directory's path and no digest; or "host" and the
+ * default image's id (pd_ctx_default_image_id). name and digest are PD_DIGEST_LEN or more. */
+void pd_pools_template_image(pd_pools *p, const pd_template *t, char *name, size_t nlen, char *digest,
+			     size_t dlen);
 /* Takes a READY sandbox of the template (hit), or creates one on the spot (miss). */
 pd_sandbox *pd_pool_acquire(pd_pools *p, const char *template_name, bool *hit, pd_err *e);
 /* Gives a sandbox back. The reclaimer thread (or the caller, when the reclaimer is behind by
@@ -257,6 +262,9 @@ typedef struct pd_session_opts {
 	 * snapshot's; the sandbox is made for it (not from the warm pool) and destroyed after */
 	const char *from_snapshot;
 	pd_noise noise;
+	/* the name the session's image was asked for by (its pool is per digest), for the trajectory's
+	 * first line; NULL: the template's image as pd_pools_template_image names it */
+	const char *image_name;
 } pd_session_opts;
 
 /* Opens a session: one sandbox held across many execs and file operations. */

@@ -62,6 +62,13 @@ int session_traj_open(pd_session *s, const pd_session_opts *o, pd_err *e)
 			      "sandbox_id", s->sandbox_id, "started_at", wall_text(pd_wall_us()), "metadata",
 			      meta ? meta : json_null(), "end_on_limit", s->end_on_limit);
 	json_object_set_new(h, "use_id", json_string(s->use_id));
+	/* the image, {name, digest} as every record names it (the host image: "host" and its id) */
+	char iname[256], idigest[PD_DIGEST_LEN];
+	pd_pools_template_image(s->p, &s->pl->t, iname, sizeof iname, idigest, sizeof idigest);
+	if (o && o->image_name && o->image_name[0])
+		snprintf(iname, sizeof iname, "%s", o->image_name);
+	json_object_set_new(h, "image", json_pack("{s:o,s:o}", "name", iname[0] ? pd_json_text(iname) : json_null(),
+						   "digest", idigest[0] ? json_string(idigest) : json_null()));
 	if (s->group_id[0])
 		json_object_set_new(h, "group_id", json_string(s->group_id));
 	if (s->sample_id[0])

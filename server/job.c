@@ -329,6 +329,11 @@ static bool attempt(pd_pools *pools, pd_job *j)
 		snprintf(j->error, sizeof j->error, "no template named '%s'", j->template_name);
 		return false;
 	}
+	if (j->image[0]) /* the request's: its digest came with the pool */
+		snprintf(j->image_name, sizeof j->image_name, "%s", pd_image_ref_is_digest(j->image) ? "" : j->image);
+	else
+		pd_pools_template_image(pools, t, j->image_name, sizeof j->image_name, j->image_digest,
+					sizeof j->image_digest);
 	if (!t->available) {
 		j->failure = PD_F_DEPENDENCY;
 		snprintf(j->error, sizeof j->error, "template '%s' needs %s, which the image lacks",

@@ -134,6 +134,10 @@ typedef struct pd_job {
 	char tier_pool[64];
 	char template_version[48]; /* the template's (pd_template.version), filled by the attempt */
 	char image_digest[PD_DIGEST_LEN];
+	/* the image the attempt's sandbox is made of, as the record's top-level "image" names it: the
+	 * request's name ("" for a digest), the template's image, a directory, or "host" (its digest
+	 * then the default image's id: pd_pools_template_image); filled by the attempt */
+	char image_name[256];
 	char **fetch; /* files to return after the run */
 	size_t nfetch;
 	uint64_t memory_bytes; /* 0 = the template's */
@@ -225,6 +229,9 @@ pd_job *pd_job_from_piston(json_t *req, pd_err *e);
 /* The job's observation record (native API): ids, timings, failure class, verdict, the result
  * records of its compile and run (pd_result_json), fetched files. */
 json_t *pd_job_to_json(const pd_job *j);
+/* The record's top-level "image": {"name", "digest"} of what the attempt ran on (either null when
+ * it never reached a template and the request named no image). */
+json_t *pd_job_image_json(const pd_job *j);
 /* The job's verdict levels ("pass", "fail", "not_judged") and whether it is usable for training
  * (all three passed), as its record states them (server/verdict.c). */
 typedef struct pd_job_verdict_t {

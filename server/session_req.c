@@ -295,6 +295,8 @@ int pd_session_create_parse(const char *body, size_t len, pd_session_create_req 
 					    "not a path", sizeof q->image - 1);
 		}
 		memcpy(q->image, json_string_value(im), json_string_length(im) + 1);
+		if (!pd_image_ref_is_digest(q->image)) /* the trajectory names it as the request did */
+			q->o.image_name = q->image;
 	}
 	json_t *iso = json_object_get(b, "isolation");
 	if (iso && !json_is_null(iso)) {

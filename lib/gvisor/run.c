@@ -157,7 +157,7 @@ int pd_gvisor_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd
 	memset(r, 0, sizeof *r);
 	r->status = PD_XX;
 	snprintf(r->residue, sizeof r->residue, "not-created");
-	pd_image_note(r, o);
+	pd_image_note(r, o, c->default_image_id);
 	char why[200];
 	if (!pd_gvisor_available(why, sizeof why)) {
 		snprintf(r->error, sizeof r->error, "%s", why);

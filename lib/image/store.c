@@ -209,7 +209,7 @@ int imgs_name_path(const imgs *st, const char *name, char *out, pd_err *e)
 	return imgs_path(st, out, "names/", enc, e);
 }
 
-void pd_image_note(pd_result *r, const pd_sandbox_opts *o)
+void pd_image_note(pd_result *r, const pd_sandbox_opts *o, const char *default_id)
 {
 	const pd_image *im = o->imported;
 	if (im) {
@@ -219,6 +219,9 @@ void pd_image_note(pd_result *r, const pd_sandbox_opts *o)
 	} else {
 		snprintf(r->image_name, sizeof r->image_name, "%s",
 			 o->image ? o->image : o->layers && o->layers[0] ? o->layers[0] : "host");
+		/* the host image has an id of its own; another directory has none */
+		if (!o->image && !(o->layers && o->layers[0]) && default_id)
+			snprintf(r->image_digest, sizeof r->image_digest, "%s", default_id);
 	}
 }
 

@@ -117,7 +117,12 @@ typedef struct pd_layer {
 /* Builds (once, atomically) the generated root layer of the default host image in dir. */
 int pd_image_build_default(const char *dir, pd_err *e);
 /* Fills r's image fields from the options the sandbox was made with (lib/image/store.c). */
-void pd_image_note(pd_result *r, const pd_sandbox_opts *o);
+/* r's image: o's imported one, or a directory's path, or the host image ("host", with its id
+ * default_id: imageid.c). */
+void pd_image_note(pd_result *r, const pd_sandbox_opts *o, const char *default_id);
+/* imageid.c: the default image's id ("sha256:..."), kept in dir.id. 0, or -1 (out
+ * left empty) when it could not be made. */
+int pd_image_default_id(const char *dir, char out[PD_DIGEST_LEN]);
 /* The layers of an image: the default host image (dir = generated root) or a plain directory. */
 int pd_image_layers(const char *image_dir, bool is_default, pd_layer *out, int *n, pd_err *e);
 
@@ -185,6 +190,7 @@ struct pd_ctx {
 	char state_dir[PD_PATH];
 	char run_dir[PD_PATH]; /* owners/ and uid-slots/, shared by every paddock on the host */
 	char default_image[PD_PATH];
+	char default_image_id[PD_DIGEST_LEN]; /* imageid.c: the host image's digest in records */
 	char stage_dir[PD_PATH]; /* empty host dir each sandbox mounts its skeleton tmpfs over (rootfs.c) */
 	pd_cgroups cg;
 	pd_bpf bpf_base, bpf_audit;

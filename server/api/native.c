@@ -227,6 +227,19 @@ static json_t *step_json(bool done, const pd_result *r)
 	return o ? o : json_null();
 }
 
+json_t *pd_job_image_json(const pd_job *j)
+{
+	/* what a stage ran on (the stage's record names it: pd_result_json), else what the attempt
+	 * resolved, else (it never reached a template: a queue timeout) the request's image */
+	const pd_result *r = j->ran ? &j->run_r : j->compiled ? &j->compile_r : NULL;
+	const char *name = r ? r->image_name : j->image_name[0] || j->image_digest[0] ? j->image_name : j->image;
+	const char *digest = r ? r->image_digest : j->image_digest;
+	if (r && !name[0] && !digest[0])
+		name = "host";
+	return json_pack("{s:o,s:o}", "name", name[0] ? pd_json_text(name) : json_null(), "digest",
+			 digest[0] ? json_string(digest) : json_null());
+}
+
 json_t *pd_job_to_json(const pd_job *j)
 {
 	json_t *o = json_object();
@@ -242,6 +255,7 @@ json_t *pd_job_to_json(const pd_job *j)
 	json_object_set_new(o, "template", json_string(j->template_name));
 	json_object_set_new(o, "template_version", j->template_version[0] ? json_string(j->template_version) : json_null());
 	json_object_set_new(o, "language", json_string(j->language));
+	json_object_set_new(o, "image", pd_job_image_json(j));
 	/* the tier it ran under: the run's (the one asked for, or the template's own) */
 	json_object_set_new(o, "isolation", json_string(api_isolation_of(j)));
 	json_object_set_new(o, "node", json_string(j->node[0] ? j->node : host));

@@ -445,6 +445,10 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 		if (!pd_image_ref_is_digest(img))
 			snprintf(d->image_name, sizeof d->image_name, "%s", img);
 		tpl_name = pool;
+	} else {
+		/* the template's own image, or the host image (its digest the default image's id) */
+		pd_pools_template_image(j->pools, pd_pools_template(j->pools, tpl_name), d->image_name,
+					sizeof d->image_name, d->image_digest, sizeof d->image_digest);
 	}
 	/* a tier (the request's, else the problem's): the (template or image) pool's recipe under it,
 	 * a pool of its own made on first use; the edge checked the template allows it. Only the

@@ -18,15 +18,11 @@ json_t *pd_judged_to_json(const pd_judged *d)
 	json_object_set_new(o, "template", pd_json_text(d->template_name));
 	json_object_set_new(o, "template_version", d->template_version[0] ? json_string(d->template_version) : json_null());
 	json_object_set_new(o, "isolation", json_string(d->isolation[0] ? d->isolation : "container"));
-	if (d->image_digest[0]) {
-		json_t *im = json_object();
-		if (d->image_name[0])
-			json_object_set_new(im, "name", json_string(d->image_name));
-		json_object_set_new(im, "digest", json_string(d->image_digest));
-		json_object_set_new(o, "image", im);
-	} else {
-		json_object_set_new(o, "image", json_null());
-	}
+	/* {name, digest} as every record spells it: name null for an image named by its digest,
+	 * digest null for a root directory; the host image is "host" with the default image's id */
+	json_object_set_new(o, "image",
+			    json_pack("{s:o,s:o}", "name", d->image_name[0] ? pd_json_text(d->image_name) : json_null(),
+				      "digest", d->image_digest[0] ? json_string(d->image_digest) : json_null()));
 	json_t *v = json_object(), *out = json_object(), *proc = json_object(), *res = json_object();
 	json_object_set_new(out, "status", json_string(pd_level_name(d->v.output)));
 	json_object_set_new(out, "score", json_real(d->v.score));

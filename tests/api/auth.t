@@ -58,12 +58,13 @@ rc=$?
 [ "$rc" = 2 ] && grep -q -- '--token' "$TMPD/x.err"
 ok $? "export --runs --url without a token: exit 2, the error names --token (exit $rc: $(head -c 200 "$TMPD/x.err"))"
 env -u PADDOCK_TOKEN "$PADDOCK" export --runs --url "$U" --kind any --token secret >"$TMPD/x.jsonl" 2>"$TMPD/x.err"
-is "$?/$(jq -r .run.stdout "$TMPD/x.jsonl")" "0/$(printf 'authorized\n')" "export --runs --token: the records"
+is "$?/$(jq -sr 'map(.run.stdout) | index("authorized\n") != null' "$TMPD/x.jsonl")/$(wc -l <"$TMPD/x.jsonl")" "0/true/2" \
+  "export --runs --token: the records (the /v1/runs and the /run_code that ran)"
 printf 'secret\n' >"$TMPD/export.token"
 env -u PADDOCK_TOKEN "$PADDOCK" export --runs --url "$U" --kind any --token-file "$TMPD/export.token" >"$TMPD/x.jsonl" 2>"$TMPD/x.err"
-is "$?/$(wc -l <"$TMPD/x.jsonl")" "0/1" "export --runs --token-file: the records"
+is "$?/$(wc -l <"$TMPD/x.jsonl")" "0/2" "export --runs --token-file: the records"
 PADDOCK_TOKEN=secret "$PADDOCK" export --runs --url "$U" --kind any >"$TMPD/x.jsonl" 2>"$TMPD/x.err"
-is "$?/$(wc -l <"$TMPD/x.jsonl")" "0/1" "export --runs with \$PADDOCK_TOKEN: the records"
+is "$?/$(wc -l <"$TMPD/x.jsonl")" "0/2" "export --runs with \$PADDOCK_TOKEN: the records"
 "$PADDOCK" export --runs --help | grep -q -- '--token-file'
 ok $? "export --runs --help names --token-file"
 stop_daemon

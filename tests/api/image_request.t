@@ -4,7 +4,7 @@
 # image's WorkingDir and Env apply unless the request gives cwd or env; each (template, image)
 # pair has its own pool, made on first use (cold: created on the spot) and kept warm by demand.
 source "$(dirname "$0")/api.sh"
-plan 58
+plan 60
 
 export PADDOCK_STATE_DIR=$TMPD/state
 python3 tests/api/mkimage.py layered "$TMPD/layered"
@@ -16,7 +16,7 @@ D3=$("$PADDOCK" image import "$TMPD/pyrepo")
 # an image no other request of this file uses (so its first session's sandbox is made for it), and
 # like the others without /proc, /dev or /sys
 python3 tests/api/mkimage.py workdir "$TMPD/nosys" /work
-"$PADDOCK" image import "$TMPD/nosys" --name layered:nosys >/dev/null
+D4=$("$PADDOCK" image import "$TMPD/nosys" --name layered:nosys)
 [ -n "$D1" ] && [ -n "$D2" ] && [ -n "$D3" ]
 ok $? "three images imported"
 
@@ -29,6 +29,7 @@ is "$(jb .run.stdout)" "/data
 from-image" "the image's WorkingDir and Env apply"
 is "$(jb .run.image.digest)" "$D1" "the record names the image by digest"
 is "$(jb .run.image.name)" "layered:1" "... and by the name the request used"
+is "$(jb '.image | "\(.name) \(.digest)"')" "layered:1 $D1" "... at the top of the record too, as {name, digest}"
 is "$(jb .template)" "bash" "the record's template is the request's"
 V1=$(jb .template_version)
 like "$V1" '^sha256:[0-9a-f]{16}$' "the record carries the template's version"
@@ -136,6 +137,8 @@ cp "$BODY" "$TMPD/other.jsonl"
 is "$(jq -r 'select(.kind != "session") | "\(.kind):\([.files_changed[] | .path + " " + .change] | join(","))"' "$TMPD/other.jsonl" | tr '\n' ' ')" \
   "exec:/work/a added reset:/work/a deleted exec:/work/b added " \
   "an image without /sys: each step's files_changed holds only what it changed (no /proc, /dev, /sys)"
+is "$(head -1 "$TMPD/other.jsonl" | jq -r '.image | "\(.name) \(.digest)"')" "layered:nosys $D4" \
+  "the trajectory's first line names the image as {name, digest}"
 for i in 1 2; do
   "$PADDOCK" replay "$TMPD/other.jsonl" --url "$U" --json >"$TMPD/rep.$i" 2>&1
   rc=$?

@@ -4,7 +4,7 @@
 # a session exec, `paddock run` and the daemon's store must give a record with the same keys and the
 # same stdout, stderr (its tail included) and counts. lib/result.c renders it for all of them.
 source "$(dirname "$0")/api.sh"
-plan 13
+plan 16
 
 PROG='echo out; yes e | head -c 3000000 >&2; echo ERR-TAIL >&2'
 CMD=$(jq -cn --arg p "$PROG" '["sh", "-c", $p]')
@@ -27,6 +27,7 @@ jq 'del(.failure_class, .verdict)' <"$TMPD/exec.full.json" >"$TMPD/exec.json"
 post_json /v1/runs "{\"template\":\"bash\",\"cmd\":$CMD,\"task_id\":\"record-surfaces\"}"
 is "$CODE" 200 "/v1/runs: 200"
 jq .run <"$BODY" >"$TMPD/runs.json"
+cp "$BODY" "$TMPD/runs.top.json"
 
 # 3. a session exec (its record, less the session's own three fields)
 post_json /v1/sessions '{"template":"bash"}'
@@ -37,6 +38,8 @@ is "$(jb '[has("session_id"), has("request_id"), has("template_version")] | all'
   "session exec: session_id, request_id and template_version added"
 jq 'del(.session_id, .request_id, .template_version)' <"$BODY" >"$TMPD/session.json"
 req DELETE "/v1/sessions/$S"
+req GET "/v1/sessions/$S/trajectory"
+head -1 "$BODY" >"$TMPD/traj.head.json"
 
 # 4. paddock run (a request line through the in-process scheduler)
 echo "{\"template\":\"bash\",\"cmd\":$CMD}" >"$TMPD/req.jsonl"
@@ -76,3 +79,15 @@ done
 is "$tails" "" "every surface keeps stderr's tail (ERR-TAIL after the omission marker)"
 is "$(same '.stderr | length')" "$(jq '.stderr | length' <"$TMPD/exec.json")" "stderr's kept text is the same length everywhere"
 is "$(same '.stderr')" "$(jq -c .stderr <"$TMPD/exec.json")" "stderr's kept text is identical everywhere"
+
+# the image, {name, digest} at the top of every record, the host image by the default image's id
+post_json /v1/judge '{"problem":{"tests":[{"input":"","output":"1"}]},"language":"bash","code":"echo 1"}'
+cp "$BODY" "$TMPD/judged.json"
+HOSTIMG=$(jq -c '.image | {name, digest}' <"$TMPD/exec.json")
+like "$HOSTIMG" '^\{"name":"host","digest":"sha256:[0-9a-f]{64}"\}$' "the host image: name host, digest the default image's id"
+imgs=""
+for f in runs.top session traj.head judged; do imgs="$imgs $f:$(jq -c '.image | {name, digest}' <"$TMPD/$f.json")"; done
+is "$imgs" " runs.top:$HOSTIMG session:$HOSTIMG traj.head:$HOSTIMG judged:$HOSTIMG" \
+  "the same image at the top of a run's record, a session exec, a trajectory's first line and a judged record"
+is "$(jq -r '[.template, .run.image.digest] | join(" ")' <"$TMPD/runs.top.json")" "bash $(jq -r .image.digest <"$TMPD/exec.json")" \
+  "/v1/runs keeps template and run.image as before"
