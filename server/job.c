@@ -205,7 +205,7 @@ static char *read_spill(int fd, size_t *len)
 	return buf;
 }
 
-static int run_step(pd_sandbox *s, const pd_job *j, pd_step *st, const pd_template *t, pd_result *r,
+static int run_step(pd_sandbox *s, pd_job *j, pd_step *st, const pd_template *t, pd_result *r,
 		    pd_err *e)
 {
 	pd_exec_opts x = {0};
@@ -252,7 +252,25 @@ static int run_step(pd_sandbox *s, const pd_job *j, pd_step *st, const pd_templa
 			x.output_kill_bytes = st->keep_whole;
 		}
 	}
+	/* POST /v1/runs: the run's whole output to two unnamed files, named if the record cuts it */
+	int ofd[2] = {-1, -1};
+	if (!x.spill && st == &j->run && j->output_dir && pd_run_output_open(j->output_dir, ofd) == 0) {
+		x.spill = true;
+		x.spill_fd[0] = ofd[0];
+		x.spill_fd[1] = ofd[1];
+		x.spill_max = PD_RUN_OUTPUT_MAX;
+	}
 	int rc = pd_sandbox_exec(s, &x, r, e);
+	if (ofd[0] >= 0) {
+		j->output_kept = rc == 0 && (r->out.truncated || r->err.truncated) && !r->spill_lost[0] &&
+				  !r->spill_lost[1] &&
+				  pd_run_output_keep(j->output_dir, j->task_id, j->attempts ? j->attempts : 1, ofd) == 0;
+		pd_run_output_close(ofd);
+		/* the library calls a cut record an output limit; nothing was lost here: the exit status
+		 * decides (a kill past the output limit has its signal) */
+		if (j->output_kept && r->status == PD_OL && !r->signal)
+			r->status = r->exit_code ? PD_RE : PD_OK;
+	}
 	free(env); /* the strings belong to the job and the template */
 	if (rc == 0 && x.spill && !r->spill_lost[0] && !r->spill_lost[1]) {
 		for (int i = 0; i < 2; i++)
@@ -301,6 +319,7 @@ static bool attempt(pd_pools *pools, pd_job *j)
 	memset(&j->compile_r, 0, sizeof j->compile_r);
 	memset(&j->run_r, 0, sizeof j->run_r);
 	j->compiled = j->ran = false;
+	j->output_kept = false;
 	memset(&j->verdict, 0, sizeof j->verdict);
 	const char *pool = j->template_name;
 	if (j->image[0]) {

@@ -138,6 +138,10 @@ typedef struct pd_job {
 	 * request's name ("" for a digest), the template's image, a directory, or "host" (its digest
 	 * then the default image's id: pd_pools_template_image); filled by the attempt */
 	char image_name[256];
+	/* POST /v1/runs: the directory the run step's whole output is spilled to when its record
+	 * cannot keep it all (run_output.c; NULL: none), and whether this attempt's was kept */
+	const char *output_dir;
+	bool output_kept;
 	char **fetch; /* files to return after the run */
 	size_t nfetch;
 	uint64_t memory_bytes; /* 0 = the template's */
@@ -229,6 +233,24 @@ pd_job *pd_job_from_piston(json_t *req, pd_err *e);
 /* The job's observation record (native API): ids, timings, failure class, verdict, the result
  * records of its compile and run (pd_result_json), fetched files. */
 json_t *pd_job_to_json(const pd_job *j);
+
+/* ---- a run's full output (run_output.c) ------------------------------------------------------ */
+
+#define PD_RUN_OUTPUT_MAX (1ull << 30) /* the output directory's bytes, at most */
+#define PD_RUN_OUTPUT_TTL_S 3600       /* a kept output's life, at most */
+/* The output directory beside the store, db_path + ".output" (made, 0700, and trimmed) into dir. */
+int pd_run_output_init(const char *db_path, char *dir, size_t len, pd_err *e);
+/* Two unnamed files in dir for a run's stdout and stderr; -1 (fds -1) when they cannot be made. */
+int pd_run_output_open(const char *dir, int fds[2]);
+void pd_run_output_close(int fds[2]);
+/* Names the two files as the task's attempt's output (fds closed), then trims the directory. */
+int pd_run_output_keep(const char *dir, const char *task_id, unsigned attempt, int fds[2]);
+/* Drops what is older than PD_RUN_OUTPUT_TTL_S, then the oldest past PD_RUN_OUTPUT_MAX. */
+void pd_run_output_trim(const char *dir);
+/* The file of a task's kept stream (1 stdout, 2 stderr) at attempt (0: the last kept), and which
+ * attempt it is; -1 (ENOENT, saying why) when none is kept. */
+int pd_run_output_path(const char *dir, const char *task_id, unsigned attempt, int stream, char *path, size_t len,
+		       unsigned *found, pd_err *e);
 /* The record's top-level "image": {"name", "digest"} of what the attempt ran on (either null when
  * it never reached a template and the request named no image). */
 json_t *pd_job_image_json(const pd_job *j);

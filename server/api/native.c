@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#define NATIVE_OUTPUT_MAX (256ull << 20) /* limits.output: a run's spill is at most this */
+
 pd_job *pd_job_from_native(json_t *req, pd_err *e)
 {
 	static const char *const known[] = {
@@ -153,11 +155,24 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 		}
 		json_object_foreach(lim, k, v) {
 			if (strcmp(k, "wall_time") && strcmp(k, "cpu_time") && strcmp(k, "memory") &&
-			    strcmp(k, "compile_wall_time")) {
+			    strcmp(k, "compile_wall_time") && strcmp(k, "output")) {
 				pd_refuse(e, "limits.%s: unknown field (wall_time, cpu_time, memory, "
-						   "compile_wall_time)", k);
+						   "compile_wall_time, output)", k);
 				goto fail;
 			}
+		}
+		/* the run's output (stdout and stderr together) past which it is stopped as OL: all of
+		 * it up to there can be fetched (GET /v1/runs/{task_id}/output) */
+		json_t *out = json_object_get(lim, "output");
+		if (out) {
+			uint64_t b = 0;
+			if (!((json_is_integer(out) && json_integer_value(out) > 0 && (b = (uint64_t)json_integer_value(out))) ||
+			      (json_is_string(out) && pd_parse_size(json_string_value(out), &b) == 0 && b)) ||
+			    b < 1024 || b > NATIVE_OUTPUT_MAX) {
+				pd_refuse(e, "limits.output: must be bytes or a size like \"16M\", from 1k to 256M");
+				goto fail;
+			}
+			j->run.output_kill_bytes = b;
 		}
 		if (api_get_seconds(lim, "wall_time", "limits.wall_time", &j->run.wall_ms, e) < 0 ||
 		    api_get_seconds(lim, "cpu_time", "limits.cpu_time", &j->run.cpu_ms, e) < 0 ||
@@ -291,6 +306,9 @@ json_t *pd_job_to_json(const pd_job *j)
 	json_object_set_new(o, "compile", step_json(j->compiled, &j->compile_r));
 	json_object_set_new(o, "run", step_json(j->ran, &j->run_r));
 	json_object_set_new(o, "files", api_files_json(j));
+	/* the run's whole output was kept past the record's head and tail: GET
+	 * /v1/runs/{task_id}/output?stream=stdout|stderr&attempt=N serves it for an hour at most */
+	json_object_set_new(o, "output_kept", json_boolean(j->output_kept));
 	json_object_set_new(o, "audit", api_audit_json(j));
 	return o;
 }

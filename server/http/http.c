@@ -386,6 +386,8 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 	uint64_t cap = o->store_max ? o->store_max : (1ull << 30);
 	if ((o->db_path && settings_db(o->db_path, e) < 0) || !(s->store = pd_store_open(db, cap == UINT64_MAX ? 0 : cap, e)))
 		goto fail;
+	if (pd_run_output_init(db, s->output_dir, sizeof s->output_dir, e) < 0)
+		goto fail;
 	{
 		pd_review_cfg rv;
 		pd_review_cfg_default(&rv);

@@ -59,6 +59,7 @@ struct pd_server {
 	unsigned run_code_nets; /* 1 << pd_net: the modes a /run_code request may ask for (netmodes.c) */
 	pd_pools *pools;
 	pd_store *store;
+	char output_dir[4096]; /* POST /v1/runs' spilled output, beside the store (run_output.c) */
 	pd_metrics *metrics;
 	pd_sched *sched;
 	pd_judge *judge;

@@ -7,9 +7,13 @@
 #include "http.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char *arg(req *r, const char *name)
 {
@@ -66,11 +70,50 @@ void records_list(req *r, const char *url, const char *method)
 	http_set_json(r, 200, o);
 }
 
+/* GET /v1/runs/{task_id}/output?stream=stdout|stderr&attempt=N: a run's whole stream, when its
+ * record could not keep it all (run_output.c), sent from its file. */
+static void records_output(req *r, const char *id)
+{
+	const char *stream = arg(r, "stream");
+	uint64_t attempt = 0;
+	if (stream && strcmp(stream, "stdout") && strcmp(stream, "stderr")) {
+		http_set_error(r, 400, "stream: '%.64s' is not stdout or stderr", stream);
+		return;
+	}
+	if (!uint_arg(r, "attempt", 1000, &attempt))
+		return;
+	char path[PATH_MAX];
+	unsigned found = 0;
+	pd_err e = {0};
+	if (pd_run_output_path(r->srv->output_dir, id, (unsigned)attempt, stream && !strcmp(stream, "stderr") ? 2 : 1,
+			       path, sizeof path, &found, &e) < 0) {
+		http_set_error(r, 404, "%s", PD_ERR_STR(&e));
+		return;
+	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		/* trimmed between the look and the open */
+		http_set_error(r, 404, "no kept output for task %s: %s", id, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	http_set_resp_fd(r, 200, "application/octet-stream", fd, (uint64_t)st.st_size);
+}
+
 void records_get(req *r, const char *url, const char *method)
 {
 	(void)method;
 	const char *id = url + strlen("/v1/runs/");
-	if (!id[0] || strchr(id, '/')) {
+	const char *slash = strchr(id, '/');
+	if (slash && !strcmp(slash, "/output") && slash > id) {
+		char tid[256];
+		snprintf(tid, sizeof tid, "%.*s", (int)(slash - id), id);
+		records_output(r, tid);
+		return;
+	}
+	if (!id[0] || slash) {
 		http_set_error(r, 404, "no such endpoint: GET %s", url);
 		return;
 	}

@@ -150,6 +150,8 @@ void runs_submit(req *r, kind k)
 		http_set_error(r, 400, "%s", PD_ERR_STR(&e));
 		return;
 	}
+	if (k == K_NATIVE) /* output past what the record keeps: GET /v1/runs/{task_id}/output */
+		j->output_dir = r->srv->output_dir;
 	if (j->image[0]) {
 		int st = images_check(r->srv, j->image, j->image_digest, &e);
 		if (st) {

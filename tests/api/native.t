@@ -3,7 +3,7 @@
 # the observation record's fields; failure classes exec_timeout, oom, output_limit; input
 # validation (400 naming the field) and the body size limit (413).
 source "$(dirname "$0")/api.sh"
-plan 72
+plan 81
 
 start_daemon --max-body 64k
 ok $? "daemon started with --max-body 64k"
@@ -174,6 +174,31 @@ like "$(jb .error)" '65536' "413: the error says the limit"
 python3 -c 'import json; print(json.dumps({"shell": "wc -c", "stdin": "x" * 60000}))' >"$TMPD/fits.json"
 req POST /v1/runs -H 'Content-Type: application/json' --data-binary @"$TMPD/fits.json"
 is "$(jb .run.stdout)" 60000 "a 60 kB body under the limit is taken whole"
+
+# output past what the record keeps (1 MiB a stream): kept, and served by GET /v1/runs/{task_id}/output
+post_json /v1/runs '{"task_id":"big-out","shell":"seq 1 600000; seq 1 300000 >&2","limits":{"output":"16M"}}'
+is "$CODE/$(jb '[.status, (.run.stdout_truncated|tostring), (.output_kept|tostring)] | join(" ")')" "200/OK true true" \
+  "limits.output accepted; 3.9 MB of stdout: the record cuts it, output_kept true, and (nothing lost) status OK"
+req GET /v1/runs/big-out/output
+is "$CODE/$(sha256sum <"$BODY" | cut -c1-64)" "200/$(seq 1 600000 | sha256sum | cut -c1-64)" \
+  "GET /v1/runs/{task_id}/output: the whole stdout, byte for byte"
+req GET '/v1/runs/big-out/output?stream=stderr&attempt=1'
+is "$CODE/$(wc -c <"$BODY")" "200/$(seq 1 300000 | wc -c)" "?stream=stderr&attempt=1: the whole stderr"
+post_json /v1/runs '{"task_id":"big-kill","shell":"yes 0123456789","limits":{"output":"2M"}}'
+is "$(jb '[.status, (.output_kept|tostring)] | join(" ")')" "OL true" "limits.output 2M: stopped as OL past it, what it wrote kept"
+req GET /v1/runs/big-kill/output
+size=$(wc -c <"$BODY")
+[ "$CODE" = 200 ] && [ "$size" -ge $((1 << 20)) ] && [ "$size" -le $((3 << 20)) ]
+ok $? "... and served: $size bytes, about the limit"
+nfiles=$(ls "$DB.output" | wc -l)
+post_json /v1/runs '{"task_id":"small-out","cmd":["echo","hi"]}'
+is "$(jb .output_kept)/$(ls "$DB.output" | wc -l)" "false/$nfiles" "a run whose record holds all its output: output_kept false, no file kept"
+req GET /v1/runs/small-out/output
+is "$CODE/$(jb '.error | test("only a run whose output was cut keeps it")')" "404/true" "a run whose record kept all of it: 404 saying why"
+post_json /v1/runs '{"cmd":["true"],"limits":{"output":"1G"}}'
+like "$CODE/$(jb .error)" "^400/limits.output: " "limits.output past 256M: 400 naming the field"
+req GET '/v1/runs/big-out/output?stream=both'
+is "$CODE" 400 "?stream= other than stdout or stderr: 400"
 
 req GET /healthz
 is "$CODE" 200 "still healthy"
