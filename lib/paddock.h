@@ -425,6 +425,18 @@ int pd_sandbox_set_memory(pd_sandbox *s, uint64_t bytes, pd_err *e);
 uint32_t pd_sandbox_uid_base(const pd_sandbox *s);
 /* When the sandbox was created (pd_now_us's clock): its lifetime, for the pools' metrics. */
 uint64_t pd_sandbox_created_us(const pd_sandbox *s);
+/* The cost segments of the sandbox's current use before its first exec, in microseconds: what made
+ * it ready — its creation (the first use), or the reset that began this use (by_reset) — and what
+ * its owner spent preparing it after (pd_sandbox_note_prepare: a pool's template files and
+ * warm-up). A pool does both before the sandbox's user acquires it, off the request's path. */
+typedef struct pd_use_costs {
+	uint64_t ready_us;
+	bool by_reset;
+	uint64_t prepare_us;
+} pd_use_costs;
+void pd_sandbox_use_costs(const pd_sandbox *s, pd_use_costs *out);
+/* Notes the preparation of the current use (a reset clears it). */
+void pd_sandbox_note_prepare(pd_sandbox *s, uint64_t us);
 
 typedef void (*pd_output_cb)(void *arg, int stream /* 1 or 2 */, const char *buf, size_t len);
 

@@ -226,6 +226,10 @@ reclaim:;
 	/* every process ended and the image's names back: what the audit kept is true again, unless
 	 * it was turned off (a name removed, renamed or linked since), which ends here */
 	pd_audit_names_reset(s->names);
+	/* the next use's readiness is this reset; its owner notes its own preparation again */
+	s->ready_cost_us = pd_now_us() - t0;
+	s->ready_by_reset = true;
+	s->prepare_us = 0;
 	s->state = PD_READY;
 	return 0;
 fail:

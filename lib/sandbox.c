@@ -108,6 +108,18 @@ uint64_t pd_sandbox_created_us(const pd_sandbox *s)
 	return s->created_us;
 }
 
+void pd_sandbox_use_costs(const pd_sandbox *s, pd_use_costs *out)
+{
+	out->ready_us = s->ready_cost_us;
+	out->by_reset = s->ready_by_reset;
+	out->prepare_us = s->prepare_us;
+}
+
+void pd_sandbox_note_prepare(pd_sandbox *s, uint64_t us)
+{
+	s->prepare_us = us;
+}
+
 pd_state pd_sandbox_state(const pd_sandbox *s)
 {
 	return s->state;
@@ -540,6 +552,7 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 		goto fail;
 	free(cfg);
 	pd_scratch_created(s);
+	s->ready_cost_us = pd_now_us() - t0;
 	s->state = PD_READY;
 	return s;
 fail:

@@ -164,7 +164,23 @@ const pd_template *pd_pool_template_of(pd_pools *p, pd_sandbox *s)
 
 /* What the template puts in a new (or reset) sandbox before use: its working directory, its
  * files, and a warm-up exec: the template's own (a new sandbox), /bin/true (a reset one), or none. */
+/* Notes what the preparation of s cost (pd_sandbox_use_costs: a record's preparation segment). */
+static int prepared(pd_sandbox *s, uint64_t t0, int rc)
+{
+	if (rc == 0)
+		pd_sandbox_note_prepare(s, pd_now_us() - t0);
+	return rc;
+}
+
+static int prepare(pd_pool *pl, pd_sandbox *s, pd_warm warm, pd_err *e);
+
 int pd_pool_prepare(pd_pool *pl, pd_sandbox *s, pd_warm warm, pd_err *e)
+{
+	uint64_t t0 = pd_now_us();
+	return prepared(s, t0, prepare(pl, s, warm, e));
+}
+
+static int prepare(pd_pool *pl, pd_sandbox *s, pd_warm warm, pd_err *e)
 {
 	/* every sandbox has /work (paddock.h): no round trip to init for it */
 	if (pl->t.cwd && strcmp(pl->t.cwd, "/work") && pd_sandbox_mkdir(s, pl->t.cwd, 0755, e) < 0)

@@ -139,8 +139,9 @@ typedef struct pd_pools_opts {
 	/* Told, on a reclaimer thread and without the pools' lock, how each use of a released
 	 * sandbox ended: use_id (pd_sandbox_use_id as the user saw it) and "clean" (reset for the
 	 * next user: the reset proved nothing of the use was left; or destroyed with nothing
-	 * left) or what the teardown found. Sessions' uses too. May be NULL. */
-	void (*on_reclaimed)(void *arg, const char *use_id, const char *residue);
+	 * left) or what the teardown found, and what that reset or teardown took (microseconds:
+	 * the use's last cost segment). Sessions' uses too. May be NULL. */
+	void (*on_reclaimed)(void *arg, const char *use_id, const char *residue, uint64_t teardown_us);
 	void *on_reclaimed_arg;
 } pd_pools_opts;
 

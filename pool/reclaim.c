@@ -48,9 +48,10 @@ static void reclaim_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s, bool no_reus
 		pd_sandbox_use_id(s, use, sizeof use);
 		pthread_mutex_unlock(&p->mu);
 		char residue[128];
+		uint64_t t0 = pd_now_us();
 		int dirty = pd_sandbox_destroy(s, residue, sizeof residue);
 		if (p->opts.on_reclaimed)
-			p->opts.on_reclaimed(p->opts.on_reclaimed_arg, use, residue);
+			p->opts.on_reclaimed(p->opts.on_reclaimed_arg, use, residue, pd_now_us() - t0);
 		pthread_mutex_lock(&p->mu);
 		lifetime_locked(pl, born);
 		pl->st.destroyed++;
@@ -88,7 +89,7 @@ static bool cpu_idle_now(const pd_pools *p)
 /* Resets s for the next user and files it as READY: true. False if the pool does not need it
  * or the reset was refused (the caller destroys it). Called with the lock held; drops it
  * meanwhile. */
-static bool reuse_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
+static bool reuse_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s, uint64_t *reset_us)
 {
 	if (!pl->t.pool_reuse || p->stop || pd_sandbox_state(s) != PD_READY)
 		return false;
@@ -105,7 +106,13 @@ static bool reuse_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
 	pthread_mutex_unlock(&p->mu); /* still counted in nreclaiming: the builder expects it back */
 	pd_err e = {0};
 	uint32_t kept0 = pd_sandbox_resets_kept(s), skept0 = pd_sandbox_resets_scratch_kept(s);
+	uint64_t t0 = pd_now_us();
 	bool ok = pd_sandbox_reset(s, &e) == 0;
+	/* the ending use's teardown: the reset that readies the next use (its own figure, so that
+	 * both records say the same), or the refused one's time */
+	pd_use_costs uc;
+	pd_sandbox_use_costs(s, &uc);
+	*reset_us = ok ? uc.ready_us : pd_now_us() - t0;
 	bool kept = ok && pd_sandbox_resets_kept(s) != kept0;
 	bool skept = ok && pd_sandbox_resets_scratch_kept(s) != skept0;
 	/* After a reset the image's files are in the page cache since the sandbox's first user; only
@@ -151,13 +158,14 @@ bool pd_pools_reclaim_one_locked(pd_pools *p)
 	/* the use that ends here, named before a reset starts the next */
 	char use[64];
 	pd_sandbox_use_id(en->sb, use, sizeof use);
-	if (!en->no_reuse && reuse_locked(p, pl, en->sb)) {
+	uint64_t reset_us = 0;
+	if (!en->no_reuse && reuse_locked(p, pl, en->sb, &reset_us)) {
 		pl->nreclaiming--;
 		free(en);
 		pd_pools_wake_builder_locked(p);
 		if (p->opts.on_reclaimed) {
 			pthread_mutex_unlock(&p->mu);
-			p->opts.on_reclaimed(p->opts.on_reclaimed_arg, use, "clean");
+			p->opts.on_reclaimed(p->opts.on_reclaimed_arg, use, "clean", reset_us);
 			pthread_mutex_lock(&p->mu);
 		}
 		return true;
@@ -165,9 +173,11 @@ bool pd_pools_reclaim_one_locked(pd_pools *p)
 	uint64_t born = pd_sandbox_created_us(en->sb);
 	pthread_mutex_unlock(&p->mu);
 	char residue[128];
+	/* a refused reset, then the teardown: the use's teardown is both */
+	uint64_t t1 = pd_now_us();
 	int dirty = pd_sandbox_destroy(en->sb, residue, sizeof residue);
 	if (p->opts.on_reclaimed)
-		p->opts.on_reclaimed(p->opts.on_reclaimed_arg, use, residue);
+		p->opts.on_reclaimed(p->opts.on_reclaimed_arg, use, residue, reset_us + (pd_now_us() - t1));
 	uint64_t took = pd_now_us() - t0;
 	pthread_mutex_lock(&p->mu);
 	lifetime_locked(pl, born);

@@ -320,6 +320,8 @@ static bool attempt(pd_pools *pools, pd_job *j)
 	memset(&j->run_r, 0, sizeof j->run_r);
 	j->compiled = j->ran = false;
 	j->output_kept = false;
+	memset(&j->costs, 0, sizeof j->costs);
+	j->acquire_us = 0;
 	memset(&j->verdict, 0, sizeof j->verdict);
 	const char *pool = j->template_name;
 	if (j->image[0]) {
@@ -378,7 +380,11 @@ static bool attempt(pd_pools *pools, pd_job *j)
 			return false;
 		}
 	}
+	uint64_t a0 = pd_now_us();
 	pd_sandbox *s = pd_pool_acquire(pools, pool, NULL, &e);
+	j->acquire_us = pd_now_us() - a0;
+	if (s)
+		pd_sandbox_use_costs(s, &j->costs);
 	if (!s) {
 		j->failure = e.kind == PD_EK_DEPENDENCY ? PD_F_DEPENDENCY : PD_F_STARTUP;
 		snprintf(j->error, sizeof j->error, "%s", PD_ERR_STR(&e));

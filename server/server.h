@@ -142,6 +142,11 @@ typedef struct pd_job {
 	 * cannot keep it all (run_output.c; NULL: none), and whether this attempt's was kept */
 	const char *output_dir;
 	bool output_kept;
+	/* the attempt's sandbox's cost segments before its execs (pd_use_costs: its creation or the
+	 * reset that began this use, the pool's preparation) and the wait to acquire it; the
+	 * teardown is the reclaimer's, after the answer (pd_store_reclaimed) */
+	pd_use_costs costs;
+	uint64_t acquire_us;
 	char **fetch; /* files to return after the run */
 	size_t nfetch;
 	uint64_t memory_bytes; /* 0 = the template's */
@@ -332,6 +337,9 @@ int pd_store_unstage(pd_store *s);
  * reclaimer found ("clean" or what was left); one that comes before its record is kept and
  * applied when the record is stored. The rows changed (0: none yet), -1 on a store error. */
 int pd_store_residue(pd_store *s, const char *use_id, const char *residue);
+/* The same, and the use's teardown cost (the reset or teardown that ended it, microseconds; < 0:
+ * unknown) into the record's costs.teardown_ms. */
+int pd_store_reclaimed(pd_store *s, const char *use_id, const char *residue, int64_t teardown_us);
 /* The stored attempts of task_id, oldest first: an array of records, each with "attempt",
  * "last" (the attempt that answered) and "stored_at" (unix ms). An empty array: none. */
 json_t *pd_store_get(pd_store *s, const char *task_id, pd_err *e);

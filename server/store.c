@@ -52,6 +52,7 @@ struct pd_store {
 	struct {
 		char use_id[64];
 		char residue[128];
+		int64_t teardown_us; /* < 0: unknown */
 	} early[EARLY_RESIDUE];
 	unsigned early_next;
 	pd_review_cfg review;
@@ -91,7 +92,7 @@ static uint64_t used_bytes(sqlite3 *db)
  * record and only the oldest are ever deleted, so the range of ids counts the records, and the
  * average size says how many to take. */
 static bool early_residue_locked(pd_store *s, const char *use_id);
-static bool take_early_residue(pd_store *s, const char *use_id, char *residue, size_t len);
+static bool take_early_residue(pd_store *s, const char *use_id, char *residue, size_t len, int64_t *teardown_us);
 
 static void prune_locked(pd_store *s)
 {
@@ -420,8 +421,12 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	 * (a record of our own making: one the job carries is not ours to change), not rewritten
 	 * after it */
 	char early[128];
-	if (!j->record && rec && j->use_id[0] && take_early_residue(s, j->use_id, early, sizeof early)) {
+	int64_t early_td = -1;
+	if (!j->record && rec && j->use_id[0] && take_early_residue(s, j->use_id, early, sizeof early, &early_td)) {
 		json_object_set_new(rec, "residue", json_string(early));
+		json_t *costs = json_object_get(rec, "costs");
+		if (early_td >= 0 && json_is_object(costs))
+			json_object_set_new(costs, "teardown_ms", json_real((double)early_td / 1000.0));
 		for (const char *const *k = (const char *const[]){"compile", "run", NULL}; *k; k++)
 			if (json_is_object(json_object_get(rec, *k)))
 				json_object_set_new(json_object_get(rec, *k), "residue", json_string(early));
@@ -561,20 +566,27 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	return out;
 }
 
-/* Completes the pending residue of the record of use_id; the rows changed (0: not stored yet). */
-static int residue_locked(pd_store *s, const char *use_id, const char *residue)
+/* Completes the pending residue of the record of use_id, and its teardown cost when known (a
+ * record with "costs": POST /v1/runs'); the rows changed (0: not stored yet). */
+static int residue_locked(pd_store *s, const char *use_id, const char *residue, int64_t teardown_us)
 {
+#define RESIDUE_SET "json_set(record, '$.residue', ?1, '$.run.residue', ?1, '$.compile.residue', ?1)"
 	if (!s->residue &&
 	    sqlite3_prepare_v2(s->db,
-			       "UPDATE attempts SET record = json_set(record, '$.residue', ?1, '$.run.residue', ?1,"
-			       " '$.compile.residue', ?1) WHERE json_extract(record, '$.use_id') = ?2"
-			       " AND json_extract(record, '$.residue') = 'pending'",
+			       "UPDATE attempts SET record = CASE WHEN ?3 IS NOT NULL AND json_type(record, '$.costs') = 'object'"
+			       " THEN json_set(" RESIDUE_SET ", '$.costs.teardown_ms', ?3) ELSE " RESIDUE_SET " END"
+			       " WHERE json_extract(record, '$.use_id') = ?2 AND json_extract(record, '$.residue') = 'pending'",
 			       -1, &s->residue, NULL) != SQLITE_OK)
 		return -1;
+#undef RESIDUE_SET
 	sqlite3_stmt *st = s->residue;
 	sqlite3_reset(st);
 	sqlite3_bind_text(st, 1, residue, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 2, use_id, -1, SQLITE_TRANSIENT);
+	if (teardown_us >= 0)
+		sqlite3_bind_double(st, 3, (double)teardown_us / 1000.0);
+	else
+		sqlite3_bind_null(st, 3);
 	int rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
@@ -586,7 +598,7 @@ static bool early_residue_locked(pd_store *s, const char *use_id)
 {
 	for (unsigned i = 0; i < EARLY_RESIDUE; i++)
 		if (s->early[i].use_id[0] && !strcmp(s->early[i].use_id, use_id)) {
-			residue_locked(s, use_id, s->early[i].residue);
+			residue_locked(s, use_id, s->early[i].residue, s->early[i].teardown_us);
 			s->early[i].use_id[0] = 0;
 			return true;
 		}
@@ -594,13 +606,14 @@ static bool early_residue_locked(pd_store *s, const char *use_id)
 }
 
 /* Takes use_id's early report out of the ring into residue; false if there is none. */
-static bool take_early_residue(pd_store *s, const char *use_id, char *residue, size_t len)
+static bool take_early_residue(pd_store *s, const char *use_id, char *residue, size_t len, int64_t *teardown_us)
 {
 	bool found = false;
 	pthread_mutex_lock(&s->mu);
 	for (unsigned i = 0; i < EARLY_RESIDUE && !found; i++)
 		if (s->early[i].use_id[0] && !strcmp(s->early[i].use_id, use_id)) {
 			snprintf(residue, len, "%s", s->early[i].residue);
+			*teardown_us = s->early[i].teardown_us;
 			s->early[i].use_id[0] = 0;
 			found = true;
 		}
@@ -610,16 +623,22 @@ static bool take_early_residue(pd_store *s, const char *use_id, char *residue, s
 
 int pd_store_residue(pd_store *s, const char *use_id, const char *residue)
 {
+	return pd_store_reclaimed(s, use_id, residue, -1);
+}
+
+int pd_store_reclaimed(pd_store *s, const char *use_id, const char *residue, int64_t teardown_us)
+{
 	if (!use_id || !*use_id)
 		return 0;
 	pthread_mutex_lock(&s->mu);
-	int n = residue_locked(s, use_id, residue);
+	int n = residue_locked(s, use_id, residue, teardown_us);
 	if (n == 0) {
 		/* no pending record of that use yet: kept for pd_store_put (a use with no record at
 		 * all, a session's, is forgotten when the ring comes round) */
 		unsigned i = s->early_next++ % EARLY_RESIDUE;
 		snprintf(s->early[i].use_id, sizeof s->early[i].use_id, "%s", use_id);
 		snprintf(s->early[i].residue, sizeof s->early[i].residue, "%s", residue);
+		s->early[i].teardown_us = teardown_us;
 	}
 	pthread_mutex_unlock(&s->mu);
 	return n;

@@ -291,6 +291,7 @@ pd_sandbox *pd_gv_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 		pd_fail(e, EIO, "runsc could not start the sandbox (its image needs sleep): %s", err);
 		goto fail;
 	}
+	s->ready_cost_us = pd_now_us() - s->created_us;
 	s->state = PD_READY;
 	return s;
 fail:;

@@ -25,6 +25,10 @@ struct pd_sandbox {
 	pd_sandbox_opts opts;
 	pd_limits lim;
 	uint64_t created_us;
+	/* the costs of the current use (pd_sandbox_use_costs): what made it ready (the creation, or
+	 * the reset that began it) and what its owner noted preparing it after */
+	uint64_t ready_cost_us, prepare_us;
+	bool ready_by_reset;
 	uint32_t resets;
 	uint32_t resets_kept; /* resets that kept the root and its overlays */
 	bool upper_dirty;     /* their watches saw an event (upperwatch.c; under its lock) */

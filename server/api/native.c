@@ -242,6 +242,21 @@ static json_t *step_json(bool done, const pd_result *r)
 	return o ? o : json_null();
 }
 
+/* The attempt's four cost segments, as paddock exec's record has them for its own sandbox: what
+ * made the pooled sandbox ready (its creation, or the reset that began this use: "ready_by"), the
+ * pool's preparation of it (the template's files, its warm-up), the execs, and the reset or
+ * teardown that ended the use, null until the reclaimer has done it (the stored record is then
+ * completed: pd_store_reclaimed); and the request's wait to acquire the sandbox (on a miss it
+ * includes the creation and preparation). null when no sandbox was used. */
+static json_t *costs_json(const pd_job *j, uint64_t exec_us)
+{
+	if (!j->use_id[0])
+		return json_null();
+	return json_pack("{s:f,s:s,s:f,s:f,s:f,s:n}", "create_ms", (double)j->costs.ready_us / 1000.0, "ready_by",
+			 j->costs.by_reset ? "reset" : "create", "prepare_ms", (double)j->costs.prepare_us / 1000.0,
+			 "acquire_ms", (double)j->acquire_us / 1000.0, "exec_ms", (double)exec_us / 1000.0, "teardown_ms");
+}
+
 json_t *pd_job_image_json(const pd_job *j)
 {
 	/* what a stage ran on (the stage's record names it: pd_result_json), else what the attempt
@@ -288,6 +303,7 @@ json_t *pd_job_to_json(const pd_job *j)
 	json_object_set_new(o, "setup_ms", json_real(total_us > exec_us ? (total_us - exec_us) / 1000.0 : 0));
 	/* pooled sandboxes are torn down off the request path; the pools count residue failures */
 	json_object_set_new(o, "teardown", json_string("deferred to the pool reclaimer"));
+	json_object_set_new(o, "costs", costs_json(j, exec_us));
 	/* "pending" until the reclaimer has checked; the stored record is then completed */
 	json_object_set_new(o, "residue", j->use_id[0] ? json_string("pending") : json_null());
 	const pd_result *r = j->ran ? &j->run_r : j->compiled ? &j->compile_r : NULL;
