@@ -1,7 +1,8 @@
 /* store_residue.c: a record says "pending" residue until the pools' reclaimer has reset or
  * destroyed the sandbox; pd_store_residue then completes the stored record (top level and each
  * stage) by its use_id; a report that comes before the record is kept and applied when the record
- * is stored; records of other uses, and records that are no longer pending, are left alone. */
+ * is stored; records of other uses, and records that are no longer pending, are left alone. The
+ * reclaimer's teardown time completes costs.teardown_ms the same way (pd_store_reclaimed). */
 #define _GNU_SOURCE
 #include "server.h"
 #include "tap.h"
@@ -50,7 +51,10 @@ static const char *field(const char *db, const char *task, const char *key, cons
 			json_t *v = json_object_get(r, key);
 			if (sub)
 				v = json_object_get(v, sub);
-			snprintf(got, sizeof got, "%s", !v ? "(absent)" : json_is_null(v) ? "null" : json_string_value(v));
+			if (json_is_number(v))
+				snprintf(got, sizeof got, "%.3f", json_number_value(v));
+			else
+				snprintf(got, sizeof got, "%s", !v ? "(absent)" : json_is_null(v) ? "null" : json_string_value(v));
 			json_decref(r);
 		}
 		sqlite3_finalize(st);
@@ -61,7 +65,7 @@ static const char *field(const char *db, const char *task, const char *key, cons
 
 int main(void)
 {
-	plan(13);
+	plan(18);
 	char dir[] = "/tmp/pd-store-residue-XXXXXX";
 	if (!mkdtemp(dir))
 		return 1;
@@ -86,6 +90,15 @@ int main(void)
 	is_int(pd_store_residue(s, "sb-2-1.1", "2 processes left, killed"), 0, "a report before its record changes nothing yet");
 	put(s, job("c", "sb-2-1.1"));
 	is_str(field(path, "c", "residue", NULL), "2 processes left, killed", "and completes the record when it is stored");
+
+	/* the teardown's cost into costs.teardown_ms (null until then), on either path */
+	put(s, job("e", "sb-3-1.1"));
+	is_str(field(path, "e", "costs", "teardown_ms"), "null", "a run's costs.teardown_ms is null before the reclaimer");
+	is_int(pd_store_reclaimed(s, "sb-3-1.1", "clean", 2345), 1, "the reclaimer's report with its teardown time");
+	is_str(field(path, "e", "costs", "teardown_ms"), "2.345", "completes costs.teardown_ms (2345 us)");
+	is_int(pd_store_reclaimed(s, "sb-4-1.1", "clean", 1500), 0, "a report with a teardown time before its record");
+	put(s, job("f", "sb-4-1.1"));
+	is_str(field(path, "f", "costs", "teardown_ms"), "1.500", "and completes it when the record is stored");
 
 	put(s, job("d", NULL));
 	is_str(field(path, "d", "residue", NULL), "null", "a job that never had a sandbox has no residue to wait for");
