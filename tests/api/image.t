@@ -8,7 +8,7 @@
 # planted symlink, device nodes, a corrupted layer, too many layers — nothing lands outside the
 # store. A leased layer survives rm and gc until its sandbox is gone. Templates name images.
 source "$(dirname "$0")/api.sh"
-plan 81
+plan 82
 
 export PADDOCK_STATE_DIR=$TMPD/state
 STORE=$PADDOCK_STATE_DIR/images/store
@@ -51,7 +51,10 @@ is "$(jq -r '.image.name // "none"' <<<"$OUT")" none "... and the record has no 
 sb --image "${D:7:12}" -- cat /data/c
 is "$(jf stdout)" "file c" "--image with a 12-digit digest prefix works"
 sb -- true
-is "$(jq -c .image <<<"$OUT")" '{"name":"host","digest":null}' "the host image's record says so, with no digest"
+like "$(jq -c .image <<<"$OUT")" '^\{"name":"host","digest":"sha256:[0-9a-f]{64}"\}$' \
+  "the host image's record says so, its digest the default image's id"
+is "$(jq -r .image.digest <<<"$OUT")" "$(sed -n 2p "$PADDOCK_STATE_DIR/images/host.id" 2>/dev/null)" \
+  "... the id kept in images/host.id"
 base=$(jq -r .layers[0].dir "$STORE/images/${D:7}.json")
 OUT=$(cd "$STORE/layers" && "$PADDOCK" exec --json --quiet --image "$base" -- cat /data/base-only 2>/dev/null)
 is "$(jq -r '.stdout + " " + .image.name + " " + (.image.digest // "null")' <<<"$OUT")" "base
