@@ -55,7 +55,15 @@ static const serve_opt serve_opts[] = {
 	{"store-max", 0, T_SIZE, "SIZE", 16u << 20, UINT64_MAX, true, FIELD(store_max), "1G",
 	 "size the store's records may take; past it the oldest are\n"
 	 "deleted; 0 = no cap, at least 16M otherwise"},
-	{"workers", 0, T_COUNT, "N", 1, 4096, false, FIELD(sched.workers), "2 x CPUs", "concurrent jobs"},
+	{"workers", 0, T_COUNT, "N", 1, 4096, false, FIELD(sched.workers), "2 x CPUs",
+	 "concurrent CPU-limited jobs (/v1/runs, the judge)"},
+	{"wall-workers", 0, T_COUNT, "N", 1, 4096, false, FIELD(sched.wall_workers), "64, or 16 x CPUs past 4",
+	 "concurrent wall-limited runs (/run_code, Piston): they share the\n"
+	 "CPUs as SandboxFusion and Piston run them (docs/api.md#admission)"},
+	{"memory-budget", 0, T_STRING, "BUDGET", 0, 0, false, FIELD(memory_budget), "80%",
+	 "the memory limits of running jobs add up to at most this: a size\n"
+	 "(16G) or a percent of the machine's (80%); a job that does not fit\n"
+	 "waits for one that does to end"},
 	{"queue-max", 0, T_COUNT, "N", 1, 1000000000, false, FIELD(sched.queue_max), "4096",
 	 "queued jobs per priority class before refusing"},
 	{"run-code-output-max", 0, T_SIZE, "SIZE", 1u << 20, 1ull << 30, false, FIELD(run_code_output_max), "16M",

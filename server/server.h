@@ -144,9 +144,19 @@ typedef struct pd_job {
 	int priority;
 	uint64_t deadline_us; /* monotonic; 0 = none */
 	char client[64];
+	/* wall-limited work that mostly waits or spins, as SandboxFusion and Piston run it: their
+	 * run_timeout is wall-clock and many such runs share the CPUs at once (the scheduler's wall
+	 * class, --wall-workers), instead of queueing behind the CPU-sized --workers */
+	bool wall_shared;
+	uint64_t mem_reserve;  /* bytes of the host's memory budget it holds while it runs (its memory
+				* limit), set at admission */
+	uint64_t limit_us;     /* its time limits added up (compile + run), set at admission;
+				* UINT64_MAX: none known */
+	uint64_t run_limit_us; /* of which the run step's */
+	uint64_t bound_us;     /* the longest it is expected to take: limit_us and an allowance */
 	uint64_t est_us;       /* the scheduler's estimate of its service time, set at admission */
-	uint64_t admitted_us, predicted_us; /* monotonic; the estimate (uncorrected) of admission to answer */
-	bool est_informed;     /* its template's service time was known at admission */
+	uint64_t est_normal_us; /* ... of one that ends on its own, uncorrected (estimate.h) */
+	uint64_t admitted_us, predicted_us; /* monotonic; the estimate of its wait */
 	bool probe;            /* admitted as the circuit breaker's half-open probe */
 	unsigned retry_after_s; /* refused: whole seconds the client should wait (pd_sched_submit) */
 	/* cancellation (pd_job_cancel, from the thread that saw the client leave): the flag is read
@@ -456,7 +466,12 @@ void pd_session_exec_req_free(pd_session_exec_req *q);
 typedef struct pd_sched pd_sched;
 
 typedef struct pd_sched_opts {
-	unsigned workers;        /* default 2 x CPUs */
+	unsigned workers;        /* concurrent CPU-limited jobs; default 2 x CPUs */
+	unsigned wall_workers;   /* concurrent wall-shared jobs (pd_job.wall_shared); default
+				  * max(64, 16 x CPUs) */
+	uint64_t memory_budget;  /* the sum of running jobs' memory limits may not pass this; 0 = the
+				  * share below */
+	double memory_budget_pct; /* ... of MemTotal, in percent; 0 = 80 */
 	unsigned cpus;           /* the CPUs the workers share; 0 = the online CPUs */
 	size_t queue_max;        /* per priority; default 4096 */
 	unsigned retries;        /* infrastructure retries; 0 means none (callers set it: serve's default is 2) */
@@ -483,13 +498,18 @@ pd_sched *pd_sched_new(pd_pools *pools, pd_store *store, pd_metrics *m, const pd
 /* Queues a job; j->done is called when it finished. Refused jobs are not queued (caller frees);
  * j->retry_after_s then says how long the client should wait.
  *
- * Admission by deadline: a job with a deadline is refused at once when the scheduler estimates it
- * cannot be answered by then: its start is estimated from the work queued ahead of it (same or
- * higher priority), what the running jobs still have to do and the free workers; service times
- * from the recent ones of each template, as a CPU part stretched when more jobs run than there
- * are CPUs and the rest (a template not seen yet counts as 0.5 s of CPU); the whole estimate is
- * multiplied by the 99th percentile of its recent errors (server/estimate.h). A queued job whose
- * deadline passes anyway ends as queue_timeout. */
+ * Two classes of jobs, each with its own workers and queues: CPU-limited jobs (the native API, the
+ * judge) run --workers at once; wall-shared ones (pd_job.wall_shared: SandboxFusion, Piston) run
+ * up to --wall-workers at once, sharing the CPUs as those services do. Both hold their memory
+ * limit against the host's memory budget while they run; a job whose limit does not fit waits.
+ *
+ * Admission by deadline: a job that finds a free worker of its class and nothing queued ahead is
+ * always admitted. Otherwise it is refused at once when it could not start in time: its start is
+ * simulated over the workers of its class (when each running job ends, then each queued job ahead
+ * of it), every service time the learnt one of its template bounded by that job's own limits
+ * (server/estimate.h); the wait is multiplied by the recent errors' correction; refused when that
+ * wait plus its own service passes its deadline. A queued job whose deadline passes anyway ends as
+ * queue_timeout. */
 pd_admit pd_sched_submit(pd_sched *s, pd_job *j);
 /* The client of j left: a queued j is taken out and answered as cancelled (by the reaper), a
  * running one is killed and ends as cancelled. j must not have finished yet (the caller knows:
@@ -605,6 +625,7 @@ typedef struct pd_server_opts {
 	 * a size ("256M") or a percent of the machine's ("5%"); NULL = 256M */
 	unsigned breaker_fail_percent, breaker_min_jobs, breaker_cooldown_s;
 	const char *memory_watermark;
+	const char *memory_budget; /* --memory-budget: a size or a percent of MemTotal */
 	/* the review queue's signals (pd_review_cfg): 0 = the default; the percents take UINT_MAX
 	 * for off */
 	unsigned review_min_samples, review_rare_percent, review_fast_percent, review_short_percent,

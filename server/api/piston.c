@@ -54,6 +54,9 @@ pd_job *pd_job_from_piston(json_t *req, pd_err *e)
 		pd_fail(e, ENOMEM, "job");
 		return NULL;
 	}
+	/* Piston's run_timeout is wall-clock (its CPU limit, run_cpu_time, stays exact): the
+	 * scheduler's wall class, as Piston runs many jobs at once (server.h) */
+	j->wall_shared = true;
 	size_t i;
 	json_t *f;
 	json_array_foreach(files, i, f) {

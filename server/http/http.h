@@ -298,6 +298,7 @@ int settings_listen(const char *listen, const char *token, listen_addr *a, pd_er
 int settings_db(const char *path, pd_err *e);
 /* --memory-watermark: a size of at least 1M, or a percent from 1 to 90, into so. */
 int settings_watermark(const char *w, pd_sched_opts *so, pd_err *e);
+int settings_budget(const char *w, pd_sched_opts *so, pd_err *e);
 
 /* ---- connections and descriptors (conns.c) ---- */
 /* "10.0.0.0/8,192.168.1.7" into the exemption list of the per-address limit. */

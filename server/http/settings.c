@@ -103,6 +103,23 @@ int settings_watermark(const char *w, pd_sched_opts *so, pd_err *e)
 			  "--memory-watermark: '%s' is not a size of at least 1M nor a percent from 1%% to 90%%", w);
 }
 
+int settings_budget(const char *w, pd_sched_opts *so, pd_err *e)
+{
+	size_t n = strlen(w);
+	if (n > 1 && w[n - 1] == '%') {
+		char *end;
+		double pct = strtod(w, &end);
+		if (end == w + n - 1 && strspn(w, "0123456789.") == n - 1 && pct >= 1 && pct <= 100) {
+			so->memory_budget_pct = pct;
+			return 0;
+		}
+	} else if (pd_parse_size(w, &so->memory_budget) == 0 && so->memory_budget >= (16u << 20)) {
+		return 0;
+	}
+	return pd_fail_as(e, EINVAL, "--memory-budget: '%s' is not a size of at least 16M nor a percent from 1%% to 100%%",
+			  w);
+}
+
 int pd_server_check(const pd_server_opts *o, pd_err *e)
 {
 	listen_addr la;
@@ -112,6 +129,8 @@ int pd_server_check(const pd_server_opts *o, pd_err *e)
 		return -1;
 	pd_sched_opts so = o->sched;
 	if (o->memory_watermark && settings_watermark(o->memory_watermark, &so, e) < 0)
+		return -1;
+	if (o->memory_budget && settings_budget(o->memory_budget, &so, e) < 0)
 		return -1;
 	if (o->cluster && o->node_id && !pd_cluster_id_ok(o->node_id))
 		return pd_fail_as(e, EINVAL, "--node-id '%s': 1 to 63 of A-Z a-z 0-9 - _", o->node_id);
