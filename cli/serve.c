@@ -57,7 +57,7 @@ static const serve_opt serve_opts[] = {
 	 "deleted; 0 = no cap, at least 16M otherwise"},
 	{"workers", 0, T_COUNT, "N", 1, 4096, false, FIELD(sched.workers), "2 x CPUs",
 	 "concurrent CPU-limited jobs (/v1/runs, the judge)"},
-	{"wall-workers", 0, T_COUNT, "N", 1, 4096, false, FIELD(sched.wall_workers), "64, or 16 x CPUs past 4",
+	{"wall-workers", 0, T_COUNT, "N", 1, 4096, false, FIELD(sched.wall_workers), "128, or 16 x CPUs past 8",
 	 "concurrent wall-limited runs (/run_code, Piston): they share the\n"
 	 "CPUs as SandboxFusion and Piston run them (docs/api.md#admission)"},
 	{"memory-budget", 0, T_STRING, "BUDGET", 0, 0, false, FIELD(memory_budget), "80%",

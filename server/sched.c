@@ -714,7 +714,7 @@ pd_sched *pd_sched_new(pd_pools *pools, pd_store *store, pd_metrics *m, const pd
 	if (!s->o.workers)
 		s->o.workers = (unsigned)(cpus > 0 ? cpus * 2 : 2);
 	if (!s->o.wall_workers)
-		s->o.wall_workers = cpus > 4 ? (unsigned)cpus * 16 : 64;
+		s->o.wall_workers = cpus > 8 ? (unsigned)(cpus < 64 ? cpus : 64) * 16 : 128;
 	s->cap[CLS_CPU] = s->o.workers;
 	s->cap[CLS_WALL] = s->o.wall_workers;
 	uint64_t total = mem_total();

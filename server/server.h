@@ -468,7 +468,7 @@ typedef struct pd_sched pd_sched;
 typedef struct pd_sched_opts {
 	unsigned workers;        /* concurrent CPU-limited jobs; default 2 x CPUs */
 	unsigned wall_workers;   /* concurrent wall-shared jobs (pd_job.wall_shared); default
-				  * max(64, 16 x CPUs) */
+				  * 128, or 16 x CPUs past 8 CPUs (at most 1024) */
 	uint64_t memory_budget;  /* the sum of running jobs' memory limits may not pass this; 0 = the
 				  * share below */
 	double memory_budget_pct; /* ... of MemTotal, in percent; 0 = 80 */

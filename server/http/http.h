@@ -131,6 +131,8 @@ typedef struct req {
 	uint64_t watch_id; /* 0: not watched */
 	int watch_fd;
 	struct req *wprev, *wnext;
+	/* the client's request id when the request runs under dedupe.c's guard ("" otherwise) */
+	char dedupe_rid[128];
 	/* session operations */
 	char method[8];
 	char url[512];
@@ -193,6 +195,15 @@ void http_suspend(req *r);
 /* Hands an answered request back to the event thread. Once resumed, the event thread may answer
  * and free r at any moment: r is not touched after the resume. */
 void http_resume(req *r);
+
+/* ---- one run per request id (dedupe.c) ---- */
+/* 0: the first request with rid: run it, then call dedupe_end. 1: r was answered (rid's first
+ * answer again). 2: r waits for the first answer (suspended; dedupe_end resumes it). */
+int dedupe_begin(req *r, const char *rid);
+/* rid's first answer, r's response as it is set now: kept (unless a 5xx refusal) and sent to the
+ * requests that wait for it. */
+void dedupe_end(const char *rid, const req *r);
+uint64_t dedupe_hits(void);
 
 /* ---- routing (routes.c) ---- */
 void http_route(req *r, const char *url, const char *method);
