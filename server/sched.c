@@ -839,6 +839,10 @@ char *pd_sched_metrics(pd_sched *s)
 		   "--wall-workers, SandboxFusion and Piston runs).\n# TYPE paddock_class_workers_busy gauge\n");
 	for (int c = 0; c < CLS_N; c++)
 		fprintf(f, "paddock_class_workers_busy{class=\"%s\"} %u\n", cls_names[c], s->busy_cls[c]);
+	fprintf(f, "# HELP paddock_class_workers Workers of a class (cpu: --workers; wall: --wall-workers).\n"
+		   "# TYPE paddock_class_workers gauge\n");
+	for (int c = 0; c < CLS_N; c++)
+		fprintf(f, "paddock_class_workers{class=\"%s\"} %u\n", cls_names[c], s->cap[c]);
 	fprintf(f, "# HELP paddock_class_queue_length Jobs waiting, by class.\n# TYPE paddock_class_queue_length gauge\n");
 	for (int c = 0; c < CLS_N; c++)
 		fprintf(f, "paddock_class_queue_length{class=\"%s\"} %zu\n", cls_names[c], queued(s, c, PD_PRIO_COUNT - 1));
