@@ -5,7 +5,7 @@
 # and whenever the daemon is idle, the default request is admitted at once; 200 concurrent quick
 # requests are all answered; the same X-Request-Id twice runs once and answers twice alike.
 source "$(dirname "$0")/api.sh"
-plan 14
+plan 16
 start_daemon
 ok $? "daemon started with default settings"
 metric() { curl -s -m 5 "$U/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
@@ -57,3 +57,12 @@ like "$(jq -r .run_result.stdout "$TMPD/rid1")" '^0\.[0-9]+' "the first answer r
 cmp -s "$TMPD/rid1" "$TMPD/rid2" && cmp -s "$TMPD/rid1" "$TMPD/rid3"
 ok $? "sent again while it ran and after it finished: the same answer, byte for byte"
 is "$(sqlite3 "$DB" "SELECT count(*) FROM attempts WHERE request_id = 'rid-37-a'" 2>&1)" 1 "one stored record"
+
+# /v1/judge too: the same X-Request-Id twice, one judged attempt (cache off: it would run again)
+jbody='{"problem":{"in_outs":{"inputs":["1 2\n"],"outputs":["3\n"]}},"language":"python","cache":false,"code":"a, b = map(int, input().split())\nprint(a + b)"}'
+for i in 1 2; do
+  curl -s -m 60 -o "$TMPD/jrid$i" -H 'Content-Type: application/json' -H 'X-Request-Id: rid-37-judge' -d "$jbody" "$U/v1/judge"
+done
+cmp -s "$TMPD/jrid1" "$TMPD/jrid2" && [ "$(jq -r .verdict.output.status "$TMPD/jrid1")" = pass ]
+ok $? "/v1/judge: the same X-Request-Id twice, the same verdict ($(jq -r .verdict.output.status "$TMPD/jrid1"))"
+is "$(sqlite3 "$DB" "SELECT count(*) FROM attempts WHERE request_id = 'rid-37-judge'" 2>&1)" 1 "  one judged attempt stored"
