@@ -41,7 +41,8 @@ typedef struct serve_opt {
 
 static const serve_opt serve_opts[] = {
 	{"listen", 'l', T_ADDRESS, "ADDR", 0, 0, false, FIELD(listen), "127.0.0.1:8080",
-	 "HOST:PORT (beyond loopback, needs a token) or unix:/path"},
+	 "HOST:PORT (beyond loopback, needs a token of 16+ bytes,\n"
+	 "not the example config's) or unix:/path"},
 	{"token", 0, T_STRING, "TOKEN", 0, 0, false, FIELD(token), NULL,
 	 "bearer token required on every request but /healthz and /readyz\n"
 	 "(also $PADDOCK_TOKEN)"},

@@ -11,7 +11,7 @@ unset PADDOCK_TOKEN
 
 # --- serve: the options --help lists -------------------------------------------------------------
 mapfile -t OPTS < <("$PADDOCK" serve --help | sed -nE 's/^  (-[a-z], )?--([a-z-]+) ([A-Z]+).*/\2 \3/p' | grep -v '^config ')
-plan $((2 * ${#OPTS[@]} + 94))
+plan $((2 * ${#OPTS[@]} + 101))
 is "${#OPTS[@]}" 37 "serve --help lists 37 options with a value (besides --config)"
 
 printf 'secret-from-file\n' >"$TMPD/token"
@@ -121,8 +121,16 @@ refuses "--per-ip-exempt: 'bogus' is not an IPv4 address or network" --listen 12
 refuses "--per-ip-exempt: '10\.0\.0\.0/33' has a bad prefix length \(0 to 32\)" --listen 127.0.0.1:0 --per-ip-exempt 10.0.0.0/33
 refuses "--run-code-networks: 'wifi' is not loopback, none, allowlist or host" --listen 127.0.0.1:0 --run-code-networks none,wifi
 refuses "--node-id 'a b': 1 to 63 of A-Z a-z 0-9 - _" --listen 127.0.0.1:0 --cluster nats://127.0.0.1:4222 --node-id "a b"
-"$PADDOCK" serve --check --listen 0.0.0.0:0 --token t0k3n >/dev/null 2>&1
-is "$?" 0 "--check takes beyond loopback with a token"
+# a token beyond loopback: not the example config's, not shorter than 16 bytes (issue 39)
+refuses "--listen 0\.0\.0\.0:0 is beyond loopback: the token is the example config's \('change-me-to-a-long-random-string'\); make one, e\.g\. .*" \
+  --listen 0.0.0.0:0 --token change-me-to-a-long-random-string
+refuses "--listen 0\.0\.0\.0:0 is beyond loopback: the token has 5 bytes, fewer than 16; make one, e\.g\. .*" --listen 0.0.0.0:0 --token t0k3n
+jq '.listen = "0.0.0.0:0" | .db = null | .templates = null | del(.db, .templates)' contrib/config.example.json >"$TMPD/example-public.json"
+refuses "--listen 0\.0\.0\.0:0 is beyond loopback: the token is the example config's .*" --config "$TMPD/example-public.json"
+"$PADDOCK" serve --check --listen 0.0.0.0:0 --token 0123456789abcdef >/dev/null 2>&1
+is "$?" 0 "--check takes beyond loopback with a token of 16 bytes"
+"$PADDOCK" serve --check --listen 127.0.0.1:0 --token t0k3n >/dev/null 2>&1
+is "$?" 0 "--check takes a short token on loopback (the floor is for what others reach)"
 
 # --- the command table ---------------------------------------------------------------------------
 "$PADDOCK" >/dev/null 2>&1
