@@ -108,7 +108,8 @@ static const serve_opt serve_opts[] = {
 	 "nats://HOST:PORT[,...]: join a cluster on NATS JetStream as a\n"
 	 "node (docs/cluster.md); without it, a single node"},
 	{"node-id", 0, T_STRING, "ID", 0, 0, false, FIELD(node_id), "<hostname>-<port>",
-	 "this node's id in the cluster (A-Z a-z 0-9 - _)"},
+	 "this node's id in the cluster (A-Z a-z 0-9 - _ ., a dot\n"
+	 "never first, last or twice in a row: host.example.com-1)"},
 	{"cluster-ack-wait", 0, T_COUNT, "SECS", 1, 3600, false, FIELD(cluster_ack_wait), "30",
 	 "seconds a node may hold a task without a sign of life before\n"
 	 "the cluster gives it to another node"},

@@ -151,7 +151,7 @@ int pd_server_check(const pd_server_opts *o, pd_err *e)
 	if (o->memory_budget && settings_budget(o->memory_budget, &so, e) < 0)
 		return -1;
 	if (o->cluster && o->node_id && !pd_cluster_id_ok(o->node_id))
-		return pd_fail_as(e, EINVAL, "--node-id '%s': 1 to 63 of A-Z a-z 0-9 - _", o->node_id);
+		return pd_fail_as(e, EINVAL, "--node-id '%s': " PD_CLUSTER_ID_RULE, o->node_id);
 	/* the exemptions and the templates (their network twins too) as the server keeps them: in a
 	 * server of its own that never starts */
 	pd_server *s = calloc(1, sizeof *s);
