@@ -191,7 +191,8 @@ static void serve_usage(FILE *f)
 	      "                         as the flag (a number as a JSON number or string); flags win\n"
 	      "  --check                check the settings as serve does (exit 64 with its message if\n"
 	      "                         it would refuse them), print them as a JSON object under the\n"
-	      "                         config keys (null: the default), and exit without serving\n",
+	      "                         config keys (null: the default), and exit without serving;\n"
+	      "                         settings only: the host's prerequisites are paddock doctor's\n",
 	      f);
 }
 

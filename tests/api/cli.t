@@ -11,7 +11,7 @@ unset PADDOCK_TOKEN
 
 # --- serve: the options --help lists -------------------------------------------------------------
 mapfile -t OPTS < <("$PADDOCK" serve --help | sed -nE 's/^  (-[a-z], )?--([a-z-]+) ([A-Z]+).*/\2 \3/p' | grep -v '^config ')
-plan $((2 * ${#OPTS[@]} + 103))
+plan $((2 * ${#OPTS[@]} + 104))
 is "${#OPTS[@]}" 37 "serve --help lists 37 options with a value (besides --config)"
 
 printf 'secret-from-file\n' >"$TMPD/token"
@@ -141,6 +141,11 @@ refuses "--listen 0\.0\.0\.0:0 is beyond loopback: the token is the example conf
 is "$?" 0 "--check takes beyond loopback with a token of 16 bytes"
 "$PADDOCK" serve --check --listen 127.0.0.1:0 --token t0k3n >/dev/null 2>&1
 is "$?" 0 "--check takes a short token on loopback (the floor is for what others reach)"
+# --config=FILE is read as --config FILE is (contrib/paddock.service once said it was not)
+printf '{"workers": 7}\n' >"$TMPD/seven.json"
+a=$("$PADDOCK" serve --check --config="$TMPD/seven.json" 2>&1 | jq -c .workers)
+b=$("$PADDOCK" serve --check --config "$TMPD/seven.json" 2>&1 | jq -c .workers)
+is "$a $b" "7 7" "--config=FILE and --config FILE: the file is read either way"
 
 # --- the command table ---------------------------------------------------------------------------
 "$PADDOCK" >/dev/null 2>&1
