@@ -12,7 +12,7 @@ unset PADDOCK_TOKEN
 # --- serve: the options --help lists -------------------------------------------------------------
 mapfile -t OPTS < <("$PADDOCK" serve --help | sed -nE 's/^  (-[a-z], )?--([a-z-]+) ([A-Z]+).*/\2 \3/p' | grep -v '^config ')
 plan $((2 * ${#OPTS[@]} + 104))
-is "${#OPTS[@]}" 37 "serve --help lists 37 options with a value (besides --config)"
+is "${#OPTS[@]}" 39 "serve --help lists 39 options with a value (besides --config)"
 
 printf 'secret-from-file\n' >"$TMPD/token"
 # a templates file and a problems directory that load: --check reads them as serve does
@@ -35,6 +35,7 @@ value() {  # a value of the option's type, other than its default
     *:SECS) echo 3 ;;
     *:MODES) echo none,host ;;
     *:WATERMARK) echo 5% ;;
+    *:BUDGET) echo 50% ;;
     *) echo "no sample value for $1 $2" >&2; echo "?" ;;
   esac
 }
