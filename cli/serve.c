@@ -41,7 +41,8 @@ typedef struct serve_opt {
 
 static const serve_opt serve_opts[] = {
 	{"listen", 'l', T_ADDRESS, "ADDR", 0, 0, false, FIELD(listen), "127.0.0.1:8080",
-	 "HOST:PORT (beyond loopback, needs a token) or unix:/path"},
+	 "HOST:PORT (beyond loopback, needs a token of 16+ bytes,\n"
+	 "not the example config's) or unix:/path"},
 	{"token", 0, T_STRING, "TOKEN", 0, 0, false, FIELD(token), NULL,
 	 "bearer token required on every request but /healthz and /readyz\n"
 	 "(also $PADDOCK_TOKEN)"},
@@ -107,7 +108,8 @@ static const serve_opt serve_opts[] = {
 	 "nats://HOST:PORT[,...]: join a cluster on NATS JetStream as a\n"
 	 "node (docs/cluster.md); without it, a single node"},
 	{"node-id", 0, T_STRING, "ID", 0, 0, false, FIELD(node_id), "<hostname>-<port>",
-	 "this node's id in the cluster (A-Z a-z 0-9 - _)"},
+	 "this node's id in the cluster (A-Z a-z 0-9 - _ ., a dot\n"
+	 "never first, last or twice in a row: host.example.com-1)"},
 	{"cluster-ack-wait", 0, T_COUNT, "SECS", 1, 3600, false, FIELD(cluster_ack_wait), "30",
 	 "seconds a node may hold a task without a sign of life before\n"
 	 "the cluster gives it to another node"},
@@ -189,7 +191,8 @@ static void serve_usage(FILE *f)
 	      "                         as the flag (a number as a JSON number or string); flags win\n"
 	      "  --check                check the settings as serve does (exit 64 with its message if\n"
 	      "                         it would refuse them), print them as a JSON object under the\n"
-	      "                         config keys (null: the default), and exit without serving\n",
+	      "                         config keys (null: the default), and exit without serving;\n"
+	      "                         settings only: the host's prerequisites are paddock doctor's\n",
 	      f);
 }
 

@@ -706,7 +706,19 @@ typedef struct pd_image_import_opts {
 	 * COMMIT) reaches, in one more layer (a clean task environment: no future commit, tag,
 	 * branch, reflog or dangling object left for an agent to mine). NULL: as imported */
 	const char *strip_history;
+	/* Bounds on what the import writes (0: the default below). A layer may unpack to at most
+	 * max_layer_bytes of file data (holes of sparse files not counted) and max_layer_files
+	 * entries; the image, its layers together (those already stored counted at their stored
+	 * size), max_image_bytes and max_image_files; and the state directory's disk must keep
+	 * min_free bytes free throughout. A refused import leaves nothing of its own in the store. */
+	uint64_t max_layer_bytes, max_layer_files, max_image_bytes, max_image_files, min_free;
 } pd_image_import_opts;
+
+#define PD_IMAGE_MAX_LAYER_BYTES (8ULL << 30)  /* 8 GiB of file data in one layer */
+#define PD_IMAGE_MAX_LAYER_FILES 1000000ULL     /* entries (files, directories, links) in one layer */
+#define PD_IMAGE_MAX_IMAGE_BYTES (16ULL << 30) /* 16 GiB for the whole image */
+#define PD_IMAGE_MAX_IMAGE_FILES 2000000ULL
+#define PD_IMAGE_MIN_FREE (1ULL << 30)         /* the state disk keeps 1 GiB free */
 
 /* Imports SOURCE (an OCI image layout, directory or tar, or a `docker save` archive): every blob
  * checked against its digest, every layer not yet stored unpacked (whiteouts and opaque

@@ -551,8 +551,12 @@ void pd_cluster_quiesce(pd_cluster *c);
 /* Answers what still waits (503), disconnects, frees. After the scheduler drained. */
 void pd_cluster_free(pd_cluster *c);
 const char *pd_cluster_node_id(const pd_cluster *c);
-/* A node id the cluster takes: 1 to 63 of A-Z a-z 0-9 - _. */
+/* A node id the cluster takes: 1 to 63 of A-Z a-z 0-9 - _ . with no dot first, last or next to
+ * another (a host name with its domain, systemd's %H). The id is the last part of the node's NATS
+ * subject (paddock.done.<id>), where a dot separates tokens: a token may not be empty, and the
+ * subject is only ever matched whole (never by a wildcard over the id), so dots are safe there. */
 bool pd_cluster_id_ok(const char *id);
+#define PD_CLUSTER_ID_RULE "1 to 63 of A-Z a-z 0-9 - _ . (no dot first, last or twice in a row)"
 
 /* An answer to a request submitted through the cluster: an HTTP status and a JSON body. Called
  * once, from a cluster thread. */
