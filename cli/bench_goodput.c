@@ -656,7 +656,7 @@ int cmd_bench_goodput(int argc, char **argv)
 	    {"rounds", required_argument, 0, O_ROUNDS},
 	    {0, 0, 0, 0},
 	};
-	gp_opts o = {.job_cpu = 0.3, .deadline_s = 3, .duration_s = 10, .loads = {1, 2, 5}, .nloads = 3};
+	gp_opts o = {.job_cpu = 0.3, .deadline_s = 20, .duration_s = 10, .loads = {1, 2, 5}, .nloads = 3};
 	bool goodput = false, memory = false;
 	const char *against = NULL;
 	int rounds = 1;
