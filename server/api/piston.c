@@ -186,13 +186,14 @@ fail:
 }
 
 
-static const char *signame(int sig)
+/* "SIGKILL" for 9, in the caller's buffer (answers are made on many worker threads at once: a
+ * static buffer would be a data race); NULL for a number without a name. */
+static const char *signame(int sig, char *buf, size_t len)
 {
-	static char buf[16];
 	const char *n = sigabbrev_np(sig);
 	if (!n)
 		return NULL;
-	snprintf(buf, sizeof buf, "SIG%s", n);
+	snprintf(buf, len, "SIG%s", n);
 	return buf;
 }
 
@@ -214,7 +215,9 @@ static json_t *piston_stage(const pd_result *r)
 	free(both);
 	bool sig = r->signal && r->status != PD_OK && r->status != PD_RE;
 	json_object_set_new(o, "code", sig ? json_null() : json_integer(r->exit_code));
-	json_object_set_new(o, "signal", sig && signame(r->signal) ? json_string(signame(r->signal)) : json_null());
+	char sb[16];
+	const char *sn = sig ? signame(r->signal, sb, sizeof sb) : NULL;
+	json_object_set_new(o, "signal", sn ? json_string(sn) : json_null());
 	const char *st = r->status == PD_RE ? "RE"
 			 : r->status == PD_SG ? "SG"
 			 : r->status == PD_TO ? "TO"
