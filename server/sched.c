@@ -619,6 +619,10 @@ static void *worker_main(void *arg)
 		busy_change(s, 1);
 		s->busy_cls[cls]++;
 		s->mem_held += j->mem_reserve;
+		/* more queued: another idle worker of the class may start the next one (a job that
+		 * freed much memory may have made room for several) */
+		if (queued(s, cls, PD_PRIO_COUNT - 1))
+			pthread_cond_signal(&s->cv[cls]);
 		w->busy = true;
 		w->started = pd_now_us();
 		w->svc_us = j->est_us;
@@ -685,6 +689,8 @@ static void *worker_main(void *arg)
 		/* the memory it held may let the other class's next job start */
 		if (queued(s, !cls, PD_PRIO_COUNT - 1))
 			pthread_cond_signal(&s->cv[!cls]);
+		/* (its own class: this worker takes the next job itself, and wakes another if there
+		 * is more) */
 	}
 	pthread_mutex_unlock(&s->mu);
 	return NULL;
