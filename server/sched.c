@@ -445,6 +445,29 @@ pd_admit pd_sched_submit(pd_sched *s, pd_job *j)
 	return PD_ADMIT_OK;
 }
 
+const char *pd_admit_text(pd_admit a)
+{
+	switch (a) {
+	case PD_ADMIT_OK:
+		return "admitted";
+	case PD_ADMIT_FULL:
+		return "queue full: retry later";
+	case PD_ADMIT_BREAKER:
+		return "circuit breaker open (sandboxes are failing to start): retry later";
+	case PD_ADMIT_DEADLINE:
+		return "overloaded: the work queued ahead would not let this request finish before its deadline: "
+		       "retry later";
+	case PD_ADMIT_MEMORY:
+		return "overloaded: the host is short of free memory: retry later";
+	case PD_ADMIT_DISK_FULL:
+		return "disk full: the results store cannot record results";
+	case PD_ADMIT_STOPPING:
+	case PD_ADMIT_COUNT:
+		break;
+	}
+	return "shutting down";
+}
+
 void pd_sched_cancel(pd_sched *s, pd_job *j)
 {
 	pd_job_cancel(j);

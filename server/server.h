@@ -495,6 +495,9 @@ typedef enum {
 } pd_admit;
 
 pd_sched *pd_sched_new(pd_pools *pools, pd_store *store, pd_metrics *m, const pd_sched_opts *o, pd_err *e);
+/* Why a job was not admitted, in the one text every way in answers with (HTTP runs, the judge and
+ * its batch, paddock run): "queue full: retry later", ... */
+const char *pd_admit_text(pd_admit a);
 /* Queues a job; j->done is called when it finished. Refused jobs are not queued (caller frees);
  * j->retry_after_s then says how long the client should wait.
  *

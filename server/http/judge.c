@@ -128,14 +128,7 @@ void judge_submit(req *r, const char *url, const char *method)
 	hangup_unwatch(r);
 	r->retry_after = j->retry_after_s ? j->retry_after_s : 1;
 	pd_job_free(j);
-	http_set_error(r, a == PD_ADMIT_DISK_FULL ? 507 : 503, "%s",
-		       a == PD_ADMIT_FULL	  ? "queue full: retry later"
-		       : a == PD_ADMIT_BREAKER	  ? "circuit breaker open (sandboxes are failing to start): retry later"
-		       : a == PD_ADMIT_DEADLINE  ? "overloaded: the work queued ahead would not let this request "
-						   "finish before its deadline: retry later"
-		       : a == PD_ADMIT_MEMORY	  ? "overloaded: the host is short of free memory: retry later"
-		       : a == PD_ADMIT_DISK_FULL ? "disk full: the results store cannot record results"
-						 : "shutting down");
+	http_set_error(r, a == PD_ADMIT_DISK_FULL ? 507 : 503, "%s", pd_admit_text(a));
 	if (r->dedupe_rid[0])
 		dedupe_end(r->dedupe_rid, r);
 	pthread_mutex_lock(&srv->mu);

@@ -263,13 +263,7 @@ void runs_submit(req *r, kind k)
 		if (!pd_store_full(r->srv->store, why, sizeof why))
 			snprintf(why, sizeof why, "disk full: the results store cannot record results");
 	}
-	http_set_error(r, code, "%s", a == PD_ADMIT_FULL ? "queue full: retry later"
-			       : a == PD_ADMIT_BREAKER ? "circuit breaker open (sandboxes are failing to start): retry later"
-			       : a == PD_ADMIT_DEADLINE ? "overloaded: the work queued ahead would not let this request "
-							  "finish before its deadline: retry later"
-			       : a == PD_ADMIT_MEMORY ? "overloaded: the host is short of free memory: retry later"
-			       : a == PD_ADMIT_DISK_FULL ? why
-						       : "shutting down");
+	http_set_error(r, code, "%s", a == PD_ADMIT_DISK_FULL ? why : pd_admit_text(a));
 	if (r->dedupe_rid[0])
 		dedupe_end(r->dedupe_rid, r);
 	pd_server *srv = r->srv;
