@@ -18,9 +18,7 @@
  * refuses while infrastructure failures are frequent, and nothing else: load is the estimate's
  * business. */
 #define _GNU_SOURCE
-#include "server.h"
-#include "breaker.h"
-#include "estimate.h"
+#include "sched_internal.h"
 
 #include <limits.h>
 #include <errno.h>
@@ -31,80 +29,6 @@
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
-
-#define MAX_CLIENTS 1024
-#define MAX_TEMPLATES 64
-#define BREAKER_MIN_SAMPLES 8
-#define SIM_MAX 4096 /* queued jobs ahead simulated one by one; the rest by their mean */
-
-enum { CLS_CPU = 0, CLS_WALL, CLS_N };
-static const char *const cls_names[CLS_N] = {"cpu", "wall"};
-
-typedef struct client_q {
-	char name[64];
-	pd_job *head, *tail;
-	size_t len;
-} client_q;
-
-typedef struct prio_q {
-	client_q clients[MAX_CLIENTS];
-	size_t nclients, rr, len;
-} prio_q;
-
-typedef struct worker {
-	struct pd_sched *s;
-	unsigned i;
-	int cls;
-	bool busy;
-	uint64_t started; /* monotonic us */
-	char key[80];	  /* the service-time key of the job it runs (svc_key) */
-	uint64_t svc_us, bound_us; /* that job's estimate and bound (pd_job) */
-	uint64_t mem;     /* the memory it holds against the budget */
-	const pd_job *job; /* the job (its cancel flag is read atomically; nothing else) */
-} worker;
-
-struct pd_sched {
-	pd_pools *pools;
-	pd_store *store;
-	pd_metrics *metrics;
-	pd_sched_opts o;
-	pthread_mutex_t mu;
-	pthread_cond_t cv[CLS_N];
-	prio_q q[CLS_N][PD_PRIO_COUNT];
-	pthread_t *workers;
-	worker *slots;
-	unsigned nworkers, busy;
-	unsigned cap[CLS_N], busy_cls[CLS_N];
-	/* the memory budget (bytes) and what running jobs hold of it */
-	uint64_t mem_budget, mem_held;
-	uint64_t *heap; /* the start simulation's scratch (cap of the larger class) */
-	bool stopping;
-	/* the reaper: wakes at next_deadline (monotonic us, UINT64_MAX = no queued deadline) */
-	pthread_t reaper;
-	bool reaper_started;
-	pthread_cond_t reaper_cv;
-	uint64_t next_deadline;
-	bool cancel_pending; /* pd_sched_cancel asked the reaper to look at the queues */
-	/* one breaker per template: a template whose sandboxes fail to start (a memory limit too
-	 * small, a missing toolchain) is refused alone; the others' jobs are admitted. "" keeps the
-	 * jobs of templates past MAX_TEMPLATES. */
-	struct {
-		char name[64];
-		pd_breaker b;
-	} brk[MAX_TEMPLATES + 1];
-	size_t nbrk;
-	uint64_t memtotal;
-	/* service times (acquire, files, compile, run, fetch, record and answer: what a worker
-	 * spends on a job) and the finish-time estimate's correction */
-	pd_est est;
-	/* the integral of busy workers over time (worker-us), to the last change at busy_at: a job's
-	 * mean concurrency is its growth over the job's run divided by the run's length */
-	double busy_area;
-	uint64_t busy_at;
-	uint64_t memavail, memavail_at; /* mem_available's last reading, and when */
-	uint64_t refused_total[PD_ADMIT_COUNT];
-	uint64_t cancelled_queued, cancelled_running;
-};
 
 static uint64_t wall_us(void)
 {
@@ -201,7 +125,7 @@ static double busy_area_now(const pd_sched *s, uint64_t now)
 	return s->busy_area + (double)s->busy * (double)(now - s->busy_at);
 }
 
-static size_t queued(const pd_sched *s, int cls, int upto_prio)
+size_t sched_queued(const pd_sched *s, int cls, int upto_prio)
 {
 	size_t n = 0;
 	for (int p = 0; p <= upto_prio && p < PD_PRIO_COUNT; p++)
@@ -270,7 +194,7 @@ static int cmp_u64(const void *a, const void *b)
 static uint64_t predict_wait(pd_sched *s, const pd_job *j, int cls, int pr, uint64_t now)
 {
 	unsigned S = slots_for(s, cls, j->mem_reserve);
-	size_t ahead = queued(s, cls, pr);
+	size_t ahead = sched_queued(s, cls, pr);
 	if (!ahead && s->busy_cls[cls] < S && mem_fits(s, j->mem_reserve))
 		return 0;
 	/* what the running jobs of the class have left */
@@ -375,7 +299,7 @@ pd_admit pd_sched_submit(pd_sched *s, pd_job *j)
 	int cls = job_cls(j);
 	uint64_t now = pd_now_us();
 	/* a free worker of its class and nothing queued there: the breaker lets a probe through */
-	bool idle = s->busy_cls[cls] < s->cap[cls] && !queued(s, cls, PD_PRIO_COUNT - 1);
+	bool idle = s->busy_cls[cls] < s->cap[cls] && !sched_queued(s, cls, PD_PRIO_COUNT - 1);
 	char key[80];
 	svc_key(j, key, sizeof key);
 	/* its service time as it would run among a full class of workers and what the other class
@@ -634,7 +558,7 @@ static void *worker_main(void *arg)
 	for (;;) {
 		pd_job *j = take(s, cls);
 		if (!j) {
-			if (s->stopping && !queued(s, cls, PD_PRIO_COUNT - 1))
+			if (s->stopping && !sched_queued(s, cls, PD_PRIO_COUNT - 1))
 				break;
 			pthread_cond_wait(&s->cv[cls], &s->mu);
 			continue;
@@ -644,7 +568,7 @@ static void *worker_main(void *arg)
 		s->mem_held += j->mem_reserve;
 		/* more queued: another idle worker of the class may start the next one (a job that
 		 * freed much memory may have made room for several) */
-		if (queued(s, cls, PD_PRIO_COUNT - 1))
+		if (sched_queued(s, cls, PD_PRIO_COUNT - 1))
 			pthread_cond_signal(&s->cv[cls]);
 		w->busy = true;
 		w->started = pd_now_us();
@@ -710,7 +634,7 @@ static void *worker_main(void *arg)
 		s->mem_held -= w->mem;
 		w->busy = false;
 		/* the memory it held may let the other class's next job start */
-		if (queued(s, !cls, PD_PRIO_COUNT - 1))
+		if (sched_queued(s, !cls, PD_PRIO_COUNT - 1))
 			pthread_cond_signal(&s->cv[!cls]);
 		/* (its own class: this worker takes the next job itself, and wakes another if there
 		 * is more) */
@@ -839,95 +763,4 @@ void pd_sched_free(pd_sched *s)
 	free(s->slots);
 	free(s->heap);
 	free(s);
-}
-
-char *pd_sched_metrics(pd_sched *s)
-{
-	static const char *const prio[] = {"high", "normal", "low"};
-	char *out = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&out, &len);
-	if (!f)
-		return NULL;
-	pthread_mutex_lock(&s->mu);
-	uint64_t now = pd_now_us(), trips = 0;
-	bool open = false;
-	for (size_t i = 0; i < s->nbrk; i++) {
-		open |= pd_breaker_refusing(&s->brk[i].b, now);
-		trips += s->brk[i].b.trips;
-	}
-	fprintf(f, "# HELP paddock_queue_length Jobs waiting, by priority class.\n"
-		   "# TYPE paddock_queue_length gauge\n");
-	for (int p = 0; p < PD_PRIO_COUNT; p++)
-		fprintf(f, "paddock_queue_length{priority=\"%s\"} %zu\n", prio[p],
-			s->q[CLS_CPU][p].len + s->q[CLS_WALL][p].len);
-	fprintf(f, "# HELP paddock_workers_busy Workers running a job.\n# TYPE paddock_workers_busy gauge\n"
-		   "paddock_workers_busy %u\n# HELP paddock_workers Workers the scheduler has (--workers plus "
-		   "--wall-workers).\n# TYPE paddock_workers gauge\npaddock_workers %u\n", s->busy, s->nworkers);
-	fprintf(f, "# HELP paddock_class_workers_busy Workers running a job, by class (cpu: --workers; wall: "
-		   "--wall-workers, SandboxFusion and Piston runs).\n# TYPE paddock_class_workers_busy gauge\n");
-	for (int c = 0; c < CLS_N; c++)
-		fprintf(f, "paddock_class_workers_busy{class=\"%s\"} %u\n", cls_names[c], s->busy_cls[c]);
-	fprintf(f, "# HELP paddock_class_workers Workers of a class (cpu: --workers; wall: --wall-workers).\n"
-		   "# TYPE paddock_class_workers gauge\n");
-	for (int c = 0; c < CLS_N; c++)
-		fprintf(f, "paddock_class_workers{class=\"%s\"} %u\n", cls_names[c], s->cap[c]);
-	fprintf(f, "# HELP paddock_class_queue_length Jobs waiting, by class.\n# TYPE paddock_class_queue_length gauge\n");
-	for (int c = 0; c < CLS_N; c++)
-		fprintf(f, "paddock_class_queue_length{class=\"%s\"} %zu\n", cls_names[c], queued(s, c, PD_PRIO_COUNT - 1));
-	fprintf(f, "# HELP paddock_memory_budget_bytes The memory running jobs' limits may add up to (--memory-budget).\n"
-		   "# TYPE paddock_memory_budget_bytes gauge\npaddock_memory_budget_bytes %llu\n"
-		   "# HELP paddock_memory_held_bytes The memory limits of the jobs running now, added up.\n"
-		   "# TYPE paddock_memory_held_bytes gauge\npaddock_memory_held_bytes %llu\n",
-		(unsigned long long)s->mem_budget, (unsigned long long)s->mem_held);
-	fprintf(f, "# HELP paddock_breaker_open 1 while a template's circuit breaker refuses its new work.\n"
-		   "# TYPE paddock_breaker_open gauge\npaddock_breaker_open %d\n", open);
-	fprintf(f, "# HELP paddock_breaker_trips_total Times a template's breaker opened.\n"
-		   "# TYPE paddock_breaker_trips_total counter\npaddock_breaker_trips_total %llu\n",
-		(unsigned long long)trips);
-	fprintf(f, "# HELP paddock_template_breaker_open 1 while the template's breaker refuses its jobs.\n"
-		   "# TYPE paddock_template_breaker_open gauge\n");
-	for (size_t i = 0; i < s->nbrk; i++)
-		if (s->brk[i].name[0])
-			fprintf(f, "paddock_template_breaker_open{template=\"%s\"} %d\n", s->brk[i].name,
-				pd_breaker_refusing(&s->brk[i].b, now));
-	fprintf(f, "# HELP paddock_refused_total Jobs refused at admission, by reason.\n"
-		   "# TYPE paddock_refused_total counter\n"
-		   "paddock_refused_total{reason=\"queue_full\"} %llu\n"
-		   "paddock_refused_total{reason=\"breaker\"} %llu\n"
-		   "paddock_refused_total{reason=\"stopping\"} %llu\n"
-		   "paddock_refused_total{reason=\"disk_full\"} %llu\n"
-		   "paddock_refused_total{reason=\"deadline\"} %llu\n"
-		   "paddock_refused_total{reason=\"memory\"} %llu\n",
-		(unsigned long long)s->refused_total[PD_ADMIT_FULL],
-		(unsigned long long)s->refused_total[PD_ADMIT_BREAKER],
-		(unsigned long long)s->refused_total[PD_ADMIT_STOPPING],
-		(unsigned long long)s->refused_total[PD_ADMIT_DISK_FULL],
-		(unsigned long long)s->refused_total[PD_ADMIT_DEADLINE],
-		(unsigned long long)s->refused_total[PD_ADMIT_MEMORY]);
-	fprintf(f, "# HELP paddock_cancelled_total Jobs whose client disconnected, by where they were.\n"
-		   "# TYPE paddock_cancelled_total counter\n"
-		   "paddock_cancelled_total{stage=\"queued\"} %llu\n"
-		   "paddock_cancelled_total{stage=\"running\"} %llu\n",
-		(unsigned long long)s->cancelled_queued, (unsigned long long)s->cancelled_running);
-	fprintf(f, "# HELP paddock_service_seconds Recent service time of a template (weighted mean).\n"
-		   "# TYPE paddock_service_seconds gauge\n");
-	/* as a job of the template would take alone (one busy worker) */
-	for (size_t i = 0; i < s->est.nt; i++)
-		if (s->est.t[i].name[0] && s->est.t[i].n)
-			fprintf(f, "paddock_service_seconds{template=\"%s\"} %.3f\n", s->est.t[i].name,
-				(double)pd_est_service(&s->est, s->est.t[i].name, 1, PD_EST_UNBOUNDED) / 1e6);
-	fprintf(f, "# HELP paddock_limit_share Of a template's recent jobs, the (weighted) share that ran to "
-		   "their time limit.\n# TYPE paddock_limit_share gauge\n");
-	for (size_t i = 0; i < s->est.nt; i++)
-		if (s->est.t[i].name[0] && (s->est.t[i].n || s->est.t[i].nlimit))
-			fprintf(f, "paddock_limit_share{template=\"%s\"} %.3f\n", s->est.t[i].name,
-				s->est.t[i].limit_share);
-	fprintf(f, "# HELP paddock_admission_margin The factor admission applies to the service "
-		   "times of jobs that end on their own (the 99th percentile of their errors of the last minute, at least 1).\n"
-		   "# TYPE paddock_admission_margin gauge\npaddock_admission_margin %.3f\n",
-		pd_est_factor(&s->est, now));
-	pthread_mutex_unlock(&s->mu);
-	fclose(f);
-	return out;
 }
