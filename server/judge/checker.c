@@ -484,11 +484,25 @@ static int check_sorted(const pd_checker_cfg *c, bool lines, const char *o, size
 
 /* ---- JSON values ----------------------------------------------------------------------------- */
 
+/* An integer and a double are equal as Python's == has them: exactly, the double integral and of
+ * the same value. No rounding either way: 9007199254740993 (2^53+1) is not 9007199254740992.0,
+ * which a conversion of the integer to double would call equal. Every double at or past 2^63 in
+ * magnitude is out of a json_int_t's range (the range's ends are powers of two, exact). */
+static bool int_is_double(json_int_t i, double d)
+{
+	if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0) || d != trunc(d))
+		return false;
+	return (json_int_t)d == i;
+}
+
+/* got against want (the answer): where the answer is an integer, exactly whatever the output's
+ * number is; tolerance only where the answer is a float */
 static bool json_same(json_t *a, json_t *b)
 {
 	if (json_is_number(a) && json_is_number(b)) {
-		if (json_is_integer(a) && json_is_integer(b))
-			return json_integer_value(a) == json_integer_value(b);
+		if (json_is_integer(b))
+			return json_is_integer(a) ? json_integer_value(a) == json_integer_value(b)
+						  : int_is_double(json_integer_value(b), json_real_value(a));
 		double x = json_number_value(a), y = json_number_value(b);
 		return x == y || fabs(x - y) <= 1e-9 * (1 + fabs(y));
 	}
