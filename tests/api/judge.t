@@ -103,7 +103,7 @@ is "$(grep -E '^paddock_judge_cache_total\{result="hit"\} ' "$BODY" | awk '{prin
   "2/8" "metrics: judged attempts by output, cache hits (the batch's print(0) was judged before)"
 is "$(awk '$1 == "paddock_judge_errors_total" {print $2}' "$BODY")" 2 \
   "metrics: judge_errors counts the failing checker's two runs (the first and its retry)"
-is "$(awk '$1 == "paddock_judge_checker_cpu_ms_total" {print ($2 > 0)}' "$BODY")/$(awk '$1 == "paddock_judged_total{output=\"not_judged\"}" {print $2}' "$BODY")" \
+is "$(awk '$1 == "paddock_judge_checker_cpu_seconds_total" {print ($2 > 0)}' "$BODY")/$(awk '$1 == "paddock_judged_total{output=\"not_judged\"}" {print $2}' "$BODY")" \
   "1/1" "metrics: the checker programs' CPU time; the judge error's attempt counted as not_judged"
 # a judge job runs a program per test: it has no one status, and XX would say a sandbox failed it
 judged=$(awk '$1 ~ /^paddock_judged_total\{/ {n += $2} END {print n + 0}' "$BODY")
