@@ -190,6 +190,10 @@ typedef struct pd_result {
 	char isolation[16]; /* pd_isolation_name() of the tier that ran it */
 } pd_result;
 
+/* Whether the program exited by itself (exit_code is then its status): false for one killed by a
+ * signal (SG; a limit's kill: TO, ML, OL; a cancel) and for one that never ran or whose sandbox
+ * failed (XX). Every surface says exit_code null then, never a 0 that reads as a success. */
+bool pd_result_exited(const pd_result *r);
 void pd_result_free(pd_result *r);
 struct json_t;
 /* The result record of r: the one rendering of a pd_result that every surface uses (the CLI's

@@ -210,7 +210,9 @@ static json_t *piston_stage(const pd_result *r)
 	json_object_set_new(o, "output", both ? json_stringn(both, lo + le) : json_string(""));
 	free(both);
 	bool sig = r->signal && r->status != PD_OK && r->status != PD_RE;
-	json_object_set_new(o, "code", sig ? json_null() : json_integer(r->exit_code));
+	/* as Piston: the exit code of a program that exited, null for one a signal ended (or that
+	 * never ran: XX) */
+	json_object_set_new(o, "code", pd_result_exited(r) ? json_integer(r->exit_code) : json_null());
 	json_object_set_new(o, "signal", sig && signame(r->signal) ? json_string(signame(r->signal)) : json_null());
 	const char *st = r->status == PD_RE ? "RE"
 			 : r->status == PD_SG ? "SG"
