@@ -641,6 +641,11 @@ int pd_audit_policy_effective(const pd_audit_policy *base, pd_audit_policy **req
 const char *const *pd_audit_policy_env(const pd_audit_policy *p);
 /* Writes the traps that have content into the sandbox (before the program runs). */
 int pd_audit_policy_plant(const pd_audit_policy *p, pd_sandbox *s, pd_err *e);
+/* The path of the policy's decoy whose wrong answer (its "answer", else its content) an output of
+ * these bytes would be, as the audit matches it (trailing whitespace ignored); NULL: none. A judge
+ * refuses a problem one of whose expected outputs is a decoy's answer: every correct submission
+ * would be flagged. */
+const char *pd_audit_policy_answer_trap(const pd_audit_policy *p, const char *buf, size_t n);
 /* The policy as JSON (malloc'd), normalized: what pd_audit_policy_parse reads back the same. */
 char *pd_audit_policy_json(const pd_audit_policy *p);
 

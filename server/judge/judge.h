@@ -472,6 +472,11 @@ int pd_judge_check_policy(pd_judge *j, const pd_problem *p, const char *language
 /* The record's audit: started (process pass until a run says otherwise), each candidate run's
  * events and verdict added, a run whose evidence is missing (a sandbox fault), then the process
  * level decided (policy_violation on a fail). */
+/* -1 (a refusal naming whose policy, the decoy and the test) when a decoy of pol has as its
+ * wrong answer a test's expected output of p: the audit would flag every correct submission.
+ * Checked at load (the problem's own policy; each template's over it, pd_judge_prepare) and on
+ * every merged policy (pd_judge_policy). */
+int pd_judge_check_decoys(const pd_problem *p, const pd_audit_policy *pol, const char *whose, pd_err *e);
 /* A problem on the risk list: *pol (NULL: none asked) becomes a full audit with egress denied. */
 int pd_judge_policy_risky(pd_audit_policy **pol, pd_err *e);
 void pd_judged_audit_start(pd_judged *d);

@@ -7,7 +7,7 @@
 # from a trusted copy in a clean sandbox), harvesting a honey variable. Honest submissions are clean.
 # The cache key includes the policy; a request may not widen the problem's policy.
 source "$(dirname "$0")/api.sh"
-plan 31
+plan 34
 
 P=$TMPD/problems/guarded
 mkdir -p "$P/tests"
@@ -125,3 +125,26 @@ is "$(awk '$1 == "paddock_audit_detections_total{kind=\"tamper\",template=\"pyth
   "paddock_audit_detections_total{tamper,python,guarded}: the interpreter replaced"
 is "$(awk '$1 == "paddock_audited_attempts_total{template=\"python\",problem=\"guarded\"}" {print $2}' <<<"$M")" 5 \
   "paddock_audited_attempts_total{python,guarded}: 5 audited (2 honest, 3 hacks): the rate is a division"
+
+# a decoy whose wrong answer is a test's expected output would flag every correct submission
+# (issue 39): refused where it is met, naming the decoy and the test
+post_json /v1/judge "{\"problem\":{\"tests\":[{\"input\":\"1\",\"output\":\"1\"},{\"input\":\"2\",\"output\":\"4\\n\"}]},\"language\":\"python\",\"code\":\"print(1)\",
+  \"audit\":{\"traps\":[{\"path\":\"/work/answer.txt\",\"content\":\"x\",\"answer\":\"4\"}]}}"
+like "$CODE $(jb .error)" "^400 .*decoy /work/answer.txt.*test 2" "a request's decoy answering a test: 400 naming the decoy and the test"
+stop_daemon
+D=$TMPD/decoyed
+mkdir -p "$D/p/tests"
+printf '1\n' >"$D/p/tests/001.in"; printf '2\n' >"$D/p/tests/001.ans"
+printf '2\n' >"$D/p/tests/002.in"; printf '4\n' >"$D/p/tests/002.ans"
+echo '{"id": "twice", "audit": {"traps": [{"path": "/work/expected.txt", "content": "4\n"}]}}' >"$D/p/problem.json"
+timeout 60 "$PADDOCK" serve --problems "$D" --listen 127.0.0.1:0 --db "$TMPD/decoy.db" >"$TMPD/decoy.out" 2>&1
+like "$?: $(cat "$TMPD/decoy.out")" '^[1-9][0-9]*: .*p/problem.json: audit: the decoy /work/expected.txt.s answer is test 002' \
+  "a problem whose own decoy answers a test: the daemon refuses to start, naming the file, the decoy and the test"
+echo '{"id": "twice"}' >"$D/p/problem.json"
+cat >"$TMPD/tpl-decoy.json" <<'JSON'
+{"templates": [{"name": "python", "language": "python", "requires": ["python3"], "cwd": "/work", "pool": {"min": 0, "max": 1},
+  "audit": {"traps": [{"path": "/work/expected.txt", "content": "x", "answer": "2"}]}}]}
+JSON
+timeout 60 "$PADDOCK" serve --problems "$D" --templates "$TMPD/tpl-decoy.json" --listen 127.0.0.1:0 --db "$TMPD/decoy2.db" >"$TMPD/decoy2.out" 2>&1
+like "$?: $(cat "$TMPD/decoy2.out")" '^[1-9][0-9]*: .*template python: audit: the decoy /work/expected.txt.s answer is test 001' \
+  "a template's decoy over a problem's answer: refused at the start, naming the template, the decoy and the test"
