@@ -462,7 +462,12 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 								      : NULL;
 	const pd_template *jt = js ? pd_pools_template(j->pools, judge_template(j, p, js)) : NULL;
 	bool stop = o->stop_at_first_failure < 0 ? p->stop_at_first_failure : o->stop_at_first_failure > 0;
-	if (pd_judge_policy(tpl, p, o->audit, &pol, e) < 0)
+	/* the default audit where the tier has one: gvisor offers none (the candidate would fail to
+	 * start), and a default must not make a judging impossible; an audit asked for still does */
+	const pd_audit_policy *req = o->audit;
+	if (req && o->audit_default && tpl->isolation == PD_ISO_GVISOR)
+		req = NULL;
+	if (pd_judge_policy(tpl, p, req, &pol, e) < 0)
 		return -1;
 	if (o->risky && pd_judge_policy_risky(&pol, e) < 0) {
 		pd_audit_policy_free(pol);

@@ -352,6 +352,9 @@ typedef struct pd_judge_opts {
 	unsigned judge_retries;     /* retries of a failed checker; default 1 */
 	unsigned infra_retries;     /* retries of a sandbox that failed (XX, startup); default 1 */
 	const pd_audit_policy *audit; /* the request's "audit" (borrowed), NULL: none asked */
+	/* audit is the default's (the request said nothing; "audit": false opts out): applied where
+	 * the candidate's tier offers an audit, left out under gvisor, which has none */
+	bool audit_default;
 	/* the scheduler's job being judged (NULL: none): once it is cancelled (its client hung up) the
 	 * running program is killed, nothing more runs, and the attempt ends as "cancelled" */
 	pd_job *job;

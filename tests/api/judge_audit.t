@@ -84,11 +84,12 @@ is "$(jb '[.verdict.output.status, .verdict.process.status, .failure_class] | jo
   "an output right but the honey variable printed: process fail"
 is "$(jb '[.audit.events[] | .kind] | index("env_probe") != null')" "true" "an env_probe event"
 
-# the request's "audit": true on a problem without a policy; the cache key includes the policy
+# the request's "audit": true on a problem without a policy; the cache key includes the policy.
+# The audit is on by default (issue 39): "audit": false opts out
 SUM='a,b=map(int,input().split())\nprint(a+b)'
-post_json /v1/judge "{\"problem_id\":\"sum\",\"language\":\"python\",\"code\":\"$SUM\"}"
-is "$(jb '[.verdict.process.status, .audit] | map(tostring) | join(" ")')" "not_audited null" \
-  "no audit asked: not_audited, audit null"
+post_json /v1/judge "{\"problem_id\":\"sum\",\"language\":\"python\",\"code\":\"$SUM\",\"audit\":false}"
+is "$(jb '[.verdict.process.status, .audit, .usable] | map(tostring) | join(" ")')" "not_audited null false" \
+  "audit: false opts out: not_audited, audit null, not usable"
 post_json /v1/judge "{\"problem_id\":\"sum\",\"language\":\"python\",\"code\":\"$SUM\",\"audit\":true}"
 is "$(jb '[.cache, .verdict.process.status, (.usable|tostring)] | join(" ")')" "miss pass true" \
   "the same submission with audit: true is a cache miss (the policy is in the key), then pass"
