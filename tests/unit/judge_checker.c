@@ -308,7 +308,7 @@ static void test_modes(void)
 
 int main(void)
 {
-	plan(147);
+	plan(146);
 	test_exact();
 	test_lines();
 	test_tokens();
