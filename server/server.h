@@ -31,6 +31,7 @@ typedef enum pd_failure {
 	PD_F_QUEUE,       /* queue_timeout: the deadline passed before a sandbox was free */
 	PD_F_CANCELLED,   /* cancelled */
 	PD_F_INTERNAL,    /* internal_error */
+	PD_F_COMPILE,     /* compile_error: a judged submission that does not compile (the model's) */
 	PD_F_COUNT
 } pd_failure;
 
@@ -181,6 +182,12 @@ typedef struct pd_job {
 	/* a job that does its own work (the judge): the audit events of its runs by kind, for
 	 * paddock_audit_events_total (a compile and run job's are in compile_r and run_r) */
 	uint64_t work_audit_kinds[PD_AK_N];
+	/* and what it cost and gave, for the operator metrics (opsmetrics.c): the CPU of all its
+	 * attempts' compiles, tests, checkers and interactors (a cache hit ran nothing), its
+	 * candidate runs' peak memory x wall seconds, and whether its last record says usable */
+	uint64_t work_cpu_ms;
+	double work_mem_byte_s;
+	bool work_usable;
 	pd_file *fetched; /* data NULL: could not be read (error in path's place) */
 	size_t nfetched;
 	unsigned attempts;

@@ -214,7 +214,9 @@ static json_t *piston_stage(const pd_result *r)
 	json_object_set_new(o, "output", both ? json_stringn(both, lo + le) : json_string(""));
 	free(both);
 	bool sig = r->signal && r->status != PD_OK && r->status != PD_RE;
-	json_object_set_new(o, "code", sig ? json_null() : json_integer(r->exit_code));
+	/* as Piston: the exit code of a program that exited, null for one a signal ended (or that
+	 * never ran: XX) */
+	json_object_set_new(o, "code", pd_result_exited(r) ? json_integer(r->exit_code) : json_null());
 	char sb[16];
 	const char *sn = sig ? signame(r->signal, sb, sizeof sb) : NULL;
 	json_object_set_new(o, "signal", sn ? json_string(sn) : json_null());

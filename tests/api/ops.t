@@ -6,9 +6,9 @@
 # variable and cover the judge, the audit and the cluster; every series the alerts and the
 # dashboard name exists in a running daemon's /metrics (a cluster node's for paddock_cluster_*).
 source "$(dirname "$0")/api.sh"
-plan 25
+plan 30
 
-start_daemon
+start_daemon --problems examples/problems
 ok $? "daemon started"
 
 # metric NAME{LABELS}: its value on a fresh scrape ("" if absent)
@@ -40,6 +40,26 @@ ok $? "paddock_memory_byte_seconds_total = the records' peak x wall ($got; recor
 is "$(metric 'paddock_samples_total{template="bash"}')" 3 "paddock_samples_total{bash}: 3"
 is "$(metric 'paddock_usable_samples_total{template="bash"}')" 0 "paddock_usable_samples_total{bash}: 0"
 is "$(metric 'paddock_samples_total{template="python"}')" 0 "a template with no job yet has its series at 0"
+
+# judged submissions (issue 39): usable is the judged record's (a judge job's own verdict is never
+# judged), their CPU is all the judging's (compile, tests, checkers), a compile error is its class
+SUM='a, b = map(int, input().split())\nprint(a + b)\n'
+for t in opj-1 opj-2; do
+  post_json /v1/judge "$(jq -cn --arg c "$(printf "$SUM")" --arg t "$t" '{problem_id: "sum", language: "python", code: $c, task_id: $t, audit: true, cache: false}')"
+  cp "$BODY" "$TMPD/$t.json"
+done
+is "$(jq -s -r '[.[] | .usable] | map(tostring) | join(" ")' "$TMPD"/opj-*.json)" "true true" "two audited judged passes: usable"
+is "$(metric 'paddock_usable_samples_total{template="python"}')/$(metric 'paddock_samples_total{template="python"}')" "2/2" \
+  "paddock_usable_samples_total{python} counts them: 2 of 2 samples"
+want=$(jq -s '[.[].cpu_ms] | add / 1000' "$TMPD"/opj-*.json)
+got=$(metric 'paddock_cpu_seconds_total{template="python",usable="true"}')
+python3 -c "import sys; sys.exit(abs($got - $want) > 1e-6 or $want <= 0)" 2>/dev/null
+ok $? "paddock_cpu_seconds_total{python,usable=true} = the judged records' CPU, tests and checkers included ($got s; records $want s)"
+none0=$(metric 'paddock_failures_total{class="none"}')
+post_json /v1/judge '{"problem_id":"sum","language":"c","code":"int main(){ return 0 }"}'
+is "$(jb .failure_class)" compile_error "a judged compile error"
+is "$(metric 'paddock_failures_total{class="compile_error"}')/$(metric 'paddock_failures_total{class="none"}')" "1/$none0" \
+  "paddock_failures_total counts it as compile_error, not none"
 
 # the timed-out sandbox is destroyed by the reclaimer: its lifetime is observed
 lifetimes() { metric 'paddock_sandbox_lifetime_seconds_count{template="bash"}'; }
