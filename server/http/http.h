@@ -272,6 +272,9 @@ void session_network(req *r, sess_entry *se);
 int session_open_network(pd_session *ss, const pd_session_create_req *q, int *status, pd_err *e);
 /* snapshots.c: POST /v1/sessions/<id>/snapshot */
 void session_snapshot(req *r, sess_entry *se);
+/* session_judge.c: POST /v1/sessions/{id}/judge (an episode graded in a fork) and /annotate */
+void session_judge(req *r, sess_entry *se);
+void session_annotate(req *r, sess_entry *se);
 /* Waits until no session operation runs (pd_server_stop, once no new request can start one). */
 void sessions_drain(pd_server *s);
 

@@ -458,6 +458,10 @@ bool session_dispatch(req *r, sess_entry *se, const char *op)
 		session_snapshot(r, se);
 	else if (!strcmp(op, "network") && !strcmp(r->method, "POST"))
 		session_network(r, se);
+	else if (!strcmp(op, "judge") && !strcmp(r->method, "POST"))
+		session_judge(r, se);
+	else if (!strcmp(op, "annotate") && !strcmp(r->method, "POST"))
+		session_annotate(r, se);
 	else
 		http_set_error(r, 404, "no such session operation: %s %s", r->method, op);
 	return resumed;

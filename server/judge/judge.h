@@ -14,6 +14,8 @@
  *   jobs.c      a judge request as a scheduler job
  *   cache.c     the fingerprint cache (identical judged work answers from the stored verdict)
  *   fields.c    what goes into the problem's digest and the cache's key (SHA-256: lib's)
+ *   episode.c   episode problems (kind "episode": hidden files, a command, its report) and the
+ *               grade of a session's state from the command's result (issue 40)
  *
  * Judge material (answers, checkers, interactors, hidden tests) never enters the candidate's sandbox:
  * the candidate gets its program and one test's input on stdin; checkers and interactors run in
@@ -133,8 +135,11 @@ typedef struct pd_jsource {
 	bool prepared;
 } pd_jsource;
 
+struct pd_episode;
+
 typedef struct pd_problem {
 	char id[128], version[32];
+	struct pd_episode *episode; /* kind "episode" (episode.c): graded in a session's fork; no tests */
 	char origin[512];        /* the directory, or "inline" */
 	char template_name[64];  /* the candidate's template; "" = the language's */
 	char image[160];         /* "image": the candidate's image (a name or digest); "" = the template's */
@@ -306,6 +311,7 @@ typedef struct pd_reward_rule {
 	double fail_value;    /* a failed output (compile errors included); default 0 */
 	double penalty;       /* a process violation; default -1 */
 	bool requires_audit;  /* no reward (null) until the process level is decided; default false */
+	double budget_exceeded; /* an episode past its session's budget (resources fail); default 0 */
 } pd_reward_rule;
 
 pd_reward_rule pd_reward_rule_default(void);
@@ -481,6 +487,50 @@ void pd_judged_audit_decide(pd_judged *d);
 /* {"status", "events": [{kind, time, pid, path|address, mode, op, denied}], "dropped", "counts",
  * "reasons", "failed"}, or null when not audited. */
 json_t *pd_judged_audit_json(const pd_judged *d);
+
+/* ---- episode problems (episode.c) ----------------------------------------------------------- */
+
+typedef enum pd_ep_report { PD_EP_EXIT_CODE = 0, PD_EP_JUNIT, PD_EP_PYTEST } pd_ep_report;
+
+/* A hidden file: placed in the grading fork, replacing what the agent left at that path. */
+typedef struct pd_ep_file {
+	char path[512]; /* absolute, or relative to the session's working directory */
+	char *data;
+	size_t len;
+} pd_ep_file;
+
+typedef struct pd_episode {
+	pd_ep_file *files;
+	size_t nfiles;
+	char **argv;           /* the command (NULL-terminated): ["/bin/sh", "-c", text] or the list */
+	pd_ep_report report;
+	char junit_path[512];  /* report junit: the file the command writes */
+	char **fail_to_pass, **pass_to_pass; /* test ids (SWE-bench's names) */
+	size_t nf2p, np2p;
+	uint64_t wall_ms, cpu_ms, memory_bytes, output_bytes; /* the command's limits (0: none) */
+	json_t *reward;        /* the problem's reward rule (validated), or NULL */
+	json_t *rules;         /* the problem's trajectory rules (validated by the server), or NULL */
+} pd_episode;
+
+/* The episode part of a problem (p's common fields parsed by problem.c): files (or dir/files/),
+ * command, report, fail_to_pass, pass_to_pass, limits, reward, rules. e names the file and field. */
+int pd_episode_parse(pd_problem *p, json_t *o, const char *dir, const char *where, pd_err *e);
+void pd_episode_free(pd_episode *ep);
+
+/* One test as the grade reports it. */
+typedef struct pd_ep_test {
+	char id[384];
+	const char *status; /* "pass", "fail", "error", "skipped", "missing" (listed, not reported) */
+	const char *group;  /* "fail_to_pass", "pass_to_pass", or NULL */
+} pd_ep_test;
+
+/* The grade of a command's result against the episode: per-test results (malloc'd *tests) and
+ * the output level with its score: pass (every counted test passed), partial (the fraction of
+ * fail_to_pass passed, every pass_to_pass passing), fail; report is the junit file's text (NULL:
+ * none could be read: every test missing). why says what decided a fail. */
+void pd_episode_grade(const pd_episode *ep, const pd_result *r, const char *report, size_t report_len,
+		      pd_ep_test **tests, size_t *ntests, pd_level *output, double *score, char *why,
+		      size_t why_len);
 
 /* ---- judge jobs (jobs.c) ---------------------------------------------------------------------- */
 
