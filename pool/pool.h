@@ -257,6 +257,9 @@ typedef struct pd_session_opts {
 	 * snapshot's; the sandbox is made for it (not from the warm pool) and destroyed after */
 	const char *from_snapshot;
 	pd_noise noise;
+	/* the episode's budget (issue 40): execs, wall time since the session opened, CPU time of
+	 * its execs; an exec past it is refused (EDQUOT), the session stays readable. 0 = none */
+	uint64_t budget_steps, budget_wall_ms, budget_cpu_ms;
 } pd_session_opts;
 
 /* Opens a session: one sandbox held across many execs and file operations. */
@@ -382,6 +385,10 @@ int pd_session_grade(pd_session *s, const pd_grade_opts *g, pd_grade_out *out, p
 void pd_grade_out_free(pd_grade_out *o);
 /* The steps the session's trajectory recorded (verdict and annotation lines not counted). */
 unsigned pd_session_steps(pd_session *s);
+/* The session's budget and what it spent: {"budget": {steps, wall_s, cpu_s} | null, "spent":
+ * {steps, wall_s, cpu_s}, "exceeded": [the budgets an exec was refused for, "cpu_s" once its
+ * execs' CPU went past it]}. */
+struct json_t *pd_session_budget_json(pd_session *s);
 /* Appends a line that is not a step of the agent's (a verdict, an annotation) to the trajectory
  * while the caller holds the session: no file scan; action, obs and extra taken (may be NULL). */
 long pd_session_note(pd_session *s, const char *kind, const char *rid, struct json_t *action, struct json_t *obs,

@@ -249,6 +249,11 @@ pd_session *pd_session_open(pd_pools *p, const char *name, const pd_session_opts
 	if (o && o->metadata)
 		s->metadata = strdup(o->metadata);
 	s->end_on_limit = o && o->end_on_limit;
+	if (o) {
+		s->budget_steps = o->budget_steps;
+		s->budget_wall_ms = o->budget_wall_ms;
+		s->budget_cpu_ms = o->budget_cpu_ms;
+	}
 	pthread_mutex_lock(&p->mu);
 	uint64_t seq = ++p->session_seq;
 	pthread_mutex_unlock(&p->mu);
@@ -378,6 +383,54 @@ static void live_no_stdout(void *arg, int stream, const char *buf, size_t len)
 		f->cb(f->arg, stream, buf, len);
 }
 
+/* Whether the session's budget refuses another exec (e says which budget, EDQUOT); called with
+ * the session entered. */
+static bool budget_spent(pd_session *s, pd_err *e)
+{
+	uint64_t wall = (pd_now_us() - s->created_us) / 1000;
+	if (s->budget_steps && s->nexec >= s->budget_steps) {
+		s->budget_refused |= 1;
+		pd_fail_as(e, EDQUOT, "budget: steps: the session's budget of %llu execs is spent",
+			(unsigned long long)s->budget_steps);
+	} else if (s->budget_wall_ms && wall >= s->budget_wall_ms) {
+		s->budget_refused |= 2;
+		pd_fail_as(e, EDQUOT, "budget: wall_s: the session's budget of %.3f s of wall time is spent",
+			(double)s->budget_wall_ms / 1000);
+	} else if (s->budget_cpu_ms && s->cpu_used_ms >= s->budget_cpu_ms) {
+		s->budget_refused |= 4;
+		pd_fail_as(e, EDQUOT, "budget: cpu_s: the session's budget of %.3f s of CPU time is spent (%.3f s used)",
+			(double)s->budget_cpu_ms / 1000, (double)s->cpu_used_ms / 1000);
+	} else {
+		return false;
+	}
+	return true;
+}
+
+json_t *pd_session_budget_json(pd_session *s)
+{
+	pthread_mutex_lock(&s->p->mu);
+	bool any = s->budget_steps || s->budget_wall_ms || s->budget_cpu_ms;
+	json_t *b = any ? json_object() : json_null();
+	if (s->budget_steps)
+		json_object_set_new(b, "steps", json_integer((json_int_t)s->budget_steps));
+	if (s->budget_wall_ms)
+		json_object_set_new(b, "wall_s", json_real((double)s->budget_wall_ms / 1000));
+	if (s->budget_cpu_ms)
+		json_object_set_new(b, "cpu_s", json_real((double)s->budget_cpu_ms / 1000));
+	json_t *ex = json_array();
+	if (s->budget_refused & 1)
+		json_array_append_new(ex, json_string("steps"));
+	if (s->budget_refused & 2)
+		json_array_append_new(ex, json_string("wall_s"));
+	if ((s->budget_refused & 4) || (s->budget_cpu_ms && s->cpu_used_ms > s->budget_cpu_ms))
+		json_array_append_new(ex, json_string("cpu_s"));
+	json_t *o = json_pack("{s:o,s:{s:I,s:f,s:f},s:o}", "budget", b, "spent", "steps", (json_int_t)s->nexec, "wall_s",
+			      (double)((pd_now_us() - s->created_us) / 1000) / 1000, "cpu_s", (double)s->cpu_used_ms / 1000,
+			      "exceeded", ex);
+	pthread_mutex_unlock(&s->p->mu);
+	return o;
+}
+
 int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_result *r, pd_err *e)
 {
 	return pd_session_exec_audited(s, x, NULL, rid, r, NULL, e);
@@ -409,6 +462,10 @@ int pd_session_exec_audited(pd_session *s, const pd_exec_opts *x, const pd_audit
 		session_leave(s);
 		return pd_fail_as(e, EINVAL, "cmd: give cmd (a list of strings) or shell (a string); the session's image "
 					     "has no Entrypoint or Cmd to run instead");
+	}
+	if (budget_spent(s, e)) {
+		session_leave(s);
+		return -1;
 	}
 	unsigned n = ++s->nexec;
 	char out[POOL_PATH], err[POOL_PATH];
@@ -498,6 +555,7 @@ int pd_session_exec_audited(pd_session *s, const pd_exec_opts *x, const pd_audit
 			snprintf(rec->request_id, sizeof rec->request_id, "#%u", n);
 		rec->n = n;
 		rec->r = copy;
+		s->cpu_used_ms += r->cpu_ms;
 		free(rec->noise);
 		rec->noise = noise ? json_dumps(noise, JSON_COMPACT) : NULL;
 		s->nrec++;

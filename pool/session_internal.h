@@ -45,6 +45,9 @@ struct pd_session {
 	char damage[256]; /* why the last step left the sandbox unusable, when it says */
 	unsigned nexec;
 	unsigned steps; /* the agent's steps recorded (not verdicts, not annotations) */
+	uint64_t budget_steps, budget_wall_ms, budget_cpu_ms; /* pd_session_opts' (0: none) */
+	uint64_t cpu_used_ms;    /* the execs' CPU, for the budget */
+	unsigned budget_refused; /* bits: 1 steps, 2 wall_s, 4 cpu_s: an exec was refused for it */
 	record rec[SESSION_RECORDS];
 	unsigned nrec;
 	/* the trajectory (trajectory.c): steps are appended while the session is in use, so one

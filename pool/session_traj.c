@@ -70,6 +70,10 @@ int session_traj_open(pd_session *s, const pd_session_opts *o, pd_err *e)
 		json_object_set_new(h, "from_snapshot", json_string(s->snapshot));
 	if (s->resume_id[0])
 		json_object_set_new(h, "resumed_from", json_string(s->resume_id));
+	if (s->budget_steps || s->budget_wall_ms || s->budget_cpu_ms)
+		json_object_set_new(h, "budget", json_pack("{s:I,s:f,s:f}", "steps", (json_int_t)s->budget_steps, "wall_s",
+							   (double)s->budget_wall_ms / 1000, "cpu_s",
+							   (double)s->budget_cpu_ms / 1000));
 	if (s->noise.on)
 		json_object_set_new(h, "noise", json_pack("{s:I,s:I,s:f,s:f}", "seed", (json_int_t)s->noise.seed,
 							  "latency_ms", (json_int_t)s->noise.latency_ms, "fail_rate",

@@ -182,7 +182,15 @@ static json_t *grade_record(pd_server *srv, sess_entry *se, grade_req *q, const 
 		}
 		pd_judged_audit_decide(&d);
 	}
+	/* the budget: an exec refused past it (or CPU spent past it) fails the resources, and the
+	 * rule's budget_exceeded is the reward (unless there is none, or the process failed) */
+	json_t *budget = pd_session_budget_json(se->s), *exceeded = json_object_get(budget, "exceeded");
+	bool over = json_array_size(exceeded) > 0;
+	if (over && d.v.resources != PD_LV_NOT_JUDGED)
+		d.v.resources = PD_LV_FAIL;
 	pd_verdict_decide(&d.v, &q->rule);
+	if (over && d.v.has_reward && d.v.process != PD_LV_FAIL)
+		d.v.reward = q->rule.budget_exceeded;
 	d.wall_ms = (pd_now_us() - t0) / 1000;
 	json_t *o = pd_judged_to_json(&d);
 	free(d.audit);
@@ -199,7 +207,18 @@ static json_t *grade_record(pd_server *srv, sess_entry *se, grade_req *q, const 
 	json_t *reasons = json_array();
 	if (why[0])
 		json_array_append_new(reasons, pd_json_text(why));
+	size_t bi;
+	json_t *bx;
+	json_array_foreach(exceeded, bi, bx) {
+		char t[96];
+		snprintf(t, sizeof t, "budget: %s exceeded", json_string_value(bx));
+		json_array_append_new(reasons, json_string(t));
+	}
 	json_object_set_new(o, "reasons", reasons);
+	json_object_set(o, "budget", json_object_get(budget, "budget"));
+	json_object_set(o, "spent", json_object_get(budget, "spent"));
+	json_object_set(o, "budget_exceeded", exceeded);
+	json_decref(budget);
 	if (grc == 0)
 		json_object_set_new(o, "command",
 				    json_pack("{s:s,s:i,s:i,s:I,s:I,s:o,s:o}", "status", pd_status_name(g->r.status),

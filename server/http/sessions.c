@@ -65,7 +65,7 @@ json_t *session_exec_fast_forward(sess_entry *se, const char *rid)
 
 int session_exec_status(const pd_err *e)
 {
-	return e->code == EBUSY ? 409 : e->code == ESRCH ? 410 : 400;
+	return e->code == EBUSY || e->code == EDQUOT ? 409 : e->code == ESRCH ? 410 : 400;
 }
 
 json_t *session_exec_answer(sess_entry *se, const pd_session_exec_req *q, const char *rid, pd_result *res)
@@ -156,6 +156,14 @@ static bool session_exec(req *r, sess_entry *se)
 		hangup_unwatch(r);
 	if (atomic_load(&gone))
 		__atomic_add_fetch(&r->srv->steps_cancelled, 1, __ATOMIC_RELAXED);
+	if (rc < 0 && e.code == EDQUOT) {
+		/* past the episode's budget: the error names it, the session stays readable */
+		json_t *b = pd_session_budget_json(se->s);
+		json_object_set_new(b, "error", pd_json_text(PD_ERR_STR(&e)));
+		json_object_set_new(b, "session_id", json_string(se->id));
+		http_set_json(r, 409, b);
+		goto out;
+	}
 	if (rc < 0) {
 		http_set_error(r, session_exec_status(&e), "%s", PD_ERR_STR(&e));
 		goto out;

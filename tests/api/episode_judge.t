@@ -6,7 +6,7 @@
 # session goes on; the judged record is answered, stored as an attempt and appended to the
 # trajectory as its verdict line, which export (JSON lines and ATIF) carries. Annotations.
 source "$(dirname "$0")/api.sh"
-plan 43
+plan 51
 
 STATE=${PADDOCK_STATE_DIR:-/var/lib/paddock}
 sx() { post_json "/v1/sessions/$1/exec" "$2"; }
@@ -168,3 +168,24 @@ is "$CODE" 400 "an inline episode problem with an unknown field: 400"
 like "$(jb .error)" "bogus: unknown field" "naming the field"
 post_json "/v1/sessions/$S2/judge" '{"problem_id":"sum"}'
 is "$CODE" 400 "judging a session with a submission's problem: 400"
+
+# --- the budget ---------------------------------------------------------------------------------------
+post_json /v1/sessions '{"template":"python","budget":{"steps":2,"cpu_s":100}}'
+is "$CODE" 201 "a session with a budget of 2 execs"
+S3=$(jb .session_id); echo "$S3" >>"$TMPD/ids"
+sx "$S3" '{"shell":"printf \"def add(a, b):\\n    return a + b\\n\\ndef neg(x):\\n    return -x\\n\" > calc.py"}'
+sx "$S3" '{"shell":"echo two"}'
+is "$(jb .stdout)" two "the second exec runs"
+sx "$S3" '{"shell":"echo three"}'
+is "$CODE" 409 "the third is refused: 409"
+is "$(jb '[.error, (.exceeded | join(",")), (.budget.steps|tostring), (.spent.steps|tostring)] | join("|")')" \
+  "budget: steps: the session's budget of 2 execs is spent|steps|2|2" "the JSON error names the budget, what it allows and what was spent"
+req GET "/v1/sessions/$S3/files?path=/work/calc.py"
+is "$CODE" 200 "the session stays readable"
+post_json "/v1/sessions/$S3/judge" '{"problem_id":"calc-add","reward":{"budget_exceeded":-0.2}}'
+is "$(jb '[.verdict.output.status, .verdict.resources.status, (.reward|tostring), (.budget_exceeded|join(",")), (.reasons|join(","))] | join(" ")')" \
+  "pass fail -0.2 steps budget: steps exceeded" "graded: output pass, resources fail for the budget, the budget_exceeded penalty as reward"
+post_json /v1/sessions '{"template":"python","budget":{"steps":0}}'
+is "$CODE" 400 "a budget of 0 steps: 400"
+post_json /v1/sessions '{"template":"python","budget":{"tokens":5}}'
+like "$(jb .error)" "budget.tokens: unknown field" "an unknown budget field: 400 naming it"
