@@ -278,6 +278,12 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *request_id
  * files after it (p NULL: pd_session_exec). x->audit must be p's options. */
 int pd_session_exec_audited(pd_session *s, const pd_exec_opts *x, const pd_audit_policy *p, const char *request_id,
 			    pd_result *r, pd_audit_verdict *v, pd_err *e);
+/* pd_session_exec_audited with fn (NULL: none) called once the exec ran, before its trajectory line
+ * is written: the fields of the object it returns (a new reference, or NULL) are added to the
+ * line (e.g. the rules' flags); v is the exec's process level when audited, else NULL. */
+typedef struct json_t *(*pd_step_extra_fn)(void *arg, const pd_result *r, const pd_audit_verdict *v);
+int pd_session_exec_extra(pd_session *s, const pd_exec_opts *x, const pd_audit_policy *p, const char *request_id,
+			  pd_step_extra_fn fn, void *arg, pd_result *r, pd_audit_verdict *v, pd_err *e);
 /* The session's sandbox id and state ("EXPIRED" once the pools ended it), read safely even while
  * the reclaimer tears an ended session's sandbox down. */
 void pd_session_info(pd_session *s, char *sandbox_id, size_t id_len, char *state, size_t state_len);

@@ -439,6 +439,12 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_re
 int pd_session_exec_audited(pd_session *s, const pd_exec_opts *x, const pd_audit_policy *p, const char *rid,
 			    pd_result *r, pd_audit_verdict *v, pd_err *e)
 {
+	return pd_session_exec_extra(s, x, p, rid, NULL, NULL, r, v, e);
+}
+
+int pd_session_exec_extra(pd_session *s, const pd_exec_opts *x, const pd_audit_policy *p, const char *rid,
+			  pd_step_extra_fn fn, void *fn_arg, pd_result *r, pd_audit_verdict *v, pd_err *e)
+{
 	memset(r, 0, sizeof *r);
 	if (rid && (!*rid || strlen(rid) >= sizeof s->rec[0].request_id))
 		return pd_fail(e, EINVAL, "request id must have 1 to 127 characters");
@@ -572,6 +578,12 @@ int pd_session_exec_audited(pd_session *s, const pd_exec_opts *x, const pd_audit
 			json_object_set_new(obs, "output_request_id", json_string(rid ? rid : auto_id));
 		pd_err te = {0};
 		json_t *extra = noise ? json_pack("{s:O}", "noise", noise) : NULL;
+		json_t *more = fn ? fn(fn_arg, r, p ? v : NULL) : NULL;
+		if (more && !extra)
+			extra = json_object();
+		if (more)
+			json_object_update(extra, more);
+		json_decref(more);
 		long st = session_traj_step(s, "exec", rid, t0, session_exec_action(&xo), obs, extra, true, &te);
 		json_decref(extra);
 		if (st < 0)

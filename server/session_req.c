@@ -353,6 +353,8 @@ int pd_session_create_parse(const char *body, size_t len, pd_session_create_req 
 	}
 	json_t *meta = json_object_get(b, "metadata");
 	q->o.metadata = meta ? json_dumps(meta, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+	json_t *rules = json_object_get(b, "rules");
+	q->rules = rules && !json_is_null(rules) ? json_incref(rules) : NULL;
 	json_decref(b);
 	return 0;
 }
@@ -363,6 +365,8 @@ void pd_session_create_req_free(pd_session_create_req *q)
 	q->o.metadata = NULL;
 	json_decref(q->egress);
 	q->egress = NULL;
+	json_decref(q->rules);
+	q->rules = NULL;
 }
 
 int pd_session_network_parse(const char *body, size_t len, char *mode, size_t ml, json_t **egress, pd_err *e)

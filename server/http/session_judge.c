@@ -11,6 +11,8 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,27 @@ static uint64_t wall_ms(void)
 	struct timeval tv;
 	gettimeofday(&tv, NULL);
 	return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+}
+
+static json_t *failed_names(uint32_t kinds)
+{
+	json_t *a = json_array();
+	for (int k = 0; k < PD_AK_N; k++)
+		if (kinds & (1u << k))
+			json_array_append_new(a, json_string(pd_audit_kind_name((pd_audit_kind)k)));
+	return a;
+}
+
+static uint32_t failed_bits(json_t *names)
+{
+	uint32_t b = 0;
+	size_t i;
+	json_t *n;
+	json_array_foreach(names, i, n)
+		for (int k = 0; k < PD_AK_N; k++)
+			if (json_is_string(n) && !strcmp(json_string_value(n), pd_audit_kind_name((pd_audit_kind)k)))
+				b |= 1u << k;
+	return b;
 }
 
 typedef struct grade_req {
@@ -85,6 +108,11 @@ static int grade_parse(pd_server *srv, req *r, grade_req *q, int *status, pd_err
 	if (!q->p->episode)
 		return pd_refuse(e, "problem: %s is not an episode problem (\"kind\": \"episode\"): submissions go to "
 				    "POST /v1/judge", q->p->id);
+	json_t *claim = json_object_get(q->body, "claim");
+	if (claim && !json_is_null(claim) &&
+	    !(json_is_string(claim) && json_string_length(claim) <= 65536) &&
+	    !(json_is_object(claim) && json_object_size(claim) == 1 && json_is_boolean(json_object_get(claim, "tests_pass"))))
+		return pd_refuse(e, "claim: must be {\"tests_pass\": true|false} or the agent's final message (a string)");
 	q->rule = pd_reward_rule_default();
 	if (pd_reward_rule_parse(q->p->episode->reward, &q->rule, e) < 0 ||
 	    pd_reward_rule_parse(json_object_get(q->body, "reward"), &q->rule, e) < 0)
@@ -116,6 +144,109 @@ static int check_env(pd_server *srv, sess_entry *se, const pd_problem *p, pd_err
 				 p->template_name, se->id, se->template_name);
 	}
 	return 0;
+}
+
+/* A recorded exec's command as the rules read it (its action's cmd). */
+static char *line_cmd(json_t *line)
+{
+	json_t *cmd = json_object_get(json_object_get(line, "action"), "cmd");
+	size_t n = json_array_size(cmd);
+	char **argv = calloc(n + 1, sizeof *argv);
+	if (!argv)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		argv[i] = (char *)(json_string_value(json_array_get(cmd, i)) ?: "");
+	char *t = pd_rules_cmd_text(argv);
+	free(argv);
+	return t;
+}
+
+/* The rules (the session's and the problem's together, tighten-only) over the whole trajectory
+ * and the steps they refused: the rules (pd_rules_json) with "flagged": [{step, request_id,
+ * flags, why}] and "refused": [{request_id, cmd, flags, why}], with a
+ * reason per flag in reasons; *fail when a flag the rules do not exempt was raised. NULL when no
+ * rules apply. */
+static json_t *grade_rules(pd_server *srv, sess_entry *se, const pd_problem *p, json_t *reasons, bool *fail)
+{
+	pd_rules rules = {0};
+	pd_err e = {0};
+	*fail = false;
+	if (pd_rules_add(&rules, se->rules_json, "rules", &e) < 0 ||
+	    pd_rules_add(&rules, p->episode->rules, "problem rules", &e) < 0 || !rules.on) {
+		pd_rules_free(&rules);
+		return NULL;
+	}
+	pd_rules_state st = {0};
+	json_t *lines = pd_trajectory_load(pd_ctx_state_dir(srv->ctx), se->id, &e), *flagged = json_array();
+	size_t i;
+	json_t *l;
+	json_array_foreach(lines, i, l) {
+		const char *k = json_string_value(json_object_get(l, "kind"));
+		if (!k || strcmp(k, "exec"))
+			continue;
+		char *cmd = line_cmd(l), why[256];
+		unsigned f = pd_rules_before(&rules, &st, cmd ? cmd : "", why, sizeof why);
+		json_t *proc = json_object_get(l, "process");
+		uint32_t failed = !strcmp(json_string_value(json_object_get(proc, "status")) ?: "", "fail")
+					  ? failed_bits(json_object_get(proc, "failed"))
+					  : 0;
+		unsigned after = pd_rules_after(&rules, &st, failed);
+		if (after && !why[0])
+			snprintf(why, sizeof why, "repeated_violation: the audit failed it for a kind an earlier step failed");
+		f |= after;
+		free(cmd);
+		if (!f)
+			continue;
+		*fail |= (f & ~rules.exempt) != 0;
+		json_int_t step = json_integer_value(json_object_get(l, "step"));
+		json_array_append_new(flagged, json_pack("{s:I,s:O,s:o,s:s}", "step", step, "request_id",
+							 json_object_get(l, "request_id") ?: json_null(), "flags",
+							 pd_rules_flags_json(f), "why", why));
+		char t[320];
+		snprintf(t, sizeof t, "step %lld: %s", (long long)step, why);
+		json_array_append_new(reasons, json_string(t));
+	}
+	json_decref(lines);
+	pd_rules_state_free(&st);
+	pthread_mutex_lock(&srv->mu);
+	json_t *refused = se->refusals ? json_deep_copy(se->refusals) : json_array();
+	pthread_mutex_unlock(&srv->mu);
+	json_array_foreach(refused, i, l) {
+		*fail |= !(rules.exempt & PD_FLAG_DENIED);
+		char t[320];
+		snprintf(t, sizeof t, "refused: %s", json_string_value(json_object_get(l, "why")) ?: "");
+		json_array_append_new(reasons, json_string(t));
+	}
+	json_t *o = pd_rules_json(&rules);
+	json_object_set_new(o, "flagged", flagged);
+	json_object_set_new(o, "refused", refused);
+	pd_rules_free(&rules);
+	return o;
+}
+
+/* Whether the agent's claim says it succeeded: {"tests_pass": true}, or a final message that says
+ * the tests pass or the issue is fixed and does not say it failed (a heuristic over the words). */
+static regex_t claim_yes, claim_no;
+static bool claim_ready;
+static pthread_once_t claim_once = PTHREAD_ONCE_INIT;
+
+static void claim_compile(void)
+{
+	claim_ready = regcomp(&claim_yes,
+			      "(all|every)( of)?( the)? tests? (now )?pass|tests? (are |now )*(pass|passing|green)|"
+			      "succe(ss|ssful|ssfully|eded)|\\b(fixed|resolved|solved)\\b|works now",
+			      REG_EXTENDED | REG_ICASE | REG_NOSUB) == 0 &&
+		      regcomp(&claim_no, "\\b(not|fail(s|ed|ing)?|unable|cannot|can't|couldn't|didn't)\\b",
+			      REG_EXTENDED | REG_ICASE | REG_NOSUB) == 0;
+}
+
+static bool claims_success(json_t *claim)
+{
+	if (json_is_object(claim))
+		return json_is_true(json_object_get(claim, "tests_pass"));
+	pthread_once(&claim_once, claim_compile);
+	const char *t = json_string_value(claim);
+	return claim_ready && t && regexec(&claim_yes, t, 0, NULL, 0) == 0 && regexec(&claim_no, t, 0, NULL, 0) != 0;
 }
 
 static json_t *tail_text(const pd_output *o, size_t max)
@@ -182,6 +313,18 @@ static json_t *grade_record(pd_server *srv, sess_entry *se, grade_req *q, const 
 		}
 		pd_judged_audit_decide(&d);
 	}
+	/* the rules over the episode: a flag not exempted fails the process (a policy violation);
+	 * rules checked and none broken is evidence of the process, as a clean audit is */
+	json_t *rule_reasons = json_array();
+	bool rules_fail = false;
+	json_t *rules = grade_rules(srv, se, p, rule_reasons, &rules_fail);
+	if (rules && rules_fail) {
+		d.v.process = PD_LV_FAIL;
+		if (!pd_failure_is_infra(d.v.failure_class))
+			d.v.failure_class = "policy_violation";
+	} else if (rules && !p->audit && d.v.output != PD_LV_NOT_JUDGED) {
+		d.v.process = PD_LV_PASS;
+	}
 	/* the budget: an exec refused past it (or CPU spent past it) fails the resources, and the
 	 * rule's budget_exceeded is the reward (unless there is none, or the process failed) */
 	json_t *budget = pd_session_budget_json(se->s), *exceeded = json_object_get(budget, "exceeded");
@@ -192,7 +335,22 @@ static json_t *grade_record(pd_server *srv, sess_entry *se, grade_req *q, const 
 	if (over && d.v.has_reward && d.v.process != PD_LV_FAIL)
 		d.v.reward = q->rule.budget_exceeded;
 	d.wall_ms = (pd_now_us() - t0) / 1000;
+	/* the agent's claim against the evidence: success claimed on a failed grade is a reward-hacking
+	 * signal, queued for review when the attempt is stored (server/review.c) */
+	json_t *claim = json_object_get(q->body, "claim"), *claim_rec = NULL;
+	if (claim && !json_is_null(claim)) {
+		bool success = claims_success(claim);
+		bool mismatch = success && d.v.output != PD_LV_PASS && d.v.output != PD_LV_NOT_JUDGED;
+		char cwhy[160] = "";
+		if (mismatch)
+			snprintf(cwhy, sizeof cwhy, "claim_mismatch: the agent claimed success; the tests say %s",
+				 pd_level_name(d.v.output));
+		claim_rec = json_pack("{s:O,s:b,s:b}", "given", claim, "success", success, "mismatch", mismatch);
+		if (mismatch)
+			json_object_set_new(claim_rec, "why", json_string(cwhy));
+	}
 	json_t *o = pd_judged_to_json(&d);
+	json_object_set_new(o, "claim", claim_rec ? claim_rec : json_null());
 	free(d.audit);
 	json_object_set_new(o, "kind", json_string("episode"));
 	json_object_set_new(o, "session_id", json_string(se->id));
@@ -214,7 +372,27 @@ static json_t *grade_record(pd_server *srv, sess_entry *se, grade_req *q, const 
 		snprintf(t, sizeof t, "budget: %s exceeded", json_string_value(bx));
 		json_array_append_new(reasons, json_string(t));
 	}
+	json_array_extend(reasons, rule_reasons);
+	if (json_is_true(json_object_get(claim_rec, "mismatch")))
+		json_array_append(reasons, json_object_get(claim_rec, "why"));
 	json_object_set_new(o, "reasons", reasons);
+	/* the process level's reasons and kinds name the rules broken too */
+	json_t *proc = json_object_get(json_object_get(o, "verdict"), "process");
+	if (rules && rules_fail) {
+		if (!json_object_get(proc, "reasons"))
+			json_object_set_new(proc, "reasons", json_array());
+		if (!json_object_get(proc, "failed"))
+			json_object_set_new(proc, "failed", json_array());
+		json_array_extend(json_object_get(proc, "reasons"), rule_reasons);
+		json_t *fl;
+		size_t fi;
+		json_array_foreach(json_object_get(rules, "flagged"), fi, fl)
+			json_array_extend(json_object_get(proc, "failed"), json_object_get(fl, "flags"));
+		json_array_foreach(json_object_get(rules, "refused"), fi, fl)
+			json_array_extend(json_object_get(proc, "failed"), json_object_get(fl, "flags"));
+	}
+	json_decref(rule_reasons);
+	json_object_set_new(o, "rules", rules ? rules : json_null());
 	json_object_set(o, "budget", json_object_get(budget, "budget"));
 	json_object_set(o, "spent", json_object_get(budget, "spent"));
 	json_object_set(o, "budget_exceeded", exceeded);
@@ -392,4 +570,72 @@ void session_annotate(req *r, sess_entry *se)
 						"annotates", (json_int_t)step, "reward", rw ? rw : json_null(), "note",
 						note ? note : json_null(), "line", (json_int_t)line));
 	json_decref(b);
+}
+
+/* ---- the episode's rules as steps come ---------------------------------------------------------- */
+
+int session_rules_open(sess_entry *slot, json_t *rules, pd_err *e)
+{
+	/* what the slot's last session left */
+	if (slot->rules) {
+		pd_rules_free(slot->rules);
+		free(slot->rules);
+		slot->rules = NULL;
+	}
+	pd_rules_state_free(&slot->rstate);
+	json_decref(slot->rules_json);
+	json_decref(slot->refusals);
+	slot->rules_json = slot->refusals = NULL;
+	if (!rules)
+		return 0;
+	pd_rules *r = calloc(1, sizeof *r);
+	if (!r)
+		return pd_fail(e, ENOMEM, "rules");
+	if (pd_rules_add(r, rules, "rules", e) < 0) {
+		pd_rules_free(r);
+		free(r);
+		return -1;
+	}
+	slot->rules = r;
+	slot->rules_json = json_incref(rules);
+	slot->refusals = json_array();
+	return 0;
+}
+
+bool session_rules_before(req *r, sess_entry *se, const pd_session_exec_req *q, const char *rid, step_rules *sr)
+{
+	if (!se->rules)
+		return false;
+	char *cmd = pd_rules_cmd_text(q->x.argv);
+	pthread_mutex_lock(&r->srv->mu);
+	sr->flags = pd_rules_before(se->rules, &se->rstate, cmd ? cmd : "", sr->why, sizeof sr->why);
+	bool refuse = (sr->flags & PD_FLAG_DENIED) && !se->rules->deny_flag_only;
+	if (refuse)
+		json_array_append_new(se->refusals, json_pack("{s:o,s:o,s:o,s:s}", "request_id", rid ? json_string(rid) : json_null(),
+							     "cmd", pd_json_text(cmd ? cmd : ""), "flags",
+							     pd_rules_flags_json(sr->flags), "why", sr->why));
+	pthread_mutex_unlock(&r->srv->mu);
+	free(cmd);
+	if (!refuse)
+		return false;
+	http_set_json(r, 403, json_pack("{s:s,s:o,s:s}", "error", sr->why, "flags", pd_rules_flags_json(sr->flags),
+					"session_id", se->id));
+	return true;
+}
+
+json_t *session_rules_after(void *arg, const pd_result *res, const pd_audit_verdict *v)
+{
+	(void)res;
+	step_rules *sr = arg;
+	uint32_t failed = v && v->status == PD_PROCESS_FAIL ? v->failed_kinds : 0;
+	pthread_mutex_lock(&sr->srv->mu);
+	sr->flags |= pd_rules_after(sr->se->rules, &sr->se->rstate, failed);
+	pthread_mutex_unlock(&sr->srv->mu);
+	json_t *o = json_pack("{s:o}", "flags", pd_rules_flags_json(sr->flags));
+	if (v) /* the grade reads it back for repeated_violation */
+		json_object_set_new(o, "process", json_pack("{s:s,s:o}", "status", v->status == PD_PROCESS_FAIL ? "fail"
+									      : v->status == PD_PROCESS_PASS ? "pass"
+													     : "not_audited",
+							    "failed", failed_names(failed)));
+	return o;
 }

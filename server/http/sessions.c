@@ -149,8 +149,16 @@ static bool session_exec(req *r, sess_entry *se)
 		hangup_watch_fn(r, step_client_gone, &gone);
 		q.x.cancel = &gone;
 	}
+	/* the episode's rules: a denied command refused before it runs, flags in the answer and line */
+	step_rules sr = {.srv = r->srv, .se = se};
+	if (session_rules_before(r, se, &q, rid, &sr)) {
+		if (watched)
+			hangup_unwatch(r);
+		goto out;
+	}
 	pd_result res;
-	int rc = pd_session_exec_audited(se->s, &q.x, q.audit, rid, &res, &q.verdict, &e);
+	int rc = pd_session_exec_extra(se->s, &q.x, q.audit, rid, se->rules ? session_rules_after : NULL, &sr, &res,
+				       &q.verdict, &e);
 	q.evaluated = rc == 0 && q.audit;
 	if (watched)
 		hangup_unwatch(r);
@@ -169,6 +177,8 @@ static bool session_exec(req *r, sess_entry *se)
 		goto out;
 	}
 	json_t *o = session_exec_answer(se, &q, rid, &res);
+	if (o && se->rules)
+		json_object_set_new(o, "flags", pd_rules_flags_json(sr.flags));
 	pd_result_free(&res);
 	if (o)
 		http_set_json(r, 200, o);
@@ -597,6 +607,12 @@ json_t *session_open_one(pd_server *s, pd_session_create_req *q, const char *dig
 					slot = &s->sessions[i];
 			}
 		}
+	}
+	if (slot && session_rules_open(slot, q->rules, e) < 0) {
+		pthread_mutex_unlock(&s->mu);
+		pd_session_close(ss);
+		*status = 400;
+		return NULL;
 	}
 	if (slot) {
 		slot->s = ss;

@@ -269,8 +269,11 @@ int pd_episode_parse(pd_problem *p, json_t *o, const char *dir, const char *wher
 	}
 	json_t *rules = json_object_get(o, "rules");
 	if (rules && !json_is_null(rules)) {
-		if (!json_is_object(rules))
-			return pd_jfail_at(e, where, "rules: must be an object (docs/sessions.md, \"Rules\")");
+		pd_rules check = {0};
+		int rc = pd_rules_add(&check, rules, "rules", e);
+		pd_rules_free(&check);
+		if (rc < 0)
+			return pd_jfail_at(e, where, "%s", e->msg);
 		ep->rules = json_incref(rules);
 	}
 	return 0;

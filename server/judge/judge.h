@@ -532,6 +532,53 @@ void pd_episode_grade(const pd_episode *ep, const pd_result *r, const char *repo
 		      pd_ep_test **tests, size_t *ntests, pd_level *output, double *score, char *why,
 		      size_t why_len);
 
+/* ---- rules over an episode's trajectory (rules.c) ------------------------------------------- */
+
+#include <regex.h>
+
+#define PD_RULES_DENY_MAX 32
+enum { PD_FLAG_DENIED = 1, PD_FLAG_LOOP = 2, PD_FLAG_HISTORY = 4, PD_FLAG_REPEATED = 8 };
+
+/* "rules" (a session's, a problem's): deny_commands (POSIX extended regular expressions over a
+ * step's command), deny_action ("refuse", the default, or "flag"), max_repeats, history_probe,
+ * repeated_violation, exempt (flag kinds that do not fail the process). */
+typedef struct pd_rules {
+	bool on;
+	char *deny[PD_RULES_DENY_MAX];
+	regex_t deny_re[PD_RULES_DENY_MAX];
+	size_t ndeny;
+	bool deny_flag_only;     /* deny_action "flag": the step runs, flagged */
+	unsigned max_repeats;    /* 0: none */
+	bool history_probe, repeated_violation;
+	unsigned exempt;         /* PD_FLAG_* bits */
+	bool exempt_set;
+} pd_rules;
+
+/* The running state of the rules over one trajectory. */
+typedef struct pd_rules_state {
+	char *last;              /* the last command (malloc'd) */
+	unsigned repeats;        /* how many times in a row */
+	uint32_t failed_kinds;   /* audit kinds that failed an earlier step */
+} pd_rules_state;
+
+/* Adds the rules of o to r, tighten-only: deny lists joined, the smaller max_repeats, either's
+ * history_probe and repeated_violation, "refuse" over "flag", only the kinds both exempt. where
+ * names the source in errors. */
+int pd_rules_add(pd_rules *r, json_t *o, const char *where, pd_err *e);
+void pd_rules_free(pd_rules *r);
+void pd_rules_state_free(pd_rules_state *st);
+/* A step's command against the rules before it runs: PD_FLAG_DENIED, LOOP, HISTORY; why (may be
+ * NULL) says the first. */
+unsigned pd_rules_before(const pd_rules *r, pd_rules_state *st, const char *cmd, char *why, size_t why_len);
+/* After it ran: PD_FLAG_REPEATED when it failed the audit for a kind an earlier step failed. */
+unsigned pd_rules_after(const pd_rules *r, pd_rules_state *st, uint32_t failed_kinds);
+/* ["denied_command", "loop", "history_probe", "repeated_violation"] of flags */
+json_t *pd_rules_flags_json(unsigned flags);
+/* The rules as given, normalized (null when none). */
+json_t *pd_rules_json(const pd_rules *r);
+/* A step's command as the rules read it: argv joined by spaces ("/bin/sh -c TEXT" for a shell). */
+char *pd_rules_cmd_text(char *const *argv);
+
 /* ---- judge jobs (jobs.c) ---------------------------------------------------------------------- */
 
 /* A judge request (body) as a scheduler job whose execute judges it and leaves the judged record in
