@@ -16,6 +16,7 @@
  *   fields.c    what goes into the problem's digest and the cache's key (SHA-256: lib's)
  *   episode.c   episode problems (kind "episode": hidden files, a command, its report) and the
  *               grade of a session's state from the command's result (issue 40)
+ *   rules.c     rules over an episode's trajectory (deny_commands, loops, history probes, repeats)
  *
  * Judge material (answers, checkers, interactors, hidden tests) never enters the candidate's sandbox:
  * the candidate gets its program and one test's input on stdin; checkers and interactors run in
