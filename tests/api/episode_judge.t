@@ -6,7 +6,7 @@
 # session goes on; the judged record is answered, stored as an attempt and appended to the
 # trajectory as its verdict line, which export (JSON lines and ATIF) carries. Annotations.
 source "$(dirname "$0")/api.sh"
-plan 51
+plan 52
 
 STATE=${PADDOCK_STATE_DIR:-/var/lib/paddock}
 sx() { post_json "/v1/sessions/$1/exec" "$2"; }
@@ -137,6 +137,10 @@ is "$CODE" 400 "a reward that is not a number: 400"
 req GET "/v1/sessions/$S/trajectory"
 is "$(tail -1 "$BODY" | jq -r '[.kind, .request_id, (.annotates|tostring), (.reward|tostring), .note] | join("|")')" \
   "annotation|a2|5|0.25|critic: good fix" "the annotation is the trajectory's last line"
+
+post_json "/v1/sessions/$S/replay" '{}'
+is "$(jb '[.steps[].kind] | map(select(. == "verdict" or . == "annotation")) | length')" 0 \
+  "a replay re-runs the agent's steps only (verdicts and annotations are not steps)"
 
 # --- export carries the rewards ---------------------------------------------------------------------
 "$PADDOCK" export "$S" --url "$U" -o "$TMPD/ex.jsonl"
