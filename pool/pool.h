@@ -78,6 +78,10 @@ typedef struct pd_template {
 	/* the template's audit policy ("audit": a policy object, docs/audit.md): a request's
 	 * "audit" tightens it; with "mandatory", every run is audited under it. NULL: none */
 	pd_audit_policy *audit;
+	/* "rules" over a session's trajectory (issue 40; docs/sessions.md), as compact JSON (an
+	 * object; the server checks its fields at start and joins a session's own over it,
+	 * tighten-only), or NULL */
+	char *rules;
 	/* the template's version, in every record: the templates file's "version" if it gives one,
 	 * else (pd_template_check) "sha256:" and 16 hex digits of what a sandbox and its execs are
 	 * made of (language, image digest or layers, env, cwd, files, requires, warm-up, limits,

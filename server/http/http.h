@@ -49,7 +49,8 @@ typedef struct sess_entry {
 	char image_name[160]; /* the image the session was opened on by name ("" = none, or by digest) */
 	char template_version[48]; /* its template's (pd_template.version), for its exec records */
 	uint64_t created_ms;
-	/* the episode's rules (session_judge.c): as given at create (NULL: none), compiled, their
+	/* the episode's rules (session_judge.c): as given (an array: the template's, the create's;
+	 * NULL: none), compiled, their
 	 * state over the steps so far, and the steps they refused ([{request_id, cmd, flags, why}]);
 	 * the state under the server's lock */
 	json_t *rules_json;
@@ -294,8 +295,11 @@ typedef struct step_rules {
 } step_rules;
 bool session_rules_before(req *r, sess_entry *se, const pd_session_exec_req *q, const char *rid, step_rules *sr);
 json_t *session_rules_after(void *arg, const pd_result *res, const pd_audit_verdict *v);
-/* The rules of a session being opened (q->rules) on its slot; -1 (e: 400) when they are bad. */
-int session_rules_open(sess_entry *slot, json_t *rules, pd_err *e);
+/* The rules of a session being opened on its slot: its template's (tpl_rules, JSON text, or NULL),
+ * then the request's over them, tighten-only; -1 (e: 400) when they are bad. */
+int session_rules_open(sess_entry *slot, const char *tpl_rules, json_t *rules, pd_err *e);
+/* Every template's "rules" checked (at start: a bad one stops it, naming the template). */
+int session_rules_check_templates(const pd_template *t, size_t n, pd_err *e);
 /* Waits until no session operation runs (pd_server_stop, once no new request can start one). */
 void sessions_drain(pd_server *s);
 

@@ -171,8 +171,11 @@ static json_t *grade_rules(pd_server *srv, sess_entry *se, const pd_problem *p, 
 	pd_rules rules = {0};
 	pd_err e = {0};
 	*fail = false;
-	if (pd_rules_add(&rules, se->rules_json, "rules", &e) < 0 ||
-	    pd_rules_add(&rules, p->episode->rules, "problem rules", &e) < 0 || !rules.on) {
+	size_t ri;
+	json_t *rj;
+	json_array_foreach(se->rules_json, ri, rj)
+		pd_rules_add(&rules, rj, "rules", &e);
+	if (pd_rules_add(&rules, p->episode->rules, "problem rules", &e) < 0 || !rules.on) {
 		pd_rules_free(&rules);
 		return NULL;
 	}
@@ -574,7 +577,25 @@ void session_annotate(req *r, sess_entry *se)
 
 /* ---- the episode's rules as steps come ---------------------------------------------------------- */
 
-int session_rules_open(sess_entry *slot, json_t *rules, pd_err *e)
+int session_rules_check_templates(const pd_template *t, size_t n, pd_err *e)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!t[i].rules)
+			continue;
+		pd_rules r = {0};
+		json_t *o = json_loads(t[i].rules, 0, NULL);
+		char where[128];
+		snprintf(where, sizeof where, "templates[%s].rules", t[i].name);
+		int rc = pd_rules_add(&r, o, where, e);
+		json_decref(o);
+		pd_rules_free(&r);
+		if (rc < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int session_rules_open(sess_entry *slot, const char *tpl_rules, json_t *rules, pd_err *e)
 {
 	/* what the slot's last session left */
 	if (slot->rules) {
@@ -586,18 +607,27 @@ int session_rules_open(sess_entry *slot, json_t *rules, pd_err *e)
 	json_decref(slot->rules_json);
 	json_decref(slot->refusals);
 	slot->rules_json = slot->refusals = NULL;
-	if (!rules)
+	json_t *tr = tpl_rules ? json_loads(tpl_rules, 0, NULL) : NULL;
+	if (!rules && !tr)
 		return 0;
 	pd_rules *r = calloc(1, sizeof *r);
-	if (!r)
+	if (!r) {
+		json_decref(tr);
 		return pd_fail(e, ENOMEM, "rules");
-	if (pd_rules_add(r, rules, "rules", e) < 0) {
+	}
+	/* the template's first: the request's may only tighten them */
+	if (pd_rules_add(r, tr, "template rules", e) < 0 || pd_rules_add(r, rules, "rules", e) < 0) {
 		pd_rules_free(r);
 		free(r);
+		json_decref(tr);
 		return -1;
 	}
 	slot->rules = r;
-	slot->rules_json = json_incref(rules);
+	slot->rules_json = json_array();
+	if (tr)
+		json_array_append_new(slot->rules_json, tr);
+	if (rules)
+		json_array_append(slot->rules_json, rules);
 	slot->refusals = json_array();
 	return 0;
 }

@@ -608,7 +608,7 @@ json_t *session_open_one(pd_server *s, pd_session_create_req *q, const char *dig
 			}
 		}
 	}
-	if (slot && session_rules_open(slot, q->rules, e) < 0) {
+	if (slot && session_rules_open(slot, st ? st->rules : NULL, q->rules, e) < 0) {
 		pthread_mutex_unlock(&s->mu);
 		pd_session_close(ss);
 		*status = 400;

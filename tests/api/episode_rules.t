@@ -5,7 +5,7 @@
 # the grade's reasons, failing the process level; the agent's claim against the evidence
 # (claim_mismatch, queued for review); GET /v1/groups/{group_id}.
 source "$(dirname "$0")/api.sh"
-plan 30
+plan 34
 
 STATE=${PADDOCK_STATE_DIR:-/var/lib/paddock}
 sx() { post_json "/v1/sessions/$1/exec" "$2"; }
@@ -101,3 +101,26 @@ is "$(jb '[(.size|tostring), (.usable|tostring), .failure_classes.judge_error] |
 like "$(jb .unusable_reason)" "judge_error" "and the summary says why"
 req GET "/v1/groups/nope-$TAG"
 is "$CODE" 404 "an unknown group: 404"
+
+# --- a template's rules: every session of it has them; a session may only tighten them ------------------
+stop_daemon
+cat >"$TMPD/tpl.json" <<'JSON'
+{"templates": [
+  {"name": "bash", "language": "bash", "requires": ["bash"], "cwd": "/work", "pool": {"min": 1, "max": 2}},
+  {"name": "ruled", "language": "bash", "requires": ["bash"], "cwd": "/work", "pool": {"min": 1, "max": 2},
+   "rules": {"deny_commands": ["sudo"], "deny_action": "flag", "exempt": ["loop"]}}]}
+JSON
+start_daemon --templates "$TMPD/tpl.json"
+ok $? "daemon started with a template that has rules"
+post_json /v1/sessions '{"template":"ruled","rules":{"deny_action":"refuse","max_repeats":1}}'
+S6=$(jb .session_id); echo "$S6" >>"$TMPD/ids"
+sx "$S6" '{"shell":"echo sudo make me a sandwich"}'
+is "$CODE" 403 "the template's deny list applies, and the session's refuse tightens its flag"
+sx "$S6" '{"shell":"true"}'; sx "$S6" '{"shell":"true"}'
+post_json "/v1/sessions/$S6/judge" "{\"problem\":$PASSING}"
+is "$(jb '[.verdict.process.status, (.rules.deny_commands|join(",")), (.rules.exempt|join(","))] | join(" ")')" "fail sudo " \
+  "at the grade: the template's rules with the session's over them (the session exempts nothing, so loop fails)"
+printf '{"templates": [{"name": "t", "language": "bash", "rules": {"max_repeats": -1}}]}' >"$TMPD/bad.json"
+"$PADDOCK" serve --templates "$TMPD/bad.json" --listen 127.0.0.1:1 >"$TMPD/bad.out" 2>&1
+like "$(cat "$TMPD/bad.out")" 'templates\[t\]\.rules\.max_repeats' "a template's bad rules stop the start, naming the field"
+
