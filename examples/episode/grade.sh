@@ -7,6 +7,7 @@ set -u
 PADDOCK=${1:-bin/paddock}
 OUT=${2:-build/episode}
 mkdir -p "$OUT"
+rm -f "$OUT"/db.sqlite*  # a fresh store: the group is this run's agents only
 "$PADDOCK" serve --listen 127.0.0.1:0 --db "$OUT/db.sqlite" </dev/null >"$OUT/daemon.log" 2>&1 &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null' EXIT
