@@ -6,7 +6,7 @@
 # session goes on; the judged record is answered, stored as an attempt and appended to the
 # trajectory as its verdict line, which export (JSON lines and ATIF) carries. Annotations.
 source "$(dirname "$0")/api.sh"
-plan 52
+plan 55
 
 STATE=${PADDOCK_STATE_DIR:-/var/lib/paddock}
 sx() { post_json "/v1/sessions/$1/exec" "$2"; }
@@ -193,3 +193,13 @@ post_json /v1/sessions '{"template":"python","budget":{"steps":0}}'
 is "$CODE" 400 "a budget of 0 steps: 400"
 post_json /v1/sessions '{"template":"python","budget":{"tokens":5}}'
 like "$(jb .error)" "budget.tokens: unknown field" "an unknown budget field: 400 naming it"
+post_json /v1/sessions '{"template":"python","budget":{"cpu_s":0.3}}'
+S4=$(jb .session_id); echo "$S4" >>"$TMPD/ids"
+sx "$S4" '{"shell":"python3 -c \"import time\nt=time.process_time()\nwhile time.process_time()-t<0.6: pass\"","timeout":10}'
+is "$(jb .status)" OK "an exec spends 0.6 s of CPU against a budget of 0.3 s (it is not cut short)"
+sx "$S4" '{"shell":"true"}'
+is "$(jb '[(.exceeded|join(",")), (.spent.cpu_s > 0.3 | tostring)] | join(" ")')" "cpu_s true" "the next exec is refused for cpu_s"
+post_json "/v1/sessions/$S4/judge" '{"problem":{"kind":"episode","command":"true"}}'
+is "$(jb '[.verdict.resources.status, (.reward|tostring), (.budget_exceeded|join(","))] | join(" ")')" "fail 0 cpu_s" \
+  "graded: resources fail for cpu_s, reward budget_exceeded's default 0"
+
