@@ -41,28 +41,61 @@ static void sweep_trees(const char *root)
 	closedir(d);
 }
 
+/* Clears what the agent left at path in the fork, whatever it is: a directory with files in it,
+ * and any ancestor that is not a directory (a file or a link where the path needs one), so that
+ * nothing the agent did can turn the grade into an infrastructure failure (which has no reward). */
+static int clear_path(pd_sandbox *fork, const char *path, pd_err *e)
+{
+	static const char script[] = "p=$1; rm -rf -- \"$p\"; d=${p%/*}; while [ -n \"$d\" ]; do "
+				     "if [ -L \"$d\" ] || { [ -e \"$d\" ] && [ ! -d \"$d\" ]; }; then rm -f -- \"$d\"; fi; "
+				     "d=${d%/*}; done";
+	char sh[] = "/bin/sh", c[] = "-c", n0[] = "sh";
+	char *argv[] = {sh, c, (char *)script, n0, (char *)path, NULL};
+	pd_exec_opts x = {0};
+	x.argv = argv;
+	x.wall_ms = 60000;
+	pd_result r;
+	if (pd_sandbox_exec(fork, &x, &r, e) < 0)
+		return -1;
+	int rc = r.status == PD_OK ? 0 : pd_fail_as(e, EIO, "clearing %s in the fork: %s", path, pd_status_name(r.status));
+	pd_result_free(&r);
+	return rc;
+}
+
+static void fork_path(const char *cwd, const char *f, char *path, size_t len)
+{
+	snprintf(path, len, "%s%s%s", f[0] == '/' ? "" : cwd, f[0] == '/' || !strcmp(cwd, "/") ? "" : "/", f);
+}
+
 /* The hidden files into the fork: a relative path is under the working directory; whatever is
- * at the path (a file, a link, an empty directory) is removed first, so the content placed is the
- * problem's and not written through a link the agent left. */
+ * at the path is removed first, so the content placed is the problem's and not written through
+ * a link the agent left; a report file the agent may have planted goes too. */
 static int place_files(pd_sandbox *fork, const char *cwd, const pd_grade_opts *g, pd_err *e)
 {
-	for (size_t i = 0; i < g->nfiles; i++) {
-		char path[4096];
-		const char *f = g->files[i].path;
-		snprintf(path, sizeof path, "%s%s%s", f[0] == '/' ? "" : cwd, f[0] == '/' || !strcmp(cwd, "/") ? "" : "/", f);
+	char path[4096];
+	if (g->report_path) {
+		fork_path(cwd, g->report_path, path, sizeof path);
 		pd_err re = {0};
-		if (pd_sandbox_remove(fork, path, &re) < 0 && re.code != ENOENT)
-			return pd_fail(e, re.code, "hidden file %s: the agent left something there that cannot be removed (%s)",
-				       path, PD_ERR_STR(&re));
+		if (pd_sandbox_remove(fork, path, &re) < 0 && re.code != ENOENT && clear_path(fork, path, e) < 0)
+			return -1;
+	}
+	for (size_t i = 0; i < g->nfiles; i++) {
+		fork_path(cwd, g->files[i].path, path, sizeof path);
+		pd_err re = {0};
+		if (pd_sandbox_remove(fork, path, &re) < 0 && re.code != ENOENT && clear_path(fork, path, e) < 0)
+			return -1;
 		char parent[4096];
 		snprintf(parent, sizeof parent, "%s", path);
 		char *slash = strrchr(parent, '/');
+		bool ok = true;
 		if (slash && slash != parent) {
 			*slash = 0;
-			if (pd_sandbox_mkdir(fork, parent, 0755, e) < 0)
-				return -1;
+			ok = pd_sandbox_mkdir(fork, parent, 0755, &re) == 0;
 		}
-		if (pd_sandbox_write_file(fork, path, g->files[i].data, g->files[i].len, 0644, e) < 0)
+		ok = ok && pd_sandbox_write_file(fork, path, g->files[i].data, g->files[i].len, 0644, &re) == 0;
+		/* a parent the agent made a file or a link: cleared, then once more */
+		if (!ok && (clear_path(fork, path, e) < 0 || (slash && slash != parent && pd_sandbox_mkdir(fork, parent, 0755, e) < 0) ||
+			    pd_sandbox_write_file(fork, path, g->files[i].data, g->files[i].len, 0644, e) < 0))
 			return -1;
 	}
 	return 0;
@@ -106,8 +139,7 @@ static void run_in_fork(pd_session *s, pd_sandbox *fork, const pd_grade_opts *g,
 	*rc = 0;
 	if (g->report_path && pd_sandbox_state(fork) == PD_READY) {
 		char path[4096];
-		snprintf(path, sizeof path, "%s%s%s", g->report_path[0] == '/' ? "" : cwd,
-			 g->report_path[0] == '/' || !strcmp(cwd, "/") ? "" : "/", g->report_path);
+		fork_path(cwd, g->report_path, path, sizeof path);
 		pd_err re = {0};
 		if (pd_sandbox_read_file(fork, path, GRADE_REPORT_MAX, &out->report, &out->report_len, &re) < 0)
 			snprintf(out->report_error, sizeof out->report_error, "%s", PD_ERR_STR(&re));

@@ -6,7 +6,7 @@
 # session goes on; the judged record is answered, stored as an attempt and appended to the
 # trajectory as its verdict line, which export (JSON lines and ATIF) carries. Annotations.
 source "$(dirname "$0")/api.sh"
-plan 55
+plan 58
 
 STATE=${PADDOCK_STATE_DIR:-/var/lib/paddock}
 sx() { post_json "/v1/sessions/$1/exec" "$2"; }
@@ -160,6 +160,18 @@ post_json "/v1/sessions/$S2/judge" '{"problem":{"kind":"episode","files":{"/opt/
 is "$CODE" 200 "an inline episode problem with a JUnit report: 200"
 is "$(jb '[.verdict.output.status, (.verdict.output.score|tostring), ([.tests[] | "\(.id)=\(.status)"] | join(","))] | join(" ")')" \
   "partial 0.5 suite.T.a=pass,suite.T.b=fail,suite.T.c=skipped" "JUnit: every reported test counts (skipped ones neither way): partial 0.5"
+# an agent that plants the report the command should write, and breaks the command: no stale pass
+sx "$S2" '{"shell":"printf \"<testsuite><testcase classname=\\\"suite.T\\\" name=\\\"a\\\"/></testsuite>\" > /work/out.xml"}'
+post_json "/v1/sessions/$S2/judge" '{"problem":{"kind":"episode","command":"exit 1","report":{"junit":"out.xml"},"fail_to_pass":["suite.T.a"]}}'
+is "$(jb '[.verdict.output.status, .tests[0].status] | join(" ")')" "fail missing" \
+  "a report file the agent planted is removed in the fork before the command runs"
+# an agent that makes the hidden paths unwritable as such: a directory with files, a file for a parent
+sx "$S2" '{"shell":"mkdir -p /work/h/x.sh/deep && echo z > /work/h/x.sh/deep/f && echo file > /work/p"}'
+post_json "/v1/sessions/$S2/judge" '{"problem":{"kind":"episode","files":{"h/x.sh":"exit 0","p/q/y.sh":"exit 0"},"command":"sh h/x.sh && sh p/q/y.sh"}}'
+is "$(jb '[.verdict.output.status, .failure_class] | join(" ")')" "pass none" \
+  "what the agent left at or above a hidden path is cleared in the fork: graded, not an infrastructure failure"
+req GET "/v1/sessions/$S2/files?path=/work/h/x.sh/deep/f"
+is "$(body)" "z" "and stays in the session"
 post_json "/v1/sessions/$S2/judge" '{"problem":{"kind":"episode","command":"grep -q ok /work/state","reward":{"mode":"binary"}}}'
 is "$(jb '[.verdict.output.status, (.reward|tostring), .tests[0].id] | join(" ")')" "pass 1 command" "exit_code report: pass on exit 0"
 post_json "/v1/sessions/$S2/judge" '{"problem":{"kind":"episode","command":"sleep 30","limits":{"time":1}}}'
