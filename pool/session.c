@@ -383,6 +383,19 @@ static void live_no_stdout(void *arg, int stream, const char *buf, size_t len)
 		f->cb(f->arg, stream, buf, len);
 }
 
+/* The fields an exec's trajectory line gets beside its action and observation: its noise, and
+ * what the caller's step_extra_fn returned (taken). NULL: none. */
+static json_t *step_extra(json_t *noise, json_t *more)
+{
+	json_t *extra = noise ? json_pack("{s:O}", "noise", noise) : NULL;
+	if (more && !extra)
+		extra = json_object();
+	if (more)
+		json_object_update(extra, more);
+	json_decref(more);
+	return extra;
+}
+
 /* Whether the session's budget refuses another exec (e says which budget, EDQUOT); called with
  * the session entered. */
 static bool budget_spent(pd_session *s, pd_err *e)
@@ -577,13 +590,7 @@ int pd_session_exec_extra(pd_session *s, const pd_exec_opts *x, const pd_audit_p
 		if (obs)
 			json_object_set_new(obs, "output_request_id", json_string(rid ? rid : auto_id));
 		pd_err te = {0};
-		json_t *extra = noise ? json_pack("{s:O}", "noise", noise) : NULL;
-		json_t *more = fn ? fn(fn_arg, r, p ? v : NULL) : NULL;
-		if (more && !extra)
-			extra = json_object();
-		if (more)
-			json_object_update(extra, more);
-		json_decref(more);
+		json_t *extra = step_extra(noise, fn ? fn(fn_arg, r, p ? v : NULL) : NULL);
 		long st = session_traj_step(s, "exec", rid, t0, session_exec_action(&xo), obs, extra, true, &te);
 		json_decref(extra);
 		if (st < 0)

@@ -261,6 +261,25 @@ static json_t *tail_text(const pd_output *o, size_t max)
 	return pd_json_bytes(b + (n > max ? n - max : 0), n > max ? max : n);
 }
 
+/* The command's outcome and the grade's fork, in the record. */
+static void grade_fields(json_t *o, const pd_grade_out *g, int grc)
+{
+	if (grc == 0)
+		json_object_set_new(o, "command",
+				    json_pack("{s:s,s:i,s:i,s:I,s:I,s:o,s:o}", "status", pd_status_name(g->r.status),
+					      "exit_code", g->r.exit_code, "signal", g->r.signal, "wall_ms",
+					      (json_int_t)g->r.wall_ms, "cpu_ms", (json_int_t)g->r.cpu_ms, "stdout_tail",
+					      tail_text(&g->r.out, 4096), "stderr_tail", tail_text(&g->r.err, 4096)));
+	else
+		json_object_set_new(o, "command", json_null());
+	json_object_set_new(o, "grade",
+			    json_pack("{s:o,s:I,s:I,s:I,s:I,s:s}", "fork_sandbox_id",
+				      g->fork_id[0] ? json_string(g->fork_id) : json_null(), "copy_ms",
+				      (json_int_t)g->copy_ms, "copy_bytes", (json_int_t)g->copy_bytes, "copy_files",
+				      (json_int_t)g->copy_files, "run_ms", (json_int_t)g->run_ms, "residue",
+				      g->residue[0] ? g->residue : "none"));
+}
+
 /* The judged record of the grade: the judge's renderer (pd_judged_to_json) with the episode's
  * own fields over it: kind, session_id, steps, the per-test results, the command's outcome. */
 static json_t *grade_record(pd_server *srv, sess_entry *se, grade_req *q, const pd_grade_out *g, int grc,
@@ -400,20 +419,7 @@ static json_t *grade_record(pd_server *srv, sess_entry *se, grade_req *q, const 
 	json_object_set(o, "spent", json_object_get(budget, "spent"));
 	json_object_set(o, "budget_exceeded", exceeded);
 	json_decref(budget);
-	if (grc == 0)
-		json_object_set_new(o, "command",
-				    json_pack("{s:s,s:i,s:i,s:I,s:I,s:o,s:o}", "status", pd_status_name(g->r.status),
-					      "exit_code", g->r.exit_code, "signal", g->r.signal, "wall_ms",
-					      (json_int_t)g->r.wall_ms, "cpu_ms", (json_int_t)g->r.cpu_ms, "stdout_tail",
-					      tail_text(&g->r.out, 4096), "stderr_tail", tail_text(&g->r.err, 4096)));
-	else
-		json_object_set_new(o, "command", json_null());
-	json_object_set_new(o, "grade",
-			    json_pack("{s:o,s:I,s:I,s:I,s:I,s:s}", "fork_sandbox_id",
-				      g->fork_id[0] ? json_string(g->fork_id) : json_null(), "copy_ms",
-				      (json_int_t)g->copy_ms, "copy_bytes", (json_int_t)g->copy_bytes, "copy_files",
-				      (json_int_t)g->copy_files, "run_ms", (json_int_t)g->run_ms, "residue",
-				      g->residue[0] ? g->residue : "none"));
+	grade_fields(o, g, grc);
 	json_object_set_new(o, "attempt", json_integer(1));
 	json_object_set_new(o, "finished_at", json_integer((json_int_t)wall_ms()));
 	if (q->request_id[0])
