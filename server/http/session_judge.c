@@ -166,7 +166,8 @@ static char *line_cmd(json_t *line)
  * flags, why}] and "refused": [{request_id, cmd, flags, why}], with a
  * reason per flag in reasons; *fail when a flag the rules do not exempt was raised. NULL when no
  * rules apply. */
-static json_t *grade_rules(pd_server *srv, sess_entry *se, const pd_problem *p, json_t *reasons, bool *fail)
+static json_t *grade_rules(pd_server *srv, sess_entry *se, const pd_problem *p, json_t *lines, json_t *reasons,
+			   bool *fail)
 {
 	pd_rules rules = {0};
 	pd_err e = {0};
@@ -180,7 +181,7 @@ static json_t *grade_rules(pd_server *srv, sess_entry *se, const pd_problem *p, 
 		return NULL;
 	}
 	pd_rules_state st = {0};
-	json_t *lines = pd_trajectory_load(pd_ctx_state_dir(srv->ctx), se->id, &e), *flagged = json_array();
+	json_t *flagged = json_array();
 	size_t i;
 	json_t *l;
 	json_array_foreach(lines, i, l) {
@@ -209,7 +210,6 @@ static json_t *grade_rules(pd_server *srv, sess_entry *se, const pd_problem *p, 
 		snprintf(t, sizeof t, "step %lld: %s", (long long)step, why);
 		json_array_append_new(reasons, json_string(t));
 	}
-	json_decref(lines);
 	pd_rules_state_free(&st);
 	pthread_mutex_lock(&srv->mu);
 	json_t *refused = se->refusals ? json_deep_copy(se->refusals) : json_array();
@@ -225,6 +225,28 @@ static json_t *grade_rules(pd_server *srv, sess_entry *se, const pd_problem *p, 
 	json_object_set_new(o, "refused", refused);
 	pd_rules_free(&rules);
 	return o;
+}
+
+/* The agent's steps that a limit killed (TO, ML, OL; not those whose client left): each a reason
+ * (the resources level fails, as a judged test's would). How many. */
+static size_t steps_at_limits(json_t *lines, json_t *reasons)
+{
+	size_t n = 0, i;
+	json_t *l;
+	json_array_foreach(lines, i, l) {
+		json_t *obs = json_object_get(l, "observation");
+		const char *k = json_string_value(json_object_get(l, "kind")), *st = json_string_value(json_object_get(obs, "status"));
+		if (!k || strcmp(k, "exec") || !st || json_is_true(json_object_get(obs, "cancelled")) ||
+		    (strcmp(st, "TO") && strcmp(st, "ML") && strcmp(st, "OL")))
+			continue;
+		if (n++ < 8) {
+			char t[96];
+			snprintf(t, sizeof t, "step %lld: %s (a limit killed it)",
+				 (long long)json_integer_value(json_object_get(l, "step")), st);
+			json_array_append_new(reasons, json_string(t));
+		}
+	}
+	return n;
 }
 
 /* Whether the agent's claim says it succeeded: {"tests_pass": true}, or a final message that says
@@ -339,7 +361,14 @@ static json_t *grade_record(pd_server *srv, sess_entry *se, grade_req *q, const 
 	 * rules checked and none broken is evidence of the process, as a clean audit is */
 	json_t *rule_reasons = json_array();
 	bool rules_fail = false;
-	json_t *rules = grade_rules(srv, se, p, rule_reasons, &rules_fail);
+	pd_err le = {0};
+	json_t *lines = pd_trajectory_load(pd_ctx_state_dir(srv->ctx), se->id, &le);
+	json_t *rules = grade_rules(srv, se, p, lines, rule_reasons, &rules_fail);
+	/* the steps' limits: a step a limit killed fails the resources level (not the reward) */
+	json_t *limit_reasons = json_array();
+	if (steps_at_limits(lines, limit_reasons) && d.v.resources == PD_LV_PASS)
+		d.v.resources = PD_LV_FAIL;
+	json_decref(lines);
 	if (rules && rules_fail) {
 		d.v.process = PD_LV_FAIL;
 		if (!pd_failure_is_infra(d.v.failure_class))
@@ -395,6 +424,8 @@ static json_t *grade_record(pd_server *srv, sess_entry *se, grade_req *q, const 
 		json_array_append_new(reasons, json_string(t));
 	}
 	json_array_extend(reasons, rule_reasons);
+	json_array_extend(reasons, limit_reasons);
+	json_decref(limit_reasons);
 	if (json_is_true(json_object_get(claim_rec, "mismatch")))
 		json_array_append(reasons, json_object_get(claim_rec, "why"));
 	json_object_set_new(o, "reasons", reasons);

@@ -6,7 +6,7 @@
 # session goes on; the judged record is answered, stored as an attempt and appended to the
 # trajectory as its verdict line, which export (JSON lines and ATIF) carries. Annotations.
 source "$(dirname "$0")/api.sh"
-plan 58
+plan 60
 
 STATE=${PADDOCK_STATE_DIR:-/var/lib/paddock}
 sx() { post_json "/v1/sessions/$1/exec" "$2"; }
@@ -214,4 +214,13 @@ is "$(jb '[(.exceeded|join(",")), (.spent.cpu_s > 0.3 | tostring)] | join(" ")')
 post_json "/v1/sessions/$S4/judge" '{"problem":{"kind":"episode","command":"true"}}'
 is "$(jb '[.verdict.resources.status, (.reward|tostring), (.budget_exceeded|join(","))] | join(" ")')" "fail 0 cpu_s" \
   "graded: resources fail for cpu_s, reward budget_exceeded's default 0"
+
+# the steps' limits: a step a limit killed fails the resources level (usable false), not the reward
+post_json /v1/sessions '{"template":"python"}'
+S5=$(jb .session_id); echo "$S5" >>"$TMPD/ids"
+sx "$S5" '{"shell":"sleep 5","timeout":0.5}'
+is "$(jb .status)" TO "an agent's step killed at its time limit"
+post_json "/v1/sessions/$S5/judge" '{"problem":{"kind":"episode","command":"true"}}'
+is "$(jb '[.verdict.output.status, .verdict.resources.status, (.reward|tostring), .reasons[0]] | join(" ")')" \
+  "pass fail 1 step 1: TO (a limit killed it)" "graded: output pass, resources fail for the step's limit, the reward kept"
 
