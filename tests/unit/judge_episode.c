@@ -178,7 +178,7 @@ static void test_rules(void)
 
 int main(void)
 {
-	plan(24);
+	plan(25);
 	test_grade();
 	test_rules();
 	return done();
