@@ -120,6 +120,7 @@ run: all
 	@echo "results: $(BUILD)/results.jsonl (one JSON record per request)"
 	$(BIN)/paddock run -j 2 --problems examples/problems examples/submissions.jsonl -o $(BUILD)/verdicts.jsonl
 	@echo "verdicts: $(BUILD)/verdicts.jsonl (one judged record per submission)"
+	examples/episode/grade.sh $(BIN)/paddock $(BUILD)/episode
 
 # libFuzzer on every parser of untrusted bytes, FUZZ_SECONDS each (clang)
 FUZZ_SECONDS ?= 60

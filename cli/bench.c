@@ -99,6 +99,10 @@ static void bench_usage(FILE *f)
 	      "                         off on on off, after the machine's cost of a switch\n"
 	      "                         between two processes, which an audited call pays);\n"
 	      "                         --audit runs only those\n"
+	      "  --episode              instead: grading an episode in a fork (POST\n"
+	      "                         /v1/sessions/{id}/judge) against running the same command\n"
+	      "                         as a step of the session, which holds --episode-mb MB of\n"
+	      "                         files (default 100); takes --rounds (default 5)\n"
 	      "  --goodput              instead: a trainer's load against a daemon of its own\n"
 	      "                         (paddock serve): python jobs with deadlines that are their\n"
 	      "                         clients' read timeouts, at --loads times the capacity\n"
@@ -194,6 +198,9 @@ int cmd_bench(int argc, char **argv)
 		return cmd_bench_http(argc, argv);
 	if (judge)
 		return cmd_bench_judge(argc, argv);
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--episode"))
+			return cmd_bench_episode(argc, argv);
 	if (goodput)
 		return cmd_bench_goodput(argc, argv);
 	static const struct option opts[] = {

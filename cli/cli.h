@@ -28,6 +28,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_bench_http(int argc, char **argv);
 /* paddock bench --judge (bench_judge.c): the judge's cells against verl's way, the floor, a peer. */
 int cmd_bench_judge(int argc, char **argv);
+int cmd_bench_episode(int argc, char **argv);
 /* paddock bench --goodput / --memory-verdict (bench_goodput.c): a trainer's load, limit verdicts. */
 int cmd_bench_goodput(int argc, char **argv);
 int cmd_pool(int argc, char **argv);

@@ -11,6 +11,8 @@
  *   short_pass — a pass whose code is under short_percent of that median's code size;
  *   score_jump — a score at least jump_percent points (of 100) above the best of its group's
  *     (group_id) earlier judged attempts (at least group_min of them);
+ * and, for a graded episode (POST /v1/sessions/{id}/judge) whose agent claimed success:
+ *   claim_mismatch — the claim (record's claim.mismatch) on an output that did not pass;
  * and, for a judged attempt that ended as judge_error:
  *   checker_failure — the checker crashed, timed out or said fail on this attempt's output, twice.
  *     No reward and not the model's fault (it may be the checker's bug), but an output made to
@@ -290,6 +292,12 @@ void review_consider(sqlite3 *db, int64_t row, const pd_job *j, json_t *rec, con
 	/* the too-good signals are about judged attempts: a run has no output level */
 	if (!json_object_get(rec, "reward"))
 		return;
+	json_t *claim = json_object_get(rec, "claim");
+	if (json_is_true(json_object_get(claim, "mismatch"))) {
+		const char *why = json_string_value(json_object_get(claim, "why"));
+		enqueue(db, row, j, "claim_mismatch", why ? why : "the agent claimed success on a failed grade");
+		return;
+	}
 	if (j->failure == PD_F_JUDGE) {
 		const char *why = json_string_value(json_object_get(rec, "error"));
 		enqueue(db, row, j, "checker_failure", why && *why ? why : "the checker failed twice");

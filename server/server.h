@@ -444,6 +444,7 @@ typedef struct pd_session_create_req {
 	pd_session_opts o;      /* TTLs in ms (0 = the template's); o.metadata is compact JSON, owned */
 	char network[16];       /* "network": the first stage's (pd_session_set_network); "" = the template's */
 	struct json_t *egress;  /* "egress" with it (owned; NULL = none given) */
+	struct json_t *rules;   /* "rules" (owned; NULL = none): checked where the session opens */
 } pd_session_create_req;
 
 /* POST /v1/sessions/<id>/network: {"network": "none"|"loopback"|"allowlist", "egress": {"allow":

@@ -164,6 +164,8 @@ int pd_server_check(const pd_server_opts *o, pd_err *e)
 				       : pd_templates_default(&s->tpl, &s->ntpl, e);
 	if (rc == 0)
 		rc = netmodes_add(s, e);
+	if (rc == 0)
+		rc = session_rules_check_templates(s->tpl, s->ntpl, e);
 	pd_templates_free(s->tpl, s->ntpl);
 	free(s);
 	if (rc < 0)

@@ -181,6 +181,12 @@ pd_job *pd_judge_job(pd_judge *judge, const pd_problem_set *problems, json_t *bo
 		work_free(w);
 		return NULL;
 	}
+	if (w->problem->episode) {
+		pd_refuse(e, "problem_id: %s is an episode problem: grade a session with POST /v1/sessions/{id}/judge",
+			  w->problem->id);
+		work_free(w);
+		return NULL;
+	}
 	/* a request policy that would widen the template's or problem's: the client's error, now */
 	if (pd_judge_check_policy(judge, w->problem, w->q.language, w->q.audit, e) < 0) {
 		work_free(w);

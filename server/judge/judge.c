@@ -115,6 +115,8 @@ static int check_template_decoys(pd_judge *j, const pd_problem *p, pd_err *e)
 
 int pd_judge_prepare(pd_judge *j, pd_problem *p, pd_err *e)
 {
+	if (p->episode)
+		return 0; /* nothing to build: its command runs in the session's fork */
 	if (check_template_decoys(j, p, e) < 0)
 		return -1;
 	if (p->checker.mode == PD_CHK_PROGRAM && prepare_one(j, p, &p->checker_prog, "checker", e) < 0)
