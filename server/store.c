@@ -15,7 +15,7 @@
 #include <errno.h>
 #include <libgen.h>
 #include <pthread.h>
-#include <sqlite3.h>
+#include "sqlite_dl.h"
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,6 +124,8 @@ static void prune_locked(pd_store *s)
 
 pd_store *pd_store_open(const char *path, uint64_t max_bytes, pd_err *e)
 {
+	if (pd_dl_load(&pd_dls_lib, e) < 0)
+		return NULL;
 	pd_store *s = calloc(1, sizeof *s);
 	if (!s) {
 		pd_fail(e, ENOMEM, "store");
