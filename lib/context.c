@@ -124,12 +124,13 @@ pd_ctx *pd_ctx_new(const pd_ctx_opts *o, pd_err *e)
 	pd_cgroups_sweep(&c->cg, owner_dead, c);
 	pd_gvisor_sweep(c, owner_dead, c);
 	prune_owners(c);
-	if (pd_seccomp_compile_base(&c->bpf_base, e) < 0 || pd_seccomp_compile_audit(&c->bpf_audit, e) < 0)
-		goto fail;
 	if (pd_mkdir_p(c->run_dir, 0700) < 0) {
 		pd_fail(e, errno, "create %s", c->run_dir);
 		goto fail;
 	}
+	if (pd_seccomp_policy(PD_SECCOMP_BASE, c->run_dir, &c->bpf_base, e) < 0 ||
+	    pd_seccomp_policy(PD_SECCOMP_AUDIT, c->run_dir, &c->bpf_audit, e) < 0)
+		goto fail;
 	if (pd_slots_init(&c->slots, c->run_dir, e) < 0)
 		goto fail;
 	if (pd_netpool_init(&c->net, e) < 0)

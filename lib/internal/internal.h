@@ -105,6 +105,10 @@ typedef struct pd_bpf {
 
 int pd_seccomp_compile_base(pd_bpf *out, pd_err *e);
 int pd_seccomp_compile_audit(pd_bpf *out, pd_err *e);
+/* The policy, taken from cache_dir when a compile with exactly the same inputs left it there, else
+ * compiled (and left there). cache_dir NULL: compiled. */
+typedef enum { PD_SECCOMP_BASE, PD_SECCOMP_AUDIT } pd_seccomp_which;
+int pd_seccomp_policy(pd_seccomp_which which, const char *cache_dir, pd_bpf *out, pd_err *e);
 void pd_bpf_free(pd_bpf *b);
 
 /* ---- images (image.c) ------------------------------------------------------------------------ */
