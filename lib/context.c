@@ -133,7 +133,7 @@ pd_ctx *pd_ctx_new(const pd_ctx_opts *o, pd_err *e)
 		goto fail;
 	if (pd_slots_init(&c->slots, c->run_dir, e) < 0)
 		goto fail;
-	if (pd_netpool_init(&c->net, e) < 0)
+	if (pd_netpool_init(&c->net, !o->one_sandbox, e) < 0)
 		goto fail;
 	c->uwatch = pd_uwatch_new(); /* none (ENOMEM): every reset rebuilds every overlay */
 	return c;
@@ -167,7 +167,7 @@ void pd_ctx_free(pd_ctx *c)
 		/* cgroups of ours still there (sandboxes the caller never destroyed, tasks stuck past
 		 * the deadline): keep the registration, unlocked, so the next paddock knows them for
 		 * a dead owner's and sweeps them; an unknown owner's are never touched */
-		if (pd_cgroups_owned(&c->cg, self) == 0)
+		if ((!c->cg_open && !c->cg_other) || pd_cgroups_owned(&c->cg, self) == 0)
 			unlink(p);
 		close(c->owner_fd);
 	}
@@ -214,8 +214,8 @@ uint64_t pd_ctx_reap_stuck(pd_ctx *c)
 		int r = waitid((idtype_t)P_PIDFD, (id_t)st->pidfd, &si, WEXITED | WNOHANG | __WALL);
 		if ((r == 0 && si.si_pid) || (r < 0 && errno == ECHILD)) {
 			close(st->pidfd);
-			if (st->cg)
-				c->cg.ops->destroy(st->cg, NULL);
+			if (st->cg && c->cg.ops->destroy(st->cg, NULL) == 0)
+				__atomic_sub_fetch(&c->cg_open, 1, __ATOMIC_RELAXED);
 			free(st);
 			continue;
 		}

@@ -234,6 +234,9 @@ typedef struct pd_ctx_opts {
 	const char *cgroup_root; /* default: detected (v2 unified, else v1 hierarchies) */
 	int cgroup_version;      /* 0 = detect, 1, 2 */
 	bool cgroup_fake;        /* v2 backend over a plain directory (tests only) */
+	bool one_sandbox;        /* the process makes one sandbox and ends (paddock exec): nothing is
+				  * prepared for a next one — its network namespace is neither
+				  * compared with a fresh one's nor kept for reuse */
 } pd_ctx_opts;
 
 /* Creates a context: detects the cgroup backend, compiles the seccomp policies, builds the default

@@ -146,7 +146,8 @@ void pd_slot_put(pd_slots *s, uint32_t slot);
 
 typedef struct pd_netns pd_netns;
 typedef struct pd_netpool pd_netpool;
-int pd_netpool_init(pd_netpool **out, pd_err *e);
+/* keep: namespaces are checked and kept for reuse (false: each is closed after its sandbox) */
+int pd_netpool_init(pd_netpool **out, bool keep, pd_err *e);
 void pd_netpool_free(pd_netpool *p);
 void pd_netpool_stats(pd_netpool *p, pd_netns_stats *out);
 /* An idle namespace that reads exactly as a fresh one, or a new one; lo up if loopback. */
@@ -201,6 +202,11 @@ struct pd_ctx {
 	pd_stuck *stuck;
 	uint64_t nstuck, nstuck_total;
 	struct pd_uwatch *uwatch; /* upperwatch.c */
+	/* container sandboxes' cgroups made and not yet removed (sandbox.c), and whether any other
+	 * was ever made (gvisor, whose runsc makes its own): at 0 and none, pd_ctx_free knows no
+	 * cgroup of ours is left without listing every paddock cgroup on the host */
+	uint64_t cg_open;
+	bool cg_other;
 };
 
 /* ---- kept overlays of layers mounted elsewhere than "/" (upperwatch.c) ------------------------ */
