@@ -121,8 +121,9 @@ pd_ctx *pd_ctx_new(const pd_ctx_opts *o, pd_err *e)
 		goto fail;
 	if (take_owner_lock(c, e) < 0)
 		goto fail;
+	/* a dead owner's cgroups in paddock's hierarchies, gvisor sandboxes' too: their tasks are
+	 * killed here; what else runsc left is swept before this context's first gvisor sandbox */
 	pd_cgroups_sweep(&c->cg, owner_dead, c);
-	pd_gvisor_sweep(c, owner_dead, c);
 	prune_owners(c);
 	if (pd_mkdir_p(c->run_dir, 0700) < 0) {
 		pd_fail(e, errno, "create %s", c->run_dir);
@@ -173,6 +174,16 @@ void pd_ctx_free(pd_ctx *c)
 	}
 	pthread_mutex_destroy(&c->lock);
 	free(c);
+}
+
+void pd_ctx_gvisor_sweep_once(pd_ctx *c)
+{
+	pthread_mutex_lock(&c->lock);
+	bool first = !c->gv_swept;
+	c->gv_swept = true;
+	pthread_mutex_unlock(&c->lock);
+	if (first)
+		pd_gvisor_sweep(c, owner_dead, c);
 }
 
 const char *pd_ctx_cgroup_backend(const pd_ctx *c)

@@ -167,6 +167,7 @@ int pd_gvisor_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd
 		snprintf(r->error, sizeof r->error, "%s", why);
 		return pd_fail(e, ENOTSUP, "%s", why);
 	}
+	pd_ctx_gvisor_sweep_once(c);
 	pd_limits lim = o->limits;
 	if (!lim.disk_bytes)
 		lim.disk_bytes = 256ull << 20;

@@ -247,6 +247,7 @@ pd_sandbox *pd_gv_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 		pd_fail(e, ENOTSUP, "%s", why);
 		return NULL;
 	}
+	pd_ctx_gvisor_sweep_once(c);
 	pd_sandbox *s = calloc(1, sizeof *s);
 	struct pd_gv_sb *g = s ? calloc(1, sizeof *g) : NULL;
 	if (!g) {

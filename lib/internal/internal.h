@@ -207,6 +207,7 @@ struct pd_ctx {
 	 * cgroup of ours is left without listing every paddock cgroup on the host */
 	uint64_t cg_open;
 	bool cg_other;
+	bool gv_swept; /* pd_ctx_gvisor_sweep_once ran (lock) */
 };
 
 /* ---- kept overlays of layers mounted elsewhere than "/" (upperwatch.c) ------------------------ */
