@@ -56,6 +56,10 @@ static void prune_owners(pd_ctx *c)
 		if (strlen(de->d_name) != 8 || strspn(de->d_name, "0123456789abcdef") != 8 ||
 		    !owner_dead(de->d_name, c) || pd_cgroups_owned(&c->cg, de->d_name) != 0)
 			continue;
+		/* a dead owner about to be forgotten: what runsc left of its gvisor sandboxes is swept
+		 * first, while the owner is still known for dead (a context that never uses the tier
+		 * otherwise sweeps it only here, when someone died) */
+		pd_ctx_gvisor_sweep_once(c);
 		char p[PD_PATH];
 		snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
 		int fd = open(p, O_RDWR | O_CLOEXEC);
