@@ -44,8 +44,8 @@ typedef struct bench_hconn {
 int bench_hconnect(bench_hconn *c, int port);
 /* One request; returns the status code (-1: the connection failed), the body in c->buf. */
 int bench_hrequest(bench_hconn *c, const char *method, const char *path, const char *body);
-/* Waits (up to 30 s) until the python pool neither resets nor creates. */
-void bench_pool_quiet(int port);
+/* Waits (up to 30 s) until the python pool neither resets nor creates, asking every poll_ms. */
+void bench_pool_quiet(int port, unsigned poll_ms);
 /* bwrap /bin/true with paddock's namespaces (bench.c): the bwrap row's argv, path first. */
 #define BENCH_BWRAP_ARGC 31
 void bench_bwrap_argv(const char *path, const char **argv);

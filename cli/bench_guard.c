@@ -28,6 +28,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -111,33 +112,69 @@ static double cli_round(const char *const *cli, const char *const *bwrap, int op
 
 static const char run_code_body[] = "{\"language\":\"python\",\"code\":\"print(1)\"}";
 
-/* One round of the daemon cell: batches of /run_code, each measured until the pool has reset what
- * it released (the reset is part of a request's cost), between spawns of the floor. */
-static double daemon_round(bench_hconn *c, int port, int ops, double *req_ms, double *floor_ms)
+/* The python pool's count of field in the last GET /v1/pools answer (c->buf); -1 if absent. */
+static long pool_field(const bench_hconn *c, const char *field)
+{
+	const char *p = strstr(c->buf, "\"template\":\"python\"");
+	char key[32];
+	snprintf(key, sizeof key, "\"%s\":", field);
+	p = p ? strstr(p, key) : NULL;
+	return p ? strtol(p + strlen(key), NULL, 10) : -1;
+}
+
+/* Waits until the python pool neither resets nor creates; the questions asked (each costs the
+ * daemon and this client CPU the requests did not, taken off by the caller), -1 on failure. */
+static int quiet(bench_hconn *c)
+{
+	for (int n = 1; n < 30000; n++) {
+		if (bench_hrequest(c, "GET", "/v1/pools", NULL) != 200)
+			return -1;
+		if (pool_field(c, "reclaiming") == 0 && pool_field(c, "creating") == 0)
+			return n;
+		struct timespec ts = {0, 2000000};
+		nanosleep(&ts, NULL);
+	}
+	return -1;
+}
+
+/* One round of the daemon cell: each /run_code measured until the pool has reset what it
+ * released (the reset is part of a request's cost, and the next request then finds a READY
+ * sandbox whatever the load: a pool left to refill on the request path would charge a creation
+ * to the requests of a slow moment), the questions about the pool taken off at their measured
+ * cost, between spawns of the floor. */
+static double daemon_round(bench_hconn *c, int ops, double q_ms, double *req_ms, double *floor_ms)
 {
 	static const char *const floor_argv[] = {"/bin/true", NULL};
-	enum { BATCH = 5 };
 	double d = 0, f = 0;
-	int n = 0;
-	for (int done = 0; done < ops; done += BATCH) {
+	for (int i = 0; i < ops; i++) {
 		double c0 = self_cpu_ms();
-		for (int i = 0; i < BATCH; i++)
-			if (bench_hrequest(c, "POST", "/run_code", run_code_body) != 200 ||
-			    !strstr(c->buf, "\"status\":\"Success\""))
-				return -1;
-		bench_pool_quiet(port);
-		d += self_cpu_ms() - c0;
-		n += BATCH;
-		for (int i = 0; i < BATCH; i++) {
-			double x = spawn_cpu_ms(floor_argv);
-			if (x < 0)
-				return -1;
-			f += x;
-		}
+		if (bench_hrequest(c, "POST", "/run_code", run_code_body) != 200 ||
+		    !strstr(c->buf, "\"status\":\"Success\""))
+			return -1;
+		int q = quiet(c);
+		if (q < 0)
+			return -1;
+		d += self_cpu_ms() - c0 - q * q_ms;
+		double x = spawn_cpu_ms(floor_argv);
+		if (x < 0)
+			return -1;
+		f += x;
 	}
-	*req_ms = d / n;
-	*floor_ms = f / n;
+	*req_ms = d / ops;
+	*floor_ms = f / ops;
 	return f > 0 ? d / f : -1;
+}
+
+/* What one question about the pool costs, asked of an idle pool. */
+static double question_ms(bench_hconn *c)
+{
+	if (quiet(c) < 0)
+		return -1;
+	double c0 = self_cpu_ms();
+	for (int i = 0; i < 50; i++)
+		if (bench_hrequest(c, "GET", "/v1/pools", NULL) != 200)
+			return -1;
+	return (self_cpu_ms() - c0) / 50;
 }
 
 static int verdict(const char *what, double med, double lo, double hi, double base)
@@ -229,6 +266,7 @@ int cmd_bench_guard(int argc, char **argv)
 	}
 	int port = atoi(strrchr(pd_server_address(s), ':') + 1);
 	struct perf_event_attr pa;
+	(void)port;
 	memset(&pa, 0, sizeof pa);
 	pa.type = PERF_TYPE_SOFTWARE;
 	pa.size = sizeof pa;
@@ -247,7 +285,8 @@ int cmd_bench_guard(int argc, char **argv)
 	       clock_fd >= 0 ? "an inherited task clock; getrusage for the daemon" : "wait4, getrusage");
 	/* warm: the page cache, the pools, the seccomp cache of the run directory */
 	double w1, w2;
-	if ((have_bwrap && cli_round(cli, bwrap, 2, &w1, &w2) < 0) || daemon_round(&c, port, 5, &w1, &w2) < 0) {
+	double q_ms = question_ms(&c);
+	if ((have_bwrap && cli_round(cli, bwrap, 2, &w1, &w2) < 0) || q_ms < 0 || daemon_round(&c, 5, q_ms, &w1, &w2) < 0) {
 		cli_error("bench --guard: a warm-up operation failed");
 		rc = EXIT_PADDOCK_FAILED;
 		goto out;
@@ -256,7 +295,7 @@ int cmd_bench_guard(int argc, char **argv)
 	for (int r = 0; rc_cli && rc_d && r < rounds && !rc; r++) {
 		double a = 0, b = 0, x = 0, y = 0;
 		rc_cli[r] = have_bwrap ? cli_round(cli, bwrap, ops, &a, &b) : 0;
-		rc_d[r] = daemon_round(&c, port, ops, &x, &y);
+		rc_d[r] = daemon_round(&c, ops, q_ms, &x, &y);
 		if (rc_cli[r] < 0 || rc_d[r] < 0) {
 			cli_error("bench --guard: an operation failed in round %d", r + 1);
 			rc = EXIT_PADDOCK_FAILED;

@@ -140,7 +140,7 @@ static long pool_count(const bench_hconn *c, const char *field)
 /* Waits until the python pool neither resets nor creates: the work a cell's requests queued for
  * the reclaimer (and the refill to the pool's target) is part of that cell, or it would run in
  * the next cell, the floor's, and flatter /run_code's ratio twice. */
-void bench_pool_quiet(int port)
+void bench_pool_quiet(int port, unsigned poll_ms)
 {
 	bench_hconn c;
 	if (bench_hconnect(&c, port) < 0)
@@ -148,7 +148,7 @@ void bench_pool_quiet(int port)
 	uint64_t deadline = pd_now_us() + 30 * 1000000u;
 	while (pd_now_us() < deadline && bench_hrequest(&c, "GET", "/v1/pools", NULL) == 200 &&
 	       (pool_count(&c, "reclaiming") > 0 || pool_count(&c, "creating") > 0)) {
-		struct timespec ts = {0, 1000000}; /* poll every 1 ms: finer than a reset */
+		struct timespec ts = {(time_t)(poll_ms / 1000), (long)(poll_ms % 1000) * 1000000L};
 		nanosleep(&ts, NULL);
 	}
 	close(c.fd);
@@ -184,7 +184,7 @@ static uint64_t throughput(op_kind k, int port, int clients, double secs, uint64
 		*bad += t[i].bad;
 	}
 	if (k == OP_RUN_CODE)
-		bench_pool_quiet(port);
+		bench_pool_quiet(port, 1); /* every 1 ms: finer than a reset */
 	*elapsed += (pd_now_us() - t0) / 1e6;
 	*cpu_us += self_cpu_us() - c0;
 	return ok;

@@ -298,6 +298,17 @@ static int v2_stats(pd_cg *g, pd_cg_stats *st)
 	return 0;
 }
 
+static uint64_t v2_sample(pd_cg *g)
+{
+	char b[1024];
+	const char *d = g->dirs[0];
+	uint64_t cpu = cg_pread(g, CGF_CPU_STAT, d, "cpu.stat", b, sizeof b) >= 0 ? pd_keyed_u64(b, "usage_usec") : 0;
+	uint64_t cur = cg_pread_u64(g, CGF_PIDS, d, "pids.current");
+	if (cur > g->pids_peak_sampled)
+		g->pids_peak_sampled = cur;
+	return cpu;
+}
+
 static void v2_reset_peaks(pd_cg *g)
 {
 	g->pids_peak_base = cg_pread_u64(g, CGF_PIDS_PEAK, g->dirs[0], "pids.peak");
@@ -424,7 +435,7 @@ static int v2_set_io(pd_cg *g, const pd_iodev *devs, size_t n, const pd_limits *
 static const pd_cg_ops v2_ops = {"v2",         v2_create,  v2_clone_fd, v2_attach,
 				  v2_stats,     v2_reset_peaks, v2_kill_all, v2_destroy,
 				  v2_exists,    v2_set_memory,  cg_stats_close, v2_reclaim,
-				  v2_tasks,     v2_set_io};
+				  v2_tasks,     v2_set_io,      v2_sample};
 
 /* ---------------------------------------------------------------------------------------------- */
 /* v1 */
@@ -526,6 +537,15 @@ static int v1_stats(pd_cg *g, pd_cg_stats *st)
 	/* newer kernels keep pids.peak on v1 too; older ones leave us our samples */
 	pids_peak_since_reset(g, st, cg_pread_u64(g, CGF_PIDS_PEAK, pi, "pids.peak"));
 	return 0;
+}
+
+static uint64_t v1_sample(pd_cg *g)
+{
+	uint64_t cpu = cg_pread_u64(g, CGF_CPU, g->dirs[g->cpuacct_i], "cpuacct.usage") / 1000u;
+	uint64_t cur = cg_pread_u64(g, CGF_PIDS, g->dirs[g->pids_i], "pids.current");
+	if (cur > g->pids_peak_sampled)
+		g->pids_peak_sampled = cur;
+	return cpu;
 }
 
 static void v1_reset_peaks(pd_cg *g)
@@ -636,7 +656,7 @@ static int v1_set_io(pd_cg *g, const pd_iodev *devs, size_t n, const pd_limits *
 static const pd_cg_ops v1_ops = {"v1",         v1_create,  v1_clone_fd, v1_attach,
 				  v1_stats,     v1_reset_peaks, v1_kill_all, v1_destroy,
 				  v1_exists,    v1_set_memory,  cg_stats_close, v1_reclaim,
-				  v1_tasks,     v1_set_io};
+				  v1_tasks,     v1_set_io,      v1_sample};
 
 /* ---------------------------------------------------------------------------------------------- */
 

@@ -51,6 +51,9 @@ typedef struct pd_cg_ops {
 	uint64_t (*tasks)(pd_cg *g); /* pids.current alone (a reset's check: one file, not stats' six) */
 	/* l's I/O limits on each of the n disks (before the sandbox's init is attached) */
 	int (*set_io)(pd_cg *g, const struct pd_iodev *devs, size_t n, const pd_limits *l, pd_err *e);
+	/* an exec's periodic look (every 20 ms of its wall time): the CPU used, for the CPU limit,
+	 * and pids.current, for the sampled peak — two files, not stats' six */
+	uint64_t (*sample)(pd_cg *g);
 } pd_cg_ops;
 
 struct pd_cgroups {
