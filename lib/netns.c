@@ -169,35 +169,27 @@ static int leave(pd_netpool *p, pd_err *e)
 }
 
 /* The PROBES of a namespace (dir: its /proc/.../net), concatenated, each with its name.
- * Returns the length, or -1 (too large to be fresh, or unreadable). The directory is resolved
- * once (each /proc/PID/net/FILE walked /proc, the pid and its namespace again: a third of the
- * check's cost), then each file in it. */
+ * Returns the length, or -1 (too large to be fresh, or unreadable). */
 static ssize_t read_probes(const char *dir, char *buf, size_t cap)
 {
 	size_t n = 0;
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -1;
 	for (int i = 0; PROBES[i]; i++) {
-		/* one descriptor at a time beside the directory's: a reset must work with as few free
-		 * as the helper needs */
+		/* one descriptor at a time: a reset must work with as few free as the helper needs */
+		char path[96];
+		snprintf(path, sizeof path, "%s/%s", dir, PROBES[i]);
 		int w = snprintf(buf + n, cap - n, "\n== %s\n", PROBES[i]);
-		if (w < 0 || (size_t)w >= cap - n) {
-			close(dfd);
+		if (w < 0 || (size_t)w >= cap - n)
 			return -1;
-		}
 		n += (size_t)w;
-		int fd = openat(dfd, PROBES[i], O_RDONLY | O_CLOEXEC);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
 			if (errno == ENOENT) /* IPv6 off, say: absent in fresh namespaces too */
 				continue;
-			close(dfd);
 			return -1;
 		}
 		for (;;) {
 			if (n == cap) {
 				close(fd);
-				close(dfd);
 				return -1;
 			}
 			ssize_t r = read(fd, buf + n, cap - n);
@@ -205,7 +197,6 @@ static ssize_t read_probes(const char *dir, char *buf, size_t cap)
 				continue;
 			if (r < 0) {
 				close(fd);
-				close(dfd);
 				return -1;
 			}
 			if (r == 0)
@@ -214,7 +205,6 @@ static ssize_t read_probes(const char *dir, char *buf, size_t cap)
 		}
 		close(fd);
 	}
-	close(dfd);
 	return (ssize_t)n;
 }
 
