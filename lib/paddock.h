@@ -239,7 +239,8 @@ typedef struct pd_ctx_opts {
 				  * compared with a fresh one's nor kept for reuse */
 } pd_ctx_opts;
 
-/* Creates a context: detects the cgroup backend, compiles the seccomp policies, builds the default
+/* Creates a context: detects the cgroup backend, compiles the seccomp policies (or takes them from
+ * the run directory, where an identical compile left them), builds the default
  * image if missing. Costly (milliseconds); do it once per process. */
 pd_ctx *pd_ctx_new(const pd_ctx_opts *opts, pd_err *e);
 void pd_ctx_free(pd_ctx *c);
