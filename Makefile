@@ -23,7 +23,10 @@ CFLAGS  ?= -O2 -g -D_FORTIFY_SOURCE=2
 override CFLAGS += -std=gnu11 $(WARN) -fstack-protector-strong -fPIE -Ilib -Ipool -Iserver
 LDFLAGS += -pie -Wl,-z,relro,-z,now
 # libmicrohttpd is not linked: server/mhd.c loads it when a server starts (see mhd.h)
-LDLIBS  := -lsqlite3 -lseccomp -ljansson -larchive -lcrypto -lpthread
+# libarchive, libcrypto and SQLite are loaded on first use too (lib/dl.c); the unit tests, which
+# call them directly, link them
+LDLIBS  := -lseccomp -ljansson -lpthread
+TEST_LDLIBS := -lsqlite3 -larchive -lcrypto
 
 LIB_SRC := $(wildcard lib/*.c lib/*/*.c)
 POOL_SRC := $(wildcard pool/*.c pool/*/*.c)
@@ -74,7 +77,7 @@ $(BIN)/paddock: $(CLI_OBJ) $(LIBS)
 $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) tests/hostcount.h $(LIBS)
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
-	@$(CC) $(CFLAGS) $(TEST_INC) $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
+	@$(CC) $(CFLAGS) $(TEST_INC) $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS) $(TEST_LDLIBS)
 
 # probes run inside sandboxes: static, so they need nothing from the image
 $(BUILD)/probes/%: tests/probes/%.c
@@ -91,7 +94,7 @@ test-loaded: all $(UNIT_BIN) $(PROBE_BIN)
 
 $(BUILD)/soak: tests/soak/soak.c tests/hostcount.h tests/unit/tap.h $(LIBS)
 	@echo "  SOAK    $@"
-	@$(CC) $(CFLAGS) $(TEST_INC) $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
+	@$(CC) $(CFLAGS) $(TEST_INC) $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS) $(TEST_LDLIBS)
 
 soak: $(BUILD)/soak
 	$(BUILD)/soak

@@ -44,6 +44,23 @@
 #include <time.h>
 #include <unistd.h>
 
+/* SQLite, loaded when a goodput run reads a store (paddock.h: pd_dl_lib), not at every start */
+#define GP_SQL(X) X(sqlite3_bind_text) X(sqlite3_close) X(sqlite3_column_double) X(sqlite3_column_text) X(sqlite3_finalize) X(sqlite3_open_v2) X(sqlite3_prepare_v2) X(sqlite3_step)
+#define GP_ENUM(name) GP_##name,
+enum { GP_SQL(GP_ENUM) GP_NSQL };
+#define GP_NAME(name) #name,
+static const char *const gp_sql_names[] = {GP_SQL(GP_NAME) NULL};
+static void *gp_sql_fn[GP_NSQL];
+static pd_dl_lib gp_sql = {"libsqlite3.so.0", "libsqlite3-0", gp_sql_names, gp_sql_fn, 0, ""};
+#define sqlite3_bind_text ((__typeof__(sqlite3_bind_text) *)pd_dl_fn(&gp_sql, GP_sqlite3_bind_text))
+#define sqlite3_close ((__typeof__(sqlite3_close) *)pd_dl_fn(&gp_sql, GP_sqlite3_close))
+#define sqlite3_column_double ((__typeof__(sqlite3_column_double) *)pd_dl_fn(&gp_sql, GP_sqlite3_column_double))
+#define sqlite3_column_text ((__typeof__(sqlite3_column_text) *)pd_dl_fn(&gp_sql, GP_sqlite3_column_text))
+#define sqlite3_finalize ((__typeof__(sqlite3_finalize) *)pd_dl_fn(&gp_sql, GP_sqlite3_finalize))
+#define sqlite3_open_v2 ((__typeof__(sqlite3_open_v2) *)pd_dl_fn(&gp_sql, GP_sqlite3_open_v2))
+#define sqlite3_prepare_v2 ((__typeof__(sqlite3_prepare_v2) *)pd_dl_fn(&gp_sql, GP_sqlite3_prepare_v2))
+#define sqlite3_step ((__typeof__(sqlite3_step) *)pd_dl_fn(&gp_sql, GP_sqlite3_step))
+
 #define MAX_BUILDS 2
 #define MAX_LOADS 8
 #define MAX_ROUNDS 20
@@ -357,6 +374,8 @@ static void cpu_of(const char *db, const char *tag, const gp_call *calls, int n,
 	sqlite3_stmt *st = NULL;
 	char like[64];
 	snprintf(like, sizeof like, "%s-%%", tag);
+	if (pd_dl_load(&gp_sql, NULL) < 0)
+		return; /* no figures: the table says 0 */
 	if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(h,
 			       "SELECT task_id, json_extract(record, '$.run.cpu_ms') FROM attempts WHERE task_id LIKE ?",

@@ -238,9 +238,13 @@ typedef struct pd_ctx_opts {
 	const char *cgroup_root; /* default: detected (v2 unified, else v1 hierarchies) */
 	int cgroup_version;      /* 0 = detect, 1, 2 */
 	bool cgroup_fake;        /* v2 backend over a plain directory (tests only) */
+	bool one_sandbox;        /* the process makes one sandbox and ends (paddock exec): nothing is
+				  * prepared for a next one — its network namespace is neither
+				  * compared with a fresh one's nor kept for reuse */
 } pd_ctx_opts;
 
-/* Creates a context: detects the cgroup backend, compiles the seccomp policies, builds the default
+/* Creates a context: detects the cgroup backend, compiles the seccomp policies (or takes them from
+ * the run directory, where an identical compile left them), builds the default
  * image if missing. Costly (milliseconds); do it once per process. */
 pd_ctx *pd_ctx_new(const pd_ctx_opts *opts, pd_err *e);
 void pd_ctx_free(pd_ctx *c);
@@ -575,6 +579,28 @@ void pd_sha256_free(pd_sha256 *c);
 void pd_sha256_hex(const unsigned char d[32], char out[65]);
 /* The digest of a buffer as hex: 0 or -1 ("" on failure). */
 int pd_sha256_of(const void *data, size_t len, char out[65]);
+
+/* ---- libraries loaded on first use (lib/dl.c) ----
+ * libarchive (with libxml2, ICU and libstdc++ behind it), libcrypto and SQLite cost about 2.5 ms
+ * of loading and relocation at every process start when linked, and `paddock exec` uses none of
+ * them. Each is described by a pd_dl_lib; a header per library (lib/internal/dl_archive.h,
+ * dl_crypto.h, server/sqlite_dl.h) turns its function names into calls through the table, with the
+ * library's own prototypes, so the compiler checks every call as before. */
+typedef struct pd_dl_lib {
+	const char *soname;       /* what dlopen loads, e.g. "libarchive.so.13" */
+	const char *package;      /* the Debian package that has it, for the message */
+	const char *const *names; /* the functions paddock calls, NULL-terminated */
+	void **fn;                /* filled in the order of names */
+	int state;                /* 0 not tried, 1 loaded, -1 failed (error says why) */
+	char error[200];
+} pd_dl_lib;
+/* Loads the library once (thread-safe): 0, or -1 (ELIBACC) naming what is missing. Entry points
+ * call it first, so that a missing library is an error value. */
+int pd_dl_load(pd_dl_lib *l, pd_err *e);
+/* The i-th function, loading first. A call made without pd_dl_load having succeeded and whose
+ * library cannot be loaded ends the process with the reason on stderr, as the dynamic loader
+ * refused to start paddock at all when the library was linked. */
+void *pd_dl_fn(pd_dl_lib *l, int i);
 
 /* ---- the writable layer (a session step's files changed outside its scratch directories) ---- */
 

@@ -44,8 +44,11 @@ static const char schema[] = "CREATE TABLE IF NOT EXISTS review ("
 			      * reading records, which took 7 ms a judged record at 200 of them and grew with
 			      * the store */
 			     "DROP INDEX IF EXISTS attempts_problem;"
-			     "CREATE INDEX IF NOT EXISTS attempts_review ON attempts(problem_key, language, kind, last,"
-			     " passed, id, tests_ms, code_bytes);"
+			     /* partial: every question names a problem, and a row without one (each
+			      * /run_code's) then writes no page of this index at its insert */
+			     "DROP INDEX IF EXISTS attempts_review;"
+			     "CREATE INDEX IF NOT EXISTS attempts_review_nn ON attempts(problem_key, language, kind, last,"
+			     " passed, id, tests_ms, code_bytes) WHERE problem_key IS NOT NULL;"
 			     /* the risk list: problems with confirmed hacks (kept across restarts) */
 			     "CREATE TABLE IF NOT EXISTS risk (problem_id TEXT PRIMARY KEY, since INTEGER,"
 			     " confirmed INTEGER NOT NULL DEFAULT 0, last_review INTEGER);";

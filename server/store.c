@@ -15,7 +15,7 @@
 #include <errno.h>
 #include <libgen.h>
 #include <pthread.h>
-#include <sqlite3.h>
+#include "sqlite_dl.h"
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,6 +124,8 @@ static void prune_locked(pd_store *s)
 
 pd_store *pd_store_open(const char *path, uint64_t max_bytes, pd_err *e)
 {
+	if (pd_dl_load(&pd_dls_lib, e) < 0)
+		return NULL;
 	pd_store *s = calloc(1, sizeof *s);
 	if (!s) {
 		pd_fail(e, ENOMEM, "store");
@@ -149,8 +151,8 @@ pd_store *pd_store_open(const char *path, uint64_t max_bytes, pd_err *e)
 			       "INSERT INTO attempts (task_id, attempt, sandbox_id, problem_id, problem_version,"
 			       " template, language, node, queued_at, started_at, finished_at, queue_ms, status,"
 			       " failure_class, exit_code, signal, wall_ms, cpu_ms, memory_peak_bytes, record, request_id,"
-			       " group_id, sample_id, kind, last, problem_key, passed, tests_ms, code_bytes, score)"
-			       " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       " group_id, sample_id, kind, last, problem_key, passed, tests_ms, code_bytes, score, use_id)"
+			       " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 			       -1, &s->put, NULL) != SQLITE_OK) {
 		pd_fail_as(e, EIO, "store %s: %s", path, sqlite3_errmsg(s->db));
 		goto fail;
@@ -252,6 +254,7 @@ static void bind_record(sqlite3_stmt *st, const pd_job *j, json_t *rec, const ch
 	sqlite3_bind_text(st, 24, json_object_get(rec, "reward") ? "judge" : "run", -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 25, last);
 	review_bind(st, 26, j, rec);
+	bind_opt(st, 31, jstr(rec, "use_id"));
 }
 
 /* An earlier attempt's row: its columns come from its record (the job's own fields describe the
@@ -570,7 +573,7 @@ static int residue_locked(pd_store *s, const char *use_id, const char *residue)
 	if (!s->residue &&
 	    sqlite3_prepare_v2(s->db,
 			       "UPDATE attempts SET record = json_set(record, '$.residue', ?1, '$.run.residue', ?1,"
-			       " '$.compile.residue', ?1) WHERE json_extract(record, '$.use_id') = ?2"
+			       " '$.compile.residue', ?1) WHERE use_id = ?2"
 			       " AND json_extract(record, '$.residue') = 'pending'",
 			       -1, &s->residue, NULL) != SQLITE_OK)
 		return -1;

@@ -17,8 +17,7 @@
 #define _GNU_SOURCE
 #include "imgstore.h"
 
-#include <archive.h>
-#include <archive_entry.h>
+#include "dl_archive.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -486,6 +485,8 @@ int imgs_unpack_layer(const char *blob, const char *want, const char *dest, cons
 	u.b = b;
 	u.rootfd = -1;
 	*used_lowers = false;
+	if (pd_dl_load(&pd_dla_lib, e) < 0)
+		return -1;
 	u.h.fd = open(blob, O_RDONLY | O_CLOEXEC);
 	if (u.h.fd < 0)
 		return pd_fail(e, errno, "layer blob %s", blob);
@@ -595,6 +596,8 @@ int imgs_unpack_source(const char *tarball, const char *dest, imgs_budget *b, pd
 	uint64_t nb = 0, nf = 0;
 	alias *al = NULL;
 	size_t nal = 0;
+	if (pd_dl_load(&pd_dla_lib, e) < 0)
+		return -1;
 	struct archive *in = archive_read_new(), *ext = archive_write_disk_new();
 	int rc = 0;
 	if (!in || !ext) {
