@@ -23,7 +23,10 @@ CFLAGS  ?= -O2 -g -D_FORTIFY_SOURCE=2
 override CFLAGS += -std=gnu11 $(WARN) -fstack-protector-strong -fPIE -Ilib -Ipool -Iserver
 LDFLAGS += -pie -Wl,-z,relro,-z,now
 # libmicrohttpd is not linked: server/mhd.c loads it when a server starts (see mhd.h)
-LDLIBS  := -lsqlite3 -lseccomp -ljansson -larchive -lcrypto -lpthread
+# libarchive, libcrypto and SQLite are loaded on first use too (lib/dl.c); the unit tests, which
+# call them directly, link them
+LDLIBS  := -lseccomp -ljansson -lpthread
+TEST_LDLIBS := -lsqlite3 -larchive -lcrypto
 
 LIB_SRC := $(wildcard lib/*.c lib/*/*.c)
 POOL_SRC := $(wildcard pool/*.c pool/*/*.c)
@@ -74,7 +77,7 @@ $(BIN)/paddock: $(CLI_OBJ) $(LIBS)
 $(BUILD)/tests/%: tests/unit/%.c $(wildcard tests/unit/*.h) tests/hostcount.h $(LIBS)
 	@mkdir -p $(dir $@)
 	@echo "  TEST    $@"
-	@$(CC) $(CFLAGS) $(TEST_INC) $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
+	@$(CC) $(CFLAGS) $(TEST_INC) $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS) $(TEST_LDLIBS)
 
 # probes run inside sandboxes: static, so they need nothing from the image
 $(BUILD)/probes/%: tests/probes/%.c
@@ -91,7 +94,7 @@ test-loaded: all $(UNIT_BIN) $(PROBE_BIN)
 
 $(BUILD)/soak: tests/soak/soak.c tests/hostcount.h tests/unit/tap.h $(LIBS)
 	@echo "  SOAK    $@"
-	@$(CC) $(CFLAGS) $(TEST_INC) $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS)
+	@$(CC) $(CFLAGS) $(TEST_INC) $(LDFLAGS) -o $@ $< $(LIBS) $(LDLIBS) $(TEST_LDLIBS)
 
 soak: $(BUILD)/soak
 	$(BUILD)/soak
@@ -120,6 +123,7 @@ run: all
 	@echo "results: $(BUILD)/results.jsonl (one JSON record per request)"
 	$(BIN)/paddock run -j 2 --problems examples/problems examples/submissions.jsonl -o $(BUILD)/verdicts.jsonl
 	@echo "verdicts: $(BUILD)/verdicts.jsonl (one judged record per submission)"
+	examples/episode/grade.sh $(BIN)/paddock $(BUILD)/episode
 
 # libFuzzer on every parser of untrusted bytes, FUZZ_SECONDS each (clang)
 FUZZ_SECONDS ?= 60
@@ -129,8 +133,10 @@ fuzz:
 examples: all
 	@examples/run
 
+# every C file of the layers, their subfolders included (lib/image, server/http, ...)
 format:
-	clang-format -i lib/*.c lib/*.h pool/*.c pool/*.h server/*.c server/*.h cli/*.c cli/*.h tests/unit/*.c tests/probes/*.c
+	clang-format -i $(wildcard lib/*.[ch] lib/*/*.[ch] pool/*.[ch] pool/*/*.[ch] server/*.[ch] server/*/*.[ch] \
+	  cli/*.[ch] tests/unit/*.[ch] tests/probes/*.c)
 
 clean:
 	rm -rf build build-asan bin

@@ -99,6 +99,10 @@ static void bench_usage(FILE *f)
 	      "                         off on on off, after the machine's cost of a switch\n"
 	      "                         between two processes, which an audited call pays);\n"
 	      "                         --audit runs only those\n"
+	      "  --episode              instead: grading an episode in a fork (POST\n"
+	      "                         /v1/sessions/{id}/judge) against running the same command\n"
+	      "                         as a step of the session, which holds --episode-mb MB of\n"
+	      "                         files (default 100); takes --rounds (default 5)\n"
 	      "  --goodput              instead: a trainer's load against a daemon of its own\n"
 	      "                         (paddock serve): python jobs with deadlines that are their\n"
 	      "                         clients' read timeouts, at --loads times the capacity\n"
@@ -106,12 +110,21 @@ static void bench_usage(FILE *f)
 	      "                         accepted requests answered in time, the share of CPU spent\n"
 	      "                         on answers that reached a client, and the time from the\n"
 	      "                         flood's end until a request is admitted; takes --duration\n"
-	      "                         (per load, default 10s), --job-cpu (0.3s), --deadline (3s)\n"
+	      "                         (per load, default 10s), --job-cpu (0.3s), --deadline (20s:\n"
+	      "                         verl's patience for a 5 s timeout, 5 + 5 + 10); and the\n"
+	      "                         requests a client waiting that long lost, against how many\n"
+	      "                         no scheduler could have answered in time\n"
 	      "  --memory-verdict       instead (or with --goodput): the run time to the verdict of\n"
 	      "                         a 300 MB python allocation under 256 MB, alone and 8 at\n"
 	      "                         once, and of an infinite loop past its 1 s limit\n"
 	      "  --against PATH         with --goodput/--memory-verdict: measure another build's\n"
 	      "                         daemon too, in alternating rounds; --rounds N (default 1)\n"
+	      "  --guard                instead: CPU-time ratios in alternating rounds (--rounds,\n"
+	      "                         default 5; --iterations a side, default 20): paddock exec\n"
+	      "                         against bwrap, and the daemon's CPU per POST /run_code\n"
+	      "                         against a spawn of /bin/true; --baseline CLI,DAEMON exits 1\n"
+	      "                         when the lowest round is 25% over; --cli PATH: another\n"
+	      "                         build's paddock for the CLI's side\n"
 	      "\n"
 	      "exit status: 0 all operations succeeded; 2 some failed (see the notes);\n"
 	      "             64 bad usage.\n"
@@ -120,7 +133,7 @@ static void bench_usage(FILE *f)
 }
 
 /* The first executable `name` in $PATH, into buf; false if none. */
-static bool find_in_path(const char *name, char *buf, size_t len)
+bool bench_find_in_path(const char *name, char *buf, size_t len)
 {
 	const char *path = getenv("PATH");
 	if (!path || !*path)
@@ -173,24 +186,47 @@ static const pd_egress_opts egress_opts = {.allow = egress_allow};
 /* the gvisor group's sandbox: the same one under runsc (docs/isolation.md) */
 static pd_sandbox_opts gvisor_so;
 
+/* the namespaces paddock uses, and a root that can run /bin/true (usrmerged host) */
+static const char *const bwrap_flags[] = {
+	"--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup",
+	"--die-with-parent", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib",
+	"/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin", "--proc", "/proc", "--dev",
+	"/dev", "--tmpfs", "/tmp", "/bin/true", NULL};
+
+_Static_assert(sizeof bwrap_flags / sizeof *bwrap_flags == BENCH_BWRAP_ARGC - 1, "BENCH_BWRAP_ARGC");
+
+void bench_bwrap_argv(const char *path, const char **argv)
+{
+	argv[0] = path;
+	for (size_t i = 0; bwrap_flags[i]; i++)
+		argv[i + 1] = bwrap_flags[i];
+	argv[BENCH_BWRAP_ARGC - 1] = NULL;
+}
+
 int cmd_bench(int argc, char **argv)
 {
 	/* the daemon's own section: a server, clients and python3, not the lifecycle rows */
-	bool http = false, judge = false, goodput = false, help = false;
+	bool http = false, judge = false, goodput = false, guard = false, help = false;
 	for (int i = 1; i < argc; i++) {
 		http |= !strcmp(argv[i], "--http");
+		guard |= !strcmp(argv[i], "--guard");
 		judge |= !strcmp(argv[i], "--judge");
 		goodput |= !strcmp(argv[i], "--goodput") || !strcmp(argv[i], "--memory-verdict");
 		help |= !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
 	}
-	if ((http || judge || goodput) && help) {
+	if ((http || judge || goodput || guard) && help) {
 		bench_usage(stdout);
 		return 0;
 	}
+	if (guard)
+		return cmd_bench_guard(argc, argv);
 	if (http)
 		return cmd_bench_http(argc, argv);
 	if (judge)
 		return cmd_bench_judge(argc, argv);
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--episode"))
+			return cmd_bench_episode(argc, argv);
 	if (goodput)
 		return cmd_bench_goodput(argc, argv);
 	static const struct option opts[] = {
@@ -204,19 +240,11 @@ int cmd_bench(int argc, char **argv)
 	    {0, 0, 0, 0},
 	};
 	char bwrap_path[4096];
-	bool have_bwrap = find_in_path("bwrap", bwrap_path, sizeof bwrap_path);
+	bool have_bwrap = bench_find_in_path("bwrap", bwrap_path, sizeof bwrap_path);
 	const char *const argv_floor[] = {"/bin/true", NULL};
 	/* the namespaces paddock uses, and a root that can run /bin/true (usrmerged host) */
-	const char *const argv_bwrap[] = {
-		bwrap_path, "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc",
-		"--unshare-uts", "--unshare-cgroup", "--die-with-parent",
-		"--ro-bind", "/usr", "/usr",
-		"--symlink", "usr/bin", "/bin",
-		"--symlink", "usr/lib", "/lib",
-		"--symlink", "usr/lib64", "/lib64",
-		"--symlink", "usr/sbin", "/sbin",
-		"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-		"/bin/true", NULL};
+	const char *argv_bwrap[BENCH_BWRAP_ARGC];
+	bench_bwrap_argv(bwrap_path, argv_bwrap);
 	/* /proc/self/exe: the very binary running the bench, even if a rebuild replaced the file */
 	const char *const argv_cli[] = {"/proc/self/exe", "exec", "-q", "--", "/bin/true", NULL};
 	/* gVisor alone, without paddock: the host's root, no network, the platform paddock uses

@@ -7,7 +7,8 @@
  *   bench_density.c  N idle sandboxes at once and what they cost the host
  *   bench_report.c   the table and the JSON object
  *   bench_http.c     --http: the daemon against python3 on the host (apart: no shared state)
- *   bench_judge.c    --judge: the judge against verl's way, the floor and bwrap (apart too) */
+ *   bench_judge.c    --judge: the judge against verl's way, the floor and bwrap (apart too)
+ *   bench_guard.c    --guard: the CPU ratios `make test` keeps from sliding back (issue 42) */
 #ifndef PADDOCK_CLI_BENCH_H
 #define PADDOCK_CLI_BENCH_H
 
@@ -31,6 +32,27 @@ static inline uint64_t now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+/* ---- the small HTTP client of --http and --guard (bench_http.c) ---- */
+
+typedef struct bench_hconn {
+	int fd;
+	char buf[65536];
+	size_t len;
+} bench_hconn;
+/* A keep-alive connection to 127.0.0.1:port: connect's result. */
+int bench_hconnect(bench_hconn *c, int port);
+/* One request; returns the status code (-1: the connection failed), the body in c->buf. */
+int bench_hrequest(bench_hconn *c, const char *method, const char *path, const char *body);
+/* Waits (up to 30 s) until the python pool neither resets nor creates, asking every poll_ms. */
+void bench_pool_quiet(int port, unsigned poll_ms);
+/* bwrap /bin/true with paddock's namespaces (bench.c): the bwrap row's argv, path first. */
+#define BENCH_BWRAP_ARGC 31
+void bench_bwrap_argv(const char *path, const char **argv);
+/* The absolute path of name found in $PATH (bench.c). */
+bool bench_find_in_path(const char *name, char *out, size_t len);
+/* paddock bench --guard (bench_guard.c). */
+int cmd_bench_guard(int argc, char **argv);
 
 /* ---- what the workers share (read-only while they run) --------------------------------------- */
 

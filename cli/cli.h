@@ -28,6 +28,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_bench_http(int argc, char **argv);
 /* paddock bench --judge (bench_judge.c): the judge's cells against verl's way, the floor, a peer. */
 int cmd_bench_judge(int argc, char **argv);
+int cmd_bench_episode(int argc, char **argv);
 /* paddock bench --goodput / --memory-verdict (bench_goodput.c): a trainer's load, limit verdicts. */
 int cmd_bench_goodput(int argc, char **argv);
 int cmd_pool(int argc, char **argv);
@@ -38,6 +39,7 @@ int cmd_run(int argc, char **argv);
 int cli_run_cluster(const char *urls, json_t **reqs, const int *lines, size_t n, size_t bad, long workers,
 		    FILE *out);
 int cmd_image(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 /* paddock top (top.c, over promtext.c): a live view of a daemon's /metrics. */
 int cmd_top(int argc, char **argv);
 /* paddock run's summary of its judge lines (run_judged.c): per-problem verdicts, rewards, usable,

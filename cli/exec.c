@@ -618,7 +618,9 @@ plain_dir:;
 	if (!quiet && !json)
 		xo.on_output = passthrough;
 
-	pd_ctx *ctx = pd_ctx_new(NULL, &e);
+	/* one sandbox, then the process ends: nothing is prepared for a next one */
+	pd_ctx_opts co = {.one_sandbox = true};
+	pd_ctx *ctx = pd_ctx_new(&co, &e);
 	if (!ctx) {
 		cli_error("%s", PD_ERR_STR(&e));
 		return EXIT_PADDOCK_FAILED;

@@ -77,18 +77,57 @@ json_t *cli_trajectory_load(const char *arg, const char *url, char *err, size_t 
 	return arr;
 }
 
+/* An annotation's reward and note (the last one given) on the step it annotates (issue 40). */
+static void atif_annotate(json_t *lines, json_t *extra, json_t *l)
+{
+	json_t *rid = json_object_get(l, "request_id");
+	size_t i;
+	json_t *a;
+	json_array_foreach(lines, i, a) {
+		const char *k = json_string_value(json_object_get(a, "kind"));
+		if (k && !strcmp(k, "annotation") && json_is_string(rid) && json_equal(json_object_get(a, "request_id"), rid)) {
+			json_object_set(extra, "reward", json_object_get(a, "reward"));
+			json_object_set(extra, "note", json_object_get(a, "note"));
+		}
+	}
+}
+
+/* A verdict line (POST /v1/sessions/{id}/judge) as a step of the system's, not a tool call. */
+static json_t *atif_verdict(json_t *l, int n)
+{
+	json_t *obs = json_object_get(l, "observation"), *v = json_object_get(obs, "verdict");
+	char msg[256];
+	char *rw = json_object_get(l, "reward") ? pd_json_dumps(json_object_get(l, "reward"), JSON_ENCODE_ANY) : NULL;
+	snprintf(msg, sizeof msg, "verdict: output %s, process %s, resources %s; reward %s",
+		 json_string_value(json_object_get(json_object_get(v, "output"), "status")) ?: "?",
+		 json_string_value(json_object_get(json_object_get(v, "process"), "status")) ?: "?",
+		 json_string_value(json_object_get(json_object_get(v, "resources"), "status")) ?: "?", rw ? rw : "null");
+	free(rw);
+	json_t *extra = json_deep_copy(l);
+	json_object_del(extra, "action");
+	return json_pack("{s:i,s:O,s:s,s:s,s:o}", "step_id", n, "timestamp", json_object_get(l, "started_at"), "source",
+			 "system", "message", msg, "extra", extra);
+}
+
 /* The ATIF rendering of a paddock trajectory. */
 static json_t *atif_of(json_t *lines)
 {
-	json_t *head = json_array_get(lines, 0), *steps = json_array();
+	json_t *head = json_array_get(lines, 0), *steps = json_array(), *last_verdict = NULL;
 	size_t i;
 	json_t *l;
 	int n = 0;
 	json_array_foreach(lines, i, l) {
 		const char *kind = json_string_value(json_object_get(l, "kind"));
-		if (!kind || !strcmp(kind, "session") || !strcmp(kind, "close"))
+		if (!kind || !strcmp(kind, "session") || !strcmp(kind, "close") || !strcmp(kind, "annotation"))
 			continue;
 		n++;
+		if (!strcmp(kind, "verdict")) {
+			last_verdict = l;
+			json_t *step = atif_verdict(l, n);
+			if (step)
+				json_array_append_new(steps, step);
+			continue;
+		}
 		char call_id[64];
 		snprintf(call_id, sizeof call_id, "call-%lld", (long long)json_integer_value(json_object_get(l, "step")));
 		json_t *obs = json_object_get(l, "observation");
@@ -96,6 +135,7 @@ static json_t *atif_of(json_t *lines)
 		json_t *extra = json_deep_copy(l);
 		json_object_del(extra, "action");
 		json_object_del(extra, "observation");
+		atif_annotate(lines, extra, l);
 		json_t *step = json_pack(
 			"{s:i,s:O,s:s,s:s,s:[{s:s,s:s,s:O}],s:{s:[{s:s,s:s}]},s:o}", "step_id", n, "timestamp",
 			json_object_get(l, "started_at"), "source", "agent", "message", "", "tool_calls", "tool_call_id",
@@ -106,6 +146,8 @@ static json_t *atif_of(json_t *lines)
 			json_array_append_new(steps, step);
 	}
 	json_t *extra = json_deep_copy(head);
+	/* the episode's reward: its last verdict's (null: never graded, or no reward) */
+	json_object_set(extra, "reward", last_verdict ? json_object_get(last_verdict, "reward") : json_null());
 	return json_pack("{s:s,s:O,s:O,s:{s:s,s:s},s:o,s:o}", "schema_version", "ATIF-v1.4", "session_id",
 			 json_object_get(head, "trajectory_id"), "trajectory_id", json_object_get(head, "trajectory_id"),
 			 "agent", "name", "paddock-session", "version", "1", "steps", steps, "extra", extra);

@@ -298,6 +298,17 @@ static int v2_stats(pd_cg *g, pd_cg_stats *st)
 	return 0;
 }
 
+static uint64_t v2_sample(pd_cg *g)
+{
+	char b[1024];
+	const char *d = g->dirs[0];
+	uint64_t cpu = cg_pread(g, CGF_CPU_STAT, d, "cpu.stat", b, sizeof b) >= 0 ? pd_keyed_u64(b, "usage_usec") : 0;
+	uint64_t cur = cg_pread_u64(g, CGF_PIDS, d, "pids.current");
+	if (cur > g->pids_peak_sampled)
+		g->pids_peak_sampled = cur;
+	return cpu;
+}
+
 static void v2_reset_peaks(pd_cg *g)
 {
 	g->pids_peak_base = cg_pread_u64(g, CGF_PIDS_PEAK, g->dirs[0], "pids.peak");
@@ -424,7 +435,7 @@ static int v2_set_io(pd_cg *g, const pd_iodev *devs, size_t n, const pd_limits *
 static const pd_cg_ops v2_ops = {"v2",         v2_create,  v2_clone_fd, v2_attach,
 				  v2_stats,     v2_reset_peaks, v2_kill_all, v2_destroy,
 				  v2_exists,    v2_set_memory,  cg_stats_close, v2_reclaim,
-				  v2_tasks,     v2_set_io};
+				  v2_tasks,     v2_set_io,      v2_sample};
 
 /* ---------------------------------------------------------------------------------------------- */
 /* v1 */
@@ -526,6 +537,15 @@ static int v1_stats(pd_cg *g, pd_cg_stats *st)
 	/* newer kernels keep pids.peak on v1 too; older ones leave us our samples */
 	pids_peak_since_reset(g, st, cg_pread_u64(g, CGF_PIDS_PEAK, pi, "pids.peak"));
 	return 0;
+}
+
+static uint64_t v1_sample(pd_cg *g)
+{
+	uint64_t cpu = cg_pread_u64(g, CGF_CPU, g->dirs[g->cpuacct_i], "cpuacct.usage") / 1000u;
+	uint64_t cur = cg_pread_u64(g, CGF_PIDS, g->dirs[g->pids_i], "pids.current");
+	if (cur > g->pids_peak_sampled)
+		g->pids_peak_sampled = cur;
+	return cpu;
 }
 
 static void v1_reset_peaks(pd_cg *g)
@@ -636,19 +656,52 @@ static int v1_set_io(pd_cg *g, const pd_iodev *devs, size_t n, const pd_limits *
 static const pd_cg_ops v1_ops = {"v1",         v1_create,  v1_clone_fd, v1_attach,
 				  v1_stats,     v1_reset_peaks, v1_kill_all, v1_destroy,
 				  v1_exists,    v1_set_memory,  cg_stats_close, v1_reclaim,
-				  v1_tasks,     v1_set_io};
+				  v1_tasks,     v1_set_io,      v1_sample};
 
 /* ---------------------------------------------------------------------------------------------- */
 
-/* Finds the v1 mount of a controller in /proc/self/mountinfo (super options list controllers). */
-static int v1_mount_of(const char *ctrl, char *out)
+/* /proc/self/mountinfo, read once for the five controllers (each read costs the kernel a walk of
+ * every mount); NULL if unreadable. */
+static char *read_mountinfo(void)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
+		return NULL;
+	size_t cap = 1 << 16, len = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		size_t n = fread(buf + len, 1, cap - len - 1, f);
+		len += n;
+		if (len < cap - 1)
+			break;
+		char *more = cap < (64u << 20) ? realloc(buf, cap * 2) : NULL;
+		if (!more) {
+			free(buf);
+			buf = NULL;
+			break;
+		}
+		buf = more;
+		cap *= 2;
+	}
+	fclose(f);
+	if (buf)
+		buf[len] = 0;
+	return buf;
+}
+
+/* Finds the v1 mount of a controller in mountinfo (super options list controllers). */
+static int v1_mount_of(const char *mountinfo, const char *ctrl, char *out)
+{
+	if (!mountinfo)
 		return -1;
 	char line[2048];
 	int found = -1;
-	while (fgets(line, sizeof line, f)) {
+	for (const char *p = mountinfo; *p;) {
+		size_t ll = strcspn(p, "\n");
+		size_t cl = ll < sizeof line - 1 ? ll : sizeof line - 1;
+		memcpy(line, p, cl);
+		line[cl] = 0;
+		p += ll + (p[ll] == '\n');
 		char *sep = strstr(line, " - ");
 		if (!sep || strncmp(sep + 3, "cgroup ", 7))
 			continue;
@@ -668,7 +721,6 @@ static int v1_mount_of(const char *ctrl, char *out)
 		if (!found)
 			break;
 	}
-	fclose(f);
 	return found;
 }
 
@@ -740,22 +792,29 @@ int pd_cgroups_init(pd_cgroups *cg, int version, const char *root, bool fake, pd
 	}
 	cg->ops = &v1_ops;
 	const char *ctrls[4] = {"memory", "pids", "cpu", "cpuacct"};
+	char *mi = read_mountinfo();
 	for (int c = 0; c < 4; c++) {
 		char m[PD_PATH];
-		if (v1_mount_of(ctrls[c], m) < 0)
-			return pd_fail(e, ENOENT, "cgroup v1 controller '%s' is not mounted", ctrls[c]);
-		if (snprintf(cg->v1_dirs[c], PD_PATH, "%s/%s", m, root ? root : "paddock") >= PD_PATH)
-			return pd_fail(e, ENAMETOOLONG, "cgroup path");
-		if (pd_mkdir_p(cg->v1_dirs[c], 0755) < 0)
-			return pd_fail(e, errno, "mkdir %s", cg->v1_dirs[c]);
+		int rc = 0;
+		if (v1_mount_of(mi, ctrls[c], m) < 0)
+			rc = pd_fail(e, ENOENT, "cgroup v1 controller '%s' is not mounted", ctrls[c]);
+		else if (snprintf(cg->v1_dirs[c], PD_PATH, "%s/%s", m, root ? root : "paddock") >= PD_PATH)
+			rc = pd_fail(e, ENAMETOOLONG, "cgroup path");
+		else if (pd_mkdir_p(cg->v1_dirs[c], 0755) < 0)
+			rc = pd_fail(e, errno, "mkdir %s", cg->v1_dirs[c]);
+		if (rc < 0) {
+			free(mi);
+			return -1;
+		}
 	}
 	cg->v1_n = 4;
 	/* blkio is optional: only a sandbox with I/O limits needs it, and says so if it is missing */
 	char m[PD_PATH];
-	if (v1_mount_of("blkio", m) == 0 &&
+	if (v1_mount_of(mi, "blkio", m) == 0 &&
 	    snprintf(cg->v1_dirs[V1_BLKIO], PD_PATH, "%s/%s", m, root ? root : "paddock") < PD_PATH &&
 	    pd_mkdir_p(cg->v1_dirs[V1_BLKIO], 0755) == 0)
 		cg->v1_n = 5;
+	free(mi);
 	return 0;
 }
 

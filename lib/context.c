@@ -56,6 +56,10 @@ static void prune_owners(pd_ctx *c)
 		if (strlen(de->d_name) != 8 || strspn(de->d_name, "0123456789abcdef") != 8 ||
 		    !owner_dead(de->d_name, c) || pd_cgroups_owned(&c->cg, de->d_name) != 0)
 			continue;
+		/* a dead owner about to be forgotten: what runsc left of its gvisor sandboxes is swept
+		 * first, while the owner is still known for dead (a context that never uses the tier
+		 * otherwise sweeps it only here, when someone died) */
+		pd_ctx_gvisor_sweep_once(c);
 		char p[PD_PATH];
 		snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
 		int fd = open(p, O_RDWR | O_CLOEXEC);
@@ -123,18 +127,20 @@ pd_ctx *pd_ctx_new(const pd_ctx_opts *o, pd_err *e)
 		goto fail;
 	if (take_owner_lock(c, e) < 0)
 		goto fail;
+	/* a dead owner's cgroups in paddock's hierarchies, gvisor sandboxes' too: their tasks are
+	 * killed here; what else runsc left is swept before this context's first gvisor sandbox */
 	pd_cgroups_sweep(&c->cg, owner_dead, c);
-	pd_gvisor_sweep(c, owner_dead, c);
 	prune_owners(c);
-	if (pd_seccomp_compile_base(&c->bpf_base, e) < 0 || pd_seccomp_compile_audit(&c->bpf_audit, e) < 0)
-		goto fail;
 	if (pd_mkdir_p(c->run_dir, 0700) < 0) {
 		pd_fail(e, errno, "create %s", c->run_dir);
 		goto fail;
 	}
+	if (pd_seccomp_policy(PD_SECCOMP_BASE, c->run_dir, &c->bpf_base, e) < 0 ||
+	    pd_seccomp_policy(PD_SECCOMP_AUDIT, c->run_dir, &c->bpf_audit, e) < 0)
+		goto fail;
 	if (pd_slots_init(&c->slots, c->run_dir, e) < 0)
 		goto fail;
-	if (pd_netpool_init(&c->net, e) < 0)
+	if (pd_netpool_init(&c->net, !o->one_sandbox, e) < 0)
 		goto fail;
 	c->uwatch = pd_uwatch_new(); /* none (ENOMEM): every reset rebuilds every overlay */
 	return c;
@@ -168,12 +174,22 @@ void pd_ctx_free(pd_ctx *c)
 		/* cgroups of ours still there (sandboxes the caller never destroyed, tasks stuck past
 		 * the deadline): keep the registration, unlocked, so the next paddock knows them for
 		 * a dead owner's and sweeps them; an unknown owner's are never touched */
-		if (pd_cgroups_owned(&c->cg, self) == 0)
+		if ((!c->cg_open && !c->cg_other) || pd_cgroups_owned(&c->cg, self) == 0)
 			unlink(p);
 		close(c->owner_fd);
 	}
 	pthread_mutex_destroy(&c->lock);
 	free(c);
+}
+
+void pd_ctx_gvisor_sweep_once(pd_ctx *c)
+{
+	pthread_mutex_lock(&c->lock);
+	bool first = !c->gv_swept;
+	c->gv_swept = true;
+	pthread_mutex_unlock(&c->lock);
+	if (first)
+		pd_gvisor_sweep(c, owner_dead, c);
 }
 
 const char *pd_ctx_cgroup_backend(const pd_ctx *c)
@@ -215,8 +231,8 @@ uint64_t pd_ctx_reap_stuck(pd_ctx *c)
 		int r = waitid((idtype_t)P_PIDFD, (id_t)st->pidfd, &si, WEXITED | WNOHANG | __WALL);
 		if ((r == 0 && si.si_pid) || (r < 0 && errno == ECHILD)) {
 			close(st->pidfd);
-			if (st->cg)
-				c->cg.ops->destroy(st->cg, NULL);
+			if (st->cg && c->cg.ops->destroy(st->cg, NULL) == 0)
+				__atomic_sub_fetch(&c->cg_open, 1, __ATOMIC_RELAXED);
 			free(st);
 			continue;
 		}

@@ -108,6 +108,7 @@ struct pd_netpool {
 	size_t fresh_len[2];
 	pd_netns_stats st;
 	bool broken;
+	bool keep; /* false: no reuse, so no fresh reference and no check (one_sandbox) */
 };
 
 static void ns_free(pd_netns *ns)
@@ -117,11 +118,12 @@ static void ns_free(pd_netns *ns)
 	free(ns);
 }
 
-int pd_netpool_init(pd_netpool **out, pd_err *e)
+int pd_netpool_init(pd_netpool **out, bool keep, pd_err *e)
 {
 	pd_netpool *p = calloc(1, sizeof *p);
 	if (!p)
 		return pd_fail(e, ENOMEM, "network namespace pool");
+	p->keep = keep;
 	pthread_mutex_init(&p->lock, NULL);
 	/* thread-self: the namespace of the thread that creates the context, where the host's
 	 * sockets live; every thread that enters a sandbox's namespace comes back to it */
@@ -270,7 +272,7 @@ static pd_netns *create(pd_netpool *p, bool loopback, pd_err *e)
 	/* the first fresh namespace of each mode is the reference every reuse is compared with */
 	int m = loopback;
 	pthread_mutex_lock(&p->lock);
-	bool need = !p->fresh[m];
+	bool need = !p->fresh[m] && p->keep;
 	pthread_mutex_unlock(&p->lock);
 	ssize_t len = need ? read_probes("/proc/thread-self/net", buf, PROBE_MAX) : -1;
 	if (leave(p, e) < 0)
@@ -412,7 +414,7 @@ void pd_netns_put(pd_netpool *p, pd_netns *ns, bool all_gone)
 	bool fresh = false;
 	unsigned cap = idle_cap();
 	pthread_mutex_lock(&p->lock);
-	bool room = all_gone && !ns->tainted && !p->broken && p->fresh[m] && p->nidle[m] < cap;
+	bool room = all_gone && p->keep && !ns->tainted && !p->broken && p->fresh[m] && p->nidle[m] < cap;
 	pthread_mutex_unlock(&p->lock);
 	if (room)
 		fresh = reads_fresh(p, ns->fd, m);

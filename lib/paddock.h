@@ -190,6 +190,10 @@ typedef struct pd_result {
 	char isolation[16]; /* pd_isolation_name() of the tier that ran it */
 } pd_result;
 
+/* Whether the program exited by itself (exit_code is then its status): false for one killed by a
+ * signal (SG; a limit's kill: TO, ML, OL; a cancel) and for one that never ran or whose sandbox
+ * failed (XX). Every surface says exit_code null then, never a 0 that reads as a success. */
+bool pd_result_exited(const pd_result *r);
 void pd_result_free(pd_result *r);
 struct json_t;
 /* The result record of r: the one rendering of a pd_result that every surface uses (the CLI's
@@ -234,9 +238,13 @@ typedef struct pd_ctx_opts {
 	const char *cgroup_root; /* default: detected (v2 unified, else v1 hierarchies) */
 	int cgroup_version;      /* 0 = detect, 1, 2 */
 	bool cgroup_fake;        /* v2 backend over a plain directory (tests only) */
+	bool one_sandbox;        /* the process makes one sandbox and ends (paddock exec): nothing is
+				  * prepared for a next one — its network namespace is neither
+				  * compared with a fresh one's nor kept for reuse */
 } pd_ctx_opts;
 
-/* Creates a context: detects the cgroup backend, compiles the seccomp policies, builds the default
+/* Creates a context: detects the cgroup backend, compiles the seccomp policies (or takes them from
+ * the run directory, where an identical compile left them), builds the default
  * image if missing. Costly (milliseconds); do it once per process. */
 pd_ctx *pd_ctx_new(const pd_ctx_opts *opts, pd_err *e);
 void pd_ctx_free(pd_ctx *c);
@@ -587,6 +595,28 @@ void pd_sha256_hex(const unsigned char d[32], char out[65]);
 /* The digest of a buffer as hex: 0 or -1 ("" on failure). */
 int pd_sha256_of(const void *data, size_t len, char out[65]);
 
+/* ---- libraries loaded on first use (lib/dl.c) ----
+ * libarchive (with libxml2, ICU and libstdc++ behind it), libcrypto and SQLite cost about 2.5 ms
+ * of loading and relocation at every process start when linked, and `paddock exec` uses none of
+ * them. Each is described by a pd_dl_lib; a header per library (lib/internal/dl_archive.h,
+ * dl_crypto.h, server/sqlite_dl.h) turns its function names into calls through the table, with the
+ * library's own prototypes, so the compiler checks every call as before. */
+typedef struct pd_dl_lib {
+	const char *soname;       /* what dlopen loads, e.g. "libarchive.so.13" */
+	const char *package;      /* the Debian package that has it, for the message */
+	const char *const *names; /* the functions paddock calls, NULL-terminated */
+	void **fn;                /* filled in the order of names */
+	int state;                /* 0 not tried, 1 loaded, -1 failed (error says why) */
+	char error[200];
+} pd_dl_lib;
+/* Loads the library once (thread-safe): 0, or -1 (ELIBACC) naming what is missing. Entry points
+ * call it first, so that a missing library is an error value. */
+int pd_dl_load(pd_dl_lib *l, pd_err *e);
+/* The i-th function, loading first. A call made without pd_dl_load having succeeded and whose
+ * library cannot be loaded ends the process with the reason on stderr, as the dynamic loader
+ * refused to start paddock at all when the library was linked. */
+void *pd_dl_fn(pd_dl_lib *l, int i);
+
 /* ---- the writable layer (a session step's files changed outside its scratch directories) ---- */
 
 typedef struct pd_upper_ent {
@@ -652,6 +682,11 @@ int pd_audit_policy_effective(const pd_audit_policy *base, pd_audit_policy **req
 const char *const *pd_audit_policy_env(const pd_audit_policy *p);
 /* Writes the traps that have content into the sandbox (before the program runs). */
 int pd_audit_policy_plant(const pd_audit_policy *p, pd_sandbox *s, pd_err *e);
+/* The path of the policy's decoy whose wrong answer (its "answer", else its content) an output of
+ * these bytes would be, as the audit matches it (trailing whitespace ignored); NULL: none. A judge
+ * refuses a problem one of whose expected outputs is a decoy's answer: every correct submission
+ * would be flagged. */
+const char *pd_audit_policy_answer_trap(const pd_audit_policy *p, const char *buf, size_t n);
 /* The policy as JSON (malloc'd), normalized: what pd_audit_policy_parse reads back the same. */
 char *pd_audit_policy_json(const pd_audit_policy *p);
 
@@ -721,7 +756,19 @@ typedef struct pd_image_import_opts {
 	 * COMMIT) reaches, in one more layer (a clean task environment: no future commit, tag,
 	 * branch, reflog or dangling object left for an agent to mine). NULL: as imported */
 	const char *strip_history;
+	/* Bounds on what the import writes (0: the default below). A layer may unpack to at most
+	 * max_layer_bytes of file data (holes of sparse files not counted) and max_layer_files
+	 * entries; the image, its layers together (those already stored counted at their stored
+	 * size), max_image_bytes and max_image_files; and the state directory's disk must keep
+	 * min_free bytes free throughout. A refused import leaves nothing of its own in the store. */
+	uint64_t max_layer_bytes, max_layer_files, max_image_bytes, max_image_files, min_free;
 } pd_image_import_opts;
+
+#define PD_IMAGE_MAX_LAYER_BYTES (8ULL << 30)  /* 8 GiB of file data in one layer */
+#define PD_IMAGE_MAX_LAYER_FILES 1000000ULL     /* entries (files, directories, links) in one layer */
+#define PD_IMAGE_MAX_IMAGE_BYTES (16ULL << 30) /* 16 GiB for the whole image */
+#define PD_IMAGE_MAX_IMAGE_FILES 2000000ULL
+#define PD_IMAGE_MIN_FREE (1ULL << 30)         /* the state disk keeps 1 GiB free */
 
 /* Imports SOURCE (an OCI image layout, directory or tar, or a `docker save` archive): every blob
  * checked against its digest, every layer not yet stored unpacked (whiteouts and opaque

@@ -422,6 +422,7 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 	s->has_slot = true;
 	if (c->cg.ops->create(&c->cg, s->id, &s->lim, &s->cg, e) < 0)
 		goto fail;
+	__atomic_add_fetch(&c->cg_open, 1, __ATOMIC_RELAXED);
 	if (pd_limits_have_io(&s->lim) && set_io_limits(c, o, layers, nlayers, s, e) < 0)
 		goto fail;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -639,6 +640,8 @@ int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len)
 		if (c->cg.ops->destroy(s->cg, &ce) < 0) {
 			add_residue(residue, residue_len, "cgroup");
 			dirty = 1;
+		} else {
+			__atomic_sub_fetch(&c->cg_open, 1, __ATOMIC_RELAXED);
 		}
 		s->cg = NULL;
 	}

@@ -10,12 +10,17 @@
 #include "internal.h"
 
 #include <errno.h>
-#include <openssl/evp.h>
+#include "dl_crypto.h"
 #include <stdio.h>
 #include <string.h>
 
 int pd_sha256_init(pd_sha256 *c)
 {
+	c->md = NULL;
+	if (pd_dl_load(&pd_dlc_lib, NULL) < 0) {
+		errno = ELIBACC; /* end fails, as for ENOMEM */
+		return -1;
+	}
 	c->md = EVP_MD_CTX_new();
 	if (c->md && !EVP_DigestInit_ex(c->md, EVP_sha256(), NULL)) {
 		EVP_MD_CTX_free(c->md);
@@ -40,7 +45,8 @@ int pd_sha256_end(pd_sha256 *c, unsigned char out[32])
 {
 	unsigned int n = 0;
 	int rc = c->md && EVP_DigestFinal_ex(c->md, out, &n) && n == 32 ? 0 : -1;
-	EVP_MD_CTX_free(c->md);
+	if (c->md) /* none: libcrypto may not even be loaded */
+		EVP_MD_CTX_free(c->md);
 	c->md = NULL;
 	if (rc < 0) {
 		memset(out, 0, 32);
@@ -51,7 +57,8 @@ int pd_sha256_end(pd_sha256 *c, unsigned char out[32])
 
 void pd_sha256_free(pd_sha256 *c)
 {
-	EVP_MD_CTX_free(c->md);
+	if (c->md)
+		EVP_MD_CTX_free(c->md);
 	c->md = NULL;
 }
 

@@ -30,5 +30,8 @@ bool pd_gvisor_available(char *msg, size_t len);
 /* Removes the cgroups runsc made for the sandboxes of dead owners in the v1 hierarchies paddock's
  * backend leaves alone (pd_cgroups_sweep removes the rest and kills their tasks first). */
 void pd_gvisor_sweep(pd_ctx *c, bool (*is_dead)(const char *owner, void *arg), void *arg);
+/* The gvisor sweep of dead owners' leftovers, once per context, before its first gvisor sandbox:
+ * a context that never uses the tier pays nothing for it (context.c). */
+void pd_ctx_gvisor_sweep_once(pd_ctx *c);
 
 #endif

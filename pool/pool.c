@@ -34,6 +34,7 @@ int pd_template_clone(pd_template *dst, const pd_template *src)
 	memset(dst->env, 0, sizeof dst->env);
 	memset(dst->requires, 0, sizeof dst->requires);
 	dst->cwd = NULL;
+	dst->rules = NULL;
 	/* a clone leases the image itself (pd_template_check): its layers are not copied */
 	dst->image = NULL;
 	dst->image_ref = NULL;
@@ -51,6 +52,8 @@ int pd_template_clone(pd_template *dst, const pd_template *src)
 	memset(dst->warmup, 0, sizeof dst->warmup);
 	if (src->audit)
 		bad |= !(dst->audit = pd_audit_policy_copy(src->audit));
+	if (src->rules)
+		bad |= !(dst->rules = xstrdup(src->rules));
 	bad |= pd_egress_clone(dst, src) < 0;
 	for (int k = 0; src->warmup[k]; k++)
 		bad |= !(dst->warmup[k] = xstrdup(src->warmup[k]));
@@ -82,6 +85,7 @@ void pd_template_release(pd_template *tt)
 	}
 	free(tt->cwd);
 	pd_audit_policy_free(tt->audit);
+	free(tt->rules);
 	pd_egress_list_free(tt->egress_allow);
 	free(tt->image_ref);
 	if (tt->image)

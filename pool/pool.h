@@ -78,6 +78,10 @@ typedef struct pd_template {
 	/* the template's audit policy ("audit": a policy object, docs/audit.md): a request's
 	 * "audit" tightens it; with "mandatory", every run is audited under it. NULL: none */
 	pd_audit_policy *audit;
+	/* "rules" over a session's trajectory (issue 40; docs/sessions.md), as compact JSON (an
+	 * object; the server checks its fields at start and joins a session's own over it,
+	 * tighten-only), or NULL */
+	char *rules;
 	/* the template's version, in every record: the templates file's "version" if it gives one,
 	 * else (pd_template_check) "sha256:" and 16 hex digits of what a sandbox and its execs are
 	 * made of (language, image digest or layers, env, cwd, files, requires, warm-up, limits,
@@ -263,6 +267,9 @@ typedef struct pd_session_opts {
 	 * snapshot's; the sandbox is made for it (not from the warm pool) and destroyed after */
 	const char *from_snapshot;
 	pd_noise noise;
+	/* the episode's budget (issue 40): execs, wall time since the session opened, CPU time of
+	 * its execs; an exec past it is refused (EDQUOT), the session stays readable. 0 = none */
+	uint64_t budget_steps, budget_wall_ms, budget_cpu_ms;
 	/* the name the session's image was asked for by (its pool is per digest), for the trajectory's
 	 * first line; NULL: the template's image as pd_pools_template_image names it */
 	const char *image_name;
@@ -284,6 +291,12 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *request_id
  * files after it (p NULL: pd_session_exec). x->audit must be p's options. */
 int pd_session_exec_audited(pd_session *s, const pd_exec_opts *x, const pd_audit_policy *p, const char *request_id,
 			    pd_result *r, pd_audit_verdict *v, pd_err *e);
+/* pd_session_exec_audited with fn (NULL: none) called once the exec ran, before its trajectory line
+ * is written: the fields of the object it returns (a new reference, or NULL) are added to the
+ * line (e.g. the rules' flags); v is the exec's process level when audited, else NULL. */
+typedef struct json_t *(*pd_step_extra_fn)(void *arg, const pd_result *r, const pd_audit_verdict *v);
+int pd_session_exec_extra(pd_session *s, const pd_exec_opts *x, const pd_audit_policy *p, const char *request_id,
+			  pd_step_extra_fn fn, void *arg, pd_result *r, pd_audit_verdict *v, pd_err *e);
 /* The session's sandbox id and state ("EXPIRED" once the pools ended it), read safely even while
  * the reclaimer tears an ended session's sandbox down. */
 void pd_session_info(pd_session *s, char *sandbox_id, size_t id_len, char *state, size_t state_len);
@@ -350,6 +363,56 @@ uint64_t pd_wall_us(void);
  * max_bytes (0: 1 GiB; EFBIG past it). Returns its description (JSON), or NULL. */
 struct json_t *pd_session_snapshot(pd_session *s, const char *name, uint64_t ttl_s, uint64_t max_bytes,
 				   const char *request_id, pd_err *e);
+/* ---- grading a session in a fork (session_grade.c) ---- */
+typedef struct pd_grade_file {
+	const char *path; /* absolute, or relative to the template's working directory */
+	const char *data;
+	size_t len;
+} pd_grade_file;
+
+typedef struct pd_grade_opts {
+	const pd_grade_file *files; /* hidden files: placed in the fork, replacing what is there */
+	size_t nfiles;
+	char *const *argv;          /* the command, run in the template's working directory */
+	uint64_t wall_ms, cpu_ms, memory_bytes, output_bytes; /* its limits (0: the template's) */
+	const char *report_path;    /* a file the command writes, read back from the fork (NULL: none) */
+	const pd_audit_policy *audit; /* the command audited under it (NULL: not audited) */
+	uint64_t max_bytes;         /* the session's files copied at most (0: 1 GiB) */
+} pd_grade_opts;
+
+typedef struct pd_grade_out {
+	pd_result r;                /* the command's result */
+	char *report;               /* report_path's content (malloc'd), or NULL: report_error says why */
+	size_t report_len;
+	char report_error[256];
+	char fork_id[40];           /* the fork's sandbox, destroyed before the grade returns */
+	char residue[128];          /* what its teardown found ("clean") */
+	uint64_t copy_ms, copy_bytes, copy_files, run_ms;
+	bool audited;
+	pd_audit_verdict verdict;   /* when audited */
+} pd_grade_out;
+
+/* Grades the session's current files in a fork, never in the session: its writable directories
+ * (/work, /tmp, the template's working directory) are copied as a snapshot's are into a tree that
+ * becomes the read-only top layer of a new sandbox of the session's template; the hidden files
+ * are written there (replacing whatever the agent left at those paths), the command runs under
+ * the limits, the report file is read, and the fork and the tree are destroyed. The caller holds
+ * the session (pd_session_begin) throughout, so no step runs meanwhile. Returns 0 with out
+ * filled (the command's status says how it ended), or -1 when the fork could not be made or
+ * driven (e: an infrastructure failure). */
+int pd_session_grade(pd_session *s, const pd_grade_opts *g, pd_grade_out *out, pd_err *e);
+void pd_grade_out_free(pd_grade_out *o);
+/* The steps the session's trajectory recorded (verdict and annotation lines not counted). */
+unsigned pd_session_steps(pd_session *s);
+/* The session's budget and what it spent: {"budget": {steps, wall_s, cpu_s} | null, "spent":
+ * {steps, wall_s, cpu_s}, "exceeded": [the budgets an exec was refused for, "cpu_s" once its
+ * execs' CPU went past it]}. */
+struct json_t *pd_session_budget_json(pd_session *s);
+/* Appends a line that is not a step of the agent's (a verdict, an annotation) to the trajectory
+ * while the caller holds the session: no file scan; action, obs and extra taken (may be NULL). */
+long pd_session_note(pd_session *s, const char *kind, const char *rid, struct json_t *action, struct json_t *obs,
+		     struct json_t *extra, pd_err *e);
+
 /* Marks the session in use for operations on its sandbox made directly (files, stat): fails with
  * EBUSY while another request uses it, ESRCH once it has ended. Pair with pd_session_end. */
 int pd_session_begin(pd_session *s, pd_err *e);

@@ -249,6 +249,11 @@ pd_session *pd_session_open(pd_pools *p, const char *name, const pd_session_opts
 	if (o && o->metadata)
 		s->metadata = strdup(o->metadata);
 	s->end_on_limit = o && o->end_on_limit;
+	if (o) {
+		s->budget_steps = o->budget_steps;
+		s->budget_wall_ms = o->budget_wall_ms;
+		s->budget_cpu_ms = o->budget_cpu_ms;
+	}
 	pthread_mutex_lock(&p->mu);
 	uint64_t seq = ++p->session_seq;
 	pthread_mutex_unlock(&p->mu);
@@ -378,6 +383,67 @@ static void live_no_stdout(void *arg, int stream, const char *buf, size_t len)
 		f->cb(f->arg, stream, buf, len);
 }
 
+/* The fields an exec's trajectory line gets beside its action and observation: its noise, and
+ * what the caller's step_extra_fn returned (taken). NULL: none. */
+static json_t *step_extra(json_t *noise, json_t *more)
+{
+	json_t *extra = noise ? json_pack("{s:O}", "noise", noise) : NULL;
+	if (more && !extra)
+		extra = json_object();
+	if (more)
+		json_object_update(extra, more);
+	json_decref(more);
+	return extra;
+}
+
+/* Whether the session's budget refuses another exec (e says which budget, EDQUOT); called with
+ * the session entered. */
+static bool budget_spent(pd_session *s, pd_err *e)
+{
+	uint64_t wall = (pd_now_us() - s->created_us) / 1000;
+	if (s->budget_steps && s->nexec >= s->budget_steps) {
+		s->budget_refused |= 1;
+		pd_fail_as(e, EDQUOT, "budget: steps: the session's budget of %llu execs is spent",
+			(unsigned long long)s->budget_steps);
+	} else if (s->budget_wall_ms && wall >= s->budget_wall_ms) {
+		s->budget_refused |= 2;
+		pd_fail_as(e, EDQUOT, "budget: wall_s: the session's budget of %.3f s of wall time is spent",
+			(double)s->budget_wall_ms / 1000);
+	} else if (s->budget_cpu_ms && s->cpu_used_ms >= s->budget_cpu_ms) {
+		s->budget_refused |= 4;
+		pd_fail_as(e, EDQUOT, "budget: cpu_s: the session's budget of %.3f s of CPU time is spent (%.3f s used)",
+			(double)s->budget_cpu_ms / 1000, (double)s->cpu_used_ms / 1000);
+	} else {
+		return false;
+	}
+	return true;
+}
+
+json_t *pd_session_budget_json(pd_session *s)
+{
+	pthread_mutex_lock(&s->p->mu);
+	bool any = s->budget_steps || s->budget_wall_ms || s->budget_cpu_ms;
+	json_t *b = any ? json_object() : json_null();
+	if (s->budget_steps)
+		json_object_set_new(b, "steps", json_integer((json_int_t)s->budget_steps));
+	if (s->budget_wall_ms)
+		json_object_set_new(b, "wall_s", json_real((double)s->budget_wall_ms / 1000));
+	if (s->budget_cpu_ms)
+		json_object_set_new(b, "cpu_s", json_real((double)s->budget_cpu_ms / 1000));
+	json_t *ex = json_array();
+	if (s->budget_refused & 1)
+		json_array_append_new(ex, json_string("steps"));
+	if (s->budget_refused & 2)
+		json_array_append_new(ex, json_string("wall_s"));
+	if ((s->budget_refused & 4) || (s->budget_cpu_ms && s->cpu_used_ms > s->budget_cpu_ms))
+		json_array_append_new(ex, json_string("cpu_s"));
+	json_t *o = json_pack("{s:o,s:{s:I,s:f,s:f},s:o}", "budget", b, "spent", "steps", (json_int_t)s->nexec, "wall_s",
+			      (double)((pd_now_us() - s->created_us) / 1000) / 1000, "cpu_s", (double)s->cpu_used_ms / 1000,
+			      "exceeded", ex);
+	pthread_mutex_unlock(&s->p->mu);
+	return o;
+}
+
 int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_result *r, pd_err *e)
 {
 	return pd_session_exec_audited(s, x, NULL, rid, r, NULL, e);
@@ -385,6 +451,12 @@ int pd_session_exec(pd_session *s, const pd_exec_opts *x, const char *rid, pd_re
 
 int pd_session_exec_audited(pd_session *s, const pd_exec_opts *x, const pd_audit_policy *p, const char *rid,
 			    pd_result *r, pd_audit_verdict *v, pd_err *e)
+{
+	return pd_session_exec_extra(s, x, p, rid, NULL, NULL, r, v, e);
+}
+
+int pd_session_exec_extra(pd_session *s, const pd_exec_opts *x, const pd_audit_policy *p, const char *rid,
+			  pd_step_extra_fn fn, void *fn_arg, pd_result *r, pd_audit_verdict *v, pd_err *e)
 {
 	memset(r, 0, sizeof *r);
 	if (rid && (!*rid || strlen(rid) >= sizeof s->rec[0].request_id))
@@ -409,6 +481,10 @@ int pd_session_exec_audited(pd_session *s, const pd_exec_opts *x, const pd_audit
 		session_leave(s);
 		return pd_fail_as(e, EINVAL, "cmd: give cmd (a list of strings) or shell (a string); the session's image "
 					     "has no Entrypoint or Cmd to run instead");
+	}
+	if (budget_spent(s, e)) {
+		session_leave(s);
+		return -1;
 	}
 	unsigned n = ++s->nexec;
 	char out[POOL_PATH], err[POOL_PATH];
@@ -498,6 +574,7 @@ int pd_session_exec_audited(pd_session *s, const pd_exec_opts *x, const pd_audit
 			snprintf(rec->request_id, sizeof rec->request_id, "#%u", n);
 		rec->n = n;
 		rec->r = copy;
+		s->cpu_used_ms += r->cpu_ms;
 		free(rec->noise);
 		rec->noise = noise ? json_dumps(noise, JSON_COMPACT) : NULL;
 		s->nrec++;
@@ -513,7 +590,7 @@ int pd_session_exec_audited(pd_session *s, const pd_exec_opts *x, const pd_audit
 		if (obs)
 			json_object_set_new(obs, "output_request_id", json_string(rid ? rid : auto_id));
 		pd_err te = {0};
-		json_t *extra = noise ? json_pack("{s:O}", "noise", noise) : NULL;
+		json_t *extra = step_extra(noise, fn ? fn(fn_arg, r, p ? v : NULL) : NULL);
 		long st = session_traj_step(s, "exec", rid, t0, session_exec_action(&xo), obs, extra, true, &te);
 		json_decref(extra);
 		if (st < 0)
@@ -556,210 +633,6 @@ int pd_session_output_path(pd_session *s, const char *rid, int stream, char *pat
 			       rid, SESSION_SPILL_BYTES >> 20);
 	snprintf(path, len, "%s/%u.%s", s->dir, n, stream == 1 ? "stdout" : "stderr");
 	return 0;
-}
-
-/* The status line the download's shell writes on stderr after tar ends (tar's own exit status:
- * the pipeline's is head's). */
-#define TAR_STATUS "paddock-tar-status "
-#define TAR_WALL_MS 300000
-
-/* The last size-1 bytes of a captured stream, head and tail joined (what it ended with). */
-static void stream_end(const pd_output *o, char *buf, size_t size)
-{
-	size_t n = 0;
-	const char *part[2] = {o->head, o->tail};
-	size_t len[2] = {o->head ? o->head_len : 0, o->tail ? o->tail_len : 0};
-	for (int i = 0; i < 2; i++) {
-		size_t take = len[i] < size - 1 ? len[i] : size - 1;
-		if (!take)
-			continue;
-		if (n + take > size - 1) { /* drop the oldest bytes */
-			size_t drop = n + take - (size - 1);
-			memmove(buf, buf + drop, n - drop);
-			n -= drop;
-		}
-		memcpy(buf + n, part[i] + len[i] - take, take);
-		n += take;
-	}
-	buf[n] = 0;
-}
-
-/* tar runs inside the sandbox: whatever links the archive or the directory holds, it can only
- * reach what the sandbox itself can */
-static int run_tar(pd_session *s, char **argv, int in_fd, int out_fd, pd_err *e)
-{
-	pd_exec_opts x = {0};
-	x.argv = argv;
-	x.stdin_fd = in_fd;
-	x.stdin_from_fd = in_fd >= 0;
-	x.cwd = "/";
-	/* tar is ours, not the user's program: the template's time limits are for programs, and a
-	 * limit kill would end the session; a GiB of a cold tree takes ~16 s of wall time here */
-	x.wall_ms = TAR_WALL_MS;
-	x.cpu_ms = TAR_WALL_MS / 2;
-	x.step_kill = true;
-	if (out_fd >= 0) {
-		x.spill = true;
-		x.spill_fd[0] = out_fd;
-		x.spill_fd[1] = -1;
-		/* the archive is the output: not killed for its size (that would end the session);
-		 * head in the sandbox ends it one byte past SESSION_TAR_MAX, and no more than that
-		 * is written to the host */
-		x.output_kill_bytes = UINT64_MAX;
-		x.spill_max = SESSION_TAR_MAX + 1ull;
-	}
-	pd_result r;
-	if (pd_sandbox_exec(s->sb, &x, &r, e) < 0)
-		return -1;
-	int rc = 0;
-	char err[1024];
-	stream_end(&r.err, err, sizeof err);
-	/* the last one: ours comes after anything tar wrote (file names included) */
-	const char *st = NULL;
-	for (const char *q = out_fd >= 0 ? strstr(err, TAR_STATUS) : NULL; q; q = strstr(q + 1, TAR_STATUS))
-		st = q;
-	int tar_status = st ? atoi(st + strlen(TAR_STATUS)) : -1;
-	if (out_fd >= 0 && r.out.total > SESSION_TAR_MAX) {
-		/* a cut archive must not be handed out as the directory */
-		rc = pd_fail(e, EFBIG, "the archive of that directory is over %u MiB: download a smaller one",
-			     SESSION_TAR_MAX >> 20);
-	} else if (out_fd >= 0 && r.spill_lost[0]) {
-		rc = pd_fail(e, EPIPE, "the archive could not be sent whole (the client stopped reading)");
-	} else if ((r.status != PD_OK && !(out_fd >= 0 && r.status == PD_OL)) ||
-		   (out_fd >= 0 && tar_status != 0)) {
-		if (st)
-			*(char *)st = 0; /* the status line is ours, not tar's */
-		if (r.status == PD_OK && tar_status > 0)
-			rc = pd_fail(e, EIO, "tar in session %s exited %d: %.150s", s->id, tar_status, err);
-		else
-			rc = pd_fail(e, EIO, "tar in session %s: %s exit %d%s%.150s", s->id,
-				     pd_status_name(r.status), r.exit_code, err[0] ? ": " : "", err);
-	}
-	pd_result_free(&r);
-	return rc;
-}
-
-/* sent: the archive's length and digest when it was streamed (fd < 0), else read from fd */
-static void tar_step(pd_session *s, const char *kind, const char *dir, int fd, const char *sent_hex,
-		     uint64_t sent_len, const char *rid, uint64_t t0, int rc, const pd_err *e)
-{
-	char hex[65];
-	json_t *action = json_pack("{s:o}", "dir", pd_json_text(dir));
-	json_t *obs = json_pack("{s:b}", "ok", rc == 0);
-	if (rc < 0)
-		json_object_set_new(obs, "error", pd_json_text(PD_ERR_STR(e)));
-	off_t len = fd >= 0 ? lseek(fd, 0, SEEK_END) : (off_t)sent_len;
-	if (fd < 0)
-		snprintf(hex, sizeof hex, "%s", sent_hex);
-	if (len >= 0 && (fd < 0 || pd_session_digest_fd(fd, hex) == 0)) {
-		json_t *o = !strcmp(kind, "upload") ? action : obs;
-		json_object_set_new(o, "tar_bytes", json_integer((json_int_t)len));
-		json_object_set_new(o, "tar_sha256", json_string(hex));
-	}
-	pd_err te = {0};
-	session_traj_step(s, kind, rid, t0, action, obs, NULL, true, &te);
-}
-
-int pd_session_upload_tar(pd_session *s, const char *dir, int tar_fd, const char *rid, pd_err *e)
-{
-	if (session_enter(s, e) < 0)
-		return -1;
-	uint64_t t0 = pd_wall_us();
-	int rc = pd_sandbox_mkdir(s->sb, dir, 0755, e);
-	if (rc == 0) {
-		static char tar[] = "tar", x[] = "-x", C[] = "-C", f[] = "-f", dash[] = "-",
-			    noown[] = "--no-same-owner";
-		char *d = strdup(dir);
-		char *argv[] = {tar, x, noown, C, d, f, dash, NULL};
-		rc = d ? run_tar(s, argv, tar_fd, -1, e) : pd_fail(e, ENOMEM, "tar");
-		free(d);
-	}
-	tar_step(s, "upload", dir, tar_fd, NULL, 0, rid, t0, rc, e);
-	session_leave(s);
-	return rc;
-}
-
-/* The archive goes from tar's output to the caller's fd (a pipe to the client) as it is made: it
- * is never spooled on the host (a spool of a GiB per download, 256 at once, filled the host's
- * /tmp). The relay digests what passes for the trajectory; a caller that stops reading (the
- * client went away) closes the relay's end, so tar's output is dropped rather than blocking. */
-typedef struct {
-	int in, out;
-	pd_sha256 d;
-	uint64_t bytes;
-	bool broken;
-} tar_relay;
-
-static void *relay_main(void *arg)
-{
-	tar_relay *t = arg;
-	char buf[65536];
-	for (;;) {
-		ssize_t n = read(t->in, buf, sizeof buf);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		pd_sha256_add(&t->d, buf, (size_t)n);
-		t->bytes += (uint64_t)n;
-		for (ssize_t off = 0; off < n;) {
-			ssize_t w = write(t->out, buf + off, (size_t)(n - off));
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0) {
-				t->broken = true;
-				break;
-			}
-			off += w;
-		}
-		if (t->broken)
-			break;
-	}
-	close(t->in); /* a broken relay: tar's next write fails (EPIPE) and its output is dropped */
-	return NULL;
-}
-
-int pd_session_download_tar(pd_session *s, const char *dir, int tar_fd, const char *rid, pd_err *e)
-{
-	if (session_enter(s, e) < 0)
-		return -1;
-	uint64_t t0 = pd_wall_us();
-	/* through head, which ends tar (SIGPIPE) one byte past the cap rather than let it read a
-	 * huge tree to the end and run into the wall time, whose kill would end the session; the
-	 * directory is a positional parameter, never part of the script */
-	static char sh[] = "/bin/sh", c[] = "-c", zero[] = "sh",
-		    script[] = "{ tar -c -C \"$1\" -f - .; echo \"" TAR_STATUS "$?\" >&2; } | head -c \"$2\"";
-	char limit[24];
-	snprintf(limit, sizeof limit, "%llu", (unsigned long long)SESSION_TAR_MAX + 1);
-	char *d = strdup(dir);
-	char *argv[] = {sh, c, script, zero, d, limit, NULL};
-	tar_relay t = {.out = tar_fd};
-	pd_sha256_init(&t.d);
-	int p[2] = {-1, -1};
-	pthread_t th;
-	int rc;
-	if (!d)
-		rc = pd_fail(e, ENOMEM, "tar");
-	else if (pipe2(p, O_CLOEXEC) < 0)
-		rc = pd_fail(e, errno, "pipe for the archive");
-	else if ((t.in = p[0], errno = pthread_create(&th, NULL, relay_main, &t)) != 0) {
-		rc = pd_fail(e, errno, "archive relay");
-		close(p[0]);
-		close(p[1]);
-		p[0] = -1;
-	} else {
-		rc = run_tar(s, argv, -1, p[1], e);
-		close(p[1]);
-		pthread_join(th, NULL);
-		if (rc == 0 && t.broken)
-			rc = pd_fail(e, EPIPE, "the archive could not be sent whole (the client stopped reading)");
-	}
-	free(d);
-	char hex[65];
-	pd_sha256_end_hex(&t.d, hex); /* "" if it could not be computed */
-	tar_step(s, "download", dir, -1, hex, t.bytes, rid, t0, rc, e);
-	session_leave(s);
-	return rc;
 }
 
 int pd_session_reset(pd_session *s, const char *rid, pd_err *e)

@@ -44,6 +44,10 @@ struct pd_session {
 	char dead_reason[400];
 	char damage[256]; /* why the last step left the sandbox unusable, when it says */
 	unsigned nexec;
+	unsigned steps; /* the agent's steps recorded (not verdicts, not annotations) */
+	uint64_t budget_steps, budget_wall_ms, budget_cpu_ms; /* pd_session_opts' (0: none) */
+	uint64_t cpu_used_ms;    /* the execs' CPU, for the budget */
+	unsigned budget_refused; /* bits: 1 steps, 2 wall_s, 4 cpu_s: an exec was refused for it */
 	record rec[SESSION_RECORDS];
 	unsigned nrec;
 	/* the trajectory (trajectory.c): steps are appended while the session is in use, so one
@@ -84,6 +88,10 @@ void session_noise_after(pd_session *s, unsigned n, const noise_armed *arm, pd_r
 bool session_noise_cuts(const pd_session *s, unsigned n);
 const char *session_noise_errno_name(int err);
 
+/* snapshot.c: the session's writable directories copied into tree (0, or an errno: EFBIG past
+ * max bytes); each directory copied is added to dirs (may be NULL); a tree removed */
+int session_copy_tree(pd_session *s, const char *tree, uint64_t max, uint64_t *bytes, uint64_t *files, json_t *dirs);
+void session_rm_tree(const char *dir);
 /* snapshot.c: the tree of snapshot name and its template (ENOENT once expired) */
 int pd_snapshot_tree(pd_pools *p, const char *name, char *tree, size_t len, char *tpl, size_t tlen, pd_err *e);
 

@@ -77,6 +77,10 @@ int session_traj_open(pd_session *s, const pd_session_opts *o, pd_err *e)
 		json_object_set_new(h, "from_snapshot", json_string(s->snapshot));
 	if (s->resume_id[0])
 		json_object_set_new(h, "resumed_from", json_string(s->resume_id));
+	if (s->budget_steps || s->budget_wall_ms || s->budget_cpu_ms)
+		json_object_set_new(h, "budget", json_pack("{s:I,s:f,s:f}", "steps", (json_int_t)s->budget_steps, "wall_s",
+							   (double)s->budget_wall_ms / 1000, "cpu_s",
+							   (double)s->budget_cpu_ms / 1000));
 	if (s->noise.on)
 		json_object_set_new(h, "noise", json_pack("{s:I,s:I,s:f,s:f}", "seed", (json_int_t)s->noise.seed,
 							  "latency_ms", (json_int_t)s->noise.latency_ms, "fail_rate",
@@ -92,9 +96,10 @@ int session_traj_open(pd_session *s, const pd_session_opts *o, pd_err *e)
 	return 0;
 }
 
-/* Appends a step line; the caller holds the session (enter). Takes action and observation. */
-long session_traj_step(pd_session *s, const char *kind, const char *rid, uint64_t t0, json_t *action,
-			json_t *obs, json_t *extra, bool scan, pd_err *e)
+/* Appends a line; the caller holds the session (enter). Takes action and observation; a note (a
+ * verdict, an annotation) is not one of the agent's steps. */
+static long traj_line(pd_session *s, const char *kind, const char *rid, uint64_t t0, json_t *action, json_t *obs,
+		      json_t *extra, bool scan, bool note, pd_err *e)
 {
 	uint64_t t1 = pd_wall_us();
 	json_t *changed = NULL;
@@ -129,8 +134,33 @@ long session_traj_step(pd_session *s, const char *kind, const char *rid, uint64_
 		json_object_update(line, extra);
 	pthread_mutex_lock(&s->traj_mu);
 	long n = s->traj ? pd_traj_append(s->traj, line, e) : (json_decref(line), pd_fail(e, EBADF, "trajectory closed"));
+	if (n > 0 && !note)
+		s->steps++;
 	pthread_mutex_unlock(&s->traj_mu);
 	return n;
+}
+
+long pd_session_note(pd_session *s, const char *kind, const char *rid, json_t *action, json_t *obs, json_t *extra,
+		     pd_err *e)
+{
+	uint64_t t0 = pd_wall_us();
+	long n = traj_line(s, kind, rid, t0, action, obs, extra, false, true, e);
+	json_decref(extra);
+	return n;
+}
+
+unsigned pd_session_steps(pd_session *s)
+{
+	pthread_mutex_lock(&s->traj_mu);
+	unsigned n = s->steps;
+	pthread_mutex_unlock(&s->traj_mu);
+	return n;
+}
+
+long session_traj_step(pd_session *s, const char *kind, const char *rid, uint64_t t0, json_t *action,
+			json_t *obs, json_t *extra, bool scan, pd_err *e)
+{
+	return traj_line(s, kind, rid, t0, action, obs, extra, scan, false, e);
 }
 
 long pd_session_record(pd_session *s, const char *kind, const char *rid, uint64_t t0, json_t *action,

@@ -151,6 +151,11 @@ static void rm_tree(const char *dir)
 	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+void session_rm_tree(const char *dir)
+{
+	rm_tree(dir);
+}
+
 /* a snapshot's name: the characters of a session id, so it names a directory and nothing else */
 static bool good_name(const char *n)
 {
@@ -202,6 +207,58 @@ static void sweep(pd_pools *p, const char *root)
 	closedir(d);
 }
 
+/* Copies the session's writable directories (scan_dirs) into tree, through the sandbox's root as
+ * the host sees it, no link followed; each directory copied is added to dirs (may be NULL). The
+ * caller holds the session. Returns 0 or an errno (EFBIG past max bytes). */
+int session_copy_tree(pd_session *s, const char *tree, uint64_t max, uint64_t *bytes, uint64_t *files, json_t *dirs)
+{
+	copy_ctx c = {pd_sandbox_uid_base(s->sb), 0, max, 0, 0};
+	char proot[64];
+	snprintf(proot, sizeof proot, "/proc/%d/root", (int)pd_sandbox_pid(s->sb));
+	int rfd = open(proot, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	for (size_t i = 0; rfd >= 0 && s->scan_dirs[i] && !c.err; i++) {
+		const char *dir = s->scan_dirs[i];
+		bool dup = false;
+		for (size_t j = 0; j < i; j++) {
+			size_t l = strlen(s->scan_dirs[j]);
+			dup |= !strncmp(dir, s->scan_dirs[j], l) && (dir[l] == 0 || dir[l] == '/');
+		}
+		if (dup)
+			continue;
+		struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+				       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+		int sfd = (int)syscall(SYS_openat2, rfd, dir, &how, sizeof how);
+		if (sfd < 0)
+			continue;
+		char dst[4096];
+		snprintf(dst, sizeof dst, "%s%s", tree, dir);
+		struct stat dst_st;
+		if (pd_mkdir_p(dst, 0755) < 0 || fstat(sfd, &dst_st) < 0) {
+			c.err = errno;
+			close(sfd);
+			break;
+		}
+		int dfd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0) {
+			c.err = errno;
+			close(sfd);
+			break;
+		}
+		copy_dir(&c, sfd, dfd, 0);
+		/* the directory itself as the sandbox had it (its mode: /tmp is 1777) */
+		chmod(dst, dst_st.st_mode & 07777);
+		if (dirs)
+			json_array_append_new(dirs, json_string(dir));
+	}
+	if (rfd >= 0)
+		close(rfd);
+	else
+		c.err = errno;
+	*bytes = c.bytes;
+	*files = c.files;
+	return c.err;
+}
+
 json_t *pd_session_snapshot(pd_session *s, const char *name, uint64_t ttl_s, uint64_t max_bytes, const char *rid,
 			    pd_err *e)
 {
@@ -240,47 +297,8 @@ json_t *pd_session_snapshot(pd_session *s, const char *name, uint64_t ttl_s, uin
 		pd_fail(e, errno, "snapshot directory %s", tree);
 		goto out;
 	}
-	char proot[64];
-	snprintf(proot, sizeof proot, "/proc/%d/root", (int)pd_sandbox_pid(s->sb));
-	int rfd = open(proot, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	json_t *dirs = json_array();
-	for (size_t i = 0; rfd >= 0 && s->scan_dirs[i] && !c.err; i++) {
-		const char *dir = s->scan_dirs[i];
-		bool dup = false;
-		for (size_t j = 0; j < i; j++) {
-			size_t l = strlen(s->scan_dirs[j]);
-			dup |= !strncmp(dir, s->scan_dirs[j], l) && (dir[l] == 0 || dir[l] == '/');
-		}
-		if (dup)
-			continue;
-		struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
-				       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
-		int sfd = (int)syscall(SYS_openat2, rfd, dir, &how, sizeof how);
-		if (sfd < 0)
-			continue;
-		char dst[4096];
-		snprintf(dst, sizeof dst, "%s%s", tree, dir);
-		struct stat dst_st;
-		if (pd_mkdir_p(dst, 0755) < 0 || fstat(sfd, &dst_st) < 0) {
-			c.err = errno;
-			close(sfd);
-			break;
-		}
-		int dfd = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd < 0) {
-			c.err = errno;
-			close(sfd);
-			break;
-		}
-		copy_dir(&c, sfd, dfd, 0);
-		/* the directory itself as the sandbox had it (its mode: /tmp is 1777) */
-		chmod(dst, dst_st.st_mode & 07777);
-		json_array_append_new(dirs, json_string(dir));
-	}
-	if (rfd >= 0)
-		close(rfd);
-	else
-		c.err = errno;
+	c.err = session_copy_tree(s, tree, max_bytes, &c.bytes, &c.files, dirs);
 	if (c.err) {
 		pd_fail(e, c.err, c.err == EFBIG ? "snapshot of session %s: over its size cap of %llu bytes"
 						 : "snapshot of session %s",

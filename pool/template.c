@@ -34,6 +34,7 @@ void pd_templates_free(pd_template *t, size_t n)
 		}
 		free(t[i].cwd);
 		pd_audit_policy_free(t[i].audit);
+		free(t[i].rules);
 		pd_egress_list_free(t[i].egress_allow);
 	}
 	free(t);
@@ -228,7 +229,8 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 {
 	static const char *const known[] = {"name", "language", "image", "layers", "requires", "env",
 					    "cwd", "files", "limits", "network", "pool", "session", "warmup",
-					    "audit", "memory_fast_path", "version", "egress", "user", "isolation", NULL};
+					    "audit", "memory_fast_path", "version", "egress", "user", "isolation", "rules",
+					    NULL};
 	if (!json_is_object(o))
 		return pd_fail_as(e, EINVAL, "%s: must be an object", where);
 	if (unknown_keys(o, where, known, e) < 0)
@@ -498,6 +500,12 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 			if (get_duration(x, w, &t->session_max_ms, e) < 0)
 				return -1;
 		}
+	}
+	if (FIELD("rules")) {
+		if (!json_is_object(v))
+			return pd_fail_as(e, EINVAL, "%s: must be an object (docs/sessions.md, \"Rules over the trajectory\")", w);
+		if (!(t->rules = json_dumps(v, JSON_COMPACT)))
+			return pd_fail(e, ENOMEM, "%s", w);
 	}
 	if (FIELD("audit")) {
 		if (!json_is_object(v))

@@ -11,6 +11,8 @@
  *   short_pass — a pass whose code is under short_percent of that median's code size;
  *   score_jump — a score at least jump_percent points (of 100) above the best of its group's
  *     (group_id) earlier judged attempts (at least group_min of them);
+ * and, for a graded episode (POST /v1/sessions/{id}/judge) whose agent claimed success:
+ *   claim_mismatch — the claim (record's claim.mismatch) on an output that did not pass;
  * and, for a judged attempt that ended as judge_error:
  *   checker_failure — the checker crashed, timed out or said fail on this attempt's output, twice.
  *     No reward and not the model's fault (it may be the checker's bug), but an output made to
@@ -42,8 +44,11 @@ static const char schema[] = "CREATE TABLE IF NOT EXISTS review ("
 			      * reading records, which took 7 ms a judged record at 200 of them and grew with
 			      * the store */
 			     "DROP INDEX IF EXISTS attempts_problem;"
-			     "CREATE INDEX IF NOT EXISTS attempts_review ON attempts(problem_key, language, kind, last,"
-			     " passed, id, tests_ms, code_bytes);"
+			     /* partial: every question names a problem, and a row without one (each
+			      * /run_code's) then writes no page of this index at its insert */
+			     "DROP INDEX IF EXISTS attempts_review;"
+			     "CREATE INDEX IF NOT EXISTS attempts_review_nn ON attempts(problem_key, language, kind, last,"
+			     " passed, id, tests_ms, code_bytes) WHERE problem_key IS NOT NULL;"
 			     /* the risk list: problems with confirmed hacks (kept across restarts) */
 			     "CREATE TABLE IF NOT EXISTS risk (problem_id TEXT PRIMARY KEY, since INTEGER,"
 			     " confirmed INTEGER NOT NULL DEFAULT 0, last_review INTEGER);";
@@ -290,6 +295,12 @@ void review_consider(sqlite3 *db, int64_t row, const pd_job *j, json_t *rec, con
 	/* the too-good signals are about judged attempts: a run has no output level */
 	if (!json_object_get(rec, "reward"))
 		return;
+	json_t *claim = json_object_get(rec, "claim");
+	if (json_is_true(json_object_get(claim, "mismatch"))) {
+		const char *why = json_string_value(json_object_get(claim, "why"));
+		enqueue(db, row, j, "claim_mismatch", why ? why : "the agent claimed success on a failed grade");
+		return;
+	}
 	if (j->failure == PD_F_JUDGE) {
 		const char *why = json_string_value(json_object_get(rec, "error"));
 		enqueue(db, row, j, "checker_failure", why && *why ? why : "the checker failed twice");

@@ -4,7 +4,7 @@
 #define PD_REVIEW_H
 #include "server.h"
 
-#include <sqlite3.h>
+#include "sqlite_dl.h"
 
 int review_schema(sqlite3 *db, char **err);
 /* The facts the signals ask about, kept as columns of each attempt's row (they were read from the

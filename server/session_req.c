@@ -198,7 +198,33 @@ static int noise_faults(json_t *a, pd_noise *z, pd_err *e)
 	return 0;
 }
 
-/* The episode's fields: survival, trajectory identity, fast-forward, noise. */
+/* "budget": {"steps": N, "wall_s": S, "cpu_s": C} (issue 40): each optional, at least one. */
+static int budget_fields(json_t *bg, pd_session_opts *o, pd_err *e)
+{
+	if (!bg || json_is_null(bg))
+		return 0;
+	if (!json_is_object(bg) || !json_object_size(bg))
+		return pd_refuse(e, "budget: must be an object {\"steps\", \"wall_s\", \"cpu_s\"} with at least one");
+	const char *k;
+	json_t *v;
+	json_object_foreach(bg, k, v) {
+		if (!strcmp(k, "steps")) {
+			if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 1000000)
+				return pd_refuse(e, "budget.steps: must be an integer from 1 to 1000000");
+			o->budget_steps = (uint64_t)json_integer_value(v);
+		} else if (!strcmp(k, "wall_s") || !strcmp(k, "cpu_s")) {
+			if (!json_is_number(v) || json_number_value(v) <= 0 || json_number_value(v) > 1e7)
+				return pd_refuse(e, "budget.%s: must be a number of seconds above 0, at most 1e7", k);
+			uint64_t ms = (uint64_t)(json_number_value(v) * 1000 + 0.5);
+			*(!strcmp(k, "wall_s") ? &o->budget_wall_ms : &o->budget_cpu_ms) = ms ? ms : 1;
+		} else {
+			return pd_refuse(e, "budget.%s: unknown field (steps, wall_s, cpu_s)", k);
+		}
+	}
+	return 0;
+}
+
+/* The episode's fields: survival, trajectory identity, fast-forward, noise, budget. */
 static int episode_fields(json_t *b, pd_session_create_req *q, pd_err *e)
 {
 	json_t *eol = json_object_get(b, "end_on_limit");
@@ -221,6 +247,8 @@ static int episode_fields(json_t *b, pd_session_create_req *q, pd_err *e)
 			return pd_refuse(e, "count: must be an integer from 1 to 64");
 		q->count = (unsigned)json_integer_value(count);
 	}
+	if (budget_fields(json_object_get(b, "budget"), &q->o, e) < 0)
+		return -1;
 	json_t *n = json_object_get(b, "noise");
 	if (!n || json_is_null(n))
 		return 0;
@@ -327,6 +355,8 @@ int pd_session_create_parse(const char *body, size_t len, pd_session_create_req 
 	}
 	json_t *meta = json_object_get(b, "metadata");
 	q->o.metadata = meta ? json_dumps(meta, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+	json_t *rules = json_object_get(b, "rules");
+	q->rules = rules && !json_is_null(rules) ? json_incref(rules) : NULL;
 	json_decref(b);
 	return 0;
 }
@@ -337,6 +367,8 @@ void pd_session_create_req_free(pd_session_create_req *q)
 	q->o.metadata = NULL;
 	json_decref(q->egress);
 	q->egress = NULL;
+	json_decref(q->rules);
+	q->rules = NULL;
 }
 
 int pd_session_network_parse(const char *body, size_t len, char *mode, size_t ml, json_t **egress, pd_err *e)

@@ -15,7 +15,7 @@
 #include <errno.h>
 #include <libgen.h>
 #include <pthread.h>
-#include <sqlite3.h>
+#include "sqlite_dl.h"
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +125,8 @@ static void prune_locked(pd_store *s)
 
 pd_store *pd_store_open(const char *path, uint64_t max_bytes, pd_err *e)
 {
+	if (pd_dl_load(&pd_dls_lib, e) < 0)
+		return NULL;
 	pd_store *s = calloc(1, sizeof *s);
 	if (!s) {
 		pd_fail(e, ENOMEM, "store");
@@ -150,8 +152,8 @@ pd_store *pd_store_open(const char *path, uint64_t max_bytes, pd_err *e)
 			       "INSERT INTO attempts (task_id, attempt, sandbox_id, problem_id, problem_version,"
 			       " template, language, node, queued_at, started_at, finished_at, queue_ms, status,"
 			       " failure_class, exit_code, signal, wall_ms, cpu_ms, memory_peak_bytes, record, request_id,"
-			       " group_id, sample_id, kind, last, problem_key, passed, tests_ms, code_bytes, score)"
-			       " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       " group_id, sample_id, kind, last, problem_key, passed, tests_ms, code_bytes, score, use_id)"
+			       " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 			       -1, &s->put, NULL) != SQLITE_OK) {
 		pd_fail_as(e, EIO, "store %s: %s", path, sqlite3_errmsg(s->db));
 		goto fail;
@@ -253,6 +255,7 @@ static void bind_record(sqlite3_stmt *st, const pd_job *j, json_t *rec, const ch
 	sqlite3_bind_text(st, 24, json_object_get(rec, "reward") ? "judge" : "run", -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 25, last);
 	review_bind(st, 26, j, rec);
+	bind_opt(st, 31, jstr(rec, "use_id"));
 }
 
 /* An earlier attempt's row: its columns come from its record (the job's own fields describe the
@@ -455,7 +458,10 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	sqlite3_bind_int64(st, 12, j->started_us > j->queued_us ? (sqlite3_int64)((j->started_us - j->queued_us) / 1000) : 0);
 	sqlite3_bind_text(st, 13, pd_job_status_name(j), -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 14, pd_failure_name(j->failure), -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 15, r ? r->exit_code : 0);
+	if (r && pd_result_exited(r)) /* a program that did not exit has no exit code: NULL */
+		sqlite3_bind_int(st, 15, r->exit_code);
+	else
+		sqlite3_bind_null(st, 15);
 	sqlite3_bind_int(st, 16, r ? r->signal : 0);
 	sqlite3_bind_int64(st, 17, r ? (sqlite3_int64)r->wall_ms : 0);
 	sqlite3_bind_int64(st, 18, r ? (sqlite3_int64)r->cpu_ms : 0);
@@ -575,7 +581,7 @@ static int residue_locked(pd_store *s, const char *use_id, const char *residue, 
 	    sqlite3_prepare_v2(s->db,
 			       "UPDATE attempts SET record = CASE WHEN ?3 IS NOT NULL AND json_type(record, '$.costs') = 'object'"
 			       " THEN json_set(" RESIDUE_SET ", '$.costs.teardown_ms', ?3) ELSE " RESIDUE_SET " END"
-			       " WHERE json_extract(record, '$.use_id') = ?2 AND json_extract(record, '$.residue') = 'pending'",
+			       " WHERE use_id = ?2 AND json_extract(record, '$.residue') = 'pending'",
 			       -1, &s->residue, NULL) != SQLITE_OK)
 		return -1;
 #undef RESIDUE_SET

@@ -22,8 +22,10 @@ static const char schema[] =
 	" record TEXT NOT NULL);"
 	"CREATE INDEX IF NOT EXISTS attempts_task ON attempts(task_id);"
 	"CREATE INDEX IF NOT EXISTS attempts_failure ON attempts(failure_class);"
-	/* the reclaimer's residue report finds its record by the use of the sandbox */
-	"CREATE INDEX IF NOT EXISTS attempts_use ON attempts(json_extract(record, '$.use_id'));";
+	/* an index on json_extract(record, '$.use_id') parsed every record three more times per
+	 * request (the insert, and the residue's update of the record, old and new): the use is a
+	 * column now (attempts_use_id, below) */
+	"DROP INDEX IF EXISTS attempts_use;";
 
 /* Cluster mode's key: one record per request id (a task redelivered after its node died, or
  * pulled twice, is refused the second time). Added to stores made before it; NULL for the rows of
@@ -48,9 +50,17 @@ static const struct {
 	{"kind", "kind TEXT"},
 	{"last", "last INTEGER NOT NULL DEFAULT 1"},
 	REVIEW_COLUMNS,
+	/* the use of the sandbox (the record's use_id): the reclaimer's residue report finds its
+	 * record by it */
+	{"use_id", "use_id TEXT"},
 };
 
-static const char schema_group[] = "CREATE INDEX IF NOT EXISTS attempts_group ON attempts(group_id);";
+/* Partial: a row without a group (every /run_code's) or a use costs no page of these indexes at its
+ * insert, and each page written is a WAL frame at the commit that answers the request. */
+static const char schema_group[] = "DROP INDEX IF EXISTS attempts_group;"
+				   "CREATE INDEX IF NOT EXISTS attempts_group_nn ON attempts(group_id)"
+				   " WHERE group_id IS NOT NULL;"
+				   "CREATE INDEX IF NOT EXISTS attempts_use_id ON attempts(use_id) WHERE use_id IS NOT NULL;";
 
 static bool has_column(sqlite3 *db, const char *table, const char *col)
 {
@@ -86,6 +96,10 @@ int store_schema(sqlite3 *db, const char *path, pd_err *e)
 		if (rc == SQLITE_OK && !strcmp(added_columns[i].name, "kind"))
 			rc = sqlite3_exec(db, "UPDATE attempts SET kind = CASE WHEN instr(record, '\"reward\":') > 0"
 					      " THEN 'judge' ELSE 'run' END", NULL, NULL, &err);
+		/* the uses of older rows whose residue a reclaimer may still report */
+		if (rc == SQLITE_OK && !strcmp(added_columns[i].name, "use_id"))
+			rc = sqlite3_exec(db, "UPDATE attempts SET use_id = json_extract(record, '$.use_id')"
+					      " WHERE json_extract(record, '$.residue') = 'pending'", NULL, NULL, &err);
 	}
 	if (rc == SQLITE_OK && review_fill)
 		rc = sqlite3_exec(db, review_fill_sql, NULL, NULL, &err);

@@ -3,7 +3,7 @@
 #define PD_STORE_SCHEMA_H
 #include "server.h"
 
-#include <sqlite3.h>
+#include "sqlite_dl.h"
 
 /* Creates the tables and indexes db lacks and adds the columns an older store lacks; path names
  * the store in e. Returns 0, or -1 with e set. */

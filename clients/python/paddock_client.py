@@ -76,11 +76,17 @@ class Client:
 
     # ---- sessions ------------------------------------------------------------------------------
     def create_session(self, template="bash", ttl=None, max_lifetime=None, metadata=None, group_id=None,
-                       sample_id=None, end_on_limit=None, resume_from=None, noise=None, from_snapshot=None):
+                       sample_id=None, end_on_limit=None, resume_from=None, noise=None, from_snapshot=None,
+                       image=None, network=None, egress=None, budget=None, rules=None):
+        """Opens a session. budget: {"steps", "wall_s", "cpu_s"} (an exec past it: PaddockError 409);
+        rules: {"deny_commands", "deny_action", "max_repeats", "history_probe", "repeated_violation",
+        "exempt"} (docs/sessions.md)."""
         body = {"template": template}
         for k, v in (("ttl", ttl), ("max_lifetime", max_lifetime), ("metadata", metadata),
                      ("group_id", group_id), ("sample_id", sample_id), ("end_on_limit", end_on_limit),
-                     ("resume_from", resume_from), ("noise", noise), ("from_snapshot", from_snapshot)):
+                     ("resume_from", resume_from), ("noise", noise), ("from_snapshot", from_snapshot),
+                     ("image", image), ("network", network), ("egress", egress), ("budget", budget),
+                     ("rules", rules)):
             if v is not None:
                 body[k] = v
         if from_snapshot is not None and template == "bash":
@@ -180,6 +186,32 @@ class Client:
                 if line.strip():
                     yield json.loads(line)
 
+    def judge_session(self, session_id, problem, task_id=None, group_id=None, sample_id=None, reward=None,
+                      claim=None, request_id=None):
+        """Grades a session's files in a fork with an episode problem (an id loaded with --problems,
+        or an inline problem dict): the judged record (its "reward" is None for an infrastructure
+        failure). The session goes on; the verdict line is appended to its trajectory."""
+        body = {"problem": problem} if isinstance(problem, dict) else {"problem_id": problem}
+        for k, v in (("task_id", task_id), ("group_id", group_id), ("sample_id", sample_id),
+                     ("reward", reward), ("claim", claim), ("request_id", request_id)):
+            if v is not None:
+                body[k] = v
+        return self.request("POST", "/v1/sessions/%s/judge" % session_id, body)
+
+    def annotate(self, session_id, request_id, reward=None, note=None):
+        """A client's reward (a reward model's, a critic's) and note for the step recorded with
+        request_id: an annotation line in the trajectory."""
+        body = {"request_id": request_id}
+        if reward is not None:
+            body["reward"] = reward
+        if note is not None:
+            body["note"] = note
+        return self.request("POST", "/v1/sessions/%s/annotate" % session_id, body)
+
+    def group(self, group_id):
+        """GET /v1/groups/{group_id}: every member's reward, usable, failure class."""
+        return self.request("GET", "/v1/groups/" + urllib.parse.quote(group_id, safe=""))
+
     def health(self):
         return self.request("GET", "/healthz")
 
@@ -223,7 +255,8 @@ class Session:
 
     def exec(self, cmd, stdin=None, cwd=None, timeout=None, request_id=None, idle_timeout=None):
         """Runs cmd (a shell string, or an argv list); returns the result record (status, exit_code,
-        stdout, stderr, ...; "noise" lists injected faults, "fast_forward" marks an answer from
+        signal, stdout, stderr, ...; exit_code is None for a program that did not exit: a time-out,
+        a kill, a signal; "noise" lists injected faults, "fast_forward" marks an answer from
         the resumed trajectory). A time limit ends the step (status TO), not the session;
         idle_timeout (seconds without output) too (TO with idle_timeout true)."""
         body = self._exec_body(cmd, stdin, cwd, timeout, idle_timeout, request_id)
@@ -296,6 +329,13 @@ class Session:
     def trajectory(self):
         return self.client.trajectory(self.id)
 
+    def judge(self, problem, **kw):
+        """Client.judge_session for this session."""
+        return self.client.judge_session(self.id, problem, **kw)
+
+    def annotate(self, request_id, reward=None, note=None):
+        return self.client.annotate(self.id, request_id, reward=reward, note=note)
+
     def close(self):
         try:
             return self.client.request("DELETE", "/v1/sessions/" + self.id)
@@ -320,11 +360,16 @@ class EpisodeEnv:
     the record (fast-forward) when the session is created with resume_from."""
 
     def __init__(self, client, template="bash", setup=None, reward_fn=None, max_steps=50, step_timeout=30,
-                 **session_kw):
+                 problem=None, **session_kw):
+        """problem: an episode problem (an id or an inline dict): grade() and the reward at the end
+        are the server's grade of the session (POST /v1/sessions/{id}/judge), unless reward_fn is
+        given."""
         self.client = client
+        self.problem = problem
+        self.last_grade = None
         self.template = template
         self.setup = setup or []
-        self.reward_fn = reward_fn or (lambda session, obs: 0.0)
+        self.reward_fn = reward_fn or (lambda session, obs: self.grade() if self.problem is not None else 0.0)
         self.max_steps = max_steps
         self.step_timeout = step_timeout
         self.session_kw = session_kw
@@ -352,10 +397,18 @@ class EpisodeEnv:
             obs = self.session.write_file(action["write"], action.get("content", ""), request_id=rid)
         else:
             r = self.session.exec(action["cmd"], timeout=self.step_timeout, request_id=rid)
-            obs = {k: r.get(k) for k in ("status", "exit_code", "stdout", "stderr", "noise")}
+            # status and signal too: a step that timed out or was killed has exit_code None, and
+            # an observation without its status would leave a reward to guess why
+            obs = {k: r.get(k) for k in ("status", "exit_code", "signal", "stdout", "stderr", "noise", "flags")}
         done = "submit" in action or self.n >= self.max_steps
         reward = self.reward_fn(self.session, obs) if done else 0.0
         return obs, reward, done, {"step": self.n, "request_id": rid}
+
+    def grade(self, **kw):
+        """The server's grade of the session as it stands (the problem given at construction):
+        the reward (None for an infrastructure failure); the whole record in last_grade."""
+        self.last_grade = self.session.judge(self.problem, **kw)
+        return self.last_grade.get("reward")
 
     def close(self):
         if self.session is not None:

@@ -141,6 +141,8 @@ class ClientTest(unittest.TestCase):
         with self.session() as s:
             r = s.exec("echo partial; sleep 30", timeout=1)
             self.assertEqual((r["status"], r["stdout"]), ("TO", "partial\n"))
+            # a program that did not exit has no exit code: never a 0 that reads as a success
+            self.assertEqual((r["exit_code"], r["signal"]), (None, 9))
             self.assertEqual(s.exec("echo on")["stdout"], "on\n")
             s.write_file("/work/x", "x")
             self.assertEqual(s.reset()["state"], "READY")
@@ -183,7 +185,13 @@ class ClientTest(unittest.TestCase):
         self.ids.append(env.session.id)
         obs, rew, done, info = env.step({"cmd": "cat /work/m.py"})
         self.assertIn("a - b", obs["stdout"])
+        self.assertEqual((obs["status"], obs["exit_code"], obs["signal"]), ("OK", 0, 0))
         self.assertFalse(done)
+        # a step that times out says so: status TO, the signal, and no exit code
+        env.step_timeout = 1
+        obs, rew, done, info = env.step({"cmd": "sleep 30"})
+        self.assertEqual((obs["status"], obs["exit_code"], obs["signal"]), ("TO", None, 9))
+        env.step_timeout = 30
         env.step({"write": "/work/m.py", "content": "def add(a, b):\n    return a + b\n"})
         obs, rew, done, info = env.step({"submit": True})
         self.assertTrue(done)
@@ -222,6 +230,37 @@ class ClientTest(unittest.TestCase):
             list(self.c.judge_stream(problem, [{"code": "x"}], language="cobol"))
         self.assertEqual(cm.exception.status, 400)
         self.assertIn("submissions[0]: language", cm.exception.message)
+
+    def test_episode_grading(self):
+        """issue 40: budget and rules at create, judge_session, annotate, the gym wrapper's grade()"""
+        hidden = {"kind": "episode", "files": {"check.sh": "grep -q fixed /work/state"},
+                  "command": "sh check.sh", "reward": {"mode": "binary"}}
+        with self.session(budget={"steps": 3}, rules={"max_repeats": 1}, group_id="pyg-%d" % os.getpid(),
+                          sample_id="a") as s:
+            s.exec("echo broken > /work/state", request_id="s1")
+            rec = s.judge(hidden, task_id="py-ep-%d" % os.getpid())
+            self.assertEqual((rec["kind"], rec["verdict"]["output"]["status"], rec["reward"]), ("episode", "fail", 0))
+            s.exec("echo fixed > /work/state", request_id="s2")
+            self.assertEqual(s.annotate("s2", reward=0.5, note="critic")["annotates"], 3)
+            r = s.exec("echo fixed > /work/state", request_id="s3")
+            self.assertEqual(r["flags"], ["loop"])
+            with self.assertRaises(PaddockError) as cm:
+                s.exec("true")
+            self.assertEqual(cm.exception.status, 409)
+            self.assertIn("budget: steps", cm.exception.message)
+            rec = self.c.judge_session(s.id, hidden, claim={"tests_pass": True}, group_id="pyg-%d" % os.getpid())
+            self.assertEqual((rec["verdict"]["output"]["status"], rec["verdict"]["process"]["status"],
+                              rec["verdict"]["resources"]["status"]), ("pass", "fail", "fail"))
+            lines = s.trajectory()
+            self.assertEqual([ln["kind"] for ln in lines[-3:]], ["annotation", "exec", "verdict"])
+            self.assertEqual(self.c.group("pyg-%d" % os.getpid())["size"], 1)
+        env = EpisodeEnv(self.c, template="bash", problem=hidden)
+        self.ids.append(env.reset()["session_id"])
+        obs, reward, done, info = env.step({"cmd": "echo fixed > /work/state; kill -9 $$"})
+        self.assertEqual((obs["status"], obs["signal"], reward, done), ("SG", 9, 0.0, False))
+        obs, reward, done, info = env.step({"submit": True})
+        self.assertEqual((reward, done, env.last_grade["verdict"]["output"]["status"]), (1, True, "pass"))
+        env.close()
 
 
 if __name__ == "__main__":

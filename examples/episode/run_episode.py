@@ -1,24 +1,21 @@
 #!/usr/bin/env python3
-"""The example episode: a small repository with a bug (repo/), hidden tests (hidden_tests/), and 8
-recorded agents (agents.jsonl: shell commands, file writes, patches, a submit) run as 8 forks of one
-prepared session, then judged, each in a separate sandbox with the hidden tests, and their
-trajectories exported.
+"""The example episode, a SWE-style task graded by the server: a small repository with a bug
+(repo/, a git repository whose future holds the fix on another branch), an episode problem
+(problems/calc-median: hidden tests with fail_to_pass / pass_to_pass, run by a runner that prints
+pytest's -rA lines, and rules: history_probe, max_repeats), and 11 recorded agents
+(agents.jsonl: commands, file writes, patches, a submit with the agent's claim) run as 11 forks of
+one prepared session, each graded with POST /v1/sessions/{id}/judge (issue 40): in a fork of the
+session, with the hidden tests placed there and never in the agent's sandbox; the verdict and the
+reward end each trajectory, which is exported (JSON lines and ATIF).
 
     python3 examples/episode/run_episode.py --url http://127.0.0.1:8080 --out /tmp/episode
 
-Prepare: one session gets the repository (upload), checks that the visible tests run, and is
-snapshotted; 8 forks of that snapshot (POST /v1/sessions {from_snapshot, count: 8, group_id}) run
-the 8 action sequences (a step's timeout ends the step, not the episode). Judge: the fork's
-/work/repo is downloaded and unpacked, with the hidden tests, into a fresh session of its own (the
-hidden tests never enter the agent's sandbox), which runs them; the reward is the fraction passed.
-POST /v1/judge (issue 21) is the judge's place when the daemon has it; this example does the
-equivalent itself. Out: <out>/<agent>.jsonl (the trajectory), <out>/summary.json."""
+Out: <out>/<agent>.jsonl (the trajectory), <out>/<agent>.atif.json, <out>/summary.json."""
 
 import argparse
 import io
 import json
 import os
-import re
 import subprocess
 import sys
 import tarfile
@@ -58,54 +55,74 @@ def run_agent(session, agent):
     return n
 
 
-def judge(client, fork, hidden):
-    """Runs the hidden tests against the fork's repository in a separate sandbox."""
-    repo_tar = fork.download_tar("/work/repo")
-    with client.create_session(template="python", metadata={"judge_of": fork.id}) as j:
-        j.upload_tar(repo_tar, dir="/judge/repo")
-        j.upload_tar(tar_of({"hidden": hidden}), dir="/judge")
-        r = j.exec("cp hidden/test_hidden.py repo/ && cd repo && python3 -m unittest -v test_hidden 2>&1",
-                   cwd="/judge", timeout=30)
-    out = r["stdout"]
-    passed = len(re.findall(r"\.\.\. ok$", out, re.M))
-    total = len(re.findall(r"^test_\w+ ", out, re.M))
-    return {"passed": passed, "total": total, "reward": (passed / total) if total else 0.0,
-            "status": r["status"]}
+def load_problem(d):
+    """An episode problem directory as an inline problem (problem.json and files/)."""
+    prob = json.load(open(os.path.join(d, "problem.json")))
+    files = {}
+    top = os.path.join(d, "files")
+    for root, _, names in os.walk(top):
+        for n in names:
+            full = os.path.join(root, n)
+            files[os.path.relpath(full, top)] = open(full).read()
+    prob["files"] = files
+    return prob
+
+
+# the repository's future: the fix, committed on a branch the agent's checkout does not show
+GIT = ("git -c user.name=dev -c user.email=dev@example.invalid -c init.defaultBranch=main")
+PREPARE = (GIT + " init -q && " + GIT + " add -A && " + GIT + " commit -qm base && " + GIT + " checkout -qb upstream && "
+           "sed -i 's/^    return s\\[mid\\]$/    return (s[mid - 1] + s[mid]) \\/ 2/' calc/stats.py && "
+           + GIT + " commit -qam 'fix median of even-length lists' && " + GIT + " checkout -q main && "
+           "python3 -m unittest -q test_visible 2>&1 | tail -1")
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--url", default="http://127.0.0.1:8080")
     ap.add_argument("--out", default="episode-out")
+    ap.add_argument("--group", default="calc-median")
     ap.add_argument("--paddock", default=os.path.join(HERE, "..", "..", "bin", "paddock"))
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     c = Client(args.url)
     agents = [json.loads(l) for l in open(os.path.join(HERE, "agents.jsonl")) if l.strip()]
+    problem = load_problem(os.path.join(HERE, "problems", "calc-median"))
+    group = args.group
     # prepare once
-    with c.create_session(template="python", group_id="calc-median") as prep:
+    with c.create_session(template="python", group_id=group) as prep:
         prep.upload_tar(tar_of({"repo": os.path.join(HERE, "repo")}), dir="/work")
-        r = prep.exec("python3 -m unittest -q test_visible 2>&1 | tail -1", cwd="/work/repo")
+        r = prep.exec(PREPARE, cwd="/work/repo", timeout=60)
         snap = prep.snapshot(ttl=900)
     print("prepared: %s (%d files, visible tests: %s)" % (snap["snapshot"], snap["files"], r["stdout"].strip()))
-    forks = c.fork(snap["snapshot"], count=len(agents), group_id="calc-median")
+    forks = c.fork(snap["snapshot"], count=len(agents), group_id=group, rules=problem.get("rules"))
     summary = []
     for i, (f, agent) in enumerate(zip(forks, agents)):
         steps = run_agent(f, agent)
-        verdict = judge(c, f, os.path.join(HERE, "hidden_tests"))
+        claim = next((a.get("claim") for a in agent["actions"] if "submit" in a), None)
+        rec = f.judge(problem, group_id=group, sample_id=str(i), task_id="%s-%s" % (f.id, agent["agent"]),
+                      claim=claim, request_id="grade")
         f.close()
         path = os.path.join(args.out, agent["agent"] + ".jsonl")
         with open(path, "wb") as fh:
             fh.write(c.trajectory_bytes(f.id))
         atif = os.path.join(args.out, agent["agent"] + ".atif.json")
         subprocess.run([args.paddock, "export", path, "--format", "atif", "-o", atif], check=False)
-        row = {"sample_id": i, "agent": agent["agent"], "session_id": f.id, "steps": steps, **verdict,
+        v = rec["verdict"]
+        passed = sum(1 for t in rec["tests"] if t["status"] == "pass")
+        row = {"sample_id": i, "agent": agent["agent"], "session_id": f.id, "steps": steps,
+               "output": v["output"]["status"], "process": v["process"]["status"],
+               "resources": v["resources"]["status"], "reward": rec["reward"], "usable": rec["usable"],
+               "passed": passed, "total": len(rec["tests"]), "reasons": rec["reasons"],
+               "claim_mismatch": bool((rec.get("claim") or {}).get("mismatch")),
                "trajectory": path, "atif": atif}
         summary.append(row)
-        print("%-18s reward %.2f  (%d/%d hidden tests, %d steps)  %s" %
-              (agent["agent"], verdict["reward"], verdict["passed"], verdict["total"], steps, path))
+        print("%-18s %-7s %-11s %-5s reward %5s  %d/%d hidden tests  %2d steps  %s" %
+              (agent["agent"], row["output"], row["process"], row["resources"], rec["reward"], passed,
+               len(rec["tests"]), steps, "; ".join(rec["reasons"])[:70]))
+    g = c.group(group)
+    print("group %s: %d samples, mean reward %s, usable %s" % (group, g["size"], g["mean_reward"], g["usable"]))
     with open(os.path.join(args.out, "summary.json"), "w") as fh:
-        json.dump({"snapshot": snap["snapshot"], "group_id": "calc-median", "samples": summary}, fh, indent=1)
+        json.dump({"snapshot": snap["snapshot"], "group_id": group, "group": g, "samples": summary}, fh, indent=1)
     return 0
 
 

@@ -167,6 +167,7 @@ int pd_gvisor_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd
 		snprintf(r->error, sizeof r->error, "%s", why);
 		return pd_fail(e, ENOTSUP, "%s", why);
 	}
+	pd_ctx_gvisor_sweep_once(c);
 	pd_limits lim = o->limits;
 	if (!lim.disk_bytes)
 		lim.disk_bytes = 256ull << 20;
@@ -192,6 +193,7 @@ int pd_gvisor_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd
 		return -1;
 	}
 	pd_cg *g = NULL;
+	c->cg_other = true; /* runsc makes cgroups of its own: pd_ctx_free lists them */
 	if (c->cg.ops->create(&c->cg, name, &lim, &g, e) < 0) {
 		snprintf(r->error, sizeof r->error, "%s", e ? PD_ERR_STR(e) : "cgroup");
 		return -1;

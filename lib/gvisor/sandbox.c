@@ -247,6 +247,7 @@ pd_sandbox *pd_gv_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 		pd_fail(e, ENOTSUP, "%s", why);
 		return NULL;
 	}
+	pd_ctx_gvisor_sweep_once(c);
 	pd_sandbox *s = calloc(1, sizeof *s);
 	struct pd_gv_sb *g = s ? calloc(1, sizeof *g) : NULL;
 	if (!g) {
@@ -278,6 +279,7 @@ pd_sandbox *pd_gv_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 	static char t_sleep[] = "sleep", t_inf[] = "infinity";
 	char *argv[] = {t_sleep, t_inf, NULL};
 	pd_exec_opts x0 = {.argv = argv};
+	c->cg_other = true; /* runsc makes cgroups of its own: pd_ctx_free lists them */
 	if (pd_gv_cgroup_rel(&c->cg, s->id, cgpath, sizeof cgpath, e) < 0 || pd_mkdir_p(g->root, 0700) < 0 ||
 	    c->cg.ops->create(&c->cg, s->id, &s->lim, &s->cg, e) < 0)
 		goto fail;

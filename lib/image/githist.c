@@ -12,12 +12,11 @@
 #define _GNU_SOURCE
 #include "imgstore.h"
 
-#include <archive.h>
-#include <archive_entry.h>
+#include "dl_archive.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <openssl/evp.h>
+#include "dl_crypto.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,6 +272,8 @@ int imgs_strip_history(const char *work, const char *const *layers, int n, const
 		       char *blob, char digest[PD_DIGEST_LEN], char commit[65], pd_err *e)
 {
 	char flat[PD_PATH], gitdir[PD_PATH * 2], ldir[PD_PATH], newgit[PD_PATH * 2], p[PD_PATH * 2], q[PD_PATH * 2];
+	if (pd_dl_load(&pd_dla_lib, e) < 0 || pd_dl_load(&pd_dlc_lib, e) < 0)
+		return -1;
 	if (!repo || repo[0] != '/' || strstr(repo, "..") || strlen(repo) > 1024)
 		return pd_fail(e, EINVAL, "strip history: '%s' must be an absolute path in the image", repo ? repo : "");
 	if (want && *want && !is_hex(want, 40) && !is_hex(want, 64))

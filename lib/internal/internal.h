@@ -51,6 +51,9 @@ typedef struct pd_cg_ops {
 	uint64_t (*tasks)(pd_cg *g); /* pids.current alone (a reset's check: one file, not stats' six) */
 	/* l's I/O limits on each of the n disks (before the sandbox's init is attached) */
 	int (*set_io)(pd_cg *g, const struct pd_iodev *devs, size_t n, const pd_limits *l, pd_err *e);
+	/* an exec's periodic look (every 20 ms of its wall time): the CPU used, for the CPU limit,
+	 * and pids.current, for the sampled peak — two files, not stats' six */
+	uint64_t (*sample)(pd_cg *g);
 } pd_cg_ops;
 
 struct pd_cgroups {
@@ -105,6 +108,10 @@ typedef struct pd_bpf {
 
 int pd_seccomp_compile_base(pd_bpf *out, pd_err *e);
 int pd_seccomp_compile_audit(pd_bpf *out, pd_err *e);
+/* The policy, taken from cache_dir when a compile with exactly the same inputs left it there, else
+ * compiled (and left there). cache_dir NULL: compiled. */
+typedef enum { PD_SECCOMP_BASE, PD_SECCOMP_AUDIT } pd_seccomp_which;
+int pd_seccomp_policy(pd_seccomp_which which, const char *cache_dir, pd_bpf *out, pd_err *e);
 void pd_bpf_free(pd_bpf *b);
 
 /* ---- images (image.c) ------------------------------------------------------------------------ */
@@ -147,7 +154,8 @@ void pd_slot_put(pd_slots *s, uint32_t slot);
 
 typedef struct pd_netns pd_netns;
 typedef struct pd_netpool pd_netpool;
-int pd_netpool_init(pd_netpool **out, pd_err *e);
+/* keep: namespaces are checked and kept for reuse (false: each is closed after its sandbox) */
+int pd_netpool_init(pd_netpool **out, bool keep, pd_err *e);
 void pd_netpool_free(pd_netpool *p);
 void pd_netpool_stats(pd_netpool *p, pd_netns_stats *out);
 /* An idle namespace that reads exactly as a fresh one, or a new one; lo up if loopback. */
@@ -203,6 +211,12 @@ struct pd_ctx {
 	pd_stuck *stuck;
 	uint64_t nstuck, nstuck_total;
 	struct pd_uwatch *uwatch; /* upperwatch.c */
+	/* container sandboxes' cgroups made and not yet removed (sandbox.c), and whether any other
+	 * was ever made (gvisor, whose runsc makes its own): at 0 and none, pd_ctx_free knows no
+	 * cgroup of ours is left without listing every paddock cgroup on the host */
+	uint64_t cg_open;
+	bool cg_other;
+	bool gv_swept; /* pd_ctx_gvisor_sweep_once ran (lock) */
 };
 
 /* ---- kept overlays of layers mounted elsewhere than "/" (upperwatch.c) ------------------------ */

@@ -344,7 +344,7 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 				   : pd_templates_default(&s->tpl, &s->ntpl, e);
 	if (rc < 0)
 		goto fail;
-	if (netmodes_add(s, e) < 0)
+	if (netmodes_add(s, e) < 0 || session_rules_check_templates(s->tpl, s->ntpl, e) < 0)
 		goto fail;
 	/* a sandbox cannot raise a hard limit (no CAP_SYS_RESOURCE where it runs): a template's nofile
 	 * above the daemon's own hard RLIMIT_NOFILE would make every exec fail, so it is lowered */
@@ -440,6 +440,8 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 	if (o->breaker_cooldown_s)
 		so.breaker_cooldown_ms = (uint64_t)o->breaker_cooldown_s * 1000;
 	if (o->memory_watermark && settings_watermark(o->memory_watermark, &so, e) < 0)
+		goto fail;
+	if (o->memory_budget && settings_budget(o->memory_budget, &so, e) < 0)
 		goto fail;
 	if (!(s->sched = pd_sched_new(s->pools, s->store, s->metrics, &so, e)))
 		goto fail;

@@ -49,6 +49,14 @@ typedef struct sess_entry {
 	char image_name[160]; /* the image the session was opened on by name ("" = none, or by digest) */
 	char template_version[48]; /* its template's (pd_template.version), for its exec records */
 	uint64_t created_ms;
+	/* the episode's rules (session_judge.c): as given (an array: the template's, the create's;
+	 * NULL: none), compiled, their
+	 * state over the steps so far, and the steps they refused ([{request_id, cmd, flags, why}]);
+	 * the state under the server's lock */
+	json_t *rules_json;
+	pd_rules *rules;
+	pd_rules_state rstate;
+	json_t *refusals;
 } sess_entry;
 
 struct pd_server {
@@ -132,6 +140,8 @@ typedef struct req {
 	uint64_t watch_id; /* 0: not watched */
 	int watch_fd;
 	struct req *wprev, *wnext;
+	/* the client's request id when the request runs under dedupe.c's guard ("" otherwise) */
+	char dedupe_rid[128];
 	/* session operations */
 	char method[8];
 	char url[512];
@@ -195,6 +205,15 @@ void http_suspend(req *r);
  * and free r at any moment: r is not touched after the resume. */
 void http_resume(req *r);
 
+/* ---- one run per request id (dedupe.c) ---- */
+/* 0: the first request with rid: run it, then call dedupe_end. 1: r was answered (rid's first
+ * answer again). 2: r waits for the first answer (suspended; dedupe_end resumes it). */
+int dedupe_begin(req *r, const char *rid);
+/* rid's first answer, r's response as it is set now: kept (unless a 5xx refusal) and sent to the
+ * requests that wait for it. */
+void dedupe_end(const char *rid, const req *r);
+uint64_t dedupe_hits(void);
+
 /* ---- routing (routes.c) ---- */
 void http_route(req *r, const char *url, const char *method);
 
@@ -219,6 +238,8 @@ pd_job *judge_job_for_cluster(void *srv, json_t *body, int *status, pd_err *e);
 void records_list(req *r, const char *url, const char *method);
 /* GET /v1/runs/{task_id} */
 void records_get(req *r, const char *url, const char *method);
+/* groups.c: GET /v1/groups/{group_id} */
+void groups_get(req *r, const char *url, const char *method);
 void review_list_http(req *r, const char *url, const char *method);
 void review_decide_http(req *r, const char *url, const char *method);
 /* GET /v1/review/risk, DELETE /v1/review/risk/{problem_id}: the risk list */
@@ -273,6 +294,24 @@ void session_network(req *r, sess_entry *se);
 int session_open_network(pd_session *ss, const pd_session_create_req *q, int *status, pd_err *e);
 /* snapshots.c: POST /v1/sessions/<id>/snapshot */
 void session_snapshot(req *r, sess_entry *se);
+/* session_judge.c: POST /v1/sessions/{id}/judge (an episode graded in a fork) and /annotate */
+void session_judge(req *r, sess_entry *se);
+void session_annotate(req *r, sess_entry *se);
+/* The session's rules on an exec: before it runs (true: refused, answered here), and the flags of
+ * its trajectory line once it ran (pd_step_extra_fn, arg a step_rules). */
+typedef struct step_rules {
+	pd_server *srv;
+	sess_entry *se;
+	unsigned flags;
+	char why[256];
+} step_rules;
+bool session_rules_before(req *r, sess_entry *se, const pd_session_exec_req *q, const char *rid, step_rules *sr);
+json_t *session_rules_after(void *arg, const pd_result *res, const pd_audit_verdict *v);
+/* The rules of a session being opened on its slot: its template's (tpl_rules, JSON text, or NULL),
+ * then the request's over them, tighten-only; -1 (e: 400) when they are bad. */
+int session_rules_open(sess_entry *slot, const char *tpl_rules, json_t *rules, pd_err *e);
+/* Every template's "rules" checked (at start: a bad one stops it, naming the template). */
+int session_rules_check_templates(const pd_template *t, size_t n, pd_err *e);
 /* Waits until no session operation runs (pd_server_stop, once no new request can start one). */
 void sessions_drain(pd_server *s);
 
@@ -299,6 +338,7 @@ int settings_listen(const char *listen, const char *token, listen_addr *a, pd_er
 int settings_db(const char *path, pd_err *e);
 /* --memory-watermark: a size of at least 1M, or a percent from 1 to 90, into so. */
 int settings_watermark(const char *w, pd_sched_opts *so, pd_err *e);
+int settings_budget(const char *w, pd_sched_opts *so, pd_err *e);
 
 /* ---- connections and descriptors (conns.c) ---- */
 /* "10.0.0.0/8,192.168.1.7" into the exemption list of the per-address limit. */

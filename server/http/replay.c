@@ -260,7 +260,9 @@ void replay_run(req *r, const char *id)
 	size_t i;
 	json_array_foreach(lines, i, l) {
 		const char *skind = json_string_value(json_object_get(l, "kind"));
-		if (!skind || !strcmp(skind, "session") || !strcmp(skind, "close"))
+		/* a verdict or an annotation (issue 40) is not a step of the agent's: nothing to re-run */
+		if (!skind || !strcmp(skind, "session") || !strcmp(skind, "close") || !strcmp(skind, "verdict") ||
+		    !strcmp(skind, "annotation"))
 			continue;
 		char why[200] = "";
 		json_t *resp = run_step(s, se, l, why, sizeof why);

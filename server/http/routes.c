@@ -156,6 +156,7 @@ static const route routes[] = {
 	{"POST", "/v1/runs", run_native},
 	{"GET", "/v1/runs", records_list},
 	{"GET", "/v1/runs/", records_get},
+	{"GET", "/v1/groups/", groups_get},
 	{"POST", "/v1/judge", judge_submit},
 	{"GET", "/v1/review", review_list_http},
 	{"GET", "/v1/review/risk", review_risk_http},

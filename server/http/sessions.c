@@ -65,7 +65,7 @@ json_t *session_exec_fast_forward(sess_entry *se, const char *rid)
 
 int session_exec_status(const pd_err *e)
 {
-	return e->code == EBUSY ? 409 : e->code == ESRCH ? 410 : 400;
+	return e->code == EBUSY || e->code == EDQUOT ? 409 : e->code == ESRCH ? 410 : 400;
 }
 
 json_t *session_exec_answer(sess_entry *se, const pd_session_exec_req *q, const char *rid, pd_result *res)
@@ -149,18 +149,36 @@ static bool session_exec(req *r, sess_entry *se)
 		hangup_watch_fn(r, step_client_gone, &gone);
 		q.x.cancel = &gone;
 	}
+	/* the episode's rules: a denied command refused before it runs, flags in the answer and line */
+	step_rules sr = {.srv = r->srv, .se = se};
+	if (session_rules_before(r, se, &q, rid, &sr)) {
+		if (watched)
+			hangup_unwatch(r);
+		goto out;
+	}
 	pd_result res;
-	int rc = pd_session_exec_audited(se->s, &q.x, q.audit, rid, &res, &q.verdict, &e);
+	int rc = pd_session_exec_extra(se->s, &q.x, q.audit, rid, se->rules ? session_rules_after : NULL, &sr, &res,
+				       &q.verdict, &e);
 	q.evaluated = rc == 0 && q.audit;
 	if (watched)
 		hangup_unwatch(r);
 	if (atomic_load(&gone))
 		__atomic_add_fetch(&r->srv->steps_cancelled, 1, __ATOMIC_RELAXED);
+	if (rc < 0 && e.code == EDQUOT) {
+		/* past the episode's budget: the error names it, the session stays readable */
+		json_t *b = pd_session_budget_json(se->s);
+		json_object_set_new(b, "error", pd_json_text(PD_ERR_STR(&e)));
+		json_object_set_new(b, "session_id", json_string(se->id));
+		http_set_json(r, 409, b);
+		goto out;
+	}
 	if (rc < 0) {
 		http_set_error(r, session_exec_status(&e), "%s", PD_ERR_STR(&e));
 		goto out;
 	}
 	json_t *o = session_exec_answer(se, &q, rid, &res);
+	if (o && se->rules)
+		json_object_set_new(o, "flags", pd_rules_flags_json(sr.flags));
 	pd_result_free(&res);
 	if (o)
 		http_set_json(r, 200, o);
@@ -458,6 +476,10 @@ bool session_dispatch(req *r, sess_entry *se, const char *op)
 		session_snapshot(r, se);
 	else if (!strcmp(op, "network") && !strcmp(r->method, "POST"))
 		session_network(r, se);
+	else if (!strcmp(op, "judge") && !strcmp(r->method, "POST"))
+		session_judge(r, se);
+	else if (!strcmp(op, "annotate") && !strcmp(r->method, "POST"))
+		session_annotate(r, se);
 	else
 		http_set_error(r, 404, "no such session operation: %s %s", r->method, op);
 	return resumed;
@@ -585,6 +607,12 @@ json_t *session_open_one(pd_server *s, pd_session_create_req *q, const char *dig
 					slot = &s->sessions[i];
 			}
 		}
+	}
+	if (slot && session_rules_open(slot, st ? st->rules : NULL, q->rules, e) < 0) {
+		pthread_mutex_unlock(&s->mu);
+		pd_session_close(ss);
+		*status = 400;
+		return NULL;
 	}
 	if (slot) {
 		slot->s = ss;

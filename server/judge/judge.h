@@ -14,6 +14,9 @@
  *   jobs.c      a judge request as a scheduler job
  *   cache.c     the fingerprint cache (identical judged work answers from the stored verdict)
  *   fields.c    what goes into the problem's digest and the cache's key (SHA-256: lib's)
+ *   episode.c   episode problems (kind "episode": hidden files, a command, its report) and the
+ *               grade of a session's state from the command's result (issue 40)
+ *   rules.c     rules over an episode's trajectory (deny_commands, loops, history probes, repeats)
  *
  * Judge material (answers, checkers, interactors, hidden tests) never enters the candidate's sandbox:
  * the candidate gets its program and one test's input on stdin; checkers and interactors run in
@@ -133,8 +136,11 @@ typedef struct pd_jsource {
 	bool prepared;
 } pd_jsource;
 
+struct pd_episode;
+
 typedef struct pd_problem {
 	char id[128], version[32];
+	struct pd_episode *episode; /* kind "episode" (episode.c): graded in a session's fork; no tests */
 	char origin[512];        /* the directory, or "inline" */
 	char template_name[64];  /* the candidate's template; "" = the language's */
 	char image[160];         /* "image": the candidate's image (a name or digest); "" = the template's */
@@ -309,6 +315,7 @@ typedef struct pd_reward_rule {
 	double fail_value;    /* a failed output (compile errors included); default 0 */
 	double penalty;       /* a process violation; default -1 */
 	bool requires_audit;  /* no reward (null) until the process level is decided; default false */
+	double budget_exceeded; /* an episode past its session's budget (resources fail); default 0 */
 } pd_reward_rule;
 
 pd_reward_rule pd_reward_rule_default(void);
@@ -363,6 +370,9 @@ typedef struct pd_judge_opts {
 	unsigned judge_retries;     /* retries of a failed checker; default 1 */
 	unsigned infra_retries;     /* retries of a sandbox that failed (XX, startup); default 1 */
 	const pd_audit_policy *audit; /* the request's "audit" (borrowed), NULL: none asked */
+	/* audit is the default's (the request said nothing; "audit": false opts out): applied where
+	 * the candidate's tier offers an audit, left out under gvisor, which has none */
+	bool audit_default;
 	/* the scheduler's job being judged (NULL: none): once it is cancelled (its client hung up) the
 	 * running program is killed, nothing more runs, and the attempt ends as "cancelled" */
 	pd_job *job;
@@ -483,6 +493,11 @@ int pd_judge_check_policy(pd_judge *j, const pd_problem *p, const char *language
 /* The record's audit: started (process pass until a run says otherwise), each candidate run's
  * events and verdict added, a run whose evidence is missing (a sandbox fault), then the process
  * level decided (policy_violation on a fail). */
+/* -1 (a refusal naming whose policy, the decoy and the test) when a decoy of pol has as its
+ * wrong answer a test's expected output of p: the audit would flag every correct submission.
+ * Checked at load (the problem's own policy; each template's over it, pd_judge_prepare) and on
+ * every merged policy (pd_judge_policy). */
+int pd_judge_check_decoys(const pd_problem *p, const pd_audit_policy *pol, const char *whose, pd_err *e);
 /* A problem on the risk list: *pol (NULL: none asked) becomes a full audit with egress denied. */
 int pd_judge_policy_risky(pd_audit_policy **pol, pd_err *e);
 void pd_judged_audit_start(pd_judged *d);
@@ -492,6 +507,97 @@ void pd_judged_audit_decide(pd_judged *d);
 /* {"status", "events": [{kind, time, pid, path|address, mode, op, denied}], "dropped", "counts",
  * "reasons", "failed"}, or null when not audited. */
 json_t *pd_judged_audit_json(const pd_judged *d);
+
+/* ---- episode problems (episode.c) ----------------------------------------------------------- */
+
+typedef enum pd_ep_report { PD_EP_EXIT_CODE = 0, PD_EP_JUNIT, PD_EP_PYTEST } pd_ep_report;
+
+/* A hidden file: placed in the grading fork, replacing what the agent left at that path. */
+typedef struct pd_ep_file {
+	char path[512]; /* absolute, or relative to the session's working directory */
+	char *data;
+	size_t len;
+} pd_ep_file;
+
+typedef struct pd_episode {
+	pd_ep_file *files;
+	size_t nfiles;
+	char **argv;           /* the command (NULL-terminated): ["/bin/sh", "-c", text] or the list */
+	pd_ep_report report;
+	char junit_path[512];  /* report junit: the file the command writes */
+	char **fail_to_pass, **pass_to_pass; /* test ids (SWE-bench's names) */
+	size_t nf2p, np2p;
+	uint64_t wall_ms, cpu_ms, memory_bytes, output_bytes; /* the command's limits (0: none) */
+	json_t *reward;        /* the problem's reward rule (validated), or NULL */
+	json_t *rules;         /* the problem's trajectory rules (validated by the server), or NULL */
+} pd_episode;
+
+/* The episode part of a problem (p's common fields parsed by problem.c): files (or dir/files/),
+ * command, report, fail_to_pass, pass_to_pass, limits, reward, rules. e names the file and field. */
+int pd_episode_parse(pd_problem *p, json_t *o, const char *dir, const char *where, pd_err *e);
+void pd_episode_free(pd_episode *ep);
+
+/* One test as the grade reports it. */
+typedef struct pd_ep_test {
+	char id[384];
+	const char *status; /* "pass", "fail", "error", "skipped", "missing" (listed, not reported) */
+	const char *group;  /* "fail_to_pass", "pass_to_pass", or NULL */
+} pd_ep_test;
+
+/* The grade of a command's result against the episode: per-test results (malloc'd *tests) and
+ * the output level with its score: pass (every counted test passed), partial (the fraction of
+ * fail_to_pass passed, every pass_to_pass passing), fail; report is the junit file's text (NULL:
+ * none could be read: every test missing). why says what decided a fail. */
+void pd_episode_grade(const pd_episode *ep, const pd_result *r, const char *report, size_t report_len,
+		      pd_ep_test **tests, size_t *ntests, pd_level *output, double *score, char *why,
+		      size_t why_len);
+
+/* ---- rules over an episode's trajectory (rules.c) ------------------------------------------- */
+
+#include <regex.h>
+
+#define PD_RULES_DENY_MAX 32
+enum { PD_FLAG_DENIED = 1, PD_FLAG_LOOP = 2, PD_FLAG_HISTORY = 4, PD_FLAG_REPEATED = 8 };
+
+/* "rules" (a session's, a problem's): deny_commands (POSIX extended regular expressions over a
+ * step's command), deny_action ("refuse", the default, or "flag"), max_repeats, history_probe,
+ * repeated_violation, exempt (flag kinds that do not fail the process). */
+typedef struct pd_rules {
+	bool on;
+	char *deny[PD_RULES_DENY_MAX];
+	regex_t deny_re[PD_RULES_DENY_MAX];
+	size_t ndeny;
+	bool deny_flag_only;     /* deny_action "flag": the step runs, flagged */
+	unsigned max_repeats;    /* 0: none */
+	bool history_probe, repeated_violation;
+	unsigned exempt;         /* PD_FLAG_* bits */
+	bool exempt_set;
+} pd_rules;
+
+/* The running state of the rules over one trajectory. */
+typedef struct pd_rules_state {
+	char *last;              /* the last command (malloc'd) */
+	unsigned repeats;        /* how many times in a row */
+	uint32_t failed_kinds;   /* audit kinds that failed an earlier step */
+} pd_rules_state;
+
+/* Adds the rules of o to r, tighten-only: deny lists joined, the smaller max_repeats, either's
+ * history_probe and repeated_violation, "refuse" over "flag", only the kinds both exempt. where
+ * names the source in errors. */
+int pd_rules_add(pd_rules *r, json_t *o, const char *where, pd_err *e);
+void pd_rules_free(pd_rules *r);
+void pd_rules_state_free(pd_rules_state *st);
+/* A step's command against the rules before it runs: PD_FLAG_DENIED, LOOP, HISTORY; why (may be
+ * NULL) says the first. */
+unsigned pd_rules_before(const pd_rules *r, pd_rules_state *st, const char *cmd, char *why, size_t why_len);
+/* After it ran: PD_FLAG_REPEATED when it failed the audit for a kind an earlier step failed. */
+unsigned pd_rules_after(const pd_rules *r, pd_rules_state *st, uint32_t failed_kinds);
+/* ["denied_command", "loop", "history_probe", "repeated_violation"] of flags */
+json_t *pd_rules_flags_json(unsigned flags);
+/* The rules as given, normalized (null when none). */
+json_t *pd_rules_json(const pd_rules *r);
+/* A step's command as the rules read it: argv joined by spaces ("/bin/sh -c TEXT" for a shell). */
+char *pd_rules_cmd_text(char *const *argv);
 
 /* ---- judge jobs (jobs.c) ---------------------------------------------------------------------- */
 

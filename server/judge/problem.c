@@ -345,8 +345,18 @@ pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, 
 	}
 	static const char *const known[] = {"id", "version", "template", "judge_template", "image", "isolation", "limits", "checker",
 					    "interactor", "tests", "in_outs", "weights", "stop_at_first_failure", "one_sandbox",
-					    "title", "tags", "metadata", "audit", NULL};
-	if (pd_junknown_fields(o, where, known, e) < 0)
+					    "title", "tags", "metadata", "audit", "kind", NULL};
+	/* an episode problem (episode.c) shares the id, version, template, image and audit fields */
+	static const char *const episode_known[] = {"id", "version", "kind", "template", "image", "files", "command",
+						    "report", "fail_to_pass", "pass_to_pass", "limits", "audit", "reward",
+						    "rules", "title", "tags", "metadata", NULL};
+	json_t *kind = json_object_get(o, "kind");
+	bool episode = json_is_string(kind) && !strcmp(json_string_value(kind), "episode");
+	if (kind && !episode) {
+		pd_jfail_at(e, where, "kind: must be \"episode\" (or absent: a submission's problem)");
+		return NULL;
+	}
+	if (pd_junknown_fields(o, where, episode ? episode_known : known, e) < 0)
 		return NULL;
 	pd_problem *p = calloc(1, sizeof *p);
 	if (!p) {
@@ -406,6 +416,11 @@ pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, 
 			pd_jrefusal(e);
 			goto fail;
 		}
+	}
+	if (episode) {
+		if (pd_episode_parse(p, o, dir, where, e) < 0)
+			goto fail;
+		return p;
 	}
 	json_t *lim = json_object_get(o, "limits");
 	if (lim) {
@@ -479,6 +494,8 @@ pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, 
 		pd_jfail_at(e, where, "in_outs.fn_name: a call-based problem cannot be interactive");
 		goto fail;
 	}
+	if (pd_judge_check_decoys(p, p->audit, where, e) < 0)
+		goto fail;
 	if (!p->interactor_time_ms)
 		p->interactor_time_ms = p->time_ms * 2 + 1000;
 	if (digest(p) < 0) {
@@ -522,6 +539,7 @@ void pd_problem_free(pd_problem *p)
 	if (!p)
 		return;
 	pd_audit_policy_free(p->audit);
+	pd_episode_free(p->episode);
 	for (size_t i = 0; i < p->ntests; i++) {
 		free(p->tests[i].input);
 		free(p->tests[i].answer);

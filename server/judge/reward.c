@@ -42,16 +42,18 @@ int pd_reward_rule_parse(json_t *o, pd_reward_rule *r, pd_err *e)
 				r->mode = PD_REWARD_BINARY;
 			else
 				return pd_refuse(e, "reward.mode: must be score or binary");
-		} else if (!strcmp(k, "fail") || !strcmp(k, "penalty")) {
+		} else if (!strcmp(k, "fail") || !strcmp(k, "penalty") || !strcmp(k, "budget_exceeded")) {
 			if (!json_is_number(v) || json_number_value(v) < -1e6 || json_number_value(v) > 1e6)
 				return pd_refuse(e, "reward.%s: must be a number from -1e6 to 1e6", k);
-			*(!strcmp(k, "fail") ? &r->fail_value : &r->penalty) = json_number_value(v);
+			*(!strcmp(k, "fail") ? &r->fail_value : !strcmp(k, "penalty") ? &r->penalty : &r->budget_exceeded) =
+				json_number_value(v);
 		} else if (!strcmp(k, "requires_audit")) {
 			if (!json_is_boolean(v))
 				return pd_refuse(e, "reward.requires_audit: must be true or false");
 			r->requires_audit = json_is_true(v);
 		} else {
-			return pd_refuse(e, "reward.%s: unknown field (mode, fail, penalty, requires_audit)", k);
+			return pd_refuse(e, "reward.%s: unknown field (mode, fail, penalty, requires_audit, budget_exceeded)",
+					 k);
 		}
 	}
 	return 0;

@@ -6,7 +6,7 @@
 # of its own, from the same image; the hidden test never was in the agent's image. Every record
 # names the image by its manifest digest.
 source "$(dirname "$0")/api.sh"
-plan 13
+plan 16
 
 export PADDOCK_STATE_DIR=$TMPD/state
 python3 tests/api/mkimage.py pyrepo "$TMPD/pyrepo"
@@ -35,6 +35,16 @@ sx "$S" '{"cmd":["python3","-m","unittest","-q"]}'
 is "$(jb .status)" OK "step 3: the visible test passes"
 req GET "/v1/sessions/$S/files?path=/repo/calc.py"
 cp "$BODY" "$TMPD/answer.py"
+# issue 40: the server grades the session itself, in a fork of the same image
+post_json "/v1/sessions/$S/judge" "$(jq -n --rawfile hidden "$TMPD/pyrepo.hidden_test.py" \
+  '{problem: {kind: "episode", image: "pyrepo:commit-1", files: {"test_hidden.py": $hidden},
+             command: ["python3", "-m", "unittest", "-q", "test_hidden"]}}')"
+is "$(jb '[.verdict.output.status, .image.digest] | join(" ")')" "pass $D" \
+  "graded in a fork of the session: the hidden test (relative to WorkingDir /repo) passes; the record names the image"
+sx "$S" '{"cmd":["bash","-c","echo /repo/*"]}'
+is "$(jb .stdout)" "/repo/README /repo/calc.py /repo/test_calc.py" "the hidden test never entered the agent's session"
+post_json "/v1/sessions/$S/judge" '{"problem":{"kind":"episode","image":"other:1","command":"true"}}'
+is "$CODE" 400 "an episode problem for another image than the session's: 400"
 req DELETE "/v1/sessions/$S"
 
 # the judge: a fresh sandbox of the same image, the agent's file and the hidden test

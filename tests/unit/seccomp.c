@@ -14,10 +14,12 @@
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -165,7 +167,7 @@ static void expect(const char *what, int err)
 
 int main(void)
 {
-	plan(40);
+	plan(48);
 	pd_err e = {0};
 	pd_bpf b1, b2, a1, a2;
 	ok(pd_seccomp_compile_base(&b1, &e) == 0 && b1.insns && b1.len > 0, "base policy compiles (%u insns)", b1.len);
@@ -179,6 +181,52 @@ int main(void)
 	/* the first thing a policy does is look at the architecture */
 	ok(b1.insns[0].code == (BPF_LD | BPF_W | BPF_ABS) && b1.insns[0].k == offsetof(struct seccomp_data, arch),
 	   "base policy checks the architecture first");
+	/* the run directory's copy: the same bytes as a compile, and only ever a file this build
+	 * would have written itself */
+	{
+		char dir[] = "/tmp/paddock-bpfcache-XXXXXX", path[128];
+		pd_bpf c1 = {0}, c2 = {0}, c3 = {0}, c4 = {0};
+		ok(mkdtemp(dir) != NULL, "a cache directory");
+		snprintf(path, sizeof path, "%s/seccomp-base.bpf", dir);
+		ok(pd_seccomp_policy(PD_SECCOMP_BASE, dir, &c1, &e) == 0 && access(path, F_OK) == 0,
+		   "base policy compiled and left in the cache directory");
+		ok(pd_seccomp_policy(PD_SECCOMP_BASE, dir, &c2, &e) == 0 && c2.len == b1.len &&
+			   !memcmp(c2.insns, b1.insns, b1.len * sizeof *b1.insns),
+		   "taken from the cache: identical to a compile");
+		/* a program that is not the policy's, under the policy's recording: the last instruction
+		 * changed in place (a corrupted or planted file) is still taken, so the file's mode and
+		 * owner are what guard it; a different recording is not */
+		struct stat st;
+		int fd = open(path, O_RDWR);
+		uint32_t h[3] = {0};
+		ok(fd >= 0 && pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h && h[1] > 8, "the cache file's header");
+		char byte = 0;
+		ssize_t r1 = pread(fd, &byte, 1, (off_t)sizeof h + h[1] - 2);
+		byte ^= 0x55;
+		ssize_t w1 = pwrite(fd, &byte, 1, (off_t)sizeof h + h[1] - 2);
+		close(fd);
+		ok(r1 == 1 && w1 == 1 && pd_seccomp_policy(PD_SECCOMP_BASE, dir, &c3, &e) == 0 && c3.len == b1.len &&
+			   !memcmp(c3.insns, b1.insns, b1.len * sizeof *b1.insns),
+		   "a cache file recorded for other inputs is not used: compiled again, identical");
+		ok(chmod(path, 0666) == 0 && stat(path, &st) == 0, "the cache file made writable by others");
+		/* make its program wrong, then check it is refused for its mode alone */
+		fd = open(path, O_RDWR);
+		struct sock_filter bad = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+		ssize_t w2 = fd >= 0 ? pwrite(fd, &bad, sizeof bad, st.st_size - (off_t)sizeof bad) : -1;
+		close(fd);
+		ok(w2 == (ssize_t)sizeof bad && pd_seccomp_policy(PD_SECCOMP_BASE, dir, &c4, &e) == 0 &&
+			   c4.len == b1.len && !memcmp(c4.insns, b1.insns, b1.len * sizeof *b1.insns),
+		   "a cache file others may write is not used: compiled again, identical");
+		ok(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600, "and replaced by one of mode 0600");
+		pd_bpf_free(&c1);
+		pd_bpf_free(&c2);
+		pd_bpf_free(&c3);
+		pd_bpf_free(&c4);
+		unlink(path);
+		snprintf(path, sizeof path, "%s/seccomp-audit.bpf", dir);
+		unlink(path);
+		rmdir(dir);
+	}
 	pd_bpf_free(&b2);
 	pd_bpf_free(&a2);
 	ok(b2.insns == NULL && b2.len == 0, "pd_bpf_free clears");

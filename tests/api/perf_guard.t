@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The speed guard of issue 42: `paddock bench --guard` measures, in alternating rounds, the CPU of
+# `paddock exec -- /bin/true` against bwrap's and the daemon's own CPU per POST /run_code against
+# a spawn of /bin/true, and fails when the lowest of 5 rounds is past 25% over the baselines below
+# (the figures of docs/benchmarks.md, "The guard"). CPU-time ratios, each side alternating with
+# its reference op by op; load only ever adds to a round, so the lowest round is the one judged.
+# A regression is measured again once before it fails the file, so that one unlucky stretch of a
+# shared machine cannot; a real one reproduces.
+source "$(dirname "$0")/../lib.sh"
+plan 4
+
+BASE_CLI=1.42    # paddock exec CPU / bwrap CPU
+BASE_DAEMON=1.40 # daemon CPU per /run_code / CPU of spawning /bin/true
+
+guard() { "$PADDOCK" bench --guard --rounds 5 --iterations 20 "$@" 2>&1; }
+
+out=$(guard --baseline "$BASE_CLI,$BASE_DAEMON"); rc=$?
+if [ $rc = 1 ]; then
+  diag "a regression on the first measure; measured again:"
+  while IFS= read -r l; do diag "$l"; done <<<"$out"
+  out=$(guard --baseline "$BASE_CLI,$BASE_DAEMON"); rc=$?
+fi
+while IFS= read -r l; do diag "$l"; done <<<"$out"
+is "$rc" 0 "within 25% of the baselines ($BASE_CLI, $BASE_DAEMON)"
+if ! command -v bwrap >/dev/null; then
+  ok 0 "the CLI against bwrap was measured and judged # SKIP bwrap not installed"
+elif [[ $out == *"not judged: no task clock"* ]]; then
+  ok 0 "the CLI against bwrap was measured and judged # SKIP perf events refused here (no task clock)"
+else
+  like "$out" "paddock exec CPU / bwrap CPU .*lowest [0-9.]+, median [0-9.]+.*: ok" "the CLI against bwrap was measured and judged"
+fi
+like "$out" "daemon CPU per /run_code / floor CPU +lowest [0-9.]+, median [0-9.]+.*: ok" "the daemon's CPU per request was measured and judged"
+
+# control: the guard can fail (a baseline far below what this build does)
+out=$(guard --rounds 1 --iterations 5 --baseline 0.05,0.05); rc=$?
+is "$rc" 1 "a build 20x past its baseline fails the guard (exit 1)"
+done_testing
