@@ -4,7 +4,7 @@
 # cache, tests); a compile error; the fingerprint cache and its opt-out; refusals naming the field;
 # a problem directory with a checker that does not build stops the start.
 source "$(dirname "$0")/api.sh"
-plan 37
+plan 38
 
 start_daemon --problems examples/problems
 ok $? "daemon started with --problems examples/problems"
