@@ -100,9 +100,10 @@ static const serve_opt serve_opts[] = {
 	 "node (docs/cluster.md); without it, a single node"},
 	{"node-id", 0, T_STRING, "ID", 0, 0, false, FIELD(node_id), "<hostname>-<port>",
 	 "this node's id in the cluster (A-Z a-z 0-9 - _)"},
-	{"cluster-ack-wait", 0, T_COUNT, "SECS", 1, 3600, false, FIELD(cluster_ack_wait), "30",
+	{"cluster-ack-wait", 0, T_COUNT, "SECS", 1, 3600, false, FIELD(cluster_ack_wait), "5",
 	 "seconds a node may hold a task without a sign of life before\n"
-	 "the cluster gives it to another node"},
+	 "the cluster gives it to another node (a node renews its tasks\n"
+	 "every second while it lives)"},
 	{"breaker-fail-percent", 0, T_COUNT, "N", 1, 100, false, FIELD(breaker_fail_percent), "50",
 	 "a template's circuit breaker opens when more than N percent of its\n"
 	 "recent jobs failed for the infrastructure (a sandbox that could not\n"

@@ -512,7 +512,7 @@ typedef struct pd_cluster_opts {
 	const char *urls;        /* nats://HOST:PORT[,...] */
 	const char *node_id;     /* NULL = <hostname>-<port> */
 	const char *address;     /* the HTTP address peers forward session requests to */
-	unsigned ack_wait_s;     /* a pulled task's ack timeout (in-progress acks renew it); 0 = 30 */
+	unsigned ack_wait_s;     /* a pulled task's ack timeout (in-progress acks renew it); 0 = 5 */
 	unsigned max_deliver;    /* deliveries before a task ends as an infrastructure failure; 0 = 5 */
 	unsigned window_s;       /* duplicate window: request ids remembered, results kept; 0 = 600 */
 	unsigned slots;          /* tasks run at once (pulled only as they free up); 0 = 4 */
@@ -595,7 +595,7 @@ typedef struct pd_server_opts {
 	pd_sched_opts sched;
 	const char *cluster;        /* nats://HOST:PORT[,...]: join a cluster (NULL = single node) */
 	const char *node_id;        /* the node's id in the cluster; NULL = <hostname>-<port> */
-	unsigned cluster_ack_wait;  /* seconds; 0 = 30 */
+	unsigned cluster_ack_wait;  /* seconds; 0 = 5 */
 	/* seconds the trajectories of ended sessions are kept; 0 = 30 days, UINT_MAX = forever */
 	unsigned trajectory_retention;
 	unsigned cluster_max_deliver; /* 0 = 5 */

@@ -140,6 +140,19 @@ static int start_consumers(pd_cluster *c, pd_err *e)
 		so.Config.MaxAckPending = 65536;
 		jsErrCode je = 0;
 		natsStatus s = N.js_PullSubscribe(&k->sub, c->js, filter, name, NULL, &so, &je);
+		if (s != NATS_OK) {
+			/* the consumer exists with another configuration (an ack wait of an older
+			 * default, say): every node of a cluster gives the same, so it is brought to
+			 * this node's and bound again */
+			jsConsumerConfig cc = so.Config;
+			cc.Durable = name;
+			cc.FilterSubject = filter;
+			jsConsumerInfo *ci = NULL;
+			je = 0;
+			if (N.js_UpdateConsumer(&ci, c->js, CL_WORK_STREAM, &cc, NULL, &je) == NATS_OK)
+				s = N.js_PullSubscribe(&k->sub, c->js, filter, name, NULL, &so, &je);
+			N.jsConsumerInfo_Destroy(ci);
+		}
 		if (s != NATS_OK)
 			rc = pd_fail_as(e, EIO, "cluster: consumer %s: %s (JetStream error %d)", name, cl_status(s), (int)je);
 		else
@@ -172,7 +185,7 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 	}
 	c->o = *o;
 	if (!c->o.ack_wait_s)
-		c->o.ack_wait_s = 30;
+		c->o.ack_wait_s = 5;
 	if (!c->o.max_deliver)
 		c->o.max_deliver = 5;
 	if (!c->o.window_s)
@@ -267,7 +280,8 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 		c->started[i] = pthread_create(&c->publishers[i], NULL, cl_publisher_main, c) == 0;
 	c->started[2] = pthread_create(&c->poller, NULL, cl_poller_main, c) == 0;
 	c->started[3] = pthread_create(&c->ticker, NULL, cl_ticker_main, c) == 0;
-	for (int i = 0; i < 4; i++)
+	c->started[4] = pthread_create(&c->leaser, NULL, cl_leaser_main, c) == 0;
+	for (int i = 0; i < 5; i++)
 		if (!c->started[i]) {
 			pd_fail(e, EAGAIN, "cluster: threads");
 			goto fail;
@@ -329,9 +343,9 @@ void pd_cluster_free(pd_cluster *c)
 	for (size_t i = 0; i < c->nconsumers; i++)
 		if (c->consumers[i].started)
 			pthread_join(c->consumers[i].thread, NULL);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		if (c->started[i])
-			pthread_join(i < 2 ? c->publishers[i] : i == 2 ? c->poller : c->ticker, NULL);
+			pthread_join(i < 2 ? c->publishers[i] : i == 2 ? c->poller : i == 3 ? c->ticker : c->leaser, NULL);
 	/* every asynchronous publish is acked or has failed by its ack wait (libnats calls
 	 * cl_on_pub_ack either way): none may call it once c is freed */
 	pthread_mutex_lock(&c->mu);

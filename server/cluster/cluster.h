@@ -84,8 +84,8 @@ struct pd_cluster {
 	size_t nready, ready_cap;
 	cl_task *tasks; /* pulled and not yet acked */
 	unsigned ntasks;
-	pthread_t publishers[2], poller, ticker; /* publishers: the tries again (edge.c) */
-	bool started[4]; /* publishers, poller, ticker */
+	pthread_t publishers[2], poller, ticker, leaser; /* publishers: the tries again (edge.c) */
+	bool started[5]; /* publishers, poller, ticker, leaser */
 
 	/* figures (mu) */
 	uint64_t submitted, published, dup_published, dup_answered, publish_failures;
@@ -125,6 +125,7 @@ void cl_edge_drain(pd_cluster *c);
 /* executor.c */
 void *cl_puller_main(void *arg);
 void *cl_ticker_main(void *arg);
+void *cl_leaser_main(void *arg);
 
 /* refs.c: results larger than the broker carries */
 /* Keeps value (the whole answer) in this node's file for token; returns the small value that

@@ -474,22 +474,52 @@ void *cl_puller_main(void *arg)
 	return NULL;
 }
 
-/* Renews the ack timeout of running tasks, and heartbeats. */
+/* The lease of the tasks this node holds: an in-progress ack for each, every second (or a third
+ * of the ack wait, if shorter). The broker hands a task on once its node has been silent for the
+ * ack wait (5 s by default): a node killed with its tasks is noticed by the broker itself, a few
+ * seconds after its last renewal, and its tasks go to the other nodes then, not after a long
+ * timeout (docs/cluster.md, "a node dies"). Its own thread, so that a slow heartbeat or a store
+ * that waits for its lock never delays a renewal past the ack wait; it runs until the node's
+ * end, not its quiesce: the tasks a stopping node finishes stay its own. Only held tasks cost
+ * messages: a task that ends within a second costs none. */
+void *cl_leaser_main(void *arg)
+{
+	pd_cluster *c = arg;
+	uint64_t gap = (uint64_t)c->o.ack_wait_s * 1000 / 3;
+	if (gap > 1000 || !gap)
+		gap = 1000;
+	pthread_mutex_lock(&c->mu);
+	while (!c->stopping) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += (time_t)(gap / 1000);
+		ts.tv_nsec += (long)(gap % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&c->tick_cv, &c->mu, &ts);
+		if (c->stopping)
+			break;
+		/* in-progress acks and the final ack go out on the same message: under the lock */
+		for (cl_task *t = c->tasks; t; t = t->next)
+			N.natsMsg_InProgress(t->m, NULL);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
+}
+
+/* Heartbeats, the stage of claimed records, and the expiry of kept results. */
 void *cl_ticker_main(void *arg)
 {
 	pd_cluster *c = arg;
-	uint64_t ack_gap = (uint64_t)c->o.ack_wait_s * 1000 / 3, last_ack = cl_wall_ms(), last_expire = 0;
+	uint64_t last_expire = 0;
 	pthread_mutex_lock(&c->mu);
 	while (!c->quiesced) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += 1;
 		pthread_cond_timedwait(&c->tick_cv, &c->mu, &ts);
-		if (cl_wall_ms() - last_ack >= ack_gap) {
-			last_ack = cl_wall_ms();
-			for (cl_task *t = c->tasks; t; t = t->next)
-				N.natsMsg_InProgress(t->m, NULL);
-		}
 		if (c->quiesced)
 			break;
 		pthread_mutex_unlock(&c->mu);

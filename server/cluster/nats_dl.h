@@ -61,6 +61,8 @@
 	X(js_PublishMsgAsync)                                                                    \
 	X(jsPubAck_Destroy)                                                                      \
 	X(js_PullSubscribe)                                                                      \
+	X(js_UpdateConsumer)                                                                     \
+	X(jsConsumerInfo_Destroy)                                                                \
 	X(jsCtx_Destroy)                                                                         \
 	X(kvConfig_Init)                                                                         \
 	X(js_CreateKeyValue)                                                                     \
