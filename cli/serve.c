@@ -118,6 +118,14 @@ static const serve_opt serve_opts[] = {
 	{"cluster-max-deliver", 0, T_COUNT, "N", 1, 100, false, FIELD(cluster_max_deliver), "5",
 	 "deliveries of a task whose nodes all stopped before recording\n"
 	 "it; the next one records it as an infrastructure failure"},
+	{"cluster-records-max-age", 0, T_COUNT, "SECS", 1, 3650u * 86400u, false, FIELD(cluster_records_max_age),
+	 "2592000 (30 days)",
+	 "the cluster's shared record stream keeps a record this long\n"
+	 "(PADDOCK_RECORDS: the values of the node that started last;\n"
+	 "give every node the same)"},
+	{"cluster-records-max-bytes", 0, T_SIZE, "SIZE", 1u << 20, UINT64_MAX, true, FIELD(cluster_records_max_bytes),
+	 "10G", "size the shared record stream may take; past it the oldest\n"
+	 "records go; 0 = no cap"},
 	{"review-min-samples", 0, T_COUNT, "N", 1, 1000000, false, FIELD(review_min_samples), "20",
 	 "review queue (docs/audit.md): a problem's judged attempts (for\n"
 	 "rare_pass) or earlier passes in the language (fast_pass,\n"

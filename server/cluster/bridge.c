@@ -48,6 +48,7 @@ void cl_wake_all(pd_cluster *c)
 	pthread_cond_broadcast(&c->slot_cv);
 	pthread_cond_broadcast(&c->ready_cv);
 	pthread_cond_broadcast(&c->tick_cv);
+	pthread_cond_broadcast(&c->rec_cv);
 }
 
 void cl_result_key(const char *id, char *key, size_t len)
@@ -202,6 +203,7 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 	pthread_cond_init(&c->ready_cv, NULL);
 	pthread_cond_init(&c->tick_cv, NULL);
 	pthread_cond_init(&c->pub_cv, NULL);
+	pthread_cond_init(&c->rec_cv, NULL);
 	snprintf(c->urls, sizeof c->urls, "%s", o->urls);
 	snprintf(c->address, sizeof c->address, "%s", o->address ? o->address : "");
 	if (o->node_id) {
@@ -261,7 +263,8 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 	}
 	if (ensure_stream(c, e) < 0 ||
 	    ensure_bucket(c, CL_RESULTS_BUCKET, (int64_t)c->o.window_s * 1000000000LL, &c->results, e) < 0 ||
-	    ensure_bucket(c, CL_NODES_BUCKET, (int64_t)CL_NODE_TTL_S * 1000000000LL, &c->nodes, e) < 0)
+	    ensure_bucket(c, CL_NODES_BUCKET, (int64_t)CL_NODE_TTL_S * 1000000000LL, &c->nodes, e) < 0 ||
+	    cl_records_stream(c, e) < 0)
 		goto fail;
 	char subject[128];
 	snprintf(subject, sizeof subject, CL_NOTIFY_PREFIX "%s", c->node);
@@ -273,6 +276,9 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 	 * unique key would answer "recorded already" for rows that may be about to go) */
 	if (c->store && cl_settle_staged(c, e) < 0)
 		goto fail;
+	/* the outbox after the stage is settled: a row the settling took out was never final */
+	if (c->store && (c->rec_mark = pd_store_outbox_mark(c->store, e)) < 0)
+		goto fail;
 	if (start_consumers(c, e) < 0)
 		goto fail;
 	cl_heartbeat(c);
@@ -281,7 +287,8 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 	c->started[2] = pthread_create(&c->poller, NULL, cl_poller_main, c) == 0;
 	c->started[3] = pthread_create(&c->ticker, NULL, cl_ticker_main, c) == 0;
 	c->started[4] = pthread_create(&c->leaser, NULL, cl_leaser_main, c) == 0;
-	for (int i = 0; i < 5; i++)
+	c->started[5] = !c->store || pthread_create(&c->recorder, NULL, cl_recorder_main, c) == 0;
+	for (int i = 0; i < 6; i++)
 		if (!c->started[i]) {
 			pd_fail(e, EAGAIN, "cluster: threads");
 			goto fail;
@@ -346,6 +353,8 @@ void pd_cluster_free(pd_cluster *c)
 	for (int i = 0; i < 5; i++)
 		if (c->started[i])
 			pthread_join(i < 2 ? c->publishers[i] : i == 2 ? c->poller : i == 3 ? c->ticker : c->leaser, NULL);
+	if (c->started[5] && c->store)
+		pthread_join(c->recorder, NULL);
 	/* every asynchronous publish is acked or has failed by its ack wait (libnats calls
 	 * cl_on_pub_ack either way): none may call it once c is freed */
 	pthread_mutex_lock(&c->mu);
@@ -393,5 +402,6 @@ void pd_cluster_free(pd_cluster *c)
 	pthread_cond_destroy(&c->ready_cv);
 	pthread_cond_destroy(&c->tick_cv);
 	pthread_cond_destroy(&c->pub_cv);
+	pthread_cond_destroy(&c->rec_cv);
 	free(c);
 }

@@ -7,6 +7,7 @@
  *               the node's metrics
  *   httpc.c     the small HTTP client forwarding uses (and paddock run --cluster)
  *   forward.c   session requests for another node, forwarded to it
+ *   records.c   the shared record store: the outbox published to a stream, reads from it
  * The broker's names (docs/cluster.md lists them) are here, once. */
 #ifndef PADDOCK_CLUSTER_H
 #define PADDOCK_CLUSTER_H
@@ -23,6 +24,8 @@
 #define CL_RESULTS_BUCKET "paddock-results"
 #define CL_NODES_BUCKET "paddock-nodes"
 #define CL_NOTIFY_PREFIX "paddock.done." /* + the origin node's id: "result ready" for its waiters */
+#define CL_REC_STREAM "PADDOCK_RECORDS"
+#define CL_REC_PREFIX "paddock.rec." /* + <group>.<task>.<key>: a finished record (records.c) */
 #define CL_HEARTBEAT_MS 1000
 #define CL_NODE_TTL_S 5 /* a node unheard of for this long is gone */
 
@@ -84,14 +87,18 @@ struct pd_cluster {
 	size_t nready, ready_cap;
 	cl_task *tasks; /* pulled and not yet acked */
 	unsigned ntasks;
-	pthread_t publishers[2], poller, ticker, leaser; /* publishers: the tries again (edge.c) */
-	bool started[5]; /* publishers, poller, ticker, leaser */
+	pthread_t publishers[2], poller, ticker, leaser, recorder; /* publishers: the tries again (edge.c) */
+	bool started[6]; /* publishers, poller, ticker, leaser, recorder */
+	pthread_cond_t rec_cv; /* recorder: records stored */
+	bool rec_due;
+	int64_t rec_mark; /* the outbox's watermark (the recorder's own) */
 
 	/* figures (mu) */
 	uint64_t submitted, published, dup_published, dup_answered, publish_failures;
 	uint64_t pulled, redelivered, exhausted, recorded, already_recorded, naks, answered, results_too_big;
 	uint64_t notes_local; /* results of this node's own requests answered in process (no note) */
 	uint64_t results_by_ref, refs_fetched, ref_failures;
+	uint64_t records_published;
 };
 
 /* The results bucket's key of a request id: the id's bytes a key may hold as they are, others
@@ -139,6 +146,14 @@ void cl_ref_expire(pd_cluster *c);
  * keeps it: *val (malloc'd) the whole value, or an error value (502) saying what failed. */
 void cl_ref_fetch(pd_cluster *c, json_t *ref, const char *node, const char *token, int status, char **val,
 		  size_t *len);
+
+/* records.c */
+/* Makes (or brings to this node's retention) the shared record stream. */
+int cl_records_stream(pd_cluster *c, pd_err *e);
+/* Publishes the store's outbox as records are stored. */
+void *cl_recorder_main(void *arg);
+/* A record was stored: the recorder looks now. Under c->mu. */
+void cl_records_due(pd_cluster *c);
 
 /* nodes.c */
 void cl_heartbeat(pd_cluster *c);

@@ -271,8 +271,10 @@ static void task_done(pd_job *j, void *arg)
 	/* in-progress acks and this ack go out on the same message: under the lock, one at a time */
 	if (recorded || elsewhere) {
 		N.natsMsg_Ack(t->m, NULL);
-		if (recorded)
+		if (recorded) {
 			c->recorded++;
+			cl_records_due(c);
+		}
 		else
 			c->already_recorded++;
 	} else {

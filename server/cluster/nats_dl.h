@@ -36,6 +36,9 @@
 	X(natsSubscription_Unsubscribe)                                                          \
 	X(natsSubscription_Destroy)                                                              \
 	X(natsSubscription_Fetch)                                                                \
+	X(natsSubscription_NextMsg)                                                              \
+	X(natsSubscription_GetConsumerInfo)                                                      \
+	X(js_SubscribeSync)                                                                      \
 	X(natsMsgList_Destroy)                                                                   \
 	X(natsMsg_Create)                                                                        \
 	X(natsMsg_Destroy)                                                                       \

@@ -2,7 +2,9 @@
  * GET /v1/runs?group_id=&since=&kind=&last=&limit=&cursor= (a page of attempts in the order they
  * were stored; `next` is the cursor of the following page). A trainer pages through a GRPO group's
  * judged records with these, or with `paddock export --runs`, which pages the same way. Both answer
- * from the event thread: a page is at most 1000 rows of one indexed query. */
+ * from the event thread: a page is at most 1000 rows of one indexed query. A node of a cluster
+ * answers both from the cluster's shared record stream (server/cluster/records.c): every node's
+ * records, its cursor the stream's sequence; a broker that does not answer is a 503. */
 #define _GNU_SOURCE
 #include "http.h"
 
@@ -55,8 +57,11 @@ void records_list(req *r, const char *url, const char *method)
 	json_t *records = NULL;
 	int64_t next = 0;
 	pd_err e = {0};
-	if (pd_store_list(r->srv->store, &q, &records, &next, &e) < 0) {
-		http_set_error(r, 500, "%s", PD_ERR_STR(&e));
+	/* a node of a cluster answers for the whole fleet, from the shared record stream */
+	int rc = r->srv->cluster ? pd_cluster_records_list(r->srv->cluster, &q, &records, &next, &e)
+				 : pd_store_list(r->srv->store, &q, &records, &next, &e);
+	if (rc < 0) {
+		http_set_error(r, r->srv->cluster ? 503 : 500, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	json_t *o = json_object();
@@ -75,10 +80,19 @@ void records_get(req *r, const char *url, const char *method)
 		return;
 	}
 	pd_err e = {0};
-	json_t *records = pd_store_get(r->srv->store, id, &e);
+	json_t *records = r->srv->cluster ? pd_cluster_records_get(r->srv->cluster, id, &e)
+					  : pd_store_get(r->srv->store, id, &e);
 	if (!records) {
-		http_set_error(r, 500, "%s", PD_ERR_STR(&e));
+		http_set_error(r, r->srv->cluster ? 503 : 500, "%s", PD_ERR_STR(&e));
 		return;
+	}
+	if (r->srv->cluster && !json_array_size(records)) {
+		/* not published yet (its answer can come a moment before): this node's own */
+		json_decref(records);
+		if (!(records = pd_store_get(r->srv->store, id, &e))) {
+			http_set_error(r, 500, "%s", PD_ERR_STR(&e));
+			return;
+		}
 	}
 	size_t n = json_array_size(records);
 	if (!n) {

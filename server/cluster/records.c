@@ -1,0 +1,326 @@
+/* The cluster's shared record store: every node publishes its finished records (each attempt's
+ * row, as its store committed it) to the stream PADDOCK_RECORDS, and every node answers
+ * GET /v1/runs/{id} and GET /v1/runs from that stream, so that the fleet reads as one store, a
+ * node that is down included.
+ *
+ * A record's subject is paddock.rec.<group>.<task>.<key> (tokens as cl_result_key makes them;
+ * "=" for no group), its key <node>_<row>_<finished_at ms> naming the row once; the stream keeps
+ * one message per subject and takes the key as the message id too, so a record published again
+ * (a node killed between the broker's ack and its watermark's move) replaces itself: listed once.
+ * Exactly once overall because a row is only ever published by the node that recorded it, after
+ * its request's claim (store_outbox.c), and the claim is made once across the cluster.
+ *
+ * The node's SQLite file is the outbox (store_outbox.c): the publisher thread here takes its
+ * final rows in order and moves the watermark after the broker acked them; woken by each record
+ * (task_done) and every second. Reads make an ordered consumer filtered to a task's or a group's
+ * subjects for the one call. */
+#define _GNU_SOURCE
+#include "cluster.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define N pd_nats
+
+#define BATCH 256
+#define READ_WAIT_MS 3000 /* a message of a scan the broker said is there */
+
+static void tok(const char *s, char *out, size_t len)
+{
+	if (!s || !*s) {
+		snprintf(out, len, "=");
+		return;
+	}
+	cl_result_key(s, out, len);
+}
+
+int cl_records_stream(pd_cluster *c, pd_err *e)
+{
+	jsStreamConfig sc;
+	N.jsStreamConfig_Init(&sc);
+	sc.Name = CL_REC_STREAM;
+	const char *subjects[] = {CL_REC_PREFIX ">"};
+	sc.Subjects = subjects;
+	sc.SubjectsLen = 1;
+	sc.Retention = js_LimitsPolicy;
+	sc.Storage = js_FileStorage;
+	sc.Discard = js_DiscardOld;
+	sc.MaxMsgsPerSubject = 1;
+	uint64_t age = c->o.records_max_age_s ? c->o.records_max_age_s : 30u * 86400u;
+	sc.MaxAge = (int64_t)age * 1000000000LL;
+	uint64_t bytes = c->o.records_max_bytes ? c->o.records_max_bytes : (10ull << 30);
+	sc.MaxBytes = bytes == UINT64_MAX ? -1 : (int64_t)bytes;
+	/* the broker refuses a duplicate window longer than the age */
+	uint64_t dup = c->o.window_s < age ? c->o.window_s : age;
+	sc.Duplicates = (int64_t)dup * 1000000000LL;
+	jsStreamInfo *si = NULL;
+	jsErrCode je = 0;
+	natsStatus s = N.js_AddStream(&si, c->js, &sc, NULL, &je);
+	if (s != NATS_OK)
+		s = N.js_UpdateStream(&si, c->js, &sc, NULL, &je);
+	N.jsStreamInfo_Destroy(si);
+	if (s != NATS_OK)
+		return pd_fail_as(e, EIO, "cluster: stream %s: %s (JetStream error %d)", CL_REC_STREAM, cl_status(s),
+				  (int)je);
+	return 0;
+}
+
+/* Publishes one outbox row; 0, or -1 when the broker did not take it. */
+static int publish_row(pd_cluster *c, json_t *row)
+{
+	json_t *rec = json_object_get(row, "record");
+	char g[400], t[400], subject[1024], key[200];
+	tok(json_string_value(json_object_get(row, "group_id")), g, sizeof g);
+	tok(json_string_value(json_object_get(row, "task_id")), t, sizeof t);
+	snprintf(key, sizeof key, "%s_%" PRId64 "_%" PRId64, c->node, (int64_t)json_integer_value(json_object_get(row, "row")),
+		 (int64_t)json_integer_value(json_object_get(row, "finished_at")));
+	snprintf(subject, sizeof subject, CL_REC_PREFIX "%s.%s.%s", g, t, key);
+	if (!json_object_get(rec, "node"))
+		json_object_set_new(rec, "node", json_string(c->node));
+	char *text = pd_json_dumps(row, JSON_COMPACT);
+	if (!text)
+		return -1;
+	natsMsg *m = NULL;
+	natsStatus s = N.natsMsg_Create(&m, subject, NULL, text, (int)strlen(text));
+	free(text);
+	jsPubOptions po;
+	N.jsPubOptions_Init(&po);
+	po.MsgId = key;
+	po.MaxWait = 5000;
+	jsPubAck *pa = NULL;
+	jsErrCode je = 0;
+	if (s == NATS_OK)
+		s = N.js_PublishMsg(&pa, c->js, m, &po, &je);
+	N.natsMsg_Destroy(m);
+	N.jsPubAck_Destroy(pa);
+	return s == NATS_OK ? 0 : -1;
+}
+
+/* Publishes the outbox's final rows; false when the broker stopped taking them (tried again at
+ * the next wake-up). */
+static bool publish_pending(pd_cluster *c)
+{
+	for (;;) {
+		json_t *rows = NULL;
+		pd_err e = {0};
+		if (pd_store_outbox(c->store, c->rec_mark, BATCH, &rows, &e) < 0) {
+			pd_log("warn", "cluster: the record outbox", PD_LS("error", PD_ERR_STR(&e)));
+			return false;
+		}
+		size_t n = json_array_size(rows), done = 0;
+		int64_t mark = c->rec_mark;
+		for (; done < n; done++) {
+			json_t *row = json_array_get(rows, done);
+			if (publish_row(c, row) < 0)
+				break;
+			mark = json_integer_value(json_object_get(row, "row"));
+		}
+		json_decref(rows);
+		if (mark != c->rec_mark) {
+			if (pd_store_outbox_set(c->store, mark, &e) < 0)
+				pd_log("warn", "cluster: the record outbox", PD_LS("error", PD_ERR_STR(&e)));
+			c->rec_mark = mark; /* published either way: a kill now publishes them again */
+			pthread_mutex_lock(&c->mu);
+			c->records_published += done;
+			pthread_mutex_unlock(&c->mu);
+		}
+		if (done < n)
+			return false;
+		if (n < BATCH)
+			return true;
+	}
+}
+
+void *cl_recorder_main(void *arg)
+{
+	pd_cluster *c = arg;
+	pthread_mutex_lock(&c->mu);
+	while (!c->stopping) {
+		if (!c->rec_due) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += 1;
+			pthread_cond_timedwait(&c->rec_cv, &c->mu, &ts);
+		}
+		c->rec_due = false;
+		pthread_mutex_unlock(&c->mu);
+		publish_pending(c);
+		pthread_mutex_lock(&c->mu);
+	}
+	pthread_mutex_unlock(&c->mu);
+	/* what the last tasks recorded, published before the node goes (if the broker takes it;
+	 * else at the next start) */
+	publish_pending(c);
+	return NULL;
+}
+
+void cl_records_due(pd_cluster *c)
+{
+	c->rec_due = true;
+	pthread_cond_signal(&c->rec_cv);
+}
+
+/* ---- reading ------------------------------------------------------------------------------ */
+
+typedef bool (*scan_fn)(void *arg, uint64_t seq, json_t *row);
+
+/* Calls each for the stream's messages on filter (from sequence start_seq, or from time
+ * start_ms, or all), in order, until it answers false or none is left. */
+static int scan(pd_cluster *c, const char *filter, uint64_t start_seq, uint64_t start_ms, scan_fn each, void *arg,
+		pd_err *e)
+{
+	jsSubOptions so;
+	N.jsSubOptions_Init(&so);
+	so.Stream = CL_REC_STREAM;
+	so.Ordered = true;
+	if (start_seq) {
+		so.Config.DeliverPolicy = js_DeliverByStartSequence;
+		so.Config.OptStartSeq = start_seq;
+	} else if (start_ms) {
+		so.Config.DeliverPolicy = js_DeliverByStartTime;
+		so.Config.OptStartTime = (int64_t)start_ms * 1000000LL;
+	} else {
+		so.Config.DeliverPolicy = js_DeliverAll;
+	}
+	natsSubscription *sub = NULL;
+	jsErrCode je = 0;
+	natsStatus s = N.js_SubscribeSync(&sub, c->js, filter, NULL, &so, &je);
+	if (s != NATS_OK)
+		return pd_fail_as(e, EIO, "the cluster's record stream: %s (JetStream error %d)", cl_status(s), (int)je);
+	jsConsumerInfo *ci = NULL;
+	s = N.natsSubscription_GetConsumerInfo(&ci, sub, NULL, &je);
+	uint64_t pending = s == NATS_OK && ci ? ci->NumPending + ci->Delivered.Consumer : 0;
+	N.jsConsumerInfo_Destroy(ci);
+	int rc = s == NATS_OK ? 0 : pd_fail_as(e, EIO, "the cluster's record stream: %s", cl_status(s));
+	while (rc == 0 && pending > 0) {
+		natsMsg *m = NULL;
+		s = N.natsSubscription_NextMsg(&m, sub, READ_WAIT_MS);
+		if (s != NATS_OK) {
+			rc = pd_fail_as(e, EIO, "the cluster's record stream: %s", cl_status(s));
+			break;
+		}
+		jsMsgMetaData *meta = NULL;
+		uint64_t seq = 0;
+		if (N.natsMsg_GetMetaData(&meta, m) == NATS_OK) {
+			seq = meta->Sequence.Stream;
+			pending = meta->NumPending;
+			N.jsMsgMetaData_Destroy(meta);
+		} else {
+			pending = 0;
+		}
+		json_t *row = json_loadb(N.natsMsg_GetData(m), (size_t)N.natsMsg_GetDataLength(m), 0, NULL);
+		N.natsMsg_Destroy(m);
+		bool more = !row || each(arg, seq, row);
+		json_decref(row);
+		if (!more)
+			break;
+	}
+	N.natsSubscription_Unsubscribe(sub);
+	N.natsSubscription_Destroy(sub);
+	return rc;
+}
+
+/* A row's record as the readers answer it: its "row" the stream's sequence (the fleet's cursor). */
+static json_t *answer_record(uint64_t seq, json_t *row)
+{
+	json_t *rec = json_deep_copy(json_object_get(row, "record"));
+	if (!rec)
+		rec = json_object();
+	json_object_set_new(rec, "row", json_integer((json_int_t)seq));
+	return rec;
+}
+
+static bool collect(void *arg, uint64_t seq, json_t *row)
+{
+	json_array_append_new(arg, answer_record(seq, row));
+	return true;
+}
+
+static int by_attempt(const void *a, const void *b)
+{
+	json_int_t x = json_integer_value(json_object_get(*(json_t *const *)a, "attempt"));
+	json_int_t y = json_integer_value(json_object_get(*(json_t *const *)b, "attempt"));
+	return x < y ? -1 : x > y;
+}
+
+json_t *pd_cluster_records_get(pd_cluster *c, const char *task_id, pd_err *e)
+{
+	char t[400], filter[600];
+	tok(task_id, t, sizeof t);
+	snprintf(filter, sizeof filter, CL_REC_PREFIX "*.%s.*", t);
+	json_t *arr = json_array();
+	if (scan(c, filter, 0, 0, collect, arr, e) < 0) {
+		json_decref(arr);
+		return NULL;
+	}
+	/* oldest attempt first, as the store answers (a stable order: the stream's for ties) */
+	size_t n = json_array_size(arr);
+	json_t **v = n ? malloc(n * sizeof *v) : NULL;
+	if (v) {
+		for (size_t i = 0; i < n; i++)
+			v[i] = json_incref(json_array_get(arr, i));
+		for (size_t i = 1; i < n; i++) /* insertion sort: stable, and a task has few attempts */
+			for (size_t k = i; k > 0 && by_attempt(&v[k - 1], &v[k]) > 0; k--) {
+				json_t *x = v[k];
+				v[k] = v[k - 1];
+				v[k - 1] = x;
+			}
+		json_array_clear(arr);
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(arr, v[i]);
+		free(v);
+	}
+	return arr;
+}
+
+typedef struct {
+	const pd_store_query *q;
+	unsigned limit;
+	json_t *arr;
+	int64_t next;
+} page;
+
+static bool page_each(void *arg, uint64_t seq, json_t *row)
+{
+	page *p = arg;
+	const char *kind = json_string_value(json_object_get(row, "kind"));
+	json_t *rec = json_object_get(row, "record");
+	if ((p->q->kind && p->q->kind[0] && (!kind || strcmp(kind, p->q->kind))) ||
+	    (uint64_t)json_integer_value(json_object_get(row, "finished_at")) < p->q->since_ms ||
+	    (p->q->last_only && !json_is_true(json_object_get(rec, "last"))))
+		return true;
+	if (json_array_size(p->arr) == p->limit) {
+		/* one more than the page: another follows, from after the page's last */
+		p->next = json_integer_value(json_object_get(json_array_get(p->arr, p->limit - 1), "row"));
+		return false;
+	}
+	json_array_append_new(p->arr, answer_record(seq, row));
+	return true;
+}
+
+int pd_cluster_records_list(pd_cluster *c, const pd_store_query *q, json_t **records, int64_t *next, pd_err *e)
+{
+	page p = {.q = q, .limit = q->limit ? q->limit : 100, .arr = json_array()};
+	if (p.limit > 1000)
+		p.limit = 1000;
+	char filter[600];
+	if (q->group_id && q->group_id[0]) {
+		char g[400];
+		tok(q->group_id, g, sizeof g);
+		snprintf(filter, sizeof filter, CL_REC_PREFIX "%s.>", g);
+	} else {
+		snprintf(filter, sizeof filter, CL_REC_PREFIX ">");
+	}
+	if (scan(c, filter, q->after > 0 ? (uint64_t)q->after + 1 : 0, q->after > 0 ? 0 : q->since_ms, page_each, &p,
+		 e) < 0) {
+		json_decref(p.arr);
+		return -1;
+	}
+	*records = p.arr;
+	*next = p.next;
+	return 0;
+}
