@@ -264,7 +264,7 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 	if (ensure_stream(c, e) < 0 ||
 	    ensure_bucket(c, CL_RESULTS_BUCKET, (int64_t)c->o.window_s * 1000000000LL, &c->results, e) < 0 ||
 	    ensure_bucket(c, CL_NODES_BUCKET, (int64_t)CL_NODE_TTL_S * 1000000000LL, &c->nodes, e) < 0 ||
-	    cl_records_stream(c, e) < 0)
+	    cl_records_stream(c, e) < 0 || cl_objects_stream(c, e) < 0)
 		goto fail;
 	char subject[128];
 	snprintf(subject, sizeof subject, CL_NOTIFY_PREFIX "%s", c->node);

@@ -8,6 +8,7 @@
  *   httpc.c     the small HTTP client forwarding uses (and paddock run --cluster)
  *   forward.c   session requests for another node, forwarded to it
  *   records.c   the shared record store: the outbox published to a stream, reads from it
+ *   objects.c   large values (results, records, whole outputs) as chunks in a stream
  * The broker's names (docs/cluster.md lists them) are here, once. */
 #ifndef PADDOCK_CLUSTER_H
 #define PADDOCK_CLUSTER_H
@@ -26,6 +27,8 @@
 #define CL_NOTIFY_PREFIX "paddock.done." /* + the origin node's id: "result ready" for its waiters */
 #define CL_REC_STREAM "PADDOCK_RECORDS"
 #define CL_REC_PREFIX "paddock.rec." /* + <group>.<task>.<key>: a finished record (records.c) */
+#define CL_OBJ_STREAM "PADDOCK_OBJECTS"
+#define CL_OBJ_PREFIX "paddock.obj." /* + <name>.c (chunks), <name>.m (its description) */
 #define CL_HEARTBEAT_MS 1000
 #define CL_NODE_TTL_S 5 /* a node unheard of for this long is gone */
 
@@ -154,6 +157,14 @@ int cl_records_stream(pd_cluster *c, pd_err *e);
 void *cl_recorder_main(void *arg);
 /* A record was stored: the recorder looks now. Under c->mu. */
 void cl_records_due(pd_cluster *c);
+
+/* objects.c */
+int cl_objects_stream(pd_cluster *c, pd_err *e);
+/* Puts data as the object name (any node reads it); 0 or -1. */
+int cl_obj_put(pd_cluster *c, const char *name, const void *data, size_t len, pd_err *e);
+/* The object name's bytes (*data malloc'd, NUL-terminated); -1 with e->code ENOENT when there
+ * is none. */
+int cl_obj_get(pd_cluster *c, const char *name, char **data, size_t *len, pd_err *e);
 
 /* nodes.c */
 void cl_heartbeat(pd_cluster *c);

@@ -39,6 +39,7 @@
 	X(natsSubscription_NextMsg)                                                              \
 	X(natsSubscription_GetConsumerInfo)                                                      \
 	X(js_SubscribeSync)                                                                      \
+	X(js_GetLastMsg)                                                                         \
 	X(natsMsgList_Destroy)                                                                   \
 	X(natsMsg_Create)                                                                        \
 	X(natsMsg_Destroy)                                                                       \

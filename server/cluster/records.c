@@ -73,11 +73,12 @@ int cl_records_stream(pd_cluster *c, pd_err *e)
 static int publish_row(pd_cluster *c, json_t *row)
 {
 	json_t *rec = json_object_get(row, "record");
-	char g[400], t[400], subject[1024], key[200];
+	char g[400], t[400], subject[1024], id[200], key[600];
 	tok(json_string_value(json_object_get(row, "group_id")), g, sizeof g);
 	tok(json_string_value(json_object_get(row, "task_id")), t, sizeof t);
-	snprintf(key, sizeof key, "%s_%" PRId64 "_%" PRId64, c->node, (int64_t)json_integer_value(json_object_get(row, "row")),
+	snprintf(id, sizeof id, "%s_%" PRId64 "_%" PRId64, c->node, (int64_t)json_integer_value(json_object_get(row, "row")),
 		 (int64_t)json_integer_value(json_object_get(row, "finished_at")));
+	tok(id, key, sizeof key); /* a node id may hold a dot, which would split the subject's token */
 	snprintf(subject, sizeof subject, CL_REC_PREFIX "%s.%s.%s", g, t, key);
 	if (!json_object_get(rec, "node"))
 		json_object_set_new(rec, "node", json_string(c->node));
