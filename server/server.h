@@ -525,6 +525,7 @@ typedef struct pd_cluster_opts {
 	unsigned slots;          /* tasks run at once (pulled only as they free up); 0 = 4 */
 	unsigned records_max_age_s; /* the shared record stream's retention; 0 = 30 days */
 	uint64_t records_max_bytes; /* its size; 0 = 10 GiB, UINT64_MAX = no cap */
+	uint64_t run_code_output_max; /* a /run_code program's whole output kept; 0 = 16 MiB */
 	const char *token;       /* the bearer token peers are called with (results by reference) */
 	/* A judge request's job on this node (its judge and problems), for kind "judge"; NULL
 	 * when the node judges nothing. *status as pd_judge_job's. */
@@ -566,6 +567,11 @@ int pd_cluster_result_file(pd_cluster *c, const char *token, char **text, size_t
  * and the cursor being the shared stream's sequence), from every node's records. */
 json_t *pd_cluster_records_get(pd_cluster *c, const char *task_id, pd_err *e);
 int pd_cluster_records_list(pd_cluster *c, const pd_store_query *q, json_t **records, int64_t *next, pd_err *e);
+/* GET /v1/runs/{id}/output on a node of a cluster: the task's last attempt's output,
+ * {"task_id", "request_id", "node", "stdout", "stderr", "whole"}: whole (with stdout_bytes and
+ * stderr_bytes) when the run's output past its record's head and tail was kept in the object
+ * stream, else the record's own. NULL with e->code ENOENT when no node recorded the task. */
+json_t *pd_cluster_output(pd_cluster *c, const char *task_id, pd_err *e);
 /* Prometheus lines of this node's cluster figures. malloc'd. */
 char *pd_cluster_metrics(pd_cluster *c);
 

@@ -165,6 +165,9 @@ int cl_obj_put(pd_cluster *c, const char *name, const void *data, size_t len, pd
 /* The object name's bytes (*data malloc'd, NUL-terminated); -1 with e->code ENOENT when there
  * is none. */
 int cl_obj_get(pd_cluster *c, const char *name, char **data, size_t *len, pd_err *e);
+/* A recorded run's whole output, when larger than its record keeps: in the object stream under
+ * its request id, for GET /v1/runs/{id}/output from any node. */
+void cl_output_keep(pd_cluster *c, const pd_job *j);
 
 /* nodes.c */
 void cl_heartbeat(pd_cluster *c);

@@ -287,6 +287,8 @@ static void task_done(pd_job *j, void *arg)
 		/* a reference goes as a bare note: the origin fetches over HTTP, which its libnats
 		 * thread must not wait for */
 		notify(c, t, t->request_id, recorded && !t->by_ref ? t->value : NULL);
+	if (recorded)
+		cl_output_keep(c, j);
 	pd_job_free(j);
 	task_end(c, t);
 }
@@ -312,6 +314,10 @@ static pd_job *parse(pd_cluster *c, const char *kind, const char *body, size_t l
 		    : !strcmp(kind, "piston") ? pd_job_from_piston(b, e)
 					      : pd_job_from_native(b, e);
 	json_decref(b);
+	if (j && !strcmp(kind, "run_code"))
+		/* SandboxFusion keeps a program's whole output, as a single node's /run_code does */
+		j->run.keep_whole = j->compile.keep_whole =
+			c->o.run_code_output_max ? c->o.run_code_output_max : 16u << 20;
 	return j;
 }
 

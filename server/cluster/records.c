@@ -69,6 +69,22 @@ int cl_records_stream(pd_cluster *c, pd_err *e)
 	return 0;
 }
 
+/* A record too large for the record stream, summarized: its fields that are not objects or
+ * arrays, and "record_ref" naming the object that holds it whole (GET /v1/runs/{id} answers it
+ * whole; a page of GET /v1/runs answers the summary). */
+static json_t *summary(json_t *rec, const char *object, size_t bytes)
+{
+	json_t *s = json_object();
+	const char *k;
+	json_t *v;
+	json_object_foreach(rec, k, v) {
+		if (!json_is_object(v) && !json_is_array(v))
+			json_object_set(s, k, v);
+	}
+	json_object_set_new(s, "record_ref", json_pack("{s:s,s:I}", "object", object, "bytes", (json_int_t)bytes));
+	return s;
+}
+
 /* Publishes one outbox row; 0, or -1 when the broker did not take it. */
 static int publish_row(pd_cluster *c, json_t *row)
 {
@@ -85,6 +101,25 @@ static int publish_row(pd_cluster *c, json_t *row)
 	char *text = pd_json_dumps(row, JSON_COMPACT);
 	if (!text)
 		return -1;
+	if (c->max_payload > 0 && strlen(text) + 4096 > (size_t)c->max_payload) {
+		/* larger than the broker's messages (a record keeps up to 1 MiB of each stream): the
+		 * row goes whole to the object stream, and the record stream has its summary */
+		char name[700];
+		snprintf(name, sizeof name, "rec-%s", key);
+		pd_err e = {0};
+		if (cl_obj_put(c, name, text, strlen(text), &e) < 0) {
+			free(text);
+			return -1;
+		}
+		json_t *stub = summary(rec, name, strlen(text));
+		json_t *srow = json_deep_copy(row);
+		free(text);
+		json_object_set_new(srow, "record", stub);
+		text = pd_json_dumps(srow, JSON_COMPACT);
+		json_decref(srow);
+		if (!text)
+			return -1;
+	}
 	natsMsg *m = NULL;
 	natsStatus s = N.natsMsg_Create(&m, subject, NULL, text, (int)strlen(text));
 	free(text);
@@ -235,9 +270,27 @@ static json_t *answer_record(uint64_t seq, json_t *row)
 	return rec;
 }
 
+typedef struct {
+	pd_cluster *c;
+	json_t *arr;
+} gather;
+
+/* A task's records, each whole: a summary's record read from the object stream. */
 static bool collect(void *arg, uint64_t seq, json_t *row)
 {
-	json_array_append_new(arg, answer_record(seq, row));
+	gather *g = arg;
+	const char *object = json_string_value(json_object_get(json_object_get(json_object_get(row, "record"), "record_ref"), "object"));
+	json_t *whole = NULL;
+	if (object) {
+		char *text = NULL;
+		size_t len = 0;
+		pd_err e = {0};
+		if (cl_obj_get(g->c, object, &text, &len, &e) == 0)
+			whole = json_loadb(text, len, 0, NULL);
+		free(text);
+	}
+	json_array_append_new(g->arr, answer_record(seq, whole ? whole : row));
+	json_decref(whole);
 	return true;
 }
 
@@ -254,7 +307,8 @@ json_t *pd_cluster_records_get(pd_cluster *c, const char *task_id, pd_err *e)
 	tok(task_id, t, sizeof t);
 	snprintf(filter, sizeof filter, CL_REC_PREFIX "*.%s.*", t);
 	json_t *arr = json_array();
-	if (scan(c, filter, 0, 0, collect, arr, e) < 0) {
+	gather g = {c, arr};
+	if (scan(c, filter, 0, 0, collect, &g, e) < 0) {
 		json_decref(arr);
 		return NULL;
 	}

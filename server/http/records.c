@@ -71,11 +71,36 @@ void records_list(req *r, const char *url, const char *method)
 	http_set_json(r, 200, o);
 }
 
+/* GET /v1/runs/{id}/output on a node of a cluster: the task's whole output from any node
+ * (server/cluster/objects.c). A single node's is not this file's (see docs/cluster.md). */
+static void records_output(req *r, const char *id, size_t n)
+{
+	char task[256];
+	if (n >= sizeof task) {
+		http_set_error(r, 404, "no task %.64s... in the cluster's records", id);
+		return;
+	}
+	memcpy(task, id, n);
+	task[n] = 0;
+	pd_err e = {0};
+	json_t *o = pd_cluster_output(r->srv->cluster, task, &e);
+	if (!o) {
+		http_set_error(r, e.code == ENOENT ? 404 : 503, "%s", PD_ERR_STR(&e));
+		return;
+	}
+	http_set_json(r, 200, o);
+}
+
 void records_get(req *r, const char *url, const char *method)
 {
 	(void)method;
 	const char *id = url + strlen("/v1/runs/");
-	if (!id[0] || strchr(id, '/')) {
+	const char *slash = strchr(id, '/');
+	if (r->srv->cluster && slash && !strcmp(slash, "/output") && slash > id) {
+		records_output(r, id, (size_t)(slash - id));
+		return;
+	}
+	if (!id[0] || slash) {
 		http_set_error(r, 404, "no such endpoint: GET %s", url);
 		return;
 	}

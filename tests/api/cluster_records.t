@@ -17,7 +17,7 @@ if ! [ -e /usr/lib/x86_64-linux-gnu/libnats.so.3.4 ] && ! ldconfig -p | grep -q 
   echo "1..0 # SKIP libnats3.4 is missing (scripts/install-deps.sh installs it)"
   exit 0
 fi
-plan 24
+plan 32
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 NPORT=$(free_port)
@@ -108,6 +108,29 @@ ok $? "node a published its three records again"
 is "$(group_read a 100)" "5 5 a,b" "the group still lists five records, each once (through a)"
 U=${NURL[a]} req GET /v1/runs/rec-1
 is "$CODE|$(jb .attempts)" "200|1" "GET /v1/runs/rec-1: one attempt, not two"
+
+# --- a 10 MB output: in the object stream, read through the other node, its runner gone ----------
+BIG='{"language":"bash","code":"head -c 10000000 /dev/zero | tr \"\\\\0\" a"}'
+U=${NURL[b]} req POST /run_code -H 'X-Request-Id: big-out' -H 'Content-Type: application/json' --data-binary "$BIG"
+ran=$(jb .node)
+is "$CODE|$(jb '.run_result.stdout | length')" "200|10000000" "a /run_code answer with 10 MB of output through node b (run by $ran)"
+other=$([ "$ran" = a ] && echo b || echo a)
+kill_node "$ran"
+ok 0 "node $ran, which ran it, killed (SIGKILL)"
+U=${NURL[$other]} req GET /v1/runs/big-out/output
+is "$CODE|$(jb .whole)|$(jb .stdout_bytes)|$(jb .node)" "200|true|10000000|$ran" \
+  "GET /v1/runs/big-out/output through node $other: the whole 10 MB from the object stream"
+is "$(jq -r .stdout "$BODY" | tr -d a | wc -c)|$(jq -r .stdout "$BODY" | wc -c)" "1|10000001" "... every byte of it"
+U=${NURL[$other]} req GET /v1/runs/big-out
+is "$CODE|$(jb .record.node)|$(jb '.record.run.stdout | length > 0')" "200|$ran|true" \
+  "GET /v1/runs/big-out through node $other: the record (larger than a message: read whole from the object stream)"
+is "$(curl -s "${NURL[$other]}/v1/runs?kind=run&limit=1000" | jq -r '.records[] | select(.task_id == "big-out") | (.record_ref.object | startswith("rec-")) and (.run == null)')" true \
+  "... a page of GET /v1/runs lists its summary, with record_ref naming the object"
+U=${NURL[$other]} req POST /run_code -H 'X-Request-Id: big-out' -H 'Content-Type: application/json' --data-binary "$BIG"
+is "$CODE|$(jb '.run_result.stdout | length')|$(jb .node)" "200|10000000|$ran" \
+  "the same request id through node $other: the first answer, read from the object stream"
+start_node "$ran"
+ok $? "node $ran restarted"
 
 # --- retention: set once on the stream; a record past its age is gone ------------------------------
 stop_node b
