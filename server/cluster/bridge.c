@@ -261,6 +261,16 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 		pd_fail_as(e, EIO, "cluster: JetStream: %s", cl_status(s));
 		goto fail;
 	}
+	/* the recorder's own context: its publishes' acks are counted apart from the work's */
+	N.jsOptions_Init(&jo);
+	jo.Wait = 3000;
+	jo.PublishAsync.AckHandler = cl_on_record_ack;
+	jo.PublishAsync.AckHandlerClosure = c;
+	jo.PublishAsync.MaxPending = 4096;
+	if ((s = N.natsConnection_JetStream(&c->rjs, c->nc, &jo)) != NATS_OK) {
+		pd_fail_as(e, EIO, "cluster: JetStream: %s", cl_status(s));
+		goto fail;
+	}
 	if (ensure_stream(c, e) < 0 ||
 	    ensure_bucket(c, CL_RESULTS_BUCKET, (int64_t)c->o.window_s * 1000000000LL, &c->results, e) < 0 ||
 	    ensure_bucket(c, CL_NODES_BUCKET, (int64_t)CL_NODE_TTL_S * 1000000000LL, &c->nodes, e) < 0 ||
@@ -389,6 +399,8 @@ void pd_cluster_free(pd_cluster *c)
 		N.kvStore_Destroy(c->nodes);
 	if (c->js)
 		N.jsCtx_Destroy(c->js);
+	if (c->rjs)
+		N.jsCtx_Destroy(c->rjs);
 	if (c->nc)
 		N.natsConnection_Destroy(c->nc);
 	if (c->nopts)

@@ -94,7 +94,10 @@ struct pd_cluster {
 	bool started[6]; /* publishers, poller, ticker, leaser, recorder */
 	pthread_cond_t rec_cv; /* recorder: records stored */
 	bool rec_due;
-	int64_t rec_mark; /* the outbox's watermark (the recorder's own) */
+	int64_t rec_mark, rec_saved; /* the outbox's watermark, and as last written (the recorder's own) */
+	uint64_t rec_saved_ms;
+	jsCtx *rjs; /* the recorder's: its publishes' acks go to cl_on_record_ack */
+	unsigned rec_failed; /* publishes of the round the broker refused (mu) */
 
 	/* figures (mu) */
 	uint64_t submitted, published, dup_published, dup_answered, publish_failures;
@@ -155,6 +158,8 @@ void cl_ref_fetch(pd_cluster *c, json_t *ref, const char *node, const char *toke
 int cl_records_stream(pd_cluster *c, pd_err *e);
 /* Publishes the store's outbox as records are stored. */
 void *cl_recorder_main(void *arg);
+/* The broker's answer to a record's publish (the recorder's jsCtx's handler). */
+void cl_on_record_ack(jsCtx *js, natsMsg *m, jsPubAck *pa, jsPubAckErr *pae, void *arg);
 /* A record was stored: the recorder looks now. Under c->mu. */
 void cl_records_due(pd_cluster *c);
 

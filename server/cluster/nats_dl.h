@@ -63,6 +63,8 @@
 	X(jsStreamInfo_Destroy)                                                                  \
 	X(js_PublishMsg)                                                                         \
 	X(js_PublishMsgAsync)                                                                    \
+	X(js_PublishAsyncComplete)                                                               \
+	X(js_PublishAsyncGetPendingList)                                                         \
 	X(jsPubAck_Destroy)                                                                      \
 	X(js_PullSubscribe)                                                                      \
 	X(js_UpdateConsumer)                                                                     \

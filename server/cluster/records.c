@@ -27,6 +27,13 @@
 #define N pd_nats
 
 #define BATCH 256
+/* The recorder's rounds are at least this far apart, so that on a busy node a round publishes
+ * several records (one read of the outbox, one wake-up) instead of one each */
+#define ROUND_GAP_MS 20
+/* The watermark is written at most this often (and at the stop): a write per round was a SQLite
+ * commit per record on a busy node; a kill in between publishes the last rounds' rows again,
+ * which the stream takes as the same records */
+#define MARK_GAP_MS 1000
 #define READ_WAIT_MS 3000 /* a message of a scan the broker said is there */
 
 static void tok(const char *s, char *out, size_t len)
@@ -120,20 +127,63 @@ static int publish_row(pd_cluster *c, json_t *row)
 		if (!text)
 			return -1;
 	}
+	/* without waiting: the round waits for all its acks at once (publish_pending) */
 	natsMsg *m = NULL;
 	natsStatus s = N.natsMsg_Create(&m, subject, NULL, text, (int)strlen(text));
 	free(text);
 	jsPubOptions po;
 	N.jsPubOptions_Init(&po);
 	po.MsgId = key;
-	po.MaxWait = 5000;
-	jsPubAck *pa = NULL;
-	jsErrCode je = 0;
 	if (s == NATS_OK)
-		s = N.js_PublishMsg(&pa, c->js, m, &po, &je);
-	N.natsMsg_Destroy(m);
-	N.jsPubAck_Destroy(pa);
+		s = N.js_PublishMsgAsync(c->rjs, &m, &po);
+	N.natsMsg_Destroy(m); /* NULL when libnats took it */
 	return s == NATS_OK ? 0 : -1;
+}
+
+void cl_on_record_ack(jsCtx *js, natsMsg *m, jsPubAck *pa, jsPubAckErr *pae, void *arg)
+{
+	(void)js;
+	(void)pa;
+	pd_cluster *c = arg;
+	if (pae) {
+		pthread_mutex_lock(&c->mu);
+		c->rec_failed++;
+		pthread_mutex_unlock(&c->mu);
+	}
+	N.natsMsg_Destroy(m);
+}
+
+/* Waits for the acks of the round's publishes: true when the broker took every one. */
+static bool round_acked(pd_cluster *c)
+{
+	jsPubOptions po;
+	N.jsPubOptions_Init(&po);
+	po.MaxWait = 10000;
+	natsStatus s = N.js_PublishAsyncComplete(c->rjs, &po);
+	if (s != NATS_OK) {
+		/* not acked in time: taken back (the next round publishes them again) */
+		natsMsgList pending = {0};
+		if (N.js_PublishAsyncGetPendingList(&pending, c->rjs) == NATS_OK)
+			N.natsMsgList_Destroy(&pending);
+	}
+	pthread_mutex_lock(&c->mu);
+	bool failed = c->rec_failed > 0;
+	c->rec_failed = 0;
+	pthread_mutex_unlock(&c->mu);
+	return s == NATS_OK && !failed;
+}
+
+/* Writes the watermark if it moved (force) or if it is due. */
+static void save_mark(pd_cluster *c, bool force)
+{
+	if (c->rec_saved == c->rec_mark || (!force && cl_wall_ms() - c->rec_saved_ms < MARK_GAP_MS))
+		return;
+	pd_err e = {0};
+	if (pd_store_outbox_set(c->store, c->rec_mark, &e) < 0)
+		pd_log("warn", "cluster: the record outbox", PD_LS("error", PD_ERR_STR(&e)));
+	else
+		c->rec_saved = c->rec_mark;
+	c->rec_saved_ms = cl_wall_ms();
 }
 
 /* Publishes the outbox's final rows; false when the broker stopped taking them (tried again at
@@ -156,10 +206,14 @@ static bool publish_pending(pd_cluster *c)
 			mark = json_integer_value(json_object_get(row, "row"));
 		}
 		json_decref(rows);
+		if (!round_acked(c)) {
+			/* which were taken is not known: the round is published again */
+			mark = c->rec_mark;
+			done = 0;
+			n = 1;
+		}
 		if (mark != c->rec_mark) {
-			if (pd_store_outbox_set(c->store, mark, &e) < 0)
-				pd_log("warn", "cluster: the record outbox", PD_LS("error", PD_ERR_STR(&e)));
-			c->rec_mark = mark; /* published either way: a kill now publishes them again */
+			c->rec_mark = mark; /* saved by save_mark: a kill before publishes them again */
 			pthread_mutex_lock(&c->mu);
 			c->records_published += done;
 			pthread_mutex_unlock(&c->mu);
@@ -174,23 +228,35 @@ static bool publish_pending(pd_cluster *c)
 void *cl_recorder_main(void *arg)
 {
 	pd_cluster *c = arg;
+	c->rec_saved = c->rec_mark;
+	uint64_t last_round = 0;
 	pthread_mutex_lock(&c->mu);
 	while (!c->stopping) {
-		if (!c->rec_due) {
+		/* woken by a record, or after a second; never sooner than ROUND_GAP_MS after the
+		 * last round (the records of that time are published together) */
+		uint64_t now = cl_wall_ms(), due = c->rec_due ? last_round + ROUND_GAP_MS : now + 1000;
+		if (due > now) {
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += 1;
+			uint64_t ns = (uint64_t)ts.tv_nsec + (due - now) * 1000000u;
+			ts.tv_sec += (time_t)(ns / 1000000000u);
+			ts.tv_nsec = (long)(ns % 1000000000u);
 			pthread_cond_timedwait(&c->rec_cv, &c->mu, &ts);
+			if (!c->stopping && c->rec_due && cl_wall_ms() < last_round + ROUND_GAP_MS)
+				continue;
 		}
 		c->rec_due = false;
 		pthread_mutex_unlock(&c->mu);
+		last_round = cl_wall_ms();
 		publish_pending(c);
+		save_mark(c, false);
 		pthread_mutex_lock(&c->mu);
 	}
 	pthread_mutex_unlock(&c->mu);
 	/* what the last tasks recorded, published before the node goes (if the broker takes it;
 	 * else at the next start) */
 	publish_pending(c);
+	save_mark(c, true);
 	return NULL;
 }
 

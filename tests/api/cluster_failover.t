@@ -27,7 +27,7 @@ declare -A NPID NURL
 start_node() {  # start_node NAME: a node with the default cluster settings
   local n=$1 log=$TMPD/daemon.$1.$RANDOM.log addr="" i
   "$PADDOCK" serve --listen 127.0.0.1:0 --db "$TMPD/db.$n.sqlite" --cluster "nats://127.0.0.1:$NPORT" \
-    --node-id "$n" --workers 8 --warm 1 </dev/null >"$log" 2>&1 &
+    --node-id "$n" --warm 1 </dev/null >"$log" 2>&1 &
   NPID[$n]=$!
   for ((i = 0; i < 300; i++)); do
     addr=$(sed -n 's/^paddock: serving on //p' "$log" 2>/dev/null | head -1)
