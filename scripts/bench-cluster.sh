@@ -139,6 +139,14 @@ if [ -n "$OLD" ]; then
   O=$(serve oldnode "$OLD" --workers 4 --cluster "nats://127.0.0.1:$OP" --node-id bench1)
   KEYS="local cluster cluster-old"
 fi
+# the steady cost with no request at all (the node's heartbeat, its pullers' waiting pulls, the
+# recorder's look each second; the broker serving them), CPU ms a second: what a slow workload's
+# CPU per request includes besides the requests' own (a judged submission at 2/s: half of it)
+idle_ms() { echo "scale=2; ($2 - $1) * 1000 / $HZ / 20" | bc; }
+il0=$(ticks "$(cat "$T/local.pid")"); in0=$(ticks "$(cat "$T/node.pid")"); ib0=$(ticks "$(cat "$T/nats.new.pid")")
+sleep 20
+il1=$(ticks "$(cat "$T/local.pid")"); in1=$(ticks "$(cat "$T/node.pid")"); ib1=$(ticks "$(cat "$T/nats.new.pid")")
+echo "== idle, 20 s: CPU ms a second: local daemon $(idle_ms "$il0" "$il1"), cluster node $(idle_ms "$in0" "$in1"), broker $(idle_ms "$ib0" "$ib1")"
 echo "== 1. /run_code ($LANG_: $CODE), $N requests a measure, 4 workers a daemon, $ROUNDS alternating rounds"
 for r in $(seq "$ROUNDS"); do
   # the order turns each round: no path always runs first (or right after another)

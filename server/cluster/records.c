@@ -198,6 +198,10 @@ static bool publish_pending(pd_cluster *c)
 			return false;
 		}
 		size_t n = json_array_size(rows), done = 0;
+		if (!n) {
+			json_decref(rows);
+			return true;
+		}
 		int64_t mark = c->rec_mark;
 		for (; done < n; done++) {
 			json_t *row = json_array_get(rows, done);
