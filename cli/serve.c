@@ -124,8 +124,9 @@ static const serve_opt serve_opts[] = {
 	 "(PADDOCK_RECORDS: the values of the node that started last;\n"
 	 "give every node the same)"},
 	{"cluster-records-max-bytes", 0, T_SIZE, "SIZE", 1u << 20, UINT64_MAX, true, FIELD(cluster_records_max_bytes),
-	 "10G", "size the shared record stream may take; past it the oldest\n"
-	 "records go; 0 = no cap"},
+	 "10G", "size the shared record stream (and the object stream) may\n"
+	 "take; past it the oldest go; 0 = no cap (the default is fitted\n"
+	 "to the broker's store)"},
 	{"review-min-samples", 0, T_COUNT, "N", 1, 1000000, false, FIELD(review_min_samples), "20",
 	 "review queue (docs/audit.md): a problem's judged attempts (for\n"
 	 "rare_pass) or earlier passes in the language (fast_pass,\n"

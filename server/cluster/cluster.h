@@ -154,6 +154,12 @@ void cl_ref_fetch(pd_cluster *c, json_t *ref, const char *node, const char *toke
 		  size_t *len);
 
 /* records.c */
+/* Makes a stream or brings it to sc; a default MaxBytes the broker's store has no room for is
+ * halved until it fits. */
+int cl_stream_fit(pd_cluster *c, jsStreamConfig *sc, bool explicit_bytes, pd_err *e);
+/* Sets sc's age and size from --cluster-records-max-age/-max-bytes (the records' and the
+ * objects' streams share them); *explicit_bytes when the operator gave the size. */
+void cl_stream_retention(pd_cluster *c, jsStreamConfig *sc, bool *explicit_bytes);
 /* Makes (or brings to this node's retention) the shared record stream. */
 int cl_records_stream(pd_cluster *c, pd_err *e);
 /* Publishes the store's outbox as records are stored. */

@@ -31,20 +31,9 @@ int cl_objects_stream(pd_cluster *c, pd_err *e)
 	sc.Retention = js_LimitsPolicy;
 	sc.Storage = js_FileStorage;
 	sc.Discard = js_DiscardOld;
-	uint64_t age = c->o.records_max_age_s ? c->o.records_max_age_s : 30u * 86400u;
-	sc.MaxAge = (int64_t)age * 1000000000LL;
-	uint64_t bytes = c->o.records_max_bytes ? c->o.records_max_bytes : (10ull << 30);
-	sc.MaxBytes = bytes == UINT64_MAX ? -1 : (int64_t)bytes;
-	jsStreamInfo *si = NULL;
-	jsErrCode je = 0;
-	natsStatus s = N.js_AddStream(&si, c->js, &sc, NULL, &je);
-	if (s != NATS_OK)
-		s = N.js_UpdateStream(&si, c->js, &sc, NULL, &je);
-	N.jsStreamInfo_Destroy(si);
-	if (s != NATS_OK)
-		return pd_fail_as(e, EIO, "cluster: stream %s: %s (JetStream error %d)", CL_OBJ_STREAM, cl_status(s),
-				  (int)je);
-	return 0;
+	bool explicit_bytes;
+	cl_stream_retention(c, &sc, &explicit_bytes);
+	return cl_stream_fit(c, &sc, explicit_bytes, e);
 }
 
 static natsStatus put_one(pd_cluster *c, const char *subject, const void *data, size_t len, uint64_t *seq)

@@ -45,6 +45,49 @@ static void tok(const char *s, char *out, size_t len)
 	cl_result_key(s, out, len);
 }
 
+/* Makes the stream, or brings an existing one to sc. The broker reserves a stream's MaxBytes in
+ * its store when it makes it: a size the store has no room for is refused (JetStream error
+ * 10047, insufficient resources). A size given by the operator (--cluster-records-max-bytes)
+ * stands or fails; the default is halved until the broker takes it (64 MiB at least), and the
+ * log says what it took. */
+int cl_stream_fit(pd_cluster *c, jsStreamConfig *sc, bool explicit_bytes, pd_err *e)
+{
+	for (;;) {
+		jsStreamInfo *si = NULL;
+		jsErrCode je = 0, je2 = 0;
+		natsStatus s = N.js_AddStream(&si, c->js, sc, NULL, &je);
+		N.jsStreamInfo_Destroy(si);
+		si = NULL;
+		if (s != NATS_OK && je != 10047) {
+			s = N.js_UpdateStream(&si, c->js, sc, NULL, &je2);
+			N.jsStreamInfo_Destroy(si);
+			if (je2 == 10047)
+				je = je2;
+		}
+		if (s == NATS_OK)
+			return 0;
+		if (je == 10047 && !explicit_bytes && sc->MaxBytes > (64 << 20)) {
+			sc->MaxBytes /= 2;
+			pd_log("warn", "cluster: the broker's store has no room for the stream's size; halved",
+			       PD_LS("stream", sc->Name), PD_LU("max_bytes", (uint64_t)sc->MaxBytes));
+			continue;
+		}
+		return pd_fail_as(e, EIO, "cluster: stream %s: %s (JetStream error %d%s)", sc->Name, cl_status(s),
+				  (int)(je ? je : je2),
+				  je == 10047 ? ": the broker's store (max_file_store) has no room for its max bytes" : "");
+	}
+}
+
+/* The retention the operator gave for the record and object streams (0: the defaults). */
+void cl_stream_retention(pd_cluster *c, jsStreamConfig *sc, bool *explicit_bytes)
+{
+	uint64_t age = c->o.records_max_age_s ? c->o.records_max_age_s : 30u * 86400u;
+	sc->MaxAge = (int64_t)age * 1000000000LL;
+	uint64_t bytes = c->o.records_max_bytes ? c->o.records_max_bytes : (10ull << 30);
+	sc->MaxBytes = bytes == UINT64_MAX ? -1 : (int64_t)bytes;
+	*explicit_bytes = c->o.records_max_bytes != 0;
+}
+
 int cl_records_stream(pd_cluster *c, pd_err *e)
 {
 	jsStreamConfig sc;
@@ -57,23 +100,13 @@ int cl_records_stream(pd_cluster *c, pd_err *e)
 	sc.Storage = js_FileStorage;
 	sc.Discard = js_DiscardOld;
 	sc.MaxMsgsPerSubject = 1;
-	uint64_t age = c->o.records_max_age_s ? c->o.records_max_age_s : 30u * 86400u;
-	sc.MaxAge = (int64_t)age * 1000000000LL;
-	uint64_t bytes = c->o.records_max_bytes ? c->o.records_max_bytes : (10ull << 30);
-	sc.MaxBytes = bytes == UINT64_MAX ? -1 : (int64_t)bytes;
+	bool explicit_bytes;
+	cl_stream_retention(c, &sc, &explicit_bytes);
 	/* the broker refuses a duplicate window longer than the age */
+	uint64_t age = (uint64_t)(sc.MaxAge / 1000000000LL);
 	uint64_t dup = c->o.window_s < age ? c->o.window_s : age;
 	sc.Duplicates = (int64_t)dup * 1000000000LL;
-	jsStreamInfo *si = NULL;
-	jsErrCode je = 0;
-	natsStatus s = N.js_AddStream(&si, c->js, &sc, NULL, &je);
-	if (s != NATS_OK)
-		s = N.js_UpdateStream(&si, c->js, &sc, NULL, &je);
-	N.jsStreamInfo_Destroy(si);
-	if (s != NATS_OK)
-		return pd_fail_as(e, EIO, "cluster: stream %s: %s (JetStream error %d)", CL_REC_STREAM, cl_status(s),
-				  (int)je);
-	return 0;
+	return cl_stream_fit(c, &sc, explicit_bytes, e);
 }
 
 /* A record too large for the record stream, summarized: its fields that are not objects or

@@ -17,7 +17,7 @@ if ! [ -e /usr/lib/x86_64-linux-gnu/libnats.so.3.4 ] && ! ldconfig -p | grep -q 
   echo "1..0 # SKIP libnats3.4 is missing (scripts/install-deps.sh installs it)"
   exit 0
 fi
-plan 32
+plan 35
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 NPORT=$(free_port)
@@ -142,3 +142,27 @@ is "$cfg" "3000000000 5242880 1" "the stream PADDOCK_RECORDS has that retention 
 wait_for 20 bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' ${NURL[b]}/v1/runs/rec-1)\" = 404 ]"
 ok $? "node a's record rec-1, past the age, is gone (404 through b)"
 is "$(curl -s "${NURL[b]}/v1/runs?group_id=grp-r" | jq .count)" 0 "... and the group lists none"
+
+# --- a broker whose store is small: the default size is fitted to it, a given one is not ----------
+SPORT=$(free_port)
+SMPORT=$(free_port)
+printf 'jetstream { store_dir: "%s"\n max_file_store: 1GB }\n' "$TMPD/js-small" >"$TMPD/small.conf"
+nats-server -c "$TMPD/small.conf" -a 127.0.0.1 -p "$SPORT" -m "$SMPORT" >>"$TMPD/nats-small.log" 2>&1 &
+SMALL_PID=$!
+cleanup 'kill -TERM "$SMALL_PID" 2>/dev/null; wait "$SMALL_PID" 2>/dev/null'
+wait_for 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/$SPORT" 2>/dev/null
+"$PADDOCK" serve --listen 127.0.0.1:0 --db "$TMPD/db.small.sqlite" --cluster "nats://127.0.0.1:$SPORT" \
+  --node-id small --warm 1 </dev/null >"$TMPD/small.log" 2>&1 &
+NPID[small]=$!
+wait_for 30 grep -q '^paddock: serving on' "$TMPD/small.log"
+ok $? "a node joins a broker with a 1 GB store, its default stream sizes (10 GiB) fitted to it"
+sizes=$(curl -s "http://127.0.0.1:$SMPORT/jsz?streams=true&config=true" |
+  jq -r '[.account_details[].stream_detail[] | select(.name == "PADDOCK_RECORDS" or .name == "PADDOCK_OBJECTS") | .config.max_bytes] | "\(length) \(add)"')
+read -r nstreams total <<<"$sizes"
+ok $([ "$nstreams" = 2 ] && [ "$total" -gt 0 ] && [ "$total" -le 1073741824 ] && echo 0 || echo 1) \
+  "... both streams made, $total bytes together within the store"
+"$PADDOCK" serve --listen 127.0.0.1:0 --db "$TMPD/db.small2.sqlite" --cluster "nats://127.0.0.1:$SPORT" \
+  --node-id small2 --cluster-records-max-bytes 5G --warm 1 </dev/null >"$TMPD/small2.log" 2>&1
+rc=$?
+like "$rc|$(tail -1 "$TMPD/small2.log")" '^[1-9][0-9]*\|.*max_file_store' \
+  "a size given (--cluster-records-max-bytes 5G) that the store cannot hold: the node does not start, saying why"
