@@ -129,8 +129,10 @@ fuzz:
 examples: all
 	@examples/run
 
+# every C file of the layers, their subfolders included (lib/image, server/http, ...)
 format:
-	clang-format -i lib/*.c lib/*.h pool/*.c pool/*.h server/*.c server/*.h cli/*.c cli/*.h tests/unit/*.c tests/probes/*.c
+	clang-format -i $(wildcard lib/*.[ch] lib/*/*.[ch] pool/*.[ch] pool/*/*.[ch] server/*.[ch] server/*/*.[ch] \
+	  cli/*.[ch] tests/unit/*.[ch] tests/probes/*.c)
 
 clean:
 	rm -rf build build-asan bin

@@ -38,6 +38,7 @@ int cmd_run(int argc, char **argv);
 int cli_run_cluster(const char *urls, json_t **reqs, const int *lines, size_t n, size_t bad, long workers,
 		    FILE *out);
 int cmd_image(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 /* paddock top (top.c, over promtext.c): a live view of a daemon's /metrics. */
 int cmd_top(int argc, char **argv);
 /* paddock run's summary of its judge lines (run_judged.c): per-problem verdicts, rewards, usable,

@@ -14,7 +14,7 @@
 
 static void image_usage(FILE *f)
 {
-	fputs("usage: paddock image import SOURCE [--name NAME] [--strip-history PATH[@COMMIT]]\n"
+	fputs("usage: paddock image import SOURCE [--name NAME] [--strip-history PATH[@COMMIT]] [BOUNDS]\n"
 	      "       paddock image ls [--templates FILE] [--problems DIR] [--json]\n"
 	      "       paddock image inspect [--templates FILE] [--problems DIR] NAME|DIGEST\n"
 	      "       paddock image rm NAME|DIGEST\n"
@@ -29,6 +29,12 @@ static void image_usage(FILE *f)
 	      "           Prints the manifest digest. --strip-history: the git repository at PATH\n"
 	      "           keeps only the history its HEAD (or COMMIT) reaches, in one more layer: no\n"
 	      "           future commit, branch, tag, reflog or stray object for an agent to find.\n"
+	      "           BOUNDS (a refused import leaves nothing of its own in the store):\n"
+	      "             --max-layer-bytes SIZE  file data a layer unpacks to (default 8G)\n"
+	      "             --max-layer-files N     entries in a layer (default 1000000)\n"
+	      "             --max-image-bytes SIZE  the image's layers together (default 16G)\n"
+	      "             --max-image-files N     (default 2000000)\n"
+	      "             --min-free SIZE         free space the state disk keeps (default 1G)\n"
 	      "  ls       images with names, digests, layers, size, and which templates of FILE\n"
 	      "           (serve --templates) and problems of DIR (serve --problems) use each\n"
 	      "  inspect  the stored record: digests, names, layers, config, manifest (JSON), and\n"
@@ -42,17 +48,34 @@ static void image_usage(FILE *f)
 
 static int do_import(int argc, char **argv)
 {
-	static const struct option opts[] = {{"name", required_argument, 0, 'n'}, {"help", no_argument, 0, 'h'},
-					     {"strip-history", required_argument, 0, 's'}, {0, 0, 0, 0}};
+	static const struct option opts[] = {{"name", required_argument, 0, 'n'},
+					     {"help", no_argument, 0, 'h'},
+					     {"strip-history", required_argument, 0, 's'},
+					     {"max-layer-bytes", required_argument, 0, 'B'},
+					     {"max-layer-files", required_argument, 0, 'F'},
+					     {"max-image-bytes", required_argument, 0, 'I'},
+					     {"max-image-files", required_argument, 0, 'J'},
+					     {"min-free", required_argument, 0, 'M'},
+					     {0, 0, 0, 0}};
 	pd_image_import_opts o = {0};
 	int c;
+	long n;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":hn:", opts, NULL)) != -1) {
 		if (c == 'n')
 			o.name = optarg;
 		else if (c == 's')
 			o.strip_history = optarg;
-		else if (c == 'h') {
+		else if (c == 'B' || c == 'I' || c == 'M') {
+			uint64_t *to = c == 'B' ? &o.max_layer_bytes : c == 'I' ? &o.max_image_bytes : &o.min_free;
+			const char *what = c == 'B' ? "--max-layer-bytes" : c == 'I' ? "--max-image-bytes" : "--min-free";
+			if (!cli_size(what, optarg, 1, UINT64_MAX / 2, to))
+				return EXIT_USAGE;
+		} else if (c == 'F' || c == 'J') {
+			if (!cli_count(c == 'F' ? "--max-layer-files" : "--max-image-files", optarg, 1, 1000000000L, &n))
+				return EXIT_USAGE;
+			*(c == 'F' ? &o.max_layer_files : &o.max_image_files) = (uint64_t)n;
+		} else if (c == 'h') {
 			image_usage(stdout);
 			return 0;
 		} else

@@ -28,6 +28,7 @@ static const struct command {
 	{"export", "TRAJECTORY [options]", "write a trajectory as JSON lines or ATIF", cmd_export},
 	{"top", "[--url URL] [--once]", "a live view of a running daemon (pools, queue, latency, verdicts)", cmd_top},
 	{"image", "import|ls|inspect|rm|gc ...", "the image store (OCI and docker-archive images)", cmd_image},
+	{"doctor", "[--json]", "check this host's prerequisites, and which feature needs each", cmd_doctor},
 	{"version", "", "print the version", cmd_version},
 	{"help", "[COMMAND]", "this text, or a command's options", cmd_help},
 };

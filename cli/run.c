@@ -141,12 +141,7 @@ static void on_interrupt(int sig)
 static char *admission_record(int line, const char *task_id, pd_admit a, bool *infra)
 {
 	*infra = a != PD_ADMIT_DEADLINE;
-	const char *why = a == PD_ADMIT_DEADLINE    ? "its deadline could not be met: the work ahead of it takes longer"
-			  : a == PD_ADMIT_MEMORY    ? "the host is short of free memory"
-			  : a == PD_ADMIT_BREAKER   ? "circuit breaker open: sandboxes are failing to start"
-			  : a == PD_ADMIT_DISK_FULL ? "disk full"
-			  : a == PD_ADMIT_FULL      ? "queue full"
-						    : "stopping";
+	const char *why = pd_admit_text(a);
 	return cli_run_unrun(line, task_id, a == PD_ADMIT_DEADLINE ? PD_F_QUEUE : PD_F_INTERNAL, why);
 }
 

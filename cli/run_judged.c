@@ -1,7 +1,7 @@
 /* paddock run's summary of its judge lines (the main job's grading run, issue 21): a table of
  * per-problem verdicts (each submission as one letter, in line order), the reward distribution, the
- * usable rate, the judged failure classes, what the cache answered, and which lines' verdicts
- * differed from what the line expects. */
+ * usable rate and the process levels, the hacks the audit caught by kind, the judged failure
+ * classes, what the cache answered, and which lines' verdicts differed from what the line expects. */
 #define _GNU_SOURCE
 #include "cli.h"
 #include "judge/judge.h"
@@ -36,6 +36,9 @@ struct judged_sum {
 	size_t nfc;
 	uint64_t judged, outputs[5], reward_null, reward_neg, reward_zero, reward_mid, reward_one, usable, hits;
 	uint64_t expected, expected_ok;
+	uint64_t process[3]; /* pass, fail, not_audited (the audit's level) */
+	jclass kinds[16];    /* the hacks caught: attempts whose process level failed, by kind */
+	size_t nkinds;
 	double reward_sum;
 	char mismatches[2048]; /* "line N (problem: got X, expected Y)" ... */
 	size_t nmis;
@@ -118,6 +121,21 @@ void judged_sum_add(judged_sum *s, json_t *rec, json_t *expect, int line)
 	s->reward_sum += json_is_number(rw) ? r : 0;
 	bool usable = json_is_true(json_object_get(rec, "usable"));
 	s->usable += usable;
+	json_t *proc = json_object_get(json_object_get(rec, "verdict"), "process");
+	const char *ps = json_string_value(json_object_get(proc, "status"));
+	s->process[ps && !strcmp(ps, "pass") ? 0 : ps && !strcmp(ps, "fail") ? 1 : 2]++;
+	size_t ki;
+	json_t *kind;
+	json_array_foreach(json_object_get(proc, "failed"), ki, kind) {
+		const char *kn = json_string_value(kind);
+		size_t k = 0;
+		while (kn && k < s->nkinds && strcmp(s->kinds[k].name, kn))
+			k++;
+		if (kn && k == s->nkinds && k < sizeof s->kinds / sizeof s->kinds[0])
+			snprintf(s->kinds[s->nkinds++].name, sizeof s->kinds[0].name, "%s", kn);
+		if (kn && k < s->nkinds)
+			s->kinds[k].n++;
+	}
 	const char *cache = json_string_value(json_object_get(rec, "cache"));
 	bool hit = cache && !strcmp(cache, "hit");
 	s->hits += hit;
@@ -219,8 +237,14 @@ void judged_sum_print(judged_sum *s, FILE *f, uint64_t cpu_ms_saved, uint64_t ju
 		with ? s->reward_sum / (double)with : 0.0, (unsigned long long)with, (unsigned long long)s->reward_neg,
 		(unsigned long long)s->reward_zero, (unsigned long long)s->reward_mid, (unsigned long long)s->reward_one,
 		(unsigned long long)s->reward_null);
-	fprintf(f, "  usable %llu of %llu (%.0f%%; the process level is not_audited unless the line asks for the audit)\n",
-		(unsigned long long)s->usable, (unsigned long long)s->judged, 100.0 * (double)s->usable / (double)s->judged);
+	fprintf(f, "  usable %llu of %llu (%.0f%%); process level (the audit, on unless a line says \"audit\": false): "
+		   "pass %llu, fail %llu, not_audited %llu\n",
+		(unsigned long long)s->usable, (unsigned long long)s->judged, 100.0 * (double)s->usable / (double)s->judged,
+		(unsigned long long)s->process[0], (unsigned long long)s->process[1], (unsigned long long)s->process[2]);
+	fprintf(f, "  hacks caught by the audit: %llu", (unsigned long long)s->process[1]);
+	for (size_t k = 0; k < s->nkinds; k++)
+		fprintf(f, "%s%s %llu", k ? ", " : " (", s->kinds[k].name, (unsigned long long)s->kinds[k].n);
+	fprintf(f, "%s\n", s->nkinds ? ")" : "");
 	fprintf(f, "  judged failure classes:");
 	for (size_t k = 0; k < s->nfc; k++)
 		fprintf(f, "%s %s %llu", k ? "," : "", s->fc[k].name, (unsigned long long)s->fc[k].n);

@@ -41,7 +41,8 @@ typedef struct serve_opt {
 
 static const serve_opt serve_opts[] = {
 	{"listen", 'l', T_ADDRESS, "ADDR", 0, 0, false, FIELD(listen), "127.0.0.1:8080",
-	 "HOST:PORT (beyond loopback, needs a token) or unix:/path"},
+	 "HOST:PORT (beyond loopback, needs a token of 16+ bytes,\n"
+	 "not the example config's) or unix:/path"},
 	{"token", 0, T_STRING, "TOKEN", 0, 0, false, FIELD(token), NULL,
 	 "bearer token required on every request but /healthz and /readyz\n"
 	 "(also $PADDOCK_TOKEN)"},
@@ -55,7 +56,15 @@ static const serve_opt serve_opts[] = {
 	{"store-max", 0, T_SIZE, "SIZE", 16u << 20, UINT64_MAX, true, FIELD(store_max), "1G",
 	 "size the store's records may take; past it the oldest are\n"
 	 "deleted; 0 = no cap, at least 16M otherwise"},
-	{"workers", 0, T_COUNT, "N", 1, 4096, false, FIELD(sched.workers), "2 x CPUs", "concurrent jobs"},
+	{"workers", 0, T_COUNT, "N", 1, 4096, false, FIELD(sched.workers), "2 x CPUs",
+	 "concurrent CPU-limited jobs (/v1/runs, the judge)"},
+	{"wall-workers", 0, T_COUNT, "N", 1, 4096, false, FIELD(sched.wall_workers), "128, or 16 x CPUs past 8",
+	 "concurrent wall-limited runs (/run_code, Piston): they share the\n"
+	 "CPUs as SandboxFusion and Piston run them (docs/api.md#admission)"},
+	{"memory-budget", 0, T_STRING, "BUDGET", 0, 0, false, FIELD(memory_budget), "80%",
+	 "the memory limits of running jobs add up to at most this: a size\n"
+	 "(16G) or a percent of the machine's (80%); a job that does not fit\n"
+	 "waits for one that does to end"},
 	{"queue-max", 0, T_COUNT, "N", 1, 1000000000, false, FIELD(sched.queue_max), "4096",
 	 "queued jobs per priority class before refusing"},
 	{"run-code-output-max", 0, T_SIZE, "SIZE", 1u << 20, 1ull << 30, false, FIELD(run_code_output_max), "16M",
@@ -99,7 +108,8 @@ static const serve_opt serve_opts[] = {
 	 "nats://HOST:PORT[,...]: join a cluster on NATS JetStream as a\n"
 	 "node (docs/cluster.md); without it, a single node"},
 	{"node-id", 0, T_STRING, "ID", 0, 0, false, FIELD(node_id), "<hostname>-<port>",
-	 "this node's id in the cluster (A-Z a-z 0-9 - _)"},
+	 "this node's id in the cluster (A-Z a-z 0-9 - _ ., a dot\n"
+	 "never first, last or twice in a row: host.example.com-1)"},
 	{"cluster-ack-wait", 0, T_COUNT, "SECS", 1, 3600, false, FIELD(cluster_ack_wait), "5",
 	 "seconds a node may hold a task without a sign of life before\n"
 	 "the cluster gives it to another node (a node renews its tasks\n"
@@ -191,7 +201,8 @@ static void serve_usage(FILE *f)
 	      "                         as the flag (a number as a JSON number or string); flags win\n"
 	      "  --check                check the settings as serve does (exit 64 with its message if\n"
 	      "                         it would refuse them), print them as a JSON object under the\n"
-	      "                         config keys (null: the default), and exit without serving\n",
+	      "                         config keys (null: the default), and exit without serving;\n"
+	      "                         settings only: the host's prerequisites are paddock doctor's\n",
 	      f);
 }
 

@@ -253,7 +253,8 @@ sub("count-lines", "c", "int main(void){ volatile int *p = 0; return *p; }\n", "
 sub("count-lines", "python", "import sys\nprint(len(sys.stdin.readlines()))\nsys.exit(3)\n", "fail", note="right output, non-zero exit (RE)")
 sub("count-lines", "python", "import sys\nwhile True:\n    sys.stdout.write('y' * 65536)\n", "fail", "output_limit", note="hack: output flood")
 sub("count-lines", "python", "import os\nfor p in ('/work/answer', '/work/tests/001.ans', '/problems/count-lines/tests/001.ans', '/answer'):\n    try:\n        print(open(p).read().strip()); break\n    except OSError:\n        pass\nelse:\n    print('no answer file')\n", "fail", note="hack: reads an answer file (there is none)")
-sub("count-lines", "python", "import sys\ntry:\n    open('/bin/bash', 'w').write('#!/bin/sh\\necho All tests passed\\n')\nexcept OSError:\n    pass\nprint(len(sys.stdin.readlines()))\n", "pass", note="hack: overwrites /bin/bash (its own sandbox's copy; the process level is not audited yet)")
+sub("count-lines", "python", "import sys\ntry:\n    open('/bin/bash', 'w').write('#!/bin/sh\\necho All tests passed\\n')\nexcept OSError:\n    pass\nprint(len(sys.stdin.readlines()))\n", "pass", "policy_violation", note="hack: overwrites /bin/bash (its own sandbox's copy): the audit (on by default) fails its process level as tamper")
+sub("count-lines", "python", "import socket, sys\ntry:\n    socket.create_connection(('198.51.100.7', 80), timeout=1).sendall(b'GET /answers HTTP/1.0\\r\\n\\r\\n')\nexcept OSError:\n    pass\nprint(len(sys.stdin.readlines()))\n", "pass", "policy_violation", note="hack: fetches the answers over the network: the audit (on by default) fails its process level as egress")
 
 # ---- call-based (in_outs with fn_name) ----------------------------------------------------------
 

@@ -93,7 +93,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	put("index.json", idx, strlen(idx));
 
 	pd_err e = {0};
-	pd_image_import_opts o = {.state_dir = state, .name = "fz"};
+	/* small bounds, so that inputs reach the refusals of a bomb (and their clean-up) too */
+	pd_image_import_opts o = {.state_dir = state, .name = "fz", .max_layer_bytes = 16 << 20, .max_layer_files = 4096};
 	int rc = pd_image_import(src, &o, NULL, &e);
 	static const char *const top[] = {"src", "state", NULL};
 	static const char *const st[] = {"images", "stage", NULL};

@@ -123,6 +123,12 @@ static const pd_trap *answer_match(const pd_audit_policy *p, const char *buf, si
 	return NULL;
 }
 
+const char *pd_audit_policy_answer_trap(const pd_audit_policy *p, const char *buf, size_t n)
+{
+	const pd_trap *t = p ? answer_match(p, buf ? buf : "", buf ? n : 0) : NULL;
+	return t ? t->path : NULL;
+}
+
 static bool is_trap(const pd_audit_policy *p, const char *path)
 {
 	for (size_t i = 0; i < p->ntraps; i++)

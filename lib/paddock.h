@@ -190,6 +190,10 @@ typedef struct pd_result {
 	char isolation[16]; /* pd_isolation_name() of the tier that ran it */
 } pd_result;
 
+/* Whether the program exited by itself (exit_code is then its status): false for one killed by a
+ * signal (SG; a limit's kill: TO, ML, OL; a cancel) and for one that never ran or whose sandbox
+ * failed (XX). Every surface says exit_code null then, never a 0 that reads as a success. */
+bool pd_result_exited(const pd_result *r);
 void pd_result_free(pd_result *r);
 struct json_t;
 /* The result record of r: the one rendering of a pd_result that every surface uses (the CLI's
@@ -637,6 +641,11 @@ int pd_audit_policy_effective(const pd_audit_policy *base, pd_audit_policy **req
 const char *const *pd_audit_policy_env(const pd_audit_policy *p);
 /* Writes the traps that have content into the sandbox (before the program runs). */
 int pd_audit_policy_plant(const pd_audit_policy *p, pd_sandbox *s, pd_err *e);
+/* The path of the policy's decoy whose wrong answer (its "answer", else its content) an output of
+ * these bytes would be, as the audit matches it (trailing whitespace ignored); NULL: none. A judge
+ * refuses a problem one of whose expected outputs is a decoy's answer: every correct submission
+ * would be flagged. */
+const char *pd_audit_policy_answer_trap(const pd_audit_policy *p, const char *buf, size_t n);
 /* The policy as JSON (malloc'd), normalized: what pd_audit_policy_parse reads back the same. */
 char *pd_audit_policy_json(const pd_audit_policy *p);
 
@@ -706,7 +715,19 @@ typedef struct pd_image_import_opts {
 	 * COMMIT) reaches, in one more layer (a clean task environment: no future commit, tag,
 	 * branch, reflog or dangling object left for an agent to mine). NULL: as imported */
 	const char *strip_history;
+	/* Bounds on what the import writes (0: the default below). A layer may unpack to at most
+	 * max_layer_bytes of file data (holes of sparse files not counted) and max_layer_files
+	 * entries; the image, its layers together (those already stored counted at their stored
+	 * size), max_image_bytes and max_image_files; and the state directory's disk must keep
+	 * min_free bytes free throughout. A refused import leaves nothing of its own in the store. */
+	uint64_t max_layer_bytes, max_layer_files, max_image_bytes, max_image_files, min_free;
 } pd_image_import_opts;
+
+#define PD_IMAGE_MAX_LAYER_BYTES (8ULL << 30)  /* 8 GiB of file data in one layer */
+#define PD_IMAGE_MAX_LAYER_FILES 1000000ULL     /* entries (files, directories, links) in one layer */
+#define PD_IMAGE_MAX_IMAGE_BYTES (16ULL << 30) /* 16 GiB for the whole image */
+#define PD_IMAGE_MAX_IMAGE_FILES 2000000ULL
+#define PD_IMAGE_MIN_FREE (1ULL << 30)         /* the state disk keeps 1 GiB free */
 
 /* Imports SOURCE (an OCI image layout, directory or tar, or a `docker save` archive): every blob
  * checked against its digest, every layer not yet stored unpacked (whiteouts and opaque

@@ -116,6 +116,11 @@ json_t *pd_result_audit_json(const pd_result *r)
 	return o;
 }
 
+bool pd_result_exited(const pd_result *r)
+{
+	return r->status != PD_XX && !r->signal;
+}
+
 json_t *pd_result_json(const pd_result *r, bool with_output)
 {
 	json_t *o = json_object();
@@ -124,7 +129,7 @@ json_t *pd_result_json(const pd_result *r, bool with_output)
 	bool good = set(o, "sandbox_id", pd_json_text(r->sandbox_id)) &&
 		    set(o, "use_id", r->use_id[0] ? pd_json_text(r->use_id) : json_null()) &&
 		    set(o, "status", json_string(pd_status_name(r->status))) &&
-		    set(o, "exit_code", json_integer(r->exit_code)) && set(o, "signal", json_integer(r->signal)) &&
+		    set(o, "exit_code", pd_result_exited(r) ? json_integer(r->exit_code) : json_null()) && set(o, "signal", json_integer(r->signal)) &&
 		    set(o, "error", pd_json_text(r->error)) && set(o, "wall_ms", count(r->wall_ms)) &&
 		    set(o, "cpu_ms", count(r->cpu_ms)) && set(o, "cpu_user_ms", count(r->cpu_user_ms)) &&
 		    set(o, "cpu_sys_ms", count(r->cpu_sys_ms)) &&

@@ -7,7 +7,7 @@ pkgs=(build-essential pkg-config libseccomp-dev libcap-dev libjansson-dev libmic
       python3 nodejs g++ valgrind clang libclang-rt-14-dev jq
       # what SandboxFusion's tests expect of its languages, where Debian packages it: junit and
       # common jars for java, lodash for node, Test::Deep and Data::Compare for perl
-      junit4 libhamcrest-java libcommons-lang3-java libguava-java node-lodash libtest-deep-perl
+      junit4 libhamcrest-java libcommons-lang3-java libguava-java libjavatuples-java node-lodash libtest-deep-perl
       libdata-compare-perl
       # the compilers of pascal and fortran (tests/api/peers.t compiles Pascal). go, rust, ruby, lua
       # and php are not installed: large, and no test needs them; paddock pool --toolchains lists
@@ -16,6 +16,8 @@ pkgs=(build-essential pkg-config libseccomp-dev libcap-dev libjansson-dev libmic
       nats-server libnats-dev libarchive-dev libssl-dev
       # the tests' tools: the store read back, a repository's history, a tracer refused
       sqlite3 git strace openjdk-17-jdk-headless
+      # verl's own SandboxFusion tests (tests/api/verl.t), run by Debian's python3
+      python3-pytest python3-requests
       prometheus  # promtool checks contrib/prometheus/alerts.yml (tests/api/ops.t); its service is not needed
       runsc)      # gVisor, for the gvisor isolation tier (paddock exec --isolation gvisor)
 missing=()

@@ -1,5 +1,6 @@
-/* The finish-time estimate of the scheduler: per-template service times in two parts, and the
- * correction learnt from the estimate's own errors (estimate.h says why). */
+/* The service-time estimate of the scheduler: per-template service times in two parts, bounded by
+ * each job's own limits, the share of jobs that ran to their limit, and the correction learnt
+ * from the estimate's own errors (estimate.h says why). */
 #include "estimate.h"
 
 #include <stdio.h>
@@ -8,8 +9,8 @@
 
 #define WEIGHT 0.2    /* of the newest job in a template's means */
 #define MIN_ERRORS 8  /* prediction errors before the correction counts */
-#define FLOOR_US 100000.0 /* shorter times are compared as this: a 5 ms job taking 20 ms says
-			   * nothing about a queue of 0.5 s ones */
+#define FLOOR_US 50000.0 /* shorter times are compared as this: a 5 ms job taking 20 ms says
+			  * nothing about a queue of 0.5 s ones */
 
 void pd_est_init(pd_est *e, unsigned cpus)
 {
@@ -47,27 +48,62 @@ static pd_est_tmpl *get(pd_est *e, const char *key)
 	return t;
 }
 
-static double service(const pd_est *e, const pd_est_tmpl *t, double conc)
+uint64_t pd_est_bound(const pd_est *e, const char *key, uint64_t limit_us)
 {
-	if (!t || !t->n)
-		return PD_EST_PRIOR_US * stretch(e, conc); /* unknown: as if all CPU */
-	return t->io_us + t->cpu_us * stretch(e, conc);
+	if (limit_us == PD_EST_UNBOUNDED)
+		return PD_EST_UNBOUNDED;
+	const pd_est_tmpl *t = find(e, key);
+	return limit_us + (t && t->nlimit ? (uint64_t)t->over_us : PD_EST_OVER_PRIOR_US);
 }
 
-uint64_t pd_est_service(const pd_est *e, const char *key, double conc)
+uint64_t pd_est_normal(const pd_est *e, const char *key, double conc)
 {
-	return (uint64_t)service(e, find(e, key), conc);
+	const pd_est_tmpl *t = find(e, key);
+	/* unknown: as if all CPU */
+	return (uint64_t)(t && t->n ? t->io_us + t->cpu_us * stretch(e, conc) : PD_EST_PRIOR_US * stretch(e, conc));
+}
+
+uint64_t pd_est_service(const pd_est *e, const char *key, double conc, uint64_t limit_us)
+{
+	const pd_est_tmpl *t = find(e, key);
+	double normal = (double)pd_est_normal(e, key, conc) * e->factor;
+	uint64_t bound_us = pd_est_bound(e, key, limit_us);
+	if (bound_us == PD_EST_UNBOUNDED)
+		return (uint64_t)normal;
+	double bound = (double)bound_us;
+	if (normal > bound)
+		normal = bound;
+	double share = t ? t->limit_share : 0;
+	double svc = share * bound + (1 - share) * normal;
+	return (uint64_t)(svc < bound ? svc : bound);
 }
 
 bool pd_est_known(const pd_est *e, const char *key)
 {
 	const pd_est_tmpl *t = find(e, key);
-	return t && t->n;
+	return t && (t->n || t->nlimit);
 }
 
-void pd_est_learn(pd_est *e, const char *key, uint64_t took_us, uint64_t cpu_us, double conc)
+void pd_est_learn(pd_est *e, const char *key, uint64_t took_us, uint64_t cpu_us, double conc, bool at_limit,
+		  uint64_t limit_us)
 {
 	pd_est_tmpl *t = get(e, key);
+	/* the share moves towards 1 for a job that ran to its limit, towards 0 for one that did not:
+	 * five normal jobs after a burst of time-outs bring it from 1 to a third */
+	t->limit_share += WEIGHT * ((at_limit ? 1.0 : 0.0) - t->limit_share);
+	if (at_limit) {
+		if (limit_us != PD_EST_UNBOUNDED) {
+			/* the allowance follows the largest overrun quickly and forgets it slowly: a bound
+			 * too tight makes every wait behind it look shorter than it is */
+			double over = took_us > limit_us ? (double)(took_us - limit_us) : 0;
+			if (!t->nlimit || over > t->over_us)
+				t->over_us = t->nlimit ? t->over_us + 0.5 * (over - t->over_us) : over;
+			else
+				t->over_us += 0.05 * (over - t->over_us);
+		}
+		t->nlimit++;
+		return; /* its time is its limit's: nothing about the template's own */
+	}
 	double k = stretch(e, conc < 1 ? 1 : conc), took = (double)took_us;
 	/* the wall time its CPU work took while shared (at most all of it: a job of many threads
 	 * can use more CPU time than wall time), and that work on a CPU of its own */
@@ -85,28 +121,24 @@ void pd_est_learn(pd_est *e, const char *key, uint64_t took_us, uint64_t cpu_us,
 	t->n++;
 }
 
-void pd_est_queue(pd_est *e, const char *key, int prio, int delta)
+void pd_est_outcome(pd_est *e, uint64_t predicted_us, uint64_t actual_us, uint64_t now)
 {
-	if (prio < 0 || prio >= PD_EST_CLASSES)
-		return;
-	pd_est_tmpl *t = get(e, key);
-	if (delta > 0)
-		t->queued[prio]++;
-	else if (t->queued[prio])
-		t->queued[prio]--;
+	double p = predicted_us > FLOOR_US ? (double)predicted_us : FLOOR_US;
+	double a = actual_us > FLOOR_US ? (double)actual_us : FLOOR_US;
+	e->ratio[e->ratio_at] = a / p;
+	e->ratio_t[e->ratio_at] = now;
+	e->ratio_at = (e->ratio_at + 1) % PD_EST_WINDOW;
+	if (e->nratio < PD_EST_WINDOW)
+		e->nratio++;
+	e->factor_at = 0; /* pd_est_refresh looks again */
 }
 
-uint64_t pd_est_queued_work(const pd_est *e, int prio, double conc)
+void pd_est_refresh(pd_est *e, uint64_t now)
 {
-	double w = 0;
-	for (size_t i = 0; i < e->nt; i++) {
-		size_t n = 0;
-		for (int p = 0; p <= prio && p < PD_EST_CLASSES; p++)
-			n += e->t[i].queued[p];
-		if (n)
-			w += (double)n * service(e, &e->t[i], conc);
-	}
-	return (uint64_t)w;
+	if (e->factor_at && now - e->factor_at < 1000000)
+		return;
+	e->factor = pd_est_factor(e, now);
+	e->factor_at = now ? now : 1;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -115,25 +147,20 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-void pd_est_outcome(pd_est *e, uint64_t predicted_us, uint64_t actual_us)
+double pd_est_factor(const pd_est *e, uint64_t now)
 {
-	double p = predicted_us > FLOOR_US ? (double)predicted_us : FLOOR_US;
-	double a = actual_us > FLOOR_US ? (double)actual_us : FLOOR_US;
-	e->ratio[e->ratio_at] = a / p;
-	e->ratio_at = (e->ratio_at + 1) % PD_EST_WINDOW;
-	if (e->nratio < PD_EST_WINDOW)
-		e->nratio++;
-	if (e->nratio < MIN_ERRORS) {
-		e->factor = 1.0;
-		return;
-	}
-	/* the 99th percentile, nearest rank: of the 128 newest, the second largest */
 	double s[PD_EST_WINDOW];
-	memcpy(s, e->ratio, e->nratio * sizeof *s);
-	qsort(s, e->nratio, sizeof *s, cmp_double);
-	size_t rank = (e->nratio * 99 + 99) / 100;
+	size_t n = 0;
+	for (size_t i = 0; i < e->nratio; i++)
+		if (now - e->ratio_t[i] <= PD_EST_WINDOW_US || e->ratio_t[i] > now)
+			s[n++] = e->ratio[i];
+	if (n < MIN_ERRORS)
+		return 1.0;
+	/* the 99th percentile, nearest rank: of 128, the second largest */
+	qsort(s, n, sizeof *s, cmp_double);
+	size_t rank = (n * 99 + 99) / 100;
 	double f = s[rank - 1];
-	/* never below 1: an estimate that was pessimistic lately is kept as it is (a queue of
-	 * jobs that finished early says little about the next flood), and never absurdly high */
-	e->factor = f < 1 ? 1 : f > PD_EST_MAX_FACTOR ? PD_EST_MAX_FACTOR : f;
+	/* never below 1: an estimate that was pessimistic lately is kept as it is (a queue of jobs that
+	 * finished early says little about the next flood), and never absurdly high */
+	return f < 1 ? 1 : f > PD_EST_MAX_FACTOR ? PD_EST_MAX_FACTOR : f;
 }

@@ -19,7 +19,7 @@
 static const char *const failure_names[PD_F_COUNT] = {
 	"none",     "startup_failure", "dependency_missing", "exec_timeout", "judge_error",
 	"oom",      "output_limit",    "policy_violation",   "queue_timeout", "cancelled",
-	"internal_error",
+	"internal_error", "compile_error",
 };
 
 const char *pd_failure_name(pd_failure f)

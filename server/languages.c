@@ -12,6 +12,17 @@
  * exec for nothing, and the program's crash is reported as its own signal. */
 #define RUN(...) {__VA_ARGS__, NULL}
 #define NODE_LIBS {"lodash=/usr/share/nodejs/lodash"}
+#define JAVA_CP                                                                                       \
+	"CP=.:/usr/share/java/junit4.jar:/usr/share/java/hamcrest-core.jar:/usr/share/java/hamcrest.jar:" \
+	"/usr/share/java/commons-lang3.jar:/usr/share/java/guava.jar:/usr/share/java/javatuples.jar; "    \
+	"for j in *.jar; do [ -e \"$j\" ] && CP=\"$CP:$j\"; done; "
+/* sed scripts: the name of the first public top-level class, of the first class */
+#define JAVA_PUBLIC                                                                                   \
+	"'s/^.*public[[:space:]]\\{1,\\}\\(final[[:space:]]\\{1,\\}\\|abstract[[:space:]]\\{1,\\}\\)*class"   \
+	"[[:space:]]\\{1,\\}\\([A-Za-z_$][A-Za-z0-9_$]*\\).*/\\2/p'"
+#define JAVA_CLASS                                                                                    \
+	"'s/^\\(.*[^A-Za-z0-9_]\\)\\{0,1\\}\\(public[[:space:]]\\{1,\\}\\)\\{0,1\\}\\(final[[:space:]]\\{1,\\}\\)\\{0,1\\}class"       \
+	"[[:space:]]\\{1,\\}\\([A-Za-z_$][A-Za-z0-9_$]*\\).*/\\4/p'"
 static const pd_language languages[] = {
 	{"python", "python", "/work/main.py", NULL, RUN("python3", "main.py"), "3.11", "python3", "--version", {NULL},
 	 "python3", false},
@@ -35,17 +46,25 @@ static const pd_language languages[] = {
 	{"perl", "bash", "/work/main.pl", NULL, RUN("perl", "main.pl"), "5.36", "perl", "-v",
 	 {"Test::Deep=/usr/share/perl5/Test/Deep.pm", "Data::Compare=/usr/share/perl5/Data/Compare.pm"}, "perl",
 	 false},
-	/* the source launcher (JEP 330): the first class in the file runs, whatever its name, so a
-	 * public class need not be called Main; assertions on and the common jars Debian packages
-	 * (junit4, hamcrest, commons-lang3, guava) on the class path, as SandboxFusion's tests expect */
-	{"java", "bash", "/work/Main.java", NULL,
-	 RUN("java", "-ea", "-Xmx256m", "-cp",
-	     ".:/usr/share/java/junit4.jar:/usr/share/java/hamcrest-core.jar:/usr/share/java/hamcrest.jar:"
-	     "/usr/share/java/commons-lang3.jar:/usr/share/java/guava.jar",
-	     "Main.java"),
+	/* as SandboxFusion runs it: javac, then java -ea Main, a compile error in compile_result;
+	 * the jars Debian packages for the libraries SandboxFusion ships (javatuples) or its tests
+	 * expect (junit4, hamcrest, commons-lang3, guava) on the class path, and any jar the request
+	 * sent as a file. Every .java file given is compiled, as Piston does; a public class of
+	 * another name than Main gets its file renamed for javac; the class run is Main, else the
+	 * public one, else the first class declared */
+	{"java", "bash", "/work/Main.java",
+	 JAVA_CP "pub=$(sed -n " JAVA_PUBLIC " Main.java | head -n 1); "
+		 "[ -n \"$pub\" ] && [ \"$pub\" != Main ] && mv Main.java \"$pub.java\"; "
+		 "javac -encoding UTF-8 -cp \"$CP\" -d . *.java",
+	 RUN("sh", "-c",
+	     JAVA_CP "main=Main; [ -f Main.class ] || main=$(sed -n " JAVA_PUBLIC " *.java | head -n 1); "
+		     "[ -n \"$main\" ] || main=$(sed -n " JAVA_CLASS " *.java | head -n 1); "
+		     "exec java -ea -Xmx256m -cp \"$CP\" \"$main\" \"$@\"",
+	     "java"),
 	 "17", "javac", "-version",
 	 {"junit4=/usr/share/java/junit4.jar", "hamcrest=/usr/share/java/hamcrest-core.jar",
-	  "commons-lang3=/usr/share/java/commons-lang3.jar", "guava=/usr/share/java/guava.jar"},
+	  "commons-lang3=/usr/share/java/commons-lang3.jar", "guava=/usr/share/java/guava.jar",
+	  "javatuples=/usr/share/java/javatuples.jar"},
 	 "openjdk-17-jdk-headless", false},
 	{"go", "bash", "/work/main.go", "go build -o main main.go", RUN("./main"), "1.19", "go", "version", {NULL},
 	 "golang-go", true},
@@ -67,6 +86,9 @@ static const pd_language languages[] = {
 };
 #undef RUN
 #undef NODE_LIBS
+#undef JAVA_CP
+#undef JAVA_PUBLIC
+#undef JAVA_CLASS
 
 const pd_language *pd_languages(size_t *n)
 {

@@ -3,7 +3,9 @@
  * - paddock_cpu_seconds_total{template,usable} and paddock_memory_byte_seconds_total{template,usable}:
  *   the CPU time of each finished job's steps (compile and run: user+sys of the sandbox's cgroup
  *   during them) and their memory as peak bytes x wall seconds of each step; usable is the
- *   job's record's "usable" (server/verdict.c).
+ *   job's record's "usable" (server/verdict.c). A judge job's are its judged record's: the CPU of
+ *   its compile, every test and every checker or interactor run, its candidate runs' memory, and
+ *   the verdict's usable (judge/jobs.c fills them in the job).
  * - paddock_samples_total{template} and paddock_usable_samples_total{template}: finished jobs, and
  *   those whose record says usable. The cost per usable sample is then one division:
  *   sum(rate(paddock_cpu_seconds_total[1h])) / sum(rate(paddock_usable_samples_total[1h])).
@@ -79,6 +81,13 @@ void pd_ops_job(pd_ops *o, const pd_job *j)
 			cpu += (double)steps[i]->cpu_ms / 1000.0;
 			mem += (double)steps[i]->memory_peak_bytes * ((double)steps[i]->wall_ms / 1000.0);
 		}
+	if (j->execute) {
+		/* a judge job runs no steps of its own and its job verdict is never judged: its judged
+		 * record's usable, and the CPU of its compile, tests and checkers (judge/jobs.c) */
+		v.usable = j->work_usable;
+		cpu = (double)j->work_cpu_ms / 1000.0;
+		mem = j->work_mem_byte_s;
+	}
 	pthread_mutex_lock(&o->mu);
 	tpl_cost *c = slot_locked(o, j->template_name[0] ? j->template_name : "none");
 	c->cpu_s[v.usable] += cpu;

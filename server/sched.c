@@ -6,15 +6,19 @@
  * for a worker to free up only to hear that its deadline passed long ago. The reaper also answers
  * the queued jobs whose client left (pd_sched_cancel) as cancelled.
  *
- * Admission: a full class refuses at once; so does a job that cannot finish before its deadline
- * (the estimate: see pd_sched_submit in server.h) — a refusal the client can act on now, instead
- * of work accepted and then abandoned by a client that gave up on it; so does a host short of free
- * memory. The circuit breaker (breaker.h) refuses while infrastructure failures are frequent, and
- * nothing else: load is the estimate's business. */
+ * Two job classes (server.h, pd_sched_submit): CPU-limited jobs on --workers threads, wall-shared
+ * ones (SandboxFusion, Piston) on --wall-workers threads; each class has its own queues. Every
+ * running job holds its memory limit against the memory budget: the host's memory is never
+ * promised twice, however many wall-shared jobs run.
+ *
+ * Admission: a full queue refuses at once; so does a job that could not start in time (the
+ * estimate: see pd_sched_submit in server.h) — a refusal the client can act on now, instead of
+ * work accepted and then abandoned by a client that gave up on it; so does a host short of free
+ * memory. A free worker with nothing queued ahead always admits. The circuit breaker (breaker.h)
+ * refuses while infrastructure failures are frequent, and nothing else: load is the estimate's
+ * business. */
 #define _GNU_SOURCE
-#include "server.h"
-#include "breaker.h"
-#include "estimate.h"
+#include "sched_internal.h"
 
 #include <limits.h>
 #include <errno.h>
@@ -25,68 +29,6 @@
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
-
-#define MAX_CLIENTS 1024
-#define MAX_TEMPLATES 64
-#define BREAKER_MIN_SAMPLES 8
-
-typedef struct client_q {
-	char name[64];
-	pd_job *head, *tail;
-	size_t len;
-} client_q;
-
-typedef struct prio_q {
-	client_q clients[MAX_CLIENTS];
-	size_t nclients, rr, len;
-} prio_q;
-
-typedef struct worker {
-	struct pd_sched *s;
-	unsigned i;
-	bool busy;
-	uint64_t started; /* monotonic us */
-	char key[80];	  /* the service-time key of the job it runs (svc_key) */
-} worker;
-
-struct pd_sched {
-	pd_pools *pools;
-	pd_store *store;
-	pd_metrics *metrics;
-	pd_sched_opts o;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	prio_q q[PD_PRIO_COUNT];
-	pthread_t *workers;
-	worker *slots;
-	unsigned nworkers, busy;
-	bool stopping;
-	/* the reaper: wakes at next_deadline (monotonic us, UINT64_MAX = no queued deadline) */
-	pthread_t reaper;
-	bool reaper_started;
-	pthread_cond_t reaper_cv;
-	uint64_t next_deadline;
-	bool cancel_pending; /* pd_sched_cancel asked the reaper to look at the queues */
-	/* one breaker per template: a template whose sandboxes fail to start (a memory limit too
-	 * small, a missing toolchain) is refused alone; the others' jobs are admitted. "" keeps the
-	 * jobs of templates past MAX_TEMPLATES. */
-	struct {
-		char name[64];
-		pd_breaker b;
-	} brk[MAX_TEMPLATES + 1];
-	size_t nbrk;
-	uint64_t memtotal;
-	/* service times (acquire, files, compile, run, fetch, record and answer: what a worker
-	 * spends on a job) and the finish-time estimate's correction */
-	pd_est est;
-	/* the integral of busy workers over time (worker-us), to the last change at busy_at: a job's
-	 * mean concurrency is its growth over the job's run divided by the run's length */
-	double busy_area;
-	uint64_t busy_at;
-	uint64_t memavail, memavail_at; /* mem_available's last reading, and when */
-	uint64_t refused_total[PD_ADMIT_COUNT];
-	uint64_t cancelled_queued, cancelled_running;
-};
 
 static uint64_t wall_us(void)
 {
@@ -164,6 +106,11 @@ static const char *svc_key(const pd_job *j, char *buf, size_t len)
 	return buf;
 }
 
+static int job_cls(const pd_job *j)
+{
+	return j->wall_shared && !j->execute ? CLS_WALL : CLS_CPU;
+}
+
 /* busy changes by delta; lock held */
 static void busy_change(pd_sched *s, int delta)
 {
@@ -178,31 +125,130 @@ static double busy_area_now(const pd_sched *s, uint64_t now)
 	return s->busy_area + (double)s->busy * (double)(now - s->busy_at);
 }
 
-/* How long j, queued now in class pr, would take to be answered (us, uncorrected); lock held.
- * A free worker with nothing ahead starts it at once, beside the jobs running now. Otherwise it
- * waits for the work ahead of it: the queued jobs of its class and the higher ones, and what the
- * running jobs have left; the workers share that work, and all of it, its own too, runs with
- * every worker busy, so at the CPU share of a full daemon (estimate.h). */
-static uint64_t predict(pd_sched *s, const pd_job *j, int pr, uint64_t now)
+size_t sched_queued(const pd_sched *s, int cls, int upto_prio)
 {
-	char key[80];
-	svc_key(j, key, sizeof key);
-	size_t ahead = 0;
-	for (int p = 0; p <= pr; p++)
-		ahead += s->q[p].len;
-	if (ahead + s->busy < s->nworkers)
-		return pd_est_service(&s->est, key, s->busy + 1);
-	double full = s->nworkers;
-	uint64_t work = pd_est_queued_work(&s->est, pr, full);
+	size_t n = 0;
+	for (int p = 0; p <= upto_prio && p < PD_PRIO_COUNT; p++)
+		n += s->q[cls][p].len;
+	return n;
+}
+
+/* Whether a job holding mem fits the memory budget now; lock held. Nothing running: it always
+ * fits, or a limit larger than the budget would never run. */
+static bool mem_fits(const pd_sched *s, uint64_t mem)
+{
+	return !s->mem_held || s->mem_held + mem <= s->mem_budget;
+}
+
+/* The workers of class cls that jobs holding mem each can fill at once; lock held. */
+static unsigned slots_for(const pd_sched *s, int cls, uint64_t mem)
+{
+	unsigned n = s->cap[cls];
+	if (mem && s->mem_budget / mem < n)
+		n = (unsigned)(s->mem_budget / mem);
+	return n ? n : 1;
+}
+
+/* a min-heap of times (us) */
+static void heap_push(uint64_t *h, size_t *n, uint64_t v)
+{
+	size_t i = (*n)++;
+	while (i && h[(i - 1) / 2] > v) {
+		h[i] = h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h[i] = v;
+}
+
+static uint64_t heap_pop(uint64_t *h, size_t *n)
+{
+	uint64_t top = h[0], v = h[--*n];
+	size_t i = 0;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && h[c + 1] < h[c])
+			c++;
+		if (h[c] >= v)
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	if (*n)
+		h[i] = v;
+	return top;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* How long j, queued now in class pr of its class, would wait before a worker starts it (us,
+ * uncorrected); lock held. 0: a free worker and nothing ahead. Otherwise the start is simulated:
+ * each worker of the class frees up when its job ends (its estimate, never past its bound), then
+ * takes the next job queued ahead (same or higher priority), which holds it for its own estimate;
+ * j starts on the first worker free after all of them. */
+static uint64_t predict_wait(pd_sched *s, const pd_job *j, int cls, int pr, uint64_t now)
+{
+	unsigned S = slots_for(s, cls, j->mem_reserve);
+	size_t ahead = sched_queued(s, cls, pr);
+	if (!ahead && s->busy_cls[cls] < S && mem_fits(s, j->mem_reserve))
+		return 0;
+	/* what the running jobs of the class have left */
+	uint64_t *rem = s->heap;
+	size_t nr = 0;
 	for (unsigned i = 0; i < s->nworkers; i++) {
 		const worker *w = &s->slots[i];
-		if (!w->busy)
+		if (!w->busy || w->cls != cls)
 			continue;
-		uint64_t svc = pd_est_service(&s->est, w->key, full), ran = now - w->started;
-		/* one that overran its estimate is not done: count a quarter more of it */
-		work += ran < svc ? svc - ran : svc / 4;
+		/* no job: it is recording its answer; cancelled: being killed. Either way its worker is
+		 * about to be free */
+		if (!w->job || pd_job_is_cancelled(w->job)) {
+			rem[nr++] = 0;
+			continue;
+		}
+		uint64_t ran = now - w->started, left;
+		if (ran < w->svc_us)
+			left = w->svc_us - ran;
+		else if (w->bound_us != PD_EST_UNBOUNDED)
+			/* past its expected time it is most likely one that runs to its limits */
+			left = ran < w->bound_us ? w->bound_us - ran : 0;
+		else /* unbounded and overran: a quarter more of it */
+			left = w->svc_us / 4;
+		if (w->bound_us != PD_EST_UNBOUNDED)
+			left = ran >= w->bound_us ? 0 : left < w->bound_us - ran ? left : w->bound_us - ran;
+		rem[nr++] = left;
 	}
-	return work / s->nworkers + pd_est_service(&s->est, key, full);
+	/* S workers: free ones at 0; with more running than S (the memory budget shrank them), the
+	 * slots free up as the later of them end */
+	qsort(rem, nr, sizeof *rem, cmp_u64);
+	size_t h = 0;
+	uint64_t *heap = s->heap + s->cap[cls];
+	for (size_t i = nr > S ? nr - S : 0; i < nr; i++)
+		heap_push(heap, &h, rem[i]);
+	while (h < S)
+		heap_push(heap, &h, 0);
+	size_t simulated = 0;
+	uint64_t sum = 0;
+	for (int p = 0; p <= pr; p++) {
+		const prio_q *q = &s->q[cls][p];
+		for (size_t k = 0; k < q->nclients && simulated < SIM_MAX; k++)
+			for (const pd_job *x = q->clients[k].head; x && simulated < SIM_MAX; x = x->next) {
+				if (pd_job_is_cancelled(x)) /* the reaper is about to answer it */
+					continue;
+				uint64_t t = heap_pop(heap, &h);
+				heap_push(heap, &h, t + x->est_us);
+				sum += x->est_us;
+				simulated++;
+			}
+	}
+	uint64_t start = heap_pop(heap, &h);
+	if (ahead > simulated && simulated) /* the rest, at the mean of those simulated, over S */
+		start += (uint64_t)((double)(ahead - simulated) * ((double)sum / (double)simulated) / S);
+	return start;
 }
 
 static client_q *client_of(prio_q *q, const char *name)
@@ -225,34 +271,59 @@ static client_q *client_of(prio_q *q, const char *name)
 	return c;
 }
 
+/* The job's memory reservation and bound, from its limits and its template's (before the lock:
+ * the template lookup takes the pools' lock). */
+static void job_limits(pd_sched *s, pd_job *j)
+{
+	const pd_template *t = s->pools ? pd_pools_template(s->pools, j->template_name) : NULL;
+	if (!j->mem_reserve)
+		j->mem_reserve = j->memory_bytes ? j->memory_bytes : t ? t->limits.memory_bytes : 0;
+	j->limit_us = PD_EST_UNBOUNDED;
+	if (j->execute)
+		return; /* the judge: as many runs as the problem has tests */
+	uint64_t tw = t ? t->limits.wall_ms : 0;
+	uint64_t run = j->run.wall_ms ? j->run.wall_ms : tw;
+	uint64_t comp = j->compile.argv ? j->compile.wall_ms ? j->compile.wall_ms : tw : 0;
+	if (run && (comp || !j->compile.argv)) {
+		j->limit_us = (run + comp) * 1000;
+		j->run_limit_us = run * 1000;
+	}
+}
+
 pd_admit pd_sched_submit(pd_sched *s, pd_job *j)
 {
+	job_limits(s, j);
 	pthread_mutex_lock(&s->mu);
 	pd_admit a = PD_ADMIT_OK;
 	int pr = j->priority >= 0 && j->priority < PD_PRIO_COUNT ? j->priority : PD_PRIO_NORMAL;
+	int cls = job_cls(j);
 	uint64_t now = pd_now_us();
-	bool idle = s->busy < s->nworkers && !s->q[0].len && !s->q[1].len && !s->q[2].len;
+	/* a free worker of its class and nothing queued there: the breaker lets a probe through */
+	bool idle = s->busy_cls[cls] < s->cap[cls] && !sched_queued(s, cls, PD_PRIO_COUNT - 1);
 	char key[80];
 	svc_key(j, key, sizeof key);
-	j->est_us = pd_est_service(&s->est, key, s->busy + 1);
+	/* its service time as it would run among a full class of workers and what the other class
+	 * runs now: the CPU share it would get */
+	double conc = (double)slots_for(s, cls, j->mem_reserve) + s->busy_cls[!cls];
+	pd_est_refresh(&s->est, now);
+	j->est_us = pd_est_service(&s->est, key, conc, j->limit_us);
+	j->bound_us = pd_est_bound(&s->est, key, j->limit_us);
 	j->probe = false;
 	j->retry_after_s = 1;
 	j->admitted_us = now;
-	j->predicted_us = predict(s, j, pr, now);
-	/* a guess from the prior is no measure of the model's error: its outcome is not learnt */
-	j->est_informed = pd_est_known(&s->est, key);
-	/* admitted at the correction's quantile: see estimate.h */
-	uint64_t finish = now + (uint64_t)((double)j->predicted_us * s->est.factor);
+	j->predicted_us = predict_wait(s, j, cls, pr, now);
+	/* the wait, then its own run (estimate.h) */
+	uint64_t finish = now + j->predicted_us + j->est_us;
 	if (s->stopping)
 		a = PD_ADMIT_STOPPING;
 	else if (s->store && pd_store_full(s->store, NULL, 0))
 		a = PD_ADMIT_DISK_FULL;
 	else if (mem_available(s) < min_free(s))
 		a = PD_ADMIT_MEMORY;
-	else if (s->q[pr].len >= s->o.queue_max)
+	else if (s->q[cls][pr].len >= s->o.queue_max)
 		a = PD_ADMIT_FULL;
-	else if (j->deadline_us && finish > j->deadline_us)
-		a = PD_ADMIT_DEADLINE;
+	else if (j->predicted_us && j->deadline_us && finish > j->deadline_us)
+		a = PD_ADMIT_DEADLINE; /* a job that starts at once is never refused on an estimate */
 	else if (!pd_breaker_admit(job_breaker(s, j), now, idle, &j->probe))
 		a = PD_ADMIT_BREAKER;
 	if (a != PD_ADMIT_OK) {
@@ -260,9 +331,12 @@ pd_admit pd_sched_submit(pd_sched *s, pd_job *j)
 		if (a == PD_ADMIT_BREAKER)
 			j->retry_after_s = pd_breaker_retry_after(job_breaker(s, j), now);
 		else if (a == PD_ADMIT_DEADLINE) {
-			/* the time by which the work ahead should have shrunk enough */
+			/* when the work ahead will have shrunk enough for the same request, sent again with
+			 * a deadline as far off as this one's, to start in time */
 			uint64_t late = finish - j->deadline_us;
-			j->retry_after_s = (unsigned)(late / 1000000 + 1);
+			j->retry_after_s = (unsigned)((late + 999999) / 1000000);
+			if (j->retry_after_s < 1)
+				j->retry_after_s = 1;
 			if (j->retry_after_s > 60)
 				j->retry_after_s = 60;
 		}
@@ -271,16 +345,15 @@ pd_admit pd_sched_submit(pd_sched *s, pd_job *j)
 	}
 	j->queued_us = wall_us();
 	j->next = NULL;
-	client_q *c = client_of(&s->q[pr], j->client[0] ? j->client : "anonymous");
+	client_q *c = client_of(&s->q[cls][pr], j->client[0] ? j->client : "anonymous");
 	if (c->tail)
 		c->tail->next = j;
 	else
 		c->head = j;
 	c->tail = j;
 	c->len++;
-	s->q[pr].len++;
-	pd_est_queue(&s->est, key, pr, 1);
-	pthread_cond_signal(&s->cv);
+	s->q[cls][pr].len++;
+	pthread_cond_signal(&s->cv[cls]);
 	if (j->deadline_us && j->deadline_us < s->next_deadline) {
 		/* earlier than what the reaper sleeps towards: it must re-arm */
 		s->next_deadline = j->deadline_us;
@@ -296,6 +369,29 @@ pd_admit pd_sched_submit(pd_sched *s, pd_job *j)
 	return PD_ADMIT_OK;
 }
 
+const char *pd_admit_text(pd_admit a)
+{
+	switch (a) {
+	case PD_ADMIT_OK:
+		return "admitted";
+	case PD_ADMIT_FULL:
+		return "queue full: retry later";
+	case PD_ADMIT_BREAKER:
+		return "circuit breaker open (sandboxes are failing to start): retry later";
+	case PD_ADMIT_DEADLINE:
+		return "overloaded: the work queued ahead would not let this request finish before its deadline: "
+		       "retry later";
+	case PD_ADMIT_MEMORY:
+		return "overloaded: the host is short of free memory: retry later";
+	case PD_ADMIT_DISK_FULL:
+		return "disk full: the results store cannot record results";
+	case PD_ADMIT_STOPPING:
+	case PD_ADMIT_COUNT:
+		break;
+	}
+	return "shutting down";
+}
+
 void pd_sched_cancel(pd_sched *s, pd_job *j)
 {
 	pd_job_cancel(j);
@@ -307,18 +403,13 @@ void pd_sched_cancel(pd_sched *s, pd_job *j)
 	pthread_mutex_unlock(&s->mu);
 }
 
-/* j left the queue of class p; lock held. */
-static void unqueue(pd_sched *s, const pd_job *j, int p)
-{
-	char key[80];
-	pd_est_queue(&s->est, svc_key(j, key, sizeof key), p, -1);
-}
-
-/* Next job by priority, then round robin over clients; lock held. */
-static pd_job *take(pd_sched *s)
+/* Next job of class cls by priority, then round robin over clients; lock held. NULL when none is
+ * queued, or when the next one's memory does not fit the budget now: it waits at the head (the
+ * jobs behind it do not pass it, or a large limit would wait for ever behind small ones). */
+static pd_job *take(pd_sched *s, int cls)
 {
 	for (int p = 0; p < PD_PRIO_COUNT; p++) {
-		prio_q *q = &s->q[p];
+		prio_q *q = &s->q[cls][p];
 		if (!q->len)
 			continue;
 		for (size_t k = 0; k < q->nclients; k++) {
@@ -326,12 +417,13 @@ static pd_job *take(pd_sched *s)
 			if (!c->head)
 				continue;
 			pd_job *j = c->head;
+			if (!mem_fits(s, j->mem_reserve))
+				return NULL;
 			c->head = j->next;
 			if (!c->head)
 				c->tail = NULL;
 			c->len--;
 			q->len--;
-			unqueue(s, j, p);
 			q->rr = (q->rr + k + 1) % q->nclients;
 			return j;
 		}
@@ -385,8 +477,8 @@ static uint64_t take_expired(pd_sched *s, uint64_t now, pd_job **out)
 {
 	uint64_t next = UINT64_MAX;
 	pd_job *expired = NULL, **tail = &expired;
-	for (int p = 0; p < PD_PRIO_COUNT; p++) {
-		prio_q *q = &s->q[p];
+	for (int p = 0; p < PD_PRIO_COUNT * CLS_N; p++) {
+		prio_q *q = &s->q[p / PD_PRIO_COUNT][p % PD_PRIO_COUNT];
 		for (size_t k = 0; q->len && k < q->nclients; k++) {
 			client_q *c = &q->clients[k];
 			pd_job *prev = NULL;
@@ -406,7 +498,6 @@ static uint64_t take_expired(pd_sched *s, uint64_t now, pd_job **out)
 					c->tail = prev;
 				c->len--;
 				q->len--;
-				unqueue(s, j, p);
 				j->next = NULL;
 				*tail = j;
 				tail = &j->next;
@@ -433,10 +524,6 @@ static void *reaper_main(void *arg)
 				if (j->probe)
 					pd_breaker_probe_dropped(job_breaker(s, j));
 				s->cancelled_queued += pd_job_is_cancelled(j);
-				/* a job that waited past its deadline: the estimate was wrong by at least
-				 * this much (a cancelled one says nothing of it) */
-				if (!pd_job_is_cancelled(j) && j->est_informed)
-					pd_est_outcome(&s->est, j->predicted_us, now - j->admitted_us);
 			}
 			pthread_mutex_unlock(&s->mu);
 			for (pd_job *j = expired, *nx; j; j = nx) {
@@ -466,18 +553,29 @@ static void *worker_main(void *arg)
 {
 	worker *w = arg;
 	pd_sched *s = w->s;
+	int cls = w->cls;
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
-		pd_job *j = take(s);
+		pd_job *j = take(s, cls);
 		if (!j) {
-			if (s->stopping)
+			if (s->stopping && !sched_queued(s, cls, PD_PRIO_COUNT - 1))
 				break;
-			pthread_cond_wait(&s->cv, &s->mu);
+			pthread_cond_wait(&s->cv[cls], &s->mu);
 			continue;
 		}
 		busy_change(s, 1);
+		s->busy_cls[cls]++;
+		s->mem_held += j->mem_reserve;
+		/* more queued: another idle worker of the class may start the next one (a job that
+		 * freed much memory may have made room for several) */
+		if (sched_queued(s, cls, PD_PRIO_COUNT - 1))
+			pthread_cond_signal(&s->cv[cls]);
 		w->busy = true;
 		w->started = pd_now_us();
+		w->svc_us = j->est_us;
+		w->bound_us = j->bound_us;
+		w->mem = j->mem_reserve;
+		w->job = j;
 		svc_key(j, w->key, sizeof w->key);
 		double area0 = busy_area_now(s, w->started);
 		pthread_mutex_unlock(&s->mu);
@@ -509,8 +607,14 @@ static void *worker_main(void *arg)
 		/* what the estimate learns, read before finish hands j back (its caller frees it) */
 		uint64_t cpu_us = j->execute ? PD_EST_CPU_UNKNOWN
 				  : ((j->ran ? j->run_r.cpu_ms : 0) + (j->compiled ? j->compile_r.cpu_ms : 0)) * 1000;
-		uint64_t admitted = j->admitted_us, predicted = j->predicted_us;
-		bool cancelled = pd_job_is_cancelled(j), informed = j->est_informed;
+		bool at_limit = (j->ran && j->run_r.status == PD_TO) || (j->compiled && j->compile_r.status == PD_TO);
+		/* the limit it ran to: a run's, after the compile's actual time; a compile's whole */
+		uint64_t limit_us = j->limit_us;
+		if (j->ran && j->run_r.status == PD_TO && limit_us != PD_EST_UNBOUNDED)
+			limit_us = j->run_limit_us + (j->compiled ? j->compile_r.wall_ms * 1000 : 0);
+		else if (j->compiled && j->compile_r.status == PD_TO && limit_us != PD_EST_UNBOUNDED)
+			limit_us -= j->run_limit_us;
+		w->job = NULL; /* finish hands j back: its caller may free it */
 		pthread_mutex_unlock(&s->mu);
 		/* recording the result and handing back the answer is the worker's time too: the
 		 * service time includes it, and so does the time the client waited */
@@ -519,15 +623,32 @@ static void *worker_main(void *arg)
 		uint64_t end = pd_now_us(), took = end - w->started;
 		if (learnt) {
 			double conc = took ? (busy_area_now(s, end) - area0) / (double)took : 1;
-			pd_est_learn(&s->est, w->key, took, cpu_us, conc);
+			/* how far off the model was for a job that ended on its own, at the concurrency
+			 * it ran at (the correction: estimate.h); a guess from the prior measures nothing */
+			if (!at_limit && pd_est_known(&s->est, w->key))
+				pd_est_outcome(&s->est, pd_est_normal(&s->est, w->key, conc), took, end);
+			pd_est_learn(&s->est, w->key, took, cpu_us, conc, at_limit, limit_us);
 		}
-		if (!cancelled && informed)
-			pd_est_outcome(&s->est, predicted, end - admitted);
 		busy_change(s, -1);
+		s->busy_cls[cls]--;
+		s->mem_held -= w->mem;
 		w->busy = false;
+		/* the memory it held may let the other class's next job start */
+		if (sched_queued(s, !cls, PD_PRIO_COUNT - 1))
+			pthread_cond_signal(&s->cv[!cls]);
+		/* (its own class: this worker takes the next job itself, and wakes another if there
+		 * is more) */
 	}
 	pthread_mutex_unlock(&s->mu);
 	return NULL;
+}
+
+/* MemTotal in bytes (0: unknown). */
+static uint64_t mem_total(void)
+{
+	char buf[4096];
+	char *p = pd_read_file("/proc/meminfo", buf, sizeof buf) > 0 ? strstr(buf, "MemTotal:") : NULL;
+	return p ? strtoull(p + 9, NULL, 10) * 1024 : 0;
 }
 
 pd_sched *pd_sched_new(pd_pools *pools, pd_store *store, pd_metrics *m, const pd_sched_opts *o, pd_err *e)
@@ -545,6 +666,14 @@ pd_sched *pd_sched_new(pd_pools *pools, pd_store *store, pd_metrics *m, const pd
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	if (!s->o.workers)
 		s->o.workers = (unsigned)(cpus > 0 ? cpus * 2 : 2);
+	if (!s->o.wall_workers)
+		s->o.wall_workers = cpus > 8 ? (unsigned)(cpus < 64 ? cpus : 64) * 16 : 128;
+	s->cap[CLS_CPU] = s->o.workers;
+	s->cap[CLS_WALL] = s->o.wall_workers;
+	uint64_t total = mem_total();
+	s->mem_budget = s->o.memory_budget ? s->o.memory_budget
+			: total ? (uint64_t)((double)total * (s->o.memory_budget_pct > 0 ? s->o.memory_budget_pct : 80) / 100)
+				: UINT64_MAX / 2;
 	pd_est_init(&s->est, s->o.cpus ? s->o.cpus : cpus > 0 ? (unsigned)cpus : 1);
 	s->busy_at = pd_now_us();
 	if (!s->o.queue_max)
@@ -558,7 +687,8 @@ pd_sched *pd_sched_new(pd_pools *pools, pd_store *store, pd_metrics *m, const pd
 	if (!s->o.breaker_min_jobs)
 		s->o.breaker_min_jobs = BREAKER_MIN_SAMPLES;
 	pthread_mutex_init(&s->mu, NULL);
-	pthread_cond_init(&s->cv, NULL);
+	for (int c = 0; c < CLS_N; c++)
+		pthread_cond_init(&s->cv[c], NULL);
 	/* deadlines are pd_now_us() values: the reaper's timed wait must use the same clock */
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -566,13 +696,18 @@ pd_sched *pd_sched_new(pd_pools *pools, pd_store *store, pd_metrics *m, const pd
 	pthread_cond_init(&s->reaper_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	s->next_deadline = UINT64_MAX;
-	s->workers = calloc(s->o.workers, sizeof *s->workers);
-	s->slots = calloc(s->o.workers, sizeof *s->slots);
-	if (!s->workers || !s->slots) {
+	unsigned nthreads = s->cap[CLS_CPU] + s->cap[CLS_WALL];
+	unsigned big = s->cap[CLS_CPU] > s->cap[CLS_WALL] ? s->cap[CLS_CPU] : s->cap[CLS_WALL];
+	s->workers = calloc(nthreads, sizeof *s->workers);
+	s->slots = calloc(nthreads, sizeof *s->slots);
+	s->heap = calloc(2 * (size_t)big + 1, sizeof *s->heap);
+	if (!s->workers || !s->slots || !s->heap) {
 		free(s->workers);
 		free(s->slots);
+		free(s->heap);
 		pthread_mutex_destroy(&s->mu);
-		pthread_cond_destroy(&s->cv);
+		for (int c = 0; c < CLS_N; c++)
+			pthread_cond_destroy(&s->cv[c]);
 		pthread_cond_destroy(&s->reaper_cv);
 		free(s);
 		pd_fail(e, ENOMEM, "workers");
@@ -584,9 +719,10 @@ pd_sched *pd_sched_new(pd_pools *pools, pd_store *store, pd_metrics *m, const pd
 		return NULL;
 	}
 	s->reaper_started = true;
-	for (unsigned i = 0; i < s->o.workers; i++) {
+	for (unsigned i = 0; i < nthreads; i++) {
 		s->slots[i].s = s;
 		s->slots[i].i = i;
+		s->slots[i].cls = i < s->cap[CLS_CPU] ? CLS_CPU : CLS_WALL;
 		if (pthread_create(&s->workers[i], NULL, worker_main, &s->slots[i]) != 0) {
 			pd_fail(e, EAGAIN, "start worker %u", i);
 			pd_sched_drain(s);
@@ -602,7 +738,8 @@ void pd_sched_drain(pd_sched *s)
 {
 	pthread_mutex_lock(&s->mu);
 	s->stopping = true;
-	pthread_cond_broadcast(&s->cv);
+	for (int c = 0; c < CLS_N; c++)
+		pthread_cond_broadcast(&s->cv[c]);
 	pthread_cond_signal(&s->reaper_cv);
 	pthread_mutex_unlock(&s->mu);
 	/* the reaper stops first; whatever expires during the drain, the workers expire */
@@ -619,77 +756,11 @@ void pd_sched_free(pd_sched *s)
 	if (!s)
 		return;
 	pthread_mutex_destroy(&s->mu);
-	pthread_cond_destroy(&s->cv);
+	for (int c = 0; c < CLS_N; c++)
+		pthread_cond_destroy(&s->cv[c]);
 	pthread_cond_destroy(&s->reaper_cv);
 	free(s->workers);
 	free(s->slots);
+	free(s->heap);
 	free(s);
-}
-
-char *pd_sched_metrics(pd_sched *s)
-{
-	static const char *const prio[] = {"high", "normal", "low"};
-	char *out = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&out, &len);
-	if (!f)
-		return NULL;
-	pthread_mutex_lock(&s->mu);
-	uint64_t now = pd_now_us(), trips = 0;
-	bool open = false;
-	for (size_t i = 0; i < s->nbrk; i++) {
-		open |= pd_breaker_refusing(&s->brk[i].b, now);
-		trips += s->brk[i].b.trips;
-	}
-	fprintf(f, "# HELP paddock_queue_length Jobs waiting, by priority class.\n"
-		   "# TYPE paddock_queue_length gauge\n");
-	for (int p = 0; p < PD_PRIO_COUNT; p++)
-		fprintf(f, "paddock_queue_length{priority=\"%s\"} %zu\n", prio[p], s->q[p].len);
-	fprintf(f, "# HELP paddock_workers_busy Workers running a job.\n# TYPE paddock_workers_busy gauge\n"
-		   "paddock_workers_busy %u\n# HELP paddock_workers Workers the scheduler has (--workers).\n"
-		   "# TYPE paddock_workers gauge\npaddock_workers %u\n", s->busy, s->nworkers);
-	fprintf(f, "# HELP paddock_breaker_open 1 while a template's circuit breaker refuses its new work.\n"
-		   "# TYPE paddock_breaker_open gauge\npaddock_breaker_open %d\n", open);
-	fprintf(f, "# HELP paddock_breaker_trips_total Times a template's breaker opened.\n"
-		   "# TYPE paddock_breaker_trips_total counter\npaddock_breaker_trips_total %llu\n",
-		(unsigned long long)trips);
-	fprintf(f, "# HELP paddock_template_breaker_open 1 while the template's breaker refuses its jobs.\n"
-		   "# TYPE paddock_template_breaker_open gauge\n");
-	for (size_t i = 0; i < s->nbrk; i++)
-		if (s->brk[i].name[0])
-			fprintf(f, "paddock_template_breaker_open{template=\"%s\"} %d\n", s->brk[i].name,
-				pd_breaker_refusing(&s->brk[i].b, now));
-	fprintf(f, "# HELP paddock_refused_total Jobs refused at admission, by reason.\n"
-		   "# TYPE paddock_refused_total counter\n"
-		   "paddock_refused_total{reason=\"queue_full\"} %llu\n"
-		   "paddock_refused_total{reason=\"breaker\"} %llu\n"
-		   "paddock_refused_total{reason=\"stopping\"} %llu\n"
-		   "paddock_refused_total{reason=\"disk_full\"} %llu\n"
-		   "paddock_refused_total{reason=\"deadline\"} %llu\n"
-		   "paddock_refused_total{reason=\"memory\"} %llu\n",
-		(unsigned long long)s->refused_total[PD_ADMIT_FULL],
-		(unsigned long long)s->refused_total[PD_ADMIT_BREAKER],
-		(unsigned long long)s->refused_total[PD_ADMIT_STOPPING],
-		(unsigned long long)s->refused_total[PD_ADMIT_DISK_FULL],
-		(unsigned long long)s->refused_total[PD_ADMIT_DEADLINE],
-		(unsigned long long)s->refused_total[PD_ADMIT_MEMORY]);
-	fprintf(f, "# HELP paddock_cancelled_total Jobs whose client disconnected, by where they were.\n"
-		   "# TYPE paddock_cancelled_total counter\n"
-		   "paddock_cancelled_total{stage=\"queued\"} %llu\n"
-		   "paddock_cancelled_total{stage=\"running\"} %llu\n",
-		(unsigned long long)s->cancelled_queued, (unsigned long long)s->cancelled_running);
-	fprintf(f, "# HELP paddock_service_seconds Recent service time of a template (weighted mean).\n"
-		   "# TYPE paddock_service_seconds gauge\n");
-	/* as a job of the template would take alone (one busy worker) */
-	for (size_t i = 0; i < s->est.nt; i++)
-		if (s->est.t[i].name[0] && s->est.t[i].n)
-			fprintf(f, "paddock_service_seconds{template=\"%s\"} %.3f\n", s->est.t[i].name,
-				(double)pd_est_service(&s->est, s->est.t[i].name, 1) / 1e6);
-	fprintf(f, "# HELP paddock_admission_margin The factor admission applies to its finish-time "
-		   "estimates (the 99th percentile of their recent errors, at least 1).\n"
-		   "# TYPE paddock_admission_margin gauge\npaddock_admission_margin %.3f\n",
-		s->est.factor);
-	pthread_mutex_unlock(&s->mu);
-	fclose(f);
-	return out;
 }

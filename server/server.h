@@ -31,6 +31,7 @@ typedef enum pd_failure {
 	PD_F_QUEUE,       /* queue_timeout: the deadline passed before a sandbox was free */
 	PD_F_CANCELLED,   /* cancelled */
 	PD_F_INTERNAL,    /* internal_error */
+	PD_F_COMPILE,     /* compile_error: a judged submission that does not compile (the model's) */
 	PD_F_COUNT
 } pd_failure;
 
@@ -144,9 +145,19 @@ typedef struct pd_job {
 	int priority;
 	uint64_t deadline_us; /* monotonic; 0 = none */
 	char client[64];
+	/* wall-limited work that mostly waits or spins, as SandboxFusion and Piston run it: their
+	 * run_timeout is wall-clock and many such runs share the CPUs at once (the scheduler's wall
+	 * class, --wall-workers), instead of queueing behind the CPU-sized --workers */
+	bool wall_shared;
+	uint64_t mem_reserve;  /* bytes of the host's memory budget it holds while it runs (its memory
+				* limit), set at admission */
+	uint64_t limit_us;     /* its time limits added up (compile + run), set at admission;
+				* UINT64_MAX: none known */
+	uint64_t run_limit_us; /* of which the run step's */
+	uint64_t bound_us;     /* the longest it is expected to take: limit_us and an allowance */
 	uint64_t est_us;       /* the scheduler's estimate of its service time, set at admission */
-	uint64_t admitted_us, predicted_us; /* monotonic; the estimate (uncorrected) of admission to answer */
-	bool est_informed;     /* its template's service time was known at admission */
+	uint64_t est_normal_us; /* ... of one that ends on its own, uncorrected (estimate.h) */
+	uint64_t admitted_us, predicted_us; /* monotonic; the estimate of its wait */
 	bool probe;            /* admitted as the circuit breaker's half-open probe */
 	unsigned retry_after_s; /* refused: whole seconds the client should wait (pd_sched_submit) */
 	/* cancellation (pd_job_cancel, from the thread that saw the client leave): the flag is read
@@ -171,6 +182,12 @@ typedef struct pd_job {
 	/* a job that does its own work (the judge): the audit events of its runs by kind, for
 	 * paddock_audit_events_total (a compile and run job's are in compile_r and run_r) */
 	uint64_t work_audit_kinds[PD_AK_N];
+	/* and what it cost and gave, for the operator metrics (opsmetrics.c): the CPU of all its
+	 * attempts' compiles, tests, checkers and interactors (a cache hit ran nothing), its
+	 * candidate runs' peak memory x wall seconds, and whether its last record says usable */
+	uint64_t work_cpu_ms;
+	double work_mem_byte_s;
+	bool work_usable;
 	pd_file *fetched; /* data NULL: could not be read (error in path's place) */
 	size_t nfetched;
 	unsigned attempts;
@@ -463,7 +480,12 @@ void pd_session_exec_req_free(pd_session_exec_req *q);
 typedef struct pd_sched pd_sched;
 
 typedef struct pd_sched_opts {
-	unsigned workers;        /* default 2 x CPUs */
+	unsigned workers;        /* concurrent CPU-limited jobs; default 2 x CPUs */
+	unsigned wall_workers;   /* concurrent wall-shared jobs (pd_job.wall_shared); default
+				  * 128, or 16 x CPUs past 8 CPUs (at most 1024) */
+	uint64_t memory_budget;  /* the sum of running jobs' memory limits may not pass this; 0 = the
+				  * share below */
+	double memory_budget_pct; /* ... of MemTotal, in percent; 0 = 80 */
 	unsigned cpus;           /* the CPUs the workers share; 0 = the online CPUs */
 	size_t queue_max;        /* per priority; default 4096 */
 	unsigned retries;        /* infrastructure retries; 0 means none (callers set it: serve's default is 2) */
@@ -487,16 +509,24 @@ typedef enum {
 } pd_admit;
 
 pd_sched *pd_sched_new(pd_pools *pools, pd_store *store, pd_metrics *m, const pd_sched_opts *o, pd_err *e);
+/* Why a job was not admitted, in the one text every way in answers with (HTTP runs, the judge and
+ * its batch, paddock run): "queue full: retry later", ... */
+const char *pd_admit_text(pd_admit a);
 /* Queues a job; j->done is called when it finished. Refused jobs are not queued (caller frees);
  * j->retry_after_s then says how long the client should wait.
  *
- * Admission by deadline: a job with a deadline is refused at once when the scheduler estimates it
- * cannot be answered by then: its start is estimated from the work queued ahead of it (same or
- * higher priority), what the running jobs still have to do and the free workers; service times
- * from the recent ones of each template, as a CPU part stretched when more jobs run than there
- * are CPUs and the rest (a template not seen yet counts as 0.5 s of CPU); the whole estimate is
- * multiplied by the 99th percentile of its recent errors (server/estimate.h). A queued job whose
- * deadline passes anyway ends as queue_timeout. */
+ * Two classes of jobs, each with its own workers and queues: CPU-limited jobs (the native API, the
+ * judge) run --workers at once; wall-shared ones (pd_job.wall_shared: SandboxFusion, Piston) run
+ * up to --wall-workers at once, sharing the CPUs as those services do. Both hold their memory
+ * limit against the host's memory budget while they run; a job whose limit does not fit waits.
+ *
+ * Admission by deadline: a job that finds a free worker of its class and nothing queued ahead is
+ * always admitted. Otherwise it is refused at once when it could not start in time: its start is
+ * simulated over the workers of its class (when each running job ends, then each queued job ahead
+ * of it), every service time the learnt one of its template bounded by that job's own limits
+ * (server/estimate.h); the wait is multiplied by the recent errors' correction; refused when that
+ * wait plus its own service passes its deadline. A queued job whose deadline passes anyway ends as
+ * queue_timeout. */
 pd_admit pd_sched_submit(pd_sched *s, pd_job *j);
 /* The client of j left: a queued j is taken out and answered as cancelled (by the reaper), a
  * running one is killed and ends as cancelled. j must not have finished yet (the caller knows:
@@ -541,8 +571,12 @@ void pd_cluster_quiesce(pd_cluster *c);
 /* Answers what still waits (503), disconnects, frees. After the scheduler drained. */
 void pd_cluster_free(pd_cluster *c);
 const char *pd_cluster_node_id(const pd_cluster *c);
-/* A node id the cluster takes: 1 to 63 of A-Z a-z 0-9 - _. */
+/* A node id the cluster takes: 1 to 63 of A-Z a-z 0-9 - _ . with no dot first, last or next to
+ * another (a host name with its domain, systemd's %H). The id is the last part of the node's NATS
+ * subject (paddock.done.<id>), where a dot separates tokens: a token may not be empty, and the
+ * subject is only ever matched whole (never by a wildcard over the id), so dots are safe there. */
 bool pd_cluster_id_ok(const char *id);
+#define PD_CLUSTER_ID_RULE "1 to 63 of A-Z a-z 0-9 - _ . (no dot first, last or twice in a row)"
 
 /* An answer to a request submitted through the cluster: an HTTP status and a JSON body. Called
  * once, from a cluster thread. */
@@ -627,6 +661,7 @@ typedef struct pd_server_opts {
 	 * a size ("256M") or a percent of the machine's ("5%"); NULL = 256M */
 	unsigned breaker_fail_percent, breaker_min_jobs, breaker_cooldown_s;
 	const char *memory_watermark;
+	const char *memory_budget; /* --memory-budget: a size or a percent of MemTotal */
 	/* the review queue's signals (pd_review_cfg): 0 = the default; the percents take UINT_MAX
 	 * for off */
 	unsigned review_min_samples, review_rare_percent, review_fast_percent, review_short_percent,

@@ -412,7 +412,10 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	sqlite3_bind_int64(st, 12, j->started_us > j->queued_us ? (sqlite3_int64)((j->started_us - j->queued_us) / 1000) : 0);
 	sqlite3_bind_text(st, 13, pd_job_status_name(j), -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 14, pd_failure_name(j->failure), -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 15, r ? r->exit_code : 0);
+	if (r && pd_result_exited(r)) /* a program that did not exit has no exit code: NULL */
+		sqlite3_bind_int(st, 15, r->exit_code);
+	else
+		sqlite3_bind_null(st, 15);
 	sqlite3_bind_int(st, 16, r ? r->signal : 0);
 	sqlite3_bind_int64(st, 17, r ? (sqlite3_int64)r->wall_ms : 0);
 	sqlite3_bind_int64(st, 18, r ? (sqlite3_int64)r->cpu_ms : 0);

@@ -223,7 +223,8 @@ class Session:
 
     def exec(self, cmd, stdin=None, cwd=None, timeout=None, request_id=None, idle_timeout=None):
         """Runs cmd (a shell string, or an argv list); returns the result record (status, exit_code,
-        stdout, stderr, ...; "noise" lists injected faults, "fast_forward" marks an answer from
+        signal, stdout, stderr, ...; exit_code is None for a program that did not exit: a time-out,
+        a kill, a signal; "noise" lists injected faults, "fast_forward" marks an answer from
         the resumed trajectory). A time limit ends the step (status TO), not the session;
         idle_timeout (seconds without output) too (TO with idle_timeout true)."""
         body = self._exec_body(cmd, stdin, cwd, timeout, idle_timeout, request_id)
@@ -352,7 +353,9 @@ class EpisodeEnv:
             obs = self.session.write_file(action["write"], action.get("content", ""), request_id=rid)
         else:
             r = self.session.exec(action["cmd"], timeout=self.step_timeout, request_id=rid)
-            obs = {k: r.get(k) for k in ("status", "exit_code", "stdout", "stderr", "noise")}
+            # status and signal too: a step that timed out or was killed has exit_code None, and
+            # an observation without its status would leave a reward to guess why
+            obs = {k: r.get(k) for k in ("status", "exit_code", "signal", "stdout", "stderr", "noise")}
         done = "submit" in action or self.n >= self.max_steps
         reward = self.reward_fn(self.session, obs) if done else 0.0
         return obs, reward, done, {"step": self.n, "request_id": rid}

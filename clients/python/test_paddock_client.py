@@ -141,6 +141,8 @@ class ClientTest(unittest.TestCase):
         with self.session() as s:
             r = s.exec("echo partial; sleep 30", timeout=1)
             self.assertEqual((r["status"], r["stdout"]), ("TO", "partial\n"))
+            # a program that did not exit has no exit code: never a 0 that reads as a success
+            self.assertEqual((r["exit_code"], r["signal"]), (None, 9))
             self.assertEqual(s.exec("echo on")["stdout"], "on\n")
             s.write_file("/work/x", "x")
             self.assertEqual(s.reset()["state"], "READY")
@@ -183,7 +185,13 @@ class ClientTest(unittest.TestCase):
         self.ids.append(env.session.id)
         obs, rew, done, info = env.step({"cmd": "cat /work/m.py"})
         self.assertIn("a - b", obs["stdout"])
+        self.assertEqual((obs["status"], obs["exit_code"], obs["signal"]), ("OK", 0, 0))
         self.assertFalse(done)
+        # a step that times out says so: status TO, the signal, and no exit code
+        env.step_timeout = 1
+        obs, rew, done, info = env.step({"cmd": "sleep 30"})
+        self.assertEqual((obs["status"], obs["exit_code"], obs["signal"]), ("TO", None, 9))
+        env.step_timeout = 30
         env.step({"write": "/work/m.py", "content": "def add(a, b):\n    return a + b\n"})
         obs, rew, done, info = env.step({"submit": True})
         self.assertTrue(done)

@@ -40,18 +40,31 @@ int imgs_rm_rf(const char *path);
 /* Bytes a tree takes on disk (hard links within it counted once). */
 uint64_t imgs_disk_usage(const char *path);
 
+/* What an import may write (pd_image_import_opts' bounds, defaults filled in) and what it wrote
+ * so far. Every unpacker counts into it and refuses (EFBIG, ENOSPC) the byte or entry past a
+ * bound, or the write that leaves the store's disk under min_free (looked at every few MiB). */
+typedef struct imgs_budget {
+	uint64_t layer_bytes, layer_files, image_bytes, image_files, min_free; /* the bounds */
+	uint64_t bytes, files;   /* the image's so far */
+	const char *disk;        /* a path on the store's file system (statvfs) */
+	uint64_t since_look;     /* bytes written since the disk was last looked at */
+} imgs_budget;
+/* The disk under b->disk has less than min_free + more bytes free: -1 ENOSPC (refused). */
+int imgs_budget_disk(imgs_budget *b, uint64_t more, pd_err *e);
+
 /* Unpacks one layer blob into dest (created; must not exist), checking the blob's bytes against
  * want ("sha256:..."). lowers: the stored directories of the layers below, top first, NULL-ended,
  * where a hard link to a file of an earlier layer finds it (a copy is made: *used_lowers set).
- * Refuses device nodes and any path that leaves dest. */
+ * Refuses device nodes and any path that leaves dest, and what exceeds the budget; *files gets
+ * the layer's entries. */
 int imgs_unpack_layer(const char *blob, const char *want, const char *dest, const char *const *lowers,
-		      bool *used_lowers, pd_err *e);
+		      bool *used_lowers, imgs_budget *b, uint64_t *files, pd_err *e);
 /* Checks a blob's bytes against want ("sha256:..."): a layer already stored is used, but the
  * source's copy must still be what its manifest says. */
 int imgs_verify_blob(const char *blob, const char *want, pd_err *e);
 /* Unpacks an archive of a whole image (an OCI layout or docker-archive tar) into dest: regular
  * files and directories only. */
-int imgs_unpack_source(const char *tarball, const char *dest, pd_err *e);
+int imgs_unpack_source(const char *tarball, const char *dest, imgs_budget *b, pd_err *e);
 
 /* Merges layers (stored directories, bottom first) into dest, as overlayfs would show them;
  * files are hard links to the layers' own. */

@@ -40,6 +40,12 @@ typedef struct plan {
 	uint64_t flat_size;
 	/* --strip-history: the repository and the commit its history was cut at */
 	char strip_path[1100], strip_commit[65];
+	/* a layer this import unpacked stays in tmp/ (layer_abs names it there) until every layer
+	 * was accepted: a refused import then removes what it wrote, and no other import can have
+	 * found it stored meanwhile. pending[i]: where it goes ("" once there, or when found stored) */
+	char pending[IMGS_MAX_LAYERS][PD_PATH];
+	uint64_t layer_files[IMGS_MAX_LAYERS];
+	imgs_budget budget;
 } plan;
 
 static bool is_clean_rel(const char *p)
@@ -300,16 +306,25 @@ static bool is_dir(const char *p)
 	return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static uint64_t read_size(const char *layer_abs)
+/* A stored layer's <dir>.size: its bytes on disk, then (written since imports are bounded) its
+ * entries; files 0 when the file does not say. */
+static uint64_t read_size(const char *layer_abs, uint64_t *files)
 {
-	char p[PD_PATH + 8], b[32];
+	char p[PD_PATH + 8], b[64];
 	snprintf(p, sizeof p, "%s.size", layer_abs);
-	if (pd_read_file(p, b, sizeof b) > 0)
-		return strtoull(b, NULL, 10);
+	*files = 0;
+	if (pd_read_file(p, b, sizeof b) > 0) {
+		char *end;
+		uint64_t n = strtoull(b, &end, 10);
+		if (*end == '\n')
+			*files = strtoull(end + 1, NULL, 10);
+		return n;
+	}
 	return imgs_disk_usage(layer_abs);
 }
 
-/* Layer i, from the store or unpacked into it. */
+/* Layer i, from the store, from an earlier place of this image, or unpacked into tmp/ (pending
+ * until commit_layers). */
 static int install_layer(const imgs *st, plan *p, int i, pd_err *e)
 {
 	const char *hex = imgs_digest_hex(p->layer_digest[i]);
@@ -323,36 +338,74 @@ static int install_layer(const imgs *st, plan *p, int i, pd_err *e)
 	if (imgs_path(st, plain_abs, "layers/", plain_rel, e) < 0 ||
 	    imgs_path(st, chain_abs, "layers/", chain_rel, e) < 0)
 		return -1;
+	for (int j = 0; j < i; j++)
+		if (p->pending[j][0] && (!strcmp(p->layer_dir[j], plain_rel) || !strcmp(p->layer_dir[j], chain_rel))) {
+			/* met twice in this image (docker's empty layers): unpacked once */
+			memcpy(p->layer_dir[i], p->layer_dir[j], PD_PATH);
+			memcpy(p->layer_abs[i], p->layer_abs[j], PD_PATH);
+			p->layer_size[i] = p->layer_size[j];
+			return 0;
+		}
 	const char *rel = NULL, *abs = NULL;
 	if (is_dir(plain_abs))
 		rel = plain_rel, abs = plain_abs;
 	else if (is_dir(chain_abs))
 		rel = chain_rel, abs = chain_abs;
-	if (rel && imgs_verify_blob(p->layer_blob[i], p->layer_digest[i], e) < 0)
+	if (rel) {
+		if (imgs_verify_blob(p->layer_blob[i], p->layer_digest[i], e) < 0)
+			return -1;
+		snprintf(p->layer_dir[i], PD_PATH, "%s", rel);
+		snprintf(p->layer_abs[i], PD_PATH, "%s", abs);
+		p->layer_size[i] = read_size(abs, &p->layer_files[i]);
+		/* stored already, by an import the bounds of its day let through: counted at its size */
+		p->budget.bytes += p->layer_size[i];
+		p->budget.files += p->layer_files[i];
+		if (p->budget.bytes > p->budget.image_bytes || p->budget.files > p->budget.image_files)
+			return pd_fail_as(e, EFBIG,
+					  "refused: the image takes more than %llu bytes or %llu entries with layer %s "
+					  "(stored already: %llu bytes; --max-image-bytes, --max-image-files)",
+					  (unsigned long long)p->budget.image_bytes,
+					  (unsigned long long)p->budget.image_files, p->layer_digest[i],
+					  (unsigned long long)p->layer_size[i]);
+		return 0;
+	}
+	static unsigned seq;
+	char tmp[PD_PATH + 96];
+	snprintf(tmp, sizeof tmp, "%s/tmp/layer.%s.%d.%u", st->root, hex, (int)getpid(),
+		 __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
+	if (strlen(tmp) >= PD_PATH)
+		return pd_fail(e, ENAMETOOLONG, "%s", tmp);
+	const char *lowers[IMGS_MAX_LAYERS + 1];
+	for (int j = 0; j < i; j++)
+		lowers[j] = p->layer_abs[i - 1 - j];
+	lowers[i] = NULL;
+	bool used = false;
+	if (imgs_unpack_layer(p->layer_blob[i], p->layer_digest[i], tmp, lowers, &used, &p->budget,
+			      &p->layer_files[i], e) < 0) {
+		imgs_rm_rf(tmp);
 		return -1;
-	if (!rel) {
-		static unsigned seq;
-		char tmp[PD_PATH + 96];
-		snprintf(tmp, sizeof tmp, "%s/tmp/layer.%s.%d.%u", st->root, hex, (int)getpid(),
-			 __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
-		const char *lowers[IMGS_MAX_LAYERS + 1];
-		for (int j = 0; j < i; j++)
-			lowers[j] = p->layer_abs[i - 1 - j];
-		lowers[i] = NULL;
-		bool used = false;
-		if (imgs_unpack_layer(p->layer_blob[i], p->layer_digest[i], tmp, lowers, &used, e) < 0) {
-			imgs_rm_rf(tmp);
-			return -1;
-		}
-		rel = used ? chain_rel : plain_rel;
-		abs = used ? chain_abs : plain_abs;
-		char size[32], sp[PD_PATH + 8];
-		snprintf(size, sizeof size, "%llu\n", (unsigned long long)imgs_disk_usage(tmp));
+	}
+	snprintf(p->layer_dir[i], PD_PATH, "%s", used ? chain_rel : plain_rel);
+	snprintf(p->layer_abs[i], PD_PATH, "%s", tmp);
+	snprintf(p->pending[i], PD_PATH, "%s", used ? chain_abs : plain_abs);
+	p->layer_size[i] = imgs_disk_usage(tmp);
+	return 0;
+}
+
+/* Every pending layer moved into place, once the whole image was accepted. */
+static int commit_layers(plan *p, pd_err *e)
+{
+	for (int i = 0; i < p->nlayers; i++) {
+		if (!p->pending[i][0])
+			continue;
+		char abs[PD_PATH], tmp[PD_PATH], size[64], sp[PD_PATH + 8];
+		memcpy(abs, p->pending[i], sizeof abs);
+		memcpy(tmp, p->layer_abs[i], sizeof tmp);
+		snprintf(size, sizeof size, "%llu\n%llu\n", (unsigned long long)p->layer_size[i],
+			 (unsigned long long)p->layer_files[i]);
 		snprintf(sp, sizeof sp, "%s.size", abs);
-		if (imgs_write_atomic(sp, size, strlen(size), e) < 0) {
-			imgs_rm_rf(tmp);
+		if (imgs_write_atomic(sp, size, strlen(size), e) < 0)
 			return -1;
-		}
 		/* another import may have stored the same layer meanwhile: then theirs stands */
 		if (rename(tmp, abs) < 0) {
 			int err = errno;
@@ -360,11 +413,23 @@ static int install_layer(const imgs *st, plan *p, int i, pd_err *e)
 			if (!is_dir(abs))
 				return pd_fail(e, err, "store layer %s", abs);
 		}
+		for (int j = i + 1; j < p->nlayers; j++) /* the same layer met again */
+			if (!strcmp(p->layer_abs[j], tmp))
+				snprintf(p->layer_abs[j], PD_PATH, "%s", abs);
+		snprintf(p->layer_abs[i], PD_PATH, "%s", abs);
+		p->pending[i][0] = 0;
 	}
-	snprintf(p->layer_dir[i], PD_PATH, "%s", rel);
-	snprintf(p->layer_abs[i], PD_PATH, "%s", abs);
-	p->layer_size[i] = read_size(abs);
 	return 0;
+}
+
+/* A refused import: what it unpacked goes. */
+static void drop_pending(plan *p)
+{
+	for (int i = 0; i < p->nlayers; i++)
+		if (p->pending[i][0]) {
+			imgs_rm_rf(p->layer_abs[i]);
+			p->pending[i][0] = 0;
+		}
 }
 
 /* More layers than a sandbox stacks: the lowest merged into layers/flat/<hash of their dirs>, so
@@ -408,7 +473,8 @@ static int install_flat(const imgs *st, plan *p, pd_err *e)
 				return pd_fail(e, err, "store flattened layer %s", abs);
 		}
 	}
-	p->flat_size = read_size(abs);
+	uint64_t files;
+	p->flat_size = read_size(abs, &files);
 	return 0;
 }
 
@@ -580,6 +646,16 @@ int pd_image_import(const char *source, const pd_image_import_opts *o, pd_image 
 		pd_fail(e, ENOMEM, "import");
 		goto out;
 	}
+	imgs_budget *b = &p->budget;
+	b->layer_bytes = o->max_layer_bytes ? o->max_layer_bytes : PD_IMAGE_MAX_LAYER_BYTES;
+	b->layer_files = o->max_layer_files ? o->max_layer_files : PD_IMAGE_MAX_LAYER_FILES;
+	b->image_bytes = o->max_image_bytes ? o->max_image_bytes : PD_IMAGE_MAX_IMAGE_BYTES;
+	b->image_files = o->max_image_files ? o->max_image_files : PD_IMAGE_MAX_IMAGE_FILES;
+	b->min_free = o->min_free ? o->min_free : PD_IMAGE_MIN_FREE;
+	b->disk = st.root;
+	/* a disk under its floor already takes nothing: not even the source's copy */
+	if (imgs_budget_disk(b, 0, e) < 0)
+		goto out;
 	if (S_ISDIR(sst.st_mode)) {
 		snprintf(p->dir, sizeof p->dir, "%s", source);
 	} else {
@@ -587,7 +663,7 @@ int pd_image_import(const char *source, const pd_image_import_opts *o, pd_image 
 		snprintf(p->unpacked, sizeof p->unpacked, "%s/tmp/src.%d.%u", st.root, (int)getpid(),
 			 __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
 		snprintf(p->dir, sizeof p->dir, "%s", p->unpacked);
-		if (imgs_unpack_source(source, p->unpacked, e) < 0)
+		if (imgs_unpack_source(source, p->unpacked, b, e) < 0)
 			goto out;
 	}
 	if (exists(p->dir, "oci-layout") && exists(p->dir, "index.json")) {
@@ -604,6 +680,8 @@ int pd_image_import(const char *source, const pd_image_import_opts *o, pd_image 
 		rc = install_layer(&st, p, i, e);
 	if (rc == 0 && o->strip_history)
 		rc = strip_history(&st, p, o->strip_history, e);
+	if (rc == 0)
+		rc = commit_layers(p, e);
 	if (rc == 0 && p->nlayers > PD_IMAGE_MAX_LAYERS)
 		rc = install_flat(&st, p, e);
 	if (rc == 0)
@@ -623,6 +701,7 @@ int pd_image_import(const char *source, const pd_image_import_opts *o, pd_image 
 	}
 out:
 	if (p) {
+		drop_pending(p);
 		if (p->unpacked[0])
 			imgs_rm_rf(p->unpacked);
 		free(p->manifest);

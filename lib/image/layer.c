@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -253,7 +254,10 @@ static void filter_xattrs(struct archive_entry *ent)
 
 /* A hard link whose target an earlier layer holds: the target's bytes, found through the layers
  * below (top first; a whiteout there ends the search), become this layer's file. */
-static int link_from_lower(struct archive *ext, struct archive_entry *ent, const char *target,
+typedef struct unpack unpack;
+static int take(unpack *u, uint64_t bytes, uint64_t files, const char *at, pd_err *e);
+
+static int link_from_lower(unpack *u, struct archive *ext, struct archive_entry *ent, const char *target,
 			   const char *const *lowers, pd_err *e)
 {
 	for (int i = 0; lowers && lowers[i]; i++) {
@@ -292,7 +296,9 @@ static int link_from_lower(struct archive *ext, struct archive_entry *ent, const
 			char buf[65536];
 			ssize_t n;
 			while (rc == 0 && (n = read(fd, buf, sizeof buf)) > 0)
-				if (archive_write_data(ext, buf, (size_t)n) != n)
+				if (take(u, (uint64_t)n, 0, target, e) < 0)
+					rc = -1;
+				else if (archive_write_data(ext, buf, (size_t)n) != n)
 					rc = pd_fail(e, EIO, "copy %s: %s", target, archive_error_string(ext));
 			if (rc == 0 && archive_write_finish_entry(ext) != ARCHIVE_OK)
 				rc = pd_fail(e, EIO, "copy %s: %s", target, archive_error_string(ext));
@@ -303,16 +309,73 @@ static int link_from_lower(struct archive *ext, struct archive_entry *ent, const
 	return pd_fail(e, ENOENT, "hard link to '%s': no such file in this layer or below", target);
 }
 
+/* ---- the budget ------------------------------------------------------------------------------ */
+
+/* How often the disk is looked at: a statvfs per 8 MiB written costs nothing next to the writes,
+ * and the floor is overshot by at most that much. An entry counts as 512 bytes (its inode and
+ * name), so a layer of a million empty files is looked at too. */
+#define LOOK_EVERY (8u << 20)
+#define ENTRY_COST 512
+
+int imgs_budget_disk(imgs_budget *b, uint64_t more, pd_err *e)
+{
+	struct statvfs sv;
+	b->since_look = 0;
+	if (!b->disk || statvfs(b->disk, &sv) < 0)
+		return 0; /* nothing to look at: a write to a full disk still fails on its own */
+	uint64_t avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	if (avail < b->min_free + more)
+		return pd_fail_as(e, ENOSPC,
+				  "refused: the state directory's disk (%s) has %llu bytes free, and an import must "
+				  "leave %llu (--min-free)",
+				  b->disk, (unsigned long long)avail, (unsigned long long)(b->min_free + more));
+	return 0;
+}
+
+/* Counts bytes of file data and entries about to be written into the layer (layer_bytes and
+ * layer_files: the layer's own so far) and the image; refuses the one past a bound. */
+static int budget_take(imgs_budget *b, uint64_t *layer_bytes, uint64_t *layer_files, uint64_t bytes,
+		       uint64_t files, const char *want, const char *at, pd_err *e)
+{
+	*layer_bytes += bytes;
+	*layer_files += files;
+	b->bytes += bytes;
+	b->files += files;
+	if (*layer_bytes > b->layer_bytes)
+		return pd_fail_as(e, EFBIG, "refused: layer %s unpacks to more than %llu bytes (at '%s'; --max-layer-bytes)",
+				  want, (unsigned long long)b->layer_bytes, at);
+	if (*layer_files > b->layer_files)
+		return pd_fail_as(e, EFBIG, "refused: layer %s holds more than %llu entries (at '%s'; --max-layer-files)",
+				  want, (unsigned long long)b->layer_files, at);
+	if (b->bytes > b->image_bytes)
+		return pd_fail_as(e, EFBIG, "refused: the image unpacks to more than %llu bytes (at '%s' in %s; "
+					    "--max-image-bytes)",
+				  (unsigned long long)b->image_bytes, at, want);
+	if (b->files > b->image_files)
+		return pd_fail_as(e, EFBIG, "refused: the image holds more than %llu entries (at '%s' in %s; "
+					    "--max-image-files)",
+				  (unsigned long long)b->image_files, at, want);
+	b->since_look += bytes + files * ENTRY_COST;
+	return b->since_look >= LOOK_EVERY ? imgs_budget_disk(b, 0, e) : 0;
+}
+
 /* ---- the unpacker ---------------------------------------------------------------------------- */
 
-typedef struct unpack {
+struct unpack {
 	struct archive *in, *ext;
 	hreader h;
-	const char *dest;
+	const char *dest, *want;
 	int rootfd;
 	char (*opq)[PD_PATH];
 	size_t nopq, capopq;
-} unpack;
+	imgs_budget *b;
+	uint64_t bytes, files; /* this layer's */
+};
+
+static int take(unpack *u, uint64_t bytes, uint64_t files, const char *at, pd_err *e)
+{
+	return budget_take(u->b, &u->bytes, &u->files, bytes, files, u->want, at, e);
+}
 
 static int copy_data(unpack *u, const char *rel, pd_err *e)
 {
@@ -320,8 +383,11 @@ static int copy_data(unpack *u, const char *rel, pd_err *e)
 	size_t size;
 	la_int64_t off;
 	int r;
+	/* counted before it is written: a bomb is stopped at its bound, not after it filled the disk */
 	while ((r = archive_read_data_block(u->in, &buf, &size, &off)) == ARCHIVE_OK)
-		if (archive_write_data_block(u->ext, buf, size, off) != ARCHIVE_OK)
+		if (take(u, size, 0, rel, e) < 0)
+			return -1;
+		else if (archive_write_data_block(u->ext, buf, size, off) != ARCHIVE_OK)
 			return pd_fail(e, EIO, "write %s: %s", rel, archive_error_string(u->ext));
 	if (r != ARCHIVE_EOF)
 		return pd_fail(e, EIO, "read %s: %s", rel, archive_error_string(u->in));
@@ -341,6 +407,8 @@ static int one_entry(unpack *u, struct archive_entry *ent, const char *const *lo
 		return pd_fail(e, EPERM, "refused: path '%s' leaves the layer", raw);
 	if (!rel[0])
 		return 0; /* the layer's root: the directory we made */
+	if (take(u, 0, 1, raw, e) < 0)
+		return -1;
 	char dir[PD_PATH];
 	const char *base;
 	split(rel, dir, sizeof dir, &base);
@@ -392,7 +460,7 @@ static int one_entry(unpack *u, struct archive_entry *ent, const char *const *lo
 			if (errno != ENOENT)
 				return pd_fail(e, EPERM, "refused: hard link '%s' to '%s' through a symlink", raw, hl);
 			*used_lowers = true;
-			return link_from_lower(u->ext, ent, hrel, lowers, e);
+			return link_from_lower(u, u->ext, ent, hrel, lowers, e);
 		}
 		int ok = fstat(t, &st) == 0 && !S_ISDIR(st.st_mode);
 		close(t);
@@ -410,10 +478,12 @@ static int one_entry(unpack *u, struct archive_entry *ent, const char *const *lo
 }
 
 int imgs_unpack_layer(const char *blob, const char *want, const char *dest, const char *const *lowers,
-		      bool *used_lowers, pd_err *e)
+		      bool *used_lowers, imgs_budget *b, uint64_t *files, pd_err *e)
 {
 	unpack u = {0};
 	u.dest = dest;
+	u.want = want;
+	u.b = b;
 	u.rootfd = -1;
 	*used_lowers = false;
 	u.h.fd = open(blob, O_RDONLY | O_CLOEXEC);
@@ -479,6 +549,7 @@ out:
 	close(u.h.fd);
 	pd_sha256_free(&u.h.md);
 	free(u.opq);
+	*files = u.files;
 	return rc;
 }
 
@@ -514,8 +585,14 @@ typedef struct alias {
 	char path[PD_PATH], target[PD_PATH];
 } alias;
 
-int imgs_unpack_source(const char *tarball, const char *dest, pd_err *e)
+int imgs_unpack_source(const char *tarball, const char *dest, imgs_budget *b, pd_err *e)
 {
+	/* the archive's copy is bounded as the image is (it holds the image's blobs), but counted
+	 * apart: it is removed once the import is done */
+	imgs_budget sb = *b;
+	sb.bytes = sb.files = 0;
+	sb.layer_bytes = sb.layer_files = UINT64_MAX;
+	uint64_t nb = 0, nf = 0;
 	alias *al = NULL;
 	size_t nal = 0;
 	struct archive *in = archive_read_new(), *ext = archive_write_disk_new();
@@ -573,6 +650,8 @@ int imgs_unpack_source(const char *tarball, const char *dest, pd_err *e)
 		/* the blobs and the few JSON files an image archive holds; nothing else is needed */
 		if (!rel[0] || (type != AE_IFREG && type != AE_IFDIR))
 			continue;
+		if ((rc = budget_take(&sb, &nb, &nf, 0, 1, tarball, raw, e)) < 0)
+			break;
 		snprintf(full, sizeof full, "%s/%s", dest, rel);
 		archive_entry_set_pathname(ent, full);
 		archive_entry_set_perm(ent, type == AE_IFDIR ? 0700 : 0600);
@@ -585,8 +664,11 @@ int imgs_unpack_source(const char *tarball, const char *dest, pd_err *e)
 		size_t size;
 		la_int64_t off;
 		while ((r = archive_read_data_block(in, &buf, &size, &off)) == ARCHIVE_OK)
-			if (archive_write_data_block(ext, buf, size, off) != ARCHIVE_OK)
+			if ((rc = budget_take(&sb, &nb, &nf, size, 0, tarball, raw, e)) < 0 ||
+			    archive_write_data_block(ext, buf, size, off) != ARCHIVE_OK)
 				break;
+		if (rc < 0)
+			break;
 		if (r != ARCHIVE_EOF || archive_write_finish_entry(ext) != ARCHIVE_OK)
 			rc = pd_fail(e, EIO, "%s: '%s': %s", tarball, raw,
 				     r != ARCHIVE_EOF ? archive_error_string(in) : archive_error_string(ext));

@@ -16,7 +16,7 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 		"template", "language", "code",   "files",       "files_base64", "cmd",
 		"shell",    "compile",  "stdin",  "args",        "limits",       "env",
 		"cwd",      "fetch_files", "priority", "deadline_ms", "task_id", "problem_id",
-		"problem_version", "audit", "request_id", "image", "isolation", "network", NULL};
+		"problem_version", "audit", "request_id", "image", "isolation", "network", "idempotent", NULL};
 	if (!json_is_object(req)) {
 		pd_refuse(e, "request: must be a JSON object");
 		return NULL;
@@ -31,6 +31,15 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 			pd_refuse(e, "%s: unknown field", k);
 			return NULL;
 		}
+	}
+	json_t *idem = json_object_get(req, "idempotent");
+	if (idem && !json_is_boolean(idem)) {
+		pd_refuse(e, "idempotent: must be true or false");
+		return NULL;
+	}
+	if (json_is_true(idem) && !json_is_string(json_object_get(req, "task_id"))) {
+		pd_refuse(e, "idempotent: needs a task_id (the run it names)");
+		return NULL;
 	}
 	pd_job *j = pd_job_new();
 	if (!j) {

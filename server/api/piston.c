@@ -54,6 +54,9 @@ pd_job *pd_job_from_piston(json_t *req, pd_err *e)
 		pd_fail(e, ENOMEM, "job");
 		return NULL;
 	}
+	/* Piston's run_timeout is wall-clock (its CPU limit, run_cpu_time, stays exact): the
+	 * scheduler's wall class, as Piston runs many jobs at once (server.h) */
+	j->wall_shared = true;
 	size_t i;
 	json_t *f;
 	json_array_foreach(files, i, f) {
@@ -183,13 +186,14 @@ fail:
 }
 
 
-static const char *signame(int sig)
+/* "SIGKILL" for 9, in the caller's buffer (answers are made on many worker threads at once: a
+ * static buffer would be a data race); NULL for a number without a name. */
+static const char *signame(int sig, char *buf, size_t len)
 {
-	static char buf[16];
 	const char *n = sigabbrev_np(sig);
 	if (!n)
 		return NULL;
-	snprintf(buf, sizeof buf, "SIG%s", n);
+	snprintf(buf, len, "SIG%s", n);
 	return buf;
 }
 
@@ -210,8 +214,12 @@ static json_t *piston_stage(const pd_result *r)
 	json_object_set_new(o, "output", both ? json_stringn(both, lo + le) : json_string(""));
 	free(both);
 	bool sig = r->signal && r->status != PD_OK && r->status != PD_RE;
-	json_object_set_new(o, "code", sig ? json_null() : json_integer(r->exit_code));
-	json_object_set_new(o, "signal", sig && signame(r->signal) ? json_string(signame(r->signal)) : json_null());
+	/* as Piston: the exit code of a program that exited, null for one a signal ended (or that
+	 * never ran: XX) */
+	json_object_set_new(o, "code", pd_result_exited(r) ? json_integer(r->exit_code) : json_null());
+	char sb[16];
+	const char *sn = sig ? signame(r->signal, sb, sizeof sb) : NULL;
+	json_object_set_new(o, "signal", sn ? json_string(sn) : json_null());
 	const char *st = r->status == PD_RE ? "RE"
 			 : r->status == PD_SG ? "SG"
 			 : r->status == PD_TO ? "TO"

@@ -37,6 +37,9 @@ pd_job *pd_job_from_run_code(json_t *req, pd_err *e)
 	if (api_set_language(j, json_string_value(lang), json_string_value(code), json_string_length(code),
 			 args, e) < 0)
 		goto fail;
+	/* SandboxFusion's run_timeout is wall-clock, and it runs many programs at once: the
+	 * scheduler's wall class (server.h) */
+	j->wall_shared = true;
 	/* SandboxFusion's defaults: 10 s to compile, 10 s to run */
 	j->compile.wall_ms = 10000;
 	j->run.wall_ms = 10000;

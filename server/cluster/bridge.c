@@ -165,11 +165,12 @@ static int start_consumers(pd_cluster *c, pd_err *e)
 
 bool pd_cluster_id_ok(const char *id)
 {
-	if (!*id || strlen(id) >= 64)
+	size_t n = strlen(id);
+	if (!n || n >= 64 || id[0] == '.' || id[n - 1] == '.' || strstr(id, ".."))
 		return false;
 	for (const char *p = id; *p; p++)
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
-		      *p == '_'))
+		      *p == '_' || *p == '.'))
 			return false;
 	return true;
 }
@@ -220,7 +221,7 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 	}
 	if (!pd_cluster_id_ok(c->node)) {
 		/* as pd_server_check says it (a made-up id is made of these already) */
-		pd_fail_as(e, EINVAL, "--node-id '%s': 1 to 63 of A-Z a-z 0-9 - _", c->node);
+		pd_fail_as(e, EINVAL, "--node-id '%s': " PD_CLUSTER_ID_RULE, c->node);
 		goto fail;
 	}
 	natsStatus s = N.natsOptions_Create(&c->nopts);

@@ -32,14 +32,15 @@ static int ref_dir(pd_cluster *c, char *dir, size_t len)
 	return 0;
 }
 
-/* A token names a file: it must be one (node ids and hex digits, '-' and '_'). */
+/* A token names a file: it must be one (a node id, hex digits, '-', '_', and the id's dots: never
+ * first, so never "." or ".." nor a hidden name). */
 static bool token_ok(const char *t)
 {
-	if (!*t || strlen(t) >= 96)
+	if (!*t || strlen(t) >= 96 || t[0] == '.' || strstr(t, ".."))
 		return false;
 	for (const char *p = t; *p; p++)
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
-		      *p == '_'))
+		      *p == '_' || *p == '.'))
 			return false;
 	return true;
 }

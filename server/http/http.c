@@ -438,6 +438,8 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 		so.breaker_cooldown_ms = (uint64_t)o->breaker_cooldown_s * 1000;
 	if (o->memory_watermark && settings_watermark(o->memory_watermark, &so, e) < 0)
 		goto fail;
+	if (o->memory_budget && settings_budget(o->memory_budget, &so, e) < 0)
+		goto fail;
 	if (!(s->sched = pd_sched_new(s->pools, s->store, s->metrics, &so, e)))
 		goto fail;
 	if (hangup_start(s, e) < 0)

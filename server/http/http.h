@@ -131,6 +131,8 @@ typedef struct req {
 	uint64_t watch_id; /* 0: not watched */
 	int watch_fd;
 	struct req *wprev, *wnext;
+	/* the client's request id when the request runs under dedupe.c's guard ("" otherwise) */
+	char dedupe_rid[128];
 	/* session operations */
 	char method[8];
 	char url[512];
@@ -193,6 +195,15 @@ void http_suspend(req *r);
 /* Hands an answered request back to the event thread. Once resumed, the event thread may answer
  * and free r at any moment: r is not touched after the resume. */
 void http_resume(req *r);
+
+/* ---- one run per request id (dedupe.c) ---- */
+/* 0: the first request with rid: run it, then call dedupe_end. 1: r was answered (rid's first
+ * answer again). 2: r waits for the first answer (suspended; dedupe_end resumes it). */
+int dedupe_begin(req *r, const char *rid);
+/* rid's first answer, r's response as it is set now: kept (unless a 5xx refusal) and sent to the
+ * requests that wait for it. */
+void dedupe_end(const char *rid, const req *r);
+uint64_t dedupe_hits(void);
 
 /* ---- routing (routes.c) ---- */
 void http_route(req *r, const char *url, const char *method);
@@ -298,6 +309,7 @@ int settings_listen(const char *listen, const char *token, listen_addr *a, pd_er
 int settings_db(const char *path, pd_err *e);
 /* --memory-watermark: a size of at least 1M, or a percent from 1 to 90, into so. */
 int settings_watermark(const char *w, pd_sched_opts *so, pd_err *e);
+int settings_budget(const char *w, pd_sched_opts *so, pd_err *e);
 
 /* ---- connections and descriptors (conns.c) ---- */
 /* "10.0.0.0/8,192.168.1.7" into the exemption list of the per-address limit. */

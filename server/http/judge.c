@@ -25,6 +25,8 @@ static void judge_done(pd_job *j, void *arg)
 		http_set_json(r, 200, pd_judge_job_record(j));
 	}
 	pd_job_free(j);
+	if (r->dedupe_rid[0])
+		dedupe_end(r->dedupe_rid, r);
 	http_resume(r);
 }
 
@@ -106,6 +108,16 @@ void judge_submit(req *r, const char *url, const char *method)
 		http_set_error(r, 503, "%s", fdwhy);
 		return;
 	}
+	/* one judged attempt per request id (dedupe.c): a retry gets the first verdict */
+	const char *hid = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Request-Id");
+	if (hid && *hid) {
+		snprintf(j->request_id, sizeof j->request_id, "%s", hid);
+		if (dedupe_begin(r, hid)) {
+			pd_job_free(j);
+			return;
+		}
+		snprintf(r->dedupe_rid, sizeof r->dedupe_rid, "%s", hid);
+	}
 	/* suspend first: the job may finish (and resume us) before submit returns; watched for
 	 * hang-ups before it is queued, for the same reason */
 	http_suspend(r);
@@ -116,14 +128,9 @@ void judge_submit(req *r, const char *url, const char *method)
 	hangup_unwatch(r);
 	r->retry_after = j->retry_after_s ? j->retry_after_s : 1;
 	pd_job_free(j);
-	http_set_error(r, a == PD_ADMIT_DISK_FULL ? 507 : 503, "%s",
-		       a == PD_ADMIT_FULL	  ? "queue full: retry later"
-		       : a == PD_ADMIT_BREAKER	  ? "circuit breaker open (sandboxes are failing to start): retry later"
-		       : a == PD_ADMIT_DEADLINE  ? "overloaded: the work queued ahead would not let this request "
-						   "finish before its deadline: retry later"
-		       : a == PD_ADMIT_MEMORY	  ? "overloaded: the host is short of free memory: retry later"
-		       : a == PD_ADMIT_DISK_FULL ? "disk full: the results store cannot record results"
-						 : "shutting down");
+	http_set_error(r, a == PD_ADMIT_DISK_FULL ? 507 : 503, "%s", pd_admit_text(a));
+	if (r->dedupe_rid[0])
+		dedupe_end(r->dedupe_rid, r);
 	pthread_mutex_lock(&srv->mu);
 	MHD_resume_connection(r->conn);
 	pthread_mutex_unlock(&srv->mu);

@@ -502,7 +502,7 @@ void judge_batch(req *r, json_t *body)
 		if (a != PD_ADMIT_OK) {
 			/* the others still run: this one's line (or slot) says why it did not */
 			json_t *rec = json_pack("{s:s,s:s,s:n}", "task_id", j->task_id, "error",
-						a == PD_ADMIT_FULL ? "queue full: retry later" : "not admitted: retry later",
+						pd_admit_text(a),
 						"reward");
 			free(s);
 			batch_put(b, i, rec);

@@ -162,18 +162,18 @@ static char *pool_metrics(pd_server *s)
 				(unsigned long long)js.audit_kinds[k]);
 		fprintf(f, "# HELP paddock_judge_errors_total Checker or interactor failures (retries included).\n"
 			   "# TYPE paddock_judge_errors_total counter\npaddock_judge_errors_total %llu\n"
-			   "# HELP paddock_judge_checker_cpu_ms_total CPU time of checker programs and interactors.\n"
-			   "# TYPE paddock_judge_checker_cpu_ms_total counter\npaddock_judge_checker_cpu_ms_total %llu\n"
+			   "# HELP paddock_judge_checker_cpu_seconds_total CPU time of checker programs and interactors.\n"
+			   "# TYPE paddock_judge_checker_cpu_seconds_total counter\npaddock_judge_checker_cpu_seconds_total %.3f\n"
 			   "# HELP paddock_judge_cache_total Fingerprint cache lookups, by result.\n"
 			   "# TYPE paddock_judge_cache_total counter\n"
 			   "paddock_judge_cache_total{result=\"hit\"} %llu\npaddock_judge_cache_total{result=\"miss\"} %llu\n"
 			   "# HELP paddock_judge_cache_entries Verdicts the cache holds.\n"
 			   "# TYPE paddock_judge_cache_entries gauge\npaddock_judge_cache_entries %llu\n"
-			   "# HELP paddock_judge_cache_cpu_saved_ms_total CPU time the cache's hits did not spend again.\n"
-			   "# TYPE paddock_judge_cache_cpu_saved_ms_total counter\npaddock_judge_cache_cpu_saved_ms_total %llu\n",
-			(unsigned long long)js.judge_errors, (unsigned long long)js.checker_ms,
+			   "# HELP paddock_judge_cache_cpu_saved_seconds_total CPU time the cache's hits did not spend again.\n"
+			   "# TYPE paddock_judge_cache_cpu_saved_seconds_total counter\npaddock_judge_cache_cpu_saved_seconds_total %.3f\n",
+			(unsigned long long)js.judge_errors, (double)js.checker_ms / 1000.0,
 			(unsigned long long)js.cache_hits, (unsigned long long)js.cache_misses,
-			(unsigned long long)js.cache_entries, (unsigned long long)js.cpu_ms_saved);
+			(unsigned long long)js.cache_entries, (double)js.cpu_ms_saved / 1000.0);
 	}
 	fclose(f);
 	free(st);

@@ -27,6 +27,8 @@ static void job_done(pd_job *j, void *arg)
 			  "%sthe result of %s could not be recorded (%s) and was not kept: retry later",
 			  j->store_errno == ENOSPC ? "disk full: " : "", j->task_id, j->store_error);
 		pd_job_free(j);
+		if (r->dedupe_rid[0])
+			dedupe_end(r->dedupe_rid, r);
 		http_resume(r);
 		return;
 	}
@@ -41,6 +43,8 @@ static void job_done(pd_job *j, void *arg)
 	}
 	http_set_json(r, status, out);
 	pd_job_free(j);
+	if (r->dedupe_rid[0])
+		dedupe_end(r->dedupe_rid, r);
 	http_resume(r);
 }
 
@@ -141,6 +145,12 @@ void runs_submit(req *r, kind k)
 	/* the client's own choice; a language's template is the daemon's, and its absence from a
 	 * templates file stays a dependency_missing record */
 	bool named = k == K_NATIVE && json_object_get(body, "template");
+	/* a task_id sent with "idempotent": true names one run, as a request id does */
+	json_t *tid = json_object_get(body, "task_id");
+	bool idem = json_is_true(json_object_get(body, "idempotent")) && json_is_string(tid) && json_string_length(tid);
+	char idem_rid[128] = "";
+	if (idem)
+		snprintf(idem_rid, sizeof idem_rid, "task:%s", json_string_value(tid));
 	json_decref(body);
 	if (j && named && http_check_template(r->srv, j->template_name, &e) < 0) {
 		pd_job_free(j);
@@ -221,6 +231,18 @@ void runs_submit(req *r, kind k)
 	}
 	j->done = job_done;
 	j->done_arg = r;
+	/* one run per request id (dedupe.c): the same id again, while this one runs or after, gets
+	 * its answer instead of a second run */
+	const char *guard = rid[0] ? rid : idem_rid;
+	if (guard[0]) {
+		snprintf(j->request_id, sizeof j->request_id, "%s", guard);
+		int d = dedupe_begin(r, guard);
+		if (d) {
+			pd_job_free(j);
+			return;
+		}
+		snprintf(r->dedupe_rid, sizeof r->dedupe_rid, "%s", guard);
+	}
 	/* suspend first: the job may finish (and resume us) before submit returns; watched for the
 	 * same reason before it is queued */
 	http_suspend(r);
@@ -241,13 +263,9 @@ void runs_submit(req *r, kind k)
 		if (!pd_store_full(r->srv->store, why, sizeof why))
 			snprintf(why, sizeof why, "disk full: the results store cannot record results");
 	}
-	http_set_error(r, code, "%s", a == PD_ADMIT_FULL ? "queue full: retry later"
-			       : a == PD_ADMIT_BREAKER ? "circuit breaker open (sandboxes are failing to start): retry later"
-			       : a == PD_ADMIT_DEADLINE ? "overloaded: the work queued ahead would not let this request "
-							  "finish before its deadline: retry later"
-			       : a == PD_ADMIT_MEMORY ? "overloaded: the host is short of free memory: retry later"
-			       : a == PD_ADMIT_DISK_FULL ? why
-						       : "shutting down");
+	http_set_error(r, code, "%s", a == PD_ADMIT_DISK_FULL ? why : pd_admit_text(a));
+	if (r->dedupe_rid[0])
+		dedupe_end(r->dedupe_rid, r);
 	pd_server *srv = r->srv;
 	pthread_mutex_lock(&srv->mu);
 	MHD_resume_connection(r->conn);

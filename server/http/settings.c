@@ -15,6 +15,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* contrib/config.example.json's token, and the shortest token taken beyond loopback (16 bytes:
+ * 96 bits in base64, past any guessing over HTTP) */
+#define PD_EXAMPLE_TOKEN "change-me-to-a-long-random-string"
+#define PD_TOKEN_MIN 16
+
 /* The directory of the file path (what names it: the flag and its value) exists: the store and
  * the socket are made there, and the system's own word for a missing one ("unable to open
  * database file") does not say which. */
@@ -71,11 +76,24 @@ int settings_listen(const char *l, const char *token, listen_addr *a, pd_err *e)
 	a->in.sin_port = htons((uint16_t)port);
 	if (inet_pton(AF_INET, a->host, &a->in.sin_addr) != 1)
 		return pd_fail_as(e, EINVAL, "--listen: '%s' is not an IPv4 address", a->host);
-	if ((ntohl(a->in.sin_addr.s_addr) >> 24) != 127 && (!token || !*token))
+	if ((ntohl(a->in.sin_addr.s_addr) >> 24) == 127)
+		return 0;
+	if (!token || !*token)
 		return pd_fail_as(e, EPERM,
 				  "--listen %s is beyond loopback: it needs a bearer token (--token or --token-file), "
 				  "as anyone who reaches it can run code",
 				  l);
+	/* a token anyone can read in contrib/ or guess is no token: whoever reaches the port runs code */
+	if (!strcmp(token, PD_EXAMPLE_TOKEN))
+		return pd_fail_as(e, EPERM,
+				  "--listen %s is beyond loopback: the token is the example config's "
+				  "('%s'); make one, e.g. head -c 32 /dev/urandom | base64",
+				  l, PD_EXAMPLE_TOKEN);
+	if (strlen(token) < PD_TOKEN_MIN)
+		return pd_fail_as(e, EPERM,
+				  "--listen %s is beyond loopback: the token has %zu bytes, fewer than %d; make "
+				  "one, e.g. head -c 32 /dev/urandom | base64",
+				  l, strlen(token), PD_TOKEN_MIN);
 	return 0;
 }
 
@@ -103,6 +121,23 @@ int settings_watermark(const char *w, pd_sched_opts *so, pd_err *e)
 			  "--memory-watermark: '%s' is not a size of at least 1M nor a percent from 1%% to 90%%", w);
 }
 
+int settings_budget(const char *w, pd_sched_opts *so, pd_err *e)
+{
+	size_t n = strlen(w);
+	if (n > 1 && w[n - 1] == '%') {
+		char *end;
+		double pct = strtod(w, &end);
+		if (end == w + n - 1 && strspn(w, "0123456789.") == n - 1 && pct >= 1 && pct <= 100) {
+			so->memory_budget_pct = pct;
+			return 0;
+		}
+	} else if (pd_parse_size(w, &so->memory_budget) == 0 && so->memory_budget >= (16u << 20)) {
+		return 0;
+	}
+	return pd_fail_as(e, EINVAL, "--memory-budget: '%s' is not a size of at least 16M nor a percent from 1%% to 100%%",
+			  w);
+}
+
 int pd_server_check(const pd_server_opts *o, pd_err *e)
 {
 	listen_addr la;
@@ -113,8 +148,10 @@ int pd_server_check(const pd_server_opts *o, pd_err *e)
 	pd_sched_opts so = o->sched;
 	if (o->memory_watermark && settings_watermark(o->memory_watermark, &so, e) < 0)
 		return -1;
+	if (o->memory_budget && settings_budget(o->memory_budget, &so, e) < 0)
+		return -1;
 	if (o->cluster && o->node_id && !pd_cluster_id_ok(o->node_id))
-		return pd_fail_as(e, EINVAL, "--node-id '%s': 1 to 63 of A-Z a-z 0-9 - _", o->node_id);
+		return pd_fail_as(e, EINVAL, "--node-id '%s': " PD_CLUSTER_ID_RULE, o->node_id);
 	/* the exemptions and the templates (their network twins too) as the server keeps them: in a
 	 * server of its own that never starts */
 	pd_server *s = calloc(1, sizeof *s);

@@ -46,11 +46,33 @@ int pd_judge_policy(const pd_template *tpl, const pd_problem *p, const pd_audit_
 	}
 	if (!pol)
 		return pd_fail(e, ENOMEM, "audit");
+	/* a decoy planted by the template (or the request) over this problem's answers: refused
+	 * as the problem's own would be at load */
+	if (pd_judge_check_decoys(p, pol, p->id, e) < 0)
+		goto fail;
 	*out = pol;
 	return 0;
 fail:
 	pd_audit_policy_free(pol);
 	return -1;
+}
+
+int pd_judge_check_decoys(const pd_problem *p, const pd_audit_policy *pol, const char *whose, pd_err *e)
+{
+	/* an interactive problem's answer is the interactor's secret, never the candidate's output */
+	if (!pol || p->checker.mode == PD_CHK_INTERACTIVE)
+		return 0;
+	for (size_t i = 0; i < p->ntests; i++) {
+		const pd_jtest *t = &p->tests[i];
+		const char *trap = pd_audit_policy_answer_trap(pol, t->answer, t->answer_len);
+		if (trap)
+			return pd_refuse(e,
+					 "%s: audit: the decoy %s's answer is test %s's expected output: every correct "
+					 "submission would be flagged as its wrong answer (trap_read); give the decoy "
+					 "another answer",
+					 whose, trap, t->name);
+	}
+	return 0;
 }
 
 int pd_judge_policy_risky(pd_audit_policy **pol, pd_err *e)

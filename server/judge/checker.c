@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 static const char *const mode_names[PD_CHK_COUNT] = {
 	"lines", "exact", "tokens", "numeric", "yesno", "unordered_lines", "multiset_tokens",
@@ -484,13 +485,128 @@ static int check_sorted(const pd_checker_cfg *c, bool lines, const char *o, size
 
 /* ---- JSON values ----------------------------------------------------------------------------- */
 
-static bool json_same(json_t *a, json_t *b)
+/* An integer and a double are equal as Python's == has them: exactly, the double integral and of
+ * the same value. No rounding either way: 9007199254740993 (2^53+1) is not 9007199254740992.0,
+ * which a conversion of the integer to double would call equal. Every double at or past 2^63 in
+ * magnitude is out of a json_int_t's range (the range's ends are powers of two, exact). */
+static bool int_is_double(json_int_t i, double d)
 {
+	if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0) || d != trunc(d))
+		return false;
+	return (json_int_t)d == i;
+}
+
+/* ---- integers past 64 bits ------------------------------------------------------------------
+ * jansson reads integers as 64-bit and refuses a longer one, but Python's have no bound: an answer
+ * (or an output) may hold 2**70. Before loading, each integer literal of 19 digits or more (outside
+ * strings) becomes a string marked with a tag no output can forge (a random nonce per check), and
+ * is compared by its decimal text. */
+#define BIG_DIGITS 19
+
+typedef struct bigtag {
+	char json[48]; /* as written in the text: "\u0001bigint-<16 hex>:" */
+	char val[40];  /* as loaded: "\x01bigint-<16 hex>:" */
+	size_t jlen, vlen;
+} bigtag;
+
+static void bigtag_init(bigtag *t)
+{
+	unsigned long long r = 0;
+	if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+		r = (unsigned long long)pd_now_us() * 0x9e3779b97f4a7c15ull ^ (unsigned long long)(uintptr_t)t;
+	t->jlen = (size_t)snprintf(t->json, sizeof t->json, "\\u0001bigint-%016llx:", r);
+	t->vlen = (size_t)snprintf(t->val, sizeof t->val, "\001bigint-%016llx:", r);
+}
+
+/* s with its long integer literals as marked strings (malloc'd), or NULL (out of memory) */
+static char *mark_bigints(const char *s, size_t len, const bigtag *t, size_t *out_len)
+{
+	size_t cap = len + (len / BIG_DIGITS + 1) * (t->jlen + 2) + 1, k = 0;
+	char *o = malloc(cap);
+	if (!o)
+		return NULL;
+	bool in_str = false;
+	for (size_t i = 0; i < len;) {
+		char c = s[i];
+		if (in_str || c == '"') {
+			o[k++] = s[i++];
+			if (in_str && c == '\\' && i < len)
+				o[k++] = s[i++];
+			else if (c == '"')
+				in_str = !in_str;
+			continue;
+		}
+		if (c != '-' && !isdigit((unsigned char)c)) {
+			o[k++] = s[i++];
+			continue;
+		}
+		size_t d = i + (c == '-'), j = d;
+		while (j < len && isdigit((unsigned char)s[j]))
+			j++;
+		bool more = j < len && (s[j] == '.' || s[j] == 'e' || s[j] == 'E');
+		/* a leading zero stays: "0123" is not JSON, and must not become a valid string */
+		if (j - d >= BIG_DIGITS && !more && s[d] != '0') {
+			o[k++] = '"';
+			memcpy(o + k, t->json, t->jlen);
+			k += t->jlen;
+			memcpy(o + k, s + i, j - i);
+			k += j - i;
+			o[k++] = '"';
+			i = j;
+			continue;
+		}
+		/* the whole number (a fraction's digits are not an integer of their own) */
+		while (j < len && (isdigit((unsigned char)s[j]) || s[j] == '.' || s[j] == 'e' || s[j] == 'E' ||
+				   ((s[j] == '+' || s[j] == '-') && (s[j - 1] == 'e' || s[j - 1] == 'E'))))
+			j++;
+		memcpy(o + k, s + i, j - i);
+		k += j - i;
+		i = j;
+	}
+	o[k] = 0;
+	*out_len = k;
+	return o;
+}
+
+/* the decimal text of a marked integer, or NULL */
+static const char *big_of(json_t *v, const bigtag *t)
+{
+	if (!json_is_string(v) || json_string_length(v) <= t->vlen)
+		return NULL;
+	const char *s = json_string_value(v);
+	return memcmp(s, t->val, t->vlen) ? NULL : s + t->vlen;
+}
+
+/* A double and a long integer's text: equal when the double is integral and its exact decimal
+ * (glibc prints an integral double exactly) is the same text. */
+static bool big_is_double(const char *digits, double d)
+{
+	if (!isfinite(d) || d != trunc(d))
+		return false;
+	char buf[400];
+	snprintf(buf, sizeof buf, "%.0f", d);
+	return !strcmp(buf, digits);
+}
+
+static bool float_close(double x, double y)
+{
+	return x == y || fabs(x - y) <= 1e-9 * (1 + fabs(y));
+}
+
+/* got against want (the answer): where the answer is an integer, exactly whatever the output's
+ * number is; tolerance only where the answer is a float */
+static bool json_same(json_t *a, json_t *b, const bigtag *t)
+{
+	const char *ba = big_of(a, t), *bb = big_of(b, t);
+	if (bb) /* a long integer answer: the same text, or an integral float of that exact value */
+		return ba ? !strcmp(ba, bb) : json_is_real(a) && big_is_double(bb, json_real_value(a));
+	if (ba) /* a long integer output: never a 64-bit integer answer (shorter); near a float one */
+		return json_is_real(b) && float_close(strtod(ba, NULL), json_real_value(b));
 	if (json_is_number(a) && json_is_number(b)) {
-		if (json_is_integer(a) && json_is_integer(b))
-			return json_integer_value(a) == json_integer_value(b);
-		double x = json_number_value(a), y = json_number_value(b);
-		return x == y || fabs(x - y) <= 1e-9 * (1 + fabs(y));
+		if (json_is_integer(b))
+			return json_is_integer(a) ? json_integer_value(a) == json_integer_value(b)
+						  : int_is_double(json_integer_value(b), json_real_value(a));
+		return float_close(json_number_value(a), json_number_value(b));
 	}
 	if (json_typeof(a) != json_typeof(b))
 		return (json_is_boolean(a) && json_is_boolean(b)) ? json_is_true(a) == json_is_true(b) : false;
@@ -499,7 +615,7 @@ static bool json_same(json_t *a, json_t *b)
 		if (json_array_size(a) != json_array_size(b))
 			return false;
 		for (size_t i = 0; i < json_array_size(a); i++)
-			if (!json_same(json_array_get(a, i), json_array_get(b, i)))
+			if (!json_same(json_array_get(a, i), json_array_get(b, i), t))
 				return false;
 		return true;
 	}
@@ -510,7 +626,7 @@ static bool json_same(json_t *a, json_t *b)
 		json_t *v;
 		json_object_foreach(a, k, v) {
 			json_t *w = json_object_get(b, k);
-			if (!w || !json_same(v, w))
+			if (!w || !json_same(v, w, t))
 				return false;
 		}
 		return true;
@@ -523,28 +639,49 @@ static bool json_same(json_t *a, json_t *b)
 	}
 }
 
-static json_t *load_any(const char *s, size_t len)
+/* a dump of a value with its marked integers as plain numbers again ("\"<tag>123\"" -> 123) */
+static void unmark(char *s, const bigtag *t)
+{
+	char *p;
+	while (s && (p = strstr(s, t->json))) {
+		char *q = p > s && p[-1] == '"' ? p - 1 : p, *end = p + t->jlen;
+		size_t n = strspn(end, "-0123456789");
+		memmove(q, end, n);
+		char *rest = end + n + (end[n] == '"');
+		memmove(q + n, rest, strlen(rest) + 1);
+	}
+}
+
+static json_t *load_any(const char *s, size_t len, const bigtag *t)
 {
 	json_error_t je;
-	return json_loadb(s, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+	size_t ml;
+	char *m = mark_bigints(s, len, t, &ml);
+	json_t *v = m ? json_loadb(m, ml, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je) : NULL;
+	free(m);
+	return v;
 }
 
 static void check_json(const char *o, size_t ol, const char *a, size_t al, pd_check_result *r)
 {
-	json_t *want = load_any(a, al);
+	bigtag t;
+	bigtag_init(&t);
+	json_t *want = load_any(a, al, &t);
 	if (!want) {
 		verdict(r, PD_T_JE, "the answer is not JSON");
 		return;
 	}
-	json_t *got = load_any(o, ol);
+	json_t *got = load_any(o, ol, &t);
 	if (!got) {
 		char g[200];
 		quote(g, sizeof g, o, ol);
 		verdict(r, PD_T_WA, "the output is not one JSON value: '%s'", g);
-	} else if (json_same(got, want)) {
+	} else if (json_same(got, want, &t)) {
 		verdict(r, PD_T_AC, "ok: the same JSON value");
 	} else {
 		char *gs = json_dumps(got, JSON_COMPACT | JSON_ENCODE_ANY), *ws = json_dumps(want, JSON_COMPACT | JSON_ENCODE_ANY);
+		unmark(gs, &t);
+		unmark(ws, &t);
 		char g[200], w[200];
 		quote(g, sizeof g, gs ? gs : "", gs ? strlen(gs) : 0);
 		quote(w, sizeof w, ws ? ws : "", ws ? strlen(ws) : 0);

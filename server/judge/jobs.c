@@ -40,7 +40,7 @@ static pd_failure failure_of(const char *fc)
 	for (int f = 0; fc && f < PD_F_COUNT; f++)
 		if (!strcmp(fc, pd_failure_name((pd_failure)f)))
 			return (pd_failure)f;
-	return PD_F_NONE; /* compile_error, none: the model's own outcome */
+	return PD_F_NONE; /* none: the model's own outcome */
 }
 
 static void fill_ids(const pd_job *j, const judge_work *w, pd_judged *d)
@@ -98,6 +98,15 @@ static bool judge_once(pd_job *j, judge_work *w, const pd_judge_opts *o)
 		j->verdict.failed_kinds = d.audit_verdict.failed_kinds;
 		for (int k = 0; d.audited && !d.cache_hit && k < PD_AK_N; k++)
 			j->work_audit_kinds[k] += d.audit_kinds[k];
+		/* the cost of every attempt, the usable of the last (paddock_cpu_seconds_total,
+		 * paddock_usable_samples_total): a cache hit ran nothing, whatever its stored record's
+		 * cpu_ms says */
+		j->work_usable = d.v.usable;
+		if (!d.cache_hit) {
+			j->work_cpu_ms += d.cpu_ms;
+			for (size_t t = 0; t < d.ntests; t++)
+				j->work_mem_byte_s += (double)d.tests[t].memory_kb * 1024.0 * ((double)d.tests[t].wall_ms / 1000.0);
+		}
 		j->record = pd_judged_to_json(&d);
 		retry = j->failure == PD_F_STARTUP || j->failure == PD_F_INTERNAL;
 	}
@@ -129,6 +138,7 @@ static void execute(pd_job *j, pd_pools *pools)
 	unsigned retries = o.infra_retries;
 	o.infra_retries = 0;
 	for (j->attempts = 1;; j->attempts++) {
+		j->work_usable = false;
 		bool retry = judge_once(j, w, &o);
 		if (!retry || j->attempts > retries || pd_job_is_cancelled(j) ||
 		    (j->deadline_us && pd_now_us() >= j->deadline_us))

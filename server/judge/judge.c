@@ -92,8 +92,31 @@ static int prepare_one(pd_judge *j, const pd_problem *p, pd_jsource *s, const ch
 	return 0;
 }
 
+/* Each template a submission to p may run in (its own, else every template: a language's is any
+ * of them) whose audit policy plants a decoy with a test's expected output as its answer. */
+static int check_template_decoys(pd_judge *j, const pd_problem *p, pd_err *e)
+{
+	size_t n = 0;
+	pd_pool_stats *st = pd_pools_stats(j->pools, &n);
+	int rc = 0;
+	for (size_t i = 0; st && i < n && rc == 0; i++) {
+		if (p->template_name[0] && strcmp(p->template_name, st[i].template_name))
+			continue;
+		const pd_template *t = pd_pools_template(j->pools, st[i].template_name);
+		if (!t || !t->audit)
+			continue;
+		char whose[600];
+		snprintf(whose, sizeof whose, "%s: template %s", p->origin, st[i].template_name);
+		rc = pd_judge_check_decoys(p, t->audit, whose, e);
+	}
+	free(st);
+	return rc;
+}
+
 int pd_judge_prepare(pd_judge *j, pd_problem *p, pd_err *e)
 {
+	if (check_template_decoys(j, p, e) < 0)
+		return -1;
 	if (p->checker.mode == PD_CHK_PROGRAM && prepare_one(j, p, &p->checker_prog, "checker", e) < 0)
 		return -1;
 	if (p->checker.mode == PD_CHK_INTERACTIVE && prepare_one(j, p, &p->interactor, "interactor", e) < 0)
@@ -439,7 +462,12 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 								      : NULL;
 	const pd_template *jt = js ? pd_pools_template(j->pools, judge_template(j, p, js)) : NULL;
 	bool stop = o->stop_at_first_failure < 0 ? p->stop_at_first_failure : o->stop_at_first_failure > 0;
-	if (pd_judge_policy(tpl, p, o->audit, &pol, e) < 0)
+	/* the default audit where the tier has one: gvisor offers none (the candidate would fail to
+	 * start), and a default must not make a judging impossible; an audit asked for still does */
+	const pd_audit_policy *req = o->audit;
+	if (req && o->audit_default && tpl->isolation == PD_ISO_GVISOR)
+		req = NULL;
+	if (pd_judge_policy(tpl, p, req, &pol, e) < 0)
 		return -1;
 	if (o->risky && pd_judge_policy_risky(&pol, e) < 0) {
 		pd_audit_policy_free(pol);

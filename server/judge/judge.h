@@ -352,6 +352,9 @@ typedef struct pd_judge_opts {
 	unsigned judge_retries;     /* retries of a failed checker; default 1 */
 	unsigned infra_retries;     /* retries of a sandbox that failed (XX, startup); default 1 */
 	const pd_audit_policy *audit; /* the request's "audit" (borrowed), NULL: none asked */
+	/* audit is the default's (the request said nothing; "audit": false opts out): applied where
+	 * the candidate's tier offers an audit, left out under gvisor, which has none */
+	bool audit_default;
 	/* the scheduler's job being judged (NULL: none): once it is cancelled (its client hung up) the
 	 * running program is killed, nothing more runs, and the attempt ends as "cancelled" */
 	pd_job *job;
@@ -472,6 +475,11 @@ int pd_judge_check_policy(pd_judge *j, const pd_problem *p, const char *language
 /* The record's audit: started (process pass until a run says otherwise), each candidate run's
  * events and verdict added, a run whose evidence is missing (a sandbox fault), then the process
  * level decided (policy_violation on a fail). */
+/* -1 (a refusal naming whose policy, the decoy and the test) when a decoy of pol has as its
+ * wrong answer a test's expected output of p: the audit would flag every correct submission.
+ * Checked at load (the problem's own policy; each template's over it, pd_judge_prepare) and on
+ * every merged policy (pd_judge_policy). */
+int pd_judge_check_decoys(const pd_problem *p, const pd_audit_policy *pol, const char *whose, pd_err *e);
 /* A problem on the risk list: *pol (NULL: none asked) becomes a full audit with egress denied. */
 int pd_judge_policy_risky(pd_audit_policy **pol, pd_err *e);
 void pd_judged_audit_start(pd_judged *d);

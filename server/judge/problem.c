@@ -479,6 +479,8 @@ pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, 
 		pd_jfail_at(e, where, "in_outs.fn_name: a call-based problem cannot be interactive");
 		goto fail;
 	}
+	if (pd_judge_check_decoys(p, p->audit, where, e) < 0)
+		goto fail;
 	if (!p->interactor_time_ms)
 		p->interactor_time_ms = p->time_ms * 2 + 1000;
 	if (digest(p) < 0) {

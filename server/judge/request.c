@@ -131,13 +131,17 @@ int pd_judge_req_parse(json_t *o, pd_judge_req *q, pd_err *e)
 	}
 	if (pd_reward_rule_parse(json_object_get(o, "reward"), &q->opts.rule, e) < 0)
 		goto fail;
+	/* the audit is on unless the request says "audit": false: without it no judged submission
+	 * can be usable (its process level stays not_audited), and its cost is small (docs/judge.md) */
 	json_t *au = json_object_get(o, "audit");
-	if (au && !json_is_null(au) && !json_is_false(au)) {
-		if (!json_is_true(au) && !json_is_object(au)) {
+	bool dflt = !au || json_is_null(au);
+	if (dflt || !json_is_false(au)) {
+		if (!dflt && !json_is_true(au) && !json_is_object(au)) {
 			pd_refuse(e, "audit: must be true, false or a policy object");
 			goto fail;
 		}
-		char *text = json_dumps(au, JSON_COMPACT | JSON_ENCODE_ANY);
+		q->opts.audit_default = dflt;
+		char *text = dflt ? strdup("true") : json_dumps(au, JSON_COMPACT | JSON_ENCODE_ANY);
 		if (!text) {
 			pd_fail(e, ENOMEM, "audit");
 			goto fail;

@@ -61,7 +61,7 @@ elif mode == "native":
 EOF
 
 # --- a daemon with one worker and a queue of one per priority ----------------------------------
-start_daemon --workers 1 --queue-max 1
+start_daemon --workers 1 --wall-workers 1 --queue-max 1
 ok $? "daemon with --workers 1 --queue-max 1"
 
 python3 "$TMPD/client.py" "$U" run_code >"$TMPD/rc.jsonl"
@@ -114,7 +114,9 @@ is "$(jb .run)" null "queue_timeout: never ran (run null)"
 wait "$slow"
 is "$(jq -r .run.stdout "$TMPD/slow.json")" slow "the slow job itself completed"
 # the same through SandboxFusion: a SandboxError, which verl treats as an infrastructure failure
-curl -s -m 30 -o /dev/null -H 'Content-Type: application/json' -d '{"template":"node","shell":"sleep 7"}' "$U/v1/runs" &
+# (the wall class's only worker: /run_code runs beside the native API's workers, not behind them)
+curl -s -m 30 -o /dev/null -H 'Content-Type: application/json' \
+  -d '{"code":"import time; time.sleep(7)","language":"python","run_timeout":10}' "$U/run_code" &
 slow=$!
 wait_for 10 workers_busy
 post_json /run_code '{"code":"print(1)","language":"python","run_timeout":10,"deadline_ms":5000}'

@@ -11,8 +11,8 @@ unset PADDOCK_TOKEN
 
 # --- serve: the options --help lists -------------------------------------------------------------
 mapfile -t OPTS < <("$PADDOCK" serve --help | sed -nE 's/^  (-[a-z], )?--([a-z-]+) ([A-Z]+).*/\2 \3/p' | grep -v '^config ')
-plan $((2 * ${#OPTS[@]} + 94))
-is "${#OPTS[@]}" 39 "serve --help lists 39 options with a value (besides --config)"
+plan $((2 * ${#OPTS[@]} + 104))
+is "${#OPTS[@]}" 41 "serve --help lists 41 options with a value (besides --config)"
 
 printf 'secret-from-file\n' >"$TMPD/token"
 # a templates file and a problems directory that load: --check reads them as serve does
@@ -35,6 +35,7 @@ value() {  # a value of the option's type, other than its default
     *:SECS) echo 3 ;;
     *:MODES) echo none,host ;;
     *:WATERMARK) echo 5% ;;
+    *:BUDGET) echo 50% ;;
     *) echo "no sample value for $1 $2" >&2; echo "?" ;;
   esac
 }
@@ -120,9 +121,32 @@ refuses "--memory-watermark: '3q' is not a size of at least 1M nor a percent fro
 refuses "--per-ip-exempt: 'bogus' is not an IPv4 address or network" --listen 127.0.0.1:0 --per-ip-exempt bogus
 refuses "--per-ip-exempt: '10\.0\.0\.0/33' has a bad prefix length \(0 to 32\)" --listen 127.0.0.1:0 --per-ip-exempt 10.0.0.0/33
 refuses "--run-code-networks: 'wifi' is not loopback, none, allowlist or host" --listen 127.0.0.1:0 --run-code-networks none,wifi
-refuses "--node-id 'a b': 1 to 63 of A-Z a-z 0-9 - _" --listen 127.0.0.1:0 --cluster nats://127.0.0.1:4222 --node-id "a b"
-"$PADDOCK" serve --check --listen 0.0.0.0:0 --token t0k3n >/dev/null 2>&1
-is "$?" 0 "--check takes beyond loopback with a token"
+refuses "--node-id 'a b': 1 to 63 of A-Z a-z 0-9 - _ \. \(no dot first, last or twice in a row\)" --listen 127.0.0.1:0 --cluster nats://127.0.0.1:4222 --node-id "a b"
+# a host name with its domain, as the cluster unit's --node-id %H-%i gives it (issue 39): taken;
+# dots that would make an empty NATS subject token are not
+"$PADDOCK" serve --check --listen 127.0.0.1:0 --cluster nats://127.0.0.1:4222 --node-id host.example.com-1 >/dev/null 2>&1
+is "$?" 0 "--node-id host.example.com-1 (systemd's %H-%i on a host with a domain): taken"
+bad=""
+for id in .host host. host..example.com-1 "$(printf 'h%.0s' {1..64})"; do
+  "$PADDOCK" serve --check --listen 127.0.0.1:0 --cluster nats://127.0.0.1:4222 --node-id "$id" >/dev/null 2>&1
+  [ $? = 64 ] || bad="$bad $id"
+done
+is "$bad" "" "--node-id .host, host., host..example.com-1, 64 characters: each refused (64)"
+# a token beyond loopback: not the example config's, not shorter than 16 bytes (issue 39)
+refuses "--listen 0\.0\.0\.0:0 is beyond loopback: the token is the example config's \('change-me-to-a-long-random-string'\); make one, e\.g\. .*" \
+  --listen 0.0.0.0:0 --token change-me-to-a-long-random-string
+refuses "--listen 0\.0\.0\.0:0 is beyond loopback: the token has 5 bytes, fewer than 16; make one, e\.g\. .*" --listen 0.0.0.0:0 --token t0k3n
+jq '.listen = "0.0.0.0:0" | .db = null | .templates = null | del(.db, .templates)' contrib/config.example.json >"$TMPD/example-public.json"
+refuses "--listen 0\.0\.0\.0:0 is beyond loopback: the token is the example config's .*" --config "$TMPD/example-public.json"
+"$PADDOCK" serve --check --listen 0.0.0.0:0 --token 0123456789abcdef >/dev/null 2>&1
+is "$?" 0 "--check takes beyond loopback with a token of 16 bytes"
+"$PADDOCK" serve --check --listen 127.0.0.1:0 --token t0k3n >/dev/null 2>&1
+is "$?" 0 "--check takes a short token on loopback (the floor is for what others reach)"
+# --config=FILE is read as --config FILE is (contrib/paddock.service once said it was not)
+printf '{"workers": 7}\n' >"$TMPD/seven.json"
+a=$("$PADDOCK" serve --check --config="$TMPD/seven.json" 2>&1 | jq -c .workers)
+b=$("$PADDOCK" serve --check --config "$TMPD/seven.json" 2>&1 | jq -c .workers)
+is "$a $b" "7 7" "--config=FILE and --config FILE: the file is read either way"
 
 # --- the command table ---------------------------------------------------------------------------
 "$PADDOCK" >/dev/null 2>&1

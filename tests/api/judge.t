@@ -4,7 +4,7 @@
 # cache, tests); a compile error; the fingerprint cache and its opt-out; refusals naming the field;
 # a problem directory with a checker that does not build stops the start.
 source "$(dirname "$0")/api.sh"
-plan 36
+plan 37
 
 start_daemon --problems examples/problems
 ok $? "daemon started with --problems examples/problems"
@@ -14,9 +14,9 @@ post_json /v1/judge '{"problem_id":"sum","language":"cpp","task_id":"jt-1","grou
 is "$CODE" 200 "a loaded problem: 200"
 REC=$(body)
 is "$(jq -r '[.verdict.output.status, (.verdict.output.score|tostring), .verdict.process.status, .verdict.resources.status] | join(" ")' <<<"$REC")" \
-  "pass 1 not_audited pass" "verdict: output pass (score 1), process not_audited (never pass without an audit), resources pass"
-is "$(jq -r '[(.usable|tostring), .unusable_level, (.reward|tostring), .failure_class, .cache] | join(" ")' <<<"$REC")" \
-  "false process 1 none miss" "usable false (process not audited), reward 1, failure_class none, cache miss"
+  "pass 1 pass pass" "verdict: output pass (score 1), process pass (the audit is on by default), resources pass"
+is "$(jq -r '[(.usable|tostring), (.unusable_level|tostring), (.reward|tostring), .failure_class, .cache] | join(" ")' <<<"$REC")" \
+  "true null 1 none miss" "usable true (every level passed), reward 1, failure_class none, cache miss"
 is "$(jq -r '[.task_id, .group_id, .sample_id, .attempt_id, .problem_id] | join(" ")' <<<"$REC")" "jt-1 g1 s1 jt-1#1 sum" \
   "ids: task_id, group_id, sample_id, attempt_id, problem_id"
 is "$(jq -r '.tests | length' <<<"$REC")" 4 "one entry per test"
@@ -26,6 +26,10 @@ ok $? "each test has status, time_ms, memory_kb and the checker's message"
 post_json /v1/judge '{"problem_id":"sum","language":"cpp","group_id":"g1","sample_id":"s2",
   "code":"#include <iostream>\nint main(){long a,b;std::cin>>a>>b;std::cout<<a+b<<\"\\n\";}\n"}'
 is "$(jb '[.cache, .verdict.output.status, .sample_id] | join(" ")')" "hit pass s2" "the same submission again: a cache hit, with its own ids"
+post_json /v1/judge '{"problem_id":"sum","language":"cpp","audit":false,
+  "code":"#include <iostream>\nint main(){long a,b;std::cin>>a>>b;std::cout<<a+b<<\"\\n\";}\n"}'
+is "$(jb '[.verdict.process.status, (.usable|tostring), .unusable_level, .cache] | join(" ")')" "not_audited false process miss" \
+  "audit: false opts out: process not_audited (never pass without an audit), not usable, another cache key"
 post_json /v1/judge '{"problem_id":"sum","language":"cpp","cache":false,
   "code":"#include <iostream>\nint main(){long a,b;std::cin>>a>>b;std::cout<<a+b<<\"\\n\";}\n"}'
 is "$(jb .cache)" off "cache:false opts out"
@@ -100,10 +104,10 @@ like "$CODE/$(jb .error)" "^400/language: problem two-sum is call-based .*python
 
 req GET /metrics
 is "$(grep -E '^paddock_judge_cache_total\{result="hit"\} ' "$BODY" | awk '{print $2}')/$(grep -E '^paddock_judged_total\{output="pass"\} ' "$BODY" | awk '{print $2}')" \
-  "2/8" "metrics: judged attempts by output, cache hits (the batch's print(0) was judged before)"
+  "2/9" "metrics: judged attempts by output, cache hits (the batch's print(0) was judged before)"
 is "$(awk '$1 == "paddock_judge_errors_total" {print $2}' "$BODY")" 2 \
   "metrics: judge_errors counts the failing checker's two runs (the first and its retry)"
-is "$(awk '$1 == "paddock_judge_checker_cpu_ms_total" {print ($2 > 0)}' "$BODY")/$(awk '$1 == "paddock_judged_total{output=\"not_judged\"}" {print $2}' "$BODY")" \
+is "$(awk '$1 == "paddock_judge_checker_cpu_seconds_total" {print ($2 > 0)}' "$BODY")/$(awk '$1 == "paddock_judged_total{output=\"not_judged\"}" {print $2}' "$BODY")" \
   "1/1" "metrics: the checker programs' CPU time; the judge error's attempt counted as not_judged"
 # a judge job runs a program per test: it has no one status, and XX would say a sandbox failed it
 judged=$(awk '$1 ~ /^paddock_judged_total\{/ {n += $2} END {print n + 0}' "$BODY")

@@ -7,7 +7,7 @@
 # from a trusted copy in a clean sandbox), harvesting a honey variable. Honest submissions are clean.
 # The cache key includes the policy; a request may not widen the problem's policy.
 source "$(dirname "$0")/api.sh"
-plan 31
+plan 34
 
 P=$TMPD/problems/guarded
 mkdir -p "$P/tests"
@@ -84,11 +84,12 @@ is "$(jb '[.verdict.output.status, .verdict.process.status, .failure_class] | jo
   "an output right but the honey variable printed: process fail"
 is "$(jb '[.audit.events[] | .kind] | index("env_probe") != null')" "true" "an env_probe event"
 
-# the request's "audit": true on a problem without a policy; the cache key includes the policy
+# the request's "audit": true on a problem without a policy; the cache key includes the policy.
+# The audit is on by default (issue 39): "audit": false opts out
 SUM='a,b=map(int,input().split())\nprint(a+b)'
-post_json /v1/judge "{\"problem_id\":\"sum\",\"language\":\"python\",\"code\":\"$SUM\"}"
-is "$(jb '[.verdict.process.status, .audit] | map(tostring) | join(" ")')" "not_audited null" \
-  "no audit asked: not_audited, audit null"
+post_json /v1/judge "{\"problem_id\":\"sum\",\"language\":\"python\",\"code\":\"$SUM\",\"audit\":false}"
+is "$(jb '[.verdict.process.status, .audit, .usable] | map(tostring) | join(" ")')" "not_audited null false" \
+  "audit: false opts out: not_audited, audit null, not usable"
 post_json /v1/judge "{\"problem_id\":\"sum\",\"language\":\"python\",\"code\":\"$SUM\",\"audit\":true}"
 is "$(jb '[.cache, .verdict.process.status, (.usable|tostring)] | join(" ")')" "miss pass true" \
   "the same submission with audit: true is a cache miss (the policy is in the key), then pass"
@@ -125,3 +126,26 @@ is "$(awk '$1 == "paddock_audit_detections_total{kind=\"tamper\",template=\"pyth
   "paddock_audit_detections_total{tamper,python,guarded}: the interpreter replaced"
 is "$(awk '$1 == "paddock_audited_attempts_total{template=\"python\",problem=\"guarded\"}" {print $2}' <<<"$M")" 5 \
   "paddock_audited_attempts_total{python,guarded}: 5 audited (2 honest, 3 hacks): the rate is a division"
+
+# a decoy whose wrong answer is a test's expected output would flag every correct submission
+# (issue 39): refused where it is met, naming the decoy and the test
+post_json /v1/judge "{\"problem\":{\"tests\":[{\"input\":\"1\",\"output\":\"1\"},{\"input\":\"2\",\"output\":\"4\\n\"}]},\"language\":\"python\",\"code\":\"print(1)\",
+  \"audit\":{\"traps\":[{\"path\":\"/work/answer.txt\",\"content\":\"x\",\"answer\":\"4\"}]}}"
+like "$CODE $(jb .error)" "^400 .*decoy /work/answer.txt.*test 2" "a request's decoy answering a test: 400 naming the decoy and the test"
+stop_daemon
+D=$TMPD/decoyed
+mkdir -p "$D/p/tests"
+printf '1\n' >"$D/p/tests/001.in"; printf '2\n' >"$D/p/tests/001.ans"
+printf '2\n' >"$D/p/tests/002.in"; printf '4\n' >"$D/p/tests/002.ans"
+echo '{"id": "twice", "audit": {"traps": [{"path": "/work/expected.txt", "content": "4\n"}]}}' >"$D/p/problem.json"
+timeout 60 "$PADDOCK" serve --problems "$D" --listen 127.0.0.1:0 --db "$TMPD/decoy.db" >"$TMPD/decoy.out" 2>&1
+like "$?: $(cat "$TMPD/decoy.out")" '^[1-9][0-9]*: .*p/problem.json: audit: the decoy /work/expected.txt.s answer is test 002' \
+  "a problem whose own decoy answers a test: the daemon refuses to start, naming the file, the decoy and the test"
+echo '{"id": "twice"}' >"$D/p/problem.json"
+cat >"$TMPD/tpl-decoy.json" <<'JSON'
+{"templates": [{"name": "python", "language": "python", "requires": ["python3"], "cwd": "/work", "pool": {"min": 0, "max": 1},
+  "audit": {"traps": [{"path": "/work/expected.txt", "content": "x", "answer": "2"}]}}]}
+JSON
+timeout 60 "$PADDOCK" serve --problems "$D" --templates "$TMPD/tpl-decoy.json" --listen 127.0.0.1:0 --db "$TMPD/decoy2.db" >"$TMPD/decoy2.out" 2>&1
+like "$?: $(cat "$TMPD/decoy2.out")" '^[1-9][0-9]*: .*template python: audit: the decoy /work/expected.txt.s answer is test 001' \
+  "a template's decoy over a problem's answer: refused at the start, naming the template, the decoy and the test"

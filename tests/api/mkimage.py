@@ -28,6 +28,11 @@ the host has it, symlinked /lib64 and all), gzip-compressed. Scenarios:
                  owned by 4321; the config's User is USER (tests/api/users.t)
   workdir DIR    base with the config's WorkingDir DIR (tests/isolation/gvisor_workdir.t)
   gitrepo-symlink  the repository with a symlink to CANARY in its .git: --strip-history refuses it
+  bomb MIB       base + a gzip layer (level 9) of one file of MIB MiB of one byte: ~1 KiB per MiB
+                 (tests/api/image_bounds.t)
+  bombs MIB      base + two such layers, each its own file
+  bombraw MIB    base + such a layer uncompressed (the archive around it is the bomb)
+  files N        base + a layer of N empty files
 """
 import gzip, hashlib, io, json, os, shutil, stat, subprocess, sys, tarfile
 
@@ -155,6 +160,10 @@ def gz(b):
     return gzip.compress(b, compresslevel=1, mtime=0)
 
 
+def gz9(b):  # as small as gzip makes it: a bomb's ratio (~1000:1 for zeros)
+    return gzip.compress(b, compresslevel=9, mtime=0)
+
+
 def zstd(b):
     return subprocess.run(["zstd", "-q", "-c"], input=b, capture_output=True, check=True).stdout
 
@@ -190,7 +199,7 @@ def write_oci(out, layers, cfg_kw, name=None, corrupt=None):
     for raw, comp in layers:
         blob = comp(raw) if comp else raw
         mt = "application/vnd.oci.image.layer.v1.tar" + (
-            "+gzip" if comp is gz else "+zstd" if comp is zstd else "")
+            "+gzip" if comp in (gz, gz9) else "+zstd" if comp is zstd else "")
         descs.append({"mediaType": mt, "digest": put(blob), "size": len(blob)})
         diff_ids.append(sha(raw))
     cfg = config_for(diff_ids, **cfg_kw)
@@ -432,6 +441,25 @@ def main():
     elif scen == "gitrepo":
         write_oci(out, [(base(), gz), (tar_bytes(git_layer), None), (git_repo(out), gz)],
                   {"env": ["PATH=/usr/bin:/bin"], "workdir": "/repo"}, name="gitrepo:task")
+    elif scen in ("bomb", "bombs", "bombraw"):
+        mib = int(sys.argv[3])
+        def zeros(name):
+            def ent(t):
+                ti = tarfile.TarInfo(name)
+                ti.size, ti.mode, ti.mtime = mib << 20, 0o644, 1700000000
+                t.addfile(ti, io.BytesIO(b"a" * (mib << 20)))  # not zeros: those unpack as holes
+            return tar_bytes(ent)
+        layers = [(base(), gz), (zeros("bomb"), None if scen == "bombraw" else gz9)]
+        if scen == "bombs":
+            layers.append((zeros("more-bomb"), gz9))
+        write_oci(out, layers, {})
+    elif scen == "files":
+        n = int(sys.argv[3])
+        def ent(t):
+            dirent(t, "many")
+            for i in range(n):
+                reg(t, "many/f%d" % i)
+        write_oci(out, [(base(), gz), (tar_bytes(ent), gz)], {})
     elif scen == "gitrepo-symlink":
         write_oci(out, [(base(), gz), (git_repo(out, symlink=canary), gz)], {})
     elif scen == "users":

@@ -21,7 +21,7 @@ stored_is() { [ "$(stored "$1")" = "$2" ]; }
 # the sandboxes' processes: what `sleep` the cancelled job started must be gone
 no_sleeper() { ! pgrep -f "sleep $1" >/dev/null; }
 
-start_daemon --workers 1 --queue-max 16
+start_daemon --workers 1 --wall-workers 1 --queue-max 16
 ok $? "daemon with --workers 1"
 
 # --- a running job whose client gives up is killed ---------------------------------------------
@@ -132,7 +132,7 @@ is "$(cancelled)" "$((c0 + 4 + n_pipe2))" "/metrics: the four (and the pipelined
 
 # --- admission by deadline ----------------------------------------------------------------------
 stop_daemon
-start_daemon --workers 1 --queue-max 16 --deadline-margin 1
+start_daemon --workers 1 --wall-workers 1 --queue-max 16 --deadline-margin 1
 ok $? "daemon with --workers 1 --deadline-margin 1"
 # the scheduler learns what a bash job costs here
 for i in 1 2; do curl -s -m 30 -o /dev/null -H 'Content-Type: application/json' -d '{"shell":"sleep 1.5"}' "$U/v1/runs"; done
@@ -149,6 +149,22 @@ is "$CODE" 503 "/v1/runs with deadline_ms 1000 behind ~4.5 s of work: refused at
 [ "$(hdr Retry-After)" -ge 1 ] 2>/dev/null
 ok $? "  with Retry-After ($(hdr Retry-After))"
 like "$(jb .error)" "deadline" "  and a JSON error that says why"
+# SandboxFusion and Piston runs have workers of their own (--wall-workers 1 here): fill that one
+# too, once the scheduler has learnt what a python run costs here
+for i in 1 2; do
+  curl -s -m 30 -o /dev/null -H 'Content-Type: application/json' \
+    -d '{"code":"import time; time.sleep(1.5)","language":"python","run_timeout":10}' "$U/run_code"
+done
+curl -s -m 60 -o /dev/null -H 'Content-Type: application/json' \
+  -d '{"code":"import time; time.sleep(4)","language":"python","run_timeout":10}' "$U/run_code" &
+pids="$pids $!"
+wait_for 10 metric_is 'paddock_class_workers_busy{class="wall"}' 1
+for i in 1 2; do
+  curl -s -m 60 -o /dev/null -H 'Content-Type: application/json' \
+    -d '{"code":"import time; time.sleep(1.5)","language":"python","run_timeout":10}' "$U/run_code" &
+  pids="$pids $!"
+  wait_for 5 metric_is 'paddock_class_queue_length{class="wall"}' "$i"
+done
 post_json /run_code '{"code":"print(1)","language":"python","run_timeout":1,"compile_timeout":0}'
 is "$CODE" 504 "/run_code whose default deadline (timeouts + margin) cannot be met: 504"
 [ "$(hdr Retry-After)" -ge 1 ] 2>/dev/null

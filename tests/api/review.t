@@ -34,8 +34,8 @@ done
 is "$(jb .verdict.output.status)" fail "wrong answers fail"
 req GET /v1/review
 is "$(jb .count)" 1 "failing attempts are not queued"
-post_json /v1/judge '{"problem_id":"sum","language":"python","cache":false,"task_id":"rv-pass","code":"a, b = map(int, input().split())\nprint(a + b)"}'
-is "$(jb '[.verdict.output.status, .verdict.process.status] | join(" ")')" "pass not_audited" "a pass the audit did not see"
+post_json /v1/judge '{"problem_id":"sum","language":"python","cache":false,"audit":false,"task_id":"rv-pass","code":"a, b = map(int, input().split())\nprint(a + b)"}'
+is "$(jb '[.verdict.output.status, .verdict.process.status] | join(" ")')" "pass not_audited" "a pass the audit did not see (audit: false)"
 req GET /v1/review
 is "$(jb '[.items[] | select(.task_id == "rv-pass") | .reason, .problem_id] | join(" ")')" "rare_pass sum" \
   "a pass where 1 of 20 passed: queued as rare_pass"

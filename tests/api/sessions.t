@@ -4,7 +4,7 @@
 # tar archives) that must never reach the host's files, tar upload/download, the full output of a
 # large exec, DELETE, and the idle TTL.
 source "$(dirname "$0")/api.sh"
-plan 83
+plan 85
 
 start_daemon
 ok $? "daemon started"
@@ -54,6 +54,11 @@ sx "$S" '{"shell":"echo run >> /work/count; wc -l < /work/count","request_id":"r
 is "$(jb .stdout)" 2 "a new request_id runs again (count 2)"
 sx "$S" '{"cmd":"not a list"}'
 is "$CODE" 400 "exec with a malformed cmd: 400"
+sx "$S" '{"shell":"echo before; sleep 30","timeout":0.5}'
+is "$(jb '[.status, (.exit_code|tostring), (.signal|tostring)] | join(" ")')" "TO null 9" \
+  "a step past its time limit: TO, exit_code null (it did not exit), signal 9"
+sx "$S" '{"shell":"exit 3"}'
+is "$(jb '[.status, (.exit_code|tostring), (.signal|tostring)] | join(" ")')" "RE 3 0" "a step that exits 3: RE, exit_code 3, signal 0"
 sx "$S" '{"shell":"pwd; cat","stdin":"in put","cwd":"/tmp"}'
 is "$(jb .stdout)" "$(printf '/tmp\nin put')" "exec: cwd and stdin honoured"
 

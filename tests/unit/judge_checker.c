@@ -195,6 +195,38 @@ static void test_json(void)
 	IS(J, "0.30000000000000004", "0.3", "AC", "json_value: float rounding");
 	IS(J, "{\"a\":[1,{\"b\":null}]}", "{\"a\":[1,{\"b\":null}]}", "AC", "json_value: nested");
 	IS(J, "{\"a\":1}", "{\"a\":1,\"b\":2}", "WA", "json_value: a missing key");
+	/* an integer answer is compared exactly against any number, as Python's == (issue 39) */
+	IS(J, "1000000000.0", "999999999", "WA", "json_value: an integer answer: 1e9 as a float is not 999999999");
+	IS(J, "9007199254740992.0", "9007199254740993", "WA",
+	   "json_value: an integer answer past double precision: 2^53 as a float is not 2^53+1");
+	IS(J, "9007199254740992.0", "9007199254740992", "AC", "json_value: an integral float equal to the integer");
+	IS(J, "[3.5]", "[3]", "WA", "json_value: a fraction is never an integer answer");
+	IS(J, "-0.0", "0", "AC", "json_value: -0.0 equals 0 (as in Python)");
+	IS(J, "1e30", "9223372036854775807", "WA", "json_value: a float past 64 bits is not a 64-bit integer");
+	IS(J, "9223372036854775807.0", "9223372036854775807", "WA",
+	   "json_value: 2^63-1 as a float rounds to 2^63, which is not it");
+	IS(J, "999999999", "1000000000.0", "AC", "json_value: a float answer keeps its tolerance");
+	/* integers past 64 bits (Python's have no bound): compared by their decimal text */
+	IS(J, "[1180591620717411303424]", "[1180591620717411303424]", "AC", "json_value: 2**70 equals itself");
+	IS(J, "1180591620717411303425", "1180591620717411303424", "WA", "json_value: 2**70+1 is not 2**70");
+	IS(J, "1.180591620717411303424e21", "1180591620717411303424", "AC",
+	   "json_value: an integral float of exactly 2**70 equals it (as in Python)");
+	IS(J, "1180591620717411303425.0", "1180591620717411303425", "WA",
+	   "json_value: 2**70+1 as a float rounds to 2**70, which is not it");
+	IS(J, "-99999999999999999999", "-99999999999999999999", "AC", "json_value: a long negative integer");
+	IS(J, "99999999999999999999", "-99999999999999999999", "WA", "json_value: its sign counts");
+	IS(J, "5", "99999999999999999999", "WA", "json_value: a short integer is not a long one");
+	IS(J, "99999999999999999999", "1e20", "AC", "json_value: a long integer output near a float answer");
+	IS(J, "[1.2345678901234567890123]", "[1.2345678901234567890123]", "AC",
+	   "json_value: a fraction's long digits are not an integer of their own");
+	IS(J, "\"1180591620717411303424\"", "1180591620717411303424", "WA", "json_value: a string is not a long integer");
+	IS(J, "\"x\"", "\"x\"", "AC", "json_value: strings still compare");
+	IS(J, "01180591620717411303424", "1180591620717411303424", "WA", "json_value: a leading zero is not JSON");
+	char m[256];
+	pd_checker_cfg JC = M(PD_CHK_JSON_VALUE);
+	chk(JC, "[1180591620717411303425]", 24, "[1180591620717411303424]", 24, m);
+	ok(strstr(m, "[1180591620717411303424]") && strstr(m, "[1180591620717411303425]") && !strstr(m, "bigint"),
+	   "json_value: the message shows the long integers as numbers: %s", m);
 }
 
 static pd_result res(pd_status st, int code, const char *out, const char *err)
@@ -276,7 +308,7 @@ static void test_modes(void)
 
 int main(void)
 {
-	plan(125);
+	plan(146);
 	test_exact();
 	test_lines();
 	test_tokens();

@@ -1,7 +1,8 @@
 /* The bundled problems and submissions (examples/make-problems.py): every problem loads and
  * prepares (its checker or interactor builds), and every submission in examples/submissions.jsonl
  * gets the output status and failure class it expects: correct, wrong, partial, slow, memory-hungry,
- * crashing, non-compiling submissions and the reward hacks. Judged on two threads, as a daemon would. */
+ * crashing, non-compiling submissions and the reward hacks (those the audit catches: policy_violation).
+ * Judged on two threads, as a daemon would, under the default audit as paddock run judges them. */
 #define _GNU_SOURCE
 #include "judge/judge.h"
 #include "tap.h"
@@ -19,6 +20,7 @@ static char verdicts[256][400];
 static bool good[256];
 static size_t next_line;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pd_audit_policy *dflt_audit; /* the default audit ("audit": true) */
 
 static void judge_line(size_t i)
 {
@@ -35,6 +37,9 @@ static void judge_line(size_t i)
 	pd_err e = {0};
 	pd_judge_opts o;
 	pd_judge_opts_default(&o);
+	/* as paddock run and POST /v1/judge judge a line that says nothing of the audit */
+	o.audit = dflt_audit;
+	o.audit_default = true;
 	if (!p || pd_judge_submit(judge, p, lang, json_string_value(code), json_string_length(code), &o, &d, &e) < 0) {
 		snprintf(verdicts[i], sizeof verdicts[i], "%s: not judged: %s", d.sample_id, p ? e.msg : "no problem");
 		return;
@@ -89,6 +94,7 @@ int main(void)
 	pd_err e = {0};
 	snprintf(path, sizeof path, "%s/examples/problems", root);
 	ok(pd_problems_load_dir(path, &set, &e) == 0 && set.n >= 30, "%zu problems load: %s", set.n, e.msg);
+	dflt_audit = pd_audit_policy_parse("true", 4, "audit", "/work", &e);
 	pd_ctx *ctx = pd_ctx_new(NULL, &e);
 	pd_template *t;
 	size_t n;
@@ -123,6 +129,7 @@ int main(void)
 	for (size_t i = 0; i < nlines; i++)
 		json_decref(lines[i]);
 	pd_judge_free(judge);
+	pd_audit_policy_free(dflt_audit);
 	pd_pools_free(pools);
 	pd_problems_free(&set);
 	pd_ctx_free(ctx);

@@ -275,6 +275,21 @@ static void test_digest(void)
 	ok(refused("{\"tests\":[{\"input\":\"1\",\"output\":\"1\"}],\"audit\":{\"bogus\":1}}", "audit.bogus", m) &&
 		   !strstr(m, "Invalid argument"),
 	   "a bad audit policy: the field and the reason, no strerror text: %s", m);
+	/* a decoy whose wrong answer is a test's expected output would flag every correct submission:
+	 * refused at load, naming the decoy and the test (issue 39) */
+	ok(refused("{\"tests\":[{\"input\":\"1\",\"output\":\"7\"},{\"input\":\"2\",\"output\":\"41\\n\"}],"
+		   "\"audit\":{\"traps\":[{\"path\":\"/work/expected.txt\",\"content\":\"x\",\"answer\":\"41\"}]}}",
+		   "/work/expected.txt", m) &&
+		   strstr(m, "test 2"),
+	   "a decoy whose answer is a test's expected output: refused, naming the decoy and the test: %s", m);
+	ok(refused("{\"tests\":[{\"input\":\"1\",\"output\":\"41\"}],"
+		   "\"audit\":{\"traps\":[{\"path\":\"/work/expected.txt\",\"content\":\"41\\n\"}]}}",
+		   "/work/expected.txt", m),
+	   "a decoy without an answer: its content is the answer, refused the same: %s", m);
+	pd_problem *g = parse("{\"tests\":[{\"input\":\"1\",\"output\":\"7\"}],"
+			      "\"audit\":{\"traps\":[{\"path\":\"/work/expected.txt\",\"content\":\"41\"}]}}", m);
+	ok(g != NULL, "a decoy with another answer loads: %s", g ? "ok" : m);
+	pd_problem_free(g);
 	/* a long unknown key of two-byte characters: quoted cut at a character boundary (UTF-8 stays) */
 	char big[512] = "{\"tests\":[{\"input\":\"1\",\"output\":\"1\"}],\"audit\":{\"H";
 	for (int i = 0; i < 40; i++)
@@ -313,7 +328,7 @@ static void test_digest(void)
 
 int main(void)
 {
-	plan(75);
+	plan(78);
 	test_inline();
 	test_in_outs();
 	test_refusals();

@@ -25,7 +25,7 @@ static void refused(parser p, const char *body, const char *want, const char *wh
 
 int main(void)
 {
-	plan(28);
+	plan(30);
 	refused(pd_job_from_native, "{\"shell\":\"true\",\"deadline_ms\":-1}",
 		"deadline_ms: must be a positive whole number of milliseconds, at most a year", "native deadline_ms");
 	refused(pd_job_from_native, "{\"language\":\"cobol\",\"code\":\"\"}",
@@ -64,5 +64,16 @@ int main(void)
 	json_decref(text);
 	json_decref(req);
 	free(key);
+	/* one text per admission refusal, the same from every way in (runs, judge, batch, paddock
+	 * run all call pd_admit_text): distinct, and each says what to do */
+	bool distinct = true, advice = true;
+	for (int a = PD_ADMIT_FULL; a < PD_ADMIT_COUNT; a++) {
+		for (int b = a + 1; b < PD_ADMIT_COUNT; b++)
+			distinct &= strcmp(pd_admit_text((pd_admit)a), pd_admit_text((pd_admit)b)) != 0;
+		advice &= strlen(pd_admit_text((pd_admit)a)) > 8;
+	}
+	ok(distinct, "each admission refusal has a text of its own");
+	ok(advice && strstr(pd_admit_text(PD_ADMIT_DEADLINE), "deadline") && strstr(pd_admit_text(PD_ADMIT_FULL), "queue full"),
+	   "and each says why (deadline: \"%s\")", pd_admit_text(PD_ADMIT_DEADLINE));
 	return done();
 }

@@ -201,12 +201,26 @@ static void test_status(void)
 		pd_result r = base();
 		r.status = (pd_status)s;
 		r.exit_code = s == PD_RE ? 3 : 0;
-		r.signal = s == PD_SG ? 9 : 0;
-		char expr[160], desc[64];
-		snprintf(expr, sizeof expr, "d['status'] == '%s' and d['exit_code'] == %d and d['signal'] == %d",
-			 names[s], r.exit_code, r.signal);
-		snprintf(desc, sizeof desc, "status %s round-trips with its exit code and signal", names[s]);
+		r.signal = s == PD_SG || s == PD_TO || s == PD_ML ? 9 : 0;
+		/* a program that did not exit (a signal, a limit's kill, a sandbox fault) has no exit
+		 * code: null, never a 0 that reads as a success (issue 39) */
+		char code[16];
+		snprintf(code, sizeof code, "%d", r.exit_code);
+		bool exited = !r.signal && s != PD_XX;
+		char expr[200], desc[96];
+		snprintf(expr, sizeof expr, "d['status'] == '%s' and d['exit_code'] == %s and d['signal'] == %d",
+			 names[s], exited ? code : "None", r.signal);
+		snprintf(desc, sizeof desc, "status %s round-trips with its exit code (%s) and signal", names[s],
+			 exited ? code : "null");
 		check(&r, true, expr, desc);
+	}
+	{
+		/* the session step of issue 39: a time-out said exit_code 0 */
+		pd_result t = base();
+		t.status = PD_TO;
+		t.signal = 9;
+		check(&t, true, "d['exit_code'] is None and d['signal'] == 9", "a timed-out program: exit_code null, signal 9");
+		ok(!pd_result_exited(&t), "pd_result_exited: false for a time-out");
 	}
 	pd_result r = base();
 	r.status = PD_RE;
@@ -416,7 +430,7 @@ int main(void)
 		printf("1..0 # SKIP python3 is needed to validate JSON\n");
 		return 0;
 	}
-	plan(50);
+	plan(52);
 	if (!mkdtemp(tmp)) {
 		perror("mkdtemp");
 		return 1;

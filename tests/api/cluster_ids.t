@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Node ids with dots (issue 39): contrib/cluster/paddock-node@.service names its node %H-%i, which
+# on a host with a domain is host.example.com-1. Such an id is the last part of the node's NATS
+# subject (paddock.done.<id>: a dot there separates subject tokens), a key of the nodes bucket and
+# the start of its claim tokens (file names under cluster-results/, fetched over HTTP). Two nodes
+# with dotted ids on a real nats-server (256 KiB messages): work one of them cannot run is run by
+# the other and answered to the first through its dotted subject, a result larger than the broker
+# carries is fetched by a dotted token, each recorded once; ids that would make an empty subject
+# token are refused.
+source "$(dirname "$0")/api.sh"
+
+if ! command -v nats-server >/dev/null; then
+  echo "1..0 # SKIP nats-server is missing (scripts/install-deps.sh installs it)"
+  exit 0
+fi
+if ! [ -e /usr/lib/x86_64-linux-gnu/libnats.so.3.4 ] && ! ldconfig -p | grep -q 'libnats.so.3.4'; then
+  echo "1..0 # SKIP libnats3.4 is missing (scripts/install-deps.sh installs it)"
+  exit 0
+fi
+plan 12
+
+A=host.example.com-1 B=other.example.com-2
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+NPORT=$(free_port)
+printf 'max_payload: 262144\n' >"$TMPD/nats.conf"
+nats-server -c "$TMPD/nats.conf" -js -sd "$TMPD/js" -a 127.0.0.1 -p "$NPORT" >>"$TMPD/nats.log" 2>&1 &
+NATS_PID=$!
+cleanup 'kill -TERM "$NATS_PID" 2>/dev/null; wait "$NATS_PID" 2>/dev/null'
+wait_for 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/$NPORT" 2>/dev/null
+ok $? "nats-server with JetStream on 127.0.0.1:$NPORT"
+
+declare -A NPID NURL
+start_node() {  # start_node ID [SERVE ARGS]: a node, its store at $TMPD/db.ID.sqlite; sets NURL[ID]
+  local n=$1 log=$TMPD/daemon.$1.log addr="" i
+  shift
+  "$PADDOCK" serve "$@" --listen 127.0.0.1:0 --db "$TMPD/db.$n.sqlite" --cluster "nats://127.0.0.1:$NPORT" \
+    --node-id "$n" --cluster-ack-wait 3 --warm 1 </dev/null >"$log" 2>&1 &
+  NPID[$n]=$!
+  for ((i = 0; i < 300; i++)); do
+    addr=$(sed -n 's/^paddock: serving on //p' "$log" | head -1)
+    [ -n "$addr" ] && break
+    kill -0 "${NPID[$n]}" 2>/dev/null || break
+    sleep 0.1
+  done
+  [ -n "$addr" ] || { diag "node $n did not start: $(tail -c 400 "$log")"; return 1; }
+  NURL[$n]=http://$addr
+  wait_for 20 bash -c "[ \"\$(curl -s -m 2 -o /dev/null -w '%{http_code}' ${NURL[$n]}/healthz)\" = 200 ]"
+}
+cleanup 'for n in "${!NPID[@]}"; do kill -KILL "${NPID[$n]}" 2>/dev/null; wait "${NPID[$n]}" 2>/dev/null; done'
+recorded() {  # recorded REQUEST-ID: "COUNT NODE" over both stores
+  python3 - "$TMPD" "$1" <<'EOF_PY'
+import glob, sqlite3, sys
+rows = []
+for db in glob.glob(sys.argv[1] + "/db.*.sqlite"):
+    rows += sqlite3.connect(db, timeout=30).execute("SELECT node FROM attempts WHERE request_id = ?", (sys.argv[2],)).fetchall()
+print(len(rows), " ".join(r[0] or "" for r in rows))
+EOF_PY
+}
+
+# node A has the bash template only: python work reaches it, it runs on B and is answered to A
+python3 -c "
+import json
+d = json.load(open('contrib/templates.example.json'))
+print(json.dumps({'templates': [t for t in d['templates'] if t['name'] == 'bash']}))" >"$TMPD/bash-only.json"
+start_node "$A" --templates "$TMPD/bash-only.json" && start_node "$B"
+ok $? "two nodes joined with dotted ids ($A with bash only, $B)"
+U=${NURL[$A]}
+wait_for 10 bash -c "[ \"\$(curl -s $U/v1/cluster | jq -c '[.nodes[].id] | sort')\" = '[\"$A\",\"$B\"]' ]"
+ok $? "GET /v1/cluster lists both by their dotted ids (keys of the nodes bucket)"
+is "$(curl -s "$U/v1/cluster" | jq -r .self)" "$A" "... and says which one answered"
+
+req POST /run_code -H 'X-Request-Id: dots-py-1' -H 'Content-Type: application/json' \
+  --data-binary '{"language":"python","code":"print(6*7)"}'
+is "$CODE|$(jb .run_result.stdout)|$(jb .node)" "200|42|$B" "python through $A: run by $B, answered to $A through paddock.done.$A"
+is "$(recorded dots-py-1)" "1 $B" "... recorded once, by $B"
+
+# a result larger than the broker carries: kept by B under a dotted token, fetched by A
+BIG='{"language":"python","code":"print(\"a\" * 300000)"}'
+req POST /run_code -H 'X-Request-Id: dots-big-1' -H 'Content-Type: application/json' --data-binary "$BIG"
+is "$CODE|$(jb '.run_result.stdout | length')|$(jb .node)" "200|300001|$B" \
+  "a 300 KB python answer through $A: run by $B, whole"
+tok=$(ls -t "${PADDOCK_STATE_DIR:-/var/lib/paddock}/cluster-results/" 2>/dev/null | grep -F "$B-" | head -1)
+like "$tok" "^$(sed 's/\./\\./g' <<<"$B")-[0-9a-f]{8}-[0-9]+\\.json\$" "... kept by $B as cluster-results/$tok (a dotted token)"
+is "$(curl -s "${NURL[$B]}/metrics" | sed -n "s/^paddock_cluster_results_by_reference_total{node=\"$B\"} //p")|$(curl -s "$U/metrics" | sed -n "s/^paddock_cluster_references_fetched_total{node=\"$A\"} //p")" \
+  "1|1" "... claimed by reference by $B, fetched by $A (per-node metrics under the dotted ids)"
+c1=$(curl -s -o /dev/null -w '%{http_code}' "$U/v1/cluster/results/.tmp-1")
+c2=$(curl -s -o /dev/null -w '%{http_code}' --path-as-is "$U/v1/cluster/results/a..b-1")
+is "$c1 $c2" "400 400" "tokens with a leading dot or two dots in a row are not tokens (400)"
+is "$(recorded dots-big-1)" "1 $B" "... recorded once"
+
+# bash through B may run on either node: answered whichever ran it
+U=${NURL[$B]} req POST /run_code -H 'X-Request-Id: dots-sh-1' -H 'Content-Type: application/json' \
+  --data-binary '{"language":"bash","code":"echo here"}'
+is "$CODE|$(jb .run_result.stdout)|$(recorded dots-sh-1 | cut -d' ' -f1)" "200|here|1" "bash through $B: answered (run by $(jb .node)) and recorded once"
