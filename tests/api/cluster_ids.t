@@ -5,8 +5,8 @@
 # the start of its claim tokens (file names under cluster-results/, fetched over HTTP). Two nodes
 # with dotted ids on a real nats-server (256 KiB messages): work one of them cannot run is run by
 # the other and answered to the first through its dotted subject, a result larger than the broker
-# carries is put in the object stream under a dotted token and read by the other, each recorded once; ids that would make an empty subject
-# token are refused.
+# carries is put in the object stream under a dotted token and read by the other, each recorded
+# once; ids that would make an empty subject token are refused.
 source "$(dirname "$0")/api.sh"
 
 if ! command -v nats-server >/dev/null; then
