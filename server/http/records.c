@@ -2,7 +2,9 @@
  * GET /v1/runs?group_id=&since=&kind=&last=&limit=&cursor= (a page of attempts in the order they
  * were stored; `next` is the cursor of the following page). A trainer pages through a GRPO group's
  * judged records with these, or with `paddock export --runs`, which pages the same way. Both answer
- * from the event thread: a page is at most 1000 rows of one indexed query. */
+ * from the event thread: a page is at most 1000 rows of one indexed query. A node of a cluster
+ * answers both from the cluster's shared record stream (server/cluster/records.c): every node's
+ * records, its cursor the stream's sequence; a broker that does not answer is a 503. */
 #define _GNU_SOURCE
 #include "http.h"
 
@@ -55,8 +57,11 @@ void records_list(req *r, const char *url, const char *method)
 	json_t *records = NULL;
 	int64_t next = 0;
 	pd_err e = {0};
-	if (pd_store_list(r->srv->store, &q, &records, &next, &e) < 0) {
-		http_set_error(r, 500, "%s", PD_ERR_STR(&e));
+	/* a node of a cluster answers for the whole fleet, from the shared record stream */
+	int rc = r->srv->cluster ? pd_cluster_records_list(r->srv->cluster, &q, &records, &next, &e)
+				 : pd_store_list(r->srv->store, &q, &records, &next, &e);
+	if (rc < 0) {
+		http_set_error(r, r->srv->cluster ? 503 : 500, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	json_t *o = json_object();
@@ -66,19 +71,53 @@ void records_list(req *r, const char *url, const char *method)
 	http_set_json(r, 200, o);
 }
 
+/* GET /v1/runs/{id}/output on a node of a cluster: the task's whole output from any node
+ * (server/cluster/objects.c). A single node's is not this file's (see docs/cluster.md). */
+static void records_output(req *r, const char *id, size_t n)
+{
+	char task[256];
+	if (n >= sizeof task) {
+		http_set_error(r, 404, "no task %.64s... in the cluster's records", id);
+		return;
+	}
+	memcpy(task, id, n);
+	task[n] = 0;
+	pd_err e = {0};
+	json_t *o = pd_cluster_output(r->srv->cluster, task, &e);
+	if (!o) {
+		http_set_error(r, e.code == ENOENT ? 404 : 503, "%s", PD_ERR_STR(&e));
+		return;
+	}
+	http_set_json(r, 200, o);
+}
+
 void records_get(req *r, const char *url, const char *method)
 {
 	(void)method;
 	const char *id = url + strlen("/v1/runs/");
-	if (!id[0] || strchr(id, '/')) {
+	const char *slash = strchr(id, '/');
+	if (r->srv->cluster && slash && !strcmp(slash, "/output") && slash > id) {
+		records_output(r, id, (size_t)(slash - id));
+		return;
+	}
+	if (!id[0] || slash) {
 		http_set_error(r, 404, "no such endpoint: GET %s", url);
 		return;
 	}
 	pd_err e = {0};
-	json_t *records = pd_store_get(r->srv->store, id, &e);
+	json_t *records = r->srv->cluster ? pd_cluster_records_get(r->srv->cluster, id, &e)
+					  : pd_store_get(r->srv->store, id, &e);
 	if (!records) {
-		http_set_error(r, 500, "%s", PD_ERR_STR(&e));
+		http_set_error(r, r->srv->cluster ? 503 : 500, "%s", PD_ERR_STR(&e));
 		return;
+	}
+	if (r->srv->cluster && !json_array_size(records)) {
+		/* not published yet (its answer can come a moment before): this node's own */
+		json_decref(records);
+		if (!(records = pd_store_get(r->srv->store, id, &e))) {
+			http_set_error(r, 500, "%s", PD_ERR_STR(&e));
+			return;
+		}
 	}
 	size_t n = json_array_size(records);
 	if (!n) {
