@@ -487,6 +487,8 @@ typedef struct pd_sched_opts {
 	uint64_t memory_budget;  /* the sum of running jobs' memory limits may not pass this; 0 = the
 				  * share below */
 	double memory_budget_pct; /* ... of MemTotal, in percent; 0 = 80 */
+	bool one_class;          /* every job on the --workers workers, wall-shared ones too (paddock
+				  * run: its -j is how many run at once, whatever their API) */
 	unsigned cpus;           /* the CPUs the workers share; 0 = the online CPUs */
 	size_t queue_max;        /* per priority; default 4096 */
 	unsigned retries;        /* infrastructure retries; 0 means none (callers set it: serve's default is 2) */
