@@ -124,6 +124,14 @@ pd_ctx *pd_ctx_new(const pd_ctx_opts *o, pd_err *e)
 	pd_cgroups_sweep(&c->cg, owner_dead, c);
 	pd_gvisor_sweep(c, owner_dead, c);
 	prune_owners(c);
+	int abi = pd_landlock_abi();
+	const char *ll = getenv("PADDOCK_LANDLOCK");
+	c->landlock_abi = abi > 0 && !(ll && !strcmp(ll, "off")) ? abi : 0;
+	if (abi <= 0)
+		snprintf(c->landlock_why, sizeof c->landlock_why, "the kernel has none (%s)",
+			 abi == -EOPNOTSUPP ? "disabled at boot" : strerror(-abi));
+	else if (!c->landlock_abi)
+		snprintf(c->landlock_why, sizeof c->landlock_why, "PADDOCK_LANDLOCK=off");
 	if (pd_seccomp_compile_base(&c->bpf_base, e) < 0 || pd_seccomp_compile_audit(&c->bpf_audit, e) < 0)
 		goto fail;
 	if (pd_mkdir_p(c->run_dir, 0700) < 0) {

@@ -188,6 +188,9 @@ typedef struct pd_result {
 	char image_name[256];
 	char image_digest[PD_DIGEST_LEN], image_config_digest[PD_DIGEST_LEN];
 	char isolation[16]; /* pd_isolation_name() of the tier that ran it */
+	/* the Landlock ABI the program was restricted with (container tier); 0: none (the kernel has
+	 * no Landlock, another tier, or PADDOCK_LANDLOCK=off) */
+	int landlock;
 } pd_result;
 
 void pd_result_free(pd_result *r);
