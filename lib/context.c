@@ -187,6 +187,13 @@ const char *pd_ctx_cgroup_backend(const pd_ctx *c)
 	return c->cg.ops ? c->cg.ops->name : "none";
 }
 
+int pd_ctx_landlock(const pd_ctx *c, const char **why)
+{
+	if (why)
+		*why = c->landlock_why;
+	return c->landlock_abi;
+}
+
 void pd_ctx_netns_stats(pd_ctx *c, pd_netns_stats *out)
 {
 	pd_netpool_stats(c->net, out);

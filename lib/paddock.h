@@ -245,6 +245,9 @@ pd_ctx *pd_ctx_new(const pd_ctx_opts *opts, pd_err *e);
 void pd_ctx_free(pd_ctx *c);
 /* "v1" or "v2": the cgroup backend in use. */
 const char *pd_ctx_cgroup_backend(const pd_ctx *c);
+/* The Landlock ABI container programs are restricted with (docs/isolation.md), or 0; *why (may
+ * be NULL) says why 0 ("" otherwise). */
+int pd_ctx_landlock(const pd_ctx *c, const char **why);
 /* Sandboxes whose teardown is still pending because a task outlived SIGKILL (now, and ever). */
 void pd_ctx_stuck(pd_ctx *c, uint64_t *now, uint64_t *total);
 /* Retries reaping them; returns how many are still stuck. Called by create and destroy too. */

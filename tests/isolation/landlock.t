@@ -6,16 +6,18 @@
 # is shown against PADDOCK_LANDLOCK=off, where the same call succeeds: it is Landlock refusing,
 # not another layer. The writable places (the image's directories, /tmp, /work, /dev/shm, /dev's
 # nodes, writable binds) stay writable. The record's "landlock" is the kernel's ABI version, or 0
-# where the kernel has none (then the file skips, saying why).
+# where the kernel has none (then the file skips, saying why); paddock pool's first line says which.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/iso.sh"
-plan 16
+plan 17
 
 ABI=$("$PROBES/landlock_abi")
 if ! [[ $ABI =~ ^[0-9]+$ ]]; then
   sbt 30 -- true
   is "$(jf landlock)" 0 "no Landlock in this kernel ($ABI): the record says 0, nothing is faked"
-  for ((i = 1; i < 16; i++)); do skip "the kernel has no Landlock ($ABI)"; done
+  like "$("$PADDOCK" pool --warm 0 --wait 1 2>&1 | head -1)" 'landlock absent: the kernel has none' \
+    "paddock pool says it is absent, and why"
+  for ((i = 2; i < 17; i++)); do skip "the kernel has no Landlock ($ABI)"; done
   exit 0
 fi
 off() { PADDOCK_LANDLOCK=off "$@"; }
@@ -24,6 +26,7 @@ sbt 30 -- true
 is "$(jf status)|$(jf landlock)" "OK|$ABI" "the record names the Landlock ABI the program ran under (the kernel's: $ABI)"
 off sbt 30 -- true
 is "$(jf status)|$(jf landlock)" "OK|0" "PADDOCK_LANDLOCK=off: the record says 0"
+like "$("$PADDOCK" pool --warm 0 --wait 1 2>&1 | head -1)" "landlock ABI $ABI\)" "paddock pool names the ABI"
 
 # --- /proc and /sys ----------------------------------------------------------------------------
 PROG='echo pdk-ll > /proc/self/comm && echo comm=$(cat /proc/$$/comm)'
