@@ -44,7 +44,7 @@
 #endif
 
 #define LL_READ (LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
-#define LL_RX (LL_READ | LANDLOCK_ACCESS_FS_EXECUTE)
+#define LL_RX	(LL_READ | LANDLOCK_ACCESS_FS_EXECUTE)
 
 int pd_landlock_abi(void)
 {
@@ -73,8 +73,8 @@ int pd_landlock_mqueue_root(int pidfd)
 	if (fs < 0 || syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
 		rc = -errno;
 	else {
-		int m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NOSUID |
-									   MOUNT_ATTR_NODEV);
+		int m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
+				     MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
 		rc = m < 0 ? -errno : m;
 	}
 	if (fs >= 0)
@@ -174,7 +174,8 @@ void pd_landlock_top(child_cfg *c, const pd_layer *layers, int nlayers)
 			/* directories only: a link leads into one that has its own rule, a whiteout
 			 * (a character device) names nothing */
 			if (de->d_type == DT_DIR ||
-			    (de->d_type == DT_UNKNOWN && fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    (de->d_type == DT_UNKNOWN &&
+			     fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 			     S_ISDIR(st.st_mode)))
 				add_top(c, de->d_name, strlen(de->d_name));
 		}
@@ -226,8 +227,9 @@ int pd_ch_landlock(const child_cfg *c, int mq_fd)
 	if (!rc)
 		rc = grant_top(c, rs, all);
 	if (!rc)
-		rc = grant(rs, "/dev", LL_READ | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE |
-					       LANDLOCK_ACCESS_FS_IOCTL_DEV,
+		rc = grant(rs, "/dev",
+			   LL_READ | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE |
+			       LANDLOCK_ACCESS_FS_IOCTL_DEV,
 			   all);
 	if (!rc)
 		rc = grant(rs, "/dev/shm", writable(all), all);
@@ -239,9 +241,11 @@ int pd_ch_landlock(const child_cfg *c, int mq_fd)
 		rc = grant(rs, c->bind_dst[i], c->bind_rw[i] ? writable(all) : LL_RX, all);
 	if (!rc && mq_fd >= 0) {
 		struct landlock_path_beneath_attr pb = {
-			.allowed_access = (LL_READ | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE |
-					   LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_REMOVE_FILE) & all,
-			.parent_fd = mq_fd};
+		    .allowed_access =
+			(LL_READ | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE |
+			 LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_REMOVE_FILE) &
+			all,
+		    .parent_fd = mq_fd};
 		if (syscall(SYS_landlock_add_rule, rs, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
 			rc = -errno;
 	}

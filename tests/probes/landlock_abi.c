@@ -13,7 +13,9 @@ int main(void)
 {
 	long v = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
 	if (v < 0) {
-		printf("absent %s\n", errno == ENOSYS ? "ENOSYS" : errno == EOPNOTSUPP ? "EOPNOTSUPP" : "other");
+		printf("absent %s\n", errno == ENOSYS	    ? "ENOSYS"
+				      : errno == EOPNOTSUPP ? "EOPNOTSUPP"
+							    : "other");
 		return 1;
 	}
 	printf("%ld\n", v);
