@@ -173,9 +173,16 @@ int cmd_pool(int argc, char **argv)
 	}
 	uint64_t t0 = pd_now_us();
 	int ready = pd_pools_wait_ready(p, (uint64_t)(wait_s * 1000));
+	const char *why = "";
+	int abi = pd_ctx_landlock(ctx, &why);
+	char ll[96];
+	if (abi)
+		snprintf(ll, sizeof ll, "ABI %d", abi);
+	else
+		snprintf(ll, sizeof ll, "absent: %s", why);
 	if (!json)
-		printf("pools %s in %.0f ms (cgroup %s)\n\n", ready == 0 ? "warm" : "NOT warm (timeout)",
-		       (pd_now_us() - t0) / 1000.0, pd_ctx_cgroup_backend(ctx));
+		printf("pools %s in %.0f ms (cgroup %s, landlock %s)\n\n", ready == 0 ? "warm" : "NOT warm (timeout)",
+		       (pd_now_us() - t0) / 1000.0, pd_ctx_cgroup_backend(ctx), ll);
 	cli_print_pools(p, t, n, json);
 	pd_pools_free(p);
 	pd_templates_free(t, n);

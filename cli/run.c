@@ -336,6 +336,10 @@ int cmd_run(int argc, char **argv)
 	pd_metrics *m = pd_metrics_new();
 	pd_sched_opts so = {0};
 	so.workers = (unsigned)workers;
+	/* -j is how many lines run at once, /run_code and Piston lines too: a batch's expected
+	 * verdicts (a memory hog's ML before its wall limit) hold at that concurrency, as the user
+	 * chose it, not at the daemon's SandboxFusion sharing */
+	so.one_class = true;
 	so.retries = (unsigned)retries;
 	so.queue_max = n + 16; /* a batch is admitted whole: it is ours, not a flood */
 	pd_sched *sched = pd_sched_new(pools, NULL, m, &so, &e);

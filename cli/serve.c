@@ -110,9 +110,10 @@ static const serve_opt serve_opts[] = {
 	{"node-id", 0, T_STRING, "ID", 0, 0, false, FIELD(node_id), "<hostname>-<port>",
 	 "this node's id in the cluster (A-Z a-z 0-9 - _ ., a dot\n"
 	 "never first, last or twice in a row: host.example.com-1)"},
-	{"cluster-ack-wait", 0, T_COUNT, "SECS", 1, 3600, false, FIELD(cluster_ack_wait), "30",
+	{"cluster-ack-wait", 0, T_COUNT, "SECS", 1, 3600, false, FIELD(cluster_ack_wait), "5",
 	 "seconds a node may hold a task without a sign of life before\n"
-	 "the cluster gives it to another node"},
+	 "the cluster gives it to another node (a node renews its tasks\n"
+	 "every second while it lives)"},
 	{"breaker-fail-percent", 0, T_COUNT, "N", 1, 100, false, FIELD(breaker_fail_percent), "50",
 	 "a template's circuit breaker opens when more than N percent of its\n"
 	 "recent jobs failed for the infrastructure (a sandbox that could not\n"
@@ -127,6 +128,15 @@ static const serve_opt serve_opts[] = {
 	{"cluster-max-deliver", 0, T_COUNT, "N", 1, 100, false, FIELD(cluster_max_deliver), "5",
 	 "deliveries of a task whose nodes all stopped before recording\n"
 	 "it; the next one records it as an infrastructure failure"},
+	{"cluster-records-max-age", 0, T_COUNT, "SECS", 1, 3650u * 86400u, false, FIELD(cluster_records_max_age),
+	 "2592000 (30 days)",
+	 "the cluster's shared record stream keeps a record this long\n"
+	 "(PADDOCK_RECORDS: the values of the node that started last;\n"
+	 "give every node the same)"},
+	{"cluster-records-max-bytes", 0, T_SIZE, "SIZE", 1u << 20, UINT64_MAX, true, FIELD(cluster_records_max_bytes),
+	 "10G", "size the shared record stream (and the object stream) may\n"
+	 "take; past it the oldest go; 0 = no cap (the default is fitted\n"
+	 "to the broker's store)"},
 	{"review-min-samples", 0, T_COUNT, "N", 1, 1000000, false, FIELD(review_min_samples), "20",
 	 "review queue (docs/audit.md): a problem's judged attempts (for\n"
 	 "rare_pass) or earlier passes in the language (fast_pass,\n"

@@ -166,7 +166,6 @@ static __attribute__((noreturn)) void become_program(const child_cfg *c, const s
 	setsid();
 	int in = x->has_stdin ? fds[0] : open("/dev/null", O_RDONLY | O_CLOEXEC);
 	int out = fds[x->has_stdin ? 1 : 0], err = fds[x->has_stdin ? 2 : 1];
-	(void)nfds;
 	/* move everything above 2 first so the dup2s cannot clobber each other */
 	int hi_in = fcntl(in, F_DUPFD_CLOEXEC, 10), hi_out = fcntl(out, F_DUPFD_CLOEXEC, 10),
 	    hi_err = fcntl(err, F_DUPFD_CLOEXEC, 10);
@@ -207,6 +206,14 @@ static __attribute__((noreturn)) void become_program(const child_cfg *c, const s
 	if (chdir(cwd) < 0) {
 		int e = errno;
 		struct msg_error m = {MSG_EXEC_FAILED, e, "chdir to the working directory"};
+		report(errfd, &m, sizeof m);
+		_exit(127);
+	}
+	/* while still root in the sandbox's namespace (it may open every directory it names; after
+	 * no_new_privs it would need to be), and before any file of the program's is opened */
+	int ll = pd_ch_landlock(c, x->has_mq ? fds[nfds - 1] : -1);
+	if (ll < 0) {
+		struct msg_error m = {MSG_EXEC_FAILED, -ll, "apply the Landlock ruleset"};
 		report(errfd, &m, sizeof m);
 		_exit(127);
 	}
@@ -276,7 +283,7 @@ static pid_t start_program(const child_cfg *c, ssize_t len, int *fds, int nfds)
 {
 	struct msg_exec *x = (struct msg_exec *)g_buf;
 	char *p = g_buf + sizeof *x, *end = g_buf + len;
-	int need = (x->has_stdin ? 3 : 2);
+	int need = (x->has_stdin ? 3 : 2) + (x->has_mq ? 1 : 0);
 	if ((size_t)len < sizeof *x || x->argc == 0 || x->argc > PD_MAX_ARGS || x->envc > PD_MAX_ARGS ||
 	    nfds != need || end[-1] != 0)
 		return refuse(EINVAL, "malformed exec request");

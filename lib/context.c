@@ -131,6 +131,14 @@ pd_ctx *pd_ctx_new(const pd_ctx_opts *o, pd_err *e)
 	 * killed here; what else runsc left is swept before this context's first gvisor sandbox */
 	pd_cgroups_sweep(&c->cg, owner_dead, c);
 	prune_owners(c);
+	int abi = pd_landlock_abi();
+	const char *ll = getenv("PADDOCK_LANDLOCK");
+	c->landlock_abi = abi > 0 && !(ll && !strcmp(ll, "off")) ? abi : 0;
+	if (abi <= 0)
+		snprintf(c->landlock_why, sizeof c->landlock_why, "the kernel has none (%s)",
+			 abi == -EOPNOTSUPP ? "disabled at boot" : strerror(-abi));
+	else if (!c->landlock_abi)
+		snprintf(c->landlock_why, sizeof c->landlock_why, "PADDOCK_LANDLOCK=off");
 	if (pd_mkdir_p(c->run_dir, 0700) < 0) {
 		pd_fail(e, errno, "create %s", c->run_dir);
 		goto fail;
@@ -195,6 +203,13 @@ void pd_ctx_gvisor_sweep_once(pd_ctx *c)
 const char *pd_ctx_cgroup_backend(const pd_ctx *c)
 {
 	return c->cg.ops ? c->cg.ops->name : "none";
+}
+
+int pd_ctx_landlock(const pd_ctx *c, const char **why)
+{
+	if (why)
+		*why = c->landlock_why;
+	return c->landlock_abi;
 }
 
 void pd_ctx_netns_stats(pd_ctx *c, pd_netns_stats *out)

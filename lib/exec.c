@@ -427,6 +427,7 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
 	if (s->gv)
 		return pd_gv_sandbox_exec(s, o, r, e);
+	r->landlock = s->ctx->landlock_abi;
 	if (pd_scratch_end_setup(s, e) < 0)
 		return -1;
 	char *msg = NULL;
@@ -450,7 +451,7 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 		pd_fail(e, errno, "exec pipes");
 		goto fail_early;
 	}
-	int fds[3], nfds = 0;
+	int fds[4], nfds = 0;
 	int stdin_fd = o->stdin_data ? pin[0] : o->stdin_from_fd ? o->stdin_fd : -1;
 	if (stdin_fd >= 0) {
 		fds[nfds++] = stdin_fd;
@@ -458,6 +459,14 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 	}
 	fds[nfds++] = pout[1];
 	fds[nfds++] = perr[1];
+	/* made at creation and by each reset (a new IPC namespace); here only if that failed:
+	 * without it the program's POSIX message queues are refused (EACCES), nothing else */
+	if (s->mq_fd < 0 || s->mq_stale)
+		pd_sb_mq_refresh(s, true);
+	if (s->mq_fd >= 0) {
+		fds[nfds++] = s->mq_fd;
+		((struct msg_exec *)msg)->has_mq = 1;
+	}
 
 	x.ao = o->audit ? o->audit : s->opts.audit;
 	if (x.ao && !x.ao->enabled)

@@ -188,6 +188,9 @@ typedef struct pd_result {
 	char image_name[256];
 	char image_digest[PD_DIGEST_LEN], image_config_digest[PD_DIGEST_LEN];
 	char isolation[16]; /* pd_isolation_name() of the tier that ran it */
+	/* the Landlock ABI the program was restricted with (container tier); 0: none (the kernel has
+	 * no Landlock, another tier, or PADDOCK_LANDLOCK=off) */
+	int landlock;
 } pd_result;
 
 /* Whether the program exited by itself (exit_code is then its status): false for one killed by a
@@ -250,6 +253,9 @@ pd_ctx *pd_ctx_new(const pd_ctx_opts *opts, pd_err *e);
 void pd_ctx_free(pd_ctx *c);
 /* "v1" or "v2": the cgroup backend in use. */
 const char *pd_ctx_cgroup_backend(const pd_ctx *c);
+/* The Landlock ABI container programs are restricted with (docs/isolation.md), or 0; *why (may
+ * be NULL) says why 0 ("" otherwise). */
+int pd_ctx_landlock(const pd_ctx *c, const char **why);
 /* Sandboxes whose teardown is still pending because a task outlived SIGKILL (now, and ever). */
 void pd_ctx_stuck(pd_ctx *c, uint64_t *now, uint64_t *total);
 /* Retries reaping them; returns how many are still stuck. Called by create and destroy too. */

@@ -28,6 +28,7 @@ static int init_request(pd_sandbox *s, const void *msg, size_t len, uint64_t dea
 {
 	if (send(s->sock, msg, len, MSG_NOSIGNAL) != (ssize_t)len)
 		return pd_fail(e, errno, "sandbox %s: send a request to init", s->id);
+
 	for (;;) {
 		char buf[sizeof(struct msg_reset_done) + 16];
 		uint64_t now = pd_now_us();
@@ -41,6 +42,11 @@ static int init_request(pd_sandbox *s, const void *msg, size_t len, uint64_t dea
 			return pd_fail(e, EPROTO, "sandbox %s: a malformed message from init", s->id);
 		if (t != MSG_RESET_DONE)
 			continue; /* the report of a program that ended before: nobody waits for it */
+		/* a reset's init enters a new IPC namespace: the programs need its mqueue root */
+		if (((const struct msg_hdr *)msg)->type == MSG_RESET) {
+			s->mq_stale = true;
+			pd_sb_mq_refresh(s, false);
+		}
 		if (m.err)
 			return pd_fail(e, m.err, "sandbox %s: %s", s->id, m.what);
 		if (scratch)

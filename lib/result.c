@@ -159,6 +159,7 @@ json_t *pd_result_json(const pd_result *r, bool with_output)
 	good = good && set(o, "image", img);
 	/* execs of a warm (container) sandbox leave it empty: only the container tier keeps them */
 	good = good && set(o, "isolation", json_string(r->isolation[0] ? r->isolation : "container"));
+	good = good && set(o, "landlock", json_integer(r->landlock));
 	/* only when it happened: a step whose client left (pd_exec_opts.cancel) */
 	if (good && r->cancelled)
 		good = set(o, "cancelled", json_true());

@@ -220,6 +220,26 @@ int pd_sb_recv_msg(int sock, void *buf, size_t len, int timeout_ms, int *fd)
 	return (int)n;
 }
 
+void pd_sb_mq_refresh(pd_sandbox *s, bool last)
+{
+	if (!s->ctx->landlock_abi)
+		return;
+	int m = pd_landlock_mqueue_root(s->pidfd);
+	if (m >= 0 && s->mq_fd >= 0) {
+		int d = dup3(m, s->mq_fd, O_CLOEXEC);
+		close(m);
+		m = d < 0 ? -1 : s->mq_fd;
+	}
+	if (m >= 0) {
+		s->mq_fd = m;
+		s->mq_stale = false;
+	} else if (last && s->mq_fd >= 0) {
+		close(s->mq_fd);
+		s->mq_fd = -1;
+		s->mq_stale = false;
+	}
+}
+
 void pd_sb_kill_init(pd_sandbox *s)
 {
 	if (s->pidfd >= 0 && !s->reaped)
@@ -276,6 +296,7 @@ int pd_sb_resolve_layout(pd_ctx *c, const pd_sandbox_opts *o, uint64_t disk_byte
 		return pd_fail(e, EINVAL, "sandbox user %u:%u: ids must be below %u and not %u (init's)", o->uid,
 			       o->gid, PD_UID_RANGE, PD_INIT_UID);
 	cfg->uid = o->uid;
+	cfg->landlock_abi = c->landlock_abi;
 	cfg->gid = o->gid;
 	if (o->layers && o->layers[0]) {
 		for (; o->layers[nlayers]; nlayers++) {
@@ -316,12 +337,15 @@ int pd_sb_resolve_layout(pd_ctx *c, const pd_sandbox_opts *o, uint64_t disk_byte
 		if (stat(o->binds[i].src, &st) < 0)
 			return pd_fail(e, errno, "bind mount source %s", o->binds[i].src);
 		cfg->bind_is_dir[i] = S_ISDIR(st.st_mode);
+		cfg->bind_rw[i] = o->binds[i].rw;
 		snprintf(cfg->bind_dst[i], PD_PATH, "%s", o->binds[i].dst);
 	}
 	cfg->nbinds = (int)o->nbinds;
 	cfg->nlayers = nlayers;
 	for (int i = 0; i < nlayers; i++)
 		snprintf(cfg->layer_dst[i], PD_PATH, "%s", layers[i].dst);
+	if (cfg->landlock_abi)
+		pd_landlock_top(cfg, layers, nlayers);
 	snprintf(cfg->stage, sizeof cfg->stage, "%s", c->stage_dir);
 	cfg->net = o->net;
 	cfg->disk_bytes = disk_bytes;
@@ -396,7 +420,7 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 	s->ctx = c;
 	s->names = names;
 	s->state = PD_CREATING;
-	s->pidfd = s->sock = s->upper_fd = -1;
+	s->pidfd = s->sock = s->upper_fd = s->mq_fd = -1;
 	s->opts = *o;
 	s->lim = o->limits;
 	s->created_us = t0;
@@ -551,6 +575,7 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 	}
 	if (pd_sb_net_created(s, e) < 0)
 		goto fail;
+	pd_sb_mq_refresh(s, false);
 	free(cfg);
 	pd_scratch_created(s);
 	s->ready_cost_us = pd_now_us() - t0;
@@ -603,6 +628,9 @@ int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len)
 	if (s->upper_fd >= 0)
 		close(s->upper_fd);
 	s->upper_fd = -1;
+	if (s->mq_fd >= 0)
+		close(s->mq_fd);
+	s->mq_fd = -1;
 	if (s->cg)
 		c->cg.ops->kill_all(s->cg);
 	uint64_t td = s->opts.teardown_timeout_ms ? s->opts.teardown_timeout_ms : 10000;

@@ -12,10 +12,14 @@
 #      broker's own messages/s and CPU during it (from its monitoring endpoint);
 #   3. the broker alone (contrib/cluster/jsbench.c): publishes with message ids waiting for their
 #      acks, and pulls with acks, per second: the ceiling the messages/s of 2. are measured against.
-# usage: [BENCH_OLD=bin] [NODES=4] [BENCH_LANG=bash|python] [BENCH_ONLY=1] scripts/bench-cluster.sh [N [ROUNDS]]
+# usage: [BENCH_OLD=bin] [NODES=4] [BENCH_LANG=bash|python|cpp] [BENCH_ONLY=1] scripts/bench-cluster.sh [N [ROUNDS]]
 # (N requests per measure, default 1000; ROUNDS default 3; BENCH_LANG: section 1's program, bash's
-# echo (default: the cluster path's cost at its largest share) or python's print, the program of
-# paddock bench --http; BENCH_ONLY=1: section 1 alone). Needs root (the daemons make sandboxes).
+# echo (default: the cluster path's cost at its largest share), python's print, the program of
+# paddock bench --http, or cpp: a judged C++ submission through POST /v1/judge, each with its own
+# source (use a small N: each compiles); BENCH_ONLY=1: section 1 alone). Needs root (the daemons
+# make sandboxes). CPU per request (the daemon's, the broker's: user + system from /proc) is the
+# figure a loaded machine disturbs least; the cluster node's includes publishing its records to
+# the shared record stream (docs/cluster.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-1000}
@@ -24,7 +28,12 @@ NODES=${NODES:-4}
 P=$PWD/bin/paddock
 OLD=${BENCH_OLD:-}
 LANG_=${BENCH_LANG:-bash}
-case $LANG_ in bash) CODE='echo %d' ;; python) CODE='print(%d)' ;; *) echo "BENCH_LANG: bash or python" >&2; exit 64 ;; esac
+case $LANG_ in
+bash) CODE='echo %d' ;;
+python) CODE='print(%d)' ;;
+cpp) CODE='a judged C++ submission (POST /v1/judge), each its own source' ;;
+*) echo "BENCH_LANG: bash, python or cpp" >&2; exit 64 ;;
+esac
 T=$(mktemp -d /tmp/pdk-bench-cluster.XXXXXX)
 stop_all() {
   local f
@@ -57,9 +66,44 @@ serve() {  # serve NAME BINARY ARGS...: prints the address
   for _ in $(seq 100); do curl -sf "http://$a/readyz" >/dev/null && break; sleep 0.1; done
   echo "$a"
 }
-python3 -c "
+if [ "$LANG_" = cpp ]; then
+  # one judged C++ submission a line, each its own source (no compile is shared)
+  python3 -c "
+import json
+src = '#include <iostream>\\nint main() { long x; std::cin >> x; std::cout << x * x << \"\\\\n\"; } // %d\\n'
+for i in range($N):
+    print(json.dumps({'problem': {'tests': [{'input': '3\\n', 'output': '9\\n'}]}, 'language': 'cpp', 'code': src % i}))" >"$T/batch.jsonl"
+else
+  python3 -c "
 import json
 for i in range($N): print(json.dumps({'schema':'run_code','language':'$LANG_','code':'$CODE' % i}))" >"$T/batch.jsonl"
+fi
+# the judged workload's client: POST /v1/judge, J at a time, each with a request id of its own;
+# prints a summary line as paddock run --cluster does (rate, p50, p90)
+cat >"$T/judge.py" <<'EOF_PY'
+import concurrent.futures, http.client, json, statistics, sys, time, uuid
+addr, j, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+lines = open(path).read().splitlines()
+tag = uuid.uuid4().hex[:12]
+host, port = addr.rsplit(":", 1)
+def one(i):
+    # the source made this measure's own: no compile of an earlier measure is reused
+    b = json.loads(lines[i]); b["code"] += "// %s\n" % tag
+    c = http.client.HTTPConnection(host, int(port), timeout=600)
+    t0 = time.monotonic()
+    c.request("POST", "/v1/judge", json.dumps(b), {"Content-Type": "application/json", "X-Request-Id": "%s-%d" % (tag, i)})
+    r = c.getresponse(); body = r.read(); c.close()
+    ok = r.status == 200 and json.loads(body).get("reward") == 1
+    return (time.monotonic() - t0) * 1000, ok
+t0 = time.monotonic()
+with concurrent.futures.ThreadPoolExecutor(j) as ex:
+    res = list(ex.map(one, range(len(lines))))
+s = time.monotonic() - t0
+lat = sorted(r[0] for r in res)
+bad = sum(1 for r in res if not r[1])
+print("judged %d (%d not passed) in %.1f s: %.1f/s; p50 %.1f ms, p90 %.1f ms" % (len(lines), bad, s, len(lines) / s,
+      lat[len(lat) // 2], lat[int(len(lat) * 0.9)]), file=sys.stderr)
+EOF_PY
 # CPU time (user + system, in clock ticks) a process has used: where a request's time goes
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 HZ=$(getconf CLK_TCK)
@@ -69,7 +113,11 @@ measure() {
   local d0 n0 d1 n1 dp np line rate p50 p90 dms bms
   dp=$(cat "$T/$4.pid"); np=$(cat "$T/nats.$5.pid" 2>/dev/null || echo 0)
   d0=$(ticks "$dp"); n0=$(ticks "$np")
-  "$P" run --cluster "http://$2" -j "$3" -o /dev/null "$T/batch.jsonl" 2>"$T/m.err" || true
+  if [ "$LANG_" = cpp ]; then
+    python3 "$T/judge.py" "$2" "$3" "$T/batch.jsonl" 2>"$T/m.err" || true
+  else
+    "$P" run --cluster "http://$2" -j "$3" -o /dev/null "$T/batch.jsonl" 2>"$T/m.err" || true
+  fi
   d1=$(ticks "$dp"); n1=$(ticks "$np")
   line=$(head -1 "$T/m.err")
   rate=$(sed -n 's/.*s: \([0-9.]*\)\/s;.*/\1/p' <<<"$line")
@@ -91,6 +139,14 @@ if [ -n "$OLD" ]; then
   O=$(serve oldnode "$OLD" --workers 4 --cluster "nats://127.0.0.1:$OP" --node-id bench1)
   KEYS="local cluster cluster-old"
 fi
+# the steady cost with no request at all (the node's heartbeat, its pullers' waiting pulls, the
+# recorder's look each second; the broker serving them), CPU ms a second: what a slow workload's
+# CPU per request includes besides the requests' own (a judged submission at 2/s: half of it)
+idle_ms() { echo "scale=2; ($2 - $1) * 1000 / $HZ / 20" | bc; }
+il0=$(ticks "$(cat "$T/local.pid")"); in0=$(ticks "$(cat "$T/node.pid")"); ib0=$(ticks "$(cat "$T/nats.new.pid")")
+sleep 20
+il1=$(ticks "$(cat "$T/local.pid")"); in1=$(ticks "$(cat "$T/node.pid")"); ib1=$(ticks "$(cat "$T/nats.new.pid")")
+echo "== idle, 20 s: CPU ms a second: local daemon $(idle_ms "$il0" "$il1"), cluster node $(idle_ms "$in0" "$in1"), broker $(idle_ms "$ib0" "$ib1")"
 echo "== 1. /run_code ($LANG_: $CODE), $N requests a measure, 4 workers a daemon, $ROUNDS alternating rounds"
 for r in $(seq "$ROUNDS"); do
   # the order turns each round: no path always runs first (or right after another)

@@ -19,7 +19,10 @@ pkgs=(build-essential pkg-config libseccomp-dev libcap-dev libjansson-dev libmic
       # verl's own SandboxFusion tests (tests/api/verl.t), run by Debian's python3
       python3-pytest python3-requests
       prometheus  # promtool checks contrib/prometheus/alerts.yml (tests/api/ops.t); its service is not needed
-      runsc)      # gVisor, for the gvisor isolation tier (paddock exec --isolation gvisor)
+      runsc       # gVisor, for the gvisor isolation tier (paddock exec --isolation gvisor)
+      # the microVM tier's parts (docs/design/microvm.md): QEMU 7.2 with its microvm machine, a guest
+      # kernel, and mkfs.erofs for the images' read-only block images
+      qemu-system-x86 linux-image-cloud-amd64 erofs-utils)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -106,9 +106,9 @@ static const char *svc_key(const pd_job *j, char *buf, size_t len)
 	return buf;
 }
 
-static int job_cls(const pd_job *j)
+static int job_cls(const pd_sched *s, const pd_job *j)
 {
-	return j->wall_shared && !j->execute ? CLS_WALL : CLS_CPU;
+	return j->wall_shared && !j->execute && !s->o.one_class ? CLS_WALL : CLS_CPU;
 }
 
 /* busy changes by delta; lock held */
@@ -296,7 +296,7 @@ pd_admit pd_sched_submit(pd_sched *s, pd_job *j)
 	pthread_mutex_lock(&s->mu);
 	pd_admit a = PD_ADMIT_OK;
 	int pr = j->priority >= 0 && j->priority < PD_PRIO_COUNT ? j->priority : PD_PRIO_NORMAL;
-	int cls = job_cls(j);
+	int cls = job_cls(s, j);
 	uint64_t now = pd_now_us();
 	/* a free worker of its class and nothing queued there: the breaker lets a probe through */
 	bool idle = s->busy_cls[cls] < s->cap[cls] && !sched_queued(s, cls, PD_PRIO_COUNT - 1);
@@ -668,6 +668,8 @@ pd_sched *pd_sched_new(pd_pools *pools, pd_store *store, pd_metrics *m, const pd
 		s->o.workers = (unsigned)(cpus > 0 ? cpus * 2 : 2);
 	if (!s->o.wall_workers)
 		s->o.wall_workers = cpus > 8 ? (unsigned)(cpus < 64 ? cpus : 64) * 16 : 128;
+	if (s->o.one_class)
+		s->o.wall_workers = 1; /* no wall-shared job is ever queued there: one idle thread */
 	s->cap[CLS_CPU] = s->o.workers;
 	s->cap[CLS_WALL] = s->o.wall_workers;
 	uint64_t total = mem_total();

@@ -350,6 +350,13 @@ int pd_store_staged(pd_store *s, int (*settle)(void *arg, const char *request_id
  * at the close, so that a node killed while idle leaves none to settle). 0, or -1 (they stay
  * staged: a kill then is settled as kept, the claims being ours). */
 int pd_store_unstage(pd_store *s);
+/* The store as a cluster node's outbox (store_outbox.c): the watermark (the last row published
+ * to the cluster's record stream; 0 at first), its move, and the rows after it that are final
+ * (their request's claim made), in row order, at most limit: an array of {"row", "task_id",
+ * "group_id", "kind", "finished_at", "record"}. */
+int64_t pd_store_outbox_mark(pd_store *s, pd_err *e);
+int pd_store_outbox_set(pd_store *s, int64_t row, pd_err *e);
+int pd_store_outbox(pd_store *s, int64_t after, unsigned limit, json_t **rows, pd_err *e);
 /* Completes the record of a sandbox's use (its use_id) whose residue is "pending" with what the
  * reclaimer found ("clean" or what was left); one that comes before its record is kept and
  * applied when the record is stored. The rows changed (0: none yet), -1 on a store error. */
@@ -517,6 +524,8 @@ typedef struct pd_sched_opts {
 	uint64_t memory_budget;  /* the sum of running jobs' memory limits may not pass this; 0 = the
 				  * share below */
 	double memory_budget_pct; /* ... of MemTotal, in percent; 0 = 80 */
+	bool one_class;          /* every job on the --workers workers, wall-shared ones too (paddock
+				  * run: its -j is how many run at once, whatever their API) */
 	unsigned cpus;           /* the CPUs the workers share; 0 = the online CPUs */
 	size_t queue_max;        /* per priority; default 4096 */
 	unsigned retries;        /* infrastructure retries; 0 means none (callers set it: serve's default is 2) */
@@ -580,10 +589,13 @@ typedef struct pd_cluster_opts {
 	const char *urls;        /* nats://HOST:PORT[,...] */
 	const char *node_id;     /* NULL = <hostname>-<port> */
 	const char *address;     /* the HTTP address peers forward session requests to */
-	unsigned ack_wait_s;     /* a pulled task's ack timeout (in-progress acks renew it); 0 = 30 */
+	unsigned ack_wait_s;     /* a pulled task's ack timeout (in-progress acks renew it); 0 = 5 */
 	unsigned max_deliver;    /* deliveries before a task ends as an infrastructure failure; 0 = 5 */
 	unsigned window_s;       /* duplicate window: request ids remembered, results kept; 0 = 600 */
 	unsigned slots;          /* tasks run at once (pulled only as they free up); 0 = 4 */
+	unsigned records_max_age_s; /* the shared record stream's retention; 0 = 30 days */
+	uint64_t records_max_bytes; /* its size; 0 = 10 GiB, UINT64_MAX = no cap */
+	uint64_t run_code_output_max; /* a /run_code program's whole output kept; 0 = 16 MiB */
 	const char *token;       /* the bearer token peers are called with (results by reference) */
 	/* A judge request's job on this node (its judge and problems), for kind "judge"; NULL
 	 * when the node judges nothing. *status as pd_judge_job's. */
@@ -624,6 +636,16 @@ int pd_cluster_session_node(pd_cluster *c, const char *session_id, char *addr, s
  * answer value of the attempt whose claim token is token, for GET /v1/cluster/results/{token}.
  * 0 and *text (malloc'd); -1 with e->code ENOENT when there is none (expired, or never). */
 int pd_cluster_result_file(pd_cluster *c, const char *token, char **text, size_t *len, pd_err *e);
+/* The cluster's shared record store (server/cluster/records.c), as pd_store_get and
+ * pd_store_list answer the node's own: every attempt of task_id, and a page of records ("row"
+ * and the cursor being the shared stream's sequence), from every node's records. */
+json_t *pd_cluster_records_get(pd_cluster *c, const char *task_id, pd_err *e);
+int pd_cluster_records_list(pd_cluster *c, const pd_store_query *q, json_t **records, int64_t *next, pd_err *e);
+/* GET /v1/runs/{id}/output on a node of a cluster: the task's last attempt's output,
+ * {"task_id", "request_id", "node", "stdout", "stderr", "whole"}: whole (with stdout_bytes and
+ * stderr_bytes) when the run's output past its record's head and tail was kept in the object
+ * stream, else the record's own. NULL with e->code ENOENT when no node recorded the task. */
+json_t *pd_cluster_output(pd_cluster *c, const char *task_id, pd_err *e);
 /* Prometheus lines of this node's cluster figures. malloc'd. */
 char *pd_cluster_metrics(pd_cluster *c);
 
@@ -667,10 +689,12 @@ typedef struct pd_server_opts {
 	pd_sched_opts sched;
 	const char *cluster;        /* nats://HOST:PORT[,...]: join a cluster (NULL = single node) */
 	const char *node_id;        /* the node's id in the cluster; NULL = <hostname>-<port> */
-	unsigned cluster_ack_wait;  /* seconds; 0 = 30 */
+	unsigned cluster_ack_wait;  /* seconds; 0 = 5 */
 	/* seconds the trajectories of ended sessions are kept; 0 = 30 days, UINT_MAX = forever */
 	unsigned trajectory_retention;
 	unsigned cluster_max_deliver; /* 0 = 5 */
+	unsigned cluster_records_max_age;   /* seconds; 0 = 30 days */
+	uint64_t cluster_records_max_bytes; /* 0 = 10 GiB, UINT64_MAX = no cap */
 	/* each template's circuit breaker (sched.breaker_*): the percent of infrastructure failures
 	 * among its recent jobs that opens it (0 = 50), the jobs it needs first (0 = 8), seconds open
 	 * before a probe (0 = 5); and the host's free memory under which all new work is refused:

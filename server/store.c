@@ -11,6 +11,7 @@
 #include "server.h"
 #include "review.h"
 #include "store_schema.h"
+#include "store_priv.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -25,46 +26,6 @@
 /* Free space the store must see before it takes rows again after a full disk: a row with its
  * record is a few KiB, the WAL grows by pages, and a checkpoint needs room too. */
 #define ROOM_BYTES (4u << 20)
-
-/* Residue reports that came before their record was stored (the reclaimer can finish with a
- * sandbox before the worker that used it has written the record): kept this many, newest last,
- * and applied when the record comes. */
-#define EARLY_RESIDUE 256
-
-struct pd_store {
-	sqlite3 *db; /* the writer's connection, under mu */
-	sqlite3_stmt *put;
-	sqlite3_stmt *residue; /* prepared once: the reclaimer completes a record per released sandbox */
-	pthread_mutex_t mu;
-	/* The readers' connection, under rd_mu. A write waits up to SQLite's busy timeout (10 s)
-	 * for another process's lock, holding mu meanwhile; on the WAL a reader never waits for a
-	 * writer, so GET /v1/runs, /metrics and /readyz (on the event thread) read here and do not
-	 * stall behind it. NULL if the file could not be opened twice: then readers share db. */
-	sqlite3 *rd;
-	pthread_mutex_t rd_mu;
-	char dir[4096];
-	/* read by /readyz and /metrics without either lock */
-	_Atomic bool full;
-	_Atomic uint64_t failed_full, failed_other;
-	_Atomic uint64_t pruned; /* records deleted for the cap */
-	uint64_t max;	 /* bytes the records may use; 0: no cap */
-	uint64_t since;	 /* bytes written since the last look at the size */
-	struct {
-		char use_id[64];
-		char residue[128];
-		int64_t teardown_us; /* < 0: unknown */
-	} early[EARLY_RESIDUE];
-	unsigned early_next;
-	pd_review_cfg review;
-	/* Requests whose claims were made after their rows committed: their stage is cleared in the
-	 * next record's transaction (or by pd_store_unstage, the cluster's ticker each second), not
-	 * in a transaction of its own per request (a second commit per record, and the store's lock
-	 * held for it: 6% of a cluster node's extra CPU). A kill before that leaves them staged,
-	 * which the next start settles as kept (the claims are ours). */
-	char claimed[64][128];
-	unsigned nclaimed;
-	sqlite3_stmt *unstage; /* DELETE FROM staged WHERE request_id = ?, prepared once */
-};
 
 static int64_t query_i64(sqlite3 *db, const char *sql)
 {

@@ -40,6 +40,11 @@ void pd_ch_drop(int fd);
 /* openat2 resolving path as if dirfd's "/" were the root, refusing /proc magic links. */
 int pd_ch_open_inside(int dirfd, const char *path, int flags, mode_t mode);
 
+/* In a program's process, after its chdir and before it drops its privileges: restricts it with
+ * a Landlock ruleset made from the sandbox's mounts (landlock.c); mq_fd (or -1) is the IPC
+ * namespace's mqueue root (pd_landlock_mqueue_root). 0, or -errno. */
+int pd_ch_landlock(const child_cfg *c, int mq_fd);
+
 /* The scratch directories of the staging tmpfs (rootfs.c), in proto.h's order. */
 typedef struct pd_ch_scratch_dir {
 	const char *name, *dst;

@@ -217,7 +217,23 @@ struct pd_ctx {
 	uint64_t cg_open;
 	bool cg_other;
 	bool gv_swept; /* pd_ctx_gvisor_sweep_once ran (lock) */
+	/* the Landlock ABI container programs get (landlock.c): the kernel's, or 0 when it has none
+	 * or $PADDOCK_LANDLOCK is "off"; landlock_why says why 0 */
+	int landlock_abi;
+	char landlock_why[64];
 };
+
+/* The kernel's Landlock ABI version, or -errno (ENOSYS: not built in; EOPNOTSUPP: not enabled
+ * at boot). */
+int pd_landlock_abi(void);
+/* A detached mount of the mqueue filesystem of pid's IPC namespace (its root, O_PATH), made from
+ * this thread, which enters that namespace and returns to its own; -errno on failure. A program's
+ * Landlock ruleset grants the queues under it (landlock.c says why it needs one). */
+int pd_landlock_mqueue_root(int pidfd);
+struct child_cfg;
+/* Lists into cfg the directories directly in the root the layers (each "/" layer's own, a deeper
+ * layer's first component), the sandbox's mount points and the binds will make (landlock.c). */
+void pd_landlock_top(struct child_cfg *cfg, const pd_layer *layers, int nlayers);
 
 /* ---- kept overlays of layers mounted elsewhere than "/" (upperwatch.c) ------------------------ */
 

@@ -78,6 +78,7 @@ struct msg_exec {
 	uint32_t has_stdin; /* first fd is stdin; otherwise /dev/null */
 	uint32_t audit;     /* load the audit filter and hand its listener over */
 	uint32_t uid, gid;
+	uint32_t has_mq;    /* the last fd is the IPC namespace's mqueue root, for Landlock (landlock.c) */
 	uint64_t rl_cpu_s, rl_nofile, rl_fsize, rl_stack, rl_nproc, rl_data;
 	/* then: cwd NUL, argc strings NUL, envc strings NUL */
 };
@@ -102,6 +103,8 @@ typedef struct pd_scratch_attr {
 } pd_scratch_attr;
 #define PD_SCRATCH_IMG 2 /* /tmp and /work */
 
+#define PD_LL_TOP 96
+
 typedef struct child_cfg {
 	int sock;
 	char stage[PD_PATH];
@@ -113,6 +116,7 @@ typedef struct child_cfg {
 	int nbinds;
 	char bind_dst[PD_MAX_BINDS][PD_PATH];
 	bool bind_is_dir[PD_MAX_BINDS];
+	bool bind_rw[PD_MAX_BINDS];
 	uint64_t disk_bytes;
 	const pd_bpf *bpf_base, *bpf_audit;
 	/* reset only: keep_root keeps the root and its overlays (no fds are then passed) and
@@ -124,6 +128,13 @@ typedef struct child_cfg {
 	/* the sandbox's user (pd_sandbox_opts.uid/gid): owner of the /work scratch, and the ids
 	 * init's file operations act with */
 	uint32_t uid, gid;
+	/* the Landlock ABI each program is restricted with (landlock.c); 0: none */
+	int landlock_abi;
+	/* the directories directly in the root, listed by the host from the layers, the mount
+	 * points and the binds (pd_landlock_top): a program's ruleset grants each, without reading
+	 * the root directory, which would be an event to a reset's watches on its upper layer */
+	int nll_top;
+	char ll_top[PD_LL_TOP][64];
 } child_cfg;
 
 /* Runs in the child after clone3: builds the root, then serves as the sandbox's init. Never returns. */

@@ -33,6 +33,9 @@ struct pd_sandbox {
 	uint32_t resets_kept; /* resets that kept the root and its overlays */
 	bool upper_dirty;     /* their watches saw an event (upperwatch.c; under its lock) */
 	int upper_fd;         /* the uppers' tmpfs, for the audit's diff after a run (tamper.c) */
+	int mq_fd;            /* its IPC namespace's mqueue root for Landlock, or -1 (landlock.c; a
+			       * reset's new IPC namespace makes it stale) */
+	bool mq_stale;        /* replaced (in place: the same fd number) at the next exec */
 	struct pd_audit_names *names; /* what the audit's resolutions found, kept to the reset (audit.h) */
 	pd_keep_state keep;   /* the scratch kept across resets: scratch.c's alone */
 	pd_scratch_attr scr[PD_SCRATCH_IMG]; /* /tmp and /work as the last rebuild made them */
@@ -50,6 +53,10 @@ int pd_sb_apply_memory(pd_sandbox *s, uint64_t bytes, pd_err *e);
 /* One message from init within timeout_ms; -1 with errno (ETIMEDOUT, ECONNRESET) if none. fd (may
  * be NULL): the descriptor that came with it, or -1. */
 int pd_sb_recv_msg(int sock, void *buf, size_t len, int timeout_ms, int *fd);
+/* Makes (or replaces, in the same fd number, so that a reset leaves the host's descriptor table
+ * as it was) s->mq_fd for its IPC namespace now, when Landlock is on. On failure the old one is
+ * kept, marked stale for the next exec to try again; last (that exec): it is closed. */
+void pd_sb_mq_refresh(pd_sandbox *s, bool last);
 /* SIGKILL to init (so to the whole pid namespace), unless it is reaped. */
 void pd_sb_kill_init(pd_sandbox *s);
 /* /proc/<pid>/oom_score_adj, or INT32_MIN. */

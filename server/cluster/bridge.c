@@ -48,6 +48,7 @@ void cl_wake_all(pd_cluster *c)
 	pthread_cond_broadcast(&c->slot_cv);
 	pthread_cond_broadcast(&c->ready_cv);
 	pthread_cond_broadcast(&c->tick_cv);
+	pthread_cond_broadcast(&c->rec_cv);
 }
 
 void cl_result_key(const char *id, char *key, size_t len)
@@ -140,6 +141,19 @@ static int start_consumers(pd_cluster *c, pd_err *e)
 		so.Config.MaxAckPending = 65536;
 		jsErrCode je = 0;
 		natsStatus s = N.js_PullSubscribe(&k->sub, c->js, filter, name, NULL, &so, &je);
+		if (s != NATS_OK) {
+			/* the consumer exists with another configuration (an ack wait of an older
+			 * default, say): every node of a cluster gives the same, so it is brought to
+			 * this node's and bound again */
+			jsConsumerConfig cc = so.Config;
+			cc.Durable = name;
+			cc.FilterSubject = filter;
+			jsConsumerInfo *ci = NULL;
+			je = 0;
+			if (N.js_UpdateConsumer(&ci, c->js, CL_WORK_STREAM, &cc, NULL, &je) == NATS_OK)
+				s = N.js_PullSubscribe(&k->sub, c->js, filter, name, NULL, &so, &je);
+			N.jsConsumerInfo_Destroy(ci);
+		}
 		if (s != NATS_OK)
 			rc = pd_fail_as(e, EIO, "cluster: consumer %s: %s (JetStream error %d)", name, cl_status(s), (int)je);
 		else
@@ -173,7 +187,7 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 	}
 	c->o = *o;
 	if (!c->o.ack_wait_s)
-		c->o.ack_wait_s = 30;
+		c->o.ack_wait_s = 5;
 	if (!c->o.max_deliver)
 		c->o.max_deliver = 5;
 	if (!c->o.window_s)
@@ -190,6 +204,7 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 	pthread_cond_init(&c->ready_cv, NULL);
 	pthread_cond_init(&c->tick_cv, NULL);
 	pthread_cond_init(&c->pub_cv, NULL);
+	pthread_cond_init(&c->rec_cv, NULL);
 	snprintf(c->urls, sizeof c->urls, "%s", o->urls);
 	snprintf(c->address, sizeof c->address, "%s", o->address ? o->address : "");
 	if (o->node_id) {
@@ -247,9 +262,20 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 		pd_fail_as(e, EIO, "cluster: JetStream: %s", cl_status(s));
 		goto fail;
 	}
+	/* the recorder's own context: its publishes' acks are counted apart from the work's */
+	N.jsOptions_Init(&jo);
+	jo.Wait = 3000;
+	jo.PublishAsync.AckHandler = cl_on_record_ack;
+	jo.PublishAsync.AckHandlerClosure = c;
+	jo.PublishAsync.MaxPending = 4096;
+	if ((s = N.natsConnection_JetStream(&c->rjs, c->nc, &jo)) != NATS_OK) {
+		pd_fail_as(e, EIO, "cluster: JetStream: %s", cl_status(s));
+		goto fail;
+	}
 	if (ensure_stream(c, e) < 0 ||
 	    ensure_bucket(c, CL_RESULTS_BUCKET, (int64_t)c->o.window_s * 1000000000LL, &c->results, e) < 0 ||
-	    ensure_bucket(c, CL_NODES_BUCKET, (int64_t)CL_NODE_TTL_S * 1000000000LL, &c->nodes, e) < 0)
+	    ensure_bucket(c, CL_NODES_BUCKET, (int64_t)CL_NODE_TTL_S * 1000000000LL, &c->nodes, e) < 0 ||
+	    cl_records_stream(c, e) < 0 || cl_objects_stream(c, e) < 0)
 		goto fail;
 	char subject[128];
 	snprintf(subject, sizeof subject, CL_NOTIFY_PREFIX "%s", c->node);
@@ -261,6 +287,9 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 	 * unique key would answer "recorded already" for rows that may be about to go) */
 	if (c->store && cl_settle_staged(c, e) < 0)
 		goto fail;
+	/* the outbox after the stage is settled: a row the settling took out was never final */
+	if (c->store && (c->rec_mark = pd_store_outbox_mark(c->store, e)) < 0)
+		goto fail;
 	if (start_consumers(c, e) < 0)
 		goto fail;
 	cl_heartbeat(c);
@@ -268,7 +297,9 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 		c->started[i] = pthread_create(&c->publishers[i], NULL, cl_publisher_main, c) == 0;
 	c->started[2] = pthread_create(&c->poller, NULL, cl_poller_main, c) == 0;
 	c->started[3] = pthread_create(&c->ticker, NULL, cl_ticker_main, c) == 0;
-	for (int i = 0; i < 4; i++)
+	c->started[4] = pthread_create(&c->leaser, NULL, cl_leaser_main, c) == 0;
+	c->started[5] = !c->store || pthread_create(&c->recorder, NULL, cl_recorder_main, c) == 0;
+	for (int i = 0; i < 6; i++)
 		if (!c->started[i]) {
 			pd_fail(e, EAGAIN, "cluster: threads");
 			goto fail;
@@ -330,9 +361,11 @@ void pd_cluster_free(pd_cluster *c)
 	for (size_t i = 0; i < c->nconsumers; i++)
 		if (c->consumers[i].started)
 			pthread_join(c->consumers[i].thread, NULL);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		if (c->started[i])
-			pthread_join(i < 2 ? c->publishers[i] : i == 2 ? c->poller : c->ticker, NULL);
+			pthread_join(i < 2 ? c->publishers[i] : i == 2 ? c->poller : i == 3 ? c->ticker : c->leaser, NULL);
+	if (c->started[5] && c->store)
+		pthread_join(c->recorder, NULL);
 	/* every asynchronous publish is acked or has failed by its ack wait (libnats calls
 	 * cl_on_pub_ack either way): none may call it once c is freed */
 	pthread_mutex_lock(&c->mu);
@@ -367,6 +400,8 @@ void pd_cluster_free(pd_cluster *c)
 		N.kvStore_Destroy(c->nodes);
 	if (c->js)
 		N.jsCtx_Destroy(c->js);
+	if (c->rjs)
+		N.jsCtx_Destroy(c->rjs);
 	if (c->nc)
 		N.natsConnection_Destroy(c->nc);
 	if (c->nopts)
@@ -380,5 +415,6 @@ void pd_cluster_free(pd_cluster *c)
 	pthread_cond_destroy(&c->ready_cv);
 	pthread_cond_destroy(&c->tick_cv);
 	pthread_cond_destroy(&c->pub_cv);
+	pthread_cond_destroy(&c->rec_cv);
 	free(c);
 }

@@ -7,6 +7,8 @@
  *               the node's metrics
  *   httpc.c     the small HTTP client forwarding uses (and paddock run --cluster)
  *   forward.c   session requests for another node, forwarded to it
+ *   records.c   the shared record store: the outbox published to a stream, reads from it
+ *   objects.c   large values (results, records, whole outputs) as chunks in a stream
  * The broker's names (docs/cluster.md lists them) are here, once. */
 #ifndef PADDOCK_CLUSTER_H
 #define PADDOCK_CLUSTER_H
@@ -23,6 +25,10 @@
 #define CL_RESULTS_BUCKET "paddock-results"
 #define CL_NODES_BUCKET "paddock-nodes"
 #define CL_NOTIFY_PREFIX "paddock.done." /* + the origin node's id: "result ready" for its waiters */
+#define CL_REC_STREAM "PADDOCK_RECORDS"
+#define CL_REC_PREFIX "paddock.rec." /* + <group>.<task>.<key>: a finished record (records.c) */
+#define CL_OBJ_STREAM "PADDOCK_OBJECTS"
+#define CL_OBJ_PREFIX "paddock.obj." /* + <name>.c (chunks), <name>.m (its description) */
 #define CL_HEARTBEAT_MS 1000
 #define CL_NODE_TTL_S 5 /* a node unheard of for this long is gone */
 
@@ -84,14 +90,21 @@ struct pd_cluster {
 	size_t nready, ready_cap;
 	cl_task *tasks; /* pulled and not yet acked */
 	unsigned ntasks;
-	pthread_t publishers[2], poller, ticker; /* publishers: the tries again (edge.c) */
-	bool started[4]; /* publishers, poller, ticker */
+	pthread_t publishers[2], poller, ticker, leaser, recorder; /* publishers: the tries again (edge.c) */
+	bool started[6]; /* publishers, poller, ticker, leaser, recorder */
+	pthread_cond_t rec_cv; /* recorder: records stored */
+	bool rec_due;
+	int64_t rec_mark, rec_saved; /* the outbox's watermark, and as last written (the recorder's own) */
+	uint64_t rec_saved_ms;
+	jsCtx *rjs; /* the recorder's: its publishes' acks go to cl_on_record_ack */
+	unsigned rec_failed; /* publishes of the round the broker refused (mu) */
 
 	/* figures (mu) */
 	uint64_t submitted, published, dup_published, dup_answered, publish_failures;
 	uint64_t pulled, redelivered, exhausted, recorded, already_recorded, naks, answered, results_too_big;
 	uint64_t notes_local; /* results of this node's own requests answered in process (no note) */
 	uint64_t results_by_ref, refs_fetched, ref_failures;
+	uint64_t records_published;
 };
 
 /* The results bucket's key of a request id: the id's bytes a key may hold as they are, others
@@ -125,6 +138,7 @@ void cl_edge_drain(pd_cluster *c);
 /* executor.c */
 void *cl_puller_main(void *arg);
 void *cl_ticker_main(void *arg);
+void *cl_leaser_main(void *arg);
 
 /* refs.c: results larger than the broker carries */
 /* Keeps value (the whole answer) in this node's file for token; returns the small value that
@@ -138,6 +152,33 @@ void cl_ref_expire(pd_cluster *c);
  * keeps it: *val (malloc'd) the whole value, or an error value (502) saying what failed. */
 void cl_ref_fetch(pd_cluster *c, json_t *ref, const char *node, const char *token, int status, char **val,
 		  size_t *len);
+
+/* records.c */
+/* Makes a stream or brings it to sc; a default MaxBytes the broker's store has no room for is
+ * halved until it fits. */
+int cl_stream_fit(pd_cluster *c, jsStreamConfig *sc, bool explicit_bytes, pd_err *e);
+/* Sets sc's age and size from --cluster-records-max-age/-max-bytes (the records' and the
+ * objects' streams share them); *explicit_bytes when the operator gave the size. */
+void cl_stream_retention(pd_cluster *c, jsStreamConfig *sc, bool *explicit_bytes);
+/* Makes (or brings to this node's retention) the shared record stream. */
+int cl_records_stream(pd_cluster *c, pd_err *e);
+/* Publishes the store's outbox as records are stored. */
+void *cl_recorder_main(void *arg);
+/* The broker's answer to a record's publish (the recorder's jsCtx's handler). */
+void cl_on_record_ack(jsCtx *js, natsMsg *m, jsPubAck *pa, jsPubAckErr *pae, void *arg);
+/* A record was stored: the recorder looks now. Under c->mu. */
+void cl_records_due(pd_cluster *c);
+
+/* objects.c */
+int cl_objects_stream(pd_cluster *c, pd_err *e);
+/* Puts data as the object name (any node reads it); 0 or -1. */
+int cl_obj_put(pd_cluster *c, const char *name, const void *data, size_t len, pd_err *e);
+/* The object name's bytes (*data malloc'd, NUL-terminated); -1 with e->code ENOENT when there
+ * is none. */
+int cl_obj_get(pd_cluster *c, const char *name, char **data, size_t *len, pd_err *e);
+/* A recorded run's whole output, when larger than its record keeps: in the object stream under
+ * its request id, for GET /v1/runs/{id}/output from any node. */
+void cl_output_keep(pd_cluster *c, const pd_job *j);
 
 /* nodes.c */
 void cl_heartbeat(pd_cluster *c);

@@ -271,8 +271,10 @@ static void task_done(pd_job *j, void *arg)
 	/* in-progress acks and this ack go out on the same message: under the lock, one at a time */
 	if (recorded || elsewhere) {
 		N.natsMsg_Ack(t->m, NULL);
-		if (recorded)
+		if (recorded) {
 			c->recorded++;
+			cl_records_due(c);
+		}
 		else
 			c->already_recorded++;
 	} else {
@@ -285,6 +287,8 @@ static void task_done(pd_job *j, void *arg)
 		/* a reference goes as a bare note: the origin fetches over HTTP, which its libnats
 		 * thread must not wait for */
 		notify(c, t, t->request_id, recorded && !t->by_ref ? t->value : NULL);
+	if (recorded)
+		cl_output_keep(c, j);
 	pd_job_free(j);
 	task_end(c, t);
 }
@@ -310,6 +314,10 @@ static pd_job *parse(pd_cluster *c, const char *kind, const char *body, size_t l
 		    : !strcmp(kind, "piston") ? pd_job_from_piston(b, e)
 					      : pd_job_from_native(b, e);
 	json_decref(b);
+	if (j && !strcmp(kind, "run_code"))
+		/* SandboxFusion keeps a program's whole output, as a single node's /run_code does */
+		j->run.keep_whole = j->compile.keep_whole =
+			c->o.run_code_output_max ? c->o.run_code_output_max : 16u << 20;
 	return j;
 }
 
@@ -474,22 +482,52 @@ void *cl_puller_main(void *arg)
 	return NULL;
 }
 
-/* Renews the ack timeout of running tasks, and heartbeats. */
+/* The lease of the tasks this node holds: an in-progress ack for each, every second (or a third
+ * of the ack wait, if shorter). The broker hands a task on once its node has been silent for the
+ * ack wait (5 s by default): a node killed with its tasks is noticed by the broker itself, a few
+ * seconds after its last renewal, and its tasks go to the other nodes then, not after a long
+ * timeout (docs/cluster.md, "a node dies"). Its own thread, so that a slow heartbeat or a store
+ * that waits for its lock never delays a renewal past the ack wait; it runs until the node's
+ * end, not its quiesce: the tasks a stopping node finishes stay its own. Only held tasks cost
+ * messages: a task that ends within a second costs none. */
+void *cl_leaser_main(void *arg)
+{
+	pd_cluster *c = arg;
+	uint64_t gap = (uint64_t)c->o.ack_wait_s * 1000 / 3;
+	if (gap > 1000 || !gap)
+		gap = 1000;
+	pthread_mutex_lock(&c->mu);
+	while (!c->stopping) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += (time_t)(gap / 1000);
+		ts.tv_nsec += (long)(gap % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&c->tick_cv, &c->mu, &ts);
+		if (c->stopping)
+			break;
+		/* in-progress acks and the final ack go out on the same message: under the lock */
+		for (cl_task *t = c->tasks; t; t = t->next)
+			N.natsMsg_InProgress(t->m, NULL);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
+}
+
+/* Heartbeats, the stage of claimed records, and the expiry of kept results. */
 void *cl_ticker_main(void *arg)
 {
 	pd_cluster *c = arg;
-	uint64_t ack_gap = (uint64_t)c->o.ack_wait_s * 1000 / 3, last_ack = cl_wall_ms(), last_expire = 0;
+	uint64_t last_expire = 0;
 	pthread_mutex_lock(&c->mu);
 	while (!c->quiesced) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += 1;
 		pthread_cond_timedwait(&c->tick_cv, &c->mu, &ts);
-		if (cl_wall_ms() - last_ack >= ack_gap) {
-			last_ack = cl_wall_ms();
-			for (cl_task *t = c->tasks; t; t = t->next)
-				N.natsMsg_InProgress(t->m, NULL);
-		}
 		if (c->quiesced)
 			break;
 		pthread_mutex_unlock(&c->mu);

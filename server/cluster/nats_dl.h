@@ -36,6 +36,10 @@
 	X(natsSubscription_Unsubscribe)                                                          \
 	X(natsSubscription_Destroy)                                                              \
 	X(natsSubscription_Fetch)                                                                \
+	X(natsSubscription_NextMsg)                                                              \
+	X(natsSubscription_GetConsumerInfo)                                                      \
+	X(js_SubscribeSync)                                                                      \
+	X(js_GetLastMsg)                                                                         \
 	X(natsMsgList_Destroy)                                                                   \
 	X(natsMsg_Create)                                                                        \
 	X(natsMsg_Destroy)                                                                       \
@@ -59,8 +63,12 @@
 	X(jsStreamInfo_Destroy)                                                                  \
 	X(js_PublishMsg)                                                                         \
 	X(js_PublishMsgAsync)                                                                    \
+	X(js_PublishAsyncComplete)                                                               \
+	X(js_PublishAsyncGetPendingList)                                                         \
 	X(jsPubAck_Destroy)                                                                      \
 	X(js_PullSubscribe)                                                                      \
+	X(js_UpdateConsumer)                                                                     \
+	X(jsConsumerInfo_Destroy)                                                                \
 	X(jsCtx_Destroy)                                                                         \
 	X(kvConfig_Init)                                                                         \
 	X(js_CreateKeyValue)                                                                     \

@@ -138,6 +138,7 @@ char *pd_cluster_metrics(pd_cluster *c)
 		{"references_fetched", "Answers this node fetched by reference from the node that ran them.",
 		 c->refs_fetched},
 		{"reference_failures", "Answers by reference the node that ran them did not give.", c->ref_failures},
+		{"records_published", "Records this node published to the shared record stream.", c->records_published},
 	};
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
 		fprintf(f, "# HELP paddock_cluster_%s_total %s\n# TYPE paddock_cluster_%s_total counter\n"

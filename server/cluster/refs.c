@@ -1,5 +1,7 @@
-/* Results larger than the broker carries, by reference: the executing node keeps the whole
- * answer in a file of its own (<state>/cluster-results/<token>.json, the token being the
+/* Results larger than the broker carries, by reference: the executing node puts the whole
+ * answer in the broker's object stream (objects.c: "ref": {"object", "bytes"}), which any node
+ * reads, this one gone or not; when the broker does not take it, the node keeps it in a file of
+ * its own (<state>/cluster-results/<token>.json, the token being the
  * attempt's mark in its claim) and claims the request with a small value that says where it is
  * ({"status", "node", "token", "ref": {"address", "bytes"}}); the origin fetches it from that
  * node over HTTP (GET /v1/cluster/results/<token>) when it answers its client. The files are
@@ -43,9 +45,38 @@ static bool token_ok(const char *t)
 	return true;
 }
 
+/* The claim's value for an answer kept in the broker's object stream: any node reads it, this
+ * one gone or not. NULL when the broker did not take it. */
+static char *keep_as_object(pd_cluster *c, int status, const char *token, const char *value, size_t len,
+			    size_t *out_len)
+{
+	char name[160];
+	snprintf(name, sizeof name, "res-%s", token);
+	pd_err e = {0};
+	if (cl_obj_put(c, name, value, len, &e) < 0) {
+		pd_log("warn", "cluster: a large result not put in the object stream; kept on this node",
+		       PD_LS("error", PD_ERR_STR(&e)));
+		return NULL;
+	}
+	json_t *v = json_pack("{s:i,s:s,s:s,s:{s:s,s:I}}", "status", status, "node", c->node, "token", token, "ref",
+			      "object", name, "bytes", (json_int_t)len);
+	char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
+	json_decref(v);
+	if (text) {
+		pthread_mutex_lock(&c->mu);
+		c->results_by_ref++;
+		pthread_mutex_unlock(&c->mu);
+		*out_len = strlen(text);
+	}
+	return text;
+}
+
 char *cl_ref_keep(pd_cluster *c, int status, const char *token, const char *value, size_t len, size_t *out_len)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 128], tmp[PATH_MAX + 160];
+	char *obj = keep_as_object(c, status, token, value, len, out_len);
+	if (obj)
+		return obj;
 	if (!token_ok(token) || ref_dir(c, dir, sizeof dir) < 0)
 		return NULL;
 	snprintf(path, sizeof path, "%s/%s.json", dir, token);
@@ -152,6 +183,28 @@ int pd_cluster_result_file(pd_cluster *c, const char *token, char **text, size_t
 void cl_ref_fetch(pd_cluster *c, json_t *ref, const char *node, const char *token, int status, char **val,
 		  size_t *len)
 {
+	const char *object = json_string_value(json_object_get(ref, "object"));
+	if (object) {
+		pd_err oe = {0};
+		if (cl_obj_get(c, object, val, len, &oe) == 0) {
+			pthread_mutex_lock(&c->mu);
+			c->refs_fetched++;
+			pthread_mutex_unlock(&c->mu);
+			return;
+		}
+		pthread_mutex_lock(&c->mu);
+		c->ref_failures++;
+		pthread_mutex_unlock(&c->mu);
+		json_t *v = json_pack("{s:i,s:s,s:s,s:{s:s,s:s,s:i}}", "status", 502, "node", node ? node : "", "token",
+				      token, "body", "error",
+				      "the result is larger than the broker's messages and its copy in the object "
+				      "stream could not be read",
+				      "detail", PD_ERR_STR(&oe), "status", status);
+		*val = v ? json_dumps(v, JSON_COMPACT) : NULL;
+		*len = *val ? strlen(*val) : 0;
+		json_decref(v);
+		return;
+	}
 	const char *addr = json_string_value(json_object_get(ref, "address"));
 	char target[256], headers[1200] = "";
 	snprintf(target, sizeof target, "/v1/cluster/results/%s", token);

@@ -451,7 +451,9 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 		pd_cluster_opts co = {.urls = o->cluster, .node_id = o->node_id, .address = s->address,
 				      .ack_wait_s = o->cluster_ack_wait, .token = o->token,
-				      .max_deliver = o->cluster_max_deliver, .judge_job = judge_job_for_cluster, .judge_arg = s,
+				      .max_deliver = o->cluster_max_deliver, .records_max_age_s = o->cluster_records_max_age,
+				      .records_max_bytes = o->cluster_records_max_bytes,
+				      .run_code_output_max = o->run_code_output_max, .judge_job = judge_job_for_cluster, .judge_arg = s,
 				      .slots = o->sched.workers ? o->sched.workers : (unsigned)(cpus > 0 ? 2 * cpus : 2)};
 		if (!(s->cluster = pd_cluster_start(&co, s->sched, s->pools, s->ctx, s->store, e)))
 			goto fail;

@@ -12,7 +12,7 @@ unset PADDOCK_TOKEN
 # --- serve: the options --help lists -------------------------------------------------------------
 mapfile -t OPTS < <("$PADDOCK" serve --help | sed -nE 's/^  (-[a-z], )?--([a-z-]+) ([A-Z]+).*/\2 \3/p' | grep -v '^config ')
 plan $((2 * ${#OPTS[@]} + 104))
-is "${#OPTS[@]}" 39 "serve --help lists 39 options with a value (besides --config)"
+is "${#OPTS[@]}" 41 "serve --help lists 41 options with a value (besides --config)"
 
 printf 'secret-from-file\n' >"$TMPD/token"
 # a templates file and a problems directory that load: --check reads them as serve does

@@ -5,8 +5,8 @@
 # the start of its claim tokens (file names under cluster-results/, fetched over HTTP). Two nodes
 # with dotted ids on a real nats-server (256 KiB messages): work one of them cannot run is run by
 # the other and answered to the first through its dotted subject, a result larger than the broker
-# carries is fetched by a dotted token, each recorded once; ids that would make an empty subject
-# token are refused.
+# carries is put in the object stream under a dotted token and read by the other, each recorded
+# once; ids that would make an empty subject token are refused.
 source "$(dirname "$0")/api.sh"
 
 if ! command -v nats-server >/dev/null; then
@@ -22,8 +22,9 @@ plan 12
 A=host.example.com-1 B=other.example.com-2
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 NPORT=$(free_port)
+MPORT=$(free_port)
 printf 'max_payload: 262144\n' >"$TMPD/nats.conf"
-nats-server -c "$TMPD/nats.conf" -js -sd "$TMPD/js" -a 127.0.0.1 -p "$NPORT" >>"$TMPD/nats.log" 2>&1 &
+nats-server -c "$TMPD/nats.conf" -js -sd "$TMPD/js" -a 127.0.0.1 -p "$NPORT" -m "$MPORT" >>"$TMPD/nats.log" 2>&1 &
 NATS_PID=$!
 cleanup 'kill -TERM "$NATS_PID" 2>/dev/null; wait "$NATS_PID" 2>/dev/null'
 wait_for 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/$NPORT" 2>/dev/null
@@ -74,13 +75,15 @@ req POST /run_code -H 'X-Request-Id: dots-py-1' -H 'Content-Type: application/js
 is "$CODE|$(jb .run_result.stdout)|$(jb .node)" "200|42|$B" "python through $A: run by $B, answered to $A through paddock.done.$A"
 is "$(recorded dots-py-1)" "1 $B" "... recorded once, by $B"
 
-# a result larger than the broker carries: kept by B under a dotted token, fetched by A
+# a result larger than the broker carries: put by B in the object stream under a dotted token
+# (res-<token>: a subject token escaped), read by A
 BIG='{"language":"python","code":"print(\"a\" * 300000)"}'
 req POST /run_code -H 'X-Request-Id: dots-big-1' -H 'Content-Type: application/json' --data-binary "$BIG"
 is "$CODE|$(jb '.run_result.stdout | length')|$(jb .node)" "200|300001|$B" \
   "a 300 KB python answer through $A: run by $B, whole"
-tok=$(ls -t "${PADDOCK_STATE_DIR:-/var/lib/paddock}/cluster-results/" 2>/dev/null | grep -F "$B-" | head -1)
-like "$tok" "^$(sed 's/\./\\./g' <<<"$B")-[0-9a-f]{8}-[0-9]+\\.json\$" "... kept by $B as cluster-results/$tok (a dotted token)"
+objbytes=$(curl -s "http://127.0.0.1:$MPORT/jsz?streams=true" |
+  jq -r '.account_details[].stream_detail[] | select(.name == "PADDOCK_OBJECTS") | .state.bytes')
+ok $([ "${objbytes:-0}" -gt 300000 ] && echo 0 || echo 1) "... kept by $B in the object stream PADDOCK_OBJECTS ($objbytes bytes), under its dotted token"
 is "$(curl -s "${NURL[$B]}/metrics" | sed -n "s/^paddock_cluster_results_by_reference_total{node=\"$B\"} //p")|$(curl -s "$U/metrics" | sed -n "s/^paddock_cluster_references_fetched_total{node=\"$A\"} //p")" \
   "1|1" "... claimed by reference by $B, fetched by $A (per-node metrics under the dotted ids)"
 c1=$(curl -s -o /dev/null -w '%{http_code}' "$U/v1/cluster/results/.tmp-1")

@@ -3,7 +3,7 @@
 # the observation record's fields; failure classes exec_timeout, oom, output_limit; input
 # validation (400 naming the field) and the body size limit (413).
 source "$(dirname "$0")/api.sh"
-plan 81
+plan 83
 
 start_daemon --max-body 64k
 ok $? "daemon started with --max-body 64k"
@@ -179,22 +179,28 @@ is "$(jb .run.stdout)" 60000 "a 60 kB body under the limit is taken whole"
 post_json /v1/runs '{"task_id":"big-out","shell":"seq 1 600000; seq 1 300000 >&2","limits":{"output":"16M"}}'
 is "$CODE/$(jb '[.status, (.run.stdout_truncated|tostring), (.output_kept|tostring)] | join(" ")')" "200/OK true true" \
   "limits.output accepted; 3.9 MB of stdout: the record cuts it, output_kept true, and (nothing lost) status OK"
-req GET /v1/runs/big-out/output
+req GET '/v1/runs/big-out/output?stream=stdout'
 is "$CODE/$(sha256sum <"$BODY" | cut -c1-64)" "200/$(seq 1 600000 | sha256sum | cut -c1-64)" \
-  "GET /v1/runs/{task_id}/output: the whole stdout, byte for byte"
+  "GET /v1/runs/{task_id}/output?stream=stdout: the whole stdout, byte for byte"
+req GET /v1/runs/big-out/output
+is "$CODE/$(jb '[.whole, .attempt, .stdout_bytes, (.stdout | length), (.stderr | length)] | map(tostring) | join(" ")')" \
+  "200/true 1 $(seq 1 600000 | wc -c) $(seq 1 600000 | wc -c) $(seq 1 300000 | wc -c)" \
+  "without ?stream=: JSON as a cluster answers it, both streams whole"
 req GET '/v1/runs/big-out/output?stream=stderr&attempt=1'
 is "$CODE/$(wc -c <"$BODY")" "200/$(seq 1 300000 | wc -c)" "?stream=stderr&attempt=1: the whole stderr"
 post_json /v1/runs '{"task_id":"big-kill","shell":"yes 0123456789","limits":{"output":"2M"}}'
 is "$(jb '[.status, (.output_kept|tostring)] | join(" ")')" "OL true" "limits.output 2M: stopped as OL past it, what it wrote kept"
-req GET /v1/runs/big-kill/output
+req GET '/v1/runs/big-kill/output?stream=stdout'
 size=$(wc -c <"$BODY")
 [ "$CODE" = 200 ] && [ "$size" -ge $((1 << 20)) ] && [ "$size" -le $((3 << 20)) ]
 ok $? "... and served: $size bytes, about the limit"
 nfiles=$(ls "$DB.output" | wc -l)
 post_json /v1/runs '{"task_id":"small-out","cmd":["echo","hi"]}'
 is "$(jb .output_kept)/$(ls "$DB.output" | wc -l)" "false/$nfiles" "a run whose record holds all its output: output_kept false, no file kept"
+req GET '/v1/runs/small-out/output?stream=stdout'
+is "$CODE/$(jb '.error | test("only a run whose output was cut keeps it")')" "404/true" "a run whose record kept all of it: ?stream= is 404 saying why"
 req GET /v1/runs/small-out/output
-is "$CODE/$(jb '.error | test("only a run whose output was cut keeps it")')" "404/true" "a run whose record kept all of it: 404 saying why"
+is "$CODE/$(jb '"\(.whole) \(.stdout)"')" "200/false hi" "... and the JSON form is the record's own text, whole: false"
 post_json /v1/runs '{"cmd":["true"],"limits":{"output":"1G"}}'
 like "$CODE/$(jb .error)" "^400/limits.output: " "limits.output past 256M: 400 naming the field"
 req GET '/v1/runs/big-out/output?stream=both'

@@ -44,10 +44,12 @@ like "$(jq -c 'select(.line == 6)' "$TMPD/mixed.out")" '"refused":"bad_request",
 like "$(cat "$TMPD/err")" "refused as requests \(malformed, a bad field\): 4; not admitted by the infrastructure: 0" \
   "the summary counts the refused lines apart from the infrastructure's"
 
-# a judge line that never ran is counted with the judged lines, under its problem
-head -1 examples/submissions.jsonl | jq -c '. + {task_id: "jlate", priority: "low", deadline_ms: 1}' >"$TMPD/jlate.jsonl"
+# a judge line that never ran is counted with the judged lines, under its problem: behind a run
+# that holds the only worker, its deadline cannot be met (alone, an idle runner admits anything)
+echo '{"task_id":"hold","language":"bash","code":"sleep 2"}' >"$TMPD/jlate.jsonl"
+head -1 examples/submissions.jsonl | jq -c '. + {task_id: "jlate", priority: "low", deadline_ms: 300}' >>"$TMPD/jlate.jsonl"
 "$PADDOCK" run -j 1 -q --problems examples/problems "$TMPD/jlate.jsonl" -o "$TMPD/jlate.out" 2>"$TMPD/err"
-is "$(jq -r '[.task_id, .problem_id, .status, .failure_class] | join(" ")' "$TMPD/jlate.out")" "jlate sum XX queue_timeout" \
+is "$(jq -r 'select(.task_id == "jlate") | [.task_id, .problem_id, .status, .failure_class] | join(" ")' "$TMPD/jlate.out")" "jlate sum XX queue_timeout" \
   "a judge line refused at admission: queue_timeout, with its problem"
 like "$(cat "$TMPD/err")" "sum +1 +X .*judged failure classes: queue_timeout 1" \
   "it is in the judged summary under its problem"

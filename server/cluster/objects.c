@@ -1,0 +1,229 @@
+/* Large values in the broker, readable from any node: a stream of chunks (PADDOCK_OBJECTS),
+ * since Debian's libnats (3.4) has no object store API. An object NAME is its chunks, published
+ * in order on paddock.obj.<NAME>.c (each at most half the broker's message limit), then its
+ * description on paddock.obj.<NAME>.m: {"bytes", "chunks", "first"} (the stream sequence of its
+ * first chunk). A reader takes the last description and reads that many chunks from "first":
+ * an object put again (a retry) is read as its last put, whole. Objects are kept as long as
+ * records are (the record stream's age and size). Used for results larger than the broker
+ * carries (edge.c, executor.c), records too (records.c), and a run's whole output
+ * (GET /v1/runs/{id}/output). */
+#define _GNU_SOURCE
+#include "cluster.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N pd_nats
+
+#define READ_WAIT_MS 5000
+
+int cl_objects_stream(pd_cluster *c, pd_err *e)
+{
+	jsStreamConfig sc;
+	N.jsStreamConfig_Init(&sc);
+	sc.Name = CL_OBJ_STREAM;
+	const char *subjects[] = {CL_OBJ_PREFIX ">"};
+	sc.Subjects = subjects;
+	sc.SubjectsLen = 1;
+	sc.Retention = js_LimitsPolicy;
+	sc.Storage = js_FileStorage;
+	sc.Discard = js_DiscardOld;
+	bool explicit_bytes;
+	cl_stream_retention(c, &sc, &explicit_bytes);
+	return cl_stream_fit(c, &sc, explicit_bytes, e);
+}
+
+static natsStatus put_one(pd_cluster *c, const char *subject, const void *data, size_t len, uint64_t *seq)
+{
+	natsMsg *m = NULL;
+	natsStatus s = N.natsMsg_Create(&m, subject, NULL, data, (int)len);
+	jsPubOptions po;
+	N.jsPubOptions_Init(&po);
+	po.MaxWait = 10000;
+	jsPubAck *pa = NULL;
+	jsErrCode je = 0;
+	if (s == NATS_OK)
+		s = N.js_PublishMsg(&pa, c->js, m, &po, &je);
+	if (s == NATS_OK && seq)
+		*seq = pa->Sequence;
+	N.natsMsg_Destroy(m);
+	N.jsPubAck_Destroy(pa);
+	return s;
+}
+
+int cl_obj_put(pd_cluster *c, const char *name, const void *data, size_t len, pd_err *e)
+{
+	char t[400], subject[600];
+	cl_result_key(name, t, sizeof t);
+	size_t chunk = c->max_payload > 8192 ? (size_t)c->max_payload / 2 : 4096;
+	if (chunk > (1u << 20))
+		chunk = 1u << 20;
+	snprintf(subject, sizeof subject, CL_OBJ_PREFIX "%s.c", t);
+	uint64_t first = 0, n = 0;
+	for (size_t off = 0; off < len || n == 0; off += chunk, n++) {
+		size_t part = len - off < chunk ? len - off : chunk;
+		uint64_t seq = 0;
+		natsStatus s = put_one(c, subject, (const char *)data + off, part, &seq);
+		if (s != NATS_OK)
+			return pd_fail_as(e, EIO, "cluster: object %s: %s", name, cl_status(s));
+		if (n == 0)
+			first = seq;
+		if (len == 0)
+			break;
+	}
+	char meta[160];
+	int ml = snprintf(meta, sizeof meta, "{\"bytes\":%zu,\"chunks\":%" PRIu64 ",\"first\":%" PRIu64 "}", len,
+			  len ? n : 1, first);
+	snprintf(subject, sizeof subject, CL_OBJ_PREFIX "%s.m", t);
+	natsStatus s = put_one(c, subject, meta, (size_t)ml, NULL);
+	if (s != NATS_OK)
+		return pd_fail_as(e, EIO, "cluster: object %s: %s", name, cl_status(s));
+	return 0;
+}
+
+int cl_obj_get(pd_cluster *c, const char *name, char **data, size_t *len, pd_err *e)
+{
+	char t[400], subject[600];
+	cl_result_key(name, t, sizeof t);
+	snprintf(subject, sizeof subject, CL_OBJ_PREFIX "%s.m", t);
+	natsMsg *m = NULL;
+	jsErrCode je = 0;
+	natsStatus s = N.js_GetLastMsg(&m, c->js, CL_OBJ_STREAM, subject, NULL, &je);
+	if (s == NATS_NOT_FOUND || je == 10037 /* no message found */)
+		return pd_fail(e, ENOENT, "no object %s in the cluster", name);
+	if (s != NATS_OK)
+		return pd_fail_as(e, EIO, "cluster: object %s: %s", name, cl_status(s));
+	json_t *meta = json_loadb(N.natsMsg_GetData(m), (size_t)N.natsMsg_GetDataLength(m), 0, NULL);
+	N.natsMsg_Destroy(m);
+	uint64_t bytes = (uint64_t)json_integer_value(json_object_get(meta, "bytes"));
+	uint64_t chunks = (uint64_t)json_integer_value(json_object_get(meta, "chunks"));
+	uint64_t first = (uint64_t)json_integer_value(json_object_get(meta, "first"));
+	json_decref(meta);
+	char *buf = malloc(bytes + 1);
+	if (!buf)
+		return pd_fail(e, ENOMEM, "object %s", name);
+	snprintf(subject, sizeof subject, CL_OBJ_PREFIX "%s.c", t);
+	jsSubOptions so;
+	N.jsSubOptions_Init(&so);
+	so.Stream = CL_OBJ_STREAM;
+	so.Ordered = true;
+	so.Config.DeliverPolicy = js_DeliverByStartSequence;
+	so.Config.OptStartSeq = first;
+	natsSubscription *sub = NULL;
+	s = N.js_SubscribeSync(&sub, c->js, subject, NULL, &so, &je);
+	size_t got = 0;
+	for (uint64_t i = 0; s == NATS_OK && i < chunks; i++) {
+		natsMsg *cm = NULL;
+		s = N.natsSubscription_NextMsg(&cm, sub, READ_WAIT_MS);
+		if (s != NATS_OK)
+			break;
+		size_t part = (size_t)N.natsMsg_GetDataLength(cm);
+		if (got + part > bytes) {
+			N.natsMsg_Destroy(cm);
+			s = NATS_ERR;
+			break;
+		}
+		memcpy(buf + got, N.natsMsg_GetData(cm), part);
+		got += part;
+		N.natsMsg_Destroy(cm);
+	}
+	if (sub) {
+		N.natsSubscription_Unsubscribe(sub);
+		N.natsSubscription_Destroy(sub);
+	}
+	if (s != NATS_OK || got != bytes) {
+		free(buf);
+		/* a chunk gone (past the stream's age or size) or never read */
+		return pd_fail_as(e, EIO, "cluster: object %s: %s", name, s != NATS_OK ? cl_status(s) : "incomplete");
+	}
+	buf[got] = 0;
+	*data = buf;
+	*len = got;
+	return 0;
+}
+
+/* ---- a run's whole output ------------------------------------------------------------------- */
+
+#define OUTPUT_OBJECT_MIN (1u << 20) /* a record keeps a head and a tail of each stream: 1 MiB by default */
+
+static void output_name(const char *request_id, int i, char *name, size_t len)
+{
+	snprintf(name, len, "out-%s-%s", request_id, i ? "stderr" : "stdout");
+}
+
+void cl_output_keep(pd_cluster *c, const pd_job *j)
+{
+	const pd_step *st = j->ran ? &j->run : &j->compile;
+	if (!j->request_id[0] || (!st->whole[0] && !st->whole[1]) ||
+	    st->whole_len[0] + st->whole_len[1] <= OUTPUT_OBJECT_MIN)
+		return;
+	for (int i = 0; i < 2; i++) {
+		char name[200];
+		output_name(j->request_id, i, name, sizeof name);
+		pd_err e = {0};
+		if (cl_obj_put(c, name, st->whole[i] ? st->whole[i] : "", st->whole[i] ? st->whole_len[i] : 0, &e) < 0) {
+			pd_log("warn", "cluster: a run's whole output not kept in the object stream",
+			       PD_LS("request_id", j->request_id), PD_LS("error", PD_ERR_STR(&e)));
+			return;
+		}
+	}
+}
+
+json_t *pd_cluster_output(pd_cluster *c, const char *task_id, pd_err *e)
+{
+	json_t *records = pd_cluster_records_get(c, task_id, e);
+	if (!records)
+		return NULL;
+	json_t *rec = json_array_get(records, json_array_size(records) - 1);
+	if (!rec) {
+		json_decref(records);
+		pd_fail(e, ENOENT, "no task %s in the cluster's records", task_id);
+		return NULL;
+	}
+	const char *rid = json_string_value(json_object_get(rec, "request_id"));
+	json_t *out = json_pack("{s:s,s:O,s:O}", "task_id", task_id, "request_id",
+				json_object_get(rec, "request_id") ? json_object_get(rec, "request_id") : json_null(),
+				"node", json_object_get(rec, "node") ? json_object_get(rec, "node") : json_null());
+	bool whole = rid != NULL;
+	char *data[2] = {NULL, NULL};
+	size_t len[2] = {0, 0};
+	for (int i = 0; i < 2 && whole; i++) {
+		char name[200];
+		output_name(rid, i, name, sizeof name);
+		pd_err oe = {0};
+		if (cl_obj_get(c, name, &data[i], &len[i], &oe) < 0) {
+			whole = false;
+			if (oe.code != ENOENT) {
+				/* kept, and not read now: not answered as if it were the record's part */
+				free(data[0]);
+				json_decref(out);
+				json_decref(records);
+				pd_fail_as(e, EIO, "%s", PD_ERR_STR(&oe));
+				return NULL;
+			}
+		}
+	}
+	if (whole) {
+		json_object_set_new(out, "stdout", pd_json_bytes(data[0], len[0]));
+		json_object_set_new(out, "stderr", pd_json_bytes(data[1], len[1]));
+		json_object_set_new(out, "stdout_bytes", json_integer((json_int_t)len[0]));
+		json_object_set_new(out, "stderr_bytes", json_integer((json_int_t)len[1]));
+	} else {
+		/* none kept past the record's own: the record's run (or compile) output is all there is */
+		json_t *step = json_object_get(rec, "run");
+		if (!json_is_object(step))
+			step = json_object_get(rec, "compile");
+		for (int i = 0; i < 2; i++) {
+			json_t *v = json_object_get(step, i ? "stderr" : "stdout");
+			json_object_set_new(out, i ? "stderr" : "stdout", v ? json_incref(v) : json_string(""));
+		}
+	}
+	json_object_set_new(out, "whole", json_boolean(whole));
+	free(data[0]);
+	free(data[1]);
+	json_decref(records);
+	return out;
+}

@@ -1,0 +1,484 @@
+/* The cluster's shared record store: every node publishes its finished records (each attempt's
+ * row, as its store committed it) to the stream PADDOCK_RECORDS, and every node answers
+ * GET /v1/runs/{id} and GET /v1/runs from that stream, so that the fleet reads as one store, a
+ * node that is down included.
+ *
+ * A record's subject is paddock.rec.<group>.<task>.<key> (tokens as cl_result_key makes them;
+ * "=" for no group), its key <node>_<row>_<finished_at ms> naming the row once; the stream keeps
+ * one message per subject and takes the key as the message id too, so a record published again
+ * (a node killed between the broker's ack and its watermark's move) replaces itself: listed once.
+ * Exactly once overall because a row is only ever published by the node that recorded it, after
+ * its request's claim (store_outbox.c), and the claim is made once across the cluster.
+ *
+ * The node's SQLite file is the outbox (store_outbox.c): the publisher thread here takes its
+ * final rows in order and moves the watermark after the broker acked them; woken by each record
+ * (task_done) and every second. Reads make an ordered consumer filtered to a task's or a group's
+ * subjects for the one call. */
+#define _GNU_SOURCE
+#include "cluster.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define N pd_nats
+
+#define BATCH 256
+/* The recorder's rounds are at least this far apart, so that on a busy node a round publishes
+ * several records (one read of the outbox, one wake-up) instead of one each */
+#define ROUND_GAP_MS 20
+/* The watermark is written at most this often (and at the stop): a write per round was a SQLite
+ * commit per record on a busy node; a kill in between publishes the last rounds' rows again,
+ * which the stream takes as the same records */
+#define MARK_GAP_MS 1000
+#define READ_WAIT_MS 3000 /* a message of a scan the broker said is there */
+
+static void tok(const char *s, char *out, size_t len)
+{
+	if (!s || !*s) {
+		snprintf(out, len, "=");
+		return;
+	}
+	cl_result_key(s, out, len);
+}
+
+/* Makes the stream, or brings an existing one to sc. The broker reserves a stream's MaxBytes in
+ * its store when it makes it: a size the store has no room for is refused (JetStream error
+ * 10047, insufficient resources). A size given by the operator (--cluster-records-max-bytes)
+ * stands or fails; the default is halved until the broker takes it (64 MiB at least), and the
+ * log says what it took. */
+int cl_stream_fit(pd_cluster *c, jsStreamConfig *sc, bool explicit_bytes, pd_err *e)
+{
+	for (;;) {
+		jsStreamInfo *si = NULL;
+		jsErrCode je = 0, je2 = 0;
+		natsStatus s = N.js_AddStream(&si, c->js, sc, NULL, &je);
+		N.jsStreamInfo_Destroy(si);
+		si = NULL;
+		if (s != NATS_OK && je != 10047) {
+			s = N.js_UpdateStream(&si, c->js, sc, NULL, &je2);
+			N.jsStreamInfo_Destroy(si);
+			if (je2 == 10047)
+				je = je2;
+		}
+		if (s == NATS_OK)
+			return 0;
+		if (je == 10047 && !explicit_bytes && sc->MaxBytes > (64 << 20)) {
+			sc->MaxBytes /= 2;
+			pd_log("warn", "cluster: the broker's store has no room for the stream's size; halved",
+			       PD_LS("stream", sc->Name), PD_LU("max_bytes", (uint64_t)sc->MaxBytes));
+			continue;
+		}
+		return pd_fail_as(e, EIO, "cluster: stream %s: %s (JetStream error %d%s)", sc->Name, cl_status(s),
+				  (int)(je ? je : je2),
+				  je == 10047 ? ": the broker's store (max_file_store) has no room for its max bytes" : "");
+	}
+}
+
+/* The retention the operator gave for the record and object streams (0: the defaults). */
+void cl_stream_retention(pd_cluster *c, jsStreamConfig *sc, bool *explicit_bytes)
+{
+	uint64_t age = c->o.records_max_age_s ? c->o.records_max_age_s : 30u * 86400u;
+	sc->MaxAge = (int64_t)age * 1000000000LL;
+	uint64_t bytes = c->o.records_max_bytes ? c->o.records_max_bytes : (10ull << 30);
+	sc->MaxBytes = bytes == UINT64_MAX ? -1 : (int64_t)bytes;
+	*explicit_bytes = c->o.records_max_bytes != 0;
+}
+
+int cl_records_stream(pd_cluster *c, pd_err *e)
+{
+	jsStreamConfig sc;
+	N.jsStreamConfig_Init(&sc);
+	sc.Name = CL_REC_STREAM;
+	const char *subjects[] = {CL_REC_PREFIX ">"};
+	sc.Subjects = subjects;
+	sc.SubjectsLen = 1;
+	sc.Retention = js_LimitsPolicy;
+	sc.Storage = js_FileStorage;
+	sc.Discard = js_DiscardOld;
+	sc.MaxMsgsPerSubject = 1;
+	bool explicit_bytes;
+	cl_stream_retention(c, &sc, &explicit_bytes);
+	/* the broker refuses a duplicate window longer than the age */
+	uint64_t age = (uint64_t)(sc.MaxAge / 1000000000LL);
+	uint64_t dup = c->o.window_s < age ? c->o.window_s : age;
+	sc.Duplicates = (int64_t)dup * 1000000000LL;
+	return cl_stream_fit(c, &sc, explicit_bytes, e);
+}
+
+/* A record too large for the record stream, summarized: its fields that are not objects or
+ * arrays, and "record_ref" naming the object that holds it whole (GET /v1/runs/{id} answers it
+ * whole; a page of GET /v1/runs answers the summary). */
+static json_t *summary(json_t *rec, const char *object, size_t bytes)
+{
+	json_t *s = json_object();
+	const char *k;
+	json_t *v;
+	json_object_foreach(rec, k, v) {
+		if (!json_is_object(v) && !json_is_array(v))
+			json_object_set(s, k, v);
+	}
+	json_object_set_new(s, "record_ref", json_pack("{s:s,s:I}", "object", object, "bytes", (json_int_t)bytes));
+	return s;
+}
+
+/* Publishes one outbox row; 0, or -1 when the broker did not take it. */
+static int publish_row(pd_cluster *c, json_t *row)
+{
+	json_t *rec = json_object_get(row, "record");
+	char g[400], t[400], subject[1024], id[200], key[600];
+	tok(json_string_value(json_object_get(row, "group_id")), g, sizeof g);
+	tok(json_string_value(json_object_get(row, "task_id")), t, sizeof t);
+	snprintf(id, sizeof id, "%s_%" PRId64 "_%" PRId64, c->node, (int64_t)json_integer_value(json_object_get(row, "row")),
+		 (int64_t)json_integer_value(json_object_get(row, "finished_at")));
+	tok(id, key, sizeof key); /* a node id may hold a dot, which would split the subject's token */
+	snprintf(subject, sizeof subject, CL_REC_PREFIX "%s.%s.%s", g, t, key);
+	if (!json_object_get(rec, "node"))
+		json_object_set_new(rec, "node", json_string(c->node));
+	char *text = pd_json_dumps(row, JSON_COMPACT);
+	if (!text)
+		return -1;
+	if (c->max_payload > 0 && strlen(text) + 4096 > (size_t)c->max_payload) {
+		/* larger than the broker's messages (a record keeps up to 1 MiB of each stream): the
+		 * row goes whole to the object stream, and the record stream has its summary */
+		char name[700];
+		snprintf(name, sizeof name, "rec-%s", key);
+		pd_err e = {0};
+		if (cl_obj_put(c, name, text, strlen(text), &e) < 0) {
+			free(text);
+			return -1;
+		}
+		json_t *stub = summary(rec, name, strlen(text));
+		json_t *srow = json_deep_copy(row);
+		free(text);
+		json_object_set_new(srow, "record", stub);
+		text = pd_json_dumps(srow, JSON_COMPACT);
+		json_decref(srow);
+		if (!text)
+			return -1;
+	}
+	/* without waiting: the round waits for all its acks at once (publish_pending) */
+	natsMsg *m = NULL;
+	natsStatus s = N.natsMsg_Create(&m, subject, NULL, text, (int)strlen(text));
+	free(text);
+	jsPubOptions po;
+	N.jsPubOptions_Init(&po);
+	po.MsgId = key;
+	if (s == NATS_OK)
+		s = N.js_PublishMsgAsync(c->rjs, &m, &po);
+	N.natsMsg_Destroy(m); /* NULL when libnats took it */
+	return s == NATS_OK ? 0 : -1;
+}
+
+void cl_on_record_ack(jsCtx *js, natsMsg *m, jsPubAck *pa, jsPubAckErr *pae, void *arg)
+{
+	(void)js;
+	(void)pa;
+	pd_cluster *c = arg;
+	if (pae) {
+		pthread_mutex_lock(&c->mu);
+		c->rec_failed++;
+		pthread_mutex_unlock(&c->mu);
+	}
+	N.natsMsg_Destroy(m);
+}
+
+/* Waits for the acks of the round's publishes: true when the broker took every one. */
+static bool round_acked(pd_cluster *c)
+{
+	jsPubOptions po;
+	N.jsPubOptions_Init(&po);
+	po.MaxWait = 10000;
+	natsStatus s = N.js_PublishAsyncComplete(c->rjs, &po);
+	if (s != NATS_OK) {
+		/* not acked in time: taken back (the next round publishes them again) */
+		natsMsgList pending = {0};
+		if (N.js_PublishAsyncGetPendingList(&pending, c->rjs) == NATS_OK)
+			N.natsMsgList_Destroy(&pending);
+	}
+	pthread_mutex_lock(&c->mu);
+	bool failed = c->rec_failed > 0;
+	c->rec_failed = 0;
+	pthread_mutex_unlock(&c->mu);
+	return s == NATS_OK && !failed;
+}
+
+/* Writes the watermark if it moved (force) or if it is due. */
+static void save_mark(pd_cluster *c, bool force)
+{
+	if (c->rec_saved == c->rec_mark || (!force && cl_wall_ms() - c->rec_saved_ms < MARK_GAP_MS))
+		return;
+	pd_err e = {0};
+	if (pd_store_outbox_set(c->store, c->rec_mark, &e) < 0)
+		pd_log("warn", "cluster: the record outbox", PD_LS("error", PD_ERR_STR(&e)));
+	else
+		c->rec_saved = c->rec_mark;
+	c->rec_saved_ms = cl_wall_ms();
+}
+
+/* Publishes the outbox's final rows; false when the broker stopped taking them (tried again at
+ * the next wake-up). */
+static bool publish_pending(pd_cluster *c)
+{
+	for (;;) {
+		json_t *rows = NULL;
+		pd_err e = {0};
+		if (pd_store_outbox(c->store, c->rec_mark, BATCH, &rows, &e) < 0) {
+			pd_log("warn", "cluster: the record outbox", PD_LS("error", PD_ERR_STR(&e)));
+			return false;
+		}
+		size_t n = json_array_size(rows), done = 0;
+		if (!n) {
+			json_decref(rows);
+			return true;
+		}
+		int64_t mark = c->rec_mark;
+		for (; done < n; done++) {
+			json_t *row = json_array_get(rows, done);
+			if (publish_row(c, row) < 0)
+				break;
+			mark = json_integer_value(json_object_get(row, "row"));
+		}
+		json_decref(rows);
+		if (!round_acked(c)) {
+			/* which were taken is not known: the round is published again */
+			mark = c->rec_mark;
+			done = 0;
+			n = 1;
+		}
+		if (mark != c->rec_mark) {
+			c->rec_mark = mark; /* saved by save_mark: a kill before publishes them again */
+			pthread_mutex_lock(&c->mu);
+			c->records_published += done;
+			pthread_mutex_unlock(&c->mu);
+		}
+		if (done < n)
+			return false;
+		if (n < BATCH)
+			return true;
+	}
+}
+
+void *cl_recorder_main(void *arg)
+{
+	pd_cluster *c = arg;
+	c->rec_saved = c->rec_mark;
+	uint64_t last_round = 0;
+	pthread_mutex_lock(&c->mu);
+	while (!c->stopping) {
+		/* woken by a record, or after a second; never sooner than ROUND_GAP_MS after the
+		 * last round (the records of that time are published together) */
+		uint64_t now = cl_wall_ms(), due = c->rec_due ? last_round + ROUND_GAP_MS : now + 1000;
+		if (due > now) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			uint64_t ns = (uint64_t)ts.tv_nsec + (due - now) * 1000000u;
+			ts.tv_sec += (time_t)(ns / 1000000000u);
+			ts.tv_nsec = (long)(ns % 1000000000u);
+			pthread_cond_timedwait(&c->rec_cv, &c->mu, &ts);
+			if (!c->stopping && c->rec_due && cl_wall_ms() < last_round + ROUND_GAP_MS)
+				continue;
+		}
+		c->rec_due = false;
+		pthread_mutex_unlock(&c->mu);
+		last_round = cl_wall_ms();
+		publish_pending(c);
+		save_mark(c, false);
+		pthread_mutex_lock(&c->mu);
+	}
+	pthread_mutex_unlock(&c->mu);
+	/* what the last tasks recorded, published before the node goes (if the broker takes it;
+	 * else at the next start) */
+	publish_pending(c);
+	save_mark(c, true);
+	return NULL;
+}
+
+void cl_records_due(pd_cluster *c)
+{
+	c->rec_due = true;
+	pthread_cond_signal(&c->rec_cv);
+}
+
+/* ---- reading ------------------------------------------------------------------------------ */
+
+typedef bool (*scan_fn)(void *arg, uint64_t seq, json_t *row);
+
+/* Calls each for the stream's messages on filter (from sequence start_seq, or from time
+ * start_ms, or all), in order, until it answers false or none is left. */
+static int scan(pd_cluster *c, const char *filter, uint64_t start_seq, uint64_t start_ms, scan_fn each, void *arg,
+		pd_err *e)
+{
+	jsSubOptions so;
+	N.jsSubOptions_Init(&so);
+	so.Stream = CL_REC_STREAM;
+	so.Ordered = true;
+	if (start_seq) {
+		so.Config.DeliverPolicy = js_DeliverByStartSequence;
+		so.Config.OptStartSeq = start_seq;
+	} else if (start_ms) {
+		so.Config.DeliverPolicy = js_DeliverByStartTime;
+		so.Config.OptStartTime = (int64_t)start_ms * 1000000LL;
+	} else {
+		so.Config.DeliverPolicy = js_DeliverAll;
+	}
+	natsSubscription *sub = NULL;
+	jsErrCode je = 0;
+	natsStatus s = N.js_SubscribeSync(&sub, c->js, filter, NULL, &so, &je);
+	if (s != NATS_OK)
+		return pd_fail_as(e, EIO, "the cluster's record stream: %s (JetStream error %d)", cl_status(s), (int)je);
+	jsConsumerInfo *ci = NULL;
+	s = N.natsSubscription_GetConsumerInfo(&ci, sub, NULL, &je);
+	uint64_t pending = s == NATS_OK && ci ? ci->NumPending + ci->Delivered.Consumer : 0;
+	N.jsConsumerInfo_Destroy(ci);
+	int rc = s == NATS_OK ? 0 : pd_fail_as(e, EIO, "the cluster's record stream: %s", cl_status(s));
+	while (rc == 0 && pending > 0) {
+		natsMsg *m = NULL;
+		s = N.natsSubscription_NextMsg(&m, sub, READ_WAIT_MS);
+		if (s != NATS_OK) {
+			rc = pd_fail_as(e, EIO, "the cluster's record stream: %s", cl_status(s));
+			break;
+		}
+		jsMsgMetaData *meta = NULL;
+		uint64_t seq = 0;
+		if (N.natsMsg_GetMetaData(&meta, m) == NATS_OK) {
+			seq = meta->Sequence.Stream;
+			pending = meta->NumPending;
+			N.jsMsgMetaData_Destroy(meta);
+		} else {
+			pending = 0;
+		}
+		json_t *row = json_loadb(N.natsMsg_GetData(m), (size_t)N.natsMsg_GetDataLength(m), 0, NULL);
+		N.natsMsg_Destroy(m);
+		bool more = !row || each(arg, seq, row);
+		json_decref(row);
+		if (!more)
+			break;
+	}
+	N.natsSubscription_Unsubscribe(sub);
+	N.natsSubscription_Destroy(sub);
+	return rc;
+}
+
+/* A row's record as the readers answer it: its "row" the stream's sequence (the fleet's cursor). */
+static json_t *answer_record(uint64_t seq, json_t *row)
+{
+	json_t *rec = json_deep_copy(json_object_get(row, "record"));
+	if (!rec)
+		rec = json_object();
+	json_object_set_new(rec, "row", json_integer((json_int_t)seq));
+	return rec;
+}
+
+typedef struct {
+	pd_cluster *c;
+	json_t *arr;
+} gather;
+
+/* A task's records, each whole: a summary's record read from the object stream. */
+static bool collect(void *arg, uint64_t seq, json_t *row)
+{
+	gather *g = arg;
+	const char *object = json_string_value(json_object_get(json_object_get(json_object_get(row, "record"), "record_ref"), "object"));
+	json_t *whole = NULL;
+	if (object) {
+		char *text = NULL;
+		size_t len = 0;
+		pd_err e = {0};
+		if (cl_obj_get(g->c, object, &text, &len, &e) == 0)
+			whole = json_loadb(text, len, 0, NULL);
+		free(text);
+	}
+	json_array_append_new(g->arr, answer_record(seq, whole ? whole : row));
+	json_decref(whole);
+	return true;
+}
+
+static int by_attempt(const void *a, const void *b)
+{
+	json_int_t x = json_integer_value(json_object_get(*(json_t *const *)a, "attempt"));
+	json_int_t y = json_integer_value(json_object_get(*(json_t *const *)b, "attempt"));
+	return x < y ? -1 : x > y;
+}
+
+json_t *pd_cluster_records_get(pd_cluster *c, const char *task_id, pd_err *e)
+{
+	char t[400], filter[600];
+	tok(task_id, t, sizeof t);
+	snprintf(filter, sizeof filter, CL_REC_PREFIX "*.%s.*", t);
+	json_t *arr = json_array();
+	gather g = {c, arr};
+	if (scan(c, filter, 0, 0, collect, &g, e) < 0) {
+		json_decref(arr);
+		return NULL;
+	}
+	/* oldest attempt first, as the store answers (a stable order: the stream's for ties) */
+	size_t n = json_array_size(arr);
+	json_t **v = n ? malloc(n * sizeof *v) : NULL;
+	if (v) {
+		for (size_t i = 0; i < n; i++)
+			v[i] = json_incref(json_array_get(arr, i));
+		for (size_t i = 1; i < n; i++) /* insertion sort: stable, and a task has few attempts */
+			for (size_t k = i; k > 0 && by_attempt(&v[k - 1], &v[k]) > 0; k--) {
+				json_t *x = v[k];
+				v[k] = v[k - 1];
+				v[k - 1] = x;
+			}
+		json_array_clear(arr);
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(arr, v[i]);
+		free(v);
+	}
+	return arr;
+}
+
+typedef struct {
+	const pd_store_query *q;
+	unsigned limit;
+	json_t *arr;
+	int64_t next;
+} page;
+
+static bool page_each(void *arg, uint64_t seq, json_t *row)
+{
+	page *p = arg;
+	const char *kind = json_string_value(json_object_get(row, "kind"));
+	json_t *rec = json_object_get(row, "record");
+	if ((p->q->kind && p->q->kind[0] && (!kind || strcmp(kind, p->q->kind))) ||
+	    (uint64_t)json_integer_value(json_object_get(row, "finished_at")) < p->q->since_ms ||
+	    (p->q->last_only && !json_is_true(json_object_get(rec, "last"))))
+		return true;
+	if (json_array_size(p->arr) == p->limit) {
+		/* one more than the page: another follows, from after the page's last */
+		p->next = json_integer_value(json_object_get(json_array_get(p->arr, p->limit - 1), "row"));
+		return false;
+	}
+	json_array_append_new(p->arr, answer_record(seq, row));
+	return true;
+}
+
+int pd_cluster_records_list(pd_cluster *c, const pd_store_query *q, json_t **records, int64_t *next, pd_err *e)
+{
+	page p = {.q = q, .limit = q->limit ? q->limit : 100, .arr = json_array()};
+	if (p.limit > 1000)
+		p.limit = 1000;
+	char filter[600];
+	if (q->group_id && q->group_id[0]) {
+		char g[400];
+		tok(q->group_id, g, sizeof g);
+		snprintf(filter, sizeof filter, CL_REC_PREFIX "%s.>", g);
+	} else {
+		snprintf(filter, sizeof filter, CL_REC_PREFIX ">");
+	}
+	if (scan(c, filter, q->after > 0 ? (uint64_t)q->after + 1 : 0, q->after > 0 ? 0 : q->since_ms, page_each, &p,
+		 e) < 0) {
+		json_decref(p.arr);
+		return -1;
+	}
+	*records = p.arr;
+	*next = p.next;
+	return 0;
+}
