@@ -73,8 +73,8 @@ static char *judge_body_audit(const char *lang, const char *code, long tag, bool
 	json_t *o = json_pack("{s:{s:o},s:s,s:s,s:b}", "problem", "tests", tests, "language", lang, "code",
 			      src ? src : code, "cache", cache);
 	free(src);
-	if (audit)
-		json_object_set_new(o, "audit", json_true());
+	/* said either way: the judge audits by default, and the off side must run without it */
+	json_object_set_new(o, "audit", audit ? json_true() : json_false());
 	char *s = pd_json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return s;

@@ -55,8 +55,8 @@ like "$rc $out" "^0 .*--memory-verdict" "--goodput --help: exit 0, the usage nam
 out=$("$PADDOCK" bench --goodput -d 1 --loads 1,3 --job-cpu 50ms --deadline 2 2>&1); rc=$?
 is "$rc" 0 "a tiny --goodput run: exit 0"
 like "$out" "capacity [0-9.]+ jobs/s \([0-9]+ closed-loop clients\)" "... it measured the capacity"
-is "$(grep -cE '^  (1x|3x) +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[01]\.[0-9]{3} +[01]\.[0-9]{3} +([0-9.]+|never) +([0-9.]+|never)$' <<<"$out")" 2 \
-  "... and printed a row per load (offered, refused, accepted, in time, shares, recovery)"
+is "$(grep -cE '^  (1x|3x) +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[01]\.[0-9]{3} +[01]\.[0-9]{3} +([0-9.]+|never) +([0-9.]+|never) +[0-9]+ +[0-9]+$' <<<"$out")" 2 \
+  "... and printed a row per load (offered, refused, accepted, in time, shares, recovery, lost, unavoidable)"
 out=$("$PADDOCK" bench --memory-verdict 2>&1); rc=$?
 is "$rc" 0 "--memory-verdict: exit 0"
 is "$(grep -cE '^  (memory verdict, [18] at once: [0-9]+ of (3|24) ML|time verdict, infinite loop at 1 s: [0-9]+ of 5 TO)' <<<"$out")" 3 \
