@@ -211,7 +211,7 @@ static __attribute__((noreturn)) void become_program(const child_cfg *c, const s
 	}
 	/* while still root in the sandbox's namespace (it may open every directory it names; after
 	 * no_new_privs it would need to be), and before any file of the program's is opened */
-	int ll = pd_ch_landlock(c, x->has_mq ? fds[nfds - 1] : -1);
+	int ll = x->no_landlock ? 0 : pd_ch_landlock(c, x->has_mq ? fds[nfds - 1] : -1);
 	if (ll < 0) {
 		struct msg_error m = {MSG_EXEC_FAILED, -ll, "apply the Landlock ruleset"};
 		report(errfd, &m, sizeof m);

@@ -427,7 +427,7 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
 	if (s->gv)
 		return pd_gv_sandbox_exec(s, o, r, e);
-	r->landlock = s->ctx->landlock_abi;
+	r->landlock = o->no_landlock ? 0 : s->ctx->landlock_abi;
 	if (pd_scratch_end_setup(s, e) < 0)
 		return -1;
 	char *msg = NULL;
@@ -467,6 +467,7 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 		fds[nfds++] = s->mq_fd;
 		((struct msg_exec *)msg)->has_mq = 1;
 	}
+	((struct msg_exec *)msg)->no_landlock = o->no_landlock;
 
 	x.ao = o->audit ? o->audit : s->opts.audit;
 	if (x.ao && !x.ao->enabled)

@@ -477,6 +477,10 @@ typedef struct pd_exec_opts {
 	/* no-output timeout: a program that writes nothing to stdout or stderr for this long is
 	 * killed as at its time limit (TO, with idle_timeout set in the result); 0 = none */
 	uint64_t idle_ms;
+	/* no Landlock ruleset for this program (landlock.c): a session's execs. Each exec's ruleset
+	 * is a Landlock domain of its own, and a program cannot see or signal another domain's
+	 * processes through /proc: a later step could not find or kill what an earlier one started */
+	bool no_landlock;
 	bool spill;            /* also append every output byte to spill_fd[0] (stdout), [1] (stderr) */
 	int spill_fd[2];
 	uint64_t spill_max;    /* bytes per spill fd, 0 = no cap: past it the spill stops (spill_lost) */

@@ -516,6 +516,9 @@ int pd_session_exec_extra(pd_session *s, const pd_exec_opts *x, const pd_audit_p
 	}
 	xo.spill_max = SESSION_SPILL_BYTES;
 	xo.step_kill = !s->end_on_limit;
+	/* a step must see and signal what earlier steps left running (a server it started, a job in
+	 * the background): one Landlock domain per exec would hide them (paddock.h) */
+	xo.no_landlock = true;
 	live_filter lf = {x->on_data, x->data_arg};
 	if (x->on_data && session_noise_cuts(s, n)) {
 		xo.on_data = live_no_stdout;

@@ -79,6 +79,7 @@ struct msg_exec {
 	uint32_t audit;     /* load the audit filter and hand its listener over */
 	uint32_t uid, gid;
 	uint32_t has_mq;    /* the last fd is the IPC namespace's mqueue root, for Landlock (landlock.c) */
+	uint32_t no_landlock; /* run the program without a Landlock ruleset (pd_exec_opts.no_landlock) */
 	uint64_t rl_cpu_s, rl_nofile, rl_fsize, rl_stack, rl_nproc, rl_data;
 	/* then: cwd NUL, argc strings NUL, envc strings NUL */
 };
