@@ -122,8 +122,10 @@ _run_cleanups() {
   _forget_trajectories
   # a sanitizer build of the daemon (PADDOCK=build-asan/bin/paddock, build-tsan/bin/paddock)
   # reports here; a report fails the file (ThreadSanitizer's data races do not stop the daemon)
-  if grep -q -E 'ERROR: [A-Za-z]+Sanitizer|WARNING: ThreadSanitizer|runtime error:' "$TMPD"/daemon.*.log 2>/dev/null; then
-    grep -h -B2 -A40 -E 'ERROR: [A-Za-z]+Sanitizer|WARNING: ThreadSanitizer|runtime error:' "$TMPD"/daemon.*.log |
+  # (anchored to the sanitizers' own line starts: the daemon's lines are JSON objects)
+  local san='^==[0-9]+==ERROR: [A-Za-z]+Sanitizer|^WARNING: ThreadSanitizer|^[^ ]+:[0-9]+:[0-9]+: runtime error:'
+  if grep -q -E "$san" "$TMPD"/daemon.*.log 2>/dev/null; then
+    grep -h -B2 -A40 -E "$san" "$TMPD"/daemon.*.log |
       head -200 | sed 's/^/# daemon: /'
     [ -n "${PADDOCK_SANITIZER_LOG:-}" ] && cat "$TMPD"/daemon.*.log >>"$PADDOCK_SANITIZER_LOG"
     [ "$rc" = 0 ] && rc=1
