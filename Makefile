@@ -3,6 +3,7 @@
 #   make test       the whole test suite (unit, isolation, residue); ends with "N passed, N failed"
 #   make bench      the side-by-side benchmark (paddock bench)
 #   make asan       the test suite under ASan+UBSan
+#   make tsan       the API tests against a ThreadSanitizer build of the daemon (TSAN_TESTS narrows)
 #   make valgrind   the unit tests and a sample of isolation cases under valgrind
 #   make run        the main job: the bundled requests, then the bundled submissions judged against
 #                   examples/problems, through `paddock run` (results and verdicts in build/)
@@ -41,7 +42,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 PROBE_SRC := $(wildcard tests/probes/*.c)
 PROBE_BIN := $(PROBE_SRC:tests/probes/%.c=$(BUILD)/probes/%)
 
-.PHONY: all deps run test test-loaded bench asan valgrind examples soak fuzz clean format
+.PHONY: all deps run test test-loaded bench asan tsan valgrind examples soak fuzz clean format
 
 LIBS    := $(BUILD)/libpaddock-server.a $(BUILD)/libpaddock-pool.a $(BUILD)/libpaddock.a
 
@@ -108,6 +109,16 @@ asan:
 	$(MAKE) BUILD=build-asan BIN=build-asan/bin CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	  LDFLAGS="-fsanitize=address,undefined" test
 
+# ThreadSanitizer on the daemon's threads: bin/paddock built into build-tsan/, then the API tests
+# (TSAN_TESTS: run-all patterns, default every API file). A race report in a daemon's log fails its
+# file (tests/api/api.sh). tests/tsan.supp lists the reports judged benign, each with its reason.
+TSAN_TESTS ?= tests/api/
+tsan:
+	$(MAKE) BUILD=build-tsan BIN=build-tsan/bin CFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer" \
+	  LDFLAGS="-fsanitize=thread" all
+	@TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp second_deadlock_stack=1 $(TSAN_OPTIONS)" \
+	  PADDOCK_BUILD=build-tsan PADDOCK=build-tsan/bin/paddock tests/run-all $(TSAN_TESTS)
+
 # valgrind 3.19 does not know clone3 or seccomp's flags: the modules that make sandboxes are
 # checked by `make asan` instead
 VALGRIND_UNITS := util capture result cgroup_v2 audit auditnames image imagestore
@@ -139,4 +150,4 @@ format:
 	  cli/*.[ch] tests/unit/*.[ch] tests/probes/*.c)
 
 clean:
-	rm -rf build build-asan bin
+	rm -rf build build-asan build-tsan bin

@@ -317,7 +317,7 @@ static pid_t start_program(const child_cfg *c, ssize_t len, int *fds, int nfds)
 	 * poisoned in the shadow of this shared stack */
 	ASAN_UNPOISON_MEMORY_REGION(g_stack, sizeof g_stack);
 #endif
-	pid_t pid = clone(spawn_entry, g_stack + sizeof g_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &sp);
+	pid_t pid = pd_ch_clone(spawn_entry, g_stack + sizeof g_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &sp);
 	int forkerr = errno;
 	close(rep[1]);
 	if (pid < 0) {

@@ -29,6 +29,9 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 #include <linux/securebits.h>
+#ifdef __SANITIZE_THREAD__
+#include <dlfcn.h>
+#endif
 #ifdef __SANITIZE_ADDRESS__
 #include <sanitizer/asan_interface.h>
 #endif
@@ -173,3 +176,25 @@ void pd_ch_helper(pd_reset_report *rep)
 	t_rep = rep;
 	t_nheld = 0;
 }
+
+#ifdef __SANITIZE_THREAD__
+typedef int (*clone_fn)(int (*)(void *), void *, int, void *, ...);
+static clone_fn libc_clone;
+
+/* resolved at load, in the host: never in a child, where dlopen's locks may be another thread's */
+__attribute__((constructor)) static void find_libc_clone(void)
+{
+	void *h = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+	libc_clone = h ? (clone_fn)dlsym(h, "clone") : NULL;
+}
+
+int pd_ch_clone(int (*fn)(void *), void *stack, int flags, void *arg)
+{
+	return libc_clone ? libc_clone(fn, stack, flags, arg) : clone(fn, stack, flags, arg);
+}
+#else
+int pd_ch_clone(int (*fn)(void *), void *stack, int flags, void *arg)
+{
+	return clone(fn, stack, flags, arg);
+}
+#endif

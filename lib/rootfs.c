@@ -662,7 +662,7 @@ int pd_reset_root(const child_cfg *c, int pidfd, const int *fds, pd_reset_report
 		CPU_SET(cpu, &here);
 		pinned = sched_setaffinity(0, sizeof here, &here) == 0;
 	}
-	pid_t pid = clone(reset_entry, stack + size, CLONE_VM | CLONE_VFORK | CLONE_FILES, &ra);
+	pid_t pid = pd_ch_clone(reset_entry, stack + size, CLONE_VM | CLONE_VFORK | CLONE_FILES, &ra);
 	int cerr = errno;
 	if (pinned && sched_setaffinity(0, sizeof was, &was) < 0) {
 		/* the allowed CPUs changed meanwhile (a cpuset): any of them, not one for good */

@@ -608,7 +608,10 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 			     pd_store *store, pd_err *e);
 /* Stops pulling new work and heartbeating (running tasks still finish, are acked and answered). */
 void pd_cluster_quiesce(pd_cluster *c);
-/* Answers what still waits (503), disconnects, frees. After the scheduler drained. */
+/* Answers what still waits (503), disconnects. After the scheduler drained. Whatever comes in after
+ * it is refused ("shutting down"); the memory stays until pd_cluster_free. */
+void pd_cluster_stop(pd_cluster *c);
+/* pd_cluster_stop if it did not run, then frees: once no thread can reach c (libmicrohttpd stopped). */
 void pd_cluster_free(pd_cluster *c);
 const char *pd_cluster_node_id(const pd_cluster *c);
 /* A node id the cluster takes: 1 to 63 of A-Z a-z 0-9 - _ . with no dot first, last or next to

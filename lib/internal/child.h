@@ -20,6 +20,15 @@ void pd_ch_helper(pd_reset_report *rep);
  * one would (child.c) */
 extern int pd_ch_lastpid;
 
+/* clone(2) of a CLONE_VM child (a reset's helper, init's start of a program): glibc's clone, always.
+ * Under ThreadSanitizer (make tsan) its clone interceptor would run its after-fork reset in the
+ * child, which with CLONE_VM is the parent's own memory: the daemon's thread registry and
+ * descriptor table as TSan knows them are wiped, every later pthread_join is lost, and TSan reports
+ * races that cannot happen (seen: pd_ctx_free after the reclaimers were joined). So in a TSan build
+ * this calls libc's clone directly, found once at load; the child then runs as the thread that
+ * waits for it (CLONE_VFORK), which is what it is. Elsewhere it is clone itself. */
+int pd_ch_clone(int (*fn)(void *), void *stack, int flags, void *arg);
+
 /* set*id and setgroups as raw system calls (glibc's wait on threads this copy lacks) */
 int pd_ch_setresuid(uid_t u);
 int pd_ch_setresgid(gid_t g);

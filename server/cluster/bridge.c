@@ -350,10 +350,11 @@ void pd_cluster_quiesce(pd_cluster *c)
 		}
 }
 
-void pd_cluster_free(pd_cluster *c)
+void pd_cluster_stop(pd_cluster *c)
 {
-	if (!c)
+	if (!c || c->stopped)
 		return;
+	c->stopped = true;
 	pthread_mutex_lock(&c->mu);
 	c->stopping = c->quiesced = true;
 	cl_wake_all(c);
@@ -388,6 +389,17 @@ void pd_cluster_free(pd_cluster *c)
 		N.natsSubscription_Unsubscribe(c->notify);
 	if (c->nc)
 		N.natsConnection_Close(c->nc);
+}
+
+/* The memory goes only here, once nothing can call in: the server calls this after libmicrohttpd
+ * stopped, since its event thread reads s->cluster for every run, judge and /metrics request and a
+ * keep-alive connection may still send one while the daemon stops (pd_cluster_submit then answers
+ * "shutting down", pd_cluster_metrics reads figures under the lock). */
+void pd_cluster_free(pd_cluster *c)
+{
+	if (!c)
+		return;
+	pd_cluster_stop(c);
 	if (c->notify)
 		N.natsSubscription_Destroy(c->notify);
 	for (size_t i = 0; i < c->nconsumers; i++)

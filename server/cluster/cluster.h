@@ -83,6 +83,7 @@ struct pd_cluster {
 	unsigned pub_inflight;   /* publishes whose ack (or failure) has not come yet */
 	uint64_t poll_due;       /* the poller's next look (wall ms); 0: nothing waits */
 	bool quiesced, stopping;
+	bool stopped; /* pd_cluster_stop ran (only the stopping thread reads and writes it) */
 	cl_submit *subq, *subq_tail;
 	cl_waiter *waiters; /* requests this node's clients wait for */
 	unsigned nwaiting;

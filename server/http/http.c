@@ -498,8 +498,10 @@ void pd_server_stop(pd_server *s)
 		pd_sched_drain(s->sched);
 	/* after the drain: a client that leaves meanwhile still cancels its job */
 	hangup_stop(s);
-	pd_cluster_free(s->cluster);
-	s->cluster = NULL;
+	/* stopped, not freed: the event thread still reads s->cluster for the requests of open
+	 * connections until MHD_stop_daemon below (make tsan saw the old NULL store race with it; in
+	 * cluster mode that was a read of freed memory) */
+	pd_cluster_stop(s->cluster);
 	sessions_drain(s);
 	if (s->mhd) {
 		/* give resumed connections a moment to send what they were handed */
@@ -511,6 +513,8 @@ void pd_server_stop(pd_server *s)
 		}
 		MHD_stop_daemon(s->mhd);
 	}
+	pd_cluster_free(s->cluster);
+	s->cluster = NULL;
 	for (int i = 0; i < MAX_SESSIONS; i++)
 		if (s->sessions[i].s)
 			pd_session_close_lost(s->sessions[i].s, PD_SESSION_LOST_STOP);

@@ -175,6 +175,13 @@ static void batch_done(pd_job *j, void *arg)
 	json_t *rec = j->store_errno ? json_pack("{s:s,s:s,s:n}", "task_id", j->task_id, "error",
 						 "the verdict could not be recorded: retry later", "reward")
 				     : pd_judge_job_record(j);
+	/* the job's own reference to its record goes here, before the put: the record then lives in
+	 * the batch's array, whose last reference another thread may drop (the hang-up watcher's
+	 * batch_unref), and jansson's decrements are release-only, so this thread's decref after the
+	 * put was unordered with that thread's json_delete (make tsan, judge.t's batch hang-up).
+	 * Dropped before b->mu is taken in the put, it is ordered by that lock. */
+	json_decref(j->record);
+	j->record = NULL;
 	batch *b = s->b;
 	size_t i = s->i;
 	bool stream = b->stream; /* the array form's b may be gone after its last put */

@@ -85,7 +85,12 @@ static void readyz(req *r, const char *url, const char *method)
 	(void)method;
 	pd_server *s = r->srv;
 	bool open = pd_sched_breaker_open(s->sched), full = pd_store_full(s->store, NULL, 0);
-	bool ready = !open && !full && !s->stopping;
+	/* stopping is s->mu's (http.h): pd_server_stop sets it while this thread still answers
+	 * (make tsan, auth.t) */
+	pthread_mutex_lock(&s->mu);
+	bool stopping = s->stopping;
+	pthread_mutex_unlock(&s->mu);
+	bool ready = !open && !full && !stopping;
 	http_set_json(r, ready ? 200 : 503,
 		      json_pack("{s:s,s:b,s:b}", "status", ready ? "ready" : "not ready", "breaker_open", open,
 				"disk_full", full));

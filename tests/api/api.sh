@@ -120,8 +120,16 @@ _run_cleanups() {
   for ((i = ${#_cleanups[@]} - 1; i >= 0; i--)); do eval "${_cleanups[$i]}" >/dev/null 2>&1; done
   stop_daemon 20 >/dev/null 2>&1
   _forget_trajectories
-  # a sanitizer build of the daemon (PADDOCK=build-asan/bin/paddock) reports here
-  grep -h -B2 -A14 -E 'ERROR: [A-Za-z]+Sanitizer|runtime error:' "$TMPD"/daemon.*.log 2>/dev/null | head -60 | sed 's/^/# daemon: /'
+  # a sanitizer build of the daemon (PADDOCK=build-asan/bin/paddock, build-tsan/bin/paddock)
+  # reports here; a report fails the file (ThreadSanitizer's data races do not stop the daemon)
+  # (anchored to the sanitizers' own line starts: the daemon's lines are JSON objects)
+  local san='^==[0-9]+==ERROR: [A-Za-z]+Sanitizer|^WARNING: ThreadSanitizer|^[^ ]+:[0-9]+:[0-9]+: runtime error:'
+  if grep -q -E "$san" "$TMPD"/daemon.*.log 2>/dev/null; then
+    grep -h -B2 -A40 -E "$san" "$TMPD"/daemon.*.log |
+      head -200 | sed 's/^/# daemon: /'
+    [ -n "${PADDOCK_SANITIZER_LOG:-}" ] && cat "$TMPD"/daemon.*.log >>"$PADDOCK_SANITIZER_LOG"
+    [ "$rc" = 0 ] && rc=1
+  fi
   [ -n "${PADDOCK_API_KEEP:-}" ] && cp "$TMPD"/daemon.*.log "$PADDOCK_API_KEEP"/ 2>/dev/null
   rm -rf "$TMPD"
   if [ -n "$_planned" ] && [ "$_n" != "$_planned" ]; then
