@@ -6,18 +6,11 @@
 # twice, through two nodes, runs once. Sessions made through node A are used through B and C, and
 # answer 410 once A is gone. GET /v1/cluster lists the nodes; /metrics counts per node.
 source "$(dirname "$0")/api.sh"
+source "$(dirname "$0")/nats.sh"
 
-if ! command -v nats-server >/dev/null; then
-  echo "1..0 # SKIP nats-server is missing (scripts/install-deps.sh installs it)"
-  exit 0
-fi
-if ! [ -e /usr/lib/x86_64-linux-gnu/libnats.so.3.4 ] && ! ldconfig -p | grep -q 'libnats.so.3.4'; then
-  echo "1..0 # SKIP libnats3.4 is missing (scripts/install-deps.sh installs it)"
-  exit 0
-fi
+nats_or_skip
 plan 36
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 NPORT=$(free_port)
 NATS_PID=""
 start_nats() {

@@ -4,18 +4,11 @@
 # answered within 10 s of the kill, through the node that lives, once: the dead node's tasks are
 # handed on when its lease (an in-progress ack each second) lapses, not after a long timeout.
 source "$(dirname "$0")/api.sh"
+source "$(dirname "$0")/nats.sh"
 
-if ! command -v nats-server >/dev/null; then
-  echo "1..0 # SKIP nats-server is missing (scripts/install-deps.sh installs it)"
-  exit 0
-fi
-if ! [ -e /usr/lib/x86_64-linux-gnu/libnats.so.3.4 ] && ! ldconfig -p | grep -q 'libnats.so.3.4'; then
-  echo "1..0 # SKIP libnats3.4 is missing (scripts/install-deps.sh installs it)"
-  exit 0
-fi
+nats_or_skip
 plan 9
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 NPORT=$(free_port)
 nats-server -js -sd "$TMPD/js" -a 127.0.0.1 -p "$NPORT" >>"$TMPD/nats.log" 2>&1 &
 NATS_PID=$!

@@ -8,19 +8,12 @@
 # carries is put in the object stream under a dotted token and read by the other, each recorded
 # once; ids that would make an empty subject token are refused.
 source "$(dirname "$0")/api.sh"
+source "$(dirname "$0")/nats.sh"
 
-if ! command -v nats-server >/dev/null; then
-  echo "1..0 # SKIP nats-server is missing (scripts/install-deps.sh installs it)"
-  exit 0
-fi
-if ! [ -e /usr/lib/x86_64-linux-gnu/libnats.so.3.4 ] && ! ldconfig -p | grep -q 'libnats.so.3.4'; then
-  echo "1..0 # SKIP libnats3.4 is missing (scripts/install-deps.sh installs it)"
-  exit 0
-fi
+nats_or_skip
 plan 12
 
 A=host.example.com-1 B=other.example.com-2
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 NPORT=$(free_port)
 MPORT=$(free_port)
 printf 'max_payload: 262144\n' >"$TMPD/nats.conf"

@@ -8,18 +8,11 @@
 # retention (--cluster-records-max-age, --cluster-records-max-bytes) is set on the stream and a
 # record past its age is gone.
 source "$(dirname "$0")/api.sh"
+source "$(dirname "$0")/nats.sh"
 
-if ! command -v nats-server >/dev/null; then
-  echo "1..0 # SKIP nats-server is missing (scripts/install-deps.sh installs it)"
-  exit 0
-fi
-if ! [ -e /usr/lib/x86_64-linux-gnu/libnats.so.3.4 ] && ! ldconfig -p | grep -q 'libnats.so.3.4'; then
-  echo "1..0 # SKIP libnats3.4 is missing (scripts/install-deps.sh installs it)"
-  exit 0
-fi
+nats_or_skip
 plan 35
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 NPORT=$(free_port)
 MPORT=$(free_port)
 nats-server -js -sd "$TMPD/js" -a 127.0.0.1 -p "$NPORT" -m "$MPORT" >>"$TMPD/nats.log" 2>&1 &
