@@ -11,7 +11,9 @@ plan 19
 "$PADDOCK" run -j 4 -q examples/requests.jsonl -o "$TMPD/results.jsonl" 2>"$TMPD/err"
 is "$?" 0 "make run's first command exits 0"
 diag "$(tail -4 "$TMPD/err")"
-check=$(python3 examples/make-requests.py --check "$TMPD/results.jsonl" 2>&1 | tail -1)
+python3 examples/make-requests.py --check "$TMPD/results.jsonl" >"$TMPD/check" 2>&1
+check=$(tail -1 "$TMPD/check")
+grep UNEXPECTED "$TMPD/check" | sed 's/^/# /'
 is "$check" "252 passed, 0 failed" "every example line has its expected outcome (make-requests.py --check)"
 is "$(jq -r 'select(.task_id == "python-ok-01") | .problem_id' "$TMPD/results.jsonl")" "sum" \
   "without --problems, problem_id is the run's id, carried to its record"
