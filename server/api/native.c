@@ -12,7 +12,9 @@
 
 #define NATIVE_OUTPUT_MAX (256ull << 20) /* limits.output: a run's spill is at most this */
 
-pd_job *pd_job_from_native(json_t *req, pd_err *e)
+/* The request's shape before any of it is read: an object of known fields only, "idempotent" a
+ * boolean that names a task_id. -1 (refused) otherwise. */
+static int check_shape(json_t *req, pd_err *e)
 {
 	static const char *const known[] = {
 		"template", "language", "code",   "files",       "files_base64", "cmd",
@@ -21,7 +23,7 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 		"problem_version", "audit", "request_id", "image", "isolation", "network", "idempotent", NULL};
 	if (!json_is_object(req)) {
 		pd_refuse(e, "request: must be a JSON object");
-		return NULL;
+		return -1;
 	}
 	const char *k;
 	json_t *v;
@@ -31,18 +33,27 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 			ok |= !strcmp(k, known[i]);
 		if (!ok) {
 			pd_refuse(e, "%s: unknown field", k);
-			return NULL;
+			return -1;
 		}
 	}
 	json_t *idem = json_object_get(req, "idempotent");
 	if (idem && !json_is_boolean(idem)) {
 		pd_refuse(e, "idempotent: must be true or false");
-		return NULL;
+		return -1;
 	}
 	if (json_is_true(idem) && !json_is_string(json_object_get(req, "task_id"))) {
 		pd_refuse(e, "idempotent: needs a task_id (the run it names)");
-		return NULL;
+		return -1;
 	}
+	return 0;
+}
+
+pd_job *pd_job_from_native(json_t *req, pd_err *e)
+{
+	if (check_shape(req, e) < 0)
+		return NULL;
+	const char *k;
+	json_t *v;
 	pd_job *j = pd_job_new();
 	if (!j) {
 		pd_fail(e, ENOMEM, "job");
