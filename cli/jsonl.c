@@ -159,11 +159,19 @@ static bool is_run_code(json_t *o)
 	       json_object_get(o, "memory_limit_MB");
 }
 
+const pd_api *cli_run_api(json_t *o)
+{
+	bool rc = is_run_code(o);
+	json_object_del(o, "schema");
+	return rc ? &pd_api_run_code : &pd_api_native;
+}
+
 pd_job *cli_run_job(json_t *o, bool *run_code, pd_err *e)
 {
-	*run_code = is_run_code(o);
-	json_object_del(o, "schema");
-	return *run_code ? pd_job_from_run_code(o, e) : pd_job_from_native(o, e);
+	const pd_api *api = cli_run_api(o);
+	*run_code = api == &pd_api_run_code;
+	int status;
+	return api->parse(NULL, o, &status, e);
 }
 
 static char *dump(json_t *o)

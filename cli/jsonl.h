@@ -5,6 +5,7 @@
 #define PADDOCK_CLI_JSONL_H
 
 #include "server.h"
+#include "intake.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -39,10 +40,14 @@ char *cli_batch_error_line(int line, json_t *id, const char *msg);
 
 /* ---- paddock run --------------------------------------------------------------------------- */
 
-/* The job of a request line: SandboxFusion's /run_code when "schema" is "run_code" (or, without a
- * schema, when it has one of run_code's own fields), else native; "schema" is removed from o. NULL
- * when refused: e says why. */
+/* The job of a request line, parsed only (no rule of the intake applied: paddock run --cluster's
+ * nodes apply them): SandboxFusion's /run_code when "schema" is "run_code" (or, without a schema,
+ * when it has one of run_code's own fields), else native; "schema" is removed from o. NULL when
+ * refused: e says why. */
 pd_job *cli_run_job(json_t *o, bool *run_code, pd_err *e);
+/* The API of a request line (its row: server/intake.h), as cli_run_job picks it; "schema" is
+ * removed from o. paddock run puts the line through the intake with it. */
+const pd_api *cli_run_api(json_t *o);
 
 /* The result line of a line refused as a request (malformed, a bad field): {"line", "task_id"
  * when known, "refused": "bad_request", "error"}, no status or failure class, as it is no attempt.

@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "jsonl.h"
 #include "server.h"
+#include "intake.h"
 #include "judge/judge.h"
 
 #include <errno.h>
@@ -74,15 +75,6 @@ static void line_done(pd_job *j, void *arg)
 	free(lc);
 }
 
-static void unknown_template(const char *name, const pd_template *t, size_t nt, pd_err *e)
-{
-	char names[512] = "";
-	size_t used = 0;
-	for (size_t i = 0; i < nt && used < sizeof names; i++)
-		used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", t[i].name);
-	pd_refuse(e, "template: '%s' is not a template of this run (%s)", name, names);
-}
-
 /* Counts the record of a line that never ran (interrupted before it was submitted, refused at
  * admission) as line_done counts one that did: a judge line's in the judged summary under its
  * problem (named in its record too), against what it expected; a run line's in the program
@@ -138,10 +130,9 @@ static void on_interrupt(int sig)
 /* The record of a request that passed its checks but was not admitted. Its own deadline is its
  * own outcome (queue_timeout, as when it expires in the queue); anything else is the
  * infrastructure's (internal_error) and makes the run exit 2. */
-static char *admission_record(int line, const char *task_id, pd_admit a, bool *infra)
+static char *admission_record(int line, const char *task_id, pd_admit a, const char *why, bool *infra)
 {
 	*infra = a != PD_ADMIT_DEADLINE;
-	const char *why = pd_admit_text(a);
 	return cli_run_unrun(line, task_id, a == PD_ADMIT_DEADLINE ? PD_F_QUEUE : PD_F_INTERNAL, why);
 }
 
@@ -348,6 +339,10 @@ int cmd_run(int argc, char **argv)
 		return EXIT_PADDOCK_FAILED;
 	}
 	pd_pools_wait_ready(pools, 20000);
+	pd_intake intake = {.pools = pools, .sched = sched, .judge = judge, .problems = &problems, .ctx = ctx,
+			    .tpl = t, .ntpl = nt, .self = "run",
+			    .no_network = "network: paddock run has no per-request networks (serve "
+					  "--run-code-networks has): name a template with that network"};
 	pthread_mutex_init(&st.mu, NULL);
 	st.judged = judged_sum_new();
 	pthread_cond_init(&st.cv, NULL);
@@ -372,40 +367,22 @@ int cmd_run(int argc, char **argv)
 			json_decref(reqs[i]);
 			continue;
 		}
-		bool rc = false;
 		pd_err pe = {0};
 		json_t *expect = NULL;
-		pd_job *j;
+		const pd_api *api = &pd_api_judge;
 		if (is_judge) {
 			/* a judge line: what it expects is the file's, not the judge's */
 			expect = json_incref(json_object_get(reqs[i], "expect"));
 			json_object_del(reqs[i], "expect");
 			json_object_del(reqs[i], "note");
-			int status;
-			j = pd_judge_job(judge, &problems, reqs[i], pd_ctx_run_id(ctx), &status, &pe);
 		} else {
-			j = cli_run_job(reqs[i], &rc, &pe);
-			/* a template the line names and this run does not have is the line's mistake, as
-			 * in POST /v1/runs; a language's template missing is dependency_missing, below */
-			if (j && json_object_get(reqs[i], "template") && !pd_pools_template(pools, j->template_name)) {
-				unknown_template(j->template_name, t, nt, &pe);
-				pd_job_free(j);
-				j = NULL;
-			}
-			/* a policy that would widen the template's is refused as a bad field is; so is a
-			 * network mode, which only the daemon's twins offer (serve --run-code-networks):
-			 * run here, the line would get its template's network instead, unsaid */
-			if (j && j->network[0]) {
-				pd_refuse(&pe, "network: paddock run has no per-request networks (serve "
-					       "--run-code-networks has): name a template with that network");
-				pd_job_free(j);
-				j = NULL;
-			}
-			if (j && pd_job_audit_policy(j, pd_pools_template(pools, j->template_name), &pe) < 0) {
-				pd_job_free(j);
-				j = NULL;
-			}
+			api = cli_run_api(reqs[i]);
 		}
+		/* every rule a daemon applies (server/intake.h), with this run's templates */
+		int status;
+		unsigned ra;
+		pd_job *j = pd_intake_check(&intake, api, reqs[i], PD_INTAKE_CLIENT, &status, &ra, &pe);
+		bool rc = api == &pd_api_run_code;
 		char task_id[sizeof j->task_id] = "";
 		const char *tid = json_string_value(json_object_get(reqs[i], "task_id"));
 		if (tid)
@@ -437,10 +414,12 @@ int cmd_run(int argc, char **argv)
 		pthread_mutex_lock(&st.mu);
 		st.jobs[i] = j; /* before it can finish: line_done clears it */
 		pthread_mutex_unlock(&st.mu);
-		pd_admit a = pd_sched_submit(sched, j);
+		int code;
+		char why[600];
+		pd_admit a = pd_intake_admit(&intake, api, j, &code, &ra, why, sizeof why);
 		if (a != PD_ADMIT_OK) {
 			bool infra;
-			char *text = admission_record(lines[i], j->task_id, a, &infra);
+			char *text = admission_record(lines[i], j->task_id, a, why, &infra);
 			pthread_mutex_lock(&st.mu);
 			st.jobs[i] = NULL;
 			pthread_mutex_unlock(&st.mu);

@@ -530,3 +530,99 @@ void pd_job_execute(pd_pools *pools, pd_job *j, unsigned max_retries)
 	j->finished_us = wall_us();
 }
 
+/* ---- the observation record (the native API's answer, the store's row) ------------------ */
+
+/* The record of a step, or null when it did not run (or there was no memory for it). */
+static json_t *step_json(bool done, const pd_result *r)
+{
+	json_t *o = done ? pd_result_json(r, true) : NULL;
+	return o ? o : json_null();
+}
+
+/* The attempt's four cost segments, as paddock exec's record has them for its own sandbox: what
+ * made the pooled sandbox ready (its creation, or the reset that began this use: "ready_by"), the
+ * pool's preparation of it (the template's files, its warm-up), the execs, and the reset or
+ * teardown that ended the use, null until the reclaimer has done it (the stored record is then
+ * completed: pd_store_reclaimed); and the request's wait to acquire the sandbox (on a miss it
+ * includes the creation and preparation). null when no sandbox was used. */
+static json_t *costs_json(const pd_job *j, uint64_t exec_us)
+{
+	if (!j->use_id[0])
+		return json_null();
+	return json_pack("{s:f,s:s,s:f,s:f,s:f,s:n}", "create_ms", (double)j->costs.ready_us / 1000.0, "ready_by",
+			 j->costs.by_reset ? "reset" : "create", "prepare_ms", (double)j->costs.prepare_us / 1000.0,
+			 "acquire_ms", (double)j->acquire_us / 1000.0, "exec_ms", (double)exec_us / 1000.0, "teardown_ms");
+}
+
+json_t *pd_job_image_json(const pd_job *j)
+{
+	/* what a stage ran on (the stage's record names it: pd_result_json), else what the attempt
+	 * resolved, else (it never reached a template: a queue timeout) the request's image */
+	const pd_result *r = j->ran ? &j->run_r : j->compiled ? &j->compile_r : NULL;
+	const char *name = r ? r->image_name : j->image_name[0] || j->image_digest[0] ? j->image_name : j->image;
+	const char *digest = r ? r->image_digest : j->image_digest;
+	if (r && !name[0] && !digest[0])
+		name = "host";
+	return json_pack("{s:o,s:o}", "name", name[0] ? pd_json_text(name) : json_null(), "digest",
+			 digest[0] ? json_string(digest) : json_null());
+}
+
+json_t *pd_job_to_json(const pd_job *j)
+{
+	json_t *o = json_object();
+	char host[64] = "";
+	gethostname(host, sizeof host - 1);
+	json_object_set_new(o, "task_id", json_string(j->task_id));
+	json_object_set_new(o, "problem_id", json_string(j->problem_id));
+	json_object_set_new(o, "problem_version", json_string(j->problem_version));
+	json_object_set_new(o, "risk_list", json_boolean(j->risk_list));
+	json_object_set_new(o, "attempt", json_integer(j->attempts));
+	json_object_set_new(o, "sandbox_id", json_string(j->sandbox_id));
+	json_object_set_new(o, "use_id", j->use_id[0] ? json_string(j->use_id) : json_null());
+	json_object_set_new(o, "template", json_string(j->template_name));
+	json_object_set_new(o, "template_version", j->template_version[0] ? json_string(j->template_version) : json_null());
+	json_object_set_new(o, "language", json_string(j->language));
+	json_object_set_new(o, "image", pd_job_image_json(j));
+	/* the tier it ran under: the run's (the one asked for, or the template's own) */
+	json_object_set_new(o, "isolation", json_string(api_isolation_of(j)));
+	json_object_set_new(o, "node", json_string(j->node[0] ? j->node : host));
+	if (j->request_id[0])
+		json_object_set_new(o, "request_id", json_string(j->request_id));
+	json_object_set_new(o, "queued_at", json_integer((json_int_t)(j->queued_us / 1000)));
+	json_object_set_new(o, "started_at", json_integer((json_int_t)(j->started_us / 1000)));
+	json_object_set_new(o, "finished_at", json_integer((json_int_t)(j->finished_us / 1000)));
+	json_object_set_new(o, "queue_ms", json_integer(j->started_us > j->queued_us && j->queued_us
+								 ? (json_int_t)((j->started_us - j->queued_us) / 1000)
+								 : 0));
+	uint64_t exec_us = (j->compiled ? j->compile_r.exec_us : 0) + (j->ran ? j->run_r.exec_us : 0);
+	uint64_t total_us = j->finished_us > j->started_us ? j->finished_us - j->started_us : 0;
+	json_object_set_new(o, "exec_ms", json_real(exec_us / 1000.0));
+	json_object_set_new(o, "setup_ms", json_real(total_us > exec_us ? (total_us - exec_us) / 1000.0 : 0));
+	/* pooled sandboxes are torn down off the request path; the pools count residue failures */
+	json_object_set_new(o, "teardown", json_string("deferred to the pool reclaimer"));
+	json_object_set_new(o, "costs", costs_json(j, exec_us));
+	/* "pending" until the reclaimer has checked; the stored record is then completed */
+	json_object_set_new(o, "residue", j->use_id[0] ? json_string("pending") : json_null());
+	const pd_result *r = j->ran ? &j->run_r : j->compiled ? &j->compile_r : NULL;
+	json_object_set_new(o, "status", json_string(r ? pd_status_name(r->status) : "XX"));
+	json_object_set_new(o, "failure_class", json_string(pd_failure_name(j->failure)));
+	json_object_set_new(o, "error", pd_json_text(j->error));
+	pd_job_verdict_t v;
+	pd_job_verdict(j, &v);
+	json_t *verdict = json_object();
+	json_object_set_new(verdict, "output", json_string(v.output));
+	/* from the audit's evidence; never "pass" for a run nobody watched */
+	json_object_set_new(verdict, "process", api_process_json(j));
+	json_object_set_new(verdict, "resources", json_string(v.resources));
+	json_object_set_new(o, "verdict", verdict);
+	json_object_set_new(o, "usable", json_boolean(v.usable));
+	json_object_set_new(o, "compile", step_json(j->compiled, &j->compile_r));
+	json_object_set_new(o, "run", step_json(j->ran, &j->run_r));
+	json_object_set_new(o, "files", api_files_json(j));
+	/* the run's whole output was kept past the record's head and tail: GET
+	 * /v1/runs/{task_id}/output?stream=stdout|stderr&attempt=N serves it for an hour at most */
+	json_object_set_new(o, "output_kept", json_boolean(j->output_kept));
+	json_object_set_new(o, "audit", api_audit_json(j));
+	return o;
+}
+

@@ -595,12 +595,10 @@ typedef struct pd_cluster_opts {
 	unsigned slots;          /* tasks run at once (pulled only as they free up); 0 = 4 */
 	unsigned records_max_age_s; /* the shared record stream's retention; 0 = 30 days */
 	uint64_t records_max_bytes; /* its size; 0 = 10 GiB, UINT64_MAX = no cap */
-	uint64_t run_code_output_max; /* a /run_code program's whole output kept; 0 = 16 MiB */
 	const char *token;       /* the bearer token peers are called with (results by reference) */
-	/* A judge request's job on this node (its judge and problems), for kind "judge"; NULL
-	 * when the node judges nothing. *status as pd_judge_job's. */
-	pd_job *(*judge_job)(void *arg, json_t *body, int *status, pd_err *e);
-	void *judge_arg;
+	/* this node's rules for what it takes off the broker (server/intake.h): a task is checked
+	 * again here, as a request from this node's own clients is */
+	const struct pd_intake *intake;
 } pd_cluster_opts;
 
 /* Connects, makes the streams and buckets if missing, starts pulling, heartbeating. */

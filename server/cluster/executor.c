@@ -3,7 +3,7 @@
  * noted; in-progress acks for long runs. */
 #define _GNU_SOURCE
 #include "cluster.h"
-#include "judge/judge.h"
+#include "intake.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -38,27 +38,11 @@ struct cl_task {
 
 /* ---- the executor: pull, run, record once, answer, ack ------------------------------------- */
 
-/* The answer in the API's shape, as the edge's runs.c would make it. */
+/* The answer in the API's shape, by its row (server/intake.c), as the edge would make it. */
 static json_t *render(const pd_job *j, const char *kind, int *status)
 {
-	*status = 200;
-	if (!strcmp(kind, "piston") && j->failure == PD_F_DEPENDENCY) {
-		*status = 400;
-		return json_pack("{s:o}", "message", pd_json_text(j->error));
-	}
-	if (!strcmp(kind, "judge")) {
-		/* the verdict, as POST /v1/judge answers it; one that never ran (exhausted) names the
-		 * node and the request too */
-		json_t *rec = pd_judge_job_record(j);
-		if (rec && !json_object_get(rec, "node"))
-			json_object_set_new(rec, "node", json_string(j->node));
-		if (rec && !json_object_get(rec, "request_id"))
-			json_object_set_new(rec, "request_id", json_string(j->request_id));
-		return rec;
-	}
-	return !strcmp(kind, "run_code") ? pd_job_to_run_code(j)
-	       : !strcmp(kind, "piston") ? pd_job_to_piston(j)
-					 : pd_job_to_json(j);
+	const pd_api *api = pd_api_find(kind);
+	return (api ? api : &pd_api_native)->render(j, status);
 }
 
 /* The value of a result: {"status","node","token","body"}, made from the body's text (kept by
@@ -293,8 +277,13 @@ static void task_done(pd_job *j, void *arg)
 	task_end(c, t);
 }
 
-static pd_job *parse(pd_cluster *c, const char *kind, const char *body, size_t len, bool *named, pd_err *e)
+/* The task through this node's intake (server/intake.h), as a request of its own clients: the
+ * edge checked it already, but by its own rules (its templates, networks, risk list, deadline
+ * margin), and a request must be refused for the same reasons whichever node runs it. */
+static pd_job *parse(pd_cluster *c, const char *kind, const char *body, size_t len, bool *named, int *status,
+		     pd_err *e)
 {
+	*status = 400;
 	json_error_t je;
 	json_t *b = json_loadb(body, len, 0, &je);
 	if (!b) {
@@ -302,33 +291,24 @@ static pd_job *parse(pd_cluster *c, const char *kind, const char *body, size_t l
 		return NULL;
 	}
 	*named = json_is_string(json_object_get(b, "task_id"));
-	if (!strcmp(kind, "judge")) {
-		int status = 0;
-		pd_job *j = c->o.judge_job ? c->o.judge_job(c->o.judge_arg, b, &status, e) : NULL;
-		if (!c->o.judge_job)
-			pd_refuse(e, "this node judges nothing");
-		json_decref(b);
-		return j;
-	}
-	pd_job *j = !strcmp(kind, "run_code") ? pd_job_from_run_code(b, e)
-		    : !strcmp(kind, "piston") ? pd_job_from_piston(b, e)
-					      : pd_job_from_native(b, e);
+	const pd_api *api = pd_api_find(kind);
+	unsigned ra;
+	pd_job *j = api ? pd_intake_check(c->o.intake, api, b, PD_INTAKE_BROKER, status, &ra, e) : NULL;
+	if (!api)
+		pd_refuse(e, "kind: '%s' is not an API of this node", kind);
 	json_decref(b);
-	if (j && !strcmp(kind, "run_code"))
-		/* SandboxFusion keeps a program's whole output, as a single node's /run_code does */
-		j->run.keep_whole = j->compile.keep_whole =
-			c->o.run_code_output_max ? c->o.run_code_output_max : 16u << 20;
 	return j;
 }
 
-/* A refusal by the parser on this node (the edge parsed it once already: versions differ) is
- * the request's answer, recorded nowhere. */
-static void answer_refusal(pd_cluster *c, cl_task *t, const char *msg)
+/* A refusal by this node's intake (the edge checked it too, by its own rules) is the request's
+ * answer, with the status and body the edge would give it, recorded nowhere. */
+static void answer_refusal(pd_cluster *c, cl_task *t, int status, const char *msg)
 {
-	json_t *body = json_pack("{s:s}", "error", msg);
+	const pd_api *api = pd_api_find(t->kind);
+	json_t *body = (api ? api : &pd_api_native)->error_body(msg);
 	size_t len = 0;
 	bool by_ref = false;
-	char *val = body ? result_value(c, 400, body, t->token, &len, &by_ref, NULL) : NULL;
+	char *val = body ? result_value(c, status, body, t->token, &len, &by_ref, NULL) : NULL;
 	pd_err e = {0};
 	if (val && claim_put(c, t->request_id, t->token, val, len, &e) == 0) {
 		N.natsMsg_Ack(t->m, NULL);
@@ -397,9 +377,10 @@ static void take_task(pd_cluster *c, natsMsg *m)
 	}
 	pd_err e = {0};
 	bool named = false;
-	pd_job *j = parse(c, t->kind, N.natsMsg_GetData(m), (size_t)N.natsMsg_GetDataLength(m), &named, &e);
+	int status;
+	pd_job *j = parse(c, t->kind, N.natsMsg_GetData(m), (size_t)N.natsMsg_GetDataLength(m), &named, &status, &e);
 	if (!j) {
-		answer_refusal(c, t, PD_ERR_STR(&e));
+		answer_refusal(c, t, status, PD_ERR_STR(&e));
 		return;
 	}
 	snprintf(j->request_id, sizeof j->request_id, "%s", t->request_id);

@@ -445,6 +445,7 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 		goto fail;
 	if (!(s->sched = pd_sched_new(s->pools, s->store, s->metrics, &so, e)))
 		goto fail;
+	runs_intake_init(s);
 	if (hangup_start(s, e) < 0)
 		goto fail;
 	if (o->cluster) {
@@ -453,7 +454,7 @@ pd_server *pd_server_start(const pd_server_opts *o, pd_err *e)
 				      .ack_wait_s = o->cluster_ack_wait, .token = o->token,
 				      .max_deliver = o->cluster_max_deliver, .records_max_age_s = o->cluster_records_max_age,
 				      .records_max_bytes = o->cluster_records_max_bytes,
-				      .run_code_output_max = o->run_code_output_max, .judge_job = judge_job_for_cluster, .judge_arg = s,
+				      .intake = &s->intake,
 				      .slots = o->sched.workers ? o->sched.workers : (unsigned)(cpus > 0 ? 2 * cpus : 2)};
 		if (!(s->cluster = pd_cluster_start(&co, s->sched, s->pools, s->ctx, s->store, e)))
 			goto fail;

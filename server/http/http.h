@@ -20,6 +20,7 @@
 
 #include "server.h"
 #include "judge/judge.h"
+#include "intake.h"
 #include "mhd.h" /* <microhttpd.h>, its functions loaded on first use */
 
 #include <netinet/in.h>
@@ -74,6 +75,7 @@ struct pd_server {
 	pd_caps *caps;           /* per-problem submission caps (--problem-submit-max) */
 	pd_problem_set problems; /* --problems DIR, loaded and prepared at start */
 	pd_cluster *cluster; /* NULL: a single node */
+	pd_intake intake;    /* every request's rules (server/intake.c), set by runs_intake_init */
 	struct MHD_Daemon *mhd;
 	int listen_fd;
 	char address[160];
@@ -222,6 +224,10 @@ void runs_submit(req *r, kind k);
 /* A template a request names (a run's, a session's) is one of this daemon's: else refused, naming
  * the field and the templates there are (runs.c). */
 int http_check_template(pd_server *srv, const char *name, pd_err *e);
+/* The intake's state and hooks (images_check, netmodes_pick), once the server's parts exist. */
+void runs_intake_init(pd_server *s);
+/* The row of a run endpoint's API. */
+const pd_api *runs_api(kind k);
 
 /* ---- the judge (judge.c) ---- */
 void judge_submit(req *r, const char *url, const char *method);
@@ -230,8 +236,6 @@ void judge_submit(req *r, const char *url, const char *method);
 void judge_batch(req *r, json_t *body);
 /* A cluster's answer to a suspended request (runs.c): sets the response and resumes. */
 void cluster_answer(void *arg, int status, const char *body, size_t len, unsigned retry_after);
-/* A judge request's job on this node, for the cluster's executor (pd_cluster_opts.judge_job). */
-pd_job *judge_job_for_cluster(void *srv, json_t *body, int *status, pd_err *e);
 
 /* ---- the store read back (records.c) ---- */
 /* GET /v1/runs?group_id=&since=&kind=&last=&limit=&cursor= */
@@ -245,13 +249,6 @@ void review_decide_http(req *r, const char *url, const char *method);
 /* GET /v1/review/risk, DELETE /v1/review/risk/{problem_id}: the risk list */
 void review_risk_http(req *r, const char *url, const char *method);
 void review_risk_remove_http(req *r, const char *url, const char *method);
-/* A judge job's per-problem controls (review.c): its problem's submission cap (429 with
- * Retry-After past it, *status and e set, false) and the risk list (the job marked risky). */
-bool judge_controls(pd_server *srv, pd_job *j, int *status, unsigned *retry_after, pd_err *e);
-/* A run's (/v1/runs, /run_code, Piston) risk list: a job naming a problem on it is audited in full
- * with egress denied, whatever it asked (j->risk_list set); one asking for a network with egress
- * (allowlist, host) is refused, 403 in *status. Returns false (e set) when refused. */
-bool run_controls(pd_server *srv, pd_job *j, int *status, pd_err *e);
 
 /* ---- sessions (sessions.c) ---- */
 void sessions_create(req *r, const char *url, const char *method);

@@ -1,5 +1,6 @@
 /* POST /v1/judge: a submission judged against a problem loaded with --problems or an inline one
- * (docs/judge.md). On the event thread the body becomes a judge job (server/judge/jobs.c) queued on
+ * (docs/judge.md). On the event thread the body becomes a judge job through the intake
+ * (server/intake.c: the judge's parser, server/judge/jobs.c, and every admission rule) queued on
  * the scheduler with the connection suspended; a worker judges it, the store records the judged
  * record, and judge_done answers with it. The batch form ({"submissions": [...]}) is judge_batch.c's. */
 #define _GNU_SOURCE
@@ -30,14 +31,8 @@ static void judge_done(pd_job *j, void *arg)
 	http_resume(r);
 }
 
-pd_job *judge_job_for_cluster(void *arg, json_t *body, int *status, pd_err *e)
-{
-	pd_server *srv = arg;
-	return pd_judge_job(srv->judge, &srv->problems, body, pd_ctx_run_id(srv->ctx), status, e);
-}
-
 /* Cluster mode: the request, refused here when it is bad, runs on a node with room, as runs do
- * (runs.c); the same request id answers the first verdict. */
+ * (runs.c; the node checks it again); the same request id answers the first verdict. */
 static void judge_to_cluster(req *r, pd_job *j)
 {
 	char rid[128];
@@ -54,6 +49,29 @@ static void judge_to_cluster(req *r, pd_job *j)
 	pd_job_free(j);
 	http_suspend(r);
 	pd_cluster_submit(r->srv->cluster, "judge", tpl, r->body ? r->body : "", r->len, rid, cluster_answer, r);
+}
+
+/* Admitted, or answered why not (the connection resumed). */
+static void judge_admit(req *r, pd_job *j)
+{
+	/* suspend first: the job may finish (and resume us) before submit returns; watched for
+	 * hang-ups before it is queued, for the same reason */
+	http_suspend(r);
+	hangup_watch(r, j);
+	int code;
+	unsigned ra;
+	char why[600];
+	if (pd_intake_admit(&r->srv->intake, &pd_api_judge, j, &code, &ra, why, sizeof why) == PD_ADMIT_OK)
+		return;
+	hangup_unwatch(r);
+	r->retry_after = ra;
+	pd_job_free(j);
+	http_set_error(r, code, "%s", why);
+	if (r->dedupe_rid[0])
+		dedupe_end(r->dedupe_rid, r);
+	pthread_mutex_lock(&r->srv->mu);
+	MHD_resume_connection(r->conn);
+	pthread_mutex_unlock(&r->srv->mu);
 }
 
 void judge_submit(req *r, const char *url, const char *method)
@@ -74,21 +92,10 @@ void judge_submit(req *r, const char *url, const char *method)
 	}
 	pd_err e = {0};
 	int status;
-	pd_job *j = pd_judge_job(srv->judge, &srv->problems, body, pd_ctx_run_id(srv->ctx), &status, &e);
+	unsigned ra;
+	pd_job *j = pd_intake_check(&srv->intake, &pd_api_judge, body, PD_INTAKE_CLIENT, &status, &ra, &e);
 	json_decref(body);
 	if (!j) {
-		http_set_error(r, status, "%s", PD_ERR_STR(&e));
-		return;
-	}
-	char digest[PD_DIGEST_LEN];
-	if (j->image[0] && (status = images_check(srv, j->image, digest, &e)) != 0) {
-		pd_job_free(j);
-		http_set_error(r, status, "%s", PD_ERR_STR(&e));
-		return;
-	}
-	unsigned ra = 0;
-	if (!judge_controls(srv, j, &status, &ra, &e)) {
-		pd_job_free(j);
 		r->retry_after = ra;
 		http_set_error(r, status, "%s", PD_ERR_STR(&e));
 		return;
@@ -118,20 +125,5 @@ void judge_submit(req *r, const char *url, const char *method)
 		}
 		snprintf(r->dedupe_rid, sizeof r->dedupe_rid, "%s", hid);
 	}
-	/* suspend first: the job may finish (and resume us) before submit returns; watched for
-	 * hang-ups before it is queued, for the same reason */
-	http_suspend(r);
-	hangup_watch(r, j);
-	pd_admit a = pd_sched_submit(srv->sched, j);
-	if (a == PD_ADMIT_OK)
-		return;
-	hangup_unwatch(r);
-	r->retry_after = j->retry_after_s ? j->retry_after_s : 1;
-	pd_job_free(j);
-	http_set_error(r, a == PD_ADMIT_DISK_FULL ? 507 : 503, "%s", pd_admit_text(a));
-	if (r->dedupe_rid[0])
-		dedupe_end(r->dedupe_rid, r);
-	pthread_mutex_lock(&srv->mu);
-	MHD_resume_connection(r->conn);
-	pthread_mutex_unlock(&srv->mu);
+	judge_admit(r, j);
 }

@@ -368,8 +368,86 @@ static bool stream_start(req *r, batch *b)
 	return true;
 }
 
-/* Every submission is a request of its own with the batch's shared fields (those it does not set
- * itself). */
+/* Every submission through the intake, none queued yet: jobs[] (and in cluster mode each one's
+ * text and template). A bad one refuses the batch, naming its index: what the caps counted of the
+ * others is given back. */
+static bool batch_check(req *r, json_t *body, json_t *subs, size_t n, pd_job **jobs, char **texts, char (*tpls)[64])
+{
+	pd_server *srv = r->srv;
+	for (size_t i = 0; i < n; i++) {
+		/* a request of its own, with the batch's shared fields it does not set itself */
+		json_t *one = json_deep_copy(json_array_get(subs, i));
+		const char *k;
+		json_t *v;
+		if (json_is_object(one))
+			json_object_foreach(body, k, v)
+				if (strcmp(k, "submissions") && strcmp(k, "stream") && !json_object_get(one, k))
+					json_object_set(one, k, v);
+		pd_err e = {0};
+		int status;
+		unsigned ra = 0;
+		jobs[i] = pd_intake_check(&srv->intake, &pd_api_judge, one, PD_INTAKE_CLIENT, &status, &ra, &e);
+		if (texts && jobs[i] && !(texts[i] = json_dumps(one, JSON_COMPACT))) {
+			pd_intake_drop(&srv->intake, jobs[i], true);
+			jobs[i] = NULL;
+			status = 500;
+			pd_fail(&e, 0, "out of memory");
+		}
+		json_decref(one);
+		if (jobs[i]) {
+			if (tpls)
+				snprintf(tpls[i], sizeof *tpls, "%s", jobs[i]->template_name);
+			continue;
+		}
+		for (size_t k2 = 0; k2 < i; k2++) {
+			pd_intake_drop(&srv->intake, jobs[k2], true);
+			jobs[k2] = NULL;
+		}
+		for (size_t k2 = 0; texts && k2 <= i; k2++)
+			free(texts[k2]);
+		r->retry_after = ra;
+		http_set_error(r, status, "submissions[%zu]: %s", i, PD_ERR_STR(&e));
+		return false;
+	}
+	return true;
+}
+
+/* Queues the jobs; one not admitted says why in its line (or slot), the others still run. */
+static void batch_submit(req *r, batch *b, pd_job **jobs, size_t n)
+{
+	pd_server *srv = r->srv;
+	const char *client = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Paddock-Client");
+	for (size_t i = 0; i < n; i++) {
+		pd_job *j = jobs[i];
+		snprintf(j->client, sizeof j->client, "%s", client && *client ? client : "judge");
+		batch_slot *s = malloc(sizeof *s);
+		pd_admit a = PD_ADMIT_FULL;
+		int code;
+		unsigned ra;
+		char why[600];
+		snprintf(why, sizeof why, "%s", pd_admit_text(a));
+		if (s) {
+			s->b = b;
+			s->i = i;
+			j->done = batch_done;
+			j->done_arg = s;
+			pthread_mutex_lock(&b->mu);
+			if (b->gone)
+				pd_job_cancel(j); /* queued, but never run */
+			pthread_mutex_unlock(&b->mu);
+			a = pd_intake_admit(&srv->intake, &pd_api_judge, j, &code, &ra, why, sizeof why);
+		}
+		if (a != PD_ADMIT_OK) {
+			json_t *rec = json_pack("{s:s,s:o,s:n}", "task_id", j->task_id, "error", pd_json_text(why), "reward");
+			free(s);
+			batch_put(b, i, rec);
+			pd_job_free(j);
+			if (b->stream)
+				batch_unref(b);
+		}
+	}
+}
+
 void judge_batch(req *r, json_t *body)
 {
 	pd_server *srv = r->srv;
@@ -390,59 +468,14 @@ void judge_batch(req *r, json_t *body)
 	/* cluster mode: each submission's text and template, published once all are checked */
 	char **texts = srv->cluster ? calloc(n, sizeof *texts) : NULL;
 	char(*tpls)[64] = srv->cluster ? calloc(n, sizeof *tpls) : NULL;
-	if (!jobs || !b || (srv->cluster && (!texts || !tpls))) {
+	if (!jobs || !b || (srv->cluster && (!texts || !tpls)) || !batch_check(r, body, subs, n, jobs, texts, tpls)) {
+		if (!jobs || !b || (srv->cluster && (!texts || !tpls)))
+			http_set_error(r, 500, "out of memory");
 		free(jobs);
 		free(b);
 		free(texts);
 		free(tpls);
-		http_set_error(r, 500, "out of memory");
 		return;
-	}
-	for (size_t i = 0; i < n; i++) {
-		json_t *one = json_deep_copy(json_array_get(subs, i));
-		const char *k;
-		json_t *v;
-		if (json_is_object(one))
-			json_object_foreach(body, k, v)
-				if (strcmp(k, "submissions") && strcmp(k, "stream") && !json_object_get(one, k))
-					json_object_set(one, k, v);
-		pd_err e = {0};
-		int status;
-		jobs[i] = pd_judge_job(srv->judge, &srv->problems, one, pd_ctx_run_id(srv->ctx), &status, &e);
-		if (texts && jobs[i] && !(texts[i] = json_dumps(one, JSON_COMPACT))) {
-			pd_job_free(jobs[i]);
-			jobs[i] = NULL;
-			status = 500;
-			pd_fail(&e, 0, "out of memory");
-		}
-		json_decref(one);
-		char digest[PD_DIGEST_LEN];
-		if (jobs[i] && jobs[i]->image[0] && (status = images_check(srv, jobs[i]->image, digest, &e)) != 0) {
-			pd_job_free(jobs[i]);
-			jobs[i] = NULL;
-		}
-		/* the caps count every submission; a batch refused gives back what it took */
-		unsigned ra = 0;
-		if (jobs[i] && !judge_controls(srv, jobs[i], &status, &ra, &e)) {
-			pd_job_free(jobs[i]);
-			jobs[i] = NULL;
-		}
-		if (!jobs[i]) {
-			for (size_t k2 = 0; k2 < i; k2++) {
-				pd_caps_give_back(srv->caps, pd_job_problem_key(jobs[k2]), 1);
-				pd_job_free(jobs[k2]);
-			}
-			if (texts)
-				for (size_t k2 = 0; k2 <= i; k2++)
-					free(texts[k2]);
-			free(texts);
-			free(tpls);
-			free(jobs);
-			free(b);
-			r->retry_after = ra;
-			http_set_error(r, status, "submissions[%zu]: %s", i, PD_ERR_STR(&e));
-			return;
-		}
 	}
 	b->srv = srv;
 	b->r = r;
@@ -460,13 +493,10 @@ void judge_batch(req *r, json_t *body)
 		for (size_t i = 0; i < n; i++)
 			json_array_append_new(b->results, json_null());
 	}
-	if (texts) {
-		/* the local jobs only checked the submissions: the cluster's nodes make their own */
-		for (size_t i = 0; i < n; i++) {
-			snprintf(tpls[i], sizeof *tpls, "%s", jobs[i]->template_name);
-			pd_job_free(jobs[i]);
-			jobs[i] = NULL;
-		}
+	/* the local jobs only checked the submissions: the cluster's nodes make their own */
+	for (size_t i = 0; texts && i < n; i++) {
+		pd_job_free(jobs[i]);
+		jobs[i] = NULL;
 	}
 	if (stream && !stream_start(r, b)) {
 		for (size_t i = 0; i < n; i++) {
@@ -480,7 +510,6 @@ void judge_batch(req *r, json_t *body)
 		batch_unref(b);
 		return;
 	}
-	const char *client = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Paddock-Client");
 	if (!stream)
 		http_suspend(r);
 	/* before any job is queued: a client gone already cancels them all before they run */
@@ -493,33 +522,6 @@ void judge_batch(req *r, json_t *body)
 		free(tpls);
 		return;
 	}
-	for (size_t i = 0; i < n; i++) {
-		pd_job *j = jobs[i];
-		snprintf(j->client, sizeof j->client, "%s", client && *client ? client : "judge");
-		batch_slot *s = malloc(sizeof *s);
-		pd_admit a = PD_ADMIT_FULL;
-		if (s) {
-			s->b = b;
-			s->i = i;
-			j->done = batch_done;
-			j->done_arg = s;
-			pthread_mutex_lock(&b->mu);
-			if (b->gone)
-				pd_job_cancel(j); /* queued, but never run */
-			pthread_mutex_unlock(&b->mu);
-			a = pd_sched_submit(srv->sched, j);
-		}
-		if (a != PD_ADMIT_OK) {
-			/* the others still run: this one's line (or slot) says why it did not */
-			json_t *rec = json_pack("{s:s,s:s,s:n}", "task_id", j->task_id, "error",
-						pd_admit_text(a),
-						"reward");
-			free(s);
-			batch_put(b, i, rec);
-			pd_job_free(j);
-			if (stream)
-				batch_unref(b);
-		}
-	}
 	/* the streamed form is answered now: the body follows as the jobs finish */
+	batch_submit(r, b, jobs, n);
 }

@@ -2,9 +2,8 @@
  * pending) lists the items; POST /v1/review/{id} {"decision":"confirm"|"dismiss","note":"..."}
  * records a reviewer's decision (once: a decided item answers 409). The queue itself is in the
  * store (server/review.c). And the per-problem controls that follow from it: the risk list
- * (GET /v1/review/risk; DELETE /v1/review/risk/{problem_id} takes a problem off it) and the
- * submission caps, both applied to judge jobs as they are made (judge_controls); the risk list
- * applies to runs too (run_controls). */
+ * (GET /v1/review/risk; DELETE /v1/review/risk/{problem_id} takes a problem off it); the intake
+ * (server/intake.c) applies it, and the submission caps, to every run and judge job. */
 #define _GNU_SOURCE
 #include "http.h"
 
@@ -104,53 +103,4 @@ void review_risk_remove_http(req *r, const char *url, const char *method)
 		return;
 	}
 	http_set_json(r, 200, json_pack("{s:s,s:b}", "problem_id", id, "removed", 1));
-}
-
-bool run_controls(pd_server *srv, pd_job *j, int *status, pd_err *e)
-{
-	const char *key = pd_job_problem_key(j);
-	if (!key[0] || !pd_store_risky(srv->store, key))
-		return true;
-	/* no egress: a network that reaches out is refused rather than quietly changed (the caller
-	 * asked for it; a run without it may not be what it meant) */
-	const pd_template *t = pd_pools_template(srv->pools, j->template_name);
-	const char *net = j->network[0] ? j->network : t ? pd_net_name(t->net) : "";
-	if (!strcmp(net, "allowlist") || !strcmp(net, "host")) {
-		*status = 403;
-		pd_refuse(e, "network: problem_id %s is on the risk list (confirmed hacks): no egress, not '%s'", key,
-			  net);
-		return false;
-	}
-	/* the defaults of "audit": true when the request asked for none (the template's policy is
-	 * merged over it when the job starts), with egress denied over whatever it asked */
-	if (!j->audit) {
-		pd_err pe = {0};
-		j->audit = pd_audit_policy_parse("true", 4, "audit", j->cwd ? j->cwd : "/work", &pe);
-		if (!j->audit) {
-			*status = 500;
-			pd_fail(e, ENOMEM, "audit");
-			return false;
-		}
-	}
-	if (pd_judge_policy_risky(&j->audit, e) < 0) {
-		*status = e->code == ENOMEM ? 500 : 400;
-		return false;
-	}
-	j->risk_list = true;
-	return true;
-}
-
-bool judge_controls(pd_server *srv, pd_job *j, int *status, unsigned *retry_after, pd_err *e)
-{
-	*retry_after = 0;
-	const char *key = pd_job_problem_key(j);
-	if (!pd_caps_take(srv->caps, key, 1, retry_after)) {
-		*status = 429;
-		pd_refuse(e, "problem_id: %s has had its %u submissions in %u s (--problem-submit-max): retry in %u s",
-			  key, pd_caps_max(srv->caps), pd_caps_window_s(srv->caps), *retry_after);
-		return false;
-	}
-	if (pd_store_risky(srv->store, key))
-		pd_judge_job_risky(j);
-	return true;
 }
