@@ -381,7 +381,7 @@ int cmd_run(int argc, char **argv)
 		/* every rule a daemon applies (server/intake.h), with this run's templates */
 		int status;
 		unsigned ra;
-		pd_job *j = pd_intake_check(&intake, api, reqs[i], PD_INTAKE_CLIENT, &status, &ra, &pe);
+		pd_job *j = pd_intake_check(&intake, api, reqs[i], PD_INTAKE_CLIENT, 0, &status, &ra, &pe);
 		bool rc = api == &pd_api_run_code;
 		char task_id[sizeof j->task_id] = "";
 		const char *tid = json_string_value(json_object_get(reqs[i], "task_id"));

@@ -208,7 +208,7 @@ static int judge_controls(const pd_intake *in, pd_job *j, int from, int *status,
  * read for compile + run timeout + 10 s, Piston's wait for its run and compile timeouts; the
  * native API's steps have their limits (or the template's). Plus the margin: the sandbox's setup,
  * the answer's way back. */
-static void default_deadline(const pd_intake *in, pd_job *j)
+static void default_deadline(const pd_intake *in, pd_job *j, uint64_t arrived)
 {
 	if (j->deadline_us || !in->deadline_margin_s)
 		return;
@@ -218,16 +218,22 @@ static void default_deadline(const pd_intake *in, pd_job *j)
 	uint64_t comp = j->compile.wall_ms ? j->compile.wall_ms : j->compile.argv ? tw : 0;
 	if (!run)
 		return; /* no limit on the run: no deadline can be derived */
-	j->deadline_us = pd_now_us() + (run + comp + (uint64_t)in->deadline_margin_s * 1000) * 1000;
+	j->deadline_us = arrived + (run + comp + (uint64_t)in->deadline_margin_s * 1000) * 1000;
 }
 
-pd_job *pd_intake_check(const pd_intake *in, const pd_api *api, json_t *body, int from, int *status,
-			unsigned *retry_after, pd_err *e)
+pd_job *pd_intake_check(const pd_intake *in, const pd_api *api, json_t *body, int from, uint64_t waited_us,
+			int *status, unsigned *retry_after, pd_err *e)
 {
 	*retry_after = 0;
 	pd_job *j = api->parse(in, body, status, e); /* 1 */
 	if (!j)
 		return NULL;
+	/* a deadline counts from the request's arrival, not from the moment a node took it off the
+	 * broker (a deadline already past stays one: queue_timeout, never a run without one) */
+	uint64_t arrived = pd_now_us();
+	arrived = arrived > waited_us ? arrived - waited_us : 1;
+	if (j->deadline_us)
+		j->deadline_us = j->deadline_us > waited_us + 1 ? j->deadline_us - waited_us : 1;
 	if (check_where(in, api, body, j, status, e) < 0) /* 2 */
 		goto refused;
 	*status = 400;
@@ -251,7 +257,7 @@ pd_job *pd_intake_check(const pd_intake *in, const pd_api *api, json_t *body, in
 		}
 	}
 	if (!api->judged) /* 6: a judged submission's time is its tests', not one run's */
-		default_deadline(in, j);
+		default_deadline(in, j, arrived);
 	j->mem_fast_off = api->mem_fast_off; /* 7 */
 	if (api->keep_whole)
 		j->run.keep_whole = j->compile.keep_whole = in->run_code_output_max ? in->run_code_output_max : 16u << 20;

@@ -74,9 +74,11 @@ struct pd_intake {
  * edge node that took it from its client counted it already). */
 enum { PD_INTAKE_CLIENT = 0, PD_INTAKE_BROKER = 1 };
 
-/* Rules 1 to 7: the job, or NULL with the HTTP status, e, and *retry_after (a cap's, else 0). */
-pd_job *pd_intake_check(const pd_intake *in, const pd_api *api, json_t *body, int from, int *status,
-			unsigned *retry_after, pd_err *e);
+/* Rules 1 to 7: the job, or NULL with the HTTP status, e, and *retry_after (a cap's, else 0).
+ * waited_us: how long ago the request reached the node its client sent it to (its time in the
+ * cluster's broker; 0 from a client): its deadline, given or the default, counts from then. */
+pd_job *pd_intake_check(const pd_intake *in, const pd_api *api, json_t *body, int from, uint64_t waited_us,
+			int *status, unsigned *retry_after, pd_err *e);
 /* A caller that drops a checked job without running it (a batch refused whole, a job handed on
  * to the cluster) gives back what the caps counted. Frees j. */
 void pd_intake_drop(const pd_intake *in, pd_job *j, bool give_back);

@@ -47,208 +47,204 @@ static int check_shape(json_t *req, pd_err *e)
 	return 0;
 }
 
-pd_job *pd_job_from_native(json_t *req, pd_err *e)
+/* "language" with "code", "template", "cmd" or "shell" with "args", "compile": the steps. */
+static int parse_language(pd_job *j, json_t *req, json_t *args, pd_err *e)
 {
-	if (check_shape(req, e) < 0)
-		return NULL;
-	const char *k;
-	json_t *v;
-	pd_job *j = pd_job_new();
-	if (!j) {
-		pd_fail(e, ENOMEM, "job");
-		return NULL;
+	json_t *lang = json_object_get(req, "language"), *code = json_object_get(req, "code");
+	if (args && !json_is_array(args))
+		return pd_refuse(e, "args: must be a list of strings");
+	if (code && !json_is_string(code))
+		return pd_refuse(e, "code: must be a string");
+	if (!lang)
+		return code ? pd_refuse(e, "code: needs a language") : 0;
+	if (!json_is_string(lang))
+		return pd_refuse(e, "language: must be a string");
+	if (api_set_language(j, json_string_value(lang), code ? json_string_value(code) : NULL,
+			     code ? json_string_length(code) : 0, args, e) < 0)
+		return -1;
+	/* without it the language's program runs on a source file nobody wrote (python3 main.py:
+	 * exit 2) and the record looks like the client's program failed */
+	if (!code)
+		return pd_refuse(e, "code: required with language");
+	return 0;
+}
+
+static int parse_command(pd_job *j, json_t *req, json_t *args, pd_err *e)
+{
+	json_t *cmd = json_object_get(req, "cmd"), *shell = json_object_get(req, "shell");
+	if (cmd && shell)
+		return pd_refuse(e, "cmd: give cmd or shell, not both");
+	if (!cmd && !shell)
+		return 0;
+	api_free_vec(j->run.argv);
+	j->run.argv = NULL;
+	if (shell) {
+		if (!json_is_string(shell))
+			return pd_refuse(e, "shell: must be a string");
+		j->run.argv = api_sh_argv(json_string_value(shell), args);
+		return 0;
 	}
-	json_t *lang = json_object_get(req, "language"), *code = json_object_get(req, "code"),
-	       *args = json_object_get(req, "args");
-	if (args && !json_is_array(args)) {
-		pd_refuse(e, "args: must be a list of strings");
-		goto fail;
-	}
-	if (code && !json_is_string(code)) {
-		pd_refuse(e, "code: must be a string");
-		goto fail;
-	}
-	if (lang) {
-		if (!json_is_string(lang)) {
-			pd_refuse(e, "language: must be a string");
-			goto fail;
+	char **base = api_str_array(cmd, "cmd", 4096, e);
+	if (!base)
+		return -1;
+	for (size_t i = 0; args && i < json_array_size(args); i++)
+		if (!json_is_string(json_array_get(args, i))) {
+			api_free_vec(base);
+			return pd_refuse(e, "args[%zu]: must be a string", i);
 		}
-		if (api_set_language(j, json_string_value(lang), code ? json_string_value(code) : NULL,
-				 code ? json_string_length(code) : 0, args, e) < 0)
-			goto fail;
-		/* without it the language's program runs on a source file nobody wrote (python3
-		 * main.py: exit 2) and the record looks like the client's program failed */
-		if (!code) {
-			pd_refuse(e, "code: required with language");
-			goto fail;
-		}
-	} else if (code) {
-		pd_refuse(e, "code: needs a language");
-		goto fail;
-	}
+	/* args follow the command, as they follow a language's program */
+	j->run.argv = api_run_argv((const char *const *)base, args);
+	api_free_vec(base);
+	return j->run.argv ? 0 : pd_fail(e, ENOMEM, "args");
+}
+
+static int parse_program(pd_job *j, json_t *req, pd_err *e)
+{
+	json_t *args = json_object_get(req, "args");
+	if (parse_language(j, req, args, e) < 0)
+		return -1;
 	json_t *tpl = json_object_get(req, "template");
 	if (tpl) {
-		if (!json_is_string(tpl) || json_string_length(tpl) >= sizeof j->template_name) {
-			pd_refuse(e, "template: must be a template name");
-			goto fail;
-		}
+		if (!json_is_string(tpl) || json_string_length(tpl) >= sizeof j->template_name)
+			return pd_refuse(e, "template: must be a template name");
 		snprintf(j->template_name, sizeof j->template_name, "%s", json_string_value(tpl));
 	}
 	if (!j->template_name[0])
 		snprintf(j->template_name, sizeof j->template_name, "bash");
-	json_t *cmd = json_object_get(req, "cmd"), *shell = json_object_get(req, "shell");
-	if (cmd && shell) {
-		pd_refuse(e, "cmd: give cmd or shell, not both");
-		goto fail;
-	}
-	if (cmd || shell) {
-		api_free_vec(j->run.argv);
-		j->run.argv = NULL;
-		char **base = cmd ? api_str_array(cmd, "cmd", 4096, e) : NULL;
-		if (cmd && !base)
-			goto fail;
-		for (size_t i = 0; cmd && args && i < json_array_size(args); i++)
-			if (!json_is_string(json_array_get(args, i))) {
-				api_free_vec(base);
-				pd_refuse(e, "args[%zu]: must be a string", i);
-				goto fail;
-			}
-		/* args follow the command, as they follow a language's program */
-		if (base) {
-			j->run.argv = api_run_argv((const char *const *)base, args);
-			api_free_vec(base);
-			if (!j->run.argv) {
-				pd_fail(e, ENOMEM, "args");
-				goto fail;
-			}
-		}
-		if (shell) {
-			if (!json_is_string(shell)) {
-				pd_refuse(e, "shell: must be a string");
-				goto fail;
-			}
-			j->run.argv = api_sh_argv(json_string_value(shell), args);
-		}
-	}
+	if (parse_command(j, req, args, e) < 0)
+		return -1;
 	json_t *comp = json_object_get(req, "compile");
 	if (comp) {
 		api_free_vec(j->compile.argv);
 		j->compile.argv = NULL;
 		if (!json_is_null(comp) && !(j->compile.argv = api_str_array(comp, "compile", 4096, e)))
-			goto fail;
+			return -1;
 	}
-	if (!j->run.argv) {
-		pd_refuse(e, "cmd: give cmd, shell, or a language with code");
-		goto fail;
+	if (!j->run.argv)
+		return pd_refuse(e, "cmd: give cmd, shell, or a language with code");
+	return 0;
+}
+
+/* "files": path: text. */
+static int parse_text_files(pd_job *j, json_t *files, pd_err *e)
+{
+	if (!files)
+		return 0;
+	if (!json_is_object(files))
+		return pd_refuse(e, "files: must be an object of path: text");
+	const char *k;
+	json_t *v;
+	json_object_foreach(files, k, v) {
+		char field[300];
+		api_field_name(field, sizeof field, "files", k);
+		if (api_check_path(field, k, e) < 0)
+			return -1;
+		if (!json_is_string(v))
+			return pd_refuse(e, "%s: must be a string", field);
+		if (api_add_file(j, k, json_string_value(v), json_string_length(v)) < 0)
+			return pd_fail(e, ENOMEM, "%s", field);
 	}
-	json_t *files = json_object_get(req, "files");
-	if (files) {
-		if (!json_is_object(files)) {
-			pd_refuse(e, "files: must be an object of path: text");
-			goto fail;
-		}
-		json_object_foreach(files, k, v) {
-			char field[300];
-			api_field_name(field, sizeof field, "files", k);
-			if (api_check_path(field, k, e) < 0)
-				goto fail;
-			if (!json_is_string(v)) {
-				pd_refuse(e, "%s: must be a string", field);
-				goto fail;
-			}
-			if (api_add_file(j, k, json_string_value(v), json_string_length(v)) < 0) {
-				pd_fail(e, ENOMEM, "%s", field);
-				goto fail;
-			}
-		}
+	return 0;
+}
+
+/* A size as bytes (a positive integer) or text ("256M"): 0 when it is neither. */
+static uint64_t size_of(json_t *v)
+{
+	uint64_t b = 0;
+	if (json_is_integer(v) && json_integer_value(v) > 0)
+		return (uint64_t)json_integer_value(v);
+	if (json_is_string(v) && pd_parse_size(json_string_value(v), &b) == 0)
+		return b;
+	return 0;
+}
+
+/* "limits": wall_time, cpu_time, memory, compile_wall_time, output. */
+static int parse_limits(pd_job *j, json_t *lim, pd_err *e)
+{
+	if (!lim)
+		return 0;
+	if (!json_is_object(lim))
+		return pd_refuse(e, "limits: must be an object");
+	const char *k;
+	json_t *v;
+	json_object_foreach(lim, k, v) {
+		if (strcmp(k, "wall_time") && strcmp(k, "cpu_time") && strcmp(k, "memory") &&
+		    strcmp(k, "compile_wall_time") && strcmp(k, "output"))
+			return pd_refuse(e, "limits.%s: unknown field (wall_time, cpu_time, memory, "
+					    "compile_wall_time, output)", k);
 	}
-	if (api_parse_b64_files(j, json_object_get(req, "files_base64"), "files_base64", false, e) < 0)
-		goto fail;
-	if (api_parse_stdin(j, json_object_get(req, "stdin"), e) < 0)
-		goto fail;
-	json_t *lim = json_object_get(req, "limits");
-	if (lim) {
-		if (!json_is_object(lim)) {
-			pd_refuse(e, "limits: must be an object");
-			goto fail;
-		}
-		json_object_foreach(lim, k, v) {
-			if (strcmp(k, "wall_time") && strcmp(k, "cpu_time") && strcmp(k, "memory") &&
-			    strcmp(k, "compile_wall_time") && strcmp(k, "output")) {
-				pd_refuse(e, "limits.%s: unknown field (wall_time, cpu_time, memory, "
-						   "compile_wall_time, output)", k);
-				goto fail;
-			}
-		}
-		/* the run's output (stdout and stderr together) past which it is stopped as OL: all of
-		 * it up to there can be fetched (GET /v1/runs/{task_id}/output) */
-		json_t *out = json_object_get(lim, "output");
-		if (out) {
-			uint64_t b = 0;
-			if (!((json_is_integer(out) && json_integer_value(out) > 0 && (b = (uint64_t)json_integer_value(out))) ||
-			      (json_is_string(out) && pd_parse_size(json_string_value(out), &b) == 0 && b)) ||
-			    b < 1024 || b > NATIVE_OUTPUT_MAX) {
-				pd_refuse(e, "limits.output: must be bytes or a size like \"16M\", from 1k to 256M");
-				goto fail;
-			}
-			j->run.output_kill_bytes = b;
-		}
-		if (api_get_seconds(lim, "wall_time", "limits.wall_time", &j->run.wall_ms, e) < 0 ||
-		    api_get_seconds(lim, "cpu_time", "limits.cpu_time", &j->run.cpu_ms, e) < 0 ||
-		    api_get_seconds(lim, "compile_wall_time", "limits.compile_wall_time", &j->compile.wall_ms, e) < 0)
-			goto fail;
-		json_t *mem = json_object_get(lim, "memory");
-		if (mem) {
-			uint64_t b = 0;
-			if ((json_is_integer(mem) && json_integer_value(mem) > 0 && (b = (uint64_t)json_integer_value(mem))) ||
-			    (json_is_string(mem) && pd_parse_size(json_string_value(mem), &b) == 0 && b)) {
-				if (b < (4u << 20)) {
-					pd_refuse(e, "limits.memory: at least 4M");
-					goto fail;
-				}
-				j->memory_bytes = b;
-			} else {
-				pd_refuse(e, "limits.memory: must be bytes or a size like \"256M\"");
-				goto fail;
-			}
-		}
+	/* the run's output (stdout and stderr together) past which it is stopped as OL: all of it up
+	 * to there can be fetched (GET /v1/runs/{task_id}/output) */
+	json_t *out = json_object_get(lim, "output");
+	if (out) {
+		uint64_t b = size_of(out);
+		if (b < 1024 || b > NATIVE_OUTPUT_MAX)
+			return pd_refuse(e, "limits.output: must be bytes or a size like \"16M\", from 1k to 256M");
+		j->run.output_kill_bytes = b;
 	}
+	if (api_get_seconds(lim, "wall_time", "limits.wall_time", &j->run.wall_ms, e) < 0 ||
+	    api_get_seconds(lim, "cpu_time", "limits.cpu_time", &j->run.cpu_ms, e) < 0 ||
+	    api_get_seconds(lim, "compile_wall_time", "limits.compile_wall_time", &j->compile.wall_ms, e) < 0)
+		return -1;
+	json_t *mem = json_object_get(lim, "memory");
+	if (mem) {
+		uint64_t b = size_of(mem);
+		if (!b)
+			return pd_refuse(e, "limits.memory: must be bytes or a size like \"256M\"");
+		if (b < (4u << 20))
+			return pd_refuse(e, "limits.memory: at least 4M");
+		j->memory_bytes = b;
+	}
+	return 0;
+}
+
+/* "env": name: value; "cwd": an absolute path. */
+static int parse_env(pd_job *j, json_t *req, pd_err *e)
+{
 	json_t *env = json_object_get(req, "env");
 	if (env) {
-		if (!json_is_object(env) || json_object_size(env) > 256) {
-			pd_refuse(e, "env: must be an object of at most 256 strings");
-			goto fail;
-		}
+		if (!json_is_object(env) || json_object_size(env) > 256)
+			return pd_refuse(e, "env: must be an object of at most 256 strings");
 		j->env = calloc(json_object_size(env) + 5, sizeof *j->env);
+		if (!j->env)
+			return pd_fail(e, ENOMEM, "env");
 		size_t i = 0;
+		const char *k;
+		json_t *v;
 		json_object_foreach(env, k, v) {
-			if (!json_is_string(v) || !*k || strchr(k, '=')) {
-				pd_refuse(e, "env.%s: must be a string, the name without '='", k);
-				goto fail;
-			}
-			if (asprintf(&j->env[i++], "%s=%s", k, json_string_value(v)) < 0) {
-				pd_fail(e, ENOMEM, "env");
-				goto fail;
-			}
+			if (!json_is_string(v) || !*k || strchr(k, '='))
+				return pd_refuse(e, "env.%s: must be a string, the name without '='", k);
+			if (asprintf(&j->env[i++], "%s=%s", k, json_string_value(v)) < 0)
+				return pd_fail(e, ENOMEM, "env");
 		}
 	}
 	json_t *cwd = json_object_get(req, "cwd");
 	if (cwd) {
-		if (!json_is_string(cwd) || json_string_value(cwd)[0] != '/') {
-			pd_refuse(e, "cwd: must be an absolute path");
-			goto fail;
-		}
+		if (!json_is_string(cwd) || json_string_value(cwd)[0] != '/')
+			return pd_refuse(e, "cwd: must be an absolute path");
 		free(j->cwd);
 		j->cwd = strdup(json_string_value(cwd));
 	}
-	if (api_parse_fetch(j, json_object_get(req, "fetch_files"), e) < 0)
-		goto fail;
-	if (api_parse_network(j, req, e) < 0)
-		goto fail;
-	if (api_common_ids(j, req, e) < 0)
-		goto fail;
+	return 0;
+}
+
+pd_job *pd_job_from_native(json_t *req, pd_err *e)
+{
+	if (check_shape(req, e) < 0)
+		return NULL;
+	pd_job *j = pd_job_new();
+	if (!j) {
+		pd_fail(e, ENOMEM, "job");
+		return NULL;
+	}
+	if (parse_program(j, req, e) < 0 || parse_text_files(j, json_object_get(req, "files"), e) < 0 ||
+	    api_parse_b64_files(j, json_object_get(req, "files_base64"), "files_base64", false, e) < 0 ||
+	    api_parse_stdin(j, json_object_get(req, "stdin"), e) < 0 ||
+	    parse_limits(j, json_object_get(req, "limits"), e) < 0 || parse_env(j, req, e) < 0 ||
+	    api_parse_fetch(j, json_object_get(req, "fetch_files"), e) < 0 || api_parse_network(j, req, e) < 0 ||
+	    api_common_ids(j, req, e) < 0) {
+		pd_job_free(j);
+		return NULL;
+	}
 	return j;
-fail:
-	pd_job_free(j);
-	return NULL;
 }

@@ -17,6 +17,131 @@ static int hexval(char c)
 	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
+/* A file's content, decoded by its "encoding" (utf8, base64, hex: Node's Buffer.from) into *data
+ * (malloc'd, NUL-terminated). */
+static int piston_content(json_t *f, size_t i, char **data, size_t *len, pd_err *e)
+{
+	json_t *content = json_object_get(f, "content"), *enc = json_object_get(f, "encoding");
+	if (!json_is_object(f) || !content || !json_is_string(content))
+		return pd_refuse(e, "files[%zu].content: required, a string", i);
+	const char *encs = enc && json_is_string(enc) ? json_string_value(enc) : "utf8";
+	*data = NULL;
+	*len = 0;
+	if (!strcmp(encs, "base64")) {
+		if (pd_b64_decode(json_string_value(content), data, len) < 0)
+			return pd_refuse(e, "files[%zu].content: not base64", i);
+		return 0;
+	}
+	if (!strcmp(encs, "hex")) {
+		const char *hx = json_string_value(content);
+		size_t hl = json_string_length(content);
+		if (hl % 2 || !(*data = malloc(hl / 2 + 1)))
+			return pd_refuse(e, "files[%zu].content: not hex", i);
+		for (size_t h = 0; h < hl; h += 2) {
+			int hi = hexval(hx[h]), lo = hexval(hx[h + 1]);
+			if (hi < 0 || lo < 0) {
+				free(*data);
+				*data = NULL;
+				return pd_refuse(e, "files[%zu].content: not hex", i);
+			}
+			(*data)[(*len)++] = (char)(hi << 4 | lo);
+		}
+		(*data)[*len] = 0;
+		return 0;
+	}
+	if (!strcmp(encs, "utf8")) {
+		*len = json_string_length(content);
+		if (!(*data = malloc(*len + 1)))
+			return pd_fail(e, ENOMEM, "files[%zu]", i);
+		memcpy(*data, json_string_value(content), *len + 1);
+		return 0;
+	}
+	return pd_refuse(e, "files[%zu].encoding: must be utf8, base64 or hex", i);
+}
+
+/* "files": the first is the program (in the runtime's language), the rest beside it. */
+static int piston_files(pd_job *j, const pd_runtime *rt, json_t *files, json_t *args, pd_err *e)
+{
+	size_t i;
+	json_t *f;
+	json_array_foreach(files, i, f) {
+		char *data;
+		size_t len;
+		if (piston_content(f, i, &data, &len, e) < 0)
+			return -1;
+		if (i == 0) {
+			int rc = api_set_language(j, rt->paddock, data, len, args, e);
+			free(data);
+			if (rc < 0)
+				return -1;
+			continue;
+		}
+		json_t *name = json_object_get(f, "name");
+		const char *nm = name && json_is_string(name) ? json_string_value(name) : NULL;
+		char fallback[32];
+		if (!nm || !*nm) {
+			snprintf(fallback, sizeof fallback, "file%zu", i);
+			nm = fallback;
+		}
+		if (strstr(nm, "..") || nm[0] == '/') {
+			free(data);
+			return pd_refuse(e, "files[%zu].name: must be a relative path without '..'", i);
+		}
+		int rc = api_add_file(j, nm, data, len);
+		free(data);
+		if (rc < 0)
+			return pd_fail(e, ENOMEM, "files");
+	}
+	return 0;
+}
+
+/* The times (milliseconds; -1 means Piston's default), run_memory_limit and stdin. */
+static int piston_limits(pd_job *j, json_t *req, pd_err *e)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+	} t[] = {{"compile_timeout", offsetof(pd_job, compile.wall_ms)},
+		 {"run_timeout", offsetof(pd_job, run.wall_ms)},
+		 {"compile_cpu_time", offsetof(pd_job, compile.cpu_ms)},
+		 {"run_cpu_time", offsetof(pd_job, run.cpu_ms)}};
+	j->compile.wall_ms = 10000;
+	j->run.wall_ms = 3000;
+	for (size_t k = 0; k < 4; k++) {
+		json_t *v = json_object_get(req, t[k].key);
+		if (!v || json_is_null(v))
+			continue;
+		/* a double outside 0..2^64 does not convert to uint64_t (undefined): bound it first */
+		if (!json_is_number(v) || json_number_value(v) > 86400000)
+			return pd_refuse(e, "%s: must be milliseconds, at most 86400000", t[k].key);
+		if (json_number_value(v) < 0)
+			continue; /* -1 (any negative): Piston's default */
+		*(uint64_t *)((char *)j + t[k].off) = (uint64_t)json_number_value(v);
+	}
+	json_t *mem = json_object_get(req, "run_memory_limit");
+	if (mem && json_is_integer(mem) && json_integer_value(mem) > 0) {
+		if (json_integer_value(mem) < (4 << 20))
+			return pd_refuse(e, "run_memory_limit: at least 4194304 bytes");
+		j->memory_bytes = (uint64_t)json_integer_value(mem);
+	}
+	json_t *in = json_object_get(req, "stdin");
+	if (in && json_is_string(in)) {
+		/* Piston ends stdin with a newline when it lacks one: a last line read with input() or
+		 * getline is then whole */
+		size_t n = json_string_length(in);
+		bool nl = n && json_string_value(in)[n - 1] != '\n';
+		j->run.stdin_len = n + nl;
+		j->run.stdin_data = malloc(n + 2);
+		if (!j->run.stdin_data)
+			return pd_fail(e, ENOMEM, "stdin");
+		memcpy(j->run.stdin_data, json_string_value(in), n);
+		if (nl)
+			j->run.stdin_data[n] = '\n';
+		j->run.stdin_data[j->run.stdin_len] = 0;
+	}
+	return 0;
+}
+
 pd_job *pd_job_from_piston(json_t *req, pd_err *e)
 {
 	if (!json_is_object(req)) {
@@ -57,132 +182,14 @@ pd_job *pd_job_from_piston(json_t *req, pd_err *e)
 	/* Piston's run_timeout is wall-clock (its CPU limit, run_cpu_time, stays exact): the
 	 * scheduler's wall class, as Piston runs many jobs at once (server.h) */
 	j->wall_shared = true;
-	size_t i;
-	json_t *f;
-	json_array_foreach(files, i, f) {
-		json_t *content = json_object_get(f, "content"), *name = json_object_get(f, "name"),
-		       *enc = json_object_get(f, "encoding");
-		if (!json_is_object(f) || !content || !json_is_string(content)) {
-			pd_refuse(e, "files[%zu].content: required, a string", i);
-			goto fail;
-		}
-		const char *encs = enc && json_is_string(enc) ? json_string_value(enc) : "utf8";
-		char *data = NULL;
-		size_t len = 0;
-		if (!strcmp(encs, "base64")) {
-			if (pd_b64_decode(json_string_value(content), &data, &len) < 0) {
-				pd_refuse(e, "files[%zu].content: not base64", i);
-				goto fail;
-			}
-		} else if (!strcmp(encs, "hex")) {
-			/* Piston takes Node's Buffer.from(content, "hex") */
-			const char *hx = json_string_value(content);
-			size_t hl = json_string_length(content);
-			if (hl % 2 || !(data = malloc(hl / 2 + 1))) {
-				pd_refuse(e, "files[%zu].content: not hex", i);
-				goto fail;
-			}
-			for (size_t h = 0; h < hl; h += 2) {
-				int hi = hexval(hx[h]), lo = hexval(hx[h + 1]);
-				if (hi < 0 || lo < 0) {
-					free(data);
-					pd_refuse(e, "files[%zu].content: not hex", i);
-					goto fail;
-				}
-				data[len++] = (char)(hi << 4 | lo);
-			}
-			data[len] = 0;
-		} else if (!strcmp(encs, "utf8")) {
-			len = json_string_length(content);
-			data = malloc(len + 1);
-			memcpy(data, json_string_value(content), len + 1);
-		} else {
-			pd_refuse(e, "files[%zu].encoding: must be utf8, base64 or hex", i);
-			goto fail;
-		}
-		if (i == 0) {
-			/* the first file is the program */
-			int rc = api_set_language(j, rt->paddock, data, len, args, e);
-			free(data);
-			if (rc < 0)
-				goto fail;
-			continue;
-		}
-		const char *nm = name && json_is_string(name) ? json_string_value(name) : NULL;
-		char fallback[32];
-		if (!nm || !*nm) {
-			snprintf(fallback, sizeof fallback, "file%zu", i);
-			nm = fallback;
-		}
-		if (strstr(nm, "..") || nm[0] == '/') {
-			free(data);
-			pd_refuse(e, "files[%zu].name: must be a relative path without '..'", i);
-			goto fail;
-		}
-		int rc = api_add_file(j, nm, data, len);
-		free(data);
-		if (rc < 0) {
-			pd_fail(e, ENOMEM, "files");
-			goto fail;
-		}
-	}
-	/* Piston times are milliseconds; -1 means its default */
-	static const struct {
-		const char *key;
-		size_t off;
-	} t[] = {{"compile_timeout", offsetof(pd_job, compile.wall_ms)},
-		 {"run_timeout", offsetof(pd_job, run.wall_ms)},
-		 {"compile_cpu_time", offsetof(pd_job, compile.cpu_ms)},
-		 {"run_cpu_time", offsetof(pd_job, run.cpu_ms)}};
-	j->compile.wall_ms = 10000;
-	j->run.wall_ms = 3000;
-	for (size_t k = 0; k < 4; k++) {
-		json_t *v = json_object_get(req, t[k].key);
-		if (!v || json_is_null(v))
-			continue;
-		/* a double outside 0..2^64 does not convert to uint64_t (undefined): bound it first */
-		if (!json_is_number(v) || json_number_value(v) > 86400000) {
-			pd_refuse(e, "%s: must be milliseconds, at most 86400000", t[k].key);
-			goto fail;
-		}
-		if (json_number_value(v) < 0)
-			continue; /* -1 (any negative): Piston's default */
-		*(uint64_t *)((char *)j + t[k].off) = (uint64_t)json_number_value(v);
-	}
-	json_t *mem = json_object_get(req, "run_memory_limit");
-	if (mem && json_is_integer(mem) && json_integer_value(mem) > 0) {
-		if (json_integer_value(mem) < (4 << 20)) {
-			pd_refuse(e, "run_memory_limit: at least 4194304 bytes");
-			goto fail;
-		}
-		j->memory_bytes = (uint64_t)json_integer_value(mem);
-	}
-	json_t *in = json_object_get(req, "stdin");
-	if (in && json_is_string(in)) {
-		/* Piston ends stdin with a newline when it lacks one: a last line read with input() or
-		 * getline is then whole */
-		size_t n = json_string_length(in);
-		bool nl = n && json_string_value(in)[n - 1] != '\n';
-		j->run.stdin_len = n + nl;
-		j->run.stdin_data = malloc(n + 2);
-		if (!j->run.stdin_data) {
-			pd_fail(e, ENOMEM, "stdin");
-			goto fail;
-		}
-		memcpy(j->run.stdin_data, json_string_value(in), n);
-		if (nl)
-			j->run.stdin_data[n] = '\n';
-		j->run.stdin_data[j->run.stdin_len] = 0;
-	}
 	/* Piston kills a stage whose output passes its limit (OL) rather than letting it run into
 	 * the time limit: here the bytes a record keeps of a stream */
 	j->compile.output_kill_bytes = j->run.output_kill_bytes = PISTON_OUTPUT_MAX;
-	if (api_parse_image(j, req, e) < 0)
-		goto fail;
+	if (piston_files(j, rt, files, args, e) < 0 || piston_limits(j, req, e) < 0 || api_parse_image(j, req, e) < 0) {
+		pd_job_free(j);
+		return NULL;
+	}
 	return j;
-fail:
-	pd_job_free(j);
-	return NULL;
 }
 
 

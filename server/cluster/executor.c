@@ -280,8 +280,8 @@ static void task_done(pd_job *j, void *arg)
 /* The task through this node's intake (server/intake.h), as a request of its own clients: the
  * edge checked it already, but by its own rules (its templates, networks, risk list, deadline
  * margin), and a request must be refused for the same reasons whichever node runs it. */
-static pd_job *parse(pd_cluster *c, const char *kind, const char *body, size_t len, bool *named, int *status,
-		     pd_err *e)
+static pd_job *parse(pd_cluster *c, const char *kind, const char *body, size_t len, uint64_t waited_us, bool *named,
+		     int *status, pd_err *e)
 {
 	*status = 400;
 	json_error_t je;
@@ -293,7 +293,7 @@ static pd_job *parse(pd_cluster *c, const char *kind, const char *body, size_t l
 	*named = json_is_string(json_object_get(b, "task_id"));
 	const pd_api *api = pd_api_find(kind);
 	unsigned ra;
-	pd_job *j = api ? pd_intake_check(c->o.intake, api, b, PD_INTAKE_BROKER, status, &ra, e) : NULL;
+	pd_job *j = api ? pd_intake_check(c->o.intake, api, b, PD_INTAKE_BROKER, waited_us, status, &ra, e) : NULL;
 	if (!api)
 		pd_refuse(e, "kind: '%s' is not an API of this node", kind);
 	json_decref(b);
@@ -340,10 +340,14 @@ static void take_task(pd_cluster *c, natsMsg *m)
 	static uint64_t seq;
 	snprintf(t->token, sizeof t->token, "%s-%08" PRIx32 "-%" PRIu64, c->node, c->run_id,
 		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
-	uint64_t delivered = 1;
+	uint64_t delivered = 1, waited_us = 0;
 	jsMsgMetaData *meta = NULL;
 	if (N.natsMsg_GetMetaData(&meta, m) == NATS_OK) {
 		delivered = meta->NumDelivered;
+		/* its time in the broker (the stream's clock, the edge's own clock give or take): its
+		 * deadline counts from its arrival (intake.h) */
+		int64_t stored_ms = meta->Timestamp / 1000000, now_ms = (int64_t)cl_wall_ms();
+		waited_us = stored_ms > 0 && now_ms > stored_ms ? (uint64_t)(now_ms - stored_ms) * 1000 : 0;
 		N.jsMsgMetaData_Destroy(meta);
 	}
 	pthread_mutex_lock(&c->mu);
@@ -378,7 +382,8 @@ static void take_task(pd_cluster *c, natsMsg *m)
 	pd_err e = {0};
 	bool named = false;
 	int status;
-	pd_job *j = parse(c, t->kind, N.natsMsg_GetData(m), (size_t)N.natsMsg_GetDataLength(m), &named, &status, &e);
+	pd_job *j = parse(c, t->kind, N.natsMsg_GetData(m), (size_t)N.natsMsg_GetDataLength(m), waited_us, &named,
+			  &status, &e);
 	if (!j) {
 		answer_refusal(c, t, status, PD_ERR_STR(&e));
 		return;

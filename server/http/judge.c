@@ -93,7 +93,7 @@ void judge_submit(req *r, const char *url, const char *method)
 	pd_err e = {0};
 	int status;
 	unsigned ra;
-	pd_job *j = pd_intake_check(&srv->intake, &pd_api_judge, body, PD_INTAKE_CLIENT, &status, &ra, &e);
+	pd_job *j = pd_intake_check(&srv->intake, &pd_api_judge, body, PD_INTAKE_CLIENT, 0, &status, &ra, &e);
 	json_decref(body);
 	if (!j) {
 		r->retry_after = ra;

@@ -386,7 +386,7 @@ static bool batch_check(req *r, json_t *body, json_t *subs, size_t n, pd_job **j
 		pd_err e = {0};
 		int status;
 		unsigned ra = 0;
-		jobs[i] = pd_intake_check(&srv->intake, &pd_api_judge, one, PD_INTAKE_CLIENT, &status, &ra, &e);
+		jobs[i] = pd_intake_check(&srv->intake, &pd_api_judge, one, PD_INTAKE_CLIENT, 0, &status, &ra, &e);
 		if (texts && jobs[i] && !(texts[i] = json_dumps(one, JSON_COMPACT))) {
 			pd_intake_drop(&srv->intake, jobs[i], true);
 			jobs[i] = NULL;

@@ -181,7 +181,7 @@ void runs_submit(req *r, kind k)
 	pd_err e = {0};
 	int status;
 	unsigned ra;
-	pd_job *j = pd_intake_check(&r->srv->intake, api, body, PD_INTAKE_CLIENT, &status, &ra, &e);
+	pd_job *j = pd_intake_check(&r->srv->intake, api, body, PD_INTAKE_CLIENT, 0, &status, &ra, &e);
 	json_decref(body);
 	if (!j) {
 		r->retry_after = ra;

@@ -428,6 +428,213 @@ static void decide(const pd_problem *p, pd_judged *d)
 		d->v.output = any_je || any_xx ? PD_LV_NOT_JUDGED : d->v.output;
 }
 
+/* The pool the candidate runs in, its name in name: the template (the problem's, else the
+ * language's), in the image (the request's, else the problem's: its requires checked against the
+ * image, docs/images.md) and under the tier (the request's, else the problem's; the edge checked
+ * the template allows it). Only the candidate's runs move: checkers and interactors run judge
+ * material in the judge template. NULL with d's failure class and error set when there is none. */
+static const pd_template *candidate_pool(pd_judge *j, const pd_problem *p, const pd_judge_opts *o, pd_judged *d,
+					 char *name, size_t len)
+{
+	const char *img = o->image[0] ? o->image : p->image;
+	char pool[64];
+	if (img[0]) {
+		pd_err ie = {0};
+		if (pd_pools_image(j->pools, name, img, pool, sizeof pool, d->image_digest, &ie) < 0) {
+			d->v.failure_class = ie.code == EAGAIN ? "startup_failure" : "dependency_missing";
+			snprintf(d->error, sizeof d->error, "%s", PD_ERR_STR(&ie));
+			return NULL;
+		}
+		if (!pd_image_ref_is_digest(img))
+			snprintf(d->image_name, sizeof d->image_name, "%s", img);
+		snprintf(name, len, "%s", pool);
+	} else {
+		/* the template's own image, or the host image (its digest the default image's id) */
+		pd_pools_template_image(j->pools, pd_pools_template(j->pools, name), d->image_name,
+					sizeof d->image_name, d->image_digest, sizeof d->image_digest);
+	}
+	const char *iso = o->isolation[0] ? o->isolation : p->isolation;
+	snprintf(d->isolation, sizeof d->isolation, "%s", iso);
+	if (iso[0]) {
+		pd_err te = {0};
+		if (pd_pools_tier(j->pools, name, pd_isolation_parse(iso), pool, sizeof pool, &te) < 0) {
+			d->v.failure_class = te.code == EAGAIN ? "startup_failure" : "dependency_missing";
+			snprintf(d->error, sizeof d->error, "%s", PD_ERR_STR(&te));
+			return NULL;
+		}
+		snprintf(name, len, "%s", pool);
+	}
+	const pd_template *tpl = pd_pools_template(j->pools, name);
+	if (tpl) {
+		snprintf(d->template_version, sizeof d->template_version, "%s", tpl->version);
+		/* the tier it runs under, named or the template's own */
+		snprintf(d->isolation, sizeof d->isolation, "%s", pd_isolation_name(tpl->isolation));
+	}
+	if (!tpl || !tpl->available) {
+		d->v.failure_class = "dependency_missing";
+		snprintf(d->error, sizeof d->error, "template '%s' %s", name, tpl ? "lacks its toolchain" : "does not exist");
+		return NULL;
+	}
+	return tpl;
+}
+
+/* A cached verdict of the same submission under the same judging, with this request's ids and
+ * rule: true when there was one (d is it). */
+static bool cache_hit(pd_judge *j, const unsigned char key[32], const pd_judge_opts *o, pd_judged *d, uint64_t t0)
+{
+	pd_judged hit;
+	if (!pd_jcache_get(j->cache, key, &hit))
+		return false;
+	memcpy(hit.task_id, d->task_id, sizeof hit.task_id);
+	memcpy(hit.group_id, d->group_id, sizeof hit.group_id);
+	memcpy(hit.sample_id, d->sample_id, sizeof hit.sample_id);
+	memcpy(hit.attempt_id, d->attempt_id, sizeof hit.attempt_id);
+	*d = hit;
+	d->risk_list = o->risky;
+	d->cache_hit = true;
+	d->cache_used = true;
+	pd_verdict_decide(&d->v, &o->rule); /* this request's rule */
+	d->wall_ms = now_ms() - t0;
+	count(j, d);
+	return true;
+}
+
+/* The candidate compiled once (with its harness, for a call-based problem in C++): 0 built (in
+ * *built), -1 not (d says why: a compile error is the model's failure, the rest the judge's). */
+static int compile_once(pd_judge *j, const pd_problem *p, const pd_language *l, const char *tpl_name, const char *code,
+			size_t code_len, const pd_judge_opts *o, pd_judged *d, char **built, size_t *built_len)
+{
+	*built = NULL;
+	*built_len = 0;
+	int rc = -1;
+	pd_err ce = {0};
+	char *harnessed = NULL;
+	size_t harnessed_len = 0;
+	if (p->call_based && pd_jharness_source(l, p, code, code_len, &harnessed, &harnessed_len, &ce) < 0) {
+		d->v.failure_class = "internal_error";
+		snprintf(d->error, sizeof d->error, "harness: %s", PD_ERR_STR(&ce));
+		return -1;
+	}
+	for (unsigned a = 0; a <= o->infra_retries; a++) {
+		rc = pd_jprog_build(j->pools, l, tpl_name, harnessed ? harnessed : code, harnessed ? harnessed_len : code_len,
+				    p->compile_ms, built, built_len, d->compile_message, sizeof d->compile_message,
+				    &d->cpu_ms, o->job, &ce);
+		if (rc >= 0 || rc == -3 || is_cancelled(o))
+			break;
+	}
+	free(harnessed);
+	d->compiled = l->compile != NULL;
+	if (is_cancelled(o) || rc != 0) {
+		free(*built);
+		*built = NULL;
+	}
+	if (is_cancelled(o)) {
+		d->v.failure_class = "cancelled";
+		snprintf(d->error, sizeof d->error, "cancelled: the client left before the compile ended");
+		return -1;
+	}
+	if (rc < 0) {
+		d->v.failure_class = rc == -2 ? "startup_failure" : ce.kind == PD_EK_DEPENDENCY ? "dependency_missing"
+											: "internal_error";
+		snprintf(d->error, sizeof d->error, "compile: %s", PD_ERR_STR(&ce));
+		return -1;
+	}
+	if (rc == 1) {
+		/* the model's failure: a failed output, reward as such, no test run */
+		d->compile_error = true;
+		d->v.failure_class = "compile_error";
+		d->v.output = PD_LV_FAIL;
+		d->v.score = 0;
+		return -1;
+	}
+	return 0;
+}
+
+/* After a test in the shared sandbox (one_sandbox): a run killed whole (a time limit, a crash of
+ * its init) leaves no sandbox to go on in, so the next test starts in a fresh one. false when
+ * there is none (the rest skipped, d says why). */
+static bool shared_again(pd_judge *j, const pd_problem *p, const char *tpl_name, pd_sandbox **shared, size_t i,
+			 pd_judged *d)
+{
+	if (!*shared || pd_sandbox_state(*shared) == PD_READY)
+		return true;
+	pd_pool_release(j->pools, *shared);
+	pd_err se = {0};
+	*shared = pd_pool_acquire(j->pools, tpl_name, NULL, &se);
+	if (*shared || i + 1 >= p->ntests)
+		return true;
+	d->v.failure_class = "startup_failure";
+	snprintf(d->error, sizeof d->error, "one_sandbox: %s", se.msg);
+	for (size_t k = i + 1; k < p->ntests; k++)
+		d->tests[k].status = PD_T_SKIPPED;
+	return false;
+}
+
+/* The tests in order: 1 judged, 0 the client left (cancelled), -1 none could run (d says why). */
+static int run_tests(pd_judge *j, const pd_problem *p, const pd_jprog *cand, const char *tpl_name,
+		     const pd_judge_opts *o, const pd_audit_policy *pol, bool stop, uint64_t t0, pd_judged *d)
+{
+	pd_err ce = {0};
+	d->tests = calloc(p->ntests, sizeof *d->tests);
+	if (!d->tests) {
+		d->v.failure_class = "internal_error";
+		snprintf(d->error, sizeof d->error, "out of memory");
+		return -1;
+	}
+	d->ntests = p->ntests;
+	/* one_sandbox: the tests run in order in one sandbox, which keeps what each left (files,
+	 * /tmp) for the next; the judge's material stays out of it as always */
+	pd_sandbox *shared = NULL;
+	if (p->one_sandbox && !(shared = pd_pool_acquire(j->pools, tpl_name, NULL, &ce))) {
+		d->v.failure_class = "startup_failure";
+		snprintf(d->error, sizeof d->error, "one_sandbox: %s", ce.msg);
+		return -1;
+	}
+	bool failed = false;
+	int judged = 1;
+	for (size_t i = 0; i < p->ntests; i++) {
+		pd_jtest_result *tr = &d->tests[i];
+		if (stop && failed) {
+			tr->status = PD_T_SKIPPED;
+			continue;
+		}
+		if (p->total_ms && now_ms() - t0 > p->total_ms) {
+			tr->status = PD_T_TO;
+			snprintf(tr->message, sizeof tr->message, "not run: the total time limit (%llu ms) passed",
+				 (unsigned long long)p->total_ms);
+			failed = true;
+			continue;
+		}
+		bool startup = false;
+		if (!is_cancelled(o))
+			one_test(j, p, &p->tests[i], cand, o, pol, shared, tr, d, &startup);
+		if (!shared_again(j, p, tpl_name, &shared, i, d))
+			break;
+		if (is_cancelled(o)) {
+			/* the client left: nothing more runs (the running program was killed) */
+			judged = 0;
+			for (size_t k = i; k < p->ntests; k++)
+				d->tests[k].status = PD_T_SKIPPED;
+			snprintf(d->error, sizeof d->error, "cancelled: the client left at test %s", p->tests[i].name);
+			break;
+		}
+		if (tr->status == PD_T_XX) {
+			d->v.failure_class = startup ? "startup_failure" : "internal_error";
+			snprintf(d->error, sizeof d->error, "test %s: %s", p->tests[i].name, tr->message);
+		}
+		failed |= tr->status != PD_T_AC;
+		/* an infrastructure failure ends the judging: the rest would be judged on a broken host */
+		if (tr->status == PD_T_XX || tr->status == PD_T_JE) {
+			for (size_t k = i + 1; k < p->ntests; k++)
+				d->tests[k].status = PD_T_SKIPPED;
+			break;
+		}
+	}
+	if (shared)
+		pd_pool_release(j->pools, shared);
+	return judged;
+}
+
 int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, const char *code, size_t code_len,
 		    const pd_judge_opts *o, pd_judged *d, pd_err *e)
 {
@@ -451,56 +658,15 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 	    (p->checker.mode == PD_CHK_INTERACTIVE && !p->interactor.prepared))
 		return pd_refuse(e, "problem %s: its checker was not prepared (pd_judge_prepare)", p->id);
 	uint64_t t0 = now_ms();
-	const char *tpl_name = p->template_name[0] ? p->template_name : l->template;
+	char tpl_name[64];
+	snprintf(tpl_name, sizeof tpl_name, "%s", p->template_name[0] ? p->template_name : l->template);
 	d->v.process = PD_LV_NOT_AUDITED; /* no audit ran: never "pass" without evidence */
 	pd_audit_policy *pol = NULL;      /* the audit's policy, once the template is known */
 	d->v.resources = PD_LV_NOT_JUDGED;
 	set_ids(j, p, l->name, tpl_name, d);
-	/* an image (the request's, else the problem's): the candidate runs in the pool of (template,
-	 * image), its requires checked against the image (docs/images.md) */
-	const char *img = o->image[0] ? o->image : p->image;
-	char pool[64];
-	if (img[0]) {
-		pd_err ie = {0};
-		if (pd_pools_image(j->pools, tpl_name, img, pool, sizeof pool, d->image_digest, &ie) < 0) {
-			d->v.failure_class = ie.code == EAGAIN ? "startup_failure" : "dependency_missing";
-			snprintf(d->error, sizeof d->error, "%s", PD_ERR_STR(&ie));
-			goto done;
-		}
-		if (!pd_image_ref_is_digest(img))
-			snprintf(d->image_name, sizeof d->image_name, "%s", img);
-		tpl_name = pool;
-	} else {
-		/* the template's own image, or the host image (its digest the default image's id) */
-		pd_pools_template_image(j->pools, pd_pools_template(j->pools, tpl_name), d->image_name,
-					sizeof d->image_name, d->image_digest, sizeof d->image_digest);
-	}
-	/* a tier (the request's, else the problem's): the (template or image) pool's recipe under it,
-	 * a pool of its own made on first use; the edge checked the template allows it. Only the
-	 * candidate's runs move: checkers and interactors run judge material in the judge template. */
-	const char *iso = o->isolation[0] ? o->isolation : p->isolation;
-	snprintf(d->isolation, sizeof d->isolation, "%s", iso);
-	char tpool[64];
-	if (iso[0]) {
-		pd_err te = {0};
-		if (pd_pools_tier(j->pools, tpl_name, pd_isolation_parse(iso), tpool, sizeof tpool, &te) < 0) {
-			d->v.failure_class = te.code == EAGAIN ? "startup_failure" : "dependency_missing";
-			snprintf(d->error, sizeof d->error, "%s", PD_ERR_STR(&te));
-			goto done;
-		}
-		tpl_name = tpool;
-	}
-	const pd_template *tpl = pd_pools_template(j->pools, tpl_name);
-	if (tpl)
-		snprintf(d->template_version, sizeof d->template_version, "%s", tpl->version);
-	if (tpl) /* the tier it runs under, named or the template's own */
-		snprintf(d->isolation, sizeof d->isolation, "%s", pd_isolation_name(tpl->isolation));
-	if (!tpl || !tpl->available) {
-		d->v.failure_class = "dependency_missing";
-		snprintf(d->error, sizeof d->error, "template '%s' %s", tpl_name,
-			 tpl ? "lacks its toolchain" : "does not exist");
+	const pd_template *tpl = candidate_pool(j, p, o, d, tpl_name, sizeof tpl_name);
+	if (!tpl)
 		goto done;
-	}
 	const pd_jsource *js = p->checker.mode == PD_CHK_PROGRAM ? &p->checker_prog
 			       : p->checker.mode == PD_CHK_INTERACTIVE ? &p->interactor
 								      : NULL;
@@ -524,143 +690,24 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 	/* no key (out of memory): no cache, neither read nor written */
 	keyed = !o->no_cache && pd_jcache_key(p, l->name, code, code_len, tpl, jt, stop, pol, key);
 	d->cache_used = keyed;
-	if (keyed) {
-		pd_judged hit;
-		if (pd_jcache_get(j->cache, key, &hit)) {
-			/* the stored verdict with this request's ids */
-			memcpy(hit.task_id, d->task_id, sizeof hit.task_id);
-			memcpy(hit.group_id, d->group_id, sizeof hit.group_id);
-			memcpy(hit.sample_id, d->sample_id, sizeof hit.sample_id);
-			memcpy(hit.attempt_id, d->attempt_id, sizeof hit.attempt_id);
-			*d = hit;
-			d->risk_list = o->risky;
-			d->cache_hit = true;
-			d->cache_used = true;
-			pd_verdict_decide(&d->v, &o->rule); /* this request's rule */
-			d->wall_ms = now_ms() - t0;
-			count(j, d);
-			pd_audit_policy_free(pol);
-			return 0;
-		}
+	if (keyed && cache_hit(j, key, o, d, t0)) {
+		pd_audit_policy_free(pol);
+		return 0;
 	}
-	/* compile once */
-	char *built = NULL;
-	size_t built_len = 0;
-	int rc = -1;
-	pd_err ce = {0};
-	char *harnessed = NULL; /* C++ call-based: the submission with its harness */
-	size_t harnessed_len = 0;
-	if (p->call_based && pd_jharness_source(l, p, code, code_len, &harnessed, &harnessed_len, &ce) < 0) {
-		d->v.failure_class = "internal_error";
-		snprintf(d->error, sizeof d->error, "harness: %s", PD_ERR_STR(&ce));
+	char *built;
+	size_t built_len;
+	if (compile_once(j, p, l, tpl_name, code, code_len, o, d, &built, &built_len) < 0)
 		goto done;
-	}
-	for (unsigned a = 0; a <= o->infra_retries; a++) {
-		rc = pd_jprog_build(j->pools, l, tpl_name, harnessed ? harnessed : code, harnessed ? harnessed_len : code_len,
-				    p->compile_ms, &built, &built_len, d->compile_message, sizeof d->compile_message,
-				    &d->cpu_ms, o->job, &ce);
-		if (rc >= 0 || rc == -3 || is_cancelled(o))
-			break;
-	}
-	free(harnessed);
-	d->compiled = l->compile != NULL;
-	if (is_cancelled(o)) {
-		free(built);
-		d->v.failure_class = "cancelled";
-		snprintf(d->error, sizeof d->error, "cancelled: the client left before the compile ended");
-		goto done;
-	}
-	if (rc < 0) {
-		d->v.failure_class = rc == -2 ? "startup_failure" : ce.kind == PD_EK_DEPENDENCY ? "dependency_missing"
-											: "internal_error";
-		snprintf(d->error, sizeof d->error, "compile: %s", PD_ERR_STR(&ce));
-		goto done;
-	}
-	if (rc == 1) {
-		/* the model's failure: a failed output, reward as such, no test run */
-		d->compile_error = true;
-		d->v.failure_class = "compile_error";
-		d->v.output = PD_LV_FAIL;
-		d->v.score = 0;
-		goto done;
-	}
 	pd_jprog cand;
 	pd_jprog_init(&cand, l, tpl_name, built, built_len);
 	if (p->call_based)
 		pd_jharness_argv(l, &cand);
-	d->tests = calloc(p->ntests, sizeof *d->tests);
-	if (!d->tests) {
-		free(built);
-		d->v.failure_class = "internal_error";
-		snprintf(d->error, sizeof d->error, "out of memory");
-		goto done;
-	}
-	d->ntests = p->ntests;
-	/* one_sandbox: the tests run in order in one sandbox, which keeps what each left (files,
-	 * /tmp) for the next; the judge's material stays out of it as always */
-	pd_sandbox *shared = NULL;
-	if (p->one_sandbox && !(shared = pd_pool_acquire(j->pools, tpl_name, NULL, &ce))) {
-		free(built);
-		d->v.failure_class = "startup_failure";
-		snprintf(d->error, sizeof d->error, "one_sandbox: %s", ce.msg);
-		goto done;
-	}
-	bool failed = false, cancelled = false;
-	for (size_t i = 0; i < p->ntests; i++) {
-		pd_jtest_result *tr = &d->tests[i];
-		if (stop && failed) {
-			tr->status = PD_T_SKIPPED;
-			continue;
-		}
-		if (p->total_ms && now_ms() - t0 > p->total_ms) {
-			tr->status = PD_T_TO;
-			snprintf(tr->message, sizeof tr->message, "not run: the total time limit (%llu ms) passed",
-				 (unsigned long long)p->total_ms);
-			failed = true;
-			continue;
-		}
-		bool startup = false;
-		if (!is_cancelled(o))
-			one_test(j, p, &p->tests[i], &cand, o, pol, shared, tr, d, &startup);
-		if (shared && pd_sandbox_state(shared) != PD_READY) {
-			/* a run that had to be killed whole (a time limit, a crash of its init) leaves no
-			 * sandbox to go on in: the next test starts in a fresh one */
-			pd_pool_release(j->pools, shared);
-			pd_err se = {0};
-			shared = pd_pool_acquire(j->pools, tpl_name, NULL, &se);
-			if (!shared && i + 1 < p->ntests) {
-				d->v.failure_class = "startup_failure";
-				snprintf(d->error, sizeof d->error, "one_sandbox: %s", se.msg);
-				for (size_t k = i + 1; k < p->ntests; k++)
-					d->tests[k].status = PD_T_SKIPPED;
-				break;
-			}
-		}
-		if (is_cancelled(o)) {
-			/* the client left: nothing more runs (the running program was killed) */
-			cancelled = true;
-			for (size_t k = i; k < p->ntests; k++)
-				d->tests[k].status = PD_T_SKIPPED;
-			snprintf(d->error, sizeof d->error, "cancelled: the client left at test %s", p->tests[i].name);
-			break;
-		}
-		if (tr->status == PD_T_XX) {
-			d->v.failure_class = startup ? "startup_failure" : "internal_error";
-			snprintf(d->error, sizeof d->error, "test %s: %s", p->tests[i].name, tr->message);
-		}
-		failed |= tr->status != PD_T_AC;
-		/* an infrastructure failure ends the judging: the rest would be judged on a broken host */
-		if (tr->status == PD_T_XX || tr->status == PD_T_JE) {
-			for (size_t k = i + 1; k < p->ntests; k++)
-				d->tests[k].status = PD_T_SKIPPED;
-			break;
-		}
-	}
-	if (shared)
-		pd_pool_release(j->pools, shared);
+	int judged = run_tests(j, p, &cand, tpl_name, o, pol, stop, t0, d);
 	free(built);
+	if (judged < 0)
+		goto done;
 	decide(p, d);
-	if (cancelled) {
+	if (!judged) {
 		/* no evidence either way: no output level, no reward, never cached */
 		d->v.failure_class = "cancelled";
 		d->v.output = PD_LV_NOT_JUDGED;
