@@ -133,7 +133,8 @@ int pd_intake_template(const pd_intake *in, const char *name, pd_err *e)
 
 /* Rule 2: the template a native request names (a language's is the daemon's, and its absence
  * from a templates file stays a dependency_missing record), the image, the tier. */
-static int check_where(const pd_intake *in, const pd_api *api, json_t *body, pd_job *j, int *status, pd_err *e)
+static int check_where(const pd_intake *in, const pd_api *api, json_t *body, int from, pd_job *j, int *status,
+		       pd_err *e)
 {
 	*status = 400;
 	if (api == &pd_api_native && json_object_get(body, "template") &&
@@ -143,7 +144,9 @@ static int check_where(const pd_intake *in, const pd_api *api, json_t *body, pd_
 	if (j->image[0] && in->image_check && (*status = in->image_check(in->arg, j->image, digest, e)) != 0)
 		return -1;
 	*status = 400;
-	if (api->output_dir)
+	/* a cluster keeps a run's output its own way (cluster/objects.c): the node's directory would
+	 * name output its GET .../output cannot serve */
+	if (api->output_dir && from == PD_INTAKE_CLIENT)
 		j->output_dir = in->output_dir;
 	if (j->isolation[0] && in->pools &&
 	    pd_pools_tier_allowed(in->pools, j->template_name, pd_isolation_parse(j->isolation), e) < 0) {
@@ -234,7 +237,7 @@ pd_job *pd_intake_check(const pd_intake *in, const pd_api *api, json_t *body, in
 	arrived = arrived > waited_us ? arrived - waited_us : 1;
 	if (j->deadline_us)
 		j->deadline_us = j->deadline_us > waited_us + 1 ? j->deadline_us - waited_us : 1;
-	if (check_where(in, api, body, j, status, e) < 0) /* 2 */
+	if (check_where(in, api, body, from, j, status, e) < 0) /* 2 */
 		goto refused;
 	*status = 400;
 	/* 3: a policy that would widen the template's is the client's error, said now; the judge
