@@ -62,7 +62,8 @@ late_outcome() {  # deadline (refused for it, or expired in the queue) or what e
     echo "$CODE $(jb .failure_class)"
   fi
 }
-post_json /v1/runs "$SLOW_PY" >/dev/null &
+bg_post() { curl -s -o /dev/null -m 60 -H 'Content-Type: application/json' --data-binary "$2" "$U$1"; }
+bg_post /v1/runs "$SLOW_PY" &
 SLOW=$!
 wait_for 20 bash -c "curl -s $L/metrics | grep -q '^paddock_workers_busy 1'"
 post_json /v1/runs "$LATE_PY"
@@ -138,7 +139,7 @@ at "$A" post_json /api/v2/execute "$HOG"
 is "$CODE|$(jb .run.status)|$(jb .run.signal)" "200|SG|SIGKILL" "Piston through a, run by b: the OOM kill's SIGKILL, as a single daemon answers"
 # the default deadline counts from the request's arrival at a: its time in the broker, waiting for
 # b's only slot, is part of it
-at "$A" post_json /v1/runs "$SLOW_PY" >/dev/null &
+at "$A" bg_post /v1/runs "$SLOW_PY" &
 SLOW=$!
 wait_for 20 bash -c "curl -s $B/metrics | grep -q '^paddock_workers_busy 1'"
 at "$A" post_json /v1/runs "$LATE_PY"
