@@ -126,10 +126,6 @@ int pd_judge_prepare(pd_judge *j, pd_problem *p, pd_err *e)
 	return 0;
 }
 
-static uint64_t now_ms(void)
-{
-	return pd_now_us() / 1000;
-}
 
 static pd_tstatus of_status(const pd_jrun *x)
 {
@@ -450,7 +446,7 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 	if ((p->checker.mode == PD_CHK_PROGRAM && !p->checker_prog.prepared) ||
 	    (p->checker.mode == PD_CHK_INTERACTIVE && !p->interactor.prepared))
 		return pd_refuse(e, "problem %s: its checker was not prepared (pd_judge_prepare)", p->id);
-	uint64_t t0 = now_ms();
+	uint64_t t0 = pd_now_us() / 1000;
 	const char *tpl_name = p->template_name[0] ? p->template_name : l->template;
 	d->v.process = PD_LV_NOT_AUDITED; /* no audit ran: never "pass" without evidence */
 	pd_audit_policy *pol = NULL;      /* the audit's policy, once the template is known */
@@ -537,7 +533,7 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 			d->cache_hit = true;
 			d->cache_used = true;
 			pd_verdict_decide(&d->v, &o->rule); /* this request's rule */
-			d->wall_ms = now_ms() - t0;
+			d->wall_ms = pd_now_us() / 1000 - t0;
 			count(j, d);
 			pd_audit_policy_free(pol);
 			return 0;
@@ -612,7 +608,7 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 			tr->status = PD_T_SKIPPED;
 			continue;
 		}
-		if (p->total_ms && now_ms() - t0 > p->total_ms) {
+		if (p->total_ms && (pd_now_us() / 1000) - t0 > p->total_ms) {
 			tr->status = PD_T_TO;
 			snprintf(tr->message, sizeof tr->message, "not run: the total time limit (%llu ms) passed",
 				 (unsigned long long)p->total_ms);
@@ -670,7 +666,7 @@ done:
 	pd_judged_audit_decide(d);
 	pd_audit_policy_free(pol);
 	pd_verdict_decide(&d->v, &o->rule);
-	d->wall_ms = now_ms() - t0;
+	d->wall_ms = pd_now_us() / 1000 - t0;
 	if (keyed && pd_jcache_cacheable(d))
 		pd_jcache_put(j->cache, key, d);
 	count(j, d);
@@ -697,25 +693,6 @@ int pd_judge_check_policy(pd_judge *j, const pd_problem *p, const char *language
 	int rc = pd_judge_policy(pd_pools_template(j->pools, tpl_name), p, req, &pol, e);
 	pd_audit_policy_free(pol);
 	return rc;
-}
-
-void pd_jtest_result_clear(pd_jtest_result *t)
-{
-	free(t->stderr_tail);
-	free(t->harness);
-	memset(t, 0, sizeof *t);
-}
-
-void pd_judged_free(pd_judged *d)
-{
-	for (size_t i = 0; d->tests && i < d->ntests; i++)
-		pd_jtest_result_clear(&d->tests[i]);
-	free(d->tests);
-	d->tests = NULL;
-	d->ntests = 0;
-	free(d->audit);
-	d->audit = NULL;
-	d->audit_len = 0;
 }
 
 void pd_judge_stats_get(pd_judge *j, pd_judge_stats *s)

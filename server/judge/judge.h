@@ -193,8 +193,9 @@ int pd_problems_load_dir(const char *dir, pd_problem_set *out, pd_err *e);
 pd_problem *pd_problems_find(const pd_problem_set *s, const char *id, const char *version);
 void pd_problems_free(pd_problem_set *s);
 
-/* problem.c's parsing helpers, shared with tests.c: a refusal "where: ..." (-1); a regular file of
- * at most max bytes read whole (NUL-terminated); fields of o not in known refused. */
+/* The problem parsers' small tools (jparse.c, below problem.c, tests.c and episode.c): a refusal
+ * "where: ..." (-1); a regular file of at most max bytes read whole (NUL-terminated); fields of o
+ * not in known refused. */
 int pd_jfail_at(pd_err *e, const char *where, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int pd_jslurp(const char *path, size_t max, char **out, size_t *len, pd_err *e);
 int pd_junknown_fields(json_t *o, const char *where, const char *const *known, pd_err *e);
