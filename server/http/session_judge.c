@@ -16,15 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <unistd.h>
 
-static uint64_t wall_ms(void)
-{
-	struct timeval tv;
-	gettimeofday(&tv, NULL);
-	return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
-}
 
 static json_t *failed_names(uint32_t kinds)
 {
@@ -454,7 +447,7 @@ static json_t *grade_record(pd_server *srv, sess_entry *se, grade_req *q, const 
 	json_decref(budget);
 	grade_fields(o, g, grc);
 	json_object_set_new(o, "attempt", json_integer(1));
-	json_object_set_new(o, "finished_at", json_integer((json_int_t)wall_ms()));
+	json_object_set_new(o, "finished_at", json_integer((json_int_t)(pd_wall_us() / 1000)));
 	if (q->request_id[0])
 		json_object_set_new(o, "request_id", json_string(q->request_id));
 	return o;
@@ -479,7 +472,7 @@ static int grade_store(pd_server *srv, const grade_req *q, json_t *rec, uint64_t
 			j->failure = (pd_failure)f;
 	j->attempts = 1;
 	j->queued_us = j->started_us = started_ms * 1000;
-	j->finished_us = wall_ms() * 1000;
+	j->finished_us = (pd_wall_us() / 1000) * 1000;
 	j->record = json_incref(rec);
 	char host[64] = "";
 	gethostname(host, sizeof host - 1);
@@ -504,7 +497,7 @@ void session_judge(req *r, sess_entry *se)
 		grade_req_free(&q);
 		return;
 	}
-	uint64_t t0 = pd_now_us(), started_ms = wall_ms();
+	uint64_t t0 = pd_now_us(), started_ms = pd_wall_us() / 1000;
 	const pd_episode *ep = q.p->episode;
 	pd_grade_file *files = calloc(ep->nfiles + 1, sizeof *files);
 	for (size_t i = 0; files && i < ep->nfiles; i++)

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 
 typedef struct judge_work {
 	pd_judge *judge;
@@ -27,12 +26,6 @@ static void work_free(void *arg)
 	free(w);
 }
 
-static uint64_t wall_us(void)
-{
-	struct timeval tv;
-	gettimeofday(&tv, NULL);
-	return (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec;
-}
 
 /* The job's failure class, for the metrics and the store's column. */
 static pd_failure failure_of(const char *fc)
@@ -114,7 +107,7 @@ static bool judge_once(pd_job *j, judge_work *w, const pd_judge_opts *o)
 	/* the submission's size, for the review queue's short_pass (a pass far shorter than the
 	 * problem's usual ones is worth a look) */
 	json_object_set_new(j->record, "code_bytes", json_integer((json_int_t)w->q.code_len));
-	json_object_set_new(j->record, "finished_at", json_integer((json_int_t)(wall_us() / 1000)));
+	json_object_set_new(j->record, "finished_at", json_integer((json_int_t)(pd_wall_us() / 1000)));
 	pd_judged_free(&d);
 	/* cluster mode: the verdict names the node that judged it and the request it answers, as a
 	 * run's record does */
@@ -132,7 +125,7 @@ static void execute(pd_job *j, pd_pools *pools)
 {
 	(void)pools;
 	judge_work *w = j->work;
-	j->started_us = wall_us();
+	j->started_us = pd_wall_us();
 	pd_judge_opts o = w->q.opts;
 	o.job = j; /* the client's hang-up (pd_sched_cancel) kills the running program */
 	unsigned retries = o.infra_retries;
@@ -148,7 +141,7 @@ static void execute(pd_job *j, pd_pools *pools)
 		json_array_append_new(j->prior, j->record);
 		j->record = NULL;
 	}
-	j->finished_us = wall_us();
+	j->finished_us = pd_wall_us();
 }
 
 void pd_judge_job_risky(pd_job *j)
