@@ -30,39 +30,14 @@
 
 #define N pd_nats
 
-uint64_t cl_wall_ms(void)
-{
-	struct timeval tv;
-	gettimeofday(&tv, NULL);
-	return (uint64_t)tv.tv_sec * 1000u + (uint64_t)tv.tv_usec / 1000u;
-}
-
-const char *cl_status(natsStatus s)
-{
-	return N.natsStatus_GetText ? N.natsStatus_GetText(s) : "nats";
-}
-
-void cl_wake_all(pd_cluster *c)
+/* Wakes every cluster thread (quiesce, stop); under c->mu. */
+static void cl_wake_all(pd_cluster *c)
 {
 	pthread_cond_broadcast(&c->sub_cv);
 	pthread_cond_broadcast(&c->slot_cv);
 	pthread_cond_broadcast(&c->ready_cv);
 	pthread_cond_broadcast(&c->tick_cv);
 	pthread_cond_broadcast(&c->rec_cv);
-}
-
-void cl_result_key(const char *id, char *key, size_t len)
-{
-	size_t k = 0;
-	for (const unsigned char *p = (const unsigned char *)id; *p && k + 4 < len; p++) {
-		bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-			     *p == '-' || *p == '_';
-		if (plain)
-			key[k++] = (char)*p;
-		else
-			k += (size_t)snprintf(key + k, len - k, "=%02X", *p);
-	}
-	key[k] = 0;
 }
 
 /* ---- start and stop ------------------------------------------------------------------------ */
@@ -125,12 +100,12 @@ static int start_consumers(pd_cluster *c, pd_err *e)
 		cl_consumer *k = &c->consumers[c->nconsumers];
 		k->c = c;
 		snprintf(k->template_name, sizeof k->template_name, "%s", st[i].template_name);
-		char tok[200], name[260], filter[300];
-		cl_template_token(k->template_name, tok, sizeof tok);
-		if (!tok[0])
-			snprintf(tok, sizeof tok, "_");
-		snprintf(name, sizeof name, CL_WORK_CONSUMER_PREFIX "%s", tok);
-		snprintf(filter, sizeof filter, "paddock.work.*.%s", tok);
+		char ttok[200], name[260], filter[300];
+		cl_template_token(k->template_name, ttok, sizeof ttok);
+		if (!ttok[0])
+			snprintf(ttok, sizeof ttok, "_");
+		snprintf(name, sizeof name, CL_WORK_CONSUMER_PREFIX "%s", ttok);
+		snprintf(filter, sizeof filter, "paddock.work.*.%s", ttok);
 		jsSubOptions so;
 		N.jsSubOptions_Init(&so);
 		so.Stream = CL_WORK_STREAM;
@@ -370,8 +345,8 @@ void pd_cluster_stop(pd_cluster *c)
 	/* every asynchronous publish is acked or has failed by its ack wait (libnats calls
 	 * cl_on_pub_ack either way): none may call it once c is freed */
 	pthread_mutex_lock(&c->mu);
-	uint64_t until = cl_wall_ms() + 10000;
-	while (c->pub_inflight && cl_wall_ms() < until) {
+	uint64_t until = pd_now_us() / 1000 + 10000;
+	while (c->pub_inflight && pd_now_us() / 1000 < until) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += 1;
