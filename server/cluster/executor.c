@@ -356,9 +356,7 @@ static void take_task(pd_cluster *c, natsMsg *m)
 	v = NULL;
 	snprintf(t->kind, sizeof t->kind, "%s",
 		 N.natsMsgHeader_Get(m, "Paddock-Kind", &v) == NATS_OK && v ? v : "native");
-	static uint64_t seq;
-	snprintf(t->token, sizeof t->token, "%s-%08" PRIx32 "-%" PRIu64, c->node, c->run_id,
-		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+	pd_new_id(t->token, sizeof t->token, c->run_id, "%s", c->node);
 	uint64_t delivered = 1;
 	jsMsgMetaData *meta = NULL;
 	if (N.natsMsg_GetMetaData(&meta, m) == NATS_OK) {

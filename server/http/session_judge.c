@@ -305,12 +305,10 @@ static json_t *grade_record(pd_server *srv, sess_entry *se, grade_req *q, const 
 	const pd_problem *p = q->p;
 	pd_judged d;
 	memset(&d, 0, sizeof d);
-	static uint64_t seq;
 	if (q->task_id[0])
 		snprintf(d.task_id, sizeof d.task_id, "%s", q->task_id);
 	else
-		snprintf(d.task_id, sizeof d.task_id, "e-%08" PRIx32 "-%" PRIu64, pd_ctx_run_id(srv->ctx),
-			 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+		pd_new_id(d.task_id, sizeof d.task_id, pd_ctx_run_id(srv->ctx), "e");
 	snprintf(q->task_id, sizeof q->task_id, "%s", d.task_id);
 	snprintf(d.attempt_id, sizeof d.attempt_id, "%s#1", d.task_id);
 	snprintf(d.group_id, sizeof d.group_id, "%s", q->group_id);

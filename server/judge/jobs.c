@@ -220,10 +220,7 @@ pd_job *pd_judge_job(pd_judge *judge, const pd_problem_set *problems, json_t *bo
 	if (w->q.task_id[0]) {
 		snprintf(j->task_id, sizeof j->task_id, "%s", w->q.task_id);
 	} else {
-		static uint64_t seq;
-		/* the run id keeps ids of two daemons (or restarts) apart */
-		snprintf(j->task_id, sizeof j->task_id, "j-%08" PRIx32 "-%" PRIu64, run_id,
-			 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+		pd_new_id(j->task_id, sizeof j->task_id, run_id, "j");
 	}
 	j->priority = w->q.priority;
 	if (w->q.deadline_ms)
