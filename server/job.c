@@ -26,6 +26,14 @@ const char *pd_failure_name(pd_failure f)
 	return (unsigned)f < PD_F_COUNT ? failure_names[f] : "internal_error";
 }
 
+pd_failure pd_failure_parse(const char *name)
+{
+	for (int f = 0; name && f < PD_F_COUNT; f++)
+		if (!strcmp(name, failure_names[f]))
+			return (pd_failure)f;
+	return PD_F_NONE;
+}
+
 
 /* ---- jobs ------------------------------------------------------------------------------------ */
 

@@ -324,7 +324,7 @@ static json_t *grade_record(pd_server *srv, sess_entry *se, grade_req *q, const 
 	d.v.resources = PD_LV_NOT_JUDGED;
 	if (grc < 0 || g->r.status == PD_XX) {
 		d.v.output = PD_LV_NOT_JUDGED;
-		d.v.failure_class = grc < 0 && !g->fork_id[0] ? "startup_failure" : "internal_error";
+		d.v.failure = grc < 0 && !g->fork_id[0] ? PD_F_STARTUP : PD_F_INTERNAL;
 		snprintf(d.error, sizeof d.error, "%s", grc < 0 ? infra : g->r.error);
 	} else {
 		snprintf(d.image_digest, sizeof d.image_digest, "%s", g->r.image_digest);
@@ -332,7 +332,7 @@ static json_t *grade_record(pd_server *srv, sess_entry *se, grade_req *q, const 
 				 why, sizeof why);
 		pd_status st = g->r.status;
 		d.v.resources = st == PD_TO || st == PD_ML || st == PD_OL ? PD_LV_FAIL : PD_LV_PASS;
-		d.v.failure_class = st == PD_TO ? "exec_timeout" : st == PD_ML ? "oom" : st == PD_OL ? "output_limit" : "none";
+		d.v.failure = st == PD_TO ? PD_F_TIMEOUT : st == PD_ML ? PD_F_OOM : st == PD_OL ? PD_F_OUTPUT : PD_F_NONE;
 		d.cpu_ms = g->r.cpu_ms;
 	}
 	d.v.process = PD_LV_NOT_AUDITED;
@@ -364,8 +364,8 @@ static json_t *grade_record(pd_server *srv, sess_entry *se, grade_req *q, const 
 	json_decref(lines);
 	if (rules && rules_fail) {
 		d.v.process = PD_LV_FAIL;
-		if (!pd_failure_is_infra(d.v.failure_class))
-			d.v.failure_class = "policy_violation";
+		if (!pd_failure_is_infra(d.v.failure))
+			d.v.failure = PD_F_POLICY;
 	} else if (rules && !p->audit && d.v.output != PD_LV_NOT_JUDGED) {
 		d.v.process = PD_LV_PASS;
 	}

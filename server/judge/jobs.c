@@ -27,15 +27,6 @@ static void work_free(void *arg)
 }
 
 
-/* The job's failure class, for the metrics and the store's column. */
-static pd_failure failure_of(const char *fc)
-{
-	for (int f = 0; fc && f < PD_F_COUNT; f++)
-		if (!strcmp(fc, pd_failure_name((pd_failure)f)))
-			return (pd_failure)f;
-	return PD_F_NONE; /* none: the model's own outcome */
-}
-
 static void fill_ids(const pd_job *j, const judge_work *w, pd_judged *d)
 {
 	snprintf(d->task_id, sizeof d->task_id, "%s", j->task_id);
@@ -49,13 +40,13 @@ static void fill_ids(const pd_job *j, const judge_work *w, pd_judged *d)
 }
 
 /* A verdict without judging: an infrastructure failure (no reward). */
-static json_t *failed_record(const pd_job *j, const judge_work *w, const char *fc, const char *error)
+static json_t *failed_record(const pd_job *j, const judge_work *w, pd_failure fc, const char *error)
 {
 	pd_judged d;
 	memset(&d, 0, sizeof d);
 	fill_ids(j, w, &d);
 	d.v.process = PD_LV_NOT_AUDITED;
-	d.v.failure_class = fc;
+	d.v.failure = fc;
 	snprintf(d.error, sizeof d.error, "%s", error);
 	pd_verdict_decide(&d.v, &w->q.opts.rule);
 	return pd_judged_to_json(&d);
@@ -75,13 +66,13 @@ static bool judge_once(pd_job *j, judge_work *w, const pd_judge_opts *o)
 		/* an inline checker that does not build: the request's judge material is broken */
 		j->failure = PD_F_JUDGE;
 		snprintf(j->error, sizeof j->error, "%s", PD_ERR_STR(&e));
-		j->record = failed_record(j, w, "judge_error", PD_ERR_STR(&e));
+		j->record = failed_record(j, w, PD_F_JUDGE, PD_ERR_STR(&e));
 	} else if (pd_judge_submit(w->judge, w->problem, w->q.language, w->q.code, w->q.code_len, o, &d, &e) < 0) {
 		j->failure = PD_F_INTERNAL;
 		snprintf(j->error, sizeof j->error, "%s", PD_ERR_STR(&e));
-		j->record = failed_record(j, w, "internal_error", PD_ERR_STR(&e));
+		j->record = failed_record(j, w, PD_F_INTERNAL, PD_ERR_STR(&e));
 	} else {
-		j->failure = failure_of(d.v.failure_class);
+		j->failure = d.v.failure;
 		snprintf(j->error, sizeof j->error, "%s", d.error);
 		/* the process level for the metrics (paddock_process_verdicts_total) */
 		j->verdict.status = d.v.process == PD_LV_FAIL ? PD_PROCESS_FAIL
@@ -237,5 +228,5 @@ json_t *pd_judge_job_record(const pd_job *j)
 	if (j->record)
 		return json_incref(j->record);
 	/* never ran: its deadline passed in the queue, or the scheduler stopped */
-	return failed_record(j, j->work, pd_failure_name(j->failure == PD_F_NONE ? PD_F_INTERNAL : j->failure), j->error);
+	return failed_record(j, j->work, j->failure == PD_F_NONE ? PD_F_INTERNAL : j->failure, j->error);
 }

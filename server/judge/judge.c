@@ -396,7 +396,7 @@ static void decide(const pd_problem *p, pd_judged *d)
 {
 	double total = 0, got = 0;
 	bool all = true, any_je = false, any_xx = false, res_fail = false;
-	const char *fc = "none";
+	pd_failure fc = PD_F_NONE;
 	for (size_t i = 0; i < d->ntests; i++) {
 		const pd_jtest_result *t = &d->tests[i];
 		total += p->tests[i].weight;
@@ -406,7 +406,7 @@ static void decide(const pd_problem *p, pd_judged *d)
 		any_xx |= t->status == PD_T_XX;
 		if (!res_fail && (t->status == PD_T_TO || t->status == PD_T_ML || t->status == PD_T_OL)) {
 			res_fail = true;
-			fc = t->status == PD_T_TO ? "exec_timeout" : t->status == PD_T_ML ? "oom" : "output_limit";
+			fc = t->status == PD_T_TO ? PD_F_TIMEOUT : t->status == PD_T_ML ? PD_F_OOM : PD_F_OUTPUT;
 		}
 	}
 	d->v.score = total > 0 ? got / total : 0;
@@ -415,12 +415,12 @@ static void decide(const pd_problem *p, pd_judged *d)
 	d->v.output = all ? PD_LV_PASS : d->v.score <= 0 ? PD_LV_FAIL : PD_LV_PARTIAL;
 	d->v.resources = res_fail ? PD_LV_FAIL : PD_LV_PASS;
 	if (any_je)
-		fc = "judge_error";
-	else if (any_xx && !d->v.failure_class)
-		fc = "internal_error";
-	if (!d->v.failure_class || !strcmp(d->v.failure_class, "none"))
-		d->v.failure_class = fc;
-	if (pd_failure_is_infra(d->v.failure_class))
+		fc = PD_F_JUDGE;
+	else if (any_xx && d->v.failure == PD_F_NONE)
+		fc = PD_F_INTERNAL;
+	if (d->v.failure == PD_F_NONE)
+		d->v.failure = fc;
+	if (pd_failure_is_infra(d->v.failure))
 		d->v.output = any_je || any_xx ? PD_LV_NOT_JUDGED : d->v.output;
 }
 
@@ -459,7 +459,7 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 	if (img[0]) {
 		pd_err ie = {0};
 		if (pd_pools_image(j->pools, tpl_name, img, pool, sizeof pool, d->image_digest, &ie) < 0) {
-			d->v.failure_class = ie.code == EAGAIN ? "startup_failure" : "dependency_missing";
+			d->v.failure = ie.code == EAGAIN ? PD_F_STARTUP : PD_F_DEPENDENCY;
 			snprintf(d->error, sizeof d->error, "%s", PD_ERR_STR(&ie));
 			goto done;
 		}
@@ -480,7 +480,7 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 	if (iso[0]) {
 		pd_err te = {0};
 		if (pd_pools_tier(j->pools, tpl_name, pd_isolation_parse(iso), tpool, sizeof tpool, &te) < 0) {
-			d->v.failure_class = te.code == EAGAIN ? "startup_failure" : "dependency_missing";
+			d->v.failure = te.code == EAGAIN ? PD_F_STARTUP : PD_F_DEPENDENCY;
 			snprintf(d->error, sizeof d->error, "%s", PD_ERR_STR(&te));
 			goto done;
 		}
@@ -492,7 +492,7 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 	if (tpl) /* the tier it runs under, named or the template's own */
 		snprintf(d->isolation, sizeof d->isolation, "%s", pd_isolation_name(tpl->isolation));
 	if (!tpl || !tpl->available) {
-		d->v.failure_class = "dependency_missing";
+		d->v.failure = PD_F_DEPENDENCY;
 		snprintf(d->error, sizeof d->error, "template '%s' %s", tpl_name,
 			 tpl ? "lacks its toolchain" : "does not exist");
 		goto done;
@@ -547,7 +547,7 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 	char *harnessed = NULL; /* C++ call-based: the submission with its harness */
 	size_t harnessed_len = 0;
 	if (p->call_based && pd_jharness_source(l, p, code, code_len, &harnessed, &harnessed_len, &ce) < 0) {
-		d->v.failure_class = "internal_error";
+		d->v.failure = PD_F_INTERNAL;
 		snprintf(d->error, sizeof d->error, "harness: %s", PD_ERR_STR(&ce));
 		goto done;
 	}
@@ -562,20 +562,20 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 	d->compiled = l->compile != NULL;
 	if (is_cancelled(o)) {
 		free(built);
-		d->v.failure_class = "cancelled";
+		d->v.failure = PD_F_CANCELLED;
 		snprintf(d->error, sizeof d->error, "cancelled: the client left before the compile ended");
 		goto done;
 	}
 	if (rc < 0) {
-		d->v.failure_class = rc == -2 ? "startup_failure" : ce.kind == PD_EK_DEPENDENCY ? "dependency_missing"
-											: "internal_error";
+		d->v.failure = rc == -2 ? PD_F_STARTUP : ce.kind == PD_EK_DEPENDENCY ? PD_F_DEPENDENCY
+											: PD_F_INTERNAL;
 		snprintf(d->error, sizeof d->error, "compile: %s", PD_ERR_STR(&ce));
 		goto done;
 	}
 	if (rc == 1) {
 		/* the model's failure: a failed output, reward as such, no test run */
 		d->compile_error = true;
-		d->v.failure_class = "compile_error";
+		d->v.failure = PD_F_COMPILE;
 		d->v.output = PD_LV_FAIL;
 		d->v.score = 0;
 		goto done;
@@ -587,7 +587,7 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 	d->tests = calloc(p->ntests, sizeof *d->tests);
 	if (!d->tests) {
 		free(built);
-		d->v.failure_class = "internal_error";
+		d->v.failure = PD_F_INTERNAL;
 		snprintf(d->error, sizeof d->error, "out of memory");
 		goto done;
 	}
@@ -597,7 +597,7 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 	pd_sandbox *shared = NULL;
 	if (p->one_sandbox && !(shared = pd_pool_acquire(j->pools, tpl_name, NULL, &ce))) {
 		free(built);
-		d->v.failure_class = "startup_failure";
+		d->v.failure = PD_F_STARTUP;
 		snprintf(d->error, sizeof d->error, "one_sandbox: %s", ce.msg);
 		goto done;
 	}
@@ -625,7 +625,7 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 			pd_err se = {0};
 			shared = pd_pool_acquire(j->pools, tpl_name, NULL, &se);
 			if (!shared && i + 1 < p->ntests) {
-				d->v.failure_class = "startup_failure";
+				d->v.failure = PD_F_STARTUP;
 				snprintf(d->error, sizeof d->error, "one_sandbox: %s", se.msg);
 				for (size_t k = i + 1; k < p->ntests; k++)
 					d->tests[k].status = PD_T_SKIPPED;
@@ -641,7 +641,7 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 			break;
 		}
 		if (tr->status == PD_T_XX) {
-			d->v.failure_class = startup ? "startup_failure" : "internal_error";
+			d->v.failure = startup ? PD_F_STARTUP : PD_F_INTERNAL;
 			snprintf(d->error, sizeof d->error, "test %s: %s", p->tests[i].name, tr->message);
 		}
 		failed |= tr->status != PD_T_AC;
@@ -658,7 +658,7 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 	decide(p, d);
 	if (cancelled) {
 		/* no evidence either way: no output level, no reward, never cached */
-		d->v.failure_class = "cancelled";
+		d->v.failure = PD_F_CANCELLED;
 		d->v.output = PD_LV_NOT_JUDGED;
 		d->v.resources = PD_LV_NOT_JUDGED;
 	}

@@ -332,7 +332,7 @@ typedef struct pd_verdict {
 	const char *unusable;   /* "output", "process", "resources", or NULL when usable */
 	bool has_reward;        /* false: reward is null (an infrastructure failure or a rule's) */
 	double reward;
-	const char *failure_class; /* pd_failure_name() or "compile_error"; "none" */
+	pd_failure failure;     /* the record's failure_class (pd_failure_name); PD_F_NONE: "none" */
 	bool audit_asked;          /* a policy applied (request, problem, template, risk list) */
 } pd_verdict;
 
@@ -342,7 +342,7 @@ typedef struct pd_verdict {
  * (audit_asked) and not completed (not_audited), as under requires_audit. */
 void pd_verdict_decide(pd_verdict *v, const pd_reward_rule *rule);
 /* Whether a failure class is the infrastructure's (no reward). */
-bool pd_failure_is_infra(const char *failure_class);
+bool pd_failure_is_infra(pd_failure f);
 
 /* ---- judging (judge.c) ----------------------------------------------------------------------- */
 

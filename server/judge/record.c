@@ -49,7 +49,7 @@ json_t *pd_judged_to_json(const pd_judged *d)
 	json_object_set_new(o, "usable", json_boolean(d->v.usable));
 	json_object_set_new(o, "unusable_level", d->v.unusable ? json_string(d->v.unusable) : json_null());
 	json_object_set_new(o, "reward", d->v.has_reward ? json_real(d->v.reward) : json_null());
-	json_object_set_new(o, "failure_class", json_string(d->v.failure_class ? d->v.failure_class : "none"));
+	json_object_set_new(o, "failure_class", json_string(pd_failure_name(d->v.failure)));
 	json_object_set_new(o, "error", pd_json_text(d->error));
 	json_object_set_new(o, "cache", json_string(d->cache_hit ? "hit" : d->cache_used ? "miss" : "off"));
 	json_t *c = json_object();
