@@ -5,8 +5,8 @@
  * first chunk). A reader takes the last description and reads that many chunks from "first":
  * an object put again (a retry) is read as its last put, whole. Objects are kept as long as
  * records are (the record stream's age and size). Used for results larger than the broker
- * carries (edge.c, executor.c), records too (records.c), and a run's whole output
- * (GET /v1/runs/{id}/output). */
+ * carries (refs.c), records too large for the record stream, and a run's whole output
+ * (records.c). */
 #define _GNU_SOURCE
 #include "cluster.h"
 

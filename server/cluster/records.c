@@ -13,7 +13,10 @@
  * The node's SQLite file is the outbox (store_outbox.c): the publisher thread here takes its
  * final rows in order and moves the watermark after the broker acked them; woken by each record
  * (task_done) and every second. Reads make an ordered consumer filtered to a task's or a group's
- * subjects for the one call. */
+ * subjects for the one call.
+ *
+ * A run's whole output, larger than its record keeps, is kept beside it as two objects
+ * (objects.c) under its request id, for GET /v1/runs/{id}/output from any node. */
 #define _GNU_SOURCE
 #include "cluster.h"
 
