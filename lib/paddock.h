@@ -834,8 +834,15 @@ int pd_parse_duration_ms(const char *s, uint64_t *out);
  * (malloc'd, NUL-terminated) and returns 0, or -1 on a character outside base64. */
 char *pd_b64_encode(const char *data, size_t len);
 int pd_b64_decode(const char *in, char **out, size_t *len);
-/* Monotonic clock in microseconds. */
+/* The two clocks, read in one place each: pd_now_us is monotonic (durations, deadlines; never
+ * jumps), pd_wall_us the wall clock (timestamps a person or another host reads). Microseconds. */
 uint64_t pd_now_us(void);
+uint64_t pd_wall_us(void);
+/* A new id "<prefix>-<run id as 8 hex digits>-<n>" into buf (prefix made as printf would): n
+ * counts from 1 in this process, atomically (any thread), and the run id (pd_ctx_run_id, random
+ * per daemon start) keeps two daemons' ids, or a restart's, apart. */
+void pd_new_id(char *buf, size_t len, uint32_t run_id, const char *prefix_fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /* ---- small helpers the layers above share ---------------------------------------------------- */
 

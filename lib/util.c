@@ -168,6 +168,25 @@ uint64_t pd_now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+uint64_t pd_wall_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+void pd_new_id(char *buf, size_t len, uint32_t run_id, const char *prefix_fmt, ...)
+{
+	static uint64_t seq; /* the process's one id counter */
+	uint64_t n = __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
+	va_list ap;
+	va_start(ap, prefix_fmt);
+	int k = vsnprintf(buf, len, prefix_fmt, ap);
+	va_end(ap);
+	if (k >= 0 && (size_t)k < len)
+		snprintf(buf + k, len - (size_t)k, "-%08" PRIx32 "-%" PRIu64, run_id, n);
+}
+
 int pd_write_file(const char *path, const char *data, pd_err *e)
 {
 	int fd;

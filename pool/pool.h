@@ -355,8 +355,6 @@ long pd_session_record(pd_session *s, const char *kind, const char *request_id, 
 struct json_t *pd_session_fast_forward(pd_session *s, const char *kind, const char *request_id);
 /* SHA-256 (pd_sha256) as 64 hex digits of a file from its start (its offset is put back). */
 int pd_session_digest_fd(int fd, char hex[65]);
-/* Wall clock in microseconds (trajectory times). */
-uint64_t pd_wall_us(void);
 
 /* Snapshot of the session's files (/work, /tmp, the template's cwd; not its processes) as
  * <state>/snapshots/<name> (NULL: a generated name), kept ttl_s (0: an hour) and at most

@@ -12,13 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-uint64_t pd_wall_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
 void session_wall_text(uint64_t us, char b[40])
 {
 	time_t t = (time_t)(us / 1000000);

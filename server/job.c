@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 static const char *const failure_names[PD_F_COUNT] = {
@@ -25,6 +24,14 @@ static const char *const failure_names[PD_F_COUNT] = {
 const char *pd_failure_name(pd_failure f)
 {
 	return (unsigned)f < PD_F_COUNT ? failure_names[f] : "internal_error";
+}
+
+pd_failure pd_failure_parse(const char *name)
+{
+	for (int f = 0; name && f < PD_F_COUNT; f++)
+		if (!strcmp(name, failure_names[f]))
+			return (pd_failure)f;
+	return PD_F_NONE;
 }
 
 
@@ -287,12 +294,6 @@ static int run_step(pd_sandbox *s, pd_job *j, pd_step *st, const pd_template *t,
 	return rc;
 }
 
-static uint64_t wall_us(void)
-{
-	struct timeval tv;
-	gettimeofday(&tv, NULL);
-	return (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec;
-}
 
 /* The job's policy: the template's, tightened by the request's, when the template has one and
  * the request asks for an audit or the template makes it mandatory; else the request's. Once per
@@ -507,7 +508,7 @@ out:
 
 void pd_job_execute(pd_pools *pools, pd_job *j, unsigned max_retries)
 {
-	j->started_us = wall_us();
+	j->started_us = pd_wall_us();
 	for (j->attempts = 1;; j->attempts++) {
 		if (cancelled_now(j))
 			break;
@@ -517,7 +518,7 @@ void pd_job_execute(pd_pools *pools, pd_job *j, unsigned max_retries)
 		if (j->deadline_us && pd_now_us() >= j->deadline_us)
 			break;
 		/* this attempt is kept as it ended (its sandbox, its error): the store gives it a row */
-		j->finished_us = wall_us();
+		j->finished_us = pd_wall_us();
 		if (!j->prior)
 			j->prior = json_array();
 		json_array_append_new(j->prior, pd_job_to_json(j));
@@ -527,7 +528,7 @@ void pd_job_execute(pd_pools *pools, pd_job *j, unsigned max_retries)
 		}
 		j->nfetched = 0;
 	}
-	j->finished_us = wall_us();
+	j->finished_us = pd_wall_us();
 }
 
 /* ---- the observation record (the native API's answer, the store's row) ------------------ */

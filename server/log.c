@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 static bool log_on = true;
@@ -62,11 +61,10 @@ char *pd_log_line(const char *level, const char *msg, const pd_log_field *f, siz
 	json_decref(o);
 	if (!body)
 		return NULL;
-	struct timeval tv;
-	gettimeofday(&tv, NULL);
+	uint64_t ms = pd_wall_us() / 1000;
 	/* body is "{...}": the timestamp goes in front of its first member */
 	char *line = NULL;
-	if (asprintf(&line, "{\"ts\":%lld.%03ld,%s\n", (long long)tv.tv_sec, (long)(tv.tv_usec / 1000), body + 1) < 0)
+	if (asprintf(&line, "{\"ts\":%llu.%03u,%s\n", (unsigned long long)(ms / 1000), (unsigned)(ms % 1000), body + 1) < 0)
 		line = NULL;
 	free(body);
 	return line;

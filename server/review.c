@@ -29,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 
 /* the earlier passes a median is taken over: the newest ones */
 #define MEDIAN_ROWS 1000
@@ -63,12 +62,6 @@ void pd_review_cfg_default(pd_review_cfg *c)
 	c->group_min = 3;
 }
 
-static int64_t now_ms(void)
-{
-	struct timeval tv;
-	gettimeofday(&tv, NULL);
-	return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
 
 int review_schema(sqlite3 *db, char **err)
 {
@@ -134,7 +127,7 @@ static void enqueue(sqlite3 *db, int64_t row, const pd_job *j, const char *reaso
 		sqlite3_bind_text(st, 4, j->template_name, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 5, reason, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 6, detail, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 7, now_ms());
+	sqlite3_bind_int64(st, 7, (int64_t)(pd_wall_us() / 1000));
 	sqlite3_step(st);
 	sqlite3_finalize(st);
 }
@@ -391,7 +384,7 @@ int review_decide(sqlite3 *db, int64_t id, const char *decision, const char *not
 	sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
 	if (note)
 		sqlite3_bind_text(st, 2, note, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(st, 3, now_ms());
+	sqlite3_bind_int64(st, 3, (int64_t)(pd_wall_us() / 1000));
 	sqlite3_bind_int64(st, 4, id);
 	int rc = sqlite3_step(st);
 	sqlite3_finalize(st);
@@ -407,7 +400,7 @@ int review_decide(sqlite3 *db, int64_t id, const char *decision, const char *not
 			       " AND problem_id <> '' ON CONFLICT(problem_id) DO UPDATE SET confirmed = confirmed + 1,"
 			       " last_review = excluded.last_review",
 			       -1, &st, NULL) == SQLITE_OK) {
-		sqlite3_bind_int64(st, 1, now_ms());
+		sqlite3_bind_int64(st, 1, (int64_t)(pd_wall_us() / 1000));
 		sqlite3_bind_int64(st, 2, id);
 		sqlite3_step(st);
 		sqlite3_finalize(st);

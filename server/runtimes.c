@@ -440,8 +440,7 @@ static void *probe_main(void *arg)
 		fcntl(p[0], F_SETFL, O_NONBLOCK);
 		pr[np++] = (probe){.lang = i, .pid = pid, .fd = p[0]};
 	}
-	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	uint64_t t0 = pd_now_us();
 	for (;;) {
 		struct pollfd pf[MAX_LANG];
 		size_t open_ = 0, map[MAX_LANG];
@@ -452,9 +451,7 @@ static void *probe_main(void *arg)
 			}
 		if (!open_)
 			break;
-		struct timespec now;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		long left = 10000 - ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
+		long left = 10000 - (long)((pd_now_us() - t0) / 1000);
 		if (left <= 0)
 			break;
 		if (poll(pf, open_, (int)left) < 0 && errno != EINTR)

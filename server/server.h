@@ -36,6 +36,10 @@ typedef enum pd_failure {
 } pd_failure;
 
 const char *pd_failure_name(pd_failure f);
+/* The class a stored record's "failure_class" names (PD_F_NONE for "none" or a name it does not
+ * know): for text read back from the store, never for a verdict being made (pd_verdict has the
+ * enum). */
+pd_failure pd_failure_parse(const char *name);
 /* The failure class of one exec: its status's (TO exec_timeout, ML oom, OL output_limit, XX
  * internal_error), else policy_violation when the audit refused a call or (v, may be NULL) failed
  * the process level, else none. One rule for a job's steps (job.c) and paddock exec's record. */

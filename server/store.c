@@ -378,12 +378,12 @@ int pd_store_staged(pd_store *s, int (*settle)(void *arg, const char *request_id
 	return out;
 }
 
-int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
+/* The record to store: the job's own, or made from the job, then completed with a residue report
+ * that came before it (the reclaimer usually reports before the record is written: completed
+ * before the insert, not rewritten after it; a record the job carries is not ours to change). */
+static json_t *record_of(pd_store *s, const pd_job *j)
 {
 	json_t *rec = j->record ? json_incref(j->record) : pd_job_to_json(j);
-	/* the reclaimer usually reports before the record is written: completed before the insert
-	 * (a record of our own making: one the job carries is not ours to change), not rewritten
-	 * after it */
 	char early[128];
 	int64_t early_td = -1;
 	if (!j->record && rec && j->use_id[0] && take_early_residue(s, j->use_id, early, sizeof early, &early_td)) {
@@ -395,13 +395,13 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 			if (json_is_object(json_object_get(rec, *k)))
 				json_object_set_new(json_object_get(rec, *k), "residue", json_string(early));
 	}
-	char *text = rec ? pd_json_dumps(rec, JSON_COMPACT) : NULL;
-	if (!text) {
-		json_decref(rec);
-		return pd_fail(e, ENOMEM, "record");
-	}
+	return rec;
+}
+
+/* The answering attempt's row: its columns from the job's own fields. Lock held. */
+static void bind_last_locked(pd_store *s, const pd_job *j, const char *node, json_t *rec, const char *text)
+{
 	const pd_result *r = j->ran ? &j->run_r : j->compiled ? &j->compile_r : NULL;
-	pthread_mutex_lock(&s->mu);
 	sqlite3_stmt *st = s->put;
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
@@ -429,6 +429,91 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	sqlite3_bind_int64(st, 19, r ? (sqlite3_int64)r->memory_peak_bytes : 0);
 	bind_record(st, j, rec, text, true);
 	bind_opt(st, 21, j->request_id);
+}
+
+/* Inside the transaction, the answering row inserted (row): the earlier attempts' rows, the
+ * stage (with the earlier claimed requests' cleared), the commit, then the claim. Returns the
+ * SQLite code of the writes (SQLITE_DONE: committed), or -1 (e set) when the claim was refused
+ * and the rows were taken out again. Lock held. */
+static int commit_attempts_locked(pd_store *s, const pd_job *j, const char *node, int64_t row, pd_err *e)
+{
+	size_t nprior = json_array_size(j->prior);
+	int rc = SQLITE_DONE;
+	sqlite3_reset(s->put);
+	for (size_t i = 0; i < nprior && rc == SQLITE_DONE; i++)
+		rc = put_prior_locked(s, j, node, json_array_get(j->prior, i), (unsigned)i + 1);
+	bool staged = rc == SQLITE_DONE && j->claim;
+	/* the earlier claimed requests' stage goes in this commit (before this one is staged: never
+	 * its own id, which the unique key refused above if it were recorded) */
+	bool unstaged = rc == SQLITE_DONE && s->nclaimed;
+	if (unstaged)
+		rc = unstage_claimed_locked(s);
+	int64_t last = sqlite3_last_insert_rowid(s->db);
+	if (staged && rc == SQLITE_DONE)
+		rc = stage_locked(s, j->request_id, j->claim_token, row, last);
+	if (rc == SQLITE_DONE && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		rc = sqlite3_extended_errcode(s->db);
+	if (rc != SQLITE_DONE)
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	else if (unstaged)
+		s->nclaimed = 0;
+	if (rc != SQLITE_DONE || !staged)
+		return rc;
+	if (j->claim(j, j->claim_arg, e) < 0) {
+		unstage_locked(s, j->request_id, false);
+		return -1;
+	}
+	/* kept staged until the next commit (s->claimed); a full list is cleared now */
+	if (s->nclaimed == sizeof s->claimed / sizeof s->claimed[0])
+		unstage_claimed_txn_locked(s);
+	if (s->nclaimed < sizeof s->claimed / sizeof s->claimed[0])
+		snprintf(s->claimed[s->nclaimed++], sizeof s->claimed[0], "%s", j->request_id);
+	else
+		unstage_locked(s, j->request_id, true);
+	return rc;
+}
+
+/* After the writes (rc): a failure counted (a full disk apart), or the size looked at. Returns
+ * 0 or -1 (e set). Lock held. */
+static int account_locked(pd_store *s, int rc, size_t written, pd_err *e)
+{
+	if (rc != SQLITE_DONE) {
+		/* a full disk shows as SQLITE_FULL, or as an I/O error whose errno is ENOSPC (a WAL or
+		 * journal write that found no room) */
+		bool nospace = rc == SQLITE_FULL || sqlite3_system_errno(s->db) == ENOSPC ||
+			       sqlite3_system_errno(s->db) == EDQUOT;
+		if (nospace) {
+			s->full = true;
+			s->failed_full++;
+		} else {
+			s->failed_other++;
+		}
+		return pd_fail(e, nospace ? ENOSPC : EIO, "store: %s", sqlite3_errmsg(s->db));
+	}
+	if (s->max) {
+		/* a look at the size (three pragmas) for every 64th of the cap written; the insert is
+		 * reset first, so that its transaction has ended before a delete begins another */
+		s->since += written + 512;
+		if (s->since >= s->max / 64) {
+			s->since = 0;
+			sqlite3_reset(s->put);
+			if (used_bytes(s->db) > s->max)
+				prune_locked(s);
+		}
+	}
+	return 0;
+}
+
+int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
+{
+	json_t *rec = record_of(s, j);
+	char *text = rec ? pd_json_dumps(rec, JSON_COMPACT) : NULL;
+	if (!text) {
+		json_decref(rec);
+		return pd_fail(e, ENOMEM, "record");
+	}
+	pthread_mutex_lock(&s->mu);
+	bind_last_locked(s, j, node, rec, text);
 	size_t nprior = json_array_size(j->prior);
 	/* A job's attempts commit together. A request's record goes with its claim (the cluster's mark,
 	 * in the broker, that this node recorded it): the rows commit first, staged (their ids and the
@@ -440,81 +525,22 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	 * would lose a claimed record to a kill between the two. The lock is held throughout, so this
 	 * process never shows a row before its claim. */
 	bool txn = (j->request_id[0] || nprior) && sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
-	int rc = sqlite3_step(st);
-	int out = 0;
+	int rc = sqlite3_step(s->put);
 	/* the answering attempt's row, for the review queue (the earlier attempts are inserted after) */
 	int64_t row = rc == SQLITE_DONE ? sqlite3_last_insert_rowid(s->db) : 0;
 	if (txn && rc == SQLITE_CONSTRAINT) {
-		sqlite3_reset(st);
+		sqlite3_reset(s->put);
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-		pthread_mutex_unlock(&s->mu);
-		json_decref(rec);
-		free(text);
-		return pd_fail(e, EEXIST, "request %s is recorded already", j->request_id);
-	}
-	if (txn && rc == SQLITE_DONE) {
-		sqlite3_reset(st);
-		for (size_t i = 0; i < nprior && rc == SQLITE_DONE; i++)
-			rc = put_prior_locked(s, j, node, json_array_get(j->prior, i), (unsigned)i + 1);
-		bool staged = rc == SQLITE_DONE && j->claim;
-		/* the earlier claimed requests' stage goes in this commit (before this one is staged:
-		 * never its own id, which the unique key refused above if it were recorded) */
-		bool unstaged = rc == SQLITE_DONE && s->nclaimed;
-		if (unstaged)
-			rc = unstage_claimed_locked(s);
-		int64_t last = sqlite3_last_insert_rowid(s->db);
-		if (staged && rc == SQLITE_DONE)
-			rc = stage_locked(s, j->request_id, j->claim_token, row, last);
-		if (rc == SQLITE_DONE && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-			rc = sqlite3_extended_errcode(s->db);
-		if (rc != SQLITE_DONE)
-			sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-		else if (unstaged)
-			s->nclaimed = 0;
-		if (rc == SQLITE_DONE && staged) {
-			if (j->claim(j, j->claim_arg, e) < 0) {
-				unstage_locked(s, j->request_id, false);
-				pthread_mutex_unlock(&s->mu);
-				json_decref(rec);
-				free(text);
-				return -1;
-			}
-			/* kept staged until the next commit (s->claimed); a full list is cleared now */
-			if (s->nclaimed == sizeof s->claimed / sizeof s->claimed[0])
-				unstage_claimed_txn_locked(s);
-			if (s->nclaimed < sizeof s->claimed / sizeof s->claimed[0])
-				snprintf(s->claimed[s->nclaimed++], sizeof s->claimed[0], "%s", j->request_id);
-			else
-				unstage_locked(s, j->request_id, true);
-		}
+		rc = -1;
+		pd_fail(e, EEXIST, "request %s is recorded already", j->request_id);
+	} else if (txn && rc == SQLITE_DONE) {
+		rc = commit_attempts_locked(s, j, node, row, e);
 	} else if (txn) {
-		sqlite3_reset(st);
+		sqlite3_reset(s->put);
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 	}
-	if (rc != SQLITE_DONE) {
-		/* a full disk shows as SQLITE_FULL, or as an I/O error whose errno is ENOSPC (a WAL or
-		 * journal write that found no room) */
-		bool nospace = rc == SQLITE_FULL || sqlite3_system_errno(s->db) == ENOSPC ||
-			       sqlite3_system_errno(s->db) == EDQUOT;
-		out = pd_fail(e, nospace ? ENOSPC : EIO, "store: %s", sqlite3_errmsg(s->db));
-		if (nospace) {
-			s->full = true;
-			s->failed_full++;
-		} else {
-			s->failed_other++;
-		}
-	} else if (s->max) {
-		/* a look at the size (three pragmas) for every 64th of the cap written; the insert is
-		 * reset first, so that its transaction has ended before a delete begins another */
-		s->since += strlen(text) + 512;
-		if (s->since >= s->max / 64) {
-			s->since = 0;
-			sqlite3_reset(st);
-			if (used_bytes(s->db) > s->max)
-				prune_locked(s);
-		}
-	}
-	sqlite3_reset(st);
+	int out = rc < 0 ? -1 : account_locked(s, rc, strlen(text), e);
+	sqlite3_reset(s->put);
 	/* a residue report that came before the record completes it now (the earlier attempts'
 	 * sandboxes were reclaimed first of all) */
 	if (rc == SQLITE_DONE) {

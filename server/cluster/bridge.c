@@ -30,39 +30,14 @@
 
 #define N pd_nats
 
-uint64_t cl_wall_ms(void)
-{
-	struct timeval tv;
-	gettimeofday(&tv, NULL);
-	return (uint64_t)tv.tv_sec * 1000u + (uint64_t)tv.tv_usec / 1000u;
-}
-
-const char *cl_status(natsStatus s)
-{
-	return N.natsStatus_GetText ? N.natsStatus_GetText(s) : "nats";
-}
-
-void cl_wake_all(pd_cluster *c)
+/* Wakes every cluster thread (quiesce, stop); under c->mu. */
+static void cl_wake_all(pd_cluster *c)
 {
 	pthread_cond_broadcast(&c->sub_cv);
 	pthread_cond_broadcast(&c->slot_cv);
 	pthread_cond_broadcast(&c->ready_cv);
 	pthread_cond_broadcast(&c->tick_cv);
 	pthread_cond_broadcast(&c->rec_cv);
-}
-
-void cl_result_key(const char *id, char *key, size_t len)
-{
-	size_t k = 0;
-	for (const unsigned char *p = (const unsigned char *)id; *p && k + 4 < len; p++) {
-		bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-			     *p == '-' || *p == '_';
-		if (plain)
-			key[k++] = (char)*p;
-		else
-			k += (size_t)snprintf(key + k, len - k, "=%02X", *p);
-	}
-	key[k] = 0;
 }
 
 /* ---- start and stop ------------------------------------------------------------------------ */
@@ -125,12 +100,12 @@ static int start_consumers(pd_cluster *c, pd_err *e)
 		cl_consumer *k = &c->consumers[c->nconsumers];
 		k->c = c;
 		snprintf(k->template_name, sizeof k->template_name, "%s", st[i].template_name);
-		char tok[200], name[260], filter[300];
-		cl_template_token(k->template_name, tok, sizeof tok);
-		if (!tok[0])
-			snprintf(tok, sizeof tok, "_");
-		snprintf(name, sizeof name, CL_WORK_CONSUMER_PREFIX "%s", tok);
-		snprintf(filter, sizeof filter, "paddock.work.*.%s", tok);
+		char ttok[200], name[260], filter[300];
+		cl_template_token(k->template_name, ttok, sizeof ttok);
+		if (!ttok[0])
+			snprintf(ttok, sizeof ttok, "_");
+		snprintf(name, sizeof name, CL_WORK_CONSUMER_PREFIX "%s", ttok);
+		snprintf(filter, sizeof filter, "paddock.work.*.%s", ttok);
 		jsSubOptions so;
 		N.jsSubOptions_Init(&so);
 		so.Stream = CL_WORK_STREAM;
@@ -173,6 +148,74 @@ bool pd_cluster_id_ok(const char *id)
 		      *p == '_' || *p == '.'))
 			return false;
 	return true;
+}
+
+/* The connection to the broker and the two JetStream contexts (the work's, the recorder's). */
+static int connect_broker(pd_cluster *c, pd_err *e)
+{
+	natsStatus s = N.natsOptions_Create(&c->nopts);
+	if (s == NATS_OK)
+		s = N.natsOptions_SetURL(c->nopts, c->urls);
+	/* a broker restart is waited out, for ever: queued work stays in the stream meanwhile */
+	if (s == NATS_OK)
+		s = N.natsOptions_SetMaxReconnect(c->nopts, -1);
+	if (s == NATS_OK)
+		s = N.natsOptions_SetReconnectWait(c->nopts, 250);
+	if (s == NATS_OK)
+		s = N.natsOptions_SetTimeout(c->nopts, 2000);
+	if (s == NATS_OK)
+		s = N.natsOptions_SetPingInterval(c->nopts, 2000);
+	if (s == NATS_OK)
+		s = N.natsOptions_SetReconnectBufSize(c->nopts, 64 << 20);
+	/* acks and "ready" notes written by the thread that makes them, not handed to libnats'
+	 * flusher thread: one wake-up fewer for each, and the origin hears of its answer sooner */
+	if (s == NATS_OK)
+		s = N.natsOptions_SetSendAsap(c->nopts, true);
+	if (s != NATS_OK)
+		return pd_fail_as(e, EINVAL, "--cluster %s: %s", c->urls, cl_status(s));
+	if ((s = N.natsConnection_Connect(&c->nc, c->nopts)) != NATS_OK)
+		return pd_fail_as(e, ECONNREFUSED, "cluster: connect to %s: %s", c->urls, cl_status(s));
+	c->max_payload = N.natsConnection_GetMaxPayload(c->nc);
+	jsOptions jo;
+	N.jsOptions_Init(&jo);
+	jo.Wait = 3000;
+	/* work is published without waiting (edge.c): the broker's acks come to cl_on_pub_ack */
+	jo.PublishAsync.AckHandler = cl_on_pub_ack;
+	jo.PublishAsync.AckHandlerClosure = c;
+	jo.PublishAsync.MaxPending = 65536;
+	if ((s = N.natsConnection_JetStream(&c->js, c->nc, &jo)) != NATS_OK)
+		return pd_fail_as(e, EIO, "cluster: JetStream: %s", cl_status(s));
+	/* the recorder's own context: its publishes' acks are counted apart from the work's */
+	N.jsOptions_Init(&jo);
+	jo.Wait = 3000;
+	jo.PublishAsync.AckHandler = cl_on_record_ack;
+	jo.PublishAsync.AckHandlerClosure = c;
+	jo.PublishAsync.MaxPending = 4096;
+	if ((s = N.natsConnection_JetStream(&c->rjs, c->nc, &jo)) != NATS_OK)
+		return pd_fail_as(e, EIO, "cluster: JetStream: %s", cl_status(s));
+	return 0;
+}
+
+/* The node's first heartbeat, then its threads: publishers, poller, ticker, leaser, recorder,
+ * and a puller per template consumer. */
+static int start_threads(pd_cluster *c, pd_err *e)
+{
+	cl_heartbeat(c);
+	for (int i = 0; i < 2; i++)
+		c->started[i] = pthread_create(&c->publishers[i], NULL, cl_publisher_main, c) == 0;
+	c->started[2] = pthread_create(&c->poller, NULL, cl_poller_main, c) == 0;
+	c->started[3] = pthread_create(&c->ticker, NULL, cl_ticker_main, c) == 0;
+	c->started[4] = pthread_create(&c->leaser, NULL, cl_leaser_main, c) == 0;
+	c->started[5] = !c->store || pthread_create(&c->recorder, NULL, cl_recorder_main, c) == 0;
+	for (int i = 0; i < 6; i++)
+		if (!c->started[i])
+			return pd_fail(e, EAGAIN, "cluster: threads");
+	for (size_t i = 0; i < c->nconsumers; i++) {
+		cl_consumer *k = &c->consumers[i];
+		if (!(k->started = pthread_create(&k->thread, NULL, cl_puller_main, k) == 0))
+			return pd_fail(e, EAGAIN, "cluster: threads");
+	}
+	return 0;
 }
 
 pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools *pools, pd_ctx *ctx,
@@ -224,54 +267,8 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 		pd_fail_as(e, EINVAL, "--node-id '%s': " PD_CLUSTER_ID_RULE, c->node);
 		goto fail;
 	}
-	natsStatus s = N.natsOptions_Create(&c->nopts);
-	if (s == NATS_OK)
-		s = N.natsOptions_SetURL(c->nopts, c->urls);
-	/* a broker restart is waited out, for ever: queued work stays in the stream meanwhile */
-	if (s == NATS_OK)
-		s = N.natsOptions_SetMaxReconnect(c->nopts, -1);
-	if (s == NATS_OK)
-		s = N.natsOptions_SetReconnectWait(c->nopts, 250);
-	if (s == NATS_OK)
-		s = N.natsOptions_SetTimeout(c->nopts, 2000);
-	if (s == NATS_OK)
-		s = N.natsOptions_SetPingInterval(c->nopts, 2000);
-	if (s == NATS_OK)
-		s = N.natsOptions_SetReconnectBufSize(c->nopts, 64 << 20);
-	/* acks and "ready" notes written by the thread that makes them, not handed to libnats'
-	 * flusher thread: one wake-up fewer for each, and the origin hears of its answer sooner */
-	if (s == NATS_OK)
-		s = N.natsOptions_SetSendAsap(c->nopts, true);
-	if (s != NATS_OK) {
-		pd_fail_as(e, EINVAL, "--cluster %s: %s", c->urls, cl_status(s));
+	if (connect_broker(c, e) < 0)
 		goto fail;
-	}
-	if ((s = N.natsConnection_Connect(&c->nc, c->nopts)) != NATS_OK) {
-		pd_fail_as(e, ECONNREFUSED, "cluster: connect to %s: %s", c->urls, cl_status(s));
-		goto fail;
-	}
-	c->max_payload = N.natsConnection_GetMaxPayload(c->nc);
-	jsOptions jo;
-	N.jsOptions_Init(&jo);
-	jo.Wait = 3000;
-	/* work is published without waiting (edge.c): the broker's acks come to cl_on_pub_ack */
-	jo.PublishAsync.AckHandler = cl_on_pub_ack;
-	jo.PublishAsync.AckHandlerClosure = c;
-	jo.PublishAsync.MaxPending = 65536;
-	if ((s = N.natsConnection_JetStream(&c->js, c->nc, &jo)) != NATS_OK) {
-		pd_fail_as(e, EIO, "cluster: JetStream: %s", cl_status(s));
-		goto fail;
-	}
-	/* the recorder's own context: its publishes' acks are counted apart from the work's */
-	N.jsOptions_Init(&jo);
-	jo.Wait = 3000;
-	jo.PublishAsync.AckHandler = cl_on_record_ack;
-	jo.PublishAsync.AckHandlerClosure = c;
-	jo.PublishAsync.MaxPending = 4096;
-	if ((s = N.natsConnection_JetStream(&c->rjs, c->nc, &jo)) != NATS_OK) {
-		pd_fail_as(e, EIO, "cluster: JetStream: %s", cl_status(s));
-		goto fail;
-	}
 	if (ensure_stream(c, e) < 0 ||
 	    ensure_bucket(c, CL_RESULTS_BUCKET, (int64_t)c->o.window_s * 1000000000LL, &c->results, e) < 0 ||
 	    ensure_bucket(c, CL_NODES_BUCKET, (int64_t)CL_NODE_TTL_S * 1000000000LL, &c->nodes, e) < 0 ||
@@ -279,7 +276,8 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 		goto fail;
 	char subject[128];
 	snprintf(subject, sizeof subject, CL_NOTIFY_PREFIX "%s", c->node);
-	if ((s = N.natsConnection_Subscribe(&c->notify, c->nc, subject, cl_on_notify, c)) != NATS_OK) {
+	natsStatus s = N.natsConnection_Subscribe(&c->notify, c->nc, subject, cl_on_notify, c);
+	if (s != NATS_OK) {
 		pd_fail_as(e, EIO, "cluster: subscribe %s: %s", subject, cl_status(s));
 		goto fail;
 	}
@@ -292,25 +290,8 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 		goto fail;
 	if (start_consumers(c, e) < 0)
 		goto fail;
-	cl_heartbeat(c);
-	for (int i = 0; i < 2; i++)
-		c->started[i] = pthread_create(&c->publishers[i], NULL, cl_publisher_main, c) == 0;
-	c->started[2] = pthread_create(&c->poller, NULL, cl_poller_main, c) == 0;
-	c->started[3] = pthread_create(&c->ticker, NULL, cl_ticker_main, c) == 0;
-	c->started[4] = pthread_create(&c->leaser, NULL, cl_leaser_main, c) == 0;
-	c->started[5] = !c->store || pthread_create(&c->recorder, NULL, cl_recorder_main, c) == 0;
-	for (int i = 0; i < 6; i++)
-		if (!c->started[i]) {
-			pd_fail(e, EAGAIN, "cluster: threads");
-			goto fail;
-		}
-	for (size_t i = 0; i < c->nconsumers; i++) {
-		cl_consumer *k = &c->consumers[i];
-		if (!(k->started = pthread_create(&k->thread, NULL, cl_puller_main, k) == 0)) {
-			pd_fail(e, EAGAIN, "cluster: threads");
-			goto fail;
-		}
-	}
+	if (start_threads(c, e) < 0)
+		goto fail;
 	pd_log("info", "cluster: joined", PD_LS("node", c->node), PD_LS("servers", c->urls),
 	       PD_LU("slots", c->slots), PD_LU("templates", c->nconsumers), PD_LU("ack_wait_s", c->o.ack_wait_s));
 	return c;
@@ -370,8 +351,8 @@ void pd_cluster_stop(pd_cluster *c)
 	/* every asynchronous publish is acked or has failed by its ack wait (libnats calls
 	 * cl_on_pub_ack either way): none may call it once c is freed */
 	pthread_mutex_lock(&c->mu);
-	uint64_t until = cl_wall_ms() + 10000;
-	while (c->pub_inflight && cl_wall_ms() < until) {
+	uint64_t until = pd_now_us() / 1000 + 10000;
+	while (c->pub_inflight && pd_now_us() / 1000 < until) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += 1;

@@ -7,8 +7,14 @@
  *               the node's metrics
  *   httpc.c     the small HTTP client forwarding uses (and paddock run --cluster)
  *   forward.c   session requests for another node, forwarded to it
- *   records.c   the shared record store: the outbox published to a stream, reads from it
+ *   records.c   the shared record store: the outbox published to a stream, reads from it; a
+ *               run's whole output beyond its record
  *   objects.c   large values (results, records, whole outputs) as chunks in a stream
+ *   broker.c    the small tools all of these share: status text, keys, the results bucket's
+ *               read, a stream that fits the broker's store
+ * Calls run one way: bridge.c (start and stop) calls the rest; executor.c calls edge.c (an
+ * answer in process) and records.c, nodes.c, refs.c; records.c and refs.c call objects.c; all
+ * call broker.c, which calls none of them.
  * The broker's names (docs/cluster.md lists them) are here, once. */
 #ifndef PADDOCK_CLUSTER_H
 #define PADDOCK_CLUSTER_H
@@ -108,6 +114,7 @@ struct pd_cluster {
 	uint64_t records_published;
 };
 
+/* broker.c: the small tools every file here uses (it calls none of them) */
 /* The results bucket's key of a request id: the id's bytes a key may hold as they are, others
  * (and '=') as =XX: one key per id, never two ids on one key. */
 void cl_result_key(const char *request_id, char *key, size_t len);
@@ -115,16 +122,16 @@ void cl_result_key(const char *request_id, char *key, size_t len);
 #define cl_template_token cl_result_key
 /* A status's text, for logs and errors. */
 const char *cl_status(natsStatus s);
-uint64_t cl_wall_ms(void);
-/* Wakes every cluster thread (quiesce, stop); under c->mu. */
-void cl_wake_all(pd_cluster *c);
-
-/* edge.c */
-/* Settles the store's records that a kill left between commit and claim (pd_store_staged):
- * before the node pulls work. */
-int cl_settle_staged(pd_cluster *c, pd_err *e);
 /* The stored answer of a request id: 1 (and *val, malloc'd), 0 none, -1 the broker did not say. */
 int cl_result_get(pd_cluster *c, const char *request_id, char **val, size_t *len);
+/* Makes a stream or brings it to sc; a default MaxBytes the broker's store has no room for is
+ * halved until it fits. */
+int cl_stream_fit(pd_cluster *c, jsStreamConfig *sc, bool explicit_bytes, pd_err *e);
+/* Sets sc's age and size from --cluster-records-max-age/-max-bytes (the records' and the
+ * objects' streams share them); *explicit_bytes when the operator gave the size. */
+void cl_stream_retention(pd_cluster *c, jsStreamConfig *sc, bool *explicit_bytes);
+
+/* edge.c */
 void *cl_publisher_main(void *arg);
 void *cl_poller_main(void *arg);
 void cl_on_notify(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *arg);
@@ -137,6 +144,9 @@ void cl_on_pub_ack(jsCtx *js, natsMsg *m, jsPubAck *pa, jsPubAckErr *pae, void *
 void cl_edge_drain(pd_cluster *c);
 
 /* executor.c */
+/* Settles the store's records that a kill left between commit and claim (pd_store_staged):
+ * before the node pulls work. */
+int cl_settle_staged(pd_cluster *c, pd_err *e);
 void *cl_puller_main(void *arg);
 void *cl_ticker_main(void *arg);
 void *cl_leaser_main(void *arg);
@@ -155,12 +165,6 @@ void cl_ref_fetch(pd_cluster *c, json_t *ref, const char *node, const char *toke
 		  size_t *len);
 
 /* records.c */
-/* Makes a stream or brings it to sc; a default MaxBytes the broker's store has no room for is
- * halved until it fits. */
-int cl_stream_fit(pd_cluster *c, jsStreamConfig *sc, bool explicit_bytes, pd_err *e);
-/* Sets sc's age and size from --cluster-records-max-age/-max-bytes (the records' and the
- * objects' streams share them); *explicit_bytes when the operator gave the size. */
-void cl_stream_retention(pd_cluster *c, jsStreamConfig *sc, bool *explicit_bytes);
 /* Makes (or brings to this node's retention) the shared record stream. */
 int cl_records_stream(pd_cluster *c, pd_err *e);
 /* Publishes the store's outbox as records are stored. */
@@ -169,6 +173,9 @@ void *cl_recorder_main(void *arg);
 void cl_on_record_ack(jsCtx *js, natsMsg *m, jsPubAck *pa, jsPubAckErr *pae, void *arg);
 /* A record was stored: the recorder looks now. Under c->mu. */
 void cl_records_due(pd_cluster *c);
+/* A recorded run's whole output, when larger than its record keeps: in the object stream under
+ * its request id, for GET /v1/runs/{id}/output from any node. */
+void cl_output_keep(pd_cluster *c, const pd_job *j);
 
 /* objects.c */
 int cl_objects_stream(pd_cluster *c, pd_err *e);
@@ -177,9 +184,6 @@ int cl_obj_put(pd_cluster *c, const char *name, const void *data, size_t len, pd
 /* The object name's bytes (*data malloc'd, NUL-terminated); -1 with e->code ENOENT when there
  * is none. */
 int cl_obj_get(pd_cluster *c, const char *name, char **data, size_t *len, pd_err *e);
-/* A recorded run's whole output, when larger than its record keeps: in the object stream under
- * its request id, for GET /v1/runs/{id}/output from any node. */
-void cl_output_keep(pd_cluster *c, const pd_job *j);
 
 /* nodes.c */
 void cl_heartbeat(pd_cluster *c);

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -69,29 +68,6 @@ static void answer_from_value(pd_cluster *c, const char *val, size_t len, pd_clu
 	}
 	free(text);
 	json_decref(v);
-}
-
-/* The stored answer of a request id: 1 (and *val, malloc'd), 0 none, -1 the broker did not say. */
-int cl_result_get(pd_cluster *c, const char *request_id, char **val, size_t *len)
-{
-	char key[400];
-	cl_result_key(request_id, key, sizeof key);
-	kvEntry *en = NULL;
-	natsStatus s = N.kvStore_Get(&en, c->results, key);
-	if (s == NATS_NOT_FOUND)
-		return 0;
-	if (s != NATS_OK)
-		return -1;
-	int n = N.kvEntry_ValueLen(en);
-	*val = malloc((size_t)n + 1);
-	if (*val) {
-		if (n > 0) /* an empty value may have no buffer at all */
-			memcpy(*val, N.kvEntry_Value(en), (size_t)n);
-		(*val)[n] = 0;
-		*len = (size_t)n;
-	}
-	N.kvEntry_Destroy(en);
-	return *val ? 1 : -1;
 }
 
 /* Takes every waiter of request_id off the list (answered: counted as answered). */
@@ -248,7 +224,7 @@ void pd_cluster_submit(pd_cluster *c, const char *kind, const char *template_nam
 	w->cb = cb;
 	w->arg = arg;
 	w->poll_gap_ms = POLL_FIRST_MS;
-	w->next_poll_ms = cl_wall_ms() + POLL_FIRST_MS;
+	w->next_poll_ms = pd_wall_us() / 1000 + POLL_FIRST_MS;
 	pthread_mutex_lock(&c->mu);
 	if (c->stopping) {
 		pthread_mutex_unlock(&c->mu);
@@ -345,7 +321,7 @@ static void fail_waiters(pd_cluster *c, const char *request_id)
  * first: the message id does the duplicate check in the same round trip. */
 static int publish(pd_cluster *c, const cl_submit *q)
 {
-	uint64_t until = cl_wall_ms() + PUBLISH_GIVE_UP_MS;
+	uint64_t until = pd_now_us() / 1000 + PUBLISH_GIVE_UP_MS;
 	for (;;) {
 		natsMsg *m = NULL;
 		natsStatus s = work_msg(c, q->subject, q->kind, q->request_id, q->body, q->len, &m);
@@ -373,7 +349,7 @@ static int publish(pd_cluster *c, const cl_submit *q)
 		c->publish_failures++;
 		bool stop = c->stopping;
 		pthread_mutex_unlock(&c->mu);
-		if (stop || cl_wall_ms() >= until) {
+		if (stop || pd_now_us() / 1000 >= until) {
 			pd_log("warn", "cluster: work not published", PD_LS("request_id", q->request_id),
 			       PD_LS("error", cl_status(s)));
 			return 0;
@@ -488,7 +464,7 @@ void *cl_poller_main(void *arg)
 		if (!c->nready && !c->stopping) {
 			if (!c->poll_due) {
 				pthread_cond_wait(&c->ready_cv, &c->mu);
-			} else if (c->poll_due > cl_wall_ms()) {
+			} else if (c->poll_due > pd_wall_us() / 1000) {
 				struct timespec ts = {.tv_sec = (time_t)(c->poll_due / 1000),
 						      .tv_nsec = (long)(c->poll_due % 1000) * 1000000L};
 				pthread_cond_timedwait(&c->ready_cv, &c->mu, &ts);
@@ -513,7 +489,7 @@ void *cl_poller_main(void *arg)
 		/* due looks, at most 64 a round so announced results are not kept behind them */
 		char due[64][128];
 		size_t ndue = 0;
-		uint64_t now = cl_wall_ms();
+		uint64_t now = pd_wall_us() / 1000;
 		uint64_t next_due = 0;
 		for (cl_waiter *w = c->waiters; w; w = w->next) {
 			if (w->next_poll_ms <= now && ndue < 64) {

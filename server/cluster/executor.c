@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -125,7 +124,7 @@ static int claim_put(pd_cluster *c, const char *request_id, const char *token, c
 {
 	char key[400];
 	cl_result_key(request_id, key, sizeof key);
-	uint64_t until = cl_wall_ms() + 60000;
+	uint64_t until = pd_now_us() / 1000 + 60000;
 	for (;;) {
 		uint64_t rev = 0;
 		natsStatus s = N.kvStore_Create(&rev, c->results, key, val, (int)len);
@@ -141,7 +140,7 @@ static int claim_put(pd_cluster *c, const char *request_id, const char *token, c
 			N.kvEntry_Destroy(en);
 			return ours ? 0 : pd_fail(e, EEXIST, "request %s was recorded by another node", request_id);
 		}
-		if (s != NATS_NOT_FOUND && cl_wall_ms() >= until)
+		if (s != NATS_NOT_FOUND && pd_now_us() / 1000 >= until)
 			return pd_fail_as(e, EIO, "cluster broker: %s", cl_status(s));
 		if (s != NATS_NOT_FOUND)
 			usleep(200 * 1000);
@@ -337,9 +336,7 @@ static void take_task(pd_cluster *c, natsMsg *m)
 	v = NULL;
 	snprintf(t->kind, sizeof t->kind, "%s",
 		 N.natsMsgHeader_Get(m, "Paddock-Kind", &v) == NATS_OK && v ? v : "native");
-	static uint64_t seq;
-	snprintf(t->token, sizeof t->token, "%s-%08" PRIx32 "-%" PRIu64, c->node, c->run_id,
-		 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+	pd_new_id(t->token, sizeof t->token, c->run_id, "%s", c->node);
 	uint64_t delivered = 1, waited_us = 0;
 	jsMsgMetaData *meta = NULL;
 	if (N.natsMsg_GetMetaData(&meta, m) == NATS_OK) {
@@ -411,7 +408,7 @@ static void take_task(pd_cluster *c, natsMsg *m)
 		snprintf(j->error, sizeof j->error,
 			 "delivered %" PRIu64 " times, and every node that took it stopped before recording it",
 			 delivered - 1);
-		j->queued_us = j->started_us = j->finished_us = cl_wall_ms() * 1000;
+		j->queued_us = j->started_us = j->finished_us = pd_wall_us();
 		if (pd_store_put(c->store, j, c->node, &e) < 0) {
 			j->store_errno = e.code ? e.code : EIO;
 			snprintf(j->store_error, sizeof j->store_error, "%s", PD_ERR_STR(&e));
@@ -520,8 +517,8 @@ void *cl_ticker_main(void *arg)
 		/* the stage of claimed records that no later record's commit cleared (pd_store_put) */
 		pd_store_unstage(c->store);
 		cl_heartbeat(c);
-		if (cl_wall_ms() - last_expire >= 60000) {
-			last_expire = cl_wall_ms();
+		if (pd_now_us() / 1000 - last_expire >= 60000) {
+			last_expire = pd_now_us() / 1000;
 			cl_ref_expire(c);
 		}
 		pthread_mutex_lock(&c->mu);

@@ -25,7 +25,7 @@ void cl_heartbeat(pd_cluster *c)
 	free(st);
 	char run[16];
 	snprintf(run, sizeof run, "%08" PRIx32, c->run_id);
-	uint64_t now = cl_wall_ms();
+	uint64_t now = pd_wall_us() / 1000;
 	time_t secs = (time_t)(now / 1000);
 	struct tm tm;
 	gmtime_r(&secs, &tm);

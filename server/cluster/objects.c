@@ -5,8 +5,8 @@
  * first chunk). A reader takes the last description and reads that many chunks from "first":
  * an object put again (a retry) is read as its last put, whole. Objects are kept as long as
  * records are (the record stream's age and size). Used for results larger than the broker
- * carries (edge.c, executor.c), records too (records.c), and a run's whole output
- * (GET /v1/runs/{id}/output). */
+ * carries (refs.c), records too large for the record stream, and a run's whole output
+ * (records.c). */
 #define _GNU_SOURCE
 #include "cluster.h"
 
@@ -143,87 +143,4 @@ int cl_obj_get(pd_cluster *c, const char *name, char **data, size_t *len, pd_err
 	*data = buf;
 	*len = got;
 	return 0;
-}
-
-/* ---- a run's whole output ------------------------------------------------------------------- */
-
-#define OUTPUT_OBJECT_MIN (1u << 20) /* a record keeps a head and a tail of each stream: 1 MiB by default */
-
-static void output_name(const char *request_id, int i, char *name, size_t len)
-{
-	snprintf(name, len, "out-%s-%s", request_id, i ? "stderr" : "stdout");
-}
-
-void cl_output_keep(pd_cluster *c, const pd_job *j)
-{
-	const pd_step *st = j->ran ? &j->run : &j->compile;
-	if (!j->request_id[0] || (!st->whole[0] && !st->whole[1]) ||
-	    st->whole_len[0] + st->whole_len[1] <= OUTPUT_OBJECT_MIN)
-		return;
-	for (int i = 0; i < 2; i++) {
-		char name[200];
-		output_name(j->request_id, i, name, sizeof name);
-		pd_err e = {0};
-		if (cl_obj_put(c, name, st->whole[i] ? st->whole[i] : "", st->whole[i] ? st->whole_len[i] : 0, &e) < 0) {
-			pd_log("warn", "cluster: a run's whole output not kept in the object stream",
-			       PD_LS("request_id", j->request_id), PD_LS("error", PD_ERR_STR(&e)));
-			return;
-		}
-	}
-}
-
-json_t *pd_cluster_output(pd_cluster *c, const char *task_id, pd_err *e)
-{
-	json_t *records = pd_cluster_records_get(c, task_id, e);
-	if (!records)
-		return NULL;
-	json_t *rec = json_array_get(records, json_array_size(records) - 1);
-	if (!rec) {
-		json_decref(records);
-		pd_fail(e, ENOENT, "no task %s in the cluster's records", task_id);
-		return NULL;
-	}
-	const char *rid = json_string_value(json_object_get(rec, "request_id"));
-	json_t *out = json_pack("{s:s,s:O,s:O}", "task_id", task_id, "request_id",
-				json_object_get(rec, "request_id") ? json_object_get(rec, "request_id") : json_null(),
-				"node", json_object_get(rec, "node") ? json_object_get(rec, "node") : json_null());
-	bool whole = rid != NULL;
-	char *data[2] = {NULL, NULL};
-	size_t len[2] = {0, 0};
-	for (int i = 0; i < 2 && whole; i++) {
-		char name[200];
-		output_name(rid, i, name, sizeof name);
-		pd_err oe = {0};
-		if (cl_obj_get(c, name, &data[i], &len[i], &oe) < 0) {
-			whole = false;
-			if (oe.code != ENOENT) {
-				/* kept, and not read now: not answered as if it were the record's part */
-				free(data[0]);
-				json_decref(out);
-				json_decref(records);
-				pd_fail_as(e, EIO, "%s", PD_ERR_STR(&oe));
-				return NULL;
-			}
-		}
-	}
-	if (whole) {
-		json_object_set_new(out, "stdout", pd_json_bytes(data[0], len[0]));
-		json_object_set_new(out, "stderr", pd_json_bytes(data[1], len[1]));
-		json_object_set_new(out, "stdout_bytes", json_integer((json_int_t)len[0]));
-		json_object_set_new(out, "stderr_bytes", json_integer((json_int_t)len[1]));
-	} else {
-		/* none kept past the record's own: the record's run (or compile) output is all there is */
-		json_t *step = json_object_get(rec, "run");
-		if (!json_is_object(step))
-			step = json_object_get(rec, "compile");
-		for (int i = 0; i < 2; i++) {
-			json_t *v = json_object_get(step, i ? "stderr" : "stdout");
-			json_object_set_new(out, i ? "stderr" : "stdout", v ? json_incref(v) : json_string(""));
-		}
-	}
-	json_object_set_new(out, "whole", json_boolean(whole));
-	free(data[0]);
-	free(data[1]);
-	json_decref(records);
-	return out;
 }

@@ -13,7 +13,10 @@
  * The node's SQLite file is the outbox (store_outbox.c): the publisher thread here takes its
  * final rows in order and moves the watermark after the broker acked them; woken by each record
  * (task_done) and every second. Reads make an ordered consumer filtered to a task's or a group's
- * subjects for the one call. */
+ * subjects for the one call.
+ *
+ * A run's whole output, larger than its record keeps, is kept beside it as two objects
+ * (objects.c) under its request id, for GET /v1/runs/{id}/output from any node. */
 #define _GNU_SOURCE
 #include "cluster.h"
 
@@ -43,49 +46,6 @@ static void tok(const char *s, char *out, size_t len)
 		return;
 	}
 	cl_result_key(s, out, len);
-}
-
-/* Makes the stream, or brings an existing one to sc. The broker reserves a stream's MaxBytes in
- * its store when it makes it: a size the store has no room for is refused (JetStream error
- * 10047, insufficient resources). A size given by the operator (--cluster-records-max-bytes)
- * stands or fails; the default is halved until the broker takes it (64 MiB at least), and the
- * log says what it took. */
-int cl_stream_fit(pd_cluster *c, jsStreamConfig *sc, bool explicit_bytes, pd_err *e)
-{
-	for (;;) {
-		jsStreamInfo *si = NULL;
-		jsErrCode je = 0, je2 = 0;
-		natsStatus s = N.js_AddStream(&si, c->js, sc, NULL, &je);
-		N.jsStreamInfo_Destroy(si);
-		si = NULL;
-		if (s != NATS_OK && je != 10047) {
-			s = N.js_UpdateStream(&si, c->js, sc, NULL, &je2);
-			N.jsStreamInfo_Destroy(si);
-			if (je2 == 10047)
-				je = je2;
-		}
-		if (s == NATS_OK)
-			return 0;
-		if (je == 10047 && !explicit_bytes && sc->MaxBytes > (64 << 20)) {
-			sc->MaxBytes /= 2;
-			pd_log("warn", "cluster: the broker's store has no room for the stream's size; halved",
-			       PD_LS("stream", sc->Name), PD_LU("max_bytes", (uint64_t)sc->MaxBytes));
-			continue;
-		}
-		return pd_fail_as(e, EIO, "cluster: stream %s: %s (JetStream error %d%s)", sc->Name, cl_status(s),
-				  (int)(je ? je : je2),
-				  je == 10047 ? ": the broker's store (max_file_store) has no room for its max bytes" : "");
-	}
-}
-
-/* The retention the operator gave for the record and object streams (0: the defaults). */
-void cl_stream_retention(pd_cluster *c, jsStreamConfig *sc, bool *explicit_bytes)
-{
-	uint64_t age = c->o.records_max_age_s ? c->o.records_max_age_s : 30u * 86400u;
-	sc->MaxAge = (int64_t)age * 1000000000LL;
-	uint64_t bytes = c->o.records_max_bytes ? c->o.records_max_bytes : (10ull << 30);
-	sc->MaxBytes = bytes == UINT64_MAX ? -1 : (int64_t)bytes;
-	*explicit_bytes = c->o.records_max_bytes != 0;
 }
 
 int cl_records_stream(pd_cluster *c, pd_err *e)
@@ -209,14 +169,14 @@ static bool round_acked(pd_cluster *c)
 /* Writes the watermark if it moved (force) or if it is due. */
 static void save_mark(pd_cluster *c, bool force)
 {
-	if (c->rec_saved == c->rec_mark || (!force && cl_wall_ms() - c->rec_saved_ms < MARK_GAP_MS))
+	if (c->rec_saved == c->rec_mark || (!force && pd_now_us() / 1000 - c->rec_saved_ms < MARK_GAP_MS))
 		return;
 	pd_err e = {0};
 	if (pd_store_outbox_set(c->store, c->rec_mark, &e) < 0)
 		pd_log("warn", "cluster: the record outbox", PD_LS("error", PD_ERR_STR(&e)));
 	else
 		c->rec_saved = c->rec_mark;
-	c->rec_saved_ms = cl_wall_ms();
+	c->rec_saved_ms = pd_now_us() / 1000;
 }
 
 /* Publishes the outbox's final rows; false when the broker stopped taking them (tried again at
@@ -271,7 +231,7 @@ void *cl_recorder_main(void *arg)
 	while (!c->stopping) {
 		/* woken by a record, or after a second; never sooner than ROUND_GAP_MS after the
 		 * last round (the records of that time are published together) */
-		uint64_t now = cl_wall_ms(), due = c->rec_due ? last_round + ROUND_GAP_MS : now + 1000;
+		uint64_t now = pd_now_us() / 1000, due = c->rec_due ? last_round + ROUND_GAP_MS : now + 1000;
 		if (due > now) {
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);
@@ -279,12 +239,12 @@ void *cl_recorder_main(void *arg)
 			ts.tv_sec += (time_t)(ns / 1000000000u);
 			ts.tv_nsec = (long)(ns % 1000000000u);
 			pthread_cond_timedwait(&c->rec_cv, &c->mu, &ts);
-			if (!c->stopping && c->rec_due && cl_wall_ms() < last_round + ROUND_GAP_MS)
+			if (!c->stopping && c->rec_due && pd_now_us() / 1000 < last_round + ROUND_GAP_MS)
 				continue;
 		}
 		c->rec_due = false;
 		pthread_mutex_unlock(&c->mu);
-		last_round = cl_wall_ms();
+		last_round = pd_now_us() / 1000;
 		publish_pending(c);
 		save_mark(c, false);
 		pthread_mutex_lock(&c->mu);
@@ -481,4 +441,87 @@ int pd_cluster_records_list(pd_cluster *c, const pd_store_query *q, json_t **rec
 	*records = p.arr;
 	*next = p.next;
 	return 0;
+}
+
+/* ---- a run's whole output ------------------------------------------------------------------- */
+
+#define OUTPUT_OBJECT_MIN (1u << 20) /* a record keeps a head and a tail of each stream: 1 MiB by default */
+
+static void output_name(const char *request_id, int i, char *name, size_t len)
+{
+	snprintf(name, len, "out-%s-%s", request_id, i ? "stderr" : "stdout");
+}
+
+void cl_output_keep(pd_cluster *c, const pd_job *j)
+{
+	const pd_step *st = j->ran ? &j->run : &j->compile;
+	if (!j->request_id[0] || (!st->whole[0] && !st->whole[1]) ||
+	    st->whole_len[0] + st->whole_len[1] <= OUTPUT_OBJECT_MIN)
+		return;
+	for (int i = 0; i < 2; i++) {
+		char name[200];
+		output_name(j->request_id, i, name, sizeof name);
+		pd_err e = {0};
+		if (cl_obj_put(c, name, st->whole[i] ? st->whole[i] : "", st->whole[i] ? st->whole_len[i] : 0, &e) < 0) {
+			pd_log("warn", "cluster: a run's whole output not kept in the object stream",
+			       PD_LS("request_id", j->request_id), PD_LS("error", PD_ERR_STR(&e)));
+			return;
+		}
+	}
+}
+
+json_t *pd_cluster_output(pd_cluster *c, const char *task_id, pd_err *e)
+{
+	json_t *records = pd_cluster_records_get(c, task_id, e);
+	if (!records)
+		return NULL;
+	json_t *rec = json_array_get(records, json_array_size(records) - 1);
+	if (!rec) {
+		json_decref(records);
+		pd_fail(e, ENOENT, "no task %s in the cluster's records", task_id);
+		return NULL;
+	}
+	const char *rid = json_string_value(json_object_get(rec, "request_id"));
+	json_t *out = json_pack("{s:s,s:O,s:O}", "task_id", task_id, "request_id",
+				json_object_get(rec, "request_id") ? json_object_get(rec, "request_id") : json_null(),
+				"node", json_object_get(rec, "node") ? json_object_get(rec, "node") : json_null());
+	bool whole = rid != NULL;
+	char *data[2] = {NULL, NULL};
+	size_t len[2] = {0, 0};
+	for (int i = 0; i < 2 && whole; i++) {
+		char name[200];
+		output_name(rid, i, name, sizeof name);
+		pd_err oe = {0};
+		if (cl_obj_get(c, name, &data[i], &len[i], &oe) < 0) {
+			whole = false;
+			if (oe.code != ENOENT) {
+				/* kept, and not read now: not answered as if it were the record's part */
+				free(data[0]);
+				json_decref(out);
+				json_decref(records);
+				pd_fail_as(e, EIO, "%s", PD_ERR_STR(&oe));
+				return NULL;
+			}
+		}
+	}
+	if (whole) {
+		json_object_set_new(out, "stdout", pd_json_bytes(data[0], len[0]));
+		json_object_set_new(out, "stderr", pd_json_bytes(data[1], len[1]));
+		json_object_set_new(out, "stdout_bytes", json_integer((json_int_t)len[0]));
+		json_object_set_new(out, "stderr_bytes", json_integer((json_int_t)len[1]));
+	} else {
+		/* none kept past the record's own: the record's run (or compile) output is all there is */
+		json_t *step = json_object_get(rec, "run");
+		if (!json_is_object(step))
+			step = json_object_get(rec, "compile");
+		for (int i = 0; i < 2; i++) {
+			json_t *v = json_object_get(step, i ? "stderr" : "stdout");
+			json_object_set_new(out, i ? "stderr" : "stdout", v ? json_incref(v) : json_string(""));
+		}
+	}
+	json_object_set_new(out, "whole", json_boolean(whole));
+	free(data[0]);
+	free(data[1]);
+	json_decref(records);
+	return out;
 }

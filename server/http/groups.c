@@ -69,7 +69,7 @@ void groups_get(req *r, const char *url, const char *method)
 			rewarded++;
 		}
 		usable += json_is_true(json_object_get(rec, "usable"));
-		if (!bad[0] && (pd_failure_is_infra(fc) || !strcmp(fc, "judge_error")))
+		if (!bad[0] && (pd_failure_is_infra(pd_failure_parse(fc)) || !strcmp(fc, "judge_error")))
 			snprintf(bad, sizeof bad, "%s", fc);
 	}
 	json_decref(recs);

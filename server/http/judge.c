@@ -40,9 +40,7 @@ static void judge_to_cluster(req *r, pd_job *j)
 	if (hid && *hid) {
 		snprintf(rid, sizeof rid, "%s", hid);
 	} else {
-		static uint64_t seq;
-		snprintf(rid, sizeof rid, "j-%s-%08" PRIx32 "-%" PRIu64, pd_cluster_node_id(r->srv->cluster),
-			 pd_ctx_run_id(r->srv->ctx), __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+		pd_new_id(rid, sizeof rid, pd_ctx_run_id(r->srv->ctx), "j-%s", pd_cluster_node_id(r->srv->cluster));
 	}
 	char tpl[64];
 	snprintf(tpl, sizeof tpl, "%s", j->template_name);

@@ -223,8 +223,6 @@ static void batch_to_cluster(req *r, batch *b, char **texts, char (*tpls)[64])
 {
 	pd_server *srv = r->srv;
 	const char *hid = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Request-Id");
-	static uint64_t seq;
-	uint64_t first = __atomic_fetch_add(&seq, b->n, __ATOMIC_RELAXED);
 	/* the array form's b is gone once its last slot is filled: nothing of it is read after */
 	size_t n = b->n;
 	bool stream = b->stream;
@@ -241,8 +239,7 @@ static void batch_to_cluster(req *r, batch *b, char **texts, char (*tpls)[64])
 		if (hid && *hid)
 			snprintf(s->rid, sizeof s->rid, "%.100s-%zu", hid, i);
 		else
-			snprintf(s->rid, sizeof s->rid, "j-%s-%08" PRIx32 "-%" PRIu64, pd_cluster_node_id(srv->cluster),
-				 pd_ctx_run_id(srv->ctx), first + i);
+			pd_new_id(s->rid, sizeof s->rid, pd_ctx_run_id(srv->ctx), "j-%s", pd_cluster_node_id(srv->cluster));
 		/* the answer may come (and, the array form's last, answer r) before this returns */
 		pd_cluster_submit(srv->cluster, "judge", tpls[i], texts[i], strlen(texts[i]), s->rid,
 				  batch_cluster_answer, s);

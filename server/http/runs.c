@@ -124,9 +124,7 @@ static void runs_to_cluster(req *r, const pd_api *api, pd_job *j, char *rid, siz
 		*twin = 0;
 	pd_job_free(j);
 	if (!rid[0]) {
-		static uint64_t rseq;
-		snprintf(rid, ridlen, "r-%s-%08" PRIx32 "-%" PRIu64, pd_cluster_node_id(r->srv->cluster),
-			 pd_ctx_run_id(r->srv->ctx), __atomic_add_fetch(&rseq, 1, __ATOMIC_RELAXED));
+		pd_new_id(rid, ridlen, pd_ctx_run_id(r->srv->ctx), "r-%s", pd_cluster_node_id(r->srv->cluster));
 	}
 	http_suspend(r);
 	pd_cluster_submit(r->srv->cluster, api->name, tpl, r->body ? r->body : "", r->len, rid, cluster_answer, r);
@@ -193,10 +191,7 @@ void runs_submit(req *r, kind k)
 		return;
 	}
 	if (!j->task_id[0]) {
-		static uint64_t seq;
-		/* the context's random run id keeps ids of two daemons (or restarts) apart */
-		snprintf(j->task_id, sizeof j->task_id, "t-%08" PRIx32 "-%" PRIu64, pd_ctx_run_id(r->srv->ctx),
-			 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+		pd_new_id(j->task_id, sizeof j->task_id, pd_ctx_run_id(r->srv->ctx), "t");
 	}
 	char fdwhy[300];
 	if (conns_fds_short(r->srv, j->template_name, fdwhy, sizeof fdwhy)) {

@@ -16,15 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <unistd.h>
 
-static uint64_t wall_ms(void)
-{
-	struct timeval tv;
-	gettimeofday(&tv, NULL);
-	return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
-}
 
 static json_t *failed_names(uint32_t kinds)
 {
@@ -312,12 +305,10 @@ static json_t *grade_record(pd_server *srv, sess_entry *se, grade_req *q, const 
 	const pd_problem *p = q->p;
 	pd_judged d;
 	memset(&d, 0, sizeof d);
-	static uint64_t seq;
 	if (q->task_id[0])
 		snprintf(d.task_id, sizeof d.task_id, "%s", q->task_id);
 	else
-		snprintf(d.task_id, sizeof d.task_id, "e-%08" PRIx32 "-%" PRIu64, pd_ctx_run_id(srv->ctx),
-			 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+		pd_new_id(d.task_id, sizeof d.task_id, pd_ctx_run_id(srv->ctx), "e");
 	snprintf(q->task_id, sizeof q->task_id, "%s", d.task_id);
 	snprintf(d.attempt_id, sizeof d.attempt_id, "%s#1", d.task_id);
 	snprintf(d.group_id, sizeof d.group_id, "%s", q->group_id);
@@ -333,7 +324,7 @@ static json_t *grade_record(pd_server *srv, sess_entry *se, grade_req *q, const 
 	d.v.resources = PD_LV_NOT_JUDGED;
 	if (grc < 0 || g->r.status == PD_XX) {
 		d.v.output = PD_LV_NOT_JUDGED;
-		d.v.failure_class = grc < 0 && !g->fork_id[0] ? "startup_failure" : "internal_error";
+		d.v.failure = grc < 0 && !g->fork_id[0] ? PD_F_STARTUP : PD_F_INTERNAL;
 		snprintf(d.error, sizeof d.error, "%s", grc < 0 ? infra : g->r.error);
 	} else {
 		snprintf(d.image_digest, sizeof d.image_digest, "%s", g->r.image_digest);
@@ -341,7 +332,7 @@ static json_t *grade_record(pd_server *srv, sess_entry *se, grade_req *q, const 
 				 why, sizeof why);
 		pd_status st = g->r.status;
 		d.v.resources = st == PD_TO || st == PD_ML || st == PD_OL ? PD_LV_FAIL : PD_LV_PASS;
-		d.v.failure_class = st == PD_TO ? "exec_timeout" : st == PD_ML ? "oom" : st == PD_OL ? "output_limit" : "none";
+		d.v.failure = st == PD_TO ? PD_F_TIMEOUT : st == PD_ML ? PD_F_OOM : st == PD_OL ? PD_F_OUTPUT : PD_F_NONE;
 		d.cpu_ms = g->r.cpu_ms;
 	}
 	d.v.process = PD_LV_NOT_AUDITED;
@@ -373,8 +364,8 @@ static json_t *grade_record(pd_server *srv, sess_entry *se, grade_req *q, const 
 	json_decref(lines);
 	if (rules && rules_fail) {
 		d.v.process = PD_LV_FAIL;
-		if (!pd_failure_is_infra(d.v.failure_class))
-			d.v.failure_class = "policy_violation";
+		if (!pd_failure_is_infra(d.v.failure))
+			d.v.failure = PD_F_POLICY;
 	} else if (rules && !p->audit && d.v.output != PD_LV_NOT_JUDGED) {
 		d.v.process = PD_LV_PASS;
 	}
@@ -454,7 +445,7 @@ static json_t *grade_record(pd_server *srv, sess_entry *se, grade_req *q, const 
 	json_decref(budget);
 	grade_fields(o, g, grc);
 	json_object_set_new(o, "attempt", json_integer(1));
-	json_object_set_new(o, "finished_at", json_integer((json_int_t)wall_ms()));
+	json_object_set_new(o, "finished_at", json_integer((json_int_t)(pd_wall_us() / 1000)));
 	if (q->request_id[0])
 		json_object_set_new(o, "request_id", json_string(q->request_id));
 	return o;
@@ -479,7 +470,7 @@ static int grade_store(pd_server *srv, const grade_req *q, json_t *rec, uint64_t
 			j->failure = (pd_failure)f;
 	j->attempts = 1;
 	j->queued_us = j->started_us = started_ms * 1000;
-	j->finished_us = wall_ms() * 1000;
+	j->finished_us = (pd_wall_us() / 1000) * 1000;
 	j->record = json_incref(rec);
 	char host[64] = "";
 	gethostname(host, sizeof host - 1);
@@ -504,7 +495,7 @@ void session_judge(req *r, sess_entry *se)
 		grade_req_free(&q);
 		return;
 	}
-	uint64_t t0 = pd_now_us(), started_ms = wall_ms();
+	uint64_t t0 = pd_now_us(), started_ms = pd_wall_us() / 1000;
 	const pd_episode *ep = q.p->episode;
 	pd_grade_file *files = calloc(ep->nfiles + 1, sizeof *files);
 	for (size_t i = 0; files && i < ep->nfiles; i++)

@@ -27,7 +27,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 static sess_entry *find_session(pd_server *s, const char *id)
@@ -621,9 +620,7 @@ json_t *session_open_one(pd_server *s, pd_session_create_req *q, const char *dig
 		snprintf(slot->image_name, sizeof slot->image_name, "%s",
 			 q->image[0] && !pd_image_ref_is_digest(q->image) ? q->image : "");
 		snprintf(slot->template_version, sizeof slot->template_version, "%s", tver);
-		struct timeval tv;
-		gettimeofday(&tv, NULL);
-		slot->created_ms = (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+		slot->created_ms = pd_wall_us() / 1000;
 	}
 	pthread_mutex_unlock(&s->mu);
 	if (!slot) {

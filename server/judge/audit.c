@@ -166,11 +166,11 @@ void pd_judged_audit_decide(pd_judged *d)
 	pd_process_status s = d->audit_verdict.status;
 	/* an infrastructure failure leaves runs unjudged: no evidence either way, unless a run that
 	 * did complete already broke a rule */
-	if (s == PD_PROCESS_PASS && pd_failure_is_infra(d->v.failure_class))
+	if (s == PD_PROCESS_PASS && pd_failure_is_infra(d->v.failure))
 		s = d->audit_verdict.status = PD_PROCESS_NOT_AUDITED;
 	d->v.process = s == PD_PROCESS_FAIL ? PD_LV_FAIL : s == PD_PROCESS_PASS ? PD_LV_PASS : PD_LV_NOT_AUDITED;
-	if (s == PD_PROCESS_FAIL && !pd_failure_is_infra(d->v.failure_class))
-		d->v.failure_class = "policy_violation";
+	if (s == PD_PROCESS_FAIL && !pd_failure_is_infra(d->v.failure))
+		d->v.failure = PD_F_POLICY;
 }
 
 json_t *pd_judged_audit_json(const pd_judged *d)

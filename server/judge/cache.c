@@ -104,7 +104,7 @@ bool pd_jcache_key(const pd_problem *p, const char *language, const char *code, 
 
 bool pd_jcache_cacheable(const pd_judged *d)
 {
-	if (pd_failure_is_infra(d->v.failure_class) || d->judge_errors || d->v.output == PD_LV_NOT_JUDGED)
+	if (pd_failure_is_infra(d->v.failure) || d->judge_errors || d->v.output == PD_LV_NOT_JUDGED)
 		return false;
 	for (size_t i = 0; i < d->ntests; i++)
 		if (d->tests[i].status == PD_T_TO || d->tests[i].status == PD_T_XX || d->tests[i].status == PD_T_JE)

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 
 typedef struct judge_work {
 	pd_judge *judge;
@@ -27,21 +26,6 @@ static void work_free(void *arg)
 	free(w);
 }
 
-static uint64_t wall_us(void)
-{
-	struct timeval tv;
-	gettimeofday(&tv, NULL);
-	return (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec;
-}
-
-/* The job's failure class, for the metrics and the store's column. */
-static pd_failure failure_of(const char *fc)
-{
-	for (int f = 0; fc && f < PD_F_COUNT; f++)
-		if (!strcmp(fc, pd_failure_name((pd_failure)f)))
-			return (pd_failure)f;
-	return PD_F_NONE; /* none: the model's own outcome */
-}
 
 static void fill_ids(const pd_job *j, const judge_work *w, pd_judged *d)
 {
@@ -56,13 +40,13 @@ static void fill_ids(const pd_job *j, const judge_work *w, pd_judged *d)
 }
 
 /* A verdict without judging: an infrastructure failure (no reward). */
-static json_t *failed_record(const pd_job *j, const judge_work *w, const char *fc, const char *error)
+static json_t *failed_record(const pd_job *j, const judge_work *w, pd_failure fc, const char *error)
 {
 	pd_judged d;
 	memset(&d, 0, sizeof d);
 	fill_ids(j, w, &d);
 	d.v.process = PD_LV_NOT_AUDITED;
-	d.v.failure_class = fc;
+	d.v.failure = fc;
 	snprintf(d.error, sizeof d.error, "%s", error);
 	pd_verdict_decide(&d.v, &w->q.opts.rule);
 	return pd_judged_to_json(&d);
@@ -82,13 +66,13 @@ static bool judge_once(pd_job *j, judge_work *w, const pd_judge_opts *o)
 		/* an inline checker that does not build: the request's judge material is broken */
 		j->failure = PD_F_JUDGE;
 		snprintf(j->error, sizeof j->error, "%s", PD_ERR_STR(&e));
-		j->record = failed_record(j, w, "judge_error", PD_ERR_STR(&e));
+		j->record = failed_record(j, w, PD_F_JUDGE, PD_ERR_STR(&e));
 	} else if (pd_judge_submit(w->judge, w->problem, w->q.language, w->q.code, w->q.code_len, o, &d, &e) < 0) {
 		j->failure = PD_F_INTERNAL;
 		snprintf(j->error, sizeof j->error, "%s", PD_ERR_STR(&e));
-		j->record = failed_record(j, w, "internal_error", PD_ERR_STR(&e));
+		j->record = failed_record(j, w, PD_F_INTERNAL, PD_ERR_STR(&e));
 	} else {
-		j->failure = failure_of(d.v.failure_class);
+		j->failure = d.v.failure;
 		snprintf(j->error, sizeof j->error, "%s", d.error);
 		/* the process level for the metrics (paddock_process_verdicts_total) */
 		j->verdict.status = d.v.process == PD_LV_FAIL ? PD_PROCESS_FAIL
@@ -114,7 +98,7 @@ static bool judge_once(pd_job *j, judge_work *w, const pd_judge_opts *o)
 	/* the submission's size, for the review queue's short_pass (a pass far shorter than the
 	 * problem's usual ones is worth a look) */
 	json_object_set_new(j->record, "code_bytes", json_integer((json_int_t)w->q.code_len));
-	json_object_set_new(j->record, "finished_at", json_integer((json_int_t)(wall_us() / 1000)));
+	json_object_set_new(j->record, "finished_at", json_integer((json_int_t)(pd_wall_us() / 1000)));
 	pd_judged_free(&d);
 	/* cluster mode: the verdict names the node that judged it and the request it answers, as a
 	 * run's record does */
@@ -132,7 +116,7 @@ static void execute(pd_job *j, pd_pools *pools)
 {
 	(void)pools;
 	judge_work *w = j->work;
-	j->started_us = wall_us();
+	j->started_us = pd_wall_us();
 	pd_judge_opts o = w->q.opts;
 	o.job = j; /* the client's hang-up (pd_sched_cancel) kills the running program */
 	unsigned retries = o.infra_retries;
@@ -148,7 +132,7 @@ static void execute(pd_job *j, pd_pools *pools)
 		json_array_append_new(j->prior, j->record);
 		j->record = NULL;
 	}
-	j->finished_us = wall_us();
+	j->finished_us = pd_wall_us();
 }
 
 void pd_judge_job_risky(pd_job *j)
@@ -227,10 +211,7 @@ pd_job *pd_judge_job(pd_judge *judge, const pd_problem_set *problems, json_t *bo
 	if (w->q.task_id[0]) {
 		snprintf(j->task_id, sizeof j->task_id, "%s", w->q.task_id);
 	} else {
-		static uint64_t seq;
-		/* the run id keeps ids of two daemons (or restarts) apart */
-		snprintf(j->task_id, sizeof j->task_id, "j-%08" PRIx32 "-%" PRIu64, run_id,
-			 __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+		pd_new_id(j->task_id, sizeof j->task_id, run_id, "j");
 	}
 	j->priority = w->q.priority;
 	if (w->q.deadline_ms)
@@ -247,5 +228,5 @@ json_t *pd_judge_job_record(const pd_job *j)
 	if (j->record)
 		return json_incref(j->record);
 	/* never ran: its deadline passed in the queue, or the scheduler stopped */
-	return failed_record(j, j->work, pd_failure_name(j->failure == PD_F_NONE ? PD_F_INTERNAL : j->failure), j->error);
+	return failed_record(j, j->work, j->failure == PD_F_NONE ? PD_F_INTERNAL : j->failure, j->error);
 }

@@ -126,10 +126,6 @@ int pd_judge_prepare(pd_judge *j, pd_problem *p, pd_err *e)
 	return 0;
 }
 
-static uint64_t now_ms(void)
-{
-	return pd_now_us() / 1000;
-}
 
 static pd_tstatus of_status(const pd_jrun *x)
 {
@@ -400,7 +396,7 @@ static void decide(const pd_problem *p, pd_judged *d)
 {
 	double total = 0, got = 0;
 	bool all = true, any_je = false, any_xx = false, res_fail = false;
-	const char *fc = "none";
+	pd_failure fc = PD_F_NONE;
 	for (size_t i = 0; i < d->ntests; i++) {
 		const pd_jtest_result *t = &d->tests[i];
 		total += p->tests[i].weight;
@@ -410,7 +406,7 @@ static void decide(const pd_problem *p, pd_judged *d)
 		any_xx |= t->status == PD_T_XX;
 		if (!res_fail && (t->status == PD_T_TO || t->status == PD_T_ML || t->status == PD_T_OL)) {
 			res_fail = true;
-			fc = t->status == PD_T_TO ? "exec_timeout" : t->status == PD_T_ML ? "oom" : "output_limit";
+			fc = t->status == PD_T_TO ? PD_F_TIMEOUT : t->status == PD_T_ML ? PD_F_OOM : PD_F_OUTPUT;
 		}
 	}
 	d->v.score = total > 0 ? got / total : 0;
@@ -419,12 +415,12 @@ static void decide(const pd_problem *p, pd_judged *d)
 	d->v.output = all ? PD_LV_PASS : d->v.score <= 0 ? PD_LV_FAIL : PD_LV_PARTIAL;
 	d->v.resources = res_fail ? PD_LV_FAIL : PD_LV_PASS;
 	if (any_je)
-		fc = "judge_error";
-	else if (any_xx && !d->v.failure_class)
-		fc = "internal_error";
-	if (!d->v.failure_class || !strcmp(d->v.failure_class, "none"))
-		d->v.failure_class = fc;
-	if (pd_failure_is_infra(d->v.failure_class))
+		fc = PD_F_JUDGE;
+	else if (any_xx && d->v.failure == PD_F_NONE)
+		fc = PD_F_INTERNAL;
+	if (d->v.failure == PD_F_NONE)
+		d->v.failure = fc;
+	if (pd_failure_is_infra(d->v.failure))
 		d->v.output = any_je || any_xx ? PD_LV_NOT_JUDGED : d->v.output;
 }
 
@@ -511,7 +507,7 @@ static int compile_once(pd_judge *j, const pd_problem *p, const pd_language *l, 
 	char *harnessed = NULL;
 	size_t harnessed_len = 0;
 	if (p->call_based && pd_jharness_source(l, p, code, code_len, &harnessed, &harnessed_len, &ce) < 0) {
-		d->v.failure_class = "internal_error";
+		d->v.failure = PD_F_INTERNAL;
 		snprintf(d->error, sizeof d->error, "harness: %s", PD_ERR_STR(&ce));
 		return -1;
 	}
@@ -534,15 +530,15 @@ static int compile_once(pd_judge *j, const pd_problem *p, const pd_language *l, 
 		return -1;
 	}
 	if (rc < 0) {
-		d->v.failure_class = rc == -2 ? "startup_failure" : ce.kind == PD_EK_DEPENDENCY ? "dependency_missing"
-											: "internal_error";
+		d->v.failure = rc == -2 ? PD_F_STARTUP : ce.kind == PD_EK_DEPENDENCY ? PD_F_DEPENDENCY
+											: PD_F_INTERNAL;
 		snprintf(d->error, sizeof d->error, "compile: %s", PD_ERR_STR(&ce));
 		return -1;
 	}
 	if (rc == 1) {
 		/* the model's failure: a failed output, reward as such, no test run */
 		d->compile_error = true;
-		d->v.failure_class = "compile_error";
+		d->v.failure = PD_F_COMPILE;
 		d->v.output = PD_LV_FAIL;
 		d->v.score = 0;
 		return -1;
@@ -598,7 +594,7 @@ static int run_tests(pd_judge *j, const pd_problem *p, const pd_jprog *cand, con
 			tr->status = PD_T_SKIPPED;
 			continue;
 		}
-		if (p->total_ms && now_ms() - t0 > p->total_ms) {
+		if (p->total_ms && (pd_now_us() / 1000) - t0 > p->total_ms) {
 			tr->status = PD_T_TO;
 			snprintf(tr->message, sizeof tr->message, "not run: the total time limit (%llu ms) passed",
 				 (unsigned long long)p->total_ms);
@@ -619,7 +615,7 @@ static int run_tests(pd_judge *j, const pd_problem *p, const pd_jprog *cand, con
 			break;
 		}
 		if (tr->status == PD_T_XX) {
-			d->v.failure_class = startup ? "startup_failure" : "internal_error";
+			d->v.failure = startup ? PD_F_STARTUP : PD_F_INTERNAL;
 			snprintf(d->error, sizeof d->error, "test %s: %s", p->tests[i].name, tr->message);
 		}
 		failed |= tr->status != PD_T_AC;
@@ -709,7 +705,7 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 	decide(p, d);
 	if (!judged) {
 		/* no evidence either way: no output level, no reward, never cached */
-		d->v.failure_class = "cancelled";
+		d->v.failure = PD_F_CANCELLED;
 		d->v.output = PD_LV_NOT_JUDGED;
 		d->v.resources = PD_LV_NOT_JUDGED;
 	}
@@ -717,7 +713,7 @@ done:
 	pd_judged_audit_decide(d);
 	pd_audit_policy_free(pol);
 	pd_verdict_decide(&d->v, &o->rule);
-	d->wall_ms = now_ms() - t0;
+	d->wall_ms = pd_now_us() / 1000 - t0;
 	if (keyed && pd_jcache_cacheable(d))
 		pd_jcache_put(j->cache, key, d);
 	count(j, d);
@@ -744,25 +740,6 @@ int pd_judge_check_policy(pd_judge *j, const pd_problem *p, const char *language
 	int rc = pd_judge_policy(pd_pools_template(j->pools, tpl_name), p, req, &pol, e);
 	pd_audit_policy_free(pol);
 	return rc;
-}
-
-void pd_jtest_result_clear(pd_jtest_result *t)
-{
-	free(t->stderr_tail);
-	free(t->harness);
-	memset(t, 0, sizeof *t);
-}
-
-void pd_judged_free(pd_judged *d)
-{
-	for (size_t i = 0; d->tests && i < d->ntests; i++)
-		pd_jtest_result_clear(&d->tests[i]);
-	free(d->tests);
-	d->tests = NULL;
-	d->ntests = 0;
-	free(d->audit);
-	d->audit = NULL;
-	d->audit_len = 0;
 }
 
 void pd_judge_stats_get(pd_judge *j, pd_judge_stats *s)

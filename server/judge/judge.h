@@ -193,8 +193,9 @@ int pd_problems_load_dir(const char *dir, pd_problem_set *out, pd_err *e);
 pd_problem *pd_problems_find(const pd_problem_set *s, const char *id, const char *version);
 void pd_problems_free(pd_problem_set *s);
 
-/* problem.c's parsing helpers, shared with tests.c: a refusal "where: ..." (-1); a regular file of
- * at most max bytes read whole (NUL-terminated); fields of o not in known refused. */
+/* The problem parsers' small tools (jparse.c, below problem.c, tests.c and episode.c): a refusal
+ * "where: ..." (-1); a regular file of at most max bytes read whole (NUL-terminated); fields of o
+ * not in known refused. */
 int pd_jfail_at(pd_err *e, const char *where, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int pd_jslurp(const char *path, size_t max, char **out, size_t *len, pd_err *e);
 int pd_junknown_fields(json_t *o, const char *where, const char *const *known, pd_err *e);
@@ -331,7 +332,7 @@ typedef struct pd_verdict {
 	const char *unusable;   /* "output", "process", "resources", or NULL when usable */
 	bool has_reward;        /* false: reward is null (an infrastructure failure or a rule's) */
 	double reward;
-	const char *failure_class; /* pd_failure_name() or "compile_error"; "none" */
+	pd_failure failure;     /* the record's failure_class (pd_failure_name); PD_F_NONE: "none" */
 	bool audit_asked;          /* a policy applied (request, problem, template, risk list) */
 } pd_verdict;
 
@@ -341,7 +342,7 @@ typedef struct pd_verdict {
  * (audit_asked) and not completed (not_audited), as under requires_audit. */
 void pd_verdict_decide(pd_verdict *v, const pd_reward_rule *rule);
 /* Whether a failure class is the infrastructure's (no reward). */
-bool pd_failure_is_infra(const char *failure_class);
+bool pd_failure_is_infra(pd_failure f);
 
 /* ---- judging (judge.c) ----------------------------------------------------------------------- */
 

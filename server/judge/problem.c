@@ -17,64 +17,6 @@
 
 #define SOURCE_MAX (1u << 20)        /* a checker or interactor source */
 
-int pd_jfail_at(pd_err *e, const char *where, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int pd_jfail_at(pd_err *e, const char *where, const char *fmt, ...)
-{
-	char m[sizeof e->msg]; /* as long as the message: pd_refuse cuts the whole at a character boundary */
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(m, sizeof m, fmt, ap);
-	va_end(ap);
-	return pd_refuse(e, "%s: %s", where, m);
-}
-
-int pd_jrefusal(pd_err *e)
-{
-	if (e->code != EINVAL)
-		return -1;
-	/* the library's parser gives EINVAL as its cause: a client's 400 carries the field and the
-	 * reason only, as every other refusal does */
-	char m[sizeof e->msg];
-	snprintf(m, sizeof m, "%s", e->msg);
-	return pd_refuse(e, "%s", m);
-}
-
-/* Reads a regular file of at most max bytes (NUL-terminated copy). */
-int pd_jslurp(const char *path, size_t max, char **out, size_t *len, pd_err *e)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return pd_fail(e, errno, "%s", path);
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return pd_refuse(e, "%s: not a regular file", path);
-	}
-	if ((uint64_t)st.st_size > max) {
-		close(fd);
-		return pd_fail(e, EFBIG, "%s: %lld bytes, over the %zu allowed", path, (long long)st.st_size, max);
-	}
-	char *b = malloc((size_t)st.st_size + 1);
-	size_t n = 0;
-	while (b && n < (size_t)st.st_size) {
-		ssize_t r = read(fd, b + n, (size_t)st.st_size - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	if (!b || n != (size_t)st.st_size) { /* changed while read: refuse rather than judge half */
-		free(b);
-		return pd_fail(e, EIO, "%s: could not read it whole (changed while loaded?)", path);
-	}
-	b[n] = 0;
-	*out = b;
-	*len = n;
-	return 0;
-}
-
 static const char *lang_of_ext(const char *file)
 {
 	const char *dot = strrchr(file, '.');
@@ -86,25 +28,6 @@ static const char *lang_of_ext(const char *file)
 		if (!strcmp(dot, map[i][0]))
 			return map[i][1];
 	return NULL;
-}
-
-int pd_jname_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-int pd_junknown_fields(json_t *o, const char *where, const char *const *known, pd_err *e)
-{
-	const char *k;
-	json_t *v;
-	json_object_foreach(o, k, v) {
-		bool ok = false;
-		for (int i = 0; known[i] && !ok; i++)
-			ok = !strcmp(k, known[i]);
-		if (!ok)
-			return pd_jfail_at(e, where, "%s: unknown field", k);
-	}
-	return 0;
 }
 
 static int get_secs(json_t *o, const char *key, const char *where, uint64_t *ms, pd_err *e)
@@ -337,7 +260,9 @@ static int digest(pd_problem *p)
 	return 0;
 }
 
-pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, pd_err *e)
+/* A new problem with the defaults, when o's fields are those of its kind (*episode: an episode
+ * problem, episode.c's). */
+static pd_problem *problem_new(json_t *o, const char *dir, const char *where, bool *episode, pd_err *e)
 {
 	if (!json_is_object(o)) {
 		pd_jfail_at(e, where, "a problem must be a JSON object");
@@ -351,12 +276,12 @@ pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, 
 						    "report", "fail_to_pass", "pass_to_pass", "limits", "audit", "reward",
 						    "rules", "title", "tags", "metadata", NULL};
 	json_t *kind = json_object_get(o, "kind");
-	bool episode = json_is_string(kind) && !strcmp(json_string_value(kind), "episode");
-	if (kind && !episode) {
+	*episode = json_is_string(kind) && !strcmp(json_string_value(kind), "episode");
+	if (kind && !*episode) {
 		pd_jfail_at(e, where, "kind: must be \"episode\" (or absent: a submission's problem)");
 		return NULL;
 	}
-	if (pd_junknown_fields(o, where, episode ? episode_known : known, e) < 0)
+	if (pd_junknown_fields(o, where, *episode ? episode_known : known, e) < 0)
 		return NULL;
 	pd_problem *p = calloc(1, sizeof *p);
 	if (!p) {
@@ -372,11 +297,14 @@ pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, 
 	p->compile_ms = 30000;
 	p->interactor_time_ms = 0;
 	p->checker = pd_checker_default(PD_CHK_LINES);
-	uint64_t total = 0;
-	if (dir && !json_object_get(o, "id")) {
-		pd_jfail_at(e, where, "id: required");
-		goto fail;
-	}
+	return p;
+}
+
+/* The fields every kind of problem has: its names, where it runs, and its audit policy. */
+static int parse_head(pd_problem *p, json_t *o, const char *dir, const char *where, pd_err *e)
+{
+	if (dir && !json_object_get(o, "id"))
+		return pd_jfail_at(e, where, "id: required");
 	if (get_str(o, "id", where, p->id, sizeof p->id, e) < 0 ||
 	    get_str(o, "version", where, p->version, sizeof p->version, e) < 0 ||
 	    get_str(o, "template", where, p->template_name, sizeof p->template_name, e) < 0 ||
@@ -385,116 +313,111 @@ pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, 
 	    get_str(o, "isolation", where, p->isolation, sizeof p->isolation, e) < 0 ||
 	    get_bool(o, "stop_at_first_failure", where, &p->stop_at_first_failure, e) < 0 ||
 	    get_bool(o, "one_sandbox", where, &p->one_sandbox, e) < 0)
-		goto fail;
-	if (p->isolation[0] && pd_isolation_parse(p->isolation) < 0) {
-		pd_jfail_at(e, where, "isolation: must be container or gvisor");
-		goto fail;
-	}
+		return -1;
+	if (p->isolation[0] && pd_isolation_parse(p->isolation) < 0)
+		return pd_jfail_at(e, where, "isolation: must be container or gvisor");
 	for (const char *q = p->id; *q; q++)
-		if (*q == '/' || *q == '@' || (unsigned char)*q < 0x20) {
-			pd_jfail_at(e, where, "id: '/', '@' and control characters are not allowed");
-			goto fail;
-		}
+		if (*q == '/' || *q == '@' || (unsigned char)*q < 0x20)
+			return pd_jfail_at(e, where, "id: '/', '@' and control characters are not allowed");
 	json_t *au = json_object_get(o, "audit");
-	if (au && !json_is_null(au) && !json_is_false(au)) {
-		/* the problem's policy: its judge material, decoys, honey variables, what it protects,
-		 * and whether every submission must be audited ("mandatory") */
-		char w[600];
-		snprintf(w, sizeof w, "%s: audit", where);
-		if (!json_is_true(au) && !json_is_object(au)) {
-			pd_jfail_at(e, where, "audit: must be true, false or a policy object (docs/audit.md)");
-			goto fail;
-		}
-		char *text = json_dumps(au, JSON_COMPACT | JSON_ENCODE_ANY);
-		if (!text) {
-			pd_fail(e, ENOMEM, "%s", w);
-			goto fail;
-		}
-		p->audit = pd_audit_policy_parse(text, strlen(text), w, "/work", e);
-		free(text);
-		if (!p->audit) {
-			pd_jrefusal(e);
-			goto fail;
-		}
-	}
+	if (!au || json_is_null(au) || json_is_false(au))
+		return 0;
+	/* the problem's policy: its judge material, decoys, honey variables, what it protects, and
+	 * whether every submission must be audited ("mandatory") */
+	char w[600];
+	snprintf(w, sizeof w, "%s: audit", where);
+	if (!json_is_true(au) && !json_is_object(au))
+		return pd_jfail_at(e, where, "audit: must be true, false or a policy object (docs/audit.md)");
+	char *text = json_dumps(au, JSON_COMPACT | JSON_ENCODE_ANY);
+	if (!text)
+		return pd_fail(e, ENOMEM, "%s", w);
+	p->audit = pd_audit_policy_parse(text, strlen(text), w, "/work", e);
+	free(text);
+	return p->audit ? 0 : pd_jrefusal(e);
+}
+
+static int parse_limits(pd_problem *p, json_t *lim, const char *where, pd_err *e)
+{
+	char w[600];
+	snprintf(w, sizeof w, "%s: limits", where);
+	static const char *const lk[] = {"time", "memory", "output", "total_time", "compile_time", NULL};
+	if (!json_is_object(lim))
+		return pd_jfail_at(e, w, "must be an object");
+	if (pd_junknown_fields(lim, w, lk, e) < 0 || get_secs(lim, "time", w, &p->time_ms, e) < 0 ||
+	    get_size(lim, "memory", w, 4u << 20, &p->memory_bytes, e) < 0 ||
+	    get_size(lim, "output", w, 1, &p->output_bytes, e) < 0 ||
+	    get_secs(lim, "total_time", w, &p->total_ms, e) < 0 ||
+	    get_secs(lim, "compile_time", w, &p->compile_ms, e) < 0)
+		return -1;
+	return 0;
+}
+
+/* An interactive problem's interactor (chk: a checker was given too, which it may not be). */
+static int parse_interactor(pd_problem *p, json_t *inter, bool chk, const char *dir, const char *where, pd_err *e)
+{
+	char w[600];
+	snprintf(w, sizeof w, "%s: interactor", where);
+	if (chk)
+		return pd_jfail_at(e, w, "an interactive problem has an interactor and no checker");
+	static const char *const ik[] = {"source", "code", "language", "time", "convention", NULL};
+	if (!json_is_object(inter))
+		return pd_jfail_at(e, w, "must be an object {\"source\" or \"code\", \"language\", \"time\"}");
+	if (pd_junknown_fields(inter, w, ik, e) < 0 || get_secs(inter, "time", w, &p->interactor_time_ms, e) < 0 ||
+	    get_program(inter, dir, w, "interactor", &p->interactor, e) < 0)
+		return -1;
+	p->checker = pd_checker_default(PD_CHK_INTERACTIVE);
+	json_t *cv = json_object_get(inter, "convention");
+	if (cv && json_is_string(cv) && !strcmp(json_string_value(cv), "kattis"))
+		p->checker.convention = PD_CONV_KATTIS;
+	else if (cv && !(json_is_string(cv) && !strcmp(json_string_value(cv), "testlib")))
+		return pd_jfail_at(e, w, "convention: must be testlib or kattis");
+	return 0;
+}
+
+/* The tests: inline ("tests"), RL "in_outs", or the package's tests/ directory (with "weights"). */
+static int parse_tests_of(pd_problem *p, json_t *o, bool chk, const char *dir, const char *where, pd_err *e)
+{
+	uint64_t total = 0;
+	json_t *tests = json_object_get(o, "tests"), *io = json_object_get(o, "in_outs"),
+	       *weights = json_object_get(o, "weights");
+	if (tests && io)
+		return pd_jfail_at(e, where, "tests: give tests or in_outs, not both");
+	if (weights && (!json_is_object(weights) || !dir || tests || io))
+		return pd_jfail_at(e, where, "weights: an object of test name: weight, for the tests/ directory only");
+	int rc = 0;
+	if (tests)
+		rc = pd_jparse_tests(p, tests, where, &total, e);
+	else if (io)
+		rc = pd_jparse_in_outs(p, io, chk, where, &total, e);
+	else if (dir)
+		rc = pd_jload_test_dir(p, dir, weights, &total, e);
+	if (rc < 0)
+		return -1;
+	if (!p->ntests)
+		return pd_jfail_at(e, where, "tests: the problem has no tests");
+	if (p->call_based && p->checker.mode == PD_CHK_INTERACTIVE)
+		return pd_jfail_at(e, where, "in_outs.fn_name: a call-based problem cannot be interactive");
+	return 0;
+}
+
+pd_problem *pd_problem_from_json(json_t *o, const char *dir, const char *where, pd_err *e)
+{
+	bool episode = false;
+	pd_problem *p = problem_new(o, dir, where, &episode, e);
+	if (!p)
+		return NULL;
+	if (parse_head(p, o, dir, where, e) < 0)
+		goto fail;
 	if (episode) {
 		if (pd_episode_parse(p, o, dir, where, e) < 0)
 			goto fail;
 		return p;
 	}
-	json_t *lim = json_object_get(o, "limits");
-	if (lim) {
-		char w[600];
-		snprintf(w, sizeof w, "%s: limits", where);
-		static const char *const lk[] = {"time", "memory", "output", "total_time", "compile_time", NULL};
-		if (!json_is_object(lim)) {
-			pd_jfail_at(e, w, "must be an object");
-			goto fail;
-		}
-		if (pd_junknown_fields(lim, w, lk, e) < 0 || get_secs(lim, "time", w, &p->time_ms, e) < 0 ||
-		    get_size(lim, "memory", w, 4u << 20, &p->memory_bytes, e) < 0 ||
-		    get_size(lim, "output", w, 1, &p->output_bytes, e) < 0 ||
-		    get_secs(lim, "total_time", w, &p->total_ms, e) < 0 ||
-		    get_secs(lim, "compile_time", w, &p->compile_ms, e) < 0)
-			goto fail;
-	}
-	json_t *chk = json_object_get(o, "checker");
-	if (chk && parse_checker(p, chk, dir, where, e) < 0)
-		goto fail;
-	json_t *inter = json_object_get(o, "interactor");
-	if (inter) {
-		char w[600];
-		snprintf(w, sizeof w, "%s: interactor", where);
-		if (chk) {
-			pd_jfail_at(e, w, "an interactive problem has an interactor and no checker");
-			goto fail;
-		}
-		static const char *const ik[] = {"source", "code", "language", "time", "convention", NULL};
-		if (!json_is_object(inter)) {
-			pd_jfail_at(e, w, "must be an object {\"source\" or \"code\", \"language\", \"time\"}");
-			goto fail;
-		}
-		if (pd_junknown_fields(inter, w, ik, e) < 0 || get_secs(inter, "time", w, &p->interactor_time_ms, e) < 0 ||
-		    get_program(inter, dir, w, "interactor", &p->interactor, e) < 0)
-			goto fail;
-		p->checker = pd_checker_default(PD_CHK_INTERACTIVE);
-		json_t *cv = json_object_get(inter, "convention");
-		if (cv && json_is_string(cv) && !strcmp(json_string_value(cv), "kattis"))
-			p->checker.convention = PD_CONV_KATTIS;
-		else if (cv && !(json_is_string(cv) && !strcmp(json_string_value(cv), "testlib"))) {
-			pd_jfail_at(e, w, "convention: must be testlib or kattis");
-			goto fail;
-		}
-	}
-	json_t *tests = json_object_get(o, "tests"), *io = json_object_get(o, "in_outs"),
-	       *weights = json_object_get(o, "weights");
-	if (tests && io) {
-		pd_jfail_at(e, where, "tests: give tests or in_outs, not both");
-		goto fail;
-	}
-	if (weights && (!json_is_object(weights) || !dir || tests || io)) {
-		pd_jfail_at(e, where, "weights: an object of test name: weight, for the tests/ directory only");
-		goto fail;
-	}
-	if (tests) {
-		if (pd_jparse_tests(p, tests, where, &total, e) < 0)
-			goto fail;
-	} else if (io) {
-		if (pd_jparse_in_outs(p, io, chk != NULL, where, &total, e) < 0)
-			goto fail;
-	} else if (dir) {
-		if (pd_jload_test_dir(p, dir, weights, &total, e) < 0)
-			goto fail;
-	}
-	if (!p->ntests) {
-		pd_jfail_at(e, where, "tests: the problem has no tests");
-		goto fail;
-	}
-	if (p->call_based && p->checker.mode == PD_CHK_INTERACTIVE) {
-		pd_jfail_at(e, where, "in_outs.fn_name: a call-based problem cannot be interactive");
-		goto fail;
-	}
-	if (pd_judge_check_decoys(p, p->audit, where, e) < 0)
+	json_t *lim = json_object_get(o, "limits"), *chk = json_object_get(o, "checker"),
+	       *inter = json_object_get(o, "interactor");
+	if ((lim && parse_limits(p, lim, where, e) < 0) || (chk && parse_checker(p, chk, dir, where, e) < 0) ||
+	    (inter && parse_interactor(p, inter, chk != NULL, dir, where, e) < 0) ||
+	    parse_tests_of(p, o, chk != NULL, dir, where, e) < 0 || pd_judge_check_decoys(p, p->audit, where, e) < 0)
 		goto fail;
 	if (!p->interactor_time_ms)
 		p->interactor_time_ms = p->time_ms * 2 + 1000;

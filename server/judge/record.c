@@ -2,8 +2,12 @@
  * attempt_id, task_id, group_id, sample_id, problem_id, problem_version, verdict.{output,process,
  * resources}, usable, unusable_level, reward (null for infrastructure failures), failure_class, cache,
  * compile, tests. Texts from programs (compiler and checker messages) go through pd_json_text: they
- * may be any bytes. */
+ * may be any bytes. The record's memory is freed here too (pd_judged_free), below the judge and
+ * its cache, which both free records. */
 #include "judge/judge.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 json_t *pd_judged_to_json(const pd_judged *d)
 {
@@ -45,7 +49,7 @@ json_t *pd_judged_to_json(const pd_judged *d)
 	json_object_set_new(o, "usable", json_boolean(d->v.usable));
 	json_object_set_new(o, "unusable_level", d->v.unusable ? json_string(d->v.unusable) : json_null());
 	json_object_set_new(o, "reward", d->v.has_reward ? json_real(d->v.reward) : json_null());
-	json_object_set_new(o, "failure_class", json_string(d->v.failure_class ? d->v.failure_class : "none"));
+	json_object_set_new(o, "failure_class", json_string(pd_failure_name(d->v.failure)));
 	json_object_set_new(o, "error", pd_json_text(d->error));
 	json_object_set_new(o, "cache", json_string(d->cache_hit ? "hit" : d->cache_used ? "miss" : "off"));
 	json_t *c = json_object();
@@ -78,4 +82,23 @@ json_t *pd_judged_to_json(const pd_judged *d)
 	json_object_set_new(o, "audit", pd_judged_audit_json(d));
 	json_object_set_new(o, "risk_list", json_boolean(d->risk_list));
 	return o;
+}
+
+void pd_jtest_result_clear(pd_jtest_result *t)
+{
+	free(t->stderr_tail);
+	free(t->harness);
+	memset(t, 0, sizeof *t);
+}
+
+void pd_judged_free(pd_judged *d)
+{
+	for (size_t i = 0; d->tests && i < d->ntests; i++)
+		pd_jtest_result_clear(&d->tests[i]);
+	free(d->tests);
+	d->tests = NULL;
+	d->ntests = 0;
+	free(d->audit);
+	d->audit = NULL;
+	d->audit_len = 0;
 }

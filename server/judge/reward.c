@@ -59,20 +59,14 @@ int pd_reward_rule_parse(json_t *o, pd_reward_rule *r, pd_err *e)
 	return 0;
 }
 
-bool pd_failure_is_infra(const char *fc)
+bool pd_failure_is_infra(pd_failure f)
 {
-	static const char *const infra[] = {"startup_failure", "internal_error", "judge_error", "queue_timeout",
-					    "cancelled", "dependency_missing", NULL};
-	for (int i = 0; fc && infra[i]; i++)
-		if (!strcmp(fc, infra[i]))
-			return true;
-	return false;
+	return f == PD_F_STARTUP || f == PD_F_INTERNAL || f == PD_F_JUDGE || f == PD_F_QUEUE || f == PD_F_CANCELLED ||
+	       f == PD_F_DEPENDENCY;
 }
 
 void pd_verdict_decide(pd_verdict *v, const pd_reward_rule *rule)
 {
-	if (!v->failure_class)
-		v->failure_class = "none";
 	/* usable: the first level that is undecided or failed names the reason */
 	v->usable = false;
 	v->unusable = NULL;
@@ -83,13 +77,13 @@ void pd_verdict_decide(pd_verdict *v, const pd_reward_rule *rule)
 	else if (v->resources != PD_LV_PASS)
 		v->unusable = "resources";
 	else
-		v->usable = !pd_failure_is_infra(v->failure_class);
+		v->usable = !pd_failure_is_infra(v->failure);
 	if (!v->usable && !v->unusable)
 		v->unusable = "output";
 
 	v->has_reward = false;
 	v->reward = 0;
-	if (pd_failure_is_infra(v->failure_class) || v->output == PD_LV_NOT_JUDGED)
+	if (pd_failure_is_infra(v->failure) || v->output == PD_LV_NOT_JUDGED)
 		return; /* no evidence about the model: no reward, never 0 */
 	if (v->process == PD_LV_FAIL) {
 		v->has_reward = true;

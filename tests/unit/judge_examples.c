@@ -44,7 +44,7 @@ static void judge_line(size_t i)
 		snprintf(verdicts[i], sizeof verdicts[i], "%s: not judged: %s", d.sample_id, p ? e.msg : "no problem");
 		return;
 	}
-	const char *got_out = pd_level_name(d.v.output), *got_fc = d.v.failure_class;
+	const char *got_out = pd_level_name(d.v.output), *got_fc = pd_failure_name(d.v.failure);
 	good[i] = !strcmp(got_out, want_out) && !strcmp(got_fc, want_fc);
 	char tests[120] = "";
 	size_t k = 0;

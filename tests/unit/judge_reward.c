@@ -10,7 +10,7 @@
 
 static pd_verdict V(pd_level out, double score, pd_level proc, pd_level res, const char *fc)
 {
-	pd_verdict v = {.output = out, .score = score, .process = proc, .resources = res, .failure_class = fc};
+	pd_verdict v = {.output = out, .score = score, .process = proc, .resources = res, .failure = pd_failure_parse(fc)};
 	return v;
 }
 
@@ -178,11 +178,11 @@ static void test_cache(void)
 	tr[1].status = PD_T_JE;
 	ok(!pd_jcache_cacheable(&d), "a judge error is never cached");
 	tr[1].status = PD_T_WA;
-	d.v.failure_class = "startup_failure";
+	d.v.failure = PD_F_STARTUP;
 	ok(!pd_jcache_cacheable(&d), "an infrastructure failure is never cached");
 	pd_jcache_put(c, k2, &d);
 	ok(!pd_jcache_get(c, k2, &out), "... and put refuses it");
-	d.v.failure_class = "none";
+	d.v.failure = PD_F_NONE;
 	unsigned char k3[32];
 	memcpy(k3, k1, 32);
 	k3[0] ^= 1;
@@ -220,9 +220,25 @@ static void test_record(void)
 	json_decref(o);
 }
 
+/* The verdict carries its failure class as the enum; the name is made once, for the record, and
+ * read back only from stored text (pd_failure_parse). */
+static void test_failure_names(void)
+{
+	bool all = true;
+	for (int f = 0; f < PD_F_COUNT; f++)
+		all &= pd_failure_parse(pd_failure_name((pd_failure)f)) == (pd_failure)f;
+	ok(all, "every failure class's name reads back as its class");
+	ok(pd_failure_parse("no_such_class") == PD_F_NONE && pd_failure_parse(NULL) == PD_F_NONE,
+	   "a name no class has reads as none");
+	ok(pd_failure_is_infra(PD_F_STARTUP) && pd_failure_is_infra(PD_F_DEPENDENCY) && !pd_failure_is_infra(PD_F_COMPILE) &&
+		   !pd_failure_is_infra(PD_F_POLICY) && !pd_failure_is_infra(PD_F_NONE),
+	   "infrastructure classes: startup, dependency...; not compile_error, policy_violation, none");
+}
+
 int main(void)
 {
-	plan(50);
+	plan(53);
+	test_failure_names();
 	test_rule();
 	test_cache();
 	test_record();

@@ -1,4 +1,5 @@
-/* util.c: size and duration parsing, keyed files, mkdir -p, small file I/O, fd passing, pd_fail. */
+/* util.c: size and duration parsing, keyed files, mkdir -p, small file I/O, fd passing, pd_fail,
+ * the clocks and the id counter. */
 #define _GNU_SOURCE
 #include "internal.h"
 #include "tap.h"
@@ -7,10 +8,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static char tmp[] = "/tmp/paddock-unit-util-XXXXXX";
@@ -423,9 +426,63 @@ static void test_helpers(void)
 	ok(pd_open_fds() == n0, "and not the directory it reads");
 }
 
+#define ID_THREADS 4
+#define ID_EACH 2000
+static char ids[ID_THREADS * ID_EACH][48];
+
+static void *make_ids(void *arg)
+{
+	char(*mine)[48] = arg;
+	for (int i = 0; i < ID_EACH; i++)
+		pd_new_id(mine[i], sizeof mine[i], 0xabcdef01u, "x-%s", "node");
+	return NULL;
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+/* The one wall clock, the one monotonic clock, and the one id counter (issue 38). */
+static void test_ids_and_clocks(void)
+{
+	uint64_t wall = pd_wall_us(), secs = (uint64_t)time(NULL);
+	ok(wall / 1000000 + 1 >= secs && wall / 1000000 <= secs + 1, "pd_wall_us reads the wall clock (%llu s)",
+	   (unsigned long long)(wall / 1000000));
+	uint64_t a = pd_now_us(), b = pd_now_us();
+	ok(b >= a && a < wall, "pd_now_us is the monotonic clock: never back, and not the wall clock");
+
+	char id[64], id2[64];
+	pd_new_id(id, sizeof id, 0x0000beefu, "t");
+	pd_new_id(id2, sizeof id2, 0x0000beefu, "t");
+	unsigned long long n1 = 0, n2 = 0;
+	ok(sscanf(id, "t-0000beef-%llu", &n1) == 1 && sscanf(id2, "t-0000beef-%llu", &n2) == 1 && n2 == n1 + 1,
+	   "pd_new_id: <prefix>-<run id>-<n>, n counting up (%s, %s)", id, id2);
+	pd_new_id(id, sizeof id, 1, "r-%s", "node-a");
+	ok(!strncmp(id, "r-node-a-00000001-", 18), "the prefix is made as printf would (%s)", id);
+	char small[12];
+	memset(small, 'z', sizeof small);
+	pd_new_id(small, sizeof small, 0x12345678u, "prefix");
+	ok(memchr(small, 0, sizeof small) && !strncmp(small, "prefix-1234", 11), "a short buffer is cut, terminated (%s)",
+	   small);
+
+	pthread_t th[ID_THREADS];
+	bool started = true;
+	for (int t = 0; t < ID_THREADS; t++)
+		started = pthread_create(&th[t], NULL, make_ids, ids[t * ID_EACH]) == 0 && started;
+	for (int t = 0; t < ID_THREADS; t++)
+		pthread_join(th[t], NULL);
+	qsort(ids, ID_THREADS * ID_EACH, sizeof ids[0], id_cmp);
+	size_t same = 0;
+	for (size_t i = 1; i < ID_THREADS * ID_EACH; i++)
+		same += !strcmp(ids[i - 1], ids[i]);
+	ok(started && same == 0 && !strncmp(ids[0], "x-node-abcdef01-", 16),
+	   "%d threads make %d ids at once: all different (%zu the same)", ID_THREADS, ID_THREADS * ID_EACH, same);
+}
+
 int main(void)
 {
-	plan(145);
+	plan(151);
 	if (!mkdtemp(tmp)) {
 		perror("mkdtemp");
 		return 1;
@@ -436,6 +493,7 @@ int main(void)
 	test_fds();
 	test_fail();
 	test_helpers();
+	test_ids_and_clocks();
 	rm_rf(tmp);
 	return done();
 }
