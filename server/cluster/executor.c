@@ -343,7 +343,7 @@ static void take_task(pd_cluster *c, natsMsg *m)
 		delivered = meta->NumDelivered;
 		/* its time in the broker (the stream's clock, the edge's own clock give or take): its
 		 * deadline counts from its arrival (intake.h) */
-		int64_t stored_ms = meta->Timestamp / 1000000, now_ms = (int64_t)cl_wall_ms();
+		int64_t stored_ms = meta->Timestamp / 1000000, now_ms = (int64_t)(pd_wall_us() / 1000);
 		waited_us = stored_ms > 0 && now_ms > stored_ms ? (uint64_t)(now_ms - stored_ms) * 1000 : 0;
 		N.jsMsgMetaData_Destroy(meta);
 	}

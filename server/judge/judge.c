@@ -437,7 +437,7 @@ static const pd_template *candidate_pool(pd_judge *j, const pd_problem *p, const
 	if (img[0]) {
 		pd_err ie = {0};
 		if (pd_pools_image(j->pools, name, img, pool, sizeof pool, d->image_digest, &ie) < 0) {
-			d->v.failure_class = ie.code == EAGAIN ? "startup_failure" : "dependency_missing";
+			d->v.failure = ie.code == EAGAIN ? PD_F_STARTUP : PD_F_DEPENDENCY;
 			snprintf(d->error, sizeof d->error, "%s", PD_ERR_STR(&ie));
 			return NULL;
 		}
@@ -454,7 +454,7 @@ static const pd_template *candidate_pool(pd_judge *j, const pd_problem *p, const
 	if (iso[0]) {
 		pd_err te = {0};
 		if (pd_pools_tier(j->pools, name, pd_isolation_parse(iso), pool, sizeof pool, &te) < 0) {
-			d->v.failure_class = te.code == EAGAIN ? "startup_failure" : "dependency_missing";
+			d->v.failure = te.code == EAGAIN ? PD_F_STARTUP : PD_F_DEPENDENCY;
 			snprintf(d->error, sizeof d->error, "%s", PD_ERR_STR(&te));
 			return NULL;
 		}
@@ -467,7 +467,7 @@ static const pd_template *candidate_pool(pd_judge *j, const pd_problem *p, const
 		snprintf(d->isolation, sizeof d->isolation, "%s", pd_isolation_name(tpl->isolation));
 	}
 	if (!tpl || !tpl->available) {
-		d->v.failure_class = "dependency_missing";
+		d->v.failure = PD_F_DEPENDENCY;
 		snprintf(d->error, sizeof d->error, "template '%s' %s", name, tpl ? "lacks its toolchain" : "does not exist");
 		return NULL;
 	}
@@ -490,7 +490,7 @@ static bool cache_hit(pd_judge *j, const unsigned char key[32], const pd_judge_o
 	d->cache_hit = true;
 	d->cache_used = true;
 	pd_verdict_decide(&d->v, &o->rule); /* this request's rule */
-	d->wall_ms = now_ms() - t0;
+	d->wall_ms = (pd_now_us() / 1000) - t0;
 	count(j, d);
 	return true;
 }
@@ -525,7 +525,7 @@ static int compile_once(pd_judge *j, const pd_problem *p, const pd_language *l, 
 		*built = NULL;
 	}
 	if (is_cancelled(o)) {
-		d->v.failure_class = "cancelled";
+		d->v.failure = PD_F_CANCELLED;
 		snprintf(d->error, sizeof d->error, "cancelled: the client left before the compile ended");
 		return -1;
 	}
@@ -559,7 +559,7 @@ static bool shared_again(pd_judge *j, const pd_problem *p, const char *tpl_name,
 	*shared = pd_pool_acquire(j->pools, tpl_name, NULL, &se);
 	if (*shared || i + 1 >= p->ntests)
 		return true;
-	d->v.failure_class = "startup_failure";
+	d->v.failure = PD_F_STARTUP;
 	snprintf(d->error, sizeof d->error, "one_sandbox: %s", se.msg);
 	for (size_t k = i + 1; k < p->ntests; k++)
 		d->tests[k].status = PD_T_SKIPPED;
@@ -573,7 +573,7 @@ static int run_tests(pd_judge *j, const pd_problem *p, const pd_jprog *cand, con
 	pd_err ce = {0};
 	d->tests = calloc(p->ntests, sizeof *d->tests);
 	if (!d->tests) {
-		d->v.failure_class = "internal_error";
+		d->v.failure = PD_F_INTERNAL;
 		snprintf(d->error, sizeof d->error, "out of memory");
 		return -1;
 	}
@@ -582,7 +582,7 @@ static int run_tests(pd_judge *j, const pd_problem *p, const pd_jprog *cand, con
 	 * /tmp) for the next; the judge's material stays out of it as always */
 	pd_sandbox *shared = NULL;
 	if (p->one_sandbox && !(shared = pd_pool_acquire(j->pools, tpl_name, NULL, &ce))) {
-		d->v.failure_class = "startup_failure";
+		d->v.failure = PD_F_STARTUP;
 		snprintf(d->error, sizeof d->error, "one_sandbox: %s", ce.msg);
 		return -1;
 	}
@@ -653,7 +653,7 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 	if ((p->checker.mode == PD_CHK_PROGRAM && !p->checker_prog.prepared) ||
 	    (p->checker.mode == PD_CHK_INTERACTIVE && !p->interactor.prepared))
 		return pd_refuse(e, "problem %s: its checker was not prepared (pd_judge_prepare)", p->id);
-	uint64_t t0 = now_ms();
+	uint64_t t0 = (pd_now_us() / 1000);
 	char tpl_name[64];
 	snprintf(tpl_name, sizeof tpl_name, "%s", p->template_name[0] ? p->template_name : l->template);
 	d->v.process = PD_LV_NOT_AUDITED; /* no audit ran: never "pass" without evidence */
