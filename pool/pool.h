@@ -174,7 +174,14 @@ typedef struct pd_pool_stats {
 pd_pools *pd_pools_new(pd_ctx *c, const pd_template *t, size_t n, const pd_pools_opts *o, pd_err *e);
 /* Stops the threads, destroys every sandbox the pools hold; sessions must be closed first. */
 void pd_pools_free(pd_pools *p);
+/* The template of the live pool of that name, or NULL: a lookup, which never makes, revives nor
+ * retires a pool (it may run on the HTTP event thread). A derived pool's (an image's or a tier's)
+ * is kept live for a second after it, for the caller's acquire. */
 const pd_template *pd_pools_template(pd_pools *p, const char *name);
+/* The same, the pool made first if the name is a derived pool's that is not live (retired idle, or
+ * named by a snapshot from before a restart): the image opened and its lease taken, a slot found
+ * (waiting up to 5 s for one to drain). NULL with e when it cannot be. Not on the event thread. */
+const pd_template *pd_pools_template_ensure(pd_pools *p, const char *name, pd_err *e);
 /* The image a template's sandboxes are made of, as records name it: an imported image's name ("" when
  * opened by digest) and manifest digest; a root directory's path and no digest; or "host" and the
  * default image's id (pd_ctx_default_image_id). name and digest are PD_DIGEST_LEN or more. */

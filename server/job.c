@@ -344,7 +344,7 @@ static bool attempt(pd_pools *pools, pd_job *j)
 		}
 		pool = j->tier_pool;
 	}
-	const pd_template *t = pd_pools_template(pools, pool);
+	const pd_template *t = pd_pools_template_ensure(pools, pool, NULL); /* a derived pool retired meanwhile comes back */
 	if (!t) {
 		j->failure = PD_F_DEPENDENCY;
 		snprintf(j->error, sizeof j->error, "no template named '%s'", j->template_name);
