@@ -71,6 +71,8 @@ struct pd_pools {
 /* Deep copy of a template (the image's lease not copied: pd_template_check takes its own). */
 int pd_template_clone(pd_template *dst, const pd_template *src);
 void pd_template_release(pd_template *t);
+/* template_check.c: the users a template names by keyword ("root", "sandbox"); -1 for another */
+int pd_user_keyword(const char *s, uint32_t *uid, uint32_t *gid);
 /* egress.c: a template's "egress" field; its deep copy (0 or -1) */
 int pd_template_parse_egress(struct json_t *v, const char *where, pd_template *t, pd_err *e);
 int pd_egress_clone(pd_template *dst, const pd_template *src);
