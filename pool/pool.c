@@ -1,6 +1,6 @@
 /* The pools' toolbox: what every other file of the layer uses, calling none of them (the layer's
  * calls go one way: this file below, the kinds of derived pool and the reclaim work above it, the
- * way in (acquire.c) and the sessions above those, the pools' life (pools.c) on top).
+ * way in (acquire.c) and the sessions above those, the pools' lifecycle (lifecycle.c) on top).
  *
  * Here: a template's deep copy; a pool found by name (a lookup, never a make); a sandbox made and
  * prepared for its template, or reset; the sizing of a pool (its demand windows and target); a

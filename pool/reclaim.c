@@ -1,6 +1,6 @@
 /* The reclaim work: a sandbox its user released is reset for reuse (when the template reuses
  * sandboxes, the pool needs it and the reset proves it clean) or destroyed, off the request path:
- * on a reclaimer thread (pools.c), or on the releasing thread when the reclaimers are behind
+ * on a reclaimer thread (lifecycle.c), or on the releasing thread when the reclaimers are behind
  * (acquire.c). The queue it takes from is the toolbox's (pool.c); all share the pools' one lock. */
 #define _GNU_SOURCE
 #include "pools.h"

@@ -132,7 +132,7 @@ int pd_tier_allowed(const pd_template *bt, const char *base, int tier, pd_err *e
 /* The live pool of that name, or the derived pool it names made again (lock dropped meanwhile). */
 pd_pool *pd_pool_named(pd_pools *p, const char *name);
 
-/* ---- sessions (session.c, session_lost.c), called by the pools' life (pools.c) ---- */
+/* ---- sessions (session.c, session_lost.c), called by the pools' lifecycle (lifecycle.c) ---- */
 void pd_sessions_expire_locked(pd_pools *p, uint64_t now);
 void pd_sessions_free_all(pd_pools *p);
 /* session_lost.c: sessions a dead daemon left open are closed as lost (pd_pools_new) */

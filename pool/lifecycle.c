@@ -1,4 +1,4 @@
-/* The pools' life, the conductor that calls the rest of the layer: start (the templates' pools,
+/* The pools' lifecycle, the conductor that calls the rest of the layer: start (the templates' pools,
  * the builder and reclaimer threads, the sessions a dead daemon left closed as lost), the
  * builder's loop that fills the pools, the reclaimers' loop (the reclaim work in reclaim.c, the
  * deadlines of idle surplus and of sessions, old trajectories pruned), the figures, and stop.
