@@ -81,12 +81,10 @@ static pd_pool *image_locked(pd_pools *p, const char *tname, const char *digest,
 
 static pd_pool *resolve_locked(pd_pools *p, const char *name, pd_err *e);
 
-/* The tier pool of tier over the pool named base (NULL with e when the tier may not serve it;
- * base's own pool when it is base's own tier). Lock held; dropped meanwhile. */
-static pd_pool *tier_locked(pd_pools *p, const char *base, int tier, pd_err *e)
+/* The tier pool of tier over bp, the pool named base (NULL: none; e says so), or bp itself when
+ * tier is its own; NULL with e when the tier may not serve it. Lock held; dropped meanwhile. */
+static pd_pool *tier_over_locked(pd_pools *p, pd_pool *bp, const char *base, int tier, pd_err *e)
 {
-	pd_err pe = {0};
-	pd_pool *bp = resolve_locked(p, base, &pe);
 	if (pd_tier_allowed(bp ? &bp->t : NULL, base, tier, e) < 0)
 		return NULL;
 	if (tier == (int)bp->t.isolation)
@@ -97,6 +95,14 @@ static pd_pool *tier_locked(pd_pools *p, const char *base, int tier, pd_err *e)
 		return NULL;
 	}
 	return make_locked(p, bp, PD_POOL_TIER, name, tier, NULL, e);
+}
+
+/* The same over the pool named base, found or made first (its own failure reads as no such
+ * template, as the tier's rules cannot be asked of it). */
+static pd_pool *tier_locked(pd_pools *p, const char *base, int tier, pd_err *e)
+{
+	pd_err pe = {0};
+	return tier_over_locked(p, resolve_locked(p, base, &pe), base, tier, e);
 }
 
 /* The pool of that name: live, or a derived pool made again from its name. Called with the lock
@@ -162,25 +168,41 @@ pd_pool *pd_pool_named(pd_pools *p, const char *name)
 	return pl;
 }
 
+/* "<template>@<hex>" fits a template's name field */
+static int image_name_fits(const char *tname, pd_err *e)
+{
+	if (strlen(tname) + 1 + PD_IMAGE_HEX < sizeof ((pd_template *)0)->name)
+		return 0;
+	return pd_fail(e, EINVAL, "template '%s': too long a name for an image pool (at most %zu characters)", tname,
+		       sizeof ((pd_template *)0)->name - 2 - PD_IMAGE_HEX);
+}
+
 int pd_pools_image(pd_pools *p, const char *tname, const char *ref, char *pool, size_t pool_len, char *digest,
 		   pd_err *e)
 {
+	return pd_pools_resolve(p, tname, ref, -1, pool, pool_len, digest, e) ? 0 : -1;
+}
+
+const pd_template *pd_pools_resolve(pd_pools *p, const char *tname, const char *ref, int tier, char *pool,
+				    size_t pool_len, char *digest, pd_err *e)
+{
 	char d[PD_DIGEST_LEN];
-	if (strlen(tname) + 1 + PD_IMAGE_HEX >= sizeof ((pd_template *)0)->name)
-		return pd_fail(e, EINVAL, "template '%s': too long a name for an image pool (at most %zu characters)",
-			       tname, sizeof ((pd_template *)0)->name - 2 - PD_IMAGE_HEX);
-	if (pd_image_resolve(pd_ctx_state_dir(p->ctx), ref, d, e) < 0)
-		return -1;
+	bool image = ref && *ref;
+	/* the image's digest first, without the lock: the store is read */
+	if (image && (image_name_fits(tname, e) < 0 || pd_image_resolve(pd_ctx_state_dir(p->ctx), ref, d, e) < 0))
+		return NULL;
 	pthread_mutex_lock(&p->mu);
-	pd_pool *pl = image_locked(p, tname, d, e);
+	pd_err pe = {0};
+	pd_pool *pl = image ? image_locked(p, tname, d, e) : resolve_locked(p, tname, tier >= 0 ? &pe : e);
+	if (tier >= 0 && (pl || !image))
+		pl = tier_over_locked(p, pl, pl ? pl->t.name : tname, tier, e);
+	const pd_template *t = used_locked(pl);
 	if (pl)
 		snprintf(pool, pool_len, "%s", pl->t.name);
 	pthread_mutex_unlock(&p->mu);
-	if (!pl)
-		return -1;
-	if (digest)
+	if (t && image && digest)
 		snprintf(digest, PD_DIGEST_LEN, "%s", d);
-	return 0;
+	return t;
 }
 
 int pd_pools_tier(pd_pools *p, const char *base, int tier, char *pool, size_t pool_len, pd_err *e)

@@ -187,6 +187,13 @@ const pd_template *pd_pools_template_ensure(pd_pools *p, const char *name, pd_er
  * default image's id (pd_ctx_default_image_id). name and digest are PD_DIGEST_LEN or more. */
 void pd_pools_template_image(pd_pools *p, const pd_template *t, char *name, size_t nlen, char *digest,
 			     size_t dlen);
+/* The pool a request runs in, found or made in one pass: template tname's, on the image ref names
+ * (NULL or "": the template's own), under isolation tier (a pd_isolation; -1: the pool's own).
+ * Writes the pool's name into pool (64 bytes) and, with an image, its digest into digest
+ * (PD_DIGEST_LEN; may be NULL), and returns the pool's template (as pd_pools_template_ensure).
+ * NULL with e as pd_pools_image and pd_pools_tier fail (EAGAIN: no free slot for a new pool). */
+const pd_template *pd_pools_resolve(pd_pools *p, const char *tname, const char *ref, int tier, char *pool,
+				    size_t pool_len, char *digest, pd_err *e);
 /* Takes a READY sandbox of the template (hit), or creates one on the spot (miss). */
 pd_sandbox *pd_pool_acquire(pd_pools *p, const char *template_name, bool *hit, pd_err *e);
 /* Gives a sandbox back. The reclaimer thread (or the caller, when the reclaimer is behind by
