@@ -18,8 +18,8 @@
 
 typedef struct lineage {
 	pd_pool_kind kind; /* PD_POOL_IMAGE or PD_POOL_TIER */
-	char parent[sizeof ((pd_template *)0)->name];
-	int tier;                /* a tier pool's */
+	char parent[sizeof((pd_template *)0)->name];
+	int tier;		    /* a tier pool's */
 	char hex[PD_IMAGE_HEX + 1]; /* an image pool's digest, its first digits */
 } lineage;
 
@@ -46,8 +46,8 @@ static int decode(const char *name, lineage *l)
 /* The derived pool name made from parent: its recipe (imgpool.c, tierpool.c) built without the
  * lock (the image's lease, the toolchain check), then filed in a slot (pool.c). Called with the
  * lock held; drops it meanwhile. digest: an image pool's; tier: a tier pool's. */
-static pd_pool *make_locked(pd_pools *p, pd_pool *parent, pd_pool_kind kind, const char *name, int tier,
-			    const char *digest, pd_err *e)
+static pd_pool *make_locked(pd_pools *p, pd_pool *parent, pd_pool_kind kind, const char *name,
+			    int tier, const char *digest, pd_err *e)
 {
 	pd_pool *pl = pd_pool_find_locked(p, name);
 	if (pl)
@@ -59,7 +59,8 @@ static pd_pool *make_locked(pd_pools *p, pd_pool *parent, pd_pool_kind kind, con
 		return NULL;
 	}
 	pthread_mutex_unlock(&p->mu);
-	int rc = kind == PD_POOL_IMAGE ? pd_image_recipe(p, &t, name, digest, e) : pd_tier_recipe(p, &t, name, tier, e);
+	int rc = kind == PD_POOL_IMAGE ? pd_image_recipe(p, &t, name, digest, e)
+				       : pd_tier_recipe(p, &t, name, tier, e);
 	pthread_mutex_lock(&p->mu);
 	if (rc < 0 || pd_pool_install_locked(p, &t, kind, e) < 0)
 		return NULL;
@@ -90,8 +91,10 @@ static pd_pool *tier_over_locked(pd_pools *p, pd_pool *bp, const char *base, int
 	if (tier == (int)bp->t.isolation)
 		return bp;
 	char name[sizeof bp->t.name];
-	if (snprintf(name, sizeof name, "%s~%s", base, pd_isolation_name((pd_isolation)tier)) >= (int)sizeof name) {
-		pd_fail(e, EINVAL, "template '%s': too long a name for a pool of another tier", base);
+	if (snprintf(name, sizeof name, "%s~%s", base, pd_isolation_name((pd_isolation)tier)) >=
+	    (int)sizeof name) {
+		pd_fail(e, EINVAL, "template '%s': too long a name for a pool of another tier",
+			base);
 		return NULL;
 	}
 	return make_locked(p, bp, PD_POOL_TIER, name, tier, NULL, e);
@@ -171,29 +174,32 @@ pd_pool *pd_pool_named(pd_pools *p, const char *name)
 /* "<template>@<hex>" fits a template's name field */
 static int image_name_fits(const char *tname, pd_err *e)
 {
-	if (strlen(tname) + 1 + PD_IMAGE_HEX < sizeof ((pd_template *)0)->name)
+	if (strlen(tname) + 1 + PD_IMAGE_HEX < sizeof((pd_template *)0)->name)
 		return 0;
-	return pd_fail(e, EINVAL, "template '%s': too long a name for an image pool (at most %zu characters)", tname,
-		       sizeof ((pd_template *)0)->name - 2 - PD_IMAGE_HEX);
+	return pd_fail(e, EINVAL,
+		       "template '%s': too long a name for an image pool (at most %zu characters)",
+		       tname, sizeof((pd_template *)0)->name - 2 - PD_IMAGE_HEX);
 }
 
-int pd_pools_image(pd_pools *p, const char *tname, const char *ref, char *pool, size_t pool_len, char *digest,
-		   pd_err *e)
+int pd_pools_image(pd_pools *p, const char *tname, const char *ref, char *pool, size_t pool_len,
+		   char *digest, pd_err *e)
 {
 	return pd_pools_resolve(p, tname, ref, -1, pool, pool_len, digest, e) ? 0 : -1;
 }
 
-const pd_template *pd_pools_resolve(pd_pools *p, const char *tname, const char *ref, int tier, char *pool,
-				    size_t pool_len, char *digest, pd_err *e)
+const pd_template *pd_pools_resolve(pd_pools *p, const char *tname, const char *ref, int tier,
+				    char *pool, size_t pool_len, char *digest, pd_err *e)
 {
 	char d[PD_DIGEST_LEN];
 	bool image = ref && *ref;
 	/* the image's digest first, without the lock: the store is read */
-	if (image && (image_name_fits(tname, e) < 0 || pd_image_resolve(pd_ctx_state_dir(p->ctx), ref, d, e) < 0))
+	if (image && (image_name_fits(tname, e) < 0 ||
+		      pd_image_resolve(pd_ctx_state_dir(p->ctx), ref, d, e) < 0))
 		return NULL;
 	pthread_mutex_lock(&p->mu);
 	pd_err pe = {0};
-	pd_pool *pl = image ? image_locked(p, tname, d, e) : resolve_locked(p, tname, tier >= 0 ? &pe : e);
+	pd_pool *pl =
+	    image ? image_locked(p, tname, d, e) : resolve_locked(p, tname, tier >= 0 ? &pe : e);
 	if (tier >= 0 && (pl || !image))
 		pl = tier_over_locked(p, pl, pl ? pl->t.name : tname, tier, e);
 	const pd_template *t = used_locked(pl);
@@ -224,7 +230,6 @@ int pd_pools_tier_allowed(pd_pools *p, const char *tname, int tier, pd_err *e)
 	return rc;
 }
 
-
 static pd_sandbox *acquire_locked(pd_pools *p, pd_pool *pl, bool *hit, pd_err *e);
 
 pd_sandbox *pd_pool_acquire(pd_pools *p, const char *name, bool *hit, pd_err *e)
@@ -250,7 +255,8 @@ static pd_sandbox *acquire_locked(pd_pools *p, pd_pool *pl, bool *hit, pd_err *e
 {
 	if (!pl->t.available) {
 		pthread_mutex_unlock(&p->mu);
-		pd_fail(e, ENOENT, "dependency_missing: template '%s' needs %s, which its image lacks",
+		pd_fail(e, ENOENT,
+			"dependency_missing: template '%s' needs %s, which its image lacks",
 			pl->t.name, pl->t.missing);
 		if (e)
 			e->kind = PD_EK_DEPENDENCY;

@@ -70,8 +70,9 @@ int pd_image_recipe(pd_pools *p, pd_template *t, const char *name, const char *d
 		if (!t->image) { /* the image itself could not be opened: t->missing says why */
 			pd_fail(e, ENOENT, "%s", t->missing);
 		} else {
-			pd_fail(e, ENOENT, "dependency_missing: template '%s' needs %s, which image %s lacks", base,
-				t->missing, digest);
+			pd_fail(e, ENOENT,
+				"dependency_missing: template '%s' needs %s, which image %s lacks",
+				base, t->missing, digest);
 			if (e)
 				e->kind = PD_EK_DEPENDENCY;
 		}

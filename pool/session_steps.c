@@ -12,12 +12,13 @@
 #include <sys/stat.h>
 #include <time.h>
 
-json_t *pd_session_snapshot(pd_session *s, const char *name, uint64_t ttl_s, uint64_t max_bytes, const char *rid,
-			    pd_err *e)
+json_t *pd_session_snapshot(pd_session *s, const char *name, uint64_t ttl_s, uint64_t max_bytes,
+			    const char *rid, pd_err *e)
 {
 	char gen[64];
 	if (!name) {
-		snprintf(gen, sizeof gen, "snap-%s-%llx", s->id + 3, (unsigned long long)pd_wall_us());
+		snprintf(gen, sizeof gen, "snap-%s-%llx", s->id + 3,
+			 (unsigned long long)pd_wall_us());
 		name = gen;
 	}
 	if (!session_snapshot_name_ok(name)) {
@@ -45,7 +46,8 @@ json_t *pd_session_snapshot(pd_session *s, const char *name, uint64_t ttl_s, uin
 	} c = {0, 0, 0};
 	struct stat st;
 	if (stat(final, &st) == 0) {
-		pd_fail(e, EEXIST, "snapshot %s exists (snapshots are immutable: take another name)", name);
+		pd_fail(e, EEXIST,
+			"snapshot %s exists (snapshots are immutable: take another name)", name);
 		goto out;
 	}
 	session_rm_tree(tmp);
@@ -56,17 +58,19 @@ json_t *pd_session_snapshot(pd_session *s, const char *name, uint64_t ttl_s, uin
 	json_t *dirs = json_array();
 	c.err = session_copy_tree(s, tree, max_bytes, &c.bytes, &c.files, dirs);
 	if (c.err) {
-		pd_fail(e, c.err, c.err == EFBIG ? "snapshot of session %s: over its size cap of %llu bytes"
-						 : "snapshot of session %s",
+		pd_fail(e, c.err,
+			c.err == EFBIG ? "snapshot of session %s: over its size cap of %llu bytes"
+				       : "snapshot of session %s",
 			s->id, (unsigned long long)max_bytes);
 		session_rm_tree(tmp);
 		json_decref(dirs);
 		goto out;
 	}
 	time_t now = time(NULL);
-	res = json_pack("{s:s,s:s,s:s,s:o,s:I,s:I,s:I,s:I,s:s}", "snapshot", name, "template", s->pl->t.name,
-			"session_id", s->id, "captured", dirs, "bytes", (json_int_t)c.bytes, "files",
-			(json_int_t)c.files, "created_at", (json_int_t)now, "expires_at", (json_int_t)(now + (time_t)ttl_s),
+	res = json_pack("{s:s,s:s,s:s,s:o,s:I,s:I,s:I,s:I,s:s}", "snapshot", name, "template",
+			s->pl->t.name, "session_id", s->id, "captured", dirs, "bytes",
+			(json_int_t)c.bytes, "files", (json_int_t)c.files, "created_at",
+			(json_int_t)now, "expires_at", (json_int_t)(now + (time_t)ttl_s),
 			"processes", "not captured: a snapshot holds files only");
 	char meta[4096];
 	snprintf(meta, sizeof meta, "%s/meta.json", tmp);
@@ -80,8 +84,9 @@ json_t *pd_session_snapshot(pd_session *s, const char *name, uint64_t ttl_s, uin
 out:;
 	pd_err te = {0};
 	json_t *obs = res ? json_deep_copy(res) : json_pack("{s:s}", "error", PD_ERR_STR(e));
-	session_traj_step(s, "snapshot", rid, t0, json_pack("{s:s,s:I,s:I}", "name", name, "ttl_s", (json_int_t)ttl_s,
-							  "max_bytes", (json_int_t)max_bytes),
+	session_traj_step(s, "snapshot", rid, t0,
+			  json_pack("{s:s,s:I,s:I}", "name", name, "ttl_s", (json_int_t)ttl_s,
+				    "max_bytes", (json_int_t)max_bytes),
 			  obs, NULL, false, &te);
 	session_leave(s);
 	return res;
@@ -96,14 +101,14 @@ json_t *pd_session_fast_forward(pd_session *s, const char *kind, const char *rid
 	if (session_enter(s, &e) < 0)
 		return NULL;
 	json_t *obs = json_object_get(rec, "observation");
-	json_t *extra = json_pack("{s:{s:s,s:O}}", "fast_forward", "trajectory_id", s->resume_id, "step",
-				  json_object_get(rec, "step"));
+	json_t *extra = json_pack("{s:{s:s,s:O}}", "fast_forward", "trajectory_id", s->resume_id,
+				  "step", json_object_get(rec, "step"));
 	json_t *fc = json_object_get(rec, "files_changed");
 	uint64_t t0 = pd_wall_us();
 	/* the recorded files_changed, not a scan: the step did not run here */
 	json_object_set(extra, "files_changed", fc ? fc : json_array());
-	session_traj_step(s, kind, rid, t0, json_deep_copy(json_object_get(rec, "action")), json_deep_copy(obs), extra,
-		    false, &e);
+	session_traj_step(s, kind, rid, t0, json_deep_copy(json_object_get(rec, "action")),
+			  json_deep_copy(obs), extra, false, &e);
 	json_decref(extra);
 	session_leave(s);
 	return obs ? json_deep_copy(obs) : json_object();

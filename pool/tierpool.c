@@ -39,12 +39,13 @@ int pd_tier_allowed(const pd_template *bt, const char *base, int tier, pd_err *e
 	if (!(bt->isolation_allowed & (1u << tier))) {
 		char tiers[64];
 		pd_template_tiers(bt, tiers, sizeof tiers);
-		return pd_fail_as(e, EINVAL, "isolation: template '%s' allows %s, not %s", base, tiers,
-			       pd_isolation_name((pd_isolation)tier));
+		return pd_fail_as(e, EINVAL, "isolation: template '%s' allows %s, not %s", base,
+				  tiers, pd_isolation_name((pd_isolation)tier));
 	}
 	const char *why = lacks(bt, tier);
 	if (why)
-		return pd_fail_as(e, ENOTSUP, "isolation: %s does not offer %s", pd_isolation_name((pd_isolation)tier), why);
+		return pd_fail_as(e, ENOTSUP, "isolation: %s does not offer %s",
+				  pd_isolation_name((pd_isolation)tier), why);
 	return 0;
 }
 
@@ -56,6 +57,6 @@ int pd_tier_recipe(pd_pools *p, pd_template *t, const char *name, int tier, pd_e
 	t->pool_min = 0; /* demand-sized from zero: a tier nobody asks for costs nothing */
 	if (tier == PD_ISO_GVISOR)
 		t->pool_reuse = false; /* never reset: lib/gvisor/sandbox.c's reuse rule */
-	pd_template_check(p->ctx, t); /* the image's lease of its own, and the version */
+	pd_template_check(p->ctx, t);  /* the image's lease of its own, and the version */
 	return 0;
 }
