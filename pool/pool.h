@@ -208,7 +208,7 @@ int pd_pools_wait_ready(pd_pools *p, uint64_t timeout_ms);
 /* The template of the pool s came from (pd_pool_acquire): valid while s is held. */
 const pd_template *pd_pool_template_of(pd_pools *p, pd_sandbox *s);
 
-/* ---- tier pools (tierpool.c) ---- */
+/* ---- tier pools (acquire.c; their recipe in tierpool.c) ---- */
 /* The pool a request runs in when it asks for isolation tier (pd_isolation) on the pool named
  * base (a template's, or an image pool's): base itself when tier is its template's, else
  * "<base>~<tier>", the same recipe under that tier, made on first use and sized by demand from
@@ -222,7 +222,7 @@ int pd_pools_tier_allowed(pd_pools *p, const char *tname, int tier, pd_err *e);
 /* "container", "container gvisor": the tiers t allows, its own first. */
 void pd_template_tiers(const pd_template *t, char *buf, size_t len);
 
-/* ---- image pools (imgpool.c) ---- */
+/* ---- image pools (acquire.c; their recipe in imgpool.c) ---- */
 /* A request may run a template on an imported image: the template's recipe (limits, network,
  * files, requires, warm-up) on the image's layers, with the image's Env and WorkingDir over the
  * template's env and cwd. Each (template, image) pair has a pool of its own, named
