@@ -1,5 +1,10 @@
-/* Warm pools: a builder thread keeps READY sandboxes per template, sized by demand; acquire and
- * release. Reclaimer threads (reclaim.c) reset released sandboxes for reuse or destroy them.
+/* The pools' toolbox: what every other file of the layer uses, calling none of them (the layer's
+ * calls go one way: this file below, the kinds of derived pool and the reclaim work above it, the
+ * way in (acquire.c) and the sessions above those, the pools' lifecycle (lifecycle.c) on top).
+ *
+ * Here: a template's deep copy; a pool found by name (a lookup, never a make); a sandbox made and
+ * prepared for its template, or reset; the sizing of a pool (its demand windows and target); a
+ * READY sandbox filed; the reclaim queue; and the slots of the derived pools.
  *
  * Sizing: each pool tracks the peak number of its sandboxes in use over the current and the last
  * window (10 s). The target of READY sandboxes covers that peak with 20% headroom, within the
@@ -105,43 +110,12 @@ pd_pool *pd_pool_of(pd_pools *p, pd_sandbox *s)
 	return pl >= p->pools && pl < p->pools + p->cap ? pl : NULL;
 }
 
-static pd_pool *find(pd_pools *p, const char *name)
+pd_pool *pd_pool_find_locked(pd_pools *p, const char *name)
 {
 	for (size_t i = 0; i < p->n; i++)
 		if (p->pools[i].live && !strcmp(p->pools[i].t.name, name))
 			return &p->pools[i];
 	return NULL;
-}
-
-pd_pool *pd_pool_find_locked(pd_pools *p, const char *name)
-{
-	return find(p, name);
-}
-
-/* find, and an image pool ("<template>@<hex>") made again if it is not live: its name says what
- * it is, so a pool retired between a lookup and a use comes back. Called with the lock held;
- * drops it meanwhile. */
-static pd_pool *find_or_revive_locked(pd_pools *p, const char *name, pd_err *e)
-{
-	pd_pool *pl = find(p, name);
-	if (pl || !strpbrk(name, "@~"))
-		return pl;
-	pthread_mutex_unlock(&p->mu);
-	int rc = strchr(name, '~') ? pd_pool_tier_revive(p, name, e) : pd_pool_image_revive(p, name, e);
-	pthread_mutex_lock(&p->mu);
-	return rc == 0 ? find(p, name) : NULL;
-}
-
-const pd_template *pd_pools_template(pd_pools *p, const char *name)
-{
-	pthread_mutex_lock(&p->mu);
-	pd_pool *pl = find_or_revive_locked(p, name, NULL);
-	/* a lookup is a use about to happen: an image pool is not retired for a second after it
-	 * (imgpool.c), so the template stays while its caller goes on to acquire */
-	if (pl && pl->image)
-		pl->last_acquire_us = pd_now_us();
-	pthread_mutex_unlock(&p->mu);
-	return pl ? &pl->t : NULL;
 }
 
 void pd_pools_template_image(pd_pools *p, const pd_template *t, char *name, size_t nlen, char *digest,
@@ -164,7 +138,6 @@ const pd_template *pd_pool_template_of(pd_pools *p, pd_sandbox *s)
 	pd_pool *pl = s ? pd_pool_of(p, s) : NULL;
 	return pl ? &pl->t : NULL;
 }
-
 
 /* What the template puts in a new (or reset) sandbox before use: its working directory, its
  * files, and a warm-up exec: the template's own (a new sandbox), /bin/true (a reset one), or none. */
@@ -248,14 +221,6 @@ pd_sandbox *pd_pool_make_fork(pd_pools *p, pd_pool *pl, const char *top_layer, p
 	return s;
 }
 
-pd_pool *pd_pool_named(pd_pools *p, const char *name)
-{
-	pthread_mutex_lock(&p->mu);
-	pd_pool *pl = find_or_revive_locked(p, name, NULL);
-	pthread_mutex_unlock(&p->mu);
-	return pl;
-}
-
 /* Creates a sandbox for the template and places what the template puts in it before use. */
 pd_sandbox *pd_pool_make(pd_pools *p, pd_pool *pl, pd_err *e)
 {
@@ -314,7 +279,7 @@ uint32_t pd_pool_target_of(pd_pools *p, pd_pool *pl)
 	uint64_t allowed = cap > others ? cap - others : 0;
 	if (want > allowed)
 		want = allowed;
-	if (pl->image) {
+	if (pl->kind != PD_POOL_PLAIN) {
 		/* image pools share a budget of READY sandboxes, the hottest first: with thousands of
 		 * per-task images, the few in demand now stay warm and the rest cost nothing */
 		uint64_t mine_score = pl->win_acquires + pl->prev_win_acquires, hotter = 0;
@@ -331,7 +296,7 @@ uint32_t pd_pool_target_of(pd_pools *p, pd_pool *pl)
 	return (uint32_t)want;
 }
 
-static void note_demand(pd_pools *p, pd_pool *pl, uint64_t now)
+void pd_pool_note_demand(pd_pools *p, pd_pool *pl, uint64_t now)
 {
 	uint64_t window = p->opts.window_ms * 1000;
 	if (now - pl->win_start >= window) {
@@ -357,26 +322,9 @@ void pd_pool_background_priority(void)
 	sched_setscheduler(0, SCHED_BATCH | SCHED_RESET_ON_FORK, &sp);
 }
 
-/* Whether a build leaves the reserved descriptors free. A READY sandbox taken by an acquire is
- * replaced by the builder: without this check, acquires a daemon admitted within its descriptor
- * budget would have their replacements built past it, until accept() had nothing left. */
-static bool fds_allow_build(const pd_pools *p)
-{
-	if (!p->opts.fd_reserve)
-		return true;
-	struct rlimit r;
-	if (getrlimit(RLIMIT_NOFILE, &r) < 0 || r.rlim_cur == RLIM_INFINITY)
-		return true;
-	long n = pd_open_fds();
-	if (n < 0)
-		return false;
-	/* a build holds up to ~16 at once (layers, pipes, the socket pair) */
-	return (rlim_t)n + 16 + p->opts.fd_reserve <= r.rlim_cur;
-}
-
 /* How many sandboxes pl lacks against target: those READY, being built and, with reuse, being
  * reset to come back are counted. Called with the lock held. */
-static int64_t deficit_of(const pd_pool *pl, uint32_t target)
+int64_t pd_pool_deficit(const pd_pool *pl, uint32_t target)
 {
 	int64_t coming = pl->t.pool_reuse ? pl->nreclaiming : 0;
 	return (int64_t)target - (int64_t)(pl->nready + pl->creating) - coming;
@@ -389,358 +337,176 @@ static int64_t deficit_of(const pd_pool *pl, uint32_t target)
 void pd_pools_wake_builder_locked(pd_pools *p)
 {
 	for (size_t i = 0; i < p->n; i++)
-		if (deficit_of(&p->pools[i], pd_pool_target_of(p, &p->pools[i])) > 0) {
+		if (pd_pool_deficit(&p->pools[i], pd_pool_target_of(p, &p->pools[i])) > 0) {
 			pthread_cond_signal(&p->cv_builder);
 			return;
 		}
 }
 
-static void *builder_main(void *arg)
+/* ---- the reclaim queue: what a reclaimer (reclaim.c) takes its work from ---- */
+
+static void reclaim_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s, bool no_reuse);
+
+const double pd_lifetime_bounds_s[PD_LIFETIME_BUCKETS] = {0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 14400, 86400};
+
+/* A destroyed sandbox's lifetime into its pool's histogram (born: pd_sandbox_created_us, read
+ * before the destroy freed it); lock held. */
+void pd_pool_lifetime_locked(pd_pool *pl, uint64_t born)
 {
-	pd_pools *p = arg;
-	pd_pool_background_priority();
-	pthread_mutex_lock(&p->mu);
-	unsigned backoff = 0;
-	while (!p->stop) {
-		uint64_t now = pd_now_us();
-		pd_pool *best = NULL;
-		int64_t best_deficit = 0;
-		for (size_t i = 0; i < p->n; i++) {
-			pd_pool *pl = &p->pools[i];
-			note_demand(p, pl, now);
-			pl->target = pd_pool_target_of(p, pl);
-			int64_t deficit = deficit_of(pl, pl->target);
-			if (deficit > best_deficit && now >= pl->retry_at) {
-				best = pl;
-				best_deficit = deficit;
-			}
-		}
-		/* building while the reclaimer is behind would only add live sandboxes */
-		if (best && p->opts.fd_reserve) {
-			pthread_mutex_unlock(&p->mu);
-			bool fds_ok = fds_allow_build(p);
-			pthread_mutex_lock(&p->mu);
-			if (!fds_ok)
-				best = NULL;
-		}
-		if (!best || p->nreclaim > p->opts.reclaim_backlog) {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			uint64_t ns = (uint64_t)ts.tv_nsec + p->opts.tick_ms * 1000000ull;
-			ts.tv_sec += (time_t)(ns / 1000000000ull);
-			ts.tv_nsec = (long)(ns % 1000000000ull);
-			pthread_cond_timedwait(&p->cv_builder, &p->mu, &ts);
-			continue;
-		}
-		best->creating++;
+	uint64_t now = pd_now_us();
+	double secs = now > born ? (double)(now - born) / 1e6 : 0;
+	size_t i = 0;
+	while (i < PD_LIFETIME_BUCKETS && secs > pd_lifetime_bounds_s[i])
+		i++;
+	pl->st.lifetime_bucket[i]++;
+	pl->st.lifetime_count++;
+	pl->st.lifetime_sum_s += secs;
+}
+
+void pd_pool_reclaim_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
+{
+	reclaim_locked(p, pl, s, false);
+}
+
+void pd_pool_discard_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s)
+{
+	reclaim_locked(p, pl, s, true);
+}
+
+static void reclaim_locked(pd_pools *p, pd_pool *pl, pd_sandbox *s, bool no_reuse)
+{
+	pd_entry *en = calloc(1, sizeof *en);
+	if (!en) {
+		/* no memory for the queue: destroy right here rather than leak */
+		uint64_t born = pd_sandbox_created_us(s);
+		char use[64];
+		pd_sandbox_use_id(s, use, sizeof use);
 		pthread_mutex_unlock(&p->mu);
-		pd_err e = {0};
-		pd_sandbox *s = pd_pool_make(p, best, &e);
+		char residue[128];
+		uint64_t t0 = pd_now_us();
+		int dirty = pd_sandbox_destroy(s, residue, sizeof residue);
+		if (p->opts.on_reclaimed)
+			p->opts.on_reclaimed(p->opts.on_reclaimed_arg, use, residue, pd_now_us() - t0);
 		pthread_mutex_lock(&p->mu);
-		best->creating--;
-		if (!s) {
-			best->st.create_failures++;
-			if (e.code == ETIMEDOUT)
-				best->st.forced_reclaims++; /* CREATING past its deadline: killed */
-			snprintf(best->last_error, sizeof best->last_error, "%s", PD_ERR_STR(&e));
-			/* a failing template must not spin: back off up to ~6 s */
-			backoff = backoff < 6 ? backoff + 1 : backoff;
-			best->retry_at = pd_now_us() + (100000ull << backoff);
-			continue;
-		}
-		backoff = 0;
-		best->st.created++;
-		pd_sandbox_set_owner(s, best);
-		pd_entry *en = calloc(1, sizeof *en);
-		if (!en) {
-			pd_pool_reclaim_locked(p, best, s);
-			continue;
-		}
-		pd_pool_file_ready_locked(p, best, en, s);
-	}
-	pthread_mutex_unlock(&p->mu);
-	return NULL;
-}
-
-pd_pools *pd_pools_new(pd_ctx *c, const pd_template *t, size_t n, const pd_pools_opts *o, pd_err *e)
-{
-	pd_pools *p = calloc(1, sizeof *p);
-	uint32_t image_pools = o && o->image_pools ? o->image_pools : 64;
-	if (!p || !(p->pools = calloc(n + image_pools, sizeof *p->pools))) {
-		free(p);
-		pd_fail(e, ENOMEM, "pools");
-		return NULL;
-	}
-	p->ctx = c;
-	p->ncpu = get_nprocs() > 0 ? (unsigned long)get_nprocs() : 1;
-	if (o)
-		p->opts = *o;
-	if (!p->opts.memory_budget) {
-		struct sysinfo si;
-		p->opts.memory_budget = sysinfo(&si) == 0 ? (uint64_t)si.totalram * si.mem_unit / 2 : (1ull << 30);
-	}
-	if (!p->opts.idle_cost_bytes)
-		p->opts.idle_cost_bytes = 1ull << 20;
-	if (!p->opts.setup_timeout_ms)
-		p->opts.setup_timeout_ms = 10000;
-	if (!p->opts.teardown_timeout_ms)
-		p->opts.teardown_timeout_ms = 10000;
-	if (!p->opts.tick_ms)
-		p->opts.tick_ms = 100;
-	if (!p->opts.window_ms)
-		p->opts.window_ms = 10000;
-	if (!p->opts.reclaim_backlog)
-		p->opts.reclaim_backlog = 8 * (uint32_t)p->ncpu;
-	p->opts.image_pools = image_pools;
-	if (!p->opts.image_ready_max)
-		p->opts.image_ready_max = 4 * (uint32_t)p->ncpu;
-	p->n = p->nbase = n;
-	p->cap = n + image_pools;
-	for (size_t i = 0; i < n; i++) {
-		pd_pool *pl = &p->pools[i];
-		if (pd_template_clone(&pl->t, &t[i]) < 0) {
-			p->n = i + 1;
-			pd_fail(e, ENOMEM, "templates");
-			goto fail;
-		}
-		pl->live = true;
-		pd_template_check(c, &pl->t);
-		pd_template_sandbox_opts(&pl->t, &pl->sopts);
-		pl->sopts.setup_timeout_ms = p->opts.setup_timeout_ms;
-		pl->sopts.teardown_timeout_ms = p->opts.teardown_timeout_ms;
-		pl->win_start = pd_now_us();
-	}
-	pthread_mutex_init(&p->mu, NULL);
-	pthread_cond_init(&p->cv_builder, NULL);
-	pthread_cond_init(&p->cv_reclaimer, NULL);
-	pthread_cond_init(&p->cv_ready, NULL);
-	p->threads_ok = true;
-	if (pthread_create(&p->builder, NULL, builder_main, p) != 0) {
-		p->threads_ok = false;
-		pd_fail(e, EAGAIN, "start the pool builder thread");
-		goto fail;
-	}
-	unsigned want = p->opts.reclaimers ? p->opts.reclaimers : (unsigned)(p->ncpu / 4);
-	want = want < 1 ? 1 : want > 16 ? 16 : want;
-	for (unsigned i = 0; i < want; i++) {
-		if (pthread_create(&p->reclaimers[i], NULL, pd_pools_reclaimer_main, p) != 0)
-			break;
-		p->nreclaimers++;
-	}
-	if (!p->nreclaimers) {
-		pthread_mutex_lock(&p->mu);
-		p->stop = true;
-		pthread_cond_broadcast(&p->cv_builder);
-		pthread_mutex_unlock(&p->mu);
-		pthread_join(p->builder, NULL);
-		p->threads_ok = false;
-		pd_fail(e, EAGAIN, "start the pool reclaimer thread");
-		goto fail;
-	}
-	/* before any session opens: the sessions of daemons that died are closed as lost */
-	pd_sessions_recover(p);
-	return p;
-fail:
-	for (size_t i = 0; i < p->n; i++)
-		pd_template_release(&p->pools[i].t);
-	free(p->pools);
-	free(p);
-	return NULL;
-}
-
-/* Every sandbox held ready goes to the reclaimer, which drains its queue before it stops. */
-static void drain_ready_locked(pd_pools *p)
-{
-	for (size_t i = 0; i < p->n; i++) {
-		pd_pool *pl = &p->pools[i];
-		while (pl->ready) {
-			pd_entry *en = pl->ready;
-			pl->ready = en->next;
-			pl->nready--;
-			pd_pool_reclaim_locked(p, pl, en->sb);
-			free(en);
-		}
-	}
-}
-
-void pd_pools_free(pd_pools *p)
-{
-	if (!p)
+		pd_pool_lifetime_locked(pl, born);
+		pl->st.destroyed++;
+		pl->st.residue_failures += dirty != 0;
 		return;
-	pthread_mutex_lock(&p->mu);
-	p->stop = true;
-	drain_ready_locked(p);
-	pthread_cond_broadcast(&p->cv_builder);
-	pthread_cond_broadcast(&p->cv_reclaimer);
-	pthread_mutex_unlock(&p->mu);
-	pthread_join(p->builder, NULL);
-	/* the builder may have finished one more sandbox after the drain above */
-	pthread_mutex_lock(&p->mu);
-	drain_ready_locked(p);
-	pthread_cond_broadcast(&p->cv_reclaimer);
-	pthread_mutex_unlock(&p->mu);
-	for (unsigned i = 0; i < p->nreclaimers; i++)
-		pthread_join(p->reclaimers[i], NULL);
-	pd_sessions_free_all(p);
-	for (size_t i = 0; i < p->n; i++)
-		pd_template_release(&p->pools[i].t);
-	pthread_mutex_destroy(&p->mu);
-	pthread_cond_destroy(&p->cv_builder);
-	pthread_cond_destroy(&p->cv_reclaimer);
-	pthread_cond_destroy(&p->cv_ready);
-	free(p->pools);
-	free(p);
+	}
+	en->sb = s;
+	en->pool = pl;
+	en->since = pd_now_us();
+	en->no_reuse = no_reuse;
+	en->next = NULL;
+	if (p->reclaim_tail)
+		p->reclaim_tail->next = en;
+	else
+		p->reclaim = en;
+	p->reclaim_tail = en;
+	p->nreclaim++;
+	pl->nreclaiming++;
+	pthread_cond_signal(&p->cv_reclaimer);
 }
 
-static pd_sandbox *acquire_locked(pd_pools *p, pd_pool *pl, bool *hit, pd_err *e);
+/* ---- the slots of derived pools (an image's, a tier's): the pools' array never moves, since
+ * sandboxes and sessions point at their pool; a derived pool idle long enough gives its slot up ---- */
 
-pd_sandbox *pd_pool_acquire(pd_pools *p, const char *name, bool *hit, pd_err *e)
+/* No sandbox of it alive, no session on it, and no acquire for a second: a lookup
+ * (pd_pools_template) just before may be about to acquire from it. */
+static bool unused_locked(const pd_pool *pl, uint64_t now)
 {
-	pthread_mutex_lock(&p->mu);
-	pd_err re = {0};
-	pd_pool *pl = find_or_revive_locked(p, name, &re);
-	if (!pl) {
-		pthread_mutex_unlock(&p->mu);
-		if (re.code) {
-			if (e)
-				*e = re;
-		} else {
-			pd_fail_as(e, ENOENT, "no template named '%s'", name);
-		}
-		return NULL;
-	}
-	return acquire_locked(p, pl, hit, e);
+	return pl->live && pl->kind != PD_POOL_PLAIN && !pl->in_use && !pl->nsessions &&
+	       now - pl->last_acquire_us >= 1000000;
 }
 
-/* Called with the lock held; returns with it released. */
-static pd_sandbox *acquire_locked(pd_pools *p, pd_pool *pl, bool *hit, pd_err *e)
+static bool retirable_locked(const pd_pool *pl, uint64_t now)
 {
-	if (!pl->t.available) {
-		pthread_mutex_unlock(&p->mu);
-		pd_fail(e, ENOENT, "dependency_missing: template '%s' needs %s, which its image lacks",
-			pl->t.name, pl->t.missing);
-		if (e)
-			e->kind = PD_EK_DEPENDENCY;
-		return NULL;
+	return unused_locked(pl, now) && !pl->nready && !pl->creating && !pl->nreclaiming;
+}
+
+/* A free slot for a new image pool: never used, retired, or made so by retiring the least
+ * recently used pool that nothing uses. NULL if none is retirable now; *draining is set when the
+ * least recently used unused pool still held READY sandboxes, which are sent to the reclaimer
+ * (its slot frees once they are gone). Called with the lock held. */
+static pd_pool *free_slot_locked(pd_pools *p, bool *draining)
+{
+	uint64_t now = pd_now_us();
+	*draining = false;
+	for (size_t i = p->nbase; i < p->n; i++)
+		if (!p->pools[i].live)
+			return &p->pools[i];
+	if (p->n < p->cap)
+		return &p->pools[p->n++];
+	pd_pool *lru = NULL;
+	for (size_t i = p->nbase; i < p->n; i++) {
+		pd_pool *pl = &p->pools[i];
+		if (unused_locked(pl, now) && (!lru || pl->last_acquire_us < lru->last_acquire_us))
+			lru = pl;
 	}
-	pl->st.acquires++;
-	pl->in_use++;
-	pl->win_acquires++;
-	pl->last_acquire_us = pd_now_us();
-	pl->evicting = false;
-	note_demand(p, pl, pd_now_us());
-	if (pl->ready) {
-		pd_entry *en = pl->ready;
-		pl->ready = en->next;
-		pl->nready--;
-		pl->st.hits++;
-		pd_pools_wake_builder_locked(p); /* refill */
-		pthread_mutex_unlock(&p->mu);
-		pd_sandbox *s = en->sb;
+	if (!lru)
+		return NULL;
+	if (retirable_locked(lru, now)) {
+		/* its image's lease goes with it; its name brings it back (acquire.c) */
+		pd_template_release(&lru->t);
+		lru->live = false;
+		return lru;
+	}
+	/* the least recently used image gives its READY sandboxes up for a newer one, and builds
+	 * no more until it is asked for again */
+	lru->evicting = true;
+	while (lru->ready) {
+		pd_entry *en = lru->ready;
+		lru->ready = en->next;
+		lru->nready--;
+		lru->st.expired++;
+		pd_pool_discard_locked(p, lru, en->sb);
 		free(en);
-		if (hit)
-			*hit = true;
-		return s;
 	}
-	pl->st.misses++;
-	pthread_cond_signal(&p->cv_builder); /* demand: grow */
-	pthread_mutex_unlock(&p->mu);
-	if (hit)
-		*hit = false;
-	/* an empty pool creates on the spot rather than fail */
-	uint64_t t0 = pd_now_us();
-	pd_sandbox *s = pd_pool_make(p, pl, e);
-	pthread_mutex_lock(&p->mu);
-	pl->st.waits_ms_total += (pd_now_us() - t0) / 1000;
-	if (s) {
-		pl->st.created++;
-		pd_sandbox_set_owner(s, pl);
-	} else {
-		pl->st.create_failures++;
-		if (e && e->code == ETIMEDOUT)
-			pl->st.forced_reclaims++;
-		pl->in_use--;
-	}
-	pthread_mutex_unlock(&p->mu);
-	return s;
+	*draining = true;
+	return NULL;
 }
 
-void pd_pool_release(pd_pools *p, pd_sandbox *s)
+/* Files t (taken) as a live pool (a derived one: an image's or a tier's, retired when idle);
+ * waits a few seconds for a slot being drained. Called with the lock held (dropped while
+ * waiting). */
+int pd_pool_install_locked(pd_pools *p, pd_template *t, pd_pool_kind kind, pd_err *e)
 {
-	if (!s)
-		return;
-	pthread_mutex_lock(&p->mu);
-	pd_pool *pl = pd_pool_of(p, s);
-	if (!pl) {
-		/* not ours: destroy it here rather than file it under a pool */
-		pthread_mutex_unlock(&p->mu);
-		pd_sandbox_destroy(s, NULL, 0);
-		return;
-	}
-	if (pl->in_use)
-		pl->in_use--;
-	pd_pool_reclaim_locked(p, pl, s);
-	/* The reclaimer runs at background priority: when requests keep the CPUs busy it falls
-	 * behind, and every sandbox it has not destroyed yet is still alive (processes, memory,
-	 * cgroup). Past the bound the releasing thread pays for one destroy itself, so the backlog
-	 * stays bounded and throughput is set by what the machine can tear down. */
-	if (p->nreclaim > p->opts.reclaim_backlog)
-		pd_pools_reclaim_one_locked(p);
-	pthread_mutex_unlock(&p->mu);
-}
-
-pd_pool_stats *pd_pools_stats(pd_pools *p, size_t *n)
-{
-	pthread_mutex_lock(&p->mu);
-	pd_pool_stats *st = calloc(p->n ? p->n : 1, sizeof *st);
-	*n = 0;
-	if (!st) {
-		pthread_mutex_unlock(&p->mu);
-		return NULL;
-	}
-	size_t k = 0;
-	for (size_t j = 0; j < p->n; j++) {
-		pd_pool *pl = &p->pools[j];
-		if (!pl->live)
-			continue;
-		size_t i = k++;
-		st[i] = pl->st;
-		snprintf(st[i].template_name, sizeof st[i].template_name, "%s", pl->t.name);
-		st[i].available = pl->t.available;
-		st[i].ready = pl->nready;
-		st[i].in_use = pl->in_use;
-		st[i].creating = pl->creating;
-		st[i].reclaiming = pl->nreclaiming;
-		st[i].target = pl->target;
-	}
-	*n = k;
-	pthread_mutex_unlock(&p->mu);
-	return st;
-}
-
-int pd_pools_wait_ready(pd_pools *p, uint64_t timeout_ms)
-{
-	uint64_t deadline = pd_now_us() + timeout_ms * 1000;
-	pthread_mutex_lock(&p->mu);
+	uint64_t deadline = pd_now_us() + 5000000;
+	pd_pool *slot = NULL;
 	for (;;) {
-		bool all = true;
-		for (size_t i = 0; i < p->n; i++) {
-			pd_pool *pl = &p->pools[i];
-			uint32_t t = pd_pool_target_of(p, pl);
-			if (pl->t.available && pl->nready < t)
-				all = false;
+		bool draining = false;
+		if (pd_pool_find_locked(p, t->name)) { /* made by another request while we waited */
+			pd_template_release(t);
+			return 0;
 		}
-		uint64_t now = pd_now_us();
-		if (all || now >= deadline) {
-			pthread_mutex_unlock(&p->mu);
-			return all ? 0 : -1;
-		}
-		pthread_cond_signal(&p->cv_builder);
+		slot = free_slot_locked(p, &draining);
+		if (slot || !draining || pd_now_us() >= deadline)
+			break;
+		/* polled: a teardown signals nobody but the builder, whose wake-ups stay its own */
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		uint64_t ns = (uint64_t)ts.tv_nsec + 50000000ull;
-		ts.tv_sec += (time_t)(ns / 1000000000ull);
-		ts.tv_nsec = (long)(ns % 1000000000ull);
+		ts.tv_nsec += 20000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
 		pthread_cond_timedwait(&p->cv_ready, &p->mu, &ts);
 	}
+	if (!slot) {
+		pd_template_release(t);
+		return pd_fail(e, EAGAIN, "%u image pools are in use at once (serve --image-pools): "
+					  "none is idle enough to make room; retry", p->opts.image_pools);
+	}
+	uint64_t now = pd_now_us();
+	memset(slot, 0, sizeof *slot);
+	slot->t = *t;
+	memset(t, 0, sizeof *t);
+	pd_template_sandbox_opts(&slot->t, &slot->sopts);
+	slot->sopts.setup_timeout_ms = p->opts.setup_timeout_ms;
+	slot->sopts.teardown_timeout_ms = p->opts.teardown_timeout_ms;
+	slot->win_start = now;
+	slot->last_acquire_us = now;
+	slot->kind = kind;
+	slot->live = true;
+	return 0;
 }

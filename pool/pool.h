@@ -174,12 +174,26 @@ typedef struct pd_pool_stats {
 pd_pools *pd_pools_new(pd_ctx *c, const pd_template *t, size_t n, const pd_pools_opts *o, pd_err *e);
 /* Stops the threads, destroys every sandbox the pools hold; sessions must be closed first. */
 void pd_pools_free(pd_pools *p);
+/* The template of the live pool of that name, or NULL: a lookup, which never makes, revives nor
+ * retires a pool (it may run on the HTTP event thread). A derived pool's (an image's or a tier's)
+ * is kept live for a second after it, for the caller's acquire. */
 const pd_template *pd_pools_template(pd_pools *p, const char *name);
+/* The same, the pool made first if the name is a derived pool's that is not live (retired idle, or
+ * named by a snapshot from before a restart): the image opened and its lease taken, a slot found
+ * (waiting up to 5 s for one to drain). NULL with e when it cannot be. Not on the event thread. */
+const pd_template *pd_pools_template_ensure(pd_pools *p, const char *name, pd_err *e);
 /* The image a template's sandboxes are made of, as records name it: an imported image's name ("" when
  * opened by digest) and manifest digest; a root directory's path and no digest; or "host" and the
  * default image's id (pd_ctx_default_image_id). name and digest are PD_DIGEST_LEN or more. */
 void pd_pools_template_image(pd_pools *p, const pd_template *t, char *name, size_t nlen, char *digest,
 			     size_t dlen);
+/* The pool a request runs in, found or made in one pass: template tname's, on the image ref names
+ * (NULL or "": the template's own), under isolation tier (a pd_isolation; -1: the pool's own).
+ * Writes the pool's name into pool (64 bytes) and, with an image, its digest into digest
+ * (PD_DIGEST_LEN; may be NULL), and returns the pool's template (as pd_pools_template_ensure).
+ * NULL with e as pd_pools_image and pd_pools_tier fail (EAGAIN: no free slot for a new pool). */
+const pd_template *pd_pools_resolve(pd_pools *p, const char *tname, const char *ref, int tier, char *pool,
+				    size_t pool_len, char *digest, pd_err *e);
 /* Takes a READY sandbox of the template (hit), or creates one on the spot (miss). */
 pd_sandbox *pd_pool_acquire(pd_pools *p, const char *template_name, bool *hit, pd_err *e);
 /* Gives a sandbox back. The reclaimer thread (or the caller, when the reclaimer is behind by
@@ -194,7 +208,7 @@ int pd_pools_wait_ready(pd_pools *p, uint64_t timeout_ms);
 /* The template of the pool s came from (pd_pool_acquire): valid while s is held. */
 const pd_template *pd_pool_template_of(pd_pools *p, pd_sandbox *s);
 
-/* ---- tier pools (tierpool.c) ---- */
+/* ---- tier pools (acquire.c; their recipe in tierpool.c) ---- */
 /* The pool a request runs in when it asks for isolation tier (pd_isolation) on the pool named
  * base (a template's, or an image pool's): base itself when tier is its template's, else
  * "<base>~<tier>", the same recipe under that tier, made on first use and sized by demand from
@@ -208,7 +222,7 @@ int pd_pools_tier_allowed(pd_pools *p, const char *tname, int tier, pd_err *e);
 /* "container", "container gvisor": the tiers t allows, its own first. */
 void pd_template_tiers(const pd_template *t, char *buf, size_t len);
 
-/* ---- image pools (imgpool.c) ---- */
+/* ---- image pools (acquire.c; their recipe in imgpool.c) ---- */
 /* A request may run a template on an imported image: the template's recipe (limits, network,
  * files, requires, warm-up) on the image's layers, with the image's Env and WorkingDir over the
  * template's env and cwd. Each (template, image) pair has a pool of its own, named

@@ -276,6 +276,7 @@ pd_session *pd_session_open(pd_pools *p, const char *name, const pd_session_opts
 	pthread_mutex_lock(&p->mu);
 	s->next = p->sessions;
 	p->sessions = s;
+	s->pl->nsessions++; /* a derived pool with a session is never retired (pool.c) */
 	pthread_mutex_unlock(&p->mu);
 	return s;
 }
@@ -702,6 +703,7 @@ void pd_session_close(pd_session *s)
 	for (pd_session **pp = &p->sessions; *pp; pp = &(*pp)->next)
 		if (*pp == s) {
 			*pp = s->next;
+			s->pl->nsessions--;
 			break;
 		}
 	bool released = s->closed_by_pools;

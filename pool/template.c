@@ -183,18 +183,6 @@ static int dup_str(char **dst, const char *s, const char *where, pd_err *e)
 	return *dst ? 0 : pd_fail(e, ENOMEM, "%s", where);
 }
 
-/* The two users a template names by keyword, whatever the image's passwd says. */
-static int keyword_user(const char *s, uint32_t *uid, uint32_t *gid)
-{
-	if (!strcmp(s, "root"))
-		*uid = *gid = 0;
-	else if (!strcmp(s, "sandbox"))
-		*uid = *gid = PD_USER_SANDBOX;
-	else
-		return -1;
-	return 0;
-}
-
 /* "isolation": a tier ("gvisor": that one alone), or a list of the tiers a request may ask for,
  * the first the template's own (["container", "gvisor"]) */
 static int parse_isolation(json_t *v, const char *w, pd_template *t, pd_err *e)
@@ -225,20 +213,14 @@ void pd_template_tiers(const pd_template *t, char *buf, size_t len)
 			n += (size_t)snprintf(buf + n, len - n, " %s", pd_isolation_name((pd_isolation)k));
 }
 
-static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
+#define FIELD(name) (snprintf(w, sizeof w, "%s.%s", where, name), v = json_object_get(o, name))
+
+/* "name", "version", "language" and "memory_fast_path". */
+static int parse_identity(json_t *o, const char *where, pd_template *t, pd_err *e)
 {
-	static const char *const known[] = {"name", "language", "image", "layers", "requires", "env",
-					    "cwd", "files", "limits", "network", "pool", "session", "warmup",
-					    "audit", "memory_fast_path", "version", "egress", "user", "isolation", "rules",
-					    NULL};
-	if (!json_is_object(o))
-		return pd_fail_as(e, EINVAL, "%s: must be an object", where);
-	if (unknown_keys(o, where, known, e) < 0)
-		return -1;
 	char w[160];
 	const char *s = NULL;
 	json_t *v;
-#define FIELD(name) (snprintf(w, sizeof w, "%s.%s", where, name), v = json_object_get(o, name))
 	/* the headroom over the memory limit, or false (off) */
 	if (FIELD("memory_fast_path") && !json_is_false(v)) {
 		if (get_size(v, w, &t->data_headroom_bytes, e) < 0)
@@ -268,6 +250,15 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 	} else {
 		snprintf(t->language, sizeof t->language, "%s", t->name);
 	}
+	return 0;
+}
+
+/* "image" (a directory, or an imported image's name or digest) or "layers". */
+static int parse_image(json_t *o, const char *where, pd_template *t, pd_err *e)
+{
+	char w[160];
+	const char *s = NULL;
+	json_t *v;
 	json_t *img = json_object_get(o, "image"), *layers = json_object_get(o, "layers");
 	if (img && layers)
 		return pd_fail_as(e, EINVAL, "%s: give image or layers, not both", where);
@@ -301,6 +292,15 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 				return pd_fail_as(e, EINVAL, "%s: '%s' must be an absolute path", w, s);
 		}
 	}
+	return 0;
+}
+
+/* "requires" (programs the image must have) and "warmup" (a sandbox's first exec). */
+static int parse_programs(json_t *o, const char *where, pd_template *t, pd_err *e)
+{
+	char w[160];
+	const char *s = NULL;
+	json_t *v;
 	if (FIELD("requires")) {
 		if (!json_is_array(v) || json_array_size(v) > PD_TPL_MAX_REQUIRES)
 			return pd_fail_as(e, EINVAL, "%s: must be a list of at most %d program names", w,
@@ -329,6 +329,15 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 				return -1;
 		}
 	}
+	return 0;
+}
+
+/* "env", "user" and "cwd": what the programs run as and in. */
+static int parse_process(json_t *o, const char *where, pd_template *t, pd_err *e)
+{
+	char w[160];
+	const char *s = NULL;
+	json_t *v;
 	if (FIELD("env")) {
 		if (!json_is_object(v) || json_object_size(v) > PD_TPL_MAX_ENV)
 			return pd_fail_as(e, EINVAL, "%s: must be an object of at most %d strings", w, PD_TPL_MAX_ENV);
@@ -353,7 +362,7 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 		pd_err ue = {0};
 		/* names wait for the image (pd_template_check); numbers are checked now */
 		if (!*s || strlen(s) >= sizeof t->user || strchr(s, ' ') ||
-		    (keyword_user(s, &u, &g) < 0 && strspn(s, "0123456789:") == strlen(s) &&
+		    (pd_user_keyword(s, &u, &g) < 0 && strspn(s, "0123456789:") == strlen(s) &&
 		     pd_user_resolve(NULL, s, &u, &g, &ue) < 0))
 			return pd_fail_as(e, EINVAL, "%s: '%s' must be root, sandbox, UID[:GID] (below 65536, not 65533) or a name of the image's /etc/passwd",
 				          w, s);
@@ -367,61 +376,87 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 		if (dup_str(&t->cwd, s, w, e) < 0)
 			return -1;
 	}
+	return 0;
+}
+
+/* One entry of a template's "files" (where.files[i]). */
+static int parse_file(json_t *f, const char *where, size_t i, pd_template *t, pd_err *e)
+{
+	char w[160];
+	const char *s = NULL;
+	char fw[200];
+	snprintf(fw, sizeof fw, "%s.files[%zu]", where, i);
+	static const char *const fknown[] = {"path", "content", "content_base64", "mode", NULL};
+	if (!json_is_object(f))
+		return pd_fail_as(e, EINVAL, "%s: must be an object", fw);
+	if (unknown_keys(f, fw, fknown, e) < 0)
+		return -1;
+	pd_tpl_file *tf = &t->files[t->nfiles++];
+	tf->mode = 0644;
+	snprintf(w, sizeof w, "%s.path", fw);
+	json_t *p = json_object_get(f, "path");
+	if (!p)
+		return pd_fail_as(e, EINVAL, "%s: required", w);
+	if (need_string(p, w, &s, e) < 0)
+		return -1;
+	if (s[0] != '/')
+		return pd_fail_as(e, EINVAL, "%s: '%s' must be an absolute path", w, s);
+	if (dup_str(&tf->path, s, w, e) < 0)
+		return -1;
+	json_t *c = json_object_get(f, "content"), *c64 = json_object_get(f, "content_base64");
+	if (!!c == !!c64)
+		return pd_fail_as(e, EINVAL, "%s: give exactly one of content, content_base64", fw);
+	if (c) {
+		snprintf(w, sizeof w, "%s.content", fw);
+		if (need_string(c, w, &s, e) < 0)
+			return -1;
+		tf->len = json_string_length(c);
+		tf->data = malloc(tf->len + 1);
+		if (!tf->data)
+			return pd_fail(e, ENOMEM, "%s", w);
+		memcpy(tf->data, s, tf->len + 1);
+	} else {
+		snprintf(w, sizeof w, "%s.content_base64", fw);
+		if (need_string(c64, w, &s, e) < 0)
+			return -1;
+		if (pd_b64_decode(s, &tf->data, &tf->len) < 0)
+			return pd_fail_as(e, EINVAL, "%s: not valid base64", w);
+	}
+	json_t *m = json_object_get(f, "mode");
+	if (m) {
+		snprintf(w, sizeof w, "%s.mode", fw);
+		char *end = NULL;
+		long mode = json_is_string(m) ? strtol(json_string_value(m), &end, 8) : -1;
+		if (!json_is_string(m) || *end || mode < 0 || mode > 07777)
+			return pd_fail_as(e, EINVAL, "%s: must be an octal string like \"0644\"", w);
+		tf->mode = (mode_t)mode;
+	}
+	return 0;
+}
+
+/* "files": what a template places in each sandbox before use. */
+static int parse_files(json_t *o, const char *where, pd_template *t, pd_err *e)
+{
+	char w[160];
+	json_t *v;
 	if (FIELD("files")) {
 		if (!json_is_array(v) || json_array_size(v) > PD_TPL_MAX_FILES)
 			return pd_fail_as(e, EINVAL, "%s: must be a list of at most %d files", w, PD_TPL_MAX_FILES);
 		size_t i;
 		json_t *f;
-		json_array_foreach(v, i, f) {
-			char fw[200];
-			snprintf(fw, sizeof fw, "%s.files[%zu]", where, i);
-			static const char *const fknown[] = {"path", "content", "content_base64", "mode", NULL};
-			if (!json_is_object(f))
-				return pd_fail_as(e, EINVAL, "%s: must be an object", fw);
-			if (unknown_keys(f, fw, fknown, e) < 0)
+		json_array_foreach(v, i, f)
+			if (parse_file(f, where, i, t, e) < 0)
 				return -1;
-			pd_tpl_file *tf = &t->files[t->nfiles++];
-			tf->mode = 0644;
-			snprintf(w, sizeof w, "%s.path", fw);
-			json_t *p = json_object_get(f, "path");
-			if (!p)
-				return pd_fail_as(e, EINVAL, "%s: required", w);
-			if (need_string(p, w, &s, e) < 0)
-				return -1;
-			if (s[0] != '/')
-				return pd_fail_as(e, EINVAL, "%s: '%s' must be an absolute path", w, s);
-			if (dup_str(&tf->path, s, w, e) < 0)
-				return -1;
-			json_t *c = json_object_get(f, "content"), *c64 = json_object_get(f, "content_base64");
-			if (!!c == !!c64)
-				return pd_fail_as(e, EINVAL, "%s: give exactly one of content, content_base64", fw);
-			if (c) {
-				snprintf(w, sizeof w, "%s.content", fw);
-				if (need_string(c, w, &s, e) < 0)
-					return -1;
-				tf->len = json_string_length(c);
-				tf->data = malloc(tf->len + 1);
-				if (!tf->data)
-					return pd_fail(e, ENOMEM, "%s", w);
-				memcpy(tf->data, s, tf->len + 1);
-			} else {
-				snprintf(w, sizeof w, "%s.content_base64", fw);
-				if (need_string(c64, w, &s, e) < 0)
-					return -1;
-				if (pd_b64_decode(s, &tf->data, &tf->len) < 0)
-					return pd_fail_as(e, EINVAL, "%s: not valid base64", w);
-			}
-			json_t *m = json_object_get(f, "mode");
-			if (m) {
-				snprintf(w, sizeof w, "%s.mode", fw);
-				char *end = NULL;
-				long mode = json_is_string(m) ? strtol(json_string_value(m), &end, 8) : -1;
-				if (!json_is_string(m) || *end || mode < 0 || mode > 07777)
-					return pd_fail_as(e, EINVAL, "%s: must be an octal string like \"0644\"", w);
-				tf->mode = (mode_t)mode;
-			}
-		}
 	}
+	return 0;
+}
+
+/* "limits", "network", "egress" and "isolation". */
+static int parse_confinement(json_t *o, const char *where, pd_template *t, pd_err *e)
+{
+	char w[160];
+	const char *s = NULL;
+	json_t *v;
 	if (FIELD("limits")) {
 		if (parse_limits(v, w, &t->limits, e) < 0)
 			return -1;
@@ -446,6 +481,14 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 		return pd_fail_as(e, EINVAL, "%s.egress.allow: an allowlist network needs the hosts it may reach", where);
 	if (FIELD("isolation") && parse_isolation(v, w, t, e) < 0)
 		return -1;
+	return 0;
+}
+
+/* "pool": min, max, idle_ttl, reuse. */
+static int parse_pool(json_t *o, const char *where, pd_template *t, pd_err *e)
+{
+	char w[160];
+	json_t *v;
 	if (FIELD("pool")) {
 		static const char *const pknown[] = {"min", "max", "idle_ttl", "reuse", NULL};
 		char pw[160];
@@ -481,6 +524,14 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 		if (t->pool_min > t->pool_max)
 			return pd_fail_as(e, EINVAL, "%s: min (%u) is above max (%u)", pw, t->pool_min, t->pool_max);
 	}
+	return 0;
+}
+
+/* "session": idle_ttl, max_lifetime. */
+static int parse_session(json_t *o, const char *where, pd_template *t, pd_err *e)
+{
+	char w[160];
+	json_t *v;
 	if (FIELD("session")) {
 		static const char *const sknown[] = {"idle_ttl", "max_lifetime", NULL};
 		char sw[160];
@@ -501,6 +552,14 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 				return -1;
 		}
 	}
+	return 0;
+}
+
+/* "rules" over a session's trajectory and the "audit" policy. */
+static int parse_policies(json_t *o, const char *where, pd_template *t, pd_err *e)
+{
+	char w[160];
+	json_t *v;
 	if (FIELD("rules")) {
 		if (!json_is_object(v))
 			return pd_fail_as(e, EINVAL, "%s: must be an object (docs/sessions.md, \"Rules over the trajectory\")", w);
@@ -519,8 +578,13 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 		if (!t->audit)
 			return -1;
 	}
-	/* the gvisor tier has no audit (the Sentry's calls never reach the host's seccomp) and no
-	 * host network: a template whose own tier it is cannot ask for them */
+	return 0;
+}
+
+/* What the template's own tier cannot offer: the gvisor tier has no audit (the Sentry's calls
+ * never reach the host's seccomp) and no host network. */
+static int check_tier(const char *where, pd_template *t, pd_err *e)
+{
 	const pd_limits *l = &t->limits;
 	bool io = l->io_read_bps || l->io_write_bps || l->io_read_iops || l->io_write_iops;
 	if (t->isolation == PD_ISO_GVISOR && (t->audit || t->net == PD_NET_HOST || t->net == PD_NET_ALLOWLIST || io))
@@ -530,8 +594,28 @@ static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
 	/* the gvisor tier's reuse rule is none (lib/gvisor/sandbox.c): a released sandbox is destroyed */
 	if (t->isolation == PD_ISO_GVISOR)
 		t->pool_reuse = false;
-#undef FIELD
 	return 0;
+}
+#undef FIELD
+
+static int parse_one(json_t *o, const char *where, pd_template *t, pd_err *e)
+{
+	static const char *const known[] = {"name", "language", "image", "layers", "requires", "env",
+					    "cwd", "files", "limits", "network", "pool", "session", "warmup",
+					    "audit", "memory_fast_path", "version", "egress", "user", "isolation", "rules",
+					    NULL};
+	if (!json_is_object(o))
+		return pd_fail_as(e, EINVAL, "%s: must be an object", where);
+	if (unknown_keys(o, where, known, e) < 0)
+		return -1;
+	/* in the order the fields depend on each other: the audit policy reads cwd, the tier rule
+	 * the network, limits and audit */
+	if (parse_identity(o, where, t, e) < 0 || parse_image(o, where, t, e) < 0 || parse_programs(o, where, t, e) < 0 ||
+	    parse_process(o, where, t, e) < 0 || parse_files(o, where, t, e) < 0 ||
+	    parse_confinement(o, where, t, e) < 0 || parse_pool(o, where, t, e) < 0 ||
+	    parse_session(o, where, t, e) < 0 || parse_policies(o, where, t, e) < 0)
+		return -1;
+	return check_tier(where, t, e);
 }
 
 int pd_templates_parse(const char *text, size_t len, pd_template **out, size_t *n, pd_err *e)
@@ -640,187 +724,4 @@ static const char default_templates[] =
 int pd_templates_default(pd_template **out, size_t *n, pd_err *e)
 {
 	return pd_templates_parse(default_templates, sizeof default_templates - 1, out, n, e);
-}
-
-/* The imported image a template names, leased for the template's life: its layers become the
- * template's, its Env and WorkingDir the template's defaults. */
-static int resolve_image(pd_ctx *c, pd_template *t)
-{
-	if (t->image)
-		return 0;
-	pd_image *im = calloc(1, sizeof *im);
-	pd_err e = {0};
-	if (!im || pd_image_open(pd_ctx_state_dir(c), t->image_ref, im, &e) < 0) {
-		snprintf(t->missing, sizeof t->missing, "image %s: %s", t->image_ref, im ? PD_ERR_STR(&e) : "no memory");
-		free(im);
-		return -1;
-	}
-	for (int k = 0; k < PD_TPL_MAX_LAYERS && t->layers[k]; k++) {
-		free(t->layers[k]);
-		t->layers[k] = NULL;
-	}
-	bool bad = im->nlayers > PD_TPL_MAX_LAYERS;
-	for (int k = 0; k < im->nlayers && !bad; k++)
-		bad = !(t->layers[k] = strdup(im->layers[k]));
-	if (!t->env[0])
-		for (int k = 0, n = 0; im->env[k] && n < PD_TPL_MAX_ENV && !bad; k++)
-			bad = !(t->env[n++] = strdup(im->env[k]));
-	if (!t->cwd && im->workdir && im->workdir[0] == '/' && !bad)
-		bad = !(t->cwd = strdup(im->workdir));
-	t->image = im;
-	if (bad)
-		snprintf(t->missing, sizeof t->missing, "image %s: too many layers, or no memory", t->image_ref);
-	return bad ? -1 : 0;
-}
-
-/* The template's user, or else its imported image's config User: names from the image's own
- * /etc/passwd and /etc/group (a directory image's too), never the host's. */
-static int resolve_user(pd_template *t)
-{
-	const char *spec = t->user[0] ? t->user : t->image && t->image->user && *t->image->user ? t->image->user : NULL;
-	t->uid = t->gid = 0;
-	if (!spec || keyword_user(t->user, &t->uid, &t->gid) == 0)
-		return 0;
-	pd_err e = {0};
-	if (pd_user_resolve(t->layers[0] ? (const char *const *)t->layers : NULL, spec, &t->uid, &t->gid, &e) < 0) {
-		snprintf(t->missing, sizeof t->missing, "%s %s: %s", t->user[0] ? "user" : "the image's User", spec,
-			 e.msg);
-		t->uid = t->gid = 0;
-		return -1;
-	}
-	return 0;
-}
-
-/* A growing text for the version's digest; b NULL once out of memory. */
-typedef struct vbuf {
-	char *b;
-	size_t len, cap;
-} vbuf;
-
-static void put(vbuf *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(vbuf *v, const char *fmt, ...)
-{
-	for (int tries = 0; v->b && tries < 2; tries++) {
-		va_list ap;
-		va_start(ap, fmt);
-		int n = vsnprintf(v->b + v->len, v->cap - v->len, fmt, ap);
-		va_end(ap);
-		if (n < 0)
-			return;
-		if ((size_t)n < v->cap - v->len) {
-			v->len += (size_t)n;
-			return;
-		}
-		char *nb = realloc(v->b, v->cap = (v->cap + (size_t)n) * 2);
-		if (!nb)
-			free(v->b);
-		v->b = nb;
-	}
-}
-
-/* The computed version: a digest of the recipe as pd_template_check leaves it (the image by its
- * digest, so a name re-pointed at another image is another version). */
-static void compute_version(pd_template *t)
-{
-	if (t->version_given)
-		return;
-	vbuf v = {malloc(4096), 0, 4096};
-	bool digested = true;
-	put(&v, "language=%s\n", t->language);
-	if (t->image)
-		put(&v, "image=%s\n", t->image->digest);
-	else
-		for (int k = 0; t->layers[k]; k++)
-			put(&v, "layer=%s\n", t->layers[k]);
-	for (int k = 0; t->env[k]; k++)
-		put(&v, "env=%s\n", t->env[k]);
-	put(&v, "cwd=%s\n", t->cwd ? t->cwd : "");
-	if (t->uid || t->gid) /* root's recipes keep the versions they had */
-		put(&v, "user=%u:%u\n", t->uid, t->gid);
-	for (size_t k = 0; k < t->nfiles; k++) {
-		char h[65];
-		digested &= pd_sha256_of(t->files[k].data, t->files[k].len, h) == 0;
-		put(&v, "file=%s %o %s\n", t->files[k].path, (unsigned)t->files[k].mode, h);
-	}
-	for (int k = 0; t->requires[k]; k++)
-		put(&v, "requires=%s\n", t->requires[k]);
-	for (int k = 0; t->warmup[k]; k++)
-		put(&v, "warmup=%s\n", t->warmup[k]);
-	const pd_limits *l = &t->limits;
-	put(&v, "limits=%llu %u %llu %llu %u %llu %llu %llu %u %llu %llu\nnet=%d\naudit=%s\n",
-	    (unsigned long long)l->memory_bytes, l->pids, (unsigned long long)l->cpu_ms, (unsigned long long)l->wall_ms,
-	    l->cpu_millicores, (unsigned long long)l->disk_bytes, (unsigned long long)l->output_bytes,
-	    (unsigned long long)l->output_kill_bytes, l->nofile, (unsigned long long)l->fsize_bytes,
-	    (unsigned long long)l->stack_bytes, (int)t->net, t->audit_digest);
-	for (int k = 0; t->egress_allow && t->egress_allow[k]; k++)
-		put(&v, "egress=%s\n", t->egress_allow[k]);
-	if (t->egress_allow)
-		put(&v, "egress_bounds=%u %llu %llu\n", t->egress.max_conns, (unsigned long long)t->egress.max_bytes,
-		    (unsigned long long)t->egress.idle_ms);
-	/* the container tier, the default, adds nothing: the versions of templates that predate
-	 * the field stay as they were */
-	if (t->isolation != PD_ISO_CONTAINER)
-		put(&v, "isolation=%s\n", pd_isolation_name(t->isolation));
-	t->version[0] = 0;
-	if (v.b) {
-		/* no version rather than a wrong one when a digest could not be made */
-		char h[65];
-		if (digested && pd_sha256_of(v.b, v.len, h) == 0)
-			snprintf(t->version, sizeof t->version, "sha256:%.16s", h);
-		free(v.b);
-	}
-}
-
-bool pd_template_has_program(const pd_template *t, const char *prog)
-{
-	static const char *const bins[] = {"usr/local/bin", "usr/bin", "bin", "usr/sbin", "sbin", NULL};
-	/* the default image's programs are the host's /usr */
-	const char *roots_default[] = {"/", NULL};
-	const char *const *roots = t->layers[0] ? (const char *const *)t->layers : roots_default;
-	for (int l = 0; roots[l]; l++)
-		for (int b = 0; bins[b]; b++) {
-			char p[1024];
-			snprintf(p, sizeof p, "%s/%s/%s", roots[l], bins[b], prog);
-			if (access(p, X_OK) == 0)
-				return true;
-		}
-	return false;
-}
-
-void pd_template_check(pd_ctx *c, pd_template *t)
-{
-	t->available = true;
-	t->missing[0] = 0;
-	if (t->image_ref && resolve_image(c, t) < 0) {
-		t->available = false;
-		compute_version(t);
-		return;
-	}
-	if (resolve_user(t) < 0) {
-		t->available = false;
-		compute_version(t);
-		return;
-	}
-	for (int r = 0; t->requires[r]; r++) {
-		if (!pd_template_has_program(t, t->requires[r])) {
-			size_t len = strlen(t->missing);
-			snprintf(t->missing + len, sizeof t->missing - len, "%s%s", len ? " " : "",
-				 t->requires[r]);
-			t->available = false;
-		}
-	}
-	compute_version(t);
-}
-
-void pd_template_sandbox_opts(const pd_template *t, pd_sandbox_opts *o)
-{
-	memset(o, 0, sizeof *o);
-	o->layers = t->layers[0] ? (const char *const *)t->layers : NULL;
-	o->imported = t->image;
-	o->net = t->net;
-	o->egress = t->egress_allow ? &t->egress : NULL;
-	o->limits = t->limits;
-	o->uid = t->uid;
-	o->gid = t->gid;
-	o->isolation = t->isolation;
 }

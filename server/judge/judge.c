@@ -460,7 +460,7 @@ static const pd_template *candidate_pool(pd_judge *j, const pd_problem *p, const
 		}
 		snprintf(name, len, "%s", pool);
 	}
-	const pd_template *tpl = pd_pools_template(j->pools, name);
+	const pd_template *tpl = pd_pools_template_ensure(j->pools, name, NULL);
 	if (tpl) {
 		snprintf(d->template_version, sizeof d->template_version, "%s", tpl->version);
 		/* the tier it runs under, named or the template's own */

@@ -672,9 +672,43 @@ static void test_reuse(void)
 	is_int(lost, 0, "closing the pools during resets leaves no sandbox behind");
 }
 
+/* A derived pool's name: the lookup never makes the pool (it may run on the HTTP event thread),
+ * the ensure step does, of its own kind (the tier's recipe, not the base's). */
+static void test_derived_lookup(void)
+{
+	pd_pools *p = pools_of("{\"templates\":[{\"name\":\"d\",\"isolation\":[\"container\",\"gvisor\"],"
+			       "\"pool\":{\"min\":0,\"max\":2}}]}",
+			       NULL);
+	if (!ok(p != NULL, "pools of a template that allows two tiers")) {
+		ok(0, "skipped");
+		ok(0, "skipped");
+		ok(0, "skipped");
+		ok(0, "skipped");
+		ok(0, "skipped");
+		return;
+	}
+	ok(!pd_pools_template(p, "d~gvisor") && !stat_of(p, "d~gvisor").template_name[0],
+	   "a lookup of a tier pool not made yet makes none");
+	pd_err e = {0};
+	const pd_template *t = pd_pools_template_ensure(p, "d~gvisor", &e);
+	ok(t && t->isolation == PD_ISO_GVISOR && !t->pool_min && !strcmp(stat_of(p, "d~gvisor").template_name, "d~gvisor"),
+	   "the ensure step makes it, under its tier, sized from zero: %s", t ? t->name : e.msg);
+	ok(t && pd_pools_template(p, "d~gvisor") == t, "the lookup finds it live after");
+	char pool[64] = "", own[64] = "";
+	const pd_template *rt = pd_pools_resolve(p, "d", NULL, PD_ISO_GVISOR, pool, sizeof pool, NULL, &e);
+	const pd_template *ot = pd_pools_resolve(p, "d", "", -1, own, sizeof own, NULL, &e);
+	ok(t && rt == t && !strcmp(pool, "d~gvisor") && ot && ot != t && !strcmp(own, "d"),
+	   "one pass from (template, tier) to the pool: %s, and without a tier to the template's own: %s", pool, own);
+	pd_err e2 = {0};
+	ok(!pd_pools_template_ensure(p, "d~container", &e2) && e2.code == ENOENT && !pd_pools_template_ensure(p, "x~gvisor", &e) &&
+		   e.code == ENOENT,
+	   "no pool for a template's own tier nor for no template: %s; %s", e2.msg, e.msg);
+	pd_pools_free(p);
+}
+
 int main(void)
 {
-	plan(68);
+	plan(74);
 	pd_err e;
 	ctx = pd_ctx_new(NULL, &e);
 	if (!ok(ctx != NULL, "context: %s", ctx ? "ok" : e.msg))
@@ -685,6 +719,7 @@ int main(void)
 	test_reclaim_backlog();
 	test_reclaimers();
 	test_reuse();
+	test_derived_lookup();
 	test_sessions();
 	pd_ctx_free(ctx);
 	return done();

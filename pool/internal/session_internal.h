@@ -92,6 +92,10 @@ const char *session_noise_errno_name(int err);
  * max bytes); each directory copied is added to dirs (may be NULL); a tree removed */
 int session_copy_tree(pd_session *s, const char *tree, uint64_t max, uint64_t *bytes, uint64_t *files, json_t *dirs);
 void session_rm_tree(const char *dir);
+/* snapshot.c: whether name is a snapshot's (the characters of a session id); the snapshots under
+ * root past their TTL that no session uses deleted */
+bool session_snapshot_name_ok(const char *name);
+void session_snapshots_sweep(pd_pools *p, const char *root);
 /* snapshot.c: the tree of snapshot name and its template (ENOENT once expired) */
 int pd_snapshot_tree(pd_pools *p, const char *name, char *tree, size_t len, char *tpl, size_t tlen, pd_err *e);
 
