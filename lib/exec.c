@@ -5,6 +5,7 @@
 #include "capture.h"
 #include "sandbox.h"
 #include "tamper.h"
+#include "tier.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -417,16 +418,8 @@ static bool step_kill_finish(pd_sandbox *s, exec_run *x, pd_result *r)
 	return false;
 }
 
-int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *e)
+int pd_ct_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *e)
 {
-	memset(r, 0, sizeof *r);
-	snprintf(r->sandbox_id, sizeof r->sandbox_id, "%s", s->id);
-	pd_sandbox_use_id(s, r->use_id, sizeof r->use_id);
-	pd_image_note(r, &s->opts, s->ctx->default_image_id);
-	if (s->state != PD_READY)
-		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
-	if (s->gv)
-		return pd_gv_sandbox_exec(s, o, r, e);
 	r->landlock = o->no_landlock ? 0 : s->ctx->landlock_abi;
 	if (pd_scratch_end_setup(s, e) < 0)
 		return -1;

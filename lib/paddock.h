@@ -316,9 +316,9 @@ typedef struct pd_egress_opts {
 int pd_egress_entry_check(const char *entry, pd_err *e);
 
 /* How strongly a sandbox is isolated from the host: each tier is a backend behind one interface
- * (lib/tier.h). container: namespaces, cgroups, seccomp, overlay root (lib/sandbox.c). gvisor: the
- * same template run under gVisor's runsc, a user-space kernel between the program and the host
- * (lib/gvisor/); one-shot runs only (pd_run), its sandboxes are not kept warm. */
+ * (lib/internal/tier.h). container: namespaces, cgroups, seccomp, overlay root (lib/sandbox.c).
+ * gvisor: the same template run under gVisor's runsc, a user-space kernel between the program and
+ * the host (lib/gvisor/); its kept sandboxes (pools, sessions) are never reset. */
 typedef enum pd_isolation {
 	PD_ISO_CONTAINER = 0,
 	PD_ISO_GVISOR,

@@ -8,6 +8,7 @@
 #include "audit.h"
 #include "initmsg.h"
 #include "sandbox.h"
+#include "tier.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,12 +56,8 @@ static int init_request(pd_sandbox *s, const void *msg, size_t len, uint64_t dea
 	}
 }
 
-int pd_sandbox_rewind_pids(pd_sandbox *s, pd_err *e)
+int pd_ct_rewind_pids(pd_sandbox *s, pd_err *e)
 {
-	if (s->state != PD_READY)
-		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
-	if (s->gv) /* the Sentry's pid counter is its own: nothing the host can wind back */
-		return 0;
 	struct msg_hdr h = {MSG_REWIND};
 	return init_request(s, &h, sizeof h, pd_now_us() + 10000000u, NULL, e);
 }
@@ -84,14 +81,9 @@ static uint64_t reset_keep(uint64_t limit)
 	return k < (8u << 20) ? (8u << 20) : k > (64u << 20) ? (64u << 20) : k;
 }
 
-int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
+int pd_ct_reset(pd_sandbox *s, pd_err *e)
 {
 	pd_ctx *c = s->ctx;
-	if (s->state != PD_READY)
-		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
-	if (s->gv) /* lib/gvisor/sandbox.c: the reuse rule is none */
-		return pd_fail(e, ENOTSUP, "sandbox %s is a gvisor sandbox: never reset, a fresh one is made "
-					   "for each user", s->id);
 	for (size_t i = 0; i < s->opts.nbinds; i++)
 		if (s->opts.binds[i].rw)
 			return pd_fail(e, EPERM,

@@ -35,38 +35,6 @@
 #define MOUNT_ATTR_IDMAP 0x00100000
 #endif
 
-static const char *const state_names[] = {"CREATING",    "READY",     "RUNNING",  "COLLECTING",
-					  "RECLAIMING", "DESTROYED", "FAILED",   "TIMED_OUT",
-					  "EXPIRED"};
-
-const char *pd_state_name(pd_state s)
-{
-	return (unsigned)s < sizeof state_names / sizeof state_names[0] ? state_names[s] : "?";
-}
-
-const char *pd_status_name(pd_status s)
-{
-	static const char *const n[] = {"OK", "RE", "SG", "TO", "ML", "OL", "XX"};
-	return (unsigned)s < 7 ? n[s] : "XX";
-}
-
-pd_limits pd_limits_default(void)
-{
-	pd_limits l = {
-		.memory_bytes = 512ull << 20,
-		.pids = 256,
-		.cpu_ms = 10000,
-		.wall_ms = 20000,
-		.cpu_millicores = 1000,
-		.disk_bytes = 256ull << 20,
-		.output_bytes = 1ull << 20,
-		.output_kill_bytes = 64ull << 20,
-		.nofile = 256,
-		.fsize_bytes = 0, /* none: the disk size bounds files (ENOSPC) */
-		.stack_bytes = 8ull << 20,
-	};
-	return l;
-}
 /* ---- create ---------------------------------------------------------------------------------- */
 
 const char *pd_sandbox_id(const pd_sandbox *s)
@@ -383,19 +351,8 @@ int pd_sb_layout_fds(const pd_sandbox_opts *o, const pd_layer *layers, int nlaye
 	return rc;
 }
 
-pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
+pd_sandbox *pd_ct_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 {
-	if (o && o->isolation == PD_ISO_GVISOR)
-		return pd_gv_sandbox_create(c, o, e);
-	if (o && o->isolation != PD_ISO_CONTAINER) {
-		pd_fail(e, ENOTSUP, "isolation %d: unknown", (int)o->isolation);
-		return NULL;
-	}
-	pd_sandbox_opts none = {0};
-	if (!o) {
-		none.limits = pd_limits_default();
-		o = &none;
-	}
 	if (o->nbinds > PD_MAX_BINDS) {
 		pd_fail(e, E2BIG, "at most %d bind mounts", PD_MAX_BINDS);
 		return NULL;
@@ -592,7 +549,7 @@ fail:
 		close(sv[1]);
 	free(cfg);
 	s->state = PD_FAILED;
-	pd_sandbox_destroy(s, NULL, 0);
+	pd_ct_destroy(s, NULL, 0);
 	return NULL;
 }
 
@@ -608,12 +565,8 @@ static void add_residue(char *buf, size_t len, const char *what)
 	snprintf(buf + n, len - n, "%s%s", n ? "," : "", what);
 }
 
-int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len)
+int pd_ct_destroy(pd_sandbox *s, char *residue, size_t residue_len)
 {
-	if (!s)
-		return 0;
-	if (s->gv)
-		return pd_gv_sandbox_destroy(s, residue, residue_len);
 	if (residue && residue_len)
 		snprintf(residue, residue_len, "clean");
 	int dirty = 0;
@@ -694,31 +647,6 @@ int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len)
 	pd_audit_names_free(s->names);
 	free(s);
 	return dirty ? -1 : 0;
-}
-
-/* The container tier's one-shot run (lib/tier.c routes pd_run here for it). */
-int pd_container_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd_result *r, pd_err *e)
-{
-	uint64_t t0 = pd_now_us();
-	pd_sandbox *s = pd_sandbox_create(c, o, e);
-	if (!s) {
-		memset(r, 0, sizeof *r);
-		r->status = PD_XX;
-		snprintf(r->error, sizeof r->error, "%s", e ? PD_ERR_STR(e) : "sandbox setup failed");
-		r->setup_us = pd_now_us() - t0;
-		snprintf(r->residue, sizeof r->residue, "not-created");
-		return -1;
-	}
-	uint64_t t1 = pd_now_us();
-	if (pd_sandbox_exec(s, x, r, e) < 0) {
-		pd_sandbox_destroy(s, NULL, 0);
-		return -1;
-	}
-	r->setup_us = t1 - t0;
-	uint64_t t2 = pd_now_us();
-	pd_sandbox_destroy(s, r->residue, sizeof r->residue);
-	r->teardown_us = pd_now_us() - t2;
-	return 0;
 }
 
 void pd_result_free(pd_result *r)

@@ -223,6 +223,14 @@ struct pd_ctx {
 	char landlock_why[64];
 };
 
+/* ---- the owner registry (owners.c) ------------------------------------------------------------ */
+
+/* Whether owner (8 hex digits: a run id) is a registered paddock that is gone: nobody holds the
+ * flock on its file under <run_dir>/owners. arg: the context. Never true for c's own id. */
+bool pd_owner_dead(const char *owner, void *arg);
+/* Registers c as an owner: its file made and flocked (c->owner_fd) for as long as it lives. */
+int pd_owner_lock(pd_ctx *c, pd_err *e);
+
 /* The kernel's Landlock ABI version, or -errno (ENOSYS: not built in; EOPNOTSUPP: not enabled
  * at boot). */
 int pd_landlock_abi(void);
