@@ -148,21 +148,17 @@ pd_failure pd_failure_of(const pd_result *r, const pd_audit_verdict *v)
 	}
 }
 
-/* The process level over the job's audited steps: fail if one fails, not_audited if the run was
- * not audited whole. Evaluated with the sandbox still there (the files the attempt wrote). */
-static void judge_process(pd_job *j, pd_sandbox *s)
+/* The process level over the job's audited steps (each judged by its exec, with the sandbox still
+ * there: pd_sandbox_exec_audited): fail if one fails, not_audited if the run was not audited
+ * whole. */
+static void judge_process(pd_job *j, const pd_audit_verdict *compile, const pd_audit_verdict *run)
 {
 	memset(&j->verdict, 0, sizeof j->verdict);
 	if (!j->audit || !j->ran)
 		return;
-	pd_audit_verdict v[2];
-	memset(v, 0, sizeof v);
-	pd_sandbox *live = pd_sandbox_state(s) == PD_READY ? s : NULL;
-	if (j->compiled)
-		pd_audit_evaluate(j->audit, &j->compile_r, live, &v[0]);
-	else
+	pd_audit_verdict v[2] = {*compile, *run};
+	if (!j->compiled)
 		v[0].status = PD_PROCESS_PASS;
-	pd_audit_evaluate(j->audit, &j->run_r, live, &v[1]);
 	j->verdict = v[1];
 	if (v[0].status == PD_PROCESS_NOT_AUDITED || v[1].status == PD_PROCESS_NOT_AUDITED) {
 		j->verdict.status = PD_PROCESS_NOT_AUDITED;
@@ -205,21 +201,15 @@ static char *read_spill(int fd, size_t *len)
 	return buf;
 }
 
+/* One step (compile or run) in s, under the job's audit when it has one: the decoys planted before
+ * the first step, the step judged into v (pd_sandbox_exec_audited). */
 static int run_step(pd_sandbox *s, pd_job *j, pd_step *st, const pd_template *t, pd_result *r,
-		    pd_err *e)
+		    pd_audit_verdict *v, pd_err *e)
 {
 	pd_exec_opts x = {0};
 	x.argv = st->argv;
 	char **env = j->env ? merged_env(j, t) : NULL;
 	x.envp = env ? env : (t && t->env[0] ? t->env : NULL);
-	char **honey = NULL;
-	if (j->audit) {
-		/* the policy's honey variables over everything else */
-		honey = pd_env_merge(x.envp, (char *const *)pd_audit_policy_env(j->audit));
-		if (honey)
-			x.envp = honey;
-		x.audit = pd_audit_policy_opts(j->audit);
-	}
 	x.cwd = j->cwd ? j->cwd : t ? t->cwd : NULL;
 	/* a language's source and its steps are in /work (server/languages.c), wherever an image's
 	 * WorkingDir would put a command */
@@ -260,7 +250,8 @@ static int run_step(pd_sandbox *s, pd_job *j, pd_step *st, const pd_template *t,
 		x.spill_fd[1] = ofd[1];
 		x.spill_max = PD_RUN_OUTPUT_MAX;
 	}
-	int rc = pd_sandbox_exec(s, &x, r, e);
+	bool first = st == (j->compile.argv ? &j->compile : &j->run);
+	int rc = pd_sandbox_exec_audited(s, &x, j->audit, first ? PD_AUDITED_PLANT : 0, r, v, e);
 	if (ofd[0] >= 0) {
 		j->output_kept = rc == 0 && (r->out.truncated || r->err.truncated) && !r->spill_lost[0] &&
 				  !r->spill_lost[1] &&
@@ -283,7 +274,6 @@ static int run_step(pd_sandbox *s, pd_job *j, pd_step *st, const pd_template *t,
 	for (int i = 0; i < 2; i++)
 		if (mfd[i] >= 0)
 			close(mfd[i]);
-	free(honey);
 	return rc;
 }
 
@@ -427,14 +417,9 @@ static bool attempt(pd_pools *pools, pd_job *j)
 			goto out;
 		}
 	}
-	if (j->audit && pd_audit_policy_plant(j->audit, s, &e) < 0) {
-		j->failure = PD_F_INTERNAL;
-		snprintf(j->error, sizeof j->error, "plant the audit's decoys: %s", PD_ERR_STR(&e));
-		retry = true;
-		goto out;
-	}
+	pd_audit_verdict vc = {0}, vr = {0};
 	if (j->compile.argv) {
-		if (run_step(s, j, &j->compile, t, &j->compile_r, &e) < 0) {
+		if (run_step(s, j, &j->compile, t, &j->compile_r, &vc, &e) < 0) {
 			j->failure = PD_F_INTERNAL;
 			snprintf(j->error, sizeof j->error, "compile: %s", PD_ERR_STR(&e));
 			retry = true;
@@ -448,14 +433,14 @@ static bool attempt(pd_pools *pools, pd_job *j)
 			goto out;
 		}
 	}
-	if (run_step(s, j, &j->run, t, &j->run_r, &e) < 0) {
+	if (run_step(s, j, &j->run, t, &j->run_r, &vr, &e) < 0) {
 		j->failure = PD_F_INTERNAL;
 		snprintf(j->error, sizeof j->error, "run: %s", PD_ERR_STR(&e));
 		retry = true;
 		goto out;
 	}
 	j->ran = true;
-	judge_process(j, s);
+	judge_process(j, &vc, &vr);
 	j->failure = pd_failure_of(&j->run_r, &j->verdict);
 	retry = j->failure == PD_F_INTERNAL;
 	/* each file up to 16 MiB, and 64 MiB in all: the sandbox chooses what the files hold, and
