@@ -1,5 +1,7 @@
-/* A program's run in a sandbox: the request to init, the program's stdin, stdout and stderr,
- * the time, CPU and output limits, and the cgroup's figures, into a pd_result. */
+/* A program's run in a container sandbox (the container tier's exec: tier.c's pd_sandbox_exec
+ * routes here): the request to init, the audit's setup and after-look, the program's stdin,
+ * stdout and stderr, the time, CPU and output limits, and the cgroup's figures, into a pd_result;
+ * the verdict from how it ended is execstatus.c's. */
 #define _GNU_SOURCE
 #include "audit.h"
 #include "capture.h"

@@ -1,7 +1,8 @@
-/* A sandbox's birth and death on the host side: create (clone3 into new namespaces, map uids,
- * hand over id-mapped layers, wait for init's READY) and destroy (kill, reap, remove the cgroup,
- * check what is left), with the helpers exec and reset use again (sandbox.h). The rest of its life
- * is in exec.c, scratch.c and reset.c; the context it belongs to in context.c. */
+/* A container sandbox's birth and death on the host side (the container tier's row, tier.c,
+ * routes pd_sandbox_create and pd_sandbox_destroy here): create (clone3 into new namespaces, map
+ * uids, hand over id-mapped layers, wait for init's READY) and destroy (kill, reap, remove the
+ * cgroup, check what is left), with the helpers exec and reset use again (sandbox.h). The rest of
+ * its life is in exec.c, files.c, scratch.c and reset.c; the context it belongs to in context.c. */
 #define _GNU_SOURCE
 #include "audit.h"
 #include "sandbox.h"
