@@ -242,9 +242,7 @@ static json_t *exec_record(const pd_result *r, const pd_audit_verdict *v, bool r
 	static const pd_audit_verdict none; /* not_audited */
 	pd_failure fc = pd_failure_of(r, v);
 	json_t *base = pd_result_json(r, true), *o = json_object();
-	char *vj = pd_audit_verdict_json(v ? v : &none);
-	json_t *process = vj ? json_loads(vj, 0, NULL) : NULL;
-	free(vj);
+	json_t *process = pd_audit_verdict_json(v ? v : &none);
 	json_t *verdict = process ? json_pack("{s:s,s:O,s:s}", "output", "not_judged", "process", process,
 					      "resources", pd_resources_level(fc, ran))
 				  : NULL;

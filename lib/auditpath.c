@@ -304,17 +304,17 @@ int pd_audit_resolve(const pd_audit_view *v, const char *base, const char *path,
 	return pd_audit_resolve_in(v, NULL, base, path, follow_last, out, size);
 }
 
-int pd_audit_resolve_in(const pd_audit_view *v, const char *root, const char *base, const char *path,
-			bool follow_last, char *out, size_t size)
+/* The start of a resolution: the root it cannot leave (top, rootlen: none is "" and 0) and where
+ * it begins (cur, cl: the root for an absolute path, else the base, which must be inside the
+ * root). -1: no such call (a relative root or base, a base outside the root). */
+static int resolve_start(const char *root, const char *base, const char *path, char top[PD_AUDIT_MAX],
+			 size_t *rootlen_out, char cur[PD_AUDIT_MAX], size_t *cl_out)
 {
-	char cur[PD_AUDIT_MAX], rest[PD_AUDIT_MAX], tgt[PD_AUDIT_READ], top[PD_AUDIT_MAX] = "";
-	/* rootlen: the length of the root the resolution cannot leave ("" for the sandbox's own; for
-	 * openat2's RESOLVE_IN_ROOT, its dirfd: "/" and ".." stop there, as the kernel's do) */
 	size_t cl = 0, rootlen = 0;
 	if (root) {
 		if (root[0] != '/')
 			return -1;
-		size_t n = normalize(root, top, sizeof top);
+		size_t n = normalize(root, top, PD_AUDIT_MAX);
 		if (!n)
 			return -1;
 		rootlen = n == 1 ? 0 : n;
@@ -325,7 +325,7 @@ int pd_audit_resolve_in(const pd_audit_view *v, const char *root, const char *ba
 	if (path[0] != '/') {
 		if (!base || base[0] != '/')
 			return -1;
-		size_t n = normalize(base, cur, sizeof cur);
+		size_t n = normalize(base, cur, PD_AUDIT_MAX);
 		if (!n)
 			return -1;
 		cl = n == 1 ? 0 : n; /* cur holds no trailing "/": the root is "" */
@@ -336,6 +336,65 @@ int pd_audit_resolve_in(const pd_audit_view *v, const char *root, const char *ba
 		cl = rootlen;
 	}
 	cur[cl] = 0;
+	*rootlen_out = rootlen;
+	*cl_out = cl;
+	return 0;
+}
+
+/* What cur (a path in the sandbox's root, pl the length of its parent) is: a link's target into
+ * tgt (tgtsize bytes) and its length; 0 when it is no link, is not there or cannot be read. What
+ * is found is kept in the view's names where it cannot change unseen (audit.h). */
+static ssize_t link_at(const pd_audit_view *v, char *cur, size_t pl, char *tgt, size_t tgtsize)
+{
+	const char *kept = NULL;
+	int known = name_known(v->names, cur, &kept);
+	if (known == PD_NAME_THERE || known == PD_NAME_NONE)
+		return 0;
+	if (known == PD_NAME_LINK) {
+		size_t n = strlen(kept);
+		memcpy(tgt, kept, n + 1);
+		return (ssize_t)n;
+	}
+	struct statx st;
+	if (statx(v->rootfd, cur + 1, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_MNT_ID, &st) < 0) {
+		/* a missing component: the rest is taken as spelled (kept only when nothing is there:
+		 * a name we may not look at may be there for the caller), and only in a directory of
+		 * the root's own mount */
+		if (errno == ENOENT || errno == ENOTDIR) {
+			cur[pl] = 0;
+			bool keep = on_root_mount(v, pl ? cur + 1 : "", NULL);
+			cur[pl] = '/';
+			if (keep)
+				name_note(v->names, cur, PD_NAME_NONE, NULL);
+		}
+		return 0;
+	}
+	/* a name on another mount (a bind of a host directory, however its destination was spelled,
+	 * or a mount the image has there) may change unseen: never kept */
+	bool keep = on_root_mount(v, NULL, &st);
+	if (!S_ISLNK(st.stx_mode)) {
+		if (keep)
+			name_note(v->names, cur, PD_NAME_THERE, NULL);
+		return 0;
+	}
+	ssize_t n = readlinkat(v->rootfd, cur + 1, tgt, tgtsize - 1);
+	if (n <= 0)
+		return 0;
+	tgt[n] = 0;
+	if (keep)
+		name_note(v->names, cur, PD_NAME_LINK, tgt);
+	return n;
+}
+
+int pd_audit_resolve_in(const pd_audit_view *v, const char *root, const char *base, const char *path,
+			bool follow_last, char *out, size_t size)
+{
+	char cur[PD_AUDIT_MAX], rest[PD_AUDIT_MAX], tgt[PD_AUDIT_READ], top[PD_AUDIT_MAX] = "";
+	/* rootlen: the length of the root the resolution cannot leave ("" for the sandbox's own; for
+	 * openat2's RESOLVE_IN_ROOT, its dirfd: "/" and ".." stop there, as the kernel's do) */
+	size_t cl = 0, rootlen = 0;
+	if (resolve_start(root, base, path, top, &rootlen, cur, &cl) < 0)
+		return -1;
 	if (v && v->via)
 		v->via[0] = 0;
 	if (snprintf(rest, sizeof rest, "%s", path) >= (int)sizeof rest)
@@ -384,45 +443,9 @@ int pd_audit_resolve_in(const pd_audit_view *v, const char *root, const char *ba
 		cur[cl] = 0;
 		if (!v || v->rootfd < 0 || (last && !follow_last))
 			continue;
-		const char *kept = NULL;
-		int known = name_known(v->names, cur, &kept);
-		ssize_t n;
-		if (known == PD_NAME_THERE || known == PD_NAME_NONE)
+		ssize_t n = link_at(v, cur, pl, tgt, sizeof tgt);
+		if (n <= 0)
 			continue;
-		if (known == PD_NAME_LINK) {
-			n = (ssize_t)strlen(kept);
-			memcpy(tgt, kept, (size_t)n + 1);
-		} else {
-			struct statx st;
-			if (statx(v->rootfd, cur + 1, AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_MNT_ID,
-				  &st) < 0) {
-				/* a missing component: the rest is taken as spelled (kept only when
-				 * nothing is there: a name we may not look at may be there for the caller),
-				 * and only in a directory of the root's own mount */
-				if (errno == ENOENT || errno == ENOTDIR) {
-					cur[pl] = 0;
-					bool keep = on_root_mount(v, pl ? cur + 1 : "", NULL);
-					cur[pl] = '/';
-					if (keep)
-						name_note(v->names, cur, PD_NAME_NONE, NULL);
-				}
-				continue;
-			}
-			/* a name on another mount (a bind of a host directory, however its destination
-			 * was spelled, or a mount the image has there) may change unseen: never kept */
-			bool keep = on_root_mount(v, NULL, &st);
-			if (!S_ISLNK(st.stx_mode)) {
-				if (keep)
-					name_note(v->names, cur, PD_NAME_THERE, NULL);
-				continue;
-			}
-			n = readlinkat(v->rootfd, cur + 1, tgt, sizeof tgt - 1);
-			if (n <= 0)
-				continue;
-			tgt[n] = 0;
-			if (keep)
-				name_note(v->names, cur, PD_NAME_LINK, tgt);
-		}
 		if (++links > 40)
 			return -1; /* ELOOP for the kernel too */
 		bool magic = is_magic(cur);

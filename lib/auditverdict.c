@@ -316,7 +316,7 @@ void pd_audit_evaluate_since(const pd_audit_policy *p, pd_result *r, pd_sandbox 
 	}
 }
 
-char *pd_audit_verdict_json(const pd_audit_verdict *v)
+json_t *pd_audit_verdict_json(const pd_audit_verdict *v)
 {
 	json_t *o = json_object(), *reasons = json_array(), *kinds = json_array();
 	json_object_set_new(o, "status", json_string(pd_process_status_name(v->status)));
@@ -327,7 +327,5 @@ char *pd_audit_verdict_json(const pd_audit_verdict *v)
 			json_array_append_new(kinds, json_string(pd_audit_kind_name((pd_audit_kind)k)));
 	json_object_set_new(o, "reasons", reasons);
 	json_object_set_new(o, "failed", kinds);
-	char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
-	json_decref(o);
-	return s;
+	return o;
 }

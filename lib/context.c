@@ -23,27 +23,6 @@
 
 /* ---- context --------------------------------------------------------------------------------- */
 
-/* An owner is dead when nobody holds the flock on its file in <state>/owners. */
-static bool owner_dead(const char *owner, void *arg)
-{
-	const pd_ctx *c = arg;
-	char self[16];
-	snprintf(self, sizeof self, "%08" PRIx32, c->run_id);
-	if (!strcmp(owner, self))
-		return false;
-	char p[PD_PATH];
-	snprintf(p, sizeof p, "%s/owners/%s", c->run_dir, owner);
-	/* no file: an owner this registry does not know (another run dir, an older paddock). Only
-	 * a registered owner whose lock is free is known to be dead: killing a live paddock's
-	 * sandboxes is far worse than leaving an empty cgroup behind. */
-	int fd = open(p, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	bool dead = flock(fd, LOCK_EX | LOCK_NB) == 0;
-	close(fd);
-	return dead;
-}
-
 /* Forgets dead owners once none of their cgroups is left (the sweep may not remove a cgroup
  * whose tasks are stuck; its owner's file must stay until it can). */
 static void prune_owners(pd_ctx *c)
@@ -54,7 +33,7 @@ static void prune_owners(pd_ctx *c)
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
 		if (strlen(de->d_name) != 8 || strspn(de->d_name, "0123456789abcdef") != 8 ||
-		    !owner_dead(de->d_name, c) || pd_cgroups_owned(&c->cg, de->d_name) != 0)
+		    !pd_owner_dead(de->d_name, c) || pd_cgroups_owned(&c->cg, de->d_name) != 0)
 			continue;
 		/* a dead owner about to be forgotten: what runsc left of its gvisor sandboxes is swept
 		 * first, while the owner is still known for dead (a context that never uses the tier
@@ -70,19 +49,6 @@ static void prune_owners(pd_ctx *c)
 	}
 	if (d)
 		closedir(d);
-}
-
-static int take_owner_lock(pd_ctx *c, pd_err *e)
-{
-	char p[PD_PATH];
-	snprintf(p, sizeof p, "%s/owners", c->run_dir);
-	if (pd_mkdir_p(p, 0700) < 0)
-		return pd_fail(e, errno, "mkdir %s", p);
-	snprintf(p, sizeof p, "%s/owners/%08" PRIx32, c->run_dir, c->run_id);
-	c->owner_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (c->owner_fd < 0 || flock(c->owner_fd, LOCK_EX | LOCK_NB) < 0)
-		return pd_fail(e, errno, "lock %s", p);
-	return 0;
 }
 
 pd_ctx *pd_ctx_new(const pd_ctx_opts *o, pd_err *e)
@@ -125,11 +91,11 @@ pd_ctx *pd_ctx_new(const pd_ctx_opts *o, pd_err *e)
 	pd_image_default_id(c->default_image, c->default_image_id);
 	if (pd_cgroups_init(&c->cg, o->cgroup_version, o->cgroup_root, o->cgroup_fake, e) < 0)
 		goto fail;
-	if (take_owner_lock(c, e) < 0)
+	if (pd_owner_lock(c, e) < 0)
 		goto fail;
 	/* a dead owner's cgroups in paddock's hierarchies, gvisor sandboxes' too: their tasks are
 	 * killed here; what else runsc left is swept before this context's first gvisor sandbox */
-	pd_cgroups_sweep(&c->cg, owner_dead, c);
+	pd_cgroups_sweep(&c->cg, pd_owner_dead, c);
 	prune_owners(c);
 	int abi = pd_landlock_abi();
 	const char *ll = getenv("PADDOCK_LANDLOCK");
@@ -188,16 +154,6 @@ void pd_ctx_free(pd_ctx *c)
 	}
 	pthread_mutex_destroy(&c->lock);
 	free(c);
-}
-
-void pd_ctx_gvisor_sweep_once(pd_ctx *c)
-{
-	pthread_mutex_lock(&c->lock);
-	bool first = !c->gv_swept;
-	c->gv_swept = true;
-	pthread_mutex_unlock(&c->lock);
-	if (first)
-		pd_gvisor_sweep(c, owner_dead, c);
 }
 
 const char *pd_ctx_cgroup_backend(const pd_ctx *c)
@@ -270,20 +226,6 @@ uint64_t pd_ctx_reap_stuck(pd_ctx *c)
 const char *pd_ctx_state_dir(const pd_ctx *c)
 {
 	return c->state_dir;
-}
-
-bool pd_ctx_run_alive(const pd_ctx *c, uint32_t run_id)
-{
-	if (run_id == c->run_id)
-		return true;
-	char p[PD_PATH];
-	snprintf(p, sizeof p, "%s/owners/%08" PRIx32, c->run_dir, run_id);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	bool alive = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
-	close(fd);
-	return alive;
 }
 
 uint32_t pd_ctx_run_id(const pd_ctx *c)

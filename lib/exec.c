@@ -1,10 +1,13 @@
-/* A program's run in a sandbox: the request to init, the program's stdin, stdout and stderr,
- * the time, CPU and output limits, and the cgroup's figures, into a pd_result. */
+/* A program's run in a container sandbox (the container tier's exec: tier.c's pd_sandbox_exec
+ * routes here): the request to init, the audit's setup and after-look, the program's stdin,
+ * stdout and stderr, the time, CPU and output limits, and the cgroup's figures, into a pd_result;
+ * the verdict from how it ended is execstatus.c's. */
 #define _GNU_SOURCE
 #include "audit.h"
 #include "capture.h"
 #include "sandbox.h"
 #include "tamper.h"
+#include "tier.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -92,6 +95,9 @@ typedef struct exec_run {
 	bool spill_failed[2];
 	uint64_t spilled[2];
 	uint64_t kill_at; /* the output kill: bytes of both streams; 0 = none */
+	uint64_t deadline;   /* the wall limit's (UINT64_MAX once it was acted on, or none) */
+	uint64_t next_check; /* the next look at the CPU (and at a step kill under way) */
+	uint64_t cpu0_us;    /* the cgroup's CPU time when the exec began */
 } exec_run;
 
 /* The sessions this exec started: init's session-leading children that were not there when it
@@ -417,16 +423,242 @@ static bool step_kill_finish(pd_sandbox *s, exec_run *x, pd_result *r)
 	return false;
 }
 
-int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *e)
+/* The audit's setup before the exec: its options (the exec's, else the sandbox's), and the
+ * baselines its after-look compares with (the writable layers, the protected trees). */
+static void audit_before(pd_sandbox *s, const pd_exec_opts *o, exec_run *x)
 {
-	memset(r, 0, sizeof *r);
-	snprintf(r->sandbox_id, sizeof r->sandbox_id, "%s", s->id);
-	pd_sandbox_use_id(s, r->use_id, sizeof r->use_id);
-	pd_image_note(r, &s->opts, s->ctx->default_image_id);
-	if (s->state != PD_READY)
-		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
-	if (s->gv)
-		return pd_gv_sandbox_exec(s, o, r, e);
+	x->ao = o->audit ? o->audit : s->opts.audit;
+	if (x->ao && !x->ao->enabled)
+		x->ao = NULL;
+	/* a program the audit does not watch in full can change names unseen (audit.h) */
+	if (!x->ao || x->ao->faults_only)
+		pd_audit_names_off(s->names);
+	bool scan_upper = x->ao && !x->ao->faults_only && !x->ao->no_upper_scan && s->upper_fd >= 0;
+	/* Uppers nothing touched since they were built hold only what the build made: not walked
+	 * now (a walk is an event to their watches, and the next reset could not keep them) */
+	x->upper_clean = scan_upper && pd_uwatch_clean(s->ctx->uwatch, &s->upper_dirty);
+	if (x->upper_clean)
+		upper_made(s, &x->upper0);
+	else if (scan_upper)
+		pd_tamper_snapshot(s->upper_fd, s->pid, &x->upper0);
+	x->ntrees = x->ao && !x->ao->faults_only
+			    ? pd_tamper_tree_roots(x->ao, s->opts.binds, s->opts.nbinds, x->trees, PD_TAMPER_TREES)
+			    : 0;
+	if (x->ntrees) {
+		char root[64];
+		snprintf(root, sizeof root, "/proc/%d/root", (int)s->pid);
+		x->tree_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (x->tree_fd >= 0)
+			pd_tamper_tree_snapshot(x->tree_fd, x->trees, x->ntrees, &x->tree0);
+	}
+}
+
+/* The audit listener had something: a call to answer, or its end (the program's calls go on
+ * unseen then, if any of it is left). */
+static void on_audit(pd_sandbox *s, exec_run *x, pd_result *r, short revents)
+{
+	if (!(revents & (POLLHUP | POLLERR)) && pd_auditor_handle(&x->aud, r) == 0)
+		return;
+	if (!(revents & POLLHUP))
+		pd_audit_names_off(s->names);
+	pd_auditor_close(&x->aud);
+	x->aud_on = false;
+}
+
+static void feed_stdin(exec_run *x, const pd_exec_opts *o, short revents)
+{
+	ssize_t n = revents & POLLOUT ? write_nosig(x->in_w, o->stdin_data + x->in_off, o->stdin_len - x->in_off) : -1;
+	if (n > 0)
+		x->in_off += (size_t)n;
+	if (n < 0 || x->in_off >= o->stdin_len) {
+		close(x->in_w);
+		x->in_w = -1;
+	}
+}
+
+/* The limits' look after each wake: a step kill under way, the cancel, the output kill, the wall
+ * and no-output deadlines, and (every 20 ms) the CPU. false: the sandbox was killed, stop. */
+static bool check_limits(pd_sandbox *s, exec_run *x, const pd_exec_opts *o, uint64_t cpu_ms)
+{
+	uint64_t now = pd_now_us();
+	if (x->step_killing) {
+		/* the sessions are being killed: again (they may have forked meanwhile), until init
+		 * reports the program's end */
+		if (now < x->next_check)
+			return true;
+		x->next_check = now + 20000;
+		return limit_kill(s, x, o);
+	}
+	if (o->cancel && *o->cancel && !x->killed_cancel) {
+		x->killed_cancel = true;
+		return limit_kill(s, x, o);
+	}
+	if (x->kill_at && x->cap[0].total + x->cap[1].total > x->kill_at) {
+		x->killed_ol = true;
+		return limit_kill(s, x, o);
+	}
+	bool idle = o->idle_ms && !x->killed_to && now >= x->last_out_us + o->idle_ms * 1000;
+	if (now >= x->deadline || idle) {
+		x->killed_idle = idle && now < x->deadline;
+		x->killed_to = true;
+		x->deadline = UINT64_MAX;
+		return limit_kill(s, x, o);
+	}
+	if (now >= x->next_check) {
+		x->next_check = now + 20000;
+		/* the CPU limit's look, and a sample of the tasks for the peak: not every figure
+		 * stats reads (its six files cost every request a fifth of the daemon's exec
+		 * work on a machine slow enough to stretch a program's wall time) */
+		uint64_t cpu_now = s->ctx->cg.ops->sample(s->cg);
+		if (cpu_ms && delta(cpu_now, x->cpu0_us) > cpu_ms * 1000) {
+			x->killed_to = true;
+			return limit_kill(s, x, o);
+		}
+	}
+	return true;
+}
+
+/* The program's run, watched: its output, stdin, init's reports and the audit's calls, until
+ * init reports its end, init dies, or a limit's kill ends the sandbox. */
+static void watch(pd_sandbox *s, exec_run *x, const pd_exec_opts *o, pd_result *r, uint64_t cpu_ms)
+{
+	while (!x->exited && !x->init_died) {
+		/* the no-output deadline moves with every byte the program writes */
+		uint64_t idle_at = o->idle_ms && !x->killed_to ? x->last_out_us + o->idle_ms * 1000 : UINT64_MAX;
+		struct pollfd pf[5];
+		int np = 0, i_sock, i_out[2] = {-1, -1}, i_in = -1, i_aud = -1;
+		pf[i_sock = np++] = (struct pollfd){s->sock, POLLIN, 0};
+		for (int i = 0; i < 2; i++)
+			if (x->out[i] >= 0)
+				pf[i_out[i] = np++] = (struct pollfd){x->out[i], POLLIN, 0};
+		if (x->in_w >= 0)
+			pf[i_in = np++] = (struct pollfd){x->in_w, POLLOUT, 0};
+		if (x->aud_on)
+			pf[i_aud = np++] = (struct pollfd){x->aud.listener, POLLIN, 0};
+		uint64_t now = pd_now_us();
+		uint64_t until = x->next_check < x->deadline ? x->next_check : x->deadline;
+		if (idle_at < until)
+			until = idle_at;
+		int timeout = until > now ? (int)((until - now + 999) / 1000) : 0;
+		int pr = poll(pf, (nfds_t)np, timeout);
+		if (pr < 0 && errno != EINTR)
+			break;
+		if (pr > 0) {
+			if (i_aud >= 0 && pf[i_aud].revents)
+				on_audit(s, x, r, pf[i_aud].revents);
+			for (int i = 0; i < 2; i++)
+				if (i_out[i] >= 0 && pf[i_out[i]].revents)
+					drain(x, i, o);
+			if (i_in >= 0 && pf[i_in].revents)
+				feed_stdin(x, o, pf[i_in].revents);
+			if (pf[i_sock].revents)
+				on_init_msg(s, x, r);
+		}
+		if (!check_limits(s, x, o, cpu_ms))
+			break;
+	}
+}
+
+/* After the program: the rest of its output (what it wrote before it ended is in the pipes; no
+ * wait for writers it left behind), the audit's after-look, the cgroup's figures into r. */
+static void collect(pd_sandbox *s, exec_run *x, const pd_exec_opts *o, pd_result *r, const pd_cg_stats *before,
+		    pd_cg_stats *after, uint64_t t0, uint64_t t1)
+{
+	for (int i = 0; i < 2; i++)
+		if (x->out[i] >= 0) {
+			drain(x, i, o);
+			if (x->out[i] >= 0)
+				close(x->out[i]);
+		}
+	if (x->in_w >= 0)
+		close(x->in_w);
+	if (x->aud_on)
+		pd_auditor_close(&x->aud);
+	/* the relay's connections (a program's, or one an earlier step left running) */
+	pd_sb_relay_collect(s, r, x->ao, t0);
+	s->ctx->cg.ops->stats(s->cg, after);
+	if (r->audited)
+		audit_after(s, x, after, r, t1 - t0);
+	pd_tamper_base_free(&x->upper0);
+	pd_tamper_base_free(&x->tree0);
+	if (x->tree_fd >= 0)
+		close(x->tree_fd);
+	s->ctx->cg.ops->rest(s->cg);
+
+	r->wall_ms = (t1 - t0) / 1000;
+	r->exec_us = t1 - t0;
+	r->cpu_ms = delta(after->cpu_us, before->cpu_us) / 1000;
+	r->cpu_user_ms = delta(after->cpu_user_us, before->cpu_user_us) / 1000;
+	r->cpu_sys_ms = delta(after->cpu_sys_us, before->cpu_sys_us) / 1000;
+	r->memory_peak_bytes = after->mem_peak;
+	r->pids_peak = (uint32_t)(after->pids_peak > after->pids_current ? after->pids_peak : after->pids_current);
+	r->oom_killed = after->oom_kills > before->oom_kills;
+	pd_capture_finish(&x->cap[0], &r->out);
+	pd_capture_finish(&x->cap[1], &r->err);
+	r->spill_lost[0] = o->spill && x->spill_failed[0];
+	r->spill_lost[1] = o->spill && x->spill_failed[1];
+	/* the live callback saw the heads; a tail that joins its head (nothing dropped) is the rest */
+	if (o->on_output && r->out.tail_len && !r->out.truncated)
+		o->on_output(o->cb_arg, 1, r->out.tail, r->out.tail_len);
+	if (o->on_output && r->err.tail_len && !r->err.truncated)
+		o->on_output(o->cb_arg, 2, r->err.tail, r->err.tail_len);
+}
+
+/* The exec's pipes: the output's two, stdin's when the caller gives its bytes. */
+static int open_pipes(exec_run *x, const pd_exec_opts *o, const pd_sandbox *s, int pout[2], int perr[2], int pin[2],
+		      pd_err *e)
+{
+	uint64_t keep = s->lim.output_bytes ? s->lim.output_bytes : (1ull << 20);
+	if (pd_capture_init(&x->cap[0], keep) < 0 || pd_capture_init(&x->cap[1], keep) < 0 ||
+	    pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0 ||
+	    (o->stdin_data && pipe2(pin, O_CLOEXEC) < 0))
+		return pd_fail(e, errno, "exec pipes");
+	return 0;
+}
+
+/* What goes with the exec request: stdin's read end (or the caller's descriptor), the output's
+ * write ends, the IPC namespace's mqueue root; the request says which. */
+static int request_fds(pd_sandbox *s, const pd_exec_opts *o, struct msg_exec *m, const int pout[2],
+		       const int perr[2], const int pin[2], int fds[4])
+{
+	int nfds = 0;
+	int stdin_fd = o->stdin_data ? pin[0] : o->stdin_from_fd ? o->stdin_fd : -1;
+	if (stdin_fd >= 0) {
+		fds[nfds++] = stdin_fd;
+		m->has_stdin = 1;
+	}
+	fds[nfds++] = pout[1];
+	fds[nfds++] = perr[1];
+	/* made at creation and by each reset (a new IPC namespace); here only if that failed:
+	 * without it the program's POSIX message queues are refused (EACCES), nothing else */
+	if (s->mq_fd < 0 || s->mq_stale)
+		pd_sb_mq_refresh(s, true);
+	if (s->mq_fd >= 0) {
+		fds[nfds++] = s->mq_fd;
+		m->has_mq = 1;
+	}
+	m->no_landlock = o->no_landlock;
+	return nfds;
+}
+
+/* Once init has the request: the sandbox's ends closed here, ours kept, non-blocking. */
+static void take_pipes(exec_run *x, const int pout[2], const int perr[2], const int pin[2])
+{
+	close(pout[1]);
+	close(perr[1]);
+	if (pin[0] >= 0)
+		close(pin[0]);
+	x->out[0] = pout[0];
+	x->out[1] = perr[0];
+	x->in_w = pin[1];
+	set_nonblock(x->out[0]);
+	set_nonblock(x->out[1]);
+	if (x->in_w >= 0)
+		set_nonblock(x->in_w);
+}
+
+int pd_ct_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *e)
+{
 	r->landlock = o->no_landlock ? 0 : s->ctx->landlock_abi;
 	if (pd_scratch_end_setup(s, e) < 0)
 		return -1;
@@ -441,58 +673,13 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 	x.out[0] = x.out[1] = x.in_w = -1;
 	x.aud.listener = -1;
 	x.tree_fd = -1;
+	x.kill_at = o->output_kill_bytes ? o->output_kill_bytes : s->lim.output_kill_bytes;
 	int pout[2] = {-1, -1}, perr[2] = {-1, -1}, pin[2] = {-1, -1};
-	uint64_t keep = s->lim.output_bytes ? s->lim.output_bytes : (1ull << 20);
-	uint64_t kill_at = o->output_kill_bytes ? o->output_kill_bytes : s->lim.output_kill_bytes;
-	x.kill_at = kill_at;
-	if (pd_capture_init(&x.cap[0], keep) < 0 || pd_capture_init(&x.cap[1], keep) < 0 ||
-	    pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0 ||
-	    (o->stdin_data && pipe2(pin, O_CLOEXEC) < 0)) {
-		pd_fail(e, errno, "exec pipes");
+	if (open_pipes(&x, o, s, pout, perr, pin, e) < 0)
 		goto fail_early;
-	}
-	int fds[4], nfds = 0;
-	int stdin_fd = o->stdin_data ? pin[0] : o->stdin_from_fd ? o->stdin_fd : -1;
-	if (stdin_fd >= 0) {
-		fds[nfds++] = stdin_fd;
-		((struct msg_exec *)msg)->has_stdin = 1;
-	}
-	fds[nfds++] = pout[1];
-	fds[nfds++] = perr[1];
-	/* made at creation and by each reset (a new IPC namespace); here only if that failed:
-	 * without it the program's POSIX message queues are refused (EACCES), nothing else */
-	if (s->mq_fd < 0 || s->mq_stale)
-		pd_sb_mq_refresh(s, true);
-	if (s->mq_fd >= 0) {
-		fds[nfds++] = s->mq_fd;
-		((struct msg_exec *)msg)->has_mq = 1;
-	}
-	((struct msg_exec *)msg)->no_landlock = o->no_landlock;
-
-	x.ao = o->audit ? o->audit : s->opts.audit;
-	if (x.ao && !x.ao->enabled)
-		x.ao = NULL;
-	/* a program the audit does not watch in full can change names unseen (audit.h) */
-	if (!x.ao || x.ao->faults_only)
-		pd_audit_names_off(s->names);
-	bool scan_upper = x.ao && !x.ao->faults_only && !x.ao->no_upper_scan && s->upper_fd >= 0;
-	/* Uppers nothing touched since they were built hold only what the build made: not walked
-	 * now (a walk is an event to their watches, and the next reset could not keep them) */
-	x.upper_clean = scan_upper && pd_uwatch_clean(s->ctx->uwatch, &s->upper_dirty);
-	if (x.upper_clean)
-		upper_made(s, &x.upper0);
-	else if (scan_upper)
-		pd_tamper_snapshot(s->upper_fd, s->pid, &x.upper0);
-	x.ntrees = x.ao && !x.ao->faults_only
-			   ? pd_tamper_tree_roots(x.ao, s->opts.binds, s->opts.nbinds, x.trees, PD_TAMPER_TREES)
-			   : 0;
-	if (x.ntrees) {
-		char root[64];
-		snprintf(root, sizeof root, "/proc/%d/root", (int)s->pid);
-		x.tree_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (x.tree_fd >= 0)
-			pd_tamper_tree_snapshot(x.tree_fd, x.trees, x.ntrees, &x.tree0);
-	}
+	int fds[4];
+	int nfds = request_fds(s, o, (struct msg_exec *)msg, pout, perr, pin, fds);
+	audit_before(s, o, &x);
 	pd_cg_stats before, after;
 	s->ctx->cg.ops->reset_peaks(s->cg);
 	s->ctx->cg.ops->stats(s->cg, &before);
@@ -511,202 +698,30 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 	msg = NULL;
 	if (o->on_data)
 		o->on_data(o->data_arg, 0, NULL, 0);
-	close(pout[1]);
-	close(perr[1]);
-	if (pin[0] >= 0)
-		close(pin[0]);
-	x.out[0] = pout[0];
-	x.out[1] = perr[0];
-	x.in_w = pin[1];
-	set_nonblock(x.out[0]);
-	set_nonblock(x.out[1]);
-	if (x.in_w >= 0)
-		set_nonblock(x.in_w);
+	take_pipes(&x, pout, perr, pin);
 
 	uint64_t wall_ms = o->wall_ms ? o->wall_ms : s->lim.wall_ms;
-	uint64_t cpu_ms = o->cpu_ms ? o->cpu_ms : s->lim.cpu_ms;
-	uint64_t deadline = wall_ms ? t0 + wall_ms * 1000 : UINT64_MAX;
-	uint64_t next_check = t0 + 20000;
+	x.deadline = wall_ms ? t0 + wall_ms * 1000 : UINT64_MAX;
+	x.next_check = t0 + 20000;
 	x.last_out_us = t0;
-	while (!x.exited && !x.init_died) {
-		/* the no-output deadline moves with every byte the program writes */
-		uint64_t idle_at = o->idle_ms && !x.killed_to ? x.last_out_us + o->idle_ms * 1000 : UINT64_MAX;
-		struct pollfd pf[5];
-		int np = 0, i_sock, i_out[2] = {-1, -1}, i_in = -1, i_aud = -1;
-		pf[i_sock = np++] = (struct pollfd){s->sock, POLLIN, 0};
-		for (int i = 0; i < 2; i++)
-			if (x.out[i] >= 0)
-				pf[i_out[i] = np++] = (struct pollfd){x.out[i], POLLIN, 0};
-		if (x.in_w >= 0)
-			pf[i_in = np++] = (struct pollfd){x.in_w, POLLOUT, 0};
-		if (x.aud_on)
-			pf[i_aud = np++] = (struct pollfd){x.aud.listener, POLLIN, 0};
-		uint64_t now = pd_now_us();
-		uint64_t until = next_check < deadline ? next_check : deadline;
-		if (idle_at < until)
-			until = idle_at;
-		int timeout = until > now ? (int)((until - now + 999) / 1000) : 0;
-		int pr = poll(pf, (nfds_t)np, timeout);
-		if (pr < 0 && errno != EINTR)
-			break;
-		if (pr > 0) {
-			if (i_aud >= 0 && pf[i_aud].revents) {
-				if ((pf[i_aud].revents & (POLLHUP | POLLERR)) || pd_auditor_handle(&x.aud, r) < 0) {
-					/* the program's calls go on unseen, if any of it is left */
-					if (!(pf[i_aud].revents & POLLHUP))
-						pd_audit_names_off(s->names);
-					pd_auditor_close(&x.aud);
-					x.aud_on = false;
-				}
-			}
-			for (int i = 0; i < 2; i++)
-				if (i_out[i] >= 0 && pf[i_out[i]].revents)
-					drain(&x, i, o);
-			if (i_in >= 0 && pf[i_in].revents) {
-				ssize_t n = pf[i_in].revents & POLLOUT
-						    ? write_nosig(x.in_w, o->stdin_data + x.in_off, o->stdin_len - x.in_off)
-						    : -1;
-				if (n > 0)
-					x.in_off += (size_t)n;
-				if (n < 0 || x.in_off >= o->stdin_len) {
-					close(x.in_w);
-					x.in_w = -1;
-				}
-			}
-			if (pf[i_sock].revents)
-				on_init_msg(s, &x, r);
-		}
-		now = pd_now_us();
-		if (x.step_killing) {
-			/* the sessions are being killed: again (they may have forked meanwhile), until
-			 * init reports the program's end */
-			if (now >= next_check) {
-				next_check = now + 20000;
-				if (!limit_kill(s, &x, o))
-					break;
-			}
-			continue;
-		}
-		if (o->cancel && *o->cancel && !x.killed_cancel) {
-			x.killed_cancel = true;
-			if (!limit_kill(s, &x, o))
-				break;
-			continue;
-		}
-		if (kill_at && x.cap[0].total + x.cap[1].total > kill_at) {
-			x.killed_ol = true;
-			if (!limit_kill(s, &x, o))
-				break;
-			continue;
-		}
-		bool idle = o->idle_ms && !x.killed_to && now >= x.last_out_us + o->idle_ms * 1000;
-		if (now >= deadline || idle) {
-			x.killed_idle = idle && now < deadline;
-			x.killed_to = true;
-			deadline = UINT64_MAX;
-			if (!limit_kill(s, &x, o))
-				break;
-			continue;
-		}
-		if (now >= next_check) {
-			next_check = now + 20000;
-			/* the CPU limit's look, and a sample of the tasks for the peak: not every figure
-			 * stats reads (its six files cost every request a fifth of the daemon's exec
-			 * work on a machine slow enough to stretch a program's wall time) */
-			uint64_t cpu_now = s->ctx->cg.ops->sample(s->cg);
-			if (cpu_ms && delta(cpu_now, before.cpu_us) > cpu_ms * 1000) {
-				x.killed_to = true;
-				if (!limit_kill(s, &x, o))
-					break;
-				continue;
-			}
-		}
-	}
+	x.cpu0_us = before.cpu_us;
+	watch(s, &x, o, r, o->cpu_ms ? o->cpu_ms : s->lim.cpu_ms);
 	uint64_t t1 = pd_now_us();
 	bool step_killed = x.step_killing && x.exited && !x.init_died && step_kill_finish(s, &x, r);
 	s->state = PD_COLLECTING;
-	/* what the program wrote before it ended is in the pipes: take it, but do not wait for
-	 * writers it left behind */
-	for (int i = 0; i < 2; i++)
-		if (x.out[i] >= 0) {
-			drain(&x, i, o);
-			if (x.out[i] >= 0)
-				close(x.out[i]);
-		}
-	if (x.in_w >= 0)
-		close(x.in_w);
-	if (x.aud_on)
-		pd_auditor_close(&x.aud);
-	/* the relay's connections (a program's, or one an earlier step left running) */
-	pd_sb_relay_collect(s, r, x.ao, t0);
-	s->ctx->cg.ops->stats(s->cg, &after);
-	if (r->audited)
-		audit_after(s, &x, &after, r, t1 - t0);
-	pd_tamper_base_free(&x.upper0);
-	pd_tamper_base_free(&x.tree0);
-	if (x.tree_fd >= 0)
-		close(x.tree_fd);
-	s->ctx->cg.ops->rest(s->cg);
+	collect(s, &x, o, r, &before, &after, t0, t1);
 
-	r->wall_ms = (t1 - t0) / 1000;
-	r->exec_us = t1 - t0;
-	r->cpu_ms = delta(after.cpu_us, before.cpu_us) / 1000;
-	r->cpu_user_ms = delta(after.cpu_user_us, before.cpu_user_us) / 1000;
-	r->cpu_sys_ms = delta(after.cpu_sys_us, before.cpu_sys_us) / 1000;
-	r->memory_peak_bytes = after.mem_peak;
-	r->pids_peak = (uint32_t)(after.pids_peak > after.pids_current ? after.pids_peak : after.pids_current);
-	r->oom_killed = after.oom_kills > before.oom_kills;
-	pd_capture_finish(&x.cap[0], &r->out);
-	pd_capture_finish(&x.cap[1], &r->err);
-	r->spill_lost[0] = o->spill && x.spill_failed[0];
-	r->spill_lost[1] = o->spill && x.spill_failed[1];
-	/* the live callback saw the heads; a tail that joins its head (nothing dropped) is the rest */
-	if (o->on_output && r->out.tail_len && !r->out.truncated)
-		o->on_output(o->cb_arg, 1, r->out.tail, r->out.tail_len);
-	if (o->on_output && r->err.tail_len && !r->err.truncated)
-		o->on_output(o->cb_arg, 2, r->err.tail, r->err.tail_len);
-
-	bool killed_by_us = x.killed_to || x.killed_ol || x.killed_cancel;
-	r->idle_timeout = x.killed_to && x.killed_idle && !x.killed_ol;
-	r->cancelled = x.killed_cancel;
-	if (x.exited) {
-		if (WIFEXITED(x.wstatus))
-			r->exit_code = WEXITSTATUS(x.wstatus);
-		else if (WIFSIGNALED(x.wstatus))
-			r->signal = WTERMSIG(x.wstatus);
-	}
-	if (killed_by_us || (x.init_died && !x.exited))
-		r->signal = r->signal ? r->signal : SIGKILL;
-	/* The memory verdict comes before the time verdict, from the cgroup's own evidence: an OOM
-	 * kill, or usage that pressed against the limit (v2 memory.events max, v1 failcnt) in a run
-	 * that then failed or ran out of time. A program faulting in its way to the limit on a
-	 * loaded machine can reach the time limit before the OOM killer reaches it: it used too
-	 * much memory, and the verdict must say so, not "too slow". */
-	bool pressed = after.mem_limit_hits > before.mem_limit_hits;
-	bool failed = x.killed_to || (x.exited && (r->signal || r->exit_code));
-	bool mem_evidence = (r->oom_killed || pressed) && failed && s->lim.memory_bytes;
-	/* under the fast path's data-segment limit the cgroup saw nothing: the runtime's own words
-	 * (allocfail.c) are the evidence */
-	if (o->data_headroom_bytes && s->lim.memory_bytes && failed && !x.killed_to && pd_alloc_failure_seen(&r->err))
-		mem_evidence = true;
-	if (x.killed_ol)
-		r->status = PD_OL;
-	else if (mem_evidence && (x.exited || x.killed_to))
-		r->status = PD_ML;
-	else if (x.killed_to)
-		r->status = PD_TO;
-	else if (!x.exited) {
-		r->status = PD_XX;
-		if (!r->error[0])
-			snprintf(r->error, sizeof r->error, "sandbox init ended before the program did");
-	} else if (WIFSIGNALED(x.wstatus))
-		r->status = WTERMSIG(x.wstatus) == SIGXCPU ? PD_TO : PD_SG;
-	else if (r->exit_code)
-		r->status = PD_RE;
-	else
-		r->status = PD_OK;
-	if (r->status == PD_OK && (r->out.truncated || r->err.truncated))
-		r->status = PD_OL;
+	pd_exec_end end = {.exited = x.exited,
+			   .wstatus = x.wstatus,
+			   .init_died = x.init_died,
+			   .killed_to = x.killed_to,
+			   .killed_idle = x.killed_idle,
+			   .killed_ol = x.killed_ol,
+			   .killed_cancel = x.killed_cancel,
+			   .mem_pressed = after.mem_limit_hits > before.mem_limit_hits,
+			   .mem_limited = s->lim.memory_bytes != 0,
+			   .fast_path = o->data_headroom_bytes != 0};
+	bool killed_by_us = pd_exec_classify(&end, r);
 	/* a limit kill ends the sandbox (unless only the step's sessions were killed); so does an
 	 * init that died under us */
 	if (step_killed && !x.init_died)

@@ -6,6 +6,7 @@
 #include "audit.h"
 #include "initmsg.h"
 #include "sandbox.h"
+#include "tier.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -20,11 +21,16 @@
 static int fileop_once(pd_sandbox *s, int sock, uint32_t op, const char *path, int flags, mode_t mode,
 		       int *fd_out, pd_err *e);
 
+/* through the sandbox's tier (tier.h): the container's is below */
 static int fileop(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_t mode, pd_fop_use use,
 		  int *fd_out, pd_err *e)
 {
-	if (s->gv)
-		return pd_gv_fileop(s, op, path, flags, mode, fd_out, e);
+	return s->tier->sb_fileop(s, op, path, flags, mode, use, fd_out, e);
+}
+
+int pd_ct_fileop(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_t mode, pd_fop_use use, int *fd_out,
+		 pd_err *e)
+{
 	/* every message of a file operation names its path (the callers print it as it is) */
 	int sock = pd_sandbox_ctl(s, e);
 	if (sock < 0)

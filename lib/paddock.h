@@ -316,9 +316,9 @@ typedef struct pd_egress_opts {
 int pd_egress_entry_check(const char *entry, pd_err *e);
 
 /* How strongly a sandbox is isolated from the host: each tier is a backend behind one interface
- * (lib/tier.h). container: namespaces, cgroups, seccomp, overlay root (lib/sandbox.c). gvisor: the
- * same template run under gVisor's runsc, a user-space kernel between the program and the host
- * (lib/gvisor/); one-shot runs only (pd_run), its sandboxes are not kept warm. */
+ * (lib/internal/tier.h). container: namespaces, cgroups, seccomp, overlay root (lib/sandbox.c).
+ * gvisor: the same template run under gVisor's runsc, a user-space kernel between the program and
+ * the host (lib/gvisor/); its kept sandboxes (pools, sessions) are never reset. */
 typedef enum pd_isolation {
 	PD_ISO_CONTAINER = 0,
 	PD_ISO_GVISOR,
@@ -726,10 +726,27 @@ void pd_audit_evaluate(const pd_audit_policy *p, pd_result *r, pd_sandbox *s, pd
  * since_ns (CLOCK_REALTIME, in ns; the exec's start) are its doing and searched. */
 void pd_audit_evaluate_since(const pd_audit_policy *p, pd_result *r, pd_sandbox *s, int64_t since_ns,
 			     pd_audit_verdict *v);
-/* {"status": "fail", "reasons": [...], "failed": [kinds]} (malloc'd), for records. */
-char *pd_audit_verdict_json(const pd_audit_verdict *v);
-/* pd_run under policy p: its decoys planted after the create, its honey variables added to
- * x's environment, and the verdict evaluated before the teardown. Returns as pd_run does. */
+/* {"status": "fail", "reasons": [...], "failed": [kinds]}: a new reference, for the record that
+ * writes it (the struct is what callers read). */
+struct json_t *pd_audit_verdict_json(const pd_audit_verdict *v);
+
+/* pd_sandbox_exec_audited's flags */
+enum {
+	PD_AUDITED_PLANT = 1, /* plant the policy's decoys first (once per use of the sandbox) */
+	PD_AUDITED_SINCE = 2, /* judge only the files changed since the exec began (a sandbox that
+			       * lives on, a session's: what earlier steps wrote is not this exec's) */
+};
+/* The one audited exec: pd_sandbox_exec of x in s under policy p (NULL: a plain exec, v
+ * not_audited). The policy's decoys planted (PD_AUDITED_PLANT), its honey variables over x's
+ * environment (a program's own variable of the same name is replaced: the token must be what it
+ * sees), x->audit when it names one (a session's faults armed over the policy's) else the
+ * policy's options, and the evidence judged into v (may be NULL) with the sandbox still there
+ * when it is READY (the files the attempt wrote are evidence). Returns as pd_sandbox_exec; a
+ * decoy that could not be planted is -1 with r's status XX. */
+int pd_sandbox_exec_audited(pd_sandbox *s, const pd_exec_opts *x, const pd_audit_policy *p, unsigned flags,
+			    pd_result *r, pd_audit_verdict *v, pd_err *e);
+/* pd_run under policy p: create, its decoys planted, pd_sandbox_exec_audited, the teardown.
+ * Returns as pd_run does. */
 int pd_run_audited(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, const pd_audit_policy *p,
 		   pd_result *r, pd_audit_verdict *v, pd_err *e);
 

@@ -8,6 +8,7 @@
 #include "audit.h"
 #include "initmsg.h"
 #include "sandbox.h"
+#include "tier.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,12 +56,8 @@ static int init_request(pd_sandbox *s, const void *msg, size_t len, uint64_t dea
 	}
 }
 
-int pd_sandbox_rewind_pids(pd_sandbox *s, pd_err *e)
+int pd_ct_rewind_pids(pd_sandbox *s, pd_err *e)
 {
-	if (s->state != PD_READY)
-		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
-	if (s->gv) /* the Sentry's pid counter is its own: nothing the host can wind back */
-		return 0;
 	struct msg_hdr h = {MSG_REWIND};
 	return init_request(s, &h, sizeof h, pd_now_us() + 10000000u, NULL, e);
 }
@@ -84,14 +81,9 @@ static uint64_t reset_keep(uint64_t limit)
 	return k < (8u << 20) ? (8u << 20) : k > (64u << 20) ? (64u << 20) : k;
 }
 
-int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
+/* What a reset cannot prove clean, refused before it starts (the sandbox is then destroyed). */
+static int reset_refused(const pd_sandbox *s, pd_err *e)
 {
-	pd_ctx *c = s->ctx;
-	if (s->state != PD_READY)
-		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
-	if (s->gv) /* lib/gvisor/sandbox.c: the reuse rule is none */
-		return pd_fail(e, ENOTSUP, "sandbox %s is a gvisor sandbox: never reset, a fresh one is made "
-					   "for each user", s->id);
 	for (size_t i = 0; i < s->opts.nbinds; i++)
 		if (s->opts.binds[i].rw)
 			return pd_fail(e, EPERM,
@@ -101,66 +93,39 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 	if (!s->netns)
 		return pd_fail(e, EPERM,
 			       "sandbox %s uses the host's network, which a reset cannot prove clean", s->id);
-	uint64_t t0 = pd_now_us();
-	uint64_t td = s->opts.teardown_timeout_ms ? s->opts.teardown_timeout_ms : 10000;
-	child_cfg *cfg = NULL;
-	int fds[PD_MAX_LAYERS + PD_MAX_BINDS], nfds = 0;
-	s->state = PD_RECLAIMING;
-	/* 0. the egress relay goes (its connections, listener and threads): the next user gets a
-	 * new one of the sandbox's own allowlist, never this user's (a session may have switched
-	 * it), nor its connections or events */
-	if (pd_sb_net_restore(s, e) < 0)
-		goto fail;
+	return 0;
+}
 
-	/* 1. init kills and reaps every process, takes a new IPC namespace, rewinds the pids, and
-	 * looks whether the scratch directories are as the host left them (when they may be kept:
-	 * watched, with one file of the host's at most) */
-	struct msg_reset rm;
-	bool scratch_ok = pd_scratch_request(s, &rm);
-	uint32_t scratch_as_left = 0;
-	if (init_request(s, &rm, sizeof rm, t0 + td * 1000, &scratch_as_left, e) < 0)
-		goto fail;
-	scratch_ok = scratch_ok && scratch_as_left;
-	/* 2. the cgroup agrees that init is all that is left */
+/* Steps 2 and 3: the cgroup agrees that init is all that is left, init's OOM score is as created
+ * (its /proc files are briefly its uid's while a program starts, and a program of the last user
+ * could have raised it), and the network namespace reads as a fresh one (no socket, no traffic). */
+static int reset_checks(pd_sandbox *s, pd_err *e)
+{
+	pd_ctx *c = s->ctx;
 	uint64_t tasks = c->cg.ops->tasks(s->cg);
 	c->cg.ops->rest(s->cg);
-	if (tasks > 1) {
-		pd_fail(e, EBUSY, "sandbox %s: %" PRIu64 " tasks left after the reset", s->id, tasks - 1);
-		goto fail;
-	}
-	/* init's OOM score is as created (its /proc files are briefly its uid's while a program
-	 * starts, and a program of the last user could have raised it) */
-	if (pd_sb_read_oom_adj(s->pid) != s->init_oom_adj) {
-		pd_fail(e, EPERM, "sandbox %s: init's oom_score_adj was changed", s->id);
-		goto fail;
-	}
-	/* 3. the network namespace reads as a fresh one (no socket, no traffic left) */
-	if (!pd_netns_fresh(c->net, s->netns, s->pid)) {
-		pd_fail(e, EADDRINUSE,
-			"sandbox %s: its network namespace differs from a fresh one (traffic or sockets "
-			"left), so it is not reused",
-			s->id);
-		goto fail;
-	}
-	/* 4. a fresh root: new scratch mounts and devpts; new overlays, with their upper tmpfs,
-	 * unless the last user provably did not touch them (upperwatch.c). A sandbox with binds
-	 * always gets new ones: a bind's missing parent directories are in the root's upper, where
-	 * writes below them are not watched, and one under /tmp or /work goes with the scratch. */
-	cfg = calloc(1, sizeof *cfg);
-	if (!cfg) {
-		pd_fail(e, ENOMEM, "reset");
-		goto fail;
-	}
-	bool keep = !s->opts.nbinds && pd_uwatch_clean(c->uwatch, &s->upper_dirty);
-	/* 4a. and the scratch directories and devpts too when the last user only read them: no
-	 * mount to make, none to take off (each unmount waits for a grace period of RCU that
-	 * interrupts every CPU); the host's file stays for the next user's to overwrite */
-	if (keep && scratch_ok && pd_scratch_keep(s)) {
-		s->resets_kept++;
-		free(cfg);
-		cfg = NULL;
-		goto reclaim;
-	}
+	if (tasks > 1)
+		return pd_fail(e, EBUSY, "sandbox %s: %" PRIu64 " tasks left after the reset", s->id, tasks - 1);
+	if (pd_sb_read_oom_adj(s->pid) != s->init_oom_adj)
+		return pd_fail(e, EPERM, "sandbox %s: init's oom_score_adj was changed", s->id);
+	if (!pd_netns_fresh(c->net, s->netns, s->pid))
+		return pd_fail(e, EADDRINUSE,
+			       "sandbox %s: its network namespace differs from a fresh one (traffic or sockets "
+			       "left), so it is not reused",
+			       s->id);
+	return 0;
+}
+
+/* Step 4: a fresh root, new scratch mounts and devpts; new overlays (their upper tmpfs too) unless
+ * keep (the last user provably did not touch them: upperwatch.c), the new uppers' descriptor and
+ * watches taken. */
+static int rebuild_root(pd_sandbox *s, bool keep, pd_err *e)
+{
+	pd_ctx *c = s->ctx;
+	int fds[PD_MAX_LAYERS + PD_MAX_BINDS], nfds = 0, rc = -1;
+	child_cfg *cfg = calloc(1, sizeof *cfg);
+	if (!cfg)
+		return pd_fail(e, ENOMEM, "reset");
 	if (keep) {
 		pd_scratch_keep_root_cfg(s, cfg);
 	} else {
@@ -169,7 +134,7 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 		int nlayers = 0;
 		if (pd_sb_resolve_layout(c, &s->opts, s->lim.disk_bytes, cfg, layers, &nlayers, e) < 0 ||
 		    pd_sb_layout_fds(&s->opts, layers, nlayers, s->pid, fds, &nfds, e) < 0)
-			goto fail;
+			goto out;
 		cfg->has_sysfs = true; /* a sandbox with its own network namespace has /sys (create) */
 		cfg->uwatch_fd = pd_uwatch_fd(c->uwatch);
 	}
@@ -179,7 +144,7 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 			close(rep.upper_fd);
 		rep.what[sizeof rep.what - 1] = 0;
 		pd_fail(e, rep.err, "sandbox %s: reset: %s", s->id, rep.what);
-		goto fail;
+		goto out;
 	}
 	if (keep) {
 		s->resets_kept++;
@@ -203,29 +168,66 @@ int pd_sandbox_reset(pd_sandbox *s, pd_err *e)
 			pd_uwatch_add(c->uwatch, &s->upper_dirty, rep.wd, rep.nwd);
 	}
 	pd_scratch_new(s, &rep);
+	rc = 0;
+out:
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
-	nfds = 0;
 	free(cfg);
-	cfg = NULL;
-reclaim:;
-	/* 5. what the last user left charged to the cgroup (its old root's memory is gone with that
-	 * root now: this is page cache of image files it was first to read, and kernel objects)
-	 * is brought down to a small share of the limit, coldest first, so the page cache the
-	 * next programs of every sandbox want stays; peaks are counted from what an exec starts
-	 * with (cgroup.c), so the next user's figures do not include it */
+	return rc;
+}
+
+/* Steps 5 and 6: what the last user left charged to the cgroup (its old root's memory is gone with
+ * that root now: this is page cache of image files it was first to read, and kernel objects)
+ * brought down to a small share of the limit, coldest first, so the page cache the next programs
+ * of every sandbox want stays (peaks are counted from what an exec starts with: cgroup.c); the
+ * limits as created (a request may have changed the memory limit). */
+static int reclaim_memory(pd_sandbox *s, pd_err *e)
+{
 	uint64_t kept = reset_keep(s->opts.limits.memory_bytes);
-	uint64_t left = c->cg.ops->reclaim(s->cg, kept);
-	if (left > kept + (16u << 20)) {
-		pd_fail(e, EBUSY, "sandbox %s: %llu KiB still charged to its memory cgroup after reclaim",
-			s->id, (unsigned long long)(left >> 10));
-		goto fail;
-	}
-	/* 6. limits as created (a request may have changed the memory limit) */
+	uint64_t left = s->ctx->cg.ops->reclaim(s->cg, kept);
+	if (left > kept + (16u << 20))
+		return pd_fail(e, EBUSY, "sandbox %s: %llu KiB still charged to its memory cgroup after reclaim", s->id,
+			       (unsigned long long)(left >> 10));
 	if (s->lim.memory_bytes != s->opts.limits.memory_bytes &&
 	    pd_sb_apply_memory(s, s->opts.limits.memory_bytes, e) < 0)
+		return -1;
+	return 0;
+}
+
+int pd_ct_reset(pd_sandbox *s, pd_err *e)
+{
+	pd_ctx *c = s->ctx;
+	if (reset_refused(s, e) < 0)
+		return -1;
+	uint64_t t0 = pd_now_us();
+	uint64_t td = s->opts.teardown_timeout_ms ? s->opts.teardown_timeout_ms : 10000;
+	s->state = PD_RECLAIMING;
+	/* 0. the egress relay goes (its connections, listener and threads): the next user gets a
+	 * new one of the sandbox's own allowlist, never this user's (a session may have switched
+	 * it), nor its connections or events */
+	if (pd_sb_net_restore(s, e) < 0)
 		goto fail;
-	if (pd_sb_net_reopen(s, e) < 0)
+	/* 1. init kills and reaps every process, takes a new IPC namespace, rewinds the pids, and
+	 * looks whether the scratch directories are as the host left them (when they may be kept:
+	 * watched, with one file of the host's at most) */
+	struct msg_reset rm;
+	bool scratch_ok = pd_scratch_request(s, &rm);
+	uint32_t scratch_as_left = 0;
+	if (init_request(s, &rm, sizeof rm, t0 + td * 1000, &scratch_as_left, e) < 0 || reset_checks(s, e) < 0)
+		goto fail;
+	scratch_ok = scratch_ok && scratch_as_left;
+	/* 4. A sandbox with binds always gets new overlays: a bind's missing parent directories are
+	 * in the root's upper, where writes below them are not watched, and one under /tmp or /work
+	 * goes with the scratch. */
+	bool keep = !s->opts.nbinds && pd_uwatch_clean(c->uwatch, &s->upper_dirty);
+	/* 4a. and the scratch directories and devpts too when the last user only read them: no
+	 * mount to make, none to take off (each unmount waits for a grace period of RCU that
+	 * interrupts every CPU); the host's file stays for the next user's to overwrite */
+	if (keep && scratch_ok && pd_scratch_keep(s))
+		s->resets_kept++;
+	else if (rebuild_root(s, keep, e) < 0)
+		goto fail;
+	if (reclaim_memory(s, e) < 0 || pd_sb_net_reopen(s, e) < 0)
 		goto fail;
 	s->resets++;
 	pd_scratch_reset_done(s);
@@ -239,9 +241,6 @@ reclaim:;
 	s->state = PD_READY;
 	return 0;
 fail:
-	for (int i = 0; i < nfds; i++)
-		close(fds[i]);
-	free(cfg);
 	s->state = PD_FAILED; /* destroy it */
 	return -1;
 }

@@ -1,7 +1,8 @@
-/* A sandbox's birth and death on the host side: create (clone3 into new namespaces, map uids,
- * hand over id-mapped layers, wait for init's READY) and destroy (kill, reap, remove the cgroup,
- * check what is left), with the helpers exec and reset use again (sandbox.h). The rest of its life
- * is in exec.c, scratch.c and reset.c; the context it belongs to in context.c. */
+/* A container sandbox's birth and death on the host side (the container tier's row, tier.c,
+ * routes pd_sandbox_create and pd_sandbox_destroy here): create (clone3 into new namespaces, map
+ * uids, hand over id-mapped layers, wait for init's READY) and destroy (kill, reap, remove the
+ * cgroup, check what is left), with the helpers exec and reset use again (sandbox.h). The rest of
+ * its life is in exec.c, files.c, scratch.c and reset.c; the context it belongs to in context.c. */
 #define _GNU_SOURCE
 #include "audit.h"
 #include "sandbox.h"
@@ -35,38 +36,6 @@
 #define MOUNT_ATTR_IDMAP 0x00100000
 #endif
 
-static const char *const state_names[] = {"CREATING",    "READY",     "RUNNING",  "COLLECTING",
-					  "RECLAIMING", "DESTROYED", "FAILED",   "TIMED_OUT",
-					  "EXPIRED"};
-
-const char *pd_state_name(pd_state s)
-{
-	return (unsigned)s < sizeof state_names / sizeof state_names[0] ? state_names[s] : "?";
-}
-
-const char *pd_status_name(pd_status s)
-{
-	static const char *const n[] = {"OK", "RE", "SG", "TO", "ML", "OL", "XX"};
-	return (unsigned)s < 7 ? n[s] : "XX";
-}
-
-pd_limits pd_limits_default(void)
-{
-	pd_limits l = {
-		.memory_bytes = 512ull << 20,
-		.pids = 256,
-		.cpu_ms = 10000,
-		.wall_ms = 20000,
-		.cpu_millicores = 1000,
-		.disk_bytes = 256ull << 20,
-		.output_bytes = 1ull << 20,
-		.output_kill_bytes = 64ull << 20,
-		.nofile = 256,
-		.fsize_bytes = 0, /* none: the disk size bounds files (ENOSPC) */
-		.stack_bytes = 8ull << 20,
-	};
-	return l;
-}
 /* ---- create ---------------------------------------------------------------------------------- */
 
 const char *pd_sandbox_id(const pd_sandbox *s)
@@ -383,19 +352,10 @@ int pd_sb_layout_fds(const pd_sandbox_opts *o, const pd_layer *layers, int nlaye
 	return rc;
 }
 
-pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
+/* A new sandbox record for o (its id, limits, the audit's name table), CREATING; NULL on a bad
+ * option or no memory. */
+static pd_sandbox *sb_new(pd_ctx *c, const pd_sandbox_opts *o, uint64_t t0, pd_err *e)
 {
-	if (o && o->isolation == PD_ISO_GVISOR)
-		return pd_gv_sandbox_create(c, o, e);
-	if (o && o->isolation != PD_ISO_CONTAINER) {
-		pd_fail(e, ENOTSUP, "isolation %d: unknown", (int)o->isolation);
-		return NULL;
-	}
-	pd_sandbox_opts none = {0};
-	if (!o) {
-		none.limits = pd_limits_default();
-		o = &none;
-	}
 	if (o->nbinds > PD_MAX_BINDS) {
 		pd_fail(e, E2BIG, "at most %d bind mounts", PD_MAX_BINDS);
 		return NULL;
@@ -404,15 +364,10 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 		pd_fail(e, EINVAL, "hostname must have 1 to 64 characters");
 		return NULL;
 	}
-	uint64_t t0 = pd_now_us();
-	if (__atomic_load_n(&c->nstuck, __ATOMIC_RELAXED))
-		pd_ctx_reap_stuck(c);
 	pd_sandbox *s = calloc(1, sizeof *s);
-	child_cfg *cfg = calloc(1, sizeof *cfg);
 	pd_audit_names *names = pd_audit_names_new(o->binds, o->nbinds);
-	if (!s || !cfg || !names) {
+	if (!s || !names) {
 		free(s);
-		free(cfg);
 		pd_audit_names_free(names);
 		pd_fail(e, ENOMEM, "sandbox");
 		return NULL;
@@ -430,11 +385,151 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 	uint64_t seq = ++c->seq;
 	pthread_mutex_unlock(&c->lock);
 	snprintf(s->id, sizeof s->id, "sb-%08" PRIx32 "-%" PRIu64, c->run_id, seq);
+	return s;
+}
 
-	int sv[2] = {-1, -1}, layer_fds[PD_MAX_LAYERS + PD_MAX_BINDS + 1], nfds = 0;
-	int sysfs_fd = -1;
+/* init: clone3 into new user, mount, pid, IPC and UTS namespaces, born in the sandbox's cgroup
+ * (where the kernel can) and in its network namespace, its user namespace owned by the slot's uid.
+ * Its pid in s->pid, its pidfd in s->pidfd; *sysfs_fd: the namespace's sysfs, for init to mount.
+ * Does not return in the child. */
+static int clone_init(pd_sandbox *s, child_cfg *cfg, int *cgfd_out, int *sysfs_fd, pd_err *e)
+{
+	pd_ctx *c = s->ctx;
+	struct clone_args ca;
+	memset(&ca, 0, sizeof ca);
+	/* no CLONE_NEWNET: the child starts in the namespace this thread enters just before */
+	ca.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_PIDFD;
+	ca.pidfd = (uint64_t)(uintptr_t)&s->pidfd;
+	ca.exit_signal = 0; /* no SIGCHLD to the embedding application; we reap with __WALL */
+	int cgfd = *cgfd_out = c->cg.ops->clone_fd(s->cg);
+	if (cgfd >= 0) {
+		ca.flags |= CLONE_INTO_CGROUP;
+		ca.cgroup = (uint64_t)cgfd;
+	}
+	if (s->netns) {
+		if (pd_netns_enter(s->netns, e) < 0)
+			return -1;
+		*sysfs_fd = pd_netns_sysfs(e);
+		if (*sysfs_fd < 0) {
+			pd_netns_leave(c->net, NULL);
+			return -1;
+		}
+	}
+	/* the sandbox's user namespace owned by its slot's uid, not root (ucounts.c) */
+	pd_ucounts_owner own;
+	if (pd_ucounts_owner_enter(pd_sandbox_uid_base(s), &own, e) < 0) {
+		if (s->netns)
+			pd_netns_leave(c->net, NULL);
+		return -1;
+	}
+	long pid = syscall(SYS_clone3, &ca, sizeof ca);
+	if (pid == 0)
+		pd_child_main(cfg); /* never returns */
+	int cerr = errno;
+	pd_ucounts_owner_leave(&own);
+	if (pid > 0)
+		s->pid = (pid_t)pid;
+	if (s->netns && pd_netns_leave(c->net, e) < 0)
+		return -1;
+	if (s->netns && pid > 0)
+		pd_netns_detach(s->netns);
+	if (pid < 0)
+		return pd_fail(e, cerr, "clone3 into new namespaces");
+	return 0;
+}
+
+/* init's word after GO: READY by the create's deadline (counted from its start, CREATING), or why
+ * not (its setup's error, its end, the deadline). */
+static int wait_ready(pd_sandbox *s, uint64_t t0, pd_err *e)
+{
+	const pd_sandbox_opts *o = &s->opts;
+	union {
+		struct msg_hdr h;
+		struct msg_error err;
+	} m;
+	int setup_ms = o->setup_timeout_ms ? (int)(o->setup_timeout_ms > 600000 ? 600000 : o->setup_timeout_ms)
+					    : 30000;
+	uint64_t ready_by = t0 + (uint64_t)setup_ms * 1000, now_us = pd_now_us();
+	int left_ms = ready_by > now_us ? (int)((ready_by - now_us + 999) / 1000) : 0;
+	/* Past the deadline already (this thread was slow to get here): a timeout, even if READY is
+	 * waiting, or whether a create missed its deadline would depend on when we looked. */
+	int got = left_ms > 0 ? pd_sb_recv_msg(s->sock, &m, sizeof m, left_ms, &s->upper_fd) : (errno = ETIMEDOUT, -1);
+	/* the wait rounds up to whole milliseconds: READY after the deadline is late all the same */
+	if (got >= 0 && pd_now_us() > ready_by) {
+		got = -1;
+		errno = ETIMEDOUT;
+	}
+	if (got < 0) {
+		int err = errno;
+		siginfo_t si;
+		memset(&si, 0, sizeof si);
+		if (err == ECONNRESET &&
+		    waitid((idtype_t)P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOWAIT | __WALL) == 0 && si.si_pid)
+			/* it ended without a word: say how, or a kill from outside looks like a bug */
+			return pd_fail(e, err, "sandbox %s: its init %s %d during setup", s->id,
+				       si.si_code == CLD_EXITED ? "exited with status" : "was killed by signal",
+				       si.si_status);
+		return pd_fail(e, err, "sandbox %s did not become ready within %d ms", s->id, setup_ms);
+	}
+	if (m.h.type == MSG_ERROR) {
+		m.err.what[sizeof m.err.what - 1] = 0;
+		return pd_fail(e, m.err.err, "sandbox setup: %s", m.err.what);
+	}
+	if (m.h.type != MSG_READY)
+		return pd_fail(e, EPROTO, "sandbox %s: unexpected message %u", s->id, m.h.type);
+	return 0;
+}
+
+/* The uid maps, init's OOM exemption, its cgroup (when clone3 could not place it), then GO with the
+ * id-mapped layers and binds (and the sysfs): init builds the root from them. */
+static int start_init(pd_sandbox *s, int cgfd, const pd_layer *layers, int nlayers, int *sysfs_fd, pd_err *e)
+{
+	pd_ctx *c = s->ctx;
+	int layer_fds[PD_MAX_LAYERS + PD_MAX_BINDS + 1], nfds = 0, rc = -1;
+	if (write_maps(s->pid, s->slot, e) < 0)
+		return -1;
+	/* init must not be the task the memory cgroup's OOM killer takes (it is a copy of this
+	 * process: by size it could be): exempt it where we may (CAP_SYS_RESOURCE, which some
+	 * containers withhold); programs raise themselves to +1000 before their execve anyway */
+	s->init_oom_adj = pd_sb_read_oom_adj(s->pid);
+	if (set_oom_adj(s->pid, -1000) == 0)
+		s->init_oom_adj = -1000;
+	if (cgfd < 0 && c->cg.ops->attach(s->cg, s->pid, e) < 0)
+		return -1;
+	if (pd_sb_layout_fds(&s->opts, layers, nlayers, s->pid, layer_fds, &nfds, e) < 0)
+		goto out;
+	if (*sysfs_fd >= 0) {
+		layer_fds[nfds++] = *sysfs_fd;
+		*sysfs_fd = -1;
+	}
+	struct msg_hdr go = {MSG_GO};
+	if (pd_send_fds(s->sock, &go, sizeof go, layer_fds, nfds) < 0) {
+		pd_fail(e, errno, "start sandbox");
+		goto out;
+	}
+	rc = 0;
+out:
+	for (int i = 0; i < nfds; i++)
+		close(layer_fds[i]);
+	return rc;
+}
+
+pd_sandbox *pd_ct_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
+{
+	uint64_t t0 = pd_now_us();
+	if (__atomic_load_n(&c->nstuck, __ATOMIC_RELAXED))
+		pd_ctx_reap_stuck(c);
+	pd_sandbox *s = sb_new(c, o, t0, e);
+	if (!s)
+		return NULL;
+	child_cfg *cfg = calloc(1, sizeof *cfg);
+	int sv[2] = {-1, -1}, sysfs_fd = -1, cgfd = -1;
 	pd_layer layers[PD_MAX_LAYERS];
 	int nlayers = 0;
+	if (!cfg) {
+		pd_fail(e, ENOMEM, "sandbox");
+		goto fail;
+	}
 	if (pd_sb_resolve_layout(c, o, s->lim.disk_bytes, cfg, layers, &nlayers, e) < 0)
 		goto fail;
 	snprintf(cfg->hostname, sizeof cfg->hostname, "%s", o->hostname ? o->hostname : "sandbox");
@@ -460,120 +555,14 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 			goto fail;
 	}
 	cfg->has_sysfs = s->netns != NULL;
-
-	struct clone_args ca;
-	memset(&ca, 0, sizeof ca);
-	/* no CLONE_NEWNET: the child starts in the namespace this thread enters just before */
-	ca.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-		   CLONE_PIDFD;
-	ca.pidfd = (uint64_t)(uintptr_t)&s->pidfd;
-	ca.exit_signal = 0; /* no SIGCHLD to the embedding application; we reap with __WALL */
-	int cgfd = c->cg.ops->clone_fd(s->cg);
-	if (cgfd >= 0) {
-		ca.flags |= CLONE_INTO_CGROUP;
-		ca.cgroup = (uint64_t)cgfd;
-	}
-	if (s->netns) {
-		if (pd_netns_enter(s->netns, e) < 0)
-			goto fail;
-		sysfs_fd = pd_netns_sysfs(e);
-		if (sysfs_fd < 0) {
-			pd_netns_leave(c->net, NULL);
-			goto fail;
-		}
-	}
-	/* the sandbox's user namespace owned by its slot's uid, not root (ucounts.c) */
-	pd_ucounts_owner own;
-	if (pd_ucounts_owner_enter(pd_sandbox_uid_base(s), &own, e) < 0) {
-		if (s->netns)
-			pd_netns_leave(c->net, NULL);
+	if (clone_init(s, cfg, &cgfd, &sysfs_fd, e) < 0)
 		goto fail;
-	}
-	long pid = syscall(SYS_clone3, &ca, sizeof ca);
-	if (pid == 0)
-		pd_child_main(cfg); /* never returns */
-	int cerr = errno;
-	pd_ucounts_owner_leave(&own);
-	if (pid > 0)
-		s->pid = (pid_t)pid;
-	if (s->netns && pd_netns_leave(c->net, e) < 0)
-		goto fail;
-	if (s->netns && pid > 0)
-		pd_netns_detach(s->netns);
-	if (pid < 0) {
-		pd_fail(e, cerr, "clone3 into new namespaces");
-		goto fail;
-	}
 	close(sv[1]);
 	sv[1] = -1;
 	s->sock = sv[0];
 	sv[0] = -1;
-
-	if (write_maps(s->pid, s->slot, e) < 0)
-		goto fail;
-	/* init must not be the task the memory cgroup's OOM killer takes (it is a copy of this
-	 * process: by size it could be): exempt it where we may (CAP_SYS_RESOURCE, which some
-	 * containers withhold); programs raise themselves to +1000 before their execve anyway */
-	s->init_oom_adj = pd_sb_read_oom_adj(s->pid);
-	if (set_oom_adj(s->pid, -1000) == 0)
-		s->init_oom_adj = -1000;
-	if (cgfd < 0 && c->cg.ops->attach(s->cg, s->pid, e) < 0)
-		goto fail;
-	if (pd_sb_layout_fds(o, layers, nlayers, s->pid, layer_fds, &nfds, e) < 0)
-		goto fail;
-	if (sysfs_fd >= 0) {
-		layer_fds[nfds++] = sysfs_fd;
-		sysfs_fd = -1;
-	}
-	struct msg_hdr go = {MSG_GO};
-	if (pd_send_fds(s->sock, &go, sizeof go, layer_fds, nfds) < 0) {
-		pd_fail(e, errno, "start sandbox");
-		goto fail;
-	}
-	for (int i = 0; i < nfds; i++)
-		close(layer_fds[i]);
-	nfds = 0;
-	union {
-		struct msg_hdr h;
-		struct msg_error err;
-	} m;
-	int setup_ms = o->setup_timeout_ms ? (int)(o->setup_timeout_ms > 600000 ? 600000 : o->setup_timeout_ms)
-					    : 30000;
-	/* the deadline counts from the start of the create (CREATING), not from the GO message */
-	uint64_t ready_by = t0 + (uint64_t)setup_ms * 1000, now_us = pd_now_us();
-	int left_ms = ready_by > now_us ? (int)((ready_by - now_us + 999) / 1000) : 0;
-	/* Past the deadline already (this thread was slow to get here): a timeout, even if READY is
-	 * waiting, or whether a create missed its deadline would depend on when we looked. */
-	int got = left_ms > 0 ? pd_sb_recv_msg(s->sock, &m, sizeof m, left_ms, &s->upper_fd) : (errno = ETIMEDOUT, -1);
-	/* the wait rounds up to whole milliseconds: READY after the deadline is late all the same */
-	if (got >= 0 && pd_now_us() > ready_by) {
-		got = -1;
-		errno = ETIMEDOUT;
-	}
-	if (got < 0) {
-		int err = errno;
-		siginfo_t si;
-		memset(&si, 0, sizeof si);
-		if (err == ECONNRESET &&
-		    waitid((idtype_t)P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOWAIT | __WALL) == 0 && si.si_pid)
-			/* it ended without a word: say how, or a kill from outside looks like a bug */
-			pd_fail(e, err, "sandbox %s: its init %s %d during setup", s->id,
-				si.si_code == CLD_EXITED ? "exited with status" : "was killed by signal",
-				si.si_status);
-		else
-			pd_fail(e, err, "sandbox %s did not become ready within %d ms", s->id, setup_ms);
-		goto fail;
-	}
-	if (m.h.type == MSG_ERROR) {
-		m.err.what[sizeof m.err.what - 1] = 0;
-		pd_fail(e, m.err.err, "sandbox setup: %s", m.err.what);
-		goto fail;
-	}
-	if (m.h.type != MSG_READY) {
-		pd_fail(e, EPROTO, "sandbox %s: unexpected message %u", s->id, m.h.type);
-		goto fail;
-	}
-	if (pd_sb_net_created(s, e) < 0)
+	if (start_init(s, cgfd, layers, nlayers, &sysfs_fd, e) < 0 || wait_ready(s, t0, e) < 0 ||
+	    pd_sb_net_created(s, e) < 0)
 		goto fail;
 	pd_sb_mq_refresh(s, false);
 	free(cfg);
@@ -582,8 +571,6 @@ pd_sandbox *pd_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 	s->state = PD_READY;
 	return s;
 fail:
-	for (int i = 0; i < nfds; i++)
-		close(layer_fds[i]);
 	if (sysfs_fd >= 0)
 		close(sysfs_fd);
 	if (sv[0] >= 0)
@@ -592,7 +579,7 @@ fail:
 		close(sv[1]);
 	free(cfg);
 	s->state = PD_FAILED;
-	pd_sandbox_destroy(s, NULL, 0);
+	pd_ct_destroy(s, NULL, 0);
 	return NULL;
 }
 
@@ -608,12 +595,8 @@ static void add_residue(char *buf, size_t len, const char *what)
 	snprintf(buf + n, len - n, "%s%s", n ? "," : "", what);
 }
 
-int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len)
+int pd_ct_destroy(pd_sandbox *s, char *residue, size_t residue_len)
 {
-	if (!s)
-		return 0;
-	if (s->gv)
-		return pd_gv_sandbox_destroy(s, residue, residue_len);
 	if (residue && residue_len)
 		snprintf(residue, residue_len, "clean");
 	int dirty = 0;
@@ -694,31 +677,6 @@ int pd_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len)
 	pd_audit_names_free(s->names);
 	free(s);
 	return dirty ? -1 : 0;
-}
-
-/* The container tier's one-shot run (lib/tier.c routes pd_run here for it). */
-int pd_container_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd_result *r, pd_err *e)
-{
-	uint64_t t0 = pd_now_us();
-	pd_sandbox *s = pd_sandbox_create(c, o, e);
-	if (!s) {
-		memset(r, 0, sizeof *r);
-		r->status = PD_XX;
-		snprintf(r->error, sizeof r->error, "%s", e ? PD_ERR_STR(e) : "sandbox setup failed");
-		r->setup_us = pd_now_us() - t0;
-		snprintf(r->residue, sizeof r->residue, "not-created");
-		return -1;
-	}
-	uint64_t t1 = pd_now_us();
-	if (pd_sandbox_exec(s, x, r, e) < 0) {
-		pd_sandbox_destroy(s, NULL, 0);
-		return -1;
-	}
-	r->setup_us = t1 - t0;
-	uint64_t t2 = pd_now_us();
-	pd_sandbox_destroy(s, r->residue, sizeof r->residue);
-	r->teardown_us = pd_now_us() - t2;
-	return 0;
 }
 
 void pd_result_free(pd_result *r)

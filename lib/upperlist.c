@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #include "sandbox.h"
 #include "tamper.h"
+#include "tier.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -221,14 +222,8 @@ static int cmp_ent(const void *a, const void *b)
 	return strcmp(((const pd_upper_ent *)a)->path, ((const pd_upper_ent *)b)->path);
 }
 
-int pd_sandbox_upper_list(pd_sandbox *s, const char *const *skip, pd_upper_ent **out, size_t *n, pd_err *e)
+int pd_ct_upper_list(pd_sandbox *s, const char *const *skip, pd_upper_ent **out, size_t *n, pd_err *e)
 {
-	*out = NULL;
-	*n = 0;
-	if (s->state != PD_READY)
-		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
-	if (s->gv) /* its root's writes are in the Sentry's memory, out of the host's sight */
-		return pd_fail(e, ENOTSUP, "sandbox %s is a gvisor sandbox: its root's changes cannot be listed", s->id);
 	if (s->upper_fd < 0 || pd_uwatch_clean(s->ctx->uwatch, &s->upper_dirty))
 		return 0; /* no layer to walk, or nothing touched them since they were built */
 	pd_upper_dir ud[PD_MAX_LAYERS];

@@ -500,21 +500,6 @@ int pd_session_exec_extra(pd_session *s, const pd_exec_opts *x, const pd_audit_p
 		xo.envp = s->pl->t.env;
 	if (!xo.cwd && s->pl->t.cwd)
 		xo.cwd = s->pl->t.cwd;
-	/* the policy's decoys planted and honey variables set, as for a run (server/job.c) */
-	char *const *env_asked = xo.envp; /* what the trajectory records: not the tokens */
-	char **honey = p ? pd_env_merge(xo.envp, (char *const *)pd_audit_policy_env(p)) : NULL;
-	if (honey)
-		xo.envp = honey;
-	if (p && pd_audit_policy_plant(p, s->sb, e) < 0) {
-		free(honey);
-		for (int i = 0; i < 2; i++)
-			if (xo.spill_fd[i] >= 0)
-				close(xo.spill_fd[i]);
-		unlink(out);
-		unlink(err);
-		session_leave(s);
-		return -1;
-	}
 	xo.spill_max = SESSION_SPILL_BYTES;
 	xo.step_kill = !s->end_on_limit;
 	/* a step must see and signal what earlier steps left running (a server it started, a job in
@@ -529,16 +514,13 @@ int pd_session_exec_extra(pd_session *s, const pd_exec_opts *x, const pd_audit_p
 	bool skip = false;
 	noise_armed arm;
 	json_t *noise = session_noise_before(s, n, &xo, &arm, r, &skip);
-	/* the coarse clock, as the file systems stamp a change: a file this exec wrote is not older */
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
-	int rc = skip ? 0 : pd_sandbox_exec(s->sb, &xo, r, e);
-	xo.envp = env_asked;
-	free(honey);
-	/* judged with the sandbox's files (a decoy's answer or a token written), before the record
-	 * is kept: its events are the record's */
-	if (rc == 0 && p)
-		pd_audit_evaluate_since(p, r, s->sb, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, v);
+	/* the policy's decoys planted and honey variables set, as for a run (pd_sandbox_exec_audited),
+	 * judged with the sandbox's files changed since the exec began (a decoy's answer or a token
+	 * written), before the record is kept: its events are the record's. xo keeps what was asked
+	 * (the trajectory records it): not the tokens */
+	int rc = skip ? 0 : pd_sandbox_exec_audited(s->sb, &xo, p, PD_AUDITED_PLANT | PD_AUDITED_SINCE, r, v, e);
+	if (skip && p)
+		pd_audit_evaluate(p, r, NULL, v);
 	if (rc == 0)
 		session_noise_after(s, n, &arm, r, noise);
 	if (rc == 0 && pd_sandbox_state(s->sb) != PD_READY)

@@ -155,21 +155,17 @@ pd_failure pd_failure_of(const pd_result *r, const pd_audit_verdict *v)
 	}
 }
 
-/* The process level over the job's audited steps: fail if one fails, not_audited if the run was
- * not audited whole. Evaluated with the sandbox still there (the files the attempt wrote). */
-static void judge_process(pd_job *j, pd_sandbox *s)
+/* The process level over the job's audited steps (each judged by its exec, with the sandbox still
+ * there: pd_sandbox_exec_audited): fail if one fails, not_audited if the run was not audited
+ * whole. */
+static void judge_process(pd_job *j, const pd_audit_verdict *compile, const pd_audit_verdict *run)
 {
 	memset(&j->verdict, 0, sizeof j->verdict);
 	if (!j->audit || !j->ran)
 		return;
-	pd_audit_verdict v[2];
-	memset(v, 0, sizeof v);
-	pd_sandbox *live = pd_sandbox_state(s) == PD_READY ? s : NULL;
-	if (j->compiled)
-		pd_audit_evaluate(j->audit, &j->compile_r, live, &v[0]);
-	else
+	pd_audit_verdict v[2] = {*compile, *run};
+	if (!j->compiled)
 		v[0].status = PD_PROCESS_PASS;
-	pd_audit_evaluate(j->audit, &j->run_r, live, &v[1]);
 	j->verdict = v[1];
 	if (v[0].status == PD_PROCESS_NOT_AUDITED || v[1].status == PD_PROCESS_NOT_AUDITED) {
 		j->verdict.status = PD_PROCESS_NOT_AUDITED;
@@ -212,21 +208,15 @@ static char *read_spill(int fd, size_t *len)
 	return buf;
 }
 
+/* One step (compile or run) in s, under the job's audit when it has one: the decoys planted before
+ * the first step, the step judged into v (pd_sandbox_exec_audited). */
 static int run_step(pd_sandbox *s, pd_job *j, pd_step *st, const pd_template *t, pd_result *r,
-		    pd_err *e)
+		    pd_audit_verdict *v, pd_err *e)
 {
 	pd_exec_opts x = {0};
 	x.argv = st->argv;
 	char **env = j->env ? merged_env(j, t) : NULL;
 	x.envp = env ? env : (t && t->env[0] ? t->env : NULL);
-	char **honey = NULL;
-	if (j->audit) {
-		/* the policy's honey variables over everything else */
-		honey = pd_env_merge(x.envp, (char *const *)pd_audit_policy_env(j->audit));
-		if (honey)
-			x.envp = honey;
-		x.audit = pd_audit_policy_opts(j->audit);
-	}
 	x.cwd = j->cwd ? j->cwd : t ? t->cwd : NULL;
 	/* a language's source and its steps are in /work (server/languages.c), wherever an image's
 	 * WorkingDir would put a command */
@@ -267,7 +257,8 @@ static int run_step(pd_sandbox *s, pd_job *j, pd_step *st, const pd_template *t,
 		x.spill_fd[1] = ofd[1];
 		x.spill_max = PD_RUN_OUTPUT_MAX;
 	}
-	int rc = pd_sandbox_exec(s, &x, r, e);
+	bool first = st == (j->compile.argv ? &j->compile : &j->run);
+	int rc = pd_sandbox_exec_audited(s, &x, j->audit, first ? PD_AUDITED_PLANT : 0, r, v, e);
 	if (ofd[0] >= 0) {
 		j->output_kept = rc == 0 && (r->out.truncated || r->err.truncated) && !r->spill_lost[0] &&
 				  !r->spill_lost[1] &&
@@ -290,7 +281,6 @@ static int run_step(pd_sandbox *s, pd_job *j, pd_step *st, const pd_template *t,
 	for (int i = 0; i < 2; i++)
 		if (mfd[i] >= 0)
 			close(mfd[i]);
-	free(honey);
 	return rc;
 }
 
@@ -309,6 +299,149 @@ int pd_job_audit_policy(pd_job *j, const pd_template *t, pd_err *e)
 	return rc < 0 ? -1 : 0;
 }
 
+/* The attempt's failure: its class, its message, and whether it may be retried. */
+static bool fail_as(pd_job *j, pd_failure f, const pd_err *e, bool retry)
+{
+	j->failure = f;
+	snprintf(j->error, sizeof j->error, "%s", PD_ERR_STR(e));
+	return retry;
+}
+
+/* The pool the job runs in (its image's and tier's, made on first use) and its template, checked
+ * (available, the language's program, the audit policy). NULL with j's failure set and *retry
+ * whether it may be retried. */
+static const pd_template *attempt_template(pd_pools *pools, pd_job *j, const char **pool_out, bool *retry)
+{
+	pd_err e = {0};
+	*retry = false;
+	/* the pool of (template, image, tier), each made on first use, in one pass: resolved again
+	 * at each attempt, so an image name re-pointed meanwhile is followed as pd_image_open would;
+	 * the edge checked the template allows the tier */
+	char *pool = j->isolation[0] ? j->tier_pool : j->pool;
+	int tier = -1; /* the pool's own */
+	if (j->isolation[0] && (tier = pd_isolation_parse(j->isolation)) < 0)
+		tier = PD_ISO_N; /* refused by name, as no tier there is */
+	const pd_template *t = pd_pools_resolve(pools, j->template_name, j->image, tier, pool, sizeof j->pool,
+						j->image_digest, &e);
+	if (!t) {
+		*retry = fail_as(j, e.code == EAGAIN ? PD_F_STARTUP : PD_F_DEPENDENCY, &e, e.code == EAGAIN);
+		return NULL;
+	}
+	*pool_out = pool;
+	if (j->image[0]) /* the request's: its digest came with the pool */
+		snprintf(j->image_name, sizeof j->image_name, "%s", pd_image_ref_is_digest(j->image) ? "" : j->image);
+	else
+		pd_pools_template_image(pools, t, j->image_name, sizeof j->image_name, j->image_digest,
+					sizeof j->image_digest);
+	if (!t->available) {
+		j->failure = PD_F_DEPENDENCY;
+		snprintf(j->error, sizeof j->error, "template '%s' needs %s, which the image lacks", t->name, t->missing);
+		return NULL;
+	}
+	if (pd_job_audit_policy(j, t, &e) < 0) {
+		fail_as(j, PD_F_NONE, &e, false); /* the client's: its policy would widen the template's */
+		return NULL;
+	}
+	const pd_language *l = j->language[0] ? pd_language_find(j->language) : NULL;
+	if (l && l->requires && !pd_template_has_program(t, l->requires)) {
+		/* the language has no template of its own when it runs in bash's, or its image lacks
+		 * the compiler: the error says what to install, as paddock pool --toolchains does */
+		j->failure = PD_F_DEPENDENCY;
+		snprintf(j->error, sizeof j->error, "language %s needs %s, which the image lacks (Debian package %s%s)",
+			 l->name, l->requires, l->package, l->optional ? ", which make deps does not install" : "");
+		return NULL;
+	}
+	return t;
+}
+
+/* The request's files into the sandbox. -1 with j's error set (the client's: a bad path, a full
+ * disk). */
+static int write_files(pd_sandbox *s, pd_job *j)
+{
+	pd_err e = {0};
+	for (size_t i = 0; i < j->nfiles; i++) {
+		/* the parent is usually there (the template's working directory): made only when the
+		 * write says it is missing, which saves a round trip to init per file */
+		int w = pd_sandbox_write_file(s, j->files[i].path, j->files[i].data, j->files[i].len, 0644, &e);
+		char dir[1100];
+		snprintf(dir, sizeof dir, "%s", j->files[i].path);
+		char *slash = strrchr(dir, '/');
+		if (w < 0 && e.code == ENOENT && slash && slash != dir) {
+			*slash = 0;
+			pd_sandbox_mkdir(s, dir, 0755, NULL);
+			memset(&e, 0, sizeof e);
+			w = pd_sandbox_write_file(s, j->files[i].path, j->files[i].data, j->files[i].len, 0644, &e);
+		}
+		if (w < 0) {
+			j->failure = PD_F_NONE;
+			/* the library's message of a file operation names the path (lib/files.c) */
+			snprintf(j->error, sizeof j->error, "file %s", PD_ERR_STR(&e));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The files the request asked back, each up to 16 MiB and 64 MiB in all: the sandbox chooses what
+ * the files hold, and each byte is held several times over (data, base64, the JSON answer, the
+ * stored record) while the answer is built; a file past either comes back null. */
+static void fetch_files(pd_sandbox *s, pd_job *j)
+{
+	size_t budget = FETCH_TOTAL_MAX;
+	for (size_t i = 0; i < j->nfetch; i++) {
+		pd_file *nf = realloc(j->fetched, (j->nfetched + 1) * sizeof *nf);
+		if (!nf)
+			break;
+		j->fetched = nf;
+		char path[1100];
+		if (j->fetch[i][0] == '/')
+			snprintf(path, sizeof path, "%s", j->fetch[i]);
+		else
+			snprintf(path, sizeof path, "%s/%s", j->cwd ? j->cwd : "/work", j->fetch[i]);
+		pd_file *out = &j->fetched[j->nfetched++];
+		out->path = strdup(j->fetch[i]);
+		out->data = NULL;
+		out->len = 0;
+		size_t max = budget < FETCH_FILE_MAX ? budget : FETCH_FILE_MAX;
+		pd_err e;
+		if (!max || pd_sandbox_read_file(s, path, max, &out->data, &out->len, &e) < 0) {
+			out->data = NULL;
+			out->len = 0;
+		}
+		budget -= out->len;
+	}
+}
+
+/* The compile step (if any) and the run, each under the job's audit, then the process level over
+ * both and the failure class. Returns whether the attempt may be retried. */
+static bool run_steps(pd_sandbox *s, pd_job *j, const pd_template *t)
+{
+	pd_err e = {0};
+	pd_audit_verdict vc = {0}, vr = {0};
+	if (j->compile.argv) {
+		if (run_step(s, j, &j->compile, t, &j->compile_r, &vc, &e) < 0) {
+			j->failure = PD_F_INTERNAL;
+			snprintf(j->error, sizeof j->error, "compile: %s", PD_ERR_STR(&e));
+			return true;
+		}
+		j->compiled = true;
+		pd_failure f = pd_failure_of(&j->compile_r, NULL);
+		if (f != PD_F_NONE || j->compile_r.status != PD_OK) {
+			j->failure = f;
+			return f == PD_F_INTERNAL;
+		}
+	}
+	if (run_step(s, j, &j->run, t, &j->run_r, &vr, &e) < 0) {
+		j->failure = PD_F_INTERNAL;
+		snprintf(j->error, sizeof j->error, "run: %s", PD_ERR_STR(&e));
+		return true;
+	}
+	j->ran = true;
+	judge_process(j, &vc, &vr);
+	j->failure = pd_failure_of(&j->run_r, &j->verdict);
+	return j->failure == PD_F_INTERNAL;
+}
+
 /* One attempt in one fresh sandbox. Returns true if it may be retried (infrastructure). */
 static bool attempt(pd_pools *pools, pd_job *j)
 {
@@ -324,155 +457,32 @@ static bool attempt(pd_pools *pools, pd_job *j)
 	memset(&j->costs, 0, sizeof j->costs);
 	j->acquire_us = 0;
 	memset(&j->verdict, 0, sizeof j->verdict);
-	/* the pool of (template, image, tier), each made on first use, in one pass: resolved again
-	 * at each attempt, so an image name re-pointed meanwhile is followed as pd_image_open would;
-	 * the edge checked the template allows the tier */
-	char *pool = j->isolation[0] ? j->tier_pool : j->pool;
-	int tier = -1; /* the pool's own */
-	if (j->isolation[0] && (tier = pd_isolation_parse(j->isolation)) < 0)
-		tier = PD_ISO_N; /* refused by name, as no tier there is */
-	const pd_template *t = pd_pools_resolve(pools, j->template_name, j->image, tier, pool, sizeof j->pool,
-						j->image_digest, &e);
-	if (!t) {
-		j->failure = e.code == EAGAIN ? PD_F_STARTUP : PD_F_DEPENDENCY;
-		snprintf(j->error, sizeof j->error, "%s", PD_ERR_STR(&e));
-		return j->failure == PD_F_STARTUP;
-	}
-	if (j->image[0]) /* the request's: its digest came with the pool */
-		snprintf(j->image_name, sizeof j->image_name, "%s", pd_image_ref_is_digest(j->image) ? "" : j->image);
-	else
-		pd_pools_template_image(pools, t, j->image_name, sizeof j->image_name, j->image_digest,
-					sizeof j->image_digest);
-	if (!t->available) {
-		j->failure = PD_F_DEPENDENCY;
-		snprintf(j->error, sizeof j->error, "template '%s' needs %s, which the image lacks",
-			 t->name, t->missing);
-		return false;
-	}
-	pd_err pe = {0};
-	if (pd_job_audit_policy(j, t, &pe) < 0) {
-		j->failure = PD_F_NONE; /* the client's: its policy would widen the template's */
-		snprintf(j->error, sizeof j->error, "%s", PD_ERR_STR(&pe));
-		return false;
-	}
-	if (j->language[0]) {
-		const pd_language *l = pd_language_find(j->language);
-		if (l && l->requires && !pd_template_has_program(t, l->requires)) {
-			/* the language has no template of its own when it runs in bash's, or its image
-			 * lacks the compiler: the error says what to install, as paddock pool
-			 * --toolchains does */
-			j->failure = PD_F_DEPENDENCY;
-			snprintf(j->error, sizeof j->error,
-				 "language %s needs %s, which the image lacks (Debian package %s%s)", l->name,
-				 l->requires, l->package, l->optional ? ", which make deps does not install" : "");
-			return false;
-		}
-	}
+	const char *pool = NULL;
+	bool retry = false;
+	const pd_template *t = attempt_template(pools, j, &pool, &retry);
+	if (!t)
+		return retry;
 	uint64_t a0 = pd_now_us();
 	pd_sandbox *s = pd_pool_acquire(pools, pool, NULL, &e);
 	j->acquire_us = pd_now_us() - a0;
-	if (s)
-		pd_sandbox_use_costs(s, &j->costs);
-	if (!s) {
-		j->failure = e.kind == PD_EK_DEPENDENCY ? PD_F_DEPENDENCY : PD_F_STARTUP;
-		snprintf(j->error, sizeof j->error, "%s", PD_ERR_STR(&e));
-		return j->failure == PD_F_STARTUP;
-	}
+	if (!s)
+		return fail_as(j, e.kind == PD_EK_DEPENDENCY ? PD_F_DEPENDENCY : PD_F_STARTUP, &e,
+			       e.kind != PD_EK_DEPENDENCY);
+	pd_sandbox_use_costs(s, &j->costs);
 	/* the pool's own template from here: an image pool's slot is stable while s is held */
 	t = pd_pool_template_of(pools, s) ? pd_pool_template_of(pools, s) : t;
 	snprintf(j->template_version, sizeof j->template_version, "%s", t->version);
 	snprintf(j->sandbox_id, sizeof j->sandbox_id, "%s", pd_sandbox_id(s));
 	pd_sandbox_use_id(s, j->use_id, sizeof j->use_id);
-	bool retry = false;
-	if (!pd_job_hold_sandbox(j, s)) {
+	if (!pd_job_hold_sandbox(j, s))
 		cancelled_now(j);
-		goto out;
+	else if (j->memory_bytes && pd_sandbox_set_memory(s, j->memory_bytes, &e) < 0)
+		retry = fail_as(j, PD_F_INTERNAL, &e, true);
+	else if (write_files(s, j) == 0) {
+		retry = run_steps(s, j, t);
+		if (j->ran && pd_sandbox_state(s) == PD_READY)
+			fetch_files(s, j);
 	}
-	if (j->memory_bytes && pd_sandbox_set_memory(s, j->memory_bytes, &e) < 0) {
-		j->failure = PD_F_INTERNAL;
-		snprintf(j->error, sizeof j->error, "%s", PD_ERR_STR(&e));
-		retry = true;
-		goto out;
-	}
-	for (size_t i = 0; i < j->nfiles; i++) {
-		/* the parent is usually there (the template's working directory): made only when the
-		 * write says it is missing, which saves a round trip to init per file */
-		int w = pd_sandbox_write_file(s, j->files[i].path, j->files[i].data, j->files[i].len, 0644, &e);
-		char dir[1100];
-		snprintf(dir, sizeof dir, "%s", j->files[i].path);
-		char *slash = strrchr(dir, '/');
-		if (w < 0 && e.code == ENOENT && slash && slash != dir) {
-			*slash = 0;
-			pd_sandbox_mkdir(s, dir, 0755, NULL);
-			memset(&e, 0, sizeof e);
-			w = pd_sandbox_write_file(s, j->files[i].path, j->files[i].data, j->files[i].len, 0644, &e);
-		}
-		if (w < 0) {
-			/* a bad path is the client's; a full disk too */
-			j->failure = PD_F_NONE;
-			/* the library's message of a file operation names the path (lib/files.c) */
-			snprintf(j->error, sizeof j->error, "file %s", PD_ERR_STR(&e));
-			goto out;
-		}
-	}
-	if (j->audit && pd_audit_policy_plant(j->audit, s, &e) < 0) {
-		j->failure = PD_F_INTERNAL;
-		snprintf(j->error, sizeof j->error, "plant the audit's decoys: %s", PD_ERR_STR(&e));
-		retry = true;
-		goto out;
-	}
-	if (j->compile.argv) {
-		if (run_step(s, j, &j->compile, t, &j->compile_r, &e) < 0) {
-			j->failure = PD_F_INTERNAL;
-			snprintf(j->error, sizeof j->error, "compile: %s", PD_ERR_STR(&e));
-			retry = true;
-			goto out;
-		}
-		j->compiled = true;
-		pd_failure f = pd_failure_of(&j->compile_r, NULL);
-		if (f != PD_F_NONE || j->compile_r.status != PD_OK) {
-			j->failure = f;
-			retry = f == PD_F_INTERNAL;
-			goto out;
-		}
-	}
-	if (run_step(s, j, &j->run, t, &j->run_r, &e) < 0) {
-		j->failure = PD_F_INTERNAL;
-		snprintf(j->error, sizeof j->error, "run: %s", PD_ERR_STR(&e));
-		retry = true;
-		goto out;
-	}
-	j->ran = true;
-	judge_process(j, s);
-	j->failure = pd_failure_of(&j->run_r, &j->verdict);
-	retry = j->failure == PD_F_INTERNAL;
-	/* each file up to 16 MiB, and 64 MiB in all: the sandbox chooses what the files hold, and
-	 * each byte is held several times over (data, base64, the JSON answer, the stored record)
-	 * while the answer is built; a file past either comes back null */
-	size_t budget = FETCH_TOTAL_MAX;
-	if (pd_sandbox_state(s) == PD_READY)
-		for (size_t i = 0; i < j->nfetch; i++) {
-			pd_file *nf = realloc(j->fetched, (j->nfetched + 1) * sizeof *nf);
-			if (!nf)
-				break;
-			j->fetched = nf;
-			char path[1100];
-			if (j->fetch[i][0] == '/')
-				snprintf(path, sizeof path, "%s", j->fetch[i]);
-			else
-				snprintf(path, sizeof path, "%s/%s", j->cwd ? j->cwd : "/work", j->fetch[i]);
-			pd_file *out = &j->fetched[j->nfetched++];
-			out->path = strdup(j->fetch[i]);
-			out->data = NULL;
-			out->len = 0;
-			size_t max = budget < FETCH_FILE_MAX ? budget : FETCH_FILE_MAX;
-			if (!max || pd_sandbox_read_file(s, path, max, &out->data, &out->len, &e) < 0) {
-				out->data = NULL;
-				out->len = 0;
-			}
-			budget -= out->len;
-		}
-out:
 	pd_job_hold_sandbox(j, NULL);
 	/* whatever the killed run looked like (an init that died under it, files it could not
 	 * write), it was the cancel */

@@ -6,8 +6,8 @@
  * whatever state runsc is in. The wall and CPU limits and the output limit are watched here;
  * a kill for them is the verdict (TO, OL), an OOM kill in the cgroup is ML. */
 #define _GNU_SOURCE
-#include "../tier.h"
 #include "gvisor.h"
+#include "tier.h"
 
 #include <errno.h>
 #include <time.h>
@@ -30,6 +30,32 @@ bool pd_gvisor_available(char *msg, size_t len)
 		return true;
 	snprintf(msg, len, "%s is not installed (scripts/install-deps.sh installs runsc)", PD_RUNSC);
 	return false;
+}
+
+/* A writable bind is written by runsc's gofer, which runs as the host's root: the sandbox's root
+ * would own (write, chmod) the host root's files in it, where a container sandbox's root is an
+ * unprivileged host uid that cannot (tests/isolation/filesystem.t). */
+static bool has_rw_bind(const pd_sandbox_opts *o)
+{
+	for (size_t i = 0; i < o->nbinds; i++)
+		if (o->binds[i].rw)
+			return true;
+	return false;
+}
+
+int pd_gv_refused(const pd_sandbox_opts *o, char *why, size_t len)
+{
+	/* I/O limits: the sentry's own reads would be charged too, and nothing here measured how */
+	const char *what = o->net == PD_NET_HOST		 ? "the host's network"
+			   : o->net == PD_NET_ALLOWLIST		 ? "an allowlist network (its relay)"
+			   : o->top_layer			 ? "a session snapshot"
+			   : pd_limits_have_io(&o->limits)	 ? "I/O limits"
+			   : o->audit && o->audit->enabled ? "an audit"
+			   : has_rw_bind(o)			 ? "a writable bind (its gofer writes as the host's root)"
+							   : NULL;
+	if (what)
+		snprintf(why, len, "isolation gvisor does not offer %s", what);
+	return what ? -1 : 0;
 }
 
 static const char *platform_of(const pd_sandbox_opts *o);
@@ -137,6 +163,16 @@ void pd_gvisor_sweep(pd_ctx *c, bool (*is_dead)(const char *owner, void *arg), v
 	char gvdir[PD_PATH + 16];
 	snprintf(gvdir, sizeof gvdir, "%s/gvisor", c->state_dir);
 	pd_gv_state_sweep(gvdir, is_dead, arg);
+}
+
+void pd_ctx_gvisor_sweep_once(pd_ctx *c)
+{
+	pthread_mutex_lock(&c->lock);
+	bool first = !c->gv_swept;
+	c->gv_swept = true;
+	pthread_mutex_unlock(&c->lock);
+	if (first)
+		pd_gvisor_sweep(c, pd_owner_dead, c);
 }
 
 typedef struct kill_arg {

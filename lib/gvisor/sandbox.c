@@ -1,7 +1,7 @@
 /* A kept gvisor sandbox (pools, sessions): `runsc create` + `runsc start` of a sandbox whose only
  * process is `sleep infinity`, one `runsc exec` per pd_sandbox_exec, `runsc delete --force` at
  * the end. It is a pd_sandbox like a container's (id, state, cgroup, limits, use ids), so pools
- * and sessions hold it unchanged; sandbox.c, exec.c, files.c and reset.c hand it here.
+ * and sessions hold it unchanged; its tier's row (lib/tier.c) routes the public calls here.
  *
  * Why a running sandbox and `runsc exec`: measured on the development machine (docs/benchmarks.md),
  * an exec in a started sandbox costs ~0.03 s where `runsc do` or `runsc run` costs ~0.15-0.2 s; the
@@ -19,10 +19,10 @@
  * resolved strictly inside the directory (openat2 RESOLVE_IN_ROOT). Paths elsewhere are in the
  * Sentry's memory and are refused (ENOTSUP). */
 #define _GNU_SOURCE
-#include "../tier.h"
 #include "gvisor.h"
 #include "proto.h"
 #include "sandbox.h"
+#include "tier.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -54,32 +54,6 @@ struct pd_gv_sb {
 
 static const char *const scratch_dst[3] = {"/tmp", "/work", "/dev/shm"};
 static const char *const scratch_src[3] = {"tmp", "work", "shm"};
-
-/* A writable bind is written by runsc's gofer, which runs as the host's root: the sandbox's root
- * would own (write, chmod) the host root's files in it, where a container sandbox's root is an
- * unprivileged host uid that cannot (tests/isolation/filesystem.t). */
-static bool has_rw_bind(const pd_sandbox_opts *o)
-{
-	for (size_t i = 0; i < o->nbinds; i++)
-		if (o->binds[i].rw)
-			return true;
-	return false;
-}
-
-int pd_gv_refused(const pd_sandbox_opts *o, char *why, size_t len)
-{
-	/* I/O limits: the sentry's own reads would be charged too, and nothing here measured how */
-	const char *what = o->net == PD_NET_HOST		 ? "the host's network"
-			   : o->net == PD_NET_ALLOWLIST		 ? "an allowlist network (its relay)"
-			   : o->top_layer			 ? "a session snapshot"
-			   : pd_limits_have_io(&o->limits)	 ? "I/O limits"
-			   : o->audit && o->audit->enabled ? "an audit"
-			   : has_rw_bind(o)			 ? "a writable bind (its gofer writes as the host's root)"
-							   : NULL;
-	if (what)
-		snprintf(why, len, "isolation gvisor does not offer %s", what);
-	return what ? -1 : 0;
-}
 
 /* rc, and on failure the last line runsc wrote to ef (closed) into err */
 static int runsc_err(int ef, int rc, char *err, size_t errlen)
@@ -449,8 +423,10 @@ static int open_in(int dirfd, const char *rest, int flags, mode_t mode)
 	return (int)syscall(SYS_openat2, dirfd, *rest ? rest : ".", &how, sizeof how);
 }
 
-int pd_gv_fileop(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_t mode, int *fd_out, pd_err *e)
+int pd_gv_fileop(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_t mode, pd_fop_use use,
+		 int *fd_out, pd_err *e)
 {
+	(void)use; /* no scratch kept across uses: a gvisor sandbox is never reset */
 	struct pd_gv_sb *g = s->gv;
 	if (s->state != PD_READY)
 		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));

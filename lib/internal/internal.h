@@ -181,6 +181,24 @@ void pd_netns_put(pd_netpool *p, pd_netns *ns, bool all_gone);
 /* allocfail.c: the program's stderr shows its runtime could not allocate (the memory fast path) */
 bool pd_alloc_failure_seen(const pd_output *err);
 
+/* execstatus.c: how an exec ended, as exec.c saw it */
+typedef struct pd_exec_end {
+	bool exited;        /* init reported the program's end: wstatus is its wait status */
+	int wstatus;
+	bool init_died;     /* init ended (or its socket closed) first */
+	bool killed_to;     /* paddock's kill for the wall, CPU or no-output limit */
+	bool killed_idle;   /* ... the no-output one, before the wall limit */
+	bool killed_ol;     /* paddock's kill for the output limit */
+	bool killed_cancel; /* paddock's kill for the caller's cancel */
+	bool mem_pressed;   /* the cgroup's usage pressed against its limit during the run */
+	bool mem_limited;   /* the sandbox has a memory limit */
+	bool fast_path;     /* the memory fast path (a data-segment limit) was on */
+} pd_exec_end;
+/* The verdict of x into r: exit_code, signal, status, idle_timeout, cancelled (and error when
+ * init ended first), from x and what r already holds (oom_killed, output truncation, stderr for
+ * the fast path's evidence). Returns whether paddock's own kill ended the program. */
+bool pd_exec_classify(const pd_exec_end *x, pd_result *r);
+
 bool pd_netns_fresh(pd_netpool *p, const pd_netns *ns, pid_t pid);
 
 /* ---- the context ----------------------------------------------------------------------------- */
@@ -222,6 +240,14 @@ struct pd_ctx {
 	int landlock_abi;
 	char landlock_why[64];
 };
+
+/* ---- the owner registry (owners.c) ------------------------------------------------------------ */
+
+/* Whether owner (8 hex digits: a run id) is a registered paddock that is gone: nobody holds the
+ * flock on its file under <run_dir>/owners. arg: the context. Never true for c's own id. */
+bool pd_owner_dead(const char *owner, void *arg);
+/* Registers c as an owner: its file made and flocked (c->owner_fd) for as long as it lives. */
+int pd_owner_lock(pd_ctx *c, pd_err *e);
 
 /* The kernel's Landlock ABI version, or -errno (ENOSYS: not built in; EOPNOTSUPP: not enabled
  * at boot). */

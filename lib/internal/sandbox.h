@@ -42,7 +42,9 @@ struct pd_sandbox {
 	int nlayers;                         /* and how many image layers it attached */
 	int init_oom_adj; /* what init's oom_score_adj was set to (checked by a reset) */
 	void *user;
-	/* a gvisor sandbox's own state (lib/gvisor/sandbox.c): set, the public calls route there */
+	/* its tier's row (tier.h): the public calls route through it, set by pd_sandbox_create */
+	const struct pd_tier *tier;
+	/* a gvisor sandbox's own state (lib/gvisor/sandbox.c's alone) */
 	struct pd_gv_sb *gv;
 };
 
@@ -82,13 +84,6 @@ void pd_sb_relay_off(pd_sandbox *s);
 char **pd_sb_proxy_env(const pd_sandbox *s, char *const *envp);
 /* The relay's connections since the last exec, as egress events of r. */
 void pd_sb_relay_collect(pd_sandbox *s, pd_result *r, const pd_audit_opts *ao, uint64_t t0_us);
-
-/* ---- lib/gvisor/sandbox.c: the gvisor tier's kept sandbox, to which the public calls route ---- */
-
-pd_sandbox *pd_gv_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e);
-int pd_gv_sandbox_exec(pd_sandbox *s, const pd_exec_opts *x, pd_result *r, pd_err *e);
-int pd_gv_sandbox_destroy(pd_sandbox *s, char *residue, size_t residue_len);
-int pd_gv_fileop(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_t mode, int *fd_out, pd_err *e);
 
 /* ---- exec.c ----------------------------------------------------------------------------------- */
 

@@ -388,8 +388,6 @@ json_t *api_audit_json(const pd_job *j)
 
 json_t *api_process_json(const pd_job *j)
 {
-	char *s = pd_audit_verdict_json(&j->verdict);
-	json_t *o = s ? json_loads(s, 0, NULL) : NULL;
-	free(s);
+	json_t *o = pd_audit_verdict_json(&j->verdict);
 	return o ? o : json_null();
 }

@@ -79,9 +79,7 @@ json_t *session_exec_answer(sess_entry *se, const pd_session_exec_req *q, const 
 	if (!o)
 		return NULL;
 	if (q->audit) {
-		char *vj = pd_audit_verdict_json(&v);
-		json_t *vo = vj ? json_loads(vj, 0, NULL) : NULL;
-		free(vj);
+		json_t *vo = pd_audit_verdict_json(&v);
 		json_object_set_new(o, "process", vo ? vo : json_null());
 	}
 	json_object_set_new(o, "session_id", json_string(se->id));

@@ -184,7 +184,6 @@ int pd_jprog_run(pd_pools *pools, const pd_jprog *p, pd_jrun *x, pd_err *e)
 		return -2;
 	snprintf(x->sandbox_id, sizeof x->sandbox_id, "%s", pd_sandbox_id(s));
 	int rc = -1, mfd = -1;
-	char **honey = NULL;
 	memset(&x->verdict, 0, sizeof x->verdict);
 	if (x->job && !pd_job_hold_sandbox(x->job, s)) {
 		pd_fail(e, ECANCELED, "the job was cancelled");
@@ -198,9 +197,6 @@ int pd_jprog_run(pd_pools *pools, const pd_jprog *p, pd_jrun *x, pd_err *e)
 	for (size_t i = 0; i < x->nfiles; i++)
 		if (place(s, x->files[i].path, x->files[i].data, x->files[i].len, 0644, e) < 0)
 			goto out;
-	/* the policy's decoys are planted before the program runs, like the program itself */
-	if (x->audit && pd_audit_policy_plant(x->audit, s, e) < 0)
-		goto out;
 	if (x->want_feedback && pd_sandbox_mkdir(s, "/work/feedback", 0777, e) < 0)
 		goto out;
 	char *argv[40];
@@ -213,13 +209,6 @@ int pd_jprog_run(pd_pools *pools, const pd_jprog *p, pd_jrun *x, pd_err *e)
 	pd_exec_opts o = {0};
 	o.argv = argv;
 	o.envp = tpl_env(pools, p->template_name);
-	if (x->audit) {
-		/* the policy's honey variables over the template's */
-		honey = pd_env_merge(o.envp, (char *const *)pd_audit_policy_env(x->audit));
-		if (honey)
-			o.envp = honey;
-		o.audit = pd_audit_policy_opts(x->audit);
-	}
 	o.cwd = "/work";
 	if (x->stdin_data) {
 		o.stdin_data = x->stdin_data;
@@ -246,11 +235,10 @@ int pd_jprog_run(pd_pools *pools, const pd_jprog *p, pd_jrun *x, pd_err *e)
 	}
 	/* stderr counts towards the kill too: leave it room beyond the stdout budget */
 	o.output_kill_bytes = x->output_bytes ? x->output_bytes + (1u << 20) : 0;
-	if (pd_sandbox_exec(s, &o, &x->r, e) < 0)
+	/* under the policy (its decoys planted, its honey variables over the template's), judged
+	 * before the release resets the sandbox: the files the attempt wrote are evidence */
+	if (pd_sandbox_exec_audited(s, &o, x->audit, PD_AUDITED_PLANT, &x->r, &x->verdict, e) < 0)
 		goto out;
-	/* judged before the release resets the sandbox: the files the attempt wrote are evidence */
-	if (x->audit)
-		pd_audit_evaluate(x->audit, &x->r, pd_sandbox_state(s) == PD_READY ? s : NULL, &x->verdict);
 	if (mfd >= 0 && take_out(mfd, x->output_bytes ? x->output_bytes : SIZE_MAX, &x->out, &x->out_len) < 0) {
 		pd_fail(e, ENOMEM, "output");
 		goto out;
@@ -267,7 +255,6 @@ out:
 		pd_job_hold_sandbox(x->job, NULL); /* before the release: a cancel must not kill a reused one */
 	if (mfd >= 0)
 		close(mfd);
-	free(honey);
 	if (!x->sandbox)
 		pd_pool_release(pools, s);
 	return rc;

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -288,7 +289,9 @@ static void test_verdict(void)
 	ok(v.status == PD_PROCESS_FAIL && v.failed_kinds == ((1u << PD_AK_TAMPER) | (1u << PD_AK_HARNESS_PROBE)) &&
 		   v.nreasons == 2,
 	   "each failing kind is a reason");
-	char *j = pd_audit_verdict_json(&v);
+	json_t *jv = pd_audit_verdict_json(&v);
+	char *j = jv ? json_dumps(jv, JSON_COMPACT) : NULL;
+	json_decref(jv);
 	ok(j && strstr(j, "\"status\":\"fail\"") && strstr(j, "\"failed\":[\"tamper\",\"harness_probe\"]"),
 	   "the verdict's JSON (%s)", j ? j : "null");
 	free(j);
