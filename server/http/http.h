@@ -1,11 +1,13 @@
-/* The HTTP server's internals, shared by its files (server/http/):
- *   http.c        start and stop, libmicrohttpd's callbacks (request plumbing), responses
+/* The HTTP server's internals, shared by its files (server/http/). The calls go one way, down:
+ *   daemon.c      the conductor: start and stop, libmicrohttpd's callbacks (the request's body,
+ *                 the token, then routes.c); nothing in the folder calls it
  *   routes.c      the route table (method + path -> handler) and the small endpoints
  *   runs.c        the run endpoints (native, SandboxFusion, Piston): parse, admit, queue, answer
  *   sessions.c    the session endpoints and the threads their operations run on
- *   stream.c      a response body read from a pipe while it is produced (session downloads,
- *                 streamed execs)
+ *   replay.c      a trajectory replayed through the session operations
  *   exec_stream.c a session exec whose output is sent while it runs (JSON lines)
+ *   stream.c      a producer whose first bytes decide the answer (session downloads, streamed
+ *                 execs): http_piped_run
  *   conns.c       connection limits (total, per client address) and the descriptor reserve
  *   hangup.c      clients that hang up while their run waits: the job is cancelled
  *   prometheus.c  /metrics: the server's gauges and counters as Prometheus text
@@ -14,6 +16,8 @@
  *   images.c      a request's "image": checked against serve --images and the store
  *   records.c     GET /v1/runs[/{task_id}]: the stored attempts read back
  *   settings.c    serve's settings checked before anything starts (pd_server_check)
+ *   http.c        the toolbox under all of them: responses (a buffer, a file, a body read from a
+ *                 pipe while it is produced), suspend and resume; it calls no other file here
  * Only the files above include this header; the rest of paddock sees server.h. */
 #ifndef PADDOCK_SERVER_HTTP_H
 #define PADDOCK_SERVER_HTTP_H
@@ -128,7 +132,7 @@ typedef struct req {
 	bool resp_from_fd;
 	int resp_fd;
 	uint64_t resp_fd_len;
-	/* or a body produced while it is sent (stream.c); held until libmicrohttpd takes it */
+	/* or a body produced while it is sent (http.c); held until libmicrohttpd takes it */
 	struct http_stream *resp_stream;
 	const char *content_type;
 	unsigned retry_after;
@@ -150,7 +154,7 @@ typedef struct req {
 	pd_session_query q;
 } req;
 
-/* ---- a body produced while it is sent (stream.c) ---- */
+/* ---- a body produced while it is sent (http.c) ---- */
 typedef struct http_stream http_stream;
 /* Reads rfd (a pipe's read end, taken); holds a session operation until it is done. NULL on
  * failure (rfd is then the caller's). */
@@ -183,8 +187,8 @@ struct http_piped {
 	bool done, ok;
 };
 enum { HTTP_PIPED_FAILED = -1, HTTP_PIPED_ENDED = 0, HTTP_PIPED_STREAMED = 1 };
-/* Runs pp->produce and waits for it. STREAMED: r was resumed with the streamed response (r is no
- * longer the caller's). ENDED: no byte streamed; the caller answers r. FAILED: r was answered. */
+/* stream.c: runs pp->produce and waits for it. STREAMED: r was resumed with the streamed response
+ * (r is no longer the caller's). ENDED: no byte streamed; the caller answers r. FAILED: r was answered. */
 int http_piped_run(req *r, http_piped *pp, const char *ctype);
 /* The producer's end (ok: the body is whole); closes wfd. After it the producer must not touch the
  * pipe. */
@@ -206,6 +210,8 @@ void http_suspend(req *r);
 /* Hands an answered request back to the event thread. Once resumed, the event thread may answer
  * and free r at any moment: r is not touched after the resume. */
 void http_resume(req *r);
+/* r and what it still holds (its body, an unsent response): libmicrohttpd's completion. */
+void http_req_free(req *r);
 
 /* ---- one run per request id (dedupe.c) ---- */
 /* 0: the first request with rid: run it, then call dedupe_end. 1: r was answered (rid's first

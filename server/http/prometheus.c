@@ -10,17 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *pool_metrics(pd_server *s)
+/* The pools' gauges and counters, one series per template. */
+static void pools_fig(FILE *f, const pd_pool_stats *st, size_t n)
 {
-	size_t n;
-	pd_pool_stats *st = pd_pools_stats(s->pools, &n);
-	char *out = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&out, &len);
-	if (!f) {
-		free(st);
-		return NULL;
-	}
 	static const char *const gauges[][2] = {{"ready", "READY sandboxes waiting"},
 						{"in_use", "sandboxes acquired"},
 						{"creating", "sandboxes being created"},
@@ -60,6 +52,12 @@ static char *pool_metrics(pd_server *s)
 				(unsigned long long)v);
 		}
 	}
+}
+
+/* The host as the daemon sees it: network namespaces, stuck sandboxes, memory, load, descriptors,
+ * and the session steps cancelled for clients that left. */
+static void host_fig(FILE *f, pd_server *s)
+{
 	pd_netns_stats ns;
 	pd_ctx_netns_stats(s->ctx, &ns);
 	fprintf(f, "# HELP paddock_netns_total Network namespaces: created, reused (proven untouched), "
@@ -98,6 +96,11 @@ static char *pool_metrics(pd_server *s)
 	fprintf(f, "# HELP paddock_session_steps_cancelled_total Session steps killed because their client left.\n"
 		   "# TYPE paddock_session_steps_cancelled_total counter\npaddock_session_steps_cancelled_total %llu\n",
 		(unsigned long long)__atomic_load_n(&s->steps_cancelled, __ATOMIC_RELAXED));
+}
+
+/* The store: its write failures and pruning, the review queue, the risk list and the caps, its size. */
+static void store_fig(FILE *f, pd_server *s)
+{
 	uint64_t sf = 0, so = 0;
 	pd_store_failures(s->store, &sf, &so);
 	fprintf(f, "# HELP paddock_store_write_failures_total Results that could not be recorded (and were not answered as results).\n"
@@ -132,6 +135,11 @@ static char *pool_metrics(pd_server *s)
 		   "# HELP paddock_store_cap_bytes Its cap (--store-max; 0: none).\n"
 		   "# TYPE paddock_store_cap_bytes gauge\npaddock_store_cap_bytes %llu\n",
 		(unsigned long long)used, (unsigned long long)cap);
+}
+
+/* The HTTP connections: open now, and refused at accept by each limit. */
+static void conns_fig(FILE *f, pd_server *s)
+{
 	fprintf(f, "# HELP paddock_connections_open HTTP connections open now.\n"
 		   "# TYPE paddock_connections_open gauge\npaddock_connections_open %u\n"
 		   "# HELP paddock_connections_refused_total Connections closed at accept, by the limit that refused them.\n"
@@ -141,40 +149,63 @@ static char *pool_metrics(pd_server *s)
 		__atomic_load_n(&s->conns_open, __ATOMIC_RELAXED),
 		(unsigned long long)__atomic_load_n(&s->refused_limit, __ATOMIC_RELAXED),
 		(unsigned long long)__atomic_load_n(&s->refused_per_ip, __ATOMIC_RELAXED));
-	if (s->judge) {
-		pd_judge_stats js;
-		pd_judge_stats_get(s->judge, &js);
-		fprintf(f, "# HELP paddock_judged_total Judged attempts, by the verdict's output level.\n"
-			   "# TYPE paddock_judged_total counter\n");
-		for (int l = 0; l < 4; l++)
-			fprintf(f, "paddock_judged_total{output=\"%s\"} %llu\n", pd_level_name((pd_level)l),
-				(unsigned long long)js.by_output[l]);
-		fprintf(f, "# HELP paddock_judged_process_total Judged attempts, by the verdict's process level.\n"
-			   "# TYPE paddock_judged_process_total counter\n");
-		static const pd_level pl[] = {PD_LV_PASS, PD_LV_FAIL, PD_LV_NOT_AUDITED};
-		for (int l = 0; l < 3; l++)
-			fprintf(f, "paddock_judged_process_total{process=\"%s\"} %llu\n", pd_level_name(pl[l]),
-				(unsigned long long)js.by_process[pl[l]]);
-		fprintf(f, "# HELP paddock_judge_audit_events_total Audit events of judged candidates' test runs, by kind.\n"
-			   "# TYPE paddock_judge_audit_events_total counter\n");
-		for (int k = 0; k < PD_AK_N; k++)
-			fprintf(f, "paddock_judge_audit_events_total{kind=\"%s\"} %llu\n", pd_audit_kind_name((pd_audit_kind)k),
-				(unsigned long long)js.audit_kinds[k]);
-		fprintf(f, "# HELP paddock_judge_errors_total Checker or interactor failures (retries included).\n"
-			   "# TYPE paddock_judge_errors_total counter\npaddock_judge_errors_total %llu\n"
-			   "# HELP paddock_judge_checker_cpu_seconds_total CPU time of checker programs and interactors.\n"
-			   "# TYPE paddock_judge_checker_cpu_seconds_total counter\npaddock_judge_checker_cpu_seconds_total %.3f\n"
-			   "# HELP paddock_judge_cache_total Fingerprint cache lookups, by result.\n"
-			   "# TYPE paddock_judge_cache_total counter\n"
-			   "paddock_judge_cache_total{result=\"hit\"} %llu\npaddock_judge_cache_total{result=\"miss\"} %llu\n"
-			   "# HELP paddock_judge_cache_entries Verdicts the cache holds.\n"
-			   "# TYPE paddock_judge_cache_entries gauge\npaddock_judge_cache_entries %llu\n"
-			   "# HELP paddock_judge_cache_cpu_saved_seconds_total CPU time the cache's hits did not spend again.\n"
-			   "# TYPE paddock_judge_cache_cpu_saved_seconds_total counter\npaddock_judge_cache_cpu_saved_seconds_total %.3f\n",
-			(unsigned long long)js.judge_errors, (double)js.checker_ms / 1000.0,
-			(unsigned long long)js.cache_hits, (unsigned long long)js.cache_misses,
-			(unsigned long long)js.cache_entries, (double)js.cpu_ms_saved / 1000.0);
+}
+
+/* The judge's verdicts, audit events, errors and cache. */
+static void judge_fig(FILE *f, pd_judge *judge)
+{
+	pd_judge_stats js;
+	pd_judge_stats_get(judge, &js);
+	fprintf(f, "# HELP paddock_judged_total Judged attempts, by the verdict's output level.\n"
+		   "# TYPE paddock_judged_total counter\n");
+	for (int l = 0; l < 4; l++)
+		fprintf(f, "paddock_judged_total{output=\"%s\"} %llu\n", pd_level_name((pd_level)l),
+			(unsigned long long)js.by_output[l]);
+	fprintf(f, "# HELP paddock_judged_process_total Judged attempts, by the verdict's process level.\n"
+		   "# TYPE paddock_judged_process_total counter\n");
+	static const pd_level pl[] = {PD_LV_PASS, PD_LV_FAIL, PD_LV_NOT_AUDITED};
+	for (int l = 0; l < 3; l++)
+		fprintf(f, "paddock_judged_process_total{process=\"%s\"} %llu\n", pd_level_name(pl[l]),
+			(unsigned long long)js.by_process[pl[l]]);
+	fprintf(f, "# HELP paddock_judge_audit_events_total Audit events of judged candidates' test runs, by kind.\n"
+		   "# TYPE paddock_judge_audit_events_total counter\n");
+	for (int k = 0; k < PD_AK_N; k++)
+		fprintf(f, "paddock_judge_audit_events_total{kind=\"%s\"} %llu\n", pd_audit_kind_name((pd_audit_kind)k),
+			(unsigned long long)js.audit_kinds[k]);
+	fprintf(f, "# HELP paddock_judge_errors_total Checker or interactor failures (retries included).\n"
+		   "# TYPE paddock_judge_errors_total counter\npaddock_judge_errors_total %llu\n"
+		   "# HELP paddock_judge_checker_cpu_seconds_total CPU time of checker programs and interactors.\n"
+		   "# TYPE paddock_judge_checker_cpu_seconds_total counter\npaddock_judge_checker_cpu_seconds_total %.3f\n"
+		   "# HELP paddock_judge_cache_total Fingerprint cache lookups, by result.\n"
+		   "# TYPE paddock_judge_cache_total counter\n"
+		   "paddock_judge_cache_total{result=\"hit\"} %llu\npaddock_judge_cache_total{result=\"miss\"} %llu\n"
+		   "# HELP paddock_judge_cache_entries Verdicts the cache holds.\n"
+		   "# TYPE paddock_judge_cache_entries gauge\npaddock_judge_cache_entries %llu\n"
+		   "# HELP paddock_judge_cache_cpu_saved_seconds_total CPU time the cache's hits did not spend again.\n"
+		   "# TYPE paddock_judge_cache_cpu_saved_seconds_total counter\npaddock_judge_cache_cpu_saved_seconds_total %.3f\n",
+		(unsigned long long)js.judge_errors, (double)js.checker_ms / 1000.0,
+		(unsigned long long)js.cache_hits, (unsigned long long)js.cache_misses,
+		(unsigned long long)js.cache_entries, (double)js.cpu_ms_saved / 1000.0);
+}
+
+/* What is read when scraped, beside the scheduler's and metrics.c's figures. */
+static char *scraped_metrics(pd_server *s)
+{
+	size_t n;
+	pd_pool_stats *st = pd_pools_stats(s->pools, &n);
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	if (!f) {
+		free(st);
+		return NULL;
 	}
+	pools_fig(f, st, n);
+	host_fig(f, s);
+	store_fig(f, s);
+	conns_fig(f, s);
+	if (s->judge)
+		judge_fig(f, s->judge);
 	fclose(f);
 	free(st);
 	return out;
@@ -182,7 +213,7 @@ static char *pool_metrics(pd_server *s)
 
 char *prometheus_text(pd_server *s)
 {
-	char *sm = pd_sched_metrics(s->sched), *pm = pool_metrics(s);
+	char *sm = pd_sched_metrics(s->sched), *pm = scraped_metrics(s);
 	size_t nst = 0;
 	pd_pool_stats *st = pd_pools_stats(s->pools, &nst);
 	char *om = pd_ops_render(pd_metrics_ops(s->metrics), st, nst); /* server/opsmetrics.c */
