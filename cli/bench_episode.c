@@ -10,9 +10,10 @@
  * The command reads every file and digests it (a test run reading its repository). The daemon is
  * started in this process, as --judge does. Not a test: timings are never asserted. */
 #define _GNU_SOURCE
-#include "bench.h"
+#include "bench_daemon.h"
+#include "bench_util.h"
+#include "cli.h"
 #include "httpc.h"
-#include "server.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -68,25 +69,10 @@ int cmd_bench_episode(int argc, char **argv)
 			return EXIT_USAGE;
 		return cli_bad_option("bench --episode", "bench", "--rounds and --episode-mb", ch, argv, opts);
 	}
-	char dir[] = "/tmp/paddock-bench-episode-XXXXXX", db[512];
-	if (!mkdtemp(dir)) {
-		cli_error("bench --episode: mkdtemp: %s", strerror(errno));
+	bench_daemon dm;
+	if (bench_daemon_start(&dm, "episode", 0) < 0)
 		return EXIT_PADDOCK_FAILED;
-	}
-	snprintf(db, sizeof db, "%s/store.db", dir);
-	pd_log_enable(false);
-	pd_server_opts o = {0};
-	o.sched.retries = 2;
-	o.listen = "127.0.0.1:0";
-	o.db_path = db;
-	pd_err e = {0};
-	pd_server *s = pd_server_start(&o, &e);
-	if (!s) {
-		cli_error("%s", PD_ERR_STR(&e));
-		return EXIT_PADDOCK_FAILED;
-	}
-	char url[128];
-	snprintf(url, sizeof url, "http://%s", pd_server_address(s));
+	const char *url = dm.url;
 	int rc = EXIT_PADDOCK_FAILED;
 	json_t *sess = NULL;
 	if (call(url, "/v1/sessions", json_pack("{s:s,s:I}", "template", "bash", "ttl", (json_int_t)3600), &sess) != 201) {
@@ -161,13 +147,6 @@ out:
 			free(hr.body);
 	}
 	json_decref(sess);
-	pd_server_stop(s);
-	unlink(db);
-	char side[600];
-	snprintf(side, sizeof side, "%s-wal", db);
-	unlink(side);
-	snprintf(side, sizeof side, "%s-shm", db);
-	unlink(side);
-	rmdir(dir);
+	bench_daemon_stop(&dm);
 	return rc;
 }

@@ -1,6 +1,6 @@
 /* paddock bench: the report, as a table or as one JSON object. */
 #define _GNU_SOURCE
-#include "bench.h"
+#include "bench_case.h"
 
 #include <inttypes.h>
 #include <stdio.h>
