@@ -1,7 +1,7 @@
 /* The daemon the HTTP sections of paddock bench (--http, --guard, --judge, --episode) measure, and
- * the client they talk to it with (cli/bench_daemon.c): a `paddock serve` started in this process on
- * loopback with a store of its own in a temporary directory, and a keep-alive connection that costs
- * the bench next to nothing per request (the figures are the daemon's). */
+ * the client they talk to it with (cli/bench_daemon.c): a `paddock serve` started in this process
+ * on loopback with a store of its own in a temporary directory, and a keep-alive connection that
+ * costs the bench next to nothing per request (the figures are the daemon's). */
 #ifndef PADDOCK_CLI_BENCH_DAEMON_H
 #define PADDOCK_CLI_BENCH_DAEMON_H
 
@@ -18,8 +18,8 @@ typedef struct bench_daemon {
 } bench_daemon;
 
 /* Makes the directory, then starts the daemon with warm sandboxes per pool (0: the default) and
- * the scheduler's retries as serve's; the daemon's log is off. 0, or -1 after saying why (cli_error,
- * "bench --WHAT: ..."), with nothing left behind. */
+ * the scheduler's retries as serve's; the daemon's log is off. 0, or -1 after saying why
+ * (cli_error, "bench --WHAT: ..."), with nothing left behind. */
 int bench_daemon_start(bench_daemon *d, const char *what, unsigned warm);
 /* Stops it and removes its store (and the directory, once the section removed its own files). */
 void bench_daemon_stop(bench_daemon *d);
