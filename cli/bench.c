@@ -13,7 +13,7 @@
  * request) holds N idle sandboxes at once and reads what they cost the host.
  *
  * This file: the command line, the case table and the order of the phases; it conducts the rest,
- * which never calls back up into it. The files, by floor:
+ * which never calls back up into it. The others:
  *   bench_case.h/.c   what a case, its kind and its workers are (bench_case.h maps the section's
  *                     files: bench_measure.c, bench_kinds.c, bench_density.c, bench_residue.c,
  *                     bench_report.c)
