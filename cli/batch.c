@@ -184,7 +184,14 @@ static void batch_usage(FILE *f)
 	      f);
 }
 
-int cmd_batch(int argc, char **argv)
+typedef struct batch_args {
+	const char *file, *outfile;
+	long jobs, warm;
+} batch_args;
+
+/* The command line; 0, -1 after --help, or the exit status of a bad one. The requests' file is
+ * argv[optind] when there is one. */
+static int batch_args_parse(int argc, char **argv, batch_args *a)
 {
 	static const struct option opts[] = {{"help", no_argument, 0, 'h'},
 					     {"templates", required_argument, 0, 't'},
@@ -192,28 +199,156 @@ int cmd_batch(int argc, char **argv)
 					     {"warm", required_argument, 0, 'n'},
 					     {"output", required_argument, 0, 'o'},
 					     {0, 0, 0, 0}};
-	const char *file = NULL, *outfile = NULL;
-	long jobs = 2, warm = -1;
+	*a = (batch_args){.jobs = 2, .warm = -1};
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":ht:j:n:o:", opts, NULL)) != -1) {
 		switch (c) {
-		case 'h': batch_usage(stdout); return 0;
-		case 't': file = optarg; break;
+		case 'h': batch_usage(stdout); return -1;
+		case 't': a->file = optarg; break;
 		case 'j':
-			if (!cli_count("--jobs", optarg, 1, 1024, &jobs))
+			if (!cli_count("--jobs", optarg, 1, 1024, &a->jobs))
 				return EXIT_USAGE;
 			break;
 		case 'n':
-			if (!cli_count("--warm", optarg, 0, 10000, &warm))
+			if (!cli_count("--warm", optarg, 0, 10000, &a->warm))
 				return EXIT_USAGE;
 			break;
-		case 'o': outfile = optarg; break;
+		case 'o': a->outfile = optarg; break;
 		default: return cli_bad_option("batch", "batch", NULL, c, argv, opts);
 		}
 	}
 	if (optind + 1 < argc && !cli_no_operand("batch", argc, argv, optind + 1))
 		return EXIT_USAGE;
+	return 0;
+}
+
+/* Every line of in into b->reqs, a bad one with its error (it gets its error line when its turn
+ * comes). 0, or an exit status. */
+static int batch_read(FILE *in, batch *b)
+{
+	size_t cap = 0;
+	char *line = NULL;
+	size_t lcap = 0;
+	int lineno = 0, st;
+	json_t *j;
+	json_error_t je;
+	while ((st = cli_jsonl_next(in, &line, &lcap, &lineno, &j, &je)) != CLI_LINE_EOF) {
+		if (b->n == cap) {
+			cap = cap ? cap * 2 : 256;
+			req *nr = realloc(b->reqs, cap * sizeof *nr);
+			if (!nr) {
+				cli_error("out of memory reading requests");
+				return EXIT_PADDOCK_FAILED;
+			}
+			b->reqs = nr;
+		}
+		req *r = &b->reqs[b->n++];
+		memset(r, 0, sizeof *r);
+		r->line = lineno;
+		r->j = j;
+		if (st == CLI_LINE_NOT_JSON)
+			snprintf(r->error, sizeof r->error, "line %d: not JSON: %s", lineno, je.text);
+		else if (st == CLI_LINE_NOT_OBJECT)
+			snprintf(r->error, sizeof r->error, "line %d: a request must be a JSON object", lineno);
+	}
+	free(line);
+	return 0;
+}
+
+/* The templates (each pool at least --warm, else --jobs, sandboxes), the context and the pools,
+ * ready. 0, or an exit status. */
+static int batch_setup(batch *b, const batch_args *a, pd_ctx **ctx, pd_template **tp)
+{
+	pd_template *t;
+	size_t nt;
+	if (cli_load_templates(a->file, &t, &nt) < 0)
+		return EXIT_USAGE;
+	*tp = t;
+	for (size_t i = 0; i < nt; i++) {
+		uint32_t w = a->warm >= 0 ? (uint32_t)a->warm : (uint32_t)a->jobs;
+		if (t[i].pool_min < w)
+			t[i].pool_min = w;
+		if (t[i].pool_max < t[i].pool_min)
+			t[i].pool_max = t[i].pool_min;
+	}
+	pd_err e = {0};
+	*ctx = pd_ctx_new(NULL, &e);
+	if (!*ctx) {
+		cli_error("%s", PD_ERR_STR(&e));
+		return EXIT_PADDOCK_FAILED;
+	}
+	b->pools = pd_pools_new(*ctx, t, nt, NULL, &e);
+	b->tpl = t;
+	b->ntpl = nt;
+	if (!b->pools) {
+		cli_error("%s", PD_ERR_STR(&e));
+		return EXIT_PADDOCK_FAILED;
+	}
+	for (size_t i = 0; i < nt; i++)
+		if (!t[i].available) {
+			pd_template tc = t[i];
+			pd_template_check(*ctx, &tc);
+			if (!tc.available)
+				fprintf(stderr, "paddock: template %s: dependency_missing: %s\n", tc.name, tc.missing);
+		}
+	pd_pools_wait_ready(b->pools, 10000);
+	return 0;
+}
+
+/* The workers over every request, the progress meanwhile; the seconds they took. */
+static double batch_work(batch *b, long jobs)
+{
+	b->progress = isatty(STDERR_FILENO);
+	b->t0 = pd_now_us();
+	pthread_t *th = calloc((size_t)jobs, sizeof *th);
+	for (long i = 0; i < jobs; i++)
+		pthread_create(&th[i], NULL, worker, b);
+	while (b->progress) {
+		pthread_mutex_lock(&b->mu);
+		size_t done = b->done;
+		pthread_mutex_unlock(&b->mu);
+		cli_progress(done, b->n, b->t0);
+		if (done >= b->n)
+			break;
+		usleep(200000);
+	}
+	for (long i = 0; i < jobs; i++)
+		pthread_join(th[i], NULL);
+	free(th);
+	double secs = (pd_now_us() - b->t0) / 1e6;
+	if (b->progress)
+		fputc('\n', stderr);
+	return secs;
+}
+
+/* The summary on stderr; the exit status. */
+static int batch_summary(batch *b, long jobs, double secs)
+{
+	size_t ran = 0;
+	for (int s = 0; s < 7; s++)
+		ran += b->status_count[s];
+	cli_sort_latencies(b->lat_ms, ran);
+	fprintf(stderr,
+		"paddock batch: %zu requests in %.2f s (%.1f/s), %ld workers; latency p50 %.1f ms, "
+		"p90 %.1f ms, p99 %.1f ms; pool hits %llu of %zu\n",
+		b->n, secs, secs > 0 ? b->n / secs : 0, jobs, cli_percentile(b->lat_ms, ran, 50),
+		cli_percentile(b->lat_ms, ran, 90), cli_percentile(b->lat_ms, ran, 99), (unsigned long long)b->hits, ran);
+	fprintf(stderr, "  status:");
+	for (int s = 0; s < 7; s++)
+		fprintf(stderr, " %s %llu", pd_status_name((pd_status)s), (unsigned long long)b->status_count[s]);
+	fprintf(stderr, "; requests that could not run: %llu\n", (unsigned long long)b->bad_requests);
+	if (b->bad_requests)
+		return EXIT_PADDOCK_FAILED;
+	return b->status_count[PD_OK] == ran ? 0 : EXIT_PROGRAM_FAILED;
+}
+
+int cmd_batch(int argc, char **argv)
+{
+	batch_args a;
+	int rc = batch_args_parse(argc, argv, &a);
+	if (rc)
+		return rc < 0 ? 0 : rc;
 	FILE *in = stdin;
 	if (optind < argc && strcmp(argv[optind], "-")) {
 		in = fopen(argv[optind], "re");
@@ -225,112 +360,32 @@ int cmd_batch(int argc, char **argv)
 	batch b;
 	memset(&b, 0, sizeof b);
 	pthread_mutex_init(&b.mu, NULL);
-	size_t cap = 0;
-	char *line = NULL;
-	size_t lcap = 0;
-	int lineno = 0, st;
-	json_t *j;
-	json_error_t je;
-	while ((st = cli_jsonl_next(in, &line, &lcap, &lineno, &j, &je)) != CLI_LINE_EOF) {
-		if (b.n == cap) {
-			cap = cap ? cap * 2 : 256;
-			req *nr = realloc(b.reqs, cap * sizeof *nr);
-			if (!nr) {
-				cli_error("out of memory reading requests");
-				return EXIT_PADDOCK_FAILED;
-			}
-			b.reqs = nr;
-		}
-		req *r = &b.reqs[b.n++];
-		memset(r, 0, sizeof *r);
-		r->line = lineno;
-		r->j = j;
-		if (st == CLI_LINE_NOT_JSON)
-			snprintf(r->error, sizeof r->error, "line %d: not JSON: %s", lineno, je.text);
-		else if (st == CLI_LINE_NOT_OBJECT)
-			snprintf(r->error, sizeof r->error, "line %d: a request must be a JSON object", lineno);
-	}
-	free(line);
+	rc = batch_read(in, &b);
 	if (in != stdin)
 		fclose(in);
+	if (rc)
+		return rc;
 	b.out_fd = STDOUT_FILENO;
-	if (outfile) {
-		FILE *o = fopen(outfile, "we");
+	if (a.outfile) {
+		FILE *o = fopen(a.outfile, "we");
 		if (!o) {
-			cli_error("%s: %s", outfile, strerror(errno));
+			cli_error("%s: %s", a.outfile, strerror(errno));
 			return EXIT_USAGE;
 		}
 		b.out_fd = dup(fileno(o));
 		fclose(o);
 	}
 	b.lat_ms = calloc(b.n ? b.n : 1, sizeof *b.lat_ms);
-	pd_template *t;
-	size_t nt;
-	if (!b.lat_ms || cli_load_templates(file, &t, &nt) < 0)
+	if (!b.lat_ms)
 		return EXIT_USAGE;
-	for (size_t i = 0; i < nt; i++) {
-		uint32_t w = warm >= 0 ? (uint32_t)warm : (uint32_t)jobs;
-		if (t[i].pool_min < w)
-			t[i].pool_min = w;
-		if (t[i].pool_max < t[i].pool_min)
-			t[i].pool_max = t[i].pool_min;
-	}
-	pd_err e = {0};
-	pd_ctx *ctx = pd_ctx_new(NULL, &e);
-	if (!ctx) {
-		cli_error("%s", PD_ERR_STR(&e));
-		return EXIT_PADDOCK_FAILED;
-	}
-	b.pools = pd_pools_new(ctx, t, nt, NULL, &e);
-	b.tpl = t;
-	b.ntpl = nt;
-	if (!b.pools) {
-		cli_error("%s", PD_ERR_STR(&e));
-		return EXIT_PADDOCK_FAILED;
-	}
-	for (size_t i = 0; i < nt; i++)
-		if (!t[i].available) {
-			pd_template tc = t[i];
-			pd_template_check(ctx, &tc);
-			if (!tc.available)
-				fprintf(stderr, "paddock: template %s: dependency_missing: %s\n", tc.name, tc.missing);
-		}
-	pd_pools_wait_ready(b.pools, 10000);
-	b.progress = isatty(STDERR_FILENO);
-	b.t0 = pd_now_us();
-	pthread_t *th = calloc((size_t)jobs, sizeof *th);
-	for (long i = 0; i < jobs; i++)
-		pthread_create(&th[i], NULL, worker, &b);
-	while (b.progress) {
-		pthread_mutex_lock(&b.mu);
-		size_t done = b.done;
-		pthread_mutex_unlock(&b.mu);
-		cli_progress(done, b.n, b.t0);
-		if (done >= b.n)
-			break;
-		usleep(200000);
-	}
-	for (long i = 0; i < jobs; i++)
-		pthread_join(th[i], NULL);
-	free(th);
-	double secs = (pd_now_us() - b.t0) / 1e6;
-	if (b.progress)
-		fputc('\n', stderr);
-	size_t ran = 0;
-	for (int s = 0; s < 7; s++)
-		ran += b.status_count[s];
-	cli_sort_latencies(b.lat_ms, ran);
-	fprintf(stderr,
-		"paddock batch: %zu requests in %.2f s (%.1f/s), %ld workers; latency p50 %.1f ms, "
-		"p90 %.1f ms, p99 %.1f ms; pool hits %llu of %zu\n",
-		b.n, secs, secs > 0 ? b.n / secs : 0, jobs, cli_percentile(b.lat_ms, ran, 50), cli_percentile(b.lat_ms, ran, 90),
-		cli_percentile(b.lat_ms, ran, 99), (unsigned long long)b.hits, ran);
-	fprintf(stderr, "  status:");
-	for (int s = 0; s < 7; s++)
-		fprintf(stderr, " %s %llu", pd_status_name((pd_status)s), (unsigned long long)b.status_count[s]);
-	fprintf(stderr, "; requests that could not run: %llu\n", (unsigned long long)b.bad_requests);
+	pd_ctx *ctx = NULL;
+	pd_template *t = NULL;
+	rc = batch_setup(&b, &a, &ctx, &t);
+	if (rc)
+		return rc; /* the process ends: nothing to take down */
+	rc = batch_summary(&b, a.jobs, batch_work(&b, a.jobs));
 	pd_pools_free(b.pools);
-	pd_templates_free(t, nt);
+	pd_templates_free(t, b.ntpl);
 	pd_ctx_free(ctx);
 	for (size_t i = 0; i < b.n; i++)
 		json_decref(b.reqs[i].j);
@@ -338,7 +393,5 @@ int cmd_batch(int argc, char **argv)
 	free(b.lat_ms);
 	if (b.out_fd != STDOUT_FILENO)
 		close(b.out_fd);
-	if (b.bad_requests)
-		return EXIT_PADDOCK_FAILED;
-	return b.status_count[PD_OK] == ran ? 0 : EXIT_PROGRAM_FAILED;
+	return rc;
 }

@@ -12,10 +12,19 @@
  * without the audit, alternating, so that both see the same machine; the density case (only on
  * request) holds N idle sandboxes at once and reads what they cost the host.
  *
- * This file: the command line, the case table and the order of the phases (bench.h lists the
- * others). */
+ * This file: the command line, the case table and the order of the phases; it conducts the rest,
+ * which never calls back up into it. The others:
+ *   bench_case.h/.c   what a case, its kind and its workers are (bench_case.h maps the section's
+ *                     files: bench_measure.c, bench_kinds.c, bench_density.c, bench_residue.c,
+ *                     bench_report.c)
+ *   bench_http.c      --http: the daemon against python3 on the host
+ *   bench_judge.c     --judge: the judge against verl's way, the floor and bwrap
+ *   bench_guard.c     --guard: the CPU ratios `make test` keeps from sliding back (issue 42)
+ *   bench_episode.c   --episode; bench_goodput.c --goodput and --memory-verdict
+ *   bench_daemon.h/.c the in-process daemon of --http, --guard, --judge, --episode and its client
+ *   bench_util.h/.c   the toolbox of all: clock, percentiles, CPU, $PATH, the bwrap command line */
 #define _GNU_SOURCE
-#include "bench.h"
+#include "bench_case.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -132,24 +141,6 @@ static void bench_usage(FILE *f)
 	      f);
 }
 
-/* The first executable `name` in $PATH, into buf; false if none. */
-bool bench_find_in_path(const char *name, char *buf, size_t len)
-{
-	const char *path = getenv("PATH");
-	if (!path || !*path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	for (const char *p = path; *p;) {
-		size_t n = strcspn(p, ":");
-		if (n && (size_t)snprintf(buf, len, "%.*s/%s", (int)n, p, name) < len &&
-		    access(buf, X_OK) == 0)
-			return true;
-		p += n;
-		if (*p == ':')
-			p++;
-	}
-	return false;
-}
-
 /* Marks the cases named in a comma list; returns where an unknown name starts, or NULL. */
 static const char *select_cases(bench_case *cases, size_t ncases, const char *list)
 {
@@ -186,31 +177,137 @@ static const pd_egress_opts egress_opts = {.allow = egress_allow};
 /* the gvisor group's sandbox: the same one under runsc (docs/isolation.md) */
 static pd_sandbox_opts gvisor_so;
 
-/* the namespaces paddock uses, and a root that can run /bin/true (usrmerged host) */
-static const char *const bwrap_flags[] = {
-	"--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup",
-	"--die-with-parent", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib",
-	"/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin", "--proc", "/proc", "--dev",
-	"/dev", "--tmpfs", "/tmp", "/bin/true", NULL};
+/* the spawned rows' commands */
+static const char *const argv_floor[] = {"/bin/true", NULL};
+/* the namespaces paddock uses, and a root that can run /bin/true (usrmerged host); the path of
+ * bwrap is found in $PATH when the bench starts */
+static const char *argv_bwrap[BENCH_BWRAP_ARGC];
+/* /proc/self/exe: the very binary running the bench, even if a rebuild replaced the file */
+static const char *const argv_cli[] = {"/proc/self/exe", "exec", "-q", "--", "/bin/true", NULL};
+/* gVisor alone, without paddock: the host's root, no network, the platform paddock uses by
+ * default (ptrace: no KVM here) */
+static const char *const argv_runsc_do[] = {"/usr/bin/runsc", "--rootless", "--network=none",
+					    "--platform=ptrace", "do", "/bin/true", NULL};
 
-_Static_assert(sizeof bwrap_flags / sizeof *bwrap_flags == BENCH_BWRAP_ARGC - 1, "BENCH_BWRAP_ARGC");
+/* The case table, in the order the phases take them (cmd_bench runs once per process: the results
+ * are written into it). The floor and bwrap rows come first: the report compares with them. */
+static bench_case cases[] = {
+    {.key = "floor", .label = "floor: spawn /bin/true", .kind = &bench_kind_spawn, .argv = argv_floor},
+    {.key = "bwrap", .label = "bwrap /bin/true", .kind = &bench_kind_spawn, .argv = argv_bwrap},
+    {.key = "cli", .label = "paddock exec (CLI process)", .kind = &bench_kind_spawn, .argv = argv_cli},
+    {.key = "lib",
+     .label = "lib pd_run create+exec+destroy",
+     .kind = &bench_kind_lib_run,
+     .part_names = {"setup", "exec", "teardown"}},
+    {.key = "lib-create",
+     .label = "lib create+destroy (no exec)",
+     .kind = &bench_kind_lib_create,
+     .part_names = {"create", NULL, "destroy"}},
+    {.key = "lib-exec", .label = "lib exec in a live sandbox", .kind = &bench_kind_lib_exec},
+    {.key = "pool-exec",
+     .label = "pool acquire+exec+release (warm)",
+     .kind = &bench_kind_pool_exec,
+     .part_names = {"acquire", "exec", "release"}},
+    {.key = "pool-throughput", .label = "pool exec, clean sandbox each", .kind = &bench_kind_pool_tp},
+    {.key = "audit-off",
+     .group = "audit",
+     .label = "lib pd_run python3, no audit",
+     .kind = &bench_kind_audit,
+     .xo = &py_xo},
+    {.key = "audit-on",
+     .group = "audit",
+     .label = "lib pd_run python3, audit on",
+     .kind = &bench_kind_audit,
+     .so = &audit_so,
+     .xo = &py_xo},
+    {.key = "egress-off",
+     .group = "egress",
+     .label = "lib create+destroy, loopback",
+     .kind = &bench_kind_egress,
+     .optional = true},
+    {.key = "egress-on",
+     .group = "egress",
+     .label = "lib create+destroy, allowlist",
+     .kind = &bench_kind_egress,
+     .so = &egress_so,
+     .optional = true},
+    /* the tiers, side by side (only with --only gvisor: a gvisor operation costs 0.03-2 s) */
+    {.key = "gv-c-create",
+     .group = "gvisor",
+     .label = "container create+destroy",
+     .kind = &bench_kind_tier_create,
+     .part_names = {"create", NULL, "destroy"},
+     .optional = true},
+    {.key = "gv-create",
+     .group = "gvisor",
+     .label = "gvisor create+destroy",
+     .kind = &bench_kind_tier_create,
+     .so = &gvisor_so,
+     .part_names = {"create", NULL, "destroy"},
+     .peer = "gv-c-create",
+     .optional = true},
+    {.key = "gv-c-run",
+     .group = "gvisor",
+     .label = "container pd_run /bin/true",
+     .kind = &bench_kind_tier_run,
+     .part_names = {"setup", "exec", "teardown"},
+     .optional = true},
+    {.key = "gv-run",
+     .group = "gvisor",
+     .label = "gvisor pd_run /bin/true",
+     .kind = &bench_kind_tier_run,
+     .so = &gvisor_so,
+     .part_names = {"setup", "exec", "teardown"},
+     .peer = "gv-c-run",
+     .runsc = "gv-runsc-do",
+     .optional = true},
+    {.key = "gv-runsc-do",
+     .group = "gvisor",
+     .label = "runsc do /bin/true (alone)",
+     .kind = &bench_kind_spawn,
+     .argv = argv_runsc_do,
+     .optional = true},
+    {.key = "gv-c-pool",
+     .group = "gvisor",
+     .label = "container pool warm exec",
+     .kind = &bench_kind_pool_exec,
+     .part_names = {"acquire", "exec", "release"},
+     .optional = true},
+    {.key = "gv-pool",
+     .group = "gvisor",
+     .label = "gvisor pool warm exec",
+     .kind = &bench_kind_pool_exec,
+     .so = &gvisor_so,
+     .part_names = {"acquire", "exec", "release"},
+     .peer = "gv-c-pool",
+     .optional = true},
+    {.key = "gv-c-pool-tp",
+     .group = "gvisor",
+     .label = "container pool throughput",
+     .kind = &bench_kind_pool_tp,
+     .optional = true},
+    {.key = "gv-pool-tp",
+     .group = "gvisor",
+     .label = "gvisor pool throughput",
+     .kind = &bench_kind_pool_tp,
+     .so = &gvisor_so,
+     .peer = "gv-c-pool-tp",
+     .optional = true},
+    {.key = "density", .label = "density: idle sandboxes", .kind = &bench_kind_density, .optional = true},
+};
+enum { NCASES = sizeof cases / sizeof cases[0] };
+static bench_case *const floor_c = &cases[0], *const bwrap_c = &cases[1], *const density_c = &cases[NCASES - 1];
 
-void bench_bwrap_argv(const char *path, const char **argv)
+/* The sections measured apart from the lifecycle rows (the daemon's: a server, clients and
+ * python3): their exit status, or -1 when argv asks for none of them. */
+static int bench_section(int argc, char **argv)
 {
-	argv[0] = path;
-	for (size_t i = 0; bwrap_flags[i]; i++)
-		argv[i + 1] = bwrap_flags[i];
-	argv[BENCH_BWRAP_ARGC - 1] = NULL;
-}
-
-int cmd_bench(int argc, char **argv)
-{
-	/* the daemon's own section: a server, clients and python3, not the lifecycle rows */
-	bool http = false, judge = false, goodput = false, guard = false, help = false;
+	bool http = false, judge = false, goodput = false, guard = false, help = false, episode = false;
 	for (int i = 1; i < argc; i++) {
 		http |= !strcmp(argv[i], "--http");
 		guard |= !strcmp(argv[i], "--guard");
 		judge |= !strcmp(argv[i], "--judge");
+		episode |= !strcmp(argv[i], "--episode");
 		goodput |= !strcmp(argv[i], "--goodput") || !strcmp(argv[i], "--memory-verdict");
 		help |= !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
 	}
@@ -224,11 +321,66 @@ int cmd_bench(int argc, char **argv)
 		return cmd_bench_http(argc, argv);
 	if (judge)
 		return cmd_bench_judge(argc, argv);
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--episode"))
-			return cmd_bench_episode(argc, argv);
+	if (episode)
+		return cmd_bench_episode(argc, argv);
 	if (goodput)
 		return cmd_bench_goodput(argc, argv);
+	return -1;
+}
+
+typedef struct bench_args {
+	int iterations;
+	uint64_t duration_ms, bound_ms;
+	bool json;
+	int density_n;
+} bench_args;
+
+/* One option of the lifecycle rows into a; 0, or the exit status of a bad one (-1: --help). */
+static int bench_option(int c, bench_args *a, bool *density_set)
+{
+	long n;
+	switch (c) {
+	case 'h': bench_usage(stdout); return -1;
+	case 'n':
+		if (!cli_count("--iterations", optarg, 1, 10000000, &n))
+			return EXIT_USAGE;
+		a->iterations = (int)n;
+		return 0;
+	case 'd': return cli_duration_ms("--duration", optarg, 0, 3600000, &a->duration_ms) ? 0 : EXIT_USAGE;
+	case O_ONLY: {
+		if (!optarg[strspn(optarg, ",")]) {
+			cli_error("--only: no case named (cases: see 'paddock bench --help')");
+			return EXIT_USAGE;
+		}
+		const char *bad = select_cases(cases, NCASES, optarg);
+		if (bad) {
+			cli_error("--only: unknown case '%.*s' (cases: floor, bwrap, cli, "
+				  "lib, lib-create, lib-exec, pool-exec, pool-throughput, "
+				  "audit (audit-off, audit-on), egress (egress-off, egress-on), density, "
+				  "gvisor (gv-c-create, gv-create, gv-c-run, gv-run, gv-runsc-do, "
+				  "gv-c-pool, gv-pool, gv-c-pool-tp, gv-pool-tp))",
+				  (int)strcspn(bad, ","), bad);
+			return EXIT_USAGE;
+		}
+		return 0;
+	}
+	case O_JSON: a->json = true; return 0;
+	case O_CELL_TIMEOUT:
+		return cli_duration_ms("--cell-timeout", optarg, 1000, 3600000, &a->bound_ms) ? 0 : EXIT_USAGE;
+	case O_DENSITY:
+		if (!cli_count("--density", optarg, 1, DENSITY_MAX, &n))
+			return EXIT_USAGE;
+		a->density_n = (int)n;
+		*density_set = true;
+		return 0;
+	default: return EXIT_USAGE; /* the caller says which option */
+	}
+}
+
+/* The command line of the lifecycle rows; 0, -1 after --help, or the exit status of a bad one.
+ * The cases it selects are marked in the table. */
+static int bench_args_parse(int argc, char **argv, bench_args *a)
+{
 	static const struct option opts[] = {
 	    {"help", no_argument, 0, 'h'},
 	    {"iterations", required_argument, 0, 'n'},
@@ -239,269 +391,92 @@ int cmd_bench(int argc, char **argv)
 	    {"cell-timeout", required_argument, 0, O_CELL_TIMEOUT},
 	    {0, 0, 0, 0},
 	};
-	char bwrap_path[4096];
-	bool have_bwrap = bench_find_in_path("bwrap", bwrap_path, sizeof bwrap_path);
-	const char *const argv_floor[] = {"/bin/true", NULL};
-	/* the namespaces paddock uses, and a root that can run /bin/true (usrmerged host) */
-	const char *argv_bwrap[BENCH_BWRAP_ARGC];
-	bench_bwrap_argv(bwrap_path, argv_bwrap);
-	/* /proc/self/exe: the very binary running the bench, even if a rebuild replaced the file */
-	const char *const argv_cli[] = {"/proc/self/exe", "exec", "-q", "--", "/bin/true", NULL};
-	/* gVisor alone, without paddock: the host's root, no network, the platform paddock uses
-	 * by default (ptrace: no KVM here) */
-	const char *const argv_runsc_do[] = {"/usr/bin/runsc", "--rootless", "--network=none",
-					     "--platform=ptrace", "do", "/bin/true", NULL};
-	bench_case cases[] = {
-	    {.key = "floor",
-	     .label = "floor: spawn /bin/true",
-	     .kind = &bench_kind_spawn,
-	     .argv = argv_floor},
-	    {.key = "bwrap", .label = "bwrap /bin/true", .kind = &bench_kind_spawn, .argv = argv_bwrap},
-	    {.key = "cli",
-	     .label = "paddock exec (CLI process)",
-	     .kind = &bench_kind_spawn,
-	     .argv = argv_cli},
-	    {.key = "lib",
-	     .label = "lib pd_run create+exec+destroy",
-	     .kind = &bench_kind_lib_run,
-	     .part_names = {"setup", "exec", "teardown"}},
-	    {.key = "lib-create",
-	     .label = "lib create+destroy (no exec)",
-	     .kind = &bench_kind_lib_create,
-	     .part_names = {"create", NULL, "destroy"}},
-	    {.key = "lib-exec", .label = "lib exec in a live sandbox", .kind = &bench_kind_lib_exec},
-	    {.key = "pool-exec",
-	     .label = "pool acquire+exec+release (warm)",
-	     .kind = &bench_kind_pool_exec,
-	     .part_names = {"acquire", "exec", "release"}},
-	    {.key = "pool-throughput",
-	     .label = "pool exec, clean sandbox each",
-	     .kind = &bench_kind_pool_tp},
-	    {.key = "audit-off",
-	     .group = "audit",
-	     .label = "lib pd_run python3, no audit",
-	     .kind = &bench_kind_audit,
-	     .xo = &py_xo},
-	    {.key = "audit-on",
-	     .group = "audit",
-	     .label = "lib pd_run python3, audit on",
-	     .kind = &bench_kind_audit,
-	     .so = &audit_so,
-	     .xo = &py_xo},
-	    {.key = "egress-off",
-	     .group = "egress",
-	     .label = "lib create+destroy, loopback",
-	     .kind = &bench_kind_egress,
-	     .optional = true},
-	    {.key = "egress-on",
-	     .group = "egress",
-	     .label = "lib create+destroy, allowlist",
-	     .kind = &bench_kind_egress,
-	     .so = &egress_so,
-	     .optional = true},
-	    /* the tiers, side by side (only with --only gvisor: a gvisor operation costs 0.03-2 s) */
-	    {.key = "gv-c-create",
-	     .group = "gvisor",
-	     .label = "container create+destroy",
-	     .kind = &bench_kind_tier_create,
-	     .part_names = {"create", NULL, "destroy"},
-	     .optional = true},
-	    {.key = "gv-create",
-	     .group = "gvisor",
-	     .label = "gvisor create+destroy",
-	     .kind = &bench_kind_tier_create,
-	     .so = &gvisor_so,
-	     .part_names = {"create", NULL, "destroy"},
-	     .peer = "gv-c-create",
-	     .optional = true},
-	    {.key = "gv-c-run",
-	     .group = "gvisor",
-	     .label = "container pd_run /bin/true",
-	     .kind = &bench_kind_tier_run,
-	     .part_names = {"setup", "exec", "teardown"},
-	     .optional = true},
-	    {.key = "gv-run",
-	     .group = "gvisor",
-	     .label = "gvisor pd_run /bin/true",
-	     .kind = &bench_kind_tier_run,
-	     .so = &gvisor_so,
-	     .part_names = {"setup", "exec", "teardown"},
-	     .peer = "gv-c-run",
-	     .runsc = "gv-runsc-do",
-	     .optional = true},
-	    {.key = "gv-runsc-do",
-	     .group = "gvisor",
-	     .label = "runsc do /bin/true (alone)",
-	     .kind = &bench_kind_spawn,
-	     .argv = argv_runsc_do,
-	     .optional = true},
-	    {.key = "gv-c-pool",
-	     .group = "gvisor",
-	     .label = "container pool warm exec",
-	     .kind = &bench_kind_pool_exec,
-	     .part_names = {"acquire", "exec", "release"},
-	     .optional = true},
-	    {.key = "gv-pool",
-	     .group = "gvisor",
-	     .label = "gvisor pool warm exec",
-	     .kind = &bench_kind_pool_exec,
-	     .so = &gvisor_so,
-	     .part_names = {"acquire", "exec", "release"},
-	     .peer = "gv-c-pool",
-	     .optional = true},
-	    {.key = "gv-c-pool-tp",
-	     .group = "gvisor",
-	     .label = "container pool throughput",
-	     .kind = &bench_kind_pool_tp,
-	     .optional = true},
-	    {.key = "gv-pool-tp",
-	     .group = "gvisor",
-	     .label = "gvisor pool throughput",
-	     .kind = &bench_kind_pool_tp,
-	     .so = &gvisor_so,
-	     .peer = "gv-c-pool-tp",
-	     .optional = true},
-	    {.key = "density",
-	     .label = "density: idle sandboxes",
-	     .kind = &bench_kind_density,
-	     .optional = true},
-	};
-	const size_t ncases = sizeof cases / sizeof cases[0];
-	bench_case *floor_c = &cases[0], *bwrap_c = &cases[1];
-	for (size_t i = 0; i < ncases; i++) {
-		cases[i].selected = !cases[i].optional;
-		/* audit-off is measured with audit-on in one alternating loop */
-		if (!strcmp(cases[i].key, "audit-off") || !strcmp(cases[i].key, "egress-off") ||
-		    !strcmp(cases[i].key, "gv-c-create") || !strcmp(cases[i].key, "gv-c-run"))
-			cases[i].twin = &cases[i + 1];
-	}
-	uint64_t bound_ms = 60000;
-	int density_n = DENSITY_DEFAULT;
+	*a = (bench_args){.iterations = 200, .duration_ms = 3000, .bound_ms = 60000, .density_n = DENSITY_DEFAULT};
 	bool density_set = false;
-
-	int iterations = 200;
-	uint64_t duration_ms = 3000;
-	bool json = false;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+:hn:d:", opts, NULL)) != -1) {
-		switch (c) {
-		case 'h': bench_usage(stdout); return 0;
-		case 'n': {
-			long n;
-			if (!cli_count("--iterations", optarg, 1, 10000000, &n))
-				return EXIT_USAGE;
-			iterations = (int)n;
-			break;
-		}
-		case 'd':
-			if (!cli_duration_ms("--duration", optarg, 0, 3600000, &duration_ms))
-				return EXIT_USAGE;
-			break;
-		case O_ONLY: {
-			if (!optarg[strspn(optarg, ",")]) {
-				cli_error("--only: no case named (cases: see 'paddock bench --help')");
-				return EXIT_USAGE;
-			}
-			const char *bad = select_cases(cases, ncases, optarg);
-			if (bad) {
-				cli_error("--only: unknown case '%.*s' (cases: floor, bwrap, cli, "
-					  "lib, lib-create, lib-exec, pool-exec, pool-throughput, "
-					  "audit (audit-off, audit-on), egress (egress-off, egress-on), density, "
-					  "gvisor (gv-c-create, gv-create, gv-c-run, gv-run, gv-runsc-do, "
-					  "gv-c-pool, gv-pool, gv-c-pool-tp, gv-pool-tp))",
-					  (int)strcspn(bad, ","), bad);
-				return EXIT_USAGE;
-			}
-			break;
-		}
-		case O_JSON: json = true; break;
-		case O_CELL_TIMEOUT:
-			if (!cli_duration_ms("--cell-timeout", optarg, 1000, 3600000, &bound_ms))
-				return EXIT_USAGE;
-			break;
-		case O_DENSITY: {
-			long n;
-			if (!cli_count("--density", optarg, 1, DENSITY_MAX, &n))
-				return EXIT_USAGE;
-			density_n = (int)n;
-			density_set = true;
-			break;
-		}
-		default: return cli_bad_option("bench", "bench", NULL, c, argv, opts);
-		}
+		if (c == '?' || c == ':')
+			return cli_bad_option("bench", "bench", NULL, c, argv, opts);
+		int rc = bench_option(c, a, &density_set);
+		if (rc)
+			return rc;
 	}
 	if (optind < argc) {
 		cli_error("bench: unexpected argument '%s'", argv[optind]);
 		return EXIT_USAGE;
 	}
-	bench_case *density_c = &cases[ncases - 1];
 	if (density_set && !density_c->selected) {
 		cli_error("--density sets the size of the density case, which runs only when "
 			  "selected: --only density");
 		return EXIT_USAGE;
 	}
+	return 0;
+}
 
-	machine m = {.cpus = sysconf(_SC_NPROCESSORS_ONLN), .cgroup = "unknown"};
+/* The machine, the library's context and the options the cases point at; the cases that cannot
+ * run here are marked skipped (ctx_error: why the library could not start). */
+static void bench_setup(bench_env *env, machine *m, const bench_args *a, char *ctx_error, size_t len)
+{
+	*m = (machine){.cpus = sysconf(_SC_NPROCESSORS_ONLN), .cgroup = "unknown"};
 	struct utsname u;
-	snprintf(m.kernel, sizeof m.kernel, "%s", uname(&u) == 0 ? u.release : "?");
-	if (getloadavg(m.load, 3) != 3)
-		m.load[0] = m.load[1] = m.load[2] = -1;
-
-	bench_env env = {0};
+	snprintf(m->kernel, sizeof m->kernel, "%s", uname(&u) == 0 ? u.release : "?");
+	if (getloadavg(m->load, 3) != 3)
+		m->load[0] = m->load[1] = m->load[2] = -1;
 	pd_err e = {0};
-	env.ctx = pd_ctx_new(NULL, &e);
-	char ctx_error[PD_ERR_TEXT_SIZE]; /* why the cases that need a context are skipped */
-	pd_err_text(&e, ctx_error, sizeof ctx_error);
-	if (env.ctx)
-		m.cgroup = pd_ctx_cgroup_backend(env.ctx);
-	env.so.limits = pd_limits_default();
+	env->ctx = pd_ctx_new(NULL, &e);
+	pd_err_text(&e, ctx_error, len);
+	if (env->ctx)
+		m->cgroup = pd_ctx_cgroup_backend(env->ctx);
+	env->so.limits = pd_limits_default();
 	static char *const true_argv[] = {(char *)"/bin/true", NULL};
-	env.xo.argv = true_argv;
-	env.xo.stdin_fd = -1;
+	env->xo.argv = true_argv;
+	env->xo.stdin_fd = -1;
 	/* the audit pair: interpreter start-up opens many of the image's files, and one of /etc */
 	static char *py_argv[] = {(char *)"python3", (char *)"-c",
 				  (char *)"import json,os; open(\"/etc/hostname\").read()", NULL};
 	if (access("/usr/bin/python3", X_OK) == 0)
 		py_argv[0] = (char *)"/usr/bin/python3";
-	py_xo = env.xo;
+	py_xo = env->xo;
 	py_xo.argv = py_argv;
-	audit_so = env.so;
+	audit_so = env->so;
 	audit_so.audit = &audit_opts;
-	egress_so = env.so;
+	egress_so = env->so;
 	egress_so.net = PD_NET_ALLOWLIST;
 	egress_so.egress = &egress_opts;
-	gvisor_so = env.so;
+	gvisor_so = env->so;
 	gvisor_so.isolation = PD_ISO_GVISOR;
-	for (size_t i = 0; i < ncases; i++)
+	for (size_t i = 0; i < NCASES; i++)
 		if (cases[i].group && !strcmp(cases[i].group, "gvisor"))
-			cases[i].bound_ms = bound_ms;
-	if (!have_bwrap)
+			cases[i].bound_ms = a->bound_ms;
+	static char bwrap_path[4096];
+	if (!bench_find_in_path("bwrap", bwrap_path, sizeof bwrap_path))
 		bwrap_c->skip = "bwrap not found in PATH";
-	for (size_t i = 0; i < ncases; i++)
+	bench_bwrap_argv(bwrap_path, argv_bwrap);
+	for (size_t i = 0; i < NCASES; i++)
 		if (cases[i].bound_ms && access(argv_runsc_do[0], X_OK) < 0)
 			cases[i].skip = "runsc not installed (/usr/bin/runsc)";
-	for (size_t i = 0; i < ncases; i++)
-		if (cases[i].kind != &bench_kind_spawn && !env.ctx)
+	for (size_t i = 0; i < NCASES; i++)
+		if (cases[i].kind != &bench_kind_spawn && !env->ctx)
 			cases[i].skip = ctx_error;
+}
 
-	/* progress goes to a terminal only, so that captured output is just the report */
-	bool progress = isatty(STDERR_FILENO);
+/* The latency phase, then the throughput cells, each case after case. */
+static void bench_phases(const bench_env *env, const bench_args *a, bool progress)
+{
 	for (int phase = 0; phase <= MAX_WORKERS; phase++) {
-		if (phase > 0 && !duration_ms)
+		if (phase > 0 && !a->duration_ms)
 			break;
-		for (size_t i = 0; i < ncases; i++) {
+		for (size_t i = 0; i < NCASES; i++) {
 			bench_case *bc = &cases[i];
 			if (!bc->selected || bc->skip || bc->kind->apart || bc->paired ||
-			    (phase == 0 && bc->kind->no_latency) ||
-			    (phase > 0 && bc->kind->no_throughput))
+			    (phase == 0 && bc->kind->no_latency) || (phase > 0 && bc->kind->no_throughput))
 				continue;
 			if (progress)
-				fprintf(stderr, "\r\033[Kbench: %s, %s", bc->label,
-					phase ? "throughput" : "latency");
+				fprintf(stderr, "\r\033[Kbench: %s, %s", bc->label, phase ? "throughput" : "latency");
 			/* a bounded cell's pool fill, operations and drain each end at the bound */
 			if (bc->bound_ms)
-				bench_watch(bc->label, (phase ? duration_ms : 0) + 3 * bc->bound_ms + 60000);
+				bench_watch(bc->label, (phase ? a->duration_ms : 0) + 3 * bc->bound_ms + 60000);
 			if (phase == 0) {
 				bench_case *group[2] = {bc, bc->twin};
 				int nb = 1;
@@ -509,38 +484,67 @@ int cmd_bench(int argc, char **argv)
 					bc->twin->paired = true;
 					nb = 2;
 				}
-				bench_measure_latency(&env, group, nb, iterations);
+				bench_measure_latency(env, group, nb, a->iterations);
 			} else
-				bench_measure_throughput(&env, bc, phase - 1, phase, duration_ms);
+				bench_measure_throughput(env, bc, phase - 1, phase, a->duration_ms);
 			bench_watch(NULL, 0);
 		}
 	}
-	/* last, and alone: it holds thousands of sandboxes, which would weigh on any other row */
-	density_report dens;
-	memset(&dens, 0, sizeof dens);
-	if (density_c->selected && !density_c->skip) {
-		bench_run_density(&env, density_n, &dens, progress);
-		if (dens.create_failures || dens.residue_failures || bench_leftovers_bad(&dens.left) ||
-		    !dens.created) {
-			density_c->failed = dens.create_failures + dens.residue_failures +
-					    bench_leftovers_bad(&dens.left) + !dens.created;
-			snprintf(density_c->error, sizeof density_c->error, "%s",
-				 dens.error[0] ? dens.error : dens.stopped);
-		}
+}
+
+/* The density case, last and alone: it holds thousands of sandboxes, which would weigh on any
+ * other row. Its failures are the case's. */
+static void density_case(const bench_env *env, int n, density_report *dens, bool progress)
+{
+	memset(dens, 0, sizeof *dens);
+	if (!density_c->selected || density_c->skip)
+		return;
+	bench_run_density(env, n, dens, progress);
+	uint64_t bad = dens->create_failures + dens->residue_failures + bench_leftovers_bad(&dens->left) +
+		       !dens->created;
+	if (bad) {
+		density_c->failed = bad;
+		snprintf(density_c->error, sizeof density_c->error, "%s", dens->error[0] ? dens->error : dens->stopped);
 	}
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	int rc = bench_section(argc, argv);
+	if (rc >= 0)
+		return rc;
+	for (size_t i = 0; i < NCASES; i++) {
+		cases[i].selected = !cases[i].optional;
+		/* audit-off is measured with audit-on in one alternating loop (and so on) */
+		if (!strcmp(cases[i].key, "audit-off") || !strcmp(cases[i].key, "egress-off") ||
+		    !strcmp(cases[i].key, "gv-c-create") || !strcmp(cases[i].key, "gv-c-run"))
+			cases[i].twin = &cases[i + 1];
+	}
+	bench_args a;
+	rc = bench_args_parse(argc, argv, &a);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	machine m;
+	bench_env env = {0};
+	char ctx_error[PD_ERR_TEXT_SIZE]; /* why the cases that need a context are skipped */
+	bench_setup(&env, &m, &a, ctx_error, sizeof ctx_error);
+	/* progress goes to a terminal only, so that captured output is just the report */
+	bool progress = isatty(STDERR_FILENO);
+	bench_phases(&env, &a, progress);
+	density_report dens;
+	density_case(&env, a.density_n, &dens, progress);
 	if (progress)
 		fputs("\r\033[K", stderr);
 	pd_ctx_free(env.ctx);
 
-	if (json)
-		bench_print_json(&m, cases, ncases, floor_c, bwrap_c, iterations, duration_ms, &dens);
+	if (a.json)
+		bench_print_json(&m, cases, NCASES, floor_c, bwrap_c, a.iterations, a.duration_ms, &dens);
 	else
-		bench_print_table(&m, cases, ncases, floor_c, bwrap_c, iterations, duration_ms, &dens);
+		bench_print_table(&m, cases, NCASES, floor_c, bwrap_c, a.iterations, a.duration_ms, &dens);
 	/* a missing bwrap is the machine's business; a paddock case that could not run is ours */
 	bool failed = false;
-	for (size_t i = 0; i < ncases; i++)
-		if (cases[i].selected &&
-		    (cases[i].failed || (cases[i].skip && cases[i].kind != &bench_kind_spawn)))
+	for (size_t i = 0; i < NCASES; i++)
+		if (cases[i].selected && (cases[i].failed || (cases[i].skip && cases[i].kind != &bench_kind_spawn)))
 			failed = true;
 	return failed ? EXIT_PADDOCK_FAILED : 0;
 }

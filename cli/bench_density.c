@@ -1,6 +1,6 @@
 /* paddock bench --only density: N idle sandboxes at once and what they cost the host. */
 #define _GNU_SOURCE
-#include "bench.h"
+#include "bench_case.h"
 
 #include <errno.h>
 #include <fcntl.h>

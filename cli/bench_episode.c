@@ -10,9 +10,10 @@
  * The command reads every file and digests it (a test run reading its repository). The daemon is
  * started in this process, as --judge does. Not a test: timings are never asserted. */
 #define _GNU_SOURCE
-#include "bench.h"
+#include "bench_daemon.h"
+#include "bench_util.h"
+#include "cli.h"
 #include "httpc.h"
-#include "server.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -46,64 +47,10 @@ static int cmp_d(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int cmd_bench_episode(int argc, char **argv)
+/* The rounds against the session at url (its exec and judge paths ex and jd), each alternating
+ * which side goes first, then the medians; the operations that failed. */
+static unsigned episode_rounds(const char *url, const char *ex, const char *jd, long rounds, long mb)
 {
-	static const struct option opts[] = {
-	    {"episode", no_argument, 0, 'E'},
-	    {"rounds", required_argument, 0, 'r'},
-	    {"episode-mb", required_argument, 0, 'm'},
-	    {0, 0, 0, 0},
-	};
-	long rounds = 5, mb = 100;
-	int ch;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
-		if (ch == 'E')
-			continue;
-		if (ch == 'r' && cli_count("bench --episode: --rounds", optarg, 1, 100, &rounds))
-			continue;
-		if (ch == 'm' && cli_count("bench --episode: --episode-mb", optarg, 1, 4096, &mb))
-			continue;
-		if (ch == 'r' || ch == 'm')
-			return EXIT_USAGE;
-		return cli_bad_option("bench --episode", "bench", "--rounds and --episode-mb", ch, argv, opts);
-	}
-	char dir[] = "/tmp/paddock-bench-episode-XXXXXX", db[512];
-	if (!mkdtemp(dir)) {
-		cli_error("bench --episode: mkdtemp: %s", strerror(errno));
-		return EXIT_PADDOCK_FAILED;
-	}
-	snprintf(db, sizeof db, "%s/store.db", dir);
-	pd_log_enable(false);
-	pd_server_opts o = {0};
-	o.sched.retries = 2;
-	o.listen = "127.0.0.1:0";
-	o.db_path = db;
-	pd_err e = {0};
-	pd_server *s = pd_server_start(&o, &e);
-	if (!s) {
-		cli_error("%s", PD_ERR_STR(&e));
-		return EXIT_PADDOCK_FAILED;
-	}
-	char url[128];
-	snprintf(url, sizeof url, "http://%s", pd_server_address(s));
-	int rc = EXIT_PADDOCK_FAILED;
-	json_t *sess = NULL;
-	if (call(url, "/v1/sessions", json_pack("{s:s,s:I}", "template", "bash", "ttl", (json_int_t)3600), &sess) != 201) {
-		cli_error("bench --episode: could not open a session");
-		goto out;
-	}
-	char base[160], ex[200], jd[200];
-	snprintf(base, sizeof base, "/v1/sessions/%s", json_string_value(json_object_get(sess, "session_id")));
-	snprintf(ex, sizeof ex, "%s/exec", base);
-	snprintf(jd, sizeof jd, "%s/judge", base);
-	char fill[256];
-	snprintf(fill, sizeof fill,
-		 "mkdir -p /work/data && for i in $(seq %ld); do head -c 1048576 /dev/urandom > /work/data/f$i; done", mb);
-	if (call(url, ex, json_pack("{s:s,s:I}", "shell", fill, "timeout", (json_int_t)600), NULL) != 200) {
-		cli_error("bench --episode: could not write the session's files");
-		goto out;
-	}
 	json_t *problem = json_pack("{s:s,s:s}", "kind", "episode", "command", command);
 	printf("paddock bench --episode — %ld CPUs, %ld rounds, a session of %ld MB of files (1 MB each)\n"
 	       "command: %s\n\n",
@@ -151,6 +98,53 @@ int cmd_bench_episode(int argc, char **argv)
 	free(gr_ms);
 	free(ratio);
 	json_decref(problem);
+	return failed;
+}
+
+int cmd_bench_episode(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"episode", no_argument, 0, 'E'},
+	    {"rounds", required_argument, 0, 'r'},
+	    {"episode-mb", required_argument, 0, 'm'},
+	    {0, 0, 0, 0},
+	};
+	long rounds = 5, mb = 100;
+	int ch;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+		if (ch == 'E')
+			continue;
+		if (ch == 'r' && cli_count("bench --episode: --rounds", optarg, 1, 100, &rounds))
+			continue;
+		if (ch == 'm' && cli_count("bench --episode: --episode-mb", optarg, 1, 4096, &mb))
+			continue;
+		if (ch == 'r' || ch == 'm')
+			return EXIT_USAGE;
+		return cli_bad_option("bench --episode", "bench", "--rounds and --episode-mb", ch, argv, opts);
+	}
+	bench_daemon dm;
+	if (bench_daemon_start(&dm, "episode", 0) < 0)
+		return EXIT_PADDOCK_FAILED;
+	const char *url = dm.url;
+	int rc = EXIT_PADDOCK_FAILED;
+	json_t *sess = NULL;
+	if (call(url, "/v1/sessions", json_pack("{s:s,s:I}", "template", "bash", "ttl", (json_int_t)3600), &sess) != 201) {
+		cli_error("bench --episode: could not open a session");
+		goto out;
+	}
+	char base[160], ex[200], jd[200];
+	snprintf(base, sizeof base, "/v1/sessions/%s", json_string_value(json_object_get(sess, "session_id")));
+	snprintf(ex, sizeof ex, "%s/exec", base);
+	snprintf(jd, sizeof jd, "%s/judge", base);
+	char fill[256];
+	snprintf(fill, sizeof fill,
+		 "mkdir -p /work/data && for i in $(seq %ld); do head -c 1048576 /dev/urandom > /work/data/f$i; done", mb);
+	if (call(url, ex, json_pack("{s:s,s:I}", "shell", fill, "timeout", (json_int_t)600), NULL) != 200) {
+		cli_error("bench --episode: could not write the session's files");
+		goto out;
+	}
+	unsigned failed = episode_rounds(url, ex, jd, rounds, mb);
 	call(url, base, NULL, NULL);
 	rc = failed ? EXIT_PADDOCK_FAILED : 0;
 out:
@@ -161,13 +155,6 @@ out:
 			free(hr.body);
 	}
 	json_decref(sess);
-	pd_server_stop(s);
-	unlink(db);
-	char side[600];
-	snprintf(side, sizeof side, "%s-wal", db);
-	unlink(side);
-	snprintf(side, sizeof side, "%s-shm", db);
-	unlink(side);
-	rmdir(dir);
+	bench_daemon_stop(&dm);
 	return rc;
 }

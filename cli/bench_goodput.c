@@ -266,13 +266,16 @@ typedef struct gp_opts {
 	int nloads;
 } gp_opts;
 
+/* What one load came to. */
+typedef struct gp_load {
+	int offered, refused, accepted, in_time, lost, unavoidable;
+	double share, cpu_useful, recovery_s, answered_s; /* < 0: never within 30 s */
+} gp_load;
+
 typedef struct gp_result {
 	double capacity;
 	int workers;
-	struct {
-		int offered, refused, accepted, in_time, lost, unavoidable;
-		double share, cpu_useful, recovery_s, answered_s; /* < 0: never within 30 s */
-	} l[MAX_LOADS];
+	gp_load l[MAX_LOADS];
 } gp_result;
 
 static char *job_body(const gp_opts *o, const char *tid)
@@ -398,6 +401,113 @@ static void cpu_of(const char *db, const char *tag, const gp_call *calls, int n,
 	sqlite3_close(h);
 }
 
+/* The capacity: closed-loop clients, one per worker (at most 64), for the duration; the calls
+ * completed a second. */
+static double goodput_capacity(const gp_opts *o, int port, int workers, pthread_attr_t *attr, int round, int build)
+{
+	gp_call cap[64];
+	pthread_t th[64];
+	int nw = workers < 64 ? workers : 64;
+	uint64_t t0 = mono_us();
+	for (int i = 0; i < nw; i++) {
+		cap[i] = (gp_call){.o = o, .port = port, .stop_us = t0 + (uint64_t)(o->duration_s * 1e6)};
+		snprintf(cap[i].tid, sizeof cap[i].tid, "r%db%dcap%d", round, build, i);
+		pthread_create(&th[i], attr, closed_loop, &cap[i]);
+	}
+	int done = 0;
+	for (int i = 0; i < nw; i++) {
+		pthread_join(th[i], NULL);
+		done += cap[i].done_ok;
+	}
+	return done / ((mono_us() - t0) / 1e6);
+}
+
+/* recovery: the first quick request (no deadline of its own) of another client admitted after the
+ * flood that ended at end: when it was sent (a refusal comes at once, so the attempt that was not
+ * refused was admitted when sent), and when it was answered (clients are served round robin: it
+ * waits for the jobs running, not for the flood's queue); -1 when none was within 30 s. */
+static void goodput_recovery(int port, const char *tag, uint64_t end, double *recovery, double *answered)
+{
+	*recovery = *answered = -1;
+	for (int k = 0; *recovery < 0 && mono_us() - end < 30000000u; k++) {
+		uint64_t t_try = mono_us();
+		char req[160];
+		snprintf(req, sizeof req, "{\"shell\":\"true\",\"task_id\":\"%s-idle-%d\"}", tag, k);
+		if (http_call(port, "POST", "/v1/runs", req, 30000000u, NULL, "bench-idle") == 200) {
+			*recovery = (t_try - end) / 1e6;
+			*answered = (mono_us() - end) / 1e6;
+		} else
+			pause_ms(10);
+	}
+}
+
+/* One load: load x capacity calls a second, open loop (a thread per call) for the duration, tagged
+ * tag; what they came to into *l. -1 (err) when out of memory. */
+static int goodput_load(const gp_opts *o, const daemon_proc *d, pthread_attr_t *attr, double capacity, double load,
+			const char *tag, gp_load *l, char *err, size_t len)
+{
+	double rate = capacity * load;
+	int n = (int)(rate * o->duration_s);
+	if (n < 1)
+		n = 1;
+	gp_call *calls = calloc((size_t)n, sizeof *calls);
+	pthread_t *ts = calloc((size_t)n, sizeof *ts);
+	bool *started = calloc((size_t)n, sizeof *started);
+	if (!calls || !ts || !started) {
+		free(calls);
+		free(ts);
+		free(started);
+		snprintf(err, len, "out of memory");
+		return -1;
+	}
+	uint64_t start = mono_us();
+	for (int i = 0; i < n; i++) {
+		uint64_t at = start + (uint64_t)(i / rate * 1e6), now = mono_us();
+		if (at > now)
+			pause_ms((unsigned)((at - now) / 1000));
+		calls[i] = (gp_call){.o = o, .port = d->port};
+		snprintf(calls[i].tid, sizeof calls[i].tid, "%s-%d", tag, i);
+		started[i] = pthread_create(&ts[i], attr, one_call, &calls[i]) == 0;
+	}
+	double recovery, answered;
+	goodput_recovery(d->port, tag, mono_us(), &recovery, &answered);
+	for (int i = 0; i < n; i++)
+		if (started[i])
+			pthread_join(ts[i], NULL);
+	wait_idle(d->port);
+	pause_ms(200); /* an old build frees its worker a moment before the record is written */
+	int refused = 0, accepted = 0, in_time = 0;
+	for (int i = 0; i < n; i++) {
+		int c = calls[i].code;
+		if (c == 429 || c == 503 || c == 504)
+			refused++;
+		else {
+			accepted++;
+			in_time += calls[i].ok;
+		}
+	}
+	double total, useful;
+	cpu_of(d->db, tag, calls, n, &total, &useful);
+	/* what capacity finishes from the first arrival to the last deadline, less one job's own
+	 * time: more than that could not have been answered in time by anyone */
+	double window = o->duration_s + o->deadline_s - o->job_cpu;
+	int feasible = (int)(capacity * (window > 0 ? window : 0));
+	*l = (gp_load){.offered = n,
+		       .refused = refused,
+		       .accepted = accepted,
+		       .in_time = in_time,
+		       .lost = n - in_time,
+		       .unavoidable = n > feasible ? n - feasible : 0,
+		       .share = accepted ? (double)in_time / accepted : 1,
+		       .cpu_useful = total > 0 ? useful / total : 1,
+		       .recovery_s = recovery,
+		       .answered_s = answered};
+	free(calls);
+	free(ts);
+	free(started);
+	return 0;
+}
+
 static int goodput_run(const char *bin, const gp_opts *o, int round, int build, gp_result *res, char *err,
 		       size_t len)
 {
@@ -416,102 +526,13 @@ static int goodput_run(const char *bin, const gp_opts *o, int round, int build, 
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
-
-	/* capacity: closed-loop clients, one per worker */
-	gp_call cap[64];
-	pthread_t th[64];
-	int nw = res->workers < 64 ? res->workers : 64;
-	uint64_t t0 = mono_us();
-	for (int i = 0; i < nw; i++) {
-		cap[i] = (gp_call){.o = o, .port = d.port, .stop_us = t0 + (uint64_t)(o->duration_s * 1e6)};
-		snprintf(cap[i].tid, sizeof cap[i].tid, "r%db%dcap%d", round, build, i);
-		pthread_create(&th[i], &attr, closed_loop, &cap[i]);
-	}
-	int done = 0;
-	for (int i = 0; i < nw; i++) {
-		pthread_join(th[i], NULL);
-		done += cap[i].done_ok;
-	}
-	res->capacity = done / ((mono_us() - t0) / 1e6);
+	res->capacity = goodput_capacity(o, d.port, res->workers, &attr, round, build);
 	wait_idle(d.port);
-
 	for (int li = 0; li < o->nloads && res->capacity > 0; li++) {
-		double rate = res->capacity * o->loads[li];
-		int n = (int)(rate * o->duration_s);
-		if (n < 1)
-			n = 1;
 		char tag[32];
 		snprintf(tag, sizeof tag, "r%db%dl%d", round, build, li);
-		gp_call *calls = calloc((size_t)n, sizeof *calls);
-		pthread_t *ts = calloc((size_t)n, sizeof *ts);
-		bool *started = calloc((size_t)n, sizeof *started);
-		if (!calls || !ts || !started) {
-			free(calls);
-			free(ts);
-			free(started);
-			snprintf(err, len, "out of memory");
+		if (goodput_load(o, &d, &attr, res->capacity, o->loads[li], tag, &res->l[li], err, len) < 0)
 			break;
-		}
-		uint64_t start = mono_us();
-		for (int i = 0; i < n; i++) {
-			uint64_t at = start + (uint64_t)(i / rate * 1e6), now = mono_us();
-			if (at > now)
-				pause_ms((unsigned)((at - now) / 1000));
-			calls[i] = (gp_call){.o = o, .port = d.port};
-			snprintf(calls[i].tid, sizeof calls[i].tid, "%s-%d", tag, i);
-			started[i] = pthread_create(&ts[i], &attr, one_call, &calls[i]) == 0;
-		}
-		uint64_t end = mono_us();
-		/* recovery: the first quick request (no deadline of its own) of another client admitted
-		 * after the flood: when it was sent (a refusal comes at once, so the attempt that was
-		 * not refused was admitted when sent), and when it was answered (clients are served
-		 * round robin: it waits for the jobs running, not for the flood's queue) */
-		double recovery = -1, answered = -1;
-		for (int k = 0; recovery < 0 && mono_us() - end < 30000000u; k++) {
-			uint64_t t_try = mono_us();
-			char req[160];
-			snprintf(req, sizeof req, "{\"shell\":\"true\",\"task_id\":\"%s-idle-%d\"}", tag, k);
-			if (http_call(d.port, "POST", "/v1/runs", req, 30000000u, NULL, "bench-idle") == 200) {
-				recovery = (t_try - end) / 1e6;
-				answered = (mono_us() - end) / 1e6;
-			}
-			else
-				pause_ms(10);
-		}
-		for (int i = 0; i < n; i++)
-			if (started[i])
-				pthread_join(ts[i], NULL);
-		wait_idle(d.port);
-		pause_ms(200); /* an old build frees its worker a moment before the record is written */
-		int refused = 0, accepted = 0, in_time = 0;
-		for (int i = 0; i < n; i++) {
-			int c = calls[i].code;
-			if (c == 429 || c == 503 || c == 504)
-				refused++;
-			else {
-				accepted++;
-				in_time += calls[i].ok;
-			}
-		}
-		double total, useful;
-		cpu_of(d.db, tag, calls, n, &total, &useful);
-		res->l[li].offered = n;
-		res->l[li].refused = refused;
-		res->l[li].accepted = accepted;
-		res->l[li].in_time = in_time;
-		res->l[li].lost = n - in_time;
-		/* what capacity finishes from the first arrival to the last deadline, less one job's
-		 * own time: more than that could not have been answered in time by anyone */
-		double window = o->duration_s + o->deadline_s - o->job_cpu;
-		int feasible = (int)(res->capacity * (window > 0 ? window : 0));
-		res->l[li].unavoidable = n > feasible ? n - feasible : 0;
-		res->l[li].share = accepted ? (double)in_time / accepted : 1;
-		res->l[li].cpu_useful = total > 0 ? useful / total : 1;
-		res->l[li].recovery_s = recovery;
-		res->l[li].answered_s = answered;
-		free(calls);
-		free(ts);
-		free(started);
 	}
 	pthread_attr_destroy(&attr);
 	daemon_stop(&d);
@@ -661,9 +682,59 @@ static bool parse_loads(const char *arg, gp_opts *o)
 	return o->nloads > 0;
 }
 
-int cmd_bench_goodput(int argc, char **argv)
+enum { O_GOODPUT = 256, O_MEMORY, O_AGAINST, O_LOADS, O_JOB_CPU, O_DEADLINE, O_ROUNDS };
+
+typedef struct goodput_args {
+	gp_opts o;
+	bool goodput, memory;
+	const char *against;
+	int rounds;
+} goodput_args;
+
+/* One option into a: 0, an exit status, or -1 when c is none of these. */
+static int goodput_option(int ch, goodput_args *a)
 {
-	enum { O_GOODPUT = 256, O_MEMORY, O_AGAINST, O_LOADS, O_JOB_CPU, O_DEADLINE, O_ROUNDS };
+	uint64_t ms;
+	long v;
+	switch (ch) {
+	case O_GOODPUT: a->goodput = true; return 0;
+	case O_MEMORY: a->memory = true; return 0;
+	case O_AGAINST: a->against = optarg; return 0;
+	case 'd':
+		if (!cli_duration_ms("bench --goodput: --duration", optarg, 1000, 600000, &ms))
+			return EXIT_USAGE;
+		a->o.duration_s = ms / 1000.0;
+		return 0;
+	case O_LOADS:
+		if (!parse_loads(optarg, &a->o)) {
+			cli_error("bench --goodput: --loads: '%s' is not a comma list of up to %d multiples "
+				  "of the capacity (each above 0, at most 100)",
+				  optarg, MAX_LOADS);
+			return EXIT_USAGE;
+		}
+		return 0;
+	case O_JOB_CPU:
+		if (!cli_duration_ms("bench --goodput: --job-cpu", optarg, 10, 60000, &ms))
+			return EXIT_USAGE;
+		a->o.job_cpu = ms / 1000.0;
+		return 0;
+	case O_DEADLINE:
+		if (!cli_duration_ms("bench --goodput: --deadline", optarg, 100, 600000, &ms))
+			return EXIT_USAGE;
+		a->o.deadline_s = ms / 1000.0;
+		return 0;
+	case O_ROUNDS:
+		if (!cli_count("bench --goodput: --rounds", optarg, 1, MAX_ROUNDS, &v))
+			return EXIT_USAGE;
+		a->rounds = (int)v;
+		return 0;
+	default: return -1;
+	}
+}
+
+/* The command line: 0 or the exit status of a bad one. */
+static int goodput_args_parse(int argc, char **argv, goodput_args *a)
+{
 	static const struct option opts[] = {
 	    {"goodput", no_argument, 0, O_GOODPUT},
 	    {"memory-verdict", no_argument, 0, O_MEMORY},
@@ -675,62 +746,39 @@ int cmd_bench_goodput(int argc, char **argv)
 	    {"rounds", required_argument, 0, O_ROUNDS},
 	    {0, 0, 0, 0},
 	};
-	gp_opts o = {.job_cpu = 0.3, .deadline_s = 20, .duration_s = 10, .loads = {1, 2, 5}, .nloads = 3};
-	bool goodput = false, memory = false;
-	const char *against = NULL;
-	int rounds = 1;
+	*a = (goodput_args){
+	    .o = {.job_cpu = 0.3, .deadline_s = 20, .duration_s = 10, .loads = {1, 2, 5}, .nloads = 3},
+	    .rounds = 1};
 	int ch;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, ":d:", opts, NULL)) != -1) {
-		uint64_t ms;
-		long v;
-		switch (ch) {
-		case O_GOODPUT: goodput = true; break;
-		case O_MEMORY: memory = true; break;
-		case O_AGAINST: against = optarg; break;
-		case 'd':
-			if (!cli_duration_ms("bench --goodput: --duration", optarg, 1000, 600000, &ms))
-				return EXIT_USAGE;
-			o.duration_s = ms / 1000.0;
-			break;
-		case O_LOADS:
-			if (!parse_loads(optarg, &o)) {
-				cli_error("bench --goodput: --loads: '%s' is not a comma list of up to %d multiples "
-					  "of the capacity (each above 0, at most 100)",
-					  optarg, MAX_LOADS);
-				return EXIT_USAGE;
-			}
-			break;
-		case O_JOB_CPU:
-			if (!cli_duration_ms("bench --goodput: --job-cpu", optarg, 10, 60000, &ms))
-				return EXIT_USAGE;
-			o.job_cpu = ms / 1000.0;
-			break;
-		case O_DEADLINE:
-			if (!cli_duration_ms("bench --goodput: --deadline", optarg, 100, 600000, &ms))
-				return EXIT_USAGE;
-			o.deadline_s = ms / 1000.0;
-			break;
-		case O_ROUNDS:
-			if (!cli_count("bench --goodput: --rounds", optarg, 1, MAX_ROUNDS, &v))
-				return EXIT_USAGE;
-			rounds = (int)v;
-			break;
-		default:
+		int rc = goodput_option(ch, a);
+		if (rc < 0)
 			return cli_bad_option("bench", "bench",
 					      "--against and --rounds, and with --goodput --duration, --loads, "
 					      "--job-cpu and --deadline",
 					      ch, argv, opts);
-		}
+		if (rc)
+			return rc;
 	}
 	if (optind < argc) {
 		cli_error("bench --goodput: unexpected argument '%s'", argv[optind]);
 		return EXIT_USAGE;
 	}
-	if (against && access(against, X_OK) != 0) {
-		cli_error("bench --goodput: --against: '%s' is not an executable", against);
+	if (a->against && access(a->against, X_OK) != 0) {
+		cli_error("bench --goodput: --against: '%s' is not an executable", a->against);
 		return EXIT_USAGE;
 	}
+	return 0;
+}
+
+int cmd_bench_goodput(int argc, char **argv)
+{
+	goodput_args a;
+	int rc = goodput_args_parse(argc, argv, &a);
+	if (rc)
+		return rc;
+	const gp_opts *o = &a.o;
 	/* this build: the very binary running the bench, even if a rebuild replaced the file */
 	char self[4096];
 	ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -739,32 +787,31 @@ int cmd_bench_goodput(int argc, char **argv)
 		return EXIT_PADDOCK_FAILED;
 	}
 	self[sl] = 0;
-	const char *bins[MAX_BUILDS] = {self, against};
-	int nbuilds = against ? 2 : 1;
+	const char *bins[MAX_BUILDS] = {self, a.against};
+	int nbuilds = a.against ? 2 : 1;
 	double load1 = 0;
 	getloadavg(&load1, 1);
 	printf("paddock bench --%s — %ld CPUs, load average %.2f, %d round%s%s%s\n",
-	       goodput && memory ? "goodput --memory-verdict" : goodput ? "goodput" : "memory-verdict",
-	       sysconf(_SC_NPROCESSORS_ONLN), load1, rounds, rounds == 1 ? "" : "s",
-	       against ? ", alternating with " : "", against ? against : "");
-	if (goodput)
+	       a.goodput && a.memory ? "goodput --memory-verdict" : a.goodput ? "goodput" : "memory-verdict",
+	       sysconf(_SC_NPROCESSORS_ONLN), load1, a.rounds, a.rounds == 1 ? "" : "s",
+	       a.against ? ", alternating with " : "", a.against ? a.against : "");
+	if (a.goodput)
 		printf("goodput: python jobs of %.2f s CPU, deadline (and client read timeout) %.1f s, %.0f s per "
 		       "load; targets: in_time >= 0.99, cpu_useful >= 0.9, recovery <= 1 s, lost 0 at 2x and <= unavoidable\n",
-		       o.job_cpu, o.deadline_s, o.duration_s);
+		       o->job_cpu, o->deadline_s, o->duration_s);
 	fflush(stdout);
-	int rc = 0;
 	char err[512] = "";
-	for (int r = 0; r < rounds && !rc; r++)
+	for (int r = 0; r < a.rounds && !rc; r++)
 		for (int b = 0; b < nbuilds && !rc; b++) {
-			printf("\nround %d/%d, %s:\n", r + 1, rounds, bins[b]);
-			if (goodput) {
+			printf("\nround %d/%d, %s:\n", r + 1, a.rounds, bins[b]);
+			if (a.goodput) {
 				gp_result g;
-				if (goodput_run(bins[b], &o, r, b, &g, err, sizeof err) < 0)
+				if (goodput_run(bins[b], o, r, b, &g, err, sizeof err) < 0)
 					rc = EXIT_PADDOCK_FAILED;
 				else
-					print_goodput(&o, &g);
+					print_goodput(o, &g);
 			}
-			if (memory && !rc) {
+			if (a.memory && !rc) {
 				mv_result m;
 				if (memory_run(bins[b], &m, err, sizeof err) < 0)
 					rc = EXIT_PADDOCK_FAILED;

@@ -15,8 +15,9 @@
  * With --baseline CLI,DAEMON the exit status is 1 when the lowest round is more than 25% over
  * its baseline (tests/api/perf_guard.t passes the figures docs/benchmarks.md records). */
 #define _GNU_SOURCE
-#include "bench.h"
-#include "server.h"
+#include "bench_daemon.h"
+#include "bench_util.h"
+#include "cli.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -77,24 +78,6 @@ static double spawn_cpu_ms(const char *const *argv)
 	return clock_fd >= 0 ? clock_ms() - c0 : tv_ms(ru.ru_utime, ru.ru_stime);
 }
 
-static double self_cpu_ms(void)
-{
-	struct rusage ru;
-	return getrusage(RUSAGE_SELF, &ru) == 0 ? tv_ms(ru.ru_utime, ru.ru_stime) : 0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median_of(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* One round of the cli cell: ops pairs, alternating; the ratio of the sums, or -1. */
 static double cli_round(const char *const *cli, const char *const *bwrap, int ops, double *cli_ms, double *bw_ms)
 {
@@ -113,31 +96,6 @@ static double cli_round(const char *const *cli, const char *const *bwrap, int op
 
 static const char run_code_body[] = "{\"language\":\"python\",\"code\":\"print(1)\"}";
 
-/* The python pool's count of field in the last GET /v1/pools answer (c->buf); -1 if absent. */
-static long pool_field(const bench_hconn *c, const char *field)
-{
-	const char *p = strstr(c->buf, "\"template\":\"python\"");
-	char key[32];
-	snprintf(key, sizeof key, "\"%s\":", field);
-	p = p ? strstr(p, key) : NULL;
-	return p ? strtol(p + strlen(key), NULL, 10) : -1;
-}
-
-/* Waits until the python pool neither resets nor creates; the questions asked (each costs the
- * daemon and this client CPU the requests did not, taken off by the caller), -1 on failure. */
-static int quiet(bench_hconn *c)
-{
-	for (int n = 1; n < 30000; n++) {
-		if (bench_hrequest(c, "GET", "/v1/pools", NULL) != 200)
-			return -1;
-		if (pool_field(c, "reclaiming") == 0 && pool_field(c, "creating") == 0)
-			return n;
-		struct timespec ts = {0, 2000000};
-		nanosleep(&ts, NULL);
-	}
-	return -1;
-}
-
 /* One round of the daemon cell: each /run_code measured until the pool has reset what it
  * released (the reset is part of a request's cost, and the next request then finds a READY
  * sandbox whatever the load: a pool left to refill on the request path would charge a creation
@@ -152,21 +110,21 @@ static double daemon_round(bench_hconn *c, int ops, double q_ms, double *req_ms,
 	double *d = calloc((size_t)ops, sizeof *d), *f = calloc((size_t)ops, sizeof *f), ratio = -1;
 	int i = 0;
 	for (; d && f && i < ops; i++) {
-		double c0 = self_cpu_ms();
+		double c0 = bench_self_cpu_ms();
 		if (bench_hrequest(c, "POST", "/run_code", run_code_body) != 200 ||
 		    !strstr(c->buf, "\"status\":\"Success\""))
 			break;
-		int q = quiet(c);
+		int q = bench_pool_quiet(c, 2); /* asking every 2 ms */
 		if (q < 0)
 			break;
-		d[i] = self_cpu_ms() - c0 - q * q_ms;
+		d[i] = bench_self_cpu_ms() - c0 - q * q_ms;
 		f[i] = spawn_cpu_ms(floor_argv);
 		if (f[i] < 0)
 			break;
 	}
 	if (i == ops) {
-		*req_ms = median_of(d, ops);
-		*floor_ms = median_of(f, ops);
+		*req_ms = bench_median(d, ops);
+		*floor_ms = bench_median(f, ops);
 		ratio = *floor_ms > 0 ? *req_ms / *floor_ms : -1;
 	}
 	free(d);
@@ -177,13 +135,13 @@ static double daemon_round(bench_hconn *c, int ops, double q_ms, double *req_ms,
 /* What one question about the pool costs, asked of an idle pool. */
 static double question_ms(bench_hconn *c)
 {
-	if (quiet(c) < 0)
+	if (bench_pool_quiet(c, 2) < 0)
 		return -1;
-	double c0 = self_cpu_ms();
+	double c0 = bench_self_cpu_ms();
 	for (int i = 0; i < 50; i++)
 		if (bench_hrequest(c, "GET", "/v1/pools", NULL) != 200)
 			return -1;
-	return (self_cpu_ms() - c0) / 50;
+	return (bench_self_cpu_ms() - c0) / 50;
 }
 
 /* Judged by the round least disturbed (the lowest ratio): load from elsewhere only ever adds to
@@ -214,7 +172,14 @@ static int parse_baseline(const char *arg, double *cli, double *daemon)
 	return end == p || *end || *daemon < 0 ? -1 : 0;
 }
 
-int cmd_bench_guard(int argc, char **argv)
+typedef struct guard_args {
+	int rounds, ops;
+	double base_cli, base_daemon;
+	const char *cli_bin;
+} guard_args;
+
+/* The command line; 0, or the exit status of a bad one. */
+static int guard_args_parse(int argc, char **argv, guard_args *a)
 {
 	static const struct option opts[] = {
 	    {"guard", no_argument, 0, 'G'},
@@ -224,9 +189,8 @@ int cmd_bench_guard(int argc, char **argv)
 	    {"cli", required_argument, 0, 'c'},
 	    {0, 0, 0, 0},
 	};
-	int rounds = 5, ops = 20;
-	double base_cli = 0, base_daemon = 0;
-	const char *cli_bin = "/proc/self/exe"; /* the very binary running the guard */
+	/* the very binary running the guard, unless --cli names another build's */
+	*a = (guard_args){.rounds = 5, .ops = 20, .cli_bin = "/proc/self/exe"};
 	int ch;
 	long v;
 	optind = 1;
@@ -236,16 +200,16 @@ int cmd_bench_guard(int argc, char **argv)
 		case 'r':
 			if (!cli_count("bench --guard: --rounds", optarg, 1, 100, &v))
 				return EXIT_USAGE;
-			rounds = (int)v;
+			a->rounds = (int)v;
 			break;
 		case 'n':
 			if (!cli_count("bench --guard: --iterations", optarg, 5, 10000, &v))
 				return EXIT_USAGE;
-			ops = (int)v;
+			a->ops = (int)v;
 			break;
-		case 'c': cli_bin = optarg; break; /* another build's CLI, to compare */
+		case 'c': a->cli_bin = optarg; break;
 		case 'b':
-			if (parse_baseline(optarg, &base_cli, &base_daemon) < 0) {
+			if (parse_baseline(optarg, &a->base_cli, &a->base_daemon) < 0) {
 				cli_bad("--baseline", optarg, "CLI,DAEMON: two ratios, e.g. 1.4,1.5");
 				return EXIT_USAGE;
 			}
@@ -255,61 +219,19 @@ int cmd_bench_guard(int argc, char **argv)
 					      argv, opts);
 		}
 	}
-	char bwrap_path[4096];
-	bool have_bwrap = bench_find_in_path("bwrap", bwrap_path, sizeof bwrap_path);
-	const char *bwrap[BENCH_BWRAP_ARGC];
-	bench_bwrap_argv(bwrap_path, bwrap);
-	const char *const cli[] = {cli_bin, "exec", "-q", "--", "/bin/true", NULL};
+	return 0;
+}
 
-	pd_log_enable(false);
-	char db[] = "/tmp/paddock-bench-guard-XXXXXX";
-	int dfd = mkstemp(db);
-	if (dfd >= 0)
-		close(dfd);
-	pd_server_opts o = {0};
-	o.sched.retries = 2;
-	o.listen = "127.0.0.1:0";
-	o.db_path = db;
-	o.warm = 2;
-	pd_err e = {0};
-	pd_server *s = pd_server_start(&o, &e);
-	if (!s) {
-		cli_error("%s", PD_ERR_STR(&e));
-		unlink(db);
-		return EXIT_PADDOCK_FAILED;
-	}
-	int port = atoi(strrchr(pd_server_address(s), ':') + 1);
-	struct perf_event_attr pa;
-	(void)port;
-	memset(&pa, 0, sizeof pa);
-	pa.type = PERF_TYPE_SOFTWARE;
-	pa.size = sizeof pa;
-	pa.config = PERF_COUNT_SW_TASK_CLOCK;
-	pa.inherit = 1;
-	/* after the daemon's threads exist: they are not in it */
-	clock_fd = (int)syscall(SYS_perf_event_open, &pa, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	bench_hconn c;
-	int rc = 0;
-	if (bench_hconnect(&c, port) < 0) {
-		cli_error("connect: %s", strerror(errno));
-		rc = EXIT_PADDOCK_FAILED;
-		goto out;
-	}
-	printf("paddock bench --guard — %d rounds of %d operations a side, CPU time (%s)\n", rounds, ops,
-	       clock_fd >= 0 ? "an inherited task clock; getrusage for the daemon" : "wait4, getrusage");
-	/* warm: the page cache, the pools, the seccomp cache of the run directory */
-	double w1, w2;
-	double q_ms = question_ms(&c);
-	if ((have_bwrap && cli_round(cli, bwrap, 2, &w1, &w2) < 0) || q_ms < 0 || daemon_round(&c, 5, q_ms, &w1, &w2) < 0) {
-		cli_error("bench --guard: a warm-up operation failed");
-		rc = EXIT_PADDOCK_FAILED;
-		goto out;
-	}
+/* The rounds, each printed, then the verdicts; the exit status. */
+static int guard_rounds(const guard_args *a, bench_hconn *c, double q_ms, const char *const *cli,
+			const char *const *bwrap)
+{
+	int rounds = a->rounds, rc = 0;
 	double *rc_cli = calloc((size_t)rounds, sizeof *rc_cli), *rc_d = calloc((size_t)rounds, sizeof *rc_d);
 	for (int r = 0; rc_cli && rc_d && r < rounds && !rc; r++) {
-		double a = 0, b = 0, x = 0, y = 0;
-		rc_cli[r] = have_bwrap ? cli_round(cli, bwrap, ops, &a, &b) : 0;
-		rc_d[r] = daemon_round(&c, ops, q_ms, &x, &y);
+		double x1 = 0, x2 = 0, y1 = 0, y2 = 0;
+		rc_cli[r] = bwrap ? cli_round(cli, bwrap, a->ops, &x1, &x2) : 0;
+		rc_d[r] = daemon_round(c, a->ops, q_ms, &y1, &y2);
 		if (rc_cli[r] < 0 || rc_d[r] < 0) {
 			cli_error("bench --guard: an operation failed in round %d", r + 1);
 			rc = EXIT_PADDOCK_FAILED;
@@ -317,15 +239,15 @@ int cmd_bench_guard(int argc, char **argv)
 		}
 		printf("round %d: cli %.2f ms / bwrap %.2f ms = %.2f;  daemon %.3f ms per /run_code / floor %.3f ms = "
 		       "%.2f\n",
-		       r + 1, a, b, rc_cli[r], x, y, rc_d[r]);
+		       r + 1, x1, x2, rc_cli[r], y1, y2, rc_d[r]);
 		fflush(stdout);
 	}
 	if (!rc && rc_cli && rc_d) {
-		median_of(rc_cli, rounds); /* sorts */
-		median_of(rc_d, rounds);
+		bench_median(rc_cli, rounds); /* sorts */
+		bench_median(rc_d, rounds);
 		printf("\n");
 		int bad = 0;
-		if (!have_bwrap)
+		if (!bwrap)
 			printf("paddock exec CPU / bwrap CPU: not measured (bwrap not found in PATH)\n");
 		else if (clock_fd < 0) {
 			/* wait4 misses bwrap's pid 1: a ratio that is not the baseline's kind */
@@ -333,22 +255,64 @@ int cmd_bench_guard(int argc, char **argv)
 			printf("  not judged: no task clock here (perf events refused), and wait4 misses bwrap's "
 			       "pid 1\n");
 		} else
-			bad |= verdict("paddock exec CPU / bwrap CPU (target <= 0.67)", rc_cli, rounds, base_cli);
-		bad |= verdict("daemon CPU per /run_code / floor CPU", rc_d, rounds, base_daemon);
+			bad |= verdict("paddock exec CPU / bwrap CPU (target <= 0.67)", rc_cli, rounds, a->base_cli);
+		bad |= verdict("daemon CPU per /run_code / floor CPU", rc_d, rounds, a->base_daemon);
 		rc = bad ? EXIT_PROGRAM_FAILED : 0;
 	}
 	free(rc_cli);
 	free(rc_d);
+	return rc;
+}
+
+/* The task clock of this thread and every process it starts from now on (clock_fd), or -1. */
+static int task_clock_open(void)
+{
+	struct perf_event_attr pa;
+	memset(&pa, 0, sizeof pa);
+	pa.type = PERF_TYPE_SOFTWARE;
+	pa.size = sizeof pa;
+	pa.config = PERF_COUNT_SW_TASK_CLOCK;
+	pa.inherit = 1;
+	return (int)syscall(SYS_perf_event_open, &pa, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+int cmd_bench_guard(int argc, char **argv)
+{
+	guard_args a;
+	int rc = guard_args_parse(argc, argv, &a);
+	if (rc)
+		return rc;
+	char bwrap_path[4096];
+	bool have_bwrap = bench_find_in_path("bwrap", bwrap_path, sizeof bwrap_path);
+	const char *bwrap[BENCH_BWRAP_ARGC];
+	bench_bwrap_argv(bwrap_path, bwrap);
+	const char *const cli[] = {a.cli_bin, "exec", "-q", "--", "/bin/true", NULL};
+
+	bench_daemon d;
+	if (bench_daemon_start(&d, "guard", 2) < 0)
+		return EXIT_PADDOCK_FAILED;
+	clock_fd = task_clock_open(); /* after the daemon's threads exist: they are not in it */
+	bench_hconn c;
+	if (bench_hconnect(&c, d.port) < 0) {
+		cli_error("connect: %s", strerror(errno));
+		rc = EXIT_PADDOCK_FAILED;
+		goto out;
+	}
+	printf("paddock bench --guard — %d rounds of %d operations a side, CPU time (%s)\n", a.rounds, a.ops,
+	       clock_fd >= 0 ? "an inherited task clock; getrusage for the daemon" : "wait4, getrusage");
+	/* warm: the page cache, the pools, the seccomp cache of the run directory */
+	double w1, w2;
+	double q_ms = question_ms(&c);
+	if ((have_bwrap && cli_round(cli, bwrap, 2, &w1, &w2) < 0) || q_ms < 0 ||
+	    daemon_round(&c, 5, q_ms, &w1, &w2) < 0) {
+		cli_error("bench --guard: a warm-up operation failed");
+		rc = EXIT_PADDOCK_FAILED;
+	} else
+		rc = guard_rounds(&a, &c, q_ms, cli, have_bwrap ? bwrap : NULL);
 	close(c.fd);
 out:
 	if (clock_fd >= 0)
 		close(clock_fd);
-	pd_server_stop(s);
-	unlink(db);
-	char wal[64];
-	snprintf(wal, sizeof wal, "%s-wal", db);
-	unlink(wal);
-	snprintf(wal, sizeof wal, "%s-shm", db);
-	unlink(wal);
+	bench_daemon_stop(&d);
 	return rc;
 }

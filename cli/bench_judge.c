@@ -19,9 +19,10 @@
  * The daemon is started in this process (as --http does) with inline problems, so that no file
  * outside the run is needed. Not a test: timings are never asserted. */
 #define _GNU_SOURCE
-#include "bench.h"
+#include "bench_daemon.h"
+#include "bench_util.h"
+#include "cli.h"
 #include "httpc.h"
-#include "server.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,7 +40,7 @@
 static const char cpp_code[] = "#include <iostream>\nint main(){long x;std::cin>>x;std::cout<<x*x<<'\\n';}\n";
 static const char py_code[] = "x = int(input())\nprint(x * x)\n";
 
-static char url[128];
+static const char *url; /* the daemon's */
 static char *py_dir; /* main.py for the floor and the peer */
 static char bwrap_path[4096];
 static bool have_bwrap;
@@ -361,7 +362,14 @@ static double median_of(double (*r)[NF], int rounds, int f)
 	return v[rounds / 2];
 }
 
-int cmd_bench_judge(int argc, char **argv)
+typedef struct judge_args {
+	int rounds;
+	bool audit_only;
+	uint64_t duration_ms;
+} judge_args;
+
+/* The command line; 0, or the exit status of a bad one. */
+static int judge_args_parse(int argc, char **argv, judge_args *a)
 {
 	static const struct option opts[] = {
 	    {"judge", no_argument, 0, 'J'},
@@ -370,9 +378,7 @@ int cmd_bench_judge(int argc, char **argv)
 	    {"audit", no_argument, 0, 'A'},
 	    {0, 0, 0, 0},
 	};
-	int rounds = 3;
-	bool audit_only = false;
-	uint64_t duration_ms = 5000;
+	*a = (judge_args){.rounds = 3, .duration_ms = 5000};
 	int ch;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, ":d:", opts, NULL)) != -1) {
@@ -381,16 +387,16 @@ int cmd_bench_judge(int argc, char **argv)
 		case 'J':
 			break;
 		case 'A':
-			audit_only = true;
+			a->audit_only = true;
 			break;
 		case 'd':
-			if (!cli_duration_ms("bench --judge: --duration", optarg, 1000, 600000, &duration_ms))
+			if (!cli_duration_ms("bench --judge: --duration", optarg, 1000, 600000, &a->duration_ms))
 				return EXIT_USAGE;
 			break;
 		case 'r':
 			if (!cli_count("bench --judge: --rounds", optarg, 1, 100, &v))
 				return EXIT_USAGE;
-			rounds = (int)v;
+			a->rounds = (int)v;
 			break;
 		default:
 			return cli_bad_option("bench --judge", "bench", "--duration, --rounds and --audit", ch, argv, opts);
@@ -400,132 +406,142 @@ int cmd_bench_judge(int argc, char **argv)
 		cli_error("bench --judge: unexpected argument '%s'", argv[optind]);
 		return EXIT_USAGE;
 	}
-	have_bwrap = access("/usr/bin/bwrap", X_OK) == 0;
-	snprintf(bwrap_path, sizeof bwrap_path, "/usr/bin/bwrap");
-	char dir[] = "/tmp/paddock-bench-judge-XXXXXX";
-	if (!mkdtemp(dir)) {
-		cli_error("bench --judge: mkdtemp: %s", strerror(errno));
-		return EXIT_PADDOCK_FAILED;
-	}
-	py_dir = dir;
-	char path[512], db[512];
-	snprintf(path, sizeof path, "%s/main.py", dir);
-	snprintf(db, sizeof db, "%s/store.db", dir);
-	FILE *f = fopen(path, "we");
-	if (!f || fputs(py_code, f) < 0 || fclose(f) != 0) {
-		cli_error("bench --judge: %s: %s", path, strerror(errno));
-		return EXIT_PADDOCK_FAILED;
-	}
-	/* before the daemon's threads: the measurement forks */
-	double rt_same = switch_rt_us(false), rt_cross = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? switch_rt_us(true) : -1;
-	pd_log_enable(false);
-	pd_server_opts o = {0};
-	o.sched.retries = 2; /* as serve's default: the scheduler takes 0 as no retries */
-	o.listen = "127.0.0.1:0";
-	o.db_path = db;
-	o.warm = 4;
-	pd_err e = {0};
-	pd_server *s = pd_server_start(&o, &e);
-	if (!s) {
-		cli_error("%s", PD_ERR_STR(&e));
-		return EXIT_PADDOCK_FAILED;
-	}
-	snprintf(url, sizeof url, "http://%s", pd_server_address(s));
-	double secs = duration_ms / 1000.0;
-	printf("paddock bench --judge — %ld CPUs, %d round%s, %.1f s per 2-client cell, daemon on %s\n"
-	       "(20 tests per submission; each round runs every side, alternating; ratios per round)\n\n",
-	       sysconf(_SC_NPROCESSORS_ONLN), rounds, rounds == 1 ? "" : "s", secs, pd_server_address(s));
-	/* what an audited call's stop costs here at the least: the ratio is read against it */
-	printf("this machine: a pipe round trip between two processes takes %.1f us on one CPU, %.1f us across "
-	       "two\n(each audited call hands the CPU to the daemon and back)\n\n",
-	       rt_same, rt_cross);
-	char *cpp_body = judge_body("cpp", cpp_code, -1, false), *py_body = judge_body("python", py_code, -1, false);
-	py_body_nocache = py_body;
-	char *cpp_audit = judge_body_audit("cpp", cpp_code, -1, false, true),
-	     *py_audit = judge_body_audit("python", py_code, -1, false, true);
-	/* warm-up: the pools, the compilers' page cache, python's */
-	post_judge(cpp_body, NULL);
-	post_judge(py_body, NULL);
-	py_local(false);
-	double(*r)[NF] = calloc((size_t)rounds, sizeof *r);
-	uint64_t failed = 0;
-	long tag = (long)getpid() * 1000000L; /* unique samples: the store's cache is per daemon anyway */
-	post_judge(cpp_audit, NULL);
-	post_judge(py_audit, NULL);
-	for (int i = 0; i < rounds; i++) {
-		audit_cells(r[i], cpp_body, cpp_audit, F_CPP_AUDIT_OFF, F_CPP_AUDIT_ON, &failed);
-		audit_cells(r[i], py_body, py_audit, F_PY_AUDIT_OFF, F_PY_AUDIT_ON, &failed);
-		printf("round %d: audit (2 each, off on on off): cpp20 off %.0f ms, on %.0f ms | py20 off %.0f ms, on %.0f ms\n",
-		       i + 1, r[i][F_CPP_AUDIT_OFF], r[i][F_CPP_AUDIT_ON], r[i][F_PY_AUDIT_OFF], r[i][F_PY_AUDIT_ON]);
-		fflush(stdout);
-		if (audit_only)
-			continue;
-		double t;
+	return 0;
+}
+
+/* The requests of the cells: the two submissions, without and with the audit. */
+typedef struct judge_bodies {
+	char *cpp, *py, *cpp_audit, *py_audit;
+} judge_bodies;
+
+/* Round i into row: the audit cells, then (unless audit_only) every other side, each printed. */
+static void judge_round(int i, double *row, const judge_bodies *b, const judge_args *a, long *tag,
+			uint64_t *failed)
+{
+	audit_cells(row, b->cpp, b->cpp_audit, F_CPP_AUDIT_OFF, F_CPP_AUDIT_ON, failed);
+	audit_cells(row, b->py, b->py_audit, F_PY_AUDIT_OFF, F_PY_AUDIT_ON, failed);
+	printf("round %d: audit (2 each, off on on off): cpp20 off %.0f ms, on %.0f ms | py20 off %.0f ms, on %.0f ms\n",
+	       i + 1, row[F_CPP_AUDIT_OFF], row[F_CPP_AUDIT_ON], row[F_PY_AUDIT_OFF], row[F_PY_AUDIT_ON]);
+	fflush(stdout);
+	if (a->audit_only)
+		return;
+	double t, secs = a->duration_ms / 1000.0;
+	t = now_ms();
+	*failed += post_judge(b->cpp, NULL) < 0;
+	row[F_CPP_JUDGE] = now_ms() - t;
+	t = now_ms();
+	*failed += verl_cpp() < 0;
+	row[F_CPP_VERL] = now_ms() - t;
+	t = now_ms();
+	*failed += py_local(false) < 0;
+	row[F_PY_FLOOR] = now_ms() - t;
+	t = now_ms();
+	*failed += post_judge(b->py, NULL) < 0;
+	row[F_PY_JUDGE] = now_ms() - t;
+	if (have_bwrap) {
 		t = now_ms();
-		failed += post_judge(cpp_body, NULL) < 0;
-		r[i][F_CPP_JUDGE] = now_ms() - t;
-		t = now_ms();
-		failed += verl_cpp() < 0;
-		r[i][F_CPP_VERL] = now_ms() - t;
-		t = now_ms();
-		failed += py_local(false) < 0;
-		r[i][F_PY_FLOOR] = now_ms() - t;
-		t = now_ms();
-		failed += post_judge(py_body, NULL) < 0;
-		r[i][F_PY_JUDGE] = now_ms() - t;
-		if (have_bwrap) {
-			t = now_ms();
-			failed += py_local(true) < 0;
-			r[i][F_PY_BWRAP] = now_ms() - t;
-		}
-		r[i][F_RATE_FLOOR] = run_cell(C_FLOOR, secs, &tag, NULL, &failed);
-		r[i][F_RATE_JUDGE] = run_cell(C_JUDGE, secs, &tag, NULL, &failed);
-		r[i][F_GRPO_OFF] = run_cell(C_GRPO_OFF, secs, &tag, NULL, &failed);
-		uint64_t hits = 0;
-		r[i][F_GRPO_ON] = run_cell(C_GRPO_ON, secs, &tag, &hits, &failed);
-		r[i][F_GRPO_HITS] = (double)hits;
-		printf("round %d: cpp20 judge %.0f ms, verl-style %.0f ms | py20 judge %.0f ms, floor %.0f ms, bwrap %.0f ms | "
-		       "2 clients: judge %.2f/s, floor %.2f/s | grpo cache on %.2f/s (%llu hits), off %.2f/s\n",
-		       i + 1, r[i][F_CPP_JUDGE], r[i][F_CPP_VERL], r[i][F_PY_JUDGE], r[i][F_PY_FLOOR], r[i][F_PY_BWRAP],
-		       r[i][F_RATE_JUDGE], r[i][F_RATE_FLOOR], r[i][F_GRPO_ON], (unsigned long long)hits, r[i][F_GRPO_OFF]);
-		fflush(stdout);
+		*failed += py_local(true) < 0;
+		row[F_PY_BWRAP] = now_ms() - t;
 	}
-	if (audit_only)
-		goto ratios;
-	printf("\nmedians: cpp20 judge %.0f ms, verl-style %.0f ms; py20 judge %.0f ms, floor %.0f ms, bwrap %.0f ms;\n"
-	       "         2 clients judge %.2f/s, floor %.2f/s; grpo cache on %.2f/s, off %.2f/s\n\n",
-	       median_of(r, rounds, F_CPP_JUDGE), median_of(r, rounds, F_CPP_VERL), median_of(r, rounds, F_PY_JUDGE),
-	       median_of(r, rounds, F_PY_FLOOR), median_of(r, rounds, F_PY_BWRAP), median_of(r, rounds, F_RATE_JUDGE),
-	       median_of(r, rounds, F_RATE_FLOOR), median_of(r, rounds, F_GRPO_ON), median_of(r, rounds, F_GRPO_OFF));
-	printf("ratios (median over rounds, and their range):\n");
-	ratio_line("cpp20: verl-style time / judge time (speed-up)", r, rounds, F_CPP_VERL, F_CPP_JUDGE, "target >= 5x");
-	ratio_line("py20: floor time / judge time (judge speed vs the floor)", r, rounds, F_PY_FLOOR, F_PY_JUDGE,
-		   "target >= 0.8x");
-	if (have_bwrap)
-		ratio_line("py20: bwrap time / judge time (judge speed vs the peer)", r, rounds, F_PY_BWRAP, F_PY_JUDGE, "");
-	ratio_line("2 clients: judge rate / floor rate", r, rounds, F_RATE_JUDGE, F_RATE_FLOOR, "");
-	ratio_line("grpo mix (8 per group, 25% duplicates): cache on / off", r, rounds, F_GRPO_ON, F_GRPO_OFF,
-		   "ideal 1.33x");
-ratios:
+	row[F_RATE_FLOOR] = run_cell(C_FLOOR, secs, tag, NULL, failed);
+	row[F_RATE_JUDGE] = run_cell(C_JUDGE, secs, tag, NULL, failed);
+	row[F_GRPO_OFF] = run_cell(C_GRPO_OFF, secs, tag, NULL, failed);
+	uint64_t hits = 0;
+	row[F_GRPO_ON] = run_cell(C_GRPO_ON, secs, tag, &hits, failed);
+	row[F_GRPO_HITS] = (double)hits;
+	printf("round %d: cpp20 judge %.0f ms, verl-style %.0f ms | py20 judge %.0f ms, floor %.0f ms, bwrap %.0f ms | "
+	       "2 clients: judge %.2f/s, floor %.2f/s | grpo cache on %.2f/s (%llu hits), off %.2f/s\n",
+	       i + 1, row[F_CPP_JUDGE], row[F_CPP_VERL], row[F_PY_JUDGE], row[F_PY_FLOOR], row[F_PY_BWRAP],
+	       row[F_RATE_JUDGE], row[F_RATE_FLOOR], row[F_GRPO_ON], (unsigned long long)hits, row[F_GRPO_OFF]);
+	fflush(stdout);
+}
+
+/* The medians and the ratios over the rounds. */
+static void judge_report(double (*r)[NF], int rounds, bool audit_only, uint64_t failed)
+{
+	if (!audit_only) {
+		printf("\nmedians: cpp20 judge %.0f ms, verl-style %.0f ms; py20 judge %.0f ms, floor %.0f ms, bwrap %.0f "
+		       "ms;\n"
+		       "         2 clients judge %.2f/s, floor %.2f/s; grpo cache on %.2f/s, off %.2f/s\n\n",
+		       median_of(r, rounds, F_CPP_JUDGE), median_of(r, rounds, F_CPP_VERL),
+		       median_of(r, rounds, F_PY_JUDGE), median_of(r, rounds, F_PY_FLOOR),
+		       median_of(r, rounds, F_PY_BWRAP), median_of(r, rounds, F_RATE_JUDGE),
+		       median_of(r, rounds, F_RATE_FLOOR), median_of(r, rounds, F_GRPO_ON),
+		       median_of(r, rounds, F_GRPO_OFF));
+		printf("ratios (median over rounds, and their range):\n");
+		ratio_line("cpp20: verl-style time / judge time (speed-up)", r, rounds, F_CPP_VERL, F_CPP_JUDGE,
+			   "target >= 5x");
+		ratio_line("py20: floor time / judge time (judge speed vs the floor)", r, rounds, F_PY_FLOOR,
+			   F_PY_JUDGE, "target >= 0.8x");
+		if (have_bwrap)
+			ratio_line("py20: bwrap time / judge time (judge speed vs the peer)", r, rounds, F_PY_BWRAP,
+				   F_PY_JUDGE, "");
+		ratio_line("2 clients: judge rate / floor rate", r, rounds, F_RATE_JUDGE, F_RATE_FLOOR, "");
+		ratio_line("grpo mix (8 per group, 25% duplicates): cache on / off", r, rounds, F_GRPO_ON, F_GRPO_OFF,
+			   "ideal 1.33x");
+	}
 	printf("\naudit overhead (judged, 20 tests, \"audit\": true over no audit; median over rounds):\n");
 	ratio_line("cpp20: audit on / audit off", r, rounds, F_CPP_AUDIT_ON, F_CPP_AUDIT_OFF, "target <= 1.10x");
 	ratio_line("py20: audit on / audit off", r, rounds, F_PY_AUDIT_ON, F_PY_AUDIT_OFF, "target <= 1.10x");
 	if (failed)
 		printf("\n%llu operations failed (a judge that did not pass or not audited as asked, or a wrong output)\n",
 		       (unsigned long long)failed);
+}
+
+int cmd_bench_judge(int argc, char **argv)
+{
+	judge_args a;
+	int rc = judge_args_parse(argc, argv, &a);
+	if (rc)
+		return rc;
+	have_bwrap = access("/usr/bin/bwrap", X_OK) == 0;
+	snprintf(bwrap_path, sizeof bwrap_path, "/usr/bin/bwrap");
+	/* before the daemon's threads: the measurement forks */
+	double rt_same = switch_rt_us(false), rt_cross = sysconf(_SC_NPROCESSORS_ONLN) > 1 ? switch_rt_us(true) : -1;
+	bench_daemon d;
+	if (bench_daemon_start(&d, "judge", 4) < 0)
+		return EXIT_PADDOCK_FAILED;
+	url = d.url;
+	py_dir = d.dir;
+	char path[128];
+	snprintf(path, sizeof path, "%s/main.py", d.dir);
+	FILE *f = fopen(path, "we");
+	if (!f || fputs(py_code, f) < 0 || fclose(f) != 0) {
+		cli_error("bench --judge: %s: %s", path, strerror(errno));
+		unlink(path);
+		bench_daemon_stop(&d);
+		return EXIT_PADDOCK_FAILED;
+	}
+	printf("paddock bench --judge — %ld CPUs, %d round%s, %.1f s per 2-client cell, daemon on %s\n"
+	       "(20 tests per submission; each round runs every side, alternating; ratios per round)\n\n",
+	       sysconf(_SC_NPROCESSORS_ONLN), a.rounds, a.rounds == 1 ? "" : "s", a.duration_ms / 1000.0,
+	       pd_server_address(d.s));
+	/* what an audited call's stop costs here at the least: the ratio is read against it */
+	printf("this machine: a pipe round trip between two processes takes %.1f us on one CPU, %.1f us across "
+	       "two\n(each audited call hands the CPU to the daemon and back)\n\n",
+	       rt_same, rt_cross);
+	judge_bodies b = {judge_body("cpp", cpp_code, -1, false), judge_body("python", py_code, -1, false),
+			  judge_body_audit("cpp", cpp_code, -1, false, true),
+			  judge_body_audit("python", py_code, -1, false, true)};
+	py_body_nocache = b.py;
+	/* warm-up: the pools, the compilers' page cache, python's */
+	post_judge(b.cpp, NULL);
+	post_judge(b.py, NULL);
+	py_local(false);
+	double(*r)[NF] = calloc((size_t)a.rounds, sizeof *r);
+	uint64_t failed = 0;
+	long tag = (long)getpid() * 1000000L; /* unique samples: the store's cache is per daemon anyway */
+	post_judge(b.cpp_audit, NULL);
+	post_judge(b.py_audit, NULL);
+	for (int i = 0; i < a.rounds; i++)
+		judge_round(i, r[i], &b, &a, &tag, &failed);
+	judge_report(r, a.rounds, a.audit_only, failed);
 	free(r);
-	free(cpp_body);
-	free(py_body);
-	free(cpp_audit);
-	free(py_audit);
-	pd_server_stop(s);
+	free(b.cpp);
+	free(b.py);
+	free(b.cpp_audit);
+	free(b.py_audit);
 	unlink(path);
-	unlink(db);
-	char side[600];
-	snprintf(side, sizeof side, "%s-wal", db);
-	unlink(side);
-	snprintf(side, sizeof side, "%s-shm", db);
-	unlink(side);
-	rmdir(dir);
+	bench_daemon_stop(&d);
 	return failed ? EXIT_PADDOCK_FAILED : 0;
 }

@@ -2,7 +2,7 @@
  * twin alternating) and fixed-duration throughput cells (1 and 2 workers on threads), with the
  * CPU the operations cost. Failed operations are counted and never timed. */
 #define _GNU_SOURCE
-#include "bench.h"
+#include "bench_case.h"
 
 #include <linux/perf_event.h>
 #include <stdio.h>
@@ -35,19 +35,6 @@ static void worker_done(worker *w, bench_case *bc)
 	bc->failed += w->failed;
 	if (!bc->error[0] && w->error[0])
 		snprintf(bc->error, sizeof bc->error, "%s", w->error);
-}
-
-int bench_cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile of sorted samples, in ms. */
-double bench_percentile_ms(const uint64_t *ns, size_t n, unsigned pct)
-{
-	size_t rank = (pct * n + 99) / 100;
-	return (double)ns[rank ? rank - 1 : 0] / 1e6;
 }
 
 /* Latency phase of one case, or of two (a case and its twin) measured in the same loop: their

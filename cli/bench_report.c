@@ -1,6 +1,6 @@
 /* paddock bench: the report, as a table or as one JSON object. */
 #define _GNU_SOURCE
-#include "bench.h"
+#include "bench_case.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -445,6 +445,115 @@ static void json_density(const density_report *r)
 	       r->left.procs, r->left.cgroups, r->left.others);
 }
 
+/* A case's throughput cells, against the floor's and bwrap's. */
+static void json_throughput(const bench_case *c, const bench_case *floor_c, const bench_case *bwrap_c)
+{
+	printf(",\"throughput\":[");
+	for (int s = 0; s < MAX_WORKERS; s++) {
+		const tp_cell *t = &c->tp[s];
+		printf("%s{\"workers\":%d,\"ok\":%" PRIu64 ",\"failures\":%" PRIu64
+		       ",\"seconds\":",
+		       s ? "," : "", s + 1, t->ok, t->failed);
+		json_num(t->secs, t->done);
+		printf(",\"ops_per_s\":");
+		json_num(t->ops_s, t->done);
+		printf(",\"max_op_ms\":");
+		json_num(t->max_op_ms, t->done);
+		printf(",\"cpu_ms_per_op\":");
+		json_num(t->cpu_ms_op, t->done && t->cpu_ms_op >= 0);
+		printf(",\"cpu_source\":");
+		json_str(t->done ? (t->cpu_from_perf ? "task-clock" : "getrusage") : NULL);
+		printf(",\"host_cpu_ms_per_op\":");
+		json_num(t->host_ms_op, t->done && t->host_ms_op >= 0);
+		printf(",\"x_floor\":");
+		bool fl = have_tp(c, s) && have_tp(floor_c, s);
+		json_num(fl ? ratio(c, floor_c, s) : 0, fl);
+		printf(",\"x_bwrap\":");
+		bool bw = c != floor_c && have_tp(c, s) && have_tp(bwrap_c, s);
+		json_num(bw ? ratio(c, bwrap_c, s) : 0, bw);
+		putchar('}');
+	}
+	putchar(']');
+}
+
+/* A lib case's lifecycle parts, mean ms each over the latency phase. */
+static void json_parts(const bench_case *c)
+{
+	printf(",\"parts_ms\":");
+	if (c->parts_n && c->part_names[0]) {
+		putchar('{');
+		bool pf = true;
+		for (int p = 0; p < 3; p++)
+			if (c->part_names[p]) {
+				printf("%s\"%s\":%.4f", pf ? "" : ",", c->part_names[p],
+				       (double)c->part_us[p] / (double)c->parts_n / 1000.0);
+				pf = false;
+			}
+		putchar('}');
+	} else
+		fputs("null", stdout);
+}
+
+/* A bounded (gvisor) cell: its bound, and its ratios to its peer and to runsc alone. */
+static void json_bounded(const bench_case *c, const bench_case *cases, size_t ncases)
+{
+	const bench_case *p = case_by_key(cases, ncases, c->peer);
+	const bench_case *r = case_by_key(cases, ncases, c->runsc);
+	printf(",\"bound_s\":%g,\"latency_cut\":%s,\"peer\":", (double)c->bound_ms / 1000.0,
+	       c->lat_cut ? "true" : "false");
+	json_str(p ? p->key : NULL);
+	bool pp = p && c->lat_done && p->lat_done && p->lat.p50 > 0;
+	printf(",\"p50_x_peer\":");
+	json_num(pp ? c->lat.p50 / p->lat.p50 : 0, pp);
+	bool pt = p && have_tp(c, MAX_WORKERS - 1) && have_tp(p, MAX_WORKERS - 1);
+	printf(",\"tp_2w_x_peer\":");
+	json_num(pt ? ratio(c, p, MAX_WORKERS - 1) : 0, pt);
+	bool pr = r && c->lat_done && r->lat_done && r->lat.p50 > 0;
+	printf(",\"p50_x_runsc_do\":");
+	json_num(pr ? c->lat.p50 / r->lat.p50 : 0, pr);
+}
+
+/* A pool kind's phases: what its pools did in each. */
+static void json_pools(const bench_case *c)
+{
+	printf(",\"pool\":[");
+	bool pfirst = true;
+	for (int s = 0; s <= MAX_WORKERS; s++)
+		if (c->pool[s].done) {
+			char ph[16];
+			snprintf(ph, sizeof ph, s ? "%dw" : "latency", s);
+			printf("%s", pfirst ? "" : ",");
+			json_pool_phase(&c->pool[s], ph);
+			pfirst = false;
+		}
+	putchar(']');
+}
+
+/* The audit pair's on side: events per run, and its overhead over the off side (its twin). */
+static void json_audit(const bench_case *c, const bench_case *cases, size_t ncases)
+{
+	printf(",\"audit\":{\"enabled\":%s,\"runs\":%" PRIu64
+	       ",\"reported_per_run\":",
+	       c->so && c->so->audit ? "true" : "false", c->audit_runs);
+	json_num(c->audit_runs ? (double)c->audit_reported / (double)c->audit_runs
+			       : 0,
+		 c->audit_runs > 0);
+	printf(",\"kept_per_run\":");
+	json_num(c->audit_runs ? (double)c->audit_kept / (double)c->audit_runs : 0,
+		 c->audit_runs > 0);
+	const bench_case *off = NULL;
+	for (size_t k = 0; k < ncases; k++)
+		if (cases[k].twin == c)
+			off = &cases[k];
+	bool ov = c->so && c->so->audit && c->lat_done && off && off->lat_done &&
+		  off->lat.p50 > 0;
+	printf(",\"overhead_p50_ms\":");
+	json_num(ov ? c->lat.p50 - off->lat.p50 : 0, ov);
+	printf(",\"overhead_p50_pct\":");
+	json_num(ov ? 100.0 * (c->lat.p50 - off->lat.p50) / off->lat.p50 : 0, ov);
+	putchar('}');
+}
+
 void bench_print_json(const machine *m, const bench_case *cases, size_t ncases,
 		       const bench_case *floor_c, const bench_case *bwrap_c, int iterations,
 		       uint64_t duration_ms, const density_report *dens)
@@ -478,98 +587,17 @@ void bench_print_json(const machine *m, const bench_case *cases, size_t ncases,
 			       c->lat.max);
 		else
 			fputs("null", stdout);
-		printf(",\"throughput\":[");
-		for (int s = 0; s < MAX_WORKERS; s++) {
-			const tp_cell *t = &c->tp[s];
-			printf("%s{\"workers\":%d,\"ok\":%" PRIu64 ",\"failures\":%" PRIu64
-			       ",\"seconds\":",
-			       s ? "," : "", s + 1, t->ok, t->failed);
-			json_num(t->secs, t->done);
-			printf(",\"ops_per_s\":");
-			json_num(t->ops_s, t->done);
-			printf(",\"max_op_ms\":");
-			json_num(t->max_op_ms, t->done);
-			printf(",\"cpu_ms_per_op\":");
-			json_num(t->cpu_ms_op, t->done && t->cpu_ms_op >= 0);
-			printf(",\"cpu_source\":");
-			json_str(t->done ? (t->cpu_from_perf ? "task-clock" : "getrusage") : NULL);
-			printf(",\"host_cpu_ms_per_op\":");
-			json_num(t->host_ms_op, t->done && t->host_ms_op >= 0);
-			printf(",\"x_floor\":");
-			bool fl = have_tp(c, s) && have_tp(floor_c, s);
-			json_num(fl ? ratio(c, floor_c, s) : 0, fl);
-			printf(",\"x_bwrap\":");
-			bool bw = c != floor_c && have_tp(c, s) && have_tp(bwrap_c, s);
-			json_num(bw ? ratio(c, bwrap_c, s) : 0, bw);
-			putchar('}');
-		}
-		printf("],\"parts_ms\":");
-		if (c->parts_n && c->part_names[0]) {
-			putchar('{');
-			bool pf = true;
-			for (int p = 0; p < 3; p++)
-				if (c->part_names[p]) {
-					printf("%s\"%s\":%.4f", pf ? "" : ",", c->part_names[p],
-					       (double)c->part_us[p] / (double)c->parts_n / 1000.0);
-					pf = false;
-				}
-			putchar('}');
-		} else
-			fputs("null", stdout);
+		json_throughput(c, floor_c, bwrap_c);
+		json_parts(c);
 		printf(",\"p50_x_floor\":");
 		bool pf = c->lat_done && floor_c->lat_done && floor_c->lat.p50 > 0;
 		json_num(pf ? c->lat.p50 / floor_c->lat.p50 : 0, pf);
-		if (c->bound_ms) {
-			const bench_case *p = case_by_key(cases, ncases, c->peer);
-			const bench_case *r = case_by_key(cases, ncases, c->runsc);
-			printf(",\"bound_s\":%g,\"latency_cut\":%s,\"peer\":", (double)c->bound_ms / 1000.0,
-			       c->lat_cut ? "true" : "false");
-			json_str(p ? p->key : NULL);
-			bool pp = p && c->lat_done && p->lat_done && p->lat.p50 > 0;
-			printf(",\"p50_x_peer\":");
-			json_num(pp ? c->lat.p50 / p->lat.p50 : 0, pp);
-			bool pt = p && have_tp(c, MAX_WORKERS - 1) && have_tp(p, MAX_WORKERS - 1);
-			printf(",\"tp_2w_x_peer\":");
-			json_num(pt ? ratio(c, p, MAX_WORKERS - 1) : 0, pt);
-			bool pr = r && c->lat_done && r->lat_done && r->lat.p50 > 0;
-			printf(",\"p50_x_runsc_do\":");
-			json_num(pr ? c->lat.p50 / r->lat.p50 : 0, pr);
-		}
-		if (c->kind->begin) {
-			printf(",\"pool\":[");
-			bool pfirst = true;
-			for (int s = 0; s <= MAX_WORKERS; s++)
-				if (c->pool[s].done) {
-					char ph[16];
-					snprintf(ph, sizeof ph, s ? "%dw" : "latency", s);
-					printf("%s", pfirst ? "" : ",");
-					json_pool_phase(&c->pool[s], ph);
-					pfirst = false;
-				}
-			putchar(']');
-		}
-		if (c->kind == &bench_kind_audit) {
-			printf(",\"audit\":{\"enabled\":%s,\"runs\":%" PRIu64
-			       ",\"reported_per_run\":",
-			       c->so && c->so->audit ? "true" : "false", c->audit_runs);
-			json_num(c->audit_runs ? (double)c->audit_reported / (double)c->audit_runs
-					       : 0,
-				 c->audit_runs > 0);
-			printf(",\"kept_per_run\":");
-			json_num(c->audit_runs ? (double)c->audit_kept / (double)c->audit_runs : 0,
-				 c->audit_runs > 0);
-			const bench_case *off = NULL;
-			for (size_t k = 0; k < ncases; k++)
-				if (cases[k].twin == c)
-					off = &cases[k];
-			bool ov = c->so && c->so->audit && c->lat_done && off && off->lat_done &&
-				  off->lat.p50 > 0;
-			printf(",\"overhead_p50_ms\":");
-			json_num(ov ? c->lat.p50 - off->lat.p50 : 0, ov);
-			printf(",\"overhead_p50_pct\":");
-			json_num(ov ? 100.0 * (c->lat.p50 - off->lat.p50) / off->lat.p50 : 0, ov);
-			putchar('}');
-		}
+		if (c->bound_ms)
+			json_bounded(c, cases, ncases);
+		if (c->kind->begin)
+			json_pools(c);
+		if (c->kind == &bench_kind_audit)
+			json_audit(c, cases, ncases);
 		putchar('}');
 	}
 	printf("],\"density\":");

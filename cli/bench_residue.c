@@ -1,7 +1,7 @@
 /* paddock bench: what our sandboxes leave on the host after a phase, told apart from the
  * sandboxes of others on a shared host. */
 #define _GNU_SOURCE
-#include "bench.h"
+#include "bench_case.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -6,7 +6,7 @@
  *   run_cluster.c                         paddock run --cluster: the lines posted to a cluster
  *   jsonl.c      the request lines of batch and run (shared with the fuzzer)
  *   progress.c   the progress line and latency percentiles of batch and run
- *   bench*.c     paddock bench (bench.h maps its files) */
+ *   bench*.c     paddock bench (bench.c's head comment maps its files) */
 #ifndef PADDOCK_CLI_H
 #define PADDOCK_CLI_H
 
@@ -29,6 +29,8 @@ int cmd_bench_http(int argc, char **argv);
 /* paddock bench --judge (bench_judge.c): the judge's cells against verl's way, the floor, a peer. */
 int cmd_bench_judge(int argc, char **argv);
 int cmd_bench_episode(int argc, char **argv);
+/* paddock bench --guard (bench_guard.c): the CPU ratios `make test` keeps from sliding back. */
+int cmd_bench_guard(int argc, char **argv);
 /* paddock bench --goodput / --memory-verdict (bench_goodput.c): a trainer's load, limit verdicts. */
 int cmd_bench_goodput(int argc, char **argv);
 int cmd_pool(int argc, char **argv);

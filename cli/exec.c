@@ -324,7 +324,180 @@ static int bad(const char *opt, const char *val, const char *want)
 	return EXIT_USAGE;
 }
 
-int cmd_exec(int argc, char **argv)
+/* What the command line asks for. One per process: the sandbox's options point into it. */
+typedef struct exec_args {
+	pd_sandbox_opts so;
+	pd_exec_opts xo;
+	bool audit, json, quiet, user_given;
+	const char *policy_arg, *user_arg, *result_file, *stdin_file;
+	char *envv[1025];
+	size_t nenv;
+	pd_bind binds[32];
+	const char *allow[65], *deny[65], *egress_allow[65];
+	size_t nallow, ndeny, negress;
+	pd_egress_opts egress;
+} exec_args;
+
+/* A limit's option into a->so.limits: 0, an exit status, or -1 when c is not a limit's. */
+static int exec_limit_option(int c, exec_args *a)
+{
+	pd_limits *l = &a->so.limits;
+	long n;
+	switch (c) {
+	case 'm': return cli_size("--memory", optarg, 4 << 20, UINT64_MAX, &l->memory_bytes) ? 0 : EXIT_USAGE;
+	case 'p':
+		if (!cli_count("--pids", optarg, 1, 1000000, &n))
+			return EXIT_USAGE;
+		l->pids = (uint32_t)n;
+		return 0;
+	case 't': return cli_duration_ms("--cpu-time", optarg, 1, UINT64_MAX, &l->cpu_ms) ? 0 : EXIT_USAGE;
+	case 'w': return cli_duration_ms("--wall-time", optarg, 1, UINT64_MAX, &l->wall_ms) ? 0 : EXIT_USAGE;
+	case O_CPUS: {
+		double d;
+		if (!cli_decimal("--cpus", optarg, 0.01, 1024, &d))
+			return EXIT_USAGE;
+		l->cpu_millicores = (uint32_t)(d * 1000 + 0.5);
+		return 0;
+	}
+	case 'd': return cli_size("--disk", optarg, 4096, UINT64_MAX, &l->disk_bytes) ? 0 : EXIT_USAGE;
+	case 'o': return cli_size("--output", optarg, 16, UINT64_MAX, &l->output_bytes) ? 0 : EXIT_USAGE;
+	case O_OUTPUT_KILL:
+		return cli_size("--output-kill", optarg, 16, UINT64_MAX, &l->output_kill_bytes) ? 0 : EXIT_USAGE;
+	case O_NOFILE:
+		if (!cli_count("--nofile", optarg, 4, 1048576, &n))
+			return EXIT_USAGE;
+		l->nofile = (uint32_t)n;
+		return 0;
+	case O_FSIZE: return cli_size("--fsize", optarg, 1, UINT64_MAX, &l->fsize_bytes) ? 0 : EXIT_USAGE;
+	case O_IO_READ_BPS:
+	case O_IO_WRITE_BPS: {
+		/* below a page a second the throttle only ever stalls */
+		uint64_t *v = c == O_IO_READ_BPS ? &l->io_read_bps : &l->io_write_bps;
+		if (!cli_size(c == O_IO_READ_BPS ? "--io-read-bps" : "--io-write-bps", optarg, 4096, UINT64_MAX / 2, v))
+			return EXIT_USAGE;
+		return 0;
+	}
+	case O_IO_READ_IOPS:
+	case O_IO_WRITE_IOPS:
+		if (!cli_count(c == O_IO_READ_IOPS ? "--io-read-iops" : "--io-write-iops", optarg, 1, 1000000000L, &n))
+			return EXIT_USAGE;
+		*(c == O_IO_READ_IOPS ? &l->io_read_iops : &l->io_write_iops) = (uint64_t)n;
+		return 0;
+	default: return -1;
+	}
+}
+
+/* --bind SRC:/DST[:ro|rw] into a->binds: 0 or an exit status. */
+static int exec_bind(exec_args *a, char *arg)
+{
+	if (a->so.nbinds == 32)
+		return bad("--bind", arg, "within the 32 binds allowed");
+	char *src = arg, *dst = strchr(src, ':');
+	if (!dst || dst == src || dst[1] != '/')
+		return bad("--bind", arg, "SRC:/DST[:rw]");
+	*dst++ = 0;
+	char *mode = strchr(dst, ':');
+	bool rw = false;
+	if (mode) {
+		*mode++ = 0;
+		if (!strcmp(mode, "rw"))
+			rw = true;
+		else if (strcmp(mode, "ro"))
+			return bad("--bind", mode, "ro or rw");
+	}
+	a->binds[a->so.nbinds++] = (pd_bind){src, dst, rw};
+	return 0;
+}
+
+/* The network and audit options: 0, an exit status, or -1 when c is neither's. */
+static int exec_guard_option(int c, exec_args *a)
+{
+	switch (c) {
+	case O_NET:
+		if (!strcmp(optarg, "loopback"))
+			a->so.net = PD_NET_LOOPBACK;
+		else if (!strcmp(optarg, "none"))
+			a->so.net = PD_NET_NONE;
+		else if (!strcmp(optarg, "host"))
+			a->so.net = PD_NET_HOST;
+		else if (!strcmp(optarg, "allowlist"))
+			a->so.net = PD_NET_ALLOWLIST;
+		else
+			return bad("--net", optarg, "loopback, none, allowlist or host");
+		return 0;
+	case O_EGRESS_ALLOW: {
+		pd_err ee;
+		if (pd_egress_entry_check(optarg, &ee) < 0) {
+			fprintf(stderr, "paddock exec: --egress-allow %s: %s\n", optarg, ee.msg);
+			return EXIT_USAGE;
+		}
+		if (a->negress == 64) {
+			fprintf(stderr, "paddock exec: at most 64 --egress-allow\n");
+			return EXIT_USAGE;
+		}
+		a->egress_allow[a->negress++] = optarg;
+		return 0;
+	}
+	case O_AUDIT: a->audit = true; return 0;
+	case O_AUDIT_POLICY: a->policy_arg = optarg, a->audit = true; return 0;
+	case O_AUDIT_ALLOW:
+	case O_AUDIT_DENY:
+		if (optarg[0] != '/')
+			return bad(c == O_AUDIT_ALLOW ? "--audit-allow" : "--audit-deny", optarg, "an absolute path");
+		if ((c == O_AUDIT_ALLOW ? a->nallow : a->ndeny) == 64)
+			return bad("--audit-allow/--audit-deny", optarg, "within the 64 paths allowed");
+		if (c == O_AUDIT_ALLOW)
+			a->allow[a->nallow++] = optarg;
+		else
+			a->deny[a->ndeny++] = optarg;
+		a->audit = true;
+		return 0;
+	case O_AUDIT_DENY_NET: a->audit = true; return 0;
+	default: return -1;
+	}
+}
+
+/* Any other option: 0, an exit status, or -1 when c is none of exec's. */
+static int exec_option(int c, exec_args *a)
+{
+	switch (c) {
+	case O_JSON: a->json = true; return 0;
+	case O_RESULT: a->result_file = optarg; return 0;
+	case 'q': a->quiet = true; return 0;
+	case O_IMAGE: a->so.image = optarg; return 0;
+	case 'e':
+		if (!strchr(optarg, '=') || optarg[0] == '=')
+			return bad("--env", optarg, "K=V");
+		if (a->nenv == 1024)
+			return bad("--env", optarg, "within the 1024 variables allowed");
+		a->envv[a->nenv++] = optarg;
+		return 0;
+	case 'C': a->xo.cwd = optarg; return 0;
+	case 'u':
+		/* names other than these are the image's (resolved once it is open) */
+		a->user_arg = optarg;
+		a->user_given = parse_user(optarg, &a->so.uid, &a->so.gid) == 0;
+		return 0;
+	case 'i': a->stdin_file = optarg; return 0;
+	case 'b': return exec_bind(a, optarg);
+	case O_HOSTNAME: a->so.hostname = optarg; return 0;
+	case O_ISOLATION: {
+		int iso = pd_isolation_parse(optarg);
+		if (iso < 0)
+			return bad("--isolation", optarg, "container or gvisor");
+		a->so.isolation = (pd_isolation)iso;
+		return 0;
+	}
+	case O_GVISOR_PLATFORM: a->so.gvisor_platform = optarg; return 0;
+	default: {
+		int rc = exec_limit_option(c, a);
+		return rc >= 0 ? rc : exec_guard_option(c, a);
+	}
+	}
+}
+
+/* The command line into a: 0, -1 after --help, or an exit status. */
+static int exec_parse(int argc, char **argv, exec_args *a)
 {
 	static const struct option opts[] = {
 		{"help", no_argument, 0, 'h'},       {"json", no_argument, 0, O_JSON},
@@ -351,329 +524,214 @@ int cmd_exec(int argc, char **argv)
 		{"gvisor-platform", required_argument, 0, O_GVISOR_PLATFORM},
 		{"egress-allow", required_argument, 0, O_EGRESS_ALLOW}, {0, 0, 0, 0},
 	};
-	pd_sandbox_opts so = {0};
-	so.limits = pd_limits_default();
-	pd_exec_opts xo = {0};
-	xo.stdin_fd = -1;
-	bool audit = false;
-	const char *policy_arg = NULL;
-	bool json = false, quiet = false, user_given = false;
-	const char *user_arg = NULL;
-	const char *result_file = NULL, *stdin_file = NULL;
-	static char *envv[1025];
-	size_t nenv = 0;
-	static pd_bind binds[32];
-	static const char *allow[65], *deny[65], *egress_allow[65];
-	size_t nallow = 0, ndeny = 0, negress = 0;
-	static pd_egress_opts egress;
-	long n;
+	a->so.limits = pd_limits_default();
+	a->xo.stdin_fd = -1;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+:hqe:C:i:b:m:p:t:w:d:o:u:", opts, NULL)) != -1) {
-		switch (c) {
-		case 'h': exec_usage(stdout); return 0;
-		case O_JSON: json = true; break;
-		case O_RESULT: result_file = optarg; break;
-		case 'q': quiet = true; break;
-		case O_IMAGE: so.image = optarg; break;
-		case 'e':
-			if (!strchr(optarg, '=') || optarg[0] == '=')
-				return bad("--env", optarg, "K=V");
-			if (nenv == 1024)
-				return bad("--env", optarg, "within the 1024 variables allowed");
-			envv[nenv++] = optarg;
-			break;
-		case 'C': xo.cwd = optarg; break;
-		case 'u':
-			/* names other than these are the image's (resolved once it is open) */
-			user_arg = optarg;
-			user_given = parse_user(optarg, &so.uid, &so.gid) == 0;
-			break;
-		case 'i': stdin_file = optarg; break;
-		case 'b': {
-			if (so.nbinds == 32)
-				return bad("--bind", optarg, "within the 32 binds allowed");
-			char *src = optarg, *dst = strchr(src, ':');
-			if (!dst || dst == src || dst[1] != '/')
-				return bad("--bind", optarg, "SRC:/DST[:rw]");
-			*dst++ = 0;
-			char *mode = strchr(dst, ':');
-			bool rw = false;
-			if (mode) {
-				*mode++ = 0;
-				if (!strcmp(mode, "rw"))
-					rw = true;
-				else if (strcmp(mode, "ro"))
-					return bad("--bind", mode, "ro or rw");
-			}
-			binds[so.nbinds++] = (pd_bind){src, dst, rw};
-			break;
+		if (c == 'h') {
+			exec_usage(stdout);
+			return -1;
 		}
-		case O_HOSTNAME: so.hostname = optarg; break;
-		case O_NET:
-			if (!strcmp(optarg, "loopback"))
-				so.net = PD_NET_LOOPBACK;
-			else if (!strcmp(optarg, "none"))
-				so.net = PD_NET_NONE;
-			else if (!strcmp(optarg, "host"))
-				so.net = PD_NET_HOST;
-			else if (!strcmp(optarg, "allowlist"))
-				so.net = PD_NET_ALLOWLIST;
-			else
-				return bad("--net", optarg, "loopback, none, allowlist or host");
-			break;
-		case O_EGRESS_ALLOW: {
-			pd_err ee;
-			if (pd_egress_entry_check(optarg, &ee) < 0) {
-				fprintf(stderr, "paddock exec: --egress-allow %s: %s\n", optarg, ee.msg);
-				return EXIT_USAGE;
-			}
-			if (negress == 64) {
-				fprintf(stderr, "paddock exec: at most 64 --egress-allow\n");
-				return EXIT_USAGE;
-			}
-			egress_allow[negress++] = optarg;
-			break;
-		}
-		case 'm':
-			if (!cli_size("--memory", optarg, 4 << 20, UINT64_MAX, &so.limits.memory_bytes))
-				return EXIT_USAGE;
-			break;
-		case 'p':
-			if (!cli_count("--pids", optarg, 1, 1000000, &n))
-				return EXIT_USAGE;
-			so.limits.pids = (uint32_t)n;
-			break;
-		case 't':
-			if (!cli_duration_ms("--cpu-time", optarg, 1, UINT64_MAX, &so.limits.cpu_ms))
-				return EXIT_USAGE;
-			break;
-		case 'w':
-			if (!cli_duration_ms("--wall-time", optarg, 1, UINT64_MAX, &so.limits.wall_ms))
-				return EXIT_USAGE;
-			break;
-		case O_CPUS: {
-			double d;
-			if (!cli_decimal("--cpus", optarg, 0.01, 1024, &d))
-				return EXIT_USAGE;
-			so.limits.cpu_millicores = (uint32_t)(d * 1000 + 0.5);
-			break;
-		}
-		case 'd':
-			if (!cli_size("--disk", optarg, 4096, UINT64_MAX, &so.limits.disk_bytes))
-				return EXIT_USAGE;
-			break;
-		case 'o':
-			if (!cli_size("--output", optarg, 16, UINT64_MAX, &so.limits.output_bytes))
-				return EXIT_USAGE;
-			break;
-		case O_OUTPUT_KILL:
-			if (!cli_size("--output-kill", optarg, 16, UINT64_MAX, &so.limits.output_kill_bytes))
-				return EXIT_USAGE;
-			break;
-		case O_NOFILE:
-			if (!cli_count("--nofile", optarg, 4, 1048576, &n))
-				return EXIT_USAGE;
-			so.limits.nofile = (uint32_t)n;
-			break;
-		case O_FSIZE:
-			if (!cli_size("--fsize", optarg, 1, UINT64_MAX, &so.limits.fsize_bytes))
-				return EXIT_USAGE;
-			break;
-		case O_IO_READ_BPS:
-		case O_IO_WRITE_BPS: {
-			/* below a page a second the throttle only ever stalls */
-			uint64_t *v = c == O_IO_READ_BPS ? &so.limits.io_read_bps : &so.limits.io_write_bps;
-			if (!cli_size(c == O_IO_READ_BPS ? "--io-read-bps" : "--io-write-bps", optarg, 4096, UINT64_MAX / 2, v))
-				return EXIT_USAGE;
-			break;
-		}
-		case O_IO_READ_IOPS:
-		case O_IO_WRITE_IOPS: {
-			long cnt;
-			if (!cli_count(c == O_IO_READ_IOPS ? "--io-read-iops" : "--io-write-iops", optarg, 1, 1000000000L, &cnt))
-				return EXIT_USAGE;
-			*(c == O_IO_READ_IOPS ? &so.limits.io_read_iops : &so.limits.io_write_iops) = (uint64_t)cnt;
-			break;
-		}
-		case O_ISOLATION: {
-			int iso = pd_isolation_parse(optarg);
-			if (iso < 0)
-				return bad("--isolation", optarg, "container or gvisor");
-			so.isolation = (pd_isolation)iso;
-			break;
-		}
-		case O_GVISOR_PLATFORM: so.gvisor_platform = optarg; break;
-		case O_AUDIT: audit = true; break;
-		case O_AUDIT_POLICY: policy_arg = optarg, audit = true; break;
-		case O_AUDIT_ALLOW:
-		case O_AUDIT_DENY:
-			if (optarg[0] != '/')
-				return bad(c == O_AUDIT_ALLOW ? "--audit-allow" : "--audit-deny", optarg,
-					   "an absolute path");
-			if ((c == O_AUDIT_ALLOW ? nallow : ndeny) == 64)
-				return bad("--audit-allow/--audit-deny", optarg, "within the 64 paths allowed");
-			if (c == O_AUDIT_ALLOW)
-				allow[nallow++] = optarg;
-			else
-				deny[ndeny++] = optarg;
-			audit = true;
-			break;
-		case O_AUDIT_DENY_NET: audit = true; break;
-		default: return cli_bad_option("exec", "exec", NULL, c, argv, opts);
-		}
+		int rc = exec_option(c, a);
+		if (rc < 0)
+			return cli_bad_option("exec", "exec", NULL, c, argv, opts);
+		if (rc)
+			return rc;
 	}
-	if (negress) {
-		if (so.net != PD_NET_ALLOWLIST) {
+	if (a->negress) {
+		if (a->so.net != PD_NET_ALLOWLIST) {
 			fprintf(stderr, "paddock exec: --egress-allow needs --net allowlist\n");
 			return EXIT_USAGE;
 		}
-		egress.allow = egress_allow;
-		so.egress = &egress;
+		a->egress.allow = a->egress_allow;
+		a->so.egress = &a->egress;
 	}
-	so.binds = binds;
-	/* an imported image: its layers, leased until the sandbox is gone, and its config's defaults */
-	pd_image im;
-	bool have_image = false;
+	a->so.binds = a->binds;
+	return 0;
+}
+
+/* An imported image (--image NAME[:TAG]): its layers, leased until the sandbox is gone, and its
+ * config's defaults (workdir, user, Env under --env). *have is false when --image is no image's
+ * name (a directory, as before). 0 or an exit status. */
+static int exec_image(exec_args *a, pd_image *im, bool *have)
+{
 	pd_err e = {0};
 	struct stat ist;
-	if (so.image && pd_image_is_ref(so.image)) {
-		if (pd_image_open(NULL, so.image, &im, &e) < 0) {
-			/* a relative directory that names no image keeps working as before */
-			if (e.code == ENOENT && stat(so.image, &ist) == 0 && S_ISDIR(ist.st_mode))
-				goto plain_dir;
-			cli_error("--image %s: %s", so.image, PD_ERR_STR(&e));
-			return EXIT_USAGE;
-		}
-		have_image = true;
-		so.layers = (const char *const *)im.layers;
-		so.imported = &im;
-		so.image = NULL;
-		if (!xo.cwd && im.workdir && im.workdir[0] == '/')
-			xo.cwd = im.workdir;
-		/* a name from --user, or the image's User (names and numbers), through the image's own
-		 * /etc/passwd and /etc/group */
-		const char *spec = user_arg ? (user_given ? NULL : user_arg) : im.user;
-		if (spec && pd_image_user(&im, spec, &so.uid, &so.gid, &e) < 0) {
-			cli_error("%s %s: %s", user_arg ? "--user" : "the image's User", spec, e.msg);
-			pd_image_close(&im);
-			return EXIT_USAGE;
-		}
-		user_given = true;
-		size_t ni = 0;
-		while (im.env[ni])
-			ni++;
-		if (ni + nenv > 1024) {
-			pd_image_close(&im);
-			return bad("--env", "(with the image's Env)", "within the 1024 variables allowed");
-		}
-		/* the image's Env first: each --env of the same name is later, so it wins */
-		memmove(envv + ni, envv, nenv * sizeof *envv);
-		memcpy(envv, im.env, ni * sizeof *envv);
-		nenv += ni;
-	}
-plain_dir:;
-	/* no program named: an imported image's Entrypoint and Cmd, as `docker run IMAGE` would */
-	if (optind >= argc && !(have_image && im.command[0])) {
-		cli_error("exec: no program given (usage: paddock exec [options] -- PROG [ARGS...]%s)",
-			  have_image ? "; the image has no Entrypoint or Cmd" : "");
-		if (have_image)
-			pd_image_close(&im);
+	*have = false;
+	if (!a->so.image || !pd_image_is_ref(a->so.image))
+		return 0;
+	if (pd_image_open(NULL, a->so.image, im, &e) < 0) {
+		/* a relative directory that names no image keeps working as before */
+		if (e.code == ENOENT && stat(a->so.image, &ist) == 0 && S_ISDIR(ist.st_mode))
+			return 0;
+		cli_error("--image %s: %s", a->so.image, PD_ERR_STR(&e));
 		return EXIT_USAGE;
 	}
-	if (user_arg && !user_given)
-		return bad("--user", user_arg,
+	*have = true;
+	a->so.layers = (const char *const *)im->layers;
+	a->so.imported = im;
+	a->so.image = NULL;
+	if (!a->xo.cwd && im->workdir && im->workdir[0] == '/')
+		a->xo.cwd = im->workdir;
+	/* a name from --user, or the image's User (names and numbers), through the image's own
+	 * /etc/passwd and /etc/group */
+	const char *spec = a->user_arg ? (a->user_given ? NULL : a->user_arg) : im->user;
+	if (spec && pd_image_user(im, spec, &a->so.uid, &a->so.gid, &e) < 0) {
+		cli_error("%s %s: %s", a->user_arg ? "--user" : "the image's User", spec, e.msg);
+		return EXIT_USAGE;
+	}
+	a->user_given = true;
+	size_t ni = 0;
+	while (im->env[ni])
+		ni++;
+	if (ni + a->nenv > 1024)
+		return bad("--env", "(with the image's Env)", "within the 1024 variables allowed");
+	/* the image's Env first: each --env of the same name is later, so it wins */
+	memmove(a->envv + ni, a->envv, a->nenv * sizeof *a->envv);
+	memcpy(a->envv, im->env, ni * sizeof *a->envv);
+	a->nenv += ni;
+	return 0;
+}
+
+/* The program, its environment, its audit policy and its stdin, once the image is known:
+ * 0 or an exit status. *merged and *stdin_close are the caller's to free and close. */
+static int exec_prepare(exec_args *a, int argc, char **argv, const pd_image *im, bool have_image,
+			char ***merged, pd_audit_policy **policy, int *stdin_close)
+{
+	/* no program named: an imported image's Entrypoint and Cmd, as `docker run IMAGE` would */
+	if (optind >= argc && !(have_image && im->command[0])) {
+		cli_error("exec: no program given (usage: paddock exec [options] -- PROG [ARGS...]%s)",
+			  have_image ? "; the image has no Entrypoint or Cmd" : "");
+		return EXIT_USAGE;
+	}
+	if (a->user_arg && !a->user_given)
+		return bad("--user", a->user_arg,
 			   "UID[:GID] below 65536, root, sandbox, nobody, or a name of an imported image's /etc/passwd");
-	char **merged = NULL;
-	if (nenv) {
-		merged = merge_env(envv, nenv);
-		if (!merged) {
+	if (a->nenv) {
+		*merged = merge_env(a->envv, a->nenv);
+		if (!*merged) {
 			cli_error("out of memory");
 			return EXIT_PADDOCK_FAILED;
 		}
-		xo.envp = merged;
+		a->xo.envp = *merged;
 	}
-	pd_audit_policy *policy = NULL;
-	if (audit) {
-		int prc = build_policy(&policy, policy_arg, xo.cwd, allow, nallow, deny, ndeny);
+	if (a->audit) {
+		int prc = build_policy(policy, a->policy_arg, a->xo.cwd, a->allow, a->nallow, a->deny, a->ndeny);
 		if (prc)
 			return prc;
 	}
-	xo.argv = optind < argc ? argv + optind : im.command;
-	int stdin_close = -1;
-	if (stdin_file) {
-		xo.stdin_from_fd = true;
-		if (!strcmp(stdin_file, "-"))
-			xo.stdin_fd = STDIN_FILENO;
+	a->xo.argv = optind < argc ? argv + optind : im->command;
+	if (a->stdin_file) {
+		a->xo.stdin_from_fd = true;
+		if (!strcmp(a->stdin_file, "-"))
+			a->xo.stdin_fd = STDIN_FILENO;
 		else {
-			xo.stdin_fd = stdin_close = open(stdin_file, O_RDONLY | O_CLOEXEC);
-			if (xo.stdin_fd < 0) {
-				cli_error("--stdin %s: %s", stdin_file, strerror(errno));
+			a->xo.stdin_fd = *stdin_close = open(a->stdin_file, O_RDONLY | O_CLOEXEC);
+			if (a->xo.stdin_fd < 0) {
+				cli_error("--stdin %s: %s", a->stdin_file, strerror(errno));
 				return EXIT_USAGE;
 			}
 		}
 	}
-	if (!quiet && !json)
-		xo.on_output = passthrough;
+	if (!a->quiet && !a->json)
+		a->xo.on_output = passthrough;
+	return 0;
+}
 
-	/* one sandbox, then the process ends: nothing is prepared for a next one */
-	pd_ctx_opts co = {.one_sandbox = true};
-	pd_ctx *ctx = pd_ctx_new(&co, &e);
-	if (!ctx) {
-		cli_error("%s", PD_ERR_STR(&e));
-		return EXIT_PADDOCK_FAILED;
-	}
-	pd_result r;
-	pd_audit_verdict verdict = {0};
-	int rc = policy ? pd_run_audited(ctx, &so, &xo, policy, &r, &verdict, &e) : pd_run(ctx, &so, &xo, &r, &e);
-	if (stdin_close >= 0)
-		close(stdin_close);
-	if (rc < 0 && r.status != PD_XX) {
-		cli_error("%s", PD_ERR_STR(&e));
-		pd_ctx_free(ctx);
-		return EXIT_USAGE;
-	}
-	if (xo.on_output) {
-		/* the live passthrough showed the head; show what the tail kept, marked */
-		if (r.out.truncated || r.err.truncated)
-			fprintf(stderr, "\npaddock: output truncated (stdout %llu bytes, stderr %llu bytes)\n",
-				(unsigned long long)r.out.total, (unsigned long long)r.err.total);
-	}
-	if (rc < 0 || r.status == PD_XX)
-		cli_error("sandbox fault: %s", r.error[0] ? r.error : PD_ERR_STR(&e));
-	else if (r.error[0])
-		cli_error("%s", r.error); /* e.g. the program could not be executed */
-	if (!json)
-		say_status(&r, &so.limits);
-	if (policy && verdict.status == PD_PROCESS_FAIL && !quiet)
-		for (size_t i = 0; i < verdict.nreasons; i++)
-			cli_error("audit: %s", verdict.reasons[i]);
-	json_t *rec = json || result_file ? exec_record(&r, policy ? &verdict : NULL, rc == 0) : NULL;
+/* The record --json prints and --result writes. */
+static void exec_write_record(const exec_args *a, const pd_result *r, const pd_audit_verdict *v, bool ran)
+{
+	json_t *rec = exec_record(r, v, ran);
 	char *text = rec ? pd_json_dumps(rec, JSON_COMPACT) : NULL;
 	json_decref(rec);
 	size_t tlen = text ? strlen(text) : 0;
 	if (text)
 		text[tlen++] = '\n'; /* over the NUL: the length is known */
-	if ((json || result_file) && !text)
+	if (!text)
 		cli_error("the result record: out of memory");
-	if (json && text && write_all(STDOUT_FILENO, text, tlen) < 0)
+	if (a->json && text && write_all(STDOUT_FILENO, text, tlen) < 0)
 		cli_error("write result: %s", strerror(errno));
-	if (result_file && text) {
-		int fd = open(result_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (a->result_file && text) {
+		int fd = open(a->result_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (fd < 0 || write_all(fd, text, tlen) < 0)
-			cli_error("write result to %s: %s", result_file, strerror(errno));
+			cli_error("write result to %s: %s", a->result_file, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 	}
 	free(text);
-	int status = r.status == PD_XX ? EXIT_PADDOCK_FAILED
-		     : r.status != PD_OK || verdict.status == PD_PROCESS_FAIL ? EXIT_PROGRAM_FAILED
-									: EXIT_PROGRAM_OK;
+}
+
+/* What the run came to, said as the options ask; the exit status. */
+static int exec_report(const exec_args *a, int rc, const pd_result *r, const pd_audit_policy *policy,
+		       const pd_audit_verdict *verdict, const pd_err *e)
+{
+	if (a->xo.on_output) {
+		/* the live passthrough showed the head; show what the tail kept, marked */
+		if (r->out.truncated || r->err.truncated)
+			fprintf(stderr, "\npaddock: output truncated (stdout %llu bytes, stderr %llu bytes)\n",
+				(unsigned long long)r->out.total, (unsigned long long)r->err.total);
+	}
+	if (rc < 0 || r->status == PD_XX)
+		cli_error("sandbox fault: %s", r->error[0] ? r->error : PD_ERR_STR(e));
+	else if (r->error[0])
+		cli_error("%s", r->error); /* e.g. the program could not be executed */
+	if (!a->json)
+		say_status(r, &a->so.limits);
+	if (policy && verdict->status == PD_PROCESS_FAIL && !a->quiet)
+		for (size_t i = 0; i < verdict->nreasons; i++)
+			cli_error("audit: %s", verdict->reasons[i]);
+	if (a->json || a->result_file)
+		exec_write_record(a, r, policy ? verdict : NULL, rc == 0);
+	return r->status == PD_XX ? EXIT_PADDOCK_FAILED
+	       : r->status != PD_OK || verdict->status == PD_PROCESS_FAIL ? EXIT_PROGRAM_FAILED
+									  : EXIT_PROGRAM_OK;
+}
+
+int cmd_exec(int argc, char **argv)
+{
+	static exec_args a; /* the sandbox's options point into it */
+	int rc = exec_parse(argc, argv, &a);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	pd_image im;
+	bool have_image = false;
+	rc = exec_image(&a, &im, &have_image);
+	char **merged = NULL;
+	pd_audit_policy *policy = NULL;
+	int stdin_close = -1;
+	if (!rc)
+		rc = exec_prepare(&a, argc, argv, &im, have_image, &merged, &policy, &stdin_close);
+	pd_ctx *ctx = NULL;
+	pd_err e = {0};
+	if (!rc) {
+		/* one sandbox, then the process ends: nothing is prepared for a next one */
+		pd_ctx_opts co = {.one_sandbox = true};
+		ctx = pd_ctx_new(&co, &e);
+		if (!ctx) {
+			cli_error("%s", PD_ERR_STR(&e));
+			rc = EXIT_PADDOCK_FAILED;
+		}
+	}
+	if (!rc) {
+		pd_result r;
+		pd_audit_verdict verdict = {0};
+		int run = policy ? pd_run_audited(ctx, &a.so, &a.xo, policy, &r, &verdict, &e)
+				 : pd_run(ctx, &a.so, &a.xo, &r, &e);
+		if (run < 0 && r.status != PD_XX) {
+			cli_error("%s", PD_ERR_STR(&e));
+			rc = EXIT_USAGE;
+		} else {
+			rc = exec_report(&a, run, &r, policy, &verdict, &e);
+			pd_result_free(&r);
+		}
+	}
+	if (stdin_close >= 0)
+		close(stdin_close);
 	pd_audit_policy_free(policy);
-	pd_result_free(&r);
 	pd_ctx_free(ctx);
 	free(merged);
 	if (have_image)
 		pd_image_close(&im);
-	return status;
+	return rc;
 }

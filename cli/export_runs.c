@@ -77,7 +77,68 @@ static bool read_token_file(const char *path, char *buf, size_t len)
 	return buf[0] != 0;
 }
 
-int cmd_export_runs(int argc, char **argv)
+static void export_runs_usage(void)
+{
+	printf("usage: paddock export --runs [--url URL | --db FILE] [options]\n"
+	       "  --url URL          a daemon (pages through its GET /v1/runs)\n"
+	       "  --token TOKEN      the daemon's bearer token (default: $PADDOCK_TOKEN;\n"
+	       "                     a daemon with a token answers 401 without it)\n"
+	       "  --token-file FILE  the bearer token: the first line of FILE\n"
+	       "  --db FILE          a store file (the daemon's --db)\n"
+	       "  --group-id G       only the records of this group\n"
+	       "  --since MS         only records finished at or after (unix ms)\n"
+	       "  --kind K           judge (default: judged records), run, or any\n"
+	       "  --all-attempts     earlier attempts too (default: each task's last)\n"
+	       "  -o, --output F     write there instead of stdout\n");
+}
+
+typedef struct export_args {
+	const char *url, *db, *out, *token;
+	pd_store_query q;
+} export_args;
+
+/* One option into a: 0, or the exit status of a bad one (-1: --help, said). */
+static int export_option(int ch, export_args *a)
+{
+	static char token_buf[4096]; /* a token file's first line */
+	switch (ch) {
+	case 'r': return 0;
+	case 'u': a->url = optarg; return 0;
+	case 'd': a->db = optarg; return 0;
+	case 'g': a->q.group_id = optarg; return 0;
+	case 's': {
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(optarg, &end, 10);
+		if (errno || *end || optarg[0] == '-' || !optarg[0])
+			return cli_bad("export: --since", optarg, "unix milliseconds"), EXIT_USAGE;
+		a->q.since_ms = v;
+		return 0;
+	}
+	case 'k':
+		if (strcmp(optarg, "judge") && strcmp(optarg, "run") && strcmp(optarg, "any"))
+			return cli_bad("export: --kind", optarg, "judge, run or any"), EXIT_USAGE;
+		a->q.kind = strcmp(optarg, "any") ? optarg : NULL;
+		return 0;
+	case 'a': a->q.last_only = false; return 0;
+	case 'o': a->out = optarg; return 0;
+	case 't':
+		if (!optarg[0])
+			return cli_bad("export: --token", optarg, "a non-empty token"), EXIT_USAGE;
+		a->token = optarg;
+		return 0;
+	case 'T':
+		if (!read_token_file(optarg, token_buf, sizeof token_buf))
+			return cli_bad("export: --token-file", optarg, "a file whose first line is a token"), EXIT_USAGE;
+		a->token = token_buf;
+		return 0;
+	case 'h': export_runs_usage(); return -1;
+	default: return EXIT_USAGE; /* the caller says which option */
+	}
+}
+
+/* The command line: 0, -1 after --help, or the exit status of a bad one. */
+static int export_args_parse(int argc, char **argv, export_args *a)
 {
 	static const struct option opts[] = {{"runs", no_argument, 0, 'r'},
 					     {"url", required_argument, 0, 'u'},
@@ -91,116 +152,40 @@ int cmd_export_runs(int argc, char **argv)
 					     {"token-file", required_argument, 0, 'T'},
 					     {"help", no_argument, 0, 'h'},
 					     {0, 0, 0, 0}};
-	const char *url = NULL, *db = NULL, *out = NULL, *token = NULL;
-	static char token_buf[4096]; /* a token file's first line */
-	pd_store_query q = {0};
-	q.kind = "judge";
-	q.last_only = true;
-	q.limit = 1000;
+	*a = (export_args){.q = {.kind = "judge", .last_only = true, .limit = 1000}};
 	int ch;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, ":u:o:h", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'r':
-			break;
-		case 'u':
-			url = optarg;
-			break;
-		case 'd':
-			db = optarg;
-			break;
-		case 'g':
-			q.group_id = optarg;
-			break;
-		case 's': {
-			char *end;
-			errno = 0;
-			unsigned long long v = strtoull(optarg, &end, 10);
-			if (errno || *end || optarg[0] == '-' || !optarg[0])
-				return cli_bad("export: --since", optarg, "unix milliseconds"), EXIT_USAGE;
-			q.since_ms = v;
-			break;
-		}
-		case 'k':
-			if (strcmp(optarg, "judge") && strcmp(optarg, "run") && strcmp(optarg, "any"))
-				return cli_bad("export: --kind", optarg, "judge, run or any"), EXIT_USAGE;
-			q.kind = strcmp(optarg, "any") ? optarg : NULL;
-			break;
-		case 'a':
-			q.last_only = false;
-			break;
-		case 'o':
-			out = optarg;
-			break;
-		case 't':
-			if (!optarg[0])
-				return cli_bad("export: --token", optarg, "a non-empty token"), EXIT_USAGE;
-			token = optarg;
-			break;
-		case 'T':
-			if (!read_token_file(optarg, token_buf, sizeof token_buf))
-				return cli_bad("export: --token-file", optarg, "a file whose first line is a token"),
-				       EXIT_USAGE;
-			token = token_buf;
-			break;
-		case 'h':
-			printf("usage: paddock export --runs [--url URL | --db FILE] [options]\n"
-			       "  --url URL          a daemon (pages through its GET /v1/runs)\n"
-			       "  --token TOKEN      the daemon's bearer token (default: $PADDOCK_TOKEN;\n"
-			       "                     a daemon with a token answers 401 without it)\n"
-			       "  --token-file FILE  the bearer token: the first line of FILE\n"
-			       "  --db FILE          a store file (the daemon's --db)\n"
-			       "  --group-id G       only the records of this group\n"
-			       "  --since MS         only records finished at or after (unix ms)\n"
-			       "  --kind K           judge (default: judged records), run, or any\n"
-			       "  --all-attempts     earlier attempts too (default: each task's last)\n"
-			       "  -o, --output F     write there instead of stdout\n");
-			return 0;
-		default:
+		if (ch == '?' || ch == ':')
 			return cli_bad_option("export", "export --runs", NULL, ch, argv, opts);
-		}
+		int rc = export_option(ch, a);
+		if (rc)
+			return rc;
 	}
-	if (optind != argc || !url == !db) {
+	if (optind != argc || !a->url == !a->db) {
 		cli_error("export --runs: give --url URL or --db FILE (and no other argument)");
 		return EXIT_USAGE;
 	}
-	if (token && !url) {
+	if (a->token && !a->url) {
 		cli_error("export --runs: --token and --token-file go with --url");
 		return EXIT_USAGE;
 	}
-	httpc_set_token(token);
-	pd_store *store = NULL;
-	if (db) {
-		struct stat st;
-		pd_err e = {0};
-		/* opening creates a missing file: a mistyped path must not answer an empty export */
-		if (stat(db, &st) < 0) {
-			cli_error("export: %s: %s", db, strerror(errno));
-			return EXIT_PADDOCK_FAILED;
-		}
-		if (!(store = pd_store_open(db, 0, &e))) {
-			cli_error("export: %s", PD_ERR_STR(&e));
-			return EXIT_PADDOCK_FAILED;
-		}
-	}
-	FILE *f = out ? fopen(out, "we") : stdout;
-	if (!f) {
-		cli_error("export: %s: %s", out, strerror(errno));
-		pd_store_close(store);
-		return EXIT_PADDOCK_FAILED;
-	}
+	return 0;
+}
+
+/* Every page of records (from the store, else the daemon at url) as lines on f; 0 or -1 (said). */
+static int export_pages(pd_store *store, const char *url, pd_store_query *q, FILE *f, size_t *lines)
+{
 	int rc = 0;
-	size_t lines = 0;
 	for (;;) {
 		json_t *records = NULL;
 		int64_t next = 0;
 		char err[600] = "";
 		pd_err e = {0};
-		if (store ? pd_store_list(store, &q, &records, &next, &e) < 0
-			  : page_url(url, &q, &records, &next, err, sizeof err) < 0) {
+		if (store ? pd_store_list(store, q, &records, &next, &e) < 0
+			  : page_url(url, q, &records, &next, err, sizeof err) < 0) {
 			cli_error("export: %s", store ? PD_ERR_STR(&e) : err);
-			rc = -1;
-			break;
+			return -1;
 		}
 		size_t i;
 		json_t *rec;
@@ -209,14 +194,45 @@ int cmd_export_runs(int argc, char **argv)
 			if (json_dumpf(rec, f, JSON_COMPACT | JSON_REAL_PRECISION(PD_JSON_REAL_DIGITS)) < 0)
 				rc = -1;
 			fputc('\n', f);
-			lines++;
+			(*lines)++;
 		}
 		json_decref(records);
 		if (!next || rc < 0)
-			break;
-		q.after = next;
+			return rc;
+		q->after = next;
 	}
-	if ((out ? fclose(f) : fflush(f)) != 0)
+}
+
+int cmd_export_runs(int argc, char **argv)
+{
+	export_args a;
+	int rc = export_args_parse(argc, argv, &a);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	httpc_set_token(a.token);
+	pd_store *store = NULL;
+	if (a.db) {
+		struct stat st;
+		pd_err e = {0};
+		/* opening creates a missing file: a mistyped path must not answer an empty export */
+		if (stat(a.db, &st) < 0) {
+			cli_error("export: %s: %s", a.db, strerror(errno));
+			return EXIT_PADDOCK_FAILED;
+		}
+		if (!(store = pd_store_open(a.db, 0, &e))) {
+			cli_error("export: %s", PD_ERR_STR(&e));
+			return EXIT_PADDOCK_FAILED;
+		}
+	}
+	FILE *f = a.out ? fopen(a.out, "we") : stdout;
+	if (!f) {
+		cli_error("export: %s: %s", a.out, strerror(errno));
+		pd_store_close(store);
+		return EXIT_PADDOCK_FAILED;
+	}
+	size_t lines = 0;
+	rc = export_pages(store, a.url, &a.q, f, &lines);
+	if ((a.out ? fclose(f) : fflush(f)) != 0)
 		rc = -1;
 	pd_store_close(store);
 	if (rc < 0)

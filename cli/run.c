@@ -171,7 +171,14 @@ static void run_usage(FILE *f)
 	      f);
 }
 
-int cmd_run(int argc, char **argv)
+typedef struct run_args {
+	const char *outfile, *tfile, *problems_dir, *cluster;
+	long workers, warm, retries;
+	bool quiet;
+} run_args;
+
+/* The command line; 0, -1 after --help, or the exit status of a bad one. */
+static int run_args_parse(int argc, char **argv, run_args *a)
 {
 	static const struct option opts[] = {{"help", no_argument, 0, 'h'},
 					     {"output", required_argument, 0, 'o'},
@@ -184,33 +191,31 @@ int cmd_run(int argc, char **argv)
 					     {"problems", required_argument, 0, 'P'},
 					     {"cluster", required_argument, 0, 'C'},
 					     {0, 0, 0, 0}};
-	const char *outfile = NULL, *tfile = NULL, *problems_dir = NULL, *cluster = NULL;
-	long workers = 0, warm = 2, retries = 2;
-	bool quiet = false;
+	*a = (run_args){.warm = 2, .retries = 2};
 	int c;
 	optind = 1;
 	pd_log_enable(false);
 	while ((c = getopt_long(argc, argv, ":ho:j:qv", opts, NULL)) != -1) {
 		switch (c) {
-		case 'h': run_usage(stdout); return 0;
-		case 'o': outfile = optarg; break;
+		case 'h': run_usage(stdout); return -1;
+		case 'o': a->outfile = optarg; break;
 		case 'j':
-			if (!cli_count("--workers", optarg, 1, 1024, &workers))
+			if (!cli_count("--workers", optarg, 1, 1024, &a->workers))
 				return EXIT_USAGE;
 			break;
-		case 't': tfile = optarg; break;
-		case 'P': problems_dir = optarg; break;
+		case 't': a->tfile = optarg; break;
+		case 'P': a->problems_dir = optarg; break;
 		case 'n':
-			if (!cli_count("--warm", optarg, 0, 1000, &warm))
+			if (!cli_count("--warm", optarg, 0, 1000, &a->warm))
 				return EXIT_USAGE;
 			break;
 		case 'r':
-			if (!cli_count("--retries", optarg, 0, 10, &retries))
+			if (!cli_count("--retries", optarg, 0, 10, &a->retries))
 				return EXIT_USAGE;
 			break;
-		case 'q': quiet = true; break;
+		case 'q': a->quiet = true; break;
 		case 'v': pd_log_enable(true); break;
-		case 'C': cluster = optarg; break;
+		case 'C': a->cluster = optarg; break;
 		default: return cli_bad_option("run", "run", NULL, c, argv, opts);
 		}
 	}
@@ -220,27 +225,34 @@ int cmd_run(int argc, char **argv)
 	}
 	if (!cli_no_operand("run", argc, argv, optind + 1))
 		return EXIT_USAGE;
-	FILE *in = strcmp(argv[optind], "-") ? fopen(argv[optind], "re") : stdin;
-	if (!in) {
-		cli_error("%s: %s", argv[optind], strerror(errno));
-		return EXIT_USAGE;
-	}
-	/* read and validate every line first: a bad line is reported, the rest still run */
-	json_t **reqs = NULL;
-	int *lines = NULL;
-	size_t n = 0, cap = 0, bad = 0;
+	return 0;
+}
+
+/* What the lines run with, in this process: the requests read, and the daemon's parts. */
+typedef struct run_env {
+	json_t **reqs;
+	int *lines;
+	size_t n, bad; /* the requests read; the lines refused before (not JSON objects) */
+	const char *problems_dir;
+	bool quiet;
+	pd_template *t;
+	size_t nt;
+	pd_ctx *ctx;
+	pd_pools *pools;
+	pd_judge *judge;
+	pd_problem_set problems;
+	pd_metrics *m;
+	pd_sched *sched;
+} run_env;
+
+/* Reads and validates every line first: a bad line is reported (its record on out), the rest
+ * still run. 0, or an exit status. */
+static int run_read(FILE *in, FILE *out, run_env *env)
+{
+	size_t cap = 0;
 	char *line = NULL;
 	size_t lcap = 0;
 	int lineno = 0, lst;
-	run_state st;
-	memset(&st, 0, sizeof st);
-	st.out = stdout;
-	if (outfile && !(st.out = fopen(outfile, "we"))) {
-		cli_error("%s: %s", outfile, strerror(errno));
-		return EXIT_USAGE;
-	}
-	/* a line reaches the file when it is written: an interrupted run leaves whole lines */
-	setvbuf(st.out, NULL, _IOLBF, 0);
 	json_t *o;
 	json_error_t je;
 	while ((lst = cli_jsonl_next(in, &line, &lcap, &lineno, &o, &je)) != CLI_LINE_EOF) {
@@ -251,93 +263,180 @@ int cmd_run(int argc, char **argv)
 			else
 				snprintf(msg, sizeof msg, "malformed JSON at column %d: %s", je.column, je.text);
 			char *text = cli_run_refusal(lineno, NULL, msg);
-			fprintf(st.out, "%s\n", text ? text : "{}");
+			fprintf(out, "%s\n", text ? text : "{}");
 			free(text);
-			bad++;
+			env->bad++;
 			continue;
 		}
-		if (n == cap) {
+		if (env->n == cap) {
 			cap = cap ? cap * 2 : 256;
-			reqs = realloc(reqs, cap * sizeof *reqs);
-			lines = realloc(lines, cap * sizeof *lines);
-			if (!reqs || !lines) {
+			env->reqs = realloc(env->reqs, cap * sizeof *env->reqs);
+			env->lines = realloc(env->lines, cap * sizeof *env->lines);
+			if (!env->reqs || !env->lines) {
 				cli_error("out of memory");
 				return EXIT_PADDOCK_FAILED;
 			}
 		}
-		reqs[n] = o;
-		lines[n++] = lineno;
+		env->reqs[env->n] = o;
+		env->lines[env->n++] = lineno;
 	}
 	free(line);
-	if (in != stdin)
-		fclose(in);
-	if (cluster) {
-		int rc = cli_run_cluster(cluster, reqs, lines, n, bad, workers, st.out);
-		free(reqs);
-		free(lines);
-		if (st.out != stdout)
-			fclose(st.out);
-		return rc;
-	}
+	return 0;
+}
 
-	pd_template *t;
-	size_t nt;
-	if (cli_load_templates(tfile, &t, &nt) < 0)
+/* The templates (each pool at least --warm), the context, the pools, the judge and its problems
+ * (every problem checked and its checker built before the first line runs), the scheduler.
+ * 0, or an exit status. */
+static int run_setup(const run_args *a, run_env *env)
+{
+	if (cli_load_templates(a->tfile, &env->t, &env->nt) < 0)
 		return EXIT_USAGE;
-	for (size_t i = 0; i < nt; i++)
-		if (t[i].pool_min < (uint32_t)warm) {
-			t[i].pool_min = (uint32_t)warm;
+	pd_template *t = env->t;
+	for (size_t i = 0; i < env->nt; i++)
+		if (t[i].pool_min < (uint32_t)a->warm) {
+			t[i].pool_min = (uint32_t)a->warm;
 			if (t[i].pool_max < t[i].pool_min)
 				t[i].pool_max = t[i].pool_min;
 		}
 	pd_err e = {0};
-	pd_ctx *ctx = pd_ctx_new(NULL, &e);
-	if (!ctx) {
+	env->ctx = pd_ctx_new(NULL, &e);
+	if (!env->ctx) {
 		cli_error("%s", PD_ERR_STR(&e));
 		return EXIT_PADDOCK_FAILED;
 	}
-	for (size_t i = 0; i < nt; i++) {
-		pd_template_check(ctx, &t[i]);
+	for (size_t i = 0; i < env->nt; i++) {
+		pd_template_check(env->ctx, &t[i]);
 		if (!t[i].available)
 			fprintf(stderr, "paddock: template %s: dependency_missing: %s\n", t[i].name, t[i].missing);
 	}
-	pd_pools *pools = pd_pools_new(ctx, t, nt, NULL, &e);
-	if (!pools) {
+	env->pools = pd_pools_new(env->ctx, t, env->nt, NULL, &e);
+	if (!env->pools) {
 		cli_error("%s", PD_ERR_STR(&e));
 		return EXIT_PADDOCK_FAILED;
 	}
-	pd_judge *judge = pd_judge_new(pools, NULL, &e);
-	pd_problem_set problems = {0};
-	if (!judge) {
+	env->judge = pd_judge_new(env->pools, NULL, &e);
+	if (!env->judge) {
 		cli_error("%s", PD_ERR_STR(&e));
 		return EXIT_PADDOCK_FAILED;
 	}
-	if (problems_dir) {
-		/* every problem is checked and its checker built before the first line runs */
-		if (pd_problems_load_dir(problems_dir, &problems, &e) < 0) {
+	if (a->problems_dir) {
+		if (pd_problems_load_dir(a->problems_dir, &env->problems, &e) < 0) {
 			cli_error("%s", PD_ERR_STR(&e));
 			return EXIT_USAGE;
 		}
-		for (size_t i = 0; i < problems.n; i++)
-			if (pd_judge_prepare(judge, problems.p[i], &e) < 0) {
+		for (size_t i = 0; i < env->problems.n; i++)
+			if (pd_judge_prepare(env->judge, env->problems.p[i], &e) < 0) {
 				cli_error("%s", PD_ERR_STR(&e));
 				return EXIT_USAGE;
 			}
 	}
-	pd_metrics *m = pd_metrics_new();
+	env->m = pd_metrics_new();
 	pd_sched_opts so = {0};
-	so.workers = (unsigned)workers;
+	so.workers = (unsigned)a->workers;
 	/* -j is how many lines run at once, /run_code and Piston lines too: a batch's expected
 	 * verdicts (a memory hog's ML before its wall limit) hold at that concurrency, as the user
 	 * chose it, not at the daemon's SandboxFusion sharing */
 	so.one_class = true;
-	so.retries = (unsigned)retries;
-	so.queue_max = n + 16; /* a batch is admitted whole: it is ours, not a flood */
-	pd_sched *sched = pd_sched_new(pools, NULL, m, &so, &e);
-	if (!sched) {
+	so.retries = (unsigned)a->retries;
+	so.queue_max = env->n + 16; /* a batch is admitted whole: it is ours, not a flood */
+	env->sched = pd_sched_new(env->pools, NULL, env->m, &so, &e);
+	if (!env->sched) {
 		cli_error("%s", PD_ERR_STR(&e));
 		return EXIT_PADDOCK_FAILED;
 	}
+	return 0;
+}
+
+/* Until every line has its record: the progress, and on Ctrl-C the cancelling of what is left.
+ * Returns the seconds since t0. */
+static double run_wait(run_state *st, pd_sched *sched, size_t n, bool quiet, uint64_t t0)
+{
+	bool tty = !quiet && isatty(STDERR_FILENO), cancelling = false;
+	uint64_t said = t0;
+	pthread_mutex_lock(&st->mu);
+	while (st->done < st->total) {
+		if (interrupted && !cancelling) {
+			/* queued jobs end as cancelled, running ones are killed: every line gets its record */
+			cancelling = true;
+			if (tty)
+				fputc('\n', stderr);
+			fprintf(stderr, "paddock run: interrupted: cancelling %zu unfinished requests (Ctrl-C again quits at once)\n",
+				st->total - st->done);
+			for (size_t i = 0; i < n; i++)
+				if (st->jobs[i])
+					pd_sched_cancel(sched, st->jobs[i]);
+		}
+		if (tty)
+			cli_progress(st->done, st->total, t0);
+		else if (!quiet && pd_now_us() - said >= 10000000) {
+			said = pd_now_us();
+			cli_progress_line("run", st->done, st->total, t0);
+		}
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 200000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&st->cv, &st->mu, &ts);
+	}
+	pthread_mutex_unlock(&st->mu);
+	double secs = (pd_now_us() - t0) / 1e6;
+	if (tty)
+		fputc('\n', stderr);
+	return secs;
+}
+
+/* The summary on stderr: rate and latencies, the run lines' statuses and failure classes, the
+ * lines refused, the judged summary. */
+static void run_summary(run_state *st, const run_env *env, double secs, size_t refused, size_t rejected)
+{
+	size_t all = env->n + env->bad;
+	cli_sort_latencies(st->lat, st->nlat);
+	fprintf(stderr, "paddock run: %zu requests in %.2f s: %.1f/s; latency from submission (queue included) p50 %.0f ms, p90 %.0f ms, p99 %.0f ms\n",
+		all, secs, secs > 0 ? all / secs : 0.0, cli_percentile(st->lat, st->nlat, 50),
+		cli_percentile(st->lat, st->nlat, 90), cli_percentile(st->lat, st->nlat, 99));
+	uint64_t runs = 0;
+	for (int s = 0; s < 8; s++)
+		runs += st->status[s];
+	if (runs) { /* the run lines' own; judge lines have the judged summary below */
+		fprintf(stderr, "  status:");
+		for (int s = 0; s < 7; s++)
+			fprintf(stderr, " %s %llu", pd_status_name((pd_status)s), (unsigned long long)st->status[s]);
+		fprintf(stderr, ", never ran %llu", (unsigned long long)st->status[7]);
+		if (st->judge_lines) /* a file that mixes both: the judge lines are not in these counts */
+			fprintf(stderr, " (and %llu judge lines, below)", (unsigned long long)st->judge_lines);
+		fprintf(stderr, "\n  failure classes:");
+		for (int f = 0; f < PD_F_COUNT; f++)
+			fprintf(stderr, " %s %llu", pd_failure_name((pd_failure)f), (unsigned long long)st->failure[f]);
+		fputc('\n', stderr);
+	}
+	fprintf(stderr, "  lines refused as requests (malformed, a bad field): %zu; not admitted by the infrastructure: %zu\n",
+		env->bad + refused, rejected);
+	pd_judge_stats js;
+	pd_judge_stats_get(env->judge, &js);
+	judged_sum_print(st->judged, stderr, js.cpu_ms_saved, js.judge_errors);
+}
+
+/* Runs the lines read: each submitted in turn (a line refused, or not admitted, gets its record
+ * at once), then waited for, then the summary. Returns the exit status. */
+static int run_lines(run_env *env, FILE *out)
+{
+	json_t **reqs = env->reqs;
+	const int *lines = env->lines;
+	size_t n = env->n;
+	const char *problems_dir = env->problems_dir;
+	pd_template *t = env->t;
+	size_t nt = env->nt;
+	pd_ctx *ctx = env->ctx;
+	pd_pools *pools = env->pools;
+	pd_judge *judge = env->judge;
+	pd_problem_set problems = env->problems;
+	pd_sched *sched = env->sched;
+	run_state st;
+	memset(&st, 0, sizeof st);
+	st.out = out;
 	pd_pools_wait_ready(pools, 20000);
 	pd_intake intake = {.pools = pools, .sched = sched, .judge = judge, .problems = &problems, .ctx = ctx,
 			    .tpl = t, .ntpl = nt, .self = "run",
@@ -431,81 +530,62 @@ int cmd_run(int argc, char **argv)
 		}
 	}
 	free(reqs);
-	bool tty = !quiet && isatty(STDERR_FILENO), cancelling = false;
-	uint64_t said = t0;
-	pthread_mutex_lock(&st.mu);
-	while (st.done < st.total) {
-		if (interrupted && !cancelling) {
-			/* queued jobs end as cancelled, running ones are killed: every line gets its record */
-			cancelling = true;
-			if (tty)
-				fputc('\n', stderr);
-			fprintf(stderr, "paddock run: interrupted: cancelling %zu unfinished requests (Ctrl-C again quits at once)\n",
-				st.total - st.done);
-			for (size_t i = 0; i < n; i++)
-				if (st.jobs[i])
-					pd_sched_cancel(sched, st.jobs[i]);
-		}
-		if (tty)
-			cli_progress(st.done, st.total, t0);
-		else if (!quiet && pd_now_us() - said >= 10000000) {
-			said = pd_now_us();
-			cli_progress_line("run", st.done, st.total, t0);
-		}
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 200000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&st.cv, &st.mu, &ts);
-	}
-	pthread_mutex_unlock(&st.mu);
-	double secs = (pd_now_us() - t0) / 1e6;
-	if (tty)
-		fputc('\n', stderr);
+	env->reqs = NULL; /* each one was taken or freed */
+	double secs = run_wait(&st, sched, n, env->quiet, t0);
 	pd_sched_drain(sched);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);
-	cli_sort_latencies(st.lat, st.nlat);
-	fprintf(stderr, "paddock run: %zu requests in %.2f s: %.1f/s; latency from submission (queue included) p50 %.0f ms, p90 %.0f ms, p99 %.0f ms\n",
-		n + bad, secs, secs > 0 ? (n + bad) / secs : 0.0, cli_percentile(st.lat, st.nlat, 50), cli_percentile(st.lat, st.nlat, 90),
-		cli_percentile(st.lat, st.nlat, 99));
-	uint64_t runs = 0;
-	for (int s = 0; s < 8; s++)
-		runs += st.status[s];
-	if (runs) { /* the run lines' own; judge lines have the judged summary below */
-		fprintf(stderr, "  status:");
-		for (int s = 0; s < 7; s++)
-			fprintf(stderr, " %s %llu", pd_status_name((pd_status)s), (unsigned long long)st.status[s]);
-		fprintf(stderr, ", never ran %llu", (unsigned long long)st.status[7]);
-		if (st.judge_lines) /* a file that mixes both: the judge lines are not in these counts */
-			fprintf(stderr, " (and %llu judge lines, below)", (unsigned long long)st.judge_lines);
-		fprintf(stderr, "\n  failure classes:");
-		for (int f = 0; f < PD_F_COUNT; f++)
-			fprintf(stderr, " %s %llu", pd_failure_name((pd_failure)f), (unsigned long long)st.failure[f]);
-		fputc('\n', stderr);
-	}
-	fprintf(stderr, "  lines refused as requests (malformed, a bad field): %zu; not admitted by the infrastructure: %zu\n",
-		bad + refused, rejected);
-	pd_judge_stats js;
-	pd_judge_stats_get(judge, &js);
-	judged_sum_print(st.judged, stderr, js.cpu_ms_saved, js.judge_errors);
-	pd_sched_free(sched);
-	pd_judge_free(judge);
-	pd_problems_free(&problems);
-	pd_metrics_free(m);
-	pd_pools_free(pools);
-	pd_templates_free(t, nt);
-	pd_ctx_free(ctx);
+	run_summary(&st, env, secs, refused, rejected);
 	free(st.lat);
 	free(st.jobs);
 	judged_sum_free(st.judged);
-	free(lines);
-	if (st.out != stdout)
-		fclose(st.out);
 	if (interrupted)
 		return 130;
-	return bad + refused + rejected ? EXIT_PADDOCK_FAILED : 0;
+	return env->bad + refused + rejected ? EXIT_PADDOCK_FAILED : 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	run_args a;
+	int rc = run_args_parse(argc, argv, &a);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	FILE *in = strcmp(argv[optind], "-") ? fopen(argv[optind], "re") : stdin;
+	if (!in) {
+		cli_error("%s: %s", argv[optind], strerror(errno));
+		return EXIT_USAGE;
+	}
+	FILE *out = stdout;
+	if (a.outfile && !(out = fopen(a.outfile, "we"))) {
+		cli_error("%s: %s", a.outfile, strerror(errno));
+		return EXIT_USAGE;
+	}
+	/* a line reaches the file when it is written: an interrupted run leaves whole lines */
+	setvbuf(out, NULL, _IOLBF, 0);
+	run_env env = {.problems_dir = a.problems_dir, .quiet = a.quiet};
+	rc = run_read(in, out, &env);
+	if (in != stdin)
+		fclose(in);
+	if (rc)
+		return rc;
+	if (a.cluster)
+		rc = cli_run_cluster(a.cluster, env.reqs, env.lines, env.n, env.bad, a.workers, out);
+	else {
+		rc = run_setup(&a, &env);
+		if (rc)
+			return rc; /* the process ends: nothing to take down */
+		rc = run_lines(&env, out);
+		pd_sched_free(env.sched);
+		pd_judge_free(env.judge);
+		pd_problems_free(&env.problems);
+		pd_metrics_free(env.m);
+		pd_pools_free(env.pools);
+		pd_templates_free(env.t, env.nt);
+		pd_ctx_free(env.ctx);
+	}
+	free(env.reqs);
+	free(env.lines);
+	if (out != stdout)
+		fclose(out);
+	return rc;
 }

@@ -261,72 +261,40 @@ static void usage(FILE *f)
 	      f);
 }
 
-int cmd_top(int argc, char **argv)
+/* --once: one frame (with rates over interval when it is above 0); the exit status. */
+static int top_once(const char *url, double interval)
 {
-	static const struct option opts[] = {{"url", required_argument, 0, 'u'},
-					     {"once", no_argument, 0, '1'},
-					     {"interval", required_argument, 0, 'i'},
-					     {"help", no_argument, 0, 'h'},
-					     {0, 0, 0, 0}};
-	const char *url = getenv("PADDOCK_URL");
-	if (!url || !*url)
-		url = "http://127.0.0.1:8080";
-	bool once = false;
-	double interval = 1;
-	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'u':
-			url = optarg;
-			break;
-		case '1':
-			once = true;
-			break;
-		case 'i':
-			if (!cli_decimal("--interval", optarg, 0, 3600, &interval))
-				return EXIT_USAGE;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			return cli_bad_option("top", "top", NULL, c, argv, opts);
-		}
-	}
-	if (!cli_no_operand("top", argc, argv, optind))
-		return EXIT_USAGE;
-	if (!once && interval < 0.1) {
-		cli_error("top: --interval must be at least 0.1 without --once");
-		return EXIT_USAGE;
-	}
 	char err[512];
 	prom_set prev = {0}, cur = {0};
-	if (once) {
+	if (scrape(url, &cur, err, sizeof err) < 0) {
+		cli_error("top: %s", err);
+		return EXIT_PADDOCK_FAILED;
+	}
+	double t0 = now_s(), dt = 0;
+	if (interval > 0) {
+		prev = cur;
+		memset(&cur, 0, sizeof cur);
+		struct timespec ts = {(time_t)interval, (long)((interval - (double)(time_t)interval) * 1e9)};
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
 		if (scrape(url, &cur, err, sizeof err) < 0) {
+			prom_free(&prev);
 			cli_error("top: %s", err);
 			return EXIT_PADDOCK_FAILED;
 		}
-		double t0 = now_s(), dt = 0;
-		if (interval > 0) {
-			prev = cur;
-			memset(&cur, 0, sizeof cur);
-			struct timespec ts = {(time_t)interval, (long)((interval - (double)(time_t)interval) * 1e9)};
-			while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-				;
-			if (scrape(url, &cur, err, sizeof err) < 0) {
-				prom_free(&prev);
-				cli_error("top: %s", err);
-				return EXIT_PADDOCK_FAILED;
-			}
-			dt = now_s() - t0;
-		}
-		frame(stdout, url, &cur, interval > 0 ? &prev : NULL, dt);
-		prom_free(&prev);
-		prom_free(&cur);
-		return fflush(stdout) ? EXIT_PADDOCK_FAILED : 0;
+		dt = now_s() - t0;
 	}
+	frame(stdout, url, &cur, interval > 0 ? &prev : NULL, dt);
+	prom_free(&prev);
+	prom_free(&cur);
+	return fflush(stdout) ? EXIT_PADDOCK_FAILED : 0;
+}
 
+/* Frame after frame every interval until q, Ctrl-C or SIGTERM; the terminal as it was after. */
+static int top_live(const char *url, double interval)
+{
+	char err[512];
+	prom_set prev = {0}, cur = {0};
 	bool tty = isatty(1), keys = isatty(0);
 	struct termios saved;
 	if (keys && tcgetattr(0, &saved) == 0) {
@@ -377,4 +345,46 @@ int cmd_top(int argc, char **argv)
 	prom_free(&prev);
 	prom_free(&cur);
 	return 0;
+}
+
+int cmd_top(int argc, char **argv)
+{
+	static const struct option opts[] = {{"url", required_argument, 0, 'u'},
+					     {"once", no_argument, 0, '1'},
+					     {"interval", required_argument, 0, 'i'},
+					     {"help", no_argument, 0, 'h'},
+					     {0, 0, 0, 0}};
+	const char *url = getenv("PADDOCK_URL");
+	if (!url || !*url)
+		url = "http://127.0.0.1:8080";
+	bool once = false;
+	double interval = 1;
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'u':
+			url = optarg;
+			break;
+		case '1':
+			once = true;
+			break;
+		case 'i':
+			if (!cli_decimal("--interval", optarg, 0, 3600, &interval))
+				return EXIT_USAGE;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			return cli_bad_option("top", "top", NULL, c, argv, opts);
+		}
+	}
+	if (!cli_no_operand("top", argc, argv, optind))
+		return EXIT_USAGE;
+	if (!once && interval < 0.1) {
+		cli_error("top: --interval must be at least 0.1 without --once");
+		return EXIT_USAGE;
+	}
+	return once ? top_once(url, interval) : top_live(url, interval);
 }

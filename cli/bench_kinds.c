@@ -2,12 +2,11 @@
  * operation and cleans up: spawned commands (the floor, bwrap, the paddock CLI), the library in
  * process (pd_run, create+destroy, exec in a live sandbox) and the warm pools. */
 #define _GNU_SOURCE
-#include "bench.h"
+#include "bench_case.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,18 +18,6 @@
 #include <unistd.h>
 
 extern char **environ;
-
-int bench_record_failure(worker *w, const char *fmt, ...)
-{
-	w->failed++;
-	if (!w->error[0]) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(w->error, sizeof w->error, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
 
 /* ---- spawned commands: floor, bwrap, the paddock CLI ----------------------------------------- */
 
@@ -244,19 +231,6 @@ static int lib_exec_op(worker *w)
 		w->part_us[1] += r.exec_us;
 	pd_result_free(&r);
 	return ret;
-}
-
-/* A failure of a case as a whole (its pools would not start, its residue), not of one worker. */
-int bench_case_failure(bench_case *bc, const char *fmt, ...)
-{
-	bc->failed++;
-	if (!bc->error[0]) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(bc->error, sizeof bc->error, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
 }
 
 /* ---- warm pools ------------------------------------------------------------------------------ */

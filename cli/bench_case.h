@@ -1,17 +1,16 @@
-/* paddock bench (cli/bench*.c): the types the driver, the cases, the density case and the report
- * share. The files, by concern:
- *   bench.c          the command line, the case table and the order of the phases
+/* paddock bench's lifecycle section (the rows of `paddock bench` without --http, --judge, ...): what a
+ * case, its kind of operation, its workers and their figures are, shared by the files of that
+ * section, which cli/bench.c conducts (its head comment maps every file of the bench):
+ *   bench_case.c     the failures of a worker and of a case, recorded
  *   bench_measure.c  the drivers: workers, the latency phase, the throughput cells, CPU counters
- *   bench_cases.c    the kinds of operation (spawn, lib, pool) a case measures
+ *   bench_kinds.c    the kinds of operation (spawn, lib, pool) a case measures
  *   bench_residue.c  what our sandboxes leave on the host (processes in our uid slots, cgroups)
  *   bench_density.c  N idle sandboxes at once and what they cost the host
- *   bench_report.c   the table and the JSON object
- *   bench_http.c     --http: the daemon against python3 on the host (apart: no shared state)
- *   bench_judge.c    --judge: the judge against verl's way, the floor and bwrap (apart too)
- *   bench_guard.c    --guard: the CPU ratios `make test` keeps from sliding back (issue 42) */
-#ifndef PADDOCK_CLI_BENCH_H
-#define PADDOCK_CLI_BENCH_H
+ *   bench_report.c   the table and the JSON object */
+#ifndef PADDOCK_CLI_BENCH_CASE_H
+#define PADDOCK_CLI_BENCH_CASE_H
 
+#include "bench_util.h"
 #include "cli.h"
 #include "pool.h"
 
@@ -25,34 +24,6 @@
 #define ERR_LEN 256
 #define DENSITY_DEFAULT 1000
 #define DENSITY_MAX	10000
-
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* ---- the small HTTP client of --http and --guard (bench_http.c) ---- */
-
-typedef struct bench_hconn {
-	int fd;
-	char buf[65536];
-	size_t len;
-} bench_hconn;
-/* A keep-alive connection to 127.0.0.1:port: connect's result. */
-int bench_hconnect(bench_hconn *c, int port);
-/* One request; returns the status code (-1: the connection failed), the body in c->buf. */
-int bench_hrequest(bench_hconn *c, const char *method, const char *path, const char *body);
-/* Waits (up to 30 s) until the python pool neither resets nor creates, asking every poll_ms. */
-void bench_pool_quiet(int port, unsigned poll_ms);
-/* bwrap /bin/true with paddock's namespaces (bench.c): the bwrap row's argv, path first. */
-#define BENCH_BWRAP_ARGC 31
-void bench_bwrap_argv(const char *path, const char **argv);
-/* The absolute path of name found in $PATH (bench.c). */
-bool bench_find_in_path(const char *name, char *out, size_t len);
-/* paddock bench --guard (bench_guard.c). */
-int cmd_bench_guard(int argc, char **argv);
 
 /* ---- what the workers share (read-only while they run) --------------------------------------- */
 
@@ -218,11 +189,11 @@ typedef struct machine {
 	double load[3];
 } machine;
 
-/* the kinds of operation (bench_cases.c) */
+/* the kinds of operation (bench_kinds.c) */
 extern const bench_kind bench_kind_spawn, bench_kind_lib_run, bench_kind_lib_create, bench_kind_lib_exec,
 	bench_kind_pool_exec, bench_kind_pool_tp, bench_kind_audit, bench_kind_egress, bench_kind_density,
 	bench_kind_tier_create, bench_kind_tier_run;
-/* A failed operation of a worker: counted, and the first one's text kept; -1. */
+/* bench_case.c: a failed operation of a worker: counted, and the first one's text kept; -1. */
 int bench_record_failure(worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A failure of a case as a whole (its pools would not start, its residue); -1. */
 int bench_case_failure(bench_case *bc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -239,9 +210,6 @@ uint64_t bench_leftovers_bad(const leftovers *l);
  * stuck inside the library, where no bound of the bench reaches) ends the bench with its name
  * and exit 2 instead of hanging it. 0 ends the watch. */
 void bench_watch(const char *label, uint64_t limit_ms);
-int bench_cmp_u64(const void *a, const void *b);
-/* Nearest-rank percentile of sorted samples, in ms. */
-double bench_percentile_ms(const uint64_t *ns, size_t n, unsigned pct);
 void bench_measure_latency(const bench_env *env, bench_case **bcs, int nb, int iterations);
 void bench_measure_throughput(const bench_env *env, bench_case *bc, int slot, int nworkers,
 			      uint64_t duration_ms);
