@@ -114,7 +114,10 @@ static void note(build *b, const void *data, size_t len)
 		b->rec = n;
 		b->cap = cap;
 	}
-	memcpy(b->rec + b->len, data, len);
+	/* a rule without arguments notes (NULL, 0): memcpy from NULL is undefined even for 0 bytes
+	 * (make asan's UBSan stopped every daemon here) */
+	if (len)
+		memcpy(b->rec + b->len, data, len);
 	b->len += len;
 }
 

@@ -419,11 +419,14 @@ void pd_server_stop(pd_server *s)
 	s->stopping = true;
 	pthread_mutex_unlock(&s->mu);
 	if (s->mhd) {
-		/* stop accepting; queued and running work still completes and is answered */
+		/* stop accepting; queued and running work still completes and is answered. The socket is
+		 * shut down now (new clients are refused) but closed only after MHD_stop_daemon below:
+		 * libmicrohttpd's thread removes it from its epoll set a little later, and a close here let
+		 * another descriptor take its number meanwhile (its docs say so; make tsan, bench.t) */
 		int lfd = MHD_quiesce_daemon(s->mhd);
 		if (lfd >= 0)
-			close(lfd);
-		s->listen_fd = -1;
+			shutdown(lfd, SHUT_RDWR);
+		s->listen_fd = lfd;
 	}
 	/* a node stops pulling before its scheduler drains: what it pulled finishes, is recorded and
 	 * acked; what it did not stays in the stream for the others */
