@@ -18,7 +18,6 @@
 #include <string.h>
 #include <unistd.h>
 
-
 static json_t *failed_names(uint32_t kinds)
 {
 	json_t *a = json_array();
@@ -297,41 +296,23 @@ static void grade_fields(json_t *o, const pd_grade_out *g, int grc)
 				      g->residue[0] ? g->residue : "none"));
 }
 
-/* The grade's own levels, before the rules, limits and budget over the episode: the output from
- * the tests' report (or not judged, with the infrastructure's failure), the resources from the
- * grading command's limits, the process from its audit when the problem asks for one. */
-static void grade_levels(const pd_problem *p, const pd_grade_out *g, int grc, const char *infra, pd_judged *d,
-			 pd_ep_test **tests, size_t *ntests, char *why, size_t wlen)
+/* The process level from the grading command's audit, when the problem asks for one (a grade that
+ * did not run, or ran unaudited, is an audit unseen). */
+static void grade_audit(const pd_problem *p, const pd_grade_out *g, int grc, pd_judged *d)
 {
-	d->v.resources = PD_LV_NOT_JUDGED;
-	if (grc < 0 || g->r.status == PD_XX) {
-		d->v.output = PD_LV_NOT_JUDGED;
-		d->v.failure = grc < 0 && !g->fork_id[0] ? PD_F_STARTUP : PD_F_INTERNAL;
-		snprintf(d->error, sizeof d->error, "%s", grc < 0 ? infra : g->r.error);
+	if (!p->audit)
+		return;
+	pd_judged_audit_start(d);
+	if (grc == 0 && g->audited) {
+		pd_jrun x;
+		memset(&x, 0, sizeof x);
+		x.r = g->r;
+		x.verdict = g->verdict;
+		pd_judged_audit_add(d, "grade", &x);
 	} else {
-		snprintf(d->image_digest, sizeof d->image_digest, "%s", g->r.image_digest);
-		pd_episode_grade(p->episode, &g->r, g->report, g->report_len, tests, ntests, &d->v.output, &d->v.score,
-				 why, wlen);
-		pd_status st = g->r.status;
-		d->v.resources = st == PD_TO || st == PD_ML || st == PD_OL ? PD_LV_FAIL : PD_LV_PASS;
-		d->v.failure = st == PD_TO ? PD_F_TIMEOUT : st == PD_ML ? PD_F_OOM : st == PD_OL ? PD_F_OUTPUT : PD_F_NONE;
-		d->cpu_ms = g->r.cpu_ms;
+		pd_judged_audit_unseen(d);
 	}
-	d->v.process = PD_LV_NOT_AUDITED;
-	d->v.audit_asked = p->audit != NULL;
-	if (p->audit) {
-		pd_judged_audit_start(d);
-		if (grc == 0 && g->audited) {
-			pd_jrun x;
-			memset(&x, 0, sizeof x);
-			x.r = g->r;
-			x.verdict = g->verdict;
-			pd_judged_audit_add(d, "grade", &x);
-		} else {
-			pd_judged_audit_unseen(d);
-		}
-		pd_judged_audit_decide(d);
-	}
+	pd_judged_audit_decide(d);
 }
 
 /* The agent's claim (the request's "claim") against the tests' output level: {given, success,
@@ -350,6 +331,17 @@ static json_t *claim_json(json_t *claim, pd_level output)
 	if (mismatch)
 		json_object_set_new(rec, "why", json_string(cwhy));
 	return rec;
+}
+
+/* The per-test results: [{id, status, group}]. */
+static json_t *tests_json(const pd_ep_test *tests, size_t n)
+{
+	json_t *ta = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(ta, json_pack("{s:o,s:s,s:o}", "id", pd_json_text(tests[i].id), "status",
+						     tests[i].status, "group",
+						     tests[i].group ? json_string(tests[i].group) : json_null()));
+	return ta;
 }
 
 /* The grade's reasons, in order: the tests' report, each budget exceeded, the rules broken, the
@@ -414,7 +406,23 @@ static json_t *grade_record(pd_server *srv, sess_entry *se, grade_req *q, const 
 	pd_ep_test *tests = NULL;
 	size_t ntests = 0;
 	char why[512] = "";
-	grade_levels(p, g, grc, infra, &d, &tests, &ntests, why, sizeof why);
+	d.v.resources = PD_LV_NOT_JUDGED;
+	if (grc < 0 || g->r.status == PD_XX) {
+		d.v.output = PD_LV_NOT_JUDGED;
+		d.v.failure = grc < 0 && !g->fork_id[0] ? PD_F_STARTUP : PD_F_INTERNAL;
+		snprintf(d.error, sizeof d.error, "%s", grc < 0 ? infra : g->r.error);
+	} else {
+		snprintf(d.image_digest, sizeof d.image_digest, "%s", g->r.image_digest);
+		pd_episode_grade(p->episode, &g->r, g->report, g->report_len, &tests, &ntests, &d.v.output, &d.v.score,
+				 why, sizeof why);
+		pd_status st = g->r.status;
+		d.v.resources = st == PD_TO || st == PD_ML || st == PD_OL ? PD_LV_FAIL : PD_LV_PASS;
+		d.v.failure = st == PD_TO ? PD_F_TIMEOUT : st == PD_ML ? PD_F_OOM : st == PD_OL ? PD_F_OUTPUT : PD_F_NONE;
+		d.cpu_ms = g->r.cpu_ms;
+	}
+	d.v.process = PD_LV_NOT_AUDITED;
+	d.v.audit_asked = p->audit != NULL;
+	grade_audit(p, g, grc, &d);
 	/* the rules over the episode: a flag not exempted fails the process (a policy violation);
 	 * rules checked and none broken is evidence of the process, as a clean audit is */
 	json_t *rule_reasons = json_array();
@@ -453,13 +461,8 @@ static json_t *grade_record(pd_server *srv, sess_entry *se, grade_req *q, const 
 	json_object_set_new(o, "kind", json_string("episode"));
 	json_object_set_new(o, "session_id", json_string(se->id));
 	json_object_set_new(o, "steps", json_integer(pd_session_steps(se->s)));
-	json_t *ta = json_array();
-	for (size_t i = 0; i < ntests; i++)
-		json_array_append_new(ta, json_pack("{s:o,s:s,s:o}", "id", pd_json_text(tests[i].id), "status",
-						     tests[i].status, "group",
-						     tests[i].group ? json_string(tests[i].group) : json_null()));
+	json_object_set_new(o, "tests", tests_json(tests, ntests));
 	free(tests);
-	json_object_set_new(o, "tests", ta);
 	json_object_set_new(o, "reasons", grade_reasons(why, exceeded, rule_reasons, limit_reasons, claim_rec));
 	json_decref(limit_reasons);
 	/* the process level's reasons and kinds name the rules broken too */
@@ -493,9 +496,8 @@ static int grade_store(pd_server *srv, const grade_req *q, json_t *rec, uint64_t
 	snprintf(j->template_name, sizeof j->template_name, "%s", json_string_value(json_object_get(rec, "template")));
 	snprintf(j->language, sizeof j->language, "episode");
 	const char *fc = json_string_value(json_object_get(rec, "failure_class"));
-	for (int f = 0; fc && f < PD_F_COUNT; f++)
-		if (!strcmp(fc, pd_failure_name((pd_failure)f)))
-			j->failure = (pd_failure)f;
+	if (fc)
+		j->failure = pd_failure_parse(fc);
 	j->attempts = 1;
 	j->queued_us = j->started_us = started_ms * 1000;
 	j->finished_us = (pd_wall_us() / 1000) * 1000;
@@ -523,7 +525,7 @@ void session_judge(req *r, sess_entry *se)
 		grade_req_free(&q);
 		return;
 	}
-	uint64_t t0 = pd_now_us(), started_ms = pd_wall_us() / 1000;
+	uint64_t t0 = pd_now_us(), started_ms = (pd_wall_us() / 1000);
 	const pd_episode *ep = q.p->episode;
 	pd_grade_file *files = calloc(ep->nfiles + 1, sizeof *files);
 	for (size_t i = 0; files && i < ep->nfiles; i++)
