@@ -43,7 +43,9 @@ static bool runsc_own_failure(int code, const pd_output *err)
 	       memmem(err->head, err->head_len, "executing processes for container:", 35);
 }
 
-int pd_gv_supervise(pd_ctx *c, const pd_gv_proc *p, const pd_exec_opts *x, pd_result *r, pd_err *e)
+/* runsc (p->argv) started with x's stdin and two output pipes, whose read ends go to out; its pid,
+ * or -1 with errno. */
+static pid_t start_runsc(pd_ctx *c, const pd_gv_proc *p, const pd_exec_opts *x, int out[2])
 {
 	int in = stdin_of(x), outp[2] = {-1, -1}, errp[2] = {-1, -1};
 	pid_t pid = -1, parent = -1;
@@ -77,21 +79,23 @@ int pd_gv_supervise(pd_ctx *c, const pd_gv_proc *p, const pd_exec_opts *x, pd_re
 			close(outp[0]);
 		if (errp[0] >= 0)
 			close(errp[0]);
-		snprintf(r->error, sizeof r->error, "start runsc: %s", strerror(saved));
-		return pd_fail(e, saved, "start runsc");
+		errno = saved;
+		return -1;
 	}
-	pd_cg_stats before = {0}, st = {0};
-	c->cg.ops->stats(p->cg, &before);
-	uint64_t t1 = pd_now_us(), last_out = t1;
-	if (x->on_data)
-		x->on_data(x->data_arg, 0, NULL, 0);
-	pd_capture cap[2];
-	pd_capture_init(&cap[0], p->keep);
-	pd_capture_init(&cap[1], p->keep);
-	struct pollfd pf[2] = {{outp[0], POLLIN, 0}, {errp[0], POLLIN, 0}};
+	out[0] = outp[0];
+	out[1] = errp[0];
+	return pid;
+}
+
+/* The run watched to its end: its output captured (and spilled, and given to the callbacks), and
+ * the output, wall, no-output and CPU limits, whose first passed is acted on once (p->kill).
+ * Returns which; *idle: the no-output one. */
+static pd_gv_kill watch(pd_ctx *c, const pd_gv_proc *p, const pd_exec_opts *x, pd_result *r, struct pollfd pf[2],
+			pd_capture cap[2], const pd_cg_stats *before, uint64_t t1, bool *idle)
+{
+	pd_cg_stats st = {0};
 	pd_gv_kill killed = PD_GV_KILL_NONE;
-	bool idle = false;
-	uint64_t deadline = p->wall_ms ? t1 + p->wall_ms * 1000 : 0;
+	uint64_t deadline = p->wall_ms ? t1 + p->wall_ms * 1000 : 0, last_out = t1;
 	char *buf = malloc(65536);
 	while (buf && (pf[0].fd >= 0 || pf[1].fd >= 0)) {
 		/* CPU time is polled: the cgroup has no limit for it */
@@ -125,41 +129,21 @@ int pd_gv_supervise(pd_ctx *c, const pd_gv_proc *p, const pd_exec_opts *x, pd_re
 		else if (deadline && now >= deadline)
 			killed = PD_GV_KILL_TIME;
 		else if (x->idle_ms && now >= last_out + x->idle_ms * 1000)
-			killed = PD_GV_KILL_TIME, idle = true;
-		else if (p->cpu_ms && c->cg.ops->stats(p->cg, &st) == 0 && (st.cpu_us - before.cpu_us) / 1000 >= p->cpu_ms)
+			killed = PD_GV_KILL_TIME, *idle = true;
+		else if (p->cpu_ms && c->cg.ops->stats(p->cg, &st) == 0 && (st.cpu_us - before->cpu_us) / 1000 >= p->cpu_ms)
 			killed = PD_GV_KILL_TIME;
 		if (killed)
 			p->kill(p->kill_arg);
 	}
 	free(buf);
-	for (int i = 0; i < 2; i++)
-		if (pf[i].fd >= 0)
-			close(pf[i].fd);
-	int ws = 0;
-	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
-		;
-	uint64_t t2 = pd_now_us();
-	r->exec_us = t2 - t1;
-	r->wall_ms = (t2 - t1) / 1000;
-	memset(&st, 0, sizeof st);
-	c->cg.ops->stats(p->cg, &st);
-	c->cg.ops->rest(p->cg);
-	r->cpu_ms = (st.cpu_us - before.cpu_us) / 1000;
-	r->cpu_user_ms = (st.cpu_user_us - before.cpu_user_us) / 1000;
-	r->cpu_sys_ms = (st.cpu_sys_us - before.cpu_sys_us) / 1000;
-	r->memory_peak_bytes = st.mem_peak;
-	r->pids_peak = (uint32_t)st.pids_peak;
-	r->oom_killed = st.oom_kills > before.oom_kills;
-	pd_capture_finish(&cap[0], &r->out);
-	pd_capture_finish(&cap[1], &r->err);
+	return killed;
+}
 
-	int code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
-	/* runsc exits with the program's status, or 128 + the signal that killed it; its own
-	 * failures (the program not found, a bad bundle) are 128 with a line saying what failed */
-	bool own = runsc_own_failure(code, &r->err);
-	p->result->code = code;
-	p->result->runsc_failed = own;
-	p->result->killed = killed;
+/* The verdict from runsc's exit status (the program's, or 128 + the signal that killed it; its
+ * own failures, the program not found or a bad bundle, are 128 with a line saying what failed)
+ * and the limit that killed it. */
+static void verdict(const pd_exec_opts *x, pd_result *r, int code, bool own, pd_gv_kill killed, bool idle)
+{
 	if (killed == PD_GV_KILL_TIME)
 		r->status = PD_TO, r->signal = SIGKILL, r->idle_timeout = idle;
 	else if (killed == PD_GV_KILL_OUTPUT)
@@ -176,6 +160,54 @@ int pd_gv_supervise(pd_ctx *c, const pd_gv_proc *p, const pd_exec_opts *x, pd_re
 		r->status = PD_SG, r->signal = code - 128;
 	else
 		r->status = code ? PD_RE : PD_OK, r->exit_code = code;
+}
+
+int pd_gv_supervise(pd_ctx *c, const pd_gv_proc *p, const pd_exec_opts *x, pd_result *r, pd_err *e)
+{
+	int out[2];
+	pid_t pid = start_runsc(c, p, x, out);
+	if (pid < 0) {
+		int saved = errno;
+		snprintf(r->error, sizeof r->error, "start runsc: %s", strerror(saved));
+		return pd_fail(e, saved, "start runsc");
+	}
+	pd_cg_stats before = {0}, st = {0};
+	c->cg.ops->stats(p->cg, &before);
+	uint64_t t1 = pd_now_us();
+	if (x->on_data)
+		x->on_data(x->data_arg, 0, NULL, 0);
+	pd_capture cap[2];
+	pd_capture_init(&cap[0], p->keep);
+	pd_capture_init(&cap[1], p->keep);
+	struct pollfd pf[2] = {{out[0], POLLIN, 0}, {out[1], POLLIN, 0}};
+	bool idle = false;
+	pd_gv_kill killed = watch(c, p, x, r, pf, cap, &before, t1, &idle);
+	for (int i = 0; i < 2; i++)
+		if (pf[i].fd >= 0)
+			close(pf[i].fd);
+	int ws = 0;
+	while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+		;
+	uint64_t t2 = pd_now_us();
+	r->exec_us = t2 - t1;
+	r->wall_ms = (t2 - t1) / 1000;
+	c->cg.ops->stats(p->cg, &st);
+	c->cg.ops->rest(p->cg);
+	r->cpu_ms = (st.cpu_us - before.cpu_us) / 1000;
+	r->cpu_user_ms = (st.cpu_user_us - before.cpu_user_us) / 1000;
+	r->cpu_sys_ms = (st.cpu_sys_us - before.cpu_sys_us) / 1000;
+	r->memory_peak_bytes = st.mem_peak;
+	r->pids_peak = (uint32_t)st.pids_peak;
+	r->oom_killed = st.oom_kills > before.oom_kills;
+	pd_capture_finish(&cap[0], &r->out);
+	pd_capture_finish(&cap[1], &r->err);
+
+	int code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+	bool own = runsc_own_failure(code, &r->err);
+	p->result->code = code;
+	p->result->runsc_failed = own;
+	p->result->killed = killed;
+	verdict(x, r, code, own, killed, idle);
 	return 0;
 }
 
