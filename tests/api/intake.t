@@ -154,7 +154,7 @@ for i in 1 2; do
   curl -s -o /dev/null -m 60 -H 'Content-Type: application/json' --data-binary '{"shell":"sleep 30","limits":{"wall_time":40}}' "$FULL/v1/runs" &
   curl -s -o /dev/null -m 60 -H 'Content-Type: application/json' --data-binary '{"language":"bash","code":"sleep 30","run_timeout":40}' "$FULL/run_code" &
 done
-wait_for 20 bash -c "[ \"\$(curl -s $FULL/metrics | grep -c '^paddock_class_queue_length{class=\"[a-z]*\"} 1')\" = 2 ]"
+wait_for 60 bash -c "[ \"\$(curl -s $FULL/metrics | grep -c '^paddock_class_queue_length{class=\"[a-z]*\"} 1')\" = 2 ]"
 ok $? "both classes busy, both queues full"
 post_json /v1/runs '{"shell":"echo hi"}'
 is "$(outcome)" "503|queue full: retry later" "/v1/runs: 503, queue full"
