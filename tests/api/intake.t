@@ -36,7 +36,7 @@ NET_SH='{"language":"bash","code":"echo hi","network":"host"}'
 RISK_PY='{"language":"python","code":"print(1)","problem_id":"rk","network":"host"}'
 RISK_SH='{"shell":"echo hi","problem_id":"rk","network":"host"}'
 AUDITED_PY='{"language":"python","code":"print(1)","problem_id":"rk"}'
-WHOLE_PY='{"language":"python","code":"print(\"a\" * 300000)"}'
+WHOLE_PY='{"language":"python","code":"print(\"a\" * 2097151)"}'
 HOG='{"language":"python","version":"*","files":[{"content":"x = bytearray(400 * 1024 * 1024)\nprint(\"allocated\")"}],"run_timeout":5000,"run_memory_limit":67108864}'
 SLOW_PY='{"language":"python","code":"import time; time.sleep(4)","limits":{"wall_time":10},"deadline_ms":60000}'
 LATE_PY='{"language":"python","code":"print(\"late\")","limits":{"wall_time":1}}'
@@ -50,7 +50,7 @@ like "$RISK_LOCAL" "^403\|network: problem_id rk is on the risk list" "a risky p
 post_json /v1/runs "$AUDITED_PY"
 is "$CODE|$(jb .risk_list)|$(jb .verdict.process.status)" "200|true|pass" "a risky problem's run without egress: audited in full (risk_list true)"
 post_json /run_code "$WHOLE_PY"
-is "$CODE|$(jb '.run_result.stdout | length')" "200|300001" "/run_code keeps the whole output (300001 bytes)"
+is "$CODE|$(jb '.run_result.stdout | length')" "200|2097152" "/run_code keeps the whole output (2 MiB)"
 post_json /api/v2/execute "$HOG"
 is "$CODE|$(jb .run.status)|$(jb .run.signal)" "200|SG|SIGKILL" "Piston: 400 MB under 64 MiB is the OOM kill's SIGKILL"
 
@@ -74,8 +74,8 @@ wait "$SLOW"
 printf '%s\n' "$(jq -c '. + {schema: "run_code", task_id: "whole"}' <<<"$WHOLE_PY")" \
   "$(jq -c '. + {task_id: "net"}' <<<"$NET_SH")" >"$TMPD/lines.jsonl"
 "$PADDOCK" run -q --warm 1 -o "$TMPD/out.jsonl" "$TMPD/lines.jsonl" 2>"$TMPD/run.err"
-is "$(jq -r 'select(.line == 1) | .run_result.stdout | length' "$TMPD/out.jsonl")" 300001 \
-  "paddock run, \"schema\": \"run_code\": the whole output too (300001 bytes)"
+is "$(jq -r 'select(.line == 1) | .run_result.stdout | length' "$TMPD/out.jsonl")" 2097152 \
+  "paddock run, \"schema\": \"run_code\": the whole output too (2 MiB)"
 is "$(jq -r 'select(.line == 2) | .refused' "$TMPD/out.jsonl")" bad_request \
   "paddock run: a network asked for is refused (it has no per-request networks)"
 stop_daemon
@@ -134,7 +134,7 @@ is "$(outcome)" "$RISK_LOCAL" "a risky python run asking for egress through a: b
 at "$A" post_json /v1/runs "$AUDITED_PY"
 is "$CODE|$(jb .risk_list)|$(jb .node)" "200|true|b" "a risky python run through a: audited in full by b (risk_list true)"
 at "$A" post_json /run_code "$WHOLE_PY"
-is "$CODE|$(jb '.run_result.stdout | length')|$(jb .node)" "200|300001|b" "/run_code through a, run by b: the whole output"
+is "$CODE|$(jb '.run_result.stdout | length')|$(jb .node)" "200|2097152|b" "/run_code through a, run by b: the whole output"
 at "$A" post_json /api/v2/execute "$HOG"
 is "$CODE|$(jb .run.status)|$(jb .run.signal)" "200|SG|SIGKILL" "Piston through a, run by b: the OOM kill's SIGKILL, as a single daemon answers"
 # the default deadline counts from the request's arrival at a: its time in the broker, waiting for
@@ -154,7 +154,7 @@ for i in 1 2; do
   curl -s -o /dev/null -m 60 -H 'Content-Type: application/json' --data-binary '{"shell":"sleep 30","limits":{"wall_time":40}}' "$FULL/v1/runs" &
   curl -s -o /dev/null -m 60 -H 'Content-Type: application/json' --data-binary '{"language":"bash","code":"sleep 30","run_timeout":40}' "$FULL/run_code" &
 done
-wait_for 20 bash -c "[ \"\$(curl -s $FULL/metrics | grep -c '^paddock_class_queue_length{class=\"[a-z]*\"} 1')\" = 2 ]"
+wait_for 60 bash -c "[ \"\$(curl -s $FULL/metrics | grep -c '^paddock_class_queue_length{class=\"[a-z]*\"} 1')\" = 2 ]"
 ok $? "both classes busy, both queues full"
 post_json /v1/runs '{"shell":"echo hi"}'
 is "$(outcome)" "503|queue full: retry later" "/v1/runs: 503, queue full"
