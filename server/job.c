@@ -323,19 +323,32 @@ static bool attempt(pd_pools *pools, pd_job *j)
 	memset(&j->costs, 0, sizeof j->costs);
 	j->acquire_us = 0;
 	memset(&j->verdict, 0, sizeof j->verdict);
-	/* the pool of (template, image, tier), each made on first use, in one pass: resolved again
-	 * at each attempt, so an image name re-pointed meanwhile is followed as pd_image_open would;
-	 * the edge checked the template allows the tier */
-	char *pool = j->isolation[0] ? j->tier_pool : j->pool;
-	int tier = -1; /* the pool's own */
-	if (j->isolation[0] && (tier = pd_isolation_parse(j->isolation)) < 0)
-		tier = PD_ISO_N; /* refused by name, as no tier there is */
-	const pd_template *t = pd_pools_resolve(pools, j->template_name, j->image, tier, pool, sizeof j->pool,
-						j->image_digest, &e);
+	const char *pool = j->template_name;
+	if (j->image[0]) {
+		/* the pool of (template, image), made on first use: resolved again at each attempt, so
+		 * a name re-pointed meanwhile is followed as pd_image_open would */
+		if (pd_pools_image(pools, j->template_name, j->image, j->pool, sizeof j->pool, j->image_digest, &e) < 0) {
+			j->failure = e.code == EAGAIN ? PD_F_STARTUP : PD_F_DEPENDENCY;
+			snprintf(j->error, sizeof j->error, "%s", PD_ERR_STR(&e));
+			return j->failure == PD_F_STARTUP;
+		}
+		pool = j->pool;
+	}
+	if (j->isolation[0]) {
+		/* the (template or image) pool's recipe under the tier asked for: its own pool, made on
+		 * first use (pd_pools_tier); the edge checked the template allows it */
+		if (pd_pools_tier(pools, pool, pd_isolation_parse(j->isolation), j->tier_pool, sizeof j->tier_pool, &e) < 0) {
+			j->failure = e.code == EAGAIN ? PD_F_STARTUP : PD_F_DEPENDENCY;
+			snprintf(j->error, sizeof j->error, "%s", PD_ERR_STR(&e));
+			return j->failure == PD_F_STARTUP;
+		}
+		pool = j->tier_pool;
+	}
+	const pd_template *t = pd_pools_template(pools, pool);
 	if (!t) {
-		j->failure = e.code == EAGAIN ? PD_F_STARTUP : PD_F_DEPENDENCY;
-		snprintf(j->error, sizeof j->error, "%s", PD_ERR_STR(&e));
-		return j->failure == PD_F_STARTUP;
+		j->failure = PD_F_DEPENDENCY;
+		snprintf(j->error, sizeof j->error, "no template named '%s'", j->template_name);
+		return false;
 	}
 	if (j->image[0]) /* the request's: its digest came with the pool */
 		snprintf(j->image_name, sizeof j->image_name, "%s", pd_image_ref_is_digest(j->image) ? "" : j->image);

@@ -490,7 +490,7 @@ int pd_judge_submit(pd_judge *j, const pd_problem *p, const char *language, cons
 		}
 		tpl_name = tpool;
 	}
-	const pd_template *tpl = pd_pools_template_ensure(j->pools, tpl_name, NULL);
+	const pd_template *tpl = pd_pools_template(j->pools, tpl_name);
 	if (tpl)
 		snprintf(d->template_version, sizeof d->template_version, "%s", tpl->version);
 	if (tpl) /* the tier it runs under, named or the template's own */
