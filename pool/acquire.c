@@ -215,7 +215,7 @@ int pd_pools_tier(pd_pools *p, const char *base, int tier, char *pool, size_t po
 {
 	pthread_mutex_lock(&p->mu);
 	pd_pool *pl = tier_locked(p, base, tier, e);
-	if (pl)
+	if (used_locked(pl)) /* the caller's lookup and acquire follow */
 		snprintf(pool, pool_len, "%s", pl->t.name);
 	pthread_mutex_unlock(&p->mu);
 	return pl ? 0 : -1;

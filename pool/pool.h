@@ -191,7 +191,8 @@ void pd_pools_template_image(pd_pools *p, const pd_template *t, char *name, size
  * (NULL or "": the template's own), under isolation tier (a pd_isolation; -1: the pool's own).
  * Writes the pool's name into pool (64 bytes) and, with an image, its digest into digest
  * (PD_DIGEST_LEN; may be NULL), and returns the pool's template (as pd_pools_template_ensure).
- * NULL with e as pd_pools_image and pd_pools_tier fail (EAGAIN: no free slot for a new pool). */
+ * NULL with e as pd_pools_image and pd_pools_tier fail (EAGAIN: no free slot for a new pool).
+ * The pool it (or pd_pools_image, pd_pools_tier) returns is not retired for a second after. */
 const pd_template *pd_pools_resolve(pd_pools *p, const char *tname, const char *ref, int tier, char *pool,
 				    size_t pool_len, char *digest, pd_err *e);
 /* Takes a READY sandbox of the template (hit), or creates one on the spot (miss). */

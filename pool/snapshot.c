@@ -1,6 +1,6 @@
 /* Snapshots of a session's files and forks from them: the copy of a session's files into a tree
  * (a snapshot's, a grading fork's: session_grade.c), the snapshots' store (names, TTLs, the tree a
- * fork stacks); taking one as a session's step is session_steps.c's.
+ * fork stacks); taking one as a session's step is session_snapshot.c's.
  *
  * A snapshot is what the session's writable directories (/work, /tmp and the template's working
  * directory) hold when it is taken, copied once, through the sandbox's root as the host sees it

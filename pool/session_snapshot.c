@@ -1,7 +1,6 @@
-/* A session's steps that run no program: a snapshot of its files taken (the copy and the
- * snapshots' store are snapshot.c's), and a step answered from the trajectory the session resumes
- * (fast-forward; the recorded trajectory's index is session_traj.c's). Each holds the session
- * (session_enter) and is a line of its trajectory. */
+/* A snapshot of a session's files taken as one of its steps (pd_session_snapshot): it holds the
+ * session (session_enter) and is a line of its trajectory. The copy and the snapshots' store are
+ * snapshot.c's, below the session. */
 #define _GNU_SOURCE
 #include "session_internal.h"
 
@@ -90,26 +89,4 @@ out:;
 			  obs, NULL, false, &te);
 	session_leave(s);
 	return res;
-}
-
-json_t *pd_session_fast_forward(pd_session *s, const char *kind, const char *rid)
-{
-	json_t *rec = pd_traj_index_find(s->resume, kind, rid);
-	if (!rec)
-		return NULL;
-	pd_err e = {0};
-	if (session_enter(s, &e) < 0)
-		return NULL;
-	json_t *obs = json_object_get(rec, "observation");
-	json_t *extra = json_pack("{s:{s:s,s:O}}", "fast_forward", "trajectory_id", s->resume_id,
-				  "step", json_object_get(rec, "step"));
-	json_t *fc = json_object_get(rec, "files_changed");
-	uint64_t t0 = pd_wall_us();
-	/* the recorded files_changed, not a scan: the step did not run here */
-	json_object_set(extra, "files_changed", fc ? fc : json_array());
-	session_traj_step(s, kind, rid, t0, json_deep_copy(json_object_get(rec, "action")),
-			  json_deep_copy(obs), extra, false, &e);
-	json_decref(extra);
-	session_leave(s);
-	return obs ? json_deep_copy(obs) : json_object();
 }
