@@ -107,24 +107,23 @@ bench: all
 	$(BIN)/paddock bench --http --rounds 5
 	$(BIN)/paddock bench --judge
 
-# The sanitizers write their reports into build-*/reports (log_path), not to the process's stderr:
-# a report from any process a test starts (a daemon however started, a cluster node, paddock run,
-# bench, a unit test) lands there, and tests/run-all fails the file that left one
-# (PADDOCK_SANITIZER_REPORTS; a data race does not stop the process, so the file's checks may pass).
-# UBSan's reports ignore log_path beside ASan: they stay on stderr, and end the process
-# (-fno-sanitize-recover=all); tests/api/api.sh finds them in a daemon's log.
+# ASan and UBSan end the process at their first report (-fno-sanitize-recover=all; LeakSanitizer
+# exits 23), and tests/api/api.sh finds the report in a daemon's log. Their reports stay on stderr:
+# ASan also writes from a sandbox's program-starting child, where a log_path outside the sandbox
+# cannot be opened (it then ends the child: every exec failed).
 # ASAN_TESTS: run-all patterns (default every file), e.g. make asan ASAN_TESTS="api/basics unit/"
 ASAN_TESTS ?=
 asan:
-	ASAN_OPTIONS="log_path=$(CURDIR)/build-asan/reports/asan $(ASAN_OPTIONS)" \
-	  UBSAN_OPTIONS="print_stacktrace=1 $(UBSAN_OPTIONS)" \
-	  PADDOCK_SANITIZER_REPORTS=$(CURDIR)/build-asan/reports \
+	UBSAN_OPTIONS="print_stacktrace=1 $(UBSAN_OPTIONS)" \
 	  $(MAKE) BUILD=build-asan BIN=build-asan/bin CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	  LDFLAGS="-fsanitize=address,undefined" TESTS="$(ASAN_TESTS)" test
 
 # ThreadSanitizer on the daemon's threads: bin/paddock built into build-tsan/, then the API tests
 # (TSAN_TESTS: run-all patterns, default every API file). tests/tsan.supp lists the reports judged
-# benign, each with its reason.
+# benign, each with its reason. A data race does not stop the process, so TSan writes its reports
+# into build-tsan/reports (log_path), not to stderr: a report from any process a test starts (a
+# daemon however started, a cluster node, paddock run, bench) lands there, and tests/run-all fails
+# the file that left one (PADDOCK_SANITIZER_REPORTS) even if the file's own checks all passed.
 # First a check of that path itself: tests/san/race.t runs a racy program whose output and exit
 # status it throws away, and must still be counted failed.
 TSAN_TESTS ?= tests/api/

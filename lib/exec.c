@@ -375,6 +375,13 @@ static void audit_after(pd_sandbox *s, exec_run *x, const pd_cg_stats *after, pd
 	pd_audit_record(r, x->ao, PD_AK_TAMPER, "outlive", "-", what, false, 0, t_us);
 }
 
+/* an exec's state changes are atomic: a session's info (pd_sandbox_state) is read on another
+ * thread while the exec runs (make tsan, stream.t) */
+static void set_state(pd_sandbox *s, pd_state st)
+{
+	__atomic_store_n(&s->state, st, __ATOMIC_RELAXED);
+}
+
 static uint64_t delta(uint64_t after, uint64_t before)
 {
 	return after > before ? after - before : 0;
@@ -688,10 +695,10 @@ int pd_ct_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *e)
 	if (x.ao && !x.ao->faults_only && before.pids_current > 1)
 		r->audit_outside = before.pids_current - 1;
 	uint64_t t0 = pd_now_us();
-	s->state = PD_RUNNING;
+	set_state(s, PD_RUNNING);
 	if (pd_send_fds(s->sock, msg, msglen, fds, nfds) < 0) {
 		pd_fail(e, errno, "send exec request to sandbox %s", s->id);
-		s->state = PD_READY;
+		set_state(s, PD_READY);
 		goto fail_early;
 	}
 	free(msg);
@@ -708,7 +715,7 @@ int pd_ct_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *e)
 	watch(s, &x, o, r, o->cpu_ms ? o->cpu_ms : s->lim.cpu_ms);
 	uint64_t t1 = pd_now_us();
 	bool step_killed = x.step_killing && x.exited && !x.init_died && step_kill_finish(s, &x, r);
-	s->state = PD_COLLECTING;
+	set_state(s, PD_COLLECTING);
 	collect(s, &x, o, r, &before, &after, t0, t1);
 
 	pd_exec_end end = {.exited = x.exited,
@@ -725,11 +732,11 @@ int pd_ct_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *e)
 	/* a limit kill ends the sandbox (unless only the step's sessions were killed); so does an
 	 * init that died under us */
 	if (step_killed && !x.init_died)
-		s->state = PD_READY;
+		set_state(s, PD_READY);
 	else if (killed_by_us || x.init_died)
-		s->state = killed_by_us ? PD_TIMED_OUT : PD_FAILED;
+		set_state(s, killed_by_us ? PD_TIMED_OUT : PD_FAILED);
 	else
-		s->state = PD_READY;
+		set_state(s, PD_READY);
 	return 0;
 fail_early:
 	pd_tamper_base_free(&x.upper0);

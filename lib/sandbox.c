@@ -91,7 +91,9 @@ void pd_sandbox_note_prepare(pd_sandbox *s, uint64_t us)
 
 pd_state pd_sandbox_state(const pd_sandbox *s)
 {
-	return s->state;
+	/* atomic: a session's info is read while another thread runs its exec (lib/exec.c's
+	 * set_state; make tsan, stream.t) */
+	return __atomic_load_n(&s->state, __ATOMIC_RELAXED);
 }
 
 pid_t pd_sandbox_pid(const pd_sandbox *s)

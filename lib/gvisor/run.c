@@ -229,7 +229,9 @@ int pd_gvisor_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd
 		return -1;
 	}
 	pd_cg *g = NULL;
-	c->cg_other = true; /* runsc makes cgroups of its own: pd_ctx_free lists them */
+	/* runsc makes cgroups of its own: pd_ctx_free lists them. Atomic: workers and the pools'
+	 * builders create gvisor sandboxes at once (make tsan, judge_gvisor.t) */
+	__atomic_store_n(&c->cg_other, true, __ATOMIC_RELAXED);
 	if (c->cg.ops->create(&c->cg, name, &lim, &g, e) < 0) {
 		snprintf(r->error, sizeof r->error, "%s", e ? PD_ERR_STR(e) : "cgroup");
 		return -1;

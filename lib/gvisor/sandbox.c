@@ -253,7 +253,9 @@ pd_sandbox *pd_gv_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 	static char t_sleep[] = "sleep", t_inf[] = "infinity";
 	char *argv[] = {t_sleep, t_inf, NULL};
 	pd_exec_opts x0 = {.argv = argv};
-	c->cg_other = true; /* runsc makes cgroups of its own: pd_ctx_free lists them */
+	/* runsc makes cgroups of its own: pd_ctx_free lists them. Atomic: workers and the pools'
+	 * builders create gvisor sandboxes at once (make tsan, judge_gvisor.t) */
+	__atomic_store_n(&c->cg_other, true, __ATOMIC_RELAXED);
 	if (pd_gv_cgroup_rel(&c->cg, s->id, cgpath, sizeof cgpath, e) < 0 || pd_mkdir_p(g->root, 0700) < 0 ||
 	    c->cg.ops->create(&c->cg, s->id, &s->lim, &s->cg, e) < 0)
 		goto fail;
