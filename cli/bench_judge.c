@@ -240,12 +240,12 @@ static void *cell_worker(void *arg)
 }
 
 /* Submissions per second of a cell at 2 clients; the work started before the deadline is counted
- * and timed to its end. */
-static double run_cell(cell_kind k, double secs, long *tag, uint64_t *hits, uint64_t *failed)
+ * and timed to its end. *cpu_per_op (if asked): paddock's own CPU per completed submission. */
+static double run_cell(cell_kind k, double secs, long *tag, uint64_t *hits, uint64_t *failed, double *cpu_per_op)
 {
 	cell c = {.k = k, .next_tag = *tag};
 	pthread_mutex_init(&c.mu, NULL);
-	double t0 = now_ms();
+	double t0 = now_ms(), c0 = bench_self_cpu_ms();
 	c.until_ms = t0 + secs * 1000;
 	pthread_t th[2];
 	for (int i = 0; i < 2; i++)
@@ -253,6 +253,10 @@ static double run_cell(cell_kind k, double secs, long *tag, uint64_t *hits, uint
 	for (int i = 0; i < 2; i++)
 		pthread_join(th[i], NULL);
 	double el = (now_ms() - t0) / 1000;
+	/* this process's threads (the in-process daemon's and the two clients'): not the sandboxed
+	 * programs, which are other processes' CPU */
+	if (cpu_per_op)
+		*cpu_per_op = c.ok ? (bench_self_cpu_ms() - c0) / (double)c.ok : 0;
 	*tag = c.next_tag;
 	if (hits)
 		*hits = c.hits;
@@ -317,7 +321,7 @@ static double switch_rt_us(bool cross)
 /* ---- the command ----------------------------------------------------------------------------- */
 
 enum { F_CPP_JUDGE, F_CPP_VERL, F_PY_JUDGE, F_PY_FLOOR, F_PY_BWRAP, F_RATE_JUDGE, F_RATE_FLOOR, F_GRPO_ON,
-       F_GRPO_OFF, F_GRPO_HITS, F_CPP_AUDIT_OFF, F_CPP_AUDIT_ON, F_PY_AUDIT_OFF, F_PY_AUDIT_ON, NF };
+       F_GRPO_OFF, F_GRPO_HITS, F_CPP_AUDIT_OFF, F_CPP_AUDIT_ON, F_PY_AUDIT_OFF, F_PY_AUDIT_ON, F_JUDGE_CPU, NF };
 
 /* The audit cells of one round: each side twice, off on on off, the sum of the two (ms). */
 static void audit_cells(double *row, const char *off_body, const char *on_body, int f_off, int f_on, uint64_t *failed)
@@ -443,11 +447,11 @@ static void judge_round(int i, double *row, const judge_bodies *b, const judge_a
 		*failed += py_local(true) < 0;
 		row[F_PY_BWRAP] = now_ms() - t;
 	}
-	row[F_RATE_FLOOR] = run_cell(C_FLOOR, secs, tag, NULL, failed);
-	row[F_RATE_JUDGE] = run_cell(C_JUDGE, secs, tag, NULL, failed);
-	row[F_GRPO_OFF] = run_cell(C_GRPO_OFF, secs, tag, NULL, failed);
+	row[F_RATE_FLOOR] = run_cell(C_FLOOR, secs, tag, NULL, failed, NULL);
+	row[F_RATE_JUDGE] = run_cell(C_JUDGE, secs, tag, NULL, failed, &row[F_JUDGE_CPU]);
+	row[F_GRPO_OFF] = run_cell(C_GRPO_OFF, secs, tag, NULL, failed, NULL);
 	uint64_t hits = 0;
-	row[F_GRPO_ON] = run_cell(C_GRPO_ON, secs, tag, &hits, failed);
+	row[F_GRPO_ON] = run_cell(C_GRPO_ON, secs, tag, &hits, failed, NULL);
 	row[F_GRPO_HITS] = (double)hits;
 	printf("round %d: cpp20 judge %.0f ms, verl-style %.0f ms | py20 judge %.0f ms, floor %.0f ms, bwrap %.0f ms | "
 	       "2 clients: judge %.2f/s, floor %.2f/s | grpo cache on %.2f/s (%llu hits), off %.2f/s\n",
@@ -479,6 +483,10 @@ static void judge_report(double (*r)[NF], int rounds, bool audit_only, uint64_t 
 		ratio_line("2 clients: judge rate / floor rate", r, rounds, F_RATE_JUDGE, F_RATE_FLOOR, "");
 		ratio_line("grpo mix (8 per group, 25% duplicates): cache on / off", r, rounds, F_GRPO_ON, F_GRPO_OFF,
 			   "ideal 1.33x");
+		printf("\n  paddock's own CPU per judged submission (py20, 2 clients, no cache): %.2f ms (median over "
+		       "rounds;\n  this process's threads: HTTP, judge, scheduler, store, pools; not the sandboxed "
+		       "programs)\n",
+		       median_of(r, rounds, F_JUDGE_CPU));
 	}
 	printf("\naudit overhead (judged, 20 tests, \"audit\": true over no audit; median over rounds):\n");
 	ratio_line("cpp20: audit on / audit off", r, rounds, F_CPP_AUDIT_ON, F_CPP_AUDIT_OFF, "target <= 1.10x");
