@@ -452,9 +452,13 @@ void pd_server_stop(pd_server *s)
 	}
 	pd_cluster_free(s->cluster);
 	s->cluster = NULL;
-	for (int i = 0; i < MAX_SESSIONS; i++)
+	for (int i = 0; i < MAX_SESSIONS; i++) {
 		if (s->sessions[i].s)
 			pd_session_close_lost(s->sessions[i].s, PD_SESSION_LOST_STOP);
+		/* with no rules, this frees what the slot's last episode held (its rules, their state,
+		 * its refusals), else freed only at the slot's next open (make asan, episode_rules.t) */
+		session_rules_open(&s->sessions[i], NULL, NULL, NULL);
+	}
 	pd_sched_free(s->sched);
 	pd_judge_free(s->judge);
 	pd_caps_free(s->caps);
