@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,7 +93,64 @@ typedef struct exec_run {
 	bool spill_failed[2];
 	uint64_t spilled[2];
 	uint64_t kill_at; /* the output kill: bytes of both streams; 0 = none */
+	/* pd_exec_opts.concurrent: init's messages about this exec come on sock, its own socket
+	 * (else sock is the sandbox's); its slot in the sandbox's exec_pids */
+	bool conc;
+	int sock, slot;
 } exec_run;
+
+/* Several execs of one sandbox may run at once (pd_exec_opts.concurrent: a session's agents).
+ * What they share on the sandbox (how many run, their programs' pids, the cgroup's files that
+ * stats keeps open, the state) changes under this lock, one for every sandbox: held for the
+ * short start and end of such an exec and a CPU sample, never while it waits for its program.
+ * Execs without concurrent never take it (they run alone: the state must be READY). */
+static pthread_mutex_t conc_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static bool conc_audited(const pd_sandbox *s, const pd_exec_opts *o)
+{
+	const pd_audit_opts *ao = o->audit ? o->audit : s->opts.audit;
+	return ao && ao->enabled && !ao->faults_only;
+}
+
+/* A concurrent exec's start: 0 with conc_mu held and a slot taken, or -1 (EBUSY when the
+ * sandbox runs execs this one may not join: an audited one runs alone, its evidence being the
+ * whole sandbox's). */
+static int conc_enter(pd_sandbox *s, const pd_exec_opts *o, exec_run *x, pd_err *e)
+{
+	pthread_mutex_lock(&conc_mu);
+	bool running = s->state == PD_RUNNING && s->execs;
+	int slot = -1;
+	for (int i = 0; i < PD_SB_EXECS && slot < 0; i++)
+		if (!s->exec_pids[i])
+			slot = i;
+	const char *why = !running && s->state != PD_READY   ? "not READY"
+			  : running && (s->exec_alone || conc_audited(s, o)) ? "running an audited exec, which runs alone"
+			  : slot < 0 ? "running as many execs at once as it may"
+				     : NULL;
+	if (why) {
+		pthread_mutex_unlock(&conc_mu);
+		return pd_fail(e, running ? EBUSY : EINVAL, "sandbox %s is %s (%s)", s->id, pd_state_name(s->state), why);
+	}
+	s->execs++;
+	s->exec_pids[slot] = -1; /* taken; its program's pid once init reports it */
+	s->exec_alone = conc_audited(s, o);
+	s->state = PD_RUNNING;
+	x->conc = true;
+	x->slot = slot;
+	return 0;
+}
+
+/* Its end (conc_mu held): the slot freed; the state the last one leaves, unless an exec's kill
+ * ended the sandbox (then that stays). */
+static void conc_leave(pd_sandbox *s, exec_run *x, pd_state mine)
+{
+	s->exec_pids[x->slot] = 0;
+	s->execs--;
+	s->exec_alone = false;
+	if (s->state == PD_TIMED_OUT || s->state == PD_FAILED)
+		return; /* an exec's kill ended it */
+	s->state = mine != PD_READY ? mine : s->execs ? PD_RUNNING : PD_READY;
+}
 
 /* The sessions this exec started: init's session-leading children that were not there when it
  * began (same pid and start time). */
@@ -100,8 +158,13 @@ static void find_mine(pd_sandbox *s, exec_run *x)
 {
 	pd_proc_id now[48];
 	size_t n = pd_init_leaders(s->pid, now, 48);
+	if (x->conc)
+		pthread_mutex_lock(&conc_mu);
 	for (size_t i = 0; i < n; i++) {
 		bool old = false, known = false;
+		/* another exec's program, running beside this one */
+		for (int j = 0; x->conc && j < PD_SB_EXECS && !old; j++)
+			old = j != x->slot && s->exec_pids[j] == now[i].pid;
 		for (size_t j = 0; j < x->nbefore && !old; j++)
 			old = x->before[j].pid == now[i].pid && x->before[j].start == now[i].start;
 		for (size_t j = 0; j < x->nmine && !known; j++)
@@ -109,6 +172,8 @@ static void find_mine(pd_sandbox *s, exec_run *x)
 		if (!old && !known && x->nmine < sizeof x->mine / sizeof x->mine[0])
 			x->mine[x->nmine++] = now[i];
 	}
+	if (x->conc)
+		pthread_mutex_unlock(&conc_mu);
 }
 
 /* SIGKILL to every process of the exec's sessions; how many were alive, -1 on an error */
@@ -271,7 +336,7 @@ static void on_init_msg(pd_sandbox *s, exec_run *x, pd_result *r)
 		struct msg_started st;
 		struct msg_exited ex;
 	} m;
-	ssize_t n = pd_recv_fds(s->sock, &m, sizeof m, NULL, NULL, 0);
+	ssize_t n = pd_recv_fds(x->sock, &m, sizeof m, NULL, NULL, 0);
 	if (n <= 0) {
 		x->init_died = true;
 		return;
@@ -279,6 +344,12 @@ static void on_init_msg(pd_sandbox *s, exec_run *x, pd_result *r)
 	switch (m.h.type) {
 	case MSG_STARTED:
 		x->started = true;
+		if (x->conc && m.st.listener_fd < 0) {
+			pid_t hp = host_pid_of(s->pid, m.st.pid);
+			pthread_mutex_lock(&conc_mu);
+			s->exec_pids[x->slot] = hp > 0 ? hp : -1;
+			pthread_mutex_unlock(&conc_mu);
+		}
 		if (m.st.listener_fd >= 0 && x->ao && !x->aud_on) {
 			pid_t hp = host_pid_of(s->pid, m.st.pid);
 			int pfd = hp > 0 ? (int)syscall(SYS_pidfd_open, hp, 0) : -1;
@@ -423,19 +494,33 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 	snprintf(r->sandbox_id, sizeof r->sandbox_id, "%s", s->id);
 	pd_sandbox_use_id(s, r->use_id, sizeof r->use_id);
 	pd_image_note(r, &s->opts, s->ctx->default_image_id);
-	if (s->state != PD_READY)
-		return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
+	exec_run x;
+	memset(&x, 0, sizeof x);
+	x.sock = s->sock;
+	/* a concurrent exec holds conc_mu from here to its request's send */
+	if (o->concurrent && !s->gv) {
+		if (conc_enter(s, o, &x, e) < 0)
+			return -1;
+	} else if (s->state != PD_READY) {
+		return pd_fail(e, o->concurrent && s->state == PD_RUNNING ? EBUSY : EINVAL, "sandbox %s is %s, not READY",
+			       s->id, pd_state_name(s->state));
+	}
 	if (s->gv)
 		return pd_gv_sandbox_exec(s, o, r, e);
 	r->landlock = o->no_landlock ? 0 : s->ctx->landlock_abi;
-	if (pd_scratch_end_setup(s, e) < 0)
-		return -1;
 	char *msg = NULL;
 	size_t msglen = 0;
-	if (build_exec_msg(s, o, &msg, &msglen, e) < 0)
+	int rs[2] = {-1, -1}; /* a concurrent exec's own socket with init */
+	if (pd_scratch_end_setup(s, e) < 0 || build_exec_msg(s, o, &msg, &msglen, e) < 0 ||
+	    (x.conc && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, rs) < 0 &&
+	     pd_fail(e, errno, "exec socket") < 0)) {
+		if (x.conc) {
+			conc_leave(s, &x, PD_READY);
+			pthread_mutex_unlock(&conc_mu);
+		}
+		free(msg);
 		return -1;
-	exec_run x;
-	memset(&x, 0, sizeof x);
+	}
 	if (o->step_kill)
 		x.nbefore = pd_init_leaders(s->pid, x.before, sizeof x.before / sizeof x.before[0]);
 	x.out[0] = x.out[1] = x.in_w = -1;
@@ -451,7 +536,7 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 		pd_fail(e, errno, "exec pipes");
 		goto fail_early;
 	}
-	int fds[4], nfds = 0;
+	int fds[5], nfds = 0;
 	int stdin_fd = o->stdin_data ? pin[0] : o->stdin_from_fd ? o->stdin_fd : -1;
 	if (stdin_fd >= 0) {
 		fds[nfds++] = stdin_fd;
@@ -459,6 +544,10 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 	}
 	fds[nfds++] = pout[1];
 	fds[nfds++] = perr[1];
+	if (x.conc) {
+		fds[nfds++] = rs[1];
+		((struct msg_exec *)msg)->has_report = 1;
+	}
 	/* made at creation and by each reset (a new IPC namespace); here only if that failed:
 	 * without it the program's POSIX message queues are refused (EACCES), nothing else */
 	if (s->mq_fd < 0 || s->mq_stale)
@@ -494,7 +583,9 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 			pd_tamper_tree_snapshot(x.tree_fd, x.trees, x.ntrees, &x.tree0);
 	}
 	pd_cg_stats before, after;
-	s->ctx->cg.ops->reset_peaks(s->cg);
+	/* beside other execs, the peaks stay the first one's: the cgroup is theirs together */
+	if (!x.conc || s->execs == 1)
+		s->ctx->cg.ops->reset_peaks(s->cg);
 	s->ctx->cg.ops->stats(s->cg, &before);
 	/* init is the one task a fresh exec finds; any other is an earlier exec's (a session's
 	 * background job), outside this exec's filter: the evidence cannot be whole (auditverdict.c) */
@@ -509,6 +600,11 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 	}
 	free(msg);
 	msg = NULL;
+	if (x.conc) {
+		close(rs[1]);
+		x.sock = rs[0];
+		pthread_mutex_unlock(&conc_mu);
+	}
 	if (o->on_data)
 		o->on_data(o->data_arg, 0, NULL, 0);
 	close(pout[1]);
@@ -533,7 +629,7 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 		uint64_t idle_at = o->idle_ms && !x.killed_to ? x.last_out_us + o->idle_ms * 1000 : UINT64_MAX;
 		struct pollfd pf[5];
 		int np = 0, i_sock, i_out[2] = {-1, -1}, i_in = -1, i_aud = -1;
-		pf[i_sock = np++] = (struct pollfd){s->sock, POLLIN, 0};
+		pf[i_sock = np++] = (struct pollfd){x.sock, POLLIN, 0};
 		for (int i = 0; i < 2; i++)
 			if (x.out[i] >= 0)
 				pf[i_out[i] = np++] = (struct pollfd){x.out[i], POLLIN, 0};
@@ -613,7 +709,11 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 			/* the CPU limit's look, and a sample of the tasks for the peak: not every figure
 			 * stats reads (its six files cost every request a fifth of the daemon's exec
 			 * work on a machine slow enough to stretch a program's wall time) */
+			if (x.conc)
+				pthread_mutex_lock(&conc_mu);
 			uint64_t cpu_now = s->ctx->cg.ops->sample(s->cg);
+			if (x.conc)
+				pthread_mutex_unlock(&conc_mu);
 			if (cpu_ms && delta(cpu_now, before.cpu_us) > cpu_ms * 1000) {
 				x.killed_to = true;
 				if (!limit_kill(s, &x, o))
@@ -624,7 +724,8 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 	}
 	uint64_t t1 = pd_now_us();
 	bool step_killed = x.step_killing && x.exited && !x.init_died && step_kill_finish(s, &x, r);
-	s->state = PD_COLLECTING;
+	if (!x.conc)
+		s->state = PD_COLLECTING; /* concurrent: RUNNING while any runs (conc_leave) */
 	/* what the program wrote before it ended is in the pipes: take it, but do not wait for
 	 * writers it left behind */
 	for (int i = 0; i < 2; i++)
@@ -639,18 +740,27 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 		pd_auditor_close(&x.aud);
 	/* the relay's connections (a program's, or one an earlier step left running) */
 	pd_sb_relay_collect(s, r, x.ao, t0);
+	if (x.conc)
+		pthread_mutex_lock(&conc_mu); /* the cgroup's files: another exec may read them */
 	s->ctx->cg.ops->stats(s->cg, &after);
+	if (x.conc)
+		pthread_mutex_unlock(&conc_mu);
 	if (r->audited)
 		audit_after(s, &x, &after, r, t1 - t0);
 	pd_tamper_base_free(&x.upper0);
 	pd_tamper_base_free(&x.tree0);
 	if (x.tree_fd >= 0)
 		close(x.tree_fd);
-	s->ctx->cg.ops->rest(s->cg);
+	if (!x.conc)
+		s->ctx->cg.ops->rest(s->cg);
+	else
+		close(x.sock);
 
 	r->wall_ms = (t1 - t0) / 1000;
 	r->exec_us = t1 - t0;
 	r->cpu_ms = delta(after.cpu_us, before.cpu_us) / 1000;
+	r->cpu_counter_us[0] = before.cpu_us;
+	r->cpu_counter_us[1] = after.cpu_us;
 	r->cpu_user_ms = delta(after.cpu_user_us, before.cpu_user_us) / 1000;
 	r->cpu_sys_ms = delta(after.cpu_sys_us, before.cpu_sys_us) / 1000;
 	r->memory_peak_bytes = after.mem_peak;
@@ -709,12 +819,18 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 		r->status = PD_OL;
 	/* a limit kill ends the sandbox (unless only the step's sessions were killed); so does an
 	 * init that died under us */
-	if (step_killed && !x.init_died)
-		s->state = PD_READY;
-	else if (killed_by_us || x.init_died)
-		s->state = killed_by_us ? PD_TIMED_OUT : PD_FAILED;
-	else
-		s->state = PD_READY;
+	pd_state end = step_killed && !x.init_died	  ? PD_READY
+		       : killed_by_us || x.init_died ? (killed_by_us ? PD_TIMED_OUT : PD_FAILED)
+						     : PD_READY;
+	if (x.conc) {
+		pthread_mutex_lock(&conc_mu);
+		if (s->execs == 1) /* the last: the cgroup's files close */
+			s->ctx->cg.ops->rest(s->cg);
+		conc_leave(s, &x, end);
+		pthread_mutex_unlock(&conc_mu);
+	} else {
+		s->state = end;
+	}
 	return 0;
 fail_early:
 	pd_tamper_base_free(&x.upper0);
@@ -732,6 +848,13 @@ fail_early:
 	}
 	pd_capture_free(&x.cap[0]);
 	pd_capture_free(&x.cap[1]);
+	if (x.conc) {
+		for (int i = 0; i < 2; i++)
+			if (rs[i] >= 0)
+				close(rs[i]);
+		conc_leave(s, &x, PD_READY);
+		pthread_mutex_unlock(&conc_mu);
+	}
 	return -1;
 }
 

@@ -7,6 +7,8 @@
 #include "proto.h"
 #include "scratch.h"
 
+#define PD_SB_EXECS 16 /* execs of one sandbox at once, at most */
+
 struct pd_sandbox {
 	pd_ctx *ctx;
 	char id[40];
@@ -42,6 +44,11 @@ struct pd_sandbox {
 	int nlayers;                         /* and how many image layers it attached */
 	int init_oom_adj; /* what init's oom_score_adj was set to (checked by a reset) */
 	void *user;
+	/* execs running at once (pd_exec_opts.concurrent; exec.c, under its conc_mu): how many, each
+	 * one's program's host pid (0: a free slot, -1: not known yet), one audited among them */
+	unsigned execs;
+	pid_t exec_pids[PD_SB_EXECS];
+	bool exec_alone;
 	/* a gvisor sandbox's own state (lib/gvisor/sandbox.c): set, the public calls route there */
 	struct pd_gv_sb *gv;
 };
