@@ -644,7 +644,10 @@ static __attribute__((noreturn)) void init_loop(const child_cfg *c)
 			    ((struct msg_hdr *)g_buf)->type == MSG_EXEC) {
 				int rep = -1;
 				if (nmains == 64) {
-					g_rep = pd_ch_sock;
+					/* to its own socket if it has one: the host reads nothing else for it */
+					const struct msg_exec *xm = (const struct msg_exec *)g_buf;
+					int ri = xm->has_stdin ? 3 : 2;
+					g_rep = xm->has_report && nfds > ri ? fds[ri] : pd_ch_sock;
 					refuse(EBUSY, "too many execs at once");
 				} else {
 					pid_t pid = start_program(c, n, fds, nfds, &rep);
