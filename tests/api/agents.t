@@ -7,7 +7,7 @@
 # every agent's steps, a replay runs the agents' steps as theirs, and an exec without "agent" is as
 # before (the second while one runs: 409 busy; no "agent" in its answer or line).
 source "$(dirname "$0")/api.sh"
-plan 46
+plan 47
 
 cat >"$TMPD/templates.json" <<'EOF2'
 {"templates": [
@@ -110,17 +110,24 @@ is "$(jq -r 'select(.event == "result") | [.agent, .status] | join(" ")' "$TMPD/
 # --- the budget counts every agent's steps ---------------------------------------------------------
 post_json /v1/sessions '{"template":"bash","budget":{"steps":3}}'
 B=$(jb .session_id); mine+=("$B")
-bg_exec ba "$B" '{"agent":"a","timeout":50,"shell":"touch /work/a; while [ ! -e /work/b ]; do sleep 0.05; done"}'
+# both spin once both are in: each one's cpu_ms is the sandbox's while it ran, the other's included
+SPIN='i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done'
+bg_exec ba "$B" '{"agent":"a","timeout":50,"shell":"touch /work/a; while [ ! -e /work/b ]; do sleep 0.05; done; '"$SPIN"'"}'
 PB=$!
-sx "$B" '{"agent":"b","timeout":50,"shell":"touch /work/b; while [ ! -e /work/a ]; do sleep 0.05; done"}'
+sx "$B" '{"agent":"b","timeout":50,"shell":"touch /work/b; while [ ! -e /work/a ]; do sleep 0.05; done; '"$SPIN"'"}'
 is "$CODE" 200 "budget: agent b's step, beside a's"
+CPU_B=$(jb .cpu_ms)
 wait "$PB"
 is "$(cat "$TMPD/ba.code")" 200 "budget: agent a's step"
+CPU_A=$(jq -r .cpu_ms "$TMPD/ba.body")
 sx "$B" '{"agent":"c","shell":"true"}'
 is "$CODE" 200 "budget: a third agent's step, the third of three"
 sx "$B" '{"agent":"a","shell":"true"}'
 is "$CODE" 409 "budget: a fourth step, whichever agent's, is refused"
 is "$(jb '[.spent.steps, (.exceeded | join(","))] | join(" ")')" "3 steps" "the budget counted the three agents' steps together"
+SPENT=$(jb '.spent.cpu_s * 1000 | floor')
+ok "$([ "$((SPENT + 100))" -lt "$((CPU_A + CPU_B))" ] && echo 0 || echo 1)" \
+  "the budget's CPU counts the overlap of a's and b's steps once ($SPENT ms spent; their cpu_ms $CPU_A + $CPU_B)"
 
 # --- without agent: as before ----------------------------------------------------------------------
 post_json /v1/sessions '{"template":"bash"}'
