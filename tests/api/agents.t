@@ -7,7 +7,7 @@
 # every agent's steps, a replay runs the agents' steps as theirs, and an exec without "agent" is as
 # before (the second while one runs: 409 busy; no "agent" in its answer or line).
 source "$(dirname "$0")/api.sh"
-plan 47
+plan 46
 
 cat >"$TMPD/templates.json" <<'EOF2'
 {"templates": [
