@@ -40,11 +40,11 @@ bg_exec alice "$S" '{"agent":"alice","request_id":"a-1","timeout":50,"shell":"to
 PA=$!
 sx "$S" '{"agent":"bob","request_id":"b-1","timeout":50,"shell":"touch /work/from-bob; while [ ! -e /work/from-alice ]; do sleep 0.05; done; echo bob-saw-alice"}'
 is "$CODE" 200 "bob's exec runs while alice's does (200, not 409 busy)"
-is "$(jb '[.status, .stdout, .agent, .request_id] | join(" ")')" "OK bob-saw-alice bob b-1" \
+is "$(jb '[.status, (.stdout | rtrimstr("\n")), .agent, .request_id] | join(" ")')" "OK bob-saw-alice bob b-1" \
   "bob saw the file alice's running exec made; the answer names its agent"
 wait "$PA"
 is "$(cat "$TMPD/alice.code")" 200 "alice's exec ended too"
-is "$(jq -r '[.status, .stdout, .agent] | join(" ")' "$TMPD/alice.body")" "OK alice-saw-bob alice" \
+is "$(jq -r '[.status, (.stdout | rtrimstr("\n")), .agent] | join(" ")' "$TMPD/alice.body")" "OK alice-saw-bob alice" \
   "alice saw the file bob made while she ran: the two ran at once"
 
 # --- one agent's steps run one at a time; the session alone waits for them ------------------------
@@ -72,9 +72,9 @@ is "$(jb '[.status, .stdout] | join(" ")')" "OK go" "carol releases alice"
 wait "$PH"
 is "$(jq -r '[.status, .stdout] | join(" ")' "$TMPD/hold.body")" "OK released" "alice's held exec ended"
 sx "$S" '{"agent":"alice","request_id":"a-second","shell":"echo now"}'
-is "$(jb '[.status, .stdout, .agent] | join(" ")')" "OK now alice" "alice's next exec runs once her first ended"
+is "$(jb '[.status, (.stdout | rtrimstr("\n")), .agent] | join(" ")')" "OK now alice" "alice's next exec runs once her first ended"
 sx "$S" '{"agent":"bob","request_id":"a-second","shell":"echo not-run"}'
-is "$(jb '[.stdout, .agent] | join(" ")')" "now alice" \
+is "$(jb '[(.stdout | rtrimstr("\n")), .agent] | join(" ")')" "now alice" \
   "a retry of a recorded request id answers the record, with the agent that ran it"
 req PUT "/v1/sessions/$S/files?path=/work/x.txt" --data-binary 'x'
 is "$CODE" 200 "with no exec running, a file write goes through"
@@ -140,7 +140,7 @@ is "$CODE" 409 "without agent: a second exec while one runs is 409, as before"
 like "$(jb .error)" "the default agent has an exec running" "the refusal says the default agent runs"
 sx "$D" '{"agent":"helper","shell":"touch /work/d-go"}'
 wait "$PD"
-is "$(jq -r '[.stdout, has("agent")] | join(" ")' "$TMPD/d1.body")" "d1 false" "an exec without agent: no agent in its answer"
+is "$(jq -r '[(.stdout | rtrimstr("\n")), has("agent")] | join(" ")' "$TMPD/d1.body")" "d1 false" "an exec without agent: no agent in its answer"
 req GET "/v1/sessions/$D/trajectory"
 is "$(jq -s -r '[.[] | select(.kind == "exec") | has("agent")] | sort | join(" ")' "$BODY")" "false true true" \
   "its trajectory line has no agent (the helper's have theirs)"
