@@ -20,9 +20,11 @@ int pd_session_agent_check(const char *agent, pd_err *e)
 {
 	size_t n = agent ? strlen(agent) : 0;
 	if (!n || n > PD_AGENT_MAX)
-		return pd_fail(e, EINVAL, "agent: must be a string of 1 to %d characters", PD_AGENT_MAX);
+		return pd_fail(e, EINVAL, "agent: must be a string of 1 to %d characters",
+			       PD_AGENT_MAX);
 	for (size_t i = 0; i < n; i++)
-		if (!((agent[i] >= 'a' && agent[i] <= 'z') || (agent[i] >= 'A' && agent[i] <= 'Z') ||
+		if (!((agent[i] >= 'a' && agent[i] <= 'z') ||
+		      (agent[i] >= 'A' && agent[i] <= 'Z') ||
 		      (agent[i] >= '0' && agent[i] <= '9') || strchr("-_.:@/", agent[i])))
 			return pd_fail(e, EINVAL, "agent: letters, digits and \"-_.:@/\" only");
 	return 0;
@@ -49,13 +51,17 @@ int session_exec_enter(pd_session *s, const char *agent, const char *rid, bool a
 			slot = slot < 0 ? i : slot;
 			continue;
 		}
-		const char *why = !strcmp(a->agent, agent) ? "has an exec running: an agent's steps run one at a time"
+		const char *why = !strcmp(a->agent, agent)
+				      ? "has an exec running: an agent's steps run one at a time"
 				  : rid && !strcmp(a->request_id, rid) ? "runs this request id now"
-				  : a->audited || audited ? "runs an exec, and an audited exec runs alone"
-							  : NULL;
+				  : a->audited || audited
+				      ? "runs an exec, and an audited exec runs alone"
+				      : NULL;
 		if (why) {
-			pd_fail(e, EBUSY, "session %s: %s%s%s %s (request %s)", s->id, a->agent[0] ? "agent '" : "",
-				a->agent[0] ? a->agent : "the default agent", a->agent[0] ? "'" : "", why,
+			pd_fail(e, EBUSY, "session %s: %s%s%s %s (request %s)", s->id,
+				a->agent[0] ? "agent '" : "",
+				a->agent[0] ? a->agent : "the default agent",
+				a->agent[0] ? "'" : "", why,
 				a->request_id[0] ? a->request_id : "without an id");
 			pthread_mutex_unlock(&s->p->mu);
 			return -1;
@@ -63,8 +69,9 @@ int session_exec_enter(pd_session *s, const char *agent, const char *rid, bool a
 	}
 	if (slot < 0) {
 		pthread_mutex_unlock(&s->p->mu);
-		return pd_fail(e, EBUSY, "session %s runs %d agents' execs at once, the most it may: %s waits", s->id,
-			       SESSION_AGENTS, who);
+		return pd_fail(
+		    e, EBUSY, "session %s runs %d agents' execs at once, the most it may: %s waits",
+		    s->id, SESSION_AGENTS, who);
 	}
 	agent_run *a = &s->runs[slot];
 	a->on = true;
@@ -85,8 +92,8 @@ void session_exec_leave(pd_session *s, int slot)
 	if (!s->dead && !session_sandbox_alive(s)) {
 		s->dead = true;
 		snprintf(s->dead_reason, sizeof s->dead_reason, "its sandbox is %s%s%s",
-			 pd_state_name(pd_sandbox_state(s->sb)), s->damage[0] ? ": " : "", s->damage);
+			 pd_state_name(pd_sandbox_state(s->sb)), s->damage[0] ? ": " : "",
+			 s->damage);
 	}
 	pthread_mutex_unlock(&s->p->mu);
 }
-
