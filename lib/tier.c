@@ -47,6 +47,7 @@ static const pd_tier tiers[PD_ISO_N] = {
 			      .available = always,
 			      .sb_create = pd_ct_create,
 			      .sb_exec = pd_ct_exec,
+			      .concurrent = true,
 			      .sb_destroy = pd_ct_destroy,
 			      .sb_fileop = pd_ct_fileop,
 			      .sb_reset = pd_ct_reset,
@@ -127,6 +128,11 @@ int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *
 	snprintf(r->sandbox_id, sizeof r->sandbox_id, "%s", s->id);
 	pd_sandbox_use_id(s, r->use_id, sizeof r->use_id);
 	pd_image_note(r, &s->opts, s->ctx->default_image_id);
+	/* beside other execs: the tier's exec looks at the state itself, under its own lock */
+	if (o->concurrent && s->tier->concurrent)
+		return s->tier->sb_exec(s, o, r, e);
+	if (o->concurrent && s->state == PD_RUNNING) /* a tier that runs one exec at a time */
+		return pd_fail(e, EBUSY, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
 	if (s->state != PD_READY)
 		return not_ready(s, e);
 	return s->tier->sb_exec(s, o, r, e);
