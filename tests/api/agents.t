@@ -7,7 +7,7 @@
 # every agent's steps, a replay runs the agents' steps as theirs, and an exec without "agent" is as
 # before (the second while one runs: 409 busy; no "agent" in its answer or line).
 source "$(dirname "$0")/api.sh"
-plan 46
+plan 49
 
 cat >"$TMPD/templates.json" <<'EOF2'
 {"templates": [
@@ -153,6 +153,23 @@ is "$CODE" 400 "agent 7: 400"
 sx "$D" '{"agent":"no spaces","shell":"true"}'
 is "$CODE" 400 "an agent name with a space: 400"
 like "$(jb .error)" '^agent: ' "the error names the field"
+
+# --- one agent's limit kill spares the others' programs, even one started after its step began ------
+post_json /v1/sessions '{"template":"bash"}'
+K=$(jb .session_id); mine+=("$K")
+bg_exec kb "$K" '{"agent":"bob","timeout":4,"shell":"touch /work/b-run; sleep 100"}'
+PKB=$!
+wait_file "$K" /work/b-run carol
+bg_exec ka "$K" '{"agent":"alice","timeout":50,"shell":"touch /work/a-run; while [ ! -e /work/go ]; do sleep 0.05; done; echo alice-alive"}'
+PKA=$!
+wait_file "$K" /work/a-run carol
+is "$(jb .stdout)" seen "alice's program runs while bob's does"
+wait "$PKB"
+is "$(jq -r .status "$TMPD/kb.body")" TO "bob's step hit its time limit (its sessions killed, the sandbox kept)"
+sx "$K" '{"agent":"carol","shell":"touch /work/go"}'
+wait "$PKA"
+is "$(jq -r '[.status, (.stdout | rtrimstr("\n"))] | join(" ")' "$TMPD/ka.body")" "OK alice-alive" \
+  "alice's program, started after bob's step began, outlived bob's step kill"
 
 # --- replay: the agents' steps, each as its agent, one at a time ----------------------------------
 post_json /v1/sessions '{"template":"bash"}'
