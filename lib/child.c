@@ -52,6 +52,9 @@ static void report(int fd, const void *m, size_t len)
 /* ---- running a program ------------------------------------------------------------------------ */
 
 static char g_buf[PD_EXEC_MSG_MAX + sizeof(struct msg_exec) + 64];
+/* Where the exec being started reports (msg_exec.has_report): its own socket, so that several
+ * execs of the sandbox can run at once, each heard by its host side alone; else init's socket. */
+static int g_rep = -1;
 static char *g_argv[PD_MAX_ARGS + 1], *g_envp[PD_MAX_ARGS + 1];
 
 /* Once, in init before READY, what every program needs and init itself does not: an empty
@@ -228,7 +231,7 @@ static __attribute__((noreturn)) void become_program(const child_cfg *c, const s
 		 * answers it. write, not send: send is a call the filter just loaded stops. The fd is
 		 * CLOEXEC, so the program never holds it. */
 		struct msg_started m = {MSG_STARTED, getpid(), l};
-		if (write(pd_ch_sock, &m, sizeof m) != (ssize_t)sizeof m)
+		if (write(g_rep, &m, sizeof m) != (ssize_t)sizeof m)
 			goto fail_errno;
 		keep = l;
 	}
@@ -256,9 +259,9 @@ static pid_t refuse(int err, const char *what)
 	m.type = MSG_EXEC_FAILED;
 	m.err = err;
 	pd_ch_cat(m.what, sizeof m.what, what, NULL, NULL);
-	send(pd_ch_sock, &m, sizeof m, MSG_NOSIGNAL);
+	send(g_rep, &m, sizeof m, MSG_NOSIGNAL);
 	struct msg_exited x = {MSG_EXITED, -1, 127 << 8};
-	send(pd_ch_sock, &x, sizeof x, MSG_NOSIGNAL);
+	send(g_rep, &x, sizeof x, MSG_NOSIGNAL);
 	return -1;
 }
 
@@ -279,14 +282,24 @@ static int spawn_entry(void *arg)
 	become_program(sp->c, sp->x, sp->cwd, sp->fds, sp->nfds, sp->errfd);
 }
 
-static pid_t start_program(const child_cfg *c, ssize_t len, int *fds, int nfds)
+/* *rep_fd: the exec's report socket, taken from fds (the caller closes it once the program's end is
+ * reported), or -1 */
+static pid_t start_program(const child_cfg *c, ssize_t len, int *fds, int nfds, int *rep_fd)
 {
 	struct msg_exec *x = (struct msg_exec *)g_buf;
 	char *p = g_buf + sizeof *x, *end = g_buf + len;
-	int need = (x->has_stdin ? 3 : 2) + (x->has_mq ? 1 : 0);
+	int need = (x->has_stdin ? 3 : 2) + (x->has_report ? 1 : 0) + (x->has_mq ? 1 : 0);
+	g_rep = pd_ch_sock;
+	*rep_fd = -1;
 	if ((size_t)len < sizeof *x || x->argc == 0 || x->argc > PD_MAX_ARGS || x->envc > PD_MAX_ARGS ||
 	    nfds != need || end[-1] != 0)
 		return refuse(EINVAL, "malformed exec request");
+	if (x->has_report) {
+		/* after stdin, stdout, stderr; before the mqueue root, which become_program takes last */
+		int *f = &fds[x->has_stdin ? 3 : 2];
+		g_rep = *rep_fd = *f;
+		*f = -1;
+	}
 	const char *cwd = p;
 	p += strlen(p) + 1;
 	for (uint32_t i = 0; i < x->argc; i++) {
@@ -333,8 +346,11 @@ static pid_t start_program(const child_cfg *c, ssize_t len, int *fds, int nfds)
 	while (n < 0 && errno == EINTR);
 	close(rep[0]);
 	if (n >= (ssize_t)sizeof r && r.type == MSG_EXEC_FAILED)
-		send(pd_ch_sock, &r, sizeof r, MSG_NOSIGNAL);
-
+		send(g_rep, &r, sizeof r, MSG_NOSIGNAL);
+	/* on its own socket, the program's pid: the host's step kill spares the other execs' */
+	struct msg_started st = {MSG_STARTED, pid, -1};
+	if (*rep_fd >= 0)
+		send(*rep_fd, &st, sizeof st, MSG_NOSIGNAL);
 	return pid; /* reaped and reported as exited (127 if it failed) */
 bad:
 	return refuse(EINVAL, "malformed exec request");
@@ -568,6 +584,7 @@ static __attribute__((noreturn)) void init_loop(const child_cfg *c)
 		close(pd_ch_upper);
 	pd_ch_upper = -1;
 	pid_t mains[64];
+	int reps[64]; /* each main's report socket (start_program), or -1 */
 	int nmains = 0;
 	for (;;) {
 		struct pollfd pf[2] = {{pd_ch_sock, POLLIN, 0}, {sfd, POLLIN, 0}};
@@ -587,8 +604,11 @@ static __attribute__((noreturn)) void init_loop(const child_cfg *c)
 					if (mains[i] != pid)
 						continue;
 					struct msg_exited m = {MSG_EXITED, pid, ws};
-					send(pd_ch_sock, &m, sizeof m, MSG_NOSIGNAL);
-					mains[i] = mains[--nmains];
+					send(reps[i] >= 0 ? reps[i] : pd_ch_sock, &m, sizeof m, MSG_NOSIGNAL);
+					if (reps[i] >= 0)
+						close(reps[i]);
+					reps[i] = reps[--nmains];
+					mains[i] = mains[nmains];
 					break;
 				}
 			}
@@ -596,8 +616,8 @@ static __attribute__((noreturn)) void init_loop(const child_cfg *c)
 		if (pf[0].revents & (POLLHUP | POLLERR))
 			_exit(0); /* the host is gone: pid 1 exits and the kernel kills the rest */
 		if (pf[0].revents & POLLIN) {
-			int fds[4], nfds = 0;
-			ssize_t n = pd_recv_fds(pd_ch_sock, g_buf, sizeof g_buf - 1, fds, &nfds, 4);
+			int fds[5], nfds = 0;
+			ssize_t n = pd_recv_fds(pd_ch_sock, g_buf, sizeof g_buf - 1, fds, &nfds, 5);
 			if (n <= 0)
 				_exit(0);
 			g_buf[n] = 0;
@@ -609,6 +629,9 @@ static __attribute__((noreturn)) void init_loop(const child_cfg *c)
 				struct msg_reset *m = (struct msg_reset *)g_buf;
 				m->file_name[sizeof m->file_name - 1] = 0;
 				do_reset(sfd, m);
+				for (int i = 0; i < nmains; i++)
+					if (reps[i] >= 0)
+						close(reps[i]);
 				nmains = 0;
 			} else if ((size_t)n == sizeof(struct msg_hdr) &&
 				   ((struct msg_hdr *)g_buf)->type == MSG_REWIND) {
@@ -619,12 +642,21 @@ static __attribute__((noreturn)) void init_loop(const child_cfg *c)
 				send(pd_ch_sock, &r, sizeof r, MSG_NOSIGNAL);
 			} else if ((size_t)n >= sizeof(struct msg_exec) &&
 			    ((struct msg_hdr *)g_buf)->type == MSG_EXEC) {
+				int rep = -1;
 				if (nmains == 64) {
+					/* to its own socket if it has one: the host reads nothing else for it */
+					const struct msg_exec *xm = (const struct msg_exec *)g_buf;
+					int ri = xm->has_stdin ? 3 : 2;
+					g_rep = xm->has_report && nfds > ri ? fds[ri] : pd_ch_sock;
 					refuse(EBUSY, "too many execs at once");
 				} else {
-					pid_t pid = start_program(c, n, fds, nfds);
-					if (pid > 0)
+					pid_t pid = start_program(c, n, fds, nfds, &rep);
+					if (pid > 0) {
+						reps[nmains] = rep;
 						mains[nmains++] = pid;
+					} else if (rep >= 0) {
+						close(rep); /* refused: its end was reported there */
+					}
 				}
 			}
 			for (int i = 0; i < nfds; i++)

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,14 +25,6 @@
 #include <unistd.h>
 
 /* ---- exec ------------------------------------------------------------------------------------ */
-
-static size_t vec_len(char *const *v)
-{
-	size_t n = 0;
-	while (v && v[n])
-		n++;
-	return n;
-}
 
 /* Host pid of the sandbox process whose pid in the sandbox is nspid (a child of init). */
 static pid_t host_pid_of(pid_t init, pid_t nspid)
@@ -98,7 +91,127 @@ typedef struct exec_run {
 	uint64_t deadline;   /* the wall limit's (UINT64_MAX once it was acted on, or none) */
 	uint64_t next_check; /* the next look at the CPU (and at a step kill under way) */
 	uint64_t cpu0_us;    /* the cgroup's CPU time when the exec began */
+	/* pd_exec_opts.concurrent: init's messages about this exec come on sock, its own socket
+	 * (else sock is the sandbox's); its slot in the sandbox's exec_pids */
+	bool conc;
+	int sock, slot;
 } exec_run;
+
+/* an exec's state changes are atomic: a session's info (pd_sandbox_state) is read on another
+ * thread while the exec runs (make tsan, stream.t) */
+static void set_state(pd_sandbox *s, pd_state st)
+{
+	__atomic_store_n(&s->state, st, __ATOMIC_RELAXED);
+}
+
+/* ---- execs at once (pd_exec_opts.concurrent) ---------------------------------------------------- */
+
+/* Several execs of one sandbox may run at once (pd_exec_opts.concurrent: a session's agents).
+ * What they share on the sandbox (how many run, their programs' pids, the cgroup's files that
+ * stats keeps open, the state) changes under this lock, one for every sandbox: held for the
+ * short start and end of such an exec and a CPU sample, never while it waits for its program.
+ * Execs without concurrent never take it (they run alone: the state must be READY). */
+static pthread_mutex_t conc_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static bool conc_audited(const pd_sandbox *s, const pd_exec_opts *o)
+{
+	const pd_audit_opts *ao = o->audit ? o->audit : s->opts.audit;
+	return ao && ao->enabled && !ao->faults_only;
+}
+
+/* A concurrent exec's start: 0 with conc_mu held and a slot taken, or -1 (EBUSY when the
+ * sandbox runs execs this one may not join: an audited one runs alone, its evidence being the
+ * whole sandbox's). */
+static int conc_enter(pd_sandbox *s, const pd_exec_opts *o, exec_run *x, pd_err *e)
+{
+	pthread_mutex_lock(&conc_mu);
+	pd_state st = __atomic_load_n(&s->state, __ATOMIC_RELAXED);
+	bool running = st == PD_RUNNING && s->execs;
+	int slot = -1;
+	for (int i = 0; i < PD_SB_EXECS && slot < 0; i++)
+		if (!s->exec_pids[i])
+			slot = i;
+	const char *why = !running && st != PD_READY ? "not READY"
+			  : running && (s->exec_alone || conc_audited(s, o)) ? "running an audited exec, which runs alone"
+			  : slot < 0 ? "running as many execs at once as it may"
+				     : NULL;
+	if (why) {
+		pthread_mutex_unlock(&conc_mu);
+		return pd_fail(e, running ? EBUSY : EINVAL, "sandbox %s is %s (%s)", s->id, pd_state_name(st), why);
+	}
+	s->execs++;
+	s->exec_pids[slot] = -1; /* taken; its program's pid once init reports it */
+	s->exec_alone = conc_audited(s, o);
+	set_state(s, PD_RUNNING);
+	x->conc = true;
+	x->slot = slot;
+	return 0;
+}
+
+/* Its end (conc_mu held): the slot freed; the state the last one leaves, unless an exec's kill
+ * ended the sandbox (then that stays). */
+static void conc_leave(pd_sandbox *s, exec_run *x, pd_state mine)
+{
+	s->exec_pids[x->slot] = 0;
+	s->execs--;
+	s->exec_alone = false;
+	if (s->state == PD_TIMED_OUT || s->state == PD_FAILED)
+		return; /* an exec's kill ended it */
+	set_state(s, mine != PD_READY ? mine : s->execs ? PD_RUNNING : PD_READY);
+}
+
+/* A concurrent exec that failed before its request went (conc_mu held): its socket closed, its
+ * slot given back, the lock let go. */
+static void conc_abort(pd_sandbox *s, exec_run *x, int rs[2])
+{
+	if (!x->conc)
+		return;
+	for (int i = 0; i < 2; i++)
+		if (rs[i] >= 0)
+			close(rs[i]);
+	conc_leave(s, x, PD_READY);
+	pthread_mutex_unlock(&conc_mu);
+}
+
+/* Its request sent: init's end of its socket closed here, ours kept for init's reports (closed by
+ * collect), and the lock let go for the run. */
+static void conc_sent(exec_run *x, int rs[2])
+{
+	if (!x->conc)
+		return;
+	close(rs[1]);
+	x->sock = rs[0];
+	rs[0] = rs[1] = -1;
+	pthread_mutex_unlock(&conc_mu);
+}
+
+/* Its end after the run: the cgroup's files close with the last one out. */
+static void conc_finish(pd_sandbox *s, exec_run *x, pd_state end)
+{
+	pthread_mutex_lock(&conc_mu);
+	if (s->execs == 1)
+		s->ctx->cg.ops->rest(s->cg);
+	conc_leave(s, x, end);
+	pthread_mutex_unlock(&conc_mu);
+}
+
+/* The cgroup's CPU now, or all its figures (stats, when after is given): a concurrent exec reads
+ * them under conc_mu, another may be reading the same files. */
+static uint64_t cg_read(pd_sandbox *s, const exec_run *x, pd_cg_stats *after)
+{
+	uint64_t cpu = 0;
+	if (x->conc)
+		pthread_mutex_lock(&conc_mu);
+	if (after)
+		s->ctx->cg.ops->stats(s->cg, after);
+	else
+		cpu = s->ctx->cg.ops->sample(s->cg);
+	if (x->conc)
+		pthread_mutex_unlock(&conc_mu);
+	return cpu;
+}
+
+/* ---- one exec -------------------------------------------------------------------------------- */
 
 /* The sessions this exec started: init's session-leading children that were not there when it
  * began (same pid and start time). */
@@ -106,8 +219,13 @@ static void find_mine(pd_sandbox *s, exec_run *x)
 {
 	pd_proc_id now[48];
 	size_t n = pd_init_leaders(s->pid, now, 48);
+	if (x->conc)
+		pthread_mutex_lock(&conc_mu);
 	for (size_t i = 0; i < n; i++) {
 		bool old = false, known = false;
+		/* another exec's program, running beside this one */
+		for (int j = 0; x->conc && j < PD_SB_EXECS && !old; j++)
+			old = j != x->slot && s->exec_pids[j] == now[i].pid;
 		for (size_t j = 0; j < x->nbefore && !old; j++)
 			old = x->before[j].pid == now[i].pid && x->before[j].start == now[i].start;
 		for (size_t j = 0; j < x->nmine && !known; j++)
@@ -115,6 +233,8 @@ static void find_mine(pd_sandbox *s, exec_run *x)
 		if (!old && !known && x->nmine < sizeof x->mine / sizeof x->mine[0])
 			x->mine[x->nmine++] = now[i];
 	}
+	if (x->conc)
+		pthread_mutex_unlock(&conc_mu);
 }
 
 /* SIGKILL to every process of the exec's sessions; how many were alive, -1 on an error */
@@ -197,78 +317,6 @@ static void drain(exec_run *x, int i, const pd_exec_opts *o)
 	}
 }
 
-static int build_msg(const pd_sandbox *s, const pd_exec_opts *o, char *const *envp, char **out, size_t *len,
-		     pd_err *e);
-
-static int build_exec_msg(const pd_sandbox *s, const pd_exec_opts *o, char **out, size_t *len, pd_err *e)
-{
-	char *const *envp = o->envp ? o->envp : pd_default_env();
-	/* an allowlist sandbox's programs find the relay where HTTP clients look for a proxy */
-	char **proxied = pd_sb_proxy_env(s, envp);
-	if (s->relay && !proxied)
-		return pd_fail(e, ENOMEM, "exec environment");
-	if (proxied)
-		envp = proxied;
-	int rc = build_msg(s, o, envp, out, len, e);
-	free(proxied);
-	return rc;
-}
-
-static int build_msg(const pd_sandbox *s, const pd_exec_opts *o, char *const *envp, char **out, size_t *len,
-		     pd_err *e)
-{
-	size_t argc = vec_len(o->argv), envc = vec_len(envp);
-	if (!argc)
-		return pd_fail(e, EINVAL, "exec needs a program");
-	if (argc > PD_MAX_ARGS || envc > PD_MAX_ARGS)
-		return pd_fail(e, E2BIG, "more than %d arguments or variables", PD_MAX_ARGS);
-	const char *cwd = o->cwd && *o->cwd ? o->cwd : "/";
-	size_t n = sizeof(struct msg_exec) + strlen(cwd) + 1;
-	for (size_t i = 0; i < argc; i++)
-		n += strlen(o->argv[i]) + 1;
-	for (size_t i = 0; i < envc; i++)
-		n += strlen(envp[i]) + 1;
-	if (n > PD_EXEC_MSG_MAX)
-		return pd_fail(e, E2BIG, "arguments and environment exceed %d bytes", PD_EXEC_MSG_MAX);
-	char *b = calloc(1, n);
-	if (!b)
-		return pd_fail(e, ENOMEM, "exec request");
-	struct msg_exec *x = (struct msg_exec *)b;
-	x->type = MSG_EXEC;
-	x->argc = (uint32_t)argc;
-	x->envc = (uint32_t)envc;
-	const pd_audit_opts *ao = o->audit ? o->audit : s->opts.audit;
-	x->audit = ao && ao->enabled;
-	/* 0:0 is the sandbox's user (checked at its creation) */
-	bool own = o->uid || o->gid;
-	if (o->uid >= PD_UID_RANGE || o->gid >= PD_UID_RANGE) {
-		free(b);
-		return pd_fail(e, EINVAL, "uid and gid must be below %u", PD_UID_RANGE);
-	}
-	if (o->uid == PD_INIT_UID) {
-		free(b);
-		return pd_fail(e, EINVAL, "uid %u is reserved for the sandbox's init", PD_INIT_UID);
-	}
-	x->uid = own ? o->uid : s->opts.uid;
-	x->gid = own ? o->gid : s->opts.gid;
-	uint64_t cpu_ms = o->cpu_ms ? o->cpu_ms : s->lim.cpu_ms;
-	/* the per-process CPU rlimit is a backstop; the cgroup check ends the sandbox first */
-	x->rl_cpu_s = cpu_ms ? cpu_ms / 1000 + 2 : 0;
-	x->rl_nofile = s->lim.nofile;
-	x->rl_fsize = s->lim.fsize_bytes; /* the disk size already bounds every file: ENOSPC */
-	x->rl_stack = s->lim.stack_bytes;
-	x->rl_data = o->data_headroom_bytes && s->lim.memory_bytes ? s->lim.memory_bytes + o->data_headroom_bytes : 0;
-	char *p = b + sizeof *x;
-	p = stpcpy(p, cwd) + 1;
-	for (size_t i = 0; i < argc; i++)
-		p = stpcpy(p, o->argv[i]) + 1;
-	for (size_t i = 0; i < envc; i++)
-		p = stpcpy(p, envp[i]) + 1;
-	*out = b;
-	*len = n;
-	return 0;
-}
-
 static void on_init_msg(pd_sandbox *s, exec_run *x, pd_result *r)
 {
 	union {
@@ -277,7 +325,7 @@ static void on_init_msg(pd_sandbox *s, exec_run *x, pd_result *r)
 		struct msg_started st;
 		struct msg_exited ex;
 	} m;
-	ssize_t n = pd_recv_fds(s->sock, &m, sizeof m, NULL, NULL, 0);
+	ssize_t n = pd_recv_fds(x->sock, &m, sizeof m, NULL, NULL, 0);
 	if (n <= 0) {
 		x->init_died = true;
 		return;
@@ -285,6 +333,13 @@ static void on_init_msg(pd_sandbox *s, exec_run *x, pd_result *r)
 	switch (m.h.type) {
 	case MSG_STARTED:
 		x->started = true;
+		if (x->conc && m.st.listener_fd < 0) {
+			/* its program's pid, on its own socket: the others' step kills spare it */
+			pid_t hp = host_pid_of(s->pid, m.st.pid);
+			pthread_mutex_lock(&conc_mu);
+			s->exec_pids[x->slot] = hp > 0 ? hp : -1;
+			pthread_mutex_unlock(&conc_mu);
+		}
 		if (m.st.listener_fd >= 0 && x->ao && !x->aud_on) {
 			pid_t hp = host_pid_of(s->pid, m.st.pid);
 			int pfd = hp > 0 ? (int)syscall(SYS_pidfd_open, hp, 0) : -1;
@@ -373,13 +428,6 @@ static void audit_after(pd_sandbox *s, exec_run *x, const pd_cg_stats *after, pd
 	char what[64];
 	snprintf(what, sizeof what, "%" PRIu64 " tasks outlived the program", after->pids_current - 1 - r->audit_outside);
 	pd_audit_record(r, x->ao, PD_AK_TAMPER, "outlive", "-", what, false, 0, t_us);
-}
-
-/* an exec's state changes are atomic: a session's info (pd_sandbox_state) is read on another
- * thread while the exec runs (make tsan, stream.t) */
-static void set_state(pd_sandbox *s, pd_state st)
-{
-	__atomic_store_n(&s->state, st, __ATOMIC_RELAXED);
 }
 
 static uint64_t delta(uint64_t after, uint64_t before)
@@ -516,7 +564,7 @@ static bool check_limits(pd_sandbox *s, exec_run *x, const pd_exec_opts *o, uint
 		/* the CPU limit's look, and a sample of the tasks for the peak: not every figure
 		 * stats reads (its six files cost every request a fifth of the daemon's exec
 		 * work on a machine slow enough to stretch a program's wall time) */
-		uint64_t cpu_now = s->ctx->cg.ops->sample(s->cg);
+		uint64_t cpu_now = cg_read(s, x, NULL);
 		if (cpu_ms && delta(cpu_now, x->cpu0_us) > cpu_ms * 1000) {
 			x->killed_to = true;
 			return limit_kill(s, x, o);
@@ -534,7 +582,7 @@ static void watch(pd_sandbox *s, exec_run *x, const pd_exec_opts *o, pd_result *
 		uint64_t idle_at = o->idle_ms && !x->killed_to ? x->last_out_us + o->idle_ms * 1000 : UINT64_MAX;
 		struct pollfd pf[5];
 		int np = 0, i_sock, i_out[2] = {-1, -1}, i_in = -1, i_aud = -1;
-		pf[i_sock = np++] = (struct pollfd){s->sock, POLLIN, 0};
+		pf[i_sock = np++] = (struct pollfd){x->sock, POLLIN, 0};
 		for (int i = 0; i < 2; i++)
 			if (x->out[i] >= 0)
 				pf[i_out[i] = np++] = (struct pollfd){x->out[i], POLLIN, 0};
@@ -583,18 +631,23 @@ static void collect(pd_sandbox *s, exec_run *x, const pd_exec_opts *o, pd_result
 		pd_auditor_close(&x->aud);
 	/* the relay's connections (a program's, or one an earlier step left running) */
 	pd_sb_relay_collect(s, r, x->ao, t0);
-	s->ctx->cg.ops->stats(s->cg, after);
+	cg_read(s, x, after);
 	if (r->audited)
 		audit_after(s, x, after, r, t1 - t0);
 	pd_tamper_base_free(&x->upper0);
 	pd_tamper_base_free(&x->tree0);
 	if (x->tree_fd >= 0)
 		close(x->tree_fd);
-	s->ctx->cg.ops->rest(s->cg);
+	if (!x->conc)
+		s->ctx->cg.ops->rest(s->cg); /* concurrent: the last one's (conc_finish) */
+	else
+		close(x->sock);
 
 	r->wall_ms = (t1 - t0) / 1000;
 	r->exec_us = t1 - t0;
 	r->cpu_ms = delta(after->cpu_us, before->cpu_us) / 1000;
+	r->cpu_counter_us[0] = before->cpu_us;
+	r->cpu_counter_us[1] = after->cpu_us;
 	r->cpu_user_ms = delta(after->cpu_user_us, before->cpu_user_us) / 1000;
 	r->cpu_sys_ms = delta(after->cpu_sys_us, before->cpu_sys_us) / 1000;
 	r->memory_peak_bytes = after->mem_peak;
@@ -624,9 +677,10 @@ static int open_pipes(exec_run *x, const pd_exec_opts *o, const pd_sandbox *s, i
 }
 
 /* What goes with the exec request: stdin's read end (or the caller's descriptor), the output's
- * write ends, the IPC namespace's mqueue root; the request says which. */
+ * write ends, a concurrent exec's own socket (rep; -1 for none), the IPC namespace's mqueue root;
+ * the request says which. */
 static int request_fds(pd_sandbox *s, const pd_exec_opts *o, struct msg_exec *m, const int pout[2],
-		       const int perr[2], const int pin[2], int fds[4])
+		       const int perr[2], const int pin[2], int rep, int fds[5])
 {
 	int nfds = 0;
 	int stdin_fd = o->stdin_data ? pin[0] : o->stdin_from_fd ? o->stdin_fd : -1;
@@ -636,6 +690,10 @@ static int request_fds(pd_sandbox *s, const pd_exec_opts *o, struct msg_exec *m,
 	}
 	fds[nfds++] = pout[1];
 	fds[nfds++] = perr[1];
+	if (rep >= 0) {
+		fds[nfds++] = rep;
+		m->has_report = 1;
+	}
 	/* made at creation and by each reset (a new IPC namespace); here only if that failed:
 	 * without it the program's POSIX message queues are refused (EACCES), nothing else */
 	if (s->mq_fd < 0 || s->mq_stale)
@@ -664,31 +722,52 @@ static void take_pipes(exec_run *x, const int pout[2], const int perr[2], const 
 		set_nonblock(x->in_w);
 }
 
+/* The exec's request made (and a concurrent exec's socket with init), its run record set up:
+ * 0, or -1 with what a concurrent exec took given back. */
+static int prepare(pd_sandbox *s, const pd_exec_opts *o, exec_run *x, char **msg, size_t *len, int rs[2], pd_err *e)
+{
+	if (pd_scratch_end_setup(s, e) < 0 || pd_ct_exec_msg(s, o, msg, len, e) < 0 ||
+	    (x->conc && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, rs) < 0 &&
+	     pd_fail(e, errno, "exec socket") < 0)) {
+		conc_abort(s, x, rs);
+		free(*msg);
+		*msg = NULL;
+		return -1;
+	}
+	if (o->step_kill)
+		x->nbefore = pd_init_leaders(s->pid, x->before, sizeof x->before / sizeof x->before[0]);
+	x->out[0] = x->out[1] = x->in_w = -1;
+	x->aud.listener = -1;
+	x->tree_fd = -1;
+	x->kill_at = o->output_kill_bytes ? o->output_kill_bytes : s->lim.output_kill_bytes;
+	return 0;
+}
+
+/* s READY, or o->concurrent (conc_enter looks: other execs may be running) */
 int pd_ct_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *e)
 {
-	r->landlock = o->no_landlock ? 0 : s->ctx->landlock_abi;
-	if (pd_scratch_end_setup(s, e) < 0)
-		return -1;
-	char *msg = NULL;
-	size_t msglen = 0;
-	if (build_exec_msg(s, o, &msg, &msglen, e) < 0)
-		return -1;
 	exec_run x;
 	memset(&x, 0, sizeof x);
-	if (o->step_kill)
-		x.nbefore = pd_init_leaders(s->pid, x.before, sizeof x.before / sizeof x.before[0]);
-	x.out[0] = x.out[1] = x.in_w = -1;
-	x.aud.listener = -1;
-	x.tree_fd = -1;
-	x.kill_at = o->output_kill_bytes ? o->output_kill_bytes : s->lim.output_kill_bytes;
+	x.sock = s->sock;
+	/* a concurrent exec holds conc_mu from here to its request's send */
+	if (o->concurrent && conc_enter(s, o, &x, e) < 0)
+		return -1;
+	r->landlock = o->no_landlock ? 0 : s->ctx->landlock_abi;
+	char *msg = NULL;
+	size_t msglen = 0;
+	int rs[2] = {-1, -1}; /* a concurrent exec's own socket with init */
+	if (prepare(s, o, &x, &msg, &msglen, rs, e) < 0)
+		return -1;
 	int pout[2] = {-1, -1}, perr[2] = {-1, -1}, pin[2] = {-1, -1};
 	if (open_pipes(&x, o, s, pout, perr, pin, e) < 0)
 		goto fail_early;
-	int fds[4];
-	int nfds = request_fds(s, o, (struct msg_exec *)msg, pout, perr, pin, fds);
+	int fds[5];
+	int nfds = request_fds(s, o, (struct msg_exec *)msg, pout, perr, pin, rs[1], fds);
 	audit_before(s, o, &x);
 	pd_cg_stats before, after;
-	s->ctx->cg.ops->reset_peaks(s->cg);
+	/* beside other execs, the peaks stay the first one's: the cgroup is theirs together */
+	if (!x.conc || s->execs == 1)
+		s->ctx->cg.ops->reset_peaks(s->cg);
 	s->ctx->cg.ops->stats(s->cg, &before);
 	/* init is the one task a fresh exec finds; any other is an earlier exec's (a session's
 	 * background job), outside this exec's filter: the evidence cannot be whole (auditverdict.c) */
@@ -698,11 +777,13 @@ int pd_ct_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *e)
 	set_state(s, PD_RUNNING);
 	if (pd_send_fds(s->sock, msg, msglen, fds, nfds) < 0) {
 		pd_fail(e, errno, "send exec request to sandbox %s", s->id);
-		set_state(s, PD_READY);
+		if (!x.conc)
+			set_state(s, PD_READY); /* concurrent: conc_abort's */
 		goto fail_early;
 	}
 	free(msg);
 	msg = NULL;
+	conc_sent(&x, rs);
 	if (o->on_data)
 		o->on_data(o->data_arg, 0, NULL, 0);
 	take_pipes(&x, pout, perr, pin);
@@ -715,7 +796,8 @@ int pd_ct_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *e)
 	watch(s, &x, o, r, o->cpu_ms ? o->cpu_ms : s->lim.cpu_ms);
 	uint64_t t1 = pd_now_us();
 	bool step_killed = x.step_killing && x.exited && !x.init_died && step_kill_finish(s, &x, r);
-	set_state(s, PD_COLLECTING);
+	if (!x.conc)
+		set_state(s, PD_COLLECTING); /* concurrent: RUNNING while any runs (conc_leave) */
 	collect(s, &x, o, r, &before, &after, t0, t1);
 
 	pd_exec_end end = {.exited = x.exited,
@@ -731,12 +813,13 @@ int pd_ct_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *e)
 	bool killed_by_us = pd_exec_classify(&end, r);
 	/* a limit kill ends the sandbox (unless only the step's sessions were killed); so does an
 	 * init that died under us */
-	if (step_killed && !x.init_died)
-		set_state(s, PD_READY);
-	else if (killed_by_us || x.init_died)
-		set_state(s, killed_by_us ? PD_TIMED_OUT : PD_FAILED);
+	pd_state st = step_killed && !x.init_died ? PD_READY
+		      : killed_by_us || x.init_died ? (killed_by_us ? PD_TIMED_OUT : PD_FAILED)
+						    : PD_READY;
+	if (x.conc)
+		conc_finish(s, &x, st);
 	else
-		set_state(s, PD_READY);
+		set_state(s, st);
 	return 0;
 fail_early:
 	pd_tamper_base_free(&x.upper0);
@@ -754,6 +837,7 @@ fail_early:
 	}
 	pd_capture_free(&x.cap[0]);
 	pd_capture_free(&x.cap[1]);
+	conc_abort(s, &x, rs);
 	return -1;
 }
 

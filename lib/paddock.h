@@ -157,6 +157,9 @@ typedef struct pd_result {
 	char error[256];        /* why, for XX or an exec failure; empty otherwise */
 	uint64_t wall_ms, cpu_ms; /* of this exec; cpu is user+sys of the whole sandbox during it */
 	uint64_t cpu_user_ms, cpu_sys_ms;
+	/* the sandbox's CPU counter (us) when the exec began and ended: a caller whose execs ran at
+	 * once (pd_exec_opts.concurrent) counts the CPU of their overlap once */
+	uint64_t cpu_counter_us[2];
 	uint64_t memory_peak_bytes;
 	uint32_t pids_peak;
 	bool oom_killed;
@@ -504,6 +507,12 @@ typedef struct pd_exec_opts {
 	 * step_kill, its sessions only) within about 20 ms, and the result says cancelled; for a
 	 * caller whose client left. NULL = never */
 	const _Atomic bool *cancel;
+	/* may run beside other concurrent execs of the sandbox (a session's agents, at most 16): the
+	 * cgroup's CPU, memory and pids are theirs together (a step's cpu_ms and peaks are the
+	 * sandbox's while it ran; its CPU limit counts theirs too), a step kill spares the others'
+	 * programs. An audited exec runs alone (EBUSY while others run, and they while it runs). The
+	 * gvisor tier runs one exec at a time (EBUSY). */
+	bool concurrent;
 } pd_exec_opts;
 
 /* Runs one command in the sandbox and fills *r. Returns 0 when a result was produced (whatever the

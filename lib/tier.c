@@ -47,6 +47,7 @@ static const pd_tier tiers[PD_ISO_N] = {
 			      .available = always,
 			      .sb_create = pd_ct_create,
 			      .sb_exec = pd_ct_exec,
+			      .concurrent = true,
 			      .sb_destroy = pd_ct_destroy,
 			      .sb_fileop = pd_ct_fileop,
 			      .sb_reset = pd_ct_reset,
@@ -121,12 +122,33 @@ static int not_ready(const pd_sandbox *s, pd_err *e)
 	return pd_fail(e, EINVAL, "sandbox %s is %s, not READY", s->id, pd_state_name(s->state));
 }
 
+/* A concurrent exec on a tier that runs one exec at a time: it claims the sandbox (READY to
+ * RUNNING in one step, so two agents' execs cannot both find it READY) or is refused, EBUSY while
+ * another runs. One that failed before it ran gives the sandbox back. */
+static int one_at_a_time(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *e)
+{
+	pd_state st = PD_READY;
+	if (!__atomic_compare_exchange_n(&s->state, &st, PD_RUNNING, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return pd_fail(e, st == PD_RUNNING ? EBUSY : EINVAL, "sandbox %s is %s, not READY", s->id,
+			       pd_state_name(st));
+	int rc = s->tier->sb_exec(s, o, r, e);
+	st = PD_RUNNING;
+	if (rc < 0)
+		__atomic_compare_exchange_n(&s->state, &st, PD_READY, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+	return rc;
+}
+
 int pd_sandbox_exec(pd_sandbox *s, const pd_exec_opts *o, pd_result *r, pd_err *e)
 {
 	memset(r, 0, sizeof *r);
 	snprintf(r->sandbox_id, sizeof r->sandbox_id, "%s", s->id);
 	pd_sandbox_use_id(s, r->use_id, sizeof r->use_id);
 	pd_image_note(r, &s->opts, s->ctx->default_image_id);
+	/* beside other execs: the tier's exec looks at the state itself, under its own lock */
+	if (o->concurrent && s->tier->concurrent)
+		return s->tier->sb_exec(s, o, r, e);
+	if (o->concurrent)
+		return one_at_a_time(s, o, r, e);
 	if (s->state != PD_READY)
 		return not_ready(s, e);
 	return s->tier->sb_exec(s, o, r, e);

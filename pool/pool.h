@@ -312,6 +312,27 @@ int pd_session_exec_audited(pd_session *s, const pd_exec_opts *x, const pd_audit
 typedef struct json_t *(*pd_step_extra_fn)(void *arg, const pd_result *r, const pd_audit_verdict *v);
 int pd_session_exec_extra(pd_session *s, const pd_exec_opts *x, const pd_audit_policy *p, const char *request_id,
 			  pd_step_extra_fn fn, void *arg, pd_result *r, pd_audit_verdict *v, pd_err *e);
+/* Several agents in one session (issue 40): an exec names its agent (NULL or "": the default
+ * one), and execs of different agents run at once (pd_exec_opts.concurrent: the session's cgroup
+ * and limits are theirs together). An agent's steps run one at a time: its second exec while one
+ * runs is refused (EBUSY, naming the agent), as is a retry of a request id still running, an
+ * audited exec beside others (it runs alone), and an agent past SESSION_AGENTS at once. The
+ * trajectory line and the record name the agent; lines come in the order the steps ended. */
+typedef struct pd_session_step {
+	const char *agent;
+	pd_step_extra_fn fn; /* as pd_session_exec_extra's (NULL: none) */
+	void *fn_arg;
+	/* out: the id the exec's output is fetched by (its request id, else "#<n>"), set before the
+	 * program starts (a streamed answer's first line names it); and the agent a recorded
+	 * request id's answer was run by */
+	char output_request_id[128];
+	char ran_by[64];
+} pd_session_step;
+int pd_session_exec_step(pd_session *s, const pd_exec_opts *x, const pd_audit_policy *p, const char *request_id,
+			 pd_session_step *st, pd_result *r, pd_audit_verdict *v, pd_err *e);
+/* The longest agent name; EINVAL for a name of other characters than letters, digits, "-_.:@/" */
+#define PD_AGENT_MAX 63
+int pd_session_agent_check(const char *agent, pd_err *e);
 /* The session's sandbox id and state ("EXPIRED" once the pools ended it), read safely even while
  * the reclaimer tears an ended session's sandbox down. */
 void pd_session_info(pd_session *s, char *sandbox_id, size_t id_len, char *state, size_t state_len);

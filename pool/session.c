@@ -299,6 +299,19 @@ int session_enter(pd_session *s, pd_err *e)
 		pthread_mutex_unlock(&s->p->mu);
 		return pd_fail(e, EBUSY, "session %s is busy with another request", s->id);
 	}
+	if (s->running) {
+		/* a snapshot, fork, reset, grade or file operation waits for the agents' execs: its
+		 * state would be none of theirs */
+		char who[200] = "";
+		for (int i = 0; i < SESSION_AGENTS; i++)
+			if (s->runs[i].on && strlen(who) + strlen(s->runs[i].agent) + 4 < sizeof who)
+				snprintf(who + strlen(who), sizeof who - strlen(who), "%s'%s'", who[0] ? ", " : "",
+					 s->runs[i].agent[0] ? s->runs[i].agent : "(default)");
+		pd_fail(e, EBUSY, "session %s is busy: %u exec%s running (agent%s %s); this request needs the session alone: "
+			"retry once they end", s->id, s->running, s->running == 1 ? "" : "s", s->running == 1 ? "" : "s", who);
+		pthread_mutex_unlock(&s->p->mu);
+		return -1;
+	}
 	s->busy = true;
 	pthread_mutex_unlock(&s->p->mu);
 	return 0;
@@ -310,7 +323,7 @@ void session_leave(pd_session *s)
 	s->busy = false;
 	s->last_used_us = pd_now_us();
 	pd_state st = pd_sandbox_state(s->sb);
-	if (!s->dead && st != PD_READY) {
+	if (!s->dead && !session_sandbox_alive(s)) {
 		/* a limit kill ended the sandbox (end_on_limit, or the step's processes could not
 		 * be killed), or its init died: so did the session */
 		s->dead = true;
@@ -459,43 +472,164 @@ int pd_session_exec_audited(pd_session *s, const pd_exec_opts *x, const pd_audit
 int pd_session_exec_extra(pd_session *s, const pd_exec_opts *x, const pd_audit_policy *p, const char *rid,
 			  pd_step_extra_fn fn, void *fn_arg, pd_result *r, pd_audit_verdict *v, pd_err *e)
 {
+	pd_session_step st = {.fn = fn, .fn_arg = fn_arg};
+	return pd_session_exec_step(s, x, p, rid, &st, r, v, e);
+}
+
+/* The exec's spill files, <dir>/<n>.stdout and .stderr, into xo (-1 when they cannot be made) */
+static void spill_open(const pd_session *s, unsigned n, pd_exec_opts *xo)
+{
+	char path[POOL_PATH];
+	xo->spill = true;
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof path, "%s/%u.%s", s->dir, n, i ? "stderr" : "stdout");
+		xo->spill_fd[i] = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	}
+}
+
+/* Closes them (and removes them: drop); the bytes they held */
+static uint64_t spill_close(const pd_session *s, unsigned n, pd_exec_opts *xo, bool drop)
+{
+	uint64_t bytes = fd_size(xo->spill_fd[0]) + fd_size(xo->spill_fd[1]);
+	for (int i = 0; i < 2; i++)
+		if (xo->spill_fd[i] >= 0)
+			close(xo->spill_fd[i]);
+	if (drop)
+		spill_unlink(s, n);
+	return bytes;
+}
+
+/* A retry of a recorded request id: its result again (true), under the lock (the records change
+ * while other agents' execs end) */
+static bool recorded(pd_session *s, const char *rid, pd_session_step *st, pd_result *r)
+{
+	pthread_mutex_lock(&s->p->mu);
+	record *rec = rid ? find_record(s, rid) : NULL;
+	if (rec) {
+		record_result(s, rec, r);
+		snprintf(st->ran_by, sizeof st->ran_by, "%s", rec->agent);
+	}
+	pthread_mutex_unlock(&s->p->mu);
+	return rec != NULL;
+}
+
+/* The exec's number, past the budget's check (0: refused, e says which budget) */
+static unsigned exec_number(pd_session *s, pd_err *e)
+{
+	pthread_mutex_lock(&s->p->mu);
+	unsigned n = budget_spent(s, e) ? 0 : ++s->nexec;
+	pthread_mutex_unlock(&s->p->mu);
+	return n;
+}
+
+/* Keeps the last SESSION_RECORDS results; the oldest goes first, with its spilled output (only
+ * a kept record's output can be fetched: a session of many execs would otherwise hold every
+ * exec's output, up to the output kill each, until it ends). The records change under the
+ * pools' lock: an output fetch or another agent's exec may be looking them up meanwhile. */
+static void keep_record(pd_session *s, unsigned n, const char *rid, const char *agent, const pd_result *r,
+			uint64_t spilled, json_t *noise)
+{
+	pd_result copy, old;
+	result_copy(&copy, r);
+	memset(&old, 0, sizeof old);
+	unsigned old_n = 0;
+	pthread_mutex_lock(&s->p->mu);
+	record *rec = &s->rec[s->nrec % SESSION_RECORDS];
+	if (s->nrec >= SESSION_RECORDS) {
+		old = rec->r;
+		old_n = rec->spill_gone ? 0 : rec->n;
+	}
+	rec->slim = false;
+	rec->spill_gone = false;
+	rec->spill_bytes = spilled;
+	snprintf(rec->request_id, sizeof rec->request_id, "%s", rid ? rid : "");
+	if (!rid)
+		snprintf(rec->request_id, sizeof rec->request_id, "#%u", n);
+	snprintf(rec->agent, sizeof rec->agent, "%s", agent);
+	rec->n = n;
+	rec->r = copy;
+	/* the sandbox's CPU since the counter this exec began at, less what an overlapping exec of
+	 * another agent counted already: the budget counts the cgroup's CPU once */
+	uint64_t from = r->cpu_counter_us[0] > s->cpu_mark_us ? r->cpu_counter_us[0] : s->cpu_mark_us;
+	if (r->cpu_counter_us[1] || r->cpu_counter_us[0])
+		s->cpu_used_ms += r->cpu_counter_us[1] > from ? (r->cpu_counter_us[1] - from) / 1000 : 0;
+	else
+		s->cpu_used_ms += r->cpu_ms; /* not measured that way (an injected failure, gvisor) */
+	if (r->cpu_counter_us[1] > s->cpu_mark_us)
+		s->cpu_mark_us = r->cpu_counter_us[1];
+	free(rec->noise);
+	rec->noise = noise ? json_dumps(noise, JSON_COMPACT) : NULL;
+	s->nrec++;
+	slim_records(s);
+	trim_spills(s);
+	pthread_mutex_unlock(&s->p->mu);
+	pd_result_free(&old);
+	if (old_n)
+		spill_unlink(s, old_n);
+}
+
+/* The exec's trajectory line (its error says so if it could not be written) */
+static void exec_line(pd_session *s, const char *rid, const char *agent, uint64_t t0,
+		      const pd_exec_opts *xo, json_t *noise, pd_session_step *st, const pd_audit_policy *p,
+		      pd_result *r, pd_audit_verdict *v)
+{
+	json_t *obs = pd_result_json(r, true);
+	if (obs)
+		json_object_set_new(obs, "output_request_id", json_string(st->output_request_id));
+	pd_err te = {0};
+	json_t *extra = step_extra(noise, st->fn ? st->fn(st->fn_arg, r, p ? v : NULL) : NULL);
+	if (agent[0]) {
+		if (!extra)
+			extra = json_object();
+		json_object_set_new(extra, "agent", json_string(agent));
+	}
+	long line = session_traj_step(s, "exec", rid, t0, session_exec_action(xo), obs, extra, true, &te);
+	json_decref(extra);
+	if (line < 0)
+		snprintf(r->error + strlen(r->error), sizeof r->error - strlen(r->error), "%strajectory: %s",
+			 r->error[0] ? "; " : "", PD_ERR_STR(&te));
+}
+
+int pd_session_exec_step(pd_session *s, const pd_exec_opts *x, const pd_audit_policy *p, const char *rid,
+			 pd_session_step *st, pd_result *r, pd_audit_verdict *v, pd_err *e)
+{
 	memset(r, 0, sizeof *r);
+	const char *agent = st->agent ? st->agent : "";
+	st->ran_by[0] = 0;
+	snprintf(st->output_request_id, sizeof st->output_request_id, "%s", rid ? rid : "");
 	if (rid && (!*rid || strlen(rid) >= sizeof s->rec[0].request_id))
 		return pd_fail(e, EINVAL, "request id must have 1 to 127 characters");
-	if (session_enter(s, e) < 0)
+	if (agent[0] && pd_session_agent_check(agent, e) < 0)
 		return -1;
-	if (rid) {
-		record *rec = find_record(s, rid);
-		if (rec) {
-			record_result(s, rec, r);
-			session_leave(s);
-			if (p)
-				pd_audit_evaluate(p, r, NULL, v);
-			return 0;
-		}
+	int slot = session_exec_enter(s, agent, rid, p || x->audit, e);
+	if (slot < 0)
+		return -1;
+	if (recorded(s, rid, st, r)) {
+		session_exec_leave(s, slot);
+		if (p)
+			pd_audit_evaluate(p, r, NULL, v);
+		return 0;
 	}
+	snprintf(st->ran_by, sizeof st->ran_by, "%s", agent);
 	/* no command named: the image's Entrypoint then Cmd, as `docker run IMAGE` runs them */
 	char *const *argv = x->argv;
 	if (!argv && s->pl->t.image && s->pl->t.image->command && s->pl->t.image->command[0])
 		argv = s->pl->t.image->command;
 	if (!argv) {
-		session_leave(s);
+		session_exec_leave(s, slot);
 		return pd_fail_as(e, EINVAL, "cmd: give cmd (a list of strings) or shell (a string); the session's image "
 					     "has no Entrypoint or Cmd to run instead");
 	}
-	if (budget_spent(s, e)) {
-		session_leave(s);
+	unsigned n = exec_number(s, e);
+	if (!n) {
+		session_exec_leave(s, slot);
 		return -1;
 	}
-	unsigned n = ++s->nexec;
-	char out[POOL_PATH], err[POOL_PATH];
-	snprintf(out, sizeof out, "%s/%u.stdout", s->dir, n);
-	snprintf(err, sizeof err, "%s/%u.stderr", s->dir, n);
+	if (!rid)
+		snprintf(st->output_request_id, sizeof st->output_request_id, "#%u", n);
 	pd_exec_opts xo = *x;
 	xo.argv = argv;
-	xo.spill = true;
-	xo.spill_fd[0] = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	xo.spill_fd[1] = open(err, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	spill_open(s, n, &xo);
 	if (!xo.envp && s->pl->t.env[0])
 		xo.envp = s->pl->t.env;
 	if (!xo.cwd && s->pl->t.cwd)
@@ -505,6 +639,8 @@ int pd_session_exec_extra(pd_session *s, const pd_exec_opts *x, const pd_audit_p
 	/* a step must see and signal what earlier steps left running (a server it started, a job in
 	 * the background): one Landlock domain per exec would hide them (paddock.h) */
 	xo.no_landlock = true;
+	/* other agents' execs may run beside it, in the same sandbox */
+	xo.concurrent = true;
 	live_filter lf = {x->on_data, x->data_arg};
 	if (x->on_data && session_noise_cuts(s, n)) {
 		xo.on_data = live_no_stdout;
@@ -523,68 +659,20 @@ int pd_session_exec_extra(pd_session *s, const pd_exec_opts *x, const pd_audit_p
 		pd_audit_evaluate(p, r, NULL, v);
 	if (rc == 0)
 		session_noise_after(s, n, &arm, r, noise);
-	if (rc == 0 && pd_sandbox_state(s->sb) != PD_READY)
+	if (rc == 0 && !session_sandbox_alive(s)) {
+		pthread_mutex_lock(&s->p->mu);
 		snprintf(s->damage, sizeof s->damage, "%s %s", pd_status_name(r->status),
 			 r->error[0] ? r->error : "(a limit kill of the whole sandbox)");
-	uint64_t spilled = fd_size(xo.spill_fd[0]) + fd_size(xo.spill_fd[1]);
-	if (xo.spill_fd[0] >= 0)
-		close(xo.spill_fd[0]);
-	if (xo.spill_fd[1] >= 0)
-		close(xo.spill_fd[1]);
-	if (rc < 0) {
-		/* no record points at them: nothing could fetch them */
-		unlink(out);
-		unlink(err);
-	}
-	if (rc == 0) {
-		/* keep the last SESSION_RECORDS results; the oldest goes first, with its spilled
-		 * output (only a kept record's output can be fetched: a session of many execs
-		 * would otherwise hold every exec's output, up to the output kill each, until it
-		 * ends). The records change under the pools' lock: an output fetch may be looking
-		 * them up meanwhile (pd_session_output_path). */
-		pd_result copy, old;
-		result_copy(&copy, r);
-		memset(&old, 0, sizeof old);
-		unsigned old_n = 0;
-		pthread_mutex_lock(&s->p->mu);
-		record *rec = &s->rec[s->nrec % SESSION_RECORDS];
-		if (s->nrec >= SESSION_RECORDS) {
-			old = rec->r;
-			old_n = rec->spill_gone ? 0 : rec->n;
-		}
-		rec->slim = false;
-		rec->spill_gone = false;
-		rec->spill_bytes = spilled;
-		snprintf(rec->request_id, sizeof rec->request_id, "%s", rid ? rid : "");
-		if (!rid)
-			snprintf(rec->request_id, sizeof rec->request_id, "#%u", n);
-		rec->n = n;
-		rec->r = copy;
-		s->cpu_used_ms += r->cpu_ms;
-		free(rec->noise);
-		rec->noise = noise ? json_dumps(noise, JSON_COMPACT) : NULL;
-		s->nrec++;
-		slim_records(s);
-		trim_spills(s);
 		pthread_mutex_unlock(&s->p->mu);
-		pd_result_free(&old);
-		if (old_n)
-			spill_unlink(s, old_n);
-		json_t *obs = pd_result_json(r, true);
-		char auto_id[32];
-		snprintf(auto_id, sizeof auto_id, "#%u", n);
-		if (obs)
-			json_object_set_new(obs, "output_request_id", json_string(rid ? rid : auto_id));
-		pd_err te = {0};
-		json_t *extra = step_extra(noise, fn ? fn(fn_arg, r, p ? v : NULL) : NULL);
-		long st = session_traj_step(s, "exec", rid, t0, session_exec_action(&xo), obs, extra, true, &te);
-		json_decref(extra);
-		if (st < 0)
-			snprintf(r->error + strlen(r->error), sizeof r->error - strlen(r->error), "%strajectory: %s",
-				 r->error[0] ? "; " : "", PD_ERR_STR(&te));
+	}
+	/* failed: no record points at its spill files, nothing could fetch them */
+	uint64_t spilled = spill_close(s, n, &xo, rc < 0);
+	if (rc == 0) {
+		keep_record(s, n, rid, agent, r, spilled, noise);
+		exec_line(s, rid, agent, t0, &xo, noise, st, p, r, v);
 	}
 	json_decref(noise);
-	session_leave(s);
+	session_exec_leave(s, slot);
 	return rc;
 }
 
@@ -649,6 +737,7 @@ int pd_session_reset(pd_session *s, const char *rid, pd_err *e)
 	}
 	pthread_mutex_lock(&s->p->mu);
 	pd_sandbox_use_id(s->sb, s->use_id, sizeof s->use_id);
+	s->cpu_mark_us = 0; /* a new sandbox's counter starts again; no exec runs meanwhile */
 	pthread_mutex_unlock(&s->p->mu);
 	json_t *obs = json_pack("{s:s,s:s,s:s,s:b}", "sandbox_id", s->sandbox_id, "use_id", s->use_id, "method",
 				strcmp(old_id, s->sandbox_id) ? "new sandbox (the reset was refused)" : "pd_sandbox_reset",
@@ -713,7 +802,7 @@ void pd_session_close_lost(pd_session *s, const char *why)
 void pd_sessions_expire_locked(pd_pools *p, uint64_t now)
 {
 	for (pd_session *s = p->sessions; s; s = s->next) {
-		if (s->dead || s->busy || !pd_session_expired(s, now))
+		if (s->dead || s->busy || s->running || !pd_session_expired(s, now))
 			continue;
 		s->dead = true;
 		s->closed_by_pools = true;

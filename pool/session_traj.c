@@ -1,5 +1,5 @@
-/* A session's trajectory: the header line when it opens, a line per step (appended while the
- * session is in use, so one at a time), the closing line; the files each step changed in the
+/* A session's trajectory: the header line when it opens, a line per step (one at a time under
+ * traj_mu: several agents' steps may end at once), the closing line; the files each step changed in the
  * writable directories (fsdiff.c); fast-forward from a recorded trajectory. The file itself and
  * its durability are trajectory.c's. */
 #define _GNU_SOURCE
@@ -94,10 +94,12 @@ int session_traj_open(pd_session *s, const pd_session_opts *o, pd_err *e)
 static long traj_line(pd_session *s, const char *kind, const char *rid, uint64_t t0, json_t *action, json_t *obs,
 		      json_t *extra, bool scan, bool note, pd_err *e)
 {
+	/* agents' steps end at once: one line at a time, each with the changes since the last */
+	pthread_mutex_lock(&s->traj_mu);
 	uint64_t t1 = pd_wall_us();
 	json_t *changed = NULL;
 	bool truncated = false;
-	if (scan && pd_sandbox_state(s->sb) == PD_READY) {
+	if (scan && session_sandbox_alive(s)) {
 		pd_fsmap now;
 		if (pd_fsmap_scan(pd_sandbox_pid(s->sb), s->scan_dirs, &now) == 0) {
 			/* and the image's writable layer: what the step changed outside those */
@@ -125,7 +127,6 @@ static long traj_line(pd_session *s, const char *kind, const char *rid, uint64_t
 		json_object_set_new(line, "files_changed_truncated", json_true());
 	if (extra)
 		json_object_update(line, extra);
-	pthread_mutex_lock(&s->traj_mu);
 	long n = s->traj ? pd_traj_append(s->traj, line, e) : (json_decref(line), pd_fail(e, EBADF, "trajectory closed"));
 	if (n > 0 && !note)
 		s->steps++;
@@ -168,7 +169,12 @@ json_t *pd_session_fast_forward(pd_session *s, const char *kind, const char *rid
 	if (!rec)
 		return NULL;
 	pd_err e = {0};
-	if (session_enter(s, &e) < 0)
+	/* the step does not run: it needs the session not ended, not alone (agents' execs may run
+	 * meanwhile, and a fast-forwarded one must not run for real because they do) */
+	pthread_mutex_lock(&s->p->mu);
+	bool dead = s->dead;
+	pthread_mutex_unlock(&s->p->mu);
+	if (dead)
 		return NULL;
 	json_t *obs = json_object_get(rec, "observation");
 	json_t *extra = json_pack("{s:{s:s,s:O}}", "fast_forward", "trajectory_id", s->resume_id, "step",
@@ -177,10 +183,11 @@ json_t *pd_session_fast_forward(pd_session *s, const char *kind, const char *rid
 	uint64_t t0 = pd_wall_us();
 	/* the recorded files_changed, not a scan: the step did not run here */
 	json_object_set(extra, "files_changed", fc ? fc : json_array());
+	if (json_is_string(json_object_get(rec, "agent")))
+		json_object_set(extra, "agent", json_object_get(rec, "agent"));
 	session_traj_step(s, kind, rid, t0, json_deep_copy(json_object_get(rec, "action")), json_deep_copy(obs), extra,
 		    false, &e);
 	json_decref(extra);
-	session_leave(s);
 	return obs ? json_deep_copy(obs) : json_object();
 }
 

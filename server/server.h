@@ -503,10 +503,11 @@ int pd_session_create_parse(const char *body, size_t len, pd_session_create_req 
 void pd_session_create_req_free(pd_session_create_req *q);
 
 /* POST /v1/sessions/<id>/exec: {"cmd" | "shell", "stdin", "cwd", "timeout", "idle_timeout",
- * "request_id", "audit", "stream"}. */
+ * "request_id", "agent", "audit", "stream"}. */
 typedef struct pd_session_exec_req {
 	pd_exec_opts x;         /* argv (owned), stdin, cwd, wall_ms and idle_ms; strings point into body */
 	const char *request_id; /* NULL = none */
+	const char *agent;      /* who runs it (issue 40: several agents in one session); NULL = the default */
 	bool stream;            /* the output is sent while the step runs (JSON lines, chunked) */
 	json_t *body;           /* owned */
 	pd_audit_policy *audit; /* owned; x.audit points into it; NULL = not audited */

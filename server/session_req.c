@@ -386,6 +386,20 @@ int pd_session_network_parse(const char *body, size_t len, char *mode, size_t ml
 	return rc;
 }
 
+/* "agent": whose step (several agents in one session); null or absent: the default agent */
+static int exec_agent(json_t *agent, const char **out, pd_err *e)
+{
+	if (!agent || json_is_null(agent))
+		return 0;
+	pd_err ae = {0};
+	if (pd_session_agent_check(json_is_string(agent) ? json_string_value(agent) : NULL, &ae) < 0)
+		return pd_refuse(e, "%s", ae.msg);
+	if (strlen(json_string_value(agent)) != json_string_length(agent))
+		return pd_refuse(e, "agent: letters, digits and \"-_.:@/\" only");
+	*out = json_string_value(agent);
+	return 0;
+}
+
 int pd_session_exec_parse(const char *body, size_t len, pd_session_exec_req *q, pd_err *e)
 {
 	memset(q, 0, sizeof *q);
@@ -475,6 +489,8 @@ int pd_session_exec_parse(const char *body, size_t len, pd_session_exec_req *q, 
 		}
 		q->request_id = json_string_value(rid);
 	}
+	if (exec_agent(json_object_get(b, "agent"), &q->agent, e) < 0)
+		goto fail;
 	json_t *au = json_object_get(b, "audit");
 	if (au && !json_is_null(au) && !json_is_false(au)) {
 		if (!json_is_true(au) && !json_is_object(au)) {

@@ -245,28 +245,33 @@ class Session:
         return {"X-Request-Id": request_id} if request_id else None
 
     @staticmethod
-    def _exec_body(cmd, stdin, cwd, timeout, idle_timeout, request_id):
+    def _exec_body(cmd, stdin, cwd, timeout, idle_timeout, request_id, agent=None):
         body = {"shell": cmd} if isinstance(cmd, str) else {"cmd": list(cmd)}
         for k, v in (("stdin", stdin), ("cwd", cwd), ("timeout", timeout), ("idle_timeout", idle_timeout),
-                     ("request_id", request_id)):
+                     ("request_id", request_id), ("agent", agent)):
             if v is not None:
                 body[k] = v
         return body
 
-    def exec(self, cmd, stdin=None, cwd=None, timeout=None, request_id=None, idle_timeout=None):
+    def exec(self, cmd, stdin=None, cwd=None, timeout=None, request_id=None, idle_timeout=None, agent=None):
         """Runs cmd (a shell string, or an argv list); returns the result record (status, exit_code,
         signal, stdout, stderr, ...; exit_code is None for a program that did not exit: a time-out,
         a kill, a signal; "noise" lists injected faults, "fast_forward" marks an answer from
         the resumed trajectory). A time limit ends the step (status TO), not the session;
-        idle_timeout (seconds without output) too (TO with idle_timeout true)."""
-        body = self._exec_body(cmd, stdin, cwd, timeout, idle_timeout, request_id)
+        idle_timeout (seconds without output) too (TO with idle_timeout true).
+        agent (a name: letters, digits, "-_.:@/") runs the step as that agent: steps of different
+        agents run at once in the session (call from one thread per agent), an agent's own one at
+        a time (its second while one runs: PaddockError 409 naming it); the answer and the
+        trajectory line name it. Without agent: the default agent, as before."""
+        body = self._exec_body(cmd, stdin, cwd, timeout, idle_timeout, request_id, agent)
         return self.client.request("POST", self._p("exec"), body)
 
-    def exec_stream(self, cmd, stdin=None, cwd=None, timeout=None, request_id=None, idle_timeout=None):
+    def exec_stream(self, cmd, stdin=None, cwd=None, timeout=None, request_id=None, idle_timeout=None, agent=None):
         """Runs cmd with its output sent while it runs: yields the events as they come, dicts
         {"event": "started"}, {"event": "output", "stream": "stdout"|"stderr", "data": text}, and
-        last {"event": "result", ...the exec's answer...}. A refusal raises PaddockError."""
-        body = self._exec_body(cmd, stdin, cwd, timeout, idle_timeout, request_id)
+        last {"event": "result", ...the exec's answer...}. A refusal raises PaddockError. agent: as
+        for exec."""
+        body = self._exec_body(cmd, stdin, cwd, timeout, idle_timeout, request_id, agent)
         body["stream"] = True
         yield from self.client.lines("POST", self._p("exec"), body)
 

@@ -120,7 +120,28 @@ class ClientTest(unittest.TestCase):
         self.assertTrue(self.c.trajectory_bytes(s.id).endswith(b'\n'))
         self.assertEqual(self.c.trajectory(s.id)[-1]["kind"], "close")
 
-    def test_stream_idle_timeout_replay(self):
+    def test_agents(self):
+        """Two agents' steps at once, each waiting for the other's file (issue 40)."""
+        import threading
+        with self.session() as s:
+            got = {}
+
+            def run(me, other):
+                got[me] = s.exec("touch /work/%s; while [ ! -e /work/%s ]; do sleep 0.05; done; echo %s"
+                                 % (me, other, me), agent=me, timeout=30)
+
+            ts = [threading.Thread(target=run, args=p) for p in (("p1", "p2"), ("p2", "p1"))]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            self.assertEqual([(got[a]["status"], got[a]["stdout"], got[a]["agent"]) for a in ("p1", "p2")],
+                             [("OK", "p1\n", "p1"), ("OK", "p2\n", "p2")])
+            lines = [l for l in s.trajectory() if l["kind"] == "exec"]
+            self.assertEqual(sorted(l["agent"] for l in lines), ["p1", "p2"])
+            self.assertNotIn("agent", s.exec("true"))
+
+
         with self.session() as s:
             events = list(s.exec_stream("echo one; echo two >&2", request_id="st"))
             self.assertEqual(events[0]["event"], "started")

@@ -80,6 +80,8 @@ struct msg_exec {
 	uint32_t uid, gid;
 	uint32_t has_mq;    /* the last fd is the IPC namespace's mqueue root, for Landlock (landlock.c) */
 	uint32_t no_landlock; /* run the program without a Landlock ruleset (pd_exec_opts.no_landlock) */
+	uint32_t has_report;  /* the fd after stdio is the exec's own socket: its STARTED (with its
+			       * pid), EXEC_FAILED and EXITED go there, not to init's (concurrent execs) */
 	uint64_t rl_cpu_s, rl_nofile, rl_fsize, rl_stack, rl_nproc, rl_data;
 	/* then: cwd NUL, argc strings NUL, envc strings NUL */
 };

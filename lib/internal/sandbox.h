@@ -7,6 +7,8 @@
 #include "proto.h"
 #include "scratch.h"
 
+#define PD_SB_EXECS 16 /* execs of one sandbox at once, at most */
+
 struct pd_sandbox {
 	pd_ctx *ctx;
 	char id[40];
@@ -44,6 +46,11 @@ struct pd_sandbox {
 	void *user;
 	/* its tier's row (tier.h): the public calls route through it, set by pd_sandbox_create */
 	const struct pd_tier *tier;
+	/* execs running at once (pd_exec_opts.concurrent; exec.c, under its conc_mu): how many, each
+	 * one's program's host pid (0: a free slot, -1: not known yet), one audited among them */
+	unsigned execs;
+	pid_t exec_pids[PD_SB_EXECS];
+	bool exec_alone;
 	/* a gvisor sandbox's own state (lib/gvisor/sandbox.c's alone) */
 	struct pd_gv_sb *gv;
 };
@@ -89,5 +96,10 @@ void pd_sb_relay_collect(pd_sandbox *s, pd_result *r, const pd_audit_opts *ao, u
 
 /* The control socket, for file operations (files.c), while the sandbox is READY. */
 int pd_sandbox_ctl(pd_sandbox *s, pd_err *e);
+
+/* ---- execmsg.c -------------------------------------------------------------------------------- */
+
+/* The exec request to init (a msg_exec with its strings) in *out (malloc'd), its size in *len. */
+int pd_ct_exec_msg(const pd_sandbox *s, const pd_exec_opts *o, char **out, size_t *len, pd_err *e);
 
 #endif

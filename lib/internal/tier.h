@@ -5,7 +5,7 @@
  * branches on it, and inside lib no file of a sandbox's life asks which tier it is either: the
  * public calls (tier.c, files.c) route through the sandbox's row.
  *
- * The container tier is lib/sandbox.c, exec.c, files.c, reset.c, upperlist.c (namespaces,
+ * The container tier is lib/sandbox.c, exec.c (execmsg.c), files.c, reset.c, upperlist.c (namespaces,
  * cgroups, seccomp). The gvisor tier is lib/gvisor/ (an OCI bundle run by runsc). A microVM tier
  * (Firecracker, Cloud Hypervisor) would be a third row: its run() boots a VM from a kernel and a
  * root disk made of the same layers, passes the program, env and limits over vsock to an agent
@@ -25,8 +25,12 @@ typedef struct pd_tier {
 	bool (*available)(char *msg, size_t len);
 	/* ---- a kept sandbox: what pd_sandbox_* route to (tier.c sets s->tier after sb_create) ---- */
 	pd_sandbox *(*sb_create)(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e);
-	/* s READY and r's ids filled by the caller (pd_sandbox_exec) */
+	/* s READY and r's ids filled by the caller (pd_sandbox_exec); with x->concurrent on a tier
+	 * that says concurrent, the state is sb_exec's to look at (other execs may be running) */
 	int (*sb_exec)(pd_sandbox *s, const pd_exec_opts *x, pd_result *r, pd_err *e);
+	/* its kept sandbox runs several pd_exec_opts.concurrent execs at once; else one at a time
+	 * (a concurrent exec is refused, EBUSY, while another runs) */
+	bool concurrent;
 	int (*sb_destroy)(pd_sandbox *s, char *residue, size_t residue_len);
 	/* one file operation (initmsg.h's FILEOP_*) on a path inside the sandbox */
 	int (*sb_fileop)(pd_sandbox *s, uint32_t op, const char *path, int flags, mode_t mode, pd_fop_use use,

@@ -19,8 +19,21 @@
 /* The largest archive a download makes (it is written to a temporary file on the host first). */
 #define SESSION_TAR_MAX (1024u << 20)
 
+/* Agents whose execs may run at once in one session (issue 40; pd_exec_opts.concurrent caps a
+ * sandbox at 16). */
+#define SESSION_AGENTS 16
+
+/* An exec running in the session: whose (its agent, "" for the default one) and its request id
+ * (a retry of it while it runs is refused, not run twice). */
+typedef struct agent_run {
+	bool on, audited;
+	char agent[64];
+	char request_id[128];
+} agent_run;
+
 typedef struct record {
 	char request_id[128];
+	char agent[64]; /* who ran it ("": the default agent) */
 	char *noise;  /* the faults injected into this exec, JSON (NULL: none asked) */
 	unsigned n; /* exec number in this session */
 	bool slim;  /* output buffers dropped (lengths kept): read back from the spill files */
@@ -40,18 +53,24 @@ struct pd_session {
 	char *metadata;
 	uint64_t created_us, last_used_us, idle_ttl_ms, max_ms;
 	bool busy, dead, closed_by_pools, end_on_limit;
+	/* the execs running, of different agents at once (issue 40): a request that needs the session
+	 * alone (files, reset, snapshot, grade...) is refused while any runs, as while busy */
+	agent_run runs[SESSION_AGENTS];
+	unsigned running;
+	uint64_t cpu_mark_us; /* the sandbox's CPU counter the budget has counted up to */
 	bool lost; /* closed with its daemon (PD_SESSION_LOST_STOP): the closing line says so as data */
 	char dead_reason[400];
 	char damage[256]; /* why the last step left the sandbox unusable, when it says */
 	unsigned nexec;
 	unsigned steps; /* the agent's steps recorded (not verdicts, not annotations) */
 	uint64_t budget_steps, budget_wall_ms, budget_cpu_ms; /* pd_session_opts' (0: none) */
-	uint64_t cpu_used_ms;    /* the execs' CPU, for the budget */
+	uint64_t cpu_used_ms;    /* the execs' CPU, for the budget (an overlap of agents' once) */
 	unsigned budget_refused; /* bits: 1 steps, 2 wall_s, 4 cpu_s: an exec was refused for it */
 	record rec[SESSION_RECORDS];
 	unsigned nrec;
-	/* the trajectory (trajectory.c): steps are appended while the session is in use, so one
-	 * at a time; traj_mu orders them with the closing line */
+	/* the trajectory (trajectory.c): traj_mu makes a line at a time (agents' steps end at
+	 * once), each with the files changed since the last (fs), and orders them with the closing
+	 * line */
 	pthread_mutex_t traj_mu;
 	pd_traj *traj;
 	pd_fsmap fs;      /* the writable directories after the last step */
@@ -68,6 +87,14 @@ struct pd_session {
  * marks it free again and ends it if its sandbox is no longer READY. */
 int session_enter(pd_session *s, pd_err *e);
 void session_leave(pd_session *s);
+/* The sandbox is READY, or RUNNING agents' execs: not ended */
+bool session_sandbox_alive(const pd_session *s);
+/* session_agents.c: marks an exec of agent ("" the default) running, rid its request id (NULL:
+ * none); its slot, or -1 with e (EBUSY: the session busy, the agent running, rid running, an
+ * audited exec beside others, too many; ESRCH: ended). Leave frees the slot and ends the session
+ * if its sandbox died. */
+int session_exec_enter(pd_session *s, const char *agent, const char *rid, bool audited, pd_err *e);
+void session_exec_leave(pd_session *s, int slot);
 
 /* noise.c: before an exec (n: its number), the latency slept and maybe a failure put in *r
  * instead of running (*skip); after it, maybe its stdout cut. NULL when the session has no noise;

@@ -48,6 +48,7 @@ typedef struct live {
 	int status;     /* of a step that did not start: its HTTP status */
 	pd_err e;
 	json_t *answer; /* of a step answered without any line written */
+	pd_session_step st; /* its agent; the id its output is fetched by, known as it starts */
 } live;
 
 /* Writes what the pipe takes now; with wait, all of it (or until the reader is gone). */
@@ -128,9 +129,10 @@ static void on_data(void *arg, int stream, const char *buf, size_t len)
 	if (l->broken)
 		return;
 	if (stream == 0) {
-		char auto_id[32];
-		snprintf(auto_id, sizeof auto_id, "#%u", pd_session_exec_count(l->se->s));
-		put(l, json_pack("{s:s,s:s}", "event", "started", "request_id", l->rid ? l->rid : auto_id), true);
+		json_t *o = json_pack("{s:s,s:s}", "event", "started", "request_id", l->st.output_request_id);
+		if (l->st.agent)
+			json_object_set_new(o, "agent", json_string(l->st.agent));
+		put(l, o, true);
 		return;
 	}
 	int i = stream - 1;
@@ -166,11 +168,12 @@ static void step_main(http_piped *pp)
 		q->x.data_arg = l;
 		q->x.cancel = &l->gone;
 		pd_result res;
-		if (pd_session_exec_audited(l->se->s, &q->x, q->audit, l->rid, &res, &q->verdict, &e) < 0) {
+		l->st.agent = q->agent;
+		if (pd_session_exec_step(l->se->s, &q->x, q->audit, l->rid, &l->st, &res, &q->verdict, &e) < 0) {
 			status = session_exec_status(&e);
 		} else {
 			q->evaluated = q->audit != NULL;
-			answer = session_exec_answer(l->se, q, l->rid, &res);
+			answer = session_exec_answer(l->se, q, &l->st, &res);
 			pd_result_free(&res);
 			if (!answer) {
 				status = 500;

@@ -283,7 +283,8 @@ void replay_run(req *r, const char *id);
 /* The session exec's policy made final (sessions.c): its template's tightened by the request's,
  * or the template's alone when mandatory; -1 with e naming the field when the request widens it. */
 int session_exec_policy(pd_server *srv, sess_entry *se, pd_session_exec_req *q, pd_err *e);
-json_t *session_exec_answer(sess_entry *se, const pd_session_exec_req *q, const char *rid, pd_result *res);
+json_t *session_exec_answer(sess_entry *se, const pd_session_exec_req *q, const pd_session_step *st,
+			    pd_result *res);
 /* The recorded answer of a resumed trajectory's exec with that request id, or NULL. */
 json_t *session_exec_fast_forward(sess_entry *se, const char *rid);
 /* The HTTP status of a failed pd_session_exec. */

@@ -107,6 +107,8 @@ static bool request_of(json_t *l, req *r, char *op, size_t oplen, char *why, siz
 					    json_real((double)json_integer_value(json_object_get(a, "idle_timeout_ms")) / 1000));
 		if (rid)
 			json_object_set_new(body, "request_id", json_string(rid));
+		if (json_is_string(json_object_get(l, "agent"))) /* run as the agent it was, one step at a time */
+			json_object_set(body, "agent", json_object_get(l, "agent"));
 		r->body = json_dumps(body, JSON_COMPACT);
 		json_decref(body);
 		r->len = r->body ? strlen(r->body) : 0;

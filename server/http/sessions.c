@@ -67,7 +67,8 @@ int session_exec_status(const pd_err *e)
 	return e->code == EBUSY || e->code == EDQUOT ? 409 : e->code == ESRCH ? 410 : 400;
 }
 
-json_t *session_exec_answer(sess_entry *se, const pd_session_exec_req *q, const char *rid, pd_result *res)
+json_t *session_exec_answer(sess_entry *se, const pd_session_exec_req *q, const pd_session_step *st,
+			    pd_result *res)
 {
 	/* the process level of this exec, first: its output is evidence too */
 	pd_audit_verdict v = q->verdict;
@@ -85,10 +86,10 @@ json_t *session_exec_answer(sess_entry *se, const pd_session_exec_req *q, const 
 	json_object_set_new(o, "session_id", json_string(se->id));
 	json_object_set_new(o, "template_version", se->template_version[0] ? json_string(se->template_version) : json_null());
 	/* without a client id, the exec is recorded as "#<n>": say which, for /output */
-	char auto_id[32];
-	snprintf(auto_id, sizeof auto_id, "#%u", pd_session_exec_count(se->s));
-	json_object_set_new(o, "request_id", json_string(rid ? rid : auto_id));
-	char *noise = pd_session_noise_of(se->s, rid ? rid : auto_id);
+	json_object_set_new(o, "request_id", json_string(st->output_request_id));
+	if (st->ran_by[0]) /* several agents in the session: whose step it was */
+		json_object_set_new(o, "agent", json_string(st->ran_by));
+	char *noise = pd_session_noise_of(se->s, st->output_request_id);
 	if (noise)
 		json_object_set_new(o, "noise", json_loads(noise, 0, NULL));
 	free(noise);
@@ -154,8 +155,8 @@ static bool session_exec(req *r, sess_entry *se)
 		goto out;
 	}
 	pd_result res;
-	int rc = pd_session_exec_extra(se->s, &q.x, q.audit, rid, se->rules ? session_rules_after : NULL, &sr, &res,
-				       &q.verdict, &e);
+	pd_session_step st = {.agent = q.agent, .fn = se->rules ? session_rules_after : NULL, .fn_arg = &sr};
+	int rc = pd_session_exec_step(se->s, &q.x, q.audit, rid, &st, &res, &q.verdict, &e);
 	q.evaluated = rc == 0 && q.audit;
 	if (watched)
 		hangup_unwatch(r);
@@ -173,7 +174,7 @@ static bool session_exec(req *r, sess_entry *se)
 		http_set_error(r, session_exec_status(&e), "%s", PD_ERR_STR(&e));
 		goto out;
 	}
-	json_t *o = session_exec_answer(se, &q, rid, &res);
+	json_t *o = session_exec_answer(se, &q, &st, &res);
 	if (o && se->rules)
 		json_object_set_new(o, "flags", pd_rules_flags_json(sr.flags));
 	pd_result_free(&res);

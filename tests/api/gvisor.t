@@ -6,7 +6,7 @@
 # and sees nothing of the first (lib/gvisor/sandbox.c's reuse rule).
 source "$(dirname "$0")/api.sh"
 [ -x /usr/bin/runsc ] || { echo "1..0 # SKIP runsc is not installed"; exit 0; }
-plan 17
+plan 19
 
 cat >"$TMPD/tpl.json" <<'EOT'
 {"templates": [
@@ -46,6 +46,20 @@ post_json "/v1/sessions/$S/exec" "$(jq -nc --arg s "echo one > /work/f; $probe" 
 is "$(jb .stdout) $(jb .isolation)" "gvisor gvisor" "its exec runs under gVisor and says so"
 post_json "/v1/sessions/$S/exec" '{"shell":"cat /work/f"}'
 is "$(jb .stdout)" "one" "the session's state stays between its execs"
+# several agents (issue 40): the gvisor tier runs one exec at a time, so another agent's exec while
+# one runs is refused 409 (busy), never run beside it
+curl -s -m 60 -o "$TMPD/ga.body" -H 'Content-Type: application/json' \
+  --data-binary '{"agent":"alice","shell":"sleep 4; echo alice-done","timeout":30}' "$U/v1/sessions/$S/exec" &
+PA=$!
+for _ in $(seq 400); do  # until alice's exec runs (the session's state), at most 20 s
+  st=$(curl -s -m 5 "$U/v1/sessions" | jq -r --arg s "$S" '.sessions[] | select(.session_id == $s) | .state')
+  [ "$st" = RUNNING ] || ! kill -0 "$PA" 2>/dev/null && break
+  sleep 0.05
+done
+post_json "/v1/sessions/$S/exec" '{"agent":"bob","shell":"echo bob"}'
+like "$CODE $(jb .error)" "^409 .*is RUNNING, not READY" "another agent's exec while alice's runs in the gvisor sandbox: 409 busy"
+wait "$PA"
+is "$(jq -r .stdout "$TMPD/ga.body")" "alice-done" "alice's exec ran to its end"
 req DELETE "/v1/sessions/$S"
 post_json /v1/sessions '{"template":"conly","isolation":"gvisor"}'
 is "$CODE" 400 "a session with a tier its template does not allow: 400"
