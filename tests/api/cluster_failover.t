@@ -17,22 +17,7 @@ wait_for 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/$NPORT" 2>/dev/null
 ok $? "nats-server with JetStream on 127.0.0.1:$NPORT"
 
 declare -A NPID NURL
-start_node() {  # start_node NAME: a node with the default cluster settings
-  local n=$1 log=$TMPD/daemon.$1.$RANDOM.log addr="" i
-  "$PADDOCK" serve --listen 127.0.0.1:0 --db "$TMPD/db.$n.sqlite" --cluster "nats://127.0.0.1:$NPORT" \
-    --node-id "$n" --warm 1 </dev/null >"$log" 2>&1 &
-  NPID[$n]=$!
-  for ((i = 0; i < 300; i++)); do
-    addr=$(sed -n 's/^paddock: serving on //p' "$log" 2>/dev/null | head -1)
-    [ -n "$addr" ] && break
-    kill -0 "${NPID[$n]}" 2>/dev/null || break
-    sleep 0.1
-  done
-  [ -n "$addr" ] || { diag "node $n did not start: $(tail -c 400 "$log")"; return 1; }
-  NURL[$n]=http://$addr
-  wait_for 20 bash -c "[ \"\$(curl -s -m 2 -o /dev/null -w '%{http_code}' ${NURL[$n]}/healthz)\" = 200 ]" &&
-    note_run "${NURL[$n]}"
-}
+start_node() { cluster_node "$1"; } # start_node NAME: the default cluster settings
 cleanup 'for n in "${!NPID[@]}"; do kill -KILL "${NPID[$n]}" 2>/dev/null; wait "${NPID[$n]}" 2>/dev/null; done'
 running() { curl -s "${NURL[$1]}/metrics" | sed -n "s/^paddock_cluster_tasks_running{node=\"$1\"} //p"; }
 

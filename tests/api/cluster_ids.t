@@ -14,32 +14,12 @@ nats_or_skip
 plan 12
 
 A=host.example.com-1 B=other.example.com-2
-NPORT=$(free_port)
-MPORT=$(free_port)
 printf 'max_payload: 262144\n' >"$TMPD/nats.conf"
-nats-server -c "$TMPD/nats.conf" -js -sd "$TMPD/js" -a 127.0.0.1 -p "$NPORT" -m "$MPORT" >>"$TMPD/nats.log" 2>&1 &
-NATS_PID=$!
-cleanup 'kill -TERM "$NATS_PID" 2>/dev/null; wait "$NATS_PID" 2>/dev/null'
-wait_for 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/$NPORT" 2>/dev/null
+nats_start -c "$TMPD/nats.conf"
 ok $? "nats-server with JetStream on 127.0.0.1:$NPORT"
 
 declare -A NPID NURL
-start_node() {  # start_node ID [SERVE ARGS]: a node, its store at $TMPD/db.ID.sqlite; sets NURL[ID]
-  local n=$1 log=$TMPD/daemon.$1.log addr="" i
-  shift
-  "$PADDOCK" serve "$@" --listen 127.0.0.1:0 --db "$TMPD/db.$n.sqlite" --cluster "nats://127.0.0.1:$NPORT" \
-    --node-id "$n" --cluster-ack-wait 3 --warm 1 </dev/null >"$log" 2>&1 &
-  NPID[$n]=$!
-  for ((i = 0; i < 300; i++)); do
-    addr=$(sed -n 's/^paddock: serving on //p' "$log" | head -1)
-    [ -n "$addr" ] && break
-    kill -0 "${NPID[$n]}" 2>/dev/null || break
-    sleep 0.1
-  done
-  [ -n "$addr" ] || { diag "node $n did not start: $(tail -c 400 "$log")"; return 1; }
-  NURL[$n]=http://$addr
-  wait_for 20 bash -c "[ \"\$(curl -s -m 2 -o /dev/null -w '%{http_code}' ${NURL[$n]}/healthz)\" = 200 ]"
-}
+start_node() { cluster_node "$@" --cluster-ack-wait 3; } # start_node ID [SERVE ARGS]
 cleanup 'for n in "${!NPID[@]}"; do kill -KILL "${NPID[$n]}" 2>/dev/null; wait "${NPID[$n]}" 2>/dev/null; done'
 recorded() {  # recorded REQUEST-ID: "COUNT NODE" over both stores
   python3 - "$TMPD" "$1" <<'EOF_PY'

@@ -25,22 +25,7 @@ wait_for 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/$NPORT" 2>/dev/null
 ok $? "nats-server with JetStream and a 256 KiB message limit on 127.0.0.1:$NPORT"
 
 declare -A NPID NURL
-start_node() {  # start_node NAME [SERVE ARGS]: a node, its store at $TMPD/db.NAME.sqlite; sets NURL[NAME]
-  local n=$1 log=$TMPD/daemon.$1.$RANDOM.log addr="" i
-  shift
-  "$PADDOCK" serve "$@" --listen 127.0.0.1:0 --db "$TMPD/db.$n.sqlite" --cluster "nats://127.0.0.1:$NPORT" \
-    --node-id "$n" --cluster-ack-wait 3 --cluster-max-deliver 1 --warm 1 </dev/null >"$log" 2>&1 &
-  NPID[$n]=$!
-  for ((i = 0; i < 300; i++)); do
-    addr=$(sed -n 's/^paddock: serving on //p' "$log" | head -1)
-    [ -n "$addr" ] && break
-    kill -0 "${NPID[$n]}" 2>/dev/null || break
-    sleep 0.1
-  done
-  [ -n "$addr" ] || { diag "node $n did not start: $(tail -c 400 "$log")"; return 1; }
-  NURL[$n]=http://$addr
-  wait_for 20 bash -c "[ \"\$(curl -s -m 2 -o /dev/null -w '%{http_code}' ${NURL[$n]}/healthz)\" = 200 ]"
-}
+start_node() { cluster_node "$@" --cluster-ack-wait 3 --cluster-max-deliver 1; } # start_node NAME [SERVE ARGS]
 cleanup 'for n in "${!NPID[@]}"; do kill -KILL "${NPID[$n]}" 2>/dev/null; wait "${NPID[$n]}" 2>/dev/null; done'
 # metric NAME NODE: a node's paddock_cluster_NAME value (0 when absent)
 metric() {

@@ -13,32 +13,11 @@ source "$(dirname "$0")/nats.sh"
 nats_or_skip
 plan 35
 
-NPORT=$(free_port)
-MPORT=$(free_port)
-nats-server -js -sd "$TMPD/js" -a 127.0.0.1 -p "$NPORT" -m "$MPORT" >>"$TMPD/nats.log" 2>&1 &
-NATS_PID=$!
-cleanup 'kill -TERM "$NATS_PID" 2>/dev/null; wait "$NATS_PID" 2>/dev/null'
-wait_for 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/$NPORT" 2>/dev/null
+nats_start
 ok $? "nats-server with JetStream on 127.0.0.1:$NPORT"
 
 declare -A NPID NURL
-start_node() {  # start_node NAME [SERVE ARGS]: a node with the default cluster settings
-  local n=$1 log=$TMPD/daemon.$1.$RANDOM.log addr="" i
-  shift
-  "$PADDOCK" serve "$@" --listen 127.0.0.1:0 --db "$TMPD/db.$n.sqlite" --cluster "nats://127.0.0.1:$NPORT" \
-    --node-id "$n" --warm 1 </dev/null >"$log" 2>&1 &
-  NPID[$n]=$!
-  for ((i = 0; i < 300; i++)); do
-    addr=$(sed -n 's/^paddock: serving on //p' "$log" 2>/dev/null | head -1)
-    [ -n "$addr" ] && break
-    kill -0 "${NPID[$n]}" 2>/dev/null || break
-    sleep 0.1
-  done
-  [ -n "$addr" ] || { diag "node $n did not start: $(tail -c 400 "$log")"; return 1; }
-  NURL[$n]=http://$addr
-  wait_for 20 bash -c "[ \"\$(curl -s -m 2 -o /dev/null -w '%{http_code}' ${NURL[$n]}/healthz)\" = 200 ]" &&
-    note_run "${NURL[$n]}"
-}
+start_node() { cluster_node "$@"; } # start_node NAME [SERVE ARGS]: the default cluster settings
 kill_node() { kill -KILL "${NPID[$1]}" 2>/dev/null; wait "${NPID[$1]}" 2>/dev/null; unset "NPID[$1]"; }
 stop_node() { kill -TERM "${NPID[$1]}" 2>/dev/null; wait "${NPID[$1]}" 2>/dev/null; unset "NPID[$1]"; }
 cleanup 'for n in "${!NPID[@]}"; do kill -KILL "${NPID[$n]}" 2>/dev/null; wait "${NPID[$n]}" 2>/dev/null; done'

@@ -81,31 +81,11 @@ is "$(jq -r 'select(.line == 2) | .refused' "$TMPD/out.jsonl")" bad_request \
 stop_daemon
 
 # ---- a cluster: A has bash only and allows network host; B has every template, one worker -----
-NPORT=$(free_port)
-MPORT=$(free_port)
-nats-server -js -sd "$TMPD/js" -a 127.0.0.1 -p "$NPORT" -m "$MPORT" >>"$TMPD/nats.log" 2>&1 &
-NATS_PID=$!
-cleanup 'kill -TERM "$NATS_PID" 2>/dev/null; wait "$NATS_PID" 2>/dev/null'
-wait_for 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/$NPORT" 2>/dev/null
+nats_start
 ok $? "nats-server with JetStream on 127.0.0.1:$NPORT"
 
 declare -A NPID NURL
-start_node() {  # start_node ID [SERVE ARGS]: a node, its store at $TMPD/db.ID.sqlite; sets NURL[ID]
-  local n=$1 log=$TMPD/daemon.$1.log addr="" i
-  shift
-  "$PADDOCK" serve "$@" --listen 127.0.0.1:0 --db "$TMPD/db.$n.sqlite" --cluster "nats://127.0.0.1:$NPORT" \
-    --node-id "$n" --cluster-ack-wait 3 --warm 1 </dev/null >"$log" 2>&1 &
-  NPID[$n]=$!
-  for ((i = 0; i < 300; i++)); do
-    addr=$(sed -n 's/^paddock: serving on //p' "$log" | head -1)
-    [ -n "$addr" ] && break
-    kill -0 "${NPID[$n]}" 2>/dev/null || break
-    sleep 0.1
-  done
-  [ -n "$addr" ] || { diag "node $n did not start: $(tail -c 400 "$log")"; return 1; }
-  NURL[$n]=http://$addr
-  wait_for 20 bash -c "[ \"\$(curl -s -m 2 -o /dev/null -w '%{http_code}' ${NURL[$n]}/healthz)\" = 200 ]"
-}
+start_node() { cluster_node "$@" --cluster-ack-wait 3; } # start_node ID [SERVE ARGS]
 cleanup 'for n in "${!NPID[@]}"; do kill -KILL "${NPID[$n]}" 2>/dev/null; wait "${NPID[$n]}" 2>/dev/null; done'
 python3 -c "
 import json
@@ -150,12 +130,19 @@ wait "$SLOW"
 start_daemon --workers 1 --wall-workers 1 --queue-max 1 --problems examples/problems
 ok $? "a daemon with one worker per class and a queue of one"
 FULL=$U
-for i in 1 2; do
+# one per class first, running, then one per class queued behind it: sent at once, the second
+# could find the first still in its queue (not yet taken by the worker) and be refused
+occupy() {
   curl -s -o /dev/null -m 60 -H 'Content-Type: application/json' --data-binary '{"shell":"sleep 30","limits":{"wall_time":40}}' "$FULL/v1/runs" &
   curl -s -o /dev/null -m 60 -H 'Content-Type: application/json' --data-binary '{"language":"bash","code":"sleep 30","run_timeout":40}' "$FULL/run_code" &
-done
-wait_for 60 bash -c "[ \"\$(curl -s $FULL/metrics | grep -c '^paddock_class_queue_length{class=\"[a-z]*\"} 1')\" = 2 ]"
+}
+occupy
+wait_for 25 bash -c "[ \"\$(curl -s $FULL/metrics | grep -c '^paddock_class_workers_busy{class=\"[a-z]*\"} 1')\" = 2 ]"
+occupy
+wait_for 25 bash -c "[ \"\$(curl -s $FULL/metrics | grep -c '^paddock_class_queue_length{class=\"[a-z]*\"} 1')\" = 2 ]"
 ok $? "both classes busy, both queues full"
+[ "$(curl -s $FULL/metrics | grep -c '^paddock_class_queue_length{class="[a-z]*"} 1')" = 2 ] ||
+  diag "$(curl -s $FULL/metrics | grep -E '^paddock_(class_queue_length|workers_busy|admission|refused|jobs_refused)' | head -20)"
 post_json /v1/runs '{"shell":"echo hi"}'
 is "$(outcome)" "503|queue full: retry later" "/v1/runs: 503, queue full"
 post_json /run_code '{"language":"bash","code":"echo hi"}'
