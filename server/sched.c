@@ -142,6 +142,21 @@ static unsigned slots_for(const pd_sched *s, int cls, uint64_t mem)
 	return n ? n : 1;
 }
 
+/* The jobs of priority pr in class cls that wait for a worker to free up, not counting those the
+ * class's idle workers are about to take (a worker is woken when a job is queued and takes it a
+ * moment later: the queue's length alone counted that moment against --queue-max, and a burst at
+ * an idle class was refused at a free worker's door); lock held. Idle workers take the higher
+ * priorities first. */
+static size_t waiting_at(const pd_sched *s, int cls, int pr, uint64_t mem)
+{
+	unsigned slots = slots_for(s, cls, mem);
+	size_t idle = mem_fits(s, mem) && s->busy_cls[cls] < slots ? slots - s->busy_cls[cls] : 0;
+	size_t higher = pr > 0 ? sched_queued(s, cls, pr - 1) : 0;
+	size_t left = idle > higher ? idle - higher : 0;
+	size_t len = s->q[cls][pr].len;
+	return len > left ? len - left : 0;
+}
+
 /* a min-heap of times (us) */
 static void heap_push(uint64_t *h, size_t *n, uint64_t v)
 {
@@ -313,7 +328,7 @@ pd_admit pd_sched_submit(pd_sched *s, pd_job *j)
 		a = PD_ADMIT_DISK_FULL;
 	else if (mem_available(s) < min_free(s))
 		a = PD_ADMIT_MEMORY;
-	else if (s->q[cls][pr].len >= s->o.queue_max)
+	else if (waiting_at(s, cls, pr, j->mem_reserve) >= s->o.queue_max)
 		a = PD_ADMIT_FULL;
 	else if (j->predicted_us && j->deadline_us && finish > j->deadline_us)
 		a = PD_ADMIT_DEADLINE; /* a job that starts at once is never refused on an estimate */

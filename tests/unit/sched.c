@@ -5,7 +5,8 @@
  * a job whose deadline cannot be met behind the work ahead is refused at once, one that can is
  * admitted, and an idle scheduler admits anything; with more
  * workers than CPUs, the jobs queued behind a full daemon are priced at the CPU share they will
- * get (the over-admission the goodput figures showed), not at the time one took alone. */
+ * get (the over-admission the goodput figures showed), not at the time one took alone; a queue
+ * of N refuses only when N wait behind busy workers, not a burst an idle class is taking. */
 #define _GNU_SOURCE
 #include "server.h"
 #include "log.h"
@@ -117,7 +118,7 @@ static int teach(pd_sched *s, int n, int base)
 
 int main(void)
 {
-	plan(9);
+	plan(13);
 	pd_log_enable(false);
 	pd_err e = {0};
 
@@ -174,6 +175,26 @@ int main(void)
 	       "... with 10 minutes: admitted");
 	open_gate(true);
 	fin += 9;
+	wait_finished(fin);
+	pd_sched_drain(s);
+	pd_sched_free(s);
+
+	/* two idle workers and --queue-max 1: three jobs sent at once are all taken (two run, one
+	 * waits), whether or not the workers woke before the next arrived; the fourth is refused */
+	o = (pd_sched_opts){.workers = 2, .cpus = 2, .queue_max = 1};
+	s = pd_sched_new(NULL, NULL, NULL, &o, &e);
+	ok(s != NULL, "a scheduler with two workers and a queue of one: %s", e.msg);
+	open_gate(false);
+	int admitted = 0;
+	for (int i = 0; i < 3; i++)
+		admitted += submit(s, job(blocker_job, 0), NULL) == PD_ADMIT_OK;
+	is_int(admitted, 3, "three jobs at once on two idle workers and a queue of one: all admitted");
+	is_int(submit(s, job(blocker_job, 0), NULL), PD_ADMIT_FULL,
+	       "a fourth, two running and one waiting: refused, queue full");
+	wait_blockers(2);
+	is_int(submit(s, job(blocker_job, 0), NULL), PD_ADMIT_FULL, "... and once both run, still refused");
+	open_gate(true);
+	fin += 3;
 	wait_finished(fin);
 	pd_sched_drain(s);
 	pd_sched_free(s);
