@@ -13,28 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- the APIs' rows ---------------------------------------------------------------------------- */
-
-static pd_job *parse_native(const pd_intake *in, json_t *body, int *status, pd_err *e)
-{
-	(void)in;
-	*status = 400;
-	return pd_job_from_native(body, e);
-}
-
-static pd_job *parse_run_code(const pd_intake *in, json_t *body, int *status, pd_err *e)
-{
-	(void)in;
-	*status = 400;
-	return pd_job_from_run_code(body, e);
-}
-
-static pd_job *parse_piston(const pd_intake *in, json_t *body, int *status, pd_err *e)
-{
-	(void)in;
-	*status = 400;
-	return pd_job_from_piston(body, e);
-}
+/* ---- the APIs' rows (the run APIs' are in their files, server/api/) ---------------------------------------------------------------------------- */
 
 static pd_job *parse_judge(const pd_intake *in, json_t *body, int *status, pd_err *e)
 {
@@ -44,29 +23,6 @@ static pd_job *parse_judge(const pd_intake *in, json_t *body, int *status, pd_er
 		return NULL;
 	}
 	return pd_judge_job(in->judge, in->problems, body, in->ctx ? pd_ctx_run_id(in->ctx) : 0, status, e);
-}
-
-static json_t *render_native(const pd_job *j, int *status)
-{
-	*status = 200;
-	return pd_job_to_json(j);
-}
-
-static json_t *render_run_code(const pd_job *j, int *status)
-{
-	*status = 200;
-	return pd_job_to_run_code(j);
-}
-
-static json_t *render_piston(const pd_job *j, int *status)
-{
-	/* Piston answers a runtime it lacks with 400 and its message */
-	if (j->failure == PD_F_DEPENDENCY) {
-		*status = 400;
-		return json_pack("{s:o}", "message", pd_json_text(j->error));
-	}
-	*status = 200;
-	return pd_job_to_piston(j);
 }
 
 static json_t *render_judge(const pd_job *j, int *status)
@@ -82,29 +38,25 @@ static json_t *render_judge(const pd_job *j, int *status)
 	return rec;
 }
 
-static json_t *error_plain(const char *msg)
+json_t *pd_api_error_plain(const char *msg)
 {
 	/* pd_json_text: msg may quote a client's bytes */
 	return json_pack("{s:o}", "error", pd_json_text(msg));
 }
 
-static json_t *error_piston(const char *msg)
-{
-	/* Piston's clients read "message" */
-	return json_pack("{s:o,s:o}", "error", pd_json_text(msg), "message", pd_json_text(msg));
-}
-
-const pd_api pd_api_native = {.name = "native", .parse = parse_native, .render = render_native,
-			      .error_body = error_plain, .overload_status = 503, .output_dir = true};
-/* verl's SandboxFusion client retries on 504 only: overload must say 504 there */
-const pd_api pd_api_run_code = {.name = "run_code", .parse = parse_run_code, .render = render_run_code,
-				.error_body = error_plain, .overload_status = 504, .keep_whole = true};
-const pd_api pd_api_piston = {.name = "piston", .parse = parse_piston, .render = render_piston,
-			      .error_body = error_piston, .overload_status = 503, .mem_fast_off = true};
 const pd_api pd_api_judge = {.name = "judge", .parse = parse_judge, .render = render_judge,
-			     .error_body = error_plain, .overload_status = 503, .judged = true};
+			     .error_body = pd_api_error_plain, .overload_status = 503, .judged = true};
 
+/* Every API: a new one is its file under server/api/ (its parser, answer and row) and a line here. */
 static const pd_api *const apis[] = {&pd_api_native, &pd_api_run_code, &pd_api_piston, &pd_api_judge};
+
+const pd_api *pd_api_route(const char *path)
+{
+	for (size_t i = 0; i < sizeof apis / sizeof apis[0]; i++)
+		if (apis[i]->route && !strcmp(apis[i]->route, path))
+			return apis[i];
+	return NULL;
+}
 
 const pd_api *pd_api_find(const char *name)
 {

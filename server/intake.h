@@ -34,6 +34,8 @@ typedef struct pd_api {
 	/* a refusal's body: {"error": msg}, and whatever else the API's clients read */
 	json_t *(*error_body)(const char *msg);
 	int overload_status;
+	const char *route; /* the HTTP path a POST of it comes in on (NULL: a transport of its own, the
+			    * judge's); the daemon routes by it (server/http/routes.c) */
 	bool keep_whole;   /* the output kept whole (pd_intake.run_code_output_max): SandboxFusion's rule */
 	bool mem_fast_off; /* no memory fast path: Piston's clients read the OOM kill's SIGKILL */
 	bool output_dir;   /* output past the record's head and tail kept for GET .../output (native) */
@@ -43,7 +45,12 @@ typedef struct pd_api {
 
 /* The API named name ("native", "run_code", "piston", "judge"); NULL for none. */
 const pd_api *pd_api_find(const char *name);
+/* The API whose route is path; NULL for none. */
+const pd_api *pd_api_route(const char *path);
+/* The rows: each run API's in its file under server/api/, the judge's in intake.c. */
 extern const pd_api pd_api_native, pd_api_run_code, pd_api_piston, pd_api_judge;
+/* {"error": msg}: the refusal body of an API whose clients read nothing else */
+json_t *pd_api_error_plain(const char *msg);
 
 /* What the rules are checked against. A NULL member's rule does not apply where the way in has
  * none (paddock run has no store, so no risk list; no caps). */

@@ -2,6 +2,7 @@
  * job's observation record, pd_job_to_json (server/job.c), which the store keeps too. */
 #define _GNU_SOURCE
 #include "api.h"
+#include "intake.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -248,3 +249,21 @@ pd_job *pd_job_from_native(json_t *req, pd_err *e)
 	}
 	return j;
 }
+
+/* ---- its row (server/intake.h) ---- */
+
+static pd_job *parse(const pd_intake *in, json_t *body, int *status, pd_err *e)
+{
+	(void)in;
+	*status = 400;
+	return pd_job_from_native(body, e);
+}
+
+static json_t *render(const pd_job *j, int *status)
+{
+	*status = 200;
+	return pd_job_to_json(j);
+}
+
+const pd_api pd_api_native = {.name = "native", .route = "/v1/runs", .parse = parse, .render = render,
+			      .error_body = pd_api_error_plain, .overload_status = 503, .output_dir = true};

@@ -3,6 +3,7 @@
  * names and version matching are runtimes.c's. */
 #define _GNU_SOURCE
 #include "api.h"
+#include "intake.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -277,3 +278,31 @@ json_t *pd_job_to_piston(const pd_job *j)
 	return o;
 }
 
+/* ---- its row (server/intake.h) ---- */
+
+static pd_job *parse(const pd_intake *in, json_t *body, int *status, pd_err *e)
+{
+	(void)in;
+	*status = 400;
+	return pd_job_from_piston(body, e);
+}
+
+static json_t *render(const pd_job *j, int *status)
+{
+	/* Piston answers a runtime it lacks with 400 and its message */
+	if (j->failure == PD_F_DEPENDENCY) {
+		*status = 400;
+		return json_pack("{s:o}", "message", pd_json_text(j->error));
+	}
+	*status = 200;
+	return pd_job_to_piston(j);
+}
+
+static json_t *error_body(const char *msg)
+{
+	/* Piston's clients read "message" */
+	return json_pack("{s:o,s:o}", "error", pd_json_text(msg), "message", pd_json_text(msg));
+}
+
+const pd_api pd_api_piston = {.name = "piston", .route = "/api/v2/execute", .parse = parse, .render = render,
+			      .error_body = error_body, .overload_status = 503, .mem_fast_off = true};

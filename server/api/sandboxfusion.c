@@ -2,6 +2,7 @@
  * job (statuses, and stdout/stderr from the result record). */
 #define _GNU_SOURCE
 #include "api.h"
+#include "intake.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -152,3 +153,21 @@ json_t *pd_job_to_run_code(const pd_job *j)
 	return o;
 }
 
+/* ---- its row (server/intake.h) ---- */
+
+static pd_job *parse(const pd_intake *in, json_t *body, int *status, pd_err *e)
+{
+	(void)in;
+	*status = 400;
+	return pd_job_from_run_code(body, e);
+}
+
+static json_t *render(const pd_job *j, int *status)
+{
+	*status = 200;
+	return pd_job_to_run_code(j);
+}
+
+/* verl's SandboxFusion client retries on 504 only: overload must say 504 there */
+const pd_api pd_api_run_code = {.name = "run_code", .route = "/run_code", .parse = parse, .render = render,
+				.error_body = pd_api_error_plain, .overload_status = 504, .keep_whole = true};

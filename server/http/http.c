@@ -100,13 +100,9 @@ void http_set_error(req *r, int status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	json_t *j = json_object();
-	/* pd_json_text: msg may quote a client's bytes (jansson's "invalid escape near '\xc3'") */
-	json_object_set_new(j, "error", pd_json_text(msg));
-	/* Piston's clients read "message" */
-	if (r->k == K_PISTON)
-		json_object_set_new(j, "message", pd_json_text(msg));
-	http_set_json(r, status, j);
+	/* the body the request's API's clients read (Piston's read "message"); pd_json_text inside:
+	 * msg may quote a client's bytes */
+	http_set_json(r, status, (r->api ? r->api->error_body : pd_api_error_plain)(msg));
 }
 
 

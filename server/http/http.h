@@ -114,8 +114,6 @@ struct pd_server {
 	uint64_t watch_seq, hangups;
 };
 
-typedef enum { K_NONE, K_NATIVE, K_RUN_CODE, K_PISTON } kind;
-
 /* One request, from its first callback to its completion (libmicrohttpd's con_cls). */
 typedef struct req {
 	pd_server *srv;
@@ -136,7 +134,7 @@ typedef struct req {
 	struct http_stream *resp_stream;
 	const char *content_type;
 	unsigned retry_after;
-	kind k;
+	const pd_api *api; /* a run's API (its row: errors in its body), NULL before one is routed */
 	/* a run's job while it is queued or runs, watched for the client's hang-up (hangup.c); or,
 	 * for a batch of jobs, a function told of the hang-up (fired) or of the end of the watch */
 	pd_job *job;
@@ -226,14 +224,13 @@ uint64_t dedupe_hits(void);
 void http_route(req *r, const char *url, const char *method);
 
 /* ---- runs (runs.c) ---- */
-void runs_submit(req *r, kind k);
+/* POST of a run API's route (pd_api.route): parsed, checked and admitted by the intake */
+void runs_submit(req *r, const pd_api *api);
 /* A template a request names (a run's, a session's) is one of this daemon's: else refused, naming
  * the field and the templates there are (runs.c). */
 int http_check_template(pd_server *srv, const char *name, pd_err *e);
 /* The intake's state and hooks (images_check, netmodes_pick), once the server's parts exist. */
 void runs_intake_init(pd_server *s);
-/* The row of a run endpoint's API. */
-const pd_api *runs_api(kind k);
 
 /* ---- the judge (judge.c) ---- */
 void judge_submit(req *r, const char *url, const char *method);

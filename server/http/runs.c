@@ -33,7 +33,7 @@ static void job_done(pd_job *j, void *arg)
 		return;
 	}
 	int status;
-	json_t *out = runs_api(r->k)->render(j, &status);
+	json_t *out = r->api->render(j, &status);
 	http_set_json(r, status, out);
 	pd_job_free(j);
 	if (r->dedupe_rid[0])
@@ -101,11 +101,6 @@ void runs_intake_init(pd_server *s)
 				.image_check = image_hook, .network_pick = network_hook, .arg = s};
 }
 
-const pd_api *runs_api(kind k)
-{
-	return k == K_RUN_CODE ? &pd_api_run_code : k == K_PISTON ? &pd_api_piston : &pd_api_native;
-}
-
 int http_check_template(pd_server *srv, const char *name, pd_err *e)
 {
 	return pd_intake_template(&srv->intake, name, e);
@@ -154,10 +149,9 @@ static void runs_admit(req *r, const pd_api *api, pd_job *j)
 	pthread_mutex_unlock(&srv->mu);
 }
 
-void runs_submit(req *r, kind k)
+void runs_submit(req *r, const pd_api *api)
 {
-	r->k = k;
-	const pd_api *api = runs_api(k);
+	r->api = api;
 	json_error_t je;
 	json_t *body = json_loadb(r->body ? r->body : "", r->len, 0, &je);
 	if (!body) {
