@@ -142,7 +142,9 @@ static const serve_opt serve_opts[] = {
 	 "nats (the broker's stream PADDOCK_OBJECTS) or s3://BUCKET[/PREFIX]\n"
 	 "(an S3-compatible store; give every node the same)"},
 	{"cluster-s3-endpoint", 0, T_STRING, "URL", 0, 0, false, FIELD(cluster_s3_endpoint), NULL,
-	 "http://HOST[:PORT] of the S3-compatible store (path-style)"},
+	 "http[s]://HOST[:PORT] of the S3-compatible store (path-style)"},
+	{"cluster-s3-ca", 0, T_FILE, "FILE", 0, 0, false, FIELD(cluster_s3_ca), "the system's",
+	 "the CAs an https:// S3 endpoint's certificate is checked against"},
 	{"cluster-s3-region", 0, T_STRING, "REGION", 0, 0, false, FIELD(cluster_s3_region), "$AWS_REGION or us-east-1",
 	 "the region the S3 requests are signed for"},
 	{"cluster-s3-credentials", 0, T_FILE, "FILE", 0, 0, false, FIELD(cluster_s3_credentials),

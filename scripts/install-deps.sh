@@ -14,6 +14,7 @@ pkgs=(build-essential pkg-config libseccomp-dev libcap-dev libjansson-dev libmic
       # them as optional with their packages (golang-go rustc ruby lua5.4 php-cli)
       fp-compiler gfortran
       nats-server libnats-dev libarchive-dev libssl-dev
+      libcurl4-openssl-dev  # curl.h: server/cluster/https.c loads libcurl for an https:// S3 endpoint
       # the tests' tools: the store read back, a repository's history, a tracer refused
       sqlite3 git strace openjdk-17-jdk-headless
       # verl's own SandboxFusion tests (tests/api/verl.t), run by Debian's python3

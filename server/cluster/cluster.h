@@ -12,10 +12,11 @@
  *   objects.c   large values (results, records, whole outputs) as chunks in a stream, or in
  *               S3 through s3.c
  *   s3.c        the S3-compatible object backend: signed PUT and GET, path-style
+ *   https.c     libcurl, loaded on first use, for an https:// S3 endpoint
  *   broker.c    the small tools all of these share: status text, keys, the results bucket's
  *               read, a stream that fits the broker's store
  * Calls run one way: bridge.c (start and stop) calls the rest; executor.c calls edge.c (an
- * answer in process) and records.c, nodes.c, refs.c; records.c and refs.c call objects.c, which calls s3.c; all
+ * answer in process) and records.c, nodes.c, refs.c; records.c and refs.c call objects.c, which calls s3.c, which calls https.c; all
  * call broker.c, which calls none of them.
  * The broker's names (docs/cluster.md lists them) are here, once. */
 #ifndef PADDOCK_CLUSTER_H
@@ -207,6 +208,13 @@ int cl_s3_get(cl_s3 *s, const char *name, char **data, size_t *len, pd_err *e);
  * encoded) or "", payload the body's SHA-256 in hex, when the request's time. */
 char *cl_s3_sign(const char *key_id, const char *secret, const char *region, const char *host, const char *method,
 		 const char *path, const char *query, const char *payload, time_t when);
+
+/* https.c: libcurl (loaded on first use) for s3.c's https:// endpoints */
+int cl_https_load(pd_err *e);
+/* As pd_http_call for an https:// url (headers: "Name: value\r\n" lines); ca_file NULL: the
+ * system's CAs. */
+int cl_https_call(const char *url, const char *method, const char *headers, const void *body, size_t len,
+		  const char *ca_file, int timeout_ms, int *status, char **resp, size_t *resp_len, pd_err *e);
 
 /* nodes.c */
 void cl_heartbeat(pd_cluster *c);

@@ -1,9 +1,9 @@
 /* The S3-compatible backend of the cluster's objects (objects.c chooses it with
  * --cluster-objects s3://BUCKET[/PREFIX]): an object is one key, written with PUT and read with
  * GET, path-style (http://ENDPOINT/BUCKET/KEY, which every S3-compatible store takes: MinIO,
- * Ceph, s3rver), signed with AWS Signature Version 4. The HTTP is the cluster's own small client
- * (httpc.c: plain HTTP, one connection a call), so the endpoint is http:// only; the signature's
- * hashes are paddock's SHA-256 (libcrypto's) with HMAC built on it. Credentials come from a file
+ * Ceph, s3rver), signed with AWS Signature Version 4. An http:// endpoint is called through the
+ * cluster's own small client (httpc.c: one connection a call), an https:// one through libcurl
+ * (https.c); the signature's hashes are paddock's SHA-256 (libcrypto's) with HMAC built on it. Credentials come from a file
  * (--cluster-s3-credentials, refused when others may read it) or the environment
  * (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY); the secret is never logged nor put in an error.
  * Retention is the bucket's (a lifecycle rule the operator sets): paddock deletes nothing. */
@@ -22,7 +22,10 @@
 #define S3_TIMEOUT_MS 60000
 
 struct cl_s3 {
-	char hostport[256]; /* the endpoint's HOST:PORT, also the signed Host header */
+	bool tls;           /* https:// (https.c, libcurl's) rather than http:// (httpc.c) */
+	char hostport[256]; /* the endpoint's HOST:PORT as given (http:// without one: :80); the
+			     * Host header each request sends, and signs */
+	const char *ca_file; /* https: the CAs to trust; NULL = the system's */
 	char bucket[64];
 	char prefix[256]; /* "" or ending in '/' */
 	char region[64];
@@ -131,8 +134,19 @@ static int call(const cl_s3 *s, const char *method, const char *key, const char 
 					     time(NULL));
 	if (!headers)
 		return pd_fail(e, ENOMEM, "s3: sign %s %s", method, path);
-	int rc = pd_http_call(s->hostport, method, target, headers, body, len, S3_TIMEOUT_MS, status, NULL, resp,
-			      resp_len, e);
+	int rc;
+	if (s->tls) {
+		char url[1100], *all = NULL;
+		snprintf(url, sizeof url, "https://%s%s", s->hostport, target);
+		rc = asprintf(&all, "Host: %s\r\n%s", s->hostport, headers) < 0
+			     ? pd_fail(e, ENOMEM, "s3: %s %s", method, path)
+			     : cl_https_call(url, method, all, body, len, s->ca_file, S3_TIMEOUT_MS, status, resp,
+					     resp_len, e);
+		free(all);
+	} else {
+		rc = pd_http_call(s->hostport, method, target, headers, body, len, S3_TIMEOUT_MS, status, NULL, resp,
+				  resp_len, e);
+	}
 	free(headers);
 	return rc;
 }
@@ -256,19 +270,20 @@ static int parse_urls(cl_s3 *s, const char *url, const char *endpoint, pd_err *e
 		return pd_fail_as(e, EINVAL, "--cluster-objects %s: the prefix is A-Z a-z 0-9 . _ - and single /", url);
 	snprintf(s->prefix, sizeof s->prefix, "%s%s", p, pl && p[pl - 1] != '/' ? "/" : "");
 	if (!endpoint || !*endpoint)
-		return pd_fail_as(e, EINVAL, "--cluster-objects %s needs --cluster-s3-endpoint http://HOST:PORT", url);
-	if (strncmp(endpoint, "http://", 7))
-		return pd_fail_as(e, EINVAL,
-				  "--cluster-s3-endpoint %s: http://HOST[:PORT] only (paddock's client has no TLS: "
-				  "reach the store on a private network or through a local TLS proxy)",
+		return pd_fail_as(e, EINVAL, "--cluster-objects %s needs --cluster-s3-endpoint http[s]://HOST[:PORT]",
+				  url);
+	s->tls = !strncmp(endpoint, "https://", 8);
+	if (!s->tls && strncmp(endpoint, "http://", 7))
+		return pd_fail_as(e, EINVAL, "--cluster-s3-endpoint %s: http://HOST[:PORT] or https://HOST[:PORT]",
 				  endpoint);
-	const char *h = endpoint + 7;
+	const char *h = endpoint + (s->tls ? 8 : 7);
 	size_t hl = strcspn(h, "/");
 	if (!hl || hl >= sizeof s->hostport - 4 || (h[hl] && strcmp(h + hl, "/")))
-		return pd_fail_as(e, EINVAL, "--cluster-s3-endpoint %s: http://HOST[:PORT] (path-style: no path)",
+		return pd_fail_as(e, EINVAL, "--cluster-s3-endpoint %s: http[s]://HOST[:PORT] (path-style: no path)",
 				  endpoint);
+	/* httpc.c connects to HOST:PORT and sends that as the Host header: the port is added for it */
 	const char *colon = memchr(h, ':', hl);
-	snprintf(s->hostport, sizeof s->hostport, "%.*s%s", (int)hl, h, colon ? "" : ":80");
+	snprintf(s->hostport, sizeof s->hostport, "%.*s%s", (int)hl, h, colon || s->tls ? "" : ":80");
 	return 0;
 }
 
@@ -278,6 +293,9 @@ int cl_s3_open(const pd_cluster_opts *o, cl_s3 **out, pd_err *e)
 	if (!s)
 		return pd_fail(e, ENOMEM, "s3");
 	int rc = parse_urls(s, o->objects, o->s3_endpoint, e);
+	s->ca_file = o->s3_ca;
+	if (rc == 0 && s->tls)
+		rc = cl_https_load(e);
 	const char *region = o->s3_region && *o->s3_region ? o->s3_region : getenv("AWS_REGION");
 	snprintf(s->region, sizeof s->region, "%s", region && *region ? region : "us-east-1");
 	if (rc == 0 && o->s3_credentials) {

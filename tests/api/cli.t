@@ -10,9 +10,9 @@ export -n PADDOCK_TOKEN
 unset PADDOCK_TOKEN
 
 # --- serve: the options --help lists -------------------------------------------------------------
-mapfile -t OPTS < <("$PADDOCK" serve --help | sed -nE 's/^  (-[a-z], )?--([a-z-]+) ([A-Z]+).*/\2 \3/p' | grep -v '^config ')
+mapfile -t OPTS < <("$PADDOCK" serve --help | sed -nE 's/^  (-[a-z], )?--([a-z0-9-]+) ([A-Z]+).*/\2 \3/p' | grep -v '^config ')
 plan $((2 * ${#OPTS[@]} + 104))
-is "${#OPTS[@]}" 45 "serve --help lists 45 options with a value (besides --config)"
+is "${#OPTS[@]}" 46 "serve --help lists 46 options with a value (besides --config)"
 
 printf 'secret-from-file\n' >"$TMPD/token"
 # a templates file and a problems directory that load: --check reads them as serve does

@@ -6,7 +6,8 @@
 # (GET /v1/runs/{id}/output), the record too large for a message, and the first answer of the
 # same request id, all from the bucket, none from the broker's object stream (not even made).
 # A start with wrong credentials, a credentials file others may read, a missing bucket or no
-# endpoint stops the node saying why: no silent fallback to the broker.
+# endpoint stops the node saying why: no silent fallback to the broker. Then an https:// endpoint
+# (s3rver with a self-signed certificate): refused without --cluster-s3-ca, used with it.
 # s3rver checks the access key id but not Signature V4's signature: tests/unit/cluster_s3sign.c
 # checks the signature against AWS's published examples.
 source "$(dirname "$0")/api.sh"
@@ -18,7 +19,7 @@ if ! [ -x "$S3RVER" ] || ! command -v node >/dev/null; then
   echo "1..0 # SKIP s3rver is missing at $S3RVER (make deps installs it from npm; was npm unreachable?)"
   exit 0
 fi
-plan 18
+plan 22
 
 S3PORT=$(free_port)
 mkdir -p "$TMPD/s3"
@@ -86,3 +87,26 @@ is "$CODE|$(jb '.run_result.stdout | length')|$(jb .node)" "200|10000000|$ran" \
 is "$(ls "$TMPD/s3/paddock/fleet/" | grep -c '^res-.*._S3rver_object$')" 1 "... kept as a res- object in the bucket (larger than the broker carries)"
 is "$(curl -s "http://127.0.0.1:$MPORT/jsz?streams=true" | jq '[.account_details[].stream_detail[] | select(.name == "PADDOCK_OBJECTS")] | length')" 0 \
   "the broker's object stream was never made: every object went to the bucket"
+
+# --- an https:// endpoint (libcurl): its certificate checked ------------------------------------
+for n in "${!NPID[@]}"; do kill_node "$n"; done # one backend per cluster: the http bucket's nodes go
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$TMPD/tls.key" -out "$TMPD/tls.crt" -days 2 \
+  -subj /CN=127.0.0.1 -addext "subjectAltName=IP:127.0.0.1" >/dev/null 2>&1
+TLSPORT=$(free_port)
+mkdir -p "$TMPD/s3tls"
+"$S3RVER" -d "$TMPD/s3tls" -a 127.0.0.1 -p "$TLSPORT" --key "$TMPD/tls.key" --cert "$TMPD/tls.crt" --silent \
+  --configure-bucket paddock >"$TMPD/s3rver-tls.log" 2>&1 &
+TLS_PID=$!
+cleanup 'kill -TERM "$TLS_PID" 2>/dev/null; wait "$TLS_PID" 2>/dev/null'
+wait_for 30 bash -c "exec 3<>/dev/tcp/127.0.0.1/$TLSPORT" 2>/dev/null
+TLS=(--cluster-objects s3://paddock/tls --cluster-s3-endpoint "https://127.0.0.1:$TLSPORT")
+like "$(start_refused "$TMPD/creds" "${TLS[@]}")" '^[1-9][0-9]*\|.*s3 endpoint 127.0.0.1:[0-9]+: https .*certificate' \
+  "an https:// endpoint whose certificate no trusted CA signed: refused"
+cluster_node c "${TLS[@]}" --cluster-s3-credentials "$TMPD/creds" --cluster-s3-ca "$TMPD/tls.crt"
+ok $? "node c joined with its objects at https://127.0.0.1:$TLSPORT (--cluster-s3-ca: the store's certificate)"
+U=${NURL[c]} req POST /run_code -H 'X-Request-Id: tls-out' -H 'Content-Type: application/json' \
+  --data-binary '{"language":"bash","code":"head -c 3000000 /dev/zero | tr \"\\\\0\" b"}'
+U=${NURL[c]} req GET /v1/runs/tls-out/output
+is "$CODE|$(jb .whole)|$(jb .stdout_bytes)|$(jq -r .stdout "$BODY" | tr -d b | wc -c)" "200|true|3000000|1" \
+  "a 3 MB output put and read back over TLS"
+is "$(ls "$TMPD/s3tls/paddock/tls/" | grep -c '^out-tls-out-stdout\._S3rver_object$')" 1 "... an object in the TLS store's bucket"
