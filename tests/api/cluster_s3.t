@@ -19,7 +19,7 @@ if ! [ -x "$S3RVER" ] || ! command -v node >/dev/null; then
   echo "1..0 # SKIP s3rver is missing at $S3RVER (make deps installs it from npm; was npm unreachable?)"
   exit 0
 fi
-plan 22
+plan 24
 
 S3PORT=$(free_port)
 mkdir -p "$TMPD/s3"
@@ -39,26 +39,30 @@ kill_node() { kill -KILL "${NPID[$1]}" 2>/dev/null; wait "${NPID[$1]}" 2>/dev/nu
 cleanup 'for n in "${!NPID[@]}"; do kill -KILL "${NPID[$n]}" 2>/dev/null; wait "${NPID[$n]}" 2>/dev/null; done'
 
 # --- wrong settings: the node does not start, and says why --------------------------------------
-start_refused() {  # start_refused CREDS-FILE [SERVE ARGS]: "rc|last line"
+start_refused() {  # start_refused [SERVE ARGS]: "rc|last line"
   local log=$TMPD/refused.$RANDOM.log rc
   "$PADDOCK" serve --listen 127.0.0.1:0 --db "$TMPD/db.refused.sqlite" --cluster "nats://127.0.0.1:$NPORT" \
-    --node-id refused --warm 1 --cluster-s3-credentials "$@" </dev/null >"$log" 2>&1
+    --node-id refused --warm 1 "$@" </dev/null >"$log" 2>&1
   rc=$?
   echo "$rc|$(tail -1 "$log")"
 }
 printf 'aws_access_key_id = NOT-S3RVER\naws_secret_access_key = secret-7f3a91\n' >"$TMPD/wrong"
 chmod 600 "$TMPD/wrong"
-like "$(start_refused "$TMPD/wrong" "${S3[@]}")" '^[1-9][0-9]*\|.*s3://paddock/fleet.*refused.*access key NOT-S3RVER.*403 InvalidAccessKeyId' \
+like "$(start_refused --cluster-s3-credentials "$TMPD/wrong" "${S3[@]}")" '^[1-9][0-9]*\|.*s3://paddock/fleet.*refused.*access key NOT-S3RVER.*403 InvalidAccessKeyId' \
   "wrong credentials: the node does not start, the store's refusal said (InvalidAccessKeyId)"
 cp "$TMPD/creds" "$TMPD/open" && chmod 644 "$TMPD/open"
-like "$(start_refused "$TMPD/open" "${S3[@]}")" '^[1-9][0-9]*\|.*--cluster-s3-credentials .*open: mode 0644 lets others read the secret' \
+like "$(start_refused --cluster-s3-credentials "$TMPD/open" "${S3[@]}")" '^[1-9][0-9]*\|.*--cluster-s3-credentials .*open: mode 0644 lets others read the secret' \
   "a credentials file others may read (0644): refused"
-like "$(start_refused "$TMPD/creds" --cluster-objects s3://no-such-bucket --cluster-s3-endpoint "http://127.0.0.1:$S3PORT")" \
+like "$(start_refused --cluster-s3-credentials "$TMPD/creds" --cluster-objects s3://no-such-bucket --cluster-s3-endpoint "http://127.0.0.1:$S3PORT")" \
   '^[1-9][0-9]*\|.*s3://no-such-bucket.*404 NoSuchBucket' "a bucket the store does not have: refused (NoSuchBucket)"
-like "$(start_refused "$TMPD/creds" --cluster-objects s3://paddock)" '^[1-9][0-9]*\|.*needs --cluster-s3-endpoint' \
+like "$(start_refused --cluster-s3-credentials "$TMPD/creds" --cluster-objects s3://paddock)" '^[1-9][0-9]*\|.*needs --cluster-s3-endpoint' \
   "s3:// without an endpoint: refused"
-out=$(start_refused "$TMPD/creds" "${S3[@]}" --cluster-objects s3://paddock --cluster-s3-endpoint "http://127.0.0.1:$(free_port)")
+out=$(start_refused --cluster-s3-credentials "$TMPD/creds" "${S3[@]}" --cluster-objects s3://paddock --cluster-s3-endpoint "http://127.0.0.1:$(free_port)")
 like "$out" '^[1-9][0-9]*\|.*s3 endpoint 127.0.0.1:[0-9]+: connect' "an endpoint nothing listens on: refused"
+like "$(AWS_ACCESS_KEY_ID=NOT-FROM-ENV AWS_SECRET_ACCESS_KEY=secret-7f3a91 start_refused "${S3[@]}")" \
+  '^[1-9][0-9]*\|.*access key NOT-FROM-ENV.*InvalidAccessKeyId' "no credentials file: the keys of the environment (\$AWS_ACCESS_KEY_ID), here refused"
+like "$(unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY; start_refused "${S3[@]}")" \
+  '^[1-9][0-9]*\|.*no credentials \(--cluster-s3-credentials FILE, or \$AWS_ACCESS_KEY_ID' "no credentials at all: refused, saying where they may come from"
 grep -q 'secret-7f3a91' "$TMPD"/refused.*.log
 ok $([ $? = 1 ] && echo 0 || echo 1) "no message says the secret"
 
@@ -100,7 +104,7 @@ TLS_PID=$!
 cleanup 'kill -TERM "$TLS_PID" 2>/dev/null; wait "$TLS_PID" 2>/dev/null'
 wait_for 30 bash -c "exec 3<>/dev/tcp/127.0.0.1/$TLSPORT" 2>/dev/null
 TLS=(--cluster-objects s3://paddock/tls --cluster-s3-endpoint "https://127.0.0.1:$TLSPORT")
-like "$(start_refused "$TMPD/creds" "${TLS[@]}")" '^[1-9][0-9]*\|.*s3 endpoint 127.0.0.1:[0-9]+: https .*certificate' \
+like "$(start_refused --cluster-s3-credentials "$TMPD/creds" "${TLS[@]}")" '^[1-9][0-9]*\|.*s3 endpoint 127.0.0.1:[0-9]+: https .*certificate' \
   "an https:// endpoint whose certificate no trusted CA signed: refused"
 cluster_node c "${TLS[@]}" --cluster-s3-credentials "$TMPD/creds" --cluster-s3-ca "$TMPD/tls.crt"
 ok $? "node c joined with its objects at https://127.0.0.1:$TLSPORT (--cluster-s3-ca: the store's certificate)"
