@@ -612,6 +612,9 @@ typedef struct pd_cluster_opts {
 	const struct pd_intake *intake;
 } pd_cluster_opts;
 
+/* o's object store settings as the start takes them, nothing reached (serve --check): the
+ * --cluster-objects form, an s3:// one's endpoint and credentials (the file's mode too). */
+int pd_cluster_objects_check(const pd_cluster_opts *o, pd_err *e);
 /* Connects, makes the streams and buckets if missing, starts pulling, heartbeating. */
 pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools *pools, pd_ctx *ctx,
 			     pd_store *store, pd_err *e);

@@ -26,9 +26,9 @@
 int cl_objects_stream(pd_cluster *c, pd_err *e)
 {
 	if (c->o.objects && strcmp(c->o.objects, "nats")) {
-		if (strncmp(c->o.objects, "s3://", 5))
-			return pd_fail_as(e, EINVAL, "--cluster-objects %s: nats or s3://BUCKET[/PREFIX]", c->o.objects);
 		/* no fallback to the stream: objects a node wrote elsewhere would be missing */
+		if (pd_cluster_objects_check(&c->o, e) < 0)
+			return -1;
 		return cl_s3_open(&c->o, &c->s3, e);
 	}
 	jsStreamConfig sc;

@@ -287,31 +287,49 @@ static int parse_urls(cl_s3 *s, const char *url, const char *endpoint, pd_err *e
 	return 0;
 }
 
+/* s's settings from o, nothing reached yet: the URLs, the region, the credentials. */
+static int configure(cl_s3 *s, const pd_cluster_opts *o, pd_err *e)
+{
+	if (parse_urls(s, o->objects, o->s3_endpoint, e) < 0)
+		return -1;
+	s->ca_file = o->s3_ca;
+	const char *region = o->s3_region && *o->s3_region ? o->s3_region : getenv("AWS_REGION");
+	snprintf(s->region, sizeof s->region, "%s", region && *region ? region : "us-east-1");
+	if (o->s3_credentials)
+		return read_credentials(s, o->s3_credentials, e);
+	const char *k = getenv("AWS_ACCESS_KEY_ID"), *v = getenv("AWS_SECRET_ACCESS_KEY");
+	if (!k || !*k || !v || !*v)
+		return pd_fail_as(e, EINVAL,
+				  "--cluster-objects %s: no credentials (--cluster-s3-credentials FILE, or "
+				  "$AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY)",
+				  o->objects);
+	snprintf(s->key_id, sizeof s->key_id, "%s", k);
+	snprintf(s->secret, sizeof s->secret, "%s", v);
+	return 0;
+}
+
+int pd_cluster_objects_check(const pd_cluster_opts *o, pd_err *e)
+{
+	if (!o->objects || !strcmp(o->objects, "nats"))
+		return 0;
+	if (strncmp(o->objects, "s3://", 5))
+		return pd_fail_as(e, EINVAL, "--cluster-objects %s: nats or s3://BUCKET[/PREFIX]", o->objects);
+	cl_s3 *s = calloc(1, sizeof *s);
+	if (!s)
+		return pd_fail(e, ENOMEM, "s3");
+	int rc = configure(s, o, e);
+	cl_s3_free(s);
+	return rc;
+}
+
 int cl_s3_open(const pd_cluster_opts *o, cl_s3 **out, pd_err *e)
 {
 	cl_s3 *s = calloc(1, sizeof *s);
 	if (!s)
 		return pd_fail(e, ENOMEM, "s3");
-	int rc = parse_urls(s, o->objects, o->s3_endpoint, e);
-	s->ca_file = o->s3_ca;
+	int rc = configure(s, o, e);
 	if (rc == 0 && s->tls)
 		rc = cl_https_load(e);
-	const char *region = o->s3_region && *o->s3_region ? o->s3_region : getenv("AWS_REGION");
-	snprintf(s->region, sizeof s->region, "%s", region && *region ? region : "us-east-1");
-	if (rc == 0 && o->s3_credentials) {
-		rc = read_credentials(s, o->s3_credentials, e);
-	} else if (rc == 0) {
-		const char *k = getenv("AWS_ACCESS_KEY_ID"), *v = getenv("AWS_SECRET_ACCESS_KEY");
-		if (!k || !*k || !v || !*v)
-			rc = pd_fail_as(e, EINVAL,
-					"--cluster-objects %s: no credentials (--cluster-s3-credentials FILE, or "
-					"$AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY)",
-					o->objects);
-		else {
-			snprintf(s->key_id, sizeof s->key_id, "%s", k);
-			snprintf(s->secret, sizeof s->secret, "%s", v);
-		}
-	}
 	/* the bucket read once now (one key listed): wrong credentials, a missing bucket or an
 	 * endpoint that is not there stop the node at its start, saying which */
 	int status = 0;

@@ -19,7 +19,7 @@ if ! [ -x "$S3RVER" ] || ! command -v node >/dev/null; then
   echo "1..0 # SKIP s3rver is missing at $S3RVER (make deps installs it from npm; was npm unreachable?)"
   exit 0
 fi
-plan 24
+plan 25
 
 S3PORT=$(free_port)
 mkdir -p "$TMPD/s3"
@@ -63,6 +63,9 @@ like "$(AWS_ACCESS_KEY_ID=NOT-FROM-ENV AWS_SECRET_ACCESS_KEY=secret-7f3a91 start
   '^[1-9][0-9]*\|.*access key NOT-FROM-ENV.*InvalidAccessKeyId' "no credentials file: the keys of the environment (\$AWS_ACCESS_KEY_ID), here refused"
 like "$(unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY; start_refused "${S3[@]}")" \
   '^[1-9][0-9]*\|.*no credentials \(--cluster-s3-credentials FILE, or \$AWS_ACCESS_KEY_ID' "no credentials at all: refused, saying where they may come from"
+out=$("$PADDOCK" serve --check --cluster "nats://127.0.0.1:$NPORT" --cluster-objects s4://paddock 2>&1)
+is "$?|$out" "64|paddock: --cluster-objects s4://paddock: nats or s3://BUCKET[/PREFIX]" \
+  "serve --check: a --cluster-objects that is neither nats nor s3:// refused (64) before anything starts"
 grep -q 'secret-7f3a91' "$TMPD"/refused.*.log
 ok $([ $? = 1 ] && echo 0 || echo 1) "no message says the secret"
 
