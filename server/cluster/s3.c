@@ -3,8 +3,9 @@
  * GET, path-style (http://ENDPOINT/BUCKET/KEY, which every S3-compatible store takes: MinIO,
  * Ceph, s3rver), signed with AWS Signature Version 4. An http:// endpoint is called through the
  * cluster's own small client (httpc.c: one connection a call), an https:// one through libcurl
- * (https.c); the signature's hashes are paddock's SHA-256 (libcrypto's) with HMAC built on it. Credentials come from a file
- * (--cluster-s3-credentials, refused when others may read it) or the environment
+ * (https.c); the signature's hashes are paddock's SHA-256 (libcrypto's) with HMAC built on it.
+ * Credentials come from a file (--cluster-s3-credentials, refused when others may read it) or the
+ * environment
  * (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY); the secret is never logged nor put in an error.
  * Retention is the bucket's (a lifecycle rule the operator sets): paddock deletes nothing. */
 #define _GNU_SOURCE
