@@ -5,8 +5,8 @@
  * cluster's own small client (httpc.c: one connection a call), an https:// one through libcurl
  * (https.c); the signature's hashes are paddock's SHA-256 (libcrypto's) with HMAC built on it.
  * Credentials come from a file (--cluster-s3-credentials, refused when others may read it) or the
- * environment
- * (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY); the secret is never logged nor put in an error.
+ * environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY); the secret is never logged nor put in
+ * an error.
  * Retention is the bucket's (a lifecycle rule the operator sets): paddock deletes nothing. */
 #define _GNU_SOURCE
 #include "cluster.h"
