@@ -137,6 +137,21 @@ static const serve_opt serve_opts[] = {
 	 "10G", "size the shared record stream (and the object stream) may\n"
 	 "take; past it the oldest go; 0 = no cap (the default is fitted\n"
 	 "to the broker's store)"},
+	{"cluster-objects", 0, T_STRING, "WHERE", 0, 0, false, FIELD(cluster_objects), "nats",
+	 "where the cluster keeps large values (outputs, records, results):\n"
+	 "nats (the broker's stream PADDOCK_OBJECTS) or s3://BUCKET[/PREFIX]\n"
+	 "(an S3-compatible store; give every node the same)"},
+	{"cluster-s3-endpoint", 0, T_STRING, "URL", 0, 0, false, FIELD(cluster_s3_endpoint), NULL,
+	 "http[s]://HOST[:PORT] of the S3-compatible store (path-style)"},
+	{"cluster-s3-ca", 0, T_FILE, "FILE", 0, 0, false, FIELD(cluster_s3_ca), "the system's",
+	 "the CAs an https:// S3 endpoint's certificate is checked against"},
+	{"cluster-s3-region", 0, T_STRING, "REGION", 0, 0, false, FIELD(cluster_s3_region), "$AWS_REGION or us-east-1",
+	 "the region the S3 requests are signed for"},
+	{"cluster-s3-credentials", 0, T_FILE, "FILE", 0, 0, false, FIELD(cluster_s3_credentials),
+	 "$AWS_ACCESS_KEY_ID, $AWS_SECRET_ACCESS_KEY",
+	 "the S3 store's keys: lines aws_access_key_id = ... and\n"
+	 "aws_secret_access_key = ... (as ~/.aws/credentials); a file\n"
+	 "others may read is refused"},
 	{"review-min-samples", 0, T_COUNT, "N", 1, 1000000, false, FIELD(review_min_samples), "20",
 	 "review queue (docs/audit.md): a problem's judged attempts (for\n"
 	 "rare_pass) or earlier passes in the language (fast_pass,\n"

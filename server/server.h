@@ -601,11 +601,20 @@ typedef struct pd_cluster_opts {
 	unsigned records_max_age_s; /* the shared record stream's retention; 0 = 30 days */
 	uint64_t records_max_bytes; /* its size; 0 = 10 GiB, UINT64_MAX = no cap */
 	const char *token;       /* the bearer token peers are called with (results by reference) */
+	/* where large values go (server/cluster/objects.c): NULL or "nats" = the broker's stream,
+	 * "s3://BUCKET[/PREFIX]" = an S3-compatible store at s3_endpoint (http://HOST[:PORT]), in
+	 * s3_region (NULL = $AWS_REGION or us-east-1), with s3_credentials (a file; NULL = the
+	 * environment's AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY); s3_ca: an https endpoint's
+	 * CAs (NULL = the system's) */
+	const char *objects, *s3_endpoint, *s3_region, *s3_credentials, *s3_ca;
 	/* this node's rules for what it takes off the broker (server/intake.h): a task is checked
 	 * again here, as a request from this node's own clients is */
 	const struct pd_intake *intake;
 } pd_cluster_opts;
 
+/* o's object store settings as the start takes them, nothing reached (serve --check): the
+ * --cluster-objects form, an s3:// one's endpoint and credentials (the file's mode too). */
+int pd_cluster_objects_check(const pd_cluster_opts *o, pd_err *e);
 /* Connects, makes the streams and buckets if missing, starts pulling, heartbeating. */
 pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools *pools, pd_ctx *ctx,
 			     pd_store *store, pd_err *e);
@@ -701,6 +710,9 @@ typedef struct pd_server_opts {
 	unsigned cluster_max_deliver; /* 0 = 5 */
 	unsigned cluster_records_max_age;   /* seconds; 0 = 30 days */
 	uint64_t cluster_records_max_bytes; /* 0 = 10 GiB, UINT64_MAX = no cap */
+	/* pd_cluster_opts' objects, s3_endpoint, s3_region, s3_credentials, s3_ca */
+	const char *cluster_objects, *cluster_s3_endpoint, *cluster_s3_region, *cluster_s3_credentials,
+		*cluster_s3_ca;
 	/* each template's circuit breaker (sched.breaker_*): the percent of infrastructure failures
 	 * among its recent jobs that opens it (0 = 50), the jobs it needs first (0 = 8), seconds open
 	 * before a probe (0 = 5); and the host's free memory under which all new work is refused:

@@ -387,6 +387,7 @@ void pd_cluster_free(pd_cluster *c)
 		if (c->consumers[i].sub)
 			N.natsSubscription_Destroy(c->consumers[i].sub);
 	free(c->consumers);
+	cl_objects_free(c);
 	if (c->results)
 		N.kvStore_Destroy(c->results);
 	if (c->nodes)

@@ -9,11 +9,14 @@
  *   forward.c   session requests for another node, forwarded to it
  *   records.c   the shared record store: the outbox published to a stream, reads from it; a
  *               run's whole output beyond its record
- *   objects.c   large values (results, records, whole outputs) as chunks in a stream
+ *   objects.c   large values (results, records, whole outputs) as chunks in a stream, or in
+ *               S3 through s3.c
+ *   s3.c        the S3-compatible object backend: signed PUT and GET, path-style
+ *   https.c     libcurl, loaded on first use, for an https:// S3 endpoint
  *   broker.c    the small tools all of these share: status text, keys, the results bucket's
  *               read, a stream that fits the broker's store
  * Calls run one way: bridge.c (start and stop) calls the rest; executor.c calls edge.c (an
- * answer in process) and records.c, nodes.c, refs.c; records.c and refs.c call objects.c; all
+ * answer in process) and records.c, nodes.c, refs.c; records.c and refs.c call objects.c, which calls s3.c, which calls https.c; all
  * call broker.c, which calls none of them.
  * The broker's names (docs/cluster.md lists them) are here, once. */
 #ifndef PADDOCK_CLUSTER_H
@@ -23,6 +26,7 @@
 #include "nats_dl.h"
 
 #include <pthread.h>
+#include <time.h>
 
 #define CL_WORK_STREAM "PADDOCK_WORK"
 #define CL_WORK_SUBJECTS "paddock.work.>"
@@ -41,6 +45,7 @@
 typedef struct cl_waiter cl_waiter;
 typedef struct cl_task cl_task;
 typedef struct cl_submit cl_submit;
+typedef struct cl_s3 cl_s3;
 
 /* One template's work: its durable consumer (shared by every node that has the template) and
  * the thread that pulls from it on this node. */
@@ -112,6 +117,7 @@ struct pd_cluster {
 	uint64_t notes_local; /* results of this node's own requests answered in process (no note) */
 	uint64_t results_by_ref, refs_fetched, ref_failures;
 	uint64_t records_published;
+	cl_s3 *s3; /* the objects' S3 backend (--cluster-objects s3://); NULL: the broker's stream */
 };
 
 /* broker.c: the small tools every file here uses (it calls none of them) */
@@ -178,12 +184,37 @@ void cl_records_due(pd_cluster *c);
 void cl_output_keep(pd_cluster *c, const pd_job *j);
 
 /* objects.c */
+/* The objects' backend: the stream PADDOCK_OBJECTS made (or brought to this node's retention),
+ * or, with --cluster-objects s3://, the S3 bucket reached and read once. */
 int cl_objects_stream(pd_cluster *c, pd_err *e);
+void cl_objects_free(pd_cluster *c);
 /* Puts data as the object name (any node reads it); 0 or -1. */
 int cl_obj_put(pd_cluster *c, const char *name, const void *data, size_t len, pd_err *e);
 /* The object name's bytes (*data malloc'd, NUL-terminated); -1 with e->code ENOENT when there
  * is none. */
 int cl_obj_get(pd_cluster *c, const char *name, char **data, size_t *len, pd_err *e);
+
+/* s3.c: objects in an S3-compatible store (objects.c's second backend) */
+/* Reads the options (--cluster-objects s3://BUCKET[/PREFIX], --cluster-s3-*), the credentials,
+ * and the bucket once: -1 saying why when the store refuses them. */
+int cl_s3_open(const pd_cluster_opts *o, cl_s3 **s, pd_err *e);
+void cl_s3_free(cl_s3 *s);
+int cl_s3_put(cl_s3 *s, const char *name, const void *data, size_t len, pd_err *e);
+/* As cl_obj_get: -1 with e->code ENOENT when the bucket has no such object. */
+int cl_s3_get(cl_s3 *s, const char *name, char **data, size_t *len, pd_err *e);
+/* The headers that sign a request with AWS Signature Version 4 ("x-amz-date: ...\r\n",
+ * "x-amz-content-sha256: ...\r\n", "Authorization: ...\r\n"; malloc'd, NULL on failure): host as
+ * the Host header says it, path as sent (unreserved characters only), query canonical (sorted,
+ * encoded) or "", payload the body's SHA-256 in hex, when the request's time. */
+char *cl_s3_sign(const char *key_id, const char *secret, const char *region, const char *host, const char *method,
+		 const char *path, const char *query, const char *payload, time_t when);
+
+/* https.c: libcurl (loaded on first use) for s3.c's https:// endpoints */
+int cl_https_load(pd_err *e);
+/* As pd_http_call for an https:// url (headers: "Name: value\r\n" lines); ca_file NULL: the
+ * system's CAs. */
+int cl_https_call(const char *url, const char *method, const char *headers, const void *body, size_t len,
+		  const char *ca_file, int timeout_ms, int *status, char **resp, size_t *resp_len, pd_err *e);
 
 /* nodes.c */
 void cl_heartbeat(pd_cluster *c);

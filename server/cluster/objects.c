@@ -1,5 +1,8 @@
-/* Large values in the broker, readable from any node: a stream of chunks (PADDOCK_OBJECTS),
- * since Debian's libnats (3.4) has no object store API. An object NAME is its chunks, published
+/* Large values readable from any node, in one of two backends: by default the broker, a stream
+ * of chunks (PADDOCK_OBJECTS), since Debian's libnats (3.4) has no object store API; or, with
+ * --cluster-objects s3://BUCKET[/PREFIX], an S3-compatible store (s3.c), one key an object. The
+ * callers (refs.c, records.c, sessions' objects) see only cl_obj_put and cl_obj_get.
+ * In the broker: An object NAME is its chunks, published
  * in order on paddock.obj.<NAME>.c (each at most half the broker's message limit), then its
  * description on paddock.obj.<NAME>.m: {"bytes", "chunks", "first"} (the stream sequence of its
  * first chunk). A reader takes the last description and reads that many chunks from "first":
@@ -22,6 +25,12 @@
 
 int cl_objects_stream(pd_cluster *c, pd_err *e)
 {
+	if (c->o.objects && strcmp(c->o.objects, "nats")) {
+		/* no fallback to the stream: objects a node wrote elsewhere would be missing */
+		if (pd_cluster_objects_check(&c->o, e) < 0)
+			return -1;
+		return cl_s3_open(&c->o, &c->s3, e);
+	}
 	jsStreamConfig sc;
 	N.jsStreamConfig_Init(&sc);
 	sc.Name = CL_OBJ_STREAM;
@@ -54,8 +63,16 @@ static natsStatus put_one(pd_cluster *c, const char *subject, const void *data, 
 	return s;
 }
 
+void cl_objects_free(pd_cluster *c)
+{
+	cl_s3_free(c->s3);
+	c->s3 = NULL;
+}
+
 int cl_obj_put(pd_cluster *c, const char *name, const void *data, size_t len, pd_err *e)
 {
+	if (c->s3)
+		return cl_s3_put(c->s3, name, data, len, e);
 	char t[400], subject[600];
 	cl_result_key(name, t, sizeof t);
 	size_t chunk = c->max_payload > 8192 ? (size_t)c->max_payload / 2 : 4096;
@@ -86,6 +103,8 @@ int cl_obj_put(pd_cluster *c, const char *name, const void *data, size_t len, pd
 
 int cl_obj_get(pd_cluster *c, const char *name, char **data, size_t *len, pd_err *e)
 {
+	if (c->s3)
+		return cl_s3_get(c->s3, name, data, len, e);
 	char t[400], subject[600];
 	cl_result_key(name, t, sizeof t);
 	snprintf(subject, sizeof subject, CL_OBJ_PREFIX "%s.m", t);

@@ -348,6 +348,9 @@ static int start_cluster(pd_server *s, const pd_server_opts *o, pd_err *e)
 			      .ack_wait_s = o->cluster_ack_wait, .token = o->token,
 			      .max_deliver = o->cluster_max_deliver, .records_max_age_s = o->cluster_records_max_age,
 			      .records_max_bytes = o->cluster_records_max_bytes,
+			      .objects = o->cluster_objects, .s3_endpoint = o->cluster_s3_endpoint,
+			      .s3_region = o->cluster_s3_region, .s3_credentials = o->cluster_s3_credentials,
+			      .s3_ca = o->cluster_s3_ca,
 			      .intake = &s->intake,
 			      .slots = o->sched.workers ? o->sched.workers : (unsigned)(cpus > 0 ? 2 * cpus : 2)};
 	if (!(s->cluster = pd_cluster_start(&co, s->sched, s->pools, s->ctx, s->store, e)))

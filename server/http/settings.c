@@ -152,6 +152,10 @@ int pd_server_check(const pd_server_opts *o, pd_err *e)
 		return -1;
 	if (o->cluster && o->node_id && !pd_cluster_id_ok(o->node_id))
 		return pd_fail_as(e, EINVAL, "--node-id '%s': " PD_CLUSTER_ID_RULE, o->node_id);
+	pd_cluster_opts co = {.objects = o->cluster_objects, .s3_endpoint = o->cluster_s3_endpoint,
+			      .s3_region = o->cluster_s3_region, .s3_credentials = o->cluster_s3_credentials};
+	if (o->cluster && pd_cluster_objects_check(&co, e) < 0)
+		return -1;
 	/* the exemptions and the templates (their network twins too) as the server keeps them: in a
 	 * server of its own that never starts */
 	pd_server *s = calloc(1, sizeof *s);

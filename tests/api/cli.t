@@ -10,9 +10,9 @@ export -n PADDOCK_TOKEN
 unset PADDOCK_TOKEN
 
 # --- serve: the options --help lists -------------------------------------------------------------
-mapfile -t OPTS < <("$PADDOCK" serve --help | sed -nE 's/^  (-[a-z], )?--([a-z-]+) ([A-Z]+).*/\2 \3/p' | grep -v '^config ')
+mapfile -t OPTS < <("$PADDOCK" serve --help | sed -nE 's/^  (-[a-z], )?--([a-z0-9-]+) ([A-Z]+).*/\2 \3/p' | grep -v '^config ')
 plan $((2 * ${#OPTS[@]} + 104))
-is "${#OPTS[@]}" 41 "serve --help lists 41 options with a value (besides --config)"
+is "${#OPTS[@]}" 46 "serve --help lists 46 options with a value (besides --config)"
 
 printf 'secret-from-file\n' >"$TMPD/token"
 # a templates file and a problems directory that load: --check reads them as serve does
@@ -36,6 +36,9 @@ value() {  # a value of the option's type, other than its default
     *:MODES) echo none,host ;;
     *:WATERMARK) echo 5% ;;
     *:BUDGET) echo 50% ;;
+    *:WHERE) echo s3://bucket/prefix ;;
+    *:URL) echo http://127.0.0.1:9000 ;;
+    *:REGION) echo eu-west-1 ;;
     *) echo "no sample value for $1 $2" >&2; echo "?" ;;
   esac
 }
