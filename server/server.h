@@ -453,8 +453,8 @@ pd_ops *pd_metrics_ops(pd_metrics *m);
 
 /* ---- session requests (server/session_req.c) ------------------------------------------------- */
 /* The client's bytes of the session API, parsed apart from the HTTP plumbing (server/http/sessions.c
- * calls these, and so does the fuzzer). A refusal fills e (code EINVAL, a message naming the field, without
- * strerror's suffix): the server answers 400 with it. */
+ * and session_ops.c call these, and so does the fuzzer). A refusal fills e (code EINVAL, a message
+ * naming the field, without strerror's suffix): the server answers 400 with it. */
 
 /* /v1/sessions/<id>[/<op>]: the session id and the operation ("" for none). Returns 0, or -1 when
  * url is not of that form. */

@@ -1,6 +1,6 @@
 /* Session requests: the client's bytes of the session API (URL, query parameters, the create and
- * exec bodies), parsed apart from the HTTP plumbing, so that server/http/sessions.c and the fuzzer
- * (fuzz/fuzz_session_*.c) run the same code. */
+ * exec bodies), parsed apart from the HTTP plumbing, so that server/http/sessions.c and
+ * session_ops.c and the fuzzer (fuzz/fuzz_session_*.c) run the same code. */
 #define _GNU_SOURCE
 #include "server.h"
 
