@@ -93,13 +93,10 @@ void http_set_json(req *r, int status, json_t *j)
 	http_set_resp(r, status, "application/json", s, len);
 }
 
-void http_set_error(req *r, int status, const char *fmt, ...)
+static void set_error(req *r, int status, const char *fmt, va_list ap)
 {
 	char msg[700];
-	va_list ap;
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
 	json_t *j = json_object();
 	/* pd_json_text: msg may quote a client's bytes (jansson's "invalid escape near '\xc3'") */
 	json_object_set_new(j, "error", pd_json_text(msg));
@@ -107,6 +104,23 @@ void http_set_error(req *r, int status, const char *fmt, ...)
 	if (r->k == K_PISTON)
 		json_object_set_new(j, "message", pd_json_text(msg));
 	http_set_json(r, status, j);
+}
+
+void http_set_error(req *r, int status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	set_error(r, status, fmt, ap);
+	va_end(ap);
+}
+
+void http_refuse(req *r, int status, unsigned retry_after, const char *fmt, ...)
+{
+	r->retry_after = retry_after;
+	va_list ap;
+	va_start(ap, fmt);
+	set_error(r, status, fmt, ap);
+	va_end(ap);
 }
 
 

@@ -208,6 +208,8 @@ void http_set_resp(req *r, int status, const char *ctype, char *body, size_t len
 void http_set_json(req *r, int status, json_t *j);
 /* {"error": text} ("message" too for Piston's clients). */
 void http_set_error(req *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A refusal: the error, and when to try again (Retry-After; 0: not said). */
+void http_refuse(req *r, int status, unsigned retry_after, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* Suspends the connection: a worker answers it later with http_resume. */
 void http_suspend(req *r);
 /* Hands an answered request back to the event thread. Once resumed, the event thread may answer
@@ -237,6 +239,12 @@ int http_check_template(pd_server *srv, const char *name, pd_err *e);
 void runs_intake_init(pd_server *s);
 /* The row of a run endpoint's API. */
 const pd_api *runs_api(kind k);
+/* A checked job (its done callback set, answering through runs_answer) queued with the
+ * connection suspended, or the connection answered why not and resumed; for the judge too. */
+void runs_admit(req *r, const pd_api *api, pd_job *j);
+/* A finished job's answer by its API's row (a worker's thread): the job freed, the waiters on its
+ * request id answered, the connection resumed. */
+void runs_answer(req *r, const pd_api *api, pd_job *j);
 
 /* ---- the judge (judge.c) ---- */
 void judge_submit(req *r, const char *url, const char *method);

@@ -66,8 +66,7 @@ static void session_async(req *r)
 	pthread_mutex_lock(&s->mu);
 	if (s->session_ops >= MAX_SESSION_OPS) {
 		pthread_mutex_unlock(&s->mu);
-		r->retry_after = 1;
-		http_set_error(r, 503, "too many session operations at once: retry later");
+		http_refuse(r, 503, 1, "too many session operations at once: retry later");
 		return;
 	}
 	s->session_ops++;
@@ -91,9 +90,7 @@ static void session_async(req *r)
 static void create_refused(req *r, pd_session_create_req *q, int st, pd_err *e)
 {
 	pd_session_create_req_free(q);
-	if (st == 503)
-		r->retry_after = 5;
-	http_set_error(r, st, "%s", PD_ERR_STR(e));
+	http_refuse(r, st, st == 503 ? 5 : 0, "%s", PD_ERR_STR(e));
 }
 
 static void session_create(req *r)
@@ -135,8 +132,7 @@ static void session_create(req *r)
 	char why[300];
 	if (conns_fds_short(s, q.template_name, why, sizeof why)) {
 		pd_session_create_req_free(&q);
-		r->retry_after = 2;
-		http_set_error(r, 503, "%s", why);
+		http_refuse(r, 503, 2, "%s", why);
 		return;
 	}
 	unsigned n = q.count ? q.count : 1;
@@ -159,9 +155,7 @@ static void session_create(req *r)
 			session_delete_quiet(s, rest + strlen("/v1/sessions/"));
 		}
 		json_decref(list);
-		if (status == 503)
-			r->retry_after = 5;
-		http_set_error(r, status ? status : 503, "%s", PD_ERR_STR(&e));
+		http_refuse(r, status ? status : 503, status == 503 ? 5 : 0, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	if (q.count)
