@@ -2,7 +2,8 @@
  * (docs/judge.md). On the event thread the body becomes a judge job through the intake
  * (server/intake.c: the judge's parser, server/judge/jobs.c, and every admission rule) queued on
  * the scheduler with the connection suspended; a worker judges it, the store records the judged
- * record, and judge_done answers with it. The batch form ({"submissions": [...]}) is judge_batch.c's. */
+ * record, and judge_done answers with it. Admission and the answer are a run's (runs_admit,
+ * runs_answer: runs.c), by the judge's row. The batch form ({"submissions": [...]}) is judge_batch.c's. */
 #define _GNU_SOURCE
 #include "http.h"
 
