@@ -22,13 +22,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <linux/perf_event.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -264,18 +262,6 @@ static int guard_rounds(const guard_args *a, bench_hconn *c, double q_ms, const 
 	return rc;
 }
 
-/* The task clock of this thread and every process it starts from now on (clock_fd), or -1. */
-static int task_clock_open(void)
-{
-	struct perf_event_attr pa;
-	memset(&pa, 0, sizeof pa);
-	pa.type = PERF_TYPE_SOFTWARE;
-	pa.size = sizeof pa;
-	pa.config = PERF_COUNT_SW_TASK_CLOCK;
-	pa.inherit = 1;
-	return (int)syscall(SYS_perf_event_open, &pa, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-}
-
 int cmd_bench_guard(int argc, char **argv)
 {
 	guard_args a;
@@ -291,7 +277,7 @@ int cmd_bench_guard(int argc, char **argv)
 	bench_daemon d;
 	if (bench_daemon_start(&d, "guard", 2) < 0)
 		return EXIT_PADDOCK_FAILED;
-	clock_fd = task_clock_open(); /* after the daemon's threads exist: they are not in it */
+	clock_fd = bench_task_clock_open(); /* after the daemon's threads exist: they are not in it */
 	bench_hconn c;
 	if (bench_hconnect(&c, d.port) < 0) {
 		cli_error("connect: %s", strerror(errno));

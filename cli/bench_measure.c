@@ -4,12 +4,10 @@
 #define _GNU_SOURCE
 #include "bench_case.h"
 
-#include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #define WARMUP 5 /* untimed operations before the latency phase (page cache, slot files) */
@@ -159,21 +157,6 @@ static void *tp_worker(void *arg)
 	return NULL;
 }
 
-/* A task-clock counter inherited by every thread and process started after it opens. Better than
- * getrusage(RUSAGE_CHILDREN), which only sees descendants that were waited for: bwrap's outer
- * process exits without reaping its pid-1 child, so half of bwrap's CPU would go unseen.
- * -1 when perf events are not allowed here; getrusage is then the fallback. */
-static int cpu_counter_open(void)
-{
-	struct perf_event_attr a;
-	memset(&a, 0, sizeof a);
-	a.type = PERF_TYPE_SOFTWARE;
-	a.size = sizeof a;
-	a.config = PERF_COUNT_SW_TASK_CLOCK;
-	a.inherit = 1;
-	return (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-}
-
 static double tv_ms(struct timeval tv)
 {
 	return (double)tv.tv_sec * 1000.0 + (double)tv.tv_usec / 1000.0;
@@ -224,7 +207,7 @@ void bench_measure_throughput(const bench_env *env, bench_case *bc, int slot, in
 	pthread_cond_init(&run.cond, NULL);
 	bool setup_ok = true;
 	/* opened before the workers exist, so that they and everything they start inherit it */
-	int counter = cpu_counter_open();
+	int counter = bench_task_clock_open(); /* -1: getrusage is the fallback */
 	if (bc->kind->begin && bc->kind->begin(bc, env, 1 + slot, nworkers) < 0)
 		setup_ok = false;
 	for (int i = 0; i < nworkers; i++) {

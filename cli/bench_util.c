@@ -2,10 +2,12 @@
 #define _GNU_SOURCE
 #include "bench_util.h"
 
+#include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 int bench_cmp_u64(const void *a, const void *b)
@@ -39,6 +41,17 @@ double bench_self_cpu_ms(void)
 		return 0;
 	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
 	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+}
+
+int bench_task_clock_open(void)
+{
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.size = sizeof a;
+	a.config = PERF_COUNT_SW_TASK_CLOCK;
+	a.inherit = 1;
+	return (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
 bool bench_find_in_path(const char *name, char *buf, size_t len)

@@ -25,6 +25,12 @@ double bench_median(double *v, int n);
 /* The CPU time of this process so far, all its threads, in ms (getrusage). */
 double bench_self_cpu_ms(void);
 
+/* A task-clock counter (perf events) of this thread and every thread and process started after it
+ * opens, or -1 when perf events are not allowed here. Better than getrusage(RUSAGE_CHILDREN), which
+ * only sees descendants that were waited for: bwrap's outer process exits without reaping its
+ * pid-1 child, so half of bwrap's CPU would go unseen. */
+int bench_task_clock_open(void);
+
 /* The absolute path of name found in $PATH, into out; false if none. */
 bool bench_find_in_path(const char *name, char *out, size_t len);
 /* bwrap /bin/true with paddock's namespaces: the bwrap row's argv, path first. */

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "auditpolicy.h"
 #include "internal.h"
+#include "tier.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -55,35 +56,34 @@ int pd_sandbox_exec_audited(pd_sandbox *s, const pd_exec_opts *x, const pd_audit
 	return 0;
 }
 
+/* pd_run_audited's steps in its kept sandbox: the decoys planted (setup), the audited exec. */
+typedef struct {
+	const pd_audit_policy *p;
+	pd_audit_verdict *v;
+} audited;
+
+static int audited_ready(pd_sandbox *s, void *arg, pd_result *r, pd_err *e)
+{
+	if (pd_audit_policy_plant(((audited *)arg)->p, s, e) < 0) {
+		failed_before(r, "plant the audit's decoys: ", e);
+		return -1;
+	}
+	return 0;
+}
+
+static int audited_exec(pd_sandbox *s, const pd_exec_opts *x, void *arg, pd_result *r, pd_err *e)
+{
+	audited *a = arg;
+	return pd_sandbox_exec_audited(s, x, a->p, 0, r, a->v, e);
+}
+
 int pd_run_audited(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, const pd_audit_policy *p,
 		   pd_result *r, pd_audit_verdict *v, pd_err *e)
 {
 	memset(v, 0, sizeof *v);
 	pd_sandbox_opts so = *o;
 	so.audit = pd_audit_policy_opts(p);
-	uint64_t t0 = pd_now_us();
-	pd_sandbox *s = pd_sandbox_create(c, &so, e);
-	if (!s) {
-		failed_before(r, "", e);
-		if (!e)
-			snprintf(r->error, sizeof r->error, "sandbox setup failed");
-		r->setup_us = pd_now_us() - t0;
-		snprintf(r->residue, sizeof r->residue, "not-created");
-		return -1;
-	}
-	if (pd_audit_policy_plant(p, s, e) < 0) {
-		failed_before(r, "plant the audit's decoys: ", e);
-		pd_sandbox_destroy(s, r->residue, sizeof r->residue);
-		return -1;
-	}
-	uint64_t t1 = pd_now_us();
-	if (pd_sandbox_exec_audited(s, x, p, 0, r, v, e) < 0) {
-		pd_sandbox_destroy(s, NULL, 0);
-		return -1;
-	}
-	r->setup_us = t1 - t0;
-	uint64_t t2 = pd_now_us();
-	pd_sandbox_destroy(s, r->residue, sizeof r->residue);
-	r->teardown_us = pd_now_us() - t2;
-	return 0;
+	audited a = {.p = p, .v = v};
+	pd_kept_steps k = {.ready = audited_ready, .exec = audited_exec, .arg = &a};
+	return pd_kept_run(c, &so, x, &k, r, e);
 }

@@ -16,8 +16,8 @@ static bool always(char *msg, size_t len)
 	return true;
 }
 
-/* A tier's one-shot run made of its kept sandbox: create, exec, destroy. */
-static int kept_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd_result *r, pd_err *e)
+int pd_kept_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, const pd_kept_steps *k, pd_result *r,
+		pd_err *e)
 {
 	uint64_t t0 = pd_now_us();
 	pd_sandbox *s = pd_sandbox_create(c, o, e);
@@ -29,8 +29,13 @@ static int kept_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, 
 		snprintf(r->residue, sizeof r->residue, "not-created");
 		return -1;
 	}
+	if (k && k->ready && k->ready(s, k->arg, r, e) < 0) {
+		pd_sandbox_destroy(s, r->residue, sizeof r->residue);
+		return -1;
+	}
 	uint64_t t1 = pd_now_us();
-	if (pd_sandbox_exec(s, x, r, e) < 0) {
+	int rc = k && k->exec ? k->exec(s, x, k->arg, r, e) : pd_sandbox_exec(s, x, r, e);
+	if (rc < 0) {
 		pd_sandbox_destroy(s, NULL, 0);
 		return -1;
 	}
@@ -39,6 +44,12 @@ static int kept_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, 
 	pd_sandbox_destroy(s, r->residue, sizeof r->residue);
 	r->teardown_us = pd_now_us() - t2;
 	return 0;
+}
+
+/* The container tier's one-shot run: its kept sandbox's, as it is. */
+static int kept_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd_result *r, pd_err *e)
+{
+	return pd_kept_run(c, o, x, NULL, r, e);
 }
 
 static const pd_tier tiers[PD_ISO_N] = {

@@ -291,13 +291,9 @@ bool pd_session_expired(const pd_session *s, uint64_t now)
 int session_enter(pd_session *s, pd_err *e)
 {
 	pthread_mutex_lock(&s->p->mu);
-	if (s->dead) {
+	if (session_not_held(s, e) < 0) {
 		pthread_mutex_unlock(&s->p->mu);
-		return pd_fail(e, ESRCH, "session %s has ended: %s", s->id, s->dead_reason);
-	}
-	if (s->busy) {
-		pthread_mutex_unlock(&s->p->mu);
-		return pd_fail(e, EBUSY, "session %s is busy with another request", s->id);
+		return -1;
 	}
 	if (s->running) {
 		/* a snapshot, fork, reset, grade or file operation waits for the agents' execs: its

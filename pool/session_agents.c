@@ -30,6 +30,15 @@ int pd_session_agent_check(const char *agent, pd_err *e)
 	return 0;
 }
 
+int session_not_held(const pd_session *s, pd_err *e)
+{
+	if (s->dead)
+		return pd_fail(e, ESRCH, "session %s has ended: %s", s->id, s->dead_reason);
+	if (s->busy)
+		return pd_fail(e, EBUSY, "session %s is busy with another request", s->id);
+	return 0;
+}
+
 /* Marks an exec of agent running (the session not ended, not busy with a request that needs it
  * alone, the agent not running another, rid not running); its slot, or -1 (EBUSY, ESRCH). */
 int session_exec_enter(pd_session *s, const char *agent, const char *rid, bool audited, pd_err *e)
@@ -37,13 +46,9 @@ int session_exec_enter(pd_session *s, const char *agent, const char *rid, bool a
 	const char *who = agent[0] ? agent : "the default agent";
 	int slot = -1;
 	pthread_mutex_lock(&s->p->mu);
-	if (s->dead) {
+	if (session_not_held(s, e) < 0) {
 		pthread_mutex_unlock(&s->p->mu);
-		return pd_fail(e, ESRCH, "session %s has ended: %s", s->id, s->dead_reason);
-	}
-	if (s->busy) {
-		pthread_mutex_unlock(&s->p->mu);
-		return pd_fail(e, EBUSY, "session %s is busy with another request", s->id);
+		return -1;
 	}
 	for (int i = 0; i < SESSION_AGENTS; i++) {
 		agent_run *a = &s->runs[i];

@@ -552,17 +552,40 @@ static json_t *costs_json(const pd_job *j, uint64_t exec_us)
 			 "acquire_ms", (double)j->acquire_us / 1000.0, "exec_ms", (double)exec_us / 1000.0, "teardown_ms");
 }
 
-json_t *pd_job_image_json(const pd_job *j)
+static json_t *image_json(const char *name, const char *digest)
 {
-	/* what a stage ran on (the stage's record names it: pd_result_json), else what the attempt
-	 * resolved, else (it never reached a template: a queue timeout) the request's image */
-	const pd_result *r = j->ran ? &j->run_r : j->compiled ? &j->compile_r : NULL;
-	const char *name = r ? r->image_name : j->image_name[0] || j->image_digest[0] ? j->image_name : j->image;
-	const char *digest = r ? r->image_digest : j->image_digest;
-	if (r && !name[0] && !digest[0])
-		name = "host";
 	return json_pack("{s:o,s:o}", "name", name[0] ? pd_json_text(name) : json_null(), "digest",
 			 digest[0] ? json_string(digest) : json_null());
+}
+
+/* what a stage ran on (the stage's record names it: pd_result_json), else what the attempt
+ * resolved, else (it never reached a template: a queue timeout) the request's image */
+static void job_image(const pd_job *j, const char **name, const char **digest)
+{
+	const pd_result *r = j->ran ? &j->run_r : j->compiled ? &j->compile_r : NULL;
+	*name = r ? r->image_name : j->image_name[0] || j->image_digest[0] ? j->image_name : j->image;
+	*digest = r ? r->image_digest : j->image_digest;
+	if (r && !(*name)[0] && !(*digest)[0])
+		*name = "host";
+}
+
+json_t *pd_job_image_json(const pd_job *j)
+{
+	const char *name, *digest;
+	job_image(j, &name, &digest);
+	return image_json(name, digest);
+}
+
+void pd_record_head_json(json_t *o, const pd_record_head *h)
+{
+	json_object_set_new(o, "task_id", pd_json_text(h->task_id));
+	json_object_set_new(o, "problem_id", pd_json_text(h->problem_id));
+	json_object_set_new(o, "problem_version", pd_json_text(h->problem_version));
+	json_object_set_new(o, "language", pd_json_text(h->language));
+	json_object_set_new(o, "template", pd_json_text(h->template_name));
+	json_object_set_new(o, "template_version", h->template_version[0] ? json_string(h->template_version) : json_null());
+	json_object_set_new(o, "isolation", json_string(h->isolation));
+	json_object_set_new(o, "image", image_json(h->image_name, h->image_digest));
 }
 
 json_t *pd_job_to_json(const pd_job *j)
@@ -570,19 +593,16 @@ json_t *pd_job_to_json(const pd_job *j)
 	json_t *o = json_object();
 	char host[64] = "";
 	gethostname(host, sizeof host - 1);
-	json_object_set_new(o, "task_id", json_string(j->task_id));
-	json_object_set_new(o, "problem_id", json_string(j->problem_id));
-	json_object_set_new(o, "problem_version", json_string(j->problem_version));
+	/* the tier it ran under: the run's (the one asked for, or the template's own) */
+	pd_record_head h = {.task_id = j->task_id, .problem_id = j->problem_id, .problem_version = j->problem_version,
+			    .language = j->language, .template_name = j->template_name,
+			    .template_version = j->template_version, .isolation = api_isolation_of(j)};
+	job_image(j, &h.image_name, &h.image_digest);
+	pd_record_head_json(o, &h);
 	json_object_set_new(o, "risk_list", json_boolean(j->risk_list));
 	json_object_set_new(o, "attempt", json_integer(j->attempts));
 	json_object_set_new(o, "sandbox_id", json_string(j->sandbox_id));
 	json_object_set_new(o, "use_id", j->use_id[0] ? json_string(j->use_id) : json_null());
-	json_object_set_new(o, "template", json_string(j->template_name));
-	json_object_set_new(o, "template_version", j->template_version[0] ? json_string(j->template_version) : json_null());
-	json_object_set_new(o, "language", json_string(j->language));
-	json_object_set_new(o, "image", pd_job_image_json(j));
-	/* the tier it ran under: the run's (the one asked for, or the template's own) */
-	json_object_set_new(o, "isolation", json_string(api_isolation_of(j)));
 	json_object_set_new(o, "node", json_string(j->node[0] ? j->node : host));
 	if (j->request_id[0])
 		json_object_set_new(o, "request_id", json_string(j->request_id));

@@ -280,6 +280,15 @@ int pd_run_output_path(const char *dir, const char *task_id, unsigned attempt, i
 /* The record's top-level "image": {"name", "digest"} of what the attempt ran on (either null when
  * it never reached a template and the request named no image). */
 json_t *pd_job_image_json(const pd_job *j);
+/* What every attempt's record holds alike, a run's (pd_job_to_json) and a judged one's
+ * (pd_judged_to_json), set on o: the task and its problem, the language, the template and its
+ * version (null when unknown), the isolation tier, and the image as {name, digest} (an empty one
+ * null: name for an image named by its digest, digest for a root directory). */
+typedef struct pd_record_head {
+	const char *task_id, *problem_id, *problem_version, *language, *template_name, *template_version,
+		*isolation, *image_name, *image_digest;
+} pd_record_head;
+void pd_record_head_json(json_t *o, const pd_record_head *h);
 /* The job's verdict levels ("pass", "fail", "not_judged") and whether it is usable for training
  * (all three passed), as its record states them (server/verdict.c). */
 typedef struct pd_job_verdict_t {
@@ -453,8 +462,8 @@ pd_ops *pd_metrics_ops(pd_metrics *m);
 
 /* ---- session requests (server/session_req.c) ------------------------------------------------- */
 /* The client's bytes of the session API, parsed apart from the HTTP plumbing (server/http/sessions.c
- * calls these, and so does the fuzzer). A refusal fills e (code EINVAL, a message naming the field, without
- * strerror's suffix): the server answers 400 with it. */
+ * and session_ops.c call these, and so does the fuzzer). A refusal fills e (code EINVAL, a message
+ * naming the field, without strerror's suffix): the server answers 400 with it. */
 
 /* /v1/sessions/<id>[/<op>]: the session id and the operation ("" for none). Returns 0, or -1 when
  * url is not of that form. */

@@ -1,6 +1,6 @@
 /* Session requests: the client's bytes of the session API (URL, query parameters, the create and
- * exec bodies), parsed apart from the HTTP plumbing, so that server/http/sessions.c and the fuzzer
- * (fuzz/fuzz_session_*.c) run the same code. */
+ * exec bodies), parsed apart from the HTTP plumbing, so that server/http/sessions.c and
+ * session_ops.c and the fuzzer (fuzz/fuzz_session_*.c) run the same code. */
 #define _GNU_SOURCE
 #include "server.h"
 
@@ -400,6 +400,99 @@ static int exec_agent(json_t *agent, const char **out, pd_err *e)
 	return 0;
 }
 
+/* "cmd" (a list of strings) or "shell" (a string run by /bin/sh -c), or neither: q->x.argv, whose
+ * strings are b's */
+static int exec_argv(json_t *b, pd_session_exec_req *q, pd_err *e)
+{
+	json_t *cmd = json_object_get(b, "cmd"), *shell = json_object_get(b, "shell");
+	char **argv = NULL;
+	if (cmd && shell)
+		return pd_refuse(e, "cmd: give cmd or shell, not both");
+	if (cmd && json_is_array(cmd) && json_array_size(cmd) > 0 && json_array_size(cmd) <= MAX_ARGV) {
+		q->x.argv = argv = calloc(json_array_size(cmd) + 1, sizeof *argv);
+		if (!argv)
+			return pd_refuse(e, "cmd: out of memory");
+		size_t i;
+		json_t *a;
+		json_array_foreach(cmd, i, a) {
+			if (!c_string(a))
+				return pd_refuse(e, "cmd[%zu]: must be a string%s", i,
+						 json_is_string(a) ? " without NUL bytes" : "");
+			argv[i] = (char *)json_string_value(a);
+		}
+	} else if (shell && c_string(shell)) {
+		q->x.argv = argv = calloc(4, sizeof *argv);
+		if (!argv)
+			return pd_refuse(e, "shell: out of memory");
+		static char sh[] = "/bin/sh", dash_c[] = "-c";
+		argv[0] = sh;
+		argv[1] = dash_c;
+		argv[2] = (char *)json_string_value(shell);
+	} else if (!cmd && !shell) {
+		/* neither: the session's image's Entrypoint and Cmd (pd_session_exec), or a refusal */
+		q->x.argv = NULL;
+	} else {
+		return pd_refuse(e, "cmd: give cmd (a list of 1 to %d strings) or shell (a string), without NUL bytes",
+				 MAX_ARGV);
+	}
+	return 0;
+}
+
+/* "stdin" (NUL bytes and all) and "cwd" */
+static int exec_io(json_t *b, pd_session_exec_req *q, pd_err *e)
+{
+	json_t *in = json_object_get(b, "stdin");
+	if (in && !json_is_null(in)) {
+		if (!json_is_string(in))
+			return pd_refuse(e, "stdin: must be a string");
+		q->x.stdin_data = json_string_value(in);
+		q->x.stdin_len = json_string_length(in);
+	}
+	json_t *cwd = json_object_get(b, "cwd");
+	if (cwd && !json_is_null(cwd)) {
+		if (!c_string(cwd) || json_string_length(cwd) > 1023)
+			return pd_refuse(e, "cwd: must be a path of at most 1023 bytes, without NUL bytes");
+		q->x.cwd = json_string_value(cwd);
+	}
+	return 0;
+}
+
+/* "stream" and "request_id" */
+static int exec_answer_fields(json_t *b, pd_session_exec_req *q, pd_err *e)
+{
+	json_t *stream = json_object_get(b, "stream");
+	if (stream && !json_is_boolean(stream) && !json_is_null(stream))
+		return pd_refuse(e, "stream: must be true or false");
+	q->stream = json_is_true(stream);
+	/* the idempotency key: "a\u0000x" must not be taken as "a" (the recorded answer of another
+	 * request) */
+	json_t *rid = json_object_get(b, "request_id");
+	if (rid) {
+		if (!c_string(rid) || !json_string_length(rid) || json_string_length(rid) > 127)
+			return pd_refuse(e, "request_id: must be a string of 1 to 127 characters, without NUL bytes");
+		q->request_id = json_string_value(rid);
+	}
+	return 0;
+}
+
+/* "audit": true, a policy, or false/null/absent (none); relative paths against the step's cwd */
+static int exec_audit(json_t *b, pd_session_exec_req *q, pd_err *e)
+{
+	json_t *au = json_object_get(b, "audit");
+	if (!au || json_is_null(au) || json_is_false(au))
+		return 0;
+	if (!json_is_true(au) && !json_is_object(au))
+		return pd_refuse(e, "audit: must be true, false or a policy object");
+	char *text = json_dumps(au, JSON_COMPACT | JSON_ENCODE_ANY);
+	pd_err pe = {0};
+	q->audit = text ? pd_audit_policy_parse(text, strlen(text), "audit", q->x.cwd ? q->x.cwd : "/work", &pe) : NULL;
+	free(text);
+	if (!q->audit)
+		return pd_refuse(e, "%s", pe.code ? PD_ERR_STR(&pe) : "audit: out of memory");
+	q->x.audit = pd_audit_policy_opts(q->audit);
+	return 0;
+}
+
 int pd_session_exec_parse(const char *body, size_t len, pd_session_exec_req *q, pd_err *e)
 {
 	memset(q, 0, sizeof *q);
@@ -409,105 +502,15 @@ int pd_session_exec_parse(const char *body, size_t len, pd_session_exec_req *q, 
 		pd_refuse(e, "request body must be a JSON object");
 		goto fail;
 	}
-	json_t *cmd = json_object_get(b, "cmd"), *shell = json_object_get(b, "shell");
-	char **argv = NULL;
-	if (cmd && shell) {
-		pd_refuse(e, "cmd: give cmd or shell, not both");
+	if (exec_argv(b, q, e) < 0 || exec_io(b, q, e) < 0)
 		goto fail;
-	}
-	if (cmd && json_is_array(cmd) && json_array_size(cmd) > 0 && json_array_size(cmd) <= MAX_ARGV) {
-		q->x.argv = argv = calloc(json_array_size(cmd) + 1, sizeof *argv);
-		if (!argv) {
-			pd_refuse(e, "cmd: out of memory");
-			goto fail;
-		}
-		size_t i;
-		json_t *a;
-		json_array_foreach(cmd, i, a) {
-			if (!c_string(a)) {
-				pd_refuse(e, "cmd[%zu]: must be a string%s", i,
-				       json_is_string(a) ? " without NUL bytes" : "");
-				goto fail;
-			}
-			argv[i] = (char *)json_string_value(a);
-		}
-	} else if (shell && c_string(shell)) {
-		q->x.argv = argv = calloc(4, sizeof *argv);
-		if (!argv) {
-			pd_refuse(e, "shell: out of memory");
-			goto fail;
-		}
-		static char sh[] = "/bin/sh", dash_c[] = "-c";
-		argv[0] = sh;
-		argv[1] = dash_c;
-		argv[2] = (char *)json_string_value(shell);
-	} else if (!cmd && !shell) {
-		/* neither: the session's image's Entrypoint and Cmd (pd_session_exec), or a refusal */
-		q->x.argv = NULL;
-	} else {
-		pd_refuse(e, "cmd: give cmd (a list of 1 to %d strings) or shell (a string), without NUL bytes",
-		       MAX_ARGV);
+	/* native limits.wall_time's bound; the no-output timeout has no default (a step may rightly
+	 * think in silence for as long as its time limit allows) */
+	if (seconds(b, "timeout", 86400, &q->x.wall_ms, e) < 0 || seconds(b, "idle_timeout", 86400, &q->x.idle_ms, e) < 0)
 		goto fail;
-	}
-	json_t *in = json_object_get(b, "stdin");
-	if (in && !json_is_null(in)) {
-		if (!json_is_string(in)) {
-			pd_refuse(e, "stdin: must be a string");
-			goto fail;
-		}
-		q->x.stdin_data = json_string_value(in); /* NUL bytes and all */
-		q->x.stdin_len = json_string_length(in);
-	}
-	json_t *cwd = json_object_get(b, "cwd");
-	if (cwd && !json_is_null(cwd)) {
-		if (!c_string(cwd) || json_string_length(cwd) > 1023) {
-			pd_refuse(e, "cwd: must be a path of at most 1023 bytes, without NUL bytes");
-			goto fail;
-		}
-		q->x.cwd = json_string_value(cwd);
-	}
-	/* native limits.wall_time's bound */
-	if (seconds(b, "timeout", 86400, &q->x.wall_ms, e) < 0)
+	if (exec_answer_fields(b, q, e) < 0 || exec_agent(json_object_get(b, "agent"), &q->agent, e) < 0 ||
+	    exec_audit(b, q, e) < 0)
 		goto fail;
-	/* the no-output timeout: no default (a step may rightly think in silence for as long as its
-	 * time limit allows) */
-	if (seconds(b, "idle_timeout", 86400, &q->x.idle_ms, e) < 0)
-		goto fail;
-	json_t *stream = json_object_get(b, "stream");
-	if (stream && !json_is_boolean(stream) && !json_is_null(stream)) {
-		pd_refuse(e, "stream: must be true or false");
-		goto fail;
-	}
-	q->stream = json_is_true(stream);
-	/* the idempotency key: "a\u0000x" must not be taken as "a" (the recorded answer of another
-	 * request) */
-	json_t *rid = json_object_get(b, "request_id");
-	if (rid) {
-		if (!c_string(rid) || !json_string_length(rid) || json_string_length(rid) > 127) {
-			pd_refuse(e, "request_id: must be a string of 1 to 127 characters, without NUL bytes");
-			goto fail;
-		}
-		q->request_id = json_string_value(rid);
-	}
-	if (exec_agent(json_object_get(b, "agent"), &q->agent, e) < 0)
-		goto fail;
-	json_t *au = json_object_get(b, "audit");
-	if (au && !json_is_null(au) && !json_is_false(au)) {
-		if (!json_is_true(au) && !json_is_object(au)) {
-			pd_refuse(e, "audit: must be true, false or a policy object");
-			goto fail;
-		}
-		char *text = json_dumps(au, JSON_COMPACT | JSON_ENCODE_ANY);
-		pd_err pe = {0};
-		q->audit = text ? pd_audit_policy_parse(text, strlen(text), "audit", q->x.cwd ? q->x.cwd : "/work", &pe)
-				: NULL;
-		free(text);
-		if (!q->audit) {
-			pd_refuse(e, "%s", pe.code ? PD_ERR_STR(&pe) : "audit: out of memory");
-			goto fail;
-		}
-		q->x.audit = pd_audit_policy_opts(q->audit);
-	}
 	return 0;
 fail:
 	pd_session_exec_req_free(q);

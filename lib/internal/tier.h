@@ -57,6 +57,18 @@ int pd_ct_rewind_pids(pd_sandbox *s, pd_err *e);
 int pd_ct_upper_list(pd_sandbox *s, const char *const *skip, pd_upper_ent **out, size_t *n, pd_err *e);
 
 /* ---- the gvisor tier (lib/gvisor/) ---- */
+/* The one-shot run made of a kept sandbox, whatever its tier: pd_sandbox_create, k->ready (may
+ * be NULL: an audit's decoys planted; its time counts as setup; -1 with r filled ends the run),
+ * k->exec (NULL: pd_sandbox_exec), pd_sandbox_destroy; fills the setup and teardown times and the
+ * residue. Returns as pd_run does. The container tier's run (k NULL) and pd_run_audited are it. */
+typedef struct pd_kept_steps {
+	int (*ready)(pd_sandbox *s, void *arg, pd_result *r, pd_err *e);
+	int (*exec)(pd_sandbox *s, const pd_exec_opts *x, void *arg, pd_result *r, pd_err *e);
+	void *arg;
+} pd_kept_steps;
+int pd_kept_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, const pd_kept_steps *k, pd_result *r,
+		pd_err *e);
+
 int pd_gvisor_run(pd_ctx *c, const pd_sandbox_opts *o, const pd_exec_opts *x, pd_result *r, pd_err *e);
 bool pd_gvisor_available(char *msg, size_t len);
 pd_sandbox *pd_gv_sandbox_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e);

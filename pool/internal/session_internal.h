@@ -89,6 +89,9 @@ int session_enter(pd_session *s, pd_err *e);
 void session_leave(pd_session *s);
 /* The sandbox is READY, or RUNNING agents' execs: not ended */
 bool session_sandbox_alive(const pd_session *s);
+/* session_agents.c, with the pools' lock held: 0 when the session has not ended and no request
+ * holds it alone; else -1 with e (ESRCH: ended, EBUSY: busy). */
+int session_not_held(const pd_session *s, pd_err *e);
 /* session_agents.c: marks an exec of agent ("" the default) running, rid its request id (NULL:
  * none); its slot, or -1 with e (EBUSY: the session busy, the agent running, rid running, an
  * audited exec beside others, too many; ESRCH: ended). Leave frees the slot and ends the session

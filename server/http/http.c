@@ -93,16 +93,30 @@ void http_set_json(req *r, int status, json_t *j)
 	http_set_resp(r, status, "application/json", s, len);
 }
 
-void http_set_error(req *r, int status, const char *fmt, ...)
+static void set_error(req *r, int status, const char *fmt, va_list ap)
 {
 	char msg[700];
-	va_list ap;
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
 	/* the body the request's API's clients read (Piston's read "message"); pd_json_text inside:
 	 * msg may quote a client's bytes */
 	http_set_json(r, status, (r->api ? r->api->error_body : pd_api_error_plain)(msg));
+}
+
+void http_set_error(req *r, int status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	set_error(r, status, fmt, ap);
+	va_end(ap);
+}
+
+void http_refuse(req *r, int status, unsigned retry_after, const char *fmt, ...)
+{
+	r->retry_after = retry_after;
+	va_list ap;
+	va_start(ap, fmt);
+	set_error(r, status, fmt, ap);
+	va_end(ap);
 }
 
 

@@ -5,7 +5,10 @@
  *   runs.c        the run endpoints (native, SandboxFusion, Piston): parse, admit, queue, answer
  *   sessions.c    the session endpoints and the threads their operations run on
  *   replay.c      a trajectory replayed through the session operations
+ *   session_ops.c the operations on one session (exec, files, ...): session_dispatch
  *   exec_stream.c a session exec whose output is sent while it runs (JSON lines)
+ *   exec_answer.c an exec's answer, streamed or not
+ *   session_table.c the table of open sessions, under every session file
  *   stream.c      a producer whose first bytes decide the answer (session downloads, streamed
  *                 execs): http_piped_run
  *   conns.c       connection limits (total, per client address) and the descriptor reserve
@@ -203,6 +206,8 @@ void http_set_resp(req *r, int status, const char *ctype, char *body, size_t len
 void http_set_json(req *r, int status, json_t *j);
 /* {"error": text} ("message" too for Piston's clients). */
 void http_set_error(req *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A refusal: the error, and when to try again (Retry-After; 0: not said). */
+void http_refuse(req *r, int status, unsigned retry_after, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* Suspends the connection: a worker answers it later with http_resume. */
 void http_suspend(req *r);
 /* Hands an answered request back to the event thread. Once resumed, the event thread may answer
@@ -231,6 +236,12 @@ void runs_submit(req *r, const pd_api *api);
 int http_check_template(pd_server *srv, const char *name, pd_err *e);
 /* The intake's state and hooks (images_check, netmodes_pick), once the server's parts exist. */
 void runs_intake_init(pd_server *s);
+/* A checked job (its done callback set, answering through runs_answer) queued with the
+ * connection suspended, or the connection answered why not and resumed; for the judge too. */
+void runs_admit(req *r, const pd_api *api, pd_job *j);
+/* A finished job's answer by its API's row (a worker's thread): the job freed, the waiters on its
+ * request id answered, the connection resumed. */
+void runs_answer(req *r, const pd_api *api, pd_job *j);
 
 /* ---- the judge (judge.c) ---- */
 void judge_submit(req *r, const char *url, const char *method);
@@ -263,23 +274,25 @@ void trajectory_get(req *r, const char *id);
 /* trajectory.c: the answer about a session not in the table: 410 with why it ended (lost with a
  * daemon, expired) from its trajectory's closing line, else 404 */
 void session_unknown(req *r, const char *id);
-/* sessions.c, for replay.c: a session held against closing (ops) and given back; the operation
- * op on it (a request made in the daemon itself, as a client's would be: true when it resumed
- * the connection, which a replay's requests never ask for); a session opened and filed in the
- * table (its description, or NULL with the answer's status and e); one closed unless in use. */
+/* session_table.c, the table of open sessions (under every other session file): the one with
+ * that id (s->mu held), or NULL; a session held against closing (ops) and given back; a session
+ * opened and filed in the table (its description, or NULL with the answer's status and e); one
+ * closed unless in use. */
+sess_entry *session_find(pd_server *s, const char *id);
 sess_entry *session_hold(pd_server *s, const char *id);
 void session_unhold(pd_server *s, sess_entry *se);
-bool session_dispatch(req *r, sess_entry *se, const char *op);
 json_t *session_open_one(pd_server *s, pd_session_create_req *q, const char *digest, int *status, pd_err *e);
 void session_delete_quiet(pd_server *s, const char *id);
+/* session_ops.c: the operation op on a held session (from a client's request, or one made in the
+ * daemon itself by a replay): true when it resumed the connection, which a replay's requests
+ * never ask for. */
+bool session_dispatch(req *r, sess_entry *se, const char *op);
 /* replay.c: POST /v1/replay (the body: a trajectory's JSON lines) and POST
  * /v1/sessions/<id>/replay (that session's trajectory), on a session operation's thread */
 void replay_run(req *r, const char *id);
-/* An exec's answer (sessions.c): the result record, its process verdict when audited, the
- * session and request ids, the noise injected. NULL: out of memory. */
-/* The session exec's policy made final (sessions.c): its template's tightened by the request's,
- * or the template's alone when mandatory; -1 with e naming the field when the request widens it. */
-int session_exec_policy(pd_server *srv, sess_entry *se, pd_session_exec_req *q, pd_err *e);
+/* exec_answer.c, for session_ops.c and exec_stream.c. An exec's answer: the result record, its
+ * process verdict when audited, the session and request ids, the noise injected. NULL: out of
+ * memory. */
 json_t *session_exec_answer(sess_entry *se, const pd_session_exec_req *q, const pd_session_step *st,
 			    pd_result *res);
 /* The recorded answer of a resumed trajectory's exec with that request id, or NULL. */

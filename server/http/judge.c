@@ -2,7 +2,8 @@
  * (docs/judge.md). On the event thread the body becomes a judge job through the intake
  * (server/intake.c: the judge's parser, server/judge/jobs.c, and every admission rule) queued on
  * the scheduler with the connection suspended; a worker judges it, the store records the judged
- * record, and judge_done answers with it. The batch form ({"submissions": [...]}) is judge_batch.c's. */
+ * record, and judge_done answers with it. Admission and the answer are a run's (runs_admit,
+ * runs_answer: runs.c), by the judge's row. The batch form ({"submissions": [...]}) is judge_batch.c's. */
 #define _GNU_SOURCE
 #include "http.h"
 
@@ -14,21 +15,7 @@
 
 static void judge_done(pd_job *j, void *arg)
 {
-	req *r = arg;
-	/* before j is freed: the hang-up watcher may hold it otherwise */
-	hangup_unwatch(r);
-	if (j->store_errno) {
-		r->retry_after = j->store_errno == ENOSPC ? 30 : 5;
-		http_set_error(r, j->store_errno == ENOSPC ? 507 : 503,
-			       "%sthe verdict of %s could not be recorded (%s) and was not kept: retry later",
-			       j->store_errno == ENOSPC ? "disk full: " : "", j->task_id, j->store_error);
-	} else {
-		http_set_json(r, 200, pd_judge_job_record(j));
-	}
-	pd_job_free(j);
-	if (r->dedupe_rid[0])
-		dedupe_end(r->dedupe_rid, r);
-	http_resume(r);
+	runs_answer(arg, &pd_api_judge, j);
 }
 
 /* Cluster mode: the request, refused here when it is bad, runs on a node with room, as runs do
@@ -47,29 +34,6 @@ static void judge_to_cluster(req *r, pd_job *j)
 	pd_job_free(j);
 	http_suspend(r);
 	pd_cluster_submit(r->srv->cluster, "judge", tpl, r->body ? r->body : "", r->len, rid, cluster_answer, r);
-}
-
-/* Admitted, or answered why not (the connection resumed). */
-static void judge_admit(req *r, pd_job *j)
-{
-	/* suspend first: the job may finish (and resume us) before submit returns; watched for
-	 * hang-ups before it is queued, for the same reason */
-	http_suspend(r);
-	hangup_watch(r, j);
-	int code;
-	unsigned ra;
-	char why[600];
-	if (pd_intake_admit(&r->srv->intake, &pd_api_judge, j, &code, &ra, why, sizeof why) == PD_ADMIT_OK)
-		return;
-	hangup_unwatch(r);
-	r->retry_after = ra;
-	pd_job_free(j);
-	http_set_error(r, code, "%s", why);
-	if (r->dedupe_rid[0])
-		dedupe_end(r->dedupe_rid, r);
-	pthread_mutex_lock(&r->srv->mu);
-	MHD_resume_connection(r->conn);
-	pthread_mutex_unlock(&r->srv->mu);
 }
 
 void judge_submit(req *r, const char *url, const char *method)
@@ -94,8 +58,7 @@ void judge_submit(req *r, const char *url, const char *method)
 	pd_job *j = pd_intake_check(&srv->intake, &pd_api_judge, body, PD_INTAKE_CLIENT, 0, &status, &ra, &e);
 	json_decref(body);
 	if (!j) {
-		r->retry_after = ra;
-		http_set_error(r, status, "%s", PD_ERR_STR(&e));
+		http_refuse(r, status, ra, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	if (srv->cluster) {
@@ -109,8 +72,7 @@ void judge_submit(req *r, const char *url, const char *method)
 	char fdwhy[300];
 	if (conns_fds_short(srv, j->template_name, fdwhy, sizeof fdwhy)) {
 		pd_job_free(j);
-		r->retry_after = 2;
-		http_set_error(r, 503, "%s", fdwhy);
+		http_refuse(r, 503, 2, "%s", fdwhy);
 		return;
 	}
 	/* one judged attempt per request id (dedupe.c): a retry gets the first verdict */
@@ -123,5 +85,5 @@ void judge_submit(req *r, const char *url, const char *method)
 		}
 		snprintf(r->dedupe_rid, sizeof r->dedupe_rid, "%s", hid);
 	}
-	judge_admit(r, j);
+	runs_admit(r, &pd_api_judge, j);
 }

@@ -402,8 +402,7 @@ static bool batch_check(req *r, json_t *body, json_t *subs, size_t n, pd_job **j
 		}
 		for (size_t k2 = 0; texts && k2 <= i; k2++)
 			free(texts[k2]);
-		r->retry_after = ra;
-		http_set_error(r, status, "submissions[%zu]: %s", i, PD_ERR_STR(&e));
+		http_refuse(r, status, ra, "submissions[%zu]: %s", i, PD_ERR_STR(&e));
 		return false;
 	}
 	return true;

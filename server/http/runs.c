@@ -14,31 +14,39 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void job_done(pd_job *j, void *arg)
+/* The end of a job's answer: the job freed, the same request id's waiters answered (dedupe.c),
+ * the connection handed back. */
+static void runs_end(req *r, pd_job *j)
 {
-	req *r = arg;
+	pd_job_free(j);
+	if (r->dedupe_rid[0])
+		dedupe_end(r->dedupe_rid, r);
+	http_resume(r);
+}
+
+void runs_answer(req *r, const pd_api *api, pd_job *j)
+{
 	/* before j is freed: the hang-up watcher may hold it otherwise */
 	hangup_unwatch(r);
 	if (j->store_errno) {
 		/* ran, but not recorded: answering the result would let it be lost, so it is an error the
 		 * client can retry (507 for a full disk) */
-		r->retry_after = j->store_errno == ENOSPC ? 30 : 5;
-		http_set_error(r, j->store_errno == ENOSPC ? 507 : 503,
-			  "%sthe result of %s could not be recorded (%s) and was not kept: retry later",
-			  j->store_errno == ENOSPC ? "disk full: " : "", j->task_id, j->store_error);
-		pd_job_free(j);
-		if (r->dedupe_rid[0])
-			dedupe_end(r->dedupe_rid, r);
-		http_resume(r);
-		return;
+		bool full = j->store_errno == ENOSPC;
+		http_refuse(r, full ? 507 : 503, full ? 30 : 5,
+			    "%sthe %s of %s could not be recorded (%s) and was not kept: retry later",
+			    full ? "disk full: " : "", api->judged ? "verdict" : "result", j->task_id, j->store_error);
+	} else {
+		int status;
+		json_t *out = api->render(j, &status);
+		http_set_json(r, status, out);
 	}
-	int status;
-	json_t *out = r->api->render(j, &status);
-	http_set_json(r, status, out);
-	pd_job_free(j);
-	if (r->dedupe_rid[0])
-		dedupe_end(r->dedupe_rid, r);
-	http_resume(r);
+	runs_end(r, j);
+}
+
+static void job_done(pd_job *j, void *arg)
+{
+	req *r = arg;
+	runs_answer(r, r->api, j);
 }
 
 static const char *client_of(struct MHD_Connection *c, char *buf, size_t len)
@@ -125,8 +133,7 @@ static void runs_to_cluster(req *r, const pd_api *api, pd_job *j, char *rid, siz
 	pd_cluster_submit(r->srv->cluster, api->name, tpl, r->body ? r->body : "", r->len, rid, cluster_answer, r);
 }
 
-/* Admitted, or answered why not (the connection resumed). */
-static void runs_admit(req *r, const pd_api *api, pd_job *j)
+void runs_admit(req *r, const pd_api *api, pd_job *j)
 {
 	/* suspend first: the job may finish (and resume us) before submit returns; watched for the
 	 * same reason before it is queued */
@@ -138,15 +145,8 @@ static void runs_admit(req *r, const pd_api *api, pd_job *j)
 	if (pd_intake_admit(&r->srv->intake, api, j, &code, &ra, why, sizeof why) == PD_ADMIT_OK)
 		return;
 	hangup_unwatch(r);
-	r->retry_after = ra;
-	pd_job_free(j);
-	http_set_error(r, code, "%s", why);
-	if (r->dedupe_rid[0])
-		dedupe_end(r->dedupe_rid, r);
-	pd_server *srv = r->srv;
-	pthread_mutex_lock(&srv->mu);
-	MHD_resume_connection(r->conn);
-	pthread_mutex_unlock(&srv->mu);
+	http_refuse(r, code, ra, "%s", why);
+	runs_end(r, j);
 }
 
 void runs_submit(req *r, const pd_api *api)
@@ -176,8 +176,7 @@ void runs_submit(req *r, const pd_api *api)
 	pd_job *j = pd_intake_check(&r->srv->intake, api, body, PD_INTAKE_CLIENT, 0, &status, &ra, &e);
 	json_decref(body);
 	if (!j) {
-		r->retry_after = ra;
-		http_set_error(r, status, "%s", PD_ERR_STR(&e));
+		http_refuse(r, status, ra, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	if (r->srv->cluster) {
@@ -190,8 +189,7 @@ void runs_submit(req *r, const pd_api *api)
 	char fdwhy[300];
 	if (conns_fds_short(r->srv, j->template_name, fdwhy, sizeof fdwhy)) {
 		pd_job_free(j);
-		r->retry_after = 2;
-		http_set_error(r, api->overload_status, "%s", fdwhy);
+		http_refuse(r, api->overload_status, 2, "%s", fdwhy);
 		return;
 	}
 	client_of(r->conn, j->client, sizeof j->client);

@@ -13,20 +13,15 @@ json_t *pd_judged_to_json(const pd_judged *d)
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "attempt_id", pd_json_text(d->attempt_id));
-	json_object_set_new(o, "task_id", pd_json_text(d->task_id));
+	/* the image: the host image is "host" with the default image's id */
+	pd_record_head h = {.task_id = d->task_id, .problem_id = d->problem_id, .problem_version = d->problem_version,
+			    .language = d->language, .template_name = d->template_name,
+			    .template_version = d->template_version,
+			    .isolation = d->isolation[0] ? d->isolation : "container",
+			    .image_name = d->image_name, .image_digest = d->image_digest};
+	pd_record_head_json(o, &h);
 	json_object_set_new(o, "group_id", pd_json_text(d->group_id));
 	json_object_set_new(o, "sample_id", pd_json_text(d->sample_id));
-	json_object_set_new(o, "problem_id", pd_json_text(d->problem_id));
-	json_object_set_new(o, "problem_version", pd_json_text(d->problem_version));
-	json_object_set_new(o, "language", pd_json_text(d->language));
-	json_object_set_new(o, "template", pd_json_text(d->template_name));
-	json_object_set_new(o, "template_version", d->template_version[0] ? json_string(d->template_version) : json_null());
-	json_object_set_new(o, "isolation", json_string(d->isolation[0] ? d->isolation : "container"));
-	/* {name, digest} as every record spells it: name null for an image named by its digest,
-	 * digest null for a root directory; the host image is "host" with the default image's id */
-	json_object_set_new(o, "image",
-			    json_pack("{s:o,s:o}", "name", d->image_name[0] ? pd_json_text(d->image_name) : json_null(),
-				      "digest", d->image_digest[0] ? json_string(d->image_digest) : json_null()));
 	json_t *v = json_object(), *out = json_object(), *proc = json_object(), *res = json_object();
 	json_object_set_new(out, "status", json_string(pd_level_name(d->v.output)));
 	json_object_set_new(out, "score", json_real(d->v.score));

@@ -17,7 +17,7 @@ echo "$SNAP $SNAP-2 $SNAP-small" | tr ' ' '\n' >"$TMPD/snaps"
 
 post_json /v1/sessions '{"template":"bash"}'
 S=$(jb .session_id); keep "$S"
-sx "$S" '{"shell":"mkdir -p /work/repo/src && echo v1 > /work/repo/src/a.txt && ln -s src/a.txt /work/repo/link && chmod 640 /work/repo/src/a.txt && echo tmpfile > /tmp/t && sleep 1000 >/dev/null 2>&1 &"}'
+sx "$S" '{"shell":"mkdir -p /work/repo/src && echo v1 > /work/repo/src/a.txt && ln -s src/a.txt /work/repo/link && chmod 640 /work/repo/src/a.txt && echo tmpfile > /tmp/t && { sleep 1000 >/dev/null 2>&1 & }"}'
 post_json "/v1/sessions/$S/snapshot" "{\"name\":\"$SNAP\",\"ttl\":600}"
 is "$CODE" 201 "snapshot: 201"
 is "$(jb '[.snapshot, .files, (.captured | join(","))] | map(tostring) | join(" ")')" "$SNAP 2 /work,/tmp" \
