@@ -112,8 +112,15 @@ bench: all
 # ASan also writes from a sandbox's program-starting child, where a log_path outside the sandbox
 # cannot be opened (it then ends the child: every exec failed).
 # ASAN_TESTS: run-all patterns (default every file), e.g. make asan ASAN_TESTS="api/basics unit/"
+# First a check of the report path of the paddock processes a test file runs itself (sb, sbt keep
+# their stderr in a file): tests/san/asan_report.t runs an overflowing program as its paddock and
+# must fail.
 ASAN_TESTS ?=
 asan:
+	@mkdir -p build-asan/san
+	@$(CC) -O1 -g -fsanitize=address -fno-omit-frame-pointer -o build-asan/san/overflow tests/san/overflow.c
+	@if PADDOCK=build-asan/san/overflow tests/san/asan_report.t >/dev/null 2>&1; then \
+	  echo "make asan: a sanitizer report did not fail its test file (tests/san/asan_report.t)" >&2; exit 1; fi
 	UBSAN_OPTIONS="print_stacktrace=1 $(UBSAN_OPTIONS)" \
 	  $(MAKE) BUILD=build-asan BIN=build-asan/bin CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	  LDFLAGS="-fsanitize=address,undefined" TESTS="$(ASAN_TESTS)" test

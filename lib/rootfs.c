@@ -677,6 +677,16 @@ int pd_reset_root(const child_cfg *c, int pidfd, const int *fds, pd_reset_report
 		do
 			w = waitpid(pid, &ws, __WALL);
 		while (w < 0 && errno == EINTR);
+#ifdef __SANITIZE_ADDRESS__
+	/* A helper that failed ended in _exit from deep in its frames, whose redzones no epilogue
+	 * cleared; ASan, which takes the helper for this thread (same TLS), does not know this stack
+	 * and refuses to clear it at the noreturn call ("ignoring requested
+	 * __asan_handle_no_return"). The kernel hands the same addresses to the next reset's mmap,
+	 * whose helper then tripped over the stale shadow ("stack-buffer-overflow"), and that report,
+	 * made in a child sharing this memory, left ASan's locks held here (LeakSanitizer's exit
+	 * check waited forever). */
+	ASAN_UNPOISON_MEMORY_REGION(stack, size);
+#endif
 	munmap(stack, size);
 	errno = saved_errno;
 	if (pid < 0) {

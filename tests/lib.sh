@@ -22,11 +22,33 @@ unlike() {
   if [[ $1 =~ $2 ]]; then ok 1 "$3"; echo "#   got:  '${1:0:400}'"; echo "#   must not match: /$2/"; else ok 0 "$3"; fi
 }
 diag() { echo "# $*"; }
+# A sanitizer build (make asan: PADDOCK=build-asan/bin/paddock) writes its reports to the stderr
+# of the process, which sb and sbt keep in a file: san_check FILE copies a report it finds there
+# (ASan, UBSan, LeakSanitizer, TSan) to $SAN_SEEN, and the test file fails at its end
+# (done_testing, iso.sh's exit) even if every check passed. A file, not a variable: sb and sbt
+# also run in $(...) subshells. ($$ is the test file's shell in those too.)
+SAN_SEEN=/tmp/paddock-test-san.$$
+rm -f "$SAN_SEEN"
+san_check() {
+  grep -Eq '^==[0-9]+==ERROR: [A-Za-z]+Sanitizer|^WARNING: ThreadSanitizer|^[^ ]+:[0-9]+:[0-9]+: runtime error:' \
+    "$1" 2>/dev/null || return 0
+  cat "$1" >>"$SAN_SEEN"
+  echo "# a sanitizer report from paddock (the file fails at its end):" >&2
+  head -60 "$1" | sed 's/^/# san: /' >&2
+}
+# 0, or 1 (and the reports as diagnostics) when san_check saw one; removes the record
+san_verdict() {
+  [ -s "$SAN_SEEN" ] || { rm -f "$SAN_SEEN"; return 0; }
+  echo "# sanitizer reports from paddock processes in this file: $(grep -cE '^==[0-9]+==ERROR|runtime error:|^WARNING: ThreadSanitizer' "$SAN_SEEN")"
+  rm -f "$SAN_SEEN"
+  return 1
+}
 sb() {
   OUT=$("$PADDOCK" exec --json --quiet "$@" 2>/tmp/paddock-test-stderr.$$)
   RC=$?
+  san_check /tmp/paddock-test-stderr.$$
   if [ -z "$OUT" ]; then OUT='{}'; diag "paddock printed no result (exit $RC): $(head -c 300 /tmp/paddock-test-stderr.$$)"; fi
   rm -f /tmp/paddock-test-stderr.$$
 }
 jf() { jq -r ".$1" <<<"$OUT"; }
-done_testing() { [ "$_failed" = 0 ]; }
+done_testing() { san_verdict && [ "$_failed" = 0 ]; }

@@ -57,6 +57,7 @@ _run_cleanups() {
   local rc=$? i
   for ((i = ${#_cleanups[@]} - 1; i >= 0; i--)); do eval "${_cleanups[$i]}" >/dev/null 2>&1; done
   rm -rf "$TMPD"
+  san_verdict || rc=1
   if [ -n "$_planned" ] && [ "$_n" != "$_planned" ]; then
     diag "planned $_planned tests but ran $_n"
     exit 1
@@ -74,6 +75,7 @@ sbt() {
   shift
   OUT=$(timeout -k 3 "$secs" "$PADDOCK" exec --json --quiet "$@" 2>"$TMPD/stderr")
   RC=$?
+  san_check "$TMPD/stderr"
   if [ -z "$OUT" ]; then
     OUT='{}'
     diag "paddock printed no result (exit $RC): $(head -c 300 "$TMPD/stderr")"
