@@ -52,8 +52,6 @@ static uint64_t used_bytes(sqlite3 *db)
  * at a time, so the writer holding the store's lock is not kept long. Row ids grow by one per
  * record and only the oldest are ever deleted, so the range of ids counts the records, and the
  * average size says how many to take. */
-static bool early_residue_locked(pd_store *s, const char *use_id);
-static bool take_early_residue(pd_store *s, const char *use_id, char *residue, size_t len, int64_t *teardown_us);
 
 static void prune_locked(pd_store *s)
 {
@@ -152,6 +150,9 @@ void pd_store_close(pd_store *s)
 	if (!s)
 		return;
 	pd_store_unstage(s);
+	pthread_mutex_lock(&s->mu);
+	store_late_flush_locked(s);
+	pthread_mutex_unlock(&s->mu);
 	sqlite3_finalize(s->put);
 	sqlite3_finalize(s->residue);
 	sqlite3_finalize(s->unstage);
@@ -386,7 +387,7 @@ static json_t *record_of(pd_store *s, const pd_job *j)
 	json_t *rec = j->record ? json_incref(j->record) : pd_job_to_json(j);
 	char early[128];
 	int64_t early_td = -1;
-	if (!j->record && rec && j->use_id[0] && take_early_residue(s, j->use_id, early, sizeof early, &early_td)) {
+	if (!j->record && rec && j->use_id[0] && store_take_early_residue(s, j->use_id, early, sizeof early, &early_td)) {
 		json_object_set_new(rec, "residue", json_string(early));
 		json_t *costs = json_object_get(rec, "costs");
 		if (early_td >= 0 && json_is_object(costs))
@@ -524,10 +525,16 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	 * acked, is delivered again); our claim made, they stay. Committing after the claim instead
 	 * would lose a claimed record to a kill between the two. The lock is held throughout, so this
 	 * process never shows a row before its claim. */
-	bool txn = (j->request_id[0] || nprior) && sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
+	/* The reclaimer's reports waiting for a record's transaction (store_residue.c) go in this
+	 * one: a record alone is a single INSERT otherwise. */
+	bool txn = (j->request_id[0] || nprior || s->nlate) &&
+		   sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
 	int rc = sqlite3_step(s->put);
 	/* the answering attempt's row, for the review queue (the earlier attempts are inserted after) */
 	int64_t row = rc == SQLITE_DONE ? sqlite3_last_insert_rowid(s->db) : 0;
+	bool late = txn && rc == SQLITE_DONE && s->nlate;
+	if (late)
+		store_late_apply_locked(s);
 	if (txn && rc == SQLITE_CONSTRAINT) {
 		sqlite3_reset(s->put);
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
@@ -535,6 +542,9 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 		pd_fail(e, EEXIST, "request %s is recorded already", j->request_id);
 	} else if (txn && rc == SQLITE_DONE) {
 		rc = commit_attempts_locked(s, j, node, row, e);
+		/* -1: committed, then its claim refused (its own rows taken out again) */
+		if (late)
+			store_late_settle_locked(s, rc == SQLITE_DONE || rc == -1);
 	} else if (txn) {
 		sqlite3_reset(s->put);
 		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
@@ -546,95 +556,17 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	if (rc == SQLITE_DONE) {
 		review_consider(s->db, row, j, rec, &s->review);
 		if (j->use_id[0])
-			early_residue_locked(s, j->use_id);
+			store_early_residue_locked(s, j->use_id);
 		for (size_t i = 0; i < nprior; i++) {
 			const char *u = json_string_value(json_object_get(json_array_get(j->prior, i), "use_id"));
 			if (u && *u)
-				early_residue_locked(s, u);
+				store_early_residue_locked(s, u);
 		}
 	}
 	pthread_mutex_unlock(&s->mu);
 	json_decref(rec);
 	free(text);
 	return out;
-}
-
-/* Completes the pending residue of the record of use_id, and its teardown cost when known (a
- * record with "costs": POST /v1/runs'); the rows changed (0: not stored yet). */
-static int residue_locked(pd_store *s, const char *use_id, const char *residue, int64_t teardown_us)
-{
-#define RESIDUE_SET "json_set(record, '$.residue', ?1, '$.run.residue', ?1, '$.compile.residue', ?1)"
-	if (!s->residue &&
-	    sqlite3_prepare_v2(s->db,
-			       "UPDATE attempts SET record = CASE WHEN ?3 IS NOT NULL AND json_type(record, '$.costs') = 'object'"
-			       " THEN json_set(" RESIDUE_SET ", '$.costs.teardown_ms', ?3) ELSE " RESIDUE_SET " END"
-			       " WHERE use_id = ?2 AND json_extract(record, '$.residue') = 'pending'",
-			       -1, &s->residue, NULL) != SQLITE_OK)
-		return -1;
-#undef RESIDUE_SET
-	sqlite3_stmt *st = s->residue;
-	sqlite3_reset(st);
-	sqlite3_bind_text(st, 1, residue, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 2, use_id, -1, SQLITE_TRANSIENT);
-	if (teardown_us >= 0)
-		sqlite3_bind_double(st, 3, (double)teardown_us / 1000.0);
-	else
-		sqlite3_bind_null(st, 3);
-	int rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	sqlite3_clear_bindings(st);
-	return rc == SQLITE_DONE ? sqlite3_changes(s->db) : -1;
-}
-
-/* A report that came before use_id's record, applied to it now; true if there was one. */
-static bool early_residue_locked(pd_store *s, const char *use_id)
-{
-	for (unsigned i = 0; i < EARLY_RESIDUE; i++)
-		if (s->early[i].use_id[0] && !strcmp(s->early[i].use_id, use_id)) {
-			residue_locked(s, use_id, s->early[i].residue, s->early[i].teardown_us);
-			s->early[i].use_id[0] = 0;
-			return true;
-		}
-	return false;
-}
-
-/* Takes use_id's early report out of the ring into residue; false if there is none. */
-static bool take_early_residue(pd_store *s, const char *use_id, char *residue, size_t len, int64_t *teardown_us)
-{
-	bool found = false;
-	pthread_mutex_lock(&s->mu);
-	for (unsigned i = 0; i < EARLY_RESIDUE && !found; i++)
-		if (s->early[i].use_id[0] && !strcmp(s->early[i].use_id, use_id)) {
-			snprintf(residue, len, "%s", s->early[i].residue);
-			*teardown_us = s->early[i].teardown_us;
-			s->early[i].use_id[0] = 0;
-			found = true;
-		}
-	pthread_mutex_unlock(&s->mu);
-	return found;
-}
-
-int pd_store_residue(pd_store *s, const char *use_id, const char *residue)
-{
-	return pd_store_reclaimed(s, use_id, residue, -1);
-}
-
-int pd_store_reclaimed(pd_store *s, const char *use_id, const char *residue, int64_t teardown_us)
-{
-	if (!use_id || !*use_id)
-		return 0;
-	pthread_mutex_lock(&s->mu);
-	int n = residue_locked(s, use_id, residue, teardown_us);
-	if (n == 0) {
-		/* no pending record of that use yet: kept for pd_store_put (a use with no record at
-		 * all, a session's, is forgotten when the ring comes round) */
-		unsigned i = s->early_next++ % EARLY_RESIDUE;
-		snprintf(s->early[i].use_id, sizeof s->early[i].use_id, "%s", use_id);
-		snprintf(s->early[i].residue, sizeof s->early[i].residue, "%s", residue);
-		s->early[i].teardown_us = teardown_us;
-	}
-	pthread_mutex_unlock(&s->mu);
-	return n;
 }
 
 /* A row as the readers answer it: its record with the row's attempt number, whether it is the
