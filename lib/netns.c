@@ -107,9 +107,6 @@ struct pd_netpool {
 	char *fresh[2]; /* PROBES of a fresh namespace, per mode (lo down, lo up) */
 	size_t fresh_len[2];
 	pd_netns_stats st;
-	/* one PROBE_MAX buffer kept between checks: a reset's check took a fresh 64 KiB each time,
-	 * which the allocator gave back to the kernel and faulted in again (issue 42) */
-	char *spare;
 	bool broken;
 	bool keep; /* false: no reuse, so no fresh reference and no check (one_sandbox) */
 };
@@ -152,7 +149,6 @@ void pd_netpool_free(pd_netpool *p)
 		}
 		free(p->fresh[m]);
 	}
-	free(p->spare);
 	close(p->host_fd);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
@@ -378,28 +374,6 @@ int pd_netns_sysfs(pd_err *e)
 	return m;
 }
 
-/* A PROBE_MAX buffer: the pool's spare one, or a new one when another check holds it (NULL if
- * out of memory); buf_give keeps it as the spare, or frees it. */
-static char *buf_take(pd_netpool *p)
-{
-	pthread_mutex_lock(&p->lock);
-	char *b = p->spare;
-	p->spare = NULL;
-	pthread_mutex_unlock(&p->lock);
-	return b ? b : malloc(PROBE_MAX);
-}
-
-static void buf_give(pd_netpool *p, char *b)
-{
-	pthread_mutex_lock(&p->lock);
-	if (!p->spare) {
-		p->spare = b;
-		b = NULL;
-	}
-	pthread_mutex_unlock(&p->lock);
-	free(b);
-}
-
 /* Whether the namespace at fd reads exactly as a fresh one of mode m (its PROBES). */
 static bool same_as_fresh(pd_netpool *p, int m, const char *buf, ssize_t len)
 {
@@ -414,14 +388,13 @@ static bool same_as_fresh(pd_netpool *p, int m, const char *buf, ssize_t len)
 static bool reads_fresh(pd_netpool *p, int fd, int m)
 {
 	bool fresh = false;
-	char *buf = buf_take(p);
+	char *buf = malloc(PROBE_MAX);
 	if (buf && setns(fd, CLONE_NEWNET) == 0) {
 		ssize_t len = read_probes("/proc/thread-self/net", buf, PROBE_MAX);
 		if (leave(p, NULL) == 0)
 			fresh = same_as_fresh(p, m, buf, len);
 	}
-	if (buf)
-		buf_give(p, buf);
+	free(buf);
 	return fresh;
 }
 
@@ -467,11 +440,11 @@ bool pd_netns_fresh(pd_netpool *p, const pd_netns *ns, pid_t pid)
 	 * there and back */
 	char dir[48];
 	snprintf(dir, sizeof dir, "/proc/%d/net", (int)pid);
-	char *buf = buf_take(p);
+	char *buf = malloc(PROBE_MAX);
 	if (!buf)
 		return false;
 	bool fresh = same_as_fresh(p, ns->loopback, buf, read_probes(dir, buf, PROBE_MAX));
-	buf_give(p, buf);
+	free(buf);
 	if (!fresh) {
 		pthread_mutex_lock(&p->lock);
 		p->st.unfresh++;

@@ -50,6 +50,28 @@ static uint64_t mem_available(pd_sched *s)
 	return s->memavail;
 }
 
+/* Wakes the last worker of class cls to have become idle, if one waits; lock held. */
+static void wake_one(pd_sched *s, int cls)
+{
+	worker *w = s->idle[cls];
+	if (!w)
+		return;
+	s->idle[cls] = w->next_idle;
+	w->woken = true;
+	pthread_cond_signal(&w->cv);
+}
+
+/* Waits idle until wake_one takes this worker off its class's stack; lock held. */
+static void idle_wait(pd_sched *s, worker *w)
+{
+	w->woken = false;
+	w->next_idle = s->idle[w->cls];
+	s->idle[w->cls] = w;
+	do
+		pthread_cond_wait(&w->cv, &s->mu);
+	while (!w->woken);
+}
+
 /* The breaker of a template's jobs (made on first use); lock held. */
 static pd_breaker *breaker_of(pd_sched *s, const char *name)
 {
@@ -351,7 +373,7 @@ pd_admit pd_sched_submit(pd_sched *s, pd_job *j)
 	c->tail = j;
 	c->len++;
 	s->q[cls][pr].len++;
-	pthread_cond_signal(&s->cv[cls]);
+	wake_one(s, cls);
 	if (j->deadline_us && j->deadline_us < s->next_deadline) {
 		/* earlier than what the reaper sleeps towards: it must re-arm */
 		s->next_deadline = j->deadline_us;
@@ -558,7 +580,7 @@ static void *worker_main(void *arg)
 		if (!j) {
 			if (s->stopping && !sched_queued(s, cls, PD_PRIO_COUNT - 1))
 				break;
-			pthread_cond_wait(&s->cv[cls], &s->mu);
+			idle_wait(s, w);
 			continue;
 		}
 		busy_change(s, 1);
@@ -567,7 +589,7 @@ static void *worker_main(void *arg)
 		/* more queued: another idle worker of the class may start the next one (a job that
 		 * freed much memory may have made room for several) */
 		if (sched_queued(s, cls, PD_PRIO_COUNT - 1))
-			pthread_cond_signal(&s->cv[cls]);
+			wake_one(s, cls);
 		w->busy = true;
 		w->started = pd_now_us();
 		w->svc_us = j->est_us;
@@ -638,7 +660,7 @@ static void *worker_main(void *arg)
 		w->busy = false;
 		/* the memory it held may let the other class's next job start */
 		if (sched_queued(s, !cls, PD_PRIO_COUNT - 1))
-			pthread_cond_signal(&s->cv[!cls]);
+			wake_one(s, !cls);
 		/* (its own class: this worker takes the next job itself, and wakes another if there
 		 * is more) */
 	}
@@ -692,8 +714,6 @@ pd_sched *pd_sched_new(pd_pools *pools, pd_store *store, pd_metrics *m, const pd
 	if (!s->o.breaker_min_jobs)
 		s->o.breaker_min_jobs = BREAKER_MIN_SAMPLES;
 	pthread_mutex_init(&s->mu, NULL);
-	for (int c = 0; c < CLS_N; c++)
-		pthread_cond_init(&s->cv[c], NULL);
 	/* deadlines are pd_now_us() values: the reaper's timed wait must use the same clock */
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -711,13 +731,13 @@ pd_sched *pd_sched_new(pd_pools *pools, pd_store *store, pd_metrics *m, const pd
 		free(s->slots);
 		free(s->heap);
 		pthread_mutex_destroy(&s->mu);
-		for (int c = 0; c < CLS_N; c++)
-			pthread_cond_destroy(&s->cv[c]);
 		pthread_cond_destroy(&s->reaper_cv);
 		free(s);
 		pd_fail(e, ENOMEM, "workers");
 		return NULL;
 	}
+	for (unsigned i = 0; i < nthreads; i++)
+		pthread_cond_init(&s->slots[i].cv, NULL);
 	if (pthread_create(&s->reaper, NULL, reaper_main, s) != 0) {
 		pd_fail(e, EAGAIN, "start the deadline reaper");
 		pd_sched_free(s);
@@ -744,7 +764,8 @@ void pd_sched_drain(pd_sched *s)
 	pthread_mutex_lock(&s->mu);
 	s->stopping = true;
 	for (int c = 0; c < CLS_N; c++)
-		pthread_cond_broadcast(&s->cv[c]);
+		while (s->idle[c])
+			wake_one(s, c);
 	pthread_cond_signal(&s->reaper_cv);
 	pthread_mutex_unlock(&s->mu);
 	/* the reaper stops first; whatever expires during the drain, the workers expire */
@@ -761,9 +782,9 @@ void pd_sched_free(pd_sched *s)
 	if (!s)
 		return;
 	pthread_mutex_destroy(&s->mu);
-	for (int c = 0; c < CLS_N; c++)
-		pthread_cond_destroy(&s->cv[c]);
 	pthread_cond_destroy(&s->reaper_cv);
+	for (unsigned i = 0; s->slots && i < s->cap[CLS_CPU] + s->cap[CLS_WALL]; i++)
+		pthread_cond_destroy(&s->slots[i].cv);
 	free(s->workers);
 	free(s->slots);
 	free(s->heap);
