@@ -5,7 +5,9 @@
  * a job whose deadline cannot be met behind the work ahead is refused at once, one that can is
  * admitted, and an idle scheduler admits anything; with more
  * workers than CPUs, the jobs queued behind a full daemon are priced at the CPU share they will
- * get (the over-admission the goodput figures showed), not at the time one took alone. */
+ * get (the over-admission the goodput figures showed), not at the time one took alone. A job
+ * queued on an idle scheduler runs on the worker that became idle last (issue 42: the class's
+ * workers took turns, every job on a cold thread). */
 #define _GNU_SOURCE
 #include "server.h"
 #include "log.h"
@@ -13,7 +15,9 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MS 1000u
 
@@ -56,6 +60,23 @@ static void job_done(pd_job *j, void *arg)
 }
 
 static uint64_t cost_200ms = 200 * MS;
+
+/* a job that notes the thread it ran on (work points at where) */
+static void thread_job(pd_job *j, pd_pools *pools)
+{
+	(void)pools;
+	*(pthread_t *)j->work = pthread_self();
+}
+
+/* the scheduler's busy workers, from its metrics */
+static unsigned workers_busy(pd_sched *s)
+{
+	char *m = pd_sched_metrics(s);
+	const char *p = m ? strstr(m, "\npaddock_workers_busy ") : NULL;
+	unsigned n = p ? (unsigned)strtoul(p + 22, NULL, 10) : 99;
+	free(m);
+	return n;
+}
 
 static pd_job *job(void (*execute)(pd_job *, pd_pools *), uint64_t deadline_in_us)
 {
@@ -117,7 +138,7 @@ static int teach(pd_sched *s, int n, int base)
 
 int main(void)
 {
-	plan(9);
+	plan(11);
 	pd_log_enable(false);
 	pd_err e = {0};
 
@@ -175,6 +196,26 @@ int main(void)
 	open_gate(true);
 	fin += 9;
 	wait_finished(fin);
+	pd_sched_drain(s);
+	pd_sched_free(s);
+
+	/* eight idle workers, jobs one at a time, each after the last one's worker is idle again:
+	 * every one runs on that same worker */
+	o = (pd_sched_opts){.workers = 8, .cpus = 1};
+	s = pd_sched_new(NULL, NULL, NULL, &o, &e);
+	ok(s != NULL, "a scheduler with eight workers: %s", e.msg);
+	pthread_t ran[12];
+	int same = 0;
+	for (int i = 0; i < 12; i++) {
+		pd_job *j = job(thread_job, 0);
+		j->work = &ran[i];
+		submit(s, j, NULL);
+		wait_finished(++fin);
+		for (int k = 0; k < 10000 && workers_busy(s); k++)
+			usleep(1000);
+		same += i && pthread_equal(ran[i], ran[0]);
+	}
+	is_int(same, 11, "12 jobs one after the other, each on the worker that became idle last: all on one thread");
 	pd_sched_drain(s);
 	pd_sched_free(s);
 	return done();
