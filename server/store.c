@@ -156,6 +156,8 @@ void pd_store_close(pd_store *s)
 	sqlite3_finalize(s->put);
 	sqlite3_finalize(s->residue);
 	sqlite3_finalize(s->unstage);
+	for (int i = 0; i < 3; i++)
+		sqlite3_finalize(s->txn[i]);
 	/* The reader first: SQLite copies the WAL into the database file only when the last
 	 * connection closes, and a read-only one cannot; closed after the writer, it left every
 	 * record in the -wal file and the database file empty (a copy of it alone had nothing). Then
@@ -191,6 +193,16 @@ static sqlite3 *rd_lock(pd_store *s)
 static void rd_unlock(pd_store *s)
 {
 	pthread_mutex_unlock(s->rd ? &s->rd_mu : &s->mu);
+}
+
+int store_txn(pd_store *s, int which)
+{
+	static const char *const sql[] = {"BEGIN IMMEDIATE", "COMMIT", "ROLLBACK"};
+	if (!s->txn[which] && sqlite3_prepare_v2(s->db, sql[which], -1, &s->txn[which], NULL) != SQLITE_OK)
+		return sqlite3_extended_errcode(s->db);
+	int rc = sqlite3_step(s->txn[which]);
+	sqlite3_reset(s->txn[which]);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
 static const char *jstr(json_t *o, const char *k)
@@ -278,7 +290,7 @@ static int stage_locked(pd_store *s, const char *request_id, const char *token, 
 static int unstage_locked(pd_store *s, const char *request_id, bool keep)
 {
 	sqlite3_stmt *st;
-	bool ok = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
+	bool ok = store_txn(s, TXN_BEGIN) == SQLITE_OK;
 	if (ok && !keep) {
 		ok = sqlite3_prepare_v2(s->db,
 					"DELETE FROM attempts WHERE id BETWEEN (SELECT first_id FROM staged WHERE request_id = ?1)"
@@ -295,9 +307,9 @@ static int unstage_locked(pd_store *s, const char *request_id, bool keep)
 		ok = sqlite3_step(st) == SQLITE_DONE;
 		sqlite3_finalize(st);
 	}
-	if (ok && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+	if (ok && store_txn(s, TXN_COMMIT) == SQLITE_OK)
 		return 0;
-	sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	store_txn(s, TXN_ROLLBACK);
 	return -1;
 }
 
@@ -321,13 +333,13 @@ static int unstage_claimed_txn_locked(pd_store *s)
 {
 	if (!s->nclaimed)
 		return 0;
-	if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+	if (store_txn(s, TXN_BEGIN) != SQLITE_OK)
 		return -1;
-	if (unstage_claimed_locked(s) == SQLITE_DONE && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK) {
+	if (unstage_claimed_locked(s) == SQLITE_DONE && store_txn(s, TXN_COMMIT) == SQLITE_OK) {
 		s->nclaimed = 0;
 		return 0;
 	}
-	sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	store_txn(s, TXN_ROLLBACK);
 	return -1;
 }
 
@@ -452,10 +464,10 @@ static int commit_attempts_locked(pd_store *s, const pd_job *j, const char *node
 	int64_t last = sqlite3_last_insert_rowid(s->db);
 	if (staged && rc == SQLITE_DONE)
 		rc = stage_locked(s, j->request_id, j->claim_token, row, last);
-	if (rc == SQLITE_DONE && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+	if (rc == SQLITE_DONE && store_txn(s, TXN_COMMIT) != SQLITE_OK)
 		rc = sqlite3_extended_errcode(s->db);
 	if (rc != SQLITE_DONE)
-		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		store_txn(s, TXN_ROLLBACK);
 	else if (unstaged)
 		s->nclaimed = 0;
 	if (rc != SQLITE_DONE || !staged)
@@ -528,7 +540,7 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	/* The reclaimer's reports waiting for a record's transaction (store_residue.c) go in this
 	 * one: a record alone is a single INSERT otherwise. */
 	bool txn = (j->request_id[0] || nprior || s->nlate) &&
-		   sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
+		   store_txn(s, TXN_BEGIN) == SQLITE_OK;
 	int rc = sqlite3_step(s->put);
 	/* the answering attempt's row, for the review queue (the earlier attempts are inserted after) */
 	int64_t row = rc == SQLITE_DONE ? sqlite3_last_insert_rowid(s->db) : 0;
@@ -537,7 +549,7 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 		store_late_apply_locked(s);
 	if (txn && rc == SQLITE_CONSTRAINT) {
 		sqlite3_reset(s->put);
-		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		store_txn(s, TXN_ROLLBACK);
 		rc = -1;
 		pd_fail(e, EEXIST, "request %s is recorded already", j->request_id);
 	} else if (txn && rc == SQLITE_DONE) {
@@ -547,7 +559,7 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 			store_late_settle_locked(s, rc == SQLITE_DONE || rc == -1);
 	} else if (txn) {
 		sqlite3_reset(s->put);
-		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		store_txn(s, TXN_ROLLBACK);
 	}
 	int out = rc < 0 ? -1 : account_locked(s, rc, strlen(text), e);
 	sqlite3_reset(s->put);

@@ -60,7 +60,15 @@ struct pd_store {
 	char claimed[64][128];
 	unsigned nclaimed;
 	sqlite3_stmt *unstage; /* DELETE FROM staged WHERE request_id = ?, prepared once */
+	/* BEGIN IMMEDIATE, COMMIT, ROLLBACK, prepared once (store_txn): sqlite3_exec parsed each
+	 * anew, twice per record with the residue's reports in its transaction */
+	sqlite3_stmt *txn[3];
 };
+
+enum { TXN_BEGIN, TXN_COMMIT, TXN_ROLLBACK };
+/* Runs one of the three (TXN_*) on the writer's connection: SQLITE_OK or SQLite's code. Lock
+ * held. */
+int store_txn(pd_store *s, int which);
 
 /* store_residue.c's, for pd_store_put */
 int store_residue_locked(pd_store *s, const char *use_id, const char *residue, int64_t teardown_us);

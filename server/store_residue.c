@@ -136,11 +136,12 @@ void store_late_flush_locked(pd_store *s)
 {
 	if (!s->nlate)
 		return;
-	bool txn = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
+	/* one report is one statement: no transaction around it */
+	bool txn = s->nlate > 1 && store_txn(s, TXN_BEGIN) == SQLITE_OK;
 	store_late_apply_locked(s);
-	bool committed = !txn || sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
+	bool committed = !txn || store_txn(s, TXN_COMMIT) == SQLITE_OK;
 	if (!committed)
-		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		store_txn(s, TXN_ROLLBACK);
 	store_late_settle_locked(s, committed);
 }
 
