@@ -70,7 +70,8 @@ enum { TXN_BEGIN, TXN_COMMIT, TXN_ROLLBACK };
  * held. */
 int store_txn(pd_store *s, int which);
 
-/* store_residue.c's, for pd_store_put */
+/* the residue's state, kept by store.c for pd_store_put and store_residue.c */
+void store_early_keep_locked(pd_store *s, const char *use_id, const char *residue, int64_t teardown_us);
 int store_residue_locked(pd_store *s, const char *use_id, const char *residue, int64_t teardown_us);
 bool store_early_residue_locked(pd_store *s, const char *use_id);
 bool store_take_early_residue(pd_store *s, const char *use_id, char *residue, size_t len, int64_t *teardown_us);
