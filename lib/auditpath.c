@@ -177,6 +177,7 @@ static void name_note(pd_audit_names *c, const char *path, int what, const char 
 	uint64_t h = path_hash(path);
 	for (size_t i = 0, k = h % PD_AUDIT_NAMES; i < 8; i++, k = (k + 1) % PD_AUDIT_NAMES)
 		if (!c->hash[k]) {
+			atomic_store_explicit(&c->any, true, memory_order_relaxed);
 			c->path[k] = strdup(path);
 			c->link[k] = link ? strdup(link) : NULL;
 			if (c->path[k] && (!link || c->link[k])) {
@@ -193,7 +194,10 @@ static void name_note(pd_audit_names *c, const char *path, int what, const char 
 
 void pd_audit_names_clear(pd_audit_names *c)
 {
-	for (size_t k = 0; c && k < PD_AUDIT_NAMES; k++) {
+	/* every reset after a run not audited in full clears: walking 1024 empty entries each time
+	 * was a reset's cost for an audit the run did not use (issue 42) */
+	bool any = c && atomic_exchange_explicit(&c->any, false, memory_order_acq_rel);
+	for (size_t k = 0; any && k < PD_AUDIT_NAMES; k++) {
 		free(c->path[k]);
 		free(c->link[k]);
 		c->path[k] = c->link[k] = NULL;

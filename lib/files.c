@@ -66,20 +66,18 @@ static int fileop_once(pd_sandbox *s, int sock, uint32_t op, const char *path, i
 {
 	(void)s;
 	size_t len = strlen(path);
-	struct msg_fileop *m = calloc(1, sizeof *m);
-	if (!m)
-		return pd_fail(e, ENOMEM, "%s: file operation", path);
-	if (len >= sizeof m->path) {
-		free(m);
+	/* on the stack: a 4 KiB calloc per file operation was the allocation that made the worker's
+	 * arena consolidate every chunk the previous request's record had freed (issue 42) */
+	struct msg_fileop m;
+	if (len >= sizeof m.path)
 		return pd_fail(e, ENAMETOOLONG, "%s: path", path);
-	}
-	m->type = MSG_FILEOP;
-	m->op = op;
-	m->flags = flags;
-	m->mode = mode;
-	memcpy(m->path, path, len);
-	int rc = pd_send_fds(sock, m, sizeof *m, NULL, 0);
-	free(m);
+	memset(&m, 0, sizeof m);
+	m.type = MSG_FILEOP;
+	m.op = op;
+	m.flags = flags;
+	m.mode = mode;
+	memcpy(m.path, path, len);
+	int rc = pd_send_fds(sock, &m, sizeof m, NULL, 0);
 	if (rc < 0)
 		return pd_fail(e, errno, "%s: send file operation", path);
 	struct pollfd pf = {sock, POLLIN, 0};

@@ -207,6 +207,9 @@ struct json_t;
  * SandboxFusion and Piston shapes take their fields from it). Without with_output, the stdout and
  * stderr texts are left out (their byte counts stay). NULL when out of memory. */
 struct json_t *pd_result_json(const pd_result *r, bool with_output);
+/* The text of one stream as pd_result_json's "stdout"/"stderr" spells it (head, the omission
+ * note, tail): for a surface that answers the text alone. NULL when out of memory. */
+struct json_t *pd_output_json(const pd_output *o);
 /* One audit event as every record spells it: kind, time (ms since the exec started), pid, path
  * (or address, for a network event), mode, op, denied, and for the egress relay's connections
  * host, resolved, bytes_out, bytes_in, note. NULL when out of memory. */

@@ -32,7 +32,7 @@ static json_t *ms(uint64_t us)
 
 /* A stream's text: head and tail join up exactly when nothing was dropped between them; else a
  * marker says how much was. */
-static json_t *output_text(const pd_output *o)
+json_t *pd_output_json(const pd_output *o)
 {
 	size_t n = o->head_len + o->tail_len;
 	char *buf = malloc(n + 64);
@@ -64,7 +64,7 @@ static bool set_output(json_t *o, const char *name, const pd_output *out, bool w
 	snprintf(k, sizeof k, "%s_truncated", name);
 	good &= set(o, k, json_boolean(out->truncated));
 	if (with_output)
-		good &= set(o, name, output_text(out));
+		good &= set(o, name, pd_output_json(out));
 	return good;
 }
 

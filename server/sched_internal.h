@@ -38,6 +38,11 @@ typedef struct worker {
 	uint64_t svc_us, bound_us; /* that job's estimate and bound (pd_job) */
 	uint64_t mem;     /* the memory it holds against the budget */
 	const pd_job *job; /* the job (its cancel flag is read atomically; nothing else) */
+	/* idle: waits on its own cv, on its class's idle stack (next_idle), until a job for it is
+	 * queued (woken) */
+	pthread_cond_t cv;
+	bool woken;
+	struct worker *next_idle;
 } worker;
 
 struct pd_sched {
@@ -46,7 +51,11 @@ struct pd_sched {
 	pd_metrics *metrics;
 	pd_sched_opts o;
 	pthread_mutex_t mu;
-	pthread_cond_t cv[CLS_N];
+	/* Each class's idle workers, the last to become idle on top: a queued job wakes that one.
+	 * A condition variable shared by the class woke its longest-idle worker instead, so 128
+	 * wall-class workers took turns, each job on a thread whose stack, allocator cache and
+	 * arena had gone cold (issue 42). */
+	worker *idle[CLS_N];
 	prio_q q[CLS_N][PD_PRIO_COUNT];
 	pthread_t *workers;
 	worker *slots;

@@ -377,6 +377,12 @@ int pd_store_residue(pd_store *s, const char *use_id, const char *residue);
 /* The same, and the use's teardown cost (the reset or teardown that ended it, microseconds; < 0:
  * unknown) into the record's costs.teardown_ms. */
 int pd_store_reclaimed(pd_store *s, const char *use_id, const char *residue, int64_t teardown_us);
+/* The daemon's reclaimer's report: the same, written with the next record's transaction while a
+ * job whose record is to come runs (pd_store_busy), else at once (store_residue.c). */
+void pd_store_reclaimed_later(pd_store *s, const char *use_id, const char *residue, int64_t teardown_us);
+/* A job begins (begin) or has ended with its record stored: the last to end writes the reports
+ * that waited for a record's transaction. */
+void pd_store_busy(pd_store *s, bool begin);
 /* The stored attempts of task_id, oldest first: an array of records, each with "attempt",
  * "last" (the attempt that answered) and "stored_at" (unix ms). An empty array: none. */
 json_t *pd_store_get(pd_store *s, const char *task_id, pd_err *e);

@@ -52,8 +52,6 @@ static uint64_t used_bytes(sqlite3 *db)
  * at a time, so the writer holding the store's lock is not kept long. Row ids grow by one per
  * record and only the oldest are ever deleted, so the range of ids counts the records, and the
  * average size says how many to take. */
-static bool early_residue_locked(pd_store *s, const char *use_id);
-static bool take_early_residue(pd_store *s, const char *use_id, char *residue, size_t len, int64_t *teardown_us);
 
 static void prune_locked(pd_store *s)
 {
@@ -152,9 +150,14 @@ void pd_store_close(pd_store *s)
 	if (!s)
 		return;
 	pd_store_unstage(s);
+	pthread_mutex_lock(&s->mu);
+	store_late_flush_locked(s);
+	pthread_mutex_unlock(&s->mu);
 	sqlite3_finalize(s->put);
 	sqlite3_finalize(s->residue);
 	sqlite3_finalize(s->unstage);
+	for (int i = 0; i < 3; i++)
+		sqlite3_finalize(s->txn[i]);
 	/* The reader first: SQLite copies the WAL into the database file only when the last
 	 * connection closes, and a read-only one cannot; closed after the writer, it left every
 	 * record in the -wal file and the database file empty (a copy of it alone had nothing). Then
@@ -190,6 +193,16 @@ static sqlite3 *rd_lock(pd_store *s)
 static void rd_unlock(pd_store *s)
 {
 	pthread_mutex_unlock(s->rd ? &s->rd_mu : &s->mu);
+}
+
+int store_txn(pd_store *s, int which)
+{
+	static const char *const sql[] = {"BEGIN IMMEDIATE", "COMMIT", "ROLLBACK"};
+	if (!s->txn[which] && sqlite3_prepare_v2(s->db, sql[which], -1, &s->txn[which], NULL) != SQLITE_OK)
+		return sqlite3_extended_errcode(s->db);
+	int rc = sqlite3_step(s->txn[which]);
+	sqlite3_reset(s->txn[which]);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
 static const char *jstr(json_t *o, const char *k)
@@ -277,7 +290,7 @@ static int stage_locked(pd_store *s, const char *request_id, const char *token, 
 static int unstage_locked(pd_store *s, const char *request_id, bool keep)
 {
 	sqlite3_stmt *st;
-	bool ok = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
+	bool ok = store_txn(s, TXN_BEGIN) == SQLITE_OK;
 	if (ok && !keep) {
 		ok = sqlite3_prepare_v2(s->db,
 					"DELETE FROM attempts WHERE id BETWEEN (SELECT first_id FROM staged WHERE request_id = ?1)"
@@ -294,9 +307,9 @@ static int unstage_locked(pd_store *s, const char *request_id, bool keep)
 		ok = sqlite3_step(st) == SQLITE_DONE;
 		sqlite3_finalize(st);
 	}
-	if (ok && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+	if (ok && store_txn(s, TXN_COMMIT) == SQLITE_OK)
 		return 0;
-	sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	store_txn(s, TXN_ROLLBACK);
 	return -1;
 }
 
@@ -320,13 +333,13 @@ static int unstage_claimed_txn_locked(pd_store *s)
 {
 	if (!s->nclaimed)
 		return 0;
-	if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+	if (store_txn(s, TXN_BEGIN) != SQLITE_OK)
 		return -1;
-	if (unstage_claimed_locked(s) == SQLITE_DONE && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK) {
+	if (unstage_claimed_locked(s) == SQLITE_DONE && store_txn(s, TXN_COMMIT) == SQLITE_OK) {
 		s->nclaimed = 0;
 		return 0;
 	}
-	sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	store_txn(s, TXN_ROLLBACK);
 	return -1;
 }
 
@@ -386,7 +399,7 @@ static json_t *record_of(pd_store *s, const pd_job *j)
 	json_t *rec = j->record ? json_incref(j->record) : pd_job_to_json(j);
 	char early[128];
 	int64_t early_td = -1;
-	if (!j->record && rec && j->use_id[0] && take_early_residue(s, j->use_id, early, sizeof early, &early_td)) {
+	if (!j->record && rec && j->use_id[0] && store_take_early_residue(s, j->use_id, early, sizeof early, &early_td)) {
 		json_object_set_new(rec, "residue", json_string(early));
 		json_t *costs = json_object_get(rec, "costs");
 		if (early_td >= 0 && json_is_object(costs))
@@ -451,10 +464,10 @@ static int commit_attempts_locked(pd_store *s, const pd_job *j, const char *node
 	int64_t last = sqlite3_last_insert_rowid(s->db);
 	if (staged && rc == SQLITE_DONE)
 		rc = stage_locked(s, j->request_id, j->claim_token, row, last);
-	if (rc == SQLITE_DONE && sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+	if (rc == SQLITE_DONE && store_txn(s, TXN_COMMIT) != SQLITE_OK)
 		rc = sqlite3_extended_errcode(s->db);
 	if (rc != SQLITE_DONE)
-		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		store_txn(s, TXN_ROLLBACK);
 	else if (unstaged)
 		s->nclaimed = 0;
 	if (rc != SQLITE_DONE || !staged)
@@ -524,20 +537,29 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	 * acked, is delivered again); our claim made, they stay. Committing after the claim instead
 	 * would lose a claimed record to a kill between the two. The lock is held throughout, so this
 	 * process never shows a row before its claim. */
-	bool txn = (j->request_id[0] || nprior) && sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
+	/* The reclaimer's reports waiting for a record's transaction (store_residue.c) go in this
+	 * one: a record alone is a single INSERT otherwise. */
+	bool txn = (j->request_id[0] || nprior || s->nlate) &&
+		   store_txn(s, TXN_BEGIN) == SQLITE_OK;
 	int rc = sqlite3_step(s->put);
 	/* the answering attempt's row, for the review queue (the earlier attempts are inserted after) */
 	int64_t row = rc == SQLITE_DONE ? sqlite3_last_insert_rowid(s->db) : 0;
+	bool late = txn && rc == SQLITE_DONE && s->nlate;
+	if (late)
+		store_late_apply_locked(s);
 	if (txn && rc == SQLITE_CONSTRAINT) {
 		sqlite3_reset(s->put);
-		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		store_txn(s, TXN_ROLLBACK);
 		rc = -1;
 		pd_fail(e, EEXIST, "request %s is recorded already", j->request_id);
 	} else if (txn && rc == SQLITE_DONE) {
 		rc = commit_attempts_locked(s, j, node, row, e);
+		/* -1: committed, then its claim refused (its own rows taken out again) */
+		if (late)
+			store_late_settle_locked(s, rc == SQLITE_DONE || rc == -1);
 	} else if (txn) {
 		sqlite3_reset(s->put);
-		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		store_txn(s, TXN_ROLLBACK);
 	}
 	int out = rc < 0 ? -1 : account_locked(s, rc, strlen(text), e);
 	sqlite3_reset(s->put);
@@ -546,11 +568,11 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	if (rc == SQLITE_DONE) {
 		review_consider(s->db, row, j, rec, &s->review);
 		if (j->use_id[0])
-			early_residue_locked(s, j->use_id);
+			store_early_residue_locked(s, j->use_id);
 		for (size_t i = 0; i < nprior; i++) {
 			const char *u = json_string_value(json_object_get(json_array_get(j->prior, i), "use_id"));
 			if (u && *u)
-				early_residue_locked(s, u);
+				store_early_residue_locked(s, u);
 		}
 	}
 	pthread_mutex_unlock(&s->mu);
@@ -559,9 +581,11 @@ int pd_store_put(pd_store *s, const pd_job *j, const char *node, pd_err *e)
 	return out;
 }
 
+/* ---- residue reports (store_residue.c tells the whole of it) ------------------------------- */
+
 /* Completes the pending residue of the record of use_id, and its teardown cost when known (a
- * record with "costs": POST /v1/runs'); the rows changed (0: not stored yet). */
-static int residue_locked(pd_store *s, const char *use_id, const char *residue, int64_t teardown_us)
+ * record with "costs": POST /v1/runs'); the rows changed (0: not stored yet), -1 on an error. */
+int store_residue_locked(pd_store *s, const char *use_id, const char *residue, int64_t teardown_us)
 {
 #define RESIDUE_SET "json_set(record, '$.residue', ?1, '$.run.residue', ?1, '$.compile.residue', ?1)"
 	if (!s->residue &&
@@ -586,20 +610,31 @@ static int residue_locked(pd_store *s, const char *use_id, const char *residue, 
 	return rc == SQLITE_DONE ? sqlite3_changes(s->db) : -1;
 }
 
+/* Keeps a report whose record is not stored yet, for pd_store_put (a use with no record at all,
+ * a session's, is forgotten when the ring comes round). Lock held. */
+void store_early_keep_locked(pd_store *s, const char *use_id, const char *residue, int64_t teardown_us)
+{
+	unsigned i = s->early_next++ % EARLY_RESIDUE;
+	snprintf(s->early[i].use_id, sizeof s->early[i].use_id, "%s", use_id);
+	snprintf(s->early[i].residue, sizeof s->early[i].residue, "%s", residue);
+	s->early[i].teardown_us = teardown_us;
+}
+
 /* A report that came before use_id's record, applied to it now; true if there was one. */
-static bool early_residue_locked(pd_store *s, const char *use_id)
+bool store_early_residue_locked(pd_store *s, const char *use_id)
 {
 	for (unsigned i = 0; i < EARLY_RESIDUE; i++)
 		if (s->early[i].use_id[0] && !strcmp(s->early[i].use_id, use_id)) {
-			residue_locked(s, use_id, s->early[i].residue, s->early[i].teardown_us);
+			store_residue_locked(s, use_id, s->early[i].residue, s->early[i].teardown_us);
 			s->early[i].use_id[0] = 0;
 			return true;
 		}
 	return false;
 }
 
-/* Takes use_id's early report out of the ring into residue; false if there is none. */
-static bool take_early_residue(pd_store *s, const char *use_id, char *residue, size_t len, int64_t *teardown_us)
+/* Takes use_id's report out of the ring, or out of the waiting list (its record was not
+ * written yet: it goes into the insert), into residue; false if there is none. */
+bool store_take_early_residue(pd_store *s, const char *use_id, char *residue, size_t len, int64_t *teardown_us)
 {
 	bool found = false;
 	pthread_mutex_lock(&s->mu);
@@ -610,31 +645,48 @@ static bool take_early_residue(pd_store *s, const char *use_id, char *residue, s
 			s->early[i].use_id[0] = 0;
 			found = true;
 		}
+	for (unsigned i = 0; i < s->nlate && !found; i++)
+		if (!strcmp(s->late[i].use_id, use_id)) {
+			snprintf(residue, len, "%s", s->late[i].residue);
+			*teardown_us = s->late[i].teardown_us;
+			s->late[i] = s->late[--s->nlate];
+			found = true;
+		}
 	pthread_mutex_unlock(&s->mu);
 	return found;
 }
 
-int pd_store_residue(pd_store *s, const char *use_id, const char *residue)
+/* Writes the waiting reports inside the transaction the caller has open. Lock held. */
+void store_late_apply_locked(pd_store *s)
 {
-	return pd_store_reclaimed(s, use_id, residue, -1);
+	for (unsigned i = 0; i < s->nlate; i++)
+		s->late[i].changed = store_residue_locked(s, s->late[i].use_id, s->late[i].residue, s->late[i].teardown_us);
 }
 
-int pd_store_reclaimed(pd_store *s, const char *use_id, const char *residue, int64_t teardown_us)
+/* After the transaction that applied them: committed, they are done (one whose record was not
+ * there goes to the ring, as pd_store_reclaimed's does); rolled back, they wait for the next. */
+void store_late_settle_locked(pd_store *s, bool committed)
 {
-	if (!use_id || !*use_id)
-		return 0;
-	pthread_mutex_lock(&s->mu);
-	int n = residue_locked(s, use_id, residue, teardown_us);
-	if (n == 0) {
-		/* no pending record of that use yet: kept for pd_store_put (a use with no record at
-		 * all, a session's, is forgotten when the ring comes round) */
-		unsigned i = s->early_next++ % EARLY_RESIDUE;
-		snprintf(s->early[i].use_id, sizeof s->early[i].use_id, "%s", use_id);
-		snprintf(s->early[i].residue, sizeof s->early[i].residue, "%s", residue);
-		s->early[i].teardown_us = teardown_us;
-	}
-	pthread_mutex_unlock(&s->mu);
-	return n;
+	if (!committed)
+		return;
+	for (unsigned i = 0; i < s->nlate; i++)
+		if (s->late[i].changed == 0)
+			store_early_keep_locked(s, s->late[i].use_id, s->late[i].residue, s->late[i].teardown_us);
+	s->nlate = 0;
+}
+
+/* The waiting reports in a transaction of their own. Lock held. */
+void store_late_flush_locked(pd_store *s)
+{
+	if (!s->nlate)
+		return;
+	/* one report is one statement: no transaction around it */
+	bool txn = s->nlate > 1 && store_txn(s, TXN_BEGIN) == SQLITE_OK;
+	store_late_apply_locked(s);
+	bool committed = !txn || store_txn(s, TXN_COMMIT) == SQLITE_OK;
+	if (!committed)
+		store_txn(s, TXN_ROLLBACK);
+	store_late_settle_locked(s, committed);
 }
 
 /* A row as the readers answer it: its record with the row's attempt number, whether it is the

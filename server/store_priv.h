@@ -14,6 +14,8 @@
  * sandbox before the worker that used it has written the record): kept this many, newest last,
  * and applied when the record comes. */
 #define EARLY_RESIDUE 256
+/* Reports waiting for the next record's transaction at most (store_residue.c). */
+#define LATE_RESIDUE 64
 
 struct pd_store {
 	sqlite3 *db; /* the writer's connection, under mu */
@@ -39,6 +41,16 @@ struct pd_store {
 		int64_t teardown_us; /* < 0: unknown */
 	} early[EARLY_RESIDUE];
 	unsigned early_next;
+	/* The daemon's reports waiting for the next record's transaction (store_residue.c), and the
+	 * jobs running whose records are still to come (pd_store_busy). */
+	struct {
+		char use_id[64];
+		char residue[128];
+		int64_t teardown_us;
+		int changed; /* rows the write changed (0: the record is not there) */
+	} late[LATE_RESIDUE];
+	unsigned nlate, busy;
+	uint64_t late_since_us; /* when the oldest came */
 	pd_review_cfg review;
 	/* Requests whose claims were made after their rows committed: their stage is cleared in the
 	 * next record's transaction (or by pd_store_unstage, the cluster's ticker each second), not
@@ -48,6 +60,23 @@ struct pd_store {
 	char claimed[64][128];
 	unsigned nclaimed;
 	sqlite3_stmt *unstage; /* DELETE FROM staged WHERE request_id = ?, prepared once */
+	/* BEGIN IMMEDIATE, COMMIT, ROLLBACK, prepared once (store_txn): sqlite3_exec parsed each
+	 * anew, twice per record with the residue's reports in its transaction */
+	sqlite3_stmt *txn[3];
 };
+
+enum { TXN_BEGIN, TXN_COMMIT, TXN_ROLLBACK };
+/* Runs one of the three (TXN_*) on the writer's connection: SQLITE_OK or SQLite's code. Lock
+ * held. */
+int store_txn(pd_store *s, int which);
+
+/* the residue's state, kept by store.c for pd_store_put and store_residue.c */
+void store_early_keep_locked(pd_store *s, const char *use_id, const char *residue, int64_t teardown_us);
+int store_residue_locked(pd_store *s, const char *use_id, const char *residue, int64_t teardown_us);
+bool store_early_residue_locked(pd_store *s, const char *use_id);
+bool store_take_early_residue(pd_store *s, const char *use_id, char *residue, size_t len, int64_t *teardown_us);
+void store_late_apply_locked(pd_store *s);
+void store_late_settle_locked(pd_store *s, bool committed);
+void store_late_flush_locked(pd_store *s);
 
 #endif

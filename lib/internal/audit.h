@@ -79,6 +79,7 @@ typedef struct pd_audit_names {
 	char *link[PD_AUDIT_NAMES]; /* a link: where it leads */
 	uint8_t what[PD_AUDIT_NAMES]; /* PD_NAME_* */
 	_Atomic bool off;
+	_Atomic bool any; /* an entry was filled since the last clear (else a clear has nothing to do) */
 	char **binds; /* the bind mounts' destinations (NULL-terminated; NULL: none): never kept */
 	_Atomic uint64_t root_mnt; /* the sandbox root's mount id (0: not known yet): names on any
 				    * other mount are never kept */

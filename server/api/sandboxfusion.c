@@ -81,12 +81,14 @@ fail:
 
 
 /* The step's stdout or stderr: the whole output when the step kept it (keep_whole), else the
- * record's text (head and tail). */
-static json_t *stream_text(json_t *rec, const pd_step *st, int i)
+ * record's text (head and tail), made alone: rendering the step's whole record for it was a
+ * second rendering of the result per answer (issue 42). */
+static json_t *stream_text(const pd_result *r, const pd_step *st, int i)
 {
 	if (st->whole[i])
 		return pd_json_bytes(st->whole[i], st->whole_len[i]);
-	return api_record_text(rec, i ? "stderr" : "stdout");
+	json_t *t = pd_output_json(i ? &r->err : &r->out);
+	return t ? t : json_string("");
 }
 
 static json_t *fusion_result(const pd_result *r, const pd_step *st)
@@ -100,10 +102,8 @@ static json_t *fusion_result(const pd_result *r, const pd_step *st)
 	json_object_set_new(o, "return_code", r->status == PD_TO || r->status == PD_XX ? json_null()
 					      : r->signal ? json_integer(-r->signal)
 							  : json_integer(r->exit_code));
-	json_t *rec = pd_result_json(r, true);
-	json_object_set_new(o, "stdout", stream_text(rec, st, 0));
-	json_object_set_new(o, "stderr", stream_text(rec, st, 1));
-	json_decref(rec);
+	json_object_set_new(o, "stdout", stream_text(r, st, 0));
+	json_object_set_new(o, "stderr", stream_text(r, st, 1));
 	return o;
 }
 

@@ -158,10 +158,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 /* ---- start and stop -------------------------------------------------------------------------- */
 
 /* The pools' reclaimer finished with a use of a sandbox: its stored record's residue and teardown
- * cost completed. */
+ * cost completed (with the next record's commit while a job runs: store_residue.c). */
 static void reclaimed(void *store, const char *use_id, const char *residue, uint64_t teardown_us)
 {
-	pd_store_reclaimed(store, use_id, residue, (int64_t)teardown_us);
+	pd_store_reclaimed_later(store, use_id, residue, (int64_t)teardown_us);
 }
 
 static int bind_listen(pd_server *s, pd_err *e)

@@ -6,7 +6,9 @@
  * admitted, and an idle scheduler admits anything; with more
  * workers than CPUs, the jobs queued behind a full daemon are priced at the CPU share they will
  * get (the over-admission the goodput figures showed), not at the time one took alone; a queue
- * of N refuses only when N wait behind busy workers, not a burst an idle class is taking. */
+ * of N refuses only when N wait behind busy workers, not a burst an idle class is taking. A job
+ * queued on an idle scheduler runs on the worker that became idle last (issue 42: the class's
+ * workers took turns, every job on a cold thread). */
 #define _GNU_SOURCE
 #include "server.h"
 #include "log.h"
@@ -14,7 +16,9 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MS 1000u
 
@@ -57,6 +61,23 @@ static void job_done(pd_job *j, void *arg)
 }
 
 static uint64_t cost_200ms = 200 * MS;
+
+/* a job that notes the thread it ran on (work points at where) */
+static void thread_job(pd_job *j, pd_pools *pools)
+{
+	(void)pools;
+	*(pthread_t *)j->work = pthread_self();
+}
+
+/* the scheduler's busy workers, from its metrics */
+static unsigned workers_busy(pd_sched *s)
+{
+	char *m = pd_sched_metrics(s);
+	const char *p = m ? strstr(m, "\npaddock_workers_busy ") : NULL;
+	unsigned n = p ? (unsigned)strtoul(p + 22, NULL, 10) : 99;
+	free(m);
+	return n;
+}
 
 static pd_job *job(void (*execute)(pd_job *, pd_pools *), uint64_t deadline_in_us)
 {
@@ -118,7 +139,7 @@ static int teach(pd_sched *s, int n, int base)
 
 int main(void)
 {
-	plan(13);
+	plan(15);
 	pd_log_enable(false);
 	pd_err e = {0};
 
@@ -196,6 +217,26 @@ int main(void)
 	open_gate(true);
 	fin += 3;
 	wait_finished(fin);
+	pd_sched_drain(s);
+	pd_sched_free(s);
+
+	/* eight idle workers, jobs one at a time, each after the last one's worker is idle again:
+	 * every one runs on that same worker */
+	o = (pd_sched_opts){.workers = 8, .cpus = 1};
+	s = pd_sched_new(NULL, NULL, NULL, &o, &e);
+	ok(s != NULL, "a scheduler with eight workers: %s", e.msg);
+	pthread_t ran[12];
+	int same = 0;
+	for (int i = 0; i < 12; i++) {
+		pd_job *j = job(thread_job, 0);
+		j->work = &ran[i];
+		submit(s, j, NULL);
+		wait_finished(++fin);
+		for (int k = 0; k < 10000 && workers_busy(s); k++)
+			usleep(1000);
+		same += i && pthread_equal(ran[i], ran[0]);
+	}
+	is_int(same, 11, "12 jobs one after the other, each on the worker that became idle last: all on one thread");
 	pd_sched_drain(s);
 	pd_sched_free(s);
 	return done();

@@ -2,7 +2,10 @@
  * destroyed the sandbox; pd_store_residue then completes the stored record (top level and each
  * stage) by its use_id; a report that comes before the record is kept and applied when the record
  * is stored; records of other uses, and records that are no longer pending, are left alone. The
- * reclaimer's teardown time completes costs.teardown_ms the same way (pd_store_reclaimed). */
+ * reclaimer's teardown time completes costs.teardown_ms the same way (pd_store_reclaimed). The
+ * daemon's reports (pd_store_reclaimed_later) wait for the next record's transaction while a job
+ * runs (pd_store_busy), and are written when the last running job ends, at once when none runs,
+ * and at the store's close. */
 #define _GNU_SOURCE
 #include "server.h"
 #include "tap.h"
@@ -65,7 +68,7 @@ static const char *field(const char *db, const char *task, const char *key, cons
 
 int main(void)
 {
-	plan(18);
+	plan(30);
 	char dir[] = "/tmp/pd-store-residue-XXXXXX";
 	if (!mkdtemp(dir))
 		return 1;
@@ -103,6 +106,46 @@ int main(void)
 	put(s, job("d", NULL));
 	is_str(field(path, "d", "residue", NULL), "null", "a job that never had a sandbox has no residue to wait for");
 	is_int(pd_store_residue(s, "", "clean"), 0, "an empty use id changes nothing");
+
+	/* the daemon's reports: with no job running, written at once */
+	put(s, job("g", "sb-5-1.1"));
+	pd_store_reclaimed_later(s, "sb-5-1.1", "clean", 1000);
+	is_str(field(path, "g", "residue", NULL), "clean", "a report with no job running is written at once");
+	/* while a job runs, it waits for that job's record, and goes in its transaction */
+	pd_store_busy(s, true);
+	put(s, job("h", "sb-5-1.2"));
+	pd_store_reclaimed_later(s, "sb-5-1.2", "clean", 1000);
+	is_str(field(path, "h", "residue", NULL), "pending", "while a job runs, a report waits for its record");
+	put(s, job("i", "sb-5-1.3"));
+	is_str(field(path, "h", "residue", NULL), "clean", "and is written with the next record");
+	is_str(field(path, "h", "costs", "teardown_ms"), "1.000", "its teardown time too");
+	is_str(field(path, "i", "residue", NULL), "pending", "which itself says pending");
+	/* a report for the record still to come goes into its insert */
+	pd_store_reclaimed_later(s, "sb-5-1.4", "1 process left, killed", -1);
+	put(s, job("j", "sb-5-1.4"));
+	is_str(field(path, "j", "residue", NULL), "1 process left, killed", "a waiting report of a record to come goes into it");
+	/* the last running job to end writes what waits */
+	pd_store_reclaimed_later(s, "sb-5-1.3", "clean", -1);
+	pd_store_busy(s, true);
+	pd_store_busy(s, false);
+	is_str(field(path, "i", "residue", NULL), "pending", "not while another job still runs");
+	pd_store_busy(s, false);
+	is_str(field(path, "i", "residue", NULL), "clean", "written when the last one ends");
+	/* a report whose record never comes while jobs run: kept as an early one when written */
+	pd_store_busy(s, true);
+	pd_store_reclaimed_later(s, "sb-6-1.1", "clean", -1);
+	pd_store_busy(s, false);
+	put(s, job("k", "sb-6-1.1"));
+	is_str(field(path, "k", "residue", NULL), "clean", "a report written before its record still completes it");
+	/* what waits at the close is written */
+	pd_store_busy(s, true);
+	put(s, job("l", "sb-7-1.1"));
+	pd_store_reclaimed_later(s, "sb-7-1.1", "clean", -1);
+	is_str(field(path, "l", "residue", NULL), "pending", "(waiting at the close)");
+	pd_store_close(s);
+	is_str(field(path, "l", "residue", NULL), "clean", "is written by the close");
+	s = pd_store_open(path, 0, &e);
+	ok(s != NULL, "reopened");
 
 	pd_store_close(s);
 	char cmd[300];
