@@ -242,6 +242,8 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 	c->store = store;
 	c->run_id = pd_ctx_run_id(ctx);
 	pthread_mutex_init(&c->mu, NULL);
+	pthread_mutex_init(&c->drop_mu, NULL);
+	pthread_mutex_init(&c->claim_mu, NULL);
 	pthread_cond_init(&c->sub_cv, NULL);
 	pthread_cond_init(&c->slot_cv, NULL);
 	pthread_cond_init(&c->ready_cv, NULL);
@@ -288,7 +290,7 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 	/* the outbox after the stage is settled: a row the settling took out was never final */
 	if (c->store && (c->rec_mark = pd_store_outbox_mark(c->store, e)) < 0)
 		goto fail;
-	if (start_consumers(c, e) < 0)
+	if (cl_claims_start(c, e) < 0 || start_consumers(c, e) < 0)
 		goto fail;
 	if (start_threads(c, e) < 0)
 		goto fail;
@@ -383,6 +385,8 @@ void pd_cluster_free(pd_cluster *c)
 	pd_cluster_stop(c);
 	if (c->notify)
 		N.natsSubscription_Destroy(c->notify);
+	if (c->claim_sub)
+		N.natsSubscription_Destroy(c->claim_sub);
 	for (size_t i = 0; i < c->nconsumers; i++)
 		if (c->consumers[i].sub)
 			N.natsSubscription_Destroy(c->consumers[i].sub);
@@ -402,7 +406,10 @@ void pd_cluster_free(pd_cluster *c)
 	for (size_t i = 0; i < c->nready; i++)
 		free(c->ready[i]);
 	free(c->ready);
+	cl_msg_flush(c); /* last: a handler the connection's end called may have added some */
 	pthread_mutex_destroy(&c->mu);
+	pthread_mutex_destroy(&c->drop_mu);
+	pthread_mutex_destroy(&c->claim_mu);
 	pthread_cond_destroy(&c->sub_cv);
 	pthread_cond_destroy(&c->slot_cv);
 	pthread_cond_destroy(&c->ready_cv);

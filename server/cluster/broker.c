@@ -96,3 +96,33 @@ void cl_stream_retention(pd_cluster *c, jsStreamConfig *sc, bool *explicit_bytes
 	sc->MaxBytes = bytes == UINT64_MAX ? -1 : (int64_t)bytes;
 	*explicit_bytes = c->o.records_max_bytes != 0;
 }
+
+void cl_msg_drop(pd_cluster *c, natsMsg *m)
+{
+	if (!m)
+		return;
+	natsMsg *batch[CL_DROP_BATCH];
+	unsigned n = 0;
+	pthread_mutex_lock(&c->drop_mu);
+	c->drop[c->ndrop++] = m;
+	if (c->ndrop == CL_DROP_BATCH) {
+		n = c->ndrop;
+		memcpy(batch, c->drop, n * sizeof *batch);
+		c->ndrop = 0;
+	}
+	pthread_mutex_unlock(&c->drop_mu);
+	for (unsigned i = 0; i < n; i++)
+		N.natsMsg_Destroy(batch[i]);
+}
+
+void cl_msg_flush(pd_cluster *c)
+{
+	natsMsg *batch[CL_DROP_BATCH];
+	pthread_mutex_lock(&c->drop_mu);
+	unsigned n = c->ndrop;
+	memcpy(batch, c->drop, n * sizeof *batch);
+	c->ndrop = 0;
+	pthread_mutex_unlock(&c->drop_mu);
+	for (unsigned i = 0; i < n; i++)
+		N.natsMsg_Destroy(batch[i]);
+}

@@ -37,6 +37,7 @@
 #define CL_OBJ_PREFIX "paddock.obj." /* + <name>.c (chunks), <name>.m (its description) */
 #define CL_HEARTBEAT_MS 1000
 #define CL_NODE_TTL_S 5 /* a node unheard of for this long is gone */
+#define CL_DROP_BATCH 64 /* messages destroyed together (cl_msg_drop) */
 
 typedef struct cl_waiter cl_waiter;
 typedef struct cl_task cl_task;
@@ -50,6 +51,10 @@ typedef struct cl_consumer {
 	natsSubscription *sub;
 	pthread_t thread;
 	bool started;
+	/* the last task pulled had none queued behind it: the next pull asks for one and waits
+	 * for it, which ends with that task; a pull for several ends with a "no more" message
+	 * besides (one more message, and a wake-up, a request) */
+	bool pull_one;
 } cl_consumer;
 
 struct pd_cluster {
@@ -106,6 +111,19 @@ struct pd_cluster {
 	jsCtx *rjs; /* the recorder's: its publishes' acks go to cl_on_record_ack */
 	unsigned rec_failed; /* publishes of the round the broker refused (mu) */
 
+	/* messages destroyed in batches (cl_msg_drop, drop_mu): libnats frees each message on its
+	 * own collector thread, which a destroy wakes whenever it is idle */
+	pthread_mutex_t drop_mu;
+	natsMsg *drop[CL_DROP_BATCH];
+	unsigned ndrop;
+	/* claims (executor.c, claim_mu): created with a publish whose reply comes to this one
+	 * subscription, read by the claiming thread itself (kvStore_Create's reply went through
+	 * libnats' request thread first: one thread hand-off more a request) */
+	pthread_mutex_t claim_mu;
+	natsSubscription *claim_sub;
+	char claim_inbox[160];
+	uint64_t claim_seq;
+
 	/* figures (mu) */
 	uint64_t submitted, published, dup_published, dup_answered, publish_failures;
 	uint64_t pulled, redelivered, exhausted, recorded, already_recorded, naks, answered, results_too_big;
@@ -131,6 +149,12 @@ int cl_stream_fit(pd_cluster *c, jsStreamConfig *sc, bool explicit_bytes, pd_err
  * objects' streams share them); *explicit_bytes when the operator gave the size. */
 void cl_stream_retention(pd_cluster *c, jsStreamConfig *sc, bool *explicit_bytes);
 
+/* Destroys m, with others: in batches of CL_DROP_BATCH (or at cl_msg_flush), so that libnats'
+ * collector thread is woken once a batch, not once a message. */
+void cl_msg_drop(pd_cluster *c, natsMsg *m);
+/* Destroys the messages cl_msg_drop keeps (the leaser's tick, the node's end). */
+void cl_msg_flush(pd_cluster *c);
+
 /* edge.c */
 void *cl_publisher_main(void *arg);
 void *cl_poller_main(void *arg);
@@ -148,6 +172,8 @@ void cl_edge_drain(pd_cluster *c);
  * before the node pulls work. */
 int cl_settle_staged(pd_cluster *c, pd_err *e);
 void *cl_puller_main(void *arg);
+/* The claims' reply subscription (before any task is pulled). */
+int cl_claims_start(pd_cluster *c, pd_err *e);
 void *cl_ticker_main(void *arg);
 void *cl_leaser_main(void *arg);
 

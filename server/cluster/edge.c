@@ -273,15 +273,17 @@ void cl_on_pub_ack(jsCtx *js, natsMsg *m, jsPubAck *pa, jsPubAckErr *pae, void *
 {
 	(void)js;
 	pd_cluster *c = arg;
+	/* the request id only when it is needed (a duplicate, a failure): its lookup parses the
+	 * message's headers, which the usual ack does not need */
 	const char *rid = NULL;
-	if (N.natsMsgHeader_Get(m, "Paddock-Request-Id", &rid) != NATS_OK)
+	if ((!pa || pa->Duplicate) && N.natsMsgHeader_Get(m, "Paddock-Request-Id", &rid) != NATS_OK)
 		rid = NULL;
+	char *id = pa && pa->Duplicate && rid ? strdup(rid) : NULL;
 	pthread_mutex_lock(&c->mu);
 	bool stopping = c->stopping;
 	if (pa && pa->Duplicate) {
 		c->dup_published++;
 		c->dup_answered++;
-		char *id = rid ? strdup(rid) : NULL;
 		if (id)
 			ready_push(c, id);
 	} else if (pa) {
@@ -289,8 +291,11 @@ void cl_on_pub_ack(jsCtx *js, natsMsg *m, jsPubAck *pa, jsPubAckErr *pae, void *
 	} else {
 		c->publish_failures++;
 	}
+	bool retry = !pa && rid && !stopping;
+	if (!retry && --c->pub_inflight == 0)
+		pthread_cond_broadcast(&c->pub_cv); /* publish_settled, under the same lock */
 	pthread_mutex_unlock(&c->mu);
-	if (!pa && rid && !stopping) {
+	if (retry) {
 		const char *kind = NULL;
 		if (N.natsMsgHeader_Get(m, "Paddock-Kind", &kind) != NATS_OK || !kind)
 			kind = "native";
@@ -298,9 +303,9 @@ void cl_on_pub_ack(jsCtx *js, natsMsg *m, jsPubAck *pa, jsPubAckErr *pae, void *
 		       PD_LS("error", pae ? cl_status(pae->Err) : "no ack"));
 		publish_later(c, N.natsMsg_GetSubject(m), kind, rid, N.natsMsg_GetData(m),
 			      (size_t)N.natsMsg_GetDataLength(m));
+		publish_settled(c);
 	}
-	N.natsMsg_Destroy(m);
-	publish_settled(c);
+	cl_msg_drop(c, m);
 }
 
 /* Answers every waiter of request_id with a failure to publish. */
@@ -434,7 +439,7 @@ void cl_on_notify(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *a
 			memcpy(val, nl + 1, vlen);
 			val[vlen] = 0;
 			deliver_value(c, id, val, vlen);
-			N.natsMsg_Destroy(m);
+			cl_msg_drop(c, m);
 			return;
 		}
 	}
@@ -448,7 +453,7 @@ void cl_on_notify(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *a
 		ready_push(c, note);
 		pthread_mutex_unlock(&c->mu);
 	}
-	N.natsMsg_Destroy(m);
+	cl_msg_drop(c, m);
 }
 
 /* Answers the waiters whose results were announced, and looks again for those that waited long

@@ -143,7 +143,7 @@ void cl_on_record_ack(jsCtx *js, natsMsg *m, jsPubAck *pa, jsPubAckErr *pae, voi
 		c->rec_failed++;
 		pthread_mutex_unlock(&c->mu);
 	}
-	N.natsMsg_Destroy(m);
+	cl_msg_drop(c, m); /* destroyed with others: one wake-up of libnats' collector a batch */
 }
 
 /* Waits for the acks of the round's publishes: true when the broker took every one. */
@@ -259,8 +259,11 @@ void *cl_recorder_main(void *arg)
 
 void cl_records_due(pd_cluster *c)
 {
+	/* only the first record since the last round wakes the recorder: a wake-up for each
+	 * record sent it back to sleep until its round was due (a context switch a request) */
+	if (!c->rec_due)
+		pthread_cond_signal(&c->rec_cv);
 	c->rec_due = true;
-	pthread_cond_signal(&c->rec_cv);
 }
 
 /* ---- reading ------------------------------------------------------------------------------ */
