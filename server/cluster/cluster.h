@@ -51,10 +51,11 @@ typedef struct cl_consumer {
 	natsSubscription *sub;
 	pthread_t thread;
 	bool started;
-	/* the last task pulled had none queued behind it: the next pull asks for one and waits
-	 * for it, which ends with that task; a pull for several ends with a "no more" message
-	 * besides (one more message, and a wake-up, a request) */
-	bool pull_one;
+	/* the tasks the consumer had queued behind the last one pulled: the next pull asks for
+	 * that many (at most the free slots), or for one, waiting for it, when none was queued. A
+	 * pull for more than there are ends with a "no more" message besides: one more message,
+	 * and a wake-up, a request */
+	uint64_t queued;
 } cl_consumer;
 
 struct pd_cluster {

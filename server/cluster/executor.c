@@ -369,15 +369,15 @@ static void answer_refusal(pd_cluster *c, cl_task *t, int status, const char *ms
 	task_end(c, t);
 }
 
-/* Takes a pulled task; returns whether the consumer had more queued behind it (the next pull
- * asks for several then). */
-static bool take_task(pd_cluster *c, natsMsg *m)
+/* Takes a pulled task; returns how many tasks the consumer had queued behind it (what the next
+ * pull asks for, at most the free slots). */
+static uint64_t take_task(pd_cluster *c, natsMsg *m)
 {
 	cl_task *t = calloc(1, sizeof *t);
 	if (!t) {
 		N.natsMsg_NakWithDelay(m, 1000, NULL);
 		N.natsMsg_Destroy(m);
-		return true;
+		return 1;
 	}
 	t->c = c;
 	t->m = m;
@@ -392,11 +392,11 @@ static bool take_task(pd_cluster *c, natsMsg *m)
 		 N.natsMsgHeader_Get(m, "Paddock-Kind", &v) == NATS_OK && v ? v : "native");
 	pd_new_id(t->token, sizeof t->token, c->run_id, "%s", c->node);
 	uint64_t delivered = 1, waited_us = 0;
-	bool more = true;
+	uint64_t queued = 1;
 	jsMsgMetaData *meta = NULL;
 	if (N.natsMsg_GetMetaData(&meta, m) == NATS_OK) {
 		delivered = meta->NumDelivered;
-		more = meta->NumPending > 0;
+		queued = meta->NumPending;
 		/* its time in the broker (the stream's clock, the edge's own clock give or take): its
 		 * deadline counts from its arrival (intake.h) */
 		int64_t stored_ms = meta->Timestamp / 1000000, now_ms = (int64_t)(pd_wall_us() / 1000);
@@ -415,7 +415,7 @@ static bool take_task(pd_cluster *c, natsMsg *m)
 		/* not ours: nothing to answer */
 		N.natsMsg_Ack(m, NULL);
 		task_end(c, t);
-		return more;
+		return queued;
 	}
 	if (delivered > 1) {
 		/* a redelivery: the node that had it may have recorded it before it died */
@@ -429,7 +429,7 @@ static bool take_task(pd_cluster *c, natsMsg *m)
 			pthread_mutex_unlock(&c->mu);
 			notify(c, t, t->request_id, NULL);
 			task_end(c, t);
-			return more;
+			return queued;
 		}
 	}
 	pd_err e = {0};
@@ -439,7 +439,7 @@ static bool take_task(pd_cluster *c, natsMsg *m)
 			  &status, &e);
 	if (!j) {
 		answer_refusal(c, t, status, PD_ERR_STR(&e));
-		return more;
+		return queued;
 	}
 	snprintf(j->request_id, sizeof j->request_id, "%s", t->request_id);
 	snprintf(j->node, sizeof j->node, "%s", c->node);
@@ -470,7 +470,7 @@ static bool take_task(pd_cluster *c, natsMsg *m)
 			snprintf(j->store_error, sizeof j->store_error, "%s", PD_ERR_STR(&e));
 		}
 		task_done(j, t);
-		return more;
+		return queued;
 	}
 	pd_admit a = pd_sched_submit(c->sched, j);
 	if (a != PD_ADMIT_OK) {
@@ -482,12 +482,12 @@ static bool take_task(pd_cluster *c, natsMsg *m)
 		pthread_mutex_unlock(&c->mu);
 		task_end(c, t);
 	}
-	return more;
+	return queued;
 }
 
 /* One template's puller. The node's slots (and, while tasks are short, as many again queued
- * ahead: c->ahead) are shared by its templates' pullers: each asks, in one pull, for as many
- * tasks as are free when it asks, so while two fetch at once a node may hold a few more (they
+ * ahead: c->ahead) are shared by its templates' pullers: each asks, in one pull, for at most as
+ * many tasks as are free when it asks (as many as its consumer had queued), so while two fetch at once a node may hold a few more (they
  * wait in its scheduler's queue, their acks renewed), never more than that times its
  * templates. */
 void *cl_puller_main(void *arg)
@@ -505,7 +505,10 @@ void *cl_puller_main(void *arg)
 			break;
 		natsMsgList list = {0};
 		jsErrCode je = 0;
-		natsStatus s = N.natsSubscription_Fetch(&list, k->sub, k->pull_one ? 1 : free_slots, 1000, &je);
+		/* as many as the consumer had queued (when they are all there the pull ends with the
+		 * last, with no "no more" message), at most the free slots; one when none was queued */
+		int batch = k->queued < (uint64_t)free_slots ? (int)k->queued : free_slots;
+		natsStatus s = N.natsSubscription_Fetch(&list, k->sub, batch > 0 ? batch : 1, 1000, &je);
 		if (s != NATS_OK && s != NATS_TIMEOUT) {
 			/* the broker away: libnats reconnects; ask again shortly */
 			usleep(200 * 1000);
@@ -515,7 +518,7 @@ void *cl_puller_main(void *arg)
 			natsMsg *m = list.Msgs[i];
 			list.Msgs[i] = NULL;
 			if (m)
-				k->pull_one = !take_task(c, m);
+				k->queued = take_task(c, m);
 		}
 		N.natsMsgList_Destroy(&list);
 	}
