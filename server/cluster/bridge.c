@@ -350,15 +350,24 @@ void pd_cluster_stop(pd_cluster *c)
 			pthread_join(i < 2 ? c->publishers[i] : i == 2 ? c->poller : i == 3 ? c->ticker : c->leaser, NULL);
 	if (c->started[5] && c->store)
 		pthread_join(c->recorder, NULL);
-	/* every asynchronous publish is acked or has failed by its ack wait (libnats calls
-	 * cl_on_pub_ack either way): none may call it once c is freed */
+	/* every asynchronous publish is acked or taken back (cl_edge_reclaim): none may call
+	 * cl_on_pub_ack once c is freed (the connection is closed below before that) */
 	pthread_mutex_lock(&c->mu);
-	uint64_t until = pd_now_us() / 1000 + 10000;
+	uint64_t start = pd_now_us() / 1000, until = start + 10000;
+	bool reclaimed = false;
 	while (c->pub_inflight && pd_now_us() / 1000 < until) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += 1;
 		pthread_cond_timedwait(&c->pub_cv, &c->mu, &ts);
+		if (c->pub_inflight && !reclaimed && pd_now_us() / 1000 - start >= 5000) {
+			/* no ack in 5 s (publishes carry no timeout of libnats'): given up as a
+			 * publish's timeout did; their waiters were answered when the poller stopped */
+			reclaimed = true;
+			pthread_mutex_unlock(&c->mu);
+			cl_edge_reclaim(c);
+			pthread_mutex_lock(&c->mu);
+		}
 	}
 	unsigned left = c->pub_inflight;
 	pthread_mutex_unlock(&c->mu);

@@ -165,6 +165,9 @@ void cl_on_notify(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *a
 void cl_deliver_local(pd_cluster *c, const char *request_id, int status, const char *body, size_t len);
 /* The broker's ack (or not) of an asynchronous publish (jsOptions.PublishAsync.AckHandler). */
 void cl_on_pub_ack(jsCtx *js, natsMsg *m, jsPubAck *pa, jsPubAckErr *pae, void *arg);
+/* Takes back the publishes libnats holds unacked and queues them to be published again (the
+ * poller, for one unacked for 5 s; the stop, for those still unacked after 5 s). */
+void cl_edge_reclaim(pd_cluster *c);
 /* Frees what waited to be published again (its waiters were answered at the stop). */
 void cl_edge_drain(pd_cluster *c);
 
