@@ -1,6 +1,7 @@
 /* The broker's small tools, shared by every file of server/cluster/ and calling none of them:
  * a status's text, the key a request id (or a template name) takes in the broker, the results
- * bucket's read, and the making of a stream that must fit the broker's store. The files above
+ * bucket's read, the making of a stream that must fit the broker's store, and the destruction of
+ * messages in batches (libnats wakes its collector thread for each message freed alone). The files above
  * (edge.c, executor.c, records.c, objects.c, refs.c, nodes.c) use these; bridge.c, which starts
  * them all, sits on top. */
 #define _GNU_SOURCE

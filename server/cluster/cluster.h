@@ -11,7 +11,7 @@
  *               run's whole output beyond its record
  *   objects.c   large values (results, records, whole outputs) as chunks in a stream
  *   broker.c    the small tools all of these share: status text, keys, the results bucket's
- *               read, a stream that fits the broker's store
+ *               read, a stream that fits the broker's store, messages destroyed in batches
  * Calls run one way: bridge.c (start and stop) calls the rest; executor.c calls edge.c (an
  * answer in process) and records.c, nodes.c, refs.c; records.c and refs.c call objects.c; all
  * call broker.c, which calls none of them.
