@@ -19,7 +19,9 @@
 # source (use a small N: each compiles); BENCH_ONLY=1: section 1 alone). Needs root (the daemons
 # make sandboxes). CPU per request (the daemon's, the broker's: user + system from /proc) is the
 # figure a loaded machine disturbs least; the cluster node's includes publishing its records to
-# the shared record stream (docs/cluster.md).
+# the shared record stream (docs/cluster.md). Each measure also counts, a request, the daemon's
+# context switches (its threads' voluntary and involuntary, /proc) and the broker's messages in
+# and out (its monitoring endpoint): what the cluster path's CPU mostly goes to, and not a rate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-1000}
@@ -53,6 +55,7 @@ broker() {  # broker NAME: starts a nats-server; prints "PORT MONITOR_PORT"
   nats-server -js -sd "$T/js.$1" -a 127.0.0.1 -p "$p" -m "$m" >"$T/nats.$1.log" 2>&1 &
   echo $! >"$T/nats.$1.pid"
   for _ in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && break; sleep 0.1; done
+  echo "$m" >"$T/nats.$1.mport"
   echo "$p $m"
 }
 serve() {  # serve NAME BINARY ARGS...: prints the address
@@ -107,11 +110,22 @@ EOF_PY
 # CPU time (user + system, in clock ticks) a process has used: where a request's time goes
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 HZ=$(getconf CLK_TCK)
-# measure KEY ADDR J DAEMON BROKER: one measure; appends "KEY rate p50 p90 daemon_ms broker_ms"
-# to $T/results and prints the round's line
+# the context switches of a process's threads (those alive at both reads: the daemon's own, not
+# its sandboxes'), voluntary and not: each is a thread woken or preempted, what most of the
+# cluster path's CPU goes to (docs/cluster.md, "where the time goes")
+switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ {s += $2} END {print s + 0}'; }
+# the broker's messages in and out (its monitoring endpoint), 0 without a broker
+msgs() {
+  [ -e "$T/nats.$1.mport" ] || { echo 0; return; }
+  curl -s "http://127.0.0.1:$(cat "$T/nats.$1.mport")/varz" |
+    python3 -c 'import json,sys; v=json.load(sys.stdin); print(v["in_msgs"] + v["out_msgs"])' 2>/dev/null || echo 0
+}
+# measure KEY ADDR J DAEMON BROKER: one measure; appends "KEY rate p50 p90 daemon_ms broker_ms
+# switches messages" (the last two a request) to $T/results and prints the round's line
 measure() {
-  local d0 n0 d1 n1 dp np line rate p50 p90 dms bms
+  local d0 n0 d1 n1 dp np line rate p50 p90 dms bms s0 s1 m0 m1 sw ms
   dp=$(cat "$T/$4.pid"); np=$(cat "$T/nats.$5.pid" 2>/dev/null || echo 0)
+  s0=$(switches "$dp"); m0=$(msgs "$5")
   d0=$(ticks "$dp"); n0=$(ticks "$np")
   if [ "$LANG_" = cpp ]; then
     python3 "$T/judge.py" "$2" "$3" "$T/batch.jsonl" 2>"$T/m.err" || true
@@ -119,15 +133,18 @@ measure() {
     "$P" run --cluster "http://$2" -j "$3" -o /dev/null "$T/batch.jsonl" 2>"$T/m.err" || true
   fi
   d1=$(ticks "$dp"); n1=$(ticks "$np")
+  s1=$(switches "$dp"); m1=$(msgs "$5")
   line=$(head -1 "$T/m.err")
   rate=$(sed -n 's/.*s: \([0-9.]*\)\/s;.*/\1/p' <<<"$line")
   p50=$(sed -n 's/.*p50 \([0-9.]*\) ms.*/\1/p' <<<"$line")
   p90=$(sed -n 's/.*p90 \([0-9.]*\) ms.*/\1/p' <<<"$line")
   dms=$(echo "scale=3; ($d1 - $d0) * 1000 / $HZ / $N" | bc)
   bms=$(echo "scale=3; ($n1 - $n0) * 1000 / $HZ / $N" | bc)
-  echo "$1 ${rate:-0} ${p50:-0} ${p90:-0} $dms $bms" >>"$T/results"
-  printf '  %-22s %7s/s  p50 %5s ms  p90 %5s ms  CPU/req: daemon %s ms, broker %s ms\n' "$1" "${rate:-0}" \
-    "${p50:-?}" "${p90:-?}" "$dms" "$bms"
+  sw=$(echo "scale=1; ($s1 - $s0) / $N" | bc)
+  ms=$(echo "scale=1; ($m1 - $m0) / $N" | bc)
+  echo "$1 ${rate:-0} ${p50:-0} ${p90:-0} $dms $bms $sw $ms" >>"$T/results"
+  printf '  %-22s %7s/s  p50 %5s ms  p90 %5s ms  CPU/req: daemon %s ms, broker %s ms; a request: %s switches, %s messages\n' \
+    "$1" "${rate:-0}" "${p50:-?}" "${p90:-?}" "$dms" "$bms" "$sw" "$ms"
 }
 
 read -r NP _ < <(broker new)
@@ -173,14 +190,19 @@ for line in open(sys.argv[1]):
 def med(k, i): return statistics.median(r[i] for r in rows[k])
 def rng(k, i): return "%g-%g" % (min(r[i] for r in rows[k]), max(r[i] for r in rows[k]))
 print("== medians (ranges) over the rounds")
-print("  %-16s %-20s %-18s %-10s %-14s %s" % ("path", "requests/s", "p50 ms", "p90 ms", "daemon CPU/req", "broker CPU/req"))
+print("  %-16s %-20s %-18s %-10s %-14s %-14s %-9s %s" % ("path", "requests/s", "p50 ms", "p90 ms", "daemon CPU/req",
+      "broker CPU/req", "switches", "messages"))
 for k in sorted(rows):
-    print("  %-16s %-20s %-18s %-10g %-14s %s" % (k, "%.0f (%s)" % (med(k, 0), rng(k, 0)), "%g (%s)" % (med(k, 1), rng(k, 1)),
-          med(k, 2), "%.2f ms" % med(k, 3), "%.2f ms" % med(k, 4)))
+    print("  %-16s %-20s %-18s %-10g %-14s %-14s %-9g %g" % (k, "%.0f (%s)" % (med(k, 0), rng(k, 0)),
+          "%g (%s)" % (med(k, 1), rng(k, 1)), med(k, 2), "%.2f ms" % med(k, 3), "%.2f ms" % med(k, 4), med(k, 5),
+          med(k, 6)))
 for c in ("cluster", "cluster-old"):
     if c + "-j8" in rows:
-        print("  %-12s throughput %.2fx the local path's (8 clients); p50 %+.1f ms against it (1 client)" % (
-            c, med(c + "-j8", 0) / med("local-j8", 0), med(c + "-j1", 1) - med("local-j1", 1)))
+        print("  %-12s throughput %.2fx the local path's (8 clients); p50 %+.1f ms against it (1 client); daemon"
+              " CPU/req %+.2f ms (8 clients), %+.2f ms (1 client); switches %+g, %+g a request" % (
+            c, med(c + "-j8", 0) / med("local-j8", 0), med(c + "-j1", 1) - med("local-j1", 1),
+            med(c + "-j8", 3) - med("local-j8", 3), med(c + "-j1", 3) - med("local-j1", 3),
+            med(c + "-j8", 5) - med("local-j8", 5), med(c + "-j1", 5) - med("local-j1", 5)))
 EOF_PY
 
 [ "${BENCH_ONLY:-}" = 1 ] && exit 0

@@ -242,6 +242,8 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 	c->store = store;
 	c->run_id = pd_ctx_run_id(ctx);
 	pthread_mutex_init(&c->mu, NULL);
+	pthread_mutex_init(&c->drop_mu, NULL);
+	pthread_mutex_init(&c->claim_mu, NULL);
 	pthread_cond_init(&c->sub_cv, NULL);
 	pthread_cond_init(&c->slot_cv, NULL);
 	pthread_cond_init(&c->ready_cv, NULL);
@@ -288,7 +290,7 @@ pd_cluster *pd_cluster_start(const pd_cluster_opts *o, pd_sched *sched, pd_pools
 	/* the outbox after the stage is settled: a row the settling took out was never final */
 	if (c->store && (c->rec_mark = pd_store_outbox_mark(c->store, e)) < 0)
 		goto fail;
-	if (start_consumers(c, e) < 0)
+	if (cl_claims_start(c, e) < 0 || start_consumers(c, e) < 0)
 		goto fail;
 	if (start_threads(c, e) < 0)
 		goto fail;
@@ -348,15 +350,24 @@ void pd_cluster_stop(pd_cluster *c)
 			pthread_join(i < 2 ? c->publishers[i] : i == 2 ? c->poller : i == 3 ? c->ticker : c->leaser, NULL);
 	if (c->started[5] && c->store)
 		pthread_join(c->recorder, NULL);
-	/* every asynchronous publish is acked or has failed by its ack wait (libnats calls
-	 * cl_on_pub_ack either way): none may call it once c is freed */
+	/* every asynchronous publish is acked or taken back (cl_edge_reclaim): none may call
+	 * cl_on_pub_ack once c is freed (the connection is closed below before that) */
 	pthread_mutex_lock(&c->mu);
-	uint64_t until = pd_now_us() / 1000 + 10000;
+	uint64_t start = pd_now_us() / 1000, until = start + 10000;
+	bool reclaimed = false;
 	while (c->pub_inflight && pd_now_us() / 1000 < until) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += 1;
 		pthread_cond_timedwait(&c->pub_cv, &c->mu, &ts);
+		if (c->pub_inflight && !reclaimed && pd_now_us() / 1000 - start >= 5000) {
+			/* no ack in 5 s (publishes carry no timeout of libnats'): given up as a
+			 * publish's timeout did; their waiters were answered when the poller stopped */
+			reclaimed = true;
+			pthread_mutex_unlock(&c->mu);
+			cl_edge_reclaim(c);
+			pthread_mutex_lock(&c->mu);
+		}
 	}
 	unsigned left = c->pub_inflight;
 	pthread_mutex_unlock(&c->mu);
@@ -383,6 +394,8 @@ void pd_cluster_free(pd_cluster *c)
 	pd_cluster_stop(c);
 	if (c->notify)
 		N.natsSubscription_Destroy(c->notify);
+	if (c->claim_sub)
+		N.natsSubscription_Destroy(c->claim_sub);
 	for (size_t i = 0; i < c->nconsumers; i++)
 		if (c->consumers[i].sub)
 			N.natsSubscription_Destroy(c->consumers[i].sub);
@@ -403,7 +416,10 @@ void pd_cluster_free(pd_cluster *c)
 	for (size_t i = 0; i < c->nready; i++)
 		free(c->ready[i]);
 	free(c->ready);
+	cl_msg_flush(c); /* last: a handler the connection's end called may have added some */
 	pthread_mutex_destroy(&c->mu);
+	pthread_mutex_destroy(&c->drop_mu);
+	pthread_mutex_destroy(&c->claim_mu);
 	pthread_cond_destroy(&c->sub_cv);
 	pthread_cond_destroy(&c->slot_cv);
 	pthread_cond_destroy(&c->ready_cv);

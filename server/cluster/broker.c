@@ -1,6 +1,7 @@
 /* The broker's small tools, shared by every file of server/cluster/ and calling none of them:
  * a status's text, the key a request id (or a template name) takes in the broker, the results
- * bucket's read, and the making of a stream that must fit the broker's store. The files above
+ * bucket's read, the making of a stream that must fit the broker's store, and the destruction of
+ * messages in batches (libnats wakes its collector thread for each message freed alone). The files above
  * (edge.c, executor.c, records.c, objects.c, refs.c, nodes.c) use these; bridge.c, which starts
  * them all, sits on top. */
 #define _GNU_SOURCE
@@ -95,4 +96,34 @@ void cl_stream_retention(pd_cluster *c, jsStreamConfig *sc, bool *explicit_bytes
 	uint64_t bytes = c->o.records_max_bytes ? c->o.records_max_bytes : (10ull << 30);
 	sc->MaxBytes = bytes == UINT64_MAX ? -1 : (int64_t)bytes;
 	*explicit_bytes = c->o.records_max_bytes != 0;
+}
+
+void cl_msg_drop(pd_cluster *c, natsMsg *m)
+{
+	if (!m)
+		return;
+	natsMsg *batch[CL_DROP_BATCH];
+	unsigned n = 0;
+	pthread_mutex_lock(&c->drop_mu);
+	c->drop[c->ndrop++] = m;
+	if (c->ndrop == CL_DROP_BATCH) {
+		n = c->ndrop;
+		memcpy(batch, c->drop, n * sizeof *batch);
+		c->ndrop = 0;
+	}
+	pthread_mutex_unlock(&c->drop_mu);
+	for (unsigned i = 0; i < n; i++)
+		N.natsMsg_Destroy(batch[i]);
+}
+
+void cl_msg_flush(pd_cluster *c)
+{
+	natsMsg *batch[CL_DROP_BATCH];
+	pthread_mutex_lock(&c->drop_mu);
+	unsigned n = c->ndrop;
+	memcpy(batch, c->drop, n * sizeof *batch);
+	c->ndrop = 0;
+	pthread_mutex_unlock(&c->drop_mu);
+	for (unsigned i = 0; i < n; i++)
+		N.natsMsg_Destroy(batch[i]);
 }

@@ -14,7 +14,7 @@
  *   s3.c        the S3-compatible object backend: signed PUT and GET, path-style
  *   https.c     libcurl, loaded on first use, for an https:// S3 endpoint
  *   broker.c    the small tools all of these share: status text, keys, the results bucket's
- *               read, a stream that fits the broker's store
+ *               read, a stream that fits the broker's store, messages destroyed in batches
  * Calls run one way: bridge.c (start and stop) calls the rest; executor.c calls edge.c (an
  * answer in process) and records.c, nodes.c, refs.c; records.c and refs.c call objects.c, which calls s3.c, which calls https.c; all
  * call broker.c, which calls none of them.
@@ -41,6 +41,7 @@
 #define CL_OBJ_PREFIX "paddock.obj." /* + <name>.c (chunks), <name>.m (its description) */
 #define CL_HEARTBEAT_MS 1000
 #define CL_NODE_TTL_S 5 /* a node unheard of for this long is gone */
+#define CL_DROP_BATCH 64 /* messages destroyed together (cl_msg_drop) */
 
 typedef struct cl_waiter cl_waiter;
 typedef struct cl_task cl_task;
@@ -55,6 +56,11 @@ typedef struct cl_consumer {
 	natsSubscription *sub;
 	pthread_t thread;
 	bool started;
+	/* the tasks the consumer had queued behind the last one pulled: the next pull asks for
+	 * that many (at most the free slots), or for one, waiting for it, when none was queued. A
+	 * pull for more than there are ends with a "no more" message besides: one more message,
+	 * and a wake-up, a request */
+	uint64_t queued;
 } cl_consumer;
 
 struct pd_cluster {
@@ -111,6 +117,19 @@ struct pd_cluster {
 	jsCtx *rjs; /* the recorder's: its publishes' acks go to cl_on_record_ack */
 	unsigned rec_failed; /* publishes of the round the broker refused (mu) */
 
+	/* messages destroyed in batches (cl_msg_drop, drop_mu): libnats frees each message on its
+	 * own collector thread, which a destroy wakes whenever it is idle */
+	pthread_mutex_t drop_mu;
+	natsMsg *drop[CL_DROP_BATCH];
+	unsigned ndrop;
+	/* claims (executor.c, claim_mu): created with a publish whose reply comes to this one
+	 * subscription, read by the claiming thread itself (kvStore_Create's reply went through
+	 * libnats' request thread first: one thread hand-off more a request) */
+	pthread_mutex_t claim_mu;
+	natsSubscription *claim_sub;
+	char claim_inbox[160];
+	uint64_t claim_seq;
+
 	/* figures (mu) */
 	uint64_t submitted, published, dup_published, dup_answered, publish_failures;
 	uint64_t pulled, redelivered, exhausted, recorded, already_recorded, naks, answered, results_too_big;
@@ -137,6 +156,12 @@ int cl_stream_fit(pd_cluster *c, jsStreamConfig *sc, bool explicit_bytes, pd_err
  * objects' streams share them); *explicit_bytes when the operator gave the size. */
 void cl_stream_retention(pd_cluster *c, jsStreamConfig *sc, bool *explicit_bytes);
 
+/* Destroys m, with others: in batches of CL_DROP_BATCH (or at cl_msg_flush), so that libnats'
+ * collector thread is woken once a batch, not once a message. */
+void cl_msg_drop(pd_cluster *c, natsMsg *m);
+/* Destroys the messages cl_msg_drop keeps (the leaser's tick, the node's end). */
+void cl_msg_flush(pd_cluster *c);
+
 /* edge.c */
 void *cl_publisher_main(void *arg);
 void *cl_poller_main(void *arg);
@@ -146,6 +171,9 @@ void cl_on_notify(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *a
 void cl_deliver_local(pd_cluster *c, const char *request_id, int status, const char *body, size_t len);
 /* The broker's ack (or not) of an asynchronous publish (jsOptions.PublishAsync.AckHandler). */
 void cl_on_pub_ack(jsCtx *js, natsMsg *m, jsPubAck *pa, jsPubAckErr *pae, void *arg);
+/* Takes back the publishes libnats holds unacked and queues them to be published again (the
+ * poller, for one unacked for 5 s; the stop, for those still unacked after 5 s). */
+void cl_edge_reclaim(pd_cluster *c);
 /* Frees what waited to be published again (its waiters were answered at the stop). */
 void cl_edge_drain(pd_cluster *c);
 
@@ -154,6 +182,8 @@ void cl_edge_drain(pd_cluster *c);
  * before the node pulls work. */
 int cl_settle_staged(pd_cluster *c, pd_err *e);
 void *cl_puller_main(void *arg);
+/* The claims' reply subscription (before any task is pulled). */
+int cl_claims_start(pd_cluster *c, pd_err *e);
 void *cl_ticker_main(void *arg);
 void *cl_leaser_main(void *arg);
 

@@ -35,6 +35,10 @@ struct cl_waiter {
 	pd_cluster_answer cb;
 	void *arg;
 	uint64_t next_poll_ms, poll_gap_ms;
+	/* its publish, until the broker acks it (libnats holds it meanwhile; only compared, never
+	 * read): one unacked for ACK_WAIT_MS is taken back and published again (reclaim) */
+	const natsMsg *pub;
+	uint64_t pub_ms;
 	cl_waiter *next;
 };
 
@@ -198,6 +202,16 @@ static void ready_push(pd_cluster *c, char *id)
 	}
 }
 
+/* The waiter whose publish m was is told it was acked (or taken back). Under mu. */
+static void unmark_pub(pd_cluster *c, const natsMsg *m)
+{
+	for (cl_waiter *w = c->waiters; w; w = w->next)
+		if (w->pub == m) {
+			w->pub = NULL;
+			return;
+		}
+}
+
 /* Publishes from the submitting thread without waiting for the broker: the request's waiter is
  * registered first (its answer may come before the broker's ack), and the ack comes to
  * cl_on_pub_ack. The synchronous publish this replaces held a publisher thread for a round trip
@@ -225,9 +239,16 @@ void pd_cluster_submit(pd_cluster *c, const char *kind, const char *template_nam
 	w->arg = arg;
 	w->poll_gap_ms = POLL_FIRST_MS;
 	w->next_poll_ms = pd_wall_us() / 1000 + POLL_FIRST_MS;
+	char subject[300];
+	work_subject(kind, template_name, subject, sizeof subject);
+	natsMsg *m = NULL;
+	natsStatus s = work_msg(c, subject, kind, request_id, body, len, &m);
+	w->pub = s == NATS_OK ? m : NULL;
+	w->pub_ms = pd_now_us() / 1000;
 	pthread_mutex_lock(&c->mu);
 	if (c->stopping) {
 		pthread_mutex_unlock(&c->mu);
+		N.natsMsg_Destroy(m);
 		free(w);
 		static const char stop[] = "{\"error\":\"shutting down\"}";
 		cb(arg, 503, stop, sizeof stop - 1, 1);
@@ -244,22 +265,23 @@ void pd_cluster_submit(pd_cluster *c, const char *kind, const char *template_nam
 		pthread_cond_signal(&c->ready_cv);
 	}
 	pthread_mutex_unlock(&c->mu);
-	char subject[300];
-	work_subject(kind, template_name, subject, sizeof subject);
-	natsMsg *m = NULL;
-	natsStatus s = work_msg(c, subject, kind, request_id, body, len, &m);
 	if (s == NATS_OK) {
+		/* no MaxWait: libnats' timeout of an asynchronous publish is a timer reset for each
+		 * publish and, for every one (acked or not), a made-up "timeout" message at its
+		 * deadline, handed to the ack thread and freed by the collector: wake-ups a request.
+		 * The poller looks for the unacked itself (reclaim). */
 		jsPubOptions po;
 		N.jsPubOptions_Init(&po);
 		po.MsgId = request_id;
-		po.MaxWait = ACK_WAIT_MS;
 		s = N.js_PublishMsgAsync(c->js, &m, &po);
 	}
-	N.natsMsg_Destroy(m); /* NULL when libnats took it */
 	if (s != NATS_OK) {
 		pthread_mutex_lock(&c->mu);
 		c->publish_failures++;
+		if (m)
+			unmark_pub(c, m); /* (w itself may be answered and gone by now) */
 		pthread_mutex_unlock(&c->mu);
+		N.natsMsg_Destroy(m); /* NULL when libnats took it */
 		publish_later(c, subject, kind, request_id, body, len);
 		publish_settled(c);
 	}
@@ -273,15 +295,17 @@ void cl_on_pub_ack(jsCtx *js, natsMsg *m, jsPubAck *pa, jsPubAckErr *pae, void *
 {
 	(void)js;
 	pd_cluster *c = arg;
+	/* the request id only when it is needed (a duplicate, a failure): its lookup parses the
+	 * message's headers, which the usual ack does not need */
 	const char *rid = NULL;
-	if (N.natsMsgHeader_Get(m, "Paddock-Request-Id", &rid) != NATS_OK)
+	if ((!pa || pa->Duplicate) && N.natsMsgHeader_Get(m, "Paddock-Request-Id", &rid) != NATS_OK)
 		rid = NULL;
+	char *id = pa && pa->Duplicate && rid ? strdup(rid) : NULL;
 	pthread_mutex_lock(&c->mu);
 	bool stopping = c->stopping;
 	if (pa && pa->Duplicate) {
 		c->dup_published++;
 		c->dup_answered++;
-		char *id = rid ? strdup(rid) : NULL;
 		if (id)
 			ready_push(c, id);
 	} else if (pa) {
@@ -289,8 +313,12 @@ void cl_on_pub_ack(jsCtx *js, natsMsg *m, jsPubAck *pa, jsPubAckErr *pae, void *
 	} else {
 		c->publish_failures++;
 	}
+	unmark_pub(c, m);
+	bool retry = !pa && rid && !stopping;
+	if (!retry && --c->pub_inflight == 0)
+		pthread_cond_broadcast(&c->pub_cv); /* publish_settled, under the same lock */
 	pthread_mutex_unlock(&c->mu);
-	if (!pa && rid && !stopping) {
+	if (retry) {
 		const char *kind = NULL;
 		if (N.natsMsgHeader_Get(m, "Paddock-Kind", &kind) != NATS_OK || !kind)
 			kind = "native";
@@ -298,9 +326,9 @@ void cl_on_pub_ack(jsCtx *js, natsMsg *m, jsPubAck *pa, jsPubAckErr *pae, void *
 		       PD_LS("error", pae ? cl_status(pae->Err) : "no ack"));
 		publish_later(c, N.natsMsg_GetSubject(m), kind, rid, N.natsMsg_GetData(m),
 			      (size_t)N.natsMsg_GetDataLength(m));
+		publish_settled(c);
 	}
-	N.natsMsg_Destroy(m);
-	publish_settled(c);
+	cl_msg_drop(c, m);
 }
 
 /* Answers every waiter of request_id with a failure to publish. */
@@ -434,7 +462,7 @@ void cl_on_notify(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *a
 			memcpy(val, nl + 1, vlen);
 			val[vlen] = 0;
 			deliver_value(c, id, val, vlen);
-			N.natsMsg_Destroy(m);
+			cl_msg_drop(c, m);
 			return;
 		}
 	}
@@ -448,7 +476,38 @@ void cl_on_notify(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *a
 		ready_push(c, note);
 		pthread_mutex_unlock(&c->mu);
 	}
-	N.natsMsg_Destroy(m);
+	cl_msg_drop(c, m);
+}
+
+/* Publishes the broker has not acked for ACK_WAIT_MS (the connection lost with them, a broker
+ * that restarted before storing them): every publish libnats still holds is taken back and
+ * published again by the publisher threads, as a publish's timeout did (the message id makes a
+ * copy the stream has already a duplicate, answered from the bucket). A publish acked meanwhile
+ * is not in the list: libnats hands each either to cl_on_pub_ack or to this. */
+void cl_edge_reclaim(pd_cluster *c)
+{
+	natsMsgList l = {0};
+	if (N.js_PublishAsyncGetPendingList(&l, c->js) != NATS_OK)
+		return;
+	pthread_mutex_lock(&c->mu);
+	for (int i = 0; i < l.Count; i++)
+		unmark_pub(c, l.Msgs[i]);
+	c->publish_failures += (uint64_t)l.Count;
+	pthread_mutex_unlock(&c->mu);
+	for (int i = 0; i < l.Count; i++) {
+		natsMsg *m = l.Msgs[i];
+		const char *rid = NULL, *kind = NULL;
+		if (N.natsMsgHeader_Get(m, "Paddock-Request-Id", &rid) == NATS_OK && rid) {
+			if (N.natsMsgHeader_Get(m, "Paddock-Kind", &kind) != NATS_OK || !kind)
+				kind = "native";
+			pd_log("info", "cluster: publish not acked, trying again", PD_LS("request_id", rid),
+			       PD_LS("error", "no ack"));
+			publish_later(c, N.natsMsg_GetSubject(m), kind, rid, N.natsMsg_GetData(m),
+				      (size_t)N.natsMsg_GetDataLength(m));
+		}
+		publish_settled(c);
+	}
+	N.natsMsgList_Destroy(&l);
 }
 
 /* Answers the waiters whose results were announced, and looks again for those that waited long
@@ -489,9 +548,12 @@ void *cl_poller_main(void *arg)
 		/* due looks, at most 64 a round so announced results are not kept behind them */
 		char due[64][128];
 		size_t ndue = 0;
-		uint64_t now = pd_wall_us() / 1000;
+		uint64_t now = pd_wall_us() / 1000, mono = pd_now_us() / 1000;
 		uint64_t next_due = 0;
+		bool reclaim = false;
 		for (cl_waiter *w = c->waiters; w; w = w->next) {
+			if (w->pub && mono - w->pub_ms >= ACK_WAIT_MS)
+				reclaim = true;
 			if (w->next_poll_ms <= now && ndue < 64) {
 				snprintf(due[ndue++], 128, "%s", w->request_id);
 				w->poll_gap_ms = w->poll_gap_ms * 2 > POLL_MAX_MS ? POLL_MAX_MS : w->poll_gap_ms * 2;
@@ -509,6 +571,8 @@ void *cl_poller_main(void *arg)
 		}
 		for (size_t i = 0; i < ndue; i++)
 			deliver(c, due[i]);
+		if (reclaim && !stopping)
+			cl_edge_reclaim(c);
 		pthread_mutex_lock(&c->mu);
 		if (stopping)
 			break;

@@ -115,6 +115,59 @@ static char *result_value(pd_cluster *c, int status, json_t *body, const char *t
 	return text;
 }
 
+/* The reply subscription of the claims: a sync subscription on <inbox>.*, each claim's reply
+ * subject <inbox>.<its number>, so that a late reply to an earlier claim is told apart. */
+int cl_claims_start(pd_cluster *c, pd_err *e)
+{
+	snprintf(c->claim_inbox, sizeof c->claim_inbox, "_INBOX.paddock-claim.%s.%08x", c->node, (unsigned)c->run_id);
+	char subject[200];
+	snprintf(subject, sizeof subject, "%s.*", c->claim_inbox);
+	natsStatus s = N.natsConnection_SubscribeSync(&c->claim_sub, c->nc, subject);
+	if (s != NATS_OK)
+		return pd_fail_as(e, EIO, "cluster: subscribe %s: %s", subject, cl_status(s));
+	return 0;
+}
+
+/* The bucket's create of key (what kvStore_Create does: a publish to the key's subject that the
+ * stream takes only when the subject has no message yet), its reply read by this thread: NATS_OK
+ * created, NATS_ERR refused (the key exists, or the stream said no), NATS_TIMEOUT no answer. */
+static natsStatus claim_create(pd_cluster *c, const char *key, const char *val, size_t len)
+{
+	char subject[500], reply[200];
+	snprintf(subject, sizeof subject, "$KV." CL_RESULTS_BUCKET ".%s", key);
+	pthread_mutex_lock(&c->claim_mu);
+	snprintf(reply, sizeof reply, "%s.%" PRIu64, c->claim_inbox, ++c->claim_seq);
+	natsMsg *m = NULL;
+	natsStatus s = N.natsMsg_Create(&m, subject, reply, val, (int)len);
+	if (s == NATS_OK)
+		s = N.natsMsgHeader_Set(m, "Nats-Expected-Last-Subject-Sequence", "0");
+	if (s == NATS_OK)
+		s = N.natsConnection_PublishMsg(c->nc, m);
+	cl_msg_drop(c, m);
+	uint64_t until = pd_now_us() / 1000 + 3000;
+	while (s == NATS_OK) {
+		uint64_t now = pd_now_us() / 1000;
+		natsMsg *r = NULL;
+		s = now < until ? N.natsSubscription_NextMsg(&r, c->claim_sub, (int64_t)(until - now)) : NATS_TIMEOUT;
+		if (s != NATS_OK)
+			break;
+		if (strcmp(N.natsMsg_GetSubject(r), reply)) {
+			cl_msg_drop(c, r); /* a reply to an earlier claim that waited too long */
+			continue;
+		}
+		/* {"stream", "seq"} when taken; {"error": {...}} or a bare status (no responders) not */
+		int n = N.natsMsg_GetDataLength(r);
+		const char *d = N.natsMsg_GetData(r);
+		json_t *v = n > 0 ? json_loadb(d, (size_t)n, 0, NULL) : NULL;
+		s = v && json_is_integer(json_object_get(v, "seq")) && !json_object_get(v, "error") ? NATS_OK : NATS_ERR;
+		json_decref(v);
+		cl_msg_drop(c, r);
+		break;
+	}
+	pthread_mutex_unlock(&c->claim_mu);
+	return s;
+}
+
 /* Creates the request's key in the results bucket: 0 when ours is the value there (created now,
  * or by an earlier try of ours whose reply was lost), EEXIST when another node's is. A broker
  * that does not answer is asked again: whether our create took must be known before the record
@@ -126,8 +179,7 @@ static int claim_put(pd_cluster *c, const char *request_id, const char *token, c
 	cl_result_key(request_id, key, sizeof key);
 	uint64_t until = pd_now_us() / 1000 + 60000;
 	for (;;) {
-		uint64_t rev = 0;
-		natsStatus s = N.kvStore_Create(&rev, c->results, key, val, (int)len);
+		natsStatus s = claim_create(c, key, val, len);
 		if (s == NATS_OK)
 			return 0;
 		kvEntry *en = NULL;
@@ -233,7 +285,7 @@ static void task_end(pd_cluster *c, cl_task *t)
 			pthread_cond_signal(&c->slot_cv);
 	}
 	pthread_mutex_unlock(&c->mu);
-	N.natsMsg_Destroy(t->m);
+	cl_msg_drop(c, t->m);
 	free(t->value);
 	free(t->body);
 	free(t);
@@ -317,13 +369,15 @@ static void answer_refusal(pd_cluster *c, cl_task *t, int status, const char *ms
 	task_end(c, t);
 }
 
-static void take_task(pd_cluster *c, natsMsg *m)
+/* Takes a pulled task; returns how many tasks the consumer had queued behind it (what the next
+ * pull asks for, at most the free slots). */
+static uint64_t take_task(pd_cluster *c, natsMsg *m)
 {
 	cl_task *t = calloc(1, sizeof *t);
 	if (!t) {
 		N.natsMsg_NakWithDelay(m, 1000, NULL);
 		N.natsMsg_Destroy(m);
-		return;
+		return 1;
 	}
 	t->c = c;
 	t->m = m;
@@ -338,9 +392,11 @@ static void take_task(pd_cluster *c, natsMsg *m)
 		 N.natsMsgHeader_Get(m, "Paddock-Kind", &v) == NATS_OK && v ? v : "native");
 	pd_new_id(t->token, sizeof t->token, c->run_id, "%s", c->node);
 	uint64_t delivered = 1, waited_us = 0;
+	uint64_t queued = 1;
 	jsMsgMetaData *meta = NULL;
 	if (N.natsMsg_GetMetaData(&meta, m) == NATS_OK) {
 		delivered = meta->NumDelivered;
+		queued = meta->NumPending;
 		/* its time in the broker (the stream's clock, the edge's own clock give or take): its
 		 * deadline counts from its arrival (intake.h) */
 		int64_t stored_ms = meta->Timestamp / 1000000, now_ms = (int64_t)(pd_wall_us() / 1000);
@@ -359,7 +415,7 @@ static void take_task(pd_cluster *c, natsMsg *m)
 		/* not ours: nothing to answer */
 		N.natsMsg_Ack(m, NULL);
 		task_end(c, t);
-		return;
+		return queued;
 	}
 	if (delivered > 1) {
 		/* a redelivery: the node that had it may have recorded it before it died */
@@ -373,7 +429,7 @@ static void take_task(pd_cluster *c, natsMsg *m)
 			pthread_mutex_unlock(&c->mu);
 			notify(c, t, t->request_id, NULL);
 			task_end(c, t);
-			return;
+			return queued;
 		}
 	}
 	pd_err e = {0};
@@ -383,7 +439,7 @@ static void take_task(pd_cluster *c, natsMsg *m)
 			  &status, &e);
 	if (!j) {
 		answer_refusal(c, t, status, PD_ERR_STR(&e));
-		return;
+		return queued;
 	}
 	snprintf(j->request_id, sizeof j->request_id, "%s", t->request_id);
 	snprintf(j->node, sizeof j->node, "%s", c->node);
@@ -414,7 +470,7 @@ static void take_task(pd_cluster *c, natsMsg *m)
 			snprintf(j->store_error, sizeof j->store_error, "%s", PD_ERR_STR(&e));
 		}
 		task_done(j, t);
-		return;
+		return queued;
 	}
 	pd_admit a = pd_sched_submit(c->sched, j);
 	if (a != PD_ADMIT_OK) {
@@ -426,11 +482,12 @@ static void take_task(pd_cluster *c, natsMsg *m)
 		pthread_mutex_unlock(&c->mu);
 		task_end(c, t);
 	}
+	return queued;
 }
 
 /* One template's puller. The node's slots (and, while tasks are short, as many again queued
- * ahead: c->ahead) are shared by its templates' pullers: each asks, in one pull, for as many
- * tasks as are free when it asks, so while two fetch at once a node may hold a few more (they
+ * ahead: c->ahead) are shared by its templates' pullers: each asks, in one pull, for at most as
+ * many tasks as are free when it asks (as many as its consumer had queued), so while two fetch at once a node may hold a few more (they
  * wait in its scheduler's queue, their acks renewed), never more than that times its
  * templates. */
 void *cl_puller_main(void *arg)
@@ -448,7 +505,10 @@ void *cl_puller_main(void *arg)
 			break;
 		natsMsgList list = {0};
 		jsErrCode je = 0;
-		natsStatus s = N.natsSubscription_Fetch(&list, k->sub, free_slots, 1000, &je);
+		/* as many as the consumer had queued (when they are all there the pull ends with the
+		 * last, with no "no more" message), at most the free slots; one when none was queued */
+		int batch = k->queued < (uint64_t)free_slots ? (int)k->queued : free_slots;
+		natsStatus s = N.natsSubscription_Fetch(&list, k->sub, batch > 0 ? batch : 1, 1000, &je);
 		if (s != NATS_OK && s != NATS_TIMEOUT) {
 			/* the broker away: libnats reconnects; ask again shortly */
 			usleep(200 * 1000);
@@ -458,7 +518,7 @@ void *cl_puller_main(void *arg)
 			natsMsg *m = list.Msgs[i];
 			list.Msgs[i] = NULL;
 			if (m)
-				take_task(c, m);
+				k->queued = take_task(c, m);
 		}
 		N.natsMsgList_Destroy(&list);
 	}
@@ -495,6 +555,9 @@ void *cl_leaser_main(void *arg)
 		/* in-progress acks and the final ack go out on the same message: under the lock */
 		for (cl_task *t = c->tasks; t; t = t->next)
 			N.natsMsg_InProgress(t->m, NULL);
+		pthread_mutex_unlock(&c->mu);
+		cl_msg_flush(c); /* what cl_msg_drop kept: a second at most */
+		pthread_mutex_lock(&c->mu);
 	}
 	pthread_mutex_unlock(&c->mu);
 	return NULL;

@@ -31,6 +31,8 @@
 	X(natsConnection_JetStream)                                                              \
 	X(natsConnection_Publish)                                                                \
 	X(natsConnection_Subscribe)                                                              \
+	X(natsConnection_SubscribeSync)                                                          \
+	X(natsConnection_PublishMsg)                                                             \
 	X(natsConnection_GetMaxPayload)                                                          \
 	X(natsConnection_Status)                                                                 \
 	X(natsSubscription_Unsubscribe)                                                          \
