@@ -402,6 +402,7 @@ void pd_cluster_free(pd_cluster *c)
 	for (size_t i = 0; i < c->nready; i++)
 		free(c->ready[i]);
 	free(c->ready);
+	cl_sessions_free(c);
 	pthread_mutex_destroy(&c->mu);
 	pthread_cond_destroy(&c->sub_cv);
 	pthread_cond_destroy(&c->slot_cv);

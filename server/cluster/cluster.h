@@ -10,6 +10,8 @@
  *   records.c   the shared record store: the outbox published to a stream, reads from it; a
  *               run's whole output beyond its record
  *   objects.c   large values (results, records, whole outputs) as chunks in a stream
+ *   sessobj.c   a session's trajectory, spilled outputs and downloads in the broker, for any
+ *               node to answer once the session's node is gone
  *   broker.c    the small tools all of these share: status text, keys, the results bucket's
  *               read, a stream that fits the broker's store
  * Calls run one way: bridge.c (start and stop) calls the rest; executor.c calls edge.c (an
@@ -35,6 +37,8 @@
 #define CL_REC_PREFIX "paddock.rec." /* + <group>.<task>.<key>: a finished record (records.c) */
 #define CL_OBJ_STREAM "PADDOCK_OBJECTS"
 #define CL_OBJ_PREFIX "paddock.obj." /* + <name>.c (chunks), <name>.m (its description) */
+#define CL_TRAJ_STREAM "PADDOCK_TRAJECTORIES"
+#define CL_TRAJ_PREFIX "paddock.traj." /* + <session>: its trajectory's bytes (sessobj.c) */
 #define CL_HEARTBEAT_MS 1000
 #define CL_NODE_TTL_S 5 /* a node unheard of for this long is gone */
 
@@ -112,6 +116,7 @@ struct pd_cluster {
 	uint64_t notes_local; /* results of this node's own requests answered in process (no note) */
 	uint64_t results_by_ref, refs_fetched, ref_failures;
 	uint64_t records_published;
+	struct cl_sessions *sessions; /* sessobj.c's: made on first use (mu), freed with c */
 };
 
 /* broker.c: the small tools every file here uses (it calls none of them) */
@@ -184,6 +189,13 @@ int cl_obj_put(pd_cluster *c, const char *name, const void *data, size_t len, pd
 /* The object name's bytes (*data malloc'd, NUL-terminated); -1 with e->code ENOENT when there
  * is none. */
 int cl_obj_get(pd_cluster *c, const char *name, char **data, size_t *len, pd_err *e);
+
+/* sessobj.c */
+/* Makes (or brings to this node's retention) the trajectories' stream. */
+int cl_traj_stream(pd_cluster *c, pd_err *e);
+/* Publishes what this node's sessions wrote to their trajectories since (the recorder's round). */
+void cl_traj_sweep(pd_cluster *c);
+void cl_sessions_free(pd_cluster *c);
 
 /* nodes.c */
 void cl_heartbeat(pd_cluster *c);
