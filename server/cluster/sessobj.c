@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,7 @@ typedef struct kept {
 	pthread_mutex_t mu;
 	uint64_t off;     /* the trajectory's bytes published */
 	uint64_t scanned; /* its bytes looked at for spilled outputs */
-	bool closed;      /* its closing line is published: nothing follows */
+	atomic_bool closed; /* its closing line is published: nothing follows (set under mu, read under the table's) */
 	unsigned users;   /* threads using it (the table's lock) */
 } kept;
 
@@ -102,7 +103,7 @@ static void put(pd_cluster *c, kept *k)
 {
 	struct cl_sessions *t = c->sessions;
 	pthread_mutex_lock(&t->mu);
-	bool drop = --k->users == 0 && k->closed;
+	bool drop = --k->users == 0 && atomic_load(&k->closed);
 	if (drop)
 		for (kept **p = &t->list; *p; p = &(*p)->next)
 			if (*p == k) {
@@ -252,8 +253,10 @@ static bool ends_closed(const char *text, size_t len)
 static int publish_new(pd_cluster *c, kept *k, pd_session *s, pd_err *e)
 {
 	char path[4096];
-	if (k->closed || pd_trajectory_path(pd_ctx_state_dir(c->ctx), k->id, path, sizeof path, e) < 0)
-		return k->closed ? 0 : -1;
+	if (atomic_load(&k->closed))
+		return 0;
+	if (pd_trajectory_path(pd_ctx_state_dir(c->ctx), k->id, path, sizeof path, e) < 0)
+		return -1;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : pd_fail(e, errno, "trajectory %s", k->id);
@@ -274,7 +277,7 @@ static int publish_new(pd_cluster *c, kept *k, pd_session *s, pd_err *e)
 		if (whole > skip) {
 			rc = publish_text(c, k, buf + skip, whole - skip, e);
 			if (rc == 0 && ends_closed(buf, whole))
-				k->closed = true;
+				atomic_store(&k->closed, true);
 		}
 		free(buf);
 	}
