@@ -285,12 +285,14 @@ static int publish_new(pd_cluster *c, kept *k, pd_session *s, pd_err *e)
 	return rc;
 }
 
+/* Whether to publish now: not once the node stops, and not while the broker is away, so that a
+ * session's steps never wait for it (their lines go with the recorder's round once it is back). */
 static bool stopping(pd_cluster *c)
 {
 	pthread_mutex_lock(&c->mu);
 	bool stop = c->stopping;
 	pthread_mutex_unlock(&c->mu);
-	return stop;
+	return stop || N.natsConnection_Status(c->nc) != NATS_CONN_STATUS_CONNECTED;
 }
 
 void pd_cluster_session_step(pd_cluster *c, const char *session_id, pd_session *s)
@@ -307,9 +309,11 @@ void pd_cluster_session_step(pd_cluster *c, const char *session_id, pd_session *
 		       PD_LS("session_id", session_id), PD_LS("error", PD_ERR_STR(&e)));
 	pthread_mutex_unlock(&k->mu);
 	put(c, k);
-	/* the operation may have stored a record (an episode's grade): published now, not in a second */
+	/* the operation may have stored a record (an episode's grade): the recorder (records.c, which
+	 * calls this file) woken to publish it now, not in a second */
 	pthread_mutex_lock(&c->mu);
-	cl_records_due(c);
+	c->rec_due = true;
+	pthread_cond_signal(&c->rec_cv);
 	pthread_mutex_unlock(&c->mu);
 }
 
@@ -333,7 +337,7 @@ void cl_traj_sweep(pd_cluster *c)
 		snprintf(ids[n++], sizeof ids[0], "%s", k->id);
 	}
 	pthread_mutex_unlock(&t->mu);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && !stopping(c); i++) {
 		kept *k = get(c, ids[i], false);
 		if (!k)
 			continue;
