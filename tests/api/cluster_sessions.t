@@ -5,12 +5,13 @@
 # node b, while a lives (forwarded) and after a is killed with SIGKILL (from the broker: the
 # trajectory's stream, the object stream, the record stream), byte for byte the same, each line
 # and record once; a session deleted on a has its closing line there too; GET /v1/groups/{id}
-# answers the fleet's group through b.
+# answers the fleet's group through b; what the broker does not hold (an exec, a download without
+# a request id) is 410 as before.
 source "$(dirname "$0")/api.sh"
 source "$(dirname "$0")/nats.sh"
 
 nats_or_skip
-plan 29
+plan 30
 
 nats_start
 ok $? "nats-server with JetStream on 127.0.0.1:$NPORT"
@@ -91,3 +92,5 @@ is "$(curl -s "${NURL[b]}/v1/sessions/$S2/trajectory" | jq -r .kind | tr '\n' ' 
   "the deleted session's trajectory through b: its closing line too"
 U=${NURL[b]} post_json "/v1/sessions/$S/exec" '{"shell":"true"}'
 is "$CODE" 410 "an exec in the session through b: 410, its sandbox went with node a"
+U=${NURL[b]} req GET "/v1/sessions/$S/download?dir=/work/d"
+is "$CODE" 410 "a download without a request id through b: 410 (nothing kept names it)"
