@@ -4,14 +4,16 @@
 # an exec's short output, a download with a request id and its episode grade are read through
 # node b, while a lives (forwarded) and after a is killed with SIGKILL (from the broker: the
 # trajectory's stream, the object stream, the record stream), byte for byte the same, each line
-# and record once; a session deleted on a has its closing line there too; GET /v1/groups/{id}
+# and record once; a session deleted on a has its closing line there too; a step made while the
+# broker was stopped is answered at once and published by the recorder once it is back;
+# GET /v1/groups/{id}
 # answers the fleet's group through b; what the broker does not hold (an exec, a download without
 # a request id) is 410 as before.
 source "$(dirname "$0")/api.sh"
 source "$(dirname "$0")/nats.sh"
 
 nats_or_skip
-plan 30
+plan 34
 
 nats_start
 ok $? "nats-server with JetStream on 127.0.0.1:$NPORT"
@@ -56,6 +58,25 @@ U=${NURL[a]} post_json "/v1/sessions/$S2/exec" '{"shell":"echo two"}'
 U=${NURL[a]} req DELETE "/v1/sessions/$S2"
 is "$CODE" 200 "a second session ($S2) used and deleted on node a"
 
+# a third session's step while the broker is away: answered without waiting for it; its line goes
+# to the broker with node a's recorder once the broker is back
+trajs() { curl -s "http://127.0.0.1:$MPORT/jsz?streams=true" |
+  jq '[.account_details[].stream_detail[] | select(.name == "PADDOCK_TRAJECTORIES") | .state.messages] | add // 0'; }
+U=${NURL[a]} post_json /v1/sessions '{"template":"bash"}'
+S3=$(jb .session_id)
+parts=$(trajs)
+kill -TERM "$NATS_PID"
+wait "$NATS_PID"
+before=$(date +%s%N)
+REQ_TIMEOUT=8 U=${NURL[a]} post_json "/v1/sessions/$S3/exec" '{"shell":"echo while-away"}'
+is "$CODE|$(jb .stdout)" "200|while-away" "the broker stopped: an exec in a third session ($S3) answered"
+ok $(( ($(date +%s%N) - before) < 5000000000 ? 0 : 1 )) "... without waiting for the broker ($(( ($(date +%s%N) - before) / 1000000 )) ms)"
+nats-server -js -sd "$TMPD/js" -a 127.0.0.1 -p "$NPORT" -m "$MPORT" >>"$TMPD/nats.log" 2>&1 &
+NATS_PID=$!
+more_parts() { [ "$(trajs)" -gt "$parts" ]; }
+wait_for 30 more_parts
+ok $? "the broker restarted: the step's line published by node a's recorder (no operation of its own)"
+
 # --- read through node b while a lives ---------------------------------------------------------------
 is "$(get "${NURL[b]}/v1/sessions/$S/trajectory" "$TMPD/traj.live")" 200 "the trajectory through node b"
 wait_for 20 bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' ${NURL[b]}/v1/groups/eg-c)\" = 200 ]"
@@ -90,6 +111,8 @@ U=${NURL[b]} req GET /v1/groups/eg-c
 is "$CODE|$(jb .size)|$(jb .mean_reward)|$(jb '.members[0].task_id')" "200|1|1|ep-c1" "GET /v1/groups/eg-c: one member, once"
 is "$(curl -s "${NURL[b]}/v1/sessions/$S2/trajectory" | jq -r .kind | tr '\n' ' ')" "session exec close " \
   "the deleted session's trajectory through b: its closing line too"
+is "$(curl -s "${NURL[b]}/v1/sessions/$S3/trajectory" | jq -sc '[.[] | select(.kind == "exec") | .observation.stdout]')" '["while-away\n"]' \
+  "the third session's trajectory through b: the step made while the broker was away"
 U=${NURL[b]} post_json "/v1/sessions/$S/exec" '{"shell":"true"}'
 is "$CODE" 410 "an exec in the session through b: 410, its sandbox went with node a"
 U=${NURL[b]} req GET "/v1/sessions/$S/download?dir=/work/d"
