@@ -6,9 +6,8 @@
 # trajectory's stream, the object stream, the record stream), byte for byte the same, each line
 # and record once; a session deleted on a has its closing line there too; a step made while the
 # broker was stopped is answered at once and published by the recorder once it is back;
-# GET /v1/groups/{id}
-# answers the fleet's group through b; what the broker does not hold (an exec, a download without
-# a request id) is 410 as before.
+# GET /v1/groups/{id} answers the fleet's group through b; what the broker does not hold (an exec,
+# a download without a request id) is 410 as before.
 source "$(dirname "$0")/api.sh"
 source "$(dirname "$0")/nats.sh"
 
