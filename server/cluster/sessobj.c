@@ -15,7 +15,8 @@
  *   the exec's trajectory line, so GET /v1/sessions/{id}/output resolves the answer's request_id;
  *   an exec whose output its answer held whole is answered from its trajectory line.
  * - A download with a request id: the archive as it was sent, the object dl-<session>-<request
- *   id>, kept before the download's last byte reaches its client (a copy teed off the stream).
+ *   id>, kept before the download's last byte reaches its client (a copy teed off the stream); a
+ *   file read with one (GET files?path=): its bytes as file-<session>-<request id>, before its answer.
  * Objects and trajectories past KEEP_MAX are not kept (the log says so). */
 #define _GNU_SOURCE
 #include "cluster.h"
@@ -550,8 +551,18 @@ static int output_from_line(pd_cluster *c, const char *sid, const char *rid, int
 
 bool cluster_session_kept_op(const char *method, const char *op)
 {
-	return !strcmp(method, "GET") &&
-	       (!strcmp(op, "trajectory") || !strcmp(op, "output") || !strcmp(op, "download"));
+	return !strcmp(method, "GET") && (!strcmp(op, "trajectory") || !strcmp(op, "output") ||
+					  !strcmp(op, "download") || !strcmp(op, "files"));
+}
+
+/* The object of a download or a file read made with the step's request id (NULL: none). */
+static const char *step_object(const req *r, const char *sid, const char *op, char *name, size_t len)
+{
+	const char *rid = r->q.step_id[0] ? r->q.step_id : r->q.request_id;
+	if (!rid[0] || (!strcmp(op, "files") && r->q.list))
+		return NULL;
+	snprintf(name, len, "%s-%s-%s", !strcmp(op, "files") ? "file" : "dl", sid, rid);
+	return name;
 }
 
 bool cluster_session_kept(req *r, const char *id, const char *op)
@@ -574,11 +585,10 @@ bool cluster_session_kept(req *r, const char *id, const char *op)
 		if (rc < 0 && e.code == ENOENT)
 			rc = output_from_line(c, id, r->q.request_id, stream, &data, &len, &e);
 	} else {
-		const char *rid = r->q.step_id[0] ? r->q.step_id : r->q.request_id;
-		if (!rid[0])
-			return false; /* only a download with a request id is kept */
-		ctype = "application/x-tar";
-		snprintf(name, sizeof name, "dl-%s-%s", id, rid);
+		if (!step_object(r, id, op, name, sizeof name))
+			return false; /* only a download or a file read with a request id is kept */
+		if (!strcmp(op, "download"))
+			ctype = "application/x-tar";
 		rc = cl_obj_get(c, name, &data, &len, &e);
 	}
 	if (rc < 0 && e.code == ENOENT)
@@ -615,6 +625,11 @@ void cluster_session_step(pd_server *s, req *r, const char *id, const char *op, 
 {
 	if (!s->cluster)
 		return;
+	char name[400];
+	/* a file read with a request id: its bytes as sent (the descriptor it is sent from, mapped) */
+	if (r && se && id && !strcmp(op, "files") && !strcmp(r->method, "GET") && r->status == 200 && r->resp_from_fd &&
+	    step_object(r, id, op, name, sizeof name) && !stopping(s->cluster))
+		put_file(s->cluster, name, r->resp_fd);
 	if (id && id[0] && se) /* a session this node holds */
 		pd_cluster_session_step(s->cluster, id, se->s);
 	/* a session opened by this operation: its first lines now (a replay's: all of them) */

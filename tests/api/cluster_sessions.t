@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A session's records in the cluster (issue 41, docs/cluster.md "A session's records"): a session
 # lives on node a (sticky); its trajectory, an exec's spilled output (longer than the answer keeps),
-# an exec's short output, a download with a request id and its episode grade are read through
-# node b, while a lives (forwarded) and after a is killed with SIGKILL (from the broker: the
+# an exec's short output, a download and a file read with request ids and its episode grades are
+# read through node b, while a lives (forwarded) and after a is killed with SIGKILL (from the broker: the
 # trajectory's stream, the object stream, the record stream), byte for byte the same, each line
 # and record once; a session deleted on a has its closing line there too; a step made while the
 # broker was stopped is answered at once and published by the recorder once it is back;
@@ -12,7 +12,7 @@ source "$(dirname "$0")/api.sh"
 source "$(dirname "$0")/nats.sh"
 
 nats_or_skip
-plan 34
+plan 37
 
 nats_start
 ok $? "nats-server with JetStream on 127.0.0.1:$NPORT"
@@ -43,6 +43,8 @@ is "$CODE" 200 "a file written in the session"
 is "$(get "${NURL[a]}/v1/sessions/$S/download?dir=/work/d&request_id=dl-1" "$TMPD/dl.a.tar")" 200 \
   "a download with request id dl-1 through node a"
 is "$(tar -xOf "$TMPD/dl.a.tar" ./f.txt)" payload "... the archive holds the file"
+is "$(get "${NURL[a]}/v1/sessions/$S/files?path=/work/d/f.txt&request_id=rd-1" "$TMPD/rd.a")|$(cat "$TMPD/rd.a")" \
+  "200|payload" "the file read with request id rd-1 through node a"
 U=${NURL[a]} post_json "/v1/sessions/$S/judge" \
   '{"problem":{"kind":"episode","command":"grep -q payload /work/d/f.txt"},"task_id":"ep-c1","group_id":"eg-c","sample_id":"s1"}'
 is "$CODE|$(jb .reward)" "200|1" "the episode graded on node a: reward 1"
@@ -88,11 +90,11 @@ is "$(get "${NURL[b]}/v1/sessions/$S/trajectory" "$TMPD/traj.dead")" 200 "the tr
 cmp -s "$TMPD/traj.live" "$TMPD/traj.dead"
 ok $? "... byte for byte what a served ($(wc -l <"$TMPD/traj.dead") lines)"
 is "$(jq -r .kind "$TMPD/traj.dead" | sort | uniq -c | awk '{printf "%s:%s ", $2, $1}')" \
-  "download:1 exec:3 session:1 verdict:2 " "... each line once: the header, three execs, the download, two verdicts"
+  "download:1 exec:3 read:1 session:1 verdict:2 " "... each line once: the header, three execs, the download, the read, two verdicts"
 is "$(jq -r 'select(.kind == "verdict") | "\(.reward) \(.observation.task_id) \(.observation.group_id)"' "$TMPD/traj.dead" | sort -u)" \
   "1 ep-c1 eg-c" "... its verdict lines carry the grade"
 "$PADDOCK" export --url "${NURL[b]}" "$S" >"$TMPD/export.jsonl"
-is "$?|$(wc -l <"$TMPD/export.jsonl")" "0|7" "paddock export --url node b $S: the seven lines"
+is "$?|$(wc -l <"$TMPD/export.jsonl")" "0|8" "paddock export --url node b $S: the eight lines"
 is "$(get "${NURL[b]}/v1/sessions/$S/output?request_id=big-1" "$TMPD/big.out")|$(wc -c <"$TMPD/big.out")|$(tr -d x <"$TMPD/big.out" | wc -c)" \
   "200|3000000|0" "the spilled output of big-1 through node b: 3 MB, every byte"
 is "$(get "${NURL[b]}/v1/sessions/$S/output?request_id=big-1&stream=stderr" "$TMPD/big.err")|$(cat "$TMPD/big.err")" \
@@ -103,6 +105,8 @@ is "$(get "${NURL[b]}/v1/sessions/$S/download?dir=/work/d&request_id=dl-1" "$TMP
   "download dl-1 through node b"
 cmp -s "$TMPD/dl.a.tar" "$TMPD/dl.b.tar"
 ok $? "... the archive node a sent, byte for byte"
+is "$(get "${NURL[b]}/v1/sessions/$S/files?path=/work/d/f.txt&request_id=rd-1" "$TMPD/rd.b")|$(cat "$TMPD/rd.b")" \
+  "200|payload" "the file read rd-1 through node b: the bytes a sent"
 U=${NURL[b]} req GET /v1/runs/ep-c1
 is "$CODE|$(jb .record.node)|$(jb .record.reward)|$(jb .attempts)|$(jb '[.records[].row] | unique | length')" "200|a|1|2|2" \
   "the episode's grades through node b: a's records, each once"
@@ -116,3 +120,5 @@ U=${NURL[b]} post_json "/v1/sessions/$S/exec" '{"shell":"true"}'
 is "$CODE" 410 "an exec in the session through b: 410, its sandbox went with node a"
 U=${NURL[b]} req GET "/v1/sessions/$S/download?dir=/work/d"
 is "$CODE" 410 "a download without a request id through b: 410 (nothing kept names it)"
+U=${NURL[b]} req GET "/v1/sessions/$S/files?path=/work/d/f.txt"
+is "$CODE" 410 "a file read without a request id through b: 410"
