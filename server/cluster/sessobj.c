@@ -173,7 +173,9 @@ static void keep_spills(pd_cluster *c, const char *sid, pd_session *s, const cha
 			json_t *obs = json_object_get(line, "observation");
 			const char *rid = json_string_value(json_object_get(obs, "output_request_id"));
 			const char *what = json_string_value(json_object_get(line, "kind"));
-			for (int i = 1; rid && what && !strcmp(what, "exec") && i <= 2; i++) {
+			bool cut = json_is_true(json_object_get(obs, "stdout_truncated")) ||
+				   json_is_true(json_object_get(obs, "stderr_truncated"));
+			for (int i = 1; cut && rid && what && !strcmp(what, "exec") && i <= 2; i++) {
 				char path[4096], name[400];
 				pd_err e = {0};
 				if (pd_session_output_path(s, rid, i, path, sizeof path, &e) < 0)
