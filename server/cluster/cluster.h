@@ -15,8 +15,9 @@
  *   broker.c    the small tools all of these share: status text, keys, the results bucket's
  *               read, a stream that fits the broker's store
  * Calls run one way: bridge.c (start and stop) calls the rest; executor.c calls edge.c (an
- * answer in process) and records.c, nodes.c, refs.c; records.c and refs.c call objects.c; all
- * call broker.c, which calls none of them.
+ * answer in process) and records.c, nodes.c, refs.c; records.c calls sessobj.c (the recorder's
+ * round); records.c, refs.c and sessobj.c call objects.c; forward.c calls sessobj.c (a gone
+ * node's session); all call broker.c, which calls none of them.
  * The broker's names (docs/cluster.md lists them) are here, once. */
 #ifndef PADDOCK_CLUSTER_H
 #define PADDOCK_CLUSTER_H
