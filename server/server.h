@@ -676,6 +676,19 @@ int pd_cluster_records_list(pd_cluster *c, const pd_store_query *q, json_t **rec
  * stderr_bytes) when the run's output past its record's head and tail was kept in the object
  * stream, else the record's own. NULL with e->code ENOENT when no node recorded the task. */
 json_t *pd_cluster_output(pd_cluster *c, const char *task_id, pd_err *e);
+/* A session's records in the broker (server/cluster/sessobj.c), for the other nodes once its node
+ * is gone: called at the end of each of the session's operations on this node, before its answer
+ * (s: the session, still held; NULL when the id is all there is): its exec's cut outputs and its
+ * trajectory's new lines published. */
+void pd_cluster_session_step(pd_cluster *c, const char *session_id, pd_session *s);
+/* A download with a request id, teed off to the broker: *in_fd is what the archive is written to
+ * (out_fd gets every byte); NULL (and *in_fd untouched) when it is not kept. Then
+ * pd_cluster_download_kept with whether the archive was made whole: the copy kept, before the
+ * caller ends the client's stream; -1 when the client's end broke. */
+typedef struct pd_cluster_tee pd_cluster_tee;
+pd_cluster_tee *pd_cluster_download_tee(pd_cluster *c, const char *session_id, const char *request_id, int out_fd,
+					int *in_fd);
+int pd_cluster_download_kept(pd_cluster_tee *t, bool ok);
 /* Prometheus lines of this node's cluster figures. malloc'd. */
 char *pd_cluster_metrics(pd_cluster *c);
 

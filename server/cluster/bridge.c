@@ -416,6 +416,7 @@ void pd_cluster_free(pd_cluster *c)
 	for (size_t i = 0; i < c->nready; i++)
 		free(c->ready[i]);
 	free(c->ready);
+	cl_sessions_free(c);
 	cl_msg_flush(c); /* last: a handler the connection's end called may have added some */
 	pthread_mutex_destroy(&c->mu);
 	pthread_mutex_destroy(&c->drop_mu);

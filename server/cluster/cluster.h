@@ -13,11 +13,14 @@
  *               S3 through s3.c
  *   s3.c        the S3-compatible object backend: signed PUT and GET, path-style
  *   https.c     libcurl, loaded on first use, for an https:// S3 endpoint
+ *   sessobj.c   a session's trajectory, spilled outputs and downloads in the broker, for any
+ *               node to answer once the session's node is gone
  *   broker.c    the small tools all of these share: status text, keys, the results bucket's
  *               read, a stream that fits the broker's store, messages destroyed in batches
  * Calls run one way: bridge.c (start and stop) calls the rest; executor.c calls edge.c (an
- * answer in process) and records.c, nodes.c, refs.c; records.c and refs.c call objects.c, which calls s3.c, which calls https.c; all
- * call broker.c, which calls none of them.
+ * answer in process) and records.c, nodes.c, refs.c; records.c calls sessobj.c (the recorder's
+ * round); records.c, refs.c and sessobj.c call objects.c, which calls s3.c, which calls https.c;
+ * forward.c calls sessobj.c (a gone node's session); all call broker.c, which calls none of them.
  * The broker's names (docs/cluster.md lists them) are here, once. */
 #ifndef PADDOCK_CLUSTER_H
 #define PADDOCK_CLUSTER_H
@@ -39,6 +42,8 @@
 #define CL_REC_PREFIX "paddock.rec." /* + <group>.<task>.<key>: a finished record (records.c) */
 #define CL_OBJ_STREAM "PADDOCK_OBJECTS"
 #define CL_OBJ_PREFIX "paddock.obj." /* + <name>.c (chunks), <name>.m (its description) */
+#define CL_TRAJ_STREAM "PADDOCK_TRAJECTORIES"
+#define CL_TRAJ_PREFIX "paddock.traj." /* + <session>: its trajectory's bytes (sessobj.c) */
 #define CL_HEARTBEAT_MS 1000
 #define CL_NODE_TTL_S 5 /* a node unheard of for this long is gone */
 #define CL_DROP_BATCH 64 /* messages destroyed together (cl_msg_drop) */
@@ -137,6 +142,7 @@ struct pd_cluster {
 	uint64_t results_by_ref, refs_fetched, ref_failures;
 	uint64_t records_published;
 	cl_s3 *s3; /* the objects' S3 backend (--cluster-objects s3://); NULL: the broker's stream */
+	struct cl_sessions *sessions; /* sessobj.c's: made on first use (mu), freed with c */
 };
 
 /* broker.c: the small tools every file here uses (it calls none of them) */
@@ -245,6 +251,12 @@ int cl_https_load(pd_err *e);
  * system's CAs. */
 int cl_https_call(const char *url, const char *method, const char *headers, const void *body, size_t len,
 		  const char *ca_file, int timeout_ms, int *status, char **resp, size_t *resp_len, pd_err *e);
+/* sessobj.c */
+/* Makes (or brings to this node's retention) the trajectories' stream. */
+int cl_traj_stream(pd_cluster *c, pd_err *e);
+/* Publishes what this node's sessions wrote to their trajectories since (the recorder's round). */
+void cl_traj_sweep(pd_cluster *c);
+void cl_sessions_free(pd_cluster *c);
 
 /* nodes.c */
 void cl_heartbeat(pd_cluster *c);

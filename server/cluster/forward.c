@@ -43,7 +43,8 @@ void cluster_result(req *r, const char *url, const char *method)
 
 typedef struct fwd {
 	req *r;
-	char addr[160];
+	char addr[160]; /* "": the node is gone (what it published answers, sessobj.c) */
+	char id[64], op[64], why[300];
 	char target[4096];
 	char headers[4096];
 } fwd;
@@ -105,9 +106,15 @@ static void *forward_main(void *arg)
 	pd_err e = {0};
 	/* a session operation may run for as long as its client asked (an exec's timeout): the
 	 * forwarder waits as long as a direct client would */
-	if (pd_http_call(f->addr, r->method, f->target, f->headers, r->body, r->len, 600 * 1000, &status, &ctype,
-			 &resp, &rlen, &e) == 0) {
+	if (!f->addr[0]) {
+		if (!cluster_session_kept(r, f->id, f->op))
+			http_set_error(r, 410, "%s", f->why);
+	} else if (pd_http_call(f->addr, r->method, f->target, f->headers, r->body, r->len, 600 * 1000, &status,
+				&ctype, &resp, &rlen, &e) == 0) {
 		http_set_resp(r, status, ctype_of(ctype), resp, rlen);
+	} else if ((e.code == ECONNREFUSED || e.code == EHOSTUNREACH || e.code == ENETUNREACH) &&
+		   cluster_session_kept(r, f->id, f->op)) {
+		/* gone before its heartbeat expired: answered from what it published */
 	} else if (e.code == ECONNREFUSED || e.code == EHOSTUNREACH || e.code == ENETUNREACH) {
 		http_set_error(r, 410, "the node holding this session (%s) is gone: %s; its sandbox and state went with it",
 			       f->addr, PD_ERR_STR(&e));
@@ -127,7 +134,7 @@ static void *forward_main(void *arg)
 void cluster_session_op(req *r, const char *url, const char *method)
 {
 	pd_server *s = r->srv;
-	char id[64], op[64], addr[160], why[300];
+	char id[64], op[64], addr[160], why[300] = "";
 	/* a request forwarded once is this node's to answer, whatever it thinks of the id */
 	const char *fwd_hdr = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Paddock-Forwarded");
 	if (!s->cluster || fwd_hdr || pd_session_url(url, id, sizeof id, op, sizeof op) < 0) {
@@ -139,7 +146,8 @@ void cluster_session_op(req *r, const char *url, const char *method)
 		sessions_op(r, url, method);
 		return;
 	}
-	if (where < 0) {
+	/* a gone node's trajectory, outputs and downloads: from the broker, on a thread below */
+	if (where < 0 && !cluster_session_kept_op(method, op)) {
 		http_set_error(r, 410, "%s", why);
 		return;
 	}
@@ -149,7 +157,10 @@ void cluster_session_op(req *r, const char *url, const char *method)
 		return;
 	}
 	f->r = r;
-	snprintf(f->addr, sizeof f->addr, "%s", addr);
+	snprintf(f->addr, sizeof f->addr, "%s", where > 0 ? addr : "");
+	snprintf(f->id, sizeof f->id, "%s", id);
+	snprintf(f->op, sizeof f->op, "%s", op);
+	snprintf(f->why, sizeof f->why, "%s", why);
 	snprintf(r->method, sizeof r->method, "%s", method);
 	target_of(r, url, f->target, sizeof f->target);
 	const char *auth = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Authorization");

@@ -68,7 +68,8 @@ int cl_records_stream(pd_cluster *c, pd_err *e)
 	uint64_t age = (uint64_t)(sc.MaxAge / 1000000000LL);
 	uint64_t dup = c->o.window_s < age ? c->o.window_s : age;
 	sc.Duplicates = (int64_t)dup * 1000000000LL;
-	return cl_stream_fit(c, &sc, explicit_bytes, e);
+	/* and the sessions' trajectories beside them (sessobj.c), kept as long */
+	return cl_stream_fit(c, &sc, explicit_bytes, e) < 0 ? -1 : cl_traj_stream(c, e);
 }
 
 /* A record too large for the record stream, summarized: its fields that are not objects or
@@ -249,6 +250,7 @@ void *cl_recorder_main(void *arg)
 		last_round = pd_now_us() / 1000;
 		publish_pending(c);
 		save_mark(c, false);
+		cl_traj_sweep(c); /* the sessions' lines written between their operations */
 		pthread_mutex_lock(&c->mu);
 	}
 	pthread_mutex_unlock(&c->mu);
@@ -256,6 +258,7 @@ void *cl_recorder_main(void *arg)
 	 * else at the next start) */
 	publish_pending(c);
 	save_mark(c, true);
+	cl_traj_sweep(c);
 	return NULL;
 }
 

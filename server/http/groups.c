@@ -1,4 +1,5 @@
-/* GET /v1/groups/{group_id} (issue 40): a GRPO group's summary from the store: every member's last
+/* GET /v1/groups/{group_id} (issue 40): a GRPO group's summary from the store (a node of a cluster:
+ * from the cluster's shared record stream, every node's members): every member's last
  * attempt (judged submissions and graded episodes) with its reward, usable and failure class. A
  * group with a judge_error or an infrastructure failure among its members is unusable as a whole:
  * the relative advantages a trainer computes over it would be biased by the missing member. */
@@ -6,6 +7,27 @@
 #include "http.h"
 
 #include <string.h>
+
+/* A task's latest record only: the cluster's stream keeps each attempt as it was published, the
+ * last one then (a task graded again has two "last" attempts there, in the order they came). */
+static json_t *latest_each(json_t *all)
+{
+	json_t *seen = json_object(), *out = json_array();
+	size_t i;
+	json_t *rec;
+	json_array_foreach(all, i, rec) {
+		const char *task = json_string_value(json_object_get(rec, "task_id"));
+		json_object_set_new(seen, task ? task : "", json_integer((json_int_t)i));
+	}
+	json_array_foreach(all, i, rec) {
+		const char *task = json_string_value(json_object_get(rec, "task_id"));
+		if ((size_t)json_integer_value(json_object_get(seen, task ? task : "")) == i)
+			json_array_append(out, rec);
+	}
+	json_decref(seen);
+	json_decref(all);
+	return out;
+}
 
 /* the members' records, every page */
 static json_t *group_records(pd_server *srv, const char *group, pd_err *e)
@@ -15,7 +37,9 @@ static json_t *group_records(pd_server *srv, const char *group, pd_err *e)
 	for (int page = 0; page < 64; page++) {
 		json_t *recs = NULL;
 		int64_t next = 0;
-		if (pd_store_list(srv->store, &q, &recs, &next, e) < 0) {
+		/* a node of a cluster answers for the fleet, from the shared record stream */
+		if ((srv->cluster ? pd_cluster_records_list(srv->cluster, &q, &recs, &next, e)
+				  : pd_store_list(srv->store, &q, &recs, &next, e)) < 0) {
 			json_decref(all);
 			return NULL;
 		}
@@ -25,7 +49,7 @@ static json_t *group_records(pd_server *srv, const char *group, pd_err *e)
 			break;
 		q.after = next;
 	}
-	return all;
+	return srv->cluster ? latest_each(all) : all;
 }
 
 void groups_get(req *r, const char *url, const char *method)
@@ -39,7 +63,7 @@ void groups_get(req *r, const char *url, const char *method)
 	pd_err e = {0};
 	json_t *recs = group_records(r->srv, group, &e);
 	if (!recs) {
-		http_set_error(r, 500, "%s", PD_ERR_STR(&e));
+		http_set_error(r, r->srv->cluster ? 503 : 500, "%s", PD_ERR_STR(&e));
 		return;
 	}
 	if (!json_array_size(recs)) {

@@ -337,6 +337,15 @@ void cluster_result(req *r, const char *url, const char *method);
 /* A session request: forwarded to the node holding the session (410 when it is gone), or
  * handled here by sessions_op. */
 void cluster_session_op(req *r, const char *url, const char *method);
+/* sessobj.c: whether a session operation is one the broker can answer for a gone node (GET of
+ * its trajectory, an exec's output, a download by request id); the answer (true), or false when
+ * the broker holds none of it */
+bool cluster_session_kept_op(const char *method, const char *op);
+bool cluster_session_kept(req *r, const char *id, const char *op);
+/* sessobj.c: the end of a session operation on this node (r: its request, NULL once resumed; id
+ * and op: the URL's, "" when it has none; se: the session, held, or NULL): its records published;
+ * a session the operation opened is found in r's answer */
+void cluster_session_step(pd_server *s, req *r, const char *id, const char *op, sess_entry *se);
 
 /* ---- settings (settings.c): each -1 with e naming the flag ---- */
 typedef struct listen_addr {

@@ -504,7 +504,8 @@ static int grade_store(pd_server *srv, const grade_req *q, json_t *rec, uint64_t
 	j->record = json_incref(rec);
 	char host[64] = "";
 	gethostname(host, sizeof host - 1);
-	int rc = pd_store_put(srv->store, j, host, e);
+	/* a node of a cluster names itself as its runs' records do */
+	int rc = pd_store_put(srv->store, j, srv->cluster ? pd_cluster_node_id(srv->cluster) : host, e);
 	pd_job_free(j);
 	return rc;
 }

@@ -302,9 +302,10 @@ static void session_upload(req *r, sess_entry *se)
 typedef struct {
 	http_piped pp; /* first: produce's argument is this */
 	pd_session *s;
+	pd_cluster *cluster; /* a node of a cluster keeps the archive in the broker (sessobj.c) */
 	/* copies: r's own (r->q) go with r, which a client that leaves mid-transfer frees while tar
 	 * still runs and the step is recorded */
-	char dir[PATH_MAX], rid_buf[256];
+	char dir[PATH_MAX], rid_buf[256], sid[48];
 	const char *rid; /* rid_buf, or NULL */
 	pd_err e;
 	int rc;
@@ -313,7 +314,10 @@ typedef struct {
 static void download_main(http_piped *pp)
 {
 	download *d = (download *)pp;
-	d->rc = pd_session_download_tar(d->s, d->dir, pp->wfd, d->rid, &d->e);
+	int fd = pp->wfd;
+	pd_cluster_tee *tee = pd_cluster_download_tee(d->cluster, d->sid, d->rid, pp->wfd, &fd);
+	d->rc = pd_session_download_tar(d->s, d->dir, fd, d->rid, &d->e);
+	pd_cluster_download_kept(tee, d->rc == 0);
 	http_piped_end(pp, d->rc == 0);
 }
 
@@ -324,8 +328,9 @@ static void download_main(http_piped *pp)
  * while the operation still runs). */
 static bool session_download(req *r, sess_entry *se)
 {
-	download d = {.s = se->s, .pp.produce = download_main};
+	download d = {.s = se->s, .cluster = r->srv->cluster, .pp.produce = download_main};
 	snprintf(d.dir, sizeof d.dir, "%s", *r->q.dir ? r->q.dir : "/work");
+	snprintf(d.sid, sizeof d.sid, "%s", se->id);
 	if (step_id(r)) {
 		snprintf(d.rid_buf, sizeof d.rid_buf, "%s", step_id(r));
 		d.rid = d.rid_buf;

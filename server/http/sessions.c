@@ -50,7 +50,11 @@ static void *session_op_main(void *arg)
 		session_delete(r, se);
 	else
 		resumed = session_dispatch(r, se, op);
+	if (s->cluster) /* its records in the broker, for the other nodes (server/cluster/sessobj.c) */
+		cluster_session_step(s, resumed ? NULL : r, url_ok ? id : NULL, op, se);
 	session_unhold(s, se);
+	if (s->cluster && se && !op[0]) /* a DELETE's closing line, written as it let go */
+		pd_cluster_session_step(s->cluster, id, NULL);
 	pthread_mutex_lock(&s->mu);
 	s->session_ops--;
 	pthread_cond_broadcast(&s->ops_cv);
