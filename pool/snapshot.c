@@ -4,8 +4,10 @@
  *
  * A snapshot is what the session's writable directories (/work, /tmp and the template's working
  * directory) hold when it is taken, copied once, through the sandbox's root as the host sees it
- * (/proc/<init>/root, no link ever followed), into <state>/snapshots/<name>/tree; processes, their
- * memory and open files are not captured, nor changes to the root outside those directories.
+ * (/proc/<init>/root, no link ever followed), into <state>/snapshots/<name>/tree, each of them
+ * opaque (user.overlay.opaque: what the session deleted from the image stays deleted in a fork);
+ * processes, their memory and open files are not captured, nor changes to the root outside those
+ * directories.
  * Ownership is kept relative to the sandbox (its root's files stay its root's), so are modes and
  * modification times. It is immutable once taken (a new name each time; the tree is only read),
  * has a TTL and a size cap (EFBIG past it), and is deleted once expired and no session uses it.
@@ -27,6 +29,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -247,8 +250,13 @@ int session_copy_tree(pd_session *s, const char *tree, uint64_t max, uint64_t *b
 			break;
 		}
 		copy_dir(&c, sfd, dfd, 0);
-		/* the directory itself as the sandbox had it (its mode: /tmp is 1777) */
+		/* the directory itself as the sandbox had it (its mode: /tmp is 1777), and opaque: the
+		 * copy is the session's whole view of it, so the image's entries below it (a file the
+		 * agent deleted, which the session's upper hid with a whiteout) must not show through
+		 * the tree in a fork or a grade. Not "/", which would hide the image itself. */
 		chmod(dst, dst_st.st_mode & 07777);
+		if (!c.err && strcmp(dir, "/") && setxattr(dst, "user.overlay.opaque", "y", 1, 0) < 0)
+			c.err = errno;
 		if (dirs)
 			json_array_append_new(dirs, json_string(dir));
 	}
