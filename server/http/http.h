@@ -5,6 +5,7 @@
  *   runs.c        the run endpoints (native, SandboxFusion, Piston): parse, admit, queue, answer
  *   sessions.c    the session endpoints and the threads their operations run on
  *   replay.c      a trajectory replayed through the session operations
+ *   replay_agents.c  the replay's steps dispatched, agents' overlapping ones at once
  *   exec_stream.c a session exec whose output is sent while it runs (JSON lines)
  *   stream.c      a producer whose first bytes decide the answer (session downloads, streamed
  *                 execs): http_piped_run
@@ -278,6 +279,17 @@ void session_delete_quiet(pd_server *s, const char *id);
 /* replay.c: POST /v1/replay (the body: a trajectory's JSON lines) and POST
  * /v1/sessions/<id>/replay (that session's trajectory), on a session operation's thread */
 void replay_run(req *r, const char *id);
+/* replay_agents.c, for replay.c: the steps of lines run into done ([line, answer | why, batch]
+ * each, in the lines' order; batch 0: run alone) by run (replay.c's: recorded step l run in the
+ * replay's session, its answer with "http_status", or NULL with why), agents' overlapping steps at
+ * once; the replay's own line for recorded step rec (by its request id, else the next not used:
+ * used and *k are the caller's, starting [] and 1) */
+typedef json_t *(*replay_step_fn)(pd_server *s, sess_entry *se, json_t *l, char *why, size_t wlen);
+void replay_steps(pd_server *s, sess_entry *se, json_t *lines, json_t *done, replay_step_fn run);
+json_t *replay_own_line(json_t *mine, json_t *rec, json_t *used, size_t *k);
+/* replay_agents.c: for each batch of steps run at once (done's third element), its recorded lines
+ * and its own lines in mine get the batch's files changed together (compared as one) */
+void replay_union_batches(json_t *done, json_t *mine);
 /* An exec's answer (sessions.c): the result record, its process verdict when audited, the
  * session and request ids, the noise injected. NULL: out of memory. */
 /* The session exec's policy made final (sessions.c): its template's tightened by the request's,
