@@ -4,8 +4,10 @@
  *
  * A snapshot is what the session's writable directories (/work, /tmp and the template's working
  * directory) hold when it is taken, copied once, through the sandbox's root as the host sees it
- * (/proc/<init>/root, no link ever followed), into <state>/snapshots/<name>/tree; processes, their
- * memory and open files are not captured, nor changes to the root outside those directories.
+ * (/proc/<init>/root, no link ever followed), into <state>/snapshots/<name>/tree, each of them
+ * opaque (user.overlay.opaque: what the session deleted from the image stays deleted in a fork);
+ * processes, their memory and open files are not captured, nor changes to the root outside those
+ * directories.
  * Ownership is kept relative to the sandbox (its root's files stay its root's), so are modes and
  * modification times. It is immutable once taken (a new name each time; the tree is only read),
  * has a TTL and a size cap (EFBIG past it), and is deleted once expired and no session uses it.
@@ -25,8 +27,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,6 +55,23 @@ static void keep_meta(copy_ctx *c, int dfd, const char *name, const struct stat 
 	utimensat(dfd, name, ts, AT_SYMLINK_NOFOLLOW);
 }
 
+static void copy_loop(copy_ctx *c, int in, int out)
+{
+	char buf[1 << 16];
+	ssize_t n;
+	while ((n = read(in, buf, sizeof buf)) > 0) {
+		c->bytes += (uint64_t)n;
+		if (c->bytes > c->max) {
+			c->err = EFBIG;
+			break;
+		}
+		if (write(out, buf, (size_t)n) != n) {
+			c->err = errno ? errno : ENOSPC;
+			break;
+		}
+	}
+}
+
 static int copy_file(copy_ctx *c, int sfd, int dfd, const char *name, const struct stat *st)
 {
 	if (c->bytes + (uint64_t)st->st_size > c->max)
@@ -67,19 +88,22 @@ static int copy_file(copy_ctx *c, int sfd, int dfd, const char *name, const stru
 		close(in);
 		return c->err = errno, -1;
 	}
-	char buf[1 << 16];
+	/* in the kernel (sendfile: any file to a file, from the sandbox's tmpfs to the state
+	 * directory's disk), the bytes never through a buffer of ours: a grade copies the whole
+	 * session each time (bench --episode). A read/write loop where sendfile cannot. */
 	ssize_t n;
-	while ((n = read(in, buf, sizeof buf)) > 0) {
-		c->bytes += (uint64_t)n;
-		if (c->bytes > c->max) {
+	uint64_t sent = 0;
+	while ((n = sendfile(out, in, NULL, 1 << 22)) > 0) {
+		sent += (uint64_t)n;
+		if ((c->bytes += (uint64_t)n) > c->max) {
 			c->err = EFBIG;
 			break;
 		}
-		if (write(out, buf, (size_t)n) != n) {
-			c->err = errno ? errno : ENOSPC;
-			break;
-		}
 	}
+	if (n < 0 && !sent && (errno == EINVAL || errno == ENOSYS))
+		copy_loop(c, in, out);
+	else if (n < 0 && !c->err)
+		c->err = errno;
 	close(in);
 	close(out);
 	if (c->err)
@@ -247,8 +271,13 @@ int session_copy_tree(pd_session *s, const char *tree, uint64_t max, uint64_t *b
 			break;
 		}
 		copy_dir(&c, sfd, dfd, 0);
-		/* the directory itself as the sandbox had it (its mode: /tmp is 1777) */
+		/* the directory itself as the sandbox had it (its mode: /tmp is 1777), and opaque: the
+		 * copy is the session's whole view of it, so the image's entries below it (a file the
+		 * agent deleted, which the session's upper hid with a whiteout) must not show through
+		 * the tree in a fork or a grade. Not "/", which would hide the image itself. */
 		chmod(dst, dst_st.st_mode & 07777);
+		if (!c.err && strcmp(dir, "/") && setxattr(dst, "user.overlay.opaque", "y", 1, 0) < 0)
+			c.err = errno;
 		if (dirs)
 			json_array_append_new(dirs, json_string(dir));
 	}

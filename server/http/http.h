@@ -6,6 +6,7 @@
  *   sessions.c    the session endpoints and the threads their operations run on
  *   replay.c      a trajectory replayed through the session operations
  *   session_ops.c the operations on one session (exec, files, ...): session_dispatch
+ *   replay_agents.c  the replay's steps dispatched, agents' overlapping ones at once
  *   exec_stream.c a session exec whose output is sent while it runs (JSON lines)
  *   exec_answer.c an exec's answer, streamed or not
  *   session_table.c the table of open sessions, under every session file
@@ -290,6 +291,17 @@ bool session_dispatch(req *r, sess_entry *se, const char *op);
 /* replay.c: POST /v1/replay (the body: a trajectory's JSON lines) and POST
  * /v1/sessions/<id>/replay (that session's trajectory), on a session operation's thread */
 void replay_run(req *r, const char *id);
+/* replay_agents.c, for replay.c: the steps of lines run into done ([line, answer | why, batch]
+ * each, in the lines' order; batch 0: run alone) by run (replay.c's: recorded step l run in the
+ * replay's session, its answer with "http_status", or NULL with why), agents' overlapping steps at
+ * once; the replay's own line for recorded step rec (by its request id, else the next not used:
+ * used and *k are the caller's, starting [] and 1) */
+typedef json_t *(*replay_step_fn)(pd_server *s, sess_entry *se, json_t *l, char *why, size_t wlen);
+void replay_steps(pd_server *s, sess_entry *se, json_t *lines, json_t *done, replay_step_fn run);
+json_t *replay_own_line(json_t *mine, json_t *rec, json_t *used, size_t *k);
+/* replay_agents.c: for each batch of steps run at once (done's third element), its recorded lines
+ * and its own lines in mine get the batch's files changed together (compared as one) */
+void replay_union_batches(json_t *done, json_t *mine);
 /* exec_answer.c, for session_ops.c and exec_stream.c. An exec's answer: the result record, its
  * process verdict when audited, the session and request ids, the noise injected. NULL: out of
  * memory. */

@@ -257,26 +257,27 @@ void replay_run(req *r, const char *id)
 		json_decref(lines);
 		return;
 	}
-	/* every step, keeping which recorded line each replayed one answers: [line, answer | why] */
-	json_t *done = json_array(), *l;
+	/* every step, keeping which recorded line each replayed one answers: [line, answer | why];
+	 * agents' steps that overlapped run at once (replay_agents.c) */
+	json_t *done = json_array(), *todo = json_array(), *l;
 	size_t i;
 	json_array_foreach(lines, i, l) {
 		const char *skind = json_string_value(json_object_get(l, "kind"));
 		/* a verdict or an annotation (issue 40) is not a step of the agent's: nothing to re-run */
-		if (!skind || !strcmp(skind, "session") || !strcmp(skind, "close") || !strcmp(skind, "verdict") ||
-		    !strcmp(skind, "annotation"))
-			continue;
-		char why[200] = "";
-		json_t *resp = run_step(s, se, l, why, sizeof why);
-		json_array_append_new(done, resp ? json_pack("[O,o]", l, resp) : json_pack("[O,s]", l, why));
+		if (skind && strcmp(skind, "session") && strcmp(skind, "close") && strcmp(skind, "verdict") &&
+		    strcmp(skind, "annotation"))
+			json_array_append(todo, l);
 	}
+	replay_steps(s, se, todo, done, run_step);
+	json_decref(todo);
 	session_unhold(s, se);
 	session_delete_quiet(s, sid);
 	/* the replay's own trajectory: the header, then one line per replayed step */
 	json_t *mine = pd_trajectory_load(pd_ctx_state_dir(s->ctx), sid, &e);
+	replay_union_batches(done, mine);
 	size_t k = 1, matched = 0, replayed = 0, skipped = 0;
 	long first = -1;
-	json_t *steps = json_array(), *d;
+	json_t *steps = json_array(), *d, *used = json_array();
 	json_array_foreach(done, i, d) {
 		json_t *rec = json_array_get(d, 0), *resp = json_array_get(d, 1);
 		long step = (long)json_integer_value(json_object_get(rec, "step"));
@@ -289,7 +290,7 @@ void replay_run(req *r, const char *id)
 			json_object_set(out, "why", resp);
 		} else {
 			replayed++;
-			json_t *diffs = compare(rec, resp, mine ? json_array_get(mine, k++) : NULL);
+			json_t *diffs = compare(rec, resp, mine ? replay_own_line(mine, rec, used, &k) : NULL);
 			bool match = json_array_size(diffs) == 0;
 			matched += match;
 			if (!match && first < 0)
@@ -306,6 +307,7 @@ void replay_run(req *r, const char *id)
 				(json_int_t)skipped, "first_divergent_step", first >= 0 ? json_integer(first) : json_null(),
 				"steps", steps));
 	json_decref(mine);
+	json_decref(used);
 	json_decref(done);
 	json_decref(lines);
 }

@@ -6,7 +6,7 @@
 # of its own, from the same image; the hidden test never was in the agent's image. Every record
 # names the image by its manifest digest.
 source "$(dirname "$0")/api.sh"
-plan 16
+plan 18
 
 export PADDOCK_STATE_DIR=$TMPD/state
 python3 tests/api/mkimage.py pyrepo "$TMPD/pyrepo"
@@ -45,6 +45,17 @@ sx "$S" '{"cmd":["bash","-c","echo /repo/*"]}'
 is "$(jb .stdout)" "/repo/README /repo/calc.py /repo/test_calc.py" "the hidden test never entered the agent's session"
 post_json "/v1/sessions/$S/judge" '{"problem":{"kind":"episode","image":"other:1","command":"true"}}'
 is "$CODE" 400 "an episode problem for another image than the session's: 400"
+# a file of the image the agent deleted stays deleted in the grade's fork and in a snapshot's
+# forks (the copied tree is opaque over the image: it came back from the image before)
+req DELETE "/v1/sessions/$S/files?path=/repo/README"
+post_json "/v1/sessions/$S/judge" '{"problem":{"kind":"episode","command":["bash","-c","echo /repo/*; test ! -e README"]}}'
+is "$(jb '[.verdict.output.status, .command.stdout_tail] | join(" ")')" "pass /repo/calc.py /repo/test_calc.py" "the image's file the agent deleted is not in the grade's fork"
+post_json "/v1/sessions/$S/snapshot" '{}'
+post_json /v1/sessions "$(jq -n --arg s "$(jb .snapshot)" '{from_snapshot: $s}')"
+F=$(jb .session_id)
+sx "$F" '{"cmd":["bash","-c","echo /repo/*"]}'
+is "$(jb .stdout)" "/repo/calc.py /repo/test_calc.py" "nor in a fork of the session's snapshot"
+req DELETE "/v1/sessions/$F"
 req DELETE "/v1/sessions/$S"
 
 # the judge: a fresh sandbox of the same image, the agent's file and the hidden test
