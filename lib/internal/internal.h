@@ -155,7 +155,8 @@ void pd_slot_put(pd_slots *s, uint32_t slot);
 typedef struct pd_netns pd_netns;
 typedef struct pd_netpool pd_netpool;
 /* keep: namespaces are checked and kept for reuse (false: each is closed after its sandbox) */
-int pd_netpool_init(pd_netpool **out, bool keep, pd_err *e);
+/* keep: namespaces reused within the process; pin_dir: kept between processes there (NULL: not) */
+int pd_netpool_init(pd_netpool **out, bool keep, const char *pin_dir, pd_err *e);
 void pd_netpool_free(pd_netpool *p);
 void pd_netpool_stats(pd_netpool *p, pd_netns_stats *out);
 /* An idle namespace that reads exactly as a fresh one, or a new one; lo up if loopback. */
