@@ -432,10 +432,16 @@ static int v2_set_io(pd_cg *g, const pd_iodev *devs, size_t n, const pd_limits *
 	return 0;
 }
 
+static int v2_join_fds(pd_cg *g, int *fds, int max, pd_err *e)
+{
+	(void)g, (void)fds, (void)max, (void)e;
+	return 0; /* CLONE_INTO_CGROUP places init; else v2_attach */
+}
+
 static const pd_cg_ops v2_ops = {"v2",         v2_create,  v2_clone_fd, v2_attach,
 				  v2_stats,     v2_reset_peaks, v2_kill_all, v2_destroy,
 				  v2_exists,    v2_set_memory,  cg_stats_close, v2_reclaim,
-				  v2_tasks,     v2_set_io,      v2_sample};
+				  v2_tasks,     v2_set_io,      v2_sample,      v2_join_fds};
 
 /* ---------------------------------------------------------------------------------------------- */
 /* v1 */
@@ -653,10 +659,28 @@ static int v1_set_io(pd_cg *g, const pd_iodev *devs, size_t n, const pd_limits *
 	return 0;
 }
 
+static int v1_join_fds(pd_cg *g, int *fds, int max, pd_err *e)
+{
+	int n = 0;
+	for (int j = 0; j < g->ndirs; j++) {
+		char p[PD_PATH + 8];
+		snprintf(p, sizeof p, "%s/tasks", g->dirs[j]);
+		int fd = n < max ? open(p, O_WRONLY | O_CLOEXEC) : (errno = E2BIG, -1);
+		if (fd < 0) {
+			int err = errno;
+			while (n > 0)
+				close(fds[--n]);
+			return pd_fail(e, err, "open %s", p);
+		}
+		fds[n++] = fd;
+	}
+	return n;
+}
+
 static const pd_cg_ops v1_ops = {"v1",         v1_create,  v1_clone_fd, v1_attach,
 				  v1_stats,     v1_reset_peaks, v1_kill_all, v1_destroy,
 				  v1_exists,    v1_set_memory,  cg_stats_close, v1_reclaim,
-				  v1_tasks,     v1_set_io,      v1_sample};
+				  v1_tasks,     v1_set_io,      v1_sample,      v1_join_fds};
 
 /* ---------------------------------------------------------------------------------------------- */
 

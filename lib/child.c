@@ -737,8 +737,16 @@ void pd_child_main(const child_cfg *c)
 	struct msg_hdr go;
 	int fds[PD_MAX_PASS_FDS], nfds = 0;
 	ssize_t n = pd_recv_fds(pd_ch_sock, &go, sizeof go, fds, &nfds, PD_MAX_PASS_FDS);
-	if (n != sizeof go || go.type != MSG_GO || nfds != c->nlayers + c->nbinds + c->has_sysfs)
+	if (n != sizeof go || go.type != MSG_GO || nfds != c->nlayers + c->nbinds + c->has_sysfs + c->njoin)
 		_exit(1);
+	/* v1: into the sandbox's cgroups, this thread by itself ("0": the writer), before anything
+	 * of the setup is allocated (pd_cg_ops.join_fds says why not the host's move) */
+	for (int i = nfds - c->njoin; i < nfds; i++) {
+		if (write(fds[i], "0", 1) != 1)
+			pd_ch_die("join the sandbox's cgroup", errno);
+		close(fds[i]);
+	}
+	nfds -= c->njoin;
 	pd_ch_check(pd_ch_setresgid(0), "setresgid 0");
 	/* effective uid 0 (the owner of what init creates for the host's file operations), real
 	 * and saved uid PD_INIT_UID, which no program has: a program of the sandbox, even as uid

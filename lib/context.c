@@ -114,7 +114,13 @@ pd_ctx *pd_ctx_new(const pd_ctx_opts *o, pd_err *e)
 		goto fail;
 	if (pd_slots_init(&c->slots, c->run_dir, e) < 0)
 		goto fail;
-	if (pd_netpool_init(&c->net, !o->one_sandbox, e) < 0)
+	/* one sandbox per process (paddock exec): its network namespace comes from, and goes back
+	 * to, the slots kept between processes (netns.c) */
+	char pins[PD_PATH];
+	snprintf(pins, sizeof pins, "%s", o->netns_dir ? o->netns_dir : "");
+	if (!pins[0])
+		snprintf(pins, sizeof pins, "%s/netns", c->run_dir);
+	if (pd_netpool_init(&c->net, !o->one_sandbox, o->one_sandbox ? pins : NULL, e) < 0)
 		goto fail;
 	c->uwatch = pd_uwatch_new(); /* none (ENOMEM): every reset rebuilds every overlay */
 	return c;

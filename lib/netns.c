@@ -17,6 +17,17 @@
  * closed and the kernel destroys it. So reuse never shows a next sandbox anything a fresh
  * namespace would not. tests/unit/netns.c runs dirty workloads and checks the next user.
  *
+ * Between processes (paddock exec, one sandbox per process: pd_ctx_opts.one_sandbox), the same
+ * proof carries a namespace from one process to the next: PIN_SLOTS namespaces per mode are kept
+ * bind-mounted in <run_dir>/netns (root's, 0700), each with its own views read at its birth
+ * (<slot>.ref). A process takes a slot under an exclusive flock held to its end; it uses the
+ * namespace only if that reference is there, and deletes it before use, so a process that dies
+ * mid-use leaves the slot's namespace unclaimable: the next taker unmounts it and makes a new
+ * one. After the sandbox's last process is gone, the views are read again and the reference is
+ * written back only if they are byte for byte the same. A namespace is never shared by two live
+ * sandboxes (the lock), and a next user sees exactly what a fresh one's would. It saves a
+ * namespace's creation and the kernel's asynchronous destruction per `paddock exec`.
+ *
  * Because the sandbox does not own its namespace, sysfs (whose /sys/class/net is tagged by
  * network namespace) is mounted by the host, inside that namespace, and handed over as a
  * detached mount. */
@@ -31,9 +42,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/nsfs.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -92,11 +107,21 @@ static unsigned idle_cap(void)
 	return cap > IDLE_MAX ? IDLE_MAX : (unsigned)cap;
 }
 
+/* namespaces kept between processes, per mode (one_sandbox): more concurrent processes than
+ * this each make their own, as before */
+#define PIN_SLOTS 4
+
 struct pd_netns {
 	int fd;
 	bool loopback;
 	bool tainted; /* lo switched after it was handed out (netmode.c) */
 	pd_netns *next;
+	/* kept between processes: */
+	int pin_lock;     /* -1, or the slot's lock file, flock()ed while this process uses it */
+	bool pinned;      /* bind-mounted at <pin>.ns */
+	char pin[PD_PATH]; /* <run_dir>/netns/<mode><slot> */
+	char *ref;        /* its PROBES at its birth */
+	size_t ref_len;
 };
 
 struct pd_netpool {
@@ -108,22 +133,32 @@ struct pd_netpool {
 	size_t fresh_len[2];
 	pd_netns_stats st;
 	bool broken;
-	bool keep; /* false: no reuse, so no fresh reference and no check (one_sandbox) */
+	bool keep; /* false: no reuse within the process, so no fresh reference (one_sandbox) */
+	char pin_dir[PD_PATH]; /* "": no namespaces kept between processes */
 };
 
 static void ns_free(pd_netns *ns)
 {
 	if (ns->fd >= 0)
 		close(ns->fd);
+	if (ns->pin_lock >= 0)
+		close(ns->pin_lock); /* the flock goes with it */
+	free(ns->ref);
 	free(ns);
 }
 
-int pd_netpool_init(pd_netpool **out, bool keep, pd_err *e)
+int pd_netpool_init(pd_netpool **out, bool keep, const char *pin_dir, pd_err *e)
 {
 	pd_netpool *p = calloc(1, sizeof *p);
 	if (!p)
 		return pd_fail(e, ENOMEM, "network namespace pool");
 	p->keep = keep;
+	/* without the directory, every namespace is made fresh: slower, never wrong */
+	if (pin_dir && (size_t)snprintf(p->pin_dir, sizeof p->pin_dir, "%s", pin_dir) < sizeof p->pin_dir - 16 &&
+	    (mkdir(p->pin_dir, 0700) == 0 || errno == EEXIST))
+		;
+	else
+		p->pin_dir[0] = 0;
 	pthread_mutex_init(&p->lock, NULL);
 	/* thread-self: the namespace of the thread that creates the context, where the host's
 	 * sockets live; every thread that enters a sandbox's namespace comes back to it */
@@ -219,19 +254,98 @@ static int write_sysctl(const char *path, const char *value)
 	return w == (ssize_t)strlen(value) ? 0 : (errno = err ? err : EIO, -1);
 }
 
-/* A new namespace, made on the calling thread and left again. */
-static pd_netns *create(pd_netpool *p, bool loopback, pd_err *e)
+/* ---- namespaces kept between processes (one_sandbox; see the top of the file) ---- */
+
+static void pin_path(const pd_netns *ns, const char *ext, char *out, size_t size)
 {
-	pd_netns *ns = calloc(1, sizeof *ns);
+	snprintf(out, size, "%s.%s", ns->pin, ext);
+}
+
+/* The slot's namespace is not used again: unclaimable first, then unmounted (the kernel destroys
+ * it once its last user is gone). */
+static void pin_drop(pd_netns *ns)
+{
+	char path[PD_PATH + 8];
+	pin_path(ns, "ref", path, sizeof path);
+	unlink(path);
+	pin_path(ns, "ns", path, sizeof path);
+	umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW);
+	unlink(path);
+	ns->pinned = false;
+}
+
+/* A slot free for this process, its lock held in ns->pin_lock, and the slot's namespace in ns->fd
+ * when the last user's check left its reference (claimed: deleted before use); otherwise the slot
+ * is emptied for a new one. False when every slot is in use (or the directory is unusable). */
+static bool pin_take(const pd_netpool *p, pd_netns *ns)
+{
+	char path[PD_PATH + 8];
+	for (int i = 0; i < PIN_SLOTS; i++) {
+		snprintf(ns->pin, sizeof ns->pin, "%s/%s%d", p->pin_dir, ns->loopback ? "lo" : "none", i);
+		pin_path(ns, "lock", path, sizeof path);
+		int lk = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (lk < 0)
+			return false;
+		if (flock(lk, LOCK_EX | LOCK_NB) < 0) {
+			close(lk);
+			continue;
+		}
+		ns->pin_lock = lk;
+		ns->ref = malloc(PROBE_MAX + 1);
+		pin_path(ns, "ref", path, sizeof path);
+		ssize_t len = ns->ref ? pd_read_file(path, ns->ref, PROBE_MAX + 1) : -1;
+		if (len >= 0 && len < PROBE_MAX && unlink(path) == 0) {
+			pin_path(ns, "ns", path, sizeof path);
+			int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+			if (fd >= 0 && ioctl(fd, NS_GET_NSTYPE) == CLONE_NEWNET) {
+				ns->fd = fd;
+				ns->ref_len = (size_t)len;
+				ns->pinned = true;
+				return true;
+			}
+			if (fd >= 0)
+				close(fd);
+		}
+		free(ns->ref);
+		ns->ref = NULL;
+		pin_drop(ns);
+		return true;
+	}
+	return false;
+}
+
+/* Called inside a new namespace: kept at the slot, with its views (probes) as its reference. */
+static void pin_new(pd_netns *ns, const char *probes, size_t len)
+{
+	char path[PD_PATH + 8];
+	pin_path(ns, "ns", path, sizeof path);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0400);
+	if (fd < 0)
+		return;
+	close(fd);
+	ns->ref = malloc(len ? len : 1);
+	if (!ns->ref || mount("/proc/thread-self/ns/net", path, NULL, MS_BIND, NULL) < 0) {
+		free(ns->ref);
+		ns->ref = NULL;
+		unlink(path);
+		return;
+	}
+	memcpy(ns->ref, probes, len);
+	ns->ref_len = len;
+	ns->pinned = true;
+}
+
+/* A new namespace, made on the calling thread and left again; ns (its mode set) is the caller's,
+ * freed here on failure. */
+static pd_netns *create(pd_netpool *p, pd_netns *ns, pd_err *e)
+{
+	bool loopback = ns->loopback;
 	char *buf = malloc(PROBE_MAX);
-	if (!ns || !buf) {
-		free(ns);
-		free(buf);
+	if (!buf) {
+		ns_free(ns);
 		pd_fail(e, ENOMEM, "network namespace");
 		return NULL;
 	}
-	ns->fd = -1;
-	ns->loopback = loopback;
 	if (unshare(CLONE_NEWNET) < 0) {
 		pd_fail(e, errno, "new network namespace");
 		goto fail;
@@ -274,7 +388,12 @@ static pd_netns *create(pd_netpool *p, bool loopback, pd_err *e)
 	pthread_mutex_lock(&p->lock);
 	bool need = !p->fresh[m] && p->keep;
 	pthread_mutex_unlock(&p->lock);
-	ssize_t len = need ? read_probes("/proc/thread-self/net", buf, PROBE_MAX) : -1;
+	bool pin = ns->pin_lock >= 0;
+	ssize_t len = need || pin ? read_probes("/proc/thread-self/net", buf, PROBE_MAX) : -1;
+	if (pin && len >= 0)
+		pin_new(ns, buf, (size_t)len);
+	if (!need)
+		len = -1;
 	if (leave(p, e) < 0)
 		goto fail;
 	if (len >= 0) {
@@ -320,7 +439,19 @@ pd_netns *pd_netns_get(pd_netpool *p, bool loopback, pd_err *e)
 		ns->next = NULL;
 		return ns;
 	}
-	return create(p, loopback, e);
+	if (!(ns = calloc(1, sizeof *ns))) {
+		pd_fail(e, ENOMEM, "network namespace");
+		return NULL;
+	}
+	ns->fd = ns->pin_lock = -1;
+	ns->loopback = loopback;
+	if (p->pin_dir[0] && pin_take(p, ns) && ns->fd >= 0) {
+		pthread_mutex_lock(&p->lock);
+		p->st.reused++;
+		pthread_mutex_unlock(&p->lock);
+		return ns;
+	}
+	return create(p, ns, e);
 }
 
 void pd_netns_detach(pd_netns *ns)
@@ -398,10 +529,51 @@ static bool reads_fresh(pd_netpool *p, int fd, int m)
 	return fresh;
 }
 
+/* A kept namespace after its sandbox: its reference written back if it reads as at its birth. */
+static void pin_put(pd_netpool *p, pd_netns *ns, bool all_gone)
+{
+	char path[PD_PATH + 8], tmp[PD_PATH + 16];
+	bool fresh = false;
+	pin_path(ns, "ns", path, sizeof path);
+	int fd = all_gone && !ns->tainted && ns->ref ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+	char *buf = fd >= 0 ? malloc(PROBE_MAX) : NULL;
+	if (buf && setns(fd, CLONE_NEWNET) == 0) {
+		ssize_t len = read_probes("/proc/thread-self/net", buf, PROBE_MAX);
+		fresh = leave(p, NULL) == 0 && len >= 0 && (size_t)len == ns->ref_len &&
+			!memcmp(buf, ns->ref, ns->ref_len);
+	}
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	if (fresh) {
+		/* written whole, then named: a reader never finds half a reference */
+		pin_path(ns, "ref", path, sizeof path);
+		snprintf(tmp, sizeof tmp, "%s.tmp", path);
+		int w = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+		fresh = w >= 0 && write(w, ns->ref, ns->ref_len) == (ssize_t)ns->ref_len;
+		if (w >= 0)
+			close(w);
+		fresh = fresh && rename(tmp, path) == 0;
+		if (!fresh)
+			unlink(tmp);
+	}
+	if (!fresh) {
+		pthread_mutex_lock(&p->lock);
+		p->st.discarded++;
+		pthread_mutex_unlock(&p->lock);
+		pin_drop(ns);
+	}
+}
+
 void pd_netns_put(pd_netpool *p, pd_netns *ns, bool all_gone)
 {
 	if (!ns)
 		return;
+	if (ns->pinned) {
+		pin_put(p, ns, all_gone);
+		ns_free(ns);
+		return;
+	}
 	if (ns->fd < 0) {
 		/* the sandbox's init was gone before its namespace could be taken back */
 		pthread_mutex_lock(&p->lock);

@@ -248,8 +248,11 @@ typedef struct pd_ctx_opts {
 	int cgroup_version;      /* 0 = detect, 1, 2 */
 	bool cgroup_fake;        /* v2 backend over a plain directory (tests only) */
 	bool one_sandbox;        /* the process makes one sandbox and ends (paddock exec): nothing is
-				  * prepared for a next one — its network namespace is neither
-				  * compared with a fresh one's nor kept for reuse */
+				  * prepared for a next one in this process; its network namespace
+				  * is taken from, and checked back into, the few kept between such
+				  * processes in netns_dir (lib/netns.c) */
+	const char *netns_dir;   /* with one_sandbox: where network namespaces are kept between
+				  * processes; default <run_dir>/netns */
 } pd_ctx_opts;
 
 /* Creates a context: detects the cgroup backend, compiles the seccomp policies (or takes them from

@@ -484,26 +484,31 @@ static int wait_ready(pd_sandbox *s, uint64_t t0, pd_err *e)
 
 /* The uid maps, init's OOM exemption, its cgroup (when clone3 could not place it), then GO with the
  * id-mapped layers and binds (and the sysfs): init builds the root from them. */
-static int start_init(pd_sandbox *s, int cgfd, const pd_layer *layers, int nlayers, int *sysfs_fd, pd_err *e)
+static int start_init(pd_sandbox *s, int cgfd, const int *joinfd, int njoin, const pd_layer *layers,
+		      int nlayers, int *sysfs_fd, pd_err *e)
 {
 	pd_ctx *c = s->ctx;
-	int layer_fds[PD_MAX_LAYERS + PD_MAX_BINDS + 1], nfds = 0, rc = -1;
+	int layer_fds[PD_MAX_PASS_FDS], nfds = 0, rc = -1;
 	if (write_maps(s->pid, s->slot, e) < 0)
-		return -1;
+		goto out;
 	/* init must not be the task the memory cgroup's OOM killer takes (it is a copy of this
 	 * process: by size it could be): exempt it where we may (CAP_SYS_RESOURCE, which some
 	 * containers withhold); programs raise themselves to +1000 before their execve anyway */
 	s->init_oom_adj = pd_sb_read_oom_adj(s->pid);
 	if (set_oom_adj(s->pid, -1000) == 0)
 		s->init_oom_adj = -1000;
-	if (cgfd < 0 && c->cg.ops->attach(s->cg, s->pid, e) < 0)
-		return -1;
+	if (cgfd < 0 && !njoin && c->cg.ops->attach(s->cg, s->pid, e) < 0)
+		goto out;
 	if (pd_sb_layout_fds(&s->opts, layers, nlayers, s->pid, layer_fds, &nfds, e) < 0)
 		goto out;
 	if (*sysfs_fd >= 0) {
 		layer_fds[nfds++] = *sysfs_fd;
 		*sysfs_fd = -1;
 	}
+	/* init joins its cgroups first thing after GO, before it allocates anything of its setup */
+	for (int i = 0; i < njoin; i++)
+		layer_fds[nfds++] = joinfd[i];
+	njoin = 0;
 	struct msg_hdr go = {MSG_GO};
 	if (pd_send_fds(s->sock, &go, sizeof go, layer_fds, nfds) < 0) {
 		pd_fail(e, errno, "start sandbox");
@@ -513,6 +518,8 @@ static int start_init(pd_sandbox *s, int cgfd, const pd_layer *layers, int nlaye
 out:
 	for (int i = 0; i < nfds; i++)
 		close(layer_fds[i]);
+	for (int i = 0; i < njoin; i++) /* not handed over */
+		close(joinfd[i]);
 	return rc;
 }
 
@@ -525,7 +532,7 @@ pd_sandbox *pd_ct_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 	if (!s)
 		return NULL;
 	child_cfg *cfg = calloc(1, sizeof *cfg);
-	int sv[2] = {-1, -1}, sysfs_fd = -1, cgfd = -1;
+	int sv[2] = {-1, -1}, sysfs_fd = -1, cgfd = -1, joinfd[5], njoin = 0;
 	pd_layer layers[PD_MAX_LAYERS];
 	int nlayers = 0;
 	if (!cfg) {
@@ -557,13 +564,21 @@ pd_sandbox *pd_ct_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 			goto fail;
 	}
 	cfg->has_sysfs = s->netns != NULL;
+	/* v1: init moves itself into its cgroups (join_fds); v2: clone3 places it */
+	if ((njoin = c->cg.ops->join_fds(s->cg, joinfd, 5, e)) < 0) {
+		njoin = 0;
+		goto fail;
+	}
+	cfg->njoin = njoin;
 	if (clone_init(s, cfg, &cgfd, &sysfs_fd, e) < 0)
 		goto fail;
 	close(sv[1]);
 	sv[1] = -1;
 	s->sock = sv[0];
 	sv[0] = -1;
-	if (start_init(s, cgfd, layers, nlayers, &sysfs_fd, e) < 0 || wait_ready(s, t0, e) < 0 ||
+	int sent = start_init(s, cgfd, joinfd, njoin, layers, nlayers, &sysfs_fd, e);
+	njoin = 0; /* start_init closed them */
+	if (sent < 0 || wait_ready(s, t0, e) < 0 ||
 	    pd_sb_net_created(s, e) < 0)
 		goto fail;
 	pd_sb_mq_refresh(s, false);
@@ -575,6 +590,8 @@ pd_sandbox *pd_ct_create(pd_ctx *c, const pd_sandbox_opts *o, pd_err *e)
 fail:
 	if (sysfs_fd >= 0)
 		close(sysfs_fd);
+	while (njoin > 0)
+		close(joinfd[--njoin]);
 	if (sv[0] >= 0)
 		close(sv[0]);
 	if (sv[1] >= 0)

@@ -13,7 +13,7 @@
 #define PD_PATH 512
 #define PD_NSCRATCH 3 /* scratch directories: /tmp, /work, /dev/shm (rootfs.c) */
 /* fds one message may carry: a sandbox's layers, its binds and its sysfs */
-#define PD_MAX_PASS_FDS (PD_MAX_LAYERS + PD_MAX_BINDS + 1)
+#define PD_MAX_PASS_FDS (PD_MAX_LAYERS + PD_MAX_BINDS + 1 + 5) /* + sysfs + v1 cgroups' tasks */
 
 /* ---- cgroup backend (cgroup.c): v1 and v2 behind one table ----------------------------------- */
 
@@ -54,6 +54,12 @@ typedef struct pd_cg_ops {
 	/* an exec's periodic look (every 20 ms of its wall time): the CPU used, for the CPU limit,
 	 * and pids.current, for the sampled peak — two files, not stats' six */
 	uint64_t (*sample)(pd_cg *g);
+	/* v1: descriptors of the cgroup's `tasks` files, one per hierarchy, opened here, for init to
+	 * join them itself (writing 0: its own thread). A move of another task (cgroup.procs) takes
+	 * the host-wide threadgroup lock for writing, which waits for an RCU grace period (6-17 ms on
+	 * a loaded machine); a task moving its own thread does not take it. Returns how many (0: the
+	 * caller attaches, as v2 does when clone3 could not place init), or -1. */
+	int (*join_fds)(pd_cg *g, int *fds, int max, pd_err *e);
 } pd_cg_ops;
 
 struct pd_cgroups {
@@ -155,7 +161,8 @@ void pd_slot_put(pd_slots *s, uint32_t slot);
 typedef struct pd_netns pd_netns;
 typedef struct pd_netpool pd_netpool;
 /* keep: namespaces are checked and kept for reuse (false: each is closed after its sandbox) */
-int pd_netpool_init(pd_netpool **out, bool keep, pd_err *e);
+/* keep: namespaces reused within the process; pin_dir: kept between processes there (NULL: not) */
+int pd_netpool_init(pd_netpool **out, bool keep, const char *pin_dir, pd_err *e);
 void pd_netpool_free(pd_netpool *p);
 void pd_netpool_stats(pd_netpool *p, pd_netns_stats *out);
 /* An idle namespace that reads exactly as a fresh one, or a new one; lo up if loopback. */

@@ -114,6 +114,7 @@ typedef struct child_cfg {
 	char hostname[65];
 	int net;
 	bool has_sysfs; /* a detached sysfs mount follows the layer and bind fds */
+	int njoin;      /* then the v1 cgroups' `tasks` files init joins itself (pd_cg_ops.join_fds) */
 	int nlayers;
 	char layer_dst[PD_MAX_LAYERS][PD_PATH];
 	int nbinds;

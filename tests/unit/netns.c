@@ -4,7 +4,9 @@
  * nothing, attempts to change lo, addresses, routes or sysctls) is followed by a sandbox that
  * prints everything a sandbox can see of its network namespace; that view must equal a fresh
  * namespace's, byte for byte. Quiet sandboxes must get a reused namespace (or the pool saves
- * nothing), and sandboxes alive at once never share one. */
+ * nothing), and sandboxes alive at once never share one. The same between processes of one
+ * sandbox each (paddock exec: one_sandbox contexts, whose namespaces are kept in a directory),
+ * and a process that dies with its sandbox leaves a namespace nobody gets again. */
 #define _GNU_SOURCE
 #include "internal.h"
 #include "output.h"
@@ -12,6 +14,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static pd_ctx *ctx;
@@ -240,12 +243,131 @@ static void test_concurrent_distinct(void)
 	is_int(made, 2 * N, "all sandboxes created");
 }
 
+/* ---- between processes: one_sandbox contexts, one per sandbox as `paddock exec` makes them ---- */
+
+static char pin_dir[] = "/tmp/paddock-netns-test.XXXXXX";
+
+static pd_ctx *one_ctx(void)
+{
+	pd_err e = {0};
+	pd_ctx_opts o = {.one_sandbox = true, .netns_dir = pin_dir};
+	pd_ctx *c = pd_ctx_new(&o, &e);
+	if (!c)
+		printf("#   one_sandbox context: %s\n", e.msg);
+	return c;
+}
+
+/* script in a sandbox of a context of its own, as one paddock exec runs it */
+static struct view run_one(const char *script)
+{
+	pd_ctx *keep = ctx, *c = one_ctx();
+	struct view v = {.text = strdup("")};
+	if (c) {
+		free(v.text);
+		ctx = c;
+		v = run(script, 0);
+		ctx = keep;
+		pd_ctx_free(c);
+	}
+	return v;
+}
+
+static void test_between_processes(const struct view *fresh)
+{
+	struct view a = run_one(VIEW), b = run_one(VIEW);
+	ok(a.ok && b.ok && !strcmp(a.text, fresh->text) && !strcmp(b.text, fresh->text),
+	   "one-sandbox processes see a fresh network namespace");
+	ok(a.ns[0] && !strcmp(a.ns, b.ns), "the next process gets the namespace the last one left clean (%s, %s)",
+	   a.ns, b.ns);
+	free(a.text);
+	free(b.text);
+	for (size_t i = 0; i < NWORK; i++) {
+		char script[2048];
+		snprintf(script, sizeof script, "readlink /proc/self/ns/net >&2; %s", WORK[i].script);
+		struct view w = run_one(script), v = run_one(VIEW);
+		if (!ok(v.ok && !strcmp(v.text, fresh->text), "between processes, the next sees a fresh namespace after: %s",
+			WORK[i].name))
+			first_difference(fresh->text, v.text, "now");
+		if (WORK[i].traffic)
+			ok(w.ns[0] && v.ns[0] && strcmp(w.ns, v.ns), "  and not the dirty one (%s then %s)", w.ns, v.ns);
+		free(w.text);
+		free(v.text);
+	}
+}
+
+/* two processes at once never share one; one that dies with its sandbox alive (no check after
+ * it) leaves a namespace nobody gets again */
+static void test_between_processes_held(void)
+{
+	pd_ctx *c1 = one_ctx(), *c2 = one_ctx();
+	pd_err e = {0};
+	pd_sandbox_opts so = {.limits = pd_limits_default()};
+	pd_sandbox *s1 = c1 ? pd_sandbox_create(c1, &so, &e) : NULL;
+	pd_sandbox *s2 = c2 ? pd_sandbox_create(c2, &so, &e) : NULL;
+	char n1[64] = "", n2[64] = "";
+	for (int i = 0; i < 2; i++) {
+		pd_sandbox *s = i ? s2 : s1;
+		static char rl[] = "/bin/readlink", self[] = "/proc/self/ns/net";
+		char *argv[] = {rl, self, NULL};
+		pd_exec_opts x = {.argv = argv, .stdin_fd = -1};
+		pd_result r;
+		if (s && pd_sandbox_exec(s, &x, &r, &e) == 0) {
+			char *t = dup_out(&r.out);
+			snprintf(i ? n2 : n1, 64, "%.*s", (int)strcspn(t, "\n"), t);
+			free(t);
+			pd_result_free(&r);
+		}
+	}
+	ok(n1[0] && n2[0] && strcmp(n1, n2), "two one-sandbox processes at once: two namespaces (%s, %s)", n1, n2);
+	if (s1)
+		pd_sandbox_destroy(s1, NULL, 0);
+	if (s2)
+		pd_sandbox_destroy(s2, NULL, 0);
+	pd_ctx_free(c1);
+	pd_ctx_free(c2);
+
+	int p[2];
+	char died[64] = "";
+	if (pipe(p) == 0) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			/* a paddock exec killed mid-run: its sandbox is never destroyed, nothing checked */
+			struct view v = {0};
+			pd_ctx *c = one_ctx();
+			pd_sandbox *s = c ? pd_sandbox_create(c, &so, &e) : NULL;
+			static char rl[] = "/bin/readlink", self[] = "/proc/self/ns/net";
+			char *argv[] = {rl, self, NULL};
+			pd_exec_opts x = {.argv = argv, .stdin_fd = -1};
+			pd_result r;
+			if (s && pd_sandbox_exec(s, &x, &r, &e) == 0)
+				v.text = dup_out(&r.out);
+			if (v.text && write(p[1], v.text, strcspn(v.text, "\n")) < 0)
+				_exit(1);
+			_exit(0);
+		}
+		close(p[1]);
+		ssize_t n = pid > 0 ? read(p[0], died, sizeof died - 1) : -1;
+		died[n > 0 ? n : 0] = 0;
+		close(p[0]);
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+	}
+	struct view after = run_one(VIEW), again = run_one(VIEW);
+	ok(died[0] && after.ns[0] && strcmp(died, after.ns) && strcmp(died, again.ns),
+	   "a process that died mid-use: its namespace is not handed out again (%s, then %s, %s)", died,
+	   after.ns, again.ns);
+	free(after.text);
+	free(again.text);
+}
+
 int main(void)
 {
 	int ntraffic = 0;
 	for (size_t i = 0; i < NWORK; i++)
 		ntraffic += WORK[i].traffic;
-	plan(4 + 4 + (int)NWORK * 2 + ntraffic + 3 + 3 + 1);
+	plan(4 + 4 + (int)NWORK * 2 + ntraffic + 3 + 3 + 1 + 2 + (int)NWORK + ntraffic + 2);
+	if (!mkdtemp(pin_dir))
+		return 1;
 	pd_err e = {0};
 	ctx = pd_ctx_new(NULL, &e);
 	if (!ok(ctx != NULL, "context: %s", ctx ? "ok" : e.msg))
@@ -270,7 +392,14 @@ int main(void)
 	       (unsigned long long)st.created, (unsigned long long)st.reused,
 	       (unsigned long long)st.discarded, (unsigned long long)st.unfresh, (unsigned long long)st.idle);
 	ok(st.idle >= 1 && st.idle <= st.created, "idle namespaces are kept (%llu)", (unsigned long long)st.idle);
+	test_between_processes(&fresh);
+	test_between_processes_held();
 	free(fresh.text);
 	pd_ctx_free(ctx);
+	/* the kept namespaces go with the directory */
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "for f in %s/*.ns; do umount -l \"$f\"; done 2>/dev/null; rm -rf %s", pin_dir, pin_dir);
+	if (system(cmd) != 0)
+		printf("# could not remove %s\n", pin_dir);
 	return done();
 }
