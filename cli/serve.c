@@ -6,8 +6,10 @@
 #include "server.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -221,10 +223,17 @@ static void serve_usage(FILE *f)
 	      f);
 }
 
+/* The signal may land on any of the daemon's threads, not main's: pause() in main would sleep
+ * through it (a SIGTERM ignored until a second one came). The handler writes to a pipe main reads. */
 static volatile sig_atomic_t stop_signal;
+static int stop_pipe[2] = {-1, -1};
 static void on_signal(int sig)
 {
+	int saved = errno;
 	stop_signal = sig;
+	ssize_t n = write(stop_pipe[1], "s", 1);
+	(void)n; /* full: main is woken already */
+	errno = saved;
 }
 
 /* The first line of a file (a token: kept out of argv and the environment); NULL with errno. */
@@ -394,6 +403,10 @@ static int serve(pd_server_opts o)
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 8192)
 		o.max_connections = (unsigned)(rl.rlim_cur / 2);
 	signal(SIGPIPE, SIG_IGN);
+	if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+		cli_error("pipe: %s", strerror(errno));
+		return EXIT_PADDOCK_FAILED;
+	}
 	struct sigaction sa = {0};
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
@@ -407,8 +420,10 @@ static int serve(pd_server_opts o)
 		return EXIT_PADDOCK_FAILED;
 	}
 	fprintf(stderr, "paddock: serving on %s\n", pd_server_address(s));
-	while (!stop_signal)
-		pause();
+	while (!stop_signal) {
+		struct pollfd p = {.fd = stop_pipe[0], .events = POLLIN};
+		poll(&p, 1, -1);
+	}
 	pd_log("info", "stopping", PD_LI("signal", stop_signal));
 	pd_server_stop(s);
 	pd_log("info", "stopped");

@@ -3,7 +3,7 @@
 # failure class, the queues and the pools, every family with its HELP and TYPE), /v1/pools, and 404s
 # for what does not exist.
 source "$(dirname "$0")/api.sh"
-plan 30
+plan 32
 
 start_daemon
 ok $? "the daemon starts on a kernel-picked loopback port ($U)"
@@ -100,5 +100,21 @@ ok $? "wrong method: JSON with \"error\""
 
 stop_daemon
 is "$DAEMON_RC" 0 "SIGTERM stops the daemon with exit 0"
+
+# a process's signal goes to whichever thread does not block it: one of the workers, not main,
+# must stop the daemon too (main slept in pause() through a handler run on another thread)
+start_daemon
+python3 - "$DPID" <<'PY'
+import ctypes, os, signal, sys, time
+pid = int(sys.argv[1])
+tids = [int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid]
+libc = ctypes.CDLL(None, use_errno=True)
+sys.exit(libc.syscall(234, pid, tids[-1], signal.SIGTERM))  # tgkill(2), x86-64
+PY
+ok $? "SIGTERM sent to one of the daemon's threads other than main"
+for ((i = 0; i < 300; i++)); do _daemon_alive || break; sleep 0.1; done
+! _daemon_alive
+ok $? "... stops it as one sent to the process does"
+stop_daemon
 
 done_testing
