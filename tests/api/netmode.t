@@ -25,6 +25,7 @@ start_daemon --run-code-networks none,host
 ok $? "daemon with --run-code-networks none,host"
 run; is "$(jb .run_result.stdout)" "111 lo-only" "no field: the template's own network (loopback only, no egress)"
 run none; is "$(jb .run_result.stdout)" "101 lo-only" "network none: not even loopback"
+[ "$(jb .run_result.stdout)" = "101 lo-only" ] || diag "$(head -c 3000 "$BODY")"
 run host; like "$(jb .run_result.stdout)" "more" "network host: the host's interfaces"
 run loopback; is "$CODE $(jb .error)" "400 network: 'loopback' is not one this daemon allows (--run-code-networks: none,host)" \
   "a mode not in the set: 400 naming it"
@@ -32,6 +33,7 @@ post_json /run_code '{"language":"python","code":"print(1)","network":"wifi"}'
 is "$CODE" 400 "an unknown mode: 400"
 post_json /v1/runs "$(jq -nc --arg c "$PROG" '{language: "python", code: $c, network: "none"}')"
 is "$CODE $(jb .run.stdout)" "200 101 lo-only" "/v1/runs takes the same field: network none"
+[ "$(jb .run.stdout)" = "101 lo-only" ] || diag "$(head -c 3000 "$BODY")"
 post_json /v1/runs '{"language":"python","code":"print(1)","network":"wifi"}'
 is "$CODE $(jb .error)" "400 network: must be none, loopback, allowlist or host" "/v1/runs: an unknown mode: 400 naming it"
 printf '%s\n' '{"language":"python","code":"print(1)","network":"none","task_id":"n"}' >"$TMPD/net.jsonl"
