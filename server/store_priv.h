@@ -49,7 +49,10 @@ struct pd_store {
 		int64_t teardown_us;
 		int changed; /* rows the write changed (0: the record is not there) */
 	} late[LATE_RESIDUE];
-	unsigned nlate, busy;
+	unsigned nlate;
+	/* not under mu: a job's start must not wait for the writer's lock, which a write held for
+	 * SQLite's busy timeout (10 s) while another process held the file's (store_stall.t) */
+	_Atomic unsigned busy;
 	uint64_t late_since_us; /* when the oldest came */
 	pd_review_cfg review;
 	/* Requests whose claims were made after their rows committed: their stage is cleared in the

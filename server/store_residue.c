@@ -60,17 +60,26 @@ void pd_store_reclaimed_later(pd_store *s, const char *use_id, const char *resid
 	}
 	/* no record to come (the jobs that were running have ended), or the oldest waiting a
 	 * second: written now */
-	if (!s->busy || now - s->late_since_us >= LATE_MAX_WAIT_US)
+	if (!atomic_load(&s->busy) || now - s->late_since_us >= LATE_MAX_WAIT_US)
 		store_late_flush_locked(s);
 	pthread_mutex_unlock(&s->mu);
 }
 
 void pd_store_busy(pd_store *s, bool begin)
 {
+	/* a job's start takes no lock: a write stalled on the file's lock holds mu */
+	if (begin) {
+		atomic_fetch_add(&s->busy, 1);
+		return;
+	}
+	unsigned n = atomic_load(&s->busy);
+	while (n && !atomic_compare_exchange_weak(&s->busy, &n, n - 1))
+		;
+	if (n != 1)
+		return;
+	/* the last running job ended: what waited for its records is written now (a report that
+	 * came meanwhile saw busy 0 under mu and wrote itself, or is in the list this finds) */
 	pthread_mutex_lock(&s->mu);
-	if (begin)
-		s->busy++;
-	else if (s->busy && !--s->busy)
-		store_late_flush_locked(s);
+	store_late_flush_locked(s);
 	pthread_mutex_unlock(&s->mu);
 }

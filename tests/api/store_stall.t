@@ -18,6 +18,10 @@ ok $? "daemon started"
 post_json /v1/runs '{"task_id": "stall-warm", "code": "echo warm", "language": "bash"}'
 is "$CODE" 200 "a first run is answered and recorded"
 TASK=stall-warm
+# its residue report written (the reclaimer's, after the answer): else that write could be the
+# first to wait for the lock below, from before the stuck runs start, and give up before the reads
+residue_done() { req GET "/v1/runs/$TASK"; [ "$CODE" = 200 ] && [ "$(jb '.residue // "none" | tostring')" != pending ]; }
+wait_for 60 residue_done
 
 acquires() { req GET /v1/pools; jb '[.pools[].acquires] | add'; }
 in_use() { req GET /v1/pools; jb '[.pools[].in_use] | add'; }
