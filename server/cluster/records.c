@@ -442,6 +442,8 @@ static bool any_last(void *arg, uint64_t seq, const char *subject, json_t *row)
  * 0, or -1 (e set). */
 static int latest(pd_cluster *c, const char *task_id, uint64_t seq, const char *subject, pd_err *e)
 {
+	if (!task_id || !*task_id)
+		return 1; /* records without a task are not one task's (as in the store: NULL = NULL is not true) */
 	char t[400], filter[600];
 	tok(task_id, t, sizeof t);
 	snprintf(filter, sizeof filter, CL_REC_PREFIX "*.%s.*", t);
