@@ -369,7 +369,19 @@ int pd_store_unstage(pd_store *s);
  * "group_id", "kind", "finished_at", "record"}. */
 int64_t pd_store_outbox_mark(pd_store *s, pd_err *e);
 int pd_store_outbox_set(pd_store *s, int64_t row, pd_err *e);
-int pd_store_outbox(pd_store *s, int64_t after, unsigned limit, json_t **rows, pd_err *e);
+/* A final row of the outbox: its message (text, len: the row's JSON as the record stream takes
+ * it, the stored record in it as stored) and what names its subject. */
+typedef struct pd_outbox_row {
+	int64_t row, finished_at;
+	char task_id[128], group_id[128];
+	char *text;
+	size_t len;
+} pd_outbox_row;
+/* Up to limit final rows after row `after`, in order (*n of them; node: the "node" of a row whose
+ * column has none); freed with pd_store_outbox_free. */
+int pd_store_outbox(pd_store *s, int64_t after, unsigned limit, const char *node, pd_outbox_row **rows, unsigned *n,
+		    pd_err *e);
+void pd_store_outbox_free(pd_outbox_row *rows, unsigned n);
 /* Completes the record of a sandbox's use (its use_id) whose residue is "pending" with what the
  * reclaimer found ("clean" or what was left); one that comes before its record is kept and
  * applied when the record is stored. The rows changed (0: none yet), -1 on a store error. */

@@ -17,6 +17,7 @@
 	X(sqlite3_changes) \
 	X(sqlite3_clear_bindings) \
 	X(sqlite3_close) \
+	X(sqlite3_column_bytes) \
 	X(sqlite3_column_double) \
 	X(sqlite3_column_int) \
 	X(sqlite3_column_int64) \
@@ -50,6 +51,7 @@ extern pd_dl_lib pd_dls_lib; /* libsqlite3.so.0 */
 #define sqlite3_changes ((__typeof__(sqlite3_changes) *)pd_dl_fn(&pd_dls_lib, PD_DLS_sqlite3_changes))
 #define sqlite3_clear_bindings ((__typeof__(sqlite3_clear_bindings) *)pd_dl_fn(&pd_dls_lib, PD_DLS_sqlite3_clear_bindings))
 #define sqlite3_close ((__typeof__(sqlite3_close) *)pd_dl_fn(&pd_dls_lib, PD_DLS_sqlite3_close))
+#define sqlite3_column_bytes ((__typeof__(sqlite3_column_bytes) *)pd_dl_fn(&pd_dls_lib, PD_DLS_sqlite3_column_bytes))
 #define sqlite3_column_double ((__typeof__(sqlite3_column_double) *)pd_dl_fn(&pd_dls_lib, PD_DLS_sqlite3_column_double))
 #define sqlite3_column_int ((__typeof__(sqlite3_column_int) *)pd_dl_fn(&pd_dls_lib, PD_DLS_sqlite3_column_int))
 #define sqlite3_column_int64 ((__typeof__(sqlite3_column_int64) *)pd_dl_fn(&pd_dls_lib, PD_DLS_sqlite3_column_int64))

@@ -156,6 +156,7 @@ void pd_store_close(pd_store *s)
 	sqlite3_finalize(s->put);
 	sqlite3_finalize(s->residue);
 	sqlite3_finalize(s->unstage);
+	sqlite3_finalize(s->outbox);
 	for (int i = 0; i < 3; i++)
 		sqlite3_finalize(s->txn[i]);
 	/* The reader first: SQLite copies the WAL into the database file only when the last
@@ -735,12 +736,16 @@ int pd_store_list(pd_store *s, const pd_store_query *q, json_t **records, int64_
 	if (limit > 1000)
 		limit = 1000;
 	/* one more row than the page, to know whether another page follows */
-	char sql[512];
+	char sql[640];
+	/* last=1: each task's latest last attempt (a task recorded again later, an episode graded
+	 * twice, has two rows with last = 1) */
 	snprintf(sql, sizeof sql,
-		 "SELECT id, record, attempt, last FROM attempts WHERE id > ?1"
+		 "SELECT id, record, attempt, last FROM attempts a WHERE id > ?1"
 		 " AND (?2 IS NULL OR group_id = ?2) AND (?3 IS NULL OR kind = ?3) AND finished_at >= ?4%s"
 		 " ORDER BY id LIMIT ?5",
-		 q->last_only ? " AND last = 1" : "");
+		 q->last_only ? " AND last = 1 AND NOT EXISTS (SELECT 1 FROM attempts b WHERE b.task_id = a.task_id"
+				" AND b.last = 1 AND b.id > a.id)"
+			      : "");
 	sqlite3_stmt *st;
 	sqlite3 *db = rd_lock(s);
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {

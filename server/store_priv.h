@@ -63,6 +63,7 @@ struct pd_store {
 	char claimed[64][128];
 	unsigned nclaimed;
 	sqlite3_stmt *unstage; /* DELETE FROM staged WHERE request_id = ?, prepared once */
+	sqlite3_stmt *outbox;  /* the outbox's read (store_outbox.c), prepared at its first */
 	/* BEGIN IMMEDIATE, COMMIT, ROLLBACK, prepared once (store_txn): sqlite3_exec parsed each
 	 * anew, twice per record with the residue's reports in its transaction */
 	sqlite3_stmt *txn[3];

@@ -88,45 +88,42 @@ static json_t *summary(json_t *rec, const char *object, size_t bytes)
 	return s;
 }
 
-/* Publishes one outbox row; 0, or -1 when the broker did not take it. */
-static int publish_row(pd_cluster *c, json_t *row)
+/* Publishes one outbox row (its message as the store made it: the stored record is not parsed
+ * and dumped again); 0, or -1 when the broker did not take it. */
+static int publish_row(pd_cluster *c, const pd_outbox_row *row)
 {
-	json_t *rec = json_object_get(row, "record");
 	char g[400], t[400], subject[1024], id[200], key[600];
-	tok(json_string_value(json_object_get(row, "group_id")), g, sizeof g);
-	tok(json_string_value(json_object_get(row, "task_id")), t, sizeof t);
-	snprintf(id, sizeof id, "%s_%" PRId64 "_%" PRId64, c->node, (int64_t)json_integer_value(json_object_get(row, "row")),
-		 (int64_t)json_integer_value(json_object_get(row, "finished_at")));
+	tok(row->group_id, g, sizeof g);
+	tok(row->task_id, t, sizeof t);
+	snprintf(id, sizeof id, "%s_%" PRId64 "_%" PRId64, c->node, row->row, row->finished_at);
 	tok(id, key, sizeof key); /* a node id may hold a dot, which would split the subject's token */
 	snprintf(subject, sizeof subject, CL_REC_PREFIX "%s.%s.%s", g, t, key);
-	if (!json_object_get(rec, "node"))
-		json_object_set_new(rec, "node", json_string(c->node));
-	char *text = pd_json_dumps(row, JSON_COMPACT);
-	if (!text)
-		return -1;
-	if (c->max_payload > 0 && strlen(text) + 4096 > (size_t)c->max_payload) {
+	const char *text = row->text;
+	size_t len = row->len;
+	char *small = NULL;
+	if (c->max_payload > 0 && len + 4096 > (size_t)c->max_payload) {
 		/* larger than the broker's messages (a record keeps up to 1 MiB of each stream): the
 		 * row goes whole to the object stream, and the record stream has its summary */
 		char name[700];
 		snprintf(name, sizeof name, "rec-%s", key);
 		pd_err e = {0};
-		if (cl_obj_put(c, name, text, strlen(text), &e) < 0) {
-			free(text);
+		json_t *whole = json_loadb(text, len, 0, NULL);
+		if (!whole || cl_obj_put(c, name, text, len, &e) < 0) {
+			json_decref(whole);
 			return -1;
 		}
-		json_t *stub = summary(rec, name, strlen(text));
-		json_t *srow = json_deep_copy(row);
-		free(text);
-		json_object_set_new(srow, "record", stub);
-		text = pd_json_dumps(srow, JSON_COMPACT);
-		json_decref(srow);
-		if (!text)
+		json_object_set_new(whole, "record", summary(json_object_get(whole, "record"), name, len));
+		small = pd_json_dumps(whole, JSON_COMPACT);
+		json_decref(whole);
+		if (!small)
 			return -1;
+		text = small;
+		len = strlen(small);
 	}
 	/* without waiting: the round waits for all its acks at once (publish_pending) */
 	natsMsg *m = NULL;
-	natsStatus s = N.natsMsg_Create(&m, subject, NULL, text, (int)strlen(text));
-	free(text);
+	natsStatus s = N.natsMsg_Create(&m, subject, NULL, text, (int)len);
+	free(small);
 	jsPubOptions po;
 	N.jsPubOptions_Init(&po);
 	po.MsgId = key;
@@ -187,25 +184,24 @@ static void save_mark(pd_cluster *c, bool force)
 static bool publish_pending(pd_cluster *c)
 {
 	for (;;) {
-		json_t *rows = NULL;
+		pd_outbox_row *rows = NULL;
+		unsigned n = 0, done = 0;
 		pd_err e = {0};
-		if (pd_store_outbox(c->store, c->rec_mark, BATCH, &rows, &e) < 0) {
+		if (pd_store_outbox(c->store, c->rec_mark, BATCH, c->node, &rows, &n, &e) < 0) {
 			pd_log("warn", "cluster: the record outbox", PD_LS("error", PD_ERR_STR(&e)));
 			return false;
 		}
-		size_t n = json_array_size(rows), done = 0;
 		if (!n) {
-			json_decref(rows);
+			pd_store_outbox_free(rows, n);
 			return true;
 		}
 		int64_t mark = c->rec_mark;
 		for (; done < n; done++) {
-			json_t *row = json_array_get(rows, done);
-			if (publish_row(c, row) < 0)
+			if (publish_row(c, &rows[done]) < 0)
 				break;
-			mark = json_integer_value(json_object_get(row, "row"));
+			mark = rows[done].row;
 		}
-		json_decref(rows);
+		pd_store_outbox_free(rows, n);
 		if (!round_acked(c)) {
 			/* which were taken is not known: the round is published again */
 			mark = c->rec_mark;
@@ -273,7 +269,7 @@ void cl_records_due(pd_cluster *c)
 
 /* ---- reading ------------------------------------------------------------------------------ */
 
-typedef bool (*scan_fn)(void *arg, uint64_t seq, json_t *row);
+typedef bool (*scan_fn)(void *arg, uint64_t seq, const char *subject, json_t *row);
 
 /* Calls each for the stream's messages on filter (from sequence start_seq, or from time
  * start_ms, or all), in order, until it answers false or none is left. */
@@ -320,8 +316,8 @@ static int scan(pd_cluster *c, const char *filter, uint64_t start_seq, uint64_t 
 			pending = 0;
 		}
 		json_t *row = json_loadb(N.natsMsg_GetData(m), (size_t)N.natsMsg_GetDataLength(m), 0, NULL);
+		bool more = !row || each(arg, seq, N.natsMsg_GetSubject(m), row);
 		N.natsMsg_Destroy(m);
-		bool more = !row || each(arg, seq, row);
 		json_decref(row);
 		if (!more)
 			break;
@@ -331,12 +327,28 @@ static int scan(pd_cluster *c, const char *filter, uint64_t start_seq, uint64_t 
 	return rc;
 }
 
-/* A row's record as the readers answer it: its "row" the stream's sequence (the fleet's cursor). */
+/* Whether a row's record is its task's last attempt: the row's "last" (the record as stored is
+ * published as it is), or the record's own in a row published by an older paddock. */
+static bool row_last(json_t *row)
+{
+	json_t *v = json_object_get(row, "last");
+	return json_is_true(v ? v : json_object_get(json_object_get(row, "record"), "last"));
+}
+
+/* A row's record as the readers answer it: the row's attempt and last (its node when the record
+ * names none), and its "row" the stream's sequence (the fleet's cursor). */
 static json_t *answer_record(uint64_t seq, json_t *row)
 {
 	json_t *rec = json_deep_copy(json_object_get(row, "record"));
 	if (!rec)
 		rec = json_object();
+	json_t *v;
+	if ((v = json_object_get(row, "attempt")))
+		json_object_set(rec, "attempt", v);
+	if ((v = json_object_get(row, "last")))
+		json_object_set(rec, "last", v);
+	if ((v = json_object_get(row, "node")) && !json_object_get(rec, "node"))
+		json_object_set(rec, "node", v);
 	json_object_set_new(rec, "row", json_integer((json_int_t)seq));
 	return rec;
 }
@@ -347,8 +359,9 @@ typedef struct {
 } gather;
 
 /* A task's records, each whole: a summary's record read from the object stream. */
-static bool collect(void *arg, uint64_t seq, json_t *row)
+static bool collect(void *arg, uint64_t seq, const char *subject, json_t *row)
 {
+	(void)subject;
 	gather *g = arg;
 	const char *object = json_string_value(json_object_get(json_object_get(json_object_get(row, "record"), "record_ref"), "object"));
 	json_t *whole = NULL;
@@ -405,20 +418,71 @@ json_t *pd_cluster_records_get(pd_cluster *c, const char *task_id, pd_err *e)
 
 typedef struct {
 	const pd_store_query *q;
+	pd_cluster *c;
 	unsigned limit;
 	json_t *arr;
 	int64_t next;
+	pd_err *e;
+	int failed;
 } page;
 
-static bool page_each(void *arg, uint64_t seq, json_t *row)
+static bool any_last(void *arg, uint64_t seq, const char *subject, json_t *row)
+{
+	(void)seq;
+	(void)subject;
+	*(bool *)arg = row_last(row);
+	return !*(bool *)arg;
+}
+
+/* Whether the record at seq (subject) is its task's latest "last" in the stream: a task recorded
+ * again later (an episode graded twice, a task id sent again) has two, and last=1 answers the
+ * later only, as a single node's store does. One look-up of the task's last message (a
+ * wildcard's, by the broker's subject index); only when that is an earlier attempt's row (a
+ * job's earlier attempts are rows after its last one) are the task's later messages read. 1,
+ * 0, or -1 (e set). */
+static int latest(pd_cluster *c, const char *task_id, uint64_t seq, const char *subject, pd_err *e)
+{
+	if (!task_id || !*task_id)
+		return 1; /* records without a task are not one task's (as in the store: NULL = NULL is not true) */
+	char t[400], filter[600];
+	tok(task_id, t, sizeof t);
+	snprintf(filter, sizeof filter, CL_REC_PREFIX "*.%s.*", t);
+	natsMsg *m = NULL;
+	jsErrCode je = 0;
+	natsStatus s = N.js_GetLastMsg(&m, c->js, CL_REC_STREAM, filter, NULL, &je);
+	if (s != NATS_OK)
+		return pd_fail_as(e, EIO, "the cluster's record stream: %s (JetStream error %d)", cl_status(s), (int)je);
+	const char *ls = N.natsMsg_GetSubject(m);
+	bool same = ls && subject && !strcmp(ls, subject);
+	json_t *row = same ? NULL : json_loadb(N.natsMsg_GetData(m), (size_t)N.natsMsg_GetDataLength(m), 0, NULL);
+	N.natsMsg_Destroy(m);
+	bool later_last = row && row_last(row);
+	json_decref(row);
+	if (same || later_last)
+		return same;
+	bool found = false;
+	if (scan(c, filter, seq + 1, 0, any_last, &found, e) < 0)
+		return -1;
+	return !found;
+}
+
+static bool page_each(void *arg, uint64_t seq, const char *subject, json_t *row)
 {
 	page *p = arg;
 	const char *kind = json_string_value(json_object_get(row, "kind"));
-	json_t *rec = json_object_get(row, "record");
 	if ((p->q->kind && p->q->kind[0] && (!kind || strcmp(kind, p->q->kind))) ||
 	    (uint64_t)json_integer_value(json_object_get(row, "finished_at")) < p->q->since_ms ||
-	    (p->q->last_only && !json_is_true(json_object_get(rec, "last"))))
+	    (p->q->last_only && !row_last(row)))
 		return true;
+	if (p->q->last_only) {
+		int l = latest(p->c, json_string_value(json_object_get(row, "task_id")), seq, subject, p->e);
+		if (l < 0) {
+			p->failed = 1;
+			return false;
+		}
+		if (!l)
+			return true;
+	}
 	if (json_array_size(p->arr) == p->limit) {
 		/* one more than the page: another follows, from after the page's last */
 		p->next = json_integer_value(json_object_get(json_array_get(p->arr, p->limit - 1), "row"));
@@ -430,7 +494,7 @@ static bool page_each(void *arg, uint64_t seq, json_t *row)
 
 int pd_cluster_records_list(pd_cluster *c, const pd_store_query *q, json_t **records, int64_t *next, pd_err *e)
 {
-	page p = {.q = q, .limit = q->limit ? q->limit : 100, .arr = json_array()};
+	page p = {.q = q, .c = c, .limit = q->limit ? q->limit : 100, .arr = json_array(), .e = e};
 	if (p.limit > 1000)
 		p.limit = 1000;
 	char filter[600];
@@ -442,7 +506,8 @@ int pd_cluster_records_list(pd_cluster *c, const pd_store_query *q, json_t **rec
 		snprintf(filter, sizeof filter, CL_REC_PREFIX ">");
 	}
 	if (scan(c, filter, q->after > 0 ? (uint64_t)q->after + 1 : 0, q->after > 0 ? 0 : q->since_ms, page_each, &p,
-		 e) < 0) {
+		 e) < 0 ||
+	    p.failed) {
 		json_decref(p.arr);
 		return -1;
 	}

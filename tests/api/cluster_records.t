@@ -4,14 +4,15 @@
 # GET /v1/runs?group_id= (paged) and `paddock export --runs --url` for the whole fleet. Node a
 # judges three submissions alone; node b joins and reads them by id, by group and by export;
 # node a is killed (SIGKILL) and b still reads them; b's own records join the group's; a node that
-# publishes its records again (its outbox's watermark lost) lists nothing twice; the stream's
+# publishes its records again (its outbox's watermark lost) lists nothing twice; a task judged again
+# by the other node is listed once by last=1 (its latest), paged or not; the stream's
 # retention (--cluster-records-max-age, --cluster-records-max-bytes) is set on the stream and a
 # record past its age is gone.
 source "$(dirname "$0")/api.sh"
 source "$(dirname "$0")/nats.sh"
 
 nats_or_skip
-plan 35
+plan 40
 
 nats_start
 ok $? "nats-server with JetStream on 127.0.0.1:$NPORT"
@@ -80,6 +81,27 @@ ok $? "node a published its three records again"
 is "$(group_read a 100)" "5 5 a,b" "the group still lists five records, each once (through a)"
 U=${NURL[a]} req GET /v1/runs/rec-1
 is "$CODE|$(jb .attempts)" "200|1" "GET /v1/runs/rec-1: one attempt, not two"
+
+# --- a task recorded again later: last=1 lists its latest record only (as a single node does) ------
+U=${NURL[b]} req POST /v1/judge -H "X-Request-Id: rec-2-again" -H 'Content-Type: application/json' --data-binary \
+  '{"task_id":"rec-2","group_id":"grp-r","problem":{"tests":[{"input":"2\n","output":"4\n"}]},"language":"python","code":"print(int(input())**2)"}'
+is "$CODE|$(jb .node)" "200|b" "rec-2, node a's, judged again by node b (another request id)"
+wait_for 20 bash -c "[ \"\$(curl -s '${NURL[a]}/v1/runs?group_id=grp-r' | jq .count)\" = 6 ]"
+ok $? "... the group lists six records, rec-2's two among them"
+lasts() { # lasts NODE QUERY LIMIT: every page's "task:node" of last=1, sorted
+  local cursor=0 page all="[]"
+  while :; do
+    page=$(curl -s "${NURL[$1]}/v1/runs?$2&last=1&limit=$3&cursor=$cursor")
+    all=$(jq -c --argjson p "$page" '. + $p.records' <<<"$all")
+    cursor=$(jq -r '.next // empty' <<<"$page")
+    [ -n "$cursor" ] || break
+  done
+  jq -r '[.[] | "\(.task_id):\(.node)"] | sort | join(",")' <<<"$all"
+}
+is "$(lasts a group_id=grp-r 100)" "rec-1:a,rec-2:b,rec-3:a,rec-4:b,rec-5:b" \
+  "GET /v1/runs?group_id=grp-r&last=1 through a: each task once, rec-2 as b judged it last"
+is "$(lasts b group_id=grp-r 2)" "rec-1:a,rec-2:b,rec-3:a,rec-4:b,rec-5:b" "... paged two at a time through b: the same"
+is "$(lasts a kind=judge 1000)" "rec-1:a,rec-2:b,rec-3:a,rec-4:b,rec-5:b" "... without a group (kind=judge): the same"
 
 # --- a 10 MB output: in the object stream, read through the other node, its runner gone ----------
 BIG='{"language":"bash","code":"head -c 10000000 /dev/zero | tr \"\\\\0\" a"}'

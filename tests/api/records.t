@@ -2,10 +2,11 @@
 # The store keeps one row per attempt and reads back (issue 21): a judged submission whose sandboxes
 # fail is retried as a new attempt, and GET /v1/runs/{task_id} answers both attempts, oldest first,
 # each with its own attempt id and error (a retry does not overwrite the first); GET /v1/runs pages
-# through a group's records (group_id, since, kind, last, limit/cursor); `paddock export --runs`
+# through a group's records (group_id, since, kind, last, limit/cursor; last=1 a task's latest
+# record only, when it was judged again); `paddock export --runs`
 # writes the judged records as JSON lines a trainer loads, from a daemon or from the store file.
 source "$(dirname "$0")/api.sh"
-plan 22
+plan 24
 
 # a template whose sandboxes cannot be made (its warm-up fails): every attempt is a startup_failure
 cat >"$TMPD/templates.json" <<'EOF_T'
@@ -71,9 +72,18 @@ is "$CODE" 404 "an unknown task: 404"
 is "$?" 0 "paddock export --runs --url: exit 0"
 is "$(jq -sr 'map("\(.sample_id):\(.reward)") | join(",")' "$TMPD/g.jsonl")" "s0:null,s1:0,s2:1,s3:0" \
   "export: one JSON line per sample of the group, the last attempt's, with its reward"
+# a task judged again later (a new request): last=1 and the export list its latest record only
+post_json /v1/judge '{"problem":{"tests":[{"input":"2\n","output":"4\n"}]},"language":"python",
+  "code":"print(int(input())*2)","task_id":"rec-1","group_id":"g-rec","sample_id":"s1"}'
+req GET '/v1/runs?group_id=g-rec&last=1'
+is "$(jb '[.records[] | "\(.task_id):\(.reward)"] | join(",")')" "rec-broken:null,rec-2:1,rec-3:0,rec-1:1" \
+  "rec-1 judged again: &last=1 lists its latest record only"
+before1=$(sqlite3 "$DB" "SELECT MIN(id) - 1 FROM attempts WHERE task_id = 'rec-1'")
+req GET "/v1/runs?group_id=g-rec&last=1&limit=1&cursor=$before1"
+is "$(jb '.records|map(.task_id)|join(",")')" "rec-2" "... a page of one from the cursor skips rec-1's earlier record"
 stop_daemon
 "$PADDOCK" export --runs --db "$DB" --all-attempts --kind any >"$TMPD/all.jsonl" 2>"$TMPD/export.err"
-is "$(wc -l <"$TMPD/all.jsonl")" $((6 + run_attempts)) "export --db --all-attempts --kind any: every stored attempt"
+is "$(wc -l <"$TMPD/all.jsonl")" $((7 + run_attempts)) "export --db --all-attempts --kind any: every stored attempt"
 "$PADDOCK" export --runs --db "$TMPD/missing.sqlite" >/dev/null 2>"$TMPD/export.err"
 is "$?" 2 "export --db of a missing file: an error, not an empty export ($(head -c 100 "$TMPD/export.err"))"
 # a store made before the attempt columns: opened, the columns added, its rows read as last attempts
