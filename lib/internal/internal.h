@@ -206,7 +206,11 @@ typedef struct pd_exec_end {
  * the fast path's evidence). Returns whether paddock's own kill ended the program. */
 bool pd_exec_classify(const pd_exec_end *x, pd_result *r);
 
-bool pd_netns_fresh(pd_netpool *p, const pd_netns *ns, pid_t pid);
+/* Whether the namespace of init (pid) reads as a fresh one: its PROBES (netns.c) compared byte for
+ * byte. fds: PD_NETNS_PROBES descriptors the caller keeps between checks (-1: open at first use;
+ * the caller closes them), or NULL to open and close each file per check. */
+#define PD_NETNS_PROBES 8
+bool pd_netns_fresh(pd_netpool *p, const pd_netns *ns, pid_t pid, int *fds);
 
 /* ---- the context ----------------------------------------------------------------------------- */
 
