@@ -642,6 +642,8 @@ static void collect(pd_sandbox *s, exec_run *x, const pd_exec_opts *o, pd_result
 		close(x->sock); /* the cgroup's files: the last one's (conc_finish) */
 	else if (!pd_sb_keep_fds(s))
 		s->ctx->cg.ops->rest(s->cg);
+	else if (s->netns && s->net_fds[0] == -1)
+		pd_netns_views_open(s->pid, s->net_fds); /* for the resets (an exec's table may grow) */
 
 	r->wall_ms = (t1 - t0) / 1000;
 	r->exec_us = t1 - t0;

@@ -204,28 +204,22 @@ static int leave(pd_netpool *p, pd_err *e)
 	return pd_fail(e, err, "return to the host network namespace");
 }
 
-/* One PROBE's text appended at buf+*n: read through fds[i] when the caller keeps them (opened at
- * the first use, -2 once known absent; a seq_file read from offset 0 formats it anew), or opened
- * and closed here (one descriptor at a time: a reset must work with as few free as the helper
- * needs). -1: too large to be fresh, or unreadable. */
-static int read_probe(const char *dir, int i, int *fds, char *buf, size_t cap, size_t *n)
+/* One PROBE's text appended at buf+*n: read through fds[i] when the caller keeps it open (a
+ * seq_file read from offset 0 formats it anew; -2: known absent), else opened and closed here
+ * (one descriptor at a time: a reset must work with as few free as the helper needs, and leaves
+ * the caller's table as it found it). -1: too large to be fresh, or unreadable. */
+static int read_probe(const char *dir, int i, const int *fds, char *buf, size_t cap, size_t *n)
 {
 	int fd = fds ? fds[i] : -1;
 	if (fd == -2)
 		return 0;
-	if (fd == -1) {
+	bool own = fd < 0;
+	if (own) {
 		char path[96];
 		snprintf(path, sizeof path, "%s/%s", dir, PROBES[i]);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
-			if (errno != ENOENT) /* IPv6 off, say: absent in fresh namespaces too */
-				return -1;
-			if (fds)
-				fds[i] = -2;
-			return 0;
-		}
-		if (fds)
-			fds[i] = fd;
+		if (fd < 0) /* IPv6 off, say: absent in fresh namespaces too */
+			return errno == ENOENT ? 0 : -1;
 	}
 	int rc = 0;
 	for (off_t off = 0;;) {
@@ -243,15 +237,27 @@ static int read_probe(const char *dir, int i, int *fds, char *buf, size_t cap, s
 		*n += (size_t)r;
 		off += r;
 	}
-	if (!fds)
+	if (own)
 		close(fd);
 	return rc;
 }
 
+void pd_netns_views_open(pid_t pid, int *fds)
+{
+	for (int i = 0; PROBES[i]; i++) {
+		if (fds[i] != -1)
+			continue;
+		char path[96];
+		snprintf(path, sizeof path, "/proc/%d/net/%s", (int)pid, PROBES[i]);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		fds[i] = fd >= 0 ? fd : errno == ENOENT ? -2 : -1;
+	}
+}
+
 /* The PROBES of a namespace (dir: its /proc/.../net), concatenated, each with its name; fds: the
- * caller's kept descriptors of them (PD_NETNS_PROBES, -1 for not opened yet) or NULL.
+ * caller's kept descriptors of them (PD_NETNS_PROBES, pd_netns_views_open) or NULL.
  * Returns the length, or -1 (too large to be fresh, or unreadable). */
-static ssize_t read_probes_in(const char *dir, int *fds, char *buf, size_t cap)
+static ssize_t read_probes_in(const char *dir, const int *fds, char *buf, size_t cap)
 {
 	size_t n = 0;
 	for (int i = 0; PROBES[i]; i++) {
@@ -633,7 +639,7 @@ void pd_netns_put(pd_netpool *p, pd_netns *ns, bool all_gone)
 		ns_free(ns);
 }
 
-bool pd_netns_fresh(pd_netpool *p, const pd_netns *ns, pid_t pid, int *fds)
+bool pd_netns_fresh(pd_netpool *p, const pd_netns *ns, pid_t pid, const int *fds)
 {
 	/* /proc/PID/net shows the namespace of PID (the sandbox's init, alive and ours): no setns
 	 * there and back */

@@ -207,10 +207,12 @@ typedef struct pd_exec_end {
 bool pd_exec_classify(const pd_exec_end *x, pd_result *r);
 
 /* Whether the namespace of init (pid) reads as a fresh one: its PROBES (netns.c) compared byte for
- * byte. fds: PD_NETNS_PROBES descriptors the caller keeps between checks (-1: open at first use;
- * the caller closes them), or NULL to open and close each file per check. */
+ * byte. fds: PD_NETNS_PROBES descriptors of them the caller keeps between checks
+ * (pd_netns_views_open; one still -1 is opened and closed for the check), or NULL. */
 #define PD_NETNS_PROBES 8
-bool pd_netns_fresh(pd_netpool *p, const pd_netns *ns, pid_t pid, int *fds);
+bool pd_netns_fresh(pd_netpool *p, const pd_netns *ns, pid_t pid, const int *fds);
+/* Opens those of fds still -1 on init's (pid) views (-2: absent here; -1 again: not opened). */
+void pd_netns_views_open(pid_t pid, int *fds);
 
 /* ---- the context ----------------------------------------------------------------------------- */
 

@@ -40,7 +40,8 @@ struct pd_sandbox {
 	bool mq_stale;        /* replaced (in place: the same fd number) at the next exec */
 	/* kept open between uses while the process has descriptors to spare (pd_sb_keep_fds):
 	 * 1 yes, -1 no, 0 not decided yet; then the cgroup's stat files stay open at rest and the
-	 * reset's network check reads its views through net_fds (-1: not opened yet) */
+	 * reset's network check reads its views through net_fds (-1: not opened yet; opened after an
+	 * exec, never by a reset, which leaves the table as it found it) */
 	signed char fds_kept;
 	int net_fds[PD_NETNS_PROBES];
 	struct pd_audit_names *names; /* what the audit's resolutions found, kept to the reset (audit.h) */
