@@ -242,10 +242,13 @@ static int read_probe(const char *dir, int i, const int *fds, char *buf, size_t 
 	return rc;
 }
 
+/* Every view but ipv6_route: its descriptor held open while a sandbox ran and closed at its end
+ * left the ::1 route's reference count one higher at the destroy's fresh check just after
+ * (tests/unit/netns.c saw it in every quiet sandbox), so it is opened and closed per check. */
 void pd_netns_views_open(pid_t pid, int *fds)
 {
 	for (int i = 0; PROBES[i]; i++) {
-		if (fds[i] != -1)
+		if (fds[i] != -1 || !strcmp(PROBES[i], "ipv6_route"))
 			continue;
 		char path[96];
 		snprintf(path, sizeof path, "/proc/%d/net/%s", (int)pid, PROBES[i]);
