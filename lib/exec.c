@@ -189,7 +189,7 @@ static void conc_sent(exec_run *x, int rs[2])
 static void conc_finish(pd_sandbox *s, exec_run *x, pd_state end)
 {
 	pthread_mutex_lock(&conc_mu);
-	if (s->execs == 1)
+	if (s->execs == 1 && !pd_sb_keep_fds(s))
 		s->ctx->cg.ops->rest(s->cg);
 	conc_leave(s, x, end);
 	pthread_mutex_unlock(&conc_mu);
@@ -638,10 +638,12 @@ static void collect(pd_sandbox *s, exec_run *x, const pd_exec_opts *o, pd_result
 	pd_tamper_base_free(&x->tree0);
 	if (x->tree_fd >= 0)
 		close(x->tree_fd);
-	if (!x->conc)
-		s->ctx->cg.ops->rest(s->cg); /* concurrent: the last one's (conc_finish) */
-	else
-		close(x->sock);
+	if (x->conc)
+		close(x->sock); /* the cgroup's files: the last one's (conc_finish) */
+	else if (!pd_sb_keep_fds(s))
+		s->ctx->cg.ops->rest(s->cg);
+	else if (s->netns && s->net_fds[0] == -1)
+		pd_netns_views_open(s->pid, s->net_fds); /* for the resets (an exec's table may grow) */
 
 	r->wall_ms = (t1 - t0) / 1000;
 	r->exec_us = t1 - t0;

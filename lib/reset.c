@@ -13,10 +13,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/mount.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* ---- reset ----------------------------------------------------------------------------------- */
@@ -72,6 +77,122 @@ uint32_t pd_sandbox_resets_kept(const pd_sandbox *s)
 	return s->resets_kept;
 }
 
+/* ---- descriptors kept between uses ---------------------------------------------------------- */
+
+/* What one sandbox keeps: its cgroup's stat files (7 on v1, fewer on v2) and its network views. */
+#define KEPT_FDS (8 + PD_NETNS_PROBES)
+/* below this soft limit nothing is kept: a daemon run under a low limit keeps its descriptors
+ * for connections, as before */
+#define KEEP_MIN_LIMIT 4096
+static _Atomic long kept_total; /* descriptors the keeping sandboxes of the process may hold */
+
+bool pd_sb_keep_fds(pd_sandbox *s)
+{
+	if (s->fds_kept)
+		return s->fds_kept > 0;
+	struct rlimit rl;
+	long cap = 0;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= KEEP_MIN_LIMIT)
+		cap = rl.rlim_cur > (1u << 30) ? (1l << 28) : (long)(rl.rlim_cur / 4);
+	if (atomic_fetch_add(&kept_total, KEPT_FDS) + KEPT_FDS <= cap) {
+		s->fds_kept = 1;
+		return true;
+	}
+	atomic_fetch_sub(&kept_total, KEPT_FDS);
+	s->fds_kept = -1;
+	return false;
+}
+
+void pd_sb_drop_fds(pd_sandbox *s)
+{
+	for (int i = 0; i < PD_NETNS_PROBES; i++) {
+		if (s->net_fds[i] >= 0)
+			close(s->net_fds[i]);
+		s->net_fds[i] = -1;
+	}
+	if (s->fds_kept > 0)
+		atomic_fetch_sub(&kept_total, KEPT_FDS);
+	s->fds_kept = 0;
+}
+
+/* ---- the old mqueue mounts ------------------------------------------------------------------- */
+
+/* The last reference to a detached mount (an fsmount descriptor) gone, the kernel unmounts it, and
+ * every unmount waits for an expedited RCU grace period (namespace_unlock), which interrupts every
+ * CPU: per reset, measured ~13 us of the caller's CPU and ~80 us of its time. So the mqueue mount a
+ * reset replaces (pd_sb_mq_refresh) is moved onto a detached tmpfs, the park, which is dropped
+ * whole, one grace period, every PARK_MAX mounts. Only an empty one: a parked mount keeps its
+ * superblock and so whatever queues the last user left in it (their messages charged to the
+ * sandbox's memory, their bytes to its user's RLIMIT_MSGQUEUE), which must go at once, as before.
+ * Nobody is left in its IPC namespace to make one after the look (init has a new one, the
+ * programs are dead). */
+#define PARK_MAX 32
+static pthread_mutex_t park_mu = PTHREAD_MUTEX_INITIALIZER;
+static int park_fd = -1;
+static unsigned parked;
+static _Atomic uint64_t parked_total;
+
+uint64_t pd_sb_mq_parked(void)
+{
+	return atomic_load(&parked_total);
+}
+
+/* Whether the mqueue root at fd (an fsmount descriptor) has no queue. */
+static bool mq_empty(int fd)
+{
+	int d = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d < 0)
+		return false;
+	char buf[512];
+	bool empty = true;
+	long n;
+	while (empty && (n = syscall(SYS_getdents64, d, buf, sizeof buf)) > 0)
+		for (long off = 0; off < n;) {
+			const char *name = buf + off + 19; /* struct linux_dirent64's d_name */
+			unsigned short reclen;
+			memcpy(&reclen, buf + off + 16, sizeof reclen);
+			if (strcmp(name, ".") && strcmp(name, ".."))
+				empty = false;
+			off += reclen;
+		}
+	if (n < 0)
+		empty = false;
+	close(d);
+	return empty;
+}
+
+static int park_new(void)
+{
+	int fs = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return -1;
+	int m = syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0
+			? -1
+			: (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	close(fs);
+	return m;
+}
+
+bool pd_sb_mq_park(int fd)
+{
+	if (fd < 0 || !mq_empty(fd))
+		return false;
+	pthread_mutex_lock(&park_mu);
+	if (park_fd < 0)
+		park_fd = park_new();
+	bool moved = park_fd >= 0 && syscall(SYS_move_mount, fd, "", park_fd, "",
+					     MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) == 0;
+	if (moved)
+		atomic_fetch_add(&parked_total, 1);
+	if (moved && ++parked >= PARK_MAX) {
+		close(park_fd); /* the park and every mount on it: one grace period */
+		park_fd = -1;
+		parked = 0;
+	}
+	pthread_mutex_unlock(&park_mu);
+	return moved;
+}
+
 /* What a reset leaves charged to a sandbox's memory cgroup at most: an eighth of its limit,
  * between 8 and 64 MiB. Enough for the page cache a program of the default image first reads
  * (python's start: ~8 MiB; g++ on <iostream>: ~44 MiB), little against the limit. */
@@ -103,12 +224,14 @@ static int reset_checks(pd_sandbox *s, pd_err *e)
 {
 	pd_ctx *c = s->ctx;
 	uint64_t tasks = c->cg.ops->tasks(s->cg);
-	c->cg.ops->rest(s->cg);
+	bool keep = pd_sb_keep_fds(s);
+	if (!keep)
+		c->cg.ops->rest(s->cg);
 	if (tasks > 1)
 		return pd_fail(e, EBUSY, "sandbox %s: %" PRIu64 " tasks left after the reset", s->id, tasks - 1);
 	if (pd_sb_read_oom_adj(s->pid) != s->init_oom_adj)
 		return pd_fail(e, EPERM, "sandbox %s: init's oom_score_adj was changed", s->id);
-	if (!pd_netns_fresh(c->net, s->netns, s->pid))
+	if (!pd_netns_fresh(c->net, s->netns, s->pid, keep ? s->net_fds : NULL))
 		return pd_fail(e, EADDRINUSE,
 			       "sandbox %s: its network namespace differs from a fresh one (traffic or sockets "
 			       "left), so it is not reused",

@@ -197,6 +197,7 @@ void pd_sb_mq_refresh(pd_sandbox *s, bool last)
 		return;
 	int m = pd_landlock_mqueue_root(s->pidfd);
 	if (m >= 0 && s->mq_fd >= 0) {
+		pd_sb_mq_park(s->mq_fd); /* the old one's unmount batched */
 		int d = dup3(m, s->mq_fd, O_CLOEXEC);
 		close(m);
 		m = d < 0 ? -1 : s->mq_fd;
@@ -378,6 +379,8 @@ static pd_sandbox *sb_new(pd_ctx *c, const pd_sandbox_opts *o, uint64_t t0, pd_e
 	s->names = names;
 	s->state = PD_CREATING;
 	s->pidfd = s->sock = s->upper_fd = s->mq_fd = -1;
+	for (int i = 0; i < PD_NETNS_PROBES; i++)
+		s->net_fds[i] = -1;
 	s->opts = *o;
 	s->lim = o->limits;
 	s->created_us = t0;
@@ -633,6 +636,7 @@ int pd_ct_destroy(pd_sandbox *s, char *residue, size_t residue_len)
 	if (s->mq_fd >= 0)
 		close(s->mq_fd);
 	s->mq_fd = -1;
+	pd_sb_drop_fds(s);
 	if (s->cg)
 		c->cg.ops->kill_all(s->cg);
 	uint64_t td = s->opts.teardown_timeout_ms ? s->opts.teardown_timeout_ms : 10000;

@@ -206,7 +206,13 @@ typedef struct pd_exec_end {
  * the fast path's evidence). Returns whether paddock's own kill ended the program. */
 bool pd_exec_classify(const pd_exec_end *x, pd_result *r);
 
-bool pd_netns_fresh(pd_netpool *p, const pd_netns *ns, pid_t pid);
+/* Whether the namespace of init (pid) reads as a fresh one: its PROBES (netns.c) compared byte for
+ * byte. fds: PD_NETNS_PROBES descriptors of them the caller keeps between checks
+ * (pd_netns_views_open; one still -1 is opened and closed for the check), or NULL. */
+#define PD_NETNS_PROBES 8
+bool pd_netns_fresh(pd_netpool *p, const pd_netns *ns, pid_t pid, const int *fds);
+/* Opens those of fds still -1 on init's (pid) views (-2: absent here; -1 again: not opened). */
+void pd_netns_views_open(pid_t pid, int *fds);
 
 /* ---- the context ----------------------------------------------------------------------------- */
 

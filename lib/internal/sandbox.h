@@ -38,6 +38,12 @@ struct pd_sandbox {
 	int mq_fd;            /* its IPC namespace's mqueue root for Landlock, or -1 (landlock.c; a
 			       * reset's new IPC namespace makes it stale) */
 	bool mq_stale;        /* replaced (in place: the same fd number) at the next exec */
+	/* kept open between uses while the process has descriptors to spare (pd_sb_keep_fds):
+	 * 1 yes, -1 no, 0 not decided yet; then the cgroup's stat files stay open at rest and the
+	 * reset's network check reads its views through net_fds (-1: not opened yet; opened after an
+	 * exec, never by a reset, which leaves the table as it found it) */
+	signed char fds_kept;
+	int net_fds[PD_NETNS_PROBES];
 	struct pd_audit_names *names; /* what the audit's resolutions found, kept to the reset (audit.h) */
 	pd_keep_state keep;   /* the scratch kept across resets: scratch.c's alone */
 	pd_scratch_attr scr[PD_SCRATCH_IMG]; /* /tmp and /work as the last rebuild made them */
@@ -54,6 +60,21 @@ struct pd_sandbox {
 	/* a gvisor sandbox's own state (lib/gvisor/sandbox.c's alone) */
 	struct pd_gv_sb *gv;
 };
+
+/* ---- reset.c: descriptors kept between uses ---------------------------------------------------- */
+
+/* Whether s keeps its cgroup's stat files and its network views open between uses (saving their
+ * opens per exec and per reset): decided at the first call, yes while the sandboxes keeping them
+ * hold at most a quarter of RLIMIT_NOFILE's soft limit, and that is at least 4096 (a daemon under
+ * a low limit needs its descriptors for connections: its sandboxes hold none at rest, as before). */
+bool pd_sb_keep_fds(pd_sandbox *s);
+/* Closes what s kept (destroy), and gives its share back. */
+void pd_sb_drop_fds(pd_sandbox *s);
+/* Moves the mqueue mount at fd (an fsmount descriptor a reset replaces) onto the park, dropped in
+ * batches, when it holds no queue; whether it did (then closing fd unmounts nothing). */
+bool pd_sb_mq_park(int fd);
+/* How many mqueue mounts the process has parked so far (tests). */
+uint64_t pd_sb_mq_parked(void);
 
 /* ---- sandbox.c: what create made, used again by exec and reset ------------------------------ */
 

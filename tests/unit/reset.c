@@ -430,7 +430,13 @@ static void test_kept_fds(void)
 	CPU_ZERO(&cpus1);
 	pd_err e = {0};
 	pd_sandbox *s = make();
-	bool first = s && pd_sandbox_reset(s, &e) == 0; /* builds the watched overlay */
+	/* the first reset builds the watched overlay; the first exec opens what a sandbox keeps
+	 * between uses when the process has descriptors to spare (pd_sb_keep_fds) */
+	pd_result r0;
+	bool first = s && pd_sandbox_reset(s, &e) == 0 && sh(s, "true", 0, &r0) == 0;
+	if (first)
+		pd_result_free(&r0);
+	first = first && pd_sandbox_reset(s, &e) == 0;
 	char *before = fd_table();
 	int kept = 0, fails = 0;
 	for (int i = 0; first && i < 20; i++) {
