@@ -88,14 +88,26 @@ int cl_stream_fit(pd_cluster *c, jsStreamConfig *sc, bool explicit_bytes, pd_err
 	}
 }
 
-/* The retention the operator gave for the record and object streams (0: the defaults). */
-void cl_stream_retention(pd_cluster *c, jsStreamConfig *sc, bool *explicit_bytes)
+void cl_stream_kept(pd_cluster *c, jsStreamConfig *sc, const char *name, const char **subject, bool dedupe,
+		    bool *explicit_bytes)
 {
+	N.jsStreamConfig_Init(sc);
+	sc->Name = name;
+	sc->Subjects = subject;
+	sc->SubjectsLen = 1;
+	sc->Retention = js_LimitsPolicy;
+	sc->Storage = js_FileStorage;
+	sc->Discard = js_DiscardOld;
+	/* the retention the operator gave (0: the defaults) */
 	uint64_t age = c->o.records_max_age_s ? c->o.records_max_age_s : 30u * 86400u;
 	sc->MaxAge = (int64_t)age * 1000000000LL;
 	uint64_t bytes = c->o.records_max_bytes ? c->o.records_max_bytes : (10ull << 30);
 	sc->MaxBytes = bytes == UINT64_MAX ? -1 : (int64_t)bytes;
 	*explicit_bytes = c->o.records_max_bytes != 0;
+	if (dedupe) {
+		uint64_t dup = c->o.window_s < age ? c->o.window_s : age;
+		sc->Duplicates = (int64_t)dup * 1000000000LL;
+	}
 }
 
 void cl_msg_drop(pd_cluster *c, natsMsg *m)

@@ -158,9 +158,12 @@ int cl_result_get(pd_cluster *c, const char *request_id, char **val, size_t *len
 /* Makes a stream or brings it to sc; a default MaxBytes the broker's store has no room for is
  * halved until it fits. */
 int cl_stream_fit(pd_cluster *c, jsStreamConfig *sc, bool explicit_bytes, pd_err *e);
-/* Sets sc's age and size from --cluster-records-max-age/-max-bytes (the records' and the
- * objects' streams share them); *explicit_bytes when the operator gave the size. */
-void cl_stream_retention(pd_cluster *c, jsStreamConfig *sc, bool *explicit_bytes);
+/* sc for a stream the cluster keeps (records, objects, trajectories): name, its one subject
+ * (*subject must outlive sc), limits retention on file storage, oldest out first, the age and size
+ * of --cluster-records-max-age/-max-bytes (*explicit_bytes when the operator gave the size); with
+ * dedupe, a duplicate window of --cluster-window, at most the age (the broker refuses longer). */
+void cl_stream_kept(pd_cluster *c, jsStreamConfig *sc, const char *name, const char **subject, bool dedupe,
+		    bool *explicit_bytes);
 
 /* Destroys m, with others: in batches of CL_DROP_BATCH (or at cl_msg_flush), so that libnats'
  * collector thread is woken once a batch, not once a message. */

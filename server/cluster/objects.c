@@ -32,16 +32,9 @@ int cl_objects_stream(pd_cluster *c, pd_err *e)
 		return cl_s3_open(&c->o, &c->s3, e);
 	}
 	jsStreamConfig sc;
-	N.jsStreamConfig_Init(&sc);
-	sc.Name = CL_OBJ_STREAM;
-	const char *subjects[] = {CL_OBJ_PREFIX ">"};
-	sc.Subjects = subjects;
-	sc.SubjectsLen = 1;
-	sc.Retention = js_LimitsPolicy;
-	sc.Storage = js_FileStorage;
-	sc.Discard = js_DiscardOld;
+	const char *subject[] = {CL_OBJ_PREFIX ">"};
 	bool explicit_bytes;
-	cl_stream_retention(c, &sc, &explicit_bytes);
+	cl_stream_kept(c, &sc, CL_OBJ_STREAM, subject, false, &explicit_bytes);
 	return cl_stream_fit(c, &sc, explicit_bytes, e);
 }
 

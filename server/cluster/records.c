@@ -53,21 +53,10 @@ static void tok(const char *s, char *out, size_t len)
 int cl_records_stream(pd_cluster *c, pd_err *e)
 {
 	jsStreamConfig sc;
-	N.jsStreamConfig_Init(&sc);
-	sc.Name = CL_REC_STREAM;
-	const char *subjects[] = {CL_REC_PREFIX ">"};
-	sc.Subjects = subjects;
-	sc.SubjectsLen = 1;
-	sc.Retention = js_LimitsPolicy;
-	sc.Storage = js_FileStorage;
-	sc.Discard = js_DiscardOld;
-	sc.MaxMsgsPerSubject = 1;
+	const char *subject[] = {CL_REC_PREFIX ">"};
 	bool explicit_bytes;
-	cl_stream_retention(c, &sc, &explicit_bytes);
-	/* the broker refuses a duplicate window longer than the age */
-	uint64_t age = (uint64_t)(sc.MaxAge / 1000000000LL);
-	uint64_t dup = c->o.window_s < age ? c->o.window_s : age;
-	sc.Duplicates = (int64_t)dup * 1000000000LL;
+	cl_stream_kept(c, &sc, CL_REC_STREAM, subject, true, &explicit_bytes);
+	sc.MaxMsgsPerSubject = 1; /* a record published twice is kept once */
 	/* and the sessions' trajectories beside them (sessobj.c), kept as long */
 	return cl_stream_fit(c, &sc, explicit_bytes, e) < 0 ? -1 : cl_traj_stream(c, e);
 }

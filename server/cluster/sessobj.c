@@ -57,19 +57,9 @@ struct cl_sessions {
 int cl_traj_stream(pd_cluster *c, pd_err *e)
 {
 	jsStreamConfig sc;
-	N.jsStreamConfig_Init(&sc);
-	sc.Name = CL_TRAJ_STREAM;
-	const char *subjects[] = {CL_TRAJ_PREFIX ">"};
-	sc.Subjects = subjects;
-	sc.SubjectsLen = 1;
-	sc.Retention = js_LimitsPolicy;
-	sc.Storage = js_FileStorage;
-	sc.Discard = js_DiscardOld;
+	const char *subject[] = {CL_TRAJ_PREFIX ">"};
 	bool explicit_bytes;
-	cl_stream_retention(c, &sc, &explicit_bytes);
-	uint64_t age = (uint64_t)(sc.MaxAge / 1000000000LL);
-	uint64_t dup = c->o.window_s < age ? c->o.window_s : age;
-	sc.Duplicates = (int64_t)dup * 1000000000LL;
+	cl_stream_kept(c, &sc, CL_TRAJ_STREAM, subject, true, &explicit_bytes);
 	return cl_stream_fit(c, &sc, explicit_bytes, e);
 }
 
